@@ -1,0 +1,93 @@
+"""What every cost function returns: FLOPs and compulsory HBM bytes per kernel launch.
+
+Conventions (the chapters' section 0.4): compulsory traffic only, each distinct
+byte crossing the HBM boundary once per kernel that touches it; FLOPs count a
+multiply-add as two. All figures are per layer, arrays broadcast over the
+workload arguments (sequence length, batch, ...), float64.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol, Union
+
+import numpy as np
+
+from ..errors import InputError
+
+ArrayLike = Union[float, int, np.ndarray, list]
+
+
+class Variant(str, enum.Enum):
+    """The attention implementations rooflab models."""
+
+    naive = "naive"
+    flash = "flash"
+    paged = "paged"
+    split_kv = "split_kv"
+    merge = "merge"
+    cascade = "cascade"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Pipe(str, enum.Enum):
+    """Which compute roof a kernel's FLOPs sit under."""
+
+    tensor = "tensor"  # matrix units, rate per dtype
+    vector = "vector"  # plain fp32 units
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """One kernel launch: its FLOPs on one pipe, special-function calls, and compulsory HBM bytes."""
+
+    name: str
+    flops: np.ndarray
+    hbm_bytes: np.ndarray
+    pipe: Pipe = Pipe.tensor
+    exp_ops: np.ndarray = np.float64(0.0)
+
+    @property
+    def intensity_flop_per_byte(self) -> np.ndarray:
+        return self.flops / self.hbm_bytes
+
+
+class Cost(Protocol):
+    """A variant's cost: the headline FLOPs and bytes, and the kernel launches they come from."""
+
+    variant: Variant
+
+    @property
+    def flops(self) -> np.ndarray: ...
+
+    @property
+    def hbm_bytes(self) -> np.ndarray: ...
+
+    @property
+    def kernels(self) -> tuple[KernelCost, ...]: ...
+
+
+def as_array(value: ArrayLike, name: str, minimum: float = 1) -> np.ndarray:
+    """A workload argument as a float64 array, refusing values below `minimum` or not finite."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.size == 0:
+        raise InputError(f"{name} must not be empty")
+    if not np.all(np.isfinite(arr)) or np.any(arr < minimum):
+        bad = arr[~np.isfinite(arr) | (arr < minimum)].flat[0]
+        raise InputError(f"{name} must be >= {minimum:g}, got {bad:g}")
+    return arr
+
+
+def causal_pairs(q_len: np.ndarray, kv_len: np.ndarray, causal: bool) -> np.ndarray:
+    """Visible (query, key) pairs of one head.
+
+    Non-causal: q_len * kv_len. Causal with the queries at the end of the keys
+    (prefill when q_len == kv_len, or a chunk appended to a cache): query i sees
+    kv_len - q_len + i + 1 keys, so the sum is q_len * (kv_len - q_len) + q_len (q_len + 1) / 2.
+    """
+    if not causal:
+        return q_len * kv_len
+    return q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2

@@ -1,0 +1,131 @@
+"""FlashAttention forward: S and P stay on chip, only Q, K, V, O and the LSE cross HBM.
+
+Sources: ../shared/seeds/naive-attention-and-online-softmax.txt (the
+compulsory intensity 2hT/(b(h + h_kv)), the 1/B_c rescale overhead) and
+../shared/seeds/flash-and-paged-attention.txt (tiling keeps blocks on chip; the
+pairing count stays quadratic).
+
+Two byte counts bracket a real kernel:
+  compulsory  Q, K, V, O once each, plus the fp32 LSE: the lower bound;
+  tiled       K and V re-read once per query tile of B_r rows, per query head,
+              with no help from L2: the upper bound a kernel that walks
+              (batch, query head, query tile) in any order cannot exceed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..specs import AttentionHeads, GpuSpec, ModelSpec
+from ..units import FP32_BYTES, DType
+from .common import ArrayLike, KernelCost, Variant, as_array, causal_pairs
+
+_TILE_CHOICES = (128, 64, 32, 16)
+#: K and V tiles are double-buffered so the next tile loads while this one is used.
+KV_STAGES = 2
+
+
+@dataclass(frozen=True)
+class FlashTile:
+    """Query rows (B_r) and key columns (B_c) one thread block holds on chip."""
+
+    block_q: int
+    block_kv: int
+
+    def smem_bytes(self, head_dim: int, dtype: DType) -> int:
+        """Q tile plus double-buffered K and V tiles: (B_r + 2 * stages * B_c) * d * b."""
+        return (self.block_q + 2 * KV_STAGES * self.block_kv) * head_dim * dtype.bytes
+
+
+def choose_tile(gpu: GpuSpec, head_dim: int, dtype: DType = DType.fp16) -> FlashTile:
+    """Largest power-of-two tile (at most 128 x 128) whose buffers fit one SM's shared memory.
+
+    A large B_r is preferred first, since every query tile re-reads K and V; then a large B_c,
+    since the rescale overhead is 1/B_c.
+    """
+    for block_q in _TILE_CHOICES:
+        for block_kv in _TILE_CHOICES:
+            tile = FlashTile(block_q, block_kv)
+            if tile.smem_bytes(head_dim, dtype) <= gpu.smem_per_sm_bytes:
+                return tile
+    raise InputError(f"head_dim {head_dim} in {dtype} does not fit a 16 x 16 tile in "
+                     f"{gpu.name}'s {gpu.smem_per_sm_bytes} bytes of shared memory per SM")
+
+
+@dataclass(frozen=True)
+class FlashCost:
+    """Cost of one FlashAttention forward launch for one layer."""
+
+    kernel: KernelCost
+    hbm_bytes_tiled: np.ndarray
+    tile: FlashTile
+    rescale_flops: np.ndarray
+    variant: Variant = Variant.flash
+
+    @property
+    def kernels(self) -> tuple[KernelCost, ...]:
+        return (self.kernel,)
+
+    @property
+    def flops(self) -> np.ndarray:
+        return self.kernel.flops
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        """Compulsory bytes: the figure the chapter's 6553.6 FLOP/byte is computed from."""
+        return self.kernel.hbm_bytes
+
+    @property
+    def intensity_tiled(self) -> np.ndarray:
+        return self.flops / self.hbm_bytes_tiled
+
+    @property
+    def rescale_overhead(self) -> float:
+        """Extra arithmetic of the online softmax relative to the PV accumulation: 1/B_c."""
+        return 1.0 / self.tile.block_kv
+
+
+def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
+                  dtype: DType = DType.fp16, causal: bool = False,
+                  tile: FlashTile | None = None, gpu: GpuSpec | None = None) -> FlashCost:
+    """FlashAttention forward over T tokens for one layer.
+
+    The tile is `tile` if given, else choose_tile(gpu, ...) if a GPU is given, else 128 x 128.
+    """
+    heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    if tile is None:
+        tile = choose_tile(gpu, heads.head_dim, dtype) if gpu is not None else FlashTile(128, 128)
+    t = as_array(seq_len, "seq_len")
+    b = as_array(batch, "batch")
+    h, h_kv, d, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, dtype.bytes
+
+    q_bytes = b * h * t * d * e            # [B, h, T, d]
+    kv_bytes = 2 * b * h_kv * t * d * e    # K and V: [B, h_kv, T, d] each, once
+    o_bytes = q_bytes
+    lse_bytes = b * h * t * FP32_BYTES     # [B, h, T] fp32
+    compulsory = q_bytes + kv_bytes + o_bytes + lse_bytes
+
+    kv_rows_read = _kv_rows_per_head(t, tile.block_q, causal)   # summed over the query tiles
+    tiled = q_bytes + o_bytes + lse_bytes + 2 * b * h * kv_rows_read * d * e
+
+    pairs = b * h * causal_pairs(t, t, causal)
+    flops = 4 * pairs * d                  # QK^T and PV, two FLOP per multiply-add each
+    kv_blocks = np.ceil(t / tile.block_kv)
+    rescale_flops = b * h * t * kv_blocks * (d + 1)   # alpha * O (d) and alpha * l (1), per row per block
+    kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=pairs)
+    return FlashCost(kernel, tiled, tile, rescale_flops)
+
+
+def _kv_rows_per_head(t: np.ndarray, block_q: int, causal: bool) -> np.ndarray:
+    """Key rows one query head's tiles read, summed over its ceil(T / B_r) tiles.
+
+    Causal: tile i (rows i*B_r .. (i+1)*B_r - 1) needs keys up to min((i+1) B_r, T):
+    B_r n (n + 1) / 2 - (n B_r - T) over n tiles.
+    """
+    n = np.ceil(t / block_q)
+    if not causal:
+        return n * t
+    return block_q * n * (n + 1) / 2 - (n * block_q - t)

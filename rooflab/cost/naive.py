@@ -1,0 +1,121 @@
+"""Naive (textbook) attention: three kernels that materialise S and P in HBM.
+
+Source: ../shared/seeds/naive-attention-and-online-softmax.txt, the opening
+sections (the S tensor, the three-kernel traffic count, and the intensity
+reconciliation). Shapes for one layer, batch B, T query and key tokens:
+
+    Q, O : [B, h, T, d]        K, V : [B, h_kv, T, d]   (each KV head serves h/h_kv query heads)
+    S, P : [B, h, T, T]        (in the compute dtype; S does not depend on d)
+
+    QK^T    : reads Q and K once, writes S           2 h T^2 d FLOP (tensor)
+    softmax : reads S, writes P                      ~5 FLOP + 1 exp per element (vector)
+    PV      : reads P and V once, writes O           2 h T^2 d FLOP (tensor)
+
+K and V are counted once per KV head: the GQA-aware compulsory count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..specs import AttentionHeads, GpuSpec, ModelSpec
+from ..units import DType
+from .common import ArrayLike, KernelCost, Pipe, Variant, as_array, causal_pairs
+
+#: Vector FLOPs per element of S in a row softmax: max compare, subtract, sum add, normalising multiply.
+SOFTMAX_FLOPS_PER_ELEMENT = 4
+
+
+@dataclass(frozen=True)
+class NaiveCost:
+    """Cost of naive attention for one layer: three kernels and the two T x T intermediates."""
+
+    qk: KernelCost
+    softmax: KernelCost
+    pv: KernelCost
+    s_bytes: np.ndarray
+    p_bytes: np.ndarray
+    qkvo_bytes: np.ndarray
+    variant: Variant = Variant.naive
+
+    @property
+    def kernels(self) -> tuple[KernelCost, ...]:
+        return (self.qk, self.softmax, self.pv)
+
+    @property
+    def flops(self) -> np.ndarray:
+        """F = FLOPs of QK^T plus PV, as the chapter counts them.
+
+        The softmax's vector FLOPs sit under another roof; they are in its own kernel's cost, not in F.
+        """
+        return self.qk.flops + self.pv.flops
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        return self.qk.hbm_bytes + self.softmax.hbm_bytes + self.pv.hbm_bytes
+
+    @property
+    def peak_extra_bytes(self) -> np.ndarray:
+        """S and P alive together (PyTorch's softmax is not in place)."""
+        return self.s_bytes + self.p_bytes
+
+    @property
+    def working_set_bytes(self) -> np.ndarray:
+        """Device memory the layer needs at its peak: S, P and the layer's Q, K, V, O."""
+        return self.peak_extra_bytes + self.qkvo_bytes
+
+
+def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
+                  dtype: DType = DType.fp16, causal: bool = False) -> NaiveCost:
+    """Naive attention over T tokens for one layer.
+
+    FLOPs count the visible pairs (half of T^2, plus the diagonal, when causal); the
+    bytes of S and P are the full T x T either way, because the naive kernels
+    materialise the whole matrix and mask it.
+    """
+    heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    t = as_array(seq_len, "seq_len")
+    b = as_array(batch, "batch")
+    h, h_kv, d, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, dtype.bytes
+
+    q_bytes = b * h * t * d * e            # [B, h, T, d]
+    k_bytes = b * h_kv * t * d * e         # [B, h_kv, T, d], read once per KV head
+    v_bytes = k_bytes
+    o_bytes = q_bytes
+    s_bytes = b * h * t * t * e            # [B, h, T, T]
+    p_bytes = s_bytes
+    pairs = b * h * causal_pairs(t, t, causal)
+    matmul_flops = 2 * pairs * d           # one multiply-add per (pair, d) per GEMM
+    elements = b * h * t * t               # the softmax touches every element of S, masked or not
+
+    qk = KernelCost("qk", matmul_flops, q_bytes + k_bytes + s_bytes)
+    softmax = KernelCost("softmax", SOFTMAX_FLOPS_PER_ELEMENT * elements, s_bytes + p_bytes,
+                         pipe=Pipe.vector, exp_ops=elements)
+    pv = KernelCost("pv", matmul_flops, p_bytes + v_bytes + o_bytes)
+    return NaiveCost(qk, softmax, pv, s_bytes, p_bytes, q_bytes + k_bytes + v_bytes + o_bytes)
+
+
+def naive_max_seq_len(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
+                      weight_dtype: DType | None = None) -> int:
+    """Longest T whose naive prefill fits in device memory next to the model's weights.
+
+    Solves B (2 h T^2 b + (2h + 2h_kv) T d b) <= capacity - weights for T: the
+    working set of one layer (S and P alive together, with Q, K, V, O). Returns 0
+    when the weights alone do not fit.
+    """
+    weight_dtype = weight_dtype or dtype
+    if batch < 1:
+        raise InputError(f"batch must be >= 1, got {batch}")
+    free = gpu.hbm_capacity_bytes - model.total_parameters * weight_dtype.bytes
+    if free <= 0:
+        return 0
+    e, d = dtype.bytes, model.head_dim
+    a = batch * 2 * model.num_qo_heads * e
+    lin = batch * (2 * model.num_qo_heads + 2 * model.num_kv_heads) * d * e
+    t = int((-lin + np.sqrt(lin * lin + 4 * a * free)) / (2 * a))
+    while t > 0 and float(naive_prefill(model, t, batch, dtype).working_set_bytes) > free:
+        t -= 1  # guard the float rounding of the square root
+    return t

@@ -1,0 +1,185 @@
+"""Typed, frozen descriptions of a GPU and a model.
+
+Specs are data: every figure comes from a YAML file (see load.py), with a
+`source`. Derived values are properties. Validation of types and signs is done
+by load.py from the field annotations; the cross-field rules live here in
+`check()` and raise SpecError naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .errors import SpecError
+from .units import DType
+
+
+@dataclass(frozen=True)
+class MeasuredCeilings:
+    """Ceilings measured on a real device by `rooflab calibrate` (the Empirical Roofline Toolkit's way).
+
+    copy_bytes_per_s counts bytes read plus bytes written of a large device-to-device copy.
+    gemm_flop_per_s holds dense GEMM rates on random data, keyed like dense_tensor_flop_per_s.
+    """
+
+    copy_bytes_per_s: float
+    gemm_flop_per_s: dict[str, float]
+    date: str
+    device_name: str
+    exp_per_s: Optional[float] = None
+    driver: Optional[str] = None
+    cuda: Optional[str] = None
+    cupy: Optional[str] = None
+    command: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU: datasheet ceilings (dense, never the sparsity figures) and on-chip sizes."""
+
+    name: str
+    display_name: str
+    vendor: str
+    architecture: str
+    hbm_capacity_bytes: int
+    hbm_bandwidth_bytes_per_s: float
+    dense_tensor_flop_per_s: dict[str, float]
+    vector_fp32_flop_per_s: float
+    num_sms: int
+    smem_per_sm_bytes: int
+    l2_bytes: int
+    register_file_per_sm_bytes: int
+    boost_clock_hz: float
+    source: str
+    exp_per_s: Optional[float] = None
+    interconnect_bytes_per_s: Optional[float] = None
+    compute_capability: Optional[str] = None
+    measured: Optional[MeasuredCeilings] = None
+
+    def check(self) -> None:
+        """Cross-field rules the annotations cannot express."""
+        if "fp16" not in self.dense_tensor_flop_per_s:
+            raise SpecError(self.name, "dense_tensor_flop_per_s", self.dense_tensor_flop_per_s,
+                            "must give at least the fp16 rate")
+
+    def has_rate(self, dtype: DType) -> bool:
+        return dtype.rate_key in self.dense_tensor_flop_per_s or dtype is DType.fp32
+
+    def matmul_flop_per_s(self, dtype: DType) -> float:
+        """Datasheet rate for matrix products with operands in `dtype`.
+
+        fp32 operands fall back to the non-tensor fp32 rate when the chip has no fp32 matrix rate.
+        """
+        rate = self.dense_tensor_flop_per_s.get(dtype.rate_key)
+        if rate is not None:
+            return rate
+        if dtype is DType.fp32:
+            return self.vector_fp32_flop_per_s
+        raise SpecError(self.name, "dense_tensor_flop_per_s", sorted(self.dense_tensor_flop_per_s),
+                        f"this GPU has no {dtype.value} tensor-core rate")
+
+    def ridge_flop_per_byte(self, dtype: DType) -> float:
+        """Intensity at which the compute roof meets the memory roof: pi / beta."""
+        return self.matmul_flop_per_s(dtype) / self.hbm_bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True)
+class AttentionHeads:
+    """The head layout one attention layer needs: query heads, KV heads, head dim."""
+
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+
+    def __post_init__(self) -> None:
+        for name in ("num_qo_heads", "num_kv_heads", "head_dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SpecError("attention heads", name, value, "must be a positive integer")
+        if self.num_qo_heads % self.num_kv_heads:
+            raise SpecError("attention heads", "num_kv_heads", self.num_kv_heads,
+                            f"num_qo_heads ({self.num_qo_heads}) must be a multiple of num_kv_heads")
+
+    @property
+    def group_size(self) -> int:
+        """Query heads served by one KV head (GQA); 1 for multi-head attention."""
+        return self.num_qo_heads // self.num_kv_heads
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One decoder-only transformer, as its config.json describes it."""
+
+    name: str
+    display_name: str
+    num_layers: int
+    hidden_size: int
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+    ffn_size: int
+    vocab_size: int
+    max_context_len: int
+    source: str
+    num_parameters: Optional[int] = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    num_experts: int = 1
+    num_experts_per_token: int = 1
+
+    def check(self) -> None:
+        """Cross-field rules the annotations cannot express."""
+        if self.num_qo_heads % self.num_kv_heads:
+            raise SpecError(self.name, "num_kv_heads", self.num_kv_heads,
+                            f"num_qo_heads ({self.num_qo_heads}) must be a multiple of num_kv_heads")
+        if self.num_experts_per_token > self.num_experts:
+            raise SpecError(self.name, "num_experts_per_token", self.num_experts_per_token,
+                            f"cannot exceed num_experts ({self.num_experts})")
+
+    @property
+    def heads(self) -> AttentionHeads:
+        return AttentionHeads(self.num_qo_heads, self.num_kv_heads, self.head_dim)
+
+    @property
+    def group_size(self) -> int:
+        """Query heads served by one KV head (GQA); 1 for multi-head attention."""
+        return self.num_qo_heads // self.num_kv_heads
+
+    def kv_bytes_per_token(self, kv_dtype: DType) -> int:
+        """K and V of one token across all layers: 2 * L * h_kv * d * b."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * kv_dtype.bytes
+
+    @property
+    def derived_parameters(self) -> int:
+        """Parameter count from the architecture (gated MLP, RMSNorm), all experts included."""
+        return self._parameters(self.num_experts)
+
+    @property
+    def total_parameters(self) -> int:
+        """The published count when the YAML gives one, otherwise the derived count."""
+        return self.num_parameters if self.num_parameters is not None else self.derived_parameters
+
+    @property
+    def active_parameters(self) -> int:
+        """Parameters touched per token: for a mixture of experts only the routed experts' MLPs count."""
+        if self.num_experts == 1:
+            return self.total_parameters
+        inactive = (self.num_experts - self.num_experts_per_token) * self._mlp_parameters()
+        return self.total_parameters - self.num_layers * inactive
+
+    def _mlp_parameters(self) -> int:
+        return 3 * self.hidden_size * self.ffn_size  # gate, up, down
+
+    def _parameters(self, experts: int) -> int:
+        h, d = self.hidden_size, self.head_dim
+        q_out = self.num_qo_heads * d
+        kv_out = self.num_kv_heads * d
+        attention = h * q_out + 2 * h * kv_out + q_out * h
+        if self.attention_bias:
+            attention += q_out + 2 * kv_out
+        router = h * experts if experts > 1 else 0
+        per_layer = attention + experts * self._mlp_parameters() + router + 2 * h  # 2 norms
+        embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return self.num_layers * per_layer + embeddings + h  # final norm
+
