@@ -122,6 +122,7 @@ def predict(cost: Cost, ceilings: Ceilings) -> Prediction:
     t_compute = cost.flops / ceilings.matmul_flop_per_s if _on_tensor(cost) else \
         cost.flops / ceilings.vector_flop_per_s
     t_memory = cost.hbm_bytes / ceilings.bandwidth_bytes_per_s
+    floor = np.maximum(floor, np.maximum(t_compute, t_memory))  # equal in exact arithmetic; rounding
     return Prediction(np.asarray(cost.flops), np.asarray(cost.hbm_bytes), np.asarray(t_compute),
                       np.asarray(t_memory), np.asarray(floor), ceilings.ridge_flop_per_byte)
 

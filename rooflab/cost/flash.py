@@ -90,10 +90,13 @@ class FlashCost:
 
 def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
                   dtype: DType = DType.fp16, causal: bool = False,
-                  tile: FlashTile | None = None, gpu: GpuSpec | None = None) -> FlashCost:
+                  tile: FlashTile | None = None, gpu: GpuSpec | None = None,
+                  write_lse: bool = True) -> FlashCost:
     """FlashAttention forward over T tokens for one layer.
 
     The tile is `tile` if given, else choose_tile(gpu, ...) if a GPU is given, else 128 x 128.
+    `write_lse` adds the fp32 LSE a forward pass keeps for the backward pass or a later merge;
+    without it the bytes are exactly the attention function's compulsory Q, K, V, O.
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
     if tile is None:
@@ -105,7 +108,7 @@ def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     q_bytes = b * h * t * d * e            # [B, h, T, d]
     kv_bytes = 2 * b * h_kv * t * d * e    # K and V: [B, h_kv, T, d] each, once
     o_bytes = q_bytes
-    lse_bytes = b * h * t * FP32_BYTES     # [B, h, T] fp32
+    lse_bytes = b * h * t * FP32_BYTES * write_lse   # [B, h, T] fp32
     compulsory = q_bytes + kv_bytes + o_bytes + lse_bytes
 
     kv_rows_read = _kv_rows_per_head(t, tile.block_q, causal)   # summed over the query tiles
