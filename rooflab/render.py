@@ -6,10 +6,13 @@ import csv
 import enum
 import io
 import json
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .rows import Report, Row
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
+
+if TYPE_CHECKING:
+    from .capacity import CapacityPlan
 
 
 class Format(str, enum.Enum):
@@ -78,11 +81,13 @@ def _kernel_cells(row: Row, layers: int) -> list[list[str]]:
 
 
 def _title(r: Report) -> str:
-    work = (f"T={r.seq_len}" if r.phase == "prefill"
-            else f"decode, context {_lens(r.context_lens)}")
-    mask = "causal" if r.causal else "non-causal"
-    return (f"{r.model_display_name or r.model} on {r.gpu_display_name or r.gpu}: {work}, batch {r.batch}, "
-            f"{r.dtype}, {mask}, {r.ceilings} ceilings")
+    if r.phase == "prefill":
+        work = f"T={r.seq_len}, batch {r.batch}, {r.dtype}, {'causal' if r.causal else 'non-causal'}"
+    else:
+        kv = f", KV cache {r.kv_dtype}" if r.kv_dtype != r.dtype else ""
+        work = (f"decode step, context {_lens(r.context_lens)}, batch {r.batch}, {r.dtype}{kv}, "
+                f"page size {r.page_size}")
+    return f"{r.model_display_name or r.model} on {r.gpu_display_name or r.gpu}: {work}, {r.ceilings} ceilings"
 
 
 def _lens(lens: tuple[int, ...] | None) -> str:
@@ -108,8 +113,9 @@ def _details(r: Report) -> list[str]:
                         f"online-softmax rescale overhead 1/B_c = {row.rescale_overhead:.1%}")
         if row.kv_bytes is not None:
             bits.append(f"KV bytes read {fmt_bytes(row.kv_bytes)}")
-        if row.bandwidth_fraction is not None and row.bandwidth_fraction < 1:
-            bits.append(f"{row.splits or 1} split(s): reaches {row.bandwidth_fraction:.0%} of bandwidth")
+        if row.bandwidth_fraction is not None:
+            bits.append(f"{row.splits} split(s): the launch reaches {row.bandwidth_fraction:.0%} of the bandwidth "
+                        f"(t_floor includes this; t_memory does not)")
         if bits:
             lines.append(f"{row.label or row.variant}: " + "; ".join(bits))
     return lines
@@ -145,6 +151,13 @@ def _facts(r: Report) -> list[str]:
                    f"longest T that fits: {f['naive_max_seq_len']:,}")
     if "naive_over_flash_intensity" in f:
         out.append(f"materialising S costs a factor of {f['naive_over_flash_intensity']:.0f} in arithmetic intensity")
+    if "recommended_splits" in f:
+        out.append(f"decode intensity 2h/(b h_kv) = {f['decode_intensity_flop_per_byte']:.1f} FLOP/byte whatever the "
+                   f"context or batch; {f['work_units_unsplit']} work units (sequences x KV heads) for "
+                   f"{f['num_sms']} SMs; recommended split count: {f['recommended_splits']}")
+        out.append(f"whole model per step: {fmt_flops(f['flops_per_token'])} per token, attention "
+                   f"{f['attention_flop_share']:.1%} of it; reads {fmt_bytes(f['weight_bytes_per_step'])} of weights "
+                   f"and {fmt_bytes(f['kv_bytes_per_step'])} of KV cache")
     return out
 
 
@@ -162,3 +175,36 @@ def _report_csv(r: Report) -> str:
             w.writerow(base + [row.label or row.variant, k.kernel, k.flops, k.hbm_bytes,
                                k.intensity_flop_per_byte, k.t_compute_s, k.t_memory_s, k.t_floor_s, k.bound])
     return buf.getvalue()
+
+
+def render_capacity(plan: "CapacityPlan", fmt: Format = Format.table) -> str:
+    """The capacity plan as a two-column table, markdown, CSV (one row) or JSON."""
+    record = plan.to_dict()
+    if fmt is Format.json:
+        return json.dumps(record, indent=2) + "\n"
+    if fmt is Format.csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(record), lineterminator="\n")
+        w.writeheader()
+        w.writerow(record)
+        return buf.getvalue()
+    lines = [
+        ("usable memory", f"{fmt_bytes(plan.usable_bytes)} ({plan.gpu_memory_utilization:.0%} of the device)"),
+        ("weights", f"{fmt_bytes(plan.weights_bytes)} ({plan.weight_dtype})"),
+        ("activation reserve", fmt_bytes(plan.activation_reserve_bytes)),
+        ("KV budget", fmt_bytes(plan.kv_budget_bytes)),
+        ("KV per token", f"{fmt_bytes(plan.kv_bytes_per_token)} ({plan.kv_dtype})"),
+        ("blocks", f"{plan.num_blocks:,} of {plan.page_size} tokens ({fmt_bytes(plan.block_bytes)} each)"),
+        ("sequences, paged", f"{plan.max_sequences_paged:,} ({plan.blocks_per_sequence:,} blocks each)"),
+        ("sequences, contiguous", f"{plan.max_sequences_contiguous:,} (reserving {plan.max_model_len:,} tokens each)"),
+        ("longest single context", f"{plan.max_context_len:,} tokens"),
+        ("naive prefill ceiling", f"{plan.naive_prefill_max_seq_len:,} tokens (S and P of one layer beside the weights)"),
+    ]
+    title = f"{plan.model} on {plan.gpu}: sequences of {plan.context_len:,} tokens, page size {plan.page_size}"
+    tail = [f"answer: {plan.reason}"] if plan.reason else []
+    if fmt is Format.markdown:
+        body = "\n".join(["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in lines])
+        return "\n".join([f"## {title}", "", body, "", *tail]) + "\n"
+    width = max(len(k) for k, _ in lines)
+    body = "\n".join(f"  {k.ljust(width)}  {v}" for k, v in lines)
+    return "\n".join([title, body, *tail]) + "\n"

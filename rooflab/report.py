@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from .cost.flash import flash_prefill
+from .cost.model import decode_step
 from .cost.naive import naive_max_seq_len, naive_prefill
+from .cost.paged import check_splits, context_lengths, paged_decode, recommend_splits
 from .rows import Report, make_row
 from .roofline import CeilingSource, Ceilings
 from .specs import GpuSpec, ModelSpec
@@ -41,4 +45,47 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
         ridge_flop_per_byte=roofs.ridge_flop_per_byte,
         bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s, matmul_flop_per_s=roofs.matmul_flop_per_s,
         rows=rows, model_display_name=model.display_name, gpu_display_name=gpu.display_name, facts=facts,
+    )
+
+
+def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], page_size: int = 16,
+                  dtype: DType = DType.fp16, kv_dtype: DType | None = None, splits: int | None = None,
+                  ceilings: CeilingSource = CeilingSource.datasheet) -> Report:
+    """One decode step per layer: paged decode in one launch, and split-KV with the S-way merge.
+
+    `splits` defaults to the count recommend_splits picks (at least 2, so the row shows split-KV).
+    """
+    kv_dtype = kv_dtype or dtype
+    roofs = Ceilings.of(gpu, dtype, ceilings)
+    lens = context_lengths(context_lens)
+    recommended = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype)
+    chosen = check_splits(splits) if splits is not None else max(2, recommended)
+    rows = []
+    for s in (1, chosen):
+        cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms)
+        label = "paged" if s == 1 else f"split_kv ({s} splits)"
+        rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
+                             bandwidth_fraction=cost.bandwidth_fraction))
+    step = decode_step(model, int(round(lens.mean())), lens.size, dtype, kv_dtype)
+    facts = {
+        "recommended_splits": recommended,
+        "decode_intensity_flop_per_byte": 2 * model.num_qo_heads / (kv_dtype.bytes * model.num_kv_heads),
+        "work_units_unsplit": int(lens.size * model.num_kv_heads),
+        "num_sms": gpu.num_sms,
+        "attention_flop_share": step.attention_flop_share,
+        "flops_per_token": step.flops_per_token,
+        "weight_bytes_per_step": step.weight_bytes_per_step,
+        "kv_bytes_per_step": step.kv_bytes_per_step,
+    }
+    notes = []
+    if recommended == 1 and splits is None:
+        notes.append("split-KV does not pay here: the unsplit launch already fills the GPU; "
+                     "the split_kv row shows the cost of 2 splits for comparison")
+    return Report(
+        model=model.name, gpu=gpu.name, phase="decode", seq_len=None, batch=int(lens.size), dtype=dtype.value,
+        causal=True, num_layers=model.num_layers, ceilings=roofs.source.value,
+        ridge_flop_per_byte=roofs.ridge_flop_per_byte, bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s,
+        matmul_flop_per_s=roofs.matmul_flop_per_s, rows=tuple(rows), model_display_name=model.display_name,
+        gpu_display_name=gpu.display_name, context_lens=tuple(int(x) for x in lens), kv_dtype=kv_dtype.value,
+        page_size=page_size, notes=tuple(notes), facts=facts,
     )

@@ -42,13 +42,18 @@ class Pipe(str, enum.Enum):
 
 @dataclass(frozen=True)
 class KernelCost:
-    """One kernel launch: its FLOPs on one pipe, special-function calls, and compulsory HBM bytes."""
+    """One kernel launch: its FLOPs on one pipe, special-function calls, and compulsory HBM bytes.
+
+    `bandwidth_fraction` is the share of HBM bandwidth the launch can reach when it has too little
+    parallel work to fill the GPU (the decode parallelism model, cost/paged.py); 1 otherwise.
+    """
 
     name: str
     flops: np.ndarray
     hbm_bytes: np.ndarray
     pipe: Pipe = Pipe.tensor
     exp_ops: np.ndarray = np.float64(0.0)
+    bandwidth_fraction: np.ndarray = np.float64(1.0)
 
     @property
     def intensity_flop_per_byte(self) -> np.ndarray:

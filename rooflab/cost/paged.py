@@ -1,0 +1,197 @@
+"""Paged decode, with optional split-KV: one query token per sequence, K and V read through a block table.
+
+Sources: ../shared/seeds/flash-and-paged-attention.txt (the block table, pages of
+fixed size) and naive-attention-and-online-softmax.txt (decode attention's fixed
+intensity 2h / (b h_kv), "4 FLOP/byte for Llama-3-8B in fp16"; split-KV partials
+combined by the LSE merge). Per layer, for sequences of context lengths L_i in a batch of B:
+
+    K, V         2 h_kv d b_kv sum(L_i)     each KV page read once for its whole query group (GQA)
+    block table  4 sum(ceil(L_i / page))    int32 physical page ids, plus 4 B of int32 lengths
+    Q, O         2 B h d b                  one token per sequence
+    FLOPs        4 h d sum(L_i)             QK^T and PV, one multiply-add each per (key, d)
+
+With S > 1 splits the attention kernel writes fp32 partial outputs and LSEs instead of O,
+2 x S x B x h x (d + 1) x 4 bytes including the merge reading them back, and an S-way merge
+writes O. Only the valid tokens of a sequence's last page are counted (a kernel masks the tail
+rather than loading it); appending the new token's K/V to the cache is a separate kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..specs import AttentionHeads, ModelSpec
+from ..units import FP32_BYTES, INT32_BYTES, DType
+from .common import ArrayLike, KernelCost, Variant, as_array
+from .merge import MergeCost, merge_splits
+
+#: Largest split count rooflab considers when it recommends one.
+MAX_SPLITS = 64
+
+
+@dataclass(frozen=True)
+class DecodeCost:
+    """One decode step for one layer: the attention launch and, with splits, the merge."""
+
+    attention: KernelCost
+    merge: MergeCost | None
+    kv_bytes: np.ndarray
+    block_table_bytes: np.ndarray
+    partial_bytes: np.ndarray
+    num_splits: int
+    work_units: np.ndarray
+
+    @property
+    def variant(self) -> Variant:
+        return Variant.paged if self.num_splits == 1 else Variant.split_kv
+
+    @property
+    def kernels(self) -> tuple[KernelCost, ...]:
+        return (self.attention,) if self.merge is None else (self.attention, self.merge.kernel)
+
+    @property
+    def flops(self) -> np.ndarray:
+        """Attention FLOPs (the merge's vector FLOPs sit under another roof, in its own kernel)."""
+        return self.attention.flops
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        return sum(k.hbm_bytes for k in self.kernels)
+
+    @property
+    def bandwidth_fraction(self) -> np.ndarray:
+        return self.attention.bandwidth_fraction
+
+
+def context_lengths(context_lens: ArrayLike) -> np.ndarray:
+    """A ragged batch's context lengths as a 1-D array of whole numbers >= 1."""
+    lens = as_array(context_lens, "context lengths").reshape(-1)
+    fractional = lens != np.floor(lens)
+    if np.any(fractional):
+        raise InputError(f"context lengths must be whole numbers, got {lens[fractional][0]:g}")
+    return lens
+
+
+def check_page_size(page_size: int) -> int:
+    if isinstance(page_size, bool) or int(page_size) != page_size or page_size < 1:
+        raise InputError(f"page size must be a whole number >= 1, got {page_size}")
+    return int(page_size)
+
+
+def check_splits(num_splits: int) -> int:
+    if isinstance(num_splits, bool) or int(num_splits) != num_splits or num_splits < 1:
+        raise InputError(f"number of splits must be a whole number >= 1, got {num_splits}")
+    return int(num_splits)
+
+
+def parallel_fraction(total_unit_tokens: ArrayLike, longest_unit_tokens: ArrayLike, num_sms: int | None,
+                      units_per_sm: float = 1.0) -> np.ndarray:
+    """Fraction of HBM bandwidth a launch of memory-bound work units can reach.
+
+    The model (its assumptions; `rooflab validate` checks it against measured kernels):
+      1. the kernel runs one thread block per work unit (sequence x KV head x split);
+      2. one work unit streams at no more than beta / (num_sms x units_per_sm): it takes
+         `units_per_sm` resident units to saturate one SM's share of the bandwidth;
+      3. all units together never exceed beta, and they all run at once (no wave effects);
+    so a step takes max(sum(bytes) / beta, max(unit bytes) x num_sms x units_per_sm / beta), and
+    the fraction is sum / (longest x num_sms x units_per_sm), capped at 1. Uniform units give
+    min(1, U / (num_sms x units_per_sm)): one sequence with 8 KV heads fills 8 of 132 SMs, 6%.
+    `num_sms=None` means an ideal machine (fraction 1).
+    """
+    if num_sms is None:
+        return np.float64(1.0)
+    total = np.asarray(total_unit_tokens, dtype=np.float64)
+    longest = np.asarray(longest_unit_tokens, dtype=np.float64)
+    return np.minimum(1.0, total / (longest * num_sms * units_per_sm))
+
+
+def _split_tokens(lens: np.ndarray, num_splits: int, page_size: int) -> np.ndarray:
+    """Tokens of each (sequence, split), [B, S]: whole pages dealt out evenly, the last split shorter."""
+    pages_per_split = np.ceil(np.ceil(lens / page_size) / num_splits)
+    span = pages_per_split * page_size
+    starts = np.arange(num_splits)[None, :] * span[:, None]
+    return np.clip(lens[:, None] - starts, 0, span[:, None])
+
+
+def _heads(heads: AttentionHeads | ModelSpec) -> AttentionHeads:
+    return heads.heads if isinstance(heads, ModelSpec) else heads
+
+
+def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch: np.ndarray,
+            num_splits: int, fraction: np.ndarray, units: np.ndarray, dtype: DType,
+            kv_dtype: DType) -> DecodeCost:
+    """The byte and FLOP count shared by the ragged and the uniform entry points."""
+    h, h_kv, d = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim
+    kv_bytes = 2 * h_kv * d * kv_dtype.bytes * tokens          # K and V: [pages, h_kv, page, d] each
+    table_bytes = INT32_BYTES * (pages + batch)                 # block table and context lengths
+    q_bytes = batch * h * d * dtype.bytes                       # [B, h, d]
+    flops = 4 * h * d * tokens
+    split = num_splits > 1
+    partial = batch * h * num_splits * (d + 1) * FP32_BYTES * split   # [S, B, h, d] + [S, B, h] fp32
+    out_bytes = partial if split else q_bytes                   # partials, or O itself
+    name = "split_decode" if split else "paged_decode"
+    attention = KernelCost(name, flops, kv_bytes + table_bytes + q_bytes + out_bytes,
+                           exp_ops=h * tokens, bandwidth_fraction=fraction)
+    merge = merge_splits(batch * h, num_splits, d, dtype) if split else None
+    return DecodeCost(attention, merge, kv_bytes, table_bytes, 2 * partial, num_splits, units)
+
+
+def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, page_size: int = 16,
+                 dtype: DType = DType.fp16, kv_dtype: DType | None = None, num_splits: int = 1,
+                 num_sms: int | None = None, units_per_sm: float = 1.0) -> DecodeCost:
+    """One decode step over a ragged batch: `context_lens` holds one length per sequence.
+
+    With `num_sms` the parallelism model limits the attention launch's bandwidth; without, the
+    launch is ideal (the pure roofline).
+    """
+    heads = _heads(heads)
+    page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
+    lens = context_lengths(context_lens)
+    unit_tokens = _split_tokens(lens, num_splits, page_size)        # [B, S]; the same for every KV head
+    busy = unit_tokens[unit_tokens > 0]
+    units = np.float64(busy.size * heads.num_kv_heads)
+    fraction = parallel_fraction(busy.sum() * heads.num_kv_heads, busy.max(), num_sms, units_per_sm)
+    return _decode(heads, lens.sum(), np.ceil(lens / page_size).sum(), np.float64(lens.size), num_splits,
+                   fraction, units, dtype, kv_dtype or dtype)
+
+
+def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLike, batch: ArrayLike = 1,
+                         page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
+                         num_splits: int = 1, num_sms: int | None = None,
+                         units_per_sm: float = 1.0) -> DecodeCost:
+    """A decode step for `batch` sequences of one length each, vectorised over both (for sweeps)."""
+    heads = _heads(heads)
+    page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
+    lens = as_array(context_len, "context length")
+    b = as_array(batch, "batch")
+    pages = np.ceil(lens / page_size)
+    busy_splits = np.minimum(num_splits, np.ceil(pages / np.ceil(pages / num_splits)))
+    units = b * heads.num_kv_heads * busy_splits
+    longest = np.ceil(pages / num_splits) * page_size
+    fraction = parallel_fraction(b * heads.num_kv_heads * lens, np.minimum(longest, lens), num_sms, units_per_sm)
+    return _decode(heads, b * lens, b * pages, b, num_splits, fraction, units, dtype, kv_dtype or dtype)
+
+
+def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, num_sms: int,
+                     page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
+                     units_per_sm: float = 1.0) -> int:
+    """The split count with the smallest predicted memory time, between 1 and MAX_SPLITS.
+
+    Time of a step with S splits, in units of 1 / beta: attention bytes / fraction(S) + merge bytes. Past
+    the point where the units fill the GPU, more splits only add partial traffic, so the smallest
+    S that fills it wins; with a full GPU already (a large batch), S = 1.
+    """
+    lens = context_lengths(context_lens)
+    best, best_time = 1, np.inf
+    limit = int(min(MAX_SPLITS, np.ceil(lens.max() / check_page_size(page_size))))
+    for s in range(1, limit + 1):
+        cost = paged_decode(heads, lens, page_size, dtype, kv_dtype, s, num_sms, units_per_sm)
+        t = float(cost.attention.hbm_bytes / cost.attention.bandwidth_fraction)
+        if cost.merge is not None:
+            t += float(cost.merge.hbm_bytes)
+        if t < best_time * (1 - 1e-9):
+            best, best_time = s, t
+    return best

@@ -1,0 +1,175 @@
+"""Block accounting for a paged KV cache, prefix reuse, and continuous batching rounds.
+
+Source: ../shared/seeds/flash-and-paged-attention.txt, "PagedAttention separates
+logical order from physical placement" (blocks, slots, tail waste), the prefix-reuse
+arithmetic (page alignment of a common prefix) and "Paging, continuous batching, and
+chunked prefill are different mechanisms" (static against refilled rounds).
+Counts are in tokens and blocks; multiply by a model's KV bytes per token for bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .errors import InputError
+from .units import INT32_BYTES
+
+
+def _lengths(lengths: Sequence[int], name: str = "request lengths", minimum: int = 1) -> list[int]:
+    out = [int(n) for n in lengths]
+    if not out:
+        raise InputError(f"{name} must not be empty")
+    if any(n < minimum or n != m for n, m in zip(out, lengths)):
+        bad = next(m for n, m in zip(out, lengths) if n < minimum or n != m)
+        raise InputError(f"{name} must be whole numbers >= {minimum}, got {bad}")
+    return out
+
+
+def _page(page_size: int) -> int:
+    if isinstance(page_size, bool) or int(page_size) != page_size or page_size < 1:
+        raise InputError(f"page size must be a whole number >= 1, got {page_size}")
+    return int(page_size)
+
+
+@dataclass(frozen=True)
+class BlockUsage:
+    """Physical blocks a set of requests holds, and the slots left empty in their tail blocks."""
+
+    tokens: int
+    blocks: int
+    page_size: int
+
+    @property
+    def slots(self) -> int:
+        return self.blocks * self.page_size
+
+    @property
+    def unused_slots(self) -> int:
+        """Internal fragmentation: empty slots in each request's last, partly filled block."""
+        return self.slots - self.tokens
+
+    @property
+    def block_table_bytes(self) -> int:
+        """One int32 physical block id per logical block."""
+        return self.blocks * INT32_BYTES
+
+
+def block_usage(lengths: Sequence[int], page_size: int) -> BlockUsage:
+    """Blocks for requests of the given token counts: sum of ceil(L_i / page)."""
+    lens = _lengths(lengths)
+    page = _page(page_size)
+    return BlockUsage(sum(lens), sum(-(-n // page) for n in lens), page)
+
+
+@dataclass(frozen=True)
+class Fragmentation:
+    """Paging against reserving a contiguous region of `max_len` tokens per request."""
+
+    tokens: int
+    paged_slots: int
+    contiguous_slots: int
+
+    @property
+    def paged_waste(self) -> float:
+        """Share of the paged slots that hold no token."""
+        return 1 - self.tokens / self.paged_slots
+
+    @property
+    def contiguous_waste(self) -> float:
+        return 1 - self.tokens / self.contiguous_slots
+
+    @property
+    def saving(self) -> float:
+        """Slots paging saves, as a share of the contiguous reservation."""
+        return 1 - self.paged_slots / self.contiguous_slots
+
+
+def fragmentation(lengths: Sequence[int], page_size: int, max_len: int) -> Fragmentation:
+    """Internal fragmentation of paging against a contiguous max-length reservation per request."""
+    lens = _lengths(lengths)
+    if max_len < max(lens):
+        raise InputError(f"max_len {max_len} is shorter than the longest request ({max(lens)} tokens)")
+    usage = block_usage(lens, page_size)
+    return Fragmentation(usage.tokens, usage.slots, max_len * len(lens))
+
+
+@dataclass(frozen=True)
+class SharedPrefix:
+    """Blocks when N requests share a common prefix: full prefix blocks stored once, reference-counted."""
+
+    shared_blocks: int
+    ref_count: int
+    private_blocks: int
+    unshared_blocks: int
+
+    @property
+    def total_blocks(self) -> int:
+        return self.shared_blocks + self.private_blocks
+
+    @property
+    def saved_blocks(self) -> int:
+        return self.unshared_blocks - self.total_blocks
+
+
+def shared_prefix_blocks(prefix_len: int, suffix_lens: Sequence[int], page_size: int) -> SharedPrefix:
+    """Count blocks with prefix sharing: only whole blocks of the prefix are shared.
+
+    The prefix's partly filled last block cannot be shared (a request writing into it would
+    need copy-on-write), so each request keeps its own copy of it, followed by its suffix.
+    """
+    suffixes = _lengths(suffix_lens, "suffix lengths", minimum=0)
+    page = _page(page_size)
+    if prefix_len < 0:
+        raise InputError(f"prefix length must be >= 0, got {prefix_len}")
+    shared = prefix_len // page
+    tail = prefix_len - shared * page
+    private = sum(-(-(tail + s) // page) for s in suffixes)
+    unshared = sum(-(-(prefix_len + s) // page) for s in suffixes)
+    return SharedPrefix(shared, len(suffixes), private, unshared)
+
+
+def reusable_prefix_len(common_prefix_len: int, page_size: int) -> int:
+    """Tokens of a common prefix a full-block cache can reuse: the prefix aligned down to a page.
+
+    A 7-token prefix reuses 7 tokens at page size 1, 4 at page size 4, 0 at page size 16.
+    """
+    if common_prefix_len < 0:
+        raise InputError(f"common prefix length must be >= 0, got {common_prefix_len}")
+    page = _page(page_size)
+    return (common_prefix_len // page) * page
+
+
+def static_batching_rounds(steps: Sequence[int], slots: int) -> int:
+    """Rounds when requests run in fixed batches of `slots`, each batch as long as its longest request."""
+    work = _lengths(steps, "decode steps")
+    slots = _slots(slots)
+    return sum(max(work[i:i + slots]) for i in range(0, len(work), slots))
+
+
+def continuous_batching_rounds(steps: Sequence[int], slots: int) -> int:
+    """Rounds when a finished request's slot is refilled from the queue at the next round.
+
+    Each round every running request advances one decode step; requests join in arrival order.
+    """
+    queue = _lengths(steps, "decode steps")
+    slots = _slots(slots)
+    running: list[int] = []
+    rounds = 0
+    while queue or running:
+        while queue and len(running) < slots:
+            running.append(queue.pop(0))
+        running = [left - 1 for left in running if left > 1]
+        rounds += 1
+    return rounds
+
+
+def _slots(slots: int) -> int:
+    if isinstance(slots, bool) or int(slots) != slots or slots < 1:
+        raise InputError(f"batch slots must be a whole number >= 1, got {slots}")
+    return int(slots)
+
+
+def pages_for(tokens: int, page_size: int) -> int:
+    return math.ceil(tokens / _page(page_size))
