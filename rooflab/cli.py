@@ -192,6 +192,65 @@ def numerics(
     typer.echo(render_headroom(softmax_headroom(dtype, seq_len, logit_std), fmt), nl=False)
 
 
+@app.command()
+@friendly
+def calibrate(
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected from the device name).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="GPU YAML to write with the measured: section (default: ./<gpu>.yaml).")] = None,
+    copy_gib: Annotated[float, typer.Option("--copy-gib", help="Size of the copy buffer, GiB.")] = 2.0,
+) -> None:
+    """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`."""
+    from .bench.calibrate import calibrate as run_calibration
+    from .bench.calibrate import describe, write_spec
+    from .bench.device import check_spec_matches, default_spec, device_name
+    from .load import spec_path
+
+    spec = gpu or default_spec()
+    check_spec_matches(spec, device_name())
+    source = spec_path("hardware", "GPU", spec)
+    target = output or Path.cwd() / source.name
+    typer.echo(f"calibrating {device_name()} against {spec}: copy, GEMM fp16, GEMM bf16, exp ...", err=True)
+    cal = run_calibration(" ".join(["rooflab", *sys.argv[1:]]), spec, copy_bytes=int(copy_gib * 2**30))
+    write_spec(source, target, cal.measured())
+    for name, value in describe(cal):
+        typer.echo(f"{name:32s} {value}")
+    typer.echo(f"wrote {target}")
+
+
+@app.command()
+@friendly
+def validate(
+    file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset).")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="GPU spec to predict with (default: the one the file names).")] = None,
+    fmt: FormatOpt = Format.table,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the result to this file.")] = None,
+) -> None:
+    """Measured against predicted: fraction of the floor per kernel, and the calibrated model's held-out error."""
+    from .bench.validate import validate as run_validation
+    from .load import data_dir
+    from .render_validation import render_validation
+
+    path = file or data_dir("measurements") / BUNDLED_MEASUREMENTS
+    text = render_validation(run_validation(path, gpu), fmt)
+    if output is not None:
+        _write_atomic(output, text)
+    typer.echo(text, nl=False)
+
+
+BUNDLED_MEASUREMENTS = "h200-sweep.csv"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and a rename, so a failure leaves nothing half-written."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RooflabError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 @list_app.command("gpus")
 @friendly
 def list_gpus(fmt: FormatOpt = Format.table) -> None:

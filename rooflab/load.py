@@ -191,7 +191,8 @@ def available(kind: str) -> list[str]:
     return sorted(p.stem for p in data_dir(kind).glob("*.yaml"))
 
 
-def _resolve(kind: str, label: str, ref: str) -> Path:
+def spec_path(kind: str, label: str, ref: str) -> Path:
+    """The YAML file a reference names: a path as given, or a bundled spec by name."""
     if _looks_like_path(ref):
         path = Path(ref).expanduser()
         if not path.is_file():
@@ -217,12 +218,12 @@ def _load_model(path: Path) -> ModelSpec:
 
 def load_gpu(ref: str) -> GpuSpec:
     """A GPU by bundled name (see `rooflab list gpus`) or by path to a YAML file."""
-    return _load_gpu(_resolve("hardware", "GPU", ref).resolve())
+    return _load_gpu(spec_path("hardware", "GPU", ref).resolve())
 
 
 def load_model(ref: str) -> ModelSpec:
     """A model by bundled name (see `rooflab list models`) or by path to a YAML file."""
-    return _load_model(_resolve("models", "model", ref).resolve())
+    return _load_model(spec_path("models", "model", ref).resolve())
 
 
 def clear_cache() -> None:

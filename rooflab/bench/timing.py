@@ -1,0 +1,61 @@
+"""Timing GPU work honestly: CUDA events, warm-up, the L2 flushed before every repeat, the median.
+
+METHOD (../.library/device/METHOD.md and the Empirical Roofline Toolkit): device work is
+asynchronous, so each repeat is bracketed by CUDA events on the stream; the first calls
+(module load, compilation, handle creation) are warm-up and not timed; a buffer twice
+the L2 is overwritten before every repeat so no input is served from a warm cache; the
+median of the repeats is the figure, with the 10th and 90th percentiles for spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .device import require_cupy
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call: the median and the spread of `repeats` event-timed calls."""
+
+    median_s: float
+    p10_s: float
+    p90_s: float
+    repeats: int
+
+
+class L2Flusher:
+    """Overwrites a buffer of twice the L2 size; call it between timed repeats."""
+
+    def __init__(self, l2_bytes: int | None = None):
+        cupy = require_cupy()
+        if l2_bytes is None:
+            l2_bytes = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
+        self._buf = cupy.empty(max(2 * int(l2_bytes), 1 << 20), dtype=cupy.uint8)
+
+    def __call__(self) -> None:
+        self._buf.fill(1)
+
+
+def time_gpu(fn: Callable[[], object], warmup: int = 3, repeats: int = 20,
+             flush: L2Flusher | None = None) -> Timing:
+    """Event-time `fn` (which launches GPU work on the current stream) after `warmup` untimed calls."""
+    cupy = require_cupy()
+    for _ in range(warmup):
+        fn()
+    stream = cupy.cuda.get_current_stream()
+    starts = [cupy.cuda.Event() for _ in range(repeats)]
+    ends = [cupy.cuda.Event() for _ in range(repeats)]
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush()
+        start.record(stream)
+        fn()
+        end.record(stream)
+    ends[-1].synchronize()
+    times = np.array([cupy.cuda.get_elapsed_time(s, e) * 1e-3 for s, e in zip(starts, ends)])
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)),
+                  repeats)

@@ -1,0 +1,232 @@
+"""Measurements x predictions: how close each kernel comes to its floor, and how well a calibrated model predicts it.
+
+For every measured row rooflab recomputes the cost of the same configuration
+(naive_prefill, flash_prefill, paged_decode, merge_pair) and its floor against the
+datasheet and against the calibrated ceilings (the GPU YAML's `measured:` section).
+It reports, per kernel and implementation:
+
+    fraction of floor   t_floor / t_measured        (1.0 = at the roofline)
+    achieved            bytes / t and FLOP / t
+
+and fits a calibrated model on half of the configurations (alternate rows of each
+kernel in sweep order), reporting its error only on the other, held-out half:
+
+    t_predicted = c0 + t_floor_calibrated(k) / eta
+
+c0 >= 0 is a fixed launch overhead, eta the efficiency the kernel reaches against the
+calibrated roof, and k (decode kernels only) the units_per_sm of the parallelism model
+in cost/paged.py, chosen from a grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..cost.flash import flash_prefill
+from ..cost.merge import merge_pair
+from ..cost.naive import naive_prefill
+from ..cost.paged import paged_decode
+from ..errors import InputError
+from ..load import load_gpu
+from ..roofline import CeilingSource, Ceilings, Prediction, predict, predict_kernel
+from ..specs import AttentionHeads, GpuSpec
+from ..units import DType
+from .device import spec_for_device
+from .records import Measurement, read_measurements
+
+#: units_per_sm values tried for the decode kernels' parallelism model.
+UNITS_PER_SM_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+#: A group needs this many rows to fit (c0, eta) on half and test on the other half.
+MIN_ROWS_TO_FIT = 4
+
+
+def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
+                        units_per_sm: float = 1.0) -> Prediction:
+    """The roofline prediction for the configuration a measurement row describes."""
+    try:
+        dtype = DType(m.dtype)
+        kv_dtype = DType(m.kv_dtype) if m.kv_dtype else dtype
+        heads = AttentionHeads(m.num_qo_heads, m.num_kv_heads, m.head_dim)
+    except Exception as exc:
+        raise InputError(f"measurement '{m.describe()}': {exc}") from None
+    roofs = Ceilings.of(gpu, dtype, source)
+    if m.kernel == "naive":
+        return predict(naive_prefill(heads, m.seq_len, m.batch, dtype, m.causal), roofs)
+    if m.kernel == "naive_softmax":
+        return predict_kernel(naive_prefill(heads, m.seq_len, m.batch, dtype, m.causal).softmax, roofs)
+    if m.kernel == "flash":
+        return predict(flash_prefill(heads, m.seq_len, m.batch, dtype, m.causal, gpu=gpu), roofs)
+    if m.kernel in ("paged", "split_kv"):
+        cost = paged_decode(heads, m.lengths(), m.page_size, dtype, kv_dtype, m.splits, gpu.num_sms, units_per_sm)
+        return predict(cost, roofs)
+    if m.kernel == "merge":
+        return predict(merge_pair(m.tokens, m.num_qo_heads, m.head_dim, dtype), roofs)
+    raise InputError(f"unknown kernel '{m.kernel}'")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """t = overhead_s + floor / efficiency, with units_per_sm for decode kernels."""
+
+    overhead_s: float
+    efficiency: float
+    units_per_sm: Optional[float] = None
+
+    def __call__(self, floor_s: np.ndarray) -> np.ndarray:
+        return self.overhead_s + floor_s / self.efficiency
+
+
+def fit_overhead_efficiency(floor_s: np.ndarray, measured_s: np.ndarray) -> Fit:
+    """Least squares on relative error: minimise sum((c0 + a x_i) / y_i - 1)^2 with c0 >= 0, a > 0."""
+    x, y = np.asarray(floor_s, float), np.asarray(measured_s, float)
+    design = np.column_stack([1 / y, x / y])
+    (c0, a), *_ = np.linalg.lstsq(design, np.ones_like(y), rcond=None)
+    if c0 < 0:
+        c0 = 0.0
+        a = float(np.sum(x / y) / np.sum((x / y) ** 2))
+    return Fit(float(c0), float(1 / a))
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One measurement beside its predictions."""
+
+    config: str
+    kernel: str
+    impl: str
+    measured_s: float
+    flops: float
+    hbm_bytes: float
+    floor_datasheet_s: float
+    floor_calibrated_s: float
+    held_out: bool
+    predicted_s: Optional[float] = None
+
+    @property
+    def error(self) -> Optional[float]:
+        if self.predicted_s is None:
+            return None
+        return abs(self.predicted_s - self.measured_s) / self.measured_s
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """Per (kernel, implementation): how close to the floor, and the held-out error of the calibrated model."""
+
+    kernel: str
+    impl: str
+    rows: int
+    fraction_of_floor_datasheet: float
+    fraction_of_floor_calibrated: float
+    achieved_bytes_per_s: float
+    achieved_flop_per_s: float
+    fit: Optional[Fit]
+    held_out_rows: int
+    median_error: Optional[float]
+    worst_error: Optional[float]
+
+
+@dataclass(frozen=True)
+class Validation:
+    gpu: str
+    ceilings: str
+    meta: dict
+    groups: tuple[GroupSummary, ...]
+    rows: tuple[RowResult, ...] = field(repr=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "gpu": self.gpu, "ceilings": self.ceilings, "meta": self.meta,
+            "groups": [asdict(g) for g in self.groups],
+            "rows": [dict(asdict(r), error=r.error) for r in self.rows],
+        }
+
+
+def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
+    """The spec to validate against: --gpu if given (it must describe the measured device), else the file's."""
+    recorded = meta.get("gpu_spec")
+    device = meta.get("device_name", "")
+    if gpu_ref is None:
+        if not recorded:
+            raise InputError(f"{where}: the file names no gpu_spec in its metadata; pass --gpu")
+        return recorded
+    if recorded and gpu_ref != recorded:
+        expected = spec_for_device(device) if device else None
+        if expected != gpu_ref:
+            raise InputError(f"{where}: measured on {device or recorded} (spec {recorded}), "
+                             f"not on {gpu_ref}; validate against --gpu {recorded}")
+    return gpu_ref
+
+
+def validate(path: Path, gpu_ref: Optional[str] = None) -> Validation:
+    """Join a measurement file with rooflab's predictions and fit the calibrated model per kernel."""
+    meta, rows = read_measurements(path)
+    gpu = load_gpu(check_gpu(meta, gpu_ref, str(path)))
+    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    groups: dict[tuple[str, str], list[Measurement]] = {}
+    for m in rows:
+        groups.setdefault((m.kernel, m.impl), []).append(m)
+    summaries, results = [], []
+    for (kernel, impl), members in groups.items():
+        summary, group_rows = _validate_group(kernel, impl, members, gpu, source)
+        summaries.append(summary)
+        results += group_rows
+    return Validation(gpu.name, source.value, meta, tuple(summaries), tuple(results))
+
+
+def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: GpuSpec,
+                    source: CeilingSource) -> tuple[GroupSummary, list[RowResult]]:
+    measured = np.array([m.time_s for m in members])
+    held = np.arange(len(members)) % 2 == 1
+    datasheet = [predict_measurement(m, gpu, CeilingSource.datasheet) for m in members]
+    fit, calibrated = _fit(kernel, members, measured, held, gpu, source)
+    floors_ds = np.array([float(p.t_floor_s) for p in datasheet])
+    floors_cal = np.array([float(p.t_floor_s) for p in calibrated])
+    flops = np.array([float(p.flops) for p in datasheet])
+    nbytes = np.array([float(p.hbm_bytes) for p in datasheet])
+    predicted = fit(floors_cal) if fit is not None else None
+    results = [
+        RowResult(m.describe(), kernel, impl, float(measured[i]), float(flops[i]), float(nbytes[i]),
+                  float(floors_ds[i]), float(floors_cal[i]), bool(held[i]),
+                  None if predicted is None else float(predicted[i]))
+        for i, m in enumerate(members)
+    ]
+    errors = np.array([r.error for r in results if r.held_out and r.error is not None])
+    summary = GroupSummary(
+        kernel=kernel, impl=impl, rows=len(members),
+        fraction_of_floor_datasheet=float(np.median(floors_ds / measured)),
+        fraction_of_floor_calibrated=float(np.median(floors_cal / measured)),
+        achieved_bytes_per_s=float(np.median(nbytes / measured)),
+        achieved_flop_per_s=float(np.median(flops / measured)),
+        fit=fit, held_out_rows=int(errors.size),
+        median_error=float(np.median(errors)) if errors.size else None,
+        worst_error=float(np.max(errors)) if errors.size else None,
+    )
+    return summary, results
+
+
+def _fit(kernel: str, members: list[Measurement], measured: np.ndarray, held: np.ndarray, gpu: GpuSpec,
+         source: CeilingSource) -> tuple[Optional[Fit], list[Prediction]]:
+    """Fit on the rows not held out; for decode kernels also pick units_per_sm from the grid."""
+    grid = UNITS_PER_SM_GRID if kernel in ("paged", "split_kv") else (1.0,)
+    best: tuple[float, Optional[Fit], list[Prediction]] = (np.inf, None, [])
+    for k in grid:
+        preds = [predict_measurement(m, gpu, source, k) for m in members]
+        floors = np.array([float(p.t_floor_s) for p in preds])
+        if len(members) < MIN_ROWS_TO_FIT:
+            return None, preds
+        fit = fit_overhead_efficiency(floors[~held], measured[~held])
+        loss = float(np.sum((fit(floors[~held]) / measured[~held] - 1) ** 2))
+        if loss < best[0]:
+            chosen = Fit(fit.overhead_s, fit.efficiency, k if len(grid) > 1 else None)
+            best = (loss, chosen, preds)
+    return best[1], best[2]
+
+
+def measured_points(validation: Validation) -> list[tuple[str, float, float]]:
+    """(label, intensity FLOP/byte, achieved FLOP/s) of every measured row, for the roofline chart."""
+    return [(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s) for r in validation.rows]
