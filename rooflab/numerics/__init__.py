@@ -1,0 +1,26 @@
+"""The float64 oracles for attention numerics: dtype limits, online softmax, streaming attention, merge.
+
+Everything here is NumPy on the CPU and imports no matplotlib, CuPy or typer. Results are
+float64; narrow formats (bf16, fp8) are emulated by rounding (formats.py). Sources:
+naive-attention-and-online-softmax.txt and flash-and-paged-attention.txt.
+"""
+
+from ._checks import NumericsError
+from .error_study import StateErrorRow, state_precision_error
+from .formats import FloatFormat, Precision, float_format, round_bf16, round_to_format, round_to_precision
+from .limits import (DTypeLimits, SoftmaxHeadroom, dtype_limits, expected_max_normal, expected_max_normal_exact,
+                     softmax_headroom)
+from .merge import identity_state, merge_many, merge_states
+from .reference import attention_reference, partial_attention
+from .softmax import (NormaliserStep, OnlineResult, naive_softmax, normaliser_steps, online_softmax,
+                      safe_softmax, softmax_normaliser)
+from .streaming import streaming_attention
+
+__all__ = [
+    "DTypeLimits", "FloatFormat", "NormaliserStep", "NumericsError", "OnlineResult", "Precision",
+    "SoftmaxHeadroom", "StateErrorRow", "attention_reference", "dtype_limits", "expected_max_normal",
+    "expected_max_normal_exact", "float_format", "identity_state", "merge_many", "merge_states",
+    "naive_softmax", "normaliser_steps", "online_softmax", "partial_attention", "round_bf16",
+    "round_to_format", "round_to_precision", "safe_softmax", "softmax_headroom", "softmax_normaliser",
+    "state_precision_error", "streaming_attention",
+]

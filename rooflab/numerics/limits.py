@@ -1,0 +1,144 @@
+"""How far a dtype's exp reaches: the overflow and underflow logits, and naive softmax's headroom.
+
+Source: naive-attention-and-online-softmax.txt, sections (1) "Naive softmax, and why it is
+unusable" (overflow at 11.1 in fp16, the expected maximum of N normal logits) and (2) "Safe
+softmax" (fp16 exp rounds to zero below log(2**-25) = -17.33 with subnormals).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..units import DType
+from ._checks import NumericsError, check_index
+from .formats import FloatFormat, float_format
+
+
+@dataclass(frozen=True)
+class DTypeLimits:
+    """The logits x at which exp(x), rounded to a dtype (nearest even), stops being finite or nonzero."""
+
+    dtype: DType
+    format: FloatFormat
+
+    @property
+    def overflow_logit(self) -> float:
+        """ln(max_finite + ulp/2): above it exp(x) rounds to inf (NaN in e4m3fn). fp16: ln 65520 = 11.0901."""
+        return math.log(self.format.overflow_threshold)
+
+    @property
+    def max_finite_logit(self) -> float:
+        """ln(max_finite): the largest x whose exact exp(x) does not exceed max_finite. fp16: ln 65504 = 11.0899."""
+        return math.log(self.format.max_finite)
+
+    @property
+    def underflow_logit(self) -> float:
+        """ln(min_subnormal / 2): at or below it exp(x) rounds to zero (ties to even). fp16: ln 2**-25 = -17.33."""
+        return math.log(self.format.min_subnormal / 2)
+
+    @property
+    def ftz_underflow_logit(self) -> float:
+        """ln(min_normal): below it a flush-to-zero unit returns 0. fp16: ln 2**-14 = -9.70.
+
+        Assumes tininess is detected before rounding; hardware that detects it after
+        rounding keeps results within half an ulp below min_normal (they round up to it),
+        which lowers this threshold by -ln(1 - 2**-(mantissa_bits + 1)) (4.9e-4 for fp16).
+        """
+        return math.log(self.format.min_normal)
+
+
+def dtype_limits(dtype: DType) -> DTypeLimits:
+    """The exp range limits of a storage dtype (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2), from its format bits."""
+    return DTypeLimits(DType(dtype), float_format(dtype))
+
+
+def _check_samples(n: int) -> int:
+    n = check_index(n, "n")
+    if n < 2:
+        raise NumericsError(f"the expected maximum needs n >= 2 samples, got {n}")
+    return n
+
+
+def expected_max_normal(n: int) -> float:
+    """Expected maximum of n independent standard-normal samples, the chapter's asymptotic form; n >= 2.
+
+    Formula: sqrt(2 ln n) - (ln ln n + ln 4 pi) / (2 sqrt(2 ln n)), from extreme-value
+    asymptotics: 3.69 at n = 8192. It runs low at practical n (the true value at 8192 is
+    3.80, see expected_max_normal_exact). Source: naive-attention-and-online-softmax.txt,
+    section (1).
+    """
+    n = _check_samples(n)
+    root = math.sqrt(2 * math.log(n))
+    return root - (math.log(math.log(n)) + math.log(4 * math.pi)) / (2 * root)
+
+
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def expected_max_normal_exact(n: int) -> float:
+    """Expected maximum of n independent standard-normal samples by quadrature; n >= 2.
+
+    Formula: E[max] = int_0^inf (1 - Phi(x)^n) dx - int_-inf^0 Phi(x)^n dx, Phi^n formed as
+    exp(n log Phi) so large n stays accurate; trapezoid rule on [-10, 0] and [0, 16]
+    (the tails beyond are below 1e-20 for n up to 10**12). Good to ~1e-9: n = 2 gives
+    1/sqrt(pi), n = 3 gives 3/(2 sqrt(pi)). 3.80 at n = 8192.
+    """
+    n = _check_samples(n)
+    points = 2**17 + 1
+    x_pos = np.linspace(0.0, 16.0, points)
+    tail = _erfc(x_pos / math.sqrt(2)).astype(np.float64) / 2          # 1 - Phi(x)
+    above = -np.expm1(n * np.log1p(-tail))                             # 1 - Phi(x)^n
+    x_neg = np.linspace(-10.0, 0.0, points)
+    below = np.exp(n * np.log(_erfc(-x_neg / math.sqrt(2)).astype(np.float64) / 2))   # Phi(x)^n
+    return _trapezoid(above, x_pos) - _trapezoid(below, x_neg)
+
+
+def _trapezoid(f: np.ndarray, x: np.ndarray) -> float:
+    """Trapezoid rule on a uniform grid (np.trapezoid is NumPy 2 only)."""
+    return float((x[1] - x[0]) * (f.sum() - (f[0] + f[-1]) / 2))
+
+
+@dataclass(frozen=True)
+class SoftmaxHeadroom:
+    """How close the largest of seq_len logits (normal, std logit_std) comes to exp overflow."""
+
+    limits: DTypeLimits
+    seq_len: int
+    logit_std: float
+
+    @property
+    def expected_max_logit_asymptotic(self) -> float:
+        """logit_std x the chapter's asymptotic E[max of seq_len standard normals] (3.69 at 8192)."""
+        return self.logit_std * expected_max_normal(self.seq_len)
+
+    @property
+    def expected_max_logit(self) -> float:
+        """logit_std x E[max of seq_len standard normals], by quadrature (3.80 at 8192)."""
+        return self.logit_std * expected_max_normal_exact(self.seq_len)
+
+    @property
+    def headroom_logit(self) -> float:
+        """overflow_logit - expected_max_logit: how far the typical row maximum is from overflow."""
+        return self.limits.overflow_logit - self.expected_max_logit
+
+    @property
+    def critical_logit_std(self) -> float:
+        """The logit std at which the expected row maximum reaches overflow_logit."""
+        return self.limits.overflow_logit / expected_max_normal_exact(self.seq_len)
+
+
+def softmax_headroom(dtype: DType, seq_len: int, logit_std: float = 1.0) -> SoftmaxHeadroom:
+    """Naive softmax's headroom in `dtype` for a row of `seq_len` normal logits of std `logit_std`.
+
+    Assumes independent N(0, logit_std**2) logits, as scaled q.k of unit-variance vectors
+    are (logit_std = 1). Trained models have heavier tails: the headroom is an upper bound.
+    """
+    seq_len = check_index(seq_len, "seq_len")
+    if seq_len < 2:
+        raise NumericsError(f"seq_len must be at least 2, got {seq_len}")
+    if isinstance(logit_std, bool) or not math.isfinite(logit_std) or logit_std <= 0:
+        raise NumericsError(f"logit_std must be a finite number > 0, got {logit_std!r}")
+    return SoftmaxHeadroom(dtype_limits(dtype), seq_len, float(logit_std))
