@@ -59,3 +59,24 @@ def time_gpu(fn: Callable[[], object], warmup: int = 3, repeats: int = 20,
     times = np.array([cupy.cuda.get_elapsed_time(s, e) * 1e-3 for s, e in zip(starts, ends)])
     return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)),
                   repeats)
+
+
+def time_torch(fn: Callable[[], object], warmup: int = 3, repeats: int = 20, flush_bytes: int = 0) -> Timing:
+    """The same protocol as time_gpu, for PyTorch work (torch's events on torch's current stream)."""
+    import torch
+
+    flush = torch.empty(max(2 * flush_bytes, 1 << 20), dtype=torch.uint8, device="cuda") if flush_bytes else None
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush.fill_(1)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    times = np.array([s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends)])
+    return Timing(float(np.median(times)), float(np.percentile(times, 10)), float(np.percentile(times, 90)),
+                  repeats)

@@ -1,0 +1,115 @@
+"""The benchmark sweep: which configurations of each kernel `rooflab bench` times.
+
+The sweep covers what the cost model claims to predict: sequence length (prefill),
+batch and context (decode), head dim, GQA ratio, causal, page size and split count,
+plus the shapes the performance targets name (RESULTS.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..specs import AttentionHeads
+from ..units import DType
+from .records import Measurement, format_context_lens
+
+LLAMA3_8B = AttentionHeads(32, 8, 128)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One configuration of one kernel."""
+
+    kernel: str
+    dtype: DType
+    heads: AttentionHeads = LLAMA3_8B
+    batch: int = 1
+    seq_len: int = 0
+    causal: bool = False
+    context_lens: tuple[int, ...] = field(default=())
+    page_size: int = 0
+    splits: int = 1
+    tokens: int = 0
+    kv_dtype: DType | None = None
+
+    def measurement(self, impl: str, time_s: float, p10_s: float, p90_s: float, repeats: int,
+                    max_rel_err: float) -> Measurement:
+        return Measurement(
+            kernel=self.kernel, impl=impl, dtype=self.dtype.value,
+            kv_dtype=self.kv_dtype.value if self.kv_dtype else "", batch=self.batch,
+            num_qo_heads=self.heads.num_qo_heads, num_kv_heads=self.heads.num_kv_heads,
+            head_dim=self.heads.head_dim, seq_len=self.seq_len,
+            context_lens=format_context_lens(self.context_lens) if self.context_lens else "",
+            causal=self.causal, page_size=self.page_size, splits=self.splits, tokens=self.tokens,
+            time_s=time_s, time_p10_s=p10_s, time_p90_s=p90_s, repeats=repeats, max_rel_err=max_rel_err,
+        )
+
+    def label(self) -> str:
+        return self.measurement("", 1.0, 1.0, 1.0, 0, 0.0).describe().replace("/ ", " ")
+
+
+def prefill_cases(quick: bool = False) -> list[Case]:
+    fp16, bf16 = DType.fp16, DType.bf16
+    lengths = (1024, 4096) if quick else (1024, 2048, 4096, 8192)
+    cases = [Case("naive", fp16, seq_len=t) for t in lengths]
+    cases += [Case("naive_softmax", fp16, seq_len=t) for t in lengths]
+    if not quick:
+        cases += [Case("naive", bf16, seq_len=4096), Case("naive", fp16, seq_len=2048, causal=True),
+                  Case("naive", fp16, seq_len=2048, batch=4)]
+    flash_lengths = (1024, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
+    cases += [Case("flash", fp16, seq_len=t, causal=c) for t in flash_lengths for c in (False, True)]
+    if not quick:
+        cases += [
+            Case("flash", bf16, seq_len=8192), Case("flash", bf16, seq_len=8192, causal=True),
+            Case("flash", fp16, heads=AttentionHeads(32, 8, 64), seq_len=4096),
+            Case("flash", fp16, heads=AttentionHeads(32, 8, 64), seq_len=4096, causal=True),
+            Case("flash", fp16, heads=AttentionHeads(32, 32, 128), seq_len=4096),
+            Case("flash", fp16, heads=AttentionHeads(32, 4, 128), seq_len=4096),
+            Case("flash", fp16, seq_len=1000, batch=4, causal=True),
+            Case("flash", fp16, seq_len=3000, batch=2),
+        ]
+    return cases
+
+
+def decode_cases(quick: bool = False) -> list[Case]:
+    fp16 = DType.fp16
+    grid = ((1, 8192), (128, 8192)) if quick else \
+        ((1, 1024), (1, 8192), (8, 2048), (8, 8192), (32, 4096), (32, 16384), (64, 8192), (128, 1024),
+         (128, 8192))
+    cases = [Case("paged", fp16, batch=b, context_lens=(n,) * b, page_size=16) for b, n in grid]
+    if not quick:
+        cases += [Case("paged", fp16, batch=32, context_lens=(8192,) * 32, page_size=p) for p in (1, 4, 64, 256)]
+        ragged = tuple(int(x) for x in (17, 900, 4096, 12000, 250, 7777, 64, 30000) * 4)
+        cases += [Case("paged", fp16, batch=len(ragged), context_lens=ragged, page_size=16)]
+        cases += [Case("paged", DType.bf16, batch=64, context_lens=(4096,) * 64, page_size=16)]
+    splits = (1, 17) if quick else (1, 2, 4, 8, 17, 32, 64)
+    contexts = (32768,) if quick else (8192, 32768, 131072)
+    cases += [Case("split_kv", fp16, batch=1, context_lens=(n,), page_size=16, splits=s)
+              for n in contexts for s in splits]
+    if not quick:
+        cases += [Case("split_kv", fp16, batch=4, context_lens=(16384,) * 4, page_size=16, splits=s)
+                  for s in (1, 4, 8)]
+    return cases
+
+
+def merge_cases(quick: bool = False) -> list[Case]:
+    heads32 = AttentionHeads(32, 32, 128)
+    tokens = (4096, 16384) if quick else (1024, 4096, 16384, 65536, 131072)
+    cases = [Case("merge", DType.bf16, heads=heads32, tokens=n) for n in tokens]
+    if not quick:
+        cases += [Case("merge", DType.fp16, heads=heads32, tokens=16384),
+                  Case("merge", DType.bf16, heads=AttentionHeads(32, 32, 64), tokens=16384),
+                  Case("merge", DType.fp32, heads=heads32, tokens=16384)]
+    return cases
+
+
+def sweep(kernels: tuple[str, ...] = ("naive", "flash", "paged", "merge"), quick: bool = False) -> list[Case]:
+    """The configurations of the requested kernel families ("paged" includes split-KV)."""
+    out: list[Case] = []
+    if "naive" in kernels or "flash" in kernels:
+        out += [c for c in prefill_cases(quick) if c.kernel.split("_")[0] in kernels]
+    if "paged" in kernels:
+        out += decode_cases(quick)
+    if "merge" in kernels:
+        out += merge_cases(quick)
+    return out

@@ -1,0 +1,100 @@
+"""`rooflab bench`: check, then time, every case of the sweep for rooflab's kernels and PyTorch's.
+
+For each configuration and implementation: build fresh random inputs, check the output
+against the fp64 oracle on a slice (a failure is reported and the case is not timed),
+then time it (CUDA events, warm-up, the L2 flushed before every repeat, the median).
+One row per (configuration, implementation) goes to the CSV, with the metadata header.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+import numpy as np
+
+from .cases import Case
+from .records import Measurement, write_measurements
+from .timing import L2Flusher, time_gpu, time_torch
+
+
+@dataclass
+class BenchResult:
+    rows: list[Measurement] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+def tolerance(case: Case) -> float:
+    """Largest accepted norm-wise relative error against the fp64 oracle (one place, with the reason).
+
+    fp32 outputs: fp32 arithmetic lands far under 1e-3. fp16 and bf16 outputs: the operands and the
+    stored result are rounded (fp16 2^-11, bf16 2^-8 relative), and the P operand of PV is rounded
+    to the input type before the product, so 1e-2 for fp16 and 2e-2 for bf16.
+    """
+    return {"fp32": 1e-3, "fp16": 1e-2, "bf16": 2e-2}.get(case.dtype.value, 2e-2)
+
+
+def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int = 20,
+        progress: TextIO | None = sys.stderr, seed: int = 0) -> BenchResult:
+    """Check and time every case; rooflab's kernels first, then the PyTorch peers of the same case."""
+    from . import ours, torch_peers
+
+    result = BenchResult()
+    flush = L2Flusher(l2_bytes)
+    started = time.perf_counter()
+    for i, case in enumerate(cases, 1):
+        rng = np.random.default_rng(seed + i)
+        runners = [("rooflab", *ours.runner(case, rng), "cupy")]
+        if with_torch:
+            runners += [(impl, launch, check, "torch") for impl, launch, check in torch_peers.peers(case, rng)]
+        for impl, launch, check, framework in runners:
+            line = _measure(case, impl, launch, check, framework, flush, l2_bytes, repeats, result)
+            if progress is not None:
+                elapsed = time.perf_counter() - started
+                progress.write(f"[{i:3d}/{len(cases)} {elapsed:6.0f}s] {case.label():60s} {impl:22s} {line}\n")
+                progress.flush()
+        _release()
+    return result
+
+
+def _measure(case: Case, impl: str, launch: Callable, check: Callable, framework: str, flush: L2Flusher,
+             l2_bytes: int, repeats: int, result: BenchResult) -> str:
+    try:
+        err = float(check())
+    except Exception as exc:  # a peer backend that refuses this shape, or a kernel that fails
+        result.failures.append(f"{case.label()} {impl}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        return f"skipped ({type(exc).__name__})"
+    if not np.isfinite(err) or err > tolerance(case):
+        result.failures.append(f"{case.label()} {impl}: relative error {err:.3g} > {tolerance(case):g}")
+        return f"WRONG: relative error {err:.3g}"
+    if framework == "torch":
+        timing = time_torch(launch, repeats=repeats, flush_bytes=l2_bytes)
+    else:
+        timing = time_gpu(launch, repeats=repeats, flush=flush)
+    result.rows.append(case.measurement(impl, timing.median_s, timing.p10_s, timing.p90_s, timing.repeats, err))
+    return f"{timing.median_s * 1e6:10.1f} us  err {err:.1e}"
+
+
+def _release() -> None:
+    """Return the device memory of the last case before the next one allocates."""
+    gc.collect()
+    try:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+    except Exception:
+        pass
+    try:
+        import torch
+
+        torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
+def save(result: BenchResult, path: Path, meta: dict[str, str]) -> None:
+    write_measurements(path, result.rows, meta)

@@ -1,0 +1,194 @@
+"""PyTorch on the same shapes as rooflab's kernels: the peers the measurements are compared with.
+
+    flash   scaled_dot_product_attention with each backend PyTorch offers (flash, cuDNN,
+            memory-efficient), GQA through enable_gqa so K and V are not copied
+    naive   the eager composition matmul -> softmax -> matmul (S and P materialised)
+    paged   dense decode (one query token, contiguous K/V) through SDPA's flash and cuDNN
+            backends: the same KV bytes without a block table
+    merge   the LSE merge written as eager tensor operations
+
+Every peer is checked against rooflab's fp64 oracle on a slice before it is timed, like
+rooflab's own kernels. PyTorch is optional: without it this module yields nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+
+from .cases import Case
+
+Runner = tuple[str, Callable[[], object], Callable[[], float]]   # impl, launch, check -> max rel error
+
+_SDPA_BACKENDS = (("torch_flash", "FLASH_ATTENTION"), ("torch_cudnn", "CUDNN_ATTENTION"),
+                  ("torch_efficient", "EFFICIENT_ATTENTION"))
+
+
+def available() -> bool:
+    try:
+        import torch
+    except Exception:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _dtype(case: Case):
+    import torch
+
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[case.dtype.value]
+
+
+def peers(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
+    """PyTorch implementations of `case`, each with its own correctness check."""
+    if not available():
+        return
+    if case.kernel == "flash":
+        yield from _sdpa_prefill(case, rng)
+    elif case.kernel == "naive":
+        yield _eager_naive(case, rng)
+    elif case.kernel == "naive_softmax":
+        yield _eager_softmax(case, rng)
+    elif case.kernel == "paged" and len(set(case.context_lens)) == 1 and case.page_size == 16:
+        yield from _sdpa_decode(case, rng)
+    elif case.kernel == "merge":
+        yield _eager_merge(case, rng)
+
+
+def _randn(shape, case: Case, rng: np.random.Generator, scale: float = 1.0):
+    import torch
+
+    host = rng.standard_normal(shape, dtype=np.float32) * scale
+    return torch.from_numpy(host).to(device="cuda", dtype=_dtype(case))
+
+
+def _sdpa_prefill(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    h = case.heads
+    q = _randn((case.batch, h.num_qo_heads, case.seq_len, h.head_dim), case, rng)
+    k = _randn((case.batch, h.num_kv_heads, case.seq_len, h.head_dim), case, rng)
+    v = _randn((case.batch, h.num_kv_heads, case.seq_len, h.head_dim), case, rng)
+    gqa = h.num_qo_heads != h.num_kv_heads
+    for impl, name in _SDPA_BACKENDS:
+        backend = getattr(SDPBackend, name)
+
+        def launch(backend=backend):
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, is_causal=case.causal, enable_gqa=gqa)
+
+        def check(launch=launch):
+            return _check_attention(launch(), q, k, v, case)
+
+        yield impl, launch, check
+
+
+def _check_attention(out, q, k, v, case: Case, rows: int = 64) -> float:
+    """Relative error of the last `rows` query rows of head 0 and the last head against the fp64 oracle."""
+    from ..numerics import attention_reference
+
+    worst = 0.0
+    group = case.heads.group_size
+    for head in (0, case.heads.num_qo_heads - 1):
+        sl = slice(max(0, case.seq_len - rows), case.seq_len)
+        qh = q[0:1, head:head + 1, sl].double().cpu().numpy()
+        kh = k[0:1, head // group:head // group + 1].double().cpu().numpy()
+        vh = v[0:1, head // group:head // group + 1].double().cpu().numpy()
+        ref, _ = attention_reference(qh, kh, vh, causal=case.causal)
+        got = out[0:1, head:head + 1, sl].double().cpu().numpy()
+        worst = max(worst, float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+    return worst
+
+
+def _eager_naive(case: Case, rng: np.random.Generator) -> Runner:
+    import torch
+
+    h = case.heads
+    q = _randn((case.batch, h.num_qo_heads, case.seq_len, h.head_dim), case, rng)
+    k = _randn((case.batch, h.num_kv_heads, case.seq_len, h.head_dim), case, rng)
+    v = _randn((case.batch, h.num_kv_heads, case.seq_len, h.head_dim), case, rng)
+    g = h.group_size
+    scale = h.head_dim ** -0.5
+    mask = torch.ones(case.seq_len, case.seq_len, dtype=torch.bool, device="cuda").triu(1) if case.causal else None
+
+    def launch():
+        # [B, h_kv, g*T, d] x [B, h_kv, d, T]: the group's query heads share their KV head without a copy
+        qg = q.view(case.batch, h.num_kv_heads, g * case.seq_len, h.head_dim)
+        s = torch.matmul(qg, k.transpose(-1, -2)).view(case.batch, h.num_qo_heads, case.seq_len, case.seq_len)
+        s = s * scale
+        if mask is not None:
+            s = s.masked_fill(mask, float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        pg = p.view(case.batch, h.num_kv_heads, g * case.seq_len, case.seq_len)
+        return torch.matmul(pg, v).view(case.batch, h.num_qo_heads, case.seq_len, h.head_dim)
+
+    return "torch_eager", launch, lambda: _check_attention(launch(), q, k, v, case)
+
+
+def _eager_softmax(case: Case, rng: np.random.Generator) -> Runner:
+    import torch
+
+    h = case.heads
+    s = _randn((case.batch, h.num_qo_heads, case.seq_len, case.seq_len), case, rng, scale=3.0)
+
+    def check():
+        rows = s[0, 0, :8].double()
+        ref = torch.softmax(rows, dim=-1)
+        got = torch.softmax(s[0, 0, :8], dim=-1).double()
+        return float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+
+    return "torch_eager", lambda: torch.softmax(s, dim=-1), check
+
+
+def _sdpa_decode(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    h = case.heads
+    length = case.context_lens[0]
+    q = _randn((case.batch, h.num_qo_heads, 1, h.head_dim), case, rng)
+    k = _randn((case.batch, h.num_kv_heads, length, h.head_dim), case, rng)
+    v = _randn((case.batch, h.num_kv_heads, length, h.head_dim), case, rng)
+    for impl, name in _SDPA_BACKENDS[:2]:
+        backend = getattr(SDPBackend, name)
+
+        def launch(backend=backend):
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, enable_gqa=h.num_qo_heads != h.num_kv_heads)
+
+        def check(launch=launch):
+            prefill_like = Case("flash", case.dtype, heads=h, batch=case.batch, seq_len=1)
+            return _check_attention(launch(), q, k, v, prefill_like)
+
+        yield impl + "_dense", launch, check
+
+
+def _eager_merge(case: Case, rng: np.random.Generator) -> Runner:
+    import torch
+
+    from ..numerics import merge_states
+
+    h, n = case.heads, case.tokens
+    o_a = _randn((n, h.num_qo_heads, h.head_dim), case, rng)
+    o_b = _randn((n, h.num_qo_heads, h.head_dim), case, rng)
+    lse_a = torch.from_numpy(rng.standard_normal((n, h.num_qo_heads), dtype=np.float32) * 3).cuda()
+    lse_b = torch.from_numpy(rng.standard_normal((n, h.num_qo_heads), dtype=np.float32) * 3).cuda()
+
+    def launch():
+        a = torch.where(torch.isinf(lse_a), torch.full_like(lse_a, float("-inf")), lse_a)
+        b = torch.where(torch.isinf(lse_b), torch.full_like(lse_b, float("-inf")), lse_b)
+        m = torch.maximum(a, b)
+        ea, eb = torch.exp(a - m), torch.exp(b - m)
+        total = ea + eb
+        out = o_a.float() * (ea / total).unsqueeze(-1) + o_b.float() * (eb / total).unsqueeze(-1)
+        return out.to(o_a.dtype)
+
+    def check():
+        got = launch()[:256].double().cpu().numpy()
+        ref, _ = merge_states(o_a[:256].double().cpu().numpy(), lse_a[:256].double().cpu().numpy(),
+                              o_b[:256].double().cpu().numpy(), lse_b[:256].double().cpu().numpy())
+        return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+    return "torch_eager", launch, check
