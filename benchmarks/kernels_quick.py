@@ -1,0 +1,205 @@
+"""Quick timings of rooflab's kernels on the performance-target shapes, next to same-run ceilings.
+
+Run on a GPU machine from the repository root:  python3 benchmarks/kernels_quick.py [--json out.json]
+CUDA events around each call, warm-up first, median of repeats; inputs are larger than the
+50-60 MB L2 or rotated among several copies. Bytes are the compulsory ones (each input read
+once, each output written once); FLOPs count 4 B h Tq Tk d for attention (half when causal).
+The figures in brackets are ANCHORS.md's (H200, 2026-11-30) and the later issue's targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cupy as cp  # noqa: E402
+
+from rooflab import kernels as K  # noqa: E402
+from rooflab.kernels import testing as kt  # noqa: E402
+
+ANCHOR_COPY_TBS = 4.22
+ROWS: list[dict] = []
+
+
+def bench_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
+    for i in range(warmup):
+        fn(i)
+    cp.cuda.Device().synchronize()
+    times = []
+    for i in range(repeat):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn(i)
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return float(np.median(times))
+
+
+def report(name: str, ms: float, nbytes: float | None = None, flops: float | None = None,
+           copy_tbs: float | None = None, note: str = "") -> None:
+    row = {"name": name, "ms": ms}
+    text = f"{name:<58} {ms:9.4f} ms"
+    if nbytes is not None:
+        tbs = nbytes / (ms * 1e-3) / 1e12
+        row["TB/s"] = tbs
+        text += f"  {tbs:6.3f} TB/s"
+        if copy_tbs:
+            row["pct_copy"] = 100 * tbs / copy_tbs
+            text += f"  {100 * tbs / copy_tbs:5.1f}% of copy"
+    if flops is not None:
+        tf = flops / (ms * 1e-3) / 1e12
+        row["TFLOP/s"] = tf
+        text += f"  {tf:7.1f} TFLOP/s"
+    if note:
+        row["note"] = note
+        text += f"  [{note}]"
+    ROWS.append(row)
+    print(text, flush=True)
+
+
+def copy_ceiling() -> float:
+    n = 2 * 2**30
+    src, dst = cp.empty(n, dtype=cp.uint8), cp.empty(n, dtype=cp.uint8)
+    src.fill(1)
+    ms = bench_ms(lambda i: dst.data.copy_from_device_async(src.data, n))
+    tbs = 2 * n / (ms * 1e-3) / 1e12
+    report("device-to-device copy 2 GiB (read + written)", ms, 2 * n, note=f"ANCHORS {ANCHOR_COPY_TBS} TB/s")
+    return tbs
+
+
+def merge(copy_tbs: float, rng) -> None:
+    tokens, heads, d = 16384, 32, 128
+    o_a, o_b = (kt.random_normal((tokens, heads, d), "bf16", rng) for _ in range(2))
+    lse_a, lse_b = (rng.standard_normal((tokens, heads), dtype=cp.float32) for _ in range(2))
+    out, out_lse = cp.empty_like(o_a), cp.empty_like(lse_a)
+    nbytes = 3 * o_a.nbytes + 3 * lse_a.nbytes
+    ms = bench_ms(lambda i: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse), repeat=30)
+    report("merge_states 16k x 32 x 128 bf16", ms, nbytes, copy_tbs=copy_tbs,
+           note="target >= 90% of copy; PyTorch eager 0.34 TB/s")
+
+
+def softmax(copy_tbs: float, rng) -> None:
+    s = kt.random_normal((32, 8192, 8192), "fp16", rng, std=2.0)
+    p = cp.empty_like(s)
+    ms = bench_ms(lambda i: K.softmax_rows(s, out=p), repeat=10)
+    report("softmax_rows [32, 8192, 8192] fp16", ms, 2 * s.nbytes, copy_tbs=copy_tbs,
+           note="target >= 85% of copy; PyTorch softmax 0.91 TB/s")
+
+
+def naive(copy_tbs: float, rng) -> None:
+    q = kt.random_normal((1, 32, 8192, 128), "fp16", rng)
+    k, v = (kt.random_normal((1, 8, 8192, 128), "fp16", rng) for _ in range(2))
+    for causal in (False, True):
+        ms = bench_ms(lambda i: K.naive_attention(q, k, v, causal=causal), repeat=5)
+        report(f"naive_attention T=8192 32/8 d128 fp16 causal={causal}", ms,
+               flops=4 * 32 * 8192**2 * 128, note="PyTorch naive 11.9 ms")
+
+
+def paged(copy_tbs: float, rng) -> None:
+    batch, ctx, heads, kv_heads, d = 128, 8192, 32, 8, 128
+    cache = kt.make_paged_cache([ctx] * batch, kv_heads, d, 16, "fp16", seed=1, spare_pages=0)
+    q = kt.random_normal((batch, heads, d), "fp16", rng)
+    out = cp.empty_like(q)
+    kv_bytes = 2 * batch * ctx * kv_heads * d * 2
+    nbytes = kv_bytes + 2 * q.nbytes + cache.block_table.nbytes + cache.context_lens.nbytes
+    for config in [(4, 3), (4, 2), (2, 4), (8, 2)]:
+        ms = bench_ms(lambda i: K.paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table,
+                                               cache.context_lens, out=out, config=config))
+        report(f"paged_decode B=128 ctx=8192 32/8 d128 fp16 page16 cfg={config}", ms, nbytes,
+               copy_tbs=copy_tbs, note="target >= 85%; SDPA flash dense 2.62 TB/s")
+
+
+def split(copy_tbs: float, rng) -> None:
+    ctx, heads, kv_heads, d = 32768, 32, 8, 128
+    caches = [kt.make_paged_cache([ctx], kv_heads, d, 16, "fp16", seed=10 + i, spare_pages=0) for i in range(4)]
+    q = kt.random_normal((1, heads, d), "fp16", rng)
+    kv_bytes = 2 * ctx * kv_heads * d * 2
+    for splits in [1, 16, 32, 48, 64, 96]:
+        def run(i, splits=splits):
+            c = caches[i % 4]
+            K.paged_decode(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, num_splits=splits)
+        ms = bench_ms(run, repeat=40)
+        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits}", ms, kv_bytes, copy_tbs=copy_tbs,
+               note="target >= 50% of copy; SDPA flash batch 1 0.55 TB/s")
+    splits = 32
+    c = caches[0]
+    o_part, lse_part = K.paged_decode_partial(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, splits)
+    ms = bench_ms(lambda i: K.paged_decode_partial(q, caches[i % 4].k_cache, caches[i % 4].v_cache,
+                                                   caches[i % 4].block_table, caches[i % 4].context_lens,
+                                                   splits, out=o_part, out_lse=lse_part), repeat=40)
+    report(f"  of which paged_decode_partial S={splits}", ms, kv_bytes, copy_tbs=copy_tbs)
+    ms = bench_ms(lambda i: K.merge_partials(o_part, lse_part, q.dtype), repeat=40)
+    report(f"  of which merge_partials S={splits}", ms)
+
+
+def flash(rng) -> None:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    batch, heads, kv_heads, t, d = 1, 32, 8, 8192, 128
+    q = kt.random_normal((batch, heads, t, d), "fp16", rng)
+    k, v = (kt.random_normal((batch, kv_heads, t, d), "fp16", rng) for _ in range(2))
+    flops = 4 * batch * heads * t * t * d
+    variants = [K.FLASH_VARIANTS[d], (1, 8, 64), (2, 4, 64), (1, 4, 64)]
+    tq, tk, tv = (torch.as_tensor(x, device="cuda") for x in (q, k, v))
+    for causal in (False, True):
+        f = flops / 2 if causal else flops
+        for variant in dict.fromkeys(variants):
+            ms = bench_ms(lambda i: K.flash_attention(q, k, v, causal=causal, variant=variant), repeat=10)
+            report(f"flash_attention T=8192 32/8 d128 fp16 causal={causal} {variant}", ms, flops=f,
+                   note="target: SDPA flash 356 / 298")
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            try:
+                call = lambda: F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, enable_gqa=True)
+                ref = call()
+                how = "enable_gqa"
+            except RuntimeError:
+                ke, ve = (x.repeat_interleave(heads // kv_heads, dim=1) for x in (tk, tv))
+                call = lambda: F.scaled_dot_product_attention(tq, ke, ve, is_causal=causal)
+                ref = call()
+                how = "K/V expanded"
+            ms = bench_ms(lambda i: call(), repeat=10)
+        report(f"torch SDPA flash backend, same shape, causal={causal} ({how})", ms, flops=f,
+               note="ANCHORS 356 / 298")
+        o, _ = K.flash_attention(q, k, v, causal=causal)
+        diff = torch.as_tensor(o, device="cuda").float() - ref.float()
+        rel = (diff.norm() / ref.float().norm()).item()
+        print(f"  rooflab vs torch flash output, causal={causal}: rel_l2 {rel:.2e}", flush=True)
+        ROWS.append({"name": f"flash vs torch rel_l2 causal={causal}", "rel_l2": rel})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here as JSON")
+    parser.add_argument("--only", default="copy,merge,softmax,naive,paged,split,flash")
+    args = parser.parse_args()
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    print(f"device: {props['name'].decode()}  SMs {props['multiProcessorCount']}  "
+          f"L2 {props['l2CacheSize'] / 2**20:.0f} MiB  CuPy {cp.__version__}", flush=True)
+    K.precompile(dtypes=("fp16", "bf16"), head_dims=(128,),
+                 flash_variants=[(1, 8, 64), (2, 4, 64), (1, 4, 64)])
+    rng = cp.random.default_rng(0)
+    only = set(args.only.split(","))
+    copy_tbs = copy_ceiling() if "copy" in only else ANCHOR_COPY_TBS
+    for name, fn in [("merge", merge), ("softmax", softmax), ("naive", naive), ("paged", paged),
+                     ("split", split)]:
+        if name in only:
+            fn(copy_tbs, rng)
+            cp.get_default_memory_pool().free_all_blocks()
+    if "flash" in only:
+        flash(rng)
+    if args.json:
+        args.json.write_text(json.dumps({"device": props["name"].decode(), "rows": ROWS}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""rooflab's own CUDA kernels, run through CuPy, to check the cost model's predictions against.
+
+CuPy is imported only when a kernel is called: `import rooflab.kernels` works without it, and
+a call then raises rooflab.errors.MissingGpuError naming what is missing and how to install
+it. Kernel sources are the .cu files beside this module, one kernel a file:
+
+- softmax_rows.cu     row softmax, reads S once and writes P once (naive attention's middle kernel)
+- flash_fwd.cu        flash attention forward, mma.sync tensor cores, online softmax, LSE out
+- paged_decode.cu     decode through a block table, GQA group per CTA, optional split-KV partials
+- merge_partials.cu   S-way merge of split-KV partials
+- merge_states.cu     pairwise merge of two (O, LSE) states
+
+Launchers (CuPy arrays in and out; shapes in each docstring):
+softmax_rows, naive_attention, flash_attention, paged_decode, paged_decode_partial,
+merge_partials, merge_states; precompile() builds the common instantiations in parallel.
+"""
+
+from .attention import FLASH_VARIANTS, flash_attention, naive_attention, softmax_config, softmax_rows
+from .decode import merge_partials, merge_states, paged_decode, paged_decode_partial
+from .precompile import precompile
+
+__all__ = ["FLASH_VARIANTS", "flash_attention", "merge_partials", "merge_states", "naive_attention",
+           "paged_decode", "paged_decode_partial", "precompile", "softmax_config", "softmax_rows"]

@@ -1,0 +1,157 @@
+"""CuPy, imported only when a kernel is called; each kernel instantiation compiled once and cached.
+
+The .cu sources live beside this file (one kernel a file) and are shipped in the wheel.
+common.cuh is inlined into each source at load time, so NVRTC needs no include path and
+CuPy's on-disk kernel cache (keyed by source text) sees every change to it. NVRTC compiles
+for the current device's own architecture (sm_80, sm_86, sm_89, sm_90, ...), which CuPy picks
+from its compute capability; the kernels need mma.sync, ldmatrix and cp.async: sm_80 or newer.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import math
+from importlib import resources
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..errors import MissingGpuError
+
+INSTALL_HINT = 'pip install "rooflab[gpu]" (CUDA 12) or "rooflab[gpu-cuda13]" (CUDA 13)'
+MIN_COMPUTE_CAPABILITY = 80
+COMPILE_OPTIONS: tuple[str, ...] = ()  # NVRTC 12+ defaults to C++17; CuPy adds its own -arch and -ftz
+LOG2E = 1.4426950408889634
+#: A null pointer for an optional kernel argument (8 zero bytes, the size of a device pointer).
+NULL = np.uint64(0)
+
+#: Storage dtypes by NumPy/CuPy name -> the CUDA C++ type the kernels are instantiated with.
+CTYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float"}
+HALF_TYPES = ("float16", "bfloat16")
+
+
+def cupy_module() -> Any:
+    """Return the cupy module, or raise MissingGpuError saying in one line what is missing."""
+    try:
+        import cupy
+    except ImportError:
+        raise MissingGpuError(f"CuPy is not installed: {INSTALL_HINT}") from None
+    except Exception as exc:  # a CuPy whose CUDA libraries fail to load
+        raise MissingGpuError(f"CuPy could not be imported ({type(exc).__name__}: {exc}); "
+                              f"reinstall it for your CUDA version: {INSTALL_HINT}") from None
+    return _checked_device(cupy)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_ok(device_id: int, capability: int) -> None:
+    if capability < MIN_COMPUTE_CAPABILITY:
+        raise MissingGpuError(f"GPU {device_id} has compute capability {capability / 10:.1f}; rooflab's kernels "
+                              f"need 8.0 or newer (A100, L4, H100, H200, ...)")
+
+
+def _checked_device(cupy: Any) -> Any:
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+        device = cupy.cuda.Device()
+        capability = int(device.compute_capability)
+    except Exception as exc:
+        raise MissingGpuError(f"CuPy is installed but cannot reach a CUDA device ({type(exc).__name__}); "
+                              f"rooflab's kernels need an NVIDIA GPU with compute capability 8.0 or newer") from None
+    if count < 1:
+        raise MissingGpuError("CuPy is installed but sees no CUDA device; rooflab's kernels need an NVIDIA GPU")
+    _device_ok(device.id, capability)
+    return cupy
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_source(filename: str) -> str:
+    """The text of one .cu file with common.cuh inlined."""
+    here = resources.files(__package__)
+    common = here.joinpath("common.cuh").read_text(encoding="utf-8")
+    text = here.joinpath(filename).read_text(encoding="utf-8")
+    return text.replace('#include "common.cuh"', common)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(filename: str, name_expression: str, device_id: int) -> Any:
+    cupy = cupy_module()
+    module = cupy.RawModule(code=kernel_source(filename), options=COMPILE_OPTIONS,
+                            name_expressions=(name_expression,))
+    return module.get_function(name_expression)
+
+
+def kernel(filename: str, name_expression: str) -> Any:
+    """The compiled kernel `name_expression` (e.g. 'merge_states<__half, 8, 2>') of `filename`."""
+    cupy = cupy_module()
+    return _compiled(filename, name_expression, cupy.cuda.Device().id)
+
+
+def compile_all(items: Iterable[tuple[str, str]], workers: int = 16) -> int:
+    """Compile many (filename, name_expression) pairs at once; NVRTC runs without the GIL."""
+    items = list(dict.fromkeys(items))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(kernel, f, n) for f, n in items]:
+            future.result()
+    return len(items)
+
+
+_SMEM_SET: dict[int, int] = {}
+
+
+def launch(kern: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: tuple,
+           shared_mem_bytes: int = 0) -> None:
+    """Launch, raising the kernel's dynamic shared-memory limit first when it needs more than 48 KiB."""
+    if shared_mem_bytes > 48 * 1024:
+        key = id(kern)
+        if _SMEM_SET.get(key, 0) < shared_mem_bytes:
+            kern.max_dynamic_shared_size_bytes = shared_mem_bytes
+            _SMEM_SET[key] = shared_mem_bytes
+    kern(grid, block, args, shared_mem=shared_mem_bytes)
+
+
+# ---------------------------------------------------------------- argument checks
+
+def dtype_name(x: Any) -> str:
+    return x.dtype.name
+
+
+def ctype(x: Any) -> str:
+    return CTYPES[dtype_name(x)]
+
+
+def check_array(cupy: Any, x: Any, name: str, dtypes: Iterable[str], ndim: int | None = None) -> None:
+    """ValueError unless x is a C-contiguous CuPy array of one of `dtypes` (and `ndim` dims)."""
+    dtypes = tuple(dtypes)
+    if not isinstance(x, cupy.ndarray):
+        raise ValueError(f"{name} must be a cupy.ndarray, got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
+    if x.dtype.name not in dtypes:
+        raise ValueError(f"{name} must be one of {', '.join(dtypes)}, got {x.dtype.name}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous (call cupy.ascontiguousarray first)")
+
+
+def check_out(cupy: Any, out: Any, name: str, shape: tuple, dtype_name_: str) -> None:
+    check_array(cupy, out, name, (dtype_name_,))
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(out.shape)}")
+
+
+def check_scale(scale: float | None, head_dim: int) -> float:
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number > 0, got {scale}")
+    return scale
+
+
+def check_grid_dim(value: int, name: str, limit: int = 65535) -> None:
+    if value > limit:
+        raise ValueError(f"{name} = {value} exceeds the launch limit of {limit}")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)

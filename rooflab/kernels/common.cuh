@@ -1,0 +1,121 @@
+#pragma once
+// rooflab kernels: shared device helpers (number formats, PTX wrappers, tile swizzle).
+// Inlined by the Python loader into each kernel source, so NVRTC needs no include path.
+// Everything here is plain CUDA C++ plus inline PTX for sm_80 and newer
+// (mma.sync m16n8k16, ldmatrix, cp.async); no WMMA, no CUTLASS, no std headers.
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+namespace rl {
+
+typedef unsigned int u32;
+typedef long long i64;
+
+#define RL_DEV __device__ __forceinline__
+
+// ---------------------------------------------------------------- number formats
+// One traits struct per storage type: scalar conversion, and packing two fp32
+// values into the 32-bit register layout mma.sync takes for an A or B operand pair.
+template <typename T> struct Num;
+
+template <> struct Num<__half> {
+    static RL_DEV float to_float(__half x) { return __half2float(x); }
+    static RL_DEV __half from_float(float x) { return __float2half_rn(x); }
+    static RL_DEV u32 pack2(float lo, float hi) {
+        union { __half2 h; u32 u; } c; c.h = __floats2half2_rn(lo, hi); return c.u;
+    }
+    static RL_DEV float2 unpack2(u32 u) {
+        union { __half2 h; u32 u; } c; c.u = u; return __half22float2(c.h);
+    }
+};
+
+template <> struct Num<__nv_bfloat16> {
+    static RL_DEV float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static RL_DEV __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+    static RL_DEV u32 pack2(float lo, float hi) {
+        union { __nv_bfloat162 h; u32 u; } c; c.h = __floats2bfloat162_rn(lo, hi); return c.u;
+    }
+    static RL_DEV float2 unpack2(u32 u) {
+        union { __nv_bfloat162 h; u32 u; } c; c.u = u; return __bfloat1622float2(c.h);
+    }
+};
+
+template <> struct Num<float> {
+    static RL_DEV float to_float(float x) { return x; }
+    static RL_DEV float from_float(float x) { return x; }
+};
+
+// N elements of T moved as one aligned vector access (16 bytes when sizeof(T) * N == 16).
+template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+
+// ---------------------------------------------------------------- special functions
+RL_DEV float ex2(float x) {  // 2^x, ~2 ulp; ex2(-inf) = +0
+    float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+}
+RL_DEV float lg2(float x) {  // log2(x), x > 0
+    float y; asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
+}
+#define RL_LOG2E 1.4426950408889634f
+#define RL_LN2 0.6931471805599453f
+#define RL_INF __int_as_float(0x7f800000)
+
+// ---------------------------------------------------------------- shared memory and copies
+RL_DEV u32 smem_u32(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
+
+// 16-byte global -> shared copy that bypasses registers and L1; src_bytes = 0 fills zeros
+// (used for rows past the end of a sequence, so stale shared memory never reaches an mma).
+RL_DEV void cp_async16(u32 dst, const void* src, bool valid) {
+    int n = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(n));
+}
+RL_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> RL_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// Tiles of rows of D 16-bit elements (D/8 16-byte chunks a row) are stored with the
+// chunk index XOR-ed by (row % 8): the 8 row addresses an ldmatrix phase reads then
+// fall in 8 different 16-byte bank groups, so loads and cp.async stores are conflict-free.
+template <int D> RL_DEV u32 swz(int row, int chunk) {
+    return static_cast<u32>(row * (D * 2) + ((chunk ^ (row & 7)) << 4));
+}
+
+// ---------------------------------------------------------------- tensor-core fragments
+// ldmatrix x4: lanes 8i..8i+7 give the row addresses of 8x8 matrix i; register i receives
+// matrix i in the mma fragment layout (row lane/4, columns 2*(lane%4) + {0,1}).
+RL_DEV void ldsm_x4(u32 (&r)[4], u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+RL_DEV void ldsm_x4_t(u32 (&r)[4], u32 addr) {  // transposed: for B operands stored [k][n]
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// D(16x8, fp32) += A(16x16, row) * B(16x8, col).  Fragment layout, g = lane/4, t = lane%4:
+// A: a0 (g, 2t..), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
+// B: b0 (k 2t.., n g), b1 (k 2t+8.., n g);  C: c0,c1 (g, 2t..), c2,c3 (g+8, 2t..)
+template <typename T> RL_DEV void mma16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1);
+template <> RL_DEV void mma16816<__half>(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> RL_DEV void mma16816<__nv_bfloat16>(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Reductions over the 4 lanes of a quad (the lanes holding one row of an mma C fragment).
+RL_DEV float quad_max(float x) {
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+RL_DEV float quad_sum(float x) {
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+}  // namespace rl

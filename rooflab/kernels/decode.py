@@ -1,0 +1,221 @@
+"""Decode launchers: paged decode (optionally split-KV), the S-way merge of its partials, and the pairwise merge.
+
+Shapes: q [B, h, d] (one token per sequence); k_cache and v_cache [num_pages, h_kv, page_size, d]
+(HND: one (page, KV head) chunk is page_size * d contiguous elements); block_table int32
+[B, max_pages_per_seq]; context_lens int32 [B], each >= 1 and <= max_pages_per_seq * page_size
+(not checked: reading them would synchronise). Split-KV partials: o fp32 [S, B, h, d] and
+lse fp32 [S, B, h]; split z covers whole pages, ceil(pages / S) of them (rooflab/cost/paged.py
+deals pages out the same way); an empty split has o = 0 and lse = -inf.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
+                       check_scale, ctype, cupy_module, kernel, launch)
+
+#: Warps a CTA and cp.async stages a warp: 4 x 3 x 8 KiB (d = 128) = 96 KiB, two CTAs an SM.
+PAGED_WARPS = 4
+PAGED_STAGES = 3
+_TILE_KEYS = 16
+
+
+def _paged_layout(group: int) -> tuple[int, int]:
+    """(MT, head_chunks): 16*MT query heads a CTA, and how many CTAs share one KV head's group."""
+    mt = 1 if group <= 16 else 2
+    return mt, ceil_div(group, 16 * mt)
+
+
+def paged_smem_bytes(head_dim: int, mt: int, warps: int = PAGED_WARPS, stages: int = PAGED_STAGES) -> int:
+    rings = warps * stages * 2 * _TILE_KEYS * head_dim * 2
+    merge = (warps * 16 * mt * head_dim + 2 * warps * 16 * mt) * 4
+    return max(rings, merge)
+
+
+def _check_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any,
+                 context_lens: Any) -> tuple[int, ...]:
+    check_array(cupy, q, "q", HALF_TYPES, ndim=3)
+    check_array(cupy, k_cache, "k_cache", HALF_TYPES, ndim=4)
+    check_array(cupy, v_cache, "v_cache", HALF_TYPES, ndim=4)
+    check_array(cupy, block_table, "block_table", ("int32",), ndim=2)
+    check_array(cupy, context_lens, "context_lens", ("int32",), ndim=1)
+    batch, heads, head_dim = q.shape
+    if k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
+        raise ValueError(f"q, k_cache, v_cache must share a dtype, got "
+                         f"{q.dtype.name}, {k_cache.dtype.name}, {v_cache.dtype.name}")
+    if k_cache.shape != v_cache.shape or k_cache.shape[3] != head_dim:
+        raise ValueError(f"k_cache and v_cache must both be [num_pages, h_kv, page_size, d] with q's d; "
+                         f"got q {tuple(q.shape)}, k {tuple(k_cache.shape)}, v {tuple(v_cache.shape)}")
+    if head_dim not in (64, 128):
+        raise ValueError(f"paged decode supports head_dim 64 and 128, got {head_dim}")
+    kv_heads, page_size = k_cache.shape[1], k_cache.shape[2]
+    if kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"query heads ({heads}) must be a multiple of KV heads ({kv_heads})")
+    if page_size < 1:
+        raise ValueError("page_size must be >= 1")
+    if block_table.shape[0] != batch or context_lens.shape[0] != batch:
+        raise ValueError(f"block_table [B, pages] and context_lens [B] must have B = {batch} rows; "
+                         f"got {tuple(block_table.shape)} and {tuple(context_lens.shape)}")
+    check_grid_dim(batch, "batch")
+    return batch, heads, head_dim, kv_heads, page_size
+
+
+def _launch_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
+                  num_splits: int, split: bool, out: Any, out_lse: Any, scale: float | None,
+                  config: tuple[int, int] | None) -> None:
+    """split = False: o in q's dtype [B, h, d] (num_splits must be 1); True: fp32 partials [S, B, h, d]."""
+    batch, heads, head_dim, kv_heads, page_size = _check_paged(cupy, q, k_cache, v_cache,
+                                                               block_table, context_lens)
+    scale = check_scale(scale, head_dim)
+    warps, stages = config if config is not None else (PAGED_WARPS, PAGED_STAGES)
+    group = heads // kv_heads
+    mt, chunks = _paged_layout(group)
+    page_shift = page_size.bit_length() - 1 if page_size & (page_size - 1) == 0 else -1
+    name = (f"paged_decode<{ctype(q)}, {head_dim}, {mt}, {warps}, {stages}, "
+            f"{'true' if split else 'false'}>")
+    launch(kernel("paged_decode.cu", name), (kv_heads * chunks, batch, num_splits), (warps * 32, 1, 1),
+           (q, k_cache, v_cache, block_table, np.int32(block_table.shape[1]), context_lens,
+            out, NULL if out_lse is None else out_lse, np.int32(heads), np.int32(group), np.int32(chunks),
+            np.int32(page_size), np.int32(page_shift), np.float32(scale * LOG2E)),
+           paged_smem_bytes(head_dim, mt, warps, stages))
+
+
+def _check_splits(num_splits: int) -> int:
+    if isinstance(num_splits, bool) or int(num_splits) != num_splits or not 1 <= num_splits <= 65535:
+        raise ValueError(f"num_splits must be a whole number in 1..65535, got {num_splits}")
+    return int(num_splits)
+
+
+def paged_decode_partial(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
+                         num_splits: int, scale: float | None = None, *, out: Any = None,
+                         out_lse: Any = None, config: tuple[int, int] | None = None) -> tuple[Any, Any]:
+    """The split-KV kernel alone: fp32 partial outputs [S, B, h, d] and LSEs [S, B, h] (-inf for an empty split)."""
+    cupy = cupy_module()
+    num_splits = _check_splits(num_splits)
+    batch, heads, head_dim = q.shape if getattr(q, "ndim", 0) == 3 else (0, 0, 0)
+    shape = (num_splits, batch, heads)
+    o_part = cupy.empty(shape + (head_dim,), dtype=cupy.float32) if out is None else out
+    lse_part = cupy.empty(shape, dtype=cupy.float32) if out_lse is None else out_lse
+    if out is not None:
+        check_out(cupy, out, "out", shape + (head_dim,), "float32")
+    if out_lse is not None:
+        check_out(cupy, out_lse, "out_lse", shape, "float32")
+    # num_splits == 1 still runs the split kernel (fp32 partials), so the pieces can be timed alone.
+    _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, num_splits, True,
+                  o_part, lse_part, scale, config)
+    return o_part, lse_part
+
+
+def paged_decode(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
+                 num_splits: int = 1, return_lse: bool = False, scale: float | None = None, *,
+                 out: Any = None, out_lse: Any = None, config: tuple[int, int] | None = None) -> Any:
+    """Decode attention through a paged KV cache. -> o [B, h, d] in q's dtype, or (o, lse fp32 [B, h]).
+
+    One CTA per (KV head, sequence, split) reads each KV page once for its whole query
+    group. num_splits > 1 runs the split kernel (fp32 partials) and then merge_partials.
+    Shapes and page layout: see this module's docstring. scale defaults to 1/sqrt(d).
+    config: (warps, stages) override for tuning.
+    """
+    cupy = cupy_module()
+    num_splits = _check_splits(num_splits)
+    batch, heads, head_dim = q.shape if getattr(q, "ndim", 0) == 3 else (0, 0, 0)
+    want_lse = return_lse or out_lse is not None
+    if out is not None:
+        check_out(cupy, out, "out", (batch, heads, head_dim), q.dtype.name)
+    if out_lse is not None:
+        check_out(cupy, out_lse, "out_lse", (batch, heads), "float32")
+    if num_splits == 1:
+        o = cupy.empty_like(q) if out is None else out
+        lse = (cupy.empty((batch, heads), dtype=cupy.float32) if out_lse is None else out_lse) if want_lse else None
+        _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, 1, False, o, lse, scale, config)
+    else:
+        o_part, lse_part = paged_decode_partial(q, k_cache, v_cache, block_table, context_lens, num_splits,
+                                                scale, config=config)
+        o, lse = merge_partials(o_part, lse_part, q.dtype, return_lse=want_lse, out=out, out_lse=out_lse)
+    return (o, lse) if return_lse else o
+
+
+def merge_partials(o_part: Any, lse_part: Any, dtype: Any = None, return_lse: bool = True, *,
+                   out: Any = None, out_lse: Any = None) -> tuple[Any, Any]:
+    """Merge S partial states at once: o_part fp32 [S, ..., d], lse_part fp32 [S, ...] -> (o [..., d], lse [...]).
+
+    o in `dtype` (fp16, bf16 or fp32; default fp32). Guards as merge_states: +inf and -inf
+    LSEs are empty splits whose o is never read; all-empty rows give o = 0, lse = -inf.
+    """
+    cupy = cupy_module()
+    check_array(cupy, o_part, "o_part", ("float32",))
+    check_array(cupy, lse_part, "lse_part", ("float32",))
+    if o_part.ndim < 2 or tuple(o_part.shape[:-1]) != tuple(lse_part.shape):
+        raise ValueError(f"o_part must be lse_part's shape plus d; got {tuple(o_part.shape)} and "
+                         f"{tuple(lse_part.shape)}")
+    num_splits, head_dim = o_part.shape[0], o_part.shape[-1]
+    if head_dim % 4 or head_dim > 4096:
+        raise ValueError(f"merge_partials needs d a multiple of 4 (and <= 4096), got {head_dim}")
+    dtype = cupy.dtype(cupy.float32 if dtype is None else dtype)
+    out_shape = tuple(o_part.shape[1:])
+    o = cupy.empty(out_shape, dtype=dtype) if out is None else out
+    check_out(cupy, o, "out", out_shape, dtype.name)
+    lse = out_lse
+    if lse is None and return_lse:
+        lse = cupy.empty(out_shape[:-1], dtype=cupy.float32)
+    elif lse is not None:
+        check_out(cupy, lse, "out_lse", out_shape[:-1], "float32")
+    rows = int(np.prod(out_shape[:-1], dtype=np.int64))
+    if rows == 0 or num_splits == 0:
+        return o, lse
+    threads_x = head_dim // 4
+    rows_per_block = max(1, 256 // threads_x)
+    kern = kernel("merge_partials.cu", f"merge_partials<{ctype(o)}, 8>")
+    launch(kern, (ceil_div(rows, rows_per_block), 1, 1), (threads_x, rows_per_block, 1),
+           (o_part, lse_part, o, NULL if lse is None else lse, np.int32(num_splits), np.int64(rows),
+            np.int32(head_dim)))
+    return o, lse
+
+
+def merge_states(o_a: Any, lse_a: Any, o_b: Any, lse_b: Any, out: Any = None, out_lse: Any = None,
+                 return_lse: bool = True) -> tuple[Any, Any]:
+    """Merge two attention states over disjoint key ranges by their LSEs. -> (o, lse or None).
+
+    o_a, o_b [tokens, heads, d] (any leading shape) fp16 / bf16 / fp32; lse_a, lse_b fp32
+    [tokens, heads]. fp32 arithmetic; 16-byte loads when d and the pointers allow; 64-bit
+    indices. +inf marks an empty side like -inf; both empty give o = 0 and lse = -inf.
+    """
+    cupy = cupy_module()
+    for name, x in (("o_a", o_a), ("o_b", o_b)):
+        check_array(cupy, x, name, ("float16", "bfloat16", "float32"))
+    for name, x in (("lse_a", lse_a), ("lse_b", lse_b)):
+        check_array(cupy, x, name, ("float32",))
+    if o_a.shape != o_b.shape or o_a.dtype != o_b.dtype:
+        raise ValueError(f"o_a and o_b must match in shape and dtype; got {tuple(o_a.shape)} "
+                         f"{o_a.dtype.name} and {tuple(o_b.shape)} {o_b.dtype.name}")
+    if o_a.ndim < 2 or tuple(lse_a.shape) != tuple(o_a.shape[:-1]) or lse_b.shape != lse_a.shape:
+        raise ValueError(f"lse_a and lse_b must be o's shape without d; got o {tuple(o_a.shape)}, "
+                         f"lse_a {tuple(lse_a.shape)}, lse_b {tuple(lse_b.shape)}")
+    o = cupy.empty_like(o_a) if out is None else out
+    if out is not None:
+        check_out(cupy, out, "out", o_a.shape, o_a.dtype.name)
+    lse = out_lse
+    if lse is None and return_lse:
+        lse = cupy.empty(lse_a.shape, dtype=cupy.float32)
+    elif lse is not None:
+        check_out(cupy, lse, "out_lse", lse_a.shape, "float32")
+    head_dim = o_a.shape[-1]
+    rows = o_a.size // head_dim if head_dim else 0
+    if rows == 0:
+        return o, lse
+    itemsize = o_a.dtype.itemsize
+    vec = 16 // itemsize
+    while vec > 1 and (head_dim % vec or any(x.data.ptr % (vec * itemsize) for x in (o_a, o_b, o))):
+        vec //= 2
+    threads_x = head_dim // vec
+    if threads_x > 1024:
+        raise ValueError(f"d = {head_dim} needs {threads_x} threads a row at this alignment (max 1024)")
+    rows_per_step = max(1, 256 // threads_x)
+    rows_per_thread = 2
+    kern = kernel("merge_states.cu", f"merge_states<{ctype(o_a)}, {vec}, {rows_per_thread}>")
+    launch(kern, (ceil_div(rows, rows_per_step * rows_per_thread), 1, 1), (threads_x, rows_per_step, 1),
+           (o_a, lse_a, o_b, lse_b, o, NULL if lse is None else lse, np.int64(rows), np.int32(head_dim)))
+    return o, lse

@@ -1,0 +1,274 @@
+// Paged decode: one query token per sequence, K/V read through an int32 block table.
+//
+// q [B, h, D]; k_cache / v_cache [num_pages, h_kv, page_size, D] (HND: one (page, KV head) chunk
+// is page_size * D contiguous elements); block_table int32 [B, bt_stride]; context_lens int32 [B].
+// One CTA per (KV head, sequence, split): it serves the whole query group of that KV head, so
+// each KV page is read once for all `group` query heads.  The group is the M side of an
+// mma.sync m16n8k16 (rows past `group` are zero; MT = ceil(group / 16) row tiles, 1 or 2), keys
+// the N side: S = Q K^T and O += P V run on tensor cores, the online softmax in fp32 registers.
+// A group larger than 32 is served in chunks of 32 heads (gridDim.x = h_kv * head_chunks),
+// each chunk reading the KV head's pages once.
+//
+// Each of the NW warps streams its own 16-key tiles (tile w, w + NW, ...) through a private
+// NST-stage cp.async ring in shared memory, so many bytes are in flight per SM and no barrier
+// is needed between warps until the end, where the NW partial states are merged by their LSEs.
+//
+// SPLIT = false: writes o (T) [B, h, D] and, if out_lse is not null, lse [B, h].
+// SPLIT = true: split z of S = gridDim.z covers whole pages [z * span, (z + 1) * span) of the
+// context, span = ceil(pages / S) * page_size, and writes fp32 o_part [S, B, h, D] and
+// lse_part [S, B, h]; a split with no keys writes o = 0 and lse = -inf.
+#include "common.cuh"
+using namespace rl;
+
+template <typename T, int D, int MT, int NW, int NST, bool SPLIT>
+__global__ void __launch_bounds__(NW * 32)
+paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+             const int* __restrict__ block_table, int bt_stride, const int* __restrict__ context_lens,
+             void* __restrict__ out, float* __restrict__ out_lse,
+             int num_heads, int group, int head_chunks, int page_size, int page_shift, float scale_log2)
+{
+    constexpr int TILE = 16;                    // keys a warp takes per step
+    constexpr int CH = D / 8;                   // 16-byte chunks per key row
+    constexpr int KSTEPS = D / 16;
+    constexpr int DTILE = D / 8;
+    constexpr int TILE_BYTES = TILE * D * 2;
+    constexpr int STAGE_BYTES = 2 * TILE_BYTES;   // K and V
+    constexpr int RSTEP = 32 / CH;              // key rows one warp-wide copy covers
+    constexpr int ROWS = 16 * MT;               // query rows (heads) a CTA holds, padded
+    static_assert(MT == 1 || MT == 2, "larger groups are split into head chunks");
+
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int kvh = blockIdx.x / head_chunks, chunk = blockIdx.x % head_chunks;
+    const int b = blockIdx.y, split = blockIdx.z;
+    const int num_kv_heads = gridDim.x / head_chunks, batch = gridDim.y, num_splits = gridDim.z;
+    const int head0 = kvh * group + chunk * ROWS;           // first query head of this CTA
+    const int nrows = min(ROWS, group - chunk * ROWS);      // query heads this CTA serves
+
+    // ---- this CTA's key range [k_begin, k_end)
+    const int ctx = context_lens[b];
+    int k_begin = 0, k_end = ctx;
+    if (SPLIT) {
+        const int pages = (ctx + page_size - 1) / page_size;
+        const int span = ((pages + num_splits - 1) / num_splits) * page_size;
+        k_begin = min(ctx, split * span);
+        k_end = min(ctx, k_begin + span);
+    }
+    const int n_tiles = (k_end - k_begin + TILE - 1) / TILE;
+
+    // ---- query fragments (A operand), rows past nrows are zero
+    u32 qf[MT][KSTEPS][4];
+    const T* qb = q + ((i64)b * num_heads + head0) * D;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int row = mt * 16 + g + (e & 1) * 8;
+                const int col = kk * 16 + 2 * t4 + (e >> 1) * 8;
+                qf[mt][kk][e] = row < nrows ? *reinterpret_cast<const u32*>(qb + (i64)row * D + col) : 0u;
+            }
+
+    float o_acc[MT][DTILE][4];
+    float m_run[MT][2], l_run[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < DTILE; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.f;
+        m_run[mt][0] = m_run[mt][1] = -RL_INF;
+        l_run[mt][0] = l_run[mt][1] = 0.f;
+    }
+
+    // ---- this warp's ring of NST stages
+    const u32 ring = smem_u32(smem) + warp * NST * STAGE_BYTES;
+    const int* bt = block_table + (i64)b * bt_stride;
+    const i64 head_stride = (i64)page_size * D;            // one (page, KV head) chunk
+    const i64 page_stride = head_stride * num_kv_heads;
+    const int r0 = lane / CH, c0 = lane % CH;               // lane copies chunk c0 of rows r0 + i * RSTEP
+
+    auto issue = [&](int tile, int stage) {
+        const u32 ks = ring + stage * STAGE_BYTES, vs = ks + TILE_BYTES;
+#pragma unroll
+        for (int i = 0; i < TILE / RSTEP; ++i) {
+            const int r = r0 + i * RSTEP;
+            const int pos = k_begin + tile * TILE + r;
+            const bool ok = pos < k_end;
+            i64 off = 0;
+            if (ok) {
+                int slot, in_page;
+                if (page_shift >= 0) { slot = pos >> page_shift; in_page = pos & (page_size - 1); }
+                else { slot = pos / page_size; in_page = pos - slot * page_size; }
+                off = (i64)bt[slot] * page_stride + kvh * head_stride + (i64)in_page * D + c0 * 8;
+            }
+            const u32 so = swz<D>(r, c0);
+            cp_async16(ks + so, k_cache + off, ok);
+            cp_async16(vs + so, v_cache + off, ok);
+        }
+    };
+
+    const int my_first = warp;                              // tiles warp, warp + NW, ...
+    const int n_my = my_first < n_tiles ? (n_tiles - my_first + NW - 1) / NW : 0;
+
+#pragma unroll
+    for (int s = 0; s < NST - 1; ++s) {
+        if (s < n_my) issue(my_first + s * NW, s);
+        cp_async_commit();
+    }
+
+    const u32 k_lane = swz<D>(((lane >> 4) << 3) + (lane & 7), (lane >> 3) & 1);
+    const u32 v_lane = swz<D>((((lane >> 3) & 1) << 3) + (lane & 7), lane >> 4);
+
+    for (int it = 0; it < n_my; ++it) {
+        const int nxt = it + NST - 1;
+        if (nxt < n_my) issue(my_first + nxt * NW, nxt % NST);
+        cp_async_commit();
+        cp_async_wait<NST - 1>();
+        __syncwarp();
+
+        const int tile = my_first + it * NW;
+        const u32 kb = ring + (it % NST) * STAGE_BYTES;
+        const u32 vb = kb + TILE_BYTES;
+
+        // ---- S = Q K^T over 16 keys (two 8-key column tiles)
+        float s[MT][2][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+            u32 bf[4];
+            ldsm_x4(bf, kb + (k_lane ^ (kk << 5)));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma16816<T>(s[mt][0], qf[mt][kk], bf[0], bf[1]);
+                mma16816<T>(s[mt][1], qf[mt][kk], bf[2], bf[3]);
+            }
+        }
+        const int key0 = k_begin + tile * TILE;
+        if (key0 + TILE > k_end) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (key0 + nt * 8 + 2 * t4 + (e & 1) >= k_end) s[mt][nt][e] = -RL_INF;
+        }
+
+        // ---- online softmax (log2 domain), per row
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                float mx = fmaxf(fmaxf(s[mt][0][2 * hh], s[mt][0][2 * hh + 1]),
+                                 fmaxf(s[mt][1][2 * hh], s[mt][1][2 * hh + 1]));
+                mx = quad_max(mx);
+                const float m_new = fmaxf(m_run[mt][hh], mx * scale_log2);
+                const float m_use = (m_new == -RL_INF) ? 0.f : m_new;
+                const float alpha = ex2(m_run[mt][hh] - m_use);
+                m_run[mt][hh] = m_new;
+                float rs = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = ex2(fmaf(s[mt][nt][2 * hh + e], scale_log2, -m_use));
+                        s[mt][nt][2 * hh + e] = p;
+                        rs += p;
+                    }
+                l_run[mt][hh] = l_run[mt][hh] * alpha + rs;
+#pragma unroll
+                for (int dt = 0; dt < DTILE; ++dt) {
+                    o_acc[mt][dt][2 * hh] *= alpha;
+                    o_acc[mt][dt][2 * hh + 1] *= alpha;
+                }
+            }
+
+        // ---- O += P V
+        u32 pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = Num<T>::pack2(s[mt][0][0], s[mt][0][1]);
+            pa[mt][1] = Num<T>::pack2(s[mt][0][2], s[mt][0][3]);
+            pa[mt][2] = Num<T>::pack2(s[mt][1][0], s[mt][1][1]);
+            pa[mt][3] = Num<T>::pack2(s[mt][1][2], s[mt][1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+            u32 bf[4];
+            ldsm_x4_t(bf, vb + (v_lane ^ (dp << 5)));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma16816<T>(o_acc[mt][2 * dp], pa[mt], bf[0], bf[1]);
+                mma16816<T>(o_acc[mt][2 * dp + 1], pa[mt], bf[2], bf[3]);
+            }
+        }
+        __syncwarp();   // the stage is refilled by the next iteration's issue
+    }
+    cp_async_wait<0>();
+
+    // ---- merge the NW warp states through shared memory (the rings are free now)
+    __syncthreads();
+    float* sO = reinterpret_cast<float*>(smem);             // [NW][ROWS][D]
+    float* sM = sO + NW * ROWS * D;                         // [NW][ROWS]
+    float* sL = sM + NW * ROWS;                             // [NW][ROWS]
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const int row = mt * 16 + g + 8 * hh;
+            const float l = quad_sum(l_run[mt][hh]);
+            if (t4 == 0) {
+                sM[warp * ROWS + row] = m_run[mt][hh];
+                sL[warp * ROWS + row] = l;
+            }
+            float* dst = sO + (warp * ROWS + row) * D + 2 * t4;
+#pragma unroll
+            for (int dt = 0; dt < DTILE; ++dt)
+                *reinterpret_cast<float2*>(dst + dt * 8) = make_float2(o_acc[mt][dt][2 * hh], o_acc[mt][dt][2 * hh + 1]);
+        }
+    __syncthreads();
+
+    for (int id = threadIdx.x; id < nrows * (D / 4); id += NW * 32) {
+        const int row = id / (D / 4), c4 = id % (D / 4);
+        float m = -RL_INF;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) m = fmaxf(m, sM[w * ROWS + row]);
+        float l = 0.f;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (m != -RL_INF) {
+#pragma unroll
+            for (int w = 0; w < NW; ++w) {
+                const float sc = ex2(sM[w * ROWS + row] - m);   // 0 for a warp that saw no key
+                l += sL[w * ROWS + row] * sc;
+                const float4 x = *reinterpret_cast<const float4*>(sO + (w * ROWS + row) * D + c4 * 4);
+                acc.x += sc * x.x; acc.y += sc * x.y; acc.z += sc * x.z; acc.w += sc * x.w;
+            }
+        }
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float lse = l > 0.f ? (m + lg2(l)) * RL_LN2 : -RL_INF;
+        const int head = head0 + row;
+        if (SPLIT) {
+            const i64 bh = ((i64)split * batch + b) * num_heads + head;
+            *reinterpret_cast<float4*>(static_cast<float*>(out) + bh * D + c4 * 4) =
+                make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+            if (c4 == 0) out_lse[bh] = lse;
+        } else {
+            const i64 bh = (i64)b * num_heads + head;
+            Pack<T, 4> pk;
+            pk.v[0] = Num<T>::from_float(acc.x * inv);
+            pk.v[1] = Num<T>::from_float(acc.y * inv);
+            pk.v[2] = Num<T>::from_float(acc.z * inv);
+            pk.v[3] = Num<T>::from_float(acc.w * inv);
+            *reinterpret_cast<Pack<T, 4>*>(static_cast<T*>(out) + bh * D + c4 * 4) = pk;
+            if (out_lse && c4 == 0) out_lse[bh] = lse;
+        }
+    }
+}
