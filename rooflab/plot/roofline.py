@@ -1,0 +1,170 @@
+"""The roofline chart: roofs of one or more GPUs, the ridge point, attention kernels as points.
+
+Log-log: arithmetic intensity (FLOP/byte) across, FLOP/s up. The memory roof is the diagonal
+beta * I, the compute roof the flat pi of the chosen dtype; they meet at the ridge I* = pi / beta.
+FLOPs of the softmax and the merge run on the fp32 vector units, so those points sit under
+the (dashed) vector roof. A GPU whose YAML has a measured: section also gets its calibrated
+roofs (dotted); measured kernels are stars. Roofs are listed under the chart, points in the
+lower right, the one corner a roofline leaves empty. Artists carry gids ("roof:<gpu>",
+"vector_roof:<gpu>", "ridge:<gpu>[:measured]", "point:<label>", "measured:<label>") so tests
+and notebooks can find them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
+
+from ..render import ridge_text
+from ..roofline import Ceilings
+from ..units import fmt_rate
+from .series import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
+from .style import FIGSIZE_IN, GPU_COLORS, VARIANT_COLORS, intensity_text, new_figure, plain_log_formatter, title
+
+#: kind -> (colour, marker, filled, size)
+_POINT_STYLE = {
+    "naive": (VARIANT_COLORS["naive"], "o", True, 10),
+    "naive_kernel": (VARIANT_COLORS["naive"], "s", True, 7),
+    "naive_softmax": (VARIANT_COLORS["naive"], "^", True, 8),
+    "flash": (VARIANT_COLORS["flash"], "o", True, 10),
+    "flash_tiled": (VARIANT_COLORS["flash"], "o", False, 9),
+    "paged": (VARIANT_COLORS["paged"], "o", True, 9),
+    "paged_launched": (VARIANT_COLORS["paged"], "o", False, 8),
+    "merge": (VARIANT_COLORS["merge"], "^", True, 8),
+}
+
+#: Points whose label also says how far they sit from the ridge: the chapter's 4.7x left and 22x right.
+_RIDGE_RATIO_SHOWN = ("naive", "flash")
+
+
+def _merge_coincident(points: Sequence[RooflinePoint]) -> list[tuple[str, RooflinePoint]]:
+    """Points at the same spot (naive QK^T and PV always are) drawn once, their labels joined."""
+    out: list[tuple[str, RooflinePoint]] = []
+    for p in points:
+        for i, (label, q) in enumerate(out):
+            if q.kind == p.kind and np.isclose(q.intensity_flop_per_byte, p.intensity_flop_per_byte) \
+                    and np.isclose(q.flop_per_s, p.flop_per_s):
+                out[i] = (_join(label, p.label), q)
+                break
+        else:
+            out.append((p.label, p))
+    return out
+
+
+def _join(a: str, b: str) -> str:
+    """'naive QK^T kernel' + 'naive PV kernel' -> 'naive QK^T and PV kernels (each)'."""
+    wa, wb = a.split(), b.split()
+    if len(wa) == len(wb) == 3 and wa[0] == wb[0] and wa[2] == wb[2]:
+        return f"{wa[0]} {wa[1]} and {wb[1]} {wa[2]}s (each)"
+    return f"{a}; {b}"
+
+
+def _limits(data: RooflineData, measured: Sequence[MeasuredPoint]) -> tuple[tuple[float, float], tuple[float, float]]:
+    xs = [p.intensity_flop_per_byte for p in data.points] + [m.intensity_flop_per_byte for m in measured]
+    ys = [p.flop_per_s for p in data.points] + [m.achieved_flop_per_s for m in measured]
+    for r in data.roofs:
+        for c in (r.datasheet, r.measured):
+            if c is not None:
+                xs += [c.ridge_flop_per_byte, c.vector_flop_per_s / c.bandwidth_bytes_per_s]
+                ys += [c.matmul_flop_per_s]
+    return (min(xs) / 3, max(xs) * 4), (min(ys) / 4, max(ys) * 3)
+
+
+def _draw_roofs(ax, r: GpuRoofs, c: Ceilings, color: str, x: np.ndarray, measured: bool, primary: bool,
+                several: bool) -> None:
+    """One set of roofs; the primary one (the points' GPU, datasheet) also gets its vector roof and a full label."""
+    name = f"{r.display_name}: " if several else ""
+    source = f"measured {r.measured_date}" if measured else "datasheet"
+    ridge = c.ridge_flop_per_byte
+    tag = ":measured" if measured else ""
+    ax.plot(x, np.minimum(c.matmul_flop_per_s, c.bandwidth_bytes_per_s * x), ":" if measured else "-", color=color,
+            lw=2.2, gid=f"roof:{r.name}{tag}", zorder=2,
+            label=f"{name}roof, {source} ({_rate(c.matmul_flop_per_s)} tensor, "
+                  f"{_rate(c.bandwidth_bytes_per_s, 'B/s')} HBM), ridge {ridge:.0f} FLOP/B")
+    ax.plot([ridge], [c.matmul_flop_per_s], "D", color=color, ms=8, mec="white", zorder=5, gid=f"ridge:{r.name}{tag}")
+    if primary and not measured:
+        ax.plot(x, np.minimum(c.vector_flop_per_s, c.bandwidth_bytes_per_s * x), "--", color=color, lw=1.1,
+                alpha=0.7, gid=f"vector_roof:{r.name}", zorder=2,
+                label=f"{name}fp32 vector roof ({_rate(c.vector_flop_per_s)}; softmax, merge)")
+        ax.axvline(ridge, color=color, lw=0.8, ls=":", alpha=0.6, zorder=1)
+        ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, c.matmul_flop_per_s), xytext=(-8, 10),
+                    textcoords="offset points", ha="right", fontsize=9, color=color, fontweight="bold")
+    else:   # just under the flat roof, right of the corner: no point sits there
+        ax.annotate(f"{ridge:.0f}", (ridge, c.matmul_flop_per_s), xytext=(6, -6), textcoords="offset points",
+                    ha="left", va="top", fontsize=9, color=color, fontweight="bold")
+
+
+def _rate(value: float, unit: str = "FLOP/s") -> str:
+    """fmt_rate without trailing zeros: 989.4 TFLOP/s, 3.35 TB/s."""
+    number, rest = fmt_rate(value, unit).split(" ", 1)
+    return f"{float(number):g} {rest}"
+
+
+def _label_offset(p: RooflinePoint, roofs: Ceilings, filled: bool) -> tuple[tuple[float, float], str, str]:
+    """Text right of a point on the sloped roof (the space below the diagonal is empty), under one on a flat roof."""
+    flat_from = roofs.rate(p.pipe) / roofs.bandwidth_bytes_per_s
+    if p.intensity_flop_per_byte >= flat_from and p.flop_per_s >= 0.99 * roofs.rate(p.pipe):
+        return (0, -16), "center", "top"
+    return (8, -2 if filled else -10), "left", "top"
+
+
+def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -> Figure:
+    """The roofline of `data` (see roofline_data), with optional measured kernel points as stars."""
+    fig, ax = new_figure()
+    (x_lo, x_hi), (y_lo, y_hi) = _limits(data, measured)
+    x = np.geomspace(x_lo, x_hi, 400)
+    several = len(data.roofs) > 1
+    for i, r in enumerate(data.roofs):
+        color = GPU_COLORS[i % len(GPU_COLORS)]
+        _draw_roofs(ax, r, r.datasheet, color, x, False, i == 0, several)
+        if r.measured is not None:
+            _draw_roofs(ax, r, r.measured, color, x, True, i == 0, several)
+    for label, p in _merge_coincident(data.points):
+        color, marker, filled, size = _POINT_STYLE.get(p.kind, ("black", "o", True, 8))
+        ax.plot([p.intensity_flop_per_byte], [p.flop_per_s], marker, ms=size, color=color,
+                mfc=color if filled else "white", mew=1.8, ls="none", zorder=6,
+                label=label, gid=f"point:{label}")
+        offset, ha, va = _label_offset(p, data.roofs[0].datasheet, filled)
+        text = intensity_text(p.intensity_flop_per_byte)
+        if p.kind in _RIDGE_RATIO_SHOWN:
+            text += f"\n{ridge_text(p.ridge_ratio)} of the ridge"
+        ax.annotate(text, (p.intensity_flop_per_byte, p.flop_per_s),
+                    xytext=offset, textcoords="offset points", ha=ha, va=va, fontsize=9, color=color,
+                    fontweight="bold", zorder=7)
+    for i, m in enumerate(measured):
+        ax.plot([m.intensity_flop_per_byte], [m.achieved_flop_per_s], "*", ms=13, color="#E69F00", mec="black",
+                mew=0.6, ls="none", zorder=8, label="measured kernel (label: what was timed)" if i == 0 else None,
+                gid=f"measured:{m.label}")
+        ax.annotate(m.label, (m.intensity_flop_per_byte, m.achieved_flop_per_s), xytext=(-8, 0),
+                    textcoords="offset points", ha="right", va="center", fontsize=8, color="#8a5a00", zorder=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    ax.xaxis.set_major_formatter(plain_log_formatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.yaxis.set_major_formatter(EngFormatter(unit="FLOP/s", places=0, sep=" "))
+    ridge = data.roofs[0].datasheet.ridge_flop_per_byte
+    for text, ha, shift in (("\u2190 memory-bound", "right", -6), ("compute-bound \u2192", "left", 6)):
+        ax.annotate(text, (ridge, y_hi), xytext=(shift, -6), textcoords="offset points", ha=ha, va="top",
+                    fontsize=9, color="#555555")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte of HBM traffic)")
+    ax.set_ylabel("attainable performance (FLOP/s)")
+    gpus = f"{len(data.roofs)} GPUs" if several else data.roofs[0].display_name
+    where = f"; points on the {data.roofs[0].display_name}" if several else ""
+    title(ax, f"Roofline of attention: {data.model} on {gpus}",
+          f"{data.dtype.value}, T = {data.seq_len:,} tokens, batch {data.batch}"
+          f"{', causal' if data.causal else ''}, one layer; labels give FLOP/byte{where}")
+    # roofs listed under the chart; points in the corner a roofline leaves empty (right of the ridge, low down)
+    handles, labels = ax.get_legend_handles_labels()
+    is_roof = [str(h.get_gid()).startswith(("roof:", "vector_roof:")) for h in handles]
+    fig.set_size_inches(FIGSIZE_IN[0], FIGSIZE_IN[1] + 0.2 * sum(is_roof))
+    fig.legend([h for h, r in zip(handles, is_roof) if r], [t for t, r in zip(labels, is_roof) if r],
+               loc="outside lower left", fontsize=8, frameon=False)
+    ax.legend([h for h, r in zip(handles, is_roof) if not r], [t for t, r in zip(labels, is_roof) if not r],
+              loc="lower right", fontsize=8, framealpha=0.92)
+    return fig

@@ -1,0 +1,84 @@
+"""Shared look of rooflab's charts: a Figure without pyplot, log axes with readable ticks, colours.
+
+Figures are built with matplotlib.figure.Figure directly, so no chart touches pyplot's global
+state; a notebook can restyle the returned Figure (fig.axes[0], set_size_inches, ...).
+"""
+
+from __future__ import annotations
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter
+
+from ..units import KiB, fmt_bytes
+
+FIGSIZE_IN = (10.0, 6.4)
+
+#: One colour per variant (Okabe-Ito, readable by colour-blind readers).
+VARIANT_COLORS = {
+    "naive": "#D55E00",
+    "flash": "#009E73",
+    "paged": "#0072B2",
+    "merge": "#CC79A7",
+    "capacity": "#555555",
+}
+#: GPU roofs and capacity lines: colours none of the variants use.
+GPU_COLORS = ("#222222", "#8C564B", "#7F7F7F", "#9467BD", "#BCBD22", "#17BECF")
+
+
+def new_figure(size_in: tuple[float, float] = FIGSIZE_IN) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=size_in, layout="constrained")
+    ax = fig.add_subplot()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.08)
+    return fig, ax
+
+
+def tokens_text(n: float) -> str:
+    """512, 1k, 32k, 1M: binary multiples, as context lengths are usually quoted."""
+    if n >= KiB * KiB and n % (KiB * KiB) == 0:
+        return f"{n / (KiB * KiB):g}M"
+    if n >= KiB and n % KiB == 0:
+        return f"{n / KiB:g}k"
+    return f"{n:,.0f}"
+
+
+def token_axis(ax: Axes, label: str) -> None:
+    """A log2 x axis of token counts, one tick per power of two (thinned when there are many)."""
+    ax.set_xscale("log", base=2)
+    lo, hi = ax.get_xlim()
+    octaves = max(1, int(round(hi / lo)).bit_length())
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=min(octaves + 2, 14)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tokens_text(v)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(f"{label} (tokens; 1k = 1024)")
+
+
+def plain_log_formatter() -> FuncFormatter:
+    """0.1, 1, 10, 1000, 10,000 rather than 10^k."""
+    return FuncFormatter(lambda v, _: f"{v:,.10g}" if v >= 1 else f"{v:.10g}")
+
+
+def seconds_formatter() -> EngFormatter:
+    """1 ms, 10 us: SI prefixes on seconds."""
+    return EngFormatter(unit="s", places=0, sep=" ")
+
+
+def bytes_formatter() -> FuncFormatter:
+    """4 GiB, 256 MiB: binary units, trailing zeros dropped."""
+    def short(v: float, _pos: object = None) -> str:
+        number, unit = fmt_bytes(v).split()
+        return f"{float(number):g} {unit}"
+    return FuncFormatter(short)
+
+
+def intensity_text(value: float) -> str:
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2g}"
+
+
+def title(ax: Axes, headline: str, details: str) -> None:
+    ax.set_title(f"{headline}\n{details}", fontsize=11, loc="left")
