@@ -8,7 +8,7 @@ import json
 
 from .load import available, load_gpu, load_model
 from .render import Format, table
-from .units import DType, fmt_bytes, fmt_rate
+from .units import DType, fmt_bytes, fmt_params, fmt_rate
 
 
 def _emit(headers: list[str], rows: list[list], records: list[dict], fmt: Format) -> str:
@@ -48,7 +48,7 @@ def model_table(fmt: Format = Format.table) -> str:
         m = load_model(name)
         kv = m.kv_bytes_per_token(DType.fp16)
         experts = f" ({m.num_experts} experts, {m.num_experts_per_token} active)" if m.num_experts > 1 else ""
-        rows.append([name, m.display_name + experts, f"{m.total_parameters / 1e9:.2f} B", str(m.num_layers),
+        rows.append([name, m.display_name + experts, fmt_params(m.total_parameters), str(m.num_layers),
                      f"{m.num_qo_heads}/{m.num_kv_heads}", str(m.head_dim), fmt_bytes(kv),
                      f"{m.max_context_len:,}"])
         records.append({"name": name, "display_name": m.display_name, "num_parameters": m.total_parameters,

@@ -204,13 +204,14 @@ def calibrate(
     from .bench.calibrate import describe, write_spec
     from .bench.device import check_spec_matches, default_spec, device_name
     from .load import spec_path
+    from .units import GiB
 
     spec = gpu or default_spec()
     check_spec_matches(spec, device_name())
     source = spec_path("hardware", "GPU", spec)
     target = output or Path.cwd() / source.name
     typer.echo(f"calibrating {device_name()} against {spec}: copy, GEMM fp16, GEMM bf16, exp ...", err=True)
-    cal = run_calibration(" ".join(["rooflab", *sys.argv[1:]]), spec, copy_bytes=int(copy_gib * 2**30))
+    cal = run_calibration(" ".join(["rooflab", *sys.argv[1:]]), spec, copy_bytes=int(copy_gib * GiB))
     write_spec(source, target, cal.measured())
     for name, value in describe(cal):
         typer.echo(f"{name:32s} {value}")
@@ -235,6 +236,43 @@ def validate(
     if output is not None:
         _write_atomic(output, text)
     typer.echo(text, nl=False)
+
+
+class BenchKernel(str, enum.Enum):
+    naive = "naive"
+    flash = "flash"
+    paged = "paged"
+    merge = "merge"
+
+
+@app.command()
+@friendly
+def bench(
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected); a calibrated YAML records its ceilings beside the data.")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Measurement CSV to write.")] = Path("rooflab-bench.csv"),
+    kernels: Annotated[Optional[list[BenchKernel]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
+    torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
+    repeats: Annotated[int, typer.Option("--repeats", help="Timed repeats per configuration (the median is kept).")] = 20,
+) -> None:
+    """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata."""
+    from .bench.cases import sweep
+    from .bench.device import check_spec_matches, default_spec, device_name, metadata
+    from .bench.run import run, save
+    from .load import load_gpu
+
+    spec = gpu or default_spec()
+    check_spec_matches(spec, device_name())
+    families = tuple(k.value for k in kernels) if kernels else tuple(k.value for k in BenchKernel)
+    cases = sweep(families, quick)
+    if repeats < 3:
+        raise RooflabError(f"--repeats must be at least 3, got {repeats}")
+    typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
+    result = run(cases, load_gpu(spec).l2_bytes, with_torch=torch, repeats=repeats)
+    save(result, output, metadata(" ".join(["rooflab", *sys.argv[1:]]), spec))
+    typer.echo(f"wrote {len(result.rows)} measurements to {output}")
+    for failure in result.failures:
+        typer.echo(f"not timed: {failure}", err=True)
 
 
 BUNDLED_MEASUREMENTS = "h200-sweep.csv"

@@ -102,6 +102,11 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.3g} {unit}"
 
 
+def fmt_params(n: float) -> str:
+    """A parameter count in billions: 8030261248 -> '8.03 B'."""
+    return f"{n / 1e9:.2f} B"
+
+
 def to_gib(n: float) -> float:
     return n / GiB
 

@@ -75,7 +75,11 @@ class FlashCost:
 
     @property
     def hbm_bytes(self) -> np.ndarray:
-        """Compulsory bytes: the figure the chapter's 6553.6 FLOP/byte is computed from."""
+        """Compulsory bytes: Q, K, V, O once, plus the fp32 LSE when `write_lse`.
+
+        Without the LSE these are the chapter's compulsory bytes (6553.6 FLOP/byte for Llama-3-8B
+        at T = 8192); the LSE adds h T x 4 bytes (6512.9 FLOP/byte).
+        """
         return self.kernel.hbm_bytes
 
     @property
