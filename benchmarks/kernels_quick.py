@@ -42,6 +42,31 @@ def bench_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
     return float(np.median(times))
 
 
+def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
+    """Median time a call inside a captured CUDA graph of `calls` calls: the GPU time without
+    the Python launch overhead (launchers must not allocate: pass out= buffers)."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        for i in range(3):
+            fn(i)
+        stream.synchronize()
+        stream.begin_capture()
+        for i in range(calls):
+            fn(i)
+        graph = stream.end_capture()
+        graph.launch(stream)
+        stream.synchronize()
+        times = []
+        for _ in range(replays):
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            graph.launch(stream)
+            end.record(stream)
+            end.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, end) / calls)
+    return float(np.median(times))
+
+
 def report(name: str, ms: float, nbytes: float | None = None, flops: float | None = None,
            copy_tbs: float | None = None, note: str = "") -> None:
     row = {"name": name, "ms": ms}
@@ -80,8 +105,10 @@ def merge(copy_tbs: float, rng) -> None:
     lse_a, lse_b = (rng.standard_normal((tokens, heads), dtype=cp.float32) for _ in range(2))
     out, out_lse = cp.empty_like(o_a), cp.empty_like(lse_a)
     nbytes = 3 * o_a.nbytes + 3 * lse_a.nbytes
-    ms = bench_ms(lambda i: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse), repeat=30)
-    report("merge_states 16k x 32 x 128 bf16", ms, nbytes, copy_tbs=copy_tbs,
+    call = lambda i: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse)
+    report("merge_states 16k x 32 x 128 bf16 (call)", bench_ms(call, repeat=30), nbytes, copy_tbs=copy_tbs,
+           note="includes Python launch")
+    report("merge_states 16k x 32 x 128 bf16 (graph)", graph_ms(call), nbytes, copy_tbs=copy_tbs,
            note="target >= 90% of copy; PyTorch eager 0.34 TB/s")
 
 
@@ -94,12 +121,21 @@ def softmax(copy_tbs: float, rng) -> None:
 
 
 def naive(copy_tbs: float, rng) -> None:
+    from rooflab.kernels.attention import attention_scores, attention_values, masked_softmax
+
     q = kt.random_normal((1, 32, 8192, 128), "fp16", rng)
     k, v = (kt.random_normal((1, 8, 8192, 128), "fp16", rng) for _ in range(2))
+    flops = 4 * 32 * 8192**2 * 128
     for causal in (False, True):
         ms = bench_ms(lambda i: K.naive_attention(q, k, v, causal=causal), repeat=5)
-        report(f"naive_attention T=8192 32/8 d128 fp16 causal={causal}", ms,
-               flops=4 * 32 * 8192**2 * 128, note="PyTorch naive 11.9 ms")
+        report(f"naive_attention T=8192 32/8 d128 fp16 causal={causal}", ms, flops=flops,
+               note="PyTorch naive 1.42 + 9.40 + 1.08 = 11.9 ms")
+    s = attention_scores(q, k)
+    report("  of which S = QK^T (cuBLAS)", bench_ms(lambda i: attention_scores(q, k), repeat=5), flops=flops / 2)
+    p = cp.empty_like(s)
+    report("  of which masked_softmax causal", bench_ms(lambda i: masked_softmax(s, 0.0884, True, out=p), repeat=5),
+           2 * s.nbytes, copy_tbs=copy_tbs)
+    report("  of which O = PV (cuBLAS)", bench_ms(lambda i: attention_values(p, v), repeat=5), flops=flops / 2)
 
 
 def paged(copy_tbs: float, rng) -> None:
@@ -109,11 +145,11 @@ def paged(copy_tbs: float, rng) -> None:
     out = cp.empty_like(q)
     kv_bytes = 2 * batch * ctx * kv_heads * d * 2
     nbytes = kv_bytes + 2 * q.nbytes + cache.block_table.nbytes + cache.context_lens.nbytes
-    for config in [(4, 3), (4, 2), (2, 4), (8, 2)]:
-        ms = bench_ms(lambda i: K.paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table,
-                                               cache.context_lens, out=out, config=config))
-        report(f"paged_decode B=128 ctx=8192 32/8 d128 fp16 page16 cfg={config}", ms, nbytes,
-               copy_tbs=copy_tbs, note="target >= 85%; SDPA flash dense 2.62 TB/s")
+    for config in [(4, 3), (4, 2), (8, 2)]:
+        call = lambda i: K.paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table,
+                                        cache.context_lens, out=out, config=config)
+        report(f"paged_decode B=128 ctx=8192 32/8 d128 fp16 page16 cfg={config}", graph_ms(call, calls=5),
+               nbytes, copy_tbs=copy_tbs, note="graph; target >= 85%; SDPA flash dense 2.62 TB/s")
 
 
 def split(copy_tbs: float, rng) -> None:
@@ -121,22 +157,35 @@ def split(copy_tbs: float, rng) -> None:
     caches = [kt.make_paged_cache([ctx], kv_heads, d, 16, "fp16", seed=10 + i, spare_pages=0) for i in range(4)]
     q = kt.random_normal((1, heads, d), "fp16", rng)
     kv_bytes = 2 * ctx * kv_heads * d * 2
-    for splits in [1, 16, 32, 48, 64, 96]:
-        def run(i, splits=splits):
+    out = cp.empty_like(q)
+    out_lse = cp.empty((1, heads), dtype=cp.float32)
+    for splits in [1, 8, 16, 32, 48, 64, 128]:
+        o_part = cp.empty((splits, 1, heads, d), dtype=cp.float32)
+        lse_part = cp.empty((splits, 1, heads), dtype=cp.float32)
+
+        def both(i, splits=splits, o_part=o_part, lse_part=lse_part):
             c = caches[i % 4]
-            K.paged_decode(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, num_splits=splits)
-        ms = bench_ms(run, repeat=40)
-        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits}", ms, kv_bytes, copy_tbs=copy_tbs,
-               note="target >= 50% of copy; SDPA flash batch 1 0.55 TB/s")
-    splits = 32
-    c = caches[0]
-    o_part, lse_part = K.paged_decode_partial(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, splits)
-    ms = bench_ms(lambda i: K.paged_decode_partial(q, caches[i % 4].k_cache, caches[i % 4].v_cache,
-                                                   caches[i % 4].block_table, caches[i % 4].context_lens,
-                                                   splits, out=o_part, out_lse=lse_part), repeat=40)
-    report(f"  of which paged_decode_partial S={splits}", ms, kv_bytes, copy_tbs=copy_tbs)
-    ms = bench_ms(lambda i: K.merge_partials(o_part, lse_part, q.dtype), repeat=40)
-    report(f"  of which merge_partials S={splits}", ms)
+            if splits == 1:
+                K.paged_decode(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, out=out)
+                return
+            K.paged_decode_partial(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, splits,
+                                   out=o_part, out_lse=lse_part)
+            K.merge_partials(o_part, lse_part, q.dtype, out=out, out_lse=out_lse)
+
+        def partial(i, splits=splits, o_part=o_part, lse_part=lse_part):
+            c = caches[i % 4]
+            K.paged_decode_partial(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, splits,
+                                   out=o_part, out_lse=lse_part)
+
+        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits} (call)", bench_ms(both, repeat=40),
+               kv_bytes, copy_tbs=copy_tbs, note="includes Python launch")
+        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits} (graph)", graph_ms(both), kv_bytes,
+               copy_tbs=copy_tbs, note="target >= 50% of copy; SDPA flash batch 1 0.55 TB/s")
+        if splits > 1:
+            report(f"  of which paged_decode_partial S={splits} (graph)", graph_ms(partial), kv_bytes,
+                   copy_tbs=copy_tbs)
+            report(f"  of which merge_partials S={splits} (graph)",
+                   graph_ms(lambda i: K.merge_partials(o_part, lse_part, q.dtype, out=out, out_lse=out_lse)))
 
 
 def flash(rng) -> None:
@@ -148,7 +197,7 @@ def flash(rng) -> None:
     q = kt.random_normal((batch, heads, t, d), "fp16", rng)
     k, v = (kt.random_normal((batch, kv_heads, t, d), "fp16", rng) for _ in range(2))
     flops = 4 * batch * heads * t * t * d
-    variants = [K.FLASH_VARIANTS[d], (1, 8, 64), (2, 4, 64), (1, 4, 64)]
+    variants = [K.FLASH_VARIANTS[d], (2, 4, 32), (1, 8, 64)]
     tq, tk, tv = (torch.as_tensor(x, device="cuda") for x in (q, k, v))
     for causal in (False, True):
         f = flops / 2 if causal else flops
@@ -185,8 +234,7 @@ def main() -> None:
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
     print(f"device: {props['name'].decode()}  SMs {props['multiProcessorCount']}  "
           f"L2 {props['l2CacheSize'] / 2**20:.0f} MiB  CuPy {cp.__version__}", flush=True)
-    K.precompile(dtypes=("fp16", "bf16"), head_dims=(128,),
-                 flash_variants=[(1, 8, 64), (2, 4, 64), (1, 4, 64)])
+    K.precompile(dtypes=("fp16", "bf16"), head_dims=(128,), flash_variants=[(2, 4, 32), (1, 8, 64)])
     rng = cp.random.default_rng(0)
     only = set(args.only.split(","))
     copy_tbs = copy_ceiling() if "copy" in only else ANCHOR_COPY_TBS

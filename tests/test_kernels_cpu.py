@@ -72,6 +72,16 @@ def test_softmax_config(n, itemsize, expected):
     assert vec * items * tpr >= n
 
 
+@pytest.mark.parametrize("n, itemsize, nst", [(8192, 2, 4), (8192, 4, 2), (1000, 2, 0), (20000, 2, 0), (4097, 2, 0)])
+def test_softmax_plan_streams_long_aligned_rows(n, itemsize, nst):
+    from rooflab.kernels.attention import softmax_plan
+
+    vec, items, tpr, depth = softmax_plan(n, itemsize)
+    assert depth == nst
+    if depth:
+        assert vec * itemsize == 16 and tpr > 32 and depth * items * tpr * 16 <= 64 * 1024
+
+
 def test_softmax_config_refuses_rows_it_cannot_hold():
     with pytest.raises(ValueError, match="longer than the single-pass softmax"):
         kernels.softmax_config(2**17, 2)

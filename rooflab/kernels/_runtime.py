@@ -32,7 +32,11 @@ HALF_TYPES = ("float16", "bfloat16")
 
 
 def cupy_module() -> Any:
-    """Return the cupy module, or raise MissingGpuError saying in one line what is missing."""
+    """Return the cupy module, or raise MissingGpuError saying in one line what is missing.
+
+    Cheap after the first call on a device (launchers call it every time): the device's
+    compute capability is checked once and remembered.
+    """
     try:
         import cupy
     except ImportError:
@@ -40,28 +44,35 @@ def cupy_module() -> Any:
     except Exception as exc:  # a CuPy whose CUDA libraries fail to load
         raise MissingGpuError(f"CuPy could not be imported ({type(exc).__name__}: {exc}); "
                               f"reinstall it for your CUDA version: {INSTALL_HINT}") from None
-    return _checked_device(cupy)
+    try:
+        device_id = cupy.cuda.runtime.getDevice()
+    except Exception as exc:
+        raise MissingGpuError(f"CuPy is installed but cannot reach a CUDA device ({type(exc).__name__}); "
+                              f"rooflab's kernels need an NVIDIA GPU with compute capability 8.0 or newer") from None
+    if device_id not in _CHECKED_DEVICES:
+        _check_device(cupy, device_id)
+        _CHECKED_DEVICES.add(device_id)
+    return cupy
 
 
-@functools.lru_cache(maxsize=None)
-def _device_ok(device_id: int, capability: int) -> None:
+_CHECKED_DEVICES: set[int] = set()
+
+
+def _check_device(cupy: Any, device_id: int) -> None:
+    try:
+        capability = int(cupy.cuda.Device(device_id).compute_capability)
+    except Exception as exc:
+        raise MissingGpuError(f"CuPy is installed but cannot reach a CUDA device ({type(exc).__name__}); "
+                              f"rooflab's kernels need an NVIDIA GPU with compute capability 8.0 or newer") from None
     if capability < MIN_COMPUTE_CAPABILITY:
         raise MissingGpuError(f"GPU {device_id} has compute capability {capability / 10:.1f}; rooflab's kernels "
                               f"need 8.0 or newer (A100, L4, H100, H200, ...)")
 
 
-def _checked_device(cupy: Any) -> Any:
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-        device = cupy.cuda.Device()
-        capability = int(device.compute_capability)
-    except Exception as exc:
-        raise MissingGpuError(f"CuPy is installed but cannot reach a CUDA device ({type(exc).__name__}); "
-                              f"rooflab's kernels need an NVIDIA GPU with compute capability 8.0 or newer") from None
-    if count < 1:
-        raise MissingGpuError("CuPy is installed but sees no CUDA device; rooflab's kernels need an NVIDIA GPU")
-    _device_ok(device.id, capability)
-    return cupy
+@functools.lru_cache(maxsize=None)
+def multiprocessor_count(device_id: int) -> int:
+    cupy = cupy_module()
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,7 +95,7 @@ def _compiled(filename: str, name_expression: str, device_id: int) -> Any:
 def kernel(filename: str, name_expression: str) -> Any:
     """The compiled kernel `name_expression` (e.g. 'merge_states<__half, 8, 2>') of `filename`."""
     cupy = cupy_module()
-    return _compiled(filename, name_expression, cupy.cuda.Device().id)
+    return _compiled(filename, name_expression, cupy.cuda.runtime.getDevice())
 
 
 def compile_all(items: Iterable[tuple[str, str]], workers: int = 16) -> int:

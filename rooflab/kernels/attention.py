@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
-                       check_scale, ctype, cupy_module, kernel, launch)
+                       check_scale, ctype, cupy_module, kernel, launch, multiprocessor_count)
 
 # ---------------------------------------------------------------- row softmax
 
@@ -48,16 +48,40 @@ def softmax_config(n: int, itemsize: int, aligned: bool = True) -> tuple[int, in
     return vec, items, tpr
 
 
+#: Ring depth of the streaming softmax by row-slot size: deeper for short rows, up to 64 KiB a block.
+_SOFTMAX_RING = ((16 * 1024, 4), (24 * 1024, 3), (48 * 1024, 2))
+
+
+def softmax_plan(n: int, itemsize: int, aligned: bool = True) -> tuple[int, int, int, int]:
+    """(VEC, ITEMS, TPR, NST): softmax_config plus the ring depth NST (0: direct loads).
+
+    Rows that take whole 16-byte vectors and more than one warp use the streaming variant,
+    whose ring of NST row slots (NST * slot <= 64 KiB) keeps the next rows' loads in flight.
+    """
+    vec, items, tpr = softmax_config(n, itemsize, aligned)
+    nst = 0
+    if vec * itemsize == 16 and tpr > 32:
+        slot = items * tpr * 16
+        nst = next((depth for limit, depth in _SOFTMAX_RING if slot <= limit), 0)
+    return vec, items, tpr, nst
+
+
 def _launch_softmax(cupy: Any, s: Any, p: Any, rows: int, n: int, scale: float,
                     causal: bool = False, q_len: int = 1, causal_offset: int = 0) -> None:
     aligned = s.data.ptr % 16 == 0 and p.data.ptr % 16 == 0
-    vec, items, tpr = softmax_config(n, s.dtype.itemsize, aligned)
-    block = tpr if tpr > 32 else 128
-    grid = ceil_div(rows, block // tpr)
-    kern = kernel("softmax_rows.cu", f"softmax_rows<{ctype(s)}, {vec}, {items}>")
-    launch(kern, (grid, 1, 1), (block, 1, 1),
-           (s, p, np.int64(rows), np.int32(n), np.int32(tpr), np.float32(scale * LOG2E),
-            np.int32(bool(causal)), np.int32(q_len), np.int32(causal_offset)))
+    vec, items, tpr, nst = softmax_plan(n, s.dtype.itemsize, aligned)
+    kern = kernel("softmax_rows.cu", f"softmax_rows<{ctype(s)}, {vec}, {items}, {nst}>")
+    args = (s, p, np.int64(rows), np.int32(n), np.int32(tpr), np.float32(scale * LOG2E),
+            np.int32(bool(causal)), np.int32(q_len), np.int32(causal_offset))
+    if nst == 0:
+        block = tpr if tpr > 32 else 128
+        launch(kern, (ceil_div(rows, block // tpr), 1, 1), (block, 1, 1), args)
+        return
+    ring_bytes = nst * items * tpr * 16
+    regs = -(-int(kern.num_regs) // 8) * 8
+    per_sm = max(1, min(2048 // tpr, 65536 // (regs * tpr), (227 * 1024) // (ring_bytes + 1024)))
+    grid = min(rows, per_sm * multiprocessor_count(cupy.cuda.runtime.getDevice()))
+    launch(kern, (grid, 1, 1), (tpr, 1, 1), args, ring_bytes)
 
 
 def softmax_rows(s: Any, out: Any = None) -> Any:
@@ -100,36 +124,98 @@ def _check_qkv(cupy: Any, q: Any, k: Any, v: Any, dtypes: tuple[str, ...]) -> tu
     return batch, heads, q_len, head_dim, kv_heads, kv_len
 
 
+#: cuBLAS / CUDA library enums (library_types.h, cublas_api.h), as literals so no header is needed.
+_CUDA_DTYPES = {"float16": 2, "bfloat16": 14, "float32": 0}     # CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
+_CUBLAS_OP_N, _CUBLAS_OP_T = 0, 1
+_CUBLAS_COMPUTE_32F = 68
+_CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99
+_ONE, _ZERO = np.array(1.0, dtype=np.float32), np.array(0.0, dtype=np.float32)
+
+
+def _gemm_batched(cupy: Any, trans_a: int, m: int, n: int, k: int, a: Any, lda: int, stride_a: int,
+                  b: Any, ldb: int, stride_b: int, c: Any, ldc: int, stride_c: int, batch: int) -> None:
+    """C = op(A) B per batch, column-major, through cublasGemmStridedBatchedEx with fp32 accumulation.
+
+    Called directly because CuPy 14's batched matmul sends bfloat16 down its integer path.
+    """
+    from cupy_backends.cuda.libs import cublas
+
+    dtype = _CUDA_DTYPES[c.dtype.name]
+    cublas.gemmStridedBatchedEx(
+        cupy.cuda.device.get_cublas_handle(), trans_a, _CUBLAS_OP_N, m, n, k,
+        _ONE.ctypes.data, a.data.ptr, dtype, lda, stride_a,
+        b.data.ptr, dtype, ldb, stride_b,
+        _ZERO.ctypes.data, c.data.ptr, dtype, ldc, stride_c,
+        batch, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+
+
+def attention_scores(q: Any, k: Any) -> Any:
+    """S = Q K^T (unscaled), [B, h, Tq, Tk] in q's dtype: one strided-batched GEMM per (batch, KV head).
+
+    GQA costs no copy: q viewed as [B, h_kv, g * Tq, d] meets each KV head's keys once, and
+    the rows of S come out in [B, h, Tq, Tk] order.
+    """
+    cupy = cupy_module()
+    batch, heads, q_len, head_dim, kv_heads, kv_len = _check_qkv(cupy, q, k, k, ("float16", "bfloat16", "float32"))
+    rows = heads // kv_heads * q_len                                # g * Tq query rows per KV head
+    s = cupy.empty((batch, heads, q_len, kv_len), dtype=q.dtype)
+    # column-major: S^T [Tk x rows] = K [Tk x d] (stored as d x Tk, transposed) . Q^T [d x rows]
+    _gemm_batched(cupy, _CUBLAS_OP_T, kv_len, rows, head_dim, k, head_dim, kv_len * head_dim,
+                  q, head_dim, rows * head_dim, s, kv_len, rows * kv_len, batch * kv_heads)
+    return s
+
+
+def attention_values(p: Any, v: Any) -> Any:
+    """O = P V, [B, h, Tq, d] from P [B, h, Tq, Tk] and v [B, h_kv, Tk, d]: one strided-batched GEMM."""
+    cupy = cupy_module()
+    check_array(cupy, p, "p", ("float16", "bfloat16", "float32"), ndim=4)
+    check_array(cupy, v, "v", (p.dtype.name,), ndim=4)
+    batch, heads, q_len, kv_len = p.shape
+    kv_heads, head_dim = v.shape[1], v.shape[3]
+    if v.shape[0] != batch or v.shape[2] != kv_len or heads % kv_heads:
+        raise ValueError(f"p [B, h, Tq, Tk] and v [B, h_kv, Tk, d] do not match: {tuple(p.shape)}, {tuple(v.shape)}")
+    rows = heads // kv_heads * q_len
+    o = cupy.empty((batch, heads, q_len, head_dim), dtype=p.dtype)
+    # column-major: O^T [d x rows] = V^T [d x Tk] . P^T [Tk x rows]
+    _gemm_batched(cupy, _CUBLAS_OP_N, head_dim, rows, kv_len, v, head_dim, kv_len * head_dim,
+                  p, kv_len, rows * kv_len, o, head_dim, rows * head_dim, batch * kv_heads)
+    return o
+
+
+def masked_softmax(s: Any, scale: float, causal: bool = False, out: Any = None) -> Any:
+    """P = softmax(scale S) over the last axis of S [B, h, Tq, Tk]; causal masks key j > i + Tk - Tq."""
+    cupy = cupy_module()
+    check_array(cupy, s, "s", ("float16", "bfloat16", "float32"), ndim=4)
+    p = cupy.empty_like(s) if out is None else out
+    q_len, kv_len = s.shape[2], s.shape[3]
+    _launch_softmax(cupy, s, p, s.size // kv_len, kv_len, scale, causal, q_len, kv_len - q_len)
+    return p
+
+
 def naive_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> Any:
     """Textbook attention as the three kernels the chapter counts: S = Q K^T, P = softmax(scale S), O = P V.
 
-    QK^T and PV run through cuBLAS (cupy.matmul, fp32 accumulation); the softmax is rooflab's
-    row kernel, which applies the scale and, if causal, the mask (masked scores -> -inf), so
-    S [B, h, Tq, Tk] and P are both fully materialised in the input dtype. GQA costs no copy:
-    q viewed as [B, h_kv, g * Tq, d] multiplies each KV head's keys once, and the rows of
-    S come out in [B, h, Tq, Tk] order; the softmax recovers each row's query index as
-    row % Tq for the mask. dtypes fp16, bf16, fp32. Returns o [B, h, Tq, d].
+    QK^T and PV run through cuBLAS (strided-batched GEMMs, fp32 accumulation); the softmax is
+    rooflab's row kernel, which applies the scale and, if causal, the mask (masked scores ->
+    -inf), so S [B, h, Tq, Tk] and P are both fully materialised in the input dtype.
+    dtypes fp16, bf16, fp32. Returns o [B, h, Tq, d]. The three pieces are attention_scores,
+    masked_softmax and attention_values, for timing one at a time.
     """
     cupy = cupy_module()
-    batch, heads, q_len, head_dim, kv_heads, kv_len = _check_qkv(cupy, q, k, v,
-                                                                  ("float16", "bfloat16", "float32"))
-    scale = check_scale(scale, head_dim)
-    group = heads // kv_heads
-    q_grouped = q.reshape(batch, kv_heads, group * q_len, head_dim)
-    s = cupy.matmul(q_grouped, k.swapaxes(-1, -2))                 # [B, h_kv, g*Tq, Tk] == [B, h, Tq, Tk]
-    p = cupy.empty_like(s)
-    _launch_softmax(cupy, s, p, s.size // kv_len, kv_len, scale, causal, q_len, kv_len - q_len)
-    del s
-    o = cupy.matmul(p, v)                                          # [B, h_kv, g*Tq, d]
-    return o.reshape(batch, heads, q_len, head_dim)
+    _, _, _, head_dim, _, _ = _check_qkv(cupy, q, k, v, ("float16", "bfloat16", "float32"))
+    s = attention_scores(q, k)
+    p = masked_softmax(s, check_scale(scale, head_dim), causal)
+    del s                                                          # P is written before S is freed
+    return attention_values(p, v)
 
 
 # ---------------------------------------------------------------- flash attention
 
 #: (MT, NW, KN) per head dim: 16*MT query rows a warp, NW warps (BM = 16*MT*NW rows a CTA),
-#: KN keys a softmax step inside the 64-key shared-memory tile. Chosen where ptxas reports
-#: no spills (KERNELS.md has the register reports and timings of the alternatives).
-FLASH_VARIANTS = {128: (2, 4, 32), 64: (2, 4, 64)}
+#: KN keys a softmax step inside the 64-key shared-memory tile. d 128 takes the fastest
+#: measured on the H200 (351 / 322 TFLOP/s at T 8192), which ptxas builds with 12-76 bytes of
+#: spills per 64-key tile; (2, 4, 32) has none and ran 4-6% slower (KERNELS.md).
+FLASH_VARIANTS = {128: (2, 4, 64), 64: (2, 4, 64)}
 FLASH_KV_TILE = 64
 
 
