@@ -8,26 +8,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import MissingGpuError
 from ..load import available, load_gpu
-
-INSTALL_HINT = 'pip install "rooflab[gpu]" (CUDA 12 driver) or "rooflab[gpu-cuda13]" (CUDA 13)'
-
 
 def require_cupy():
     """CuPy with a usable CUDA device, or MissingGpuError saying what is missing and how to install it."""
-    try:
-        import cupy
-    except Exception as exc:  # ImportError, or a CUDA library that fails to load
-        raise MissingGpuError(f"CuPy is not importable ({type(exc).__name__}: {exc}); {INSTALL_HINT}") from None
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
-        raise MissingGpuError(f"CuPy cannot reach a CUDA device ({type(exc).__name__}); this needs an NVIDIA GPU "
-                              f"with its driver") from None
-    if count < 1:
-        raise MissingGpuError("CuPy sees no CUDA device; this needs an NVIDIA GPU")
-    return cupy
+    from ..kernels._runtime import cupy_module
+
+    return cupy_module()
 
 
 def device_name() -> str:

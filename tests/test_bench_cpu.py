@@ -1,0 +1,47 @@
+"""The benchmark's parts that need no GPU: the sweep, the measurement rows it makes, and the
+one-line error where CuPy or a device is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab.bench.cases import sweep
+from rooflab.bench.records import KERNELS
+from rooflab.bench.validate import predict_measurement
+from rooflab.cli import app
+from rooflab.load import load_gpu
+from rooflab.roofline import CeilingSource
+
+NO_CUPY = importlib.util.find_spec("cupy") is None
+
+
+def test_sweep_covers_every_kernel_and_the_target_shapes():
+    cases = sweep()
+    assert {c.kernel for c in cases} == set(KERNELS)
+    labels = {c.label() for c in cases}
+    # the performance targets' shapes (RESULTS.md) are in the sweep
+    assert "flash 32/8x128 fp16 T=8192 b=1" in labels and "flash 32/8x128 fp16 T=8192 b=1 causal" in labels
+    assert any(c.kernel == "paged" and c.batch == 128 and c.context_lens[0] == 8192 for c in cases)
+    assert any(c.kernel == "split_kv" and c.context_lens == (32768,) and c.splits == 17 for c in cases)
+    assert any(c.kernel == "merge" and c.tokens == 16384 and c.dtype.value == "bf16" for c in cases)
+    assert len(sweep(quick=True)) < len(cases)
+
+
+def test_every_case_has_a_prediction():
+    gpu = load_gpu("h200-sxm")
+    for case in sweep():
+        row = case.measurement("rooflab", 1e-3, 1e-3, 1e-3, 20, 0.0)
+        p = predict_measurement(row, gpu, CeilingSource.datasheet)
+        assert float(p.t_floor_s) > 0 and float(p.hbm_bytes) > 0
+
+
+@pytest.mark.skipif(not NO_CUPY, reason="CuPy is installed here: the missing-CuPy message cannot be seen")
+@pytest.mark.parametrize("command", [["bench"], ["calibrate"], ["bench", "--quick", "-k", "merge"]])
+def test_gpu_commands_say_what_is_missing(command):
+    r = CliRunner().invoke(app, command)
+    assert r.exit_code == 2
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "CuPy is not installed" in r.stderr and "rooflab[gpu]" in r.stderr
