@@ -268,8 +268,10 @@ def bench(
     if repeats < 3:
         raise RooflabError(f"--repeats must be at least 3, got {repeats}")
     typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
-    result = run(cases, load_gpu(spec).l2_bytes, with_torch=torch, repeats=repeats)
-    save(result, output, metadata(" ".join(["rooflab", *sys.argv[1:]]), spec))
+    meta = metadata(" ".join(["rooflab", *sys.argv[1:]]), spec)
+    result = run(cases, load_gpu(spec).l2_bytes, with_torch=torch, repeats=repeats,
+                 after_case=lambda partial: save(partial, output, meta))
+    save(result, output, meta)
     typer.echo(f"wrote {len(result.rows)} measurements to {output}")
     for failure in result.failures:
         typer.echo(f"not timed: {failure}", err=True)

@@ -42,8 +42,13 @@ def tolerance(case: Case) -> float:
 
 
 def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int = 20,
-        progress: TextIO | None = sys.stderr, seed: int = 0) -> BenchResult:
-    """Check and time every case; rooflab's kernels first, then the PyTorch peers of the same case."""
+        progress: TextIO | None = sys.stderr, seed: int = 0,
+        after_case: Callable[[BenchResult], None] | None = None) -> BenchResult:
+    """Check and time every case; rooflab's kernels first, then the PyTorch peers of the same case.
+
+    `after_case` sees the results so far after every case (the CLI saves them, so a run cut
+    short still leaves its measurements).
+    """
     from . import ours, torch_peers
 
     result = BenchResult()
@@ -61,6 +66,8 @@ def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int 
                 progress.write(f"[{i:3d}/{len(cases)} {elapsed:6.0f}s] {case.label():60s} {impl:22s} {line}\n")
                 progress.flush()
         _release()
+        if after_case is not None:
+            after_case(result)
     return result
 
 
