@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 import sys
 from pathlib import Path
 
@@ -43,28 +44,19 @@ def bench_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
 
 
 def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
-    """Median time a call inside a captured CUDA graph of `calls` calls: the GPU time without
-    the Python launch overhead (launchers must not allocate: pass out= buffers)."""
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        for i in range(3):
-            fn(i)
-        stream.synchronize()
-        stream.begin_capture()
-        for i in range(calls):
-            fn(i)
-        graph = stream.end_capture()
-        graph.launch(stream)
-        stream.synchronize()
-        times = []
-        for _ in range(replays):
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record(stream)
-            graph.launch(stream)
-            end.record(stream)
-            end.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, end) / calls)
-    return float(np.median(times))
+    return kt.graph_time_ms(fn, calls, replays)
+
+
+def host_us(fn, calls: int = 300) -> float:
+    """Host time of one launcher call (validation + launch), without waiting for the GPU."""
+    fn(0)
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    for i in range(calls):
+        fn(i)
+    t1 = time.perf_counter()
+    cp.cuda.Device().synchronize()
+    return (t1 - t0) / calls * 1e6
 
 
 def report(name: str, ms: float, nbytes: float | None = None, flops: float | None = None,
@@ -108,16 +100,24 @@ def merge(copy_tbs: float, rng) -> None:
     call = lambda i: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse)
     report("merge_states 16k x 32 x 128 bf16 (call)", bench_ms(call, repeat=30), nbytes, copy_tbs=copy_tbs,
            note="includes Python launch")
-    report("merge_states 16k x 32 x 128 bf16 (graph)", graph_ms(call), nbytes, copy_tbs=copy_tbs,
-           note="target >= 90% of copy; PyTorch eager 0.34 TB/s")
+    for rows in (2, 4, 1):
+        call = lambda i, rows=rows: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse,
+                                                   rows_per_thread=rows)
+        report(f"merge_states 16k x 32 x 128 bf16 (graph) rows/thread {rows}", graph_ms(call), nbytes,
+               copy_tbs=copy_tbs, note="target >= 90% of copy; PyTorch eager 0.34 TB/s")
 
 
 def softmax(copy_tbs: float, rng) -> None:
     s = kt.random_normal((32, 8192, 8192), "fp16", rng, std=2.0)
     p = cp.empty_like(s)
+    from rooflab.kernels.attention import masked_softmax
+
     ms = bench_ms(lambda i: K.softmax_rows(s, out=p), repeat=10)
     report("softmax_rows [32, 8192, 8192] fp16", ms, 2 * s.nbytes, copy_tbs=copy_tbs,
            note="target >= 85% of copy; PyTorch softmax 0.91 TB/s")
+    ms = bench_ms(lambda i: masked_softmax(s.reshape(1, 32, 8192, 8192), 0.0884, True,
+                                           out=p.reshape(1, 32, 8192, 8192)), repeat=10)
+    report("masked_softmax causal [1, 32, 8192, 8192] fp16", ms, 2 * s.nbytes, copy_tbs=copy_tbs)
 
 
 def naive(copy_tbs: float, rng) -> None:
@@ -188,6 +188,37 @@ def split(copy_tbs: float, rng) -> None:
                    graph_ms(lambda i: K.merge_partials(o_part, lse_part, q.dtype, out=out, out_lse=out_lse)))
 
 
+def overhead(copy_tbs: float, rng) -> None:
+    """Host microseconds a launcher call costs (checks + launch); a GPU timing that brackets
+    the Python call includes it, a CUDA graph replay does not."""
+    q = kt.random_normal((1, 32, 128), "fp16", rng)
+    cache = kt.make_paged_cache([4096], 8, 128, 16, "fp16", seed=3, spare_pages=0)
+    o_part = cp.empty((32, 1, 32, 128), dtype=cp.float32)
+    lse_part = cp.empty((32, 1, 32), dtype=cp.float32)
+    out, out_lse = cp.empty_like(q), cp.empty((1, 32), dtype=cp.float32)
+    o_a = kt.random_normal((64, 32, 128), "bf16", rng)
+    l_a = rng.standard_normal((64, 32), dtype=cp.float32)
+    o_m, l_m = cp.empty_like(o_a), cp.empty_like(l_a)
+    calls = {
+        "paged_decode_partial": lambda i: K.paged_decode_partial(q, cache.k_cache, cache.v_cache, cache.block_table,
+                                                                 cache.context_lens, 32, out=o_part, out_lse=lse_part),
+        "merge_partials": lambda i: K.merge_partials(o_part, lse_part, q.dtype, out=out, out_lse=out_lse),
+        "paged_decode (S=1)": lambda i: K.paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table,
+                                                       cache.context_lens, out=out),
+        "merge_states": lambda i: K.merge_states(o_a, l_a, o_a, l_a, out=o_m, out_lse=l_m),
+        "an empty RawKernel launch": None,
+    }
+    from rooflab.kernels._runtime import kernel
+
+    kern = kernel("merge_partials.cu", "merge_partials<__half, 8>")
+    calls["an empty RawKernel launch"] = lambda i: kern((1, 1, 1), (32, 1, 1), (o_part, lse_part, out, out_lse,
+                                                       np.int32(0), np.int64(0), np.int32(128)))
+    for name, fn in calls.items():
+        us = host_us(fn)
+        print(f"host overhead {name:<40} {us:7.1f} us a call", flush=True)
+        ROWS.append({"name": f"host overhead {name}", "us": us})
+
+
 def flash(rng) -> None:
     import torch
     import torch.nn.functional as F
@@ -228,7 +259,7 @@ def flash(rng) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None, help="write the rows here as JSON")
-    parser.add_argument("--only", default="copy,merge,softmax,naive,paged,split,flash")
+    parser.add_argument("--only", default="copy,merge,softmax,naive,paged,split,overhead,flash")
     args = parser.parse_args()
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -239,7 +270,7 @@ def main() -> None:
     only = set(args.only.split(","))
     copy_tbs = copy_ceiling() if "copy" in only else ANCHOR_COPY_TBS
     for name, fn in [("merge", merge), ("softmax", softmax), ("naive", naive), ("paged", paged),
-                     ("split", split)]:
+                     ("split", split), ("overhead", overhead)]:
         if name in only:
             fn(copy_tbs, rng)
             cp.get_default_memory_pool().free_all_blocks()

@@ -72,7 +72,7 @@ def normal(cp, rng, shape, dtype, std=1.0):
 # ---------------------------------------------------------------- softmax rows
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("n", [1, 3, 8, 100, 1000, 4097, 8192, 20000])
+@pytest.mark.parametrize("n", [1, 3, 8, 100, 1000, 4097, 8192, 20000, 32768])
 def test_softmax_rows(cp, rng, dtype, n):
     s = normal(cp, rng, (3, 5, n), dtype, std=3.0)
     bits = s.view(cp.uint16 if s.dtype.itemsize == 2 else cp.uint32)
@@ -320,6 +320,21 @@ def test_merge_states(cp, rng, dtype, d):
     o2, lse2 = merge_states(o_a, lse_a, o_b, lse_b, return_lse=False)
     assert lse2 is None
     assert_close(o2, ref_o, tol, f"merge {dtype} d={d} without LSE")
+
+
+@pytest.mark.parametrize("rows_per_thread", [1, 4])
+def test_merge_states_rows_per_thread(cp, rng, rows_per_thread):
+    from rooflab.kernels import merge_states
+
+    o_a, o_b = normal(cp, rng, (129, 3, 128), "bf16"), normal(cp, rng, (129, 3, 128), "bf16")
+    lse_a, lse_b = _lse_pattern(cp, rng, (129, 3))
+    ref_o, ref_lse = numerics.merge_states(kt.to_float64(o_a), kt.to_float64(lse_a),
+                                           kt.to_float64(o_b), kt.to_float64(lse_b))
+    o, lse = merge_states(o_a, lse_a, o_b, lse_b, out=kt.nan_like(o_a), out_lse=kt.nan_like(lse_a),
+                          rows_per_thread=rows_per_thread)
+    tol = kt.tolerance("bfloat16", "rowwise")
+    assert_close(o, ref_o, tol, f"merge rows_per_thread={rows_per_thread}")
+    assert_lse(lse, ref_lse, tol, f"merge rows_per_thread={rows_per_thread}")
 
 
 def test_merge_states_unaligned(cp, rng):

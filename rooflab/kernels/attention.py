@@ -18,8 +18,9 @@ from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_gri
 
 # ---------------------------------------------------------------- row softmax
 
-#: Floats a thread holds for its part of a row (ITEMS * VEC): the row lives in registers.
-_SOFTMAX_FLOATS_PER_THREAD = 64
+#: Floats a thread holds for its part of a row (ITEMS * VEC): the row lives in registers, and
+#: a 1024-thread block must fit 64 registers a thread.
+_SOFTMAX_FLOATS_PER_THREAD = 32
 _SOFTMAX_MAX_THREADS = 1024
 
 
@@ -28,7 +29,8 @@ def softmax_config(n: int, itemsize: int, aligned: bool = True) -> tuple[int, in
 
     VEC is 16 bytes' worth when n and the pointers allow it (else the largest power of two that
     divides n). ITEMS starts at 4 (four 16-byte loads in flight a thread) and TPR is the power of
-    two that then covers the row; past 1024 threads ITEMS grows, up to 64 floats a thread.
+    two that then covers the row; past 1024 threads ITEMS grows, up to 32 floats a thread
+    (rows of up to 32768 elements).
     """
     if n < 1:
         raise ValueError(f"rows must have at least one element, got {n}")

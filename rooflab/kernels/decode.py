@@ -17,6 +17,8 @@ import numpy as np
 from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
                        check_scale, ctype, cupy_module, kernel, launch)
 
+#: Rows a merge_states thread loads at once (16 bytes of each input per row).
+MERGE_ROWS_PER_THREAD = 2
 #: Warps a CTA and cp.async stages a warp: 4 x 3 x 8 KiB (d = 128) = 96 KiB, two CTAs an SM.
 PAGED_WARPS = 4
 PAGED_STAGES = 3
@@ -176,12 +178,13 @@ def merge_partials(o_part: Any, lse_part: Any, dtype: Any = None, return_lse: bo
 
 
 def merge_states(o_a: Any, lse_a: Any, o_b: Any, lse_b: Any, out: Any = None, out_lse: Any = None,
-                 return_lse: bool = True) -> tuple[Any, Any]:
+                 return_lse: bool = True, *, rows_per_thread: int = MERGE_ROWS_PER_THREAD) -> tuple[Any, Any]:
     """Merge two attention states over disjoint key ranges by their LSEs. -> (o, lse or None).
 
     o_a, o_b [tokens, heads, d] (any leading shape) fp16 / bf16 / fp32; lse_a, lse_b fp32
     [tokens, heads]. fp32 arithmetic; 16-byte loads when d and the pointers allow; 64-bit
     indices. +inf marks an empty side like -inf; both empty give o = 0 and lse = -inf.
+    rows_per_thread (1, 2 or 4): rows whose loads a thread issues together (a tuning knob).
     """
     cupy = cupy_module()
     for name, x in (("o_a", o_a), ("o_b", o_b)):
@@ -213,8 +216,9 @@ def merge_states(o_a: Any, lse_a: Any, o_b: Any, lse_b: Any, out: Any = None, ou
     threads_x = head_dim // vec
     if threads_x > 1024:
         raise ValueError(f"d = {head_dim} needs {threads_x} threads a row at this alignment (max 1024)")
+    if rows_per_thread not in (1, 2, 4):
+        raise ValueError(f"rows_per_thread must be 1, 2 or 4, got {rows_per_thread}")
     rows_per_step = max(1, 256 // threads_x)
-    rows_per_thread = 2
     kern = kernel("merge_states.cu", f"merge_states<{ctype(o_a)}, {vec}, {rows_per_thread}>")
     launch(kern, (ceil_div(rows, rows_per_step * rows_per_thread), 1, 1), (threads_x, rows_per_step, 1),
            (o_a, lse_a, o_b, lse_b, o, NULL if lse is None else lse, np.int64(rows), np.int32(head_dim)))
