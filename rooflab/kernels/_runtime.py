@@ -123,8 +123,17 @@ def launch(kern: Any, grid: tuple[int, int, int], block: tuple[int, int, int], a
 
 # ---------------------------------------------------------------- argument checks
 
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
 def dtype_name(x: Any) -> str:
-    return x.dtype.name
+    """x.dtype.name, cached by dtype: NumPy computes .name in Python (about 5 us a call), and the
+    launchers ask for it several times a call."""
+    dt = x.dtype
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = dt.name
+    return name
 
 
 def ctype(x: Any) -> str:
@@ -138,8 +147,8 @@ def check_array(cupy: Any, x: Any, name: str, dtypes: Iterable[str], ndim: int |
         raise ValueError(f"{name} must be a cupy.ndarray, got {type(x).__name__}")
     if ndim is not None and x.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
-    if x.dtype.name not in dtypes:
-        raise ValueError(f"{name} must be one of {', '.join(dtypes)}, got {x.dtype.name}")
+    if dtype_name(x) not in dtypes:
+        raise ValueError(f"{name} must be one of {', '.join(dtypes)}, got {dtype_name(x)}")
     if not x.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous (call cupy.ascontiguousarray first)")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
+from ._runtime import (HALF_TYPES, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
                        check_scale, ctype, cupy_module, kernel, launch, multiprocessor_count)
 
 # ---------------------------------------------------------------- row softmax
@@ -99,7 +99,7 @@ def softmax_rows(s: Any, out: Any = None) -> Any:
         raise ValueError("s must have at least one dimension")
     p = cupy.empty_like(s) if out is None else out
     if out is not None:
-        check_out(cupy, out, "out", s.shape, s.dtype.name)
+        check_out(cupy, out, "out", s.shape, dtype_name(s))
     if s.size == 0:
         return p
     n = s.shape[-1]
@@ -113,7 +113,7 @@ def _check_qkv(cupy: Any, q: Any, k: Any, v: Any, dtypes: tuple[str, ...]) -> tu
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_array(cupy, x, name, dtypes, ndim=4)
     if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"q, k, v must share a dtype, got {q.dtype.name}, {k.dtype.name}, {v.dtype.name}")
+        raise ValueError(f"q, k, v must share a dtype, got {dtype_name(q)}, {dtype_name(k)}, {dtype_name(v)}")
     batch, heads, q_len, head_dim = q.shape
     if k.shape != v.shape or k.shape[0] != batch or k.shape[3] != head_dim:
         raise ValueError(f"k and v must both be [B, h_kv, Tk, d] with q's B and d; "
@@ -142,7 +142,7 @@ def _gemm_batched(cupy: Any, trans_a: int, m: int, n: int, k: int, a: Any, lda: 
     """
     from cupy_backends.cuda.libs import cublas
 
-    dtype = _CUDA_DTYPES[c.dtype.name]
+    dtype = _CUDA_DTYPES[dtype_name(c)]
     cublas.gemmStridedBatchedEx(
         cupy.cuda.device.get_cublas_handle(), trans_a, _CUBLAS_OP_N, m, n, k,
         _ONE.ctypes.data, a.data.ptr, dtype, lda, stride_a,
@@ -171,7 +171,7 @@ def attention_values(p: Any, v: Any) -> Any:
     """O = P V, [B, h, Tq, d] from P [B, h, Tq, Tk] and v [B, h_kv, Tk, d]: one strided-batched GEMM."""
     cupy = cupy_module()
     check_array(cupy, p, "p", ("float16", "bfloat16", "float32"), ndim=4)
-    check_array(cupy, v, "v", (p.dtype.name,), ndim=4)
+    check_array(cupy, v, "v", (dtype_name(p),), ndim=4)
     batch, heads, q_len, kv_len = p.shape
     kv_heads, head_dim = v.shape[1], v.shape[3]
     if v.shape[0] != batch or v.shape[2] != kv_len or heads % kv_heads:
@@ -247,7 +247,7 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
     mt, nw, kn = variant if variant is not None else FLASH_VARIANTS[head_dim]
     o = cupy.empty_like(q) if out is None else out
     if out is not None:
-        check_out(cupy, out, "out", q.shape, q.dtype.name)
+        check_out(cupy, out, "out", q.shape, dtype_name(q))
     lse = out_lse
     if lse is None and return_lse:
         lse = cupy.empty((batch, heads, q_len), dtype=cupy.float32)

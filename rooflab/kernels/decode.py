@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
+from ._runtime import (HALF_TYPES, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
                        check_scale, ctype, cupy_module, kernel, launch)
 
-#: Rows a merge_states thread loads at once (16 bytes of each input per row).
-MERGE_ROWS_PER_THREAD = 2
+#: Rows a merge_states thread loads at once (16 bytes of each input per row). 1 ran fastest on
+#: the H200 (99% of copy bandwidth against 90% for 2 and 65% for 4: more resident threads beat
+#: more loads a thread; KERNELS.md).
+MERGE_ROWS_PER_THREAD = 1
 #: Warps a CTA and cp.async stages a warp: 4 x 3 x 8 KiB (d = 128) = 96 KiB, two CTAs an SM.
 PAGED_WARPS = 4
 PAGED_STAGES = 3
@@ -47,7 +49,7 @@ def _check_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any
     batch, heads, head_dim = q.shape
     if k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
         raise ValueError(f"q, k_cache, v_cache must share a dtype, got "
-                         f"{q.dtype.name}, {k_cache.dtype.name}, {v_cache.dtype.name}")
+                         f"{dtype_name(q)}, {dtype_name(k_cache)}, {dtype_name(v_cache)}")
     if k_cache.shape != v_cache.shape or k_cache.shape[3] != head_dim:
         raise ValueError(f"k_cache and v_cache must both be [num_pages, h_kv, page_size, d] with q's d; "
                          f"got q {tuple(q.shape)}, k {tuple(k_cache.shape)}, v {tuple(v_cache.shape)}")
@@ -126,7 +128,7 @@ def paged_decode(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_l
     batch, heads, head_dim = q.shape if getattr(q, "ndim", 0) == 3 else (0, 0, 0)
     want_lse = return_lse or out_lse is not None
     if out is not None:
-        check_out(cupy, out, "out", (batch, heads, head_dim), q.dtype.name)
+        check_out(cupy, out, "out", (batch, heads, head_dim), dtype_name(q))
     if out_lse is not None:
         check_out(cupy, out_lse, "out_lse", (batch, heads), "float32")
     if num_splits == 1:
@@ -159,7 +161,10 @@ def merge_partials(o_part: Any, lse_part: Any, dtype: Any = None, return_lse: bo
     dtype = cupy.dtype(cupy.float32 if dtype is None else dtype)
     out_shape = tuple(o_part.shape[1:])
     o = cupy.empty(out_shape, dtype=dtype) if out is None else out
-    check_out(cupy, o, "out", out_shape, dtype.name)
+    if out is not None:
+        check_out(cupy, out, "out", out_shape, dtype_name(out))
+        if out.dtype != dtype:
+            raise ValueError(f"out must be {dtype}, got {out.dtype}")
     lse = out_lse
     if lse is None and return_lse:
         lse = cupy.empty(out_shape[:-1], dtype=cupy.float32)
@@ -193,13 +198,13 @@ def merge_states(o_a: Any, lse_a: Any, o_b: Any, lse_b: Any, out: Any = None, ou
         check_array(cupy, x, name, ("float32",))
     if o_a.shape != o_b.shape or o_a.dtype != o_b.dtype:
         raise ValueError(f"o_a and o_b must match in shape and dtype; got {tuple(o_a.shape)} "
-                         f"{o_a.dtype.name} and {tuple(o_b.shape)} {o_b.dtype.name}")
+                         f"{dtype_name(o_a)} and {tuple(o_b.shape)} {dtype_name(o_b)}")
     if o_a.ndim < 2 or tuple(lse_a.shape) != tuple(o_a.shape[:-1]) or lse_b.shape != lse_a.shape:
         raise ValueError(f"lse_a and lse_b must be o's shape without d; got o {tuple(o_a.shape)}, "
                          f"lse_a {tuple(lse_a.shape)}, lse_b {tuple(lse_b.shape)}")
     o = cupy.empty_like(o_a) if out is None else out
     if out is not None:
-        check_out(cupy, out, "out", o_a.shape, o_a.dtype.name)
+        check_out(cupy, out, "out", o_a.shape, dtype_name(o_a))
     lse = out_lse
     if lse is None and return_lse:
         lse = cupy.empty(lse_a.shape, dtype=cupy.float32)

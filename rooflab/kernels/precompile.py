@@ -32,11 +32,11 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
                     out.append(("paged_decode.cu",
                                 f"paged_decode<{ct}, {d}, {mt}, {PAGED_WARPS}, {PAGED_STAGES}, {split}>"))
         out.append(("merge_partials.cu", f"merge_partials<{ct}, 8>"))
-        out.extend(("merge_states.cu", f"merge_states<{ct}, 8, {r}>") for r in (2, 4))
+        out.append(("merge_states.cu", f"merge_states<{ct}, 8, 1>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 0>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 4>"))
     out.append(("merge_partials.cu", "merge_partials<float, 8>"))
-    out.append(("merge_states.cu", "merge_states<float, 4, 2>"))
+    out.append(("merge_states.cu", "merge_states<float, 4, 1>"))
     out.append(("softmax_rows.cu", "softmax_rows<float, 4, 4, 0>"))
     out.append(("softmax_rows.cu", "softmax_rows<float, 4, 4, 2>"))
     return out

@@ -17,57 +17,50 @@
 #include "common.cuh"
 using namespace rl;
 
-// (m, l) of two parts of a row, l relative to m, merged: the online-softmax step, guarded so
-// that two empty parts (m = -inf) stay (−inf, 0) instead of producing NaN.
-RL_DEV void merge_ml(float& m, float& l, float m2, float l2)
-{
-    const float mm = fmaxf(m, m2);
-    const float mu = mm == -RL_INF ? 0.f : mm;
-    l = l * ex2(m - mu) + l2 * ex2(m2 - mu);
-    m = mm;
-}
-
-// One block-wide reduction of the per-thread states (m, l) -> the row's (m, l), everywhere.
-RL_DEV void row_reduce_ml(float& m, float& l, int tpr, float* red)
+// Row-wide max or sum: warp shuffles, then (TPR > 32) one barrier and a read of every warp's
+// partial from shared memory.  `red` is one of four 32-float buffers (max / sum, by row
+// parity), so no second barrier is needed before the next row writes its partials.
+RL_DEV float row_reduce(float x, int tpr, bool is_max, float* red)
 {
     const int width = tpr < 32 ? tpr : 32;
-    for (int off = width >> 1; off > 0; off >>= 1)
-        merge_ml(m, l, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, l, off));
-    if (tpr > 32) {
-        const int warp = threadIdx.x >> 5, nwarps = tpr >> 5;
-        if ((threadIdx.x & 31) == 0) { red[warp] = m; red[32 + warp] = l; }
-        __syncthreads();
-        m = red[0];
-        l = red[32];
-        for (int w = 1; w < nwarps; ++w) merge_ml(m, l, red[w], red[32 + w]);
-        __syncthreads();                                    // red is reused by the next row
+    for (int off = width >> 1; off > 0; off >>= 1) {
+        const float y = __shfl_xor_sync(0xffffffffu, x, off);
+        x = is_max ? fmaxf(x, y) : x + y;
     }
+    if (tpr > 32) {
+        const int nwarps = tpr >> 5;
+        if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
+        __syncthreads();
+        x = red[0];
+        for (int w = 1; w < nwarps; ++w) x = is_max ? fmaxf(x, red[w]) : x + red[w];
+    }
+    return x;
 }
 
 // Softmax of the row held in x (scaled, log2 domain; -inf where absent), written to dst.
-// Each thread exponentiates against its own maximum, so max and sum need one reduction
-// (two barriers a row instead of four); the thread's exps are then rescaled by 2^(m_t - m) / l.
+// red: 128 floats; parity alternates between consecutive rows of one block.
 template <typename T, int VEC, int ITEMS>
-RL_DEV void finish_row(float (&x)[ITEMS][VEC], T* dst, bool row_ok, int n, int lt, int tpr, float* red)
+RL_DEV void finish_row(float (&x)[ITEMS][VEC], T* dst, bool row_ok, int n, int lt, int tpr, float* red,
+                       int parity)
 {
-    float m = -RL_INF;
+    float mx = -RL_INF;
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it)
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) m = fmaxf(m, x[it][e]);
-    const float m_own = m == -RL_INF ? 0.f : m;
-    float l = 0.f;
+        for (int e = 0; e < VEC; ++e) mx = fmaxf(mx, x[it][e]);
+    mx = row_reduce(mx, tpr, true, red + parity * 64);
+    const float m_use = mx == -RL_INF ? 0.f : mx;
+
+    float sum = 0.f;
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            x[it][e] = ex2(x[it][e] - m_own);
-            l += x[it][e];
+            x[it][e] = ex2(x[it][e] - m_use);
+            sum += x[it][e];
         }
-    const float m_thread = m;
-    row_reduce_ml(m, l, tpr, red);
-    // scale = 2^(m_thread - m) / l; 0 for a row with no finite entry, or a thread with none
-    const float scale = (l > 0.f && m_thread != -RL_INF) ? ex2(m_thread - m) / l : 0.f;
+    sum = row_reduce(sum, tpr, false, red + parity * 64 + 32);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
 
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
@@ -75,7 +68,7 @@ RL_DEV void finish_row(float (&x)[ITEMS][VEC], T* dst, bool row_ok, int n, int l
         if (row_ok && col0 < n) {
             Pack<T, VEC> pk;
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) pk.v[e] = Num<T>::from_float(x[it][e] * scale);
+            for (int e = 0; e < VEC; ++e) pk.v[e] = Num<T>::from_float(x[it][e] * inv);
             *reinterpret_cast<Pack<T, VEC>*>(dst + col0) = pk;
         }
     }
@@ -111,7 +104,7 @@ template <typename T, int VEC, int ITEMS, int NST>
 __global__ void __launch_bounds__(NST == 0 ? 1024 : 512) softmax_rows(const T* s, T* p, i64 rows, int n, int tpr, float scale_log2,
                              int causal, int q_len, int causal_offset)
 {
-    __shared__ float red[64];
+    __shared__ float red[128];
     float x[ITEMS][VEC];
     if constexpr (NST == 0) {
         const int lt = threadIdx.x % tpr;
@@ -120,7 +113,7 @@ __global__ void __launch_bounds__(NST == 0 ? 1024 : 512) softmax_rows(const T* s
         const i64 base = (row_ok ? row : 0) * (i64)n;
         load_row<T, VEC, ITEMS>(x, s + base, false, row_ok, n, threadIdx.x % tpr, tpr, scale_log2,
                                 causal, row, q_len, causal_offset);
-        finish_row<T, VEC, ITEMS>(x, p + base, row_ok, n, lt, tpr, red);
+        finish_row<T, VEC, ITEMS>(x, p + base, row_ok, n, lt, tpr, red, 0);
     } else {
         extern __shared__ __align__(16) unsigned char ring[];
         const int lt = threadIdx.x;                         // tpr == blockDim.x
@@ -144,7 +137,7 @@ __global__ void __launch_bounds__(NST == 0 ? 1024 : 512) softmax_rows(const T* s
             if (r < rows) issue(r, k);
             cp_async_commit();
         }
-        int slot = 0;
+        int slot = 0, parity = 0;
         for (i64 row = blockIdx.x; row < rows; row += stride) {
             const i64 ahead = row + (NST - 1) * stride;
             if (ahead < rows) issue(ahead, (slot + NST - 1) % NST);
@@ -153,8 +146,9 @@ __global__ void __launch_bounds__(NST == 0 ? 1024 : 512) softmax_rows(const T* s
             const T* mine = reinterpret_cast<const T*>(ring + slot * slot_bytes) + lt * VEC;
             load_row<T, VEC, ITEMS>(x, mine, true, true, n, lt, tpr, scale_log2, causal, row, q_len,
                                     causal_offset);
-            finish_row<T, VEC, ITEMS>(x, p + row * (i64)n, true, n, lt, tpr, red);
+            finish_row<T, VEC, ITEMS>(x, p + row * (i64)n, true, n, lt, tpr, red, parity);
             slot = (slot + 1) % NST;
+            parity ^= 1;
         }
         cp_async_wait<0>();
     }
