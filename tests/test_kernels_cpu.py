@@ -35,6 +35,9 @@ CALLS = {
     "merge_partials": lambda: kernels.merge_partials(None, None),
     "merge_states": lambda: kernels.merge_states(None, None, None, None),
     "precompile": lambda: kernels.precompile(),
+    "attention_scores": lambda: kernels.attention_scores(None, None),
+    "masked_softmax": lambda: kernels.masked_softmax(None, 1.0),
+    "attention_values": lambda: kernels.attention_values(None, None),
 }
 
 

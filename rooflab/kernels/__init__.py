@@ -11,13 +11,17 @@ it. Kernel sources are the .cu files beside this module, one kernel a file:
 - merge_states.cu     pairwise merge of two (O, LSE) states
 
 Launchers (CuPy arrays in and out; shapes in each docstring):
-softmax_rows, naive_attention, flash_attention, paged_decode, paged_decode_partial,
-merge_partials, merge_states; precompile() builds the common instantiations in parallel.
+softmax_rows, naive_attention (and its three pieces attention_scores, masked_softmax,
+attention_values), flash_attention, paged_decode, paged_decode_partial, merge_partials,
+merge_states; precompile() builds the common instantiations in parallel. Helpers for tests
+and benchmarks (random inputs, NaN poisoning, paged caches, tolerances, CUDA-graph timing)
+are in rooflab.kernels.testing.
 """
 
-from .attention import FLASH_VARIANTS, flash_attention, naive_attention, softmax_config, softmax_rows
+from .attention import (FLASH_VARIANTS, attention_scores, attention_values, flash_attention, masked_softmax,
+                        naive_attention, softmax_config, softmax_rows)
 from .decode import merge_partials, merge_states, paged_decode, paged_decode_partial
 from .precompile import precompile
 
-__all__ = ["FLASH_VARIANTS", "flash_attention", "merge_partials", "merge_states", "naive_attention",
+__all__ = ["FLASH_VARIANTS", "attention_scores", "attention_values", "flash_attention", "masked_softmax", "merge_partials", "merge_states", "naive_attention",
            "paged_decode", "paged_decode_partial", "precompile", "softmax_config", "softmax_rows"]
