@@ -25,10 +25,10 @@ def runner(case: Case, rng: np.random.Generator) -> Runner:
     from ..kernels._runtime import cupy_module
 
     cupy = cupy_module()
-    dev_rng = cupy.random.default_rng(int(rng.integers(1 << 31)))
+    seed = int(rng.integers(1 << 30))
     build = {"naive": _naive, "naive_softmax": _softmax, "flash": _flash, "paged": _paged,
              "split_kv": _paged, "merge": _merge}[case.kernel]
-    return build(case, dev_rng)
+    return build(case, cupy.random.default_rng(seed), seed)
 
 
 def _rel(got: np.ndarray, ref: np.ndarray) -> float:
@@ -66,7 +66,7 @@ def attention_error(out: Any, q: Any, k: Any, v: Any, case: Case, lse: Any = Non
     return worst
 
 
-def _naive(case: Case, rng: Any) -> Runner:
+def _naive(case: Case, rng: Any, seed: int) -> Runner:
     from ..kernels import naive_attention
 
     q, k, v = _qkv(case, rng)
@@ -77,7 +77,7 @@ def _naive(case: Case, rng: Any) -> Runner:
     return lambda: naive_attention(q, k, v, causal=case.causal), check
 
 
-def _softmax(case: Case, rng: Any) -> Runner:
+def _softmax(case: Case, rng: Any, seed: int) -> Runner:
     from ..kernels import softmax_rows
     from ..kernels.testing import nan_like, random_normal, to_float64
 
@@ -94,7 +94,7 @@ def _softmax(case: Case, rng: Any) -> Runner:
     return lambda: softmax_rows(s, out=p), check
 
 
-def _flash(case: Case, rng: Any) -> Runner:
+def _flash(case: Case, rng: Any, seed: int) -> Runner:
     from ..kernels import flash_attention
     from ..kernels.testing import nan_like
 
@@ -115,14 +115,14 @@ def _flash(case: Case, rng: Any) -> Runner:
     return launch, check
 
 
-def _paged(case: Case, rng: Any) -> Runner:
+def _paged(case: Case, rng: Any, seed: int) -> Runner:
     from ..kernels import paged_decode
     from ..kernels.testing import make_paged_cache, nan_like, random_normal, to_float64
     from ..numerics import attention_reference
 
     h = case.heads
     cache = make_paged_cache(case.context_lens, h.num_kv_heads, h.head_dim, case.page_size, case.dtype.value,
-                             seed=int(rng.integers(1 << 30)))
+                             seed=seed)
     q = random_normal((len(case.context_lens), h.num_qo_heads, h.head_dim), case.dtype.value, rng)
     out = nan_like(q)
 
@@ -143,7 +143,7 @@ def _paged(case: Case, rng: Any) -> Runner:
     return launch, check
 
 
-def _merge(case: Case, rng: Any) -> Runner:
+def _merge(case: Case, rng: Any, seed: int) -> Runner:
     from ..kernels import merge_states
     from ..kernels.testing import nan_like, random_normal, to_float64
     from ..kernels._runtime import cupy_module

@@ -56,9 +56,15 @@ def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int 
     started = time.perf_counter()
     for i, case in enumerate(cases, 1):
         rng = np.random.default_rng(seed + i)
-        runners = [("rooflab", *ours.runner(case, rng), "cupy")]
-        if with_torch:
-            runners += [(impl, launch, check, "torch") for impl, launch, check in torch_peers.peers(case, rng)]
+        runners = []
+        for impl, framework, build in (("rooflab", "cupy", lambda: [("rooflab", *ours.runner(case, rng))]),
+                                       ("torch", "torch", lambda: list(torch_peers.peers(case, rng)))):
+            if framework == "torch" and not with_torch:
+                continue
+            try:
+                runners += [(name, launch, check, framework) for name, launch, check in build()]
+            except Exception as exc:  # inputs that cannot be built (out of memory, a refused shape)
+                result.failures.append(f"{case.label()} {impl}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         for impl, launch, check, framework in runners:
             line = _measure(case, impl, launch, check, framework, flush, l2_bytes, repeats, result)
             if progress is not None:
@@ -82,7 +88,7 @@ def _measure(case: Case, impl: str, launch: Callable, check: Callable, framework
         result.failures.append(f"{case.label()} {impl}: relative error {err:.3g} > {tolerance(case):g}")
         return f"WRONG: relative error {err:.3g}"
     if framework == "torch":
-        timing = time_torch(launch, repeats=repeats, flush_bytes=l2_bytes)
+        timing = time_torch(launch, repeats=repeats, flush_bytes=flush.nbytes)
     else:
         timing = time_gpu(launch, repeats=repeats, flush=flush)
     result.rows.append(case.measurement(impl, timing.median_s, timing.p10_s, timing.p90_s, timing.repeats, err))
