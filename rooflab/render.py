@@ -113,8 +113,8 @@ def _details(r: Report) -> list[str]:
                         f"online-softmax rescale overhead 1/B_c = {row.rescale_overhead:.1%}")
         if row.kv_bytes is not None:
             bits.append(f"KV bytes read {fmt_bytes(row.kv_bytes)}")
-        if row.bandwidth_fraction is not None:
-            bits.append(f"{row.splits} split(s): the launch reaches {row.bandwidth_fraction:.0%} of the bandwidth "
+        if row.parallel_fraction is not None:
+            bits.append(f"{row.splits} split(s): the launch reaches {row.parallel_fraction:.0%} of the bandwidth "
                         f"(t_floor includes this; t_memory does not)")
         if bits:
             lines.append(f"{row.label or row.variant}: " + "; ".join(bits))

@@ -65,7 +65,7 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], p
         cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms)
         label = "paged" if s == 1 else f"split_kv ({s} splits)"
         rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
-                             bandwidth_fraction=cost.bandwidth_fraction))
+                             parallel_fraction=cost.parallel_fraction))
     step = decode_step(model, int(round(lens.mean())), lens.size, dtype, kv_dtype)
     facts = {
         "recommended_splits": recommended,

@@ -4,10 +4,10 @@ For one kernel with F FLOP on a pipe of rate pi, E special-function calls at rat
 epsilon, and Q bytes at bandwidth beta:
 
     t_compute = max(F / pi, E / epsilon)      t_memory = Q / beta
-    t_floor   = max(t_compute, Q / (f beta))  intensity I = F / Q,  ridge I* = pi / beta
+    t_floor   = max(t_compute, t_memory) / f  intensity I = F / Q,  ridge I* = pi / beta
 
-where f <= 1 is the share of the bandwidth a launch with too few work units can reach
-(the decode parallelism model in cost/paged.py; 1 for launches that fill the GPU).
+where f <= 1 is the share of the GPU a launch keeps busy when its work units cannot fill
+every SM for the whole launch (cost/parallel.py; 1 for an ideal launch).
 
 A variant made of several launches (naive attention) runs them one after another,
 so its floor is the sum of the kernels' floors, never less than either total.
@@ -110,9 +110,8 @@ def predict_kernel(kernel: KernelCost, ceilings: Ceilings) -> Prediction:
     t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else 0.0
     t_compute = np.maximum(t_flops, t_exp)
     t_memory = kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s
-    t_reachable = t_memory / kernel.bandwidth_fraction
-    return Prediction(kernel.flops, kernel.hbm_bytes, t_compute, t_memory,
-                      np.maximum(t_compute, t_reachable), ceilings.ridge_flop_per_byte)
+    t_floor = np.maximum(t_compute, t_memory) / kernel.parallel_fraction
+    return Prediction(kernel.flops, kernel.hbm_bytes, t_compute, t_memory, t_floor, ceilings.ridge_flop_per_byte)
 
 
 def predict(cost: Cost, ceilings: Ceilings) -> Prediction:

@@ -63,7 +63,7 @@ class Row:
     rescale_overhead: Optional[float] = None
     kv_bytes: Optional[float] = None
     splits: Optional[int] = None
-    bandwidth_fraction: Optional[float] = None
+    parallel_fraction: Optional[float] = None
     kernels: tuple[KernelRow, ...] = ()
 
     def to_dict(self) -> dict:

@@ -15,7 +15,8 @@ from rooflab import AttentionHeads, DType, load_gpu, load_model
 from rooflab.cost.cascade import breakeven_prefix_len, cascade_decode
 from rooflab.cost.merge import merge_pair, merge_splits
 from rooflab.cost.model import decode_step, experts_touched
-from rooflab.cost.paged import paged_decode, paged_decode_uniform, parallel_fraction, recommend_splits
+from rooflab.cost.paged import paged_decode, paged_decode_uniform, recommend_splits
+from rooflab.cost.parallel import parallel_fraction, schedule_fraction
 from rooflab.errors import InputError
 from rooflab.paging import (block_usage, continuous_batching_rounds, fragmentation, reusable_prefix_len,
                             shared_prefix_blocks, static_batching_rounds)
@@ -92,10 +93,10 @@ def test_attention_share_of_decode_flops():
 def test_one_sequence_cannot_fill_132_sms():
     # issue 3: one sequence with 8 KV heads cannot fill 132 SMs -> 8/132 of the bandwidth; recommend a split
     cost = paged_decode(LLAMA, [32768], num_sms=H100.num_sms)
-    assert float(cost.bandwidth_fraction) == pytest.approx(8 / 132)
+    assert float(cost.parallel_fraction) == pytest.approx(8 / 132)
     splits = recommend_splits(LLAMA, [32768], H100.num_sms)
     assert splits == 17  # the fewest splits with 8 x S >= 132 work units
-    assert float(paged_decode(LLAMA, [32768], num_splits=splits, num_sms=H100.num_sms).bandwidth_fraction) == 1.0
+    assert float(paged_decode(LLAMA, [32768], num_splits=splits, num_sms=H100.num_sms).parallel_fraction) == 1.0
 
 
 def test_large_batch_needs_no_split():
@@ -192,7 +193,7 @@ def test_uniform_and_ragged_agree(lens, page):
     ragged = paged_decode(LLAMA, [length] * len(lens), page, num_sms=132, num_splits=3)
     uniform = paged_decode_uniform(LLAMA, length, len(lens), page, num_sms=132, num_splits=3)
     assert float(uniform.hbm_bytes) == pytest.approx(float(ragged.hbm_bytes), rel=1e-12)
-    assert float(uniform.bandwidth_fraction) == pytest.approx(float(ragged.bandwidth_fraction), rel=1e-12)
+    assert float(uniform.parallel_fraction) == pytest.approx(float(ragged.parallel_fraction), rel=1e-12)
 
 
 def test_parallel_fraction_bounds():

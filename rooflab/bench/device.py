@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import shutil
 import subprocess
@@ -57,6 +58,9 @@ def check_spec_matches(spec_name: str, device: str) -> None:
 
 
 def _git_commit() -> str:
+    """The checkout's commit; ROOFLAB_GIT_COMMIT names it where the tree travelled without .git."""
+    if os.environ.get("ROOFLAB_GIT_COMMIT"):
+        return os.environ["ROOFLAB_GIT_COMMIT"]
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists() or shutil.which("git") is None:
         return "unknown"

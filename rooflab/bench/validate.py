@@ -8,14 +8,17 @@ It reports, per kernel and implementation:
     fraction of floor   t_floor / t_measured        (1.0 = at the roofline)
     achieved            bytes / t and FLOP / t
 
-and fits a calibrated model on half of the configurations (alternate rows of each
-kernel in sweep order), reporting its error only on the other, held-out half:
+(both floors are the pure roofline: an ideal launch), and fits a calibrated model on half
+of the configurations (alternate rows of each kernel in sweep order), reporting its error
+only on the other, held-out half:
 
     t_predicted = c0 + t_floor_calibrated(k) / eta
 
 c0 >= 0 is a fixed launch overhead, eta the efficiency the kernel reaches against the
-calibrated roof, and k (decode kernels only) the units_per_sm of the parallelism model
-in cost/paged.py, chosen from a grid.
+calibrated roof, and k the units_per_sm of the parallelism model (cost/parallel.py) that
+limits launches with too few work units (flash and decode), chosen from a grid. Decode rows
+of other implementations (PyTorch's dense decode) are predicted as if they split the KV
+the way rooflab recommends, since those libraries choose their own split counts.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 from ..cost.flash import flash_prefill
 from ..cost.merge import merge_pair
 from ..cost.naive import naive_prefill
-from ..cost.paged import paged_decode
+from ..cost.paged import paged_decode, recommend_splits
 from ..errors import InputError
 from ..load import load_gpu
 from ..roofline import CeilingSource, Ceilings, Prediction, predict, predict_kernel
@@ -38,15 +41,20 @@ from ..units import DType
 from .device import spec_for_device
 from .records import Measurement, read_measurements
 
-#: units_per_sm values tried for the decode kernels' parallelism model.
+#: units_per_sm values tried for the parallelism model of flash and decode kernels.
 UNITS_PER_SM_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+#: Kernels whose launches the parallelism model limits.
+PARALLEL_KERNELS = ("flash", "paged", "split_kv")
 #: A group needs this many rows to fit (c0, eta) on half and test on the other half.
 MIN_ROWS_TO_FIT = 4
 
 
 def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
-                        units_per_sm: float = 1.0) -> Prediction:
-    """The roofline prediction for the configuration a measurement row describes."""
+                        units_per_sm: float | None = None) -> Prediction:
+    """The roofline prediction for the configuration a measurement row describes.
+
+    units_per_sm None: an ideal launch (the pure roofline); a number: the parallelism model with it.
+    """
     try:
         dtype = DType(m.dtype)
         kv_dtype = DType(m.kv_dtype) if m.kv_dtype else dtype
@@ -54,15 +62,21 @@ def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
     except Exception as exc:
         raise InputError(f"measurement '{m.describe()}': {exc}") from None
     roofs = Ceilings.of(gpu, dtype, source)
+    num_sms = None if units_per_sm is None else gpu.num_sms
+    k = 1.0 if units_per_sm is None else units_per_sm
     if m.kernel == "naive":
         return predict(naive_prefill(heads, m.seq_len, m.batch, dtype, m.causal), roofs)
     if m.kernel == "naive_softmax":
         return predict_kernel(naive_prefill(heads, m.seq_len, m.batch, dtype, m.causal).softmax, roofs)
     if m.kernel == "flash":
-        return predict(flash_prefill(heads, m.seq_len, m.batch, dtype, m.causal, gpu=gpu), roofs)
+        return predict(flash_prefill(heads, m.seq_len, m.batch, dtype, m.causal, gpu=gpu, num_sms=num_sms,
+                                     units_per_sm=k), roofs)
     if m.kernel in ("paged", "split_kv"):
-        cost = paged_decode(heads, m.lengths(), m.page_size, dtype, kv_dtype, m.splits, gpu.num_sms, units_per_sm)
-        return predict(cost, roofs)
+        lens = m.lengths()
+        splits = m.splits
+        if m.impl != "rooflab" and num_sms is not None:
+            splits = recommend_splits(heads, lens, num_sms, m.page_size, dtype, kv_dtype, k)
+        return predict(paged_decode(heads, lens, m.page_size, dtype, kv_dtype, splits, num_sms, k), roofs)
     if m.kernel == "merge":
         return predict(merge_pair(m.tokens, m.num_qo_heads, m.head_dim, dtype), roofs)
     raise InputError(f"unknown kernel '{m.kernel}'")
@@ -183,12 +197,13 @@ def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: Gpu
     measured = np.array([m.time_s for m in members])
     held = np.arange(len(members)) % 2 == 1
     datasheet = [predict_measurement(m, gpu, CeilingSource.datasheet) for m in members]
-    fit, calibrated = _fit(kernel, members, measured, held, gpu, source)
+    calibrated = [predict_measurement(m, gpu, source) for m in members]
+    fit, modelled = _fit(kernel, members, measured, held, gpu, source)
     floors_ds = np.array([float(p.t_floor_s) for p in datasheet])
     floors_cal = np.array([float(p.t_floor_s) for p in calibrated])
     flops = np.array([float(p.flops) for p in datasheet])
     nbytes = np.array([float(p.hbm_bytes) for p in datasheet])
-    predicted = fit(floors_cal) if fit is not None else None
+    predicted = fit(np.array([float(p.t_floor_s) for p in modelled])) if fit is not None else None
     results = [
         RowResult(m.describe(), kernel, impl, float(measured[i]), float(flops[i]), float(nbytes[i]),
                   float(floors_ds[i]), float(floors_cal[i]), bool(held[i]),
@@ -211,8 +226,8 @@ def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: Gpu
 
 def _fit(kernel: str, members: list[Measurement], measured: np.ndarray, held: np.ndarray, gpu: GpuSpec,
          source: CeilingSource) -> tuple[Optional[Fit], list[Prediction]]:
-    """Fit on the rows not held out; for decode kernels also pick units_per_sm from the grid."""
-    grid = UNITS_PER_SM_GRID if kernel in ("paged", "split_kv") else (1.0,)
+    """Fit on the rows not held out; for flash and decode kernels also pick units_per_sm from the grid."""
+    grid = UNITS_PER_SM_GRID if kernel in PARALLEL_KERNELS else (None,)
     best: tuple[float, Optional[Fit], list[Prediction]] = (np.inf, None, [])
     for k in grid:
         preds = [predict_measurement(m, gpu, source, k) for m in members]
@@ -222,7 +237,7 @@ def _fit(kernel: str, members: list[Measurement], measured: np.ndarray, held: np
         fit = fit_overhead_efficiency(floors[~held], measured[~held])
         loss = float(np.sum((fit(floors[~held]) / measured[~held] - 1) ** 2))
         if loss < best[0]:
-            chosen = Fit(fit.overhead_s, fit.efficiency, k if len(grid) > 1 else None)
+            chosen = Fit(fit.overhead_s, fit.efficiency, k)
             best = (loss, chosen, preds)
     return best[1], best[2]
 

@@ -44,8 +44,8 @@ class Pipe(str, enum.Enum):
 class KernelCost:
     """One kernel launch: its FLOPs on one pipe, special-function calls, and compulsory HBM bytes.
 
-    `bandwidth_fraction` is the share of HBM bandwidth the launch can reach when it has too little
-    parallel work to fill the GPU (the decode parallelism model, cost/paged.py); 1 otherwise.
+    `parallel_fraction` is the share of the GPU a launch can keep busy when its work units do not
+    fill every SM for the whole launch (cost/parallel.py): its floor is divided by it; 1 otherwise.
     """
 
     name: str
@@ -53,7 +53,7 @@ class KernelCost:
     hbm_bytes: np.ndarray
     pipe: Pipe = Pipe.tensor
     exp_ops: np.ndarray = np.float64(0.0)
-    bandwidth_fraction: np.ndarray = np.float64(1.0)
+    parallel_fraction: np.ndarray = np.float64(1.0)
 
     @property
     def intensity_flop_per_byte(self) -> np.ndarray:

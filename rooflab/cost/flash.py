@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType
 from .common import ArrayLike, KernelCost, Variant, as_array, causal_pairs
+from .parallel import schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
 #: K and V tiles are double-buffered so the next tile loads while this one is used.
@@ -95,12 +96,16 @@ class FlashCost:
 def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
                   dtype: DType = DType.fp16, causal: bool = False,
                   tile: FlashTile | None = None, gpu: GpuSpec | None = None,
-                  write_lse: bool = True) -> FlashCost:
+                  write_lse: bool = True, num_sms: int | None = None, units_per_sm: float = 1.0) -> FlashCost:
     """FlashAttention forward over T tokens for one layer.
 
     The tile is `tile` if given, else choose_tile(gpu, ...) if a GPU is given, else 128 x 128.
     `write_lse` adds the fp32 LSE a forward pass keeps for the backward pass or a later merge;
     without it the bytes are exactly the attention function's compulsory Q, K, V, O.
+    With `num_sms`, the parallelism model (cost/parallel.py) limits the launch: one work unit per
+    (sequence, query head, query tile of B_r rows), issued batch by batch, head by head, and within
+    a head the heaviest (causal: the last) query tile first, each taking time in proportion to
+    the keys it visits, rounded up to whole B_c tiles.
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
     if tile is None:
@@ -122,8 +127,33 @@ def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     flops = 4 * pairs * d                  # QK^T and PV, two FLOP per multiply-add each
     kv_blocks = np.ceil(t / tile.block_kv)
     rescale_flops = b * h * t * kv_blocks * (d + 1)   # alpha * O (d) and alpha * l (1), per row per block
-    kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=pairs)
+    fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm)
+    kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=pairs, parallel_fraction=fraction)
     return FlashCost(kernel, tiled, tile, rescale_flops)
+
+
+def _fraction(t: np.ndarray, b: np.ndarray, heads: int, tile: FlashTile, causal: bool, num_sms: int | None,
+              units_per_sm: float) -> np.ndarray:
+    """The share of the GPU the launch keeps busy, elementwise over (T, B)."""
+    if num_sms is None:
+        return np.float64(1.0)
+    t_b = np.broadcast_arrays(t, b)
+    out = np.empty(t_b[0].shape)
+    for idx in np.ndindex(out.shape):
+        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), int(t_b[1][idx]) * heads, tile, causal),
+                                     num_sms, units_per_sm)
+    return out if out.shape else np.float64(out)
+
+
+def _unit_work(t: int, heads: int, tile: FlashTile, causal: bool) -> np.ndarray:
+    """Keys each (head, query tile) unit visits, in launch order, rounded up to whole B_c tiles."""
+    n = -(-t // tile.block_q)
+    rows_end = np.minimum((np.arange(n) + 1) * tile.block_q, t)
+    keys = rows_end if causal else np.full(n, t)
+    per_head = np.ceil(keys / tile.block_kv) * tile.block_kv
+    if causal:
+        per_head = per_head[::-1]              # the heaviest query tile first
+    return np.tile(per_head, heads)
 
 
 def _kv_rows_per_head(t: np.ndarray, block_q: int, causal: bool) -> np.ndarray:

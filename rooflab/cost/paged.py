@@ -27,6 +27,7 @@ from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from .common import ArrayLike, KernelCost, Variant, as_array
 from .merge import MergeCost, merge_splits
+from .parallel import parallel_fraction
 
 #: Largest split count rooflab considers when it recommends one.
 MAX_SPLITS = 64
@@ -62,8 +63,8 @@ class DecodeCost:
         return sum(k.hbm_bytes for k in self.kernels)
 
     @property
-    def bandwidth_fraction(self) -> np.ndarray:
-        return self.attention.bandwidth_fraction
+    def parallel_fraction(self) -> np.ndarray:
+        return self.attention.parallel_fraction
 
 
 def context_lengths(context_lens: ArrayLike) -> np.ndarray:
@@ -85,27 +86,6 @@ def check_splits(num_splits: int) -> int:
     if isinstance(num_splits, bool) or int(num_splits) != num_splits or num_splits < 1:
         raise InputError(f"number of splits must be a whole number >= 1, got {num_splits}")
     return int(num_splits)
-
-
-def parallel_fraction(total_unit_tokens: ArrayLike, longest_unit_tokens: ArrayLike, num_sms: int | None,
-                      units_per_sm: float = 1.0) -> np.ndarray:
-    """Fraction of HBM bandwidth a launch of memory-bound work units can reach.
-
-    The model (its assumptions; `rooflab validate` checks it against measured kernels):
-      1. the kernel runs one thread block per work unit (sequence x KV head x split);
-      2. one work unit streams at no more than beta / (num_sms x units_per_sm): it takes
-         `units_per_sm` resident units to saturate one SM's share of the bandwidth;
-      3. all units together never exceed beta, and they all run at once (no wave effects);
-    so a step takes max(sum(bytes) / beta, max(unit bytes) x num_sms x units_per_sm / beta), and
-    the fraction is sum / (longest x num_sms x units_per_sm), capped at 1. Uniform units give
-    min(1, U / (num_sms x units_per_sm)): one sequence with 8 KV heads fills 8 of 132 SMs, 6%.
-    `num_sms=None` means an ideal machine (fraction 1).
-    """
-    if num_sms is None:
-        return np.float64(1.0)
-    total = np.asarray(total_unit_tokens, dtype=np.float64)
-    longest = np.asarray(longest_unit_tokens, dtype=np.float64)
-    return np.minimum(1.0, total / (longest * num_sms * units_per_sm))
 
 
 def _split_tokens(lens: np.ndarray, num_splits: int, page_size: int) -> np.ndarray:
@@ -134,7 +114,7 @@ def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch:
     out_bytes = partial if split else q_bytes                   # partials, or O itself
     name = "split_decode" if split else "paged_decode"
     attention = KernelCost(name, flops, kv_bytes + table_bytes + q_bytes + out_bytes,
-                           exp_ops=h * tokens, bandwidth_fraction=fraction)
+                           exp_ops=h * tokens, parallel_fraction=fraction)
     merge = merge_splits(batch * h, num_splits, d, dtype) if split else None
     return DecodeCost(attention, merge, kv_bytes, table_bytes, 2 * partial, num_splits, units)
 
@@ -189,7 +169,7 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike,
     limit = int(min(MAX_SPLITS, np.ceil(lens.max() / check_page_size(page_size))))
     for s in range(1, limit + 1):
         cost = paged_decode(heads, lens, page_size, dtype, kv_dtype, s, num_sms, units_per_sm)
-        t = float(cost.attention.hbm_bytes / cost.attention.bandwidth_fraction)
+        t = float(cost.attention.hbm_bytes / cost.attention.parallel_fraction)
         if cost.merge is not None:
             t += float(cost.merge.hbm_bytes)
         if t < best_time * (1 - 1e-9):

@@ -126,7 +126,7 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
     merge = merge_pair(merge_tokens, model.num_qo_heads, model.head_dim, dtype)
     whole = predict(naive, roofs)
     tiled = KernelCost("flash_tiled", flash.flops, flash.hbm_bytes_tiled, exp_ops=flash.kernel.exp_ops)
-    fraction = float(launched.bandwidth_fraction)
+    fraction = float(launched.parallel_fraction)
     points = (
         RooflinePoint("naive attention (3 kernels)", "naive", float(whole.intensity_flop_per_byte),
                       float(whole.achieved_flop_per_s), Pipe.tensor, float(whole.ridge_ratio)),
