@@ -38,8 +38,9 @@ def _merge(tokens: int, time_s: float) -> Measurement:
                        num_kv_heads=32, head_dim=128, tokens=tokens)
 
 
-def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0) -> Measurement:
-    floor = float(predict_measurement(m, load_gpu("h100-sxm"), CeilingSource.datasheet).t_floor_s)
+def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
+                 units_per_sm: float | None = None) -> Measurement:
+    floor = float(predict_measurement(m, load_gpu("h100-sxm"), CeilingSource.datasheet, units_per_sm).t_floor_s)
     return Measurement(**{**m.__dict__, "time_s": overhead + floor / fraction})
 
 
@@ -57,8 +58,9 @@ def test_write_then_read(tmp_path):
 
 
 def test_validate_recovers_a_known_efficiency_and_overhead(tmp_path):
-    # times built as 20 us + floor / 0.6: the fit must find both, and predict the held-out half exactly
-    rows = [_at_fraction(_flash(t, 1.0), 0.6, 20e-6) for t in (512, 1024, 2048, 4096, 8192, 16384)]
+    # times built as 20 us + floor(2 units per SM) / 0.6: the fit must find all three, and predict the
+    # held-out half exactly
+    rows = [_at_fraction(_flash(t, 1.0), 0.6, 20e-6, units_per_sm=2.0) for t in (512, 1024, 2048, 4096, 8192, 16384)]
     rows += [_at_fraction(_merge(n, 1.0), 0.9) for n in (1024, 4096, 16384, 65536)]
     path = tmp_path / "m.csv"
     write_measurements(path, rows, META)
@@ -66,6 +68,7 @@ def test_validate_recovers_a_known_efficiency_and_overhead(tmp_path):
     flash = next(g for g in v.groups if g.kernel == "flash")
     assert flash.fit.efficiency == pytest.approx(0.6, rel=1e-6)
     assert flash.fit.overhead_s == pytest.approx(20e-6, rel=1e-6)
+    assert flash.fit.units_per_sm == 2.0
     assert flash.median_error == pytest.approx(0, abs=1e-9) and flash.held_out_rows == 3
     merge = next(g for g in v.groups if g.kernel == "merge")
     assert merge.fraction_of_floor_datasheet == pytest.approx(0.9)
