@@ -18,10 +18,11 @@ from .series import (DECODE_BATCHES, MERGE_TOKENS, CapacitySweep, DecodeSweep, G
                      MemoryLine, MemorySweep, RooflineData, RooflinePoint, TimeSweep, capacity_sweep,
                      decode_sweep, gpu_roofs, memory_sweep, roofline_data, time_sweep)
 from .sweeps import capacity_chart, decode_chart, memory_chart, time_chart
+from .validation import validation_chart
 
 __all__ = [
     "roofline_data", "roofline_chart", "memory_sweep", "memory_chart", "time_sweep", "time_chart",
     "decode_sweep", "decode_chart", "capacity_sweep", "capacity_chart", "save_figure", "FORMATS",
     "MeasuredPoint", "RooflinePoint", "RooflineData", "GpuRoofs", "gpu_roofs", "MemorySweep", "MemoryLine",
-    "TimeSweep", "DecodeSweep", "CapacitySweep", "DECODE_BATCHES", "MERGE_TOKENS",
+    "TimeSweep", "DecodeSweep", "CapacitySweep", "DECODE_BATCHES", "MERGE_TOKENS", "validation_chart",
 ]
