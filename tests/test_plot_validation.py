@@ -27,7 +27,7 @@ def test_validation_chart_axes_and_points(validation):
     for r in validation.rows:
         if r.impl == "rooflab":
             assert lo < r.predicted_s < hi and lo < r.measured_s < hi
-    assert "NVIDIA H200" in ax.get_title()
+    assert "NVIDIA H200" in ax.get_title(loc="left")
 
 
 def test_validation_chart_with_peers_and_file(validation, tmp_path):
