@@ -1,0 +1,138 @@
+"""The `rooflab` command: parse -> call -> render. No arithmetic here.
+
+Bad input (a RooflabError) prints one or two lines on stderr and exits 2, with no traceback.
+
+This module holds the app, the short-error machinery and the options the commands share; the
+commands live by group in analysis.py, measure.py, explain.py and charts.py, imported at the end
+so that they register. Heavy modules are imported inside the command functions, to keep
+`rooflab report` fast.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+from typer.core import TyperGroup
+
+try:  # recent typer vendors click
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older typer on real click
+    from click.exceptions import ClickException, UsageError
+
+from ..errors import RooflabError
+from ..render import Format
+from ..units import DType
+
+EXIT_BAD_INPUT = 2
+
+class _ShortErrors(TyperGroup):
+    """Usage errors as two lines on stderr (the message, then where to get help), exit 2."""
+
+    def main(self, *args, **kwargs):
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "rooflab"
+            typer.echo(f"error: {exc.format_message()}", err=True)
+            typer.echo(f"see '{where} --help'", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except ClickException as exc:
+            typer.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(
+    name="rooflab",
+    cls=_ShortErrors,
+    help="Roofline and memory calculator for LLM attention: naive, flash, paged and merge.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Bundled model name (see `rooflab list models`) or a path to a model YAML.")]
+GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Bundled GPU name (see `rooflab list gpus`) or a path to a GPU YAML.")]
+DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Element type of Q, K, V, O and of the matrix arithmetic.")]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+
+
+def fail(message: str) -> None:
+    """Print a one- or two-line error on stderr and exit 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def friendly(fn: Callable) -> Callable:
+    """Turn RooflabError (bad input) into a short message on stderr and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RooflabError as exc:
+            fail(str(exc))
+
+    return wrapper
+
+
+class Phase(str, enum.Enum):
+    prefill = "prefill"
+    decode = "decode"
+
+
+class Ceiling(str, enum.Enum):
+    datasheet = "datasheet"
+    calibrated = "calibrated"
+
+
+def parse_lengths(values: list[str] | None, option: str = "--context-len") -> list[int]:
+    """Lengths given as repeated options and/or comma-separated lists: '1024,4096' or '1024 --context-len 4096'."""
+    out = []
+    for value in values or []:
+        for part in value.split(","):
+            part = part.strip().replace("_", "")
+            if not part:
+                continue
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise RooflabError(f"{option} expects whole numbers, got '{part}'") from None
+    return out
+
+
+ContextOpt = Annotated[Optional[list[str]], typer.Option(
+    "--context-len", "-L", help="Decode: context length per sequence; repeat the option or give a comma list "
+                                "for a ragged batch (default 8192).")]
+PageOpt = Annotated[int, typer.Option("--page-size", help="Tokens per KV-cache page (block).")]
+KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element type of the KV cache (default: --dtype).")]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and a rename, so a failure leaves nothing half-written."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RooflabError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+# The commands register themselves on `app` when imported; the order here is the order of `rooflab --help`.
+from . import analysis, measure, explain, charts  # noqa: E402,F401  (after everything they import from here)

@@ -1,0 +1,111 @@
+"""`rooflab report`, `capacity`, `numerics` and `list`: the calculator's answers as tables."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import RooflabError
+from ..render import Format
+from ..units import DType
+from . import (Ceiling, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, Phase, app, friendly,
+               parse_lengths)
+
+list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
+                       rich_markup_mode=None)
+app.add_typer(list_app, name="list")
+
+
+@app.command()
+@friendly
+def report(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV.")] = Phase.prefill,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence.")] = 8192,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")] = 1,
+    dtype: DTypeOpt = DType.fp16,
+    causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")] = False,
+    context_len: ContextOpt = None,
+    page_size: PageOpt = 16,
+    kv_dtype: KvDTypeOpt = None,
+    splits: Annotated[Optional[int], typer.Option("--splits", help="Decode: split-KV count (default: the one rooflab recommends).")] = None,
+    ceilings: Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")] = Ceiling.datasheet,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Per-layer FLOPs, HBM bytes, intensity and time floors of attention variants, side by side."""
+    from ..load import load_gpu, load_model
+    from ..render import render_report
+    from ..report import decode_report, prefill_report
+    from ..roofline import CeilingSource
+
+    source = CeilingSource(ceilings.value)
+    if phase is Phase.prefill:
+        r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, source)
+    else:
+        lens = parse_lengths(context_len) or [8192]
+        if len(lens) == 1:
+            lens = lens * batch
+        elif batch not in (1, len(lens)):
+            raise RooflabError(f"--batch {batch} disagrees with {len(lens)} --context-len values")
+        r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, source)
+    typer.echo(render_report(r, fmt), nl=False)
+
+
+@app.command()
+@friendly
+def capacity(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    context_len: Annotated[int, typer.Option("--context-len", "-L", help="Tokens per sequence (prompt plus output).")] = 8192,
+    page_size: PageOpt = 16,
+    weight_dtype: Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")] = DType.fp16,
+    kv_dtype: KvDTypeOpt = None,
+    utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
+    reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", help="Memory kept for activations and workspace, GiB.")] = 0.0,
+    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """How many sequences fit: KV budget, paged against contiguous reservation, longest context."""
+    from ..capacity import plan_capacity
+    from ..load import load_gpu, load_model
+    from ..render import render_capacity
+    from ..units import GiB
+
+    plan = plan_capacity(load_model(model), load_gpu(gpu), context_len, weight_dtype, kv_dtype, utilization,
+                         int(reserve_gib * GiB), page_size, max_model_len)
+    typer.echo(render_capacity(plan, fmt), nl=False)
+
+
+@app.command()
+@friendly
+def numerics(
+    dtype: Annotated[DType, typer.Option("--dtype", help="Storage type whose exp range is examined (tf32 is refused: use fp32).")] = DType.fp16,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Logits in one softmax row (keys), at least 2.")] = 8192,
+    logit_std: Annotated[float, typer.Option("--logit-std", help="Standard deviation of the logits (1 for scaled q.k of unit vectors).")] = 1.0,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Where exp overflows and underflows in a dtype, and the headroom naive softmax has at a row length."""
+    from ..numerics import softmax_headroom
+    from ..render_numerics import render_headroom
+
+    typer.echo(render_headroom(softmax_headroom(dtype, seq_len, logit_std), fmt), nl=False)
+
+
+@list_app.command("gpus")
+@friendly
+def list_gpus(fmt: FormatOpt = Format.table) -> None:
+    """The bundled GPUs with their headline ceilings."""
+    from ..catalog import gpu_table
+
+    typer.echo(gpu_table(fmt), nl=False)
+
+
+@list_app.command("models")
+@friendly
+def list_models(fmt: FormatOpt = Format.table) -> None:
+    """The bundled models with their attention shapes."""
+    from ..catalog import model_table
+
+    typer.echo(model_table(fmt), nl=False)

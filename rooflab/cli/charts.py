@@ -1,0 +1,136 @@
+"""`rooflab plot ...`: the charts, written as .png, .svg or .pdf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..units import DType
+from . import DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app, friendly, parse_lengths
+
+plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
+                       add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(plot_app, name="plot")
+
+GpusOpt = Annotated[Optional[list[str]], typer.Option(
+    "--gpu", "-g", metavar="GPU", help="Bundled GPU name or a path to a GPU YAML; repeat (or give a comma list) to compare several "
+                        "(default h100-sxm).")]
+
+
+def _output_opt(default: str):
+    return Annotated[Optional[Path], typer.Option("--output", "-o", help=f"Image to write: .png, .svg or .pdf (default {default}).")]
+
+
+def _names(values: list[str] | None, default: str) -> list[str]:
+    names = [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+    return names or [default]
+
+
+def _save(fig, output: Path | None, default: str) -> None:
+    from ..plot import save_figure
+
+    typer.echo(f"wrote {save_figure(fig, output or Path(default))}")
+
+
+@plot_app.command("roofline")
+@friendly
+def plot_roofline(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpusOpt = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill tokens; also the decode context of the paged point.")] = 8192,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Prefill sequences in the batch.")] = 1,
+    dtype: DTypeOpt = DType.fp16,
+    causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask for the prefill points.")] = False,
+    decode_batch: Annotated[int, typer.Option("--decode-batch", help="Sequences of the paged-decode point.")] = 1,
+    flash_tiled: Annotated[bool, typer.Option("--flash-tiled/--no-flash-tiled", help="Also draw flash's tiled upper bound on bytes (hollow marker).")] = False,
+    output: _output_opt("roofline.png") = None,
+) -> None:
+    """Roofline chart: memory and compute roofs, the ridge, naive (and its kernels), flash, paged decode, merge."""
+    from ..load import load_gpu, load_model
+    from ..plot import roofline_chart, roofline_data
+
+    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    data = roofline_data(load_model(model), gpus, seq_len, dtype, batch, causal, decode_batch, flash_tiled=flash_tiled)
+    _save(roofline_chart(data), output, "roofline.png")
+
+
+@plot_app.command("memory")
+@friendly
+def plot_memory(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpusOpt = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences prefilled together.")] = 1,
+    dtype: DTypeOpt = DType.fp16,
+    max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", help="Right end of the length axis (default: past where naive stops fitting).")] = None,
+    output: _output_opt("memory.png") = None,
+) -> None:
+    """Bytes of S and P against sequence length, with each GPU's capacity minus weights: where naive prefill stops fitting."""
+    from ..load import load_gpu, load_model
+    from ..plot import memory_chart, memory_sweep
+
+    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    _save(memory_chart(memory_sweep(load_model(model), gpus, batch, dtype, max_seq_len)), output, "memory.png")
+
+
+@plot_app.command("time")
+@friendly
+def plot_time(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences prefilled together.")] = 1,
+    dtype: DTypeOpt = DType.fp16,
+    causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask.")] = False,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Length marked with both times and their ratio.")] = 8192,
+    max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", help="Right end of the length axis.")] = None,
+    output: _output_opt("time.png") = None,
+) -> None:
+    """Naive and flash prefill time floors (all layers) against sequence length."""
+    from ..load import load_gpu, load_model
+    from ..plot import time_chart, time_sweep
+
+    sweep = time_sweep(load_model(model), load_gpu(gpu), batch, dtype, causal, max_seq_len, seq_len)
+    _save(time_chart(sweep), output, "time.png")
+
+
+@plot_app.command("decode")
+@friendly
+def plot_decode(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    batch: Annotated[Optional[list[str]], typer.Option("--batch", "-b", metavar="N[,N...]", help="Batch sizes, one line each; repeat or give a comma list (default 1,8,32,128).")] = None,
+    page_size: PageOpt = 16,
+    dtype: DTypeOpt = DType.fp16,
+    kv_dtype: KvDTypeOpt = None,
+    max_context_len: Annotated[Optional[int], typer.Option("--max-context-len", help="Right end of the context axis.")] = None,
+    output: _output_opt("decode.png") = None,
+) -> None:
+    """Attention time of one decode step (all layers) against context length, one line per batch size."""
+    from ..load import load_gpu, load_model
+    from ..plot import DECODE_BATCHES, decode_chart, decode_sweep
+
+    batches = parse_lengths(batch, "--batch") or list(DECODE_BATCHES)
+    sweep = decode_sweep(load_model(model), load_gpu(gpu), batches, page_size, dtype, kv_dtype, max_context_len)
+    _save(decode_chart(sweep), output, "decode.png")
+
+
+@plot_app.command("capacity")
+@friendly
+def plot_capacity(
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    page_size: PageOpt = 16,
+    weight_dtype: Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")] = DType.fp16,
+    kv_dtype: KvDTypeOpt = None,
+    utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
+    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
+    output: _output_opt("capacity.png") = None,
+) -> None:
+    """Concurrent sequences against context length: paged KV cache against contiguous max-length reservation."""
+    from ..load import load_gpu, load_model
+    from ..plot import capacity_chart, capacity_sweep
+
+    sweep = capacity_sweep(load_model(model), load_gpu(gpu), page_size, weight_dtype, kv_dtype, utilization,
+                           max_model_len)
+    _save(capacity_chart(sweep), output, "capacity.png")

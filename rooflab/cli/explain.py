@@ -1,0 +1,60 @@
+"""`rooflab explain`: the working behind the report, figure by figure."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import RooflabError
+from ..units import DType
+from . import (Ceiling, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app, friendly,
+               parse_lengths)
+
+
+class ExplainVariant(str, enum.Enum):
+    naive = "naive"
+    flash = "flash"
+    paged = "paged"
+    split_kv = "split_kv"
+    merge = "merge"
+
+
+class ExplainFormat(str, enum.Enum):
+    text = "text"
+    markdown = "markdown"
+
+
+@app.command()
+@friendly
+def explain(
+    variant: Annotated[ExplainVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch).")] = ExplainVariant.naive,
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = "h100-sxm",
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")] = 1,
+    dtype: DTypeOpt = DType.fp16,
+    causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")] = False,
+    context_len: ContextOpt = None,
+    page_size: PageOpt = 16,
+    kv_dtype: KvDTypeOpt = None,
+    splits: Annotated[Optional[int], typer.Option("--splits", help="split_kv: split count (default: the one rooflab recommends).")] = None,
+    ceilings: Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")] = Ceiling.datasheet,
+    fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
+) -> None:
+    """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
+    from ..cost.common import Variant
+    from ..explain import explain as derive
+    from ..explain import render_explanation
+    from ..load import load_gpu, load_model
+    from ..roofline import CeilingSource
+
+    lens = parse_lengths(context_len) or [8192]
+    if len(lens) == 1:
+        lens = lens * batch
+    elif batch not in (1, len(lens)):
+        raise RooflabError(f"--batch {batch} disagrees with {len(lens)} --context-len values")
+    e = derive(Variant(variant.value), load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, lens,
+               page_size, kv_dtype, splits, CeilingSource(ceilings.value))
+    typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)

@@ -1,0 +1,101 @@
+"""`rooflab calibrate`, `bench` and `validate`: measure a GPU and hold the model against the measurements."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import RooflabError
+from ..render import Format
+from . import FormatOpt, _write_atomic, app, friendly
+
+BUNDLED_MEASUREMENTS = "h200-sweep.csv"
+
+
+@app.command()
+@friendly
+def calibrate(
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected from the device name).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="GPU YAML to write with the measured: section (default: ./<gpu>.yaml).")] = None,
+    copy_gib: Annotated[float, typer.Option("--copy-gib", help="Size of the copy buffer, GiB.")] = 2.0,
+) -> None:
+    """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`."""
+    from ..bench.calibrate import calibrate as run_calibration
+    from ..bench.calibrate import describe, write_spec
+    from ..bench.device import check_spec_matches, default_spec, device_name
+    from ..load import spec_path
+    from ..units import GiB
+
+    spec = gpu or default_spec()
+    check_spec_matches(spec, device_name())
+    source = spec_path("hardware", "GPU", spec)
+    target = output or Path.cwd() / source.name
+    typer.echo(f"calibrating {device_name()} against {spec}: copy, GEMM fp16, GEMM bf16, exp ...", err=True)
+    cal = run_calibration(" ".join(["rooflab", *sys.argv[1:]]), spec, copy_bytes=int(copy_gib * GiB))
+    write_spec(source, target, cal.measured())
+    for name, value in describe(cal):
+        typer.echo(f"{name:32s} {value}")
+    typer.echo(f"wrote {target}")
+
+
+@app.command()
+@friendly
+def validate(
+    file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset).")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="GPU spec to predict with (default: the one the file names).")] = None,
+    fmt: FormatOpt = Format.table,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the result to this file.")] = None,
+) -> None:
+    """Measured against predicted: fraction of the floor per kernel, and the calibrated model's held-out error."""
+    from ..bench.validate import validate as run_validation
+    from ..load import data_dir
+    from ..render_validation import render_validation
+
+    path = file or data_dir("measurements") / BUNDLED_MEASUREMENTS
+    text = render_validation(run_validation(path, gpu), fmt)
+    if output is not None:
+        _write_atomic(output, text)
+    typer.echo(text, nl=False)
+
+
+class BenchKernel(str, enum.Enum):
+    naive = "naive"
+    flash = "flash"
+    paged = "paged"
+    merge = "merge"
+
+
+@app.command()
+@friendly
+def bench(
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected); a calibrated YAML records its ceilings beside the data.")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Measurement CSV to write.")] = Path("rooflab-bench.csv"),
+    kernels: Annotated[Optional[list[BenchKernel]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
+    torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
+    repeats: Annotated[int, typer.Option("--repeats", help="Timed repeats per configuration (the median is kept).")] = 20,
+) -> None:
+    """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata."""
+    from ..bench.cases import sweep
+    from ..bench.device import check_spec_matches, default_spec, device_name, metadata
+    from ..bench.run import run, save
+    from ..load import load_gpu
+
+    spec = gpu or default_spec()
+    check_spec_matches(spec, device_name())
+    families = tuple(k.value for k in kernels) if kernels else tuple(k.value for k in BenchKernel)
+    cases = sweep(families, quick)
+    if repeats < 3:
+        raise RooflabError(f"--repeats must be at least 3, got {repeats}")
+    typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
+    meta = metadata(" ".join(["rooflab", *sys.argv[1:]]), spec)
+    result = run(cases, load_gpu(spec).l2_bytes, with_torch=torch, repeats=repeats,
+                 after_case=lambda partial: save(partial, output, meta))
+    save(result, output, meta)
+    typer.echo(f"wrote {len(result.rows)} measurements to {output}")
+    for failure in result.failures:
+        typer.echo(f"not timed: {failure}", err=True)
