@@ -1,0 +1,220 @@
+"""The machinery of a derivation: steps and sections, formula evaluation, and the check against rooflab.
+
+A step names a quantity, gives its formula, and takes rooflab's own value for it; the formula is
+evaluated independently from the symbols given so far, and the two must agree to AGREEMENT_RTOL
+(a disagreement is ExplainMismatch, a bug in rooflab). The variants' derivations (prefill.py,
+decode.py) are written with it; render.py lays out what it produces.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import math
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..render import ridge_text
+from ..roofline import Ceilings
+from ..specs import GpuSpec, ModelSpec
+from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds
+
+#: A formula and the cost function must agree to this relative error (float64 summation order only).
+AGREEMENT_RTOL = 1e-9
+
+
+class ExplainMismatch(RuntimeError):
+    """A formula shown by `rooflab explain` disagrees with the cost function: a bug in rooflab."""
+
+
+class Unit(str, enum.Enum):
+    bytes = "bytes"
+    flop = "flop"
+    intensity = "intensity"
+    seconds = "seconds"
+    ridge = "ridge"          # I / I*, shown as 'Nx left/right of the ridge'
+    factor = "factor"        # a plain multiple, 'Nx'
+    fraction = "fraction"
+    count = "count"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One derived figure: `quantity = formula = substituted = result`."""
+
+    quantity: str
+    formula: str
+    substituted: str
+    value: float
+    unit: Unit
+    note: str = ""
+    word: str = ""           # what a count counts ("tokens")
+
+    @property
+    def result(self) -> str:
+        return format_result(self.value, self.unit, self.word)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The whole derivation for one variant and workload."""
+
+    title: str
+    symbols: tuple[tuple[str, str, str], ...]      # (symbol, value, meaning)
+    sections: tuple[Section, ...]
+    conclusion: tuple[str, ...] = ()
+
+
+# --- evaluating a formula ---------------------------------------------------------------------
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.Pow: operator.pow}
+_FUNCTIONS: dict[str, Callable[..., float]] = {"ceil": math.ceil, "floor": math.floor, "sqrt": math.sqrt,
+                                               "max": max, "min": min}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def evaluate(formula: str, symbols: dict[str, float]) -> float:
+    """Value of an arithmetic formula over `symbols`: + - * / ^, parentheses, ceil, floor, sqrt, max, min."""
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return float(symbols[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+            return float(_FUNCTIONS[node.func.id](*(ev(a) for a in node.args)))
+        raise ValueError(f"unsupported element in formula {formula!r}: {ast.dump(node)}")
+
+    return ev(ast.parse(formula.replace("^", "**"), mode="eval"))
+
+
+def number(x: float) -> str:
+    """A number for a substituted formula: whole numbers as they are, others in engineering notation."""
+    x = float(x)
+    if x == int(x) and abs(x) < 1e7:
+        return str(int(x))
+    if 0.1 <= abs(x) < 1e4:
+        return f"{x:.5g}"
+    exp3 = 3 * math.floor(math.log10(abs(x)) / 3)
+    mantissa = f"{x / 10 ** exp3:.5g}"
+    if float(mantissa) >= 1000:                  # 999.996e9 rounds up to 1000e9
+        exp3, mantissa = exp3 + 3, f"{x / 10 ** (exp3 + 3):.5g}"
+    return f"{mantissa}e{exp3}"
+
+
+def is_symbol(formula: str) -> bool:
+    """True for a formula that is one bare symbol ('Q_attention'): substituting it says nothing new."""
+    return _NAME.fullmatch(formula) is not None
+
+
+def substitute(formula: str, symbols: dict[str, float]) -> str:
+    return _NAME.sub(lambda m: m.group(0) if m.group(0) in _FUNCTIONS else number(symbols[m.group(0)]), formula)
+
+
+def _chapter_rounding(text: str) -> str:
+    """'165.709 ms' -> '165.7 ms', '5.178 ms' -> '5.18 ms': three significant figures, at least one decimal."""
+    value, unit = text.split(" ", 1)
+    v = float(value)
+    decimals = max(1, 2 - math.floor(math.log10(abs(v)))) if v else 1
+    return f"{v:.{decimals}f} {unit}"
+
+
+def format_result(value: float, unit: Unit, word: str = "") -> str:
+    if unit is Unit.bytes:
+        return f"{number(value)} B = {fmt_bytes(value)}" if value >= 1024 else f"{value:.0f} B"
+    if unit is Unit.flop:
+        return f"{number(value)} FLOP = {fmt_flops(value)}" if value >= 1000 else f"{value:.0f} FLOP"
+    if unit is Unit.intensity:
+        return f"{value:.1f} FLOP/byte" if value >= 1 else f"{value:.3g} FLOP/byte"
+    if unit is Unit.seconds:
+        return f"{number(value)} s = {_chapter_rounding(fmt_seconds(value))}"
+    if unit is Unit.ridge:
+        return f"{value:.4g} = {ridge_text(value)} of the ridge"
+    if unit is Unit.factor:
+        return f"{value:.1f}x"
+    if unit is Unit.fraction:
+        return f"{value:.4g} = {value:.1%}"
+    return f"{value:,.0f} {word}".rstrip()
+
+
+# --- building a derivation ----------------------------------------------------------------------
+
+@dataclass
+class _Derivation:
+    """Symbols in, steps out; each step's formula is checked against the cost function's value."""
+
+    symbols: dict[str, float]
+    legend: list[tuple[str, str, str]] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+    _steps: list[Step] = field(default_factory=list)
+    _title: Optional[str] = None
+
+    def given(self, name: str, value: float, meaning: str, shown: Optional[str] = None) -> None:
+        self.symbols[name] = float(value)
+        self.legend.append((name, shown or number(value), meaning))
+
+    def section(self, title: str) -> None:
+        self._close()
+        self._title = title
+
+    def step(self, name: str, formula: str, expected: object, unit: Unit, note: str = "", word: str = "") -> float:
+        """Evaluate `formula`, check it against `expected` (rooflab's value), record and name the result."""
+        value = float(np.asarray(expected, dtype=np.float64).reshape(-1)[0])
+        from_formula = evaluate(formula, self.symbols)
+        if not math.isclose(from_formula, value, rel_tol=AGREEMENT_RTOL, abs_tol=1e-300):
+            raise ExplainMismatch(f"{name} = {formula} gives {from_formula!r}, but rooflab computes {value!r}")
+        self.symbols[name] = value
+        self._steps.append(Step(name, formula, substitute(formula, self.symbols), value, unit, note, word))
+        return value
+
+    def finish(self) -> tuple[Section, ...]:
+        self._close()
+        return tuple(self.sections)
+
+    def _close(self) -> None:
+        if self._title is not None and self._steps:
+            self.sections.append(Section(self._title, tuple(self._steps)))
+        self._steps = []
+
+
+def heads_and_roofs(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilings, dtype: DType,
+                    vector: bool = False) -> None:
+    """The symbols every derivation starts from: the model's heads and layers, the dtype, the roofs."""
+    d.given("h", model.num_qo_heads, f"query heads ({model.display_name})")
+    d.given("h_kv", model.num_kv_heads, "key/value heads")
+    d.given("d", model.head_dim, "head dimension")
+    d.given("b", dtype.bytes, f"bytes per element ({dtype.value})")
+    d.given("L", model.num_layers, "layers")
+    d.given("pi", roofs.matmul_flop_per_s, f"FLOP/s, dense {dtype.value} tensor rate ({gpu.display_name}, "
+                                           f"{roofs.source.value})")
+    if vector:
+        d.given("pi_vec", roofs.vector_flop_per_s, "FLOP/s, fp32 vector rate")
+    d.given("beta", roofs.bandwidth_bytes_per_s, "B/s, HBM bandwidth")
+    if roofs.exp_per_s:
+        d.given("eps", roofs.exp_per_s, "exp/s, special-function rate")
+
+
+def floor_formula(flops: str, rate: str, exps: Optional[str], bytes_: str, roofs: Ceilings,
+                  fraction: str = "") -> str:
+    """max(F / pi, E / eps, Q / beta): the exp term only where the spec gives an exp rate."""
+    terms = [f"{flops} / {rate}"]
+    if exps and roofs.exp_per_s:
+        terms.append(f"{exps} / eps")
+    terms.append(f"{bytes_} / beta" + (f" / {fraction}" if fraction else ""))
+    return f"max({', '.join(terms)})"
