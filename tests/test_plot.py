@@ -45,6 +45,10 @@ def _texts(fig: Figure) -> str:
     return "\n".join(t.get_text() for t in fig.axes[0].texts)
 
 
+def _legend_texts(fig: Figure) -> list[str]:
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
 # --- roofline ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("model_name, gpu_name, dtype", WORKLOADS)
@@ -134,7 +138,7 @@ def test_measured_roofs_and_points(tmp_path):
     assert (x, y) == (pytest.approx(7.2e14 / 2.9e12), pytest.approx(7.2e14))
     measured = _by_gid(ax, "measured:")
     assert [_point(m) for m in measured] == [(6400.0, 5.1e14), (63.0, 1.5e14)]
-    assert "flash fwd" in _texts(fig)
+    assert "flash fwd: 1" in _legend_texts(fig) and "flash fwd" not in _texts(fig)   # named once, in the legend
     with pytest.raises(InputError, match="achieved_flop_per_s"):
         MeasuredPoint("bad", 10.0, -1.0)
 
@@ -316,3 +320,76 @@ def test_cli_help():
         assert command in r.stdout
         sub = runner.invoke(app, ["plot", command, "--help"])
         assert sub.exit_code == 0 and "--output" in sub.stdout and ".png, .svg or .pdf" in sub.stdout
+
+
+# --- measured points on the roofline (--measurements) ------------------------------------------------
+
+BUNDLED_SWEEP = data_dir("measurements") / "h200-sweep.csv"
+
+
+@pytest.fixture(scope="module")
+def measured_cli(tmp_path_factory):
+    """`rooflab plot roofline --measurements <bundled sweep>` with no --gpu: the PNG it wrote and its Figure."""
+    import rooflab.plot
+
+    saved = []
+
+    def keep(fig, path):
+        saved.append(fig)
+        return rooflab.plot.save.save_figure(fig, path)
+
+    out = tmp_path_factory.mktemp("measured") / "roofline-measured.png"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rooflab.plot, "save_figure", keep)
+        r = runner.invoke(app, ["plot", "roofline", "--measurements", str(BUNDLED_SWEEP), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return r, out, saved[0]
+
+
+def test_cli_measurements_write_a_png(measured_cli):
+    r, out, _ = measured_cli
+    assert r.stdout.strip() == f"wrote {out}"
+    png = out.read_bytes()
+    assert png.startswith(PNG_MAGIC) and len(png) > 10_000
+
+
+def test_cli_measurements_default_gpu_is_the_files(measured_cli):
+    _, _, fig = measured_cli
+    assert "H200" in fig.axes[0].get_title(loc="left")
+    assert _by_gid(fig.axes[0], "roof:h200-sxm:measured")        # the calibrated roofs the points are held to
+
+
+def test_measured_points_one_style_and_one_legend_entry_per_group(measured_cli):
+    from rooflab.bench.validate import measured_points, validate
+
+    _, _, fig = measured_cli
+    ax = fig.axes[0]
+    expected = measured_points(validate(BUNDLED_SWEEP))
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for label, intensity, achieved, _kernel, _impl in expected:
+        groups.setdefault(label, []).append((intensity, achieved))
+    lines = {str(line.get_gid()).removeprefix("measured:"): line for line in _by_gid(ax, "measured:")}
+    assert list(lines) == list(groups) and len(groups) >= 10            # one artist per (kernel, impl)
+    for label, points in groups.items():                                 # every measured row, where it belongs
+        assert np.allclose(lines[label].get_xydata(), points, rtol=1e-12)
+    assert sum(len(p) for p in groups.values()) == len(expected) > 100
+    styles = {(line.get_marker(), line.get_color(), line.get_markerfacecolor() == "none") for line in lines.values()}
+    assert len(styles) == len(lines)                                     # groups are told apart by their markers
+    for label, line in lines.items():
+        hollow = line.get_markerfacecolor() == "none"
+        assert hollow == ("(rooflab)" not in label), label              # rooflab filled, PyTorch hollow
+    assert [f"{label}: {len(points)}" for label, points in groups.items()] == \
+        [t for t in _legend_texts(fig) if t.split(":")[0] in groups]    # one legend entry per group, with its count
+    assert not any(label in _texts(fig) for label in groups)             # and no label per point
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--measurements", "missing.csv"], "cannot read file"),
+    (["--measurements", "bad.csv"], "missing column(s)"),
+    (["--gpu", "h100-sxm", "--measurements", str(BUNDLED_SWEEP)], "not on h100-sxm"),
+])
+def test_cli_bad_measurement_file(tmp_path, monkeypatch, args, needle):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.csv").write_text("hello,world\n1,2\n")
+    _short_error(runner.invoke(app, ["plot", "roofline", *args, "-o", "r.png"]), needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]

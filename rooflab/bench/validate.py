@@ -242,6 +242,10 @@ def _fit(kernel: str, members: list[Measurement], measured: np.ndarray, held: np
     return best[1], best[2]
 
 
-def measured_points(validation: Validation) -> list[tuple[str, float, float]]:
-    """(label, intensity FLOP/byte, achieved FLOP/s) of every measured row, for the roofline chart."""
-    return [(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s) for r in validation.rows]
+def measured_points(validation: Validation) -> list[tuple[str, float, float, str, str]]:
+    """(label, intensity FLOP/byte, achieved FLOP/s, kernel, impl) of every measured row, for the roofline chart.
+
+    The fields are those of rooflab.plot.MeasuredPoint: `MeasuredPoint(*p)` for each.
+    """
+    return [(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s, r.kernel, r.impl)
+            for r in validation.rows]

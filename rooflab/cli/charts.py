@@ -45,15 +45,23 @@ def plot_roofline(
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask for the prefill points.")] = False,
     decode_batch: Annotated[int, typer.Option("--decode-batch", help="Sequences of the paged-decode point.")] = 1,
     flash_tiled: Annotated[bool, typer.Option("--flash-tiled/--no-flash-tiled", help="Also draw flash's tiled upper bound on bytes (hollow marker).")] = False,
+    measurements: Annotated[Optional[Path], typer.Option("--measurements", metavar="FILE", help="Measurement CSV from `rooflab bench`: its kernels as points; taken on the first --gpu (default: the file's).")] = None,
     output: _output_opt("roofline.png") = None,
 ) -> None:
     """Roofline chart: memory and compute roofs, the ridge, naive (and its kernels), flash, paged decode, merge."""
+    from ..bench.validate import measured_points, validate
     from ..load import load_gpu, load_model
-    from ..plot import roofline_chart, roofline_data
+    from ..plot import MeasuredPoint, roofline_chart, roofline_data
 
-    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    names = _names(gpu, "h100-sxm")
+    measured = []
+    if measurements is not None:
+        validation = validate(measurements, names[0] if gpu else None)    # refuses a file from another GPU
+        measured = [MeasuredPoint(*p) for p in measured_points(validation)]
+        names = names if gpu else [validation.gpu]
+    gpus = [load_gpu(name) for name in names]
     data = roofline_data(load_model(model), gpus, seq_len, dtype, batch, causal, decode_batch, flash_tiled=flash_tiled)
-    _save(roofline_chart(data), output, "roofline.png")
+    _save(roofline_chart(data, measured), output, "roofline.png")
 
 
 @plot_app.command("memory")

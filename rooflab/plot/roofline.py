@@ -4,8 +4,10 @@ Log-log: arithmetic intensity (FLOP/byte) across, FLOP/s up. The memory roof is 
 beta * I, the compute roof the flat pi of the chosen dtype; they meet at the ridge I* = pi / beta.
 FLOPs of the softmax and the merge run on the fp32 vector units, so those points sit under
 the (dashed) vector roof. A GPU whose YAML has a measured: section also gets its calibrated
-roofs (dotted); measured kernels are stars. Roofs are listed under the chart, points in the
-lower right, the one corner a roofline leaves empty. Artists carry gids ("roof:<gpu>",
+roofs (dotted). Measured kernels are small markers, one style and one legend entry per
+(kernel, implementation): colour by kernel, filled for rooflab's own, hollow for PyTorch's.
+Roofs are listed under the chart, the model's points in the lower right, the one corner a
+roofline leaves empty, measured groups to the right. Artists carry gids ("roof:<gpu>",
 "vector_roof:<gpu>", "ridge:<gpu>[:measured]", "point:<label>", "measured:<label>") so tests
 and notebooks can find them.
 """
@@ -16,13 +18,15 @@ from typing import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patheffects import withStroke
 from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
 from ..render import ridge_text
 from ..roofline import Ceilings
 from ..units import fmt_rate
 from .series import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
-from .style import FIGSIZE_IN, GPU_COLORS, VARIANT_COLORS, intensity_text, new_figure, plain_log_formatter, title
+from .style import (FIGSIZE_IN, GPU_COLORS, KERNEL_COLORS, VARIANT_COLORS, intensity_text, new_figure,
+                    plain_log_formatter, title)
 
 #: kind -> (colour, marker, filled, size)
 _POINT_STYLE = {
@@ -38,6 +42,18 @@ _POINT_STYLE = {
 
 #: Points whose label also says how far they sit from the ridge: the chapter's 4.7x left and 22x right.
 _RIDGE_RATIO_SHOWN = ("naive", "flash")
+
+#: Measured points: the implementation picks the marker (rooflab's own filled, PyTorch's hollow), the kernel the colour.
+_OURS = "rooflab"
+_IMPL_MARKERS = {_OURS: "o", "torch_eager": "s", "torch_flash": "D", "torch_flash_dense": "D", "torch_cudnn": "^",
+                 "torch_cudnn_dense": "^", "torch_efficient": "v"}
+_OTHER_MARKER = "P"
+#: A measured point that names neither kernel nor implementation: an orange star.
+_UNNAMED_COLOR, _UNNAMED_MARKER = "#E69F00", "*"
+#: Extra figure width (inches) for the legend of measured groups, right of the chart, and its title.
+_MEASURED_LEGEND_IN = 2.6
+_MEASURED_TITLE = ("measured kernels: runs\n(every shape and dtype timed)\n"
+                   "filled: rooflab's own\nhollow: PyTorch's backends")
 
 
 def _merge_coincident(points: Sequence[RooflinePoint]) -> list[tuple[str, RooflinePoint]]:
@@ -93,8 +109,9 @@ def _draw_roofs(ax, r: GpuRoofs, c: Ceilings, color: str, x: np.ndarray, measure
         ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, c.matmul_flop_per_s), xytext=(-8, 10),
                     textcoords="offset points", ha="right", fontsize=9, color=color, fontweight="bold")
     else:   # just under the flat roof, right of the corner: no point sits there
-        ax.annotate(f"{ridge:.0f}", (ridge, c.matmul_flop_per_s), xytext=(6, -6), textcoords="offset points",
-                    ha="left", va="top", fontsize=9, color=color, fontweight="bold")
+        ax.annotate(f"{ridge:.0f}", (ridge, c.matmul_flop_per_s), xytext=(16, -4), textcoords="offset points",
+                    ha="left", va="top", fontsize=9, color=color, fontweight="bold", zorder=8,
+                    path_effects=[withStroke(linewidth=3, foreground="white")])
 
 
 def _rate(value: float, unit: str = "FLOP/s") -> str:
@@ -103,16 +120,42 @@ def _rate(value: float, unit: str = "FLOP/s") -> str:
     return f"{float(number):g} {rest}"
 
 
-def _label_offset(p: RooflinePoint, roofs: Ceilings, filled: bool) -> tuple[tuple[float, float], str, str]:
-    """Text right of a point on the sloped roof (the space below the diagonal is empty), under one on a flat roof."""
+def _label_offset(p: RooflinePoint, roofs: Ceilings, filled: bool,
+                  crowded: bool) -> tuple[tuple[float, float], str, str]:
+    """Text right of a point on the sloped roof (the space below the diagonal is empty), under one on a flat roof,
+    or above it when measured points crowd the space under the roof (nothing sits above it)."""
     flat_from = roofs.rate(p.pipe) / roofs.bandwidth_bytes_per_s
     if p.intensity_flop_per_byte >= flat_from and p.flop_per_s >= 0.99 * roofs.rate(p.pipe):
-        return (0, -16), "center", "top"
+        return ((0, 12), "center", "bottom") if crowded else ((0, -16), "center", "top")
     return (8, -2 if filled else -10), "left", "top"
 
 
+def _groups(measured: Sequence[MeasuredPoint]) -> dict[str, list[MeasuredPoint]]:
+    """Measured points by label, in the order the labels first appear."""
+    out: dict[str, list[MeasuredPoint]] = {}
+    for m in measured:
+        out.setdefault(m.label, []).append(m)
+    return out
+
+
+def _measured_style(m: MeasuredPoint) -> tuple[str, str, bool]:
+    """(colour, marker, filled) of a measured group: colour by kernel, marker by implementation."""
+    if not m.kernel and not m.impl:
+        return _UNNAMED_COLOR, _UNNAMED_MARKER, True
+    return KERNEL_COLORS.get(m.kernel, _UNNAMED_COLOR), _IMPL_MARKERS.get(m.impl, _OTHER_MARKER), m.impl in (_OURS, "")
+
+
+def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> None:
+    """One line of markers per group (gid "measured:<label>"), named once in the legend with its count."""
+    for label, members in _groups(measured).items():
+        color, marker, filled = _measured_style(members[0])
+        ax.plot([m.intensity_flop_per_byte for m in members], [m.achieved_flop_per_s for m in members], marker,
+                ms=11 if marker == _UNNAMED_MARKER else 6, color=color, mfc=color if filled else "none", mew=1.3,
+                alpha=0.85, ls="none", zorder=4, label=f"{label}: {len(members)}", gid=f"measured:{label}")
+
+
 def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -> Figure:
-    """The roofline of `data` (see roofline_data), with optional measured kernel points as stars."""
+    """The roofline of `data` (see roofline_data), with optional measured kernel points, grouped by label."""
     fig, ax = new_figure()
     (x_lo, x_hi), (y_lo, y_hi) = _limits(data, measured)
     x = np.geomspace(x_lo, x_hi, 400)
@@ -122,24 +165,20 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
         _draw_roofs(ax, r, r.datasheet, color, x, False, i == 0, several)
         if r.measured is not None:
             _draw_roofs(ax, r, r.measured, color, x, True, i == 0, several)
+    halo = [withStroke(linewidth=3, foreground="white")] if measured else None   # labels legible over markers
     for label, p in _merge_coincident(data.points):
         color, marker, filled, size = _POINT_STYLE.get(p.kind, ("black", "o", True, 8))
         ax.plot([p.intensity_flop_per_byte], [p.flop_per_s], marker, ms=size, color=color,
                 mfc=color if filled else "white", mew=1.8, ls="none", zorder=6,
                 label=label, gid=f"point:{label}")
-        offset, ha, va = _label_offset(p, data.roofs[0].datasheet, filled)
+        offset, ha, va = _label_offset(p, data.roofs[0].datasheet, filled, bool(measured))
         text = intensity_text(p.intensity_flop_per_byte)
         if p.kind in _RIDGE_RATIO_SHOWN:
             text += f"\n{ridge_text(p.ridge_ratio)} of the ridge"
         ax.annotate(text, (p.intensity_flop_per_byte, p.flop_per_s),
                     xytext=offset, textcoords="offset points", ha=ha, va=va, fontsize=9, color=color,
-                    fontweight="bold", zorder=7)
-    for i, m in enumerate(measured):
-        ax.plot([m.intensity_flop_per_byte], [m.achieved_flop_per_s], "*", ms=13, color="#E69F00", mec="black",
-                mew=0.6, ls="none", zorder=8, label="measured kernel (label: what was timed)" if i == 0 else None,
-                gid=f"measured:{m.label}")
-        ax.annotate(m.label, (m.intensity_flop_per_byte, m.achieved_flop_per_s), xytext=(-8, 0),
-                    textcoords="offset points", ha="right", va="center", fontsize=8, color="#8a5a00", zorder=8)
+                    fontweight="bold", zorder=7, path_effects=halo)
+    _draw_measured(ax, measured)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
@@ -159,12 +198,25 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
     title(ax, f"Roofline of attention: {data.model} on {gpus}",
           f"{data.dtype.value}, T = {data.seq_len:,} tokens, batch {data.batch}"
           f"{', causal' if data.causal else ''}, one layer; labels give FLOP/byte{where}")
-    # roofs listed under the chart; points in the corner a roofline leaves empty (right of the ridge, low down)
-    handles, labels = ax.get_legend_handles_labels()
-    is_roof = [str(h.get_gid()).startswith(("roof:", "vector_roof:")) for h in handles]
-    fig.set_size_inches(FIGSIZE_IN[0], FIGSIZE_IN[1] + 0.2 * sum(is_roof))
-    fig.legend([h for h, r in zip(handles, is_roof) if r], [t for t, r in zip(labels, is_roof) if r],
-               loc="outside lower left", fontsize=8, frameon=False)
-    ax.legend([h for h, r in zip(handles, is_roof) if not r], [t for t, r in zip(labels, is_roof) if not r],
-              loc="lower right", fontsize=8, framealpha=0.92)
+    _legends(fig, ax)
     return fig
+
+
+def _legends(fig: Figure, ax) -> None:
+    """Roofs listed under the chart; the model's points in the corner a roofline leaves empty (right of the
+    ridge, low down); measured groups, if any, right of the chart."""
+    roofs, points, measured = [], [], []
+    for handle, label in zip(*ax.get_legend_handles_labels()):
+        kind = str(handle.get_gid()).split(":")[0]
+        group = roofs if kind in ("roof", "vector_roof") else measured if kind == "measured" else points
+        group.append((handle, label))
+    fig.set_size_inches(FIGSIZE_IN[0] + (_MEASURED_LEGEND_IN if measured else 0.0), FIGSIZE_IN[1] + 0.2 * len(roofs))
+    fig.legend(*_unzip(roofs), loc="outside lower left", fontsize=8, frameon=False)
+    if measured:
+        fig.legend(*_unzip(measured), loc="outside right upper", fontsize=8, frameon=False, alignment="left",
+                   title=_MEASURED_TITLE, title_fontsize=8)
+    ax.legend(*_unzip(points), loc="lower right", fontsize=8, framealpha=0.92)
+
+
+def _unzip(entries: list[tuple]) -> tuple[list, list[str]]:
+    return [handle for handle, _ in entries], [label for _, label in entries]

@@ -63,11 +63,18 @@ class RooflinePoint:
 
 @dataclass(frozen=True)
 class MeasuredPoint:
-    """A timed kernel: its intensity (predicted FLOPs over predicted bytes) and the FLOP rate it reached."""
+    """A timed kernel: its intensity (predicted FLOPs over predicted bytes) and the FLOP rate it reached.
+
+    Points with the same label are one group on the chart (one marker, one legend entry). `kernel`
+    and `impl`, as a measurement file names them, pick the marker: colour by kernel, filled for
+    rooflab's own kernels, hollow for others' (PyTorch's backends).
+    """
 
     label: str
     intensity_flop_per_byte: float
     achieved_flop_per_s: float
+    kernel: str = ""
+    impl: str = ""
 
     def __post_init__(self) -> None:
         for name in ("intensity_flop_per_byte", "achieved_flop_per_s"):

@@ -22,6 +22,9 @@ VARIANT_COLORS = {
     "merge": "#CC79A7",
     "capacity": "#555555",
 }
+#: One colour per measured kernel (Okabe-Ito): the variants' colours, and lighter ones for the softmax and split-KV.
+KERNEL_COLORS = {"naive": "#D55E00", "naive_softmax": "#E69F00", "flash": "#009E73", "paged": "#0072B2",
+                 "split_kv": "#56B4E9", "merge": "#CC79A7"}
 #: GPU roofs and capacity lines: colours none of the variants use.
 GPU_COLORS = ("#222222", "#8C564B", "#7F7F7F", "#9467BD", "#BCBD22", "#17BECF")
 

@@ -7,14 +7,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .style import new_figure, seconds_formatter, title
+from .style import KERNEL_COLORS, new_figure, seconds_formatter, title
 
 if TYPE_CHECKING:
     from ..bench.validate import Validation
 
-#: Colours per kernel (Okabe-Ito); PyTorch's backends share their kernel's colour, hollow.
-KERNEL_COLORS = {"naive": "#D55E00", "naive_softmax": "#E69F00", "flash": "#009E73", "paged": "#0072B2",
-                 "split_kv": "#56B4E9", "merge": "#CC79A7"}
 #: The model's claimed bounds, drawn as bands around y = x.
 ERROR_BANDS = (0.10, 0.25)
 
