@@ -39,3 +39,16 @@ def test_validation_chart_with_peers_and_file(validation, tmp_path):
 def test_validation_chart_needs_fitted_rows(validation):
     with pytest.raises(ValueError, match="no fitted rows"):
         validation_chart(validation, impls=("nobody",))
+
+
+def test_plot_validation_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    out = tmp_path / "v.svg"
+    r = CliRunner().invoke(app, ["plot", "validation", "--peers", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().lstrip().startswith("<?xml") and "<svg" in out.read_text()[:2000]
+    bad = CliRunner().invoke(app, ["plot", "validation", str(tmp_path / "missing.csv")])
+    assert bad.exit_code == 2 and "cannot read" in bad.stderr and not (tmp_path / "validation.png").exists()

@@ -176,8 +176,11 @@ def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
     return gpu_ref
 
 
-def validate(path: Path, gpu_ref: Optional[str] = None) -> Validation:
-    """Join a measurement file with rooflab's predictions and fit the calibrated model per kernel."""
+def validate(path: Path, gpu_ref: Optional[str] = None, fit: bool = True) -> Validation:
+    """Join a measurement file with rooflab's predictions and fit the calibrated model per kernel.
+
+    `fit=False` skips the calibrated model (no predicted times or errors): enough for plotting points.
+    """
     meta, rows = read_measurements(path)
     gpu = load_gpu(check_gpu(meta, gpu_ref, str(path)))
     source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
@@ -186,19 +189,19 @@ def validate(path: Path, gpu_ref: Optional[str] = None) -> Validation:
         groups.setdefault((m.kernel, m.impl), []).append(m)
     summaries, results = [], []
     for (kernel, impl), members in groups.items():
-        summary, group_rows = _validate_group(kernel, impl, members, gpu, source)
+        summary, group_rows = _validate_group(kernel, impl, members, gpu, source, fit)
         summaries.append(summary)
         results += group_rows
     return Validation(gpu.name, source.value, meta, tuple(summaries), tuple(results))
 
 
 def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: GpuSpec,
-                    source: CeilingSource) -> tuple[GroupSummary, list[RowResult]]:
+                    source: CeilingSource, with_fit: bool = True) -> tuple[GroupSummary, list[RowResult]]:
     measured = np.array([m.time_s for m in members])
     held = np.arange(len(members)) % 2 == 1
     datasheet = [predict_measurement(m, gpu, CeilingSource.datasheet) for m in members]
     calibrated = [predict_measurement(m, gpu, source) for m in members]
-    fit, modelled = _fit(kernel, members, measured, held, gpu, source)
+    fit, modelled = _fit(kernel, members, measured, held, gpu, source) if with_fit else (None, calibrated)
     floors_ds = np.array([float(p.t_floor_s) for p in datasheet])
     floors_cal = np.array([float(p.t_floor_s) for p in calibrated])
     flops = np.array([float(p.flops) for p in datasheet])

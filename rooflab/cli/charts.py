@@ -56,7 +56,7 @@ def plot_roofline(
     names = _names(gpu, "h100-sxm")
     measured = []
     if measurements is not None:
-        validation = validate(measurements, names[0] if gpu else None)    # refuses a file from another GPU
+        validation = validate(measurements, names[0] if gpu else None, fit=False)  # refuses another GPU's file
         measured = [MeasuredPoint(*p) for p in measured_points(validation)]
         names = names if gpu else [validation.gpu]
     gpus = [load_gpu(name) for name in names]
@@ -142,3 +142,21 @@ def plot_capacity(
     sweep = capacity_sweep(load_model(model), load_gpu(gpu), page_size, weight_dtype, kv_dtype, utilization,
                            max_model_len)
     _save(capacity_chart(sweep), output, "capacity.png")
+
+
+@plot_app.command("validation")
+@friendly
+def plot_validation(
+    file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset).")] = None,
+    peers: Annotated[bool, typer.Option("--peers/--no-peers", help="Also draw PyTorch's backends.")] = False,
+    output: _output_opt("validation.png") = None,
+) -> None:
+    """Measured time against the calibrated model's prediction, held-out rows filled."""
+    from ..bench.validate import validate
+    from ..load import data_dir
+    from ..plot import validation_chart
+    from .measure import BUNDLED_MEASUREMENTS
+
+    v = validate(file or data_dir("measurements") / BUNDLED_MEASUREMENTS)
+    impls = tuple(sorted({g.impl for g in v.groups})) if peers else ("rooflab",)
+    _save(validation_chart(v, impls), output, "validation.png")

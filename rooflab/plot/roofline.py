@@ -25,8 +25,8 @@ from ..render import ridge_text
 from ..roofline import Ceilings
 from ..units import fmt_rate
 from .series import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
-from .style import (FIGSIZE_IN, GPU_COLORS, KERNEL_COLORS, VARIANT_COLORS, intensity_text, new_figure,
-                    plain_log_formatter, title)
+from .style import (FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
+                    intensity_text, new_figure, plain_log_formatter, title)
 
 #: kind -> (colour, marker, filled, size)
 _POINT_STYLE = {
@@ -45,9 +45,6 @@ _RIDGE_RATIO_SHOWN = ("naive", "flash")
 
 #: Measured points: the implementation picks the marker (rooflab's own filled, PyTorch's hollow), the kernel the colour.
 _OURS = "rooflab"
-_IMPL_MARKERS = {_OURS: "o", "torch_eager": "s", "torch_flash": "D", "torch_flash_dense": "D", "torch_cudnn": "^",
-                 "torch_cudnn_dense": "^", "torch_efficient": "v"}
-_OTHER_MARKER = "P"
 #: A measured point that names neither kernel nor implementation: an orange star.
 _UNNAMED_COLOR, _UNNAMED_MARKER = "#E69F00", "*"
 #: Extra figure width (inches) for the legend of measured groups, right of the chart, and its title.
@@ -142,7 +139,7 @@ def _measured_style(m: MeasuredPoint) -> tuple[str, str, bool]:
     """(colour, marker, filled) of a measured group: colour by kernel, marker by implementation."""
     if not m.kernel and not m.impl:
         return _UNNAMED_COLOR, _UNNAMED_MARKER, True
-    return KERNEL_COLORS.get(m.kernel, _UNNAMED_COLOR), _IMPL_MARKERS.get(m.impl, _OTHER_MARKER), m.impl in (_OURS, "")
+    return KERNEL_COLORS.get(m.kernel, _UNNAMED_COLOR), IMPL_MARKERS.get(m.impl, OTHER_MARKER), m.impl in (_OURS, "")
 
 
 def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> None:

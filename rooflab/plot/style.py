@@ -27,6 +27,10 @@ KERNEL_COLORS = {"naive": "#D55E00", "naive_softmax": "#E69F00", "flash": "#009E
                  "split_kv": "#56B4E9", "merge": "#CC79A7"}
 #: GPU roofs and capacity lines: colours none of the variants use.
 GPU_COLORS = ("#222222", "#8C564B", "#7F7F7F", "#9467BD", "#BCBD22", "#17BECF")
+#: Marker per implementation: rooflab's own kernels and each PyTorch backend.
+IMPL_MARKERS = {"rooflab": "o", "torch_eager": "s", "torch_flash": "D", "torch_flash_dense": "D",
+                "torch_cudnn": "^", "torch_cudnn_dense": "^", "torch_efficient": "v"}
+OTHER_MARKER = "P"
 
 
 def new_figure(size_in: tuple[float, float] = FIGSIZE_IN) -> tuple[Figure, Axes]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .style import KERNEL_COLORS, new_figure, seconds_formatter, title
+from .style import IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, new_figure, seconds_formatter, title
 
 if TYPE_CHECKING:
     from ..bench.validate import Validation
@@ -19,7 +19,8 @@ ERROR_BANDS = (0.10, 0.25)
 def validation_chart(v: "Validation", impls: tuple[str, ...] = ("rooflab",)) -> Figure:
     """Measured time against the calibrated model's prediction, log-log, per kernel.
 
-    Held-out rows are filled, rows the model was fitted on are hollow; the bands mark 10% and 25%.
+    Colour by kernel, marker by implementation; held-out rows are filled, rows the model was fitted
+    on hollow; the bands mark 10% and 25%.
     """
     fig, ax = new_figure((8.4, 7.0))
     rows = [r for r in v.rows if r.impl in impls and r.predicted_s is not None]
@@ -43,8 +44,9 @@ def validation_chart(v: "Validation", impls: tuple[str, ...] = ("rooflab",)) -> 
                 group = next(g for g in v.groups if g.kernel == kernel and g.impl == impl)
                 label = (f"{kernel} ({impl}): held-out median {group.median_error:.1%}, worst {group.worst_error:.1%}"
                          if held else None)
-                ax.scatter(x, y, s=42, color=color if held else "none", edgecolors=color, lw=1.4, zorder=3,
-                           label=label, gid=f"points:{kernel}:{impl}:{'held' if held else 'fit'}")
+                ax.scatter(x, y, s=42, marker=IMPL_MARKERS.get(impl, OTHER_MARKER), color=color if held else "none",
+                           edgecolors=color, lw=1.4, zorder=3, label=label,
+                           gid=f"points:{kernel}:{impl}:{'held' if held else 'fit'}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
