@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+from .cost.common import whole_number
 from .cost.naive import naive_max_seq_len
 from .errors import InputError
 from .specs import GpuSpec, ModelSpec
@@ -103,8 +104,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype
 def _check(context_len: int, utilization: float, reserve: int, page_size: int, max_len: int | None) -> None:
     if not 0 < utilization <= 1:
         raise InputError(f"GPU memory utilisation must be in (0, 1], got {utilization:g}")
-    if isinstance(page_size, bool) or int(page_size) != page_size or page_size < 1:
-        raise InputError(f"page size must be a whole number >= 1, got {page_size}")
+    whole_number(page_size, "page size")
     if context_len < 1:
         raise InputError(f"context length must be >= 1, got {context_len}")
     if reserve < 0:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from .cost.common import whole_number
 from .errors import InputError
 from .units import INT32_BYTES
 
@@ -28,9 +29,7 @@ def _lengths(lengths: Sequence[int], name: str = "request lengths", minimum: int
 
 
 def _page(page_size: int) -> int:
-    if isinstance(page_size, bool) or int(page_size) != page_size or page_size < 1:
-        raise InputError(f"page size must be a whole number >= 1, got {page_size}")
-    return int(page_size)
+    return whole_number(page_size, "page size")
 
 
 @dataclass(frozen=True)
@@ -166,9 +165,7 @@ def continuous_batching_rounds(steps: Sequence[int], slots: int) -> int:
 
 
 def _slots(slots: int) -> int:
-    if isinstance(slots, bool) or int(slots) != slots or slots < 1:
-        raise InputError(f"batch slots must be a whole number >= 1, got {slots}")
-    return int(slots)
+    return whole_number(slots, "batch slots")
 
 
 def pages_for(tokens: int, page_size: int) -> int:

@@ -8,7 +8,7 @@ by load.py from the field annotations; the cross-field rules live here in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from .errors import SpecError

@@ -63,7 +63,6 @@ def _randn(shape, case: Case, rng: np.random.Generator, scale: float = 1.0):
 
 
 def _sdpa_prefill(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
-    import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 

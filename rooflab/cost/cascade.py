@@ -25,7 +25,7 @@ from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, DType
 from .common import ArrayLike, KernelCost, Variant
 from .merge import merge_pair
-from .paged import context_lengths, paged_decode
+from .paged import paged_decode
 
 
 @dataclass(frozen=True)

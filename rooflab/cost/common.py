@@ -60,6 +60,24 @@ class KernelCost:
         return self.flops / self.hbm_bytes
 
 
+class SingleKernel:
+    """For a variant that is one launch, held in `self.kernel`: its kernels, FLOPs and bytes."""
+
+    kernel: KernelCost
+
+    @property
+    def kernels(self) -> tuple[KernelCost, ...]:
+        return (self.kernel,)
+
+    @property
+    def flops(self) -> np.ndarray:
+        return self.kernel.flops
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        return self.kernel.hbm_bytes
+
+
 class Cost(Protocol):
     """A variant's cost: the headline FLOPs and bytes, and the kernel launches they come from."""
 
@@ -84,6 +102,14 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1) -> np.ndarray:
         bad = arr[~np.isfinite(arr) | (arr < minimum)].flat[0]
         raise InputError(f"{name} must be >= {minimum:g}, got {bad:g}")
     return arr
+
+
+def whole_number(value: object, what: str, minimum: int = 1) -> int:
+    """`value` as an int, or InputError if it is not a whole number >= minimum (booleans refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or int(value) != value or value < minimum:
+        raise InputError(f"{what} must be a whole number >= {minimum}, got {value}")
+    return int(value)
 
 
 def causal_pairs(q_len: np.ndarray, kv_len: np.ndarray, causal: bool) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType
-from .common import ArrayLike, KernelCost, Variant, as_array, causal_pairs
+from .common import ArrayLike, KernelCost, SingleKernel, Variant, as_array, causal_pairs
 from .parallel import schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
@@ -57,31 +57,19 @@ def choose_tile(gpu: GpuSpec, head_dim: int, dtype: DType = DType.fp16) -> Flash
 
 
 @dataclass(frozen=True)
-class FlashCost:
-    """Cost of one FlashAttention forward launch for one layer."""
+class FlashCost(SingleKernel):
+    """Cost of one FlashAttention forward launch for one layer.
+
+    `hbm_bytes` are the compulsory bytes: Q, K, V, O once, plus the fp32 LSE when `write_lse`.
+    Without the LSE they are the chapter's compulsory bytes (6553.6 FLOP/byte for Llama-3-8B at
+    T = 8192); the LSE adds h T x 4 bytes (6512.9 FLOP/byte).
+    """
 
     kernel: KernelCost
     hbm_bytes_tiled: np.ndarray
     tile: FlashTile
     rescale_flops: np.ndarray
     variant: Variant = Variant.flash
-
-    @property
-    def kernels(self) -> tuple[KernelCost, ...]:
-        return (self.kernel,)
-
-    @property
-    def flops(self) -> np.ndarray:
-        return self.kernel.flops
-
-    @property
-    def hbm_bytes(self) -> np.ndarray:
-        """Compulsory bytes: Q, K, V, O once, plus the fp32 LSE when `write_lse`.
-
-        Without the LSE these are the chapter's compulsory bytes (6553.6 FLOP/byte for Llama-3-8B
-        at T = 8192); the LSE adds h T x 4 bytes (6512.9 FLOP/byte).
-        """
-        return self.kernel.hbm_bytes
 
     @property
     def intensity_tiled(self) -> np.ndarray:

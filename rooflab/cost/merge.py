@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from ..units import FP32_BYTES, DType
-from .common import ArrayLike, KernelCost, Pipe, Variant, as_array
+from .common import ArrayLike, KernelCost, Pipe, SingleKernel, Variant, as_array
 
 #: Scalar work per (token, head) besides the 3d vector FLOPs: max, 2 subtracts, 1 add, 2 divides.
 MERGE_SCALAR_FLOPS = 6
@@ -28,23 +27,11 @@ MERGE_LSE_FLOPS = 2
 
 
 @dataclass(frozen=True)
-class MergeCost:
+class MergeCost(SingleKernel):
     """One merge launch (pairwise or S-way)."""
 
     kernel: KernelCost
     variant: Variant = Variant.merge
-
-    @property
-    def kernels(self) -> tuple[KernelCost, ...]:
-        return (self.kernel,)
-
-    @property
-    def flops(self) -> np.ndarray:
-        return self.kernel.flops
-
-    @property
-    def hbm_bytes(self) -> np.ndarray:
-        return self.kernel.hbm_bytes
 
 
 def merge_pair(tokens: ArrayLike, num_heads: int, head_dim: int, dtype: DType = DType.bf16,

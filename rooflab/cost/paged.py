@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InputError
 from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType
-from .common import ArrayLike, KernelCost, Variant, as_array
+from .common import ArrayLike, KernelCost, Variant, as_array, whole_number
 from .merge import MergeCost, merge_splits
 from .parallel import parallel_fraction
 
@@ -77,15 +77,11 @@ def context_lengths(context_lens: ArrayLike) -> np.ndarray:
 
 
 def check_page_size(page_size: int) -> int:
-    if isinstance(page_size, bool) or int(page_size) != page_size or page_size < 1:
-        raise InputError(f"page size must be a whole number >= 1, got {page_size}")
-    return int(page_size)
+    return whole_number(page_size, "page size")
 
 
 def check_splits(num_splits: int) -> int:
-    if isinstance(num_splits, bool) or int(num_splits) != num_splits or num_splits < 1:
-        raise InputError(f"number of splits must be a whole number >= 1, got {num_splits}")
-    return int(num_splits)
+    return whole_number(num_splits, "number of splits")
 
 
 def _split_tokens(lens: np.ndarray, num_splits: int, page_size: int) -> np.ndarray:
