@@ -114,7 +114,7 @@ def _details(r: Report) -> list[str]:
         if row.kv_bytes is not None:
             bits.append(f"KV bytes read {fmt_bytes(row.kv_bytes)}")
         if row.parallel_fraction is not None:
-            bits.append(f"{row.splits} split(s): the launch reaches {row.parallel_fraction:.0%} of the bandwidth "
+            bits.append(f"{row.splits} split(s): the launch keeps {row.parallel_fraction:.0%} of the GPU busy "
                         f"(t_floor includes this; t_memory does not)")
         if bits:
             lines.append(f"{row.label or row.variant}: " + "; ".join(bits))

@@ -80,7 +80,7 @@ def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilin
            float(np.minimum(np.ceil(np.ceil(lens.max() / page_size) / splits) * page_size, lens.max())), Unit.count,
            "tokens of the longest work unit (one sequence x KV head x split)", "tokens")
     d.step("f", "min(1, h_kv * sum_ctx / (longest * n_sms))", cost.parallel_fraction, Unit.fraction,
-           "share of the bandwidth the launch reaches: one work unit streams at most beta / n_sms")
+           "share of the GPU the launch keeps busy: one work unit streams at most beta / n_sms")
     d.given("E", float(cost.attention.exp_ops), "exps, one per (query head, cached token)",
             number(cost.attention.exp_ops))
     t_attn = d.step("t_attention", floor_formula("F", "pi", "E", "Q_attention", roofs, "f"), attn.t_floor_s,
@@ -100,8 +100,8 @@ def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilin
     d.section(f"The whole model ({model.num_layers} layers)")
     d.step("t_model", "L * t_floor", model.num_layers * pred.t_floor_s, Unit.seconds, "attention of one decode step")
     best = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype)
-    return (f"{int(cost.work_units)} work units for {gpu.num_sms} SMs reach {float(cost.parallel_fraction):.0%} of "
-            f"the bandwidth; rooflab recommends {best} split(s) here (attention {fmt_seconds(t_attn)} per layer)",)
+    return (f"{int(cost.work_units)} work units for {gpu.num_sms} SMs keep {float(cost.parallel_fraction):.0%} of "
+            f"the GPU busy; rooflab recommends {best} split(s) here (attention {fmt_seconds(t_attn)} per layer)",)
 
 
 def explain_merge(d: _Derivation, model: ModelSpec, roofs: Ceilings, tokens: int, dtype: DType) -> tuple[str, ...]:
