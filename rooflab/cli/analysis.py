@@ -9,7 +9,7 @@ import typer
 from ..errors import RooflabError
 from ..render import Format
 from ..units import DType
-from . import (Ceiling, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, Phase, app, friendly,
+from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, Phase, app, friendly,
                parse_lengths)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
@@ -24,14 +24,14 @@ def report(
     gpu: GpuOpt = "h100-sxm",
     phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV.")] = Phase.prefill,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence.")] = 8192,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")] = 1,
+    batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
-    causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")] = False,
+    causal: CausalOpt = False,
     context_len: ContextOpt = None,
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
     splits: Annotated[Optional[int], typer.Option("--splits", help="Decode: split-KV count (default: the one rooflab recommends).")] = None,
-    ceilings: Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")] = Ceiling.datasheet,
+    ceilings: CeilingsOpt = Ceiling.datasheet,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Per-layer FLOPs, HBM bytes, intensity and time floors of attention variants, side by side."""

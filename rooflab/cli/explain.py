@@ -9,7 +9,7 @@ import typer
 
 from ..errors import RooflabError
 from ..units import DType
-from . import (Ceiling, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app, friendly,
+from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app, friendly,
                parse_lengths)
 
 
@@ -33,14 +33,14 @@ def explain(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")] = 1,
+    batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
-    causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")] = False,
+    causal: CausalOpt = False,
     context_len: ContextOpt = None,
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
     splits: Annotated[Optional[int], typer.Option("--splits", help="split_kv: split count (default: the one rooflab recommends).")] = None,
-    ceilings: Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")] = Ceiling.datasheet,
+    ceilings: CeilingsOpt = Ceiling.datasheet,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
