@@ -60,16 +60,17 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], p
     lens = context_lengths(context_lens)
     recommended = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype)
     chosen = check_splits(splits) if splits is not None else max(2, recommended)
-    rows = []
+    rows, costs = [], []
     for s in (1, chosen):
         cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms)
+        costs.append(cost)
         label = "paged" if s == 1 else f"split_kv ({s} splits)"
         rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
                              parallel_fraction=cost.parallel_fraction))
     step = decode_step(model, int(round(lens.mean())), lens.size, dtype, kv_dtype)
     facts = {
         "recommended_splits": recommended,
-        "decode_intensity_flop_per_byte": 2 * model.num_qo_heads / (kv_dtype.bytes * model.num_kv_heads),
+        "decode_intensity_flop_per_byte": float(costs[0].flops / costs[0].kv_bytes),   # 2h / (b h_kv)
         "work_units_unsplit": int(lens.size * model.num_kv_heads),
         "num_sms": gpu.num_sms,
         "attention_flop_share": step.attention_flop_share,

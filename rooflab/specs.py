@@ -106,6 +106,10 @@ class AttentionHeads:
         """Query heads served by one KV head (GQA); 1 for multi-head attention."""
         return self.num_qo_heads // self.num_kv_heads
 
+    def kv_bytes_per_token(self, kv_dtype: DType) -> int:
+        """K and V of one token in one layer: 2 * h_kv * d * b."""
+        return 2 * self.num_kv_heads * self.head_dim * kv_dtype.bytes
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -148,7 +152,7 @@ class ModelSpec:
 
     def kv_bytes_per_token(self, kv_dtype: DType) -> int:
         """K and V of one token across all layers: 2 * L * h_kv * d * b."""
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * kv_dtype.bytes
+        return self.num_layers * self.heads.kv_bytes_per_token(kv_dtype)
 
     @property
     def derived_parameters(self) -> int:

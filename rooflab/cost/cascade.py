@@ -100,7 +100,7 @@ def breakeven_prefix_len(heads: AttentionHeads | ModelSpec, num_requests: int, p
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
     if num_requests < 2:
         return 0
-    kv_token = 2 * heads.num_kv_heads * heads.head_dim * (kv_dtype or dtype).bytes
+    kv_token = heads.kv_bytes_per_token(kv_dtype or dtype)
     gain_per_token = (num_requests - 1) * kv_token
     overhead = gain_per_token - float(cascade_decode(heads, 1, [1] * num_requests, page_size, dtype,
                                                      kv_dtype).saved_bytes)

@@ -100,8 +100,8 @@ def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch:
             num_splits: int, fraction: np.ndarray, units: np.ndarray, dtype: DType,
             kv_dtype: DType) -> DecodeCost:
     """The byte and FLOP count shared by the ragged and the uniform entry points."""
-    h, h_kv, d = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim
-    kv_bytes = 2 * h_kv * d * kv_dtype.bytes * tokens          # K and V: [pages, h_kv, page, d] each
+    h, d = heads.num_qo_heads, heads.head_dim
+    kv_bytes = heads.kv_bytes_per_token(kv_dtype) * tokens     # K and V: [pages, h_kv, page, d] each
     table_bytes = INT32_BYTES * (pages + batch)                 # block table and context lengths
     q_bytes = batch * h * d * dtype.bytes                       # [B, h, d]
     flops = 4 * h * d * tokens
