@@ -1,12 +1,16 @@
 """What fits: the KV budget, concurrent sequences (paged and contiguous), the longest context.
 
 For a GPU of capacity C, a memory-utilisation fraction u, an activation reserve A and
-weights W (all parameters, every expert, in the weight dtype):
+weights W (all parameters, every expert, in the weight dtype), with the model split
+`tp` ways by head (tensor parallelism; every figure below is per GPU):
 
-    KV budget      = u C - W - A
-    KV per token   = 2 L h_kv d b_kv            (128 KiB for Llama-3-8B in fp16)
+    KV budget      = u C - W / tp - A
+    KV per token   = 2 L (h_kv / tp) d b_kv     (128 KiB for Llama-3-8B in fp16, tp = 1;
+                                                 h_kv / tp is 1 once tp > h_kv: KV heads are replicated)
     paged          sequences = floor(budget / (page x KV per token)) // ceil(context / page)
     contiguous     sequences = floor(budget / (max_len x KV per token)), max_len reserved per request
+    shared prefix  sequences = (blocks - floor(P / page)) // ceil((context - floor(P / page) page) / page)
+                   when every request starts with the same P-token prefix, stored once in whole blocks
     longest        one sequence using every block: floor(budget / block) x page
 
 Sources: ../shared/seeds/flash-and-paged-attention.txt (paging avoids reserving a
@@ -50,6 +54,10 @@ class CapacityPlan:
     max_sequences_contiguous: int
     max_context_len: int
     naive_prefill_max_seq_len: int
+    tensor_parallel: int = 1
+    kv_heads_per_gpu: int = 0
+    shared_prefix_len: int = 0
+    max_sequences_shared_prefix: int = 0
     reason: Optional[str] = None
 
     @property
@@ -66,26 +74,37 @@ class CapacityPlan:
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType = DType.fp16,
                   kv_dtype: DType | None = None, gpu_memory_utilization: float = 0.9,
                   activation_reserve_bytes: int = 0, page_size: int = 16,
-                  max_model_len: int | None = None) -> CapacityPlan:
+                  max_model_len: int | None = None, tensor_parallel: int = 1,
+                  shared_prefix_len: int = 0) -> CapacityPlan:
     """How many sequences of `context_len` tokens fit on `gpu` serving `model`.
 
-    A workload that does not fit is an answer (0 sequences and the reason); inputs out of range
-    and weights that do not fit at all are errors.
+    With `tensor_parallel` > 1 the model is split by head over that many GPUs of the same
+    kind; bytes are per GPU and sequences are those the whole group serves. `shared_prefix_len`
+    is a prefix (a system prompt) every request starts with. A workload that does not fit is
+    an answer (0 sequences and the reason); inputs out of range and weights that do not fit
+    at all are errors.
     """
     kv_dtype = kv_dtype or weight_dtype
     _check(context_len, gpu_memory_utilization, activation_reserve_bytes, page_size, max_model_len)
+    if not 0 <= shared_prefix_len <= context_len:
+        raise InputError(f"shared prefix length must be in [0, context length {context_len:,}], "
+                         f"got {shared_prefix_len:,}")
+    heads = model.heads.shard(tensor_parallel)
     max_len = max_model_len or model.max_context_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = model.total_parameters * weight_dtype.bytes
+    weights = -(-model.total_parameters * weight_dtype.bytes // tensor_parallel)
     if weights >= usable:
-        raise InputError(f"{model.name} weights ({fmt_bytes(weights)} in {weight_dtype}) do not fit in "
-                         f"{fmt_bytes(usable)} usable on {gpu.name} (utilisation {gpu_memory_utilization:g})")
+        split = f" split {tensor_parallel} ways" if tensor_parallel > 1 else ""
+        raise InputError(f"{model.name} weights ({fmt_bytes(weights)} per GPU in {weight_dtype}{split}) do not fit "
+                         f"in {fmt_bytes(usable)} usable on {gpu.name} (utilisation {gpu_memory_utilization:g})")
     budget = max(0, usable - weights - activation_reserve_bytes)
-    per_token = model.kv_bytes_per_token(kv_dtype)
+    per_token = model.kv_bytes_per_token(kv_dtype, tensor_parallel)
     block = page_size * per_token
     blocks = budget // block
     per_sequence = -(-context_len // page_size)
     paged = blocks // per_sequence
+    shared = shared_prefix_len // page_size
+    with_prefix = (blocks - shared) // -(-(context_len - shared * page_size) // page_size) if blocks > shared else 0
     reserve = max(max_len, context_len)
     contiguous = budget // (reserve * per_token)
     reason = _reason(budget, activation_reserve_bytes, paged, context_len, blocks * page_size, max_len)
@@ -96,9 +115,41 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype
         weights_bytes=weights, kv_bytes_per_token=per_token, kv_budget_bytes=budget, block_bytes=block,
         num_blocks=blocks, blocks_per_sequence=per_sequence, max_sequences_paged=paged,
         max_sequences_contiguous=contiguous, max_context_len=blocks * page_size,
-        naive_prefill_max_seq_len=naive_max_seq_len(model, gpu, 1, weight_dtype, weight_dtype),
-        reason=reason,
+        naive_prefill_max_seq_len=naive_max_seq_len(model, gpu, 1, weight_dtype, weight_dtype, tensor_parallel),
+        tensor_parallel=tensor_parallel, kv_heads_per_gpu=heads.num_kv_heads,
+        shared_prefix_len=shared_prefix_len, max_sequences_shared_prefix=with_prefix, reason=reason,
     )
+
+
+def tensor_parallel_sizes(model: ModelSpec, limit: int = 8) -> list[int]:
+    """The split sizes up to `limit` GPUs the model's heads allow (AttentionHeads.shard), smallest first."""
+    sizes = []
+    for tp in range(1, limit + 1):
+        try:
+            model.heads.shard(tp)
+        except InputError:
+            continue
+        sizes.append(tp)
+    return sizes
+
+
+def smallest_deployment(model: ModelSpec, gpu: GpuSpec, context_len: int, limit: int = 8,
+                        **options) -> CapacityPlan:
+    """The plan with the fewest GPUs (tensor parallel, up to `limit`) that serves one `context_len` sequence.
+
+    `options` are plan_capacity's (weight_dtype, kv_dtype, page_size, ...). Raises InputError,
+    naming the largest split tried, when no split up to `limit` fits.
+    """
+    sizes = tensor_parallel_sizes(model, limit)
+    for tp in sizes:
+        try:
+            plan = plan_capacity(model, gpu, context_len, tensor_parallel=tp, **options)
+        except InputError:
+            continue
+        if plan.max_sequences_paged > 0:
+            return plan
+    raise InputError(f"{model.name} does not serve one {context_len:,}-token sequence on up to "
+                     f"{sizes[-1] if sizes else 1} x {gpu.name}")
 
 
 def _check(context_len: int, utilization: float, reserve: int, page_size: int, max_len: int | None) -> None:

@@ -102,6 +102,7 @@ class SharedPrefix:
     ref_count: int
     private_blocks: int
     unshared_blocks: int
+    page_size: int = 1
 
     @property
     def total_blocks(self) -> int:
@@ -110,6 +111,16 @@ class SharedPrefix:
     @property
     def saved_blocks(self) -> int:
         return self.unshared_blocks - self.total_blocks
+
+    @property
+    def saved_slots(self) -> int:
+        """Token slots sharing frees; times a model's KV bytes per token, the bytes it frees."""
+        return self.saved_blocks * self.page_size
+
+    @property
+    def saving(self) -> float:
+        """Share of the unshared blocks that sharing frees."""
+        return self.saved_blocks / self.unshared_blocks
 
 
 def shared_prefix_blocks(prefix_len: int, suffix_lens: Sequence[int], page_size: int) -> SharedPrefix:
@@ -126,7 +137,7 @@ def shared_prefix_blocks(prefix_len: int, suffix_lens: Sequence[int], page_size:
     tail = prefix_len - shared * page
     private = sum(-(-(tail + s) // page) for s in suffixes)
     unshared = sum(-(-(prefix_len + s) // page) for s in suffixes)
-    return SharedPrefix(shared, len(suffixes), private, unshared)
+    return SharedPrefix(shared, len(suffixes), private, unshared, page)
 
 
 def reusable_prefix_len(common_prefix_len: int, page_size: int) -> int:

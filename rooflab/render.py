@@ -200,7 +200,15 @@ def render_capacity(plan: "CapacityPlan", fmt: Format = Format.table) -> str:
         ("longest single context", f"{plan.max_context_len:,} tokens"),
         ("naive prefill ceiling", f"{plan.naive_prefill_max_seq_len:,} tokens (S and P of one layer beside the weights)"),
     ]
-    title = f"{plan.model} on {plan.gpu}: sequences of {plan.context_len:,} tokens, page size {plan.page_size}"
+    if plan.shared_prefix_len:
+        lines.insert(7, ("sequences, shared prefix", f"{plan.max_sequences_shared_prefix:,} (the first "
+                                                     f"{plan.shared_prefix_len:,} tokens stored once)"))
+    where = plan.gpu
+    if plan.tensor_parallel > 1:
+        where = f"{plan.tensor_parallel} x {plan.gpu}"
+        lines.insert(0, ("tensor parallel", f"{plan.tensor_parallel} GPUs, {plan.kv_heads_per_gpu} KV head(s) each; "
+                                            "memory figures are per GPU"))
+    title = f"{plan.model} on {where}: sequences of {plan.context_len:,} tokens, page size {plan.page_size}"
     tail = [f"answer: {plan.reason}"] if plan.reason else []
     if fmt is Format.markdown:
         body = "\n".join(["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in lines])

@@ -142,3 +142,23 @@ class Report:
         out["notes"] = list(self.notes)
         out["rows"] = [r.to_dict() for r in self.rows]
         return out
+
+    def to_frame(self, breakdown: bool = False):
+        """The rows as a pandas DataFrame indexed by variant label; `breakdown` gives one row per launch.
+
+        Columns are the Row (or KernelRow) fields that some row fills, in SI units, per layer.
+        """
+        import pandas as pd  # pandas is slow to import and only notebooks need it
+
+        if breakdown:
+            records = [dict(variant=r.label or r.variant, **dataclasses.asdict(k)) for r in self.rows for k in r.kernels]
+            return pd.DataFrame(records).set_index(["variant", "kernel"])
+        records = []
+        for r in self.rows:
+            record = r.to_dict()
+            record.pop("kernels", None)
+            if "tile" in record:
+                record["tile"] = "{block_q}x{block_kv}".format(**record["tile"])
+            record["variant"] = r.label or r.variant
+            records.append(record)
+        return pd.DataFrame(records).drop(columns="label", errors="ignore").set_index("variant")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import SpecError
+from .errors import InputError, SpecError
 from .units import DType
 
 
@@ -110,6 +110,25 @@ class AttentionHeads:
         """K and V of one token in one layer: 2 * h_kv * d * b."""
         return 2 * self.num_kv_heads * self.head_dim * kv_dtype.bytes
 
+    def shard(self, tensor_parallel: int) -> AttentionHeads:
+        """The heads one GPU holds when the layer is split `tensor_parallel` ways by head.
+
+        Query heads divide evenly: h / tp each. KV heads divide too while tp <= h_kv; past
+        that every GPU keeps one whole KV head, so each KV head is replicated tp / h_kv times
+        (the Megatron / vLLM rule, which needs tp to be a multiple of h_kv there).
+        """
+        tp = tensor_parallel
+        if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+            raise InputError(f"tensor parallel size must be a whole number >= 1, got {tp!r}")
+        if self.num_qo_heads % tp:
+            raise InputError(f"tensor parallel size {tp} does not divide the {self.num_qo_heads} query heads")
+        if tp <= self.num_kv_heads and self.num_kv_heads % tp:
+            raise InputError(f"tensor parallel size {tp} does not divide the {self.num_kv_heads} KV heads")
+        if tp > self.num_kv_heads and tp % self.num_kv_heads:
+            raise InputError(f"tensor parallel size {tp} is not a multiple of the {self.num_kv_heads} KV heads, "
+                             "so they cannot be replicated evenly")
+        return AttentionHeads(self.num_qo_heads // tp, max(1, self.num_kv_heads // tp), self.head_dim)
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -150,9 +169,9 @@ class ModelSpec:
         """Query heads served by one KV head (GQA); 1 for multi-head attention."""
         return self.num_qo_heads // self.num_kv_heads
 
-    def kv_bytes_per_token(self, kv_dtype: DType) -> int:
-        """K and V of one token across all layers: 2 * L * h_kv * d * b."""
-        return self.num_layers * self.heads.kv_bytes_per_token(kv_dtype)
+    def kv_bytes_per_token(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
+        """K and V of one token across all layers, on one GPU of `tensor_parallel`: 2 * L * h_kv/tp * d * b."""
+        return self.num_layers * self.heads.shard(tensor_parallel).kv_bytes_per_token(kv_dtype)
 
     @property
     def derived_parameters(self) -> int:

@@ -57,14 +57,20 @@ class Measurement:
         """Decode context lengths, expanded from "LxB" or "L1;L2;...")."""
         return parse_context_lens(self.context_lens)
 
-    def describe(self) -> str:
+    def shape(self) -> str:
+        """The workload without the kernel and implementation: rows of peers on one shape share it."""
         if self.kernel in ("paged", "split_kv"):
-            shape = f"ctx {self.context_lens} page {self.page_size} splits {self.splits}"
+            lens = self.context_lens if len(self.context_lens) <= 24 else \
+                f"ragged {len(self.lengths())} seqs, {sum(self.lengths()):,} tokens"
+            shape = f"ctx {lens} page {self.page_size} splits {self.splits}"
         elif self.kernel == "merge":
             shape = f"{self.tokens} tokens"
         else:
             shape = f"T={self.seq_len} b={self.batch}" + (" causal" if self.causal else "")
-        return f"{self.kernel}/{self.impl} {self.num_qo_heads}/{self.num_kv_heads}x{self.head_dim} {self.dtype} {shape}"
+        return f"{self.num_qo_heads}/{self.num_kv_heads}x{self.head_dim} {self.dtype} {shape}"
+
+    def describe(self) -> str:
+        return f"{self.kernel}/{self.impl} {self.shape()}"
 
 
 FIELDS = [f.name for f in dataclasses.fields(Measurement)]

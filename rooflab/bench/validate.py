@@ -119,6 +119,7 @@ class RowResult:
     floor_calibrated_s: float
     held_out: bool
     predicted_s: Optional[float] = None
+    shape: str = ""
 
     @property
     def error(self) -> Optional[float]:
@@ -158,6 +159,25 @@ class Validation:
             "groups": [asdict(g) for g in self.groups],
             "rows": [dict(asdict(r), error=r.error) for r in self.rows],
         }
+
+    def summary_frame(self):
+        """One row per (kernel, impl) as a pandas DataFrame: floor fractions, fit and held-out errors."""
+        import pandas as pd
+
+        records = []
+        for g in self.groups:
+            record = {k: v for k, v in asdict(g).items() if k != "fit"}
+            record.update(overhead_s=g.fit.overhead_s if g.fit else None,
+                          efficiency=g.fit.efficiency if g.fit else None,
+                          units_per_sm=g.fit.units_per_sm if g.fit else None)
+            records.append(record)
+        return pd.DataFrame(records).set_index(["kernel", "impl"])
+
+    def rows_frame(self):
+        """Every measurement beside its floors and prediction, as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame([dict(asdict(r), error=r.error) for r in self.rows])
 
 
 def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
@@ -210,7 +230,7 @@ def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: Gpu
     results = [
         RowResult(m.describe(), kernel, impl, float(measured[i]), float(flops[i]), float(nbytes[i]),
                   float(floors_ds[i]), float(floors_cal[i]), bool(held[i]),
-                  None if predicted is None else float(predicted[i]))
+                  None if predicted is None else float(predicted[i]), m.shape())
         for i, m in enumerate(members)
     ]
     errors = np.array([r.error for r in results if r.held_out and r.error is not None])

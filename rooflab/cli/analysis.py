@@ -65,6 +65,8 @@ def capacity(
     utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
     reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", help="Memory kept for activations and workspace, GiB.")] = 0.0,
     max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
+    tensor_parallel: Annotated[int, typer.Option("--tensor-parallel", "--tp", help="GPUs the model is split over by head; memory figures are per GPU.")] = 1,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """How many sequences fit: KV budget, paged against contiguous reservation, longest context."""
@@ -74,7 +76,7 @@ def capacity(
     from ..units import GiB
 
     plan = plan_capacity(load_model(model), load_gpu(gpu), context_len, weight_dtype, kv_dtype, utilization,
-                         int(reserve_gib * GiB), page_size, max_model_len)
+                         int(reserve_gib * GiB), page_size, max_model_len, tensor_parallel, shared_prefix)
     typer.echo(render_capacity(plan, fmt), nl=False)
 
 

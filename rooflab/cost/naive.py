@@ -99,23 +99,25 @@ def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
 
 
 def naive_max_seq_len(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
-                      weight_dtype: DType | None = None) -> int:
+                      weight_dtype: DType | None = None, tensor_parallel: int = 1) -> int:
     """Longest T whose naive prefill fits in device memory next to the model's weights.
 
     Solves B (2 h T^2 b + (2h + 2h_kv) T d b) <= capacity - weights for T: the
-    working set of one layer (S and P alive together, with Q, K, V, O). Returns 0
-    when the weights alone do not fit.
+    working set of one layer (S and P alive together, with Q, K, V, O). With tensor
+    parallelism each GPU holds weights / tp and the heads of AttentionHeads.shard(tp).
+    Returns 0 when the weights alone do not fit.
     """
     weight_dtype = weight_dtype or dtype
     if batch < 1:
         raise InputError(f"batch must be >= 1, got {batch}")
-    free = gpu.hbm_capacity_bytes - model.total_parameters * weight_dtype.bytes
+    heads = model.heads.shard(tensor_parallel)
+    free = gpu.hbm_capacity_bytes - model.total_parameters * weight_dtype.bytes / tensor_parallel
     if free <= 0:
         return 0
-    e, d = dtype.bytes, model.head_dim
-    a = batch * 2 * model.num_qo_heads * e
-    lin = batch * (2 * model.num_qo_heads + 2 * model.num_kv_heads) * d * e
+    e, d = dtype.bytes, heads.head_dim
+    a = batch * 2 * heads.num_qo_heads * e
+    lin = batch * (2 * heads.num_qo_heads + 2 * heads.num_kv_heads) * d * e
     t = int((-lin + np.sqrt(lin * lin + 4 * a * free)) / (2 * a))
-    while t > 0 and float(naive_prefill(model, t, batch, dtype).working_set_bytes) > free:
+    while t > 0 and float(naive_prefill(heads, t, batch, dtype).working_set_bytes) > free:
         t -= 1  # guard the float rounding of the square root
     return t
