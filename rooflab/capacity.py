@@ -56,6 +56,7 @@ class CapacityPlan:
     naive_prefill_max_seq_len: int
     tensor_parallel: int = 1
     kv_heads_per_gpu: int = 0
+    hbm_bytes: int = 0
     shared_prefix_len: int = 0
     max_sequences_shared_prefix: int = 0
     reason: Optional[str] = None
@@ -116,7 +117,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype
         num_blocks=blocks, blocks_per_sequence=per_sequence, max_sequences_paged=paged,
         max_sequences_contiguous=contiguous, max_context_len=blocks * page_size,
         naive_prefill_max_seq_len=naive_max_seq_len(model, gpu, 1, weight_dtype, weight_dtype, tensor_parallel),
-        tensor_parallel=tensor_parallel, kv_heads_per_gpu=heads.num_kv_heads,
+        tensor_parallel=tensor_parallel, kv_heads_per_gpu=heads.num_kv_heads, hbm_bytes=gpu.hbm_capacity_bytes,
         shared_prefix_len=shared_prefix_len, max_sequences_shared_prefix=with_prefix, reason=reason,
     )
 

@@ -116,6 +116,7 @@ ContextOpt = Annotated[Optional[list[str]], typer.Option(
                                 "for a ragged batch (default 8192).")]
 PageOpt = Annotated[int, typer.Option("--page-size", help="Tokens per KV-cache page (block).")]
 KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element type of the KV cache (default: --dtype).")]
+TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", help="GPUs the model is split over by head; memory figures are per GPU.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")]
 CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")]
 CeilingsOpt = Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]

@@ -9,8 +9,8 @@ import typer
 from ..errors import RooflabError
 from ..render import Format
 from ..units import DType
-from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, Phase, app, friendly,
-               parse_lengths)
+from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt, ModelOpt,
+               PageOpt, Phase, TensorParallelOpt, app, friendly, parse_lengths)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -65,7 +65,7 @@ def capacity(
     utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
     reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", help="Memory kept for activations and workspace, GiB.")] = 0.0,
     max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
-    tensor_parallel: Annotated[int, typer.Option("--tensor-parallel", "--tp", help="GPUs the model is split over by head; memory figures are per GPU.")] = 1,
+    tensor_parallel: TensorParallelOpt = 1,
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
     fmt: FormatOpt = Format.table,
 ) -> None:

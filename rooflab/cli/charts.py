@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..units import DType
-from . import DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app, friendly, parse_lengths
+from . import DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, TensorParallelOpt, app, friendly, parse_lengths
 
 plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
                        add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -133,6 +133,7 @@ def plot_capacity(
     kv_dtype: KvDTypeOpt = None,
     utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
     max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
+    tensor_parallel: TensorParallelOpt = 1,
     output: _output_opt("capacity.png") = None,
 ) -> None:
     """Concurrent sequences against context length: paged KV cache against contiguous max-length reservation."""
@@ -140,7 +141,7 @@ def plot_capacity(
     from ..plot import capacity_chart, capacity_sweep
 
     sweep = capacity_sweep(load_model(model), load_gpu(gpu), page_size, weight_dtype, kv_dtype, utilization,
-                           max_model_len)
+                           max_model_len, tensor_parallel)
     _save(capacity_chart(sweep), output, "capacity.png")
 
 

@@ -17,12 +17,12 @@ from .save import FORMATS, save_figure
 from .series import (DECODE_BATCHES, MERGE_TOKENS, CapacitySweep, DecodeSweep, GpuRoofs, MeasuredPoint,
                      MemoryLine, MemorySweep, RooflineData, RooflinePoint, TimeSweep, capacity_sweep,
                      decode_sweep, gpu_roofs, memory_sweep, roofline_data, time_sweep)
-from .sweeps import capacity_chart, decode_chart, memory_chart, time_chart
+from .sweeps import budget_chart, capacity_chart, decode_chart, memory_chart, time_chart
 from .validation import validation_chart
 
 __all__ = [
     "roofline_data", "roofline_chart", "memory_sweep", "memory_chart", "time_sweep", "time_chart",
-    "decode_sweep", "decode_chart", "capacity_sweep", "capacity_chart", "save_figure", "FORMATS",
+    "decode_sweep", "decode_chart", "capacity_sweep", "capacity_chart", "budget_chart", "save_figure", "FORMATS",
     "MeasuredPoint", "RooflinePoint", "RooflineData", "GpuRoofs", "gpu_roofs", "MemorySweep", "MemoryLine",
     "TimeSweep", "DecodeSweep", "CapacitySweep", "DECODE_BATCHES", "MERGE_TOKENS", "validation_chart",
 ]

@@ -305,21 +305,23 @@ class CapacitySweep:
     paged: np.ndarray
     contiguous: np.ndarray
     longest_context: int
+    tensor_parallel: int = 1
 
 
 def capacity_sweep(model: ModelSpec, gpu: GpuSpec, page_size: int = 16, weight_dtype: DType = DType.fp16,
                    kv_dtype: Optional[DType] = None, gpu_memory_utilization: float = 0.9,
-                   max_model_len: Optional[int] = None) -> CapacitySweep:
+                   max_model_len: Optional[int] = None, tensor_parallel: int = 1) -> CapacitySweep:
     """plan_capacity at each context length, from 256 tokens to the longest single context that fits."""
     first = plan_capacity(model, gpu, 256, weight_dtype, kv_dtype, gpu_memory_utilization,
-                          page_size=page_size, max_model_len=max_model_len)
+                          page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
     hi = max(_pow2_at_least(first.max_context_len), 2 * _pow2_at_least(first.max_model_len))
     lens = length_grid(256, hi, per_octave=32)
     plans = [plan_capacity(model, gpu, int(n), weight_dtype, kv_dtype, gpu_memory_utilization,
-                           page_size=page_size, max_model_len=max_model_len) for n in lens]
+                           page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
+             for n in lens]
     return CapacitySweep(model.display_name, gpu.display_name, weight_dtype, kv_dtype or weight_dtype,
                          int(page_size), first.max_model_len, gpu_memory_utilization,
                          float(first.kv_budget_bytes), lens,
                          np.array([p.max_sequences_paged for p in plans], dtype=np.float64),
                          np.array([p.max_sequences_contiguous for p in plans], dtype=np.float64),
-                         first.max_context_len)
+                         first.max_context_len, tensor_parallel)

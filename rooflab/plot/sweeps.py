@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter
 
-from ..units import fmt_bytes, fmt_seconds
+from ..capacity import CapacityPlan
+from ..units import GiB, fmt_bytes, fmt_seconds
 from .series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
 from .style import (GPU_COLORS, VARIANT_COLORS, bytes_formatter, new_figure, plain_log_formatter,
                     seconds_formatter, title, token_axis)
@@ -152,8 +155,52 @@ def capacity_chart(sweep: CapacitySweep) -> Figure:
     _log_y(ax, plain_log_formatter())
     ax.set_ylabel("concurrent sequences (count)")
     kv = f", KV cache {sweep.kv_dtype.value}" if sweep.kv_dtype != sweep.weight_dtype else ""
-    title(ax, f"Sequences that fit: {sweep.model} on {sweep.gpu}",
-          f"weights {sweep.weight_dtype.value}{kv}; KV budget {fmt_bytes(sweep.kv_budget_bytes)}: "
+    where, per_gpu = sweep.gpu, ""
+    if sweep.tensor_parallel > 1:
+        where, per_gpu = f"{sweep.tensor_parallel} x {sweep.gpu}", f" per GPU, weights split {sweep.tensor_parallel} ways"
+    title(ax, f"Sequences that fit: {sweep.model} on {where}",
+          f"weights {sweep.weight_dtype.value}{kv}; KV budget {fmt_bytes(sweep.kv_budget_bytes)}{per_gpu}: "
           f"{sweep.gpu_memory_utilization:.0%} of HBM less the weights")
     ax.legend(loc="upper right", fontsize=9, framealpha=0.92)
+    return fig
+
+
+#: Colours of the parts of one GPU's memory in budget_chart.
+BUDGET_COLORS = {"weights": "#7F7F7F", "activation reserve": "#E69F00", "KV budget": VARIANT_COLORS["paged"],
+                 "kept free": "#DDDDDD"}
+
+
+def budget_chart(plans: Sequence[CapacityPlan]) -> Figure:
+    """One bar per deployment: a GPU's memory split into weights, activation reserve, KV budget and the rest.
+
+    Each bar is one GPU of the deployment (plans with tensor_parallel > 1 hold 1/tp of the weights);
+    the label gives the concurrent sequences the KV budget holds at the plan's context length.
+    """
+    if not plans:
+        raise ValueError("budget_chart needs at least one capacity plan")
+    fig, ax = new_figure((10.0, 1.4 + 0.62 * len(plans)))
+    labels, drawn = [], set()
+    for i, plan in enumerate(plans):
+        where = f"{plan.tensor_parallel} x {plan.gpu}" if plan.tensor_parallel > 1 else plan.gpu
+        labels.append(f"{plan.model} on {where}")
+        parts = {"weights": plan.weights_bytes, "activation reserve": plan.activation_reserve_bytes,
+                 "KV budget": plan.kv_budget_bytes, "kept free": max(0, plan.hbm_bytes - plan.usable_bytes)}
+        left = 0.0
+        for name, size in parts.items():
+            if size <= 0:
+                continue
+            ax.barh(i, size / GiB, left=left / GiB, color=BUDGET_COLORS[name], edgecolor="white",
+                    label=None if name in drawn else name, gid=f"bar:{i}:{name}")
+            drawn.add(name)
+            left += size
+        ax.annotate(f"{plan.max_sequences_paged:,} x {plan.context_len:,} tokens", (left / GiB, i),
+                    xytext=(6, 0), textcoords="offset points", va="center", fontsize=9)
+    ax.set_yticks(range(len(plans)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(p.hbm_bytes for p in plans) / GiB * 1.32)
+    ax.set_xlabel("memory of one GPU (GiB)")
+    ax.grid(False, axis="y")
+    title(ax, "Where each GPU's memory goes", "weights per GPU, then the KV cache; the label counts the "
+              "sequences the KV budget holds (paged)")
+    fig.legend(loc="outside lower center", fontsize=9, ncols=4, frameon=False)
     return fig
