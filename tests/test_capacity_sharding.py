@@ -198,6 +198,12 @@ def test_validation_frames():
     flash = rows[(rows.kernel == "flash")].pivot_table(index="shape", columns="impl", values="measured_s")
     assert {"rooflab", "torch_flash", "torch_cudnn"} <= set(flash.columns)
     assert flash["rooflab"].notna().all()
+    # the workload columns come from the measurement each row was predicted from
+    by_config = {m.describe(): m for m in measurements}
+    for record in rows.to_dict("records"):
+        m = by_config[record["config"]]
+        assert (record["splits"], record["context_lens"], record["seq_len"]) == (m.splits, m.context_lens, m.seq_len)
+    assert "measurement" not in v.to_dict()["rows"][0]
 
 
 # --- charts -----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ the way rooflab recommends, since those libraries choose their own split counts.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
@@ -105,6 +105,11 @@ def fit_overhead_efficiency(floor_s: np.ndarray, measured_s: np.ndarray) -> Fit:
     return Fit(float(c0), float(1 / a))
 
 
+#: The workload fields of a Measurement that Validation.rows_frame adds to each row.
+WORKLOAD_COLUMNS = ("dtype", "kv_dtype", "batch", "num_qo_heads", "num_kv_heads", "head_dim", "seq_len",
+                    "context_lens", "causal", "page_size", "splits", "tokens")
+
+
 @dataclass(frozen=True)
 class RowResult:
     """One measurement beside its predictions."""
@@ -120,6 +125,12 @@ class RowResult:
     held_out: bool
     predicted_s: Optional[float] = None
     shape: str = ""
+    measurement: Optional[Measurement] = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "measurement"}
+        out["error"] = self.error
+        return out
 
     @property
     def error(self) -> Optional[float]:
@@ -157,7 +168,7 @@ class Validation:
         return {
             "gpu": self.gpu, "ceilings": self.ceilings, "meta": self.meta,
             "groups": [asdict(g) for g in self.groups],
-            "rows": [dict(asdict(r), error=r.error) for r in self.rows],
+            "rows": [r.to_dict() for r in self.rows],
         }
 
     def summary_frame(self):
@@ -174,10 +185,19 @@ class Validation:
         return pd.DataFrame(records).set_index(["kernel", "impl"])
 
     def rows_frame(self):
-        """Every measurement beside its floors and prediction, as a pandas DataFrame."""
+        """Every measurement beside its floors and prediction, as a pandas DataFrame.
+
+        Columns: RowResult's fields and error, then the measurement's workload (WORKLOAD_COLUMNS).
+        """
         import pandas as pd
 
-        return pd.DataFrame([dict(asdict(r), error=r.error) for r in self.rows])
+        records = []
+        for r in self.rows:
+            record = r.to_dict()
+            if r.measurement is not None:
+                record.update({k: getattr(r.measurement, k) for k in WORKLOAD_COLUMNS})
+            records.append(record)
+        return pd.DataFrame(records)
 
 
 def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
@@ -230,7 +250,7 @@ def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: Gpu
     results = [
         RowResult(m.describe(), kernel, impl, float(measured[i]), float(flops[i]), float(nbytes[i]),
                   float(floors_ds[i]), float(floors_cal[i]), bool(held[i]),
-                  None if predicted is None else float(predicted[i]), m.shape())
+                  None if predicted is None else float(predicted[i]), m.shape(), m)
         for i, m in enumerate(members)
     ]
     errors = np.array([r.error for r in results if r.held_out and r.error is not None])
