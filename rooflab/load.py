@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import os
 import re
 import types
 import typing
@@ -191,8 +192,12 @@ def available(kind: str) -> list[str]:
     return sorted(p.stem for p in data_dir(kind).glob("*.yaml"))
 
 
-def spec_path(kind: str, label: str, ref: str) -> Path:
-    """The YAML file a reference names: a path as given, or a bundled spec by name."""
+def spec_path(kind: str, label: str, ref: str | os.PathLike) -> Path:
+    """The YAML file a reference names: a path as given (str or Path), or a bundled spec by name."""
+    if isinstance(ref, os.PathLike):
+        ref = os.fspath(ref)
+    if not isinstance(ref, str):
+        raise UnknownNameError(label, repr(ref), available(kind), None)
     if _looks_like_path(ref):
         path = Path(ref).expanduser()
         if not path.is_file():
@@ -216,12 +221,12 @@ def _load_model(path: Path) -> ModelSpec:
     return _spec_from_file(ModelSpec, path)
 
 
-def load_gpu(ref: str) -> GpuSpec:
+def load_gpu(ref: str | os.PathLike) -> GpuSpec:
     """A GPU by bundled name (see `rooflab list gpus`) or by path to a YAML file."""
     return _load_gpu(spec_path("hardware", "GPU", ref).resolve())
 
 
-def load_model(ref: str) -> ModelSpec:
+def load_model(ref: str | os.PathLike) -> ModelSpec:
     """A model by bundled name (see `rooflab list models`) or by path to a YAML file."""
     return _load_model(spec_path("models", "model", ref).resolve())
 

@@ -58,11 +58,12 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], p
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype, ceilings)
     lens = context_lengths(context_lens)
-    recommended = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype)
+    slots = gpu.decode_slots_per_sm
+    recommended = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, slots)
     chosen = check_splits(splits) if splits is not None else max(2, recommended)
     rows, costs = [], []
     for s in (1, chosen):
-        cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms)
+        cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms, slots)
         costs.append(cost)
         label = "paged" if s == 1 else f"split_kv ({s} splits)"
         rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
@@ -73,6 +74,7 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], p
         "decode_intensity_flop_per_byte": float(costs[0].flops / costs[0].kv_bytes),   # 2h / (b h_kv)
         "work_units_unsplit": int(lens.size * model.num_kv_heads),
         "num_sms": gpu.num_sms,
+        "decode_units_per_sm": slots,
         "attention_flop_share": step.attention_flop_share,
         "flops_per_token": step.flops_per_token,
         "weight_bytes_per_step": step.weight_bytes_per_step,

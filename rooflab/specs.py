@@ -55,6 +55,7 @@ class GpuSpec:
     exp_per_s: Optional[float] = None
     interconnect_bytes_per_s: Optional[float] = None
     compute_capability: Optional[str] = None
+    decode_units_per_sm: Optional[float] = None
     measured: Optional[MeasuredCeilings] = None
 
     def check(self) -> None:
@@ -62,6 +63,15 @@ class GpuSpec:
         if "fp16" not in self.dense_tensor_flop_per_s:
             raise SpecError(self.name, "dense_tensor_flop_per_s", self.dense_tensor_flop_per_s,
                             "must give at least the fp16 rate")
+
+    @property
+    def decode_slots_per_sm(self) -> float:
+        """Decode work units one SM runs at once in the parallelism model (cost/parallel.py).
+
+        The value `rooflab validate` fitted to rooflab's paged and split-KV kernels on this GPU
+        where the YAML records one (decode_units_per_sm), else 1.
+        """
+        return self.decode_units_per_sm or 1.0
 
     def has_rate(self, dtype: DType) -> bool:
         return dtype.rate_key in self.dense_tensor_flop_per_s or dtype is DType.fp32

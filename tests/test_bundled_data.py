@@ -81,3 +81,53 @@ def test_validate_cli_on_bundled_data():
     assert doc["gpu"] == "h200-sxm" and doc["ceilings"] == "calibrated"
     table = CliRunner().invoke(app, ["validate"]).stdout
     assert "NVIDIA H200" in table and "held-out" in table
+
+
+# --- the fitted decode parallelism, and the split counts it recommends ----------------------------
+
+SPLITS = data_dir("measurements") / "h200-splits.csv"
+
+
+def test_recorded_decode_units_per_sm_is_what_validate_fits():
+    # hardware/h200-sxm.yaml records the value `rooflab validate` fits to rooflab's decode kernels,
+    # on the sweep and again on the independent split-count sweep
+    recorded = load_gpu("h200-sxm").decode_units_per_sm
+    assert recorded == 1.5
+    for path, kernels in ((SWEEP, ("paged", "split_kv")), (SPLITS, ("split_kv",))):
+        fits = {g.kernel: g.fit.units_per_sm for g in validate(path).groups if g.impl == "rooflab" and g.kernel in kernels}
+        assert set(fits) == set(kernels) and all(k == recorded for k in fits.values()), (path.name, fits)
+    assert load_gpu("h100-sxm").decode_units_per_sm is None and load_gpu("h100-sxm").decode_slots_per_sm == 1.0
+
+
+def test_recommended_splits_are_near_the_fastest_measured():
+    # measurements/h200-splits.csv times split-KV over a grid of counts for seven decode workloads
+    # (benchmarks/split_recommendation.py); with the fitted value the recommended count is within
+    # 10% of the fastest measured one everywhere, with units_per_sm = 1 it is up to 49% slower
+    from rooflab.bench.cases import LLAMA3_8B
+    from rooflab.cost.paged import recommend_splits
+
+    meta, rows = read_measurements(SPLITS)
+    assert meta["device_name"] == "NVIDIA H200" and meta["git_commit"] and meta["command"]
+    times: dict[tuple[int, int], dict[int, float]] = {}
+    for m in rows:
+        times.setdefault((m.lengths()[0], m.batch), {})[m.splits] = m.time_s
+    assert len(times) == 7
+    gpu = load_gpu("h200-sxm")
+    fitted, plain = [], []
+    for (ctx, batch), by_splits in times.items():
+        best = min(by_splits.values())
+        for k, out in ((gpu.decode_slots_per_sm, fitted), (1.0, plain)):
+            s = recommend_splits(LLAMA3_8B, [ctx] * batch, gpu.num_sms, units_per_sm=k)
+            out.append(by_splits[s] / best)
+    assert max(fitted) < 1.10, fitted
+    assert max(plain) > 1.25 and sum(fitted) < sum(plain)
+
+
+def test_decode_report_uses_the_fitted_parallelism():
+    from rooflab.report import decode_report
+    from rooflab import load_model
+
+    h200 = decode_report(load_model("llama-3-8b"), load_gpu("h200-sxm"), [32768])
+    h100 = decode_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), [32768])
+    assert h200.facts["decode_units_per_sm"] == 1.5 and h200.facts["recommended_splits"] == 25
+    assert h100.facts["decode_units_per_sm"] == 1.0 and h100.facts["recommended_splits"] == 17

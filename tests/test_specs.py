@@ -179,3 +179,23 @@ def test_scientific_notation_without_sign_is_a_number(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text(text)
     assert load_gpu(str(path)).hbm_bandwidth_bytes_per_s == 3.35e12
+
+
+@pytest.mark.parametrize("value", [0, -1.5])
+def test_decode_units_per_sm_must_be_positive(tmp_path, value):
+    from rooflab.load import spec_path
+    text = spec_path("hardware", "GPU", "h100-sxm").read_text() + f"decode_units_per_sm: {value}\n"
+    path = tmp_path / "gpu.yaml"
+    path.write_text(text)
+    err = _error(load_gpu, path)
+    assert err.field == "decode_units_per_sm" and "positive" in str(err)
+
+
+def test_specs_load_from_a_path_object(tmp_path):
+    from rooflab.errors import UnknownNameError
+    from rooflab.load import spec_path
+    path = tmp_path / "mine.yaml"
+    path.write_text(spec_path("models", "model", "llama-3-8b").read_text())
+    assert load_model(path).name == "llama-3-8b"
+    with pytest.raises(UnknownNameError):
+        load_gpu(8)

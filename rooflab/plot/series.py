@@ -129,7 +129,8 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
     naive = naive_prefill(model, seq_len, batch, dtype, causal)
     flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
     decode = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype)
-    launched = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype, num_sms=gpu.num_sms)
+    launched = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype, num_sms=gpu.num_sms,
+                                    units_per_sm=gpu.decode_slots_per_sm)
     merge = merge_pair(merge_tokens, model.num_qo_heads, model.head_dim, dtype)
     whole = predict(naive, roofs)
     tiled = KernelCost("flash_tiled", flash.flops, flash.hbm_bytes_tiled, exp_ops=flash.kernel.exp_ops)
@@ -279,7 +280,8 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
     lens = length_grid(256, max_context_len or 4 * _pow2_at_least(model.max_context_len))
     launched, ideal = [], []
     for b in batches:
-        as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms)
+        as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
+                                           units_per_sm=gpu.decode_slots_per_sm)
         filled = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype)
         launched.append(model.num_layers * predict(as_launched, roofs).t_floor_s)
         ideal.append(model.num_layers * predict(filled, roofs).t_floor_s)
