@@ -205,8 +205,8 @@ LENS = [1, 15, 16, 17, 100, 257, 1000, 33]
 
 def _decode_reference(cache: kt.PagedCache, q64: np.ndarray, b: int, start: int | None = None,
                       stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    k, v = cache.dense(b)
-    k64, v64 = kt.to_float64(k)[None], kt.to_float64(v)[None]
+    """The fp64 oracle over the cache as stored (an fp8 cache: its decoded codes times their scales)."""
+    k64, v64 = (x[None] for x in cache.dense_float64(b))
     qb = q64[b][None, :, None, :]                                   # [1, h, 1, d]
     if start is None:
         o, lse = numerics.attention_reference(qb, k64, v64)
@@ -215,22 +215,27 @@ def _decode_reference(cache: kt.PagedCache, q64: np.ndarray, b: int, start: int 
     return o[0, :, 0], lse[0, :, 0]
 
 
-def _decode_check(cp, rng, dtype, d, page_size, heads, kv_heads, num_splits, lens=LENS):
+def _decode_check(cp, rng, dtype, d, page_size, heads, kv_heads, num_splits, lens=LENS, kv=None, scales=(1.0, 1.0),
+                  q_std=1.0):
+    """kv None: a cache in q's dtype; kv = kt.FP8_KV: e4m3 codes with (k_scale, v_scale) = scales."""
     from rooflab.kernels import paged_decode
 
     seed = int(rng.integers(0, 2**31))
-    cache = kt.make_paged_cache(lens, kv_heads, d, page_size, dtype, seed=seed)
-    q = normal(cp, rng, (len(lens), heads, d), dtype)
+    scale_args = {"k_scale": scales[0], "v_scale": scales[1]} if kv else {}
+    cache = kt.make_paged_cache(lens, kv_heads, d, page_size, kv or dtype, seed=seed, **scale_args)
+    q = normal(cp, rng, (len(lens), heads, d), dtype, q_std)
     q64 = kt.to_float64(q)
     refs = [_decode_reference(cache, q64, b) for b in range(len(lens))]
     ref_o, ref_lse = np.stack([r[0] for r in refs]), np.stack([r[1] for r in refs])
     out = kt.nan_like(q)
     out_lse = kt.poison(cp.empty((len(lens), heads), dtype=cp.float32))
     o, lse = paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens,
-                          num_splits=num_splits, return_lse=True, out=out, out_lse=out_lse)
+                          num_splits=num_splits, return_lse=True, out=out, out_lse=out_lse, **cache.scales)
     assert o is out and lse is out_lse
     tol = kt.tolerance(q.dtype.name, "attention")
-    what = f"paged {dtype} d={d} page={page_size} heads={heads}/{kv_heads} splits={num_splits}"
+    what = f"paged {dtype} kv={kv or dtype} d={d} page={page_size} heads={heads}/{kv_heads} splits={num_splits}"
+    if kv:
+        what += f" scales={scales}"
     assert_close(o, ref_o, tol, what)
     assert_lse(lse, ref_lse, tol, what)
 
@@ -250,18 +255,21 @@ def test_paged_decode_dtypes(cp, rng, dtype, d, num_splits):
 
 
 @pytest.mark.parametrize("page_size", [16, 5])
-def test_paged_decode_partial_splits(cp, rng, page_size):
+@pytest.mark.parametrize("kv", [None, kt.FP8_KV])
+def test_paged_decode_partial_splits(cp, rng, page_size, kv):
     """Each split against partial_attention over its whole-page key range; empty splits are (0, -inf)."""
     from rooflab.kernels import paged_decode_partial
 
     lens, heads, kv_heads, d, splits = [1, 40, 16, 700], 8, 2, 128, 6
-    cache = kt.make_paged_cache(lens, kv_heads, d, page_size, "bf16", seed=int(rng.integers(0, 2**31)))
+    scales = {"k_scale": 0.1, "v_scale": 0.7} if kv else {}
+    cache = kt.make_paged_cache(lens, kv_heads, d, page_size, kv or "bf16", seed=int(rng.integers(0, 2**31)),
+                                **scales)
     q = normal(cp, rng, (len(lens), heads, d), "bf16")
     q64 = kt.to_float64(q)
     out = kt.poison(cp.empty((splits, len(lens), heads, d), dtype=cp.float32))
     out_lse = kt.poison(cp.empty((splits, len(lens), heads), dtype=cp.float32))
     o_part, lse_part = paged_decode_partial(q, cache.k_cache, cache.v_cache, cache.block_table,
-                                            cache.context_lens, splits, out=out, out_lse=out_lse)
+                                            cache.context_lens, splits, out=out, out_lse=out_lse, **scales)
     tol = kt.tolerance("bfloat16", "attention")
     for b, n in enumerate(lens):
         span = math.ceil(math.ceil(n / page_size) / splits) * page_size
@@ -269,9 +277,55 @@ def test_paged_decode_partial_splits(cp, rng, page_size):
             start = min(n, z * span)
             stop = min(n, start + span)
             ref_o, ref_lse = _decode_reference(cache, q64, b, start, stop)
-            what = f"partial b={b} split={z} keys [{start}, {stop})"
+            what = f"partial kv={kv or 'bf16'} b={b} split={z} keys [{start}, {stop})"
             assert_close(o_part[z, b], ref_o, tol, what)
             assert_lse(lse_part[z, b], ref_lse, tol, what)
+
+
+# ---------------------------------------------------------------- paged decode, fp8 (e4m3) KV cache
+# The oracle runs on the decoded cache, so the tolerances are those of 16-bit attention (the kernel
+# widens e4m3 to fp16 / bf16 exactly). Scales (k, v) = (0.02, 3.0) put K's codes near the top of the
+# e4m3 range and many of V's among the subnormals.
+
+FP8_SCALES = [(1.0, 1.0), (0.02, 3.0)]
+
+
+@pytest.mark.parametrize("page_size", [16, 1])
+@pytest.mark.parametrize("heads", [(32, 8), (64, 8)], ids=lambda h: f"group{h[0] // h[1]}")
+@pytest.mark.parametrize("num_splits", [1, 4])
+@pytest.mark.parametrize("scales", FP8_SCALES, ids=lambda s: f"k{s[0]}-v{s[1]}")
+def test_paged_decode_fp8(cp, rng, page_size, heads, num_splits, scales):
+    _decode_check(cp, rng, "fp16", 128, page_size, heads[0], heads[1], num_splits, kv=kt.FP8_KV, scales=scales)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("num_splits", [1, 64])
+def test_paged_decode_fp8_dtypes(cp, rng, dtype, d, num_splits):
+    _decode_check(cp, rng, dtype, d, 16, 32, 8, num_splits, kv=kt.FP8_KV, scales=(0.5, 2.0))
+
+
+@pytest.mark.parametrize("heads", [(8, 8), (12, 2), (40, 1)], ids=lambda h: f"{h[0]}-{h[1]}")
+@pytest.mark.parametrize("page_size", [7, 256])
+def test_paged_decode_fp8_other_groups_and_pages(cp, rng, heads, page_size):
+    """Group 1, 6 and 40 (two row tiles and two head chunks); pages that are not a power of two."""
+    _decode_check(cp, rng, "bf16", 128, page_size, heads[0], heads[1], 3, kv=kt.FP8_KV, scales=(0.02, 3.0))
+
+
+def test_paged_decode_fp8_large_logits(cp, rng):
+    """q of std 8: scaled logits of std ~8, so the running max moves a lot between tiles."""
+    _decode_check(cp, rng, "fp16", 128, 16, 32, 8, 1, lens=[2000, 3, 517], kv=kt.FP8_KV, scales=(0.05, 1.0),
+                  q_std=8.0)
+
+
+def test_fp8_encode_on_the_device_matches_the_host(cp, rng):
+    x = rng.standard_normal(100_000, dtype=cp.float32) * np.float32(100)
+    ties = kt.e4m3_decode(np.arange(0x7F, dtype=np.uint8))
+    x = cp.concatenate([x, cp.asarray((ties[:-1] + ties[1:]) / 2, dtype=cp.float32),
+                        cp.asarray([np.inf, -np.inf, np.nan, 500.0, -0.0], dtype=cp.float32)])
+    got = kt.e4m3_encode(x)
+    assert got.dtype == cp.uint8
+    assert np.array_equal(cp.asnumpy(got), kt.e4m3_encode(cp.asnumpy(x)))
 
 
 # ---------------------------------------------------------------- merges
@@ -433,3 +487,10 @@ def test_launchers_refuse_bad_arguments(cp, rng):
         paged_decode(qd, cache.k_cache, cache.v_cache, cache.block_table.astype(cp.int64), cache.context_lens)
     with pytest.raises(ValueError, match="num_splits"):
         paged_decode(qd, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens, num_splits=0)
+    with pytest.raises(ValueError, match="fp8"):
+        paged_decode(qd, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens, k_scale=2.0)
+    fp8 = kt.make_paged_cache([5, 9], 2, 64, 16, kt.FP8_KV, seed=1)
+    with pytest.raises(ValueError, match="both be fp8"):
+        paged_decode(qd, fp8.k_cache, cache.v_cache, cache.block_table, cache.context_lens)
+    with pytest.raises(ValueError, match="v_scale"):
+        paged_decode(qd, fp8.k_cache, fp8.v_cache, fp8.block_table, fp8.context_lens, v_scale=0.0)

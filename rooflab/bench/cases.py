@@ -1,8 +1,8 @@
 """The benchmark sweep: which configurations of each kernel `rooflab bench` times.
 
 The sweep covers what the cost model claims to predict: sequence length (prefill),
-batch and context (decode), head dim, GQA ratio, causal, page size and split count,
-plus the shapes the performance targets name (RESULTS.md).
+batch and context (decode), head dim, GQA ratio, causal, page size and split count, an
+fp8 (e4m3) KV cache, plus the shapes the performance targets name (RESULTS.md).
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ from ..units import DType
 from .records import Measurement, format_context_lens
 
 LLAMA3_8B = AttentionHeads(32, 8, 128)
+
+#: fp8-KV decode workloads (batch, context length, split count): Llama-3-8B heads, 16-token pages, at
+#: the split count recommend_splits picks on h200-sxm (decode_units_per_sm 1.5) for fp16 and fp8 KV alike
+#: (tests/test_bench_cpu.py checks that it still does).
+FP8_DECODE_WORKLOADS = ((128, 8192, 1), (32, 16384, 1), (8, 8192, 4), (1, 32768, 25))
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,23 @@ def decode_cases(quick: bool = False) -> list[Case]:
     if not quick:
         cases += [Case("split_kv", fp16, batch=4, context_lens=(16384,) * 4, page_size=16, splits=s)
                   for s in (1, 4, 8)]
+        cases += [c for c in fp8_decode_cases() if c.kv_dtype is not None]
     return cases
+
+
+def fp8_decode_cases() -> list[Case]:
+    """Each fp8-KV workload twice, fp16 KV first and fp8 e4m3 KV second (same shape and split count).
+
+    The order matters to `rooflab validate`, which fits on a kernel's even rows and holds out the odd
+    ones: on a file of these cases alone, the model is fitted on fp16 KV and tested on fp8 KV.
+    """
+    out = []
+    for batch, length, splits in FP8_DECODE_WORKLOADS:
+        kernel = "paged" if splits == 1 else "split_kv"
+        for kv in (None, DType.fp8_e4m3):
+            out.append(Case(kernel, DType.fp16, batch=batch, context_lens=(length,) * batch, page_size=16,
+                            splits=splits, kv_dtype=kv))
+    return out
 
 
 def merge_cases(quick: bool = False) -> list[Case]:

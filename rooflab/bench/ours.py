@@ -12,12 +12,16 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..units import DType
 from .cases import Case
 
 Runner = tuple[Callable[[], object], Callable[[], float]]
 
 #: Query rows of each checked head that the oracle recomputes.
 CHECK_ROWS = 64
+#: Per-tensor scale of the benchmark's fp8 caches: codes of N(0, 1) x 64, so +-6 sigma stays under
+#: e4m3's 448 (the scale a per-tensor amax / 448 calibration would pick for such data, rounded).
+FP8_BENCH_SCALE = 1.0 / 64
 
 
 def runner(case: Case, rng: np.random.Generator) -> Runner:
@@ -117,26 +121,29 @@ def _flash(case: Case, rng: Any, seed: int) -> Runner:
 
 def _paged(case: Case, rng: Any, seed: int) -> Runner:
     from ..kernels import paged_decode
-    from ..kernels.testing import make_paged_cache, nan_like, random_normal, to_float64
+    from ..kernels.testing import FP8_KV, make_paged_cache, nan_like, random_normal, to_float64
     from ..numerics import attention_reference
 
     h = case.heads
-    cache = make_paged_cache(case.context_lens, h.num_kv_heads, h.head_dim, case.page_size, case.dtype.value,
-                             seed=seed)
+    fp8 = case.kv_dtype is DType.fp8_e4m3
+    if case.kv_dtype not in (None, case.dtype) and not fp8:
+        raise ValueError(f"rooflab's paged decode takes a KV cache in q's dtype or fp8_e4m3, not {case.kv_dtype}")
+    scales = {"k_scale": FP8_BENCH_SCALE, "v_scale": FP8_BENCH_SCALE} if fp8 else {}
+    cache = make_paged_cache(case.context_lens, h.num_kv_heads, h.head_dim, case.page_size,
+                             FP8_KV if fp8 else case.dtype.value, seed=seed, **scales)
     q = random_normal((len(case.context_lens), h.num_qo_heads, h.head_dim), case.dtype.value, rng)
     out = nan_like(q)
 
     def launch():
         return paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens,
-                            num_splits=case.splits, out=out)
+                            num_splits=case.splits, out=out, **cache.scales)
 
     def check():
         launch()
         worst = 0.0
         for b in sorted({0, len(case.context_lens) - 1}):
-            k, v = cache.dense(b)
-            ref, _ = attention_reference(to_float64(q[b])[None, :, None, :], to_float64(k)[None],
-                                         to_float64(v)[None])
+            k, v = cache.dense_float64(b)
+            ref, _ = attention_reference(to_float64(q[b])[None, :, None, :], k[None], v[None])
             worst = max(worst, _rel(to_float64(out[b]), ref[0, :, 0, :]))
         return worst
 

@@ -67,7 +67,8 @@ class Measurement:
             shape = f"{self.tokens} tokens"
         else:
             shape = f"T={self.seq_len} b={self.batch}" + (" causal" if self.causal else "")
-        return f"{self.num_qo_heads}/{self.num_kv_heads}x{self.head_dim} {self.dtype} {shape}"
+        kv = f" kv {self.kv_dtype}" if self.kv_dtype and self.kv_dtype != self.dtype else ""
+        return f"{self.num_qo_heads}/{self.num_kv_heads}x{self.head_dim} {self.dtype}{kv} {shape}"
 
     def describe(self) -> str:
         return f"{self.kernel}/{self.impl} {self.shape()}"

@@ -40,8 +40,8 @@ def _dtype(case: Case):
 
 
 def peers(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
-    """PyTorch implementations of `case`, each with its own correctness check."""
-    if not available():
+    """PyTorch implementations of `case`, each with its own correctness check (none for an fp8 KV cache)."""
+    if not available() or case.kv_dtype not in (None, case.dtype):
         return
     if case.kernel == "flash":
         yield from _sdpa_prefill(case, rng)

@@ -56,6 +56,15 @@ def cupy_module() -> Any:
 
 
 _CHECKED_DEVICES: set[int] = set()
+_CAPABILITIES: dict[int, int] = {}
+
+
+def compute_capability(cupy: Any) -> int:
+    """The current device's compute capability as a number (90 for sm_90), remembered per device."""
+    device_id = cupy.cuda.runtime.getDevice()
+    if device_id not in _CAPABILITIES:
+        _CAPABILITIES[device_id] = int(cupy.cuda.Device(device_id).compute_capability)
+    return _CAPABILITIES[device_id]
 
 
 def _check_device(cupy: Any, device_id: int) -> None:
@@ -64,6 +73,7 @@ def _check_device(cupy: Any, device_id: int) -> None:
     except Exception as exc:
         raise MissingGpuError(f"CuPy is installed but cannot reach a CUDA device ({type(exc).__name__}); "
                               f"rooflab's kernels need an NVIDIA GPU with compute capability 8.0 or newer") from None
+    _CAPABILITIES[device_id] = capability
     if capability < MIN_COMPUTE_CAPABILITY:
         raise MissingGpuError(f"GPU {device_id} has compute capability {capability / 10:.1f}; rooflab's kernels "
                               f"need 8.0 or newer (A100, L4, H100, H200, ...)")

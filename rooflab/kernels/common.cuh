@@ -2,7 +2,8 @@
 // rooflab kernels: shared device helpers (number formats, PTX wrappers, tile swizzle).
 // Inlined by the Python loader into each kernel source, so NVRTC needs no include path.
 // Everything here is plain CUDA C++ plus inline PTX for sm_80 and newer
-// (mma.sync m16n8k16, ldmatrix, cp.async); no WMMA, no CUTLASS, no std headers.
+// (mma.sync m16n8k16, ldmatrix, cp.async), and for sm_89 and newer the e4m3 widening that only
+// fp8 KV instantiations use; no WMMA, no CUTLASS, no std headers.
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -49,6 +50,29 @@ template <> struct Num<float> {
 // N elements of T moved as one aligned vector access (16 bytes when sizeof(T) * N == 16).
 template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
 
+// ---------------------------------------------------------------- fp8 (e4m3) storage
+// A KV-cache element stored as one e4m3 byte (1 sign bit, 4 exponent bits with bias 7, 3
+// mantissa bits; 0x7F and 0xFF are NaN, there is no inf). A storage tag only: kernels copy
+// the bytes and widen them to fp16 / bf16 on the way into an mma.
+struct e4m3 { unsigned char bits; };
+
+// Four e4m3 bytes -> two 16-bit pairs: bytes 0, 1 -> lo, bytes 2, 3 -> hi (lower byte in the
+// lower half, the order mma operands pack pairs). cvt.rn.f16x2.e4m3x2 (sm_89 and newer) is exact,
+// since every e4m3 value is an fp16 value (2^-9 .. 448), and keeps NaN; bf16 goes through fp32,
+// exact again (e4m3 has fewer mantissa bits and a narrower range than bf16).
+template <typename T> RL_DEV void widen_e4m3x4(u32 x, u32& lo, u32& hi);
+template <> RL_DEV void widen_e4m3x4<__half>(u32 x, u32& lo, u32& hi) {
+    asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n"
+        " cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}\n" : "=r"(lo), "=r"(hi) : "r"(x));
+}
+template <> RL_DEV void widen_e4m3x4<__nv_bfloat16>(u32 x, u32& lo, u32& hi) {
+    u32 a, b;
+    widen_e4m3x4<__half>(x, a, b);
+    const float2 fa = Num<__half>::unpack2(a), fb = Num<__half>::unpack2(b);
+    lo = Num<__nv_bfloat16>::pack2(fa.x, fa.y);
+    hi = Num<__nv_bfloat16>::pack2(fb.x, fb.y);
+}
+
 // ---------------------------------------------------------------- special functions
 RL_DEV float ex2(float x) {  // 2^x, ~2 ulp; ex2(-inf) = +0
     float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;
@@ -77,6 +101,16 @@ template <int N> RL_DEV void cp_async_wait() { asm volatile("cp.async.wait_group
 // fall in 8 different 16-byte bank groups, so loads and cp.async stores are conflict-free.
 template <int D> RL_DEV u32 swz(int row, int chunk) {
     return static_cast<u32>(row * (D * 2) + ((chunk ^ (row & 7)) << 4));
+}
+
+// Tiles of rows of R bytes (R = 64 or 128: rows of D e4m3 bytes): in each 128-byte line the
+// chunk position is XOR-ed by the line index, so the 8 rows an ldmatrix phase reads in one chunk
+// column fall in 8 different 16-byte bank groups (for R = 128 this is the swizzle above with D = 64).
+// The XOR commutes with adding an even chunk offset: swz_line(r, c + 2j) = swz_line(r, c) ^ (j << 5), c in {0, 1}.
+template <int R> RL_DEV u32 swz_line(int row, int chunk) {
+    static_assert(R % 16 == 0, "rows of whole 16-byte chunks");
+    const u32 o = static_cast<u32>(row * R + chunk * 16);
+    return (o & ~127u) | ((((o >> 4) ^ (o >> 7)) & 7u) << 4);
 }
 
 // ---------------------------------------------------------------- tensor-core fragments

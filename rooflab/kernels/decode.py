@@ -6,16 +6,22 @@ Shapes: q [B, h, d] (one token per sequence); k_cache and v_cache [num_pages, h_
 (not checked: reading them would synchronise). Split-KV partials: o fp32 [S, B, h, d] and
 lse fp32 [S, B, h]; split z covers whole pages, ceil(pages / S) of them (rooflab/cost/paged.py
 deals pages out the same way); an empty split has o = 0 and lse = -inf.
+
+fp8 KV cache: k_cache and v_cache may hold e4m3 bytes (CuPy uint8, since CuPy has no fp8 dtype;
+compute capability 8.9 or newer) with one fp32 scale per tensor: the cache stands for
+k_scale * e4m3(k_cache) and v_scale * e4m3(v_cache). q and o stay fp16 / bf16; the kernel widens
+the bytes to q's dtype exactly, folds k_scale into the softmax scale and v_scale into the output.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ._runtime import (HALF_TYPES, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
-                       check_scale, ctype, cupy_module, kernel, launch)
+                       check_scale, compute_capability, ctype, cupy_module, kernel, launch)
 
 #: Rows a merge_states thread loads at once (16 bytes of each input per row). 1 ran fastest on
 #: the H200 (99% of copy bandwidth against 90% for 2 and 65% for 4: more resident threads beat
@@ -24,7 +30,14 @@ MERGE_ROWS_PER_THREAD = 1
 #: Warps a CTA and cp.async stages a warp: 4 x 3 x 8 KiB (d = 128) = 96 KiB, two CTAs an SM.
 PAGED_WARPS = 4
 PAGED_STAGES = 3
+#: Stages for an fp8 cache, whose 16-key stages are half as large: 4 x 6 x 4 KiB, the same 96 KiB.
+PAGED_STAGES_FP8 = 6
 _TILE_KEYS = 16
+#: CuPy dtype name of an fp8 e4m3 cache (bytes), and the kernels' storage type for it.
+FP8_STORAGE = "uint8"
+FP8_CTYPE = "rl::e4m3"
+#: cvt.rn.f16x2.e4m3x2 needs compute capability 8.9 (Ada) or newer.
+FP8_MIN_COMPUTE_CAPABILITY = 89
 
 
 def _paged_layout(group: int) -> tuple[int, int]:
@@ -33,8 +46,9 @@ def _paged_layout(group: int) -> tuple[int, int]:
     return mt, ceil_div(group, 16 * mt)
 
 
-def paged_smem_bytes(head_dim: int, mt: int, warps: int = PAGED_WARPS, stages: int = PAGED_STAGES) -> int:
-    rings = warps * stages * 2 * _TILE_KEYS * head_dim * 2
+def paged_smem_bytes(head_dim: int, mt: int, warps: int = PAGED_WARPS, stages: int = PAGED_STAGES,
+                     kv_bytes: int = 2) -> int:
+    rings = warps * stages * 2 * _TILE_KEYS * head_dim * kv_bytes
     merge = (warps * 16 * mt * head_dim + 2 * warps * 16 * mt) * 4
     return max(rings, merge)
 
@@ -42,14 +56,14 @@ def paged_smem_bytes(head_dim: int, mt: int, warps: int = PAGED_WARPS, stages: i
 def _check_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any,
                  context_lens: Any) -> tuple[int, ...]:
     check_array(cupy, q, "q", HALF_TYPES, ndim=3)
-    check_array(cupy, k_cache, "k_cache", HALF_TYPES, ndim=4)
-    check_array(cupy, v_cache, "v_cache", HALF_TYPES, ndim=4)
+    check_array(cupy, k_cache, "k_cache", HALF_TYPES + (FP8_STORAGE,), ndim=4)
+    check_array(cupy, v_cache, "v_cache", HALF_TYPES + (FP8_STORAGE,), ndim=4)
     check_array(cupy, block_table, "block_table", ("int32",), ndim=2)
     check_array(cupy, context_lens, "context_lens", ("int32",), ndim=1)
     batch, heads, head_dim = q.shape
-    if k_cache.dtype != q.dtype or v_cache.dtype != q.dtype:
-        raise ValueError(f"q, k_cache, v_cache must share a dtype, got "
-                         f"{dtype_name(q)}, {dtype_name(k_cache)}, {dtype_name(v_cache)}")
+    if k_cache.dtype != v_cache.dtype or dtype_name(k_cache) not in (dtype_name(q), FP8_STORAGE):
+        raise ValueError(f"k_cache and v_cache must both have q's dtype or both be fp8 e4m3 bytes (uint8), got "
+                         f"q {dtype_name(q)}, k_cache {dtype_name(k_cache)}, v_cache {dtype_name(v_cache)}")
     if k_cache.shape != v_cache.shape or k_cache.shape[3] != head_dim:
         raise ValueError(f"k_cache and v_cache must both be [num_pages, h_kv, page_size, d] with q's d; "
                          f"got q {tuple(q.shape)}, k {tuple(k_cache.shape)}, v {tuple(v_cache.shape)}")
@@ -67,24 +81,38 @@ def _check_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any
     return batch, heads, head_dim, kv_heads, page_size
 
 
+def _check_kv_scales(cupy: Any, fp8: bool, k_scale: float, v_scale: float) -> None:
+    for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if isinstance(value, bool) or not (math.isfinite(float(value)) and float(value) > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value}")
+        if not fp8 and float(value) != 1.0:
+            raise ValueError(f"{name} applies to an fp8 (uint8) cache; a 16-bit cache takes 1.0, got {value}")
+    if fp8 and compute_capability(cupy) < FP8_MIN_COMPUTE_CAPABILITY:
+        raise ValueError(f"an fp8 KV cache needs compute capability 8.9 or newer (cvt e4m3x2), this GPU has "
+                         f"{compute_capability(cupy) / 10:.1f}")
+
+
 def _launch_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
                   num_splits: int, split: bool, out: Any, out_lse: Any, scale: float | None,
-                  config: tuple[int, int] | None) -> None:
+                  config: tuple[int, int] | None, k_scale: float = 1.0, v_scale: float = 1.0) -> None:
     """split = False: o in q's dtype [B, h, d] (num_splits must be 1); True: fp32 partials [S, B, h, d]."""
     batch, heads, head_dim, kv_heads, page_size = _check_paged(cupy, q, k_cache, v_cache,
                                                                block_table, context_lens)
+    fp8 = dtype_name(k_cache) == FP8_STORAGE
+    _check_kv_scales(cupy, fp8, k_scale, v_scale)
     scale = check_scale(scale, head_dim)
-    warps, stages = config if config is not None else (PAGED_WARPS, PAGED_STAGES)
+    warps, stages = config if config is not None else (PAGED_WARPS, PAGED_STAGES_FP8 if fp8 else PAGED_STAGES)
     group = heads // kv_heads
     mt, chunks = _paged_layout(group)
     page_shift = page_size.bit_length() - 1 if page_size & (page_size - 1) == 0 else -1
-    name = (f"paged_decode<{ctype(q)}, {head_dim}, {mt}, {warps}, {stages}, "
+    name = (f"paged_decode<{ctype(q)}, {FP8_CTYPE if fp8 else ctype(q)}, {head_dim}, {mt}, {warps}, {stages}, "
             f"{'true' if split else 'false'}>")
     launch(kernel("paged_decode.cu", name), (kv_heads * chunks, batch, num_splits), (warps * 32, 1, 1),
            (q, k_cache, v_cache, block_table, np.int32(block_table.shape[1]), context_lens,
             out, NULL if out_lse is None else out_lse, np.int32(heads), np.int32(group), np.int32(chunks),
-            np.int32(page_size), np.int32(page_shift), np.float32(scale * LOG2E)),
-           paged_smem_bytes(head_dim, mt, warps, stages))
+            np.int32(page_size), np.int32(page_shift), np.float32(scale * float(k_scale) * LOG2E),
+            np.float32(v_scale)),
+           paged_smem_bytes(head_dim, mt, warps, stages, 1 if fp8 else 2))
 
 
 def _check_splits(num_splits: int) -> int:
@@ -95,8 +123,12 @@ def _check_splits(num_splits: int) -> int:
 
 def paged_decode_partial(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
                          num_splits: int, scale: float | None = None, *, out: Any = None,
-                         out_lse: Any = None, config: tuple[int, int] | None = None) -> tuple[Any, Any]:
-    """The split-KV kernel alone: fp32 partial outputs [S, B, h, d] and LSEs [S, B, h] (-inf for an empty split)."""
+                         out_lse: Any = None, config: tuple[int, int] | None = None,
+                         k_scale: float = 1.0, v_scale: float = 1.0) -> tuple[Any, Any]:
+    """The split-KV kernel alone: fp32 partial outputs [S, B, h, d] and LSEs [S, B, h] (-inf for an empty split).
+
+    k_scale, v_scale: the per-tensor scales of an fp8 cache (see this module's docstring).
+    """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
     batch, heads, head_dim = q.shape if getattr(q, "ndim", 0) == 3 else (0, 0, 0)
@@ -109,18 +141,21 @@ def paged_decode_partial(q: Any, k_cache: Any, v_cache: Any, block_table: Any, c
         check_out(cupy, out_lse, "out_lse", shape, "float32")
     # num_splits == 1 still runs the split kernel (fp32 partials), so the pieces can be timed alone.
     _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, num_splits, True,
-                  o_part, lse_part, scale, config)
+                  o_part, lse_part, scale, config, k_scale, v_scale)
     return o_part, lse_part
 
 
 def paged_decode(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
                  num_splits: int = 1, return_lse: bool = False, scale: float | None = None, *,
-                 out: Any = None, out_lse: Any = None, config: tuple[int, int] | None = None) -> Any:
+                 out: Any = None, out_lse: Any = None, config: tuple[int, int] | None = None,
+                 k_scale: float = 1.0, v_scale: float = 1.0) -> Any:
     """Decode attention through a paged KV cache. -> o [B, h, d] in q's dtype, or (o, lse fp32 [B, h]).
 
     One CTA per (KV head, sequence, split) reads each KV page once for its whole query
     group. num_splits > 1 runs the split kernel (fp32 partials) and then merge_partials.
     Shapes and page layout: see this module's docstring. scale defaults to 1/sqrt(d).
+    k_cache / v_cache: q's dtype, or fp8 e4m3 bytes (uint8) standing for k_scale * e4m3 and
+    v_scale * e4m3 (the scales must be 1.0 for a 16-bit cache).
     config: (warps, stages) override for tuning.
     """
     cupy = cupy_module()
@@ -134,10 +169,11 @@ def paged_decode(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_l
     if num_splits == 1:
         o = cupy.empty_like(q) if out is None else out
         lse = (cupy.empty((batch, heads), dtype=cupy.float32) if out_lse is None else out_lse) if want_lse else None
-        _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, 1, False, o, lse, scale, config)
+        _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, 1, False, o, lse, scale, config,
+                      k_scale, v_scale)
     else:
         o_part, lse_part = paged_decode_partial(q, k_cache, v_cache, block_table, context_lens, num_splits,
-                                                scale, config=config)
+                                                scale, config=config, k_scale=k_scale, v_scale=v_scale)
         o, lse = merge_partials(o_part, lse_part, q.dtype, return_lse=want_lse, out=out, out_lse=out_lse)
     return (o, lse) if return_lse else o
 

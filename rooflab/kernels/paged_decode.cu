@@ -13,6 +13,16 @@
 // NST-stage cp.async ring in shared memory, so many bytes are in flight per SM and no barrier
 // is needed between warps until the end, where the NW partial states are merged by their LSEs.
 //
+// KV = T, or rl::e4m3 for an fp8 cache (one byte an element; sm_89 and newer). fp8 tiles are
+// copied as bytes and widened to T as the mma operands are formed: for S = Q K^T, ldmatrix gives
+// each lane 4 consecutive bytes of a key (d 4t..4t+3 of a 16-wide k-step), so the k-step's order
+// of d is permuted (fragment k 2t, 2t+1 <- d 4t, 4t+1; k 2t+8, 2t+9 <- d 4t+2, 4t+3) and q's
+// fragments are loaded in the same order. For O += P V, ldmatrix.trans of 16-bit pairs gives each
+// lane (key 2t, d 2g..2g+1) and (key 2t+1, d 2g..2g+1); one byte permute regroups them by d, so
+// one 16-d chunk feeds two n-tiles, d even and d odd, and each lane ends up holding 4 consecutive
+// output columns. The per-tensor scales are folded in: k_scale into scale_log2 (by the launcher),
+// v_scale into the final 1 / l. A 16-bit cache ignores v_scale.
+//
 // SPLIT = false: writes o (T) [B, h, D] and, if out_lse is not null, lse [B, h].
 // SPLIT = true: split z of S = gridDim.z covers whole pages [z * span, (z + 1) * span) of the
 // context, span = ceil(pages / S) * page_size, and writes fp32 o_part [S, B, h, D] and
@@ -20,18 +30,23 @@
 #include "common.cuh"
 using namespace rl;
 
-template <typename T, int D, int MT, int NW, int NST, bool SPLIT>
+template <typename T, typename KV, int D, int MT, int NW, int NST, bool SPLIT>
 __global__ void __launch_bounds__(NW * 32)
-paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* __restrict__ v_cache,
              const int* __restrict__ block_table, int bt_stride, const int* __restrict__ context_lens,
              void* __restrict__ out, float* __restrict__ out_lse,
-             int num_heads, int group, int head_chunks, int page_size, int page_shift, float scale_log2)
+             int num_heads, int group, int head_chunks, int page_size, int page_shift, float scale_log2,
+             float v_scale)
 {
+    constexpr bool FP8 = sizeof(KV) == 1;
+    static_assert(FP8 || sizeof(KV) == sizeof(T), "KV is T or e4m3");
     constexpr int TILE = 16;                    // keys a warp takes per step
-    constexpr int CH = D / 8;                   // 16-byte chunks per key row
+    constexpr int ROW_BYTES = D * (int)sizeof(KV);
+    constexpr int CH = ROW_BYTES / 16;          // 16-byte chunks per key row
+    constexpr int CHUNK_ELEMS = 16 / (int)sizeof(KV);
     constexpr int KSTEPS = D / 16;
     constexpr int DTILE = D / 8;
-    constexpr int TILE_BYTES = TILE * D * 2;
+    constexpr int TILE_BYTES = TILE * ROW_BYTES;
     constexpr int STAGE_BYTES = 2 * TILE_BYTES;   // K and V
     constexpr int RSTEP = 32 / CH;              // key rows one warp-wide copy covers
     constexpr int ROWS = 16 * MT;               // query rows (heads) a CTA holds, padded
@@ -67,7 +82,8 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int row = mt * 16 + g + (e & 1) * 8;
-                const int col = kk * 16 + 2 * t4 + (e >> 1) * 8;
+                const int col = FP8 ? kk * 16 + 4 * t4 + (e >> 1) * 2   // the fp8 k-step order
+                                    : kk * 16 + 2 * t4 + (e >> 1) * 8;
                 qf[mt][kk][e] = row < nrows ? *reinterpret_cast<const u32*>(qb + (i64)row * D + col) : 0u;
             }
 
@@ -102,9 +118,9 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
                 int slot, in_page;
                 if (page_shift >= 0) { slot = pos >> page_shift; in_page = pos & (page_size - 1); }
                 else { slot = pos / page_size; in_page = pos - slot * page_size; }
-                off = (i64)bt[slot] * page_stride + kvh * head_stride + (i64)in_page * D + c0 * 8;
+                off = (i64)bt[slot] * page_stride + kvh * head_stride + (i64)in_page * D + c0 * CHUNK_ELEMS;
             }
-            const u32 so = swz<D>(r, c0);
+            const u32 so = FP8 ? swz_line<ROW_BYTES>(r, c0) : swz<D>(r, c0);
             cp_async16(ks + so, k_cache + off, ok);
             cp_async16(vs + so, v_cache + off, ok);
         }
@@ -119,8 +135,10 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
         cp_async_commit();
     }
 
-    const u32 k_lane = swz<D>(((lane >> 4) << 3) + (lane & 7), (lane >> 3) & 1);
-    const u32 v_lane = swz<D>((((lane >> 3) & 1) << 3) + (lane & 7), lane >> 4);
+    // fp8: matrix i = lane / 8 of an ldmatrix.x4 is keys 8 (i & 1) .. + 7 of chunk i / 2, for K and V alike
+    const u32 k_lane = FP8 ? swz_line<ROW_BYTES>((((lane >> 3) & 1) << 3) + (lane & 7), lane >> 4)
+                           : swz<D>(((lane >> 4) << 3) + (lane & 7), (lane >> 3) & 1);
+    const u32 v_lane = FP8 ? k_lane : swz<D>((((lane >> 3) & 1) << 3) + (lane & 7), lane >> 4);
 
     for (int it = 0; it < n_my; ++it) {
         const int nxt = it + NST - 1;
@@ -141,14 +159,33 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
             for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+        if constexpr (FP8) {
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk) {
-            u32 bf[4];
-            ldsm_x4(bf, kb + (k_lane ^ (kk << 5)));
+            for (int kp = 0; kp < KSTEPS / 2; ++kp) {           // k-steps 2 kp and 2 kp + 1
+                u32 r[4];
+                ldsm_x4(r, kb + (k_lane ^ (kp << 5)));
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                mma16816<T>(s[mt][0], qf[mt][kk], bf[0], bf[1]);
-                mma16816<T>(s[mt][1], qf[mt][kk], bf[2], bf[3]);
+                for (int h = 0; h < 2; ++h) {
+                    u32 b0[2], b1[2];
+                    widen_e4m3x4<T>(r[2 * h], b0[0], b0[1]);         // keys 0..7
+                    widen_e4m3x4<T>(r[2 * h + 1], b1[0], b1[1]);     // keys 8..15
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma16816<T>(s[mt][0], qf[mt][2 * kp + h], b0[0], b0[1]);
+                        mma16816<T>(s[mt][1], qf[mt][2 * kp + h], b1[0], b1[1]);
+                    }
+                }
+            }
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                u32 bf[4];
+                ldsm_x4(bf, kb + (k_lane ^ (kk << 5)));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma16816<T>(s[mt][0], qf[mt][kk], bf[0], bf[1]);
+                    mma16816<T>(s[mt][1], qf[mt][kk], bf[2], bf[3]);
+                }
             }
         }
         const int key0 = k_begin + tile * TILE;
@@ -200,14 +237,36 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
             pa[mt][2] = Num<T>::pack2(s[mt][1][0], s[mt][1][1]);
             pa[mt][3] = Num<T>::pack2(s[mt][1][2], s[mt][1][3]);
         }
+        if constexpr (FP8) {
+            // chunk c (d 16c .. 16c + 15) -> n-tile 2c holds d 16c + 2n, n-tile 2c + 1 holds d 16c + 2n + 1
 #pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-            u32 bf[4];
-            ldsm_x4_t(bf, vb + (v_lane ^ (dp << 5)));
+            for (int dp = 0; dp < D / 32; ++dp) {               // chunks 2 dp and 2 dp + 1
+                u32 r[4];
+                ldsm_x4_t(r, vb + (v_lane ^ (dp << 5)));
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                mma16816<T>(o_acc[mt][2 * dp], pa[mt], bf[0], bf[1]);
-                mma16816<T>(o_acc[mt][2 * dp + 1], pa[mt], bf[2], bf[3]);
+                for (int h = 0; h < 2; ++h) {
+                    // bytes (key 2t: d 2g, 2g+1; key 2t+1: d 2g, 2g+1) -> (d 2g: keys 2t, 2t+1; d 2g+1: ...)
+                    u32 lo[2], hi[2];                               // [d even, d odd]
+                    widen_e4m3x4<T>(__byte_perm(r[2 * h], 0, 0x3120), lo[0], lo[1]);       // keys 0..7
+                    widen_e4m3x4<T>(__byte_perm(r[2 * h + 1], 0, 0x3120), hi[0], hi[1]);   // keys 8..15
+                    const int c = 2 * dp + h;
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma16816<T>(o_acc[mt][2 * c], pa[mt], lo[0], hi[0]);
+                        mma16816<T>(o_acc[mt][2 * c + 1], pa[mt], lo[1], hi[1]);
+                    }
+                }
+            }
+        } else {
+#pragma unroll
+            for (int dp = 0; dp < D / 16; ++dp) {
+                u32 bf[4];
+                ldsm_x4_t(bf, vb + (v_lane ^ (dp << 5)));
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma16816<T>(o_acc[mt][2 * dp], pa[mt], bf[0], bf[1]);
+                    mma16816<T>(o_acc[mt][2 * dp + 1], pa[mt], bf[2], bf[3]);
+                }
             }
         }
         __syncwarp();   // the stage is refilled by the next iteration's issue
@@ -229,10 +288,19 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
                 sM[warp * ROWS + row] = m_run[mt][hh];
                 sL[warp * ROWS + row] = l;
             }
-            float* dst = sO + (warp * ROWS + row) * D + 2 * t4;
+            if constexpr (FP8) {                                   // this lane holds d 16c + 4t .. + 3
+                float* dst = sO + (warp * ROWS + row) * D + 4 * t4;
 #pragma unroll
-            for (int dt = 0; dt < DTILE; ++dt)
-                *reinterpret_cast<float2*>(dst + dt * 8) = make_float2(o_acc[mt][dt][2 * hh], o_acc[mt][dt][2 * hh + 1]);
+                for (int c = 0; c < D / 16; ++c)
+                    *reinterpret_cast<float4*>(dst + c * 16) =
+                        make_float4(o_acc[mt][2 * c][2 * hh], o_acc[mt][2 * c + 1][2 * hh],
+                                    o_acc[mt][2 * c][2 * hh + 1], o_acc[mt][2 * c + 1][2 * hh + 1]);
+            } else {
+                float* dst = sO + (warp * ROWS + row) * D + 2 * t4;
+#pragma unroll
+                for (int dt = 0; dt < DTILE; ++dt)
+                    *reinterpret_cast<float2*>(dst + dt * 8) = make_float2(o_acc[mt][dt][2 * hh], o_acc[mt][dt][2 * hh + 1]);
+            }
         }
     __syncthreads();
 
@@ -252,7 +320,7 @@ paged_decode(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __
                 acc.x += sc * x.x; acc.y += sc * x.y; acc.z += sc * x.z; acc.w += sc * x.w;
             }
         }
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float inv = l > 0.f ? (FP8 ? v_scale / l : 1.f / l) : 0.f;
         const float lse = l > 0.f ? (m + lg2(l)) * RL_LN2 : -RL_INF;
         const int head = head0 + row;
         if (SPLIT) {

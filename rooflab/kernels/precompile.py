@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ._runtime import CTYPES, compile_all
+from ._runtime import CTYPES, compile_all, compute_capability, cupy_module
 from .attention import FLASH_VARIANTS
-from .decode import PAGED_STAGES, PAGED_WARPS
+from .decode import FP8_CTYPE, FP8_MIN_COMPUTE_CAPABILITY, PAGED_STAGES, PAGED_STAGES_FP8, PAGED_WARPS
 
 _NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
           "float16": "float16", "bfloat16": "bfloat16", "float32": "float32"}
 
 
 def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable[int] = (64, 128),
-                   flash_variants: Iterable[tuple[int, int, int]] = ()) -> list[tuple[str, str]]:
-    """(file, name expression) pairs for the launchers' default configurations."""
+                   flash_variants: Iterable[tuple[int, int, int]] = (), fp8_kv: bool = True) -> list[tuple[str, str]]:
+    """(file, name expression) pairs for the launchers' default configurations (fp8 KV caches too if fp8_kv)."""
     out: list[tuple[str, str]] = []
     half = [CTYPES[_NAMES[d]] for d in dtypes if _NAMES[d] != "float32"]
     for ct in half:
@@ -27,10 +27,12 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
                 mt, nw, kn = variant
                 for causal in ("false", "true"):
                     out.append(("flash_fwd.cu", f"flash_fwd<{ct}, {d}, {mt}, {nw}, {kn}, {causal}>"))
-            for mt in (1, 2):
-                for split in ("false", "true"):
-                    out.append(("paged_decode.cu",
-                                f"paged_decode<{ct}, {d}, {mt}, {PAGED_WARPS}, {PAGED_STAGES}, {split}>"))
+            kv_types = [(ct, PAGED_STAGES)] + ([(FP8_CTYPE, PAGED_STAGES_FP8)] if fp8_kv else [])
+            for kv, stages in kv_types:
+                for mt in (1, 2):
+                    for split in ("false", "true"):
+                        out.append(("paged_decode.cu",
+                                    f"paged_decode<{ct}, {kv}, {d}, {mt}, {PAGED_WARPS}, {stages}, {split}>"))
         out.append(("merge_partials.cu", f"merge_partials<{ct}, 8>"))
         out.append(("merge_states.cu", f"merge_states<{ct}, 8, 1>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 0>"))
@@ -44,5 +46,9 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
 
 def precompile(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable[int] = (64, 128),
                flash_variants: Iterable[tuple[int, int, int]] = (), workers: int = 16) -> int:
-    """Compile the default instantiations for these dtypes and head dims; returns how many."""
-    return compile_all(instantiations(dtypes, head_dims, flash_variants), workers)
+    """Compile the default instantiations for these dtypes and head dims; returns how many.
+
+    The fp8 KV cache's instantiations are included where the device runs them (sm_89 and newer).
+    """
+    fp8_kv = compute_capability(cupy_module()) >= FP8_MIN_COMPUTE_CAPABILITY
+    return compile_all(instantiations(dtypes, head_dims, flash_variants, fp8_kv), workers)
