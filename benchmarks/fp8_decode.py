@@ -32,7 +32,7 @@ from rooflab.load import load_gpu  # noqa: E402
 from rooflab.roofline import CeilingSource  # noqa: E402
 from rooflab.units import DType  # noqa: E402
 
-#: (warps, stages) tried by --configs; the launcher's default for fp8 is (4, 6): 96 KiB a CTA.
+#: (warps, stages) tried by --configs; the launcher's default for fp8 is (4, 4): 64 KiB a CTA, three an SM.
 CONFIGS = ((4, 3), (4, 4), (4, 5), (4, 6), (8, 3))
 
 
