@@ -131,3 +131,23 @@ def test_decode_report_uses_the_fitted_parallelism():
     h100 = decode_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), [32768])
     assert h200.facts["decode_units_per_sm"] == 1.5 and h200.facts["recommended_splits"] == 25
     assert h100.facts["decode_units_per_sm"] == 1.0 and h100.facts["recommended_splits"] == 17
+
+
+# --- the fp8 KV cache campaign ------------------------------------------------------------------
+
+FP8 = data_dir("measurements") / "h200-fp8-decode.csv"
+
+
+def test_fp8_decode_file_pairs_each_workload_and_is_predicted_with_its_kv_dtype():
+    # measurements/h200-fp8-decode.csv (benchmarks/fp8_decode.py): each decode workload with an fp16 and
+    # an fp8 e4m3 cache; validate must read kv_dtype, so an fp8 row's predicted bytes drop by half the KV
+    meta, rows = read_measurements(FP8)
+    for key in META_KEYS:
+        assert meta.get(key), key
+    assert [r.kv_dtype for r in rows] == ["", "fp8_e4m3"] * 4 and all(r.max_rel_err < 2e-3 for r in rows)
+    by_row = {r.config: r for r in validate(FP8).rows}
+    for fp16, fp8 in zip(rows[::2], rows[1::2]):
+        assert (fp16.context_lens, fp16.splits) == (fp8.context_lens, fp8.splits)
+        kv_fp16 = sum(fp16.lengths()) * fp16.num_kv_heads * fp16.head_dim * 2 * 2      # K and V, fp16
+        saved = by_row[fp16.describe()].hbm_bytes - by_row[fp8.describe()].hbm_bytes
+        assert saved == pytest.approx(kv_fp16 / 2, rel=1e-12)
