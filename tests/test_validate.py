@@ -84,6 +84,12 @@ def test_fit_handles_negative_overhead():
     assert fit.overhead_s == 0.0 and 0.4 < fit.efficiency < 0.6
 
 
+def test_fit_refuses_a_negative_efficiency():
+    # Two points whose times fall as the floor grows: the exact fit would be c0 > 0 with a < 0.
+    fit = fit_overhead_efficiency(np.array([1.0, 2.0]), np.array([3.0, 2.9]))
+    assert fit.overhead_s == 0.0 and fit.efficiency > 0
+
+
 def _cli(*args):
     return runner.invoke(app, ["validate", *args])
 

@@ -95,11 +95,16 @@ class Fit:
 
 
 def fit_overhead_efficiency(floor_s: np.ndarray, measured_s: np.ndarray) -> Fit:
-    """Least squares on relative error: minimise sum((c0 + a x_i) / y_i - 1)^2 with c0 >= 0, a > 0."""
+    """Least squares on relative error: minimise sum((c0 + a x_i) / y_i - 1)^2 with c0 >= 0, a > 0.
+
+    Where the unconstrained solution breaks either bound (c0 < 0; or a <= 0, which two nearly
+    proportional points can give: a large overhead and a negative efficiency), c0 = 0 and a alone
+    is fitted, which is always positive.
+    """
     x, y = np.asarray(floor_s, float), np.asarray(measured_s, float)
     design = np.column_stack([1 / y, x / y])
     (c0, a), *_ = np.linalg.lstsq(design, np.ones_like(y), rcond=None)
-    if c0 < 0:
+    if c0 < 0 or a <= 0:
         c0 = 0.0
         a = float(np.sum(x / y) / np.sum((x / y) ** 2))
     return Fit(float(c0), float(1 / a))
