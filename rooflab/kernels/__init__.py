@@ -6,7 +6,8 @@ it. Kernel sources are the .cu files beside this module, one kernel a file:
 
 - softmax_rows.cu     row softmax, reads S once and writes P once (naive attention's middle kernel)
 - flash_fwd.cu        flash attention forward, mma.sync tensor cores, online softmax, LSE out
-- paged_decode.cu     decode through a block table, GQA group per CTA, optional split-KV partials
+- paged_decode.cu     decode through a block table, GQA group per CTA, optional split-KV partials;
+                      fp16 / bf16 or fp8 e4m3 (uint8, per-tensor scales) KV caches
 - merge_partials.cu   S-way merge of split-KV partials
 - merge_states.cu     pairwise merge of two (O, LSE) states
 
@@ -14,7 +15,7 @@ Launchers (CuPy arrays in and out; shapes in each docstring):
 softmax_rows, naive_attention (and its three pieces attention_scores, masked_softmax,
 attention_values), flash_attention, paged_decode, paged_decode_partial, merge_partials,
 merge_states; precompile() builds the common instantiations in parallel. Helpers for tests
-and benchmarks (random inputs, NaN poisoning, paged caches, tolerances, CUDA-graph timing)
+and benchmarks (random inputs, NaN poisoning, paged caches, the e4m3 codec, tolerances, CUDA-graph timing)
 are in rooflab.kernels.testing.
 """
 
