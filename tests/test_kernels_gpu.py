@@ -28,7 +28,8 @@ def cp():
 
     from rooflab.kernels import precompile
 
-    precompile(flash_variants=[(2, 4, 32), (1, 8, 64), (1, 4, 64)])
+    precompile(flash_variants=[(2, 4, 32), (1, 8, 64), (1, 4, 64)],
+               hopper_variants=[(2, 128, False), (3, 128, False), (2, 64, True), (3, 64, True)])
     return cupy
 
 
@@ -152,7 +153,7 @@ FLASH_CASES = [  # B, h, h_kv, Tq, Tk
 ]
 
 
-def _flash_check(cp, rng, dtype, d, causal, case, std=1.0, variant=None):
+def _flash_check(cp, rng, dtype, d, causal, case, std=1.0, variant=None, impl=None):
     from rooflab.kernels import flash_attention
 
     batch, heads, kv_heads, q_len, kv_len = case
@@ -162,10 +163,10 @@ def _flash_check(cp, rng, dtype, d, causal, case, std=1.0, variant=None):
     ref_o, ref_lse = numerics.attention_reference(kt.to_float64(q), kt.to_float64(k), kt.to_float64(v),
                                                   causal=causal)
     out, out_lse = kt.nan_like(q), kt.poison(cp.empty((batch, heads, q_len), dtype=cp.float32))
-    o, lse = flash_attention(q, k, v, causal=causal, out=out, out_lse=out_lse, variant=variant)
+    o, lse = flash_attention(q, k, v, causal=causal, out=out, out_lse=out_lse, variant=variant, impl=impl)
     assert o is out and lse is out_lse
     tol = kt.tolerance(q.dtype.name, "attention")
-    what = f"flash {dtype} d={d} causal={causal} {case} variant={variant}"
+    what = f"flash {dtype} d={d} causal={causal} {case} variant={variant} impl={impl}"
     assert_close(o, ref_o, tol, what)
     assert_lse(lse, ref_lse, tol, what)
 
@@ -188,6 +189,72 @@ def test_flash_attention_large_logits(cp, rng, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attention_variants(cp, rng, variant, causal):
     _flash_check(cp, rng, "bf16", 128, causal, (1, 4, 2, 250, 250), variant=variant)
+
+
+# ---------------------------------------------------------------- flash attention, Hopper (wgmma)
+
+HOPPER_CASES = [  # B, h, h_kv, Tq, Tk
+    (1, 2, 2, 1, 1),
+    (2, 4, 4, 17, 17),          # batch 2, group 1
+    (1, 8, 2, 129, 129),        # group 4; T one past a 128-row / 128-key tile
+    (1, 8, 1, 300, 300),        # group 8
+    (1, 4, 2, 37, 300),         # Tq < Tk
+    (1, 4, 4, 300, 37),         # Tq > Tk: causal rows with no visible key
+    (2, 8, 1, 1000, 1000),      # batch 2, group 8, a partial last tile
+    (1, 2, 2, 1024, 1024),      # whole tiles only
+]
+
+
+@pytest.fixture(scope="module")
+def hopper(cp):
+    from rooflab.kernels._runtime import compute_capability
+    from rooflab.kernels.flash_hopper import HOPPER_COMPUTE_CAPABILITY
+
+    if compute_capability(cp) != HOPPER_COMPUTE_CAPABILITY:
+        pytest.skip("the wgmma kernel needs an sm_90 GPU (H100 / H200)")
+    return cp
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_wgmma_probe_layouts(hopper, rng, dtype):
+    """The two wgmma paths (shared-shared K-major; register A with an MN-major B) on one 64x128x128 tile."""
+    from rooflab.kernels.flash_hopper import wgmma_probe
+
+    a = normal(hopper, rng, (64, 128), dtype)
+    bk = normal(hopper, rng, (128, 128), dtype)
+    bv = normal(hopper, rng, (128, 128), dtype)
+    c1, c2 = wgmma_probe(hopper, a, bk, bv)
+    a64, bk64, bv64 = kt.to_float64(a), kt.to_float64(bk), kt.to_float64(bv)
+    tol = kt.Tolerance(1e-5, 1e-4, 0.0, "exact 16-bit products summed in fp32 over k = 128")
+    assert_close(c1, a64 @ bk64.T, tol, f"wgmma shared-shared {dtype}")
+    assert_close(c2, a64 @ bv64, tol, f"wgmma register-A, MN-major B {dtype}")
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("case", HOPPER_CASES, ids=lambda c: "x".join(map(str, c)))
+def test_flash_attention_hopper(hopper, rng, dtype, causal, case):
+    _flash_check(hopper, rng, dtype, 128, causal, case, impl="hopper")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_hopper_large_logits(hopper, rng, causal):
+    _flash_check(hopper, rng, "fp16", 128, causal, (1, 4, 2, 333, 333), std=3.0, impl="hopper")
+
+
+@pytest.mark.parametrize("variant", [(2, 128, True), (2, 128, False), (3, 128, False), (2, 64, True),
+                                     (3, 64, True)], ids=lambda v: "-".join(map(str, v)))
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_hopper_variants(hopper, rng, variant, causal):
+    _flash_check(hopper, rng, "bf16", 128, causal, (1, 4, 2, 700, 700), variant=variant, impl="hopper")
+
+
+def test_flash_attention_hopper_refuses_d64(hopper, rng):
+    from rooflab.kernels import flash_attention
+
+    q = normal(hopper, rng, (1, 2, 10, 64), "fp16")
+    with pytest.raises(ValueError, match="hopper"):
+        flash_attention(q, q, q, impl="hopper")
 
 
 def test_flash_attention_without_lse(cp, rng):

@@ -22,6 +22,9 @@ from ..errors import MissingGpuError
 INSTALL_HINT = 'pip install "rooflab[gpu]" (CUDA 12) or "rooflab[gpu-cuda13]" (CUDA 13)'
 MIN_COMPUTE_CAPABILITY = 80
 COMPILE_OPTIONS: tuple[str, ...] = ()  # NVRTC 12+ defaults to C++17; CuPy adds its own -arch and -ftz
+#: Extra NVRTC options by source file. wgmma needs the arch-specific sm_90a target; CuPy then adds
+#: its own -arch=sm_90 after it, and NVRTC 13 keeps sm_90a (checked: the cubin says sm_90a).
+FILE_OPTIONS: dict[str, tuple[str, ...]] = {"flash_fwd_hopper.cu": ("-arch=sm_90a",)}
 LOG2E = 1.4426950408889634
 #: A null pointer for an optional kernel argument (8 zero bytes, the size of a device pointer).
 NULL = np.uint64(0)
@@ -97,7 +100,7 @@ def kernel_source(filename: str) -> str:
 @functools.lru_cache(maxsize=None)
 def _compiled(filename: str, name_expression: str, device_id: int) -> Any:
     cupy = cupy_module()
-    module = cupy.RawModule(code=kernel_source(filename), options=COMPILE_OPTIONS,
+    module = cupy.RawModule(code=kernel_source(filename), options=COMPILE_OPTIONS + FILE_OPTIONS.get(filename, ()),
                             name_expressions=(name_expression,))
     return module.get_function(name_expression)
 

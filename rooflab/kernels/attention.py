@@ -15,6 +15,7 @@ import numpy as np
 
 from ._runtime import (HALF_TYPES, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
                        check_scale, ctype, cupy_module, kernel, launch, multiprocessor_count)
+from .flash_hopper import HOPPER_HEAD_DIMS, hopper_supported, launch_flash_hopper
 
 # ---------------------------------------------------------------- row softmax
 
@@ -219,6 +220,10 @@ def naive_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
 #: spills per 64-key tile; (2, 4, 32) has none and ran 4-6% slower (KERNELS.md).
 FLASH_VARIANTS = {128: (2, 4, 64), 64: (2, 4, 64)}
 FLASH_KV_TILE = 64
+#: What flash_attention runs when impl and variant are None: the wgmma kernel where it runs (sm_90,
+#: d 128), which passed every GPU test and ran 1.33x / 1.40x the mma.sync kernel on the H200
+#: (non-causal / causal, T 8192, KERNELS.md); "mma" elsewhere.
+FLASH_DEFAULT_IMPL = "hopper"
 
 
 def flash_smem_bytes(head_dim: int, mt: int, nw: int) -> int:
@@ -228,14 +233,17 @@ def flash_smem_bytes(head_dim: int, mt: int, nw: int) -> int:
 
 def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
                     return_lse: bool = True, *, out: Any = None, out_lse: Any = None,
-                    variant: tuple[int, int, int] | None = None) -> tuple[Any, Any]:
-    """Flash attention forward on tensor cores (mma.sync m16n8k16, online softmax in fp32). -> (o, lse).
+                    variant: tuple | None = None, impl: str | None = None) -> tuple[Any, Any]:
+    """Flash attention forward on tensor cores (online softmax in fp32). -> (o, lse).
 
     q [B, h, Tq, d], k and v [B, h_kv, Tk, d]: C-contiguous fp16 or bf16, d in {64, 128};
     any Tq, Tk >= 1. o [B, h, Tq, d] in q's dtype; lse fp32 [B, h, Tq] (None unless
     return_lse or out_lse); a causal row that sees no key gets o = 0 and lse = -inf.
-    out / out_lse: preallocated outputs (tests poison them). variant: (MT, NW, KN) override
-    for tuning, see FLASH_VARIANTS.
+    out / out_lse: preallocated outputs (tests poison them).
+    impl: "mma" (mma.sync m16n8k16, sm_80+, flash_fwd.cu), "hopper" (wgmma, sm_90 and d 128 only,
+    flash_fwd_hopper.cu) or None: FLASH_DEFAULT_IMPL where the device and d allow it, else "mma".
+    variant: a tuning override, (MT, NW, KN) for "mma" (FLASH_VARIANTS), (NWG, BN, PIPE) for
+    "hopper" (flash_hopper.HOPPER_VARIANTS); with impl None a variant means "mma".
     """
     cupy = cupy_module()
     batch, heads, q_len, head_dim, kv_heads, kv_len = _check_qkv(cupy, q, k, v, HALF_TYPES)
@@ -244,7 +252,13 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
     check_grid_dim(heads, "heads")
     check_grid_dim(batch, "batch")
     scale = check_scale(scale, head_dim)
-    mt, nw, kn = variant if variant is not None else FLASH_VARIANTS[head_dim]
+    if impl not in (None, "mma", "hopper"):
+        raise ValueError(f"impl must be None, 'mma' or 'hopper', got {impl!r}")
+    hopper_ok = hopper_supported(cupy, head_dim)
+    if impl == "hopper" and not hopper_ok:
+        raise ValueError(f"impl='hopper' needs an sm_90 GPU and head_dim in {HOPPER_HEAD_DIMS}")
+    use_hopper = impl == "hopper" or (impl is None and variant is None and FLASH_DEFAULT_IMPL == "hopper"
+                                      and hopper_ok)
     o = cupy.empty_like(q) if out is None else out
     if out is not None:
         check_out(cupy, out, "out", q.shape, dtype_name(q))
@@ -253,6 +267,10 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
         lse = cupy.empty((batch, heads, q_len), dtype=cupy.float32)
     elif lse is not None:
         check_out(cupy, lse, "out_lse", (batch, heads, q_len), "float32")
+    if use_hopper:
+        launch_flash_hopper(q, k, v, o, lse, causal, scale, variant)
+        return o, lse
+    mt, nw, kn = variant if variant is not None else FLASH_VARIANTS[head_dim]
     rows_per_cta = 16 * mt * nw
     name = f"flash_fwd<{ctype(q)}, {head_dim}, {mt}, {nw}, {kn}, {'true' if causal else 'false'}>"
     launch(kernel("flash_fwd.cu", name), (ceil_div(q_len, rows_per_cta), heads, batch), (nw * 32, 1, 1),

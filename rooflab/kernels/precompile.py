@@ -10,6 +10,7 @@ from typing import Iterable
 
 from ._runtime import CTYPES, compile_all, compute_capability, cupy_module
 from .attention import FLASH_VARIANTS
+from .flash_hopper import HOPPER_COMPUTE_CAPABILITY, HOPPER_VARIANTS, hopper_name
 from .decode import FP8_CTYPE, FP8_MIN_COMPUTE_CAPABILITY, PAGED_STAGES, PAGED_STAGES_FP8, PAGED_WARPS
 
 _NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
@@ -17,11 +18,17 @@ _NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
 
 
 def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable[int] = (64, 128),
-                   flash_variants: Iterable[tuple[int, int, int]] = (), fp8_kv: bool = True) -> list[tuple[str, str]]:
-    """(file, name expression) pairs for the launchers' default configurations (fp8 KV caches too if fp8_kv)."""
+                   flash_variants: Iterable[tuple[int, int, int]] = (), fp8_kv: bool = True,
+                   hopper_variants: Iterable[tuple[int, int, bool]] | None = None) -> list[tuple[str, str]]:
+    """(file, name expression) pairs for the launchers' default configurations (fp8 KV caches too if fp8_kv;
+    the wgmma flash kernel's variants if hopper_variants is given, for d 128)."""
     out: list[tuple[str, str]] = []
     half = [CTYPES[_NAMES[d]] for d in dtypes if _NAMES[d] != "float32"]
     for ct in half:
+        if hopper_variants is not None and 128 in head_dims:
+            for causal in (False, True):
+                for variant in dict.fromkeys([HOPPER_VARIANTS[causal], *hopper_variants]):
+                    out.append(("flash_fwd_hopper.cu", hopper_name(ct, variant, causal)))
         for d in head_dims:
             for variant in [FLASH_VARIANTS[d], *flash_variants]:
                 mt, nw, kn = variant
@@ -45,10 +52,14 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
 
 
 def precompile(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable[int] = (64, 128),
-               flash_variants: Iterable[tuple[int, int, int]] = (), workers: int = 16) -> int:
+               flash_variants: Iterable[tuple[int, int, int]] = (),
+               hopper_variants: Iterable[tuple[int, int, bool]] = (), workers: int = 16) -> int:
     """Compile the default instantiations for these dtypes and head dims; returns how many.
 
-    The fp8 KV cache's instantiations are included where the device runs them (sm_89 and newer).
+    The fp8 KV cache's instantiations are included where the device runs them (sm_89 and newer),
+    the wgmma flash kernel's (default and `hopper_variants`) on sm_90.
     """
-    fp8_kv = compute_capability(cupy_module()) >= FP8_MIN_COMPUTE_CAPABILITY
-    return compile_all(instantiations(dtypes, head_dims, flash_variants, fp8_kv), workers)
+    capability = compute_capability(cupy_module())
+    fp8_kv = capability >= FP8_MIN_COMPUTE_CAPABILITY
+    hopper = list(hopper_variants) if capability == HOPPER_COMPUTE_CAPABILITY else None
+    return compile_all(instantiations(dtypes, head_dims, flash_variants, fp8_kv, hopper), workers)
