@@ -29,7 +29,8 @@ def cp():
     from rooflab.kernels import precompile
 
     precompile(flash_variants=[(2, 4, 32), (1, 8, 64), (1, 4, 64)],
-               hopper_variants=[(2, 128, False), (3, 128, False), (2, 64, True), (3, 64, True)])
+               hopper_variants=[(2, 128, True), (2, 64, True), (3, 64, True), (2, 128, False, 2),
+                                (2, 128, False, 3)])
     return cupy
 
 
@@ -243,7 +244,8 @@ def test_flash_attention_hopper_large_logits(hopper, rng, causal):
 
 
 @pytest.mark.parametrize("variant", [(2, 128, True), (2, 128, False), (3, 128, False), (2, 64, True),
-                                     (3, 64, True)], ids=lambda v: "-".join(map(str, v)))
+                                     (3, 64, True), (2, 128, False, 2), (2, 128, False, 3)],
+                         ids=lambda v: "-".join(map(str, v)))
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attention_hopper_variants(hopper, rng, variant, causal):
     _flash_check(hopper, rng, "bf16", 128, causal, (1, 4, 2, 700, 700), variant=variant, impl="hopper")

@@ -114,6 +114,99 @@ RL_DEV void load_tile(u32 dst, const T* src, int valid, int tid) {
     }
 }
 
+// mbarriers (64-bit, in shared memory) and named CTA barriers, for the warp-specialized kernel.
+RL_DEV void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+RL_DEV void mbar_arrive(u32 bar) {
+    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+// Arrives once this thread's earlier cp.async copies have landed (the count was set for it).
+RL_DEV void mbar_arrive_cp_async(u32 bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+}
+RL_DEV void mbar_wait(u32 bar, u32 parity) {
+    u32 done;
+    do {
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+RL_DEV void bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory"); }
+RL_DEV void bar_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory"); }
+
+// Mask keys past Tk and, if CAUSAL, keys after the query (row + offset), on accumulator S of a
+// tile starting at key n0; row_lo is the thread's first row (its second is row_lo + 8).
+template <bool CAUSAL, int NS>
+RL_DEV void mask_tile(float (&s)[NS], int n0, int row_lo, int t4, int Tk, int offset) {
+#pragma unroll
+    for (int i = 0; i < NS; ++i) {
+        const int row = row_lo + ((i >> 1) & 1) * 8;
+        const int key = n0 + (i >> 2) * 8 + 2 * t4 + (i & 1);
+        if (key >= Tk || (CAUSAL && key > row + offset)) s[i] = -RL_INF;
+    }
+}
+
+// Online softmax over a thread's two rows (h = 0: row_lo, h = 1: row_lo + 8) in the log2
+// domain: s becomes P (fp32), alpha the factor that rescales what O held; l is a per-lane partial.
+template <int NS>
+RL_DEV void softmax_tile(float (&s)[NS], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
+                         float scale_log2) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = -RL_INF;
+#pragma unroll
+        for (int i = 0; i < NS / 4; ++i) mx = fmaxf(mx, fmaxf(s[4 * i + 2 * h], s[4 * i + 2 * h + 1]));
+        mx = quad_max(mx);
+        const float m_new = fmaxf(m_run[h], mx * scale_log2);
+        const float m_use = (m_new == -RL_INF) ? 0.f : m_new;     // nothing seen yet: no NaN
+        alpha[h] = ex2(m_run[h] - m_use);
+        m_run[h] = m_new;
+        float rs = 0.f;
+#pragma unroll
+        for (int i = 0; i < NS / 4; ++i)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const float p = ex2(fmaf(s[4 * i + 2 * h + e], scale_log2, -m_use));
+                s[4 * i + 2 * h + e] = p;
+                rs += p;
+            }
+        l_run[h] = l_run[h] * alpha[h] + rs;
+    }
+}
+
+// O *= alpha, and P into the A-fragment layout of m64k16 (the accumulator of keys 16kk.. is it).
+template <typename T, int NS>
+RL_DEV void rescale_pack(float (&oacc)[64], u32 (&pa)[NS / 8][4], const float (&s)[NS], const float (&alpha)[2]) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) oacc[i] *= alpha[(i >> 1) & 1];
+#pragma unroll
+    for (int kk = 0; kk < NS / 8; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) pa[kk][e] = Num<T>::pack2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
+}
+
+// Normalise and write O (u32 pairs) and the natural-log LSE; a row that saw no key gets 0, -inf.
+template <typename T>
+RL_DEV void store_out(const float (&oacc)[64], const float (&m_run)[2], const float (&l_run)[2],
+                      T* o_bh, float* lse_bh, int row_lo, int t4, int Tq) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const float l = quad_sum(l_run[h]);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = row_lo + 8 * h;
+        if (row < Tq) {
+            T* orow = o_bh + (i64)row * 128;
+#pragma unroll
+            for (int dt = 0; dt < 16; ++dt)
+                *reinterpret_cast<u32*>(orow + dt * 8 + 2 * t4) =
+                    Num<T>::pack2(oacc[4 * dt + 2 * h] * inv, oacc[4 * dt + 2 * h + 1] * inv);
+            if (lse_bh && t4 == 0)
+                lse_bh[row] = l > 0.f ? (m_run[h] + lg2(l)) * RL_LN2 : -RL_INF;
+        }
+    }
+}
+
 }  // namespace hop
 
 // NWG warpgroups (BM = 64 NWG rows), BN keys a tile, PIPE (see above), VSWAP: V's descriptor
@@ -200,50 +293,13 @@ flash_fwd_hopper(const T* __restrict__ q, const T* __restrict__ k, const T* __re
             hop::SsN<BN>::template run<T>(s, dq + (((kk >> 2) * BM * 128 + (kk & 3) * 32) >> 4),
                                           dkj + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), kk);
     };
-    // Mask, then the online softmax over this thread's two rows (h = 0: row_lo, h = 1: row_lo + 8);
-    // s becomes P (fp32), alpha the factor that rescales what O held.
     auto softmax = [&](int j, float (&alpha)[2]) {
         const int n0 = j * BN;
-        const bool need_mask = (n0 + BN > Tk) || (CAUSAL && n0 + BN - 1 > q0 + wg * 64 + offset);
-        if (need_mask) {
-#pragma unroll
-            for (int i = 0; i < NS; ++i) {
-                const int row = row_lo + ((i >> 1) & 1) * 8;
-                const int key = n0 + (i >> 2) * 8 + 2 * t4 + (i & 1);
-                if (key >= Tk || (CAUSAL && key > row + offset)) s[i] = -RL_INF;
-            }
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float mx = -RL_INF;
-#pragma unroll
-            for (int i = 0; i < NS / 4; ++i) mx = fmaxf(mx, fmaxf(s[4 * i + 2 * h], s[4 * i + 2 * h + 1]));
-            mx = quad_max(mx);
-            const float m_new = fmaxf(m_run[h], mx * scale_log2);
-            const float m_use = (m_new == -RL_INF) ? 0.f : m_new;     // nothing seen yet: no NaN
-            alpha[h] = ex2(m_run[h] - m_use);
-            m_run[h] = m_new;
-            float rs = 0.f;
-#pragma unroll
-            for (int i = 0; i < NS / 4; ++i)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float p = ex2(fmaf(s[4 * i + 2 * h + e], scale_log2, -m_use));
-                    s[4 * i + 2 * h + e] = p;
-                    rs += p;
-                }
-            l_run[h] = l_run[h] * alpha[h] + rs;      // per-lane partial; quad-summed at the end
-        }
+        if ((n0 + BN > Tk) || (CAUSAL && n0 + BN - 1 > q0 + wg * 64 + offset))
+            hop::mask_tile<CAUSAL>(s, n0, row_lo, t4, Tk, offset);
+        hop::softmax_tile(s, m_run, l_run, alpha, scale_log2);
     };
-    // O *= alpha, and P into the A-fragment layout of m64k16 (the accumulator of keys 16kk.. is it)
-    auto rescale_pack = [&](const float (&alpha)[2]) {
-#pragma unroll
-        for (int i = 0; i < 64; ++i) oacc[i] *= alpha[(i >> 1) & 1];
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) pa[kk][e] = Num<T>::pack2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
-    };
+    auto rescale_pack = [&](const float (&alpha)[2]) { hop::rescale_pack<T>(oacc, pa, s, alpha); };
 
     if (PIPE) {
         // S of tile j goes out with P V of tile j - 1; tile j's softmax overlaps that P V.
@@ -300,23 +356,144 @@ flash_fwd_hopper(const T* __restrict__ q, const T* __restrict__ k, const T* __re
     }
     cp_async_wait<0>();
 
-    // ---- normalise, write O and the natural-log LSE; a row that saw no key gets 0 and -inf
     float* lse_bh = lse ? lse + ((i64)b * num_heads + head) * Tq : nullptr;
+    hop::store_out<T>(oacc, m_run, l_run, o + q_off, lse_bh, row_lo, t4, Tq);
+}
+
+// Warp-specialized form: two consumer warpgroups (128 query rows) and a producer warpgroup. The
+// producer streams K/V tiles by cp.async into an NST-stage ring; each stage has a "full"
+// mbarrier (the producer's 128 threads arrive as their copies land) and an "empty" one (the 256
+// consumer threads arrive once their MMAs on it are done), so no CTA-wide barrier runs per tile
+// and the two consumers drift apart. Named barriers then make them take turns issuing S = Q K^T
+// (pingpong): one warpgroup's softmax runs while the other's MMAs use the tensor cores.
+// setmaxnreg moves registers from the producer (32) to the consumers (232): 384 threads at entry
+// would otherwise cap everyone at 168. PIPE: not implemented here (must be false).
+template <typename T, int BN, int NST, bool PIPE, bool CAUSAL>
+__global__ void __launch_bounds__(384, 1)
+flash_fwd_hopper_ws(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                    T* __restrict__ o, float* __restrict__ lse,
+                    int Tq, int Tk, int num_heads, int group, float scale_log2)
+{
+    constexpr int D = 128, BM = 128, NS = BN / 2, KS = BN / 16;
+    constexpr u32 Q_BYTES = BM * D * 2, KV_BYTES = BN * D * 2;
+    constexpr int BAR_Q = 1, BAR_TURN = 2;               // named barriers (0 is __syncthreads)
+    static_assert(!PIPE, "the warp-specialized kernel issues S and P V in separate steps");
+
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const u32 sQ = (smem_u32(smem) + 1023u) & ~1023u;
+    const u32 sK = sQ + Q_BYTES;                       // NST stages of K, then NST of V
+    const u32 sV = sK + NST * KV_BYTES;
+    const u32 full = sV + NST * KV_BYTES, empty = full + NST * 8;
+
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int qtile = CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int head = blockIdx.y, b = blockIdx.z;
+    const int kvh = head / group;
+    const int q0 = qtile * BM;
+    const int offset = Tk - Tq;
+    const i64 q_off = ((i64)b * num_heads + head) * (i64)Tq * D;
+    const i64 kv_off = ((i64)b * (num_heads / group) + kvh) * (i64)Tk * D;
+
+    int kv_end = Tk;
+    if (CAUSAL) kv_end = min(Tk, q0 + BM + offset);
+    const int n_tiles = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+
+    if (tid == 0) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const float l = quad_sum(l_run[h]);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int row = row_lo + 8 * h;
-        if (row < Tq) {
-            T* orow = o + q_off + (i64)row * D;
-#pragma unroll
-            for (int dt = 0; dt < 16; ++dt)
-                *reinterpret_cast<u32*>(orow + dt * 8 + 2 * t4) =
-                    Num<T>::pack2(oacc[4 * dt + 2 * h] * inv, oacc[4 * dt + 2 * h + 1] * inv);
-            if (lse_bh && t4 == 0)
-                lse_bh[row] = l > 0.f ? (m_run[h] + lg2(l)) * RL_LN2 : -RL_INF;
+        for (int st = 0; st < NST; ++st) {
+            hop::mbar_init(full + st * 8, 128);
+            hop::mbar_init(empty + st * 8, 256);
         }
     }
+    __syncthreads();
+
+    if (wg == 2) {
+        // ---- producer warpgroup: the K and V tiles of the ring, as load_tile maps them
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
+        const int ptid = tid - 256;
+        for (int j = 0; j < n_tiles; ++j) {
+            const int st = j % NST;
+            if (j >= NST) hop::mbar_wait(empty + st * 8, ((j / NST) - 1) & 1);
+            const int n0 = j * BN;
+            hop::load_tile<BN, 128>(sK + st * KV_BYTES, k + kv_off + (i64)n0 * D, Tk - n0, ptid);
+            hop::load_tile<BN, 128>(sV + st * KV_BYTES, v + kv_off + (i64)n0 * D, Tk - n0, ptid);
+            hop::mbar_arrive_cp_async(full + st * 8);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+
+    // ---- consumers: Q by all 256 threads, then each warpgroup on its 64 rows
+    hop::load_tile<BM, 256>(sQ, q + q_off + (i64)q0 * D, Tq - q0, tid);
+    cp_async_commit();
+    cp_async_wait<0>();
+    hop::fence_proxy_async();
+    hop::bar_sync(BAR_Q, 256);
+
+    const int row_lo = q0 + wg * 64 + warp * 16 + g;
+    const u64 dq = hop::desc(sQ + wg * 64 * 128, 16, 1024);
+    const u64 dk = hop::desc(sK, 16, 1024);
+    const u64 dv = hop::desc(sV, BN * 128, 1024);
+
+    float oacc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) oacc[i] = 0.f;
+    float m_run[2] = {-RL_INF, -RL_INF}, l_run[2] = {0.f, 0.f};
+    u32 pa[KS][4];
+    float s[NS];
+
+    auto issue_s = [&](int j) {
+        const u64 dkj = dk + (((j % NST) * KV_BYTES) >> 4);
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk)
+            hop::SsN<BN>::template run<T>(s, dq + (((kk >> 2) * BM * 128 + (kk & 3) * 32) >> 4),
+                                          dkj + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), kk);
+    };
+    auto issue_pv = [&](int j) {
+        const u64 dvj = dv + (((j % NST) * KV_BYTES) >> 4);
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) hop::Wgmma<T>::rs_n128(oacc, pa[kk], dvj + ((kk * 2048) >> 4));
+    };
+    auto softmax = [&](int j, float (&alpha)[2]) {
+        const int n0 = j * BN;
+        if ((n0 + BN > Tk) || (CAUSAL && n0 + BN - 1 > q0 + wg * 64 + offset))
+            hop::mask_tile<CAUSAL>(s, n0, row_lo, t4, Tk, offset);
+        hop::softmax_tile(s, m_run, l_run, alpha, scale_log2);
+    };
+    auto wait_full = [&](int j) {
+        hop::mbar_wait(full + (j % NST) * 8, (j / NST) & 1);
+        hop::fence_proxy_async();
+    };
+    const int my_turn = BAR_TURN + wg, other_turn = BAR_TURN + (wg ^ 1);
+    if (wg == 1) hop::bar_arrive(other_turn, 256);      // warpgroup 0 issues first
+
+    {
+        for (int j = 0; j < n_tiles; ++j) {
+            float alpha[2];
+            wait_full(j);
+            hop::bar_sync(my_turn, 256);
+            hop::fence();
+            issue_s(j);
+            hop::commit();
+            hop::bar_arrive(other_turn, 256);
+            hop::wait<0>();
+            hop::pin(s);
+            softmax(j, alpha);
+            hop::rescale_pack<T>(oacc, pa, s, alpha);
+            hop::fence();
+            issue_pv(j);
+            hop::commit();
+            hop::wait<0>();
+            hop::pin(oacc);
+            hop::mbar_arrive(empty + (j % NST) * 8);
+        }
+    }
+    if (wg == 0) hop::bar_sync(my_turn, 256);           // take warpgroup 1's last turn signal
+
+    float* lse_bh = lse ? lse + ((i64)b * num_heads + head) * Tq : nullptr;
+    hop::store_out<T>(oacc, m_run, l_run, o + q_off, lse_bh, row_lo, t4, Tq);
 }
 
 // Layout probe (tests): one warpgroup, c1 [64 x 128] = a [64 x 128] . bk [128 x 128]^T through

@@ -27,30 +27,46 @@ def hopper_supported(cupy: Any, head_dim: int) -> bool:
     return compute_capability(cupy) == HOPPER_COMPUTE_CAPABILITY and head_dim in HOPPER_HEAD_DIMS
 
 
-def hopper_smem_bytes(nwg: int, bn: int, pipe: bool) -> int:
-    """Q tile, two K stages, two or three V stages (all [rows x 128] 16-bit), and 1 KiB to align to 1024 B."""
+def hopper_smem_bytes(variant: tuple) -> int:
+    """Q tile, K and V stages (all [rows x 128] 16-bit), 1 KiB to align to 1024 B, the ring's mbarriers.
+
+    variant (NWG, BN, PIPE): two K stages, two V stages (three if PIPE); (NWG, BN, PIPE, NST),
+    the warp-specialized kernel: NST stages of each and 2 NST mbarriers.
+    """
     row_bytes = 128 * 2
+    nwg, bn, pipe, nst = (*variant, 0) if len(variant) == 3 else variant
+    if nst:
+        return 64 * nwg * row_bytes + 2 * nst * bn * row_bytes + 1024 + 16 * nst
     v_stages = 3 if pipe else 2
     return 64 * nwg * row_bytes + (2 + v_stages) * bn * row_bytes + 1024
 
 
-def hopper_name(ct: str, variant: tuple[int, int, bool], causal: bool, v_swap: int = 0) -> str:
+def hopper_name(ct: str, variant: tuple, causal: bool, v_swap: int = 0) -> str:
+    """Kernel name expression: flash_fwd_hopper for (NWG, BN, PIPE), flash_fwd_hopper_ws for
+    (2, BN, PIPE, NST) (two consumer warpgroups, a producer warpgroup, an NST-stage ring; PIPE false)."""
+    c = "true" if causal else "false"
+    if len(variant) == 4:
+        nwg, bn, pipe, nst = variant
+        if nwg != 2:
+            raise ValueError("the warp-specialized kernel has two consumer warpgroups")
+        return f"flash_fwd_hopper_ws<{ct}, {bn}, {nst}, {'true' if pipe else 'false'}, {c}>"
     nwg, bn, pipe = variant
-    return (f"flash_fwd_hopper<{ct}, {nwg}, {bn}, {'true' if pipe else 'false'}, "
-            f"{'true' if causal else 'false'}, {v_swap}>")
+    return f"flash_fwd_hopper<{ct}, {nwg}, {bn}, {'true' if pipe else 'false'}, {c}, {v_swap}>"
 
 
 def launch_flash_hopper(q: Any, k: Any, v: Any, o: Any, lse: Any, causal: bool, scale: float,
-                        variant: tuple[int, int, bool] | None = None, v_swap: int = 0) -> None:
+                        variant: tuple | None = None, v_swap: int = 0) -> None:
     """Launch on checked arrays (attention.flash_attention does the checking)."""
     batch, heads, q_len, _ = q.shape
     kv_heads, kv_len = k.shape[1], k.shape[2]
-    nwg, bn, pipe = variant if variant is not None else HOPPER_VARIANTS[bool(causal)]
-    kern = kernel("flash_fwd_hopper.cu", hopper_name(ctype(q), (nwg, bn, pipe), causal, v_swap))
-    launch(kern, (ceil_div(q_len, 64 * nwg), heads, batch), (128 * nwg, 1, 1),
+    variant = tuple(variant) if variant is not None else HOPPER_VARIANTS[bool(causal)]
+    nwg = variant[0]
+    threads = 128 * nwg + (128 if len(variant) == 4 else 0)    # + the producer warpgroup
+    kern = kernel("flash_fwd_hopper.cu", hopper_name(ctype(q), variant, causal, v_swap))
+    launch(kern, (ceil_div(q_len, 64 * nwg), heads, batch), (threads, 1, 1),
            (q, k, v, o, NULL if lse is None else lse, np.int32(q_len), np.int32(kv_len),
             np.int32(heads), np.int32(heads // kv_heads), np.float32(scale * LOG2E)),
-           hopper_smem_bytes(nwg, bn, pipe))
+           hopper_smem_bytes(variant))
 
 
 def wgmma_probe(cupy: Any, a: Any, bk: Any, bv: Any, v_swap: int = 0) -> tuple[Any, Any]:
