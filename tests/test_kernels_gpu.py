@@ -29,7 +29,7 @@ def cp():
     from rooflab.kernels import precompile
 
     precompile(flash_variants=[(2, 4, 32), (1, 8, 64), (1, 4, 64)],
-               hopper_variants=[(2, 128, True), (2, 64, True), (3, 64, True), (2, 128, False, 2),
+               hopper_variants=[(2, 128, True), (2, 128, False), (3, 128, False), (2, 64, True), (3, 64, True),
                                 (2, 128, False, 3)])
     return cupy
 

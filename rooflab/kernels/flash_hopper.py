@@ -13,11 +13,13 @@ import numpy as np
 
 from ._runtime import LOG2E, NULL, ceil_div, compute_capability, ctype, kernel, launch
 
-#: (NWG, BN, PIPE) by causal: warpgroups a CTA (64 query rows each), keys a shared-memory tile, and
-#: whether tile j's softmax overlaps tile j - 1's P V on the tensor cores. Fastest on the H200 at
-#: T 8192, 32 / 8 heads (KERNELS.md, run 1): (2, 128, no) 490 TFLOP/s non-causal, (3, 128, no)
-#: 460 causal; PIPE was 1-2% slower.
-HOPPER_VARIANTS = {False: (2, 128, False), True: (3, 128, False)}
+#: Variant by causal: (NWG, BN, PIPE) for flash_fwd_hopper (warpgroups a CTA, 64 query rows each;
+#: keys a shared-memory tile; whether tile j's softmax overlaps tile j - 1's P V), or
+#: (2, BN, False, NST) for the warp-specialized flash_fwd_hopper_ws (producer warpgroup, NST-stage
+#: mbarrier ring, pingpong consumers). Fastest on the H200 at T 8192, 32 / 8 heads, fp16
+#: (KERNELS.md, run 2): (2, 128, False, 2) at 562 / 536 TFLOP/s non-causal / causal, against
+#: 480 / 460 for the best of the others.
+HOPPER_VARIANTS = {False: (2, 128, False, 2), True: (2, 128, False, 2)}
 HOPPER_HEAD_DIMS = (128,)
 HOPPER_COMPUTE_CAPABILITY = 90
 
