@@ -6,6 +6,8 @@ it. Kernel sources are the .cu files beside this module, one kernel a file:
 
 - softmax_rows.cu     row softmax, reads S once and writes P once (naive attention's middle kernel)
 - flash_fwd.cu        flash attention forward, mma.sync tensor cores, online softmax, LSE out
+- flash_fwd_hopper.cu flash attention forward for sm_90 (d 128): wgmma, warp-specialized; the
+                      default there (flash_hopper.py launches it)
 - paged_decode.cu     decode through a block table, GQA group per CTA, optional split-KV partials;
                       fp16 / bf16 or fp8 e4m3 (uint8, per-tensor scales) KV caches
 - merge_partials.cu   S-way merge of split-KV partials
