@@ -259,6 +259,18 @@ def test_flash_attention_hopper_refuses_d64(hopper, rng):
         flash_attention(q, q, q, impl="hopper")
 
 
+def test_bench_names_the_flash_implementation_that_runs(hopper):
+    # measurements must say which kernel was timed: the wgmma one (d 128 on sm_90) or the mma.sync one
+    from rooflab.bench.cases import Case
+    from rooflab.bench.ours import impl_name
+    from rooflab.specs import AttentionHeads
+    from rooflab.units import DType
+
+    assert impl_name(Case("flash", DType.fp16, seq_len=128)) == "rooflab_hopper"
+    assert impl_name(Case("flash", DType.fp16, AttentionHeads(32, 8, 64), seq_len=128)) == "rooflab"
+    assert impl_name(Case("paged", DType.fp16, context_lens=(64,), page_size=16)) == "rooflab"
+
+
 def test_flash_attention_without_lse(cp, rng):
     from rooflab.kernels import flash_attention
 

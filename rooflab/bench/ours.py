@@ -24,6 +24,17 @@ CHECK_ROWS = 64
 FP8_BENCH_SCALE = 1.0 / 64
 
 
+def impl_name(case: Case) -> str:
+    """The `impl` a measurement of rooflab's kernel records: "rooflab", or "rooflab_hopper" where the
+    flash call takes the wgmma kernel (sm_90, d 128), so each implementation is fitted on its own."""
+    if case.kernel == "flash":
+        from ..kernels.attention import flash_default_impl
+
+        if flash_default_impl(case.heads.head_dim) == "hopper":
+            return "rooflab_hopper"
+    return "rooflab"
+
+
 def runner(case: Case, rng: np.random.Generator) -> Runner:
     """(launch, check) for rooflab's implementation of `case`."""
     from ..kernels._runtime import cupy_module

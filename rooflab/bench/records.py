@@ -6,8 +6,10 @@
     # ...
     kernel,impl,dtype,kv_dtype,batch,num_qo_heads,num_kv_heads,head_dim,seq_len,context_lens,causal,...
 
-`kernel` names what was timed (see KERNELS); `impl` who implemented it ("rooflab", or a
-PyTorch backend such as "torch_flash"). `context_lens` is "8192x128" for 128 sequences of
+`kernel` names what was timed (see KERNELS); `impl` who implemented it: "rooflab",
+"rooflab_hopper" (the wgmma flash kernel on sm_90; files measured before bench named it,
+such as h200-flash-hopper.csv's first version, call it "rooflab"), or a PyTorch backend
+such as "torch_flash". `context_lens` is "8192x128" for 128 sequences of
 8192 tokens, or "100;5000;17" for a ragged batch. Times are seconds.
 """
 

@@ -57,7 +57,7 @@ def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int 
     for i, case in enumerate(cases, 1):
         rng = np.random.default_rng(seed + i)
         runners = []
-        for impl, framework, build in (("rooflab", "cupy", lambda: [("rooflab", *ours.runner(case, rng))]),
+        for impl, framework, build in (("rooflab", "cupy", lambda: [(ours.impl_name(case), *ours.runner(case, rng))]),
                                        ("torch", "torch", lambda: list(torch_peers.peers(case, rng)))):
             if framework == "torch" and not with_torch:
                 continue

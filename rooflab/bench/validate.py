@@ -74,7 +74,7 @@ def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
     if m.kernel in ("paged", "split_kv"):
         lens = m.lengths()
         splits = m.splits
-        if m.impl != "rooflab" and num_sms is not None:
+        if not m.impl.startswith("rooflab") and num_sms is not None:
             splits = recommend_splits(heads, lens, num_sms, m.page_size, dtype, kv_dtype, k)
         return predict(paged_decode(heads, lens, m.page_size, dtype, kv_dtype, splits, num_sms, k), roofs)
     if m.kernel == "merge":

@@ -159,5 +159,5 @@ def plot_validation(
     from .measure import BUNDLED_MEASUREMENTS
 
     v = validate(file or data_dir("measurements") / BUNDLED_MEASUREMENTS)
-    impls = tuple(sorted({g.impl for g in v.groups})) if peers else ("rooflab",)
+    impls = tuple(sorted({g.impl for g in v.groups})) if peers else None
     _save(validation_chart(v, impls), output, "validation.png")

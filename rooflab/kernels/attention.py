@@ -226,6 +226,12 @@ FLASH_KV_TILE = 64
 FLASH_DEFAULT_IMPL = "hopper"
 
 
+def flash_default_impl(head_dim: int) -> str:
+    """The implementation flash_attention picks on this device for `head_dim` when none is asked for."""
+    hopper = FLASH_DEFAULT_IMPL == "hopper" and hopper_supported(cupy_module(), head_dim)
+    return "hopper" if hopper else "mma"
+
+
 def flash_smem_bytes(head_dim: int, mt: int, nw: int) -> int:
     """Q tile plus two stages of K and V tiles, all fp16/bf16."""
     return 16 * mt * nw * head_dim * 2 + 4 * FLASH_KV_TILE * head_dim * 2

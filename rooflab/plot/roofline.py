@@ -139,7 +139,7 @@ def _measured_style(m: MeasuredPoint) -> tuple[str, str, bool]:
     """(colour, marker, filled) of a measured group: colour by kernel, marker by implementation."""
     if not m.kernel and not m.impl:
         return _UNNAMED_COLOR, _UNNAMED_MARKER, True
-    return KERNEL_COLORS.get(m.kernel, _UNNAMED_COLOR), IMPL_MARKERS.get(m.impl, OTHER_MARKER), m.impl in (_OURS, "")
+    return KERNEL_COLORS.get(m.kernel, _UNNAMED_COLOR), IMPL_MARKERS.get(m.impl, OTHER_MARKER), m.impl.startswith(_OURS) or not m.impl
 
 
 def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> None:

@@ -28,7 +28,7 @@ KERNEL_COLORS = {"naive": "#D55E00", "naive_softmax": "#E69F00", "flash": "#009E
 #: GPU roofs and capacity lines: colours none of the variants use.
 GPU_COLORS = ("#222222", "#8C564B", "#7F7F7F", "#9467BD", "#BCBD22", "#17BECF")
 #: Marker per implementation: rooflab's own kernels and each PyTorch backend.
-IMPL_MARKERS = {"rooflab": "o", "torch_eager": "s", "torch_flash": "D", "torch_flash_dense": "D",
+IMPL_MARKERS = {"rooflab": "o", "rooflab_hopper": "p", "torch_eager": "s", "torch_flash": "D", "torch_flash_dense": "D",
                 "torch_cudnn": "^", "torch_cudnn_dense": "^", "torch_efficient": "v"}
 OTHER_MARKER = "P"
 

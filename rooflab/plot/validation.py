@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 ERROR_BANDS = (0.10, 0.25)
 
 
-def validation_chart(v: "Validation", impls: tuple[str, ...] = ("rooflab",)) -> Figure:
+def validation_chart(v: "Validation", impls: tuple[str, ...] | None = None) -> Figure:
     """Measured time against the calibrated model's prediction, log-log, per kernel.
 
     Colour by kernel, marker by implementation; held-out rows are filled, rows the model was fitted
     on hollow; the bands mark 10% and 25%.
     """
     fig, ax = new_figure((8.4, 7.0))
+    if impls is None:  # rooflab's own implementations
+        impls = tuple(sorted({r.impl for r in v.rows if r.impl.startswith("rooflab")}))
     rows = [r for r in v.rows if r.impl in impls and r.predicted_s is not None]
     if not rows:
         raise ValueError(f"no fitted rows for implementations {', '.join(impls)}")
