@@ -52,12 +52,15 @@ def test_calibrated_ceilings_are_bundled():
 
 
 def test_every_rooflab_kernel_is_predicted_within_bounds(validation):
-    ours = {g.kernel: g for g in validation.groups if g.impl == "rooflab"}
-    assert set(ours) == set(KERNELS)
-    for kernel, g in ours.items():
-        assert g.held_out_rows >= 2, kernel
-        assert g.median_error <= 0.10, (kernel, g.median_error)
-        assert g.worst_error <= 0.25, (kernel, g.worst_error)
+    # rooflab's implementations: "rooflab", and "rooflab_hopper" for the wgmma flash kernel (d 128 on
+    # the H200); the mma.sync flash kernel still runs the two d-64 rows, too few to fit
+    ours = [g for g in validation.groups if g.impl.startswith("rooflab") and g.fit is not None]
+    assert {g.kernel for g in ours} == set(KERNELS)
+    assert ("flash", "rooflab_hopper") in {(g.kernel, g.impl) for g in ours}
+    for g in ours:
+        assert g.held_out_rows >= 2, (g.kernel, g.impl)
+        assert g.median_error <= 0.10, (g.kernel, g.impl, g.median_error)
+        assert g.worst_error <= 0.25, (g.kernel, g.impl, g.worst_error)
 
 
 def test_errors_are_reported_on_held_out_rows_only(validation):

@@ -377,7 +377,7 @@ def test_measured_points_one_style_and_one_legend_entry_per_group(measured_cli):
     assert len(styles) == len(lines)                                     # groups are told apart by their markers
     for label, line in lines.items():
         hollow = line.get_markerfacecolor() == "none"
-        assert hollow == ("(rooflab)" not in label), label              # rooflab filled, PyTorch hollow
+        assert hollow == ("(rooflab" not in label), label               # rooflab's filled, PyTorch's hollow
     assert [f"{label}: {len(points)}" for label, points in groups.items()] == \
         [t for t in _legend_texts(fig) if t.split(":")[0] in groups]    # one legend entry per group, with its count
     assert not any(label in _texts(fig) for label in groups)             # and no label per point

@@ -20,13 +20,14 @@ def test_validation_chart_axes_and_points(validation):
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert "predicted time (s)" in ax.get_xlabel() and "measured time (s)" in ax.get_ylabel()
     groups = {c.get_gid() for c in ax.collections if (c.get_gid() or "").startswith("points:")}
-    assert "points:flash:rooflab:held" in groups and "points:merge:rooflab:fit" in groups
+    assert "points:flash:rooflab_hopper:held" in groups and "points:merge:rooflab:fit" in groups
     drawn = sum(len(c.get_offsets()) for c in ax.collections if (c.get_gid() or "").startswith("points:"))
-    assert drawn == sum(1 for r in validation.rows if r.impl == "rooflab")
+    # rooflab's own rows with a prediction (the two d-64 mma.sync flash rows are too few to fit)
+    ours = [r for r in validation.rows if r.impl.startswith("rooflab") and r.predicted_s is not None]
+    assert drawn == len(ours) and len(ours) >= len([r for r in validation.rows if r.impl.startswith("rooflab")]) - 2
     lo, hi = ax.get_xlim()
-    for r in validation.rows:
-        if r.impl == "rooflab":
-            assert lo < r.predicted_s < hi and lo < r.measured_s < hi
+    for r in ours:
+        assert lo < r.predicted_s < hi and lo < r.measured_s < hi
     assert "NVIDIA H200" in ax.get_title(loc="left")
 
 
