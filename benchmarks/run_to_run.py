@@ -2,7 +2,7 @@
 on one run predict the other? (A difference between versions smaller than the run-to-run spread is
 noise; METHOD.md.)
 
-    python benchmarks/run_to_run.py measurements/h200-sweep.csv measurements/h200-sweep-repeat.csv
+    python benchmarks/run_to_run.py measurements/h200-sweep-mma-flash.csv measurements/h200-sweep-repeat.csv
 """
 
 from __future__ import annotations
