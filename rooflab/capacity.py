@@ -26,6 +26,7 @@ from typing import Optional
 from .cost.common import whole_number
 from .cost.naive import naive_max_seq_len
 from .errors import InputError
+from .paging import pages_for, shared_prefix_blocks
 from .specs import GpuSpec, ModelSpec
 from .units import DType, fmt_bytes
 
@@ -93,7 +94,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype
     heads = model.heads.shard(tensor_parallel)
     max_len = max_model_len or model.max_context_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = -(-model.total_parameters * weight_dtype.bytes // tensor_parallel)
+    weights = model.weight_bytes(weight_dtype, tensor_parallel)
     if weights >= usable:
         split = f" split {tensor_parallel} ways" if tensor_parallel > 1 else ""
         raise InputError(f"{model.name} weights ({fmt_bytes(weights)} per GPU in {weight_dtype}{split}) do not fit "
@@ -102,10 +103,10 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype
     per_token = model.kv_bytes_per_token(kv_dtype, tensor_parallel)
     block = page_size * per_token
     blocks = budget // block
-    per_sequence = -(-context_len // page_size)
+    per_sequence = pages_for(context_len, page_size)
     paged = blocks // per_sequence
-    shared = shared_prefix_len // page_size
-    with_prefix = (blocks - shared) // -(-(context_len - shared * page_size) // page_size) if blocks > shared else 0
+    one = shared_prefix_blocks(shared_prefix_len, [context_len - shared_prefix_len], page_size)
+    with_prefix = (blocks - one.shared_blocks) // one.private_blocks if blocks > one.shared_blocks else 0
     reserve = max(max_len, context_len)
     contiguous = budget // (reserve * per_token)
     reason = _reason(budget, activation_reserve_bytes, paged, context_len, blocks * page_size, max_len)

@@ -29,7 +29,7 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
                  intensity_tiled_flop_per_byte=flash.intensity_tiled,
                  tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead),
     )
-    weights_bytes = model.total_parameters * dtype.bytes
+    weights_bytes = model.weight_bytes(dtype)
     max_t = naive_max_seq_len(model, gpu, batch, dtype)
     facts = {
         "weights_bytes": weights_bytes,

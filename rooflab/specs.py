@@ -179,6 +179,11 @@ class ModelSpec:
         """Query heads served by one KV head (GQA); 1 for multi-head attention."""
         return self.num_qo_heads // self.num_kv_heads
 
+    def weight_bytes(self, dtype: DType, tensor_parallel: int = 1) -> int:
+        """Bytes of every parameter (all experts) in `dtype`, per GPU when split `tensor_parallel` ways
+        (rounded up; norms and embeddings are counted as split too, a few hundred MB at most)."""
+        return -(-self.total_parameters * dtype.bytes // tensor_parallel)
+
     def kv_bytes_per_token(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
         """K and V of one token across all layers, on one GPU of `tensor_parallel`: 2 * L * h_kv/tp * d * b."""
         return self.num_layers * self.heads.shard(tensor_parallel).kv_bytes_per_token(kv_dtype)

@@ -199,3 +199,10 @@ def test_specs_load_from_a_path_object(tmp_path):
     assert load_model(path).name == "llama-3-8b"
     with pytest.raises(UnknownNameError):
         load_gpu(8)
+
+
+def test_weight_bytes_per_gpu():
+    # every parameter in the weight dtype, split evenly and rounded up per GPU
+    m = load_model("llama-3-70b")
+    assert m.weight_bytes(DType.fp16) == 2 * m.total_parameters
+    assert m.weight_bytes(DType.fp8_e4m3, 3) == -(-m.total_parameters // 3)

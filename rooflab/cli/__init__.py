@@ -111,6 +111,17 @@ def parse_lengths(values: list[str] | None, option: str = "--context-len") -> li
     return out
 
 
+def decode_lengths(context_len: Optional[list[str]], batch: int) -> list[int]:
+    """The decode batch's context lengths: one --context-len repeated --batch times, or a ragged list
+    (then --batch must be 1 or agree with it); 8192 when none is given."""
+    lens = parse_lengths(context_len) or [8192]
+    if len(lens) == 1:
+        return lens * batch
+    if batch not in (1, len(lens)):
+        raise RooflabError(f"--batch {batch} disagrees with {len(lens)} --context-len values")
+    return lens
+
+
 ContextOpt = Annotated[Optional[list[str]], typer.Option(
     "--context-len", "-L", help="Decode: context length per sequence; repeat the option or give a comma list "
                                 "for a ragged batch (default 8192).")]
@@ -120,6 +131,9 @@ TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", hel
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")]
 CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")]
 CeilingsOpt = Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
+WeightDTypeOpt = Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")]
+UtilizationOpt = Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")]
+MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")]
 
 
 def _write_atomic(path: Path, text: str) -> None:

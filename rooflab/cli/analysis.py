@@ -6,11 +6,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import RooflabError
 from ..render import Format
 from ..units import DType
-from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt, ModelOpt,
-               PageOpt, Phase, TensorParallelOpt, app, friendly, parse_lengths)
+from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt,
+               MaxModelLenOpt, ModelOpt, PageOpt, Phase, TensorParallelOpt, UtilizationOpt, WeightDTypeOpt, app,
+               decode_lengths, friendly)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -44,11 +44,7 @@ def report(
     if phase is Phase.prefill:
         r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, source)
     else:
-        lens = parse_lengths(context_len) or [8192]
-        if len(lens) == 1:
-            lens = lens * batch
-        elif batch not in (1, len(lens)):
-            raise RooflabError(f"--batch {batch} disagrees with {len(lens)} --context-len values")
+        lens = decode_lengths(context_len, batch)
         r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, source)
     typer.echo(render_report(r, fmt), nl=False)
 
@@ -60,11 +56,11 @@ def capacity(
     gpu: GpuOpt = "h100-sxm",
     context_len: Annotated[int, typer.Option("--context-len", "-L", help="Tokens per sequence (prompt plus output).")] = 8192,
     page_size: PageOpt = 16,
-    weight_dtype: Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")] = DType.fp16,
+    weight_dtype: WeightDTypeOpt = DType.fp16,
     kv_dtype: KvDTypeOpt = None,
-    utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
+    utilization: UtilizationOpt = 0.9,
     reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", help="Memory kept for activations and workspace, GiB.")] = 0.0,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
+    max_model_len: MaxModelLenOpt = None,
     tensor_parallel: TensorParallelOpt = 1,
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
     fmt: FormatOpt = Format.table,

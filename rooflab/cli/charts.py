@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..units import DType
-from . import DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, TensorParallelOpt, app, friendly, parse_lengths
+from . import (DTypeOpt, GpuOpt, KvDTypeOpt, MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt,
+               WeightDTypeOpt, app, friendly, parse_lengths)
 
 plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
                        add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -129,10 +130,10 @@ def plot_capacity(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
     page_size: PageOpt = 16,
-    weight_dtype: Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")] = DType.fp16,
+    weight_dtype: WeightDTypeOpt = DType.fp16,
     kv_dtype: KvDTypeOpt = None,
-    utilization: Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")] = 0.9,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")] = None,
+    utilization: UtilizationOpt = 0.9,
+    max_model_len: MaxModelLenOpt = None,
     tensor_parallel: TensorParallelOpt = 1,
     output: _output_opt("capacity.png") = None,
 ) -> None:

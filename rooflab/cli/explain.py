@@ -7,10 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import RooflabError
 from ..units import DType
-from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app, friendly,
-               parse_lengths)
+from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app,
+               decode_lengths, friendly)
 
 
 class ExplainVariant(str, enum.Enum):
@@ -50,11 +49,7 @@ def explain(
     from ..load import load_gpu, load_model
     from ..roofline import CeilingSource
 
-    lens = parse_lengths(context_len) or [8192]
-    if len(lens) == 1:
-        lens = lens * batch
-    elif batch not in (1, len(lens)):
-        raise RooflabError(f"--batch {batch} disagrees with {len(lens)} --context-len values")
+    lens = decode_lengths(context_len, batch)
     e = derive(Variant(variant.value), load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, lens,
                page_size, kv_dtype, splits, CeilingSource(ceilings.value))
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)

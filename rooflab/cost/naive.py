@@ -111,7 +111,7 @@ def naive_max_seq_len(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DTy
     if batch < 1:
         raise InputError(f"batch must be >= 1, got {batch}")
     heads = model.heads.shard(tensor_parallel)
-    free = gpu.hbm_capacity_bytes - model.total_parameters * weight_dtype.bytes / tensor_parallel
+    free = gpu.hbm_capacity_bytes - model.weight_bytes(weight_dtype, tensor_parallel)
     if free <= 0:
         return 0
     e, d = dtype.bytes, heads.head_dim
