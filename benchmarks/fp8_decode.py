@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rooflab.bench.cases import LLAMA3_8B, Case, fp8_decode_cases  # noqa: E402
-from rooflab.bench.device import default_spec, device_name, metadata  # noqa: E402
+from rooflab.bench.device import default_spec, device_name  # noqa: E402
 from rooflab.bench.records import format_context_lens  # noqa: E402
-from rooflab.bench.run import run, save  # noqa: E402
+from rooflab.bench.run import run_to_file  # noqa: E402
 from rooflab.bench.validate import predict_measurement  # noqa: E402
 from rooflab.cost.paged import paged_decode  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
@@ -116,10 +116,7 @@ def main() -> None:
     gpu = load_gpu(spec)
     cases = fp8_decode_cases()
     print(f"{len(cases)} decode configurations (fp16 and fp8 KV) on {device_name()}", file=sys.stderr)
-    meta = metadata(" ".join(["python3", *sys.argv]), spec)
-    result = run(cases, gpu.l2_bytes, with_torch=False, repeats=args.repeats,
-                 after_case=lambda partial: save(partial, args.output, meta))
-    save(result, args.output, meta)
+    result = run_to_file(cases, spec, args.output, " ".join(["python3", *sys.argv]), False, args.repeats)
     for failure in result.failures:
         print(f"not timed: {failure}", file=sys.stderr)
     if args.configs:

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rooflab.bench.cases import LLAMA3_8B, Case  # noqa: E402
-from rooflab.bench.device import default_spec, device_name, metadata  # noqa: E402
-from rooflab.bench.run import run, save  # noqa: E402
+from rooflab.bench.device import default_spec, device_name  # noqa: E402
+from rooflab.bench.run import run_to_file  # noqa: E402
 from rooflab.cost.paged import recommend_splits  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
 from rooflab.units import DType  # noqa: E402
@@ -54,10 +54,7 @@ def main() -> None:
                 cases.append(Case("split_kv", DType.fp16, batch=batch, context_lens=tuple(lens), page_size=16,
                                   splits=s))
     print(f"{len(cases)} split-KV configurations on {device_name()}", file=sys.stderr)
-    meta = metadata(" ".join(["python3", *sys.argv]), spec)
-    result = run(cases, gpu.l2_bytes, with_torch=False, repeats=args.repeats,
-                 after_case=lambda partial: save(partial, args.output, meta))
-    save(result, args.output, meta)
+    result = run_to_file(cases, spec, args.output, " ".join(["python3", *sys.argv]), False, args.repeats)
     for failure in result.failures:
         print(f"not timed: {failure}", file=sys.stderr)
 

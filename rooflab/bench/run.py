@@ -114,3 +114,17 @@ def _release() -> None:
 
 def save(result: BenchResult, path: Path, meta: dict[str, str]) -> None:
     write_measurements(path, result.rows, meta)
+
+
+def run_to_file(cases: list[Case], spec_name: str, path: Path, command: str, with_torch: bool = True,
+                repeats: int = 20) -> BenchResult:
+    """run() on this GPU, writing the measurements and their metadata to `path` after every case
+    (a run cut short keeps what it measured) and at the end."""
+    from ..load import load_gpu
+    from .device import metadata
+
+    meta = metadata(command, spec_name)
+    result = run(cases, load_gpu(spec_name).l2_bytes, with_torch=with_torch, repeats=repeats,
+                 after_case=lambda partial: save(partial, path, meta))
+    save(result, path, meta)
+    return result

@@ -81,9 +81,8 @@ def bench(
 ) -> None:
     """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata."""
     from ..bench.cases import sweep
-    from ..bench.device import check_spec_matches, default_spec, device_name, metadata
-    from ..bench.run import run, save
-    from ..load import load_gpu
+    from ..bench.device import check_spec_matches, default_spec, device_name
+    from ..bench.run import run_to_file
 
     spec = gpu or default_spec()
     check_spec_matches(spec, device_name())
@@ -92,10 +91,7 @@ def bench(
     if repeats < 3:
         raise RooflabError(f"--repeats must be at least 3, got {repeats}")
     typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
-    meta = metadata(" ".join(["rooflab", *sys.argv[1:]]), spec)
-    result = run(cases, load_gpu(spec).l2_bytes, with_torch=torch, repeats=repeats,
-                 after_case=lambda partial: save(partial, output, meta))
-    save(result, output, meta)
+    result = run_to_file(cases, spec, output, " ".join(["rooflab", *sys.argv[1:]]), torch, repeats)
     typer.echo(f"wrote {len(result.rows)} measurements to {output}")
     for failure in result.failures:
         typer.echo(f"not timed: {failure}", err=True)

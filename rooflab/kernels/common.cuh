@@ -84,6 +84,21 @@ RL_DEV float lg2(float x) {  // log2(x), x > 0
 #define RL_LN2 0.6931471805599453f
 #define RL_INF __int_as_float(0x7f800000)
 
+// The online-softmax state of MT row tiles on mma.sync accumulators, before the first key:
+// O = 0, running max -inf, running sum 0 (two rows per thread per tile).
+template <int MT, int DTILE>
+RL_DEV void init_softmax_state(float (&o_acc)[MT][DTILE][4], float (&m_run)[MT][2], float (&l_run)[MT][2]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < DTILE; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.f;
+        m_run[mt][0] = m_run[mt][1] = -RL_INF;
+        l_run[mt][0] = l_run[mt][1] = 0.f;
+    }
+}
+
 // ---------------------------------------------------------------- shared memory and copies
 RL_DEV u32 smem_u32(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
 

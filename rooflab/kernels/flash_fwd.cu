@@ -94,15 +94,7 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
 
     float o_acc[MT][DTILE][4];
     float m_run[MT][2], l_run[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int dt = 0; dt < DTILE; ++dt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.f;
-        m_run[mt][0] = m_run[mt][1] = -RL_INF;
-        l_run[mt][0] = l_run[mt][1] = 0.f;
-    }
+    init_softmax_state(o_acc, m_run, l_run);
 
     // Per-lane ldmatrix offsets for k-step / d-pair 0.  Because chunk 2*kk + c equals
     // (2*kk) ^ c and the swizzle is an XOR, step kk's offset is lane_off ^ (kk << 5): one

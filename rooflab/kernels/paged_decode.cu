@@ -89,15 +89,7 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
 
     float o_acc[MT][DTILE][4];
     float m_run[MT][2], l_run[MT][2];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int dt = 0; dt < DTILE; ++dt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.f;
-        m_run[mt][0] = m_run[mt][1] = -RL_INF;
-        l_run[mt][0] = l_run[mt][1] = 0.f;
-    }
+    init_softmax_state(o_acc, m_run, l_run);
 
     // ---- this warp's ring of NST stages
     const u32 ring = smem_u32(smem) + warp * NST * STAGE_BYTES;
