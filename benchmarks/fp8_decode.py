@@ -29,7 +29,7 @@ from rooflab.bench.run import run_to_file  # noqa: E402
 from rooflab.bench.validate import predict_measurement  # noqa: E402
 from rooflab.cost.paged import paged_decode  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
-from rooflab.roofline import CeilingSource  # noqa: E402
+from rooflab.vocab import CeilingSource  # noqa: E402
 from rooflab.units import DType  # noqa: E402
 
 #: (warps, stages) tried by --configs; the launcher's default for fp8 is (4, 4): 64 KiB a CTA, three an SM.
@@ -54,7 +54,7 @@ def comparison(rows, gpu) -> list[str]:
         m8 = by_case.get((lens, fp8_case.splits, "fp8_e4m3"))
         if m16 is None or m8 is None:
             continue
-        floors = [float(predict_measurement(m, gpu, CeilingSource.calibrated, gpu.decode_slots_per_sm).t_floor_s)
+        floors = [float(predict_measurement(m, gpu, CeilingSource.calibrated, gpu.units_per_sm).t_floor_s)
                   for m in (m16, m8)]
         tb16 = kv_bytes(fp16_case) / m16.time_s / 1e12
         tb8 = kv_bytes(fp8_case) / m8.time_s / 1e12

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from rooflab.numerics import Precision, state_precision_error
+from rooflab.numerics import state_precision_error
+from rooflab.units import DType
 from rooflab.render import Format
 from rooflab.render_numerics import render_state_errors
 
@@ -35,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    rows = state_precision_error(args.seq_lens, (Precision.fp16, Precision.bf16, Precision.fp32), args.rows,
+    rows = state_precision_error(args.seq_lens, (DType.fp16, DType.bf16, DType.fp32), args.rows,
                                  args.head_dim, args.block, args.logit_std, args.seed)
     elapsed_s = time.perf_counter() - t0
     if args.format is Format.table:

@@ -16,7 +16,7 @@ import numpy as np
 from rooflab.bench.records import read_measurements
 from rooflab.bench.validate import predict_measurement, validate
 from rooflab.load import load_gpu
-from rooflab.roofline import CeilingSource
+from rooflab.vocab import CeilingSource
 
 
 def key(m):

@@ -152,6 +152,7 @@ def build(cls: type[T], data: dict, where: str, prefix: str = "") -> T:
     """Build a spec dataclass from a mapping, checking every field against its annotation."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    data, spelled = _renamed(cls, data, where, prefix)
     for key in data:
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1)
@@ -167,8 +168,26 @@ def build(cls: type[T], data: dict, where: str, prefix: str = "") -> T:
             if not has_default:
                 raise SpecError(where, f"{prefix}{name}", None, "missing required field")
             continue
-        kwargs[name] = _convert(where, f"{prefix}{name}", tp, data[name])
+        kwargs[name] = _convert(where, f"{prefix}{spelled.get(name, name)}", tp, data[name])
     return cls(**kwargs)
+
+
+def _renamed(cls: type, data: dict, where: str, prefix: str) -> tuple[dict, dict[str, str]]:
+    """Keys under their old spelling (the class's RENAMED map) read as their new one; both at once is an error.
+
+    Returns the mapping with new keys, and new -> old for the keys given under their old spelling
+    (errors name the key as the file spells it).
+    """
+    renamed = getattr(cls, "RENAMED", {})
+    out, spelled = {}, {}
+    for key, value in data.items():
+        new = renamed.get(key, key)
+        if new != key:
+            if new in data:
+                raise SpecError(where, f"{prefix}{key}", value, f"is the old spelling of '{new}', which is also given")
+            spelled[new] = key
+        out[new] = value
+    return out, spelled
 
 
 def _spec_from_file(cls: type[T], path: Path) -> T:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from typing import Sequence
 
 from .numerics import SoftmaxHeadroom, StateErrorRow
-from .render import Format, table
+from .output import Column, Format, Frame, csv_text, render
 
 
 def _headroom_records(h: SoftmaxHeadroom) -> list[tuple[str, str, float | int]]:
@@ -41,43 +38,39 @@ def _number(x: float | int) -> str:
     return f"{x:.4f}" if 1e-3 <= abs(x) < 1e6 else f"{x:.6g}"
 
 
-def render_headroom(h: SoftmaxHeadroom, fmt: Format = Format.table) -> str:
-    """The exp range limits of a dtype and naive softmax's headroom, as a table, markdown, CSV or JSON."""
-    records = _headroom_records(h)
-    if fmt is Format.json:
-        doc = {"dtype": h.limits.dtype.value, **{key: value for key, _, value in records}}
-        return json.dumps(doc, indent=2) + "\n"
-    if fmt is Format.csv:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["dtype"] + [key for key, _, _ in records])
-        w.writerow([h.limits.dtype.value] + [value for _, _, value in records])
-        return buf.getvalue()
-    md = fmt is Format.markdown
+def headroom_frame(h: SoftmaxHeadroom) -> Frame:
+    """The exp range limits of a dtype and naive softmax's headroom: quantity / value lines; CSV and JSON one record."""
+    figures = _headroom_records(h)
+    record = {"dtype": h.limits.dtype.value, **{key: value for key, _, value in figures}}
     title = (f"{h.limits.format.name}: where exp(x) leaves the format (round to nearest even), "
              f"and naive softmax's headroom at N={h.seq_len}")
-    rows = [[label, _number(value)] for _, label, value in records]
     note = ("logits assumed N(0, std^2); trained models have heavier tails, so the headroom is an "
             "upper bound. Safe and online softmax subtract the row max and never overflow.")
-    parts = [f"## {title}" if md else title, "", table(["quantity", "value"], rows, markdown=md), "", note]
-    return "\n".join(parts) + "\n"
+    rows = tuple({"quantity": label, "value": _number(value)} for _, label, value in figures)
+    return Frame((Column("quantity", "quantity"), Column("value", "value")), rows, doc=record, title=title,
+                 notes=(note,), csv_keys=tuple(record))
+
+
+def render_headroom(h: SoftmaxHeadroom, fmt: Format = Format.table) -> str:
+    """The exp range limits of a dtype and naive softmax's headroom, as a table, markdown, CSV or JSON."""
+    frame = headroom_frame(h)
+    if Format(fmt) is Format.csv:   # CSV is the one record, not the displayed lines
+        return csv_text([frame.doc], frame.csv_keys)
+    return render(frame, fmt)
+
+
+def state_error_frame(rows: Sequence[StateErrorRow]) -> Frame:
+    """The state-precision error study: one record per (sequence length, precision)."""
+    records = tuple({"seq_len": r.seq_len, "precision": r.precision.value, "max_rel_error": r.max_rel_error,
+                     "median_rel_error": r.median_rel_error, "storage_rel_error": r.storage_rel_error}
+                    for r in rows)
+    columns = (Column("seq_len", "N", lambda r: f"{r['seq_len']:,}"), Column("precision", "state"),
+               Column("max_rel_error", "max rel. error", lambda r: f"{r['max_rel_error']:.2e}"),
+               Column("median_rel_error", "median rel. error", lambda r: f"{r['median_rel_error']:.2e}"),
+               Column("storage_rel_error", "storing o alone", lambda r: f"{r['storage_rel_error']:.2e}"))
+    return Frame(columns, records)
 
 
 def render_state_errors(rows: Sequence[StateErrorRow], fmt: Format = Format.table) -> str:
     """The state-precision error study: one line per (sequence length, precision)."""
-    keys = ["seq_len", "precision", "max_rel_error", "median_rel_error", "storage_rel_error"]
-    records = [{"seq_len": r.seq_len, "precision": r.precision.value, "max_rel_error": r.max_rel_error,
-                "median_rel_error": r.median_rel_error, "storage_rel_error": r.storage_rel_error}
-               for r in rows]
-    if fmt is Format.json:
-        return json.dumps(records, indent=2) + "\n"
-    if fmt is Format.csv:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
-        w.writeheader()
-        w.writerows(records)
-        return buf.getvalue()
-    headers = ["N", "state", "max rel. error", "median rel. error", "storing o alone"]
-    cells = [[f"{r.seq_len:,}", r.precision.value, f"{r.max_rel_error:.2e}", f"{r.median_rel_error:.2e}",
-              f"{r.storage_rel_error:.2e}"] for r in rows]
-    return table(headers, cells, markdown=fmt is Format.markdown) + "\n"
+    return render(state_error_frame(rows), fmt)

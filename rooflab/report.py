@@ -1,17 +1,146 @@
-"""Specs + workload -> Report: the rows `rooflab report` prints, computed here, rendered elsewhere."""
+"""Specs + workload -> Report: what `rooflab report` prints, computed here, rendered in render.py.
+
+A Report is the JSON contract of `rooflab report`: top-level workload fields, `facts` (a typed,
+frozen PrefillFacts or DecodeFacts) and `rows`, each with at least variant, flops, hbm_bytes,
+intensity_flop_per_byte, t_compute_s, t_memory_s, t_floor_s and bound, all per layer in SI units.
+The facts are computed by prefill_facts and decode_facts, which explain and the charts call too.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
 
 from .cost.flash import flash_prefill
 from .cost.model import decode_step
-from .cost.naive import naive_max_seq_len, naive_prefill
-from .cost.paged import check_splits, context_lengths, paged_decode, recommend_splits
-from .rows import Report, make_row
-from .roofline import CeilingSource, Ceilings
+from .cost.naive import naive_ceiling, naive_prefill
+from .cost.paged import check_splits, context_lengths, default_splits, paged_decode, recommend_splits
+from .roofline import Ceilings
+from .rows import Row, make_row
 from .specs import GpuSpec, ModelSpec
 from .units import DType
+from .vocab import CeilingSource, Phase
+
+
+@dataclass(frozen=True)
+class PrefillFacts:
+    """Whether naive prefill fits, and what materialising S costs in intensity (one layer)."""
+
+    weights_bytes: int
+    hbm_capacity_bytes: int
+    naive_working_set_bytes: float
+    naive_max_seq_len: int
+    naive_fits: bool
+    flash_over_naive_intensity: float    # flash's intensity over naive's: the factor S through HBM costs
+
+    #: Output keys under their old spelling, kept readable: old -> new. (The old name said "naive over
+    #: flash" of a number that is flash over naive.)
+    RENAMED = {"naive_over_flash_intensity": "flash_over_naive_intensity"}
+
+    def to_dict(self) -> dict:
+        return _with_old_names(self)
+
+
+@dataclass(frozen=True)
+class DecodeFacts:
+    """What a decode report adds to its rows: the split recommendation, the launch's work units, the whole step."""
+
+    recommended_splits: int
+    decode_intensity_flop_per_byte: float   # 2h / (b_kv h_kv): F over the KV bytes, fixed by the heads
+    work_units_unsplit: int                 # sequences x KV heads
+    num_sms: int
+    units_per_sm: float
+    attention_flop_share: float
+    flops_per_token: float
+    weight_bytes_per_step: float
+    kv_bytes_per_step: float
+
+    RENAMED = {"decode_units_per_sm": "units_per_sm"}
+
+    def to_dict(self) -> dict:
+        return _with_old_names(self)
+
+
+def _with_old_names(facts: Union[PrefillFacts, DecodeFacts]) -> dict:
+    out = dataclasses.asdict(facts)
+    for old, new in facts.RENAMED.items():
+        out[old] = out[new]
+    return out
+
+
+Facts = Union[PrefillFacts, DecodeFacts]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything `rooflab report` prints: the workload, the ceilings, one row per variant and the facts."""
+
+    model: str
+    gpu: str
+    phase: Phase
+    seq_len: Optional[int]
+    batch: int
+    dtype: str
+    causal: bool
+    num_layers: int
+    ceilings: str
+    ridge_flop_per_byte: float
+    bandwidth_bytes_per_s: float
+    matmul_flop_per_s: float
+    rows: tuple[Row, ...]
+    facts: Facts
+    model_display_name: str = ""
+    gpu_display_name: str = ""
+    context_lens: Optional[tuple[int, ...]] = None
+    kv_dtype: Optional[str] = None
+    page_size: Optional[int] = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("rows", "notes", "facts") and getattr(self, f.name) is not None}
+        out["phase"] = self.phase.value
+        if self.context_lens is not None:
+            out["context_lens"] = list(self.context_lens)
+        out["facts"] = self.facts.to_dict()
+        out["notes"] = list(self.notes)
+        out["rows"] = [r.to_dict() for r in self.rows]
+        return out
+
+    def to_frame(self, breakdown: bool = False):
+        """The rows as a pandas DataFrame indexed by variant label; `breakdown` gives one row per launch.
+
+        Columns are the Row (or KernelRow) fields that some row fills, in SI units, per layer.
+        """
+        import pandas as pd  # pandas is slow to import and only notebooks need it
+
+        if breakdown:
+            records = [dict(variant=r.label or r.variant, **dataclasses.asdict(k)) for r in self.rows for k in r.kernels]
+            return pd.DataFrame(records).set_index(["variant", "kernel"])
+        records = []
+        for r in self.rows:
+            record = r.to_dict()
+            record.pop("kernels", None)
+            if "tile" in record:
+                record["tile"] = "{block_q}x{block_kv}".format(**record["tile"])
+            record["variant"] = r.label or r.variant
+            records.append(record)
+        return pd.DataFrame(records).drop(columns="label", errors="ignore").set_index("variant")
+
+
+def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
+                  dtype: DType = DType.fp16, causal: bool = False) -> PrefillFacts:
+    """Whether naive prefill of `seq_len` tokens fits beside the weights, and flash's intensity over naive's."""
+    ceiling = naive_ceiling(model, gpu, batch, dtype)
+    naive = naive_prefill(model, seq_len, batch, dtype, causal)
+    flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
+    ratio = (flash.flops / flash.hbm_bytes) / (naive.flops / naive.hbm_bytes)
+    return PrefillFacts(
+        weights_bytes=ceiling.weights_bytes, hbm_capacity_bytes=ceiling.capacity_bytes,
+        naive_working_set_bytes=float(naive.working_set_bytes), naive_max_seq_len=ceiling.max_seq_len,
+        naive_fits=ceiling.fits(seq_len), flash_over_naive_intensity=float(ratio),
+    )
 
 
 def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
@@ -24,27 +153,35 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
     rows = (
         make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
                  peak_extra_bytes=naive.peak_extra_bytes,
-                 intensity_compulsory_flop_per_byte=naive.flops / naive.qkvo_bytes),
+                 intensity_compulsory_flop_per_byte=naive.intensity_compulsory),
         make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
                  intensity_tiled_flop_per_byte=flash.intensity_tiled,
                  tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead),
     )
-    weights_bytes = model.weight_bytes(dtype)
-    max_t = naive_max_seq_len(model, gpu, batch, dtype)
-    facts = {
-        "weights_bytes": weights_bytes,
-        "naive_max_seq_len": max_t,
-        "naive_fits": bool(seq_len <= max_t),
-        "naive_working_set_bytes": float(naive.working_set_bytes),
-        "hbm_capacity_bytes": gpu.hbm_capacity_bytes,
-        "naive_over_flash_intensity": float(flash.flops / flash.hbm_bytes / (naive.flops / naive.hbm_bytes)),
-    }
     return Report(
-        model=model.name, gpu=gpu.name, phase="prefill", seq_len=int(seq_len), batch=int(batch),
+        model=model.name, gpu=gpu.name, phase=Phase.prefill, seq_len=int(seq_len), batch=int(batch),
         dtype=dtype.value, causal=causal, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte,
         bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s, matmul_flop_per_s=roofs.matmul_flop_per_s,
-        rows=rows, model_display_name=model.display_name, gpu_display_name=gpu.display_name, facts=facts,
+        rows=rows, facts=prefill_facts(model, gpu, seq_len, batch, dtype, causal),
+        model_display_name=model.display_name, gpu_display_name=gpu.display_name,
+    )
+
+
+def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], page_size: int = 16,
+                 dtype: DType = DType.fp16, kv_dtype: DType | None = None) -> DecodeFacts:
+    """The split recommendation, decode intensity and whole-step figures for one decode step."""
+    kv_dtype = kv_dtype or dtype
+    lens = context_lengths(context_lens)
+    k = gpu.units_per_sm
+    unsplit = paged_decode(model, lens, page_size, dtype, kv_dtype, 1, gpu.num_sms, k)
+    step = decode_step(model, int(round(lens.mean())), lens.size, dtype, kv_dtype)
+    return DecodeFacts(
+        recommended_splits=recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, k),
+        decode_intensity_flop_per_byte=float(unsplit.intensity_kv),
+        work_units_unsplit=int(unsplit.work_units), num_sms=gpu.num_sms, units_per_sm=k,
+        attention_flop_share=step.attention_flop_share, flops_per_token=step.flops_per_token,
+        weight_bytes_per_step=step.weight_bytes_per_step, kv_bytes_per_step=step.kv_bytes_per_step,
     )
 
 
@@ -53,42 +190,34 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], p
                   ceilings: CeilingSource = CeilingSource.datasheet) -> Report:
     """One decode step per layer: paged decode in one launch, and split-KV with the S-way merge.
 
-    `splits` defaults to the count recommend_splits picks (at least 2, so the row shows split-KV).
+    `splits` defaults to default_splits (the recommended count, at least 2, so the row shows split-KV).
     """
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype, ceilings)
     lens = context_lengths(context_lens)
-    slots = gpu.decode_slots_per_sm
-    recommended = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, slots)
-    chosen = check_splits(splits) if splits is not None else max(2, recommended)
-    rows, costs = [], []
+    k = gpu.units_per_sm
+    facts = decode_facts(model, gpu, lens, page_size, dtype, kv_dtype)
+    chosen = check_splits(splits) if splits is not None else \
+        default_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, k)
+    rows = []
     for s in (1, chosen):
-        cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms, slots)
-        costs.append(cost)
+        cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms, k)
         label = "paged" if s == 1 else f"split_kv ({s} splits)"
         rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
                              parallel_fraction=cost.parallel_fraction))
-    step = decode_step(model, int(round(lens.mean())), lens.size, dtype, kv_dtype)
-    facts = {
-        "recommended_splits": recommended,
-        "decode_intensity_flop_per_byte": float(costs[0].flops / costs[0].kv_bytes),   # 2h / (b h_kv)
-        "work_units_unsplit": int(lens.size * model.num_kv_heads),
-        "num_sms": gpu.num_sms,
-        "decode_units_per_sm": slots,
-        "attention_flop_share": step.attention_flop_share,
-        "flops_per_token": step.flops_per_token,
-        "weight_bytes_per_step": step.weight_bytes_per_step,
-        "kv_bytes_per_step": step.kv_bytes_per_step,
-    }
     notes = []
-    if recommended == 1 and splits is None:
+    if facts.recommended_splits == 1 and splits is None:
         notes.append("split-KV does not pay here: the unsplit launch already fills the GPU; "
                      "the split_kv row shows the cost of 2 splits for comparison")
     return Report(
-        model=model.name, gpu=gpu.name, phase="decode", seq_len=None, batch=int(lens.size), dtype=dtype.value,
+        model=model.name, gpu=gpu.name, phase=Phase.decode, seq_len=None, batch=int(lens.size), dtype=dtype.value,
         causal=True, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte, bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s,
-        matmul_flop_per_s=roofs.matmul_flop_per_s, rows=tuple(rows), model_display_name=model.display_name,
-        gpu_display_name=gpu.display_name, context_lens=tuple(int(x) for x in lens), kv_dtype=kv_dtype.value,
-        page_size=page_size, notes=tuple(notes), facts=facts,
+        matmul_flop_per_s=roofs.matmul_flop_per_s, rows=tuple(rows), facts=facts,
+        model_display_name=model.display_name, gpu_display_name=gpu.display_name,
+        context_lens=tuple(int(x) for x in lens), kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes),
     )
+
+
+__all__ = ["DecodeFacts", "PrefillFacts", "Report", "decode_facts", "decode_report", "prefill_facts",
+           "prefill_report"]

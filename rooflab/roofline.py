@@ -15,25 +15,15 @@ so its floor is the sum of the kernels' floors, never less than either total.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
 
-from .cost.common import Cost, KernelCost, Pipe
+from .cost.common import Cost, KernelCost
 from .errors import InputError
 from .specs import GpuSpec
 from .units import DType
-
-
-class CeilingSource(str, enum.Enum):
-    """Datasheet figures, or the ceilings `rooflab calibrate` measured (the GPU's `measured:` section)."""
-
-    datasheet = "datasheet"
-    calibrated = "calibrated"
-
-    def __str__(self) -> str:
-        return self.value
+from .vocab import Bound, CeilingSource, Pipe
 
 
 @dataclass(frozen=True)
@@ -91,8 +81,8 @@ class Prediction:
 
     @property
     def bound(self) -> np.ndarray:
-        """'memory' or 'compute', elementwise."""
-        return np.where(self.memory_bound, "memory", "compute")
+        """The Bound's value, 'memory' or 'compute', elementwise (a tie counts as memory)."""
+        return np.where(self.memory_bound, Bound.memory.value, Bound.compute.value)
 
     @property
     def ridge_ratio(self) -> np.ndarray:

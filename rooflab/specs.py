@@ -9,7 +9,7 @@ by load.py from the field annotations; the cross-field rules live here in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 from .errors import InputError, SpecError
 from .units import DType
@@ -36,7 +36,12 @@ class MeasuredCeilings:
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """One GPU: datasheet ceilings (dense, never the sparsity figures) and on-chip sizes."""
+    """One GPU: datasheet ceilings (dense, never the sparsity figures) and on-chip sizes.
+
+    `units_per_sm` is the parallelism model's work units one SM runs at once for rooflab's decode
+    kernels (cost/parallel.py): the value `rooflab validate` fitted to the paged and split-KV kernels
+    on this GPU where the YAML records one, else 1 (one thread block an SM streams at beta / num_sms).
+    """
 
     name: str
     display_name: str
@@ -55,23 +60,17 @@ class GpuSpec:
     exp_per_s: Optional[float] = None
     interconnect_bytes_per_s: Optional[float] = None
     compute_capability: Optional[str] = None
-    decode_units_per_sm: Optional[float] = None
+    units_per_sm: float = 1.0
     measured: Optional[MeasuredCeilings] = None
+
+    #: YAML keys read under their old spelling: old -> new.
+    RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}
 
     def check(self) -> None:
         """Cross-field rules the annotations cannot express."""
         if "fp16" not in self.dense_tensor_flop_per_s:
             raise SpecError(self.name, "dense_tensor_flop_per_s", self.dense_tensor_flop_per_s,
                             "must give at least the fp16 rate")
-
-    @property
-    def decode_slots_per_sm(self) -> float:
-        """Decode work units one SM runs at once in the parallelism model (cost/parallel.py).
-
-        The value `rooflab validate` fitted to rooflab's paged and split-KV kernels on this GPU
-        where the YAML records one (decode_units_per_sm), else 1.
-        """
-        return self.decode_units_per_sm or 1.0
 
     def has_rate(self, dtype: DType) -> bool:
         return dtype.rate_key in self.dense_tensor_flop_per_s or dtype is DType.fp32
@@ -177,7 +176,7 @@ class ModelSpec:
     @property
     def group_size(self) -> int:
         """Query heads served by one KV head (GQA); 1 for multi-head attention."""
-        return self.num_qo_heads // self.num_kv_heads
+        return self.heads.group_size
 
     def weight_bytes(self, dtype: DType, tensor_parallel: int = 1) -> int:
         """Bytes of every parameter (all experts) in `dtype`, per GPU when split `tensor_parallel` ways
@@ -203,11 +202,13 @@ class ModelSpec:
         """Parameters touched per token: for a mixture of experts only the routed experts' MLPs count."""
         if self.num_experts == 1:
             return self.total_parameters
-        inactive = (self.num_experts - self.num_experts_per_token) * self._mlp_parameters()
+        inactive = (self.num_experts - self.num_experts_per_token) * self.expert_parameters
         return self.total_parameters - self.num_layers * inactive
 
-    def _mlp_parameters(self) -> int:
-        return 3 * self.hidden_size * self.ffn_size  # gate, up, down
+    @property
+    def expert_parameters(self) -> int:
+        """Parameters of one gated MLP (one expert of a mixture): gate, up and down, 3 x hidden x ffn."""
+        return 3 * self.hidden_size * self.ffn_size
 
     def _parameters(self, experts: int) -> int:
         h, d = self.hidden_size, self.head_dim
@@ -217,7 +218,7 @@ class ModelSpec:
         if self.attention_bias:
             attention += q_out + 2 * kv_out
         router = h * experts if experts > 1 else 0
-        per_layer = attention + experts * self._mlp_parameters() + router + 2 * h  # 2 norms
+        per_layer = attention + experts * self.expert_parameters + router + 2 * h  # 2 norms
         embeddings = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
         return self.num_layers * per_layer + embeddings + h  # final norm
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass
 
 KiB = 2**10
 MiB = 2**20
@@ -19,9 +20,67 @@ GB = 1e9
 TB = 1e12
 
 
-class DType(str, enum.Enum):
-    """Element types of tensors and of the arithmetic done on them."""
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary float format: sign, `exponent_bits`, `mantissa_bits` (stored fraction bits), `bias`.
 
+    Normal values are 1.f x 2**(e - bias); subnormals 0.f x 2**(1 - bias). `max_finite`
+    is a parameter because the formats disagree about the top exponent: IEEE-like formats
+    reserve it for inf and NaN, e4m3fn keeps it for numbers and reserves only mantissa 111
+    for NaN. `has_inf` says whether overflow rounds to inf (True) or NaN (e4m3fn).
+    Sources: IEEE 754-2019 (binary16, binary32, binary64); bfloat16 as fp32's top 16 bits;
+    Micikevicius et al., "FP8 Formats for Deep Learning", arXiv:2209.05433.
+    """
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    max_finite: float
+    has_inf: bool
+
+    def __post_init__(self) -> None:
+        steps = self.max_finite / self.ulp_at_max
+        if not (steps.is_integer() and 2**self.mantissa_bits <= steps < 2 ** (self.mantissa_bits + 1)):
+            raise ValueError(f"{self.name}: max_finite {self.max_finite} is not a normal value of the format")
+        if self.max_exponent + self.bias > 2**self.exponent_bits - 1:
+            raise ValueError(f"{self.name}: max_finite {self.max_finite} needs more exponent bits")
+
+    @property
+    def max_exponent(self) -> int:
+        """Unbiased exponent of max_finite: max_finite = 1.f x 2**max_exponent."""
+        return math.frexp(self.max_finite)[1] - 1
+
+    @property
+    def min_normal(self) -> float:
+        """Smallest positive normal value, 2**(1 - bias)."""
+        return math.ldexp(1.0, 1 - self.bias)
+
+    @property
+    def min_subnormal(self) -> float:
+        """Smallest positive subnormal value, 2**(1 - bias - mantissa_bits)."""
+        return math.ldexp(1.0, 1 - self.bias - self.mantissa_bits)
+
+    @property
+    def ulp_at_max(self) -> float:
+        """Spacing of the values in max_finite's binade, 2**(max_exponent - mantissa_bits)."""
+        return math.ldexp(1.0, self.max_exponent - self.mantissa_bits)
+
+    @property
+    def overflow_threshold(self) -> float:
+        """max_finite + ulp/2: round-to-nearest-even sends anything larger past max_finite.
+
+        At exactly the midpoint the tie goes to the even neighbour: past max_finite for the
+        IEEE-like formats (whose max has an odd, all-ones mantissa), to max_finite for e4m3fn
+        (max mantissa 110). exp(x) of a nonzero real x never lands on it exactly.
+        """
+        return self.max_finite + self.ulp_at_max / 2
+
+
+class DType(str, enum.Enum):
+    """Element types of tensors and of the arithmetic done on them; every fact about a type is a property here."""
+
+    fp64 = "fp64"
     fp32 = "fp32"
     tf32 = "tf32"
     fp16 = "fp16"
@@ -32,24 +91,47 @@ class DType(str, enum.Enum):
     @property
     def bytes(self) -> int:
         """Storage size of one element (tf32 is stored as fp32)."""
-        return _DTYPE_BYTES[self]
+        return _FACTS[self][0]
+
+    @property
+    def bits(self) -> int:
+        return 8 * self.bytes
+
+    @property
+    def is_fp8(self) -> bool:
+        return self in (DType.fp8_e4m3, DType.fp8_e5m2)
 
     @property
     def rate_key(self) -> str:
         """The key of this type's dense tensor-core rate in a GPU spec (both fp8 formats share one)."""
-        return "fp8" if self in (DType.fp8_e4m3, DType.fp8_e5m2) else self.value
+        return "fp8" if self.is_fp8 else self.value
+
+    @property
+    def array_name(self) -> str | None:
+        """The NumPy / CuPy / PyTorch dtype name of an array of this type; None where none exists
+        (tf32 is an input mode, fp8 caches travel as uint8 codes)."""
+        return _FACTS[self][1]
+
+    @property
+    def float_format(self) -> FloatFormat | None:
+        """The format's parameters (exponent and mantissa bits, bias, largest finite value);
+        None for tf32, which is a tensor-core input mode stored as fp32."""
+        return _FACTS[self][2]
 
     def __str__(self) -> str:
         return self.value
 
 
-_DTYPE_BYTES = {
-    DType.fp32: 4,
-    DType.tf32: 4,
-    DType.fp16: 2,
-    DType.bf16: 2,
-    DType.fp8_e4m3: 1,
-    DType.fp8_e5m2: 1,
+# max_finite written as (2 - 2**-k) * 2**e so the bits show: all-ones mantissa (k = mantissa_bits)
+# under the top usable exponent; e4m3fn loses one mantissa code (k = mantissa_bits - 1) to NaN.
+_FACTS: dict[DType, tuple[int, str | None, FloatFormat | None]] = {
+    DType.fp64: (8, "float64", FloatFormat("fp64", 11, 52, 1023, (2 - 2.0**-52) * 2.0**1023, has_inf=True)),
+    DType.fp32: (4, "float32", FloatFormat("fp32", 8, 23, 127, (2 - 2.0**-23) * 2.0**127, has_inf=True)),
+    DType.tf32: (4, None, None),
+    DType.fp16: (2, "float16", FloatFormat("fp16", 5, 10, 15, (2 - 2.0**-10) * 2.0**15, has_inf=True)),
+    DType.bf16: (2, "bfloat16", FloatFormat("bf16", 8, 7, 127, (2 - 2.0**-7) * 2.0**127, has_inf=True)),
+    DType.fp8_e4m3: (1, None, FloatFormat("fp8_e4m3 (e4m3fn)", 4, 3, 7, (2 - 2.0**-2) * 2.0**8, has_inf=False)),
+    DType.fp8_e5m2: (1, None, FloatFormat("fp8_e5m2", 5, 2, 15, (2 - 2.0**-2) * 2.0**15, has_inf=True)),
 }
 
 #: The keys a GPU spec may use for dense tensor-core rates.

@@ -9,18 +9,18 @@ import pytest
 from typer.testing import CliRunner
 
 from rooflab.bench.cases import sweep
-from rooflab.bench.records import KERNELS
+from rooflab.vocab import Kernel
 from rooflab.bench.validate import predict_measurement
 from rooflab.cli import app
 from rooflab.load import load_gpu
-from rooflab.roofline import CeilingSource
+from rooflab.vocab import CeilingSource
 
 NO_CUPY = importlib.util.find_spec("cupy") is None
 
 
 def test_sweep_covers_every_kernel_and_the_target_shapes():
     cases = sweep()
-    assert {c.kernel for c in cases} == set(KERNELS)
+    assert {c.kernel for c in cases} == set(Kernel)
     labels = {c.label() for c in cases}
     # the performance targets' shapes (RESULTS.md) are in the sweep
     assert "flash 32/8x128 fp16 T=8192 b=1" in labels and "flash 32/8x128 fp16 T=8192 b=1 causal" in labels
@@ -59,7 +59,7 @@ def test_fp8_decode_cases_pair_fp16_and_fp8_at_the_recommended_splits():
         assert (fp16.kernel, fp16.context_lens, fp16.splits) == (fp8.kernel, fp8.context_lens, fp8.splits)
         for kv in (None, DType.fp8_e4m3):
             assert recommend_splits(LLAMA3_8B, fp8.context_lens, gpu.num_sms, 16, DType.fp16, kv,
-                                    gpu.decode_slots_per_sm) == fp8.splits
+                                    gpu.units_per_sm) == fp8.splits
     assert {c.label() for c in cases if c.kv_dtype} <= {c.label() for c in sweep()}
     assert "kv fp8_e4m3" in cases[1].label() and "kv" not in cases[0].label()
 

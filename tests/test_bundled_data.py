@@ -15,11 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from rooflab import DType, load_gpu
-from rooflab.bench.records import KERNELS, read_measurements
+from rooflab.bench.records import read_measurements
 from rooflab.bench.validate import validate
 from rooflab.cli import app
 from rooflab.load import data_dir
-from rooflab.roofline import CeilingSource, Ceilings
+from rooflab.roofline import Ceilings
+from rooflab.vocab import CeilingSource, Kernel
 
 SWEEP = data_dir("measurements") / "h200-sweep.csv"
 META_KEYS = ("date", "gpu_spec", "device_name", "driver", "cuda_runtime", "cupy", "torch", "rooflab",
@@ -36,7 +37,7 @@ def test_dataset_ships_with_metadata():
     for key in META_KEYS:
         assert meta.get(key), key
     assert meta["device_name"] == "NVIDIA H200" and meta["gpu_spec"] == "h200-sxm"
-    assert {r.kernel for r in rows if r.impl == "rooflab"} == set(KERNELS)
+    assert {r.kernel for r in rows if r.impl == "rooflab"} == set(Kernel)
     assert all(r.max_rel_err < 0.05 for r in rows)   # every row passed its oracle check before timing
 
 
@@ -55,7 +56,7 @@ def test_every_rooflab_kernel_is_predicted_within_bounds(validation):
     # rooflab's implementations: "rooflab", and "rooflab_hopper" for the wgmma flash kernel (d 128 on
     # the H200); the mma.sync flash kernel still runs the two d-64 rows, too few to fit
     ours = [g for g in validation.groups if g.impl.startswith("rooflab") and g.fit is not None]
-    assert {g.kernel for g in ours} == set(KERNELS)
+    assert {g.kernel for g in ours} == set(Kernel)
     assert ("flash", "rooflab_hopper") in {(g.kernel, g.impl) for g in ours}
     for g in ours:
         assert g.held_out_rows >= 2, (g.kernel, g.impl)
@@ -91,15 +92,15 @@ def test_validate_cli_on_bundled_data():
 SPLITS = data_dir("measurements") / "h200-splits.csv"
 
 
-def test_recorded_decode_units_per_sm_is_what_validate_fits():
+def test_recorded_units_per_sm_is_what_validate_fits():
     # hardware/h200-sxm.yaml records the value `rooflab validate` fits to rooflab's decode kernels,
     # on the sweep and again on the independent split-count sweep
-    recorded = load_gpu("h200-sxm").decode_units_per_sm
+    recorded = load_gpu("h200-sxm").units_per_sm
     assert recorded == 1.5
     for path, kernels in ((SWEEP, ("paged", "split_kv")), (SPLITS, ("split_kv",))):
         fits = {g.kernel: g.fit.units_per_sm for g in validate(path).groups if g.impl == "rooflab" and g.kernel in kernels}
         assert set(fits) == set(kernels) and all(k == recorded for k in fits.values()), (path.name, fits)
-    assert load_gpu("h100-sxm").decode_units_per_sm is None and load_gpu("h100-sxm").decode_slots_per_sm == 1.0
+    assert load_gpu("h100-sxm").units_per_sm == 1.0   # none fitted: one unit an SM
 
 
 def test_recommended_splits_are_near_the_fastest_measured():
@@ -119,7 +120,7 @@ def test_recommended_splits_are_near_the_fastest_measured():
     fitted, plain = [], []
     for (ctx, batch), by_splits in times.items():
         best = min(by_splits.values())
-        for k, out in ((gpu.decode_slots_per_sm, fitted), (1.0, plain)):
+        for k, out in ((gpu.units_per_sm, fitted), (1.0, plain)):
             s = recommend_splits(LLAMA3_8B, [ctx] * batch, gpu.num_sms, units_per_sm=k)
             out.append(by_splits[s] / best)
     assert max(fitted) < 1.10, fitted
@@ -132,8 +133,8 @@ def test_decode_report_uses_the_fitted_parallelism():
 
     h200 = decode_report(load_model("llama-3-8b"), load_gpu("h200-sxm"), [32768])
     h100 = decode_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), [32768])
-    assert h200.facts["decode_units_per_sm"] == 1.5 and h200.facts["recommended_splits"] == 25
-    assert h100.facts["decode_units_per_sm"] == 1.0 and h100.facts["recommended_splits"] == 17
+    assert h200.facts.units_per_sm == 1.5 and h200.facts.recommended_splits == 25
+    assert h100.facts.units_per_sm == 1.0 and h100.facts.recommended_splits == 17
 
 
 # --- the fp8 KV cache campaign ------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rooflab.cli import app
-from rooflab.numerics import (NumericsError, Precision, attention_reference, dtype_limits, expected_max_normal,
+from rooflab.numerics import (NumericsError, attention_reference, dtype_limits, expected_max_normal,
                               expected_max_normal_exact, float_format, identity_state, merge_many,
                               merge_states, naive_softmax, normaliser_steps, online_softmax, partial_attention, round_bf16,
                               round_to_format, round_to_precision, safe_softmax, softmax_headroom,
@@ -163,8 +163,8 @@ def test_exp_thresholds_are_the_edges_of_rounding(dtype):
     assert np.exp(lim.ftz_underflow_logit - EDGE_STEP) < fmt.min_normal <= np.exp(lim.ftz_underflow_logit + EDGE_STEP)
 
 
-@pytest.mark.parametrize("dtype, precision", [(DType.fp16, Precision.fp16), (DType.fp32, Precision.fp32),
-                                              (DType.bf16, Precision.bf16)])
+@pytest.mark.parametrize("dtype, precision", [(DType.fp16, DType.fp16), (DType.fp32, DType.fp32),
+                                              (DType.bf16, DType.bf16)])
 def test_exp_thresholds_hold_for_the_state_rounding(dtype, precision):
     lim = dtype_limits(dtype)
     # 1e-4, not EDGE_STEP, inside the edges: bf16 goes through fp32 (next test), whose rounding moves
@@ -183,9 +183,9 @@ def test_bf16_state_rounding_goes_through_fp32():
     # which then ties to even past bf16's largest value: the double rounding moves the edge by < 1e-7.
     edge = dtype_limits(DType.bf16).overflow_logit
     with np.errstate(over="ignore"):
-        assert np.isinf(round_to_precision(np.exp(edge - EDGE_STEP), Precision.bf16))
+        assert np.isinf(round_to_precision(np.exp(edge - EDGE_STEP), DType.bf16))
     assert np.isfinite(round_to_format(np.exp(edge - EDGE_STEP), float_format(DType.bf16)))
-    assert np.isfinite(round_to_precision(np.exp(edge - 1e-6), Precision.bf16))
+    assert np.isfinite(round_to_precision(np.exp(edge - 1e-6), DType.bf16))
 
 
 # --- 2. online softmax ---------------------------------------------------------------------------
@@ -233,9 +233,9 @@ def test_8192_logits_with_a_late_outlier_match_three_pass_softmax():
 def test_naive_fp16_softmax_is_nan_past_11_1_while_online_stays_finite():
     # naive, section (1): "Once one entry is +inf, the denominator is +inf, ... inf/inf = NaN"
     x = np.array([[12.0, 0.0, 1.0, -3.0]])
-    assert np.isnan(naive_softmax(x, Precision.fp16)).any()
+    assert np.isnan(naive_softmax(x, DType.fp16)).any()
     v = np.eye(4)                                               # out = the probabilities themselves
-    online = online_softmax(x, v, block=2, precision=Precision.fp16).out
+    online = online_softmax(x, v, block=2, precision=DType.fp16).out
     assert np.isfinite(online).all()
     # fp16 state: ~2^-11 relative per rounding, and subnormals (below 2^-14) spaced 2^-24 apart
     np.testing.assert_allclose(online, safe_softmax(x), rtol=2e-3, atol=2.0**-24)
@@ -243,16 +243,16 @@ def test_naive_fp16_softmax_is_nan_past_11_1_while_online_stays_finite():
 
 def test_naive_fp16_softmax_breaks_exactly_at_the_overflow_logit():
     edge = dtype_limits(DType.fp16).overflow_logit
-    inside = naive_softmax([edge - EDGE_STEP, -30.0], Precision.fp16)
-    outside = naive_softmax([edge + EDGE_STEP, -30.0], Precision.fp16)
+    inside = naive_softmax([edge - EDGE_STEP, -30.0], DType.fp16)
+    outside = naive_softmax([edge + EDGE_STEP, -30.0], DType.fp16)
     assert np.array_equal(inside, [1.0, 0.0])
     assert np.isnan(outside[0])
 
 
 def test_upcasting_is_no_defence():
     # naive, section (1): "e^100 = 2.688e43 overflows fp32 too"
-    assert np.isnan(naive_softmax([100.0, 0.0], Precision.fp32)).any()
-    assert np.isfinite(naive_softmax([100.0, 0.0], Precision.fp64)).all()
+    assert np.isnan(naive_softmax([100.0, 0.0], DType.fp32)).any()
+    assert np.isfinite(naive_softmax([100.0, 0.0], DType.fp64)).all()
 
 
 def test_fp16_running_sum_stalls_at_2048():
@@ -260,8 +260,8 @@ def test_fp16_running_sum_stalls_at_2048():
     # time, fp16 stops counting at 2048, where its spacing becomes 2 and 2048 + 1 ties back to 2048.
     x = np.zeros((1, 4096))
     v = np.ones((4096, 1))
-    assert online_softmax(x, v, block=1, precision=Precision.fp16).l[0] == 2048.0
-    assert online_softmax(x, v, block=1, precision=Precision.fp32).l[0] == 4096.0
+    assert online_softmax(x, v, block=1, precision=DType.fp16).l[0] == 2048.0
+    assert online_softmax(x, v, block=1, precision=DType.fp32).l[0] == 4096.0
 
 
 def test_fp16_running_sum_overflows_past_65504_keys():
@@ -270,9 +270,9 @@ def test_fp16_running_sum_overflows_past_65504_keys():
     x = np.zeros((1, n))
     v = np.linspace(-1.0, 1.0, n)[:, None] + 0.5
     ref = v.mean(axis=0)
-    fp16 = online_softmax(x, v, block=64, precision=Precision.fp16)
+    fp16 = online_softmax(x, v, block=64, precision=DType.fp16)
     assert fp16.l[0] == np.inf and fp16.out[0, 0] == 0.0
-    fp32 = online_softmax(x, v, block=64, precision=Precision.fp32)
+    fp32 = online_softmax(x, v, block=64, precision=DType.fp32)
     assert fp32.l[0] == n
     # fp32 state: up to 2^-24 relative per rounding, 1024 blocks: at most ~6e-5 together
     np.testing.assert_allclose(fp32.out[0], ref, rtol=1e-4)
@@ -549,12 +549,12 @@ def test_the_state_must_be_fp32():
     # output in that type costs; fp32's stays below what fp16 storage of the output costs anyway.
     rows = {(r.seq_len, r.precision): r for r in
             state_precision_error(seq_lens=(512, 32768), rows=8, head_dim=32)}
-    for p in (Precision.fp16, Precision.bf16):
+    for p in (DType.fp16, DType.bf16):
         assert rows[32768, p].median_rel_error > 3 * rows[32768, p].storage_rel_error
         assert rows[32768, p].median_rel_error > 2 * rows[512, p].median_rel_error
-    assert rows[32768, Precision.bf16].max_rel_error > 0.05
-    assert rows[32768, Precision.fp32].max_rel_error < 1e-5
-    assert rows[32768, Precision.fp32].max_rel_error < rows[32768, Precision.fp16].storage_rel_error / 10
+    assert rows[32768, DType.bf16].max_rel_error > 0.05
+    assert rows[32768, DType.fp32].max_rel_error < 1e-5
+    assert rows[32768, DType.fp32].max_rel_error < rows[32768, DType.fp16].storage_rel_error / 10
 
 
 # --- 7. CLI and the core's imports ---------------------------------------------------------------
@@ -580,7 +580,7 @@ def test_cli_numerics_json():
     (["--seq-len", "1"], "seq_len"),
     (["--dtype", "tf32"], "tf32"),
     (["--logit-std", "0"], "logit_std"),
-    (["--dtype", "fp64"], "fp64"),
+    (["--dtype", "int8"], "int8"),
 ])
 def test_cli_numerics_bad_input(args, needle):
     r = runner.invoke(app, ["numerics", *args])

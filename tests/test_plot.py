@@ -366,8 +366,8 @@ def test_measured_points_one_style_and_one_legend_entry_per_group(measured_cli):
     ax = fig.axes[0]
     expected = measured_points(validate(BUNDLED_SWEEP))
     groups: dict[str, list[tuple[float, float]]] = {}
-    for label, intensity, achieved, _kernel, _impl in expected:
-        groups.setdefault(label, []).append((intensity, achieved))
+    for p in expected:
+        groups.setdefault(p.label, []).append((p.intensity_flop_per_byte, p.achieved_flop_per_s))
     lines = {str(line.get_gid()).removeprefix("measured:"): line for line in _by_gid(ax, "measured:")}
     assert list(lines) == list(groups) and len(groups) >= 10            # one artist per (kernel, impl)
     for label, points in groups.items():                                 # every measured row, where it belongs

@@ -182,13 +182,24 @@ def test_scientific_notation_without_sign_is_a_number(tmp_path):
 
 
 @pytest.mark.parametrize("value", [0, -1.5])
-def test_decode_units_per_sm_must_be_positive(tmp_path, value):
+def test_units_per_sm_must_be_positive(tmp_path, value):
     from rooflab.load import spec_path
-    text = spec_path("hardware", "GPU", "h100-sxm").read_text() + f"decode_units_per_sm: {value}\n"
-    path = tmp_path / "gpu.yaml"
-    path.write_text(text)
-    err = _error(load_gpu, path)
-    assert err.field == "decode_units_per_sm" and "positive" in str(err)
+    for key in ("units_per_sm", "decode_units_per_sm"):      # the new spelling, and the old one still read
+        text = spec_path("hardware", "GPU", "h100-sxm").read_text() + f"{key}: {value}\n"
+        path = tmp_path / "gpu.yaml"
+        path.write_text(text)
+        err = _error(load_gpu, path)
+        assert err.field == key and "positive" in str(err)
+
+
+def test_units_per_sm_old_spelling_reads_as_the_new(tmp_path):
+    from rooflab.load import spec_path
+    base = spec_path("hardware", "GPU", "h100-sxm").read_text()
+    (tmp_path / "old.yaml").write_text(base + "decode_units_per_sm: 2.5\n")
+    assert load_gpu(tmp_path / "old.yaml").units_per_sm == 2.5
+    (tmp_path / "both.yaml").write_text(base + "decode_units_per_sm: 2.5\nunits_per_sm: 2.5\n")
+    err = _error(load_gpu, tmp_path / "both.yaml")
+    assert err.field == "decode_units_per_sm" and "old spelling" in str(err)
 
 
 def test_specs_load_from_a_path_object(tmp_path):

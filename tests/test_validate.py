@@ -21,7 +21,8 @@ from rooflab.bench.validate import fit_overhead_efficiency, predict_measurement,
 from rooflab.cli import app
 from rooflab.errors import InputError
 from rooflab.load import data_dir
-from rooflab.roofline import CeilingSource, Ceilings
+from rooflab.roofline import Ceilings
+from rooflab.vocab import CeilingSource
 from rooflab.specs import MeasuredCeilings
 
 runner = CliRunner()
@@ -148,7 +149,16 @@ def test_measurements_from_another_gpu(tmp_path):
 def test_unwritable_output_leaves_nothing(tmp_path):
     path = tmp_path / "m.csv"
     write_measurements(path, [_flash(4096, 1e-3)] * 4, META)
-    _short_error(_cli(str(path), "-o", str(tmp_path / "no" / "such" / "dir.txt")), "cannot write")
+    _short_error(_cli(str(path), "-o", str(tmp_path / "no" / "such" / "dir.txt")), "dir.txt", "does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.csv"]
+
+
+def test_output_never_overwrites_the_input(tmp_path):
+    path = tmp_path / "m.csv"
+    write_measurements(path, [_flash(4096, 1e-3)] * 4, META)
+    before = path.read_text()
+    _short_error(_cli(str(path), "-o", str(path)), "overwrite an input")
+    assert path.read_text() == before
 
 
 def test_missing_file(tmp_path):

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 
 from ..specs import AttentionHeads
 from ..units import DType
+from ..vocab import Kernel, KernelFamily
 from .records import Measurement, format_context_lens
 
 LLAMA3_8B = AttentionHeads(32, 8, 128)
 
 #: fp8-KV decode workloads (batch, context length, split count): Llama-3-8B heads, 16-token pages, at
-#: the split count recommend_splits picks on h200-sxm (decode_units_per_sm 1.5) for fp16 and fp8 KV alike
+#: the split count recommend_splits picks on h200-sxm (units_per_sm 1.5) for fp16 and fp8 KV alike
 #: (tests/test_bench_cpu.py checks that it still does).
 FP8_DECODE_WORKLOADS = ((128, 8192, 1), (32, 16384, 1), (8, 8192, 4), (1, 32768, 25))
 
@@ -25,7 +26,7 @@ FP8_DECODE_WORKLOADS = ((128, 8192, 1), (32, 16384, 1), (8, 8192, 4), (1, 32768,
 class Case:
     """One configuration of one kernel."""
 
-    kernel: str
+    kernel: Kernel
     dtype: DType
     heads: AttentionHeads = LLAMA3_8B
     batch: int = 1
@@ -56,22 +57,22 @@ class Case:
 def prefill_cases(quick: bool = False) -> list[Case]:
     fp16, bf16 = DType.fp16, DType.bf16
     lengths = (1024, 4096) if quick else (1024, 2048, 4096, 8192)
-    cases = [Case("naive", fp16, seq_len=t) for t in lengths]
-    cases += [Case("naive_softmax", fp16, seq_len=t) for t in lengths]
+    cases = [Case(Kernel.naive, fp16, seq_len=t) for t in lengths]
+    cases += [Case(Kernel.naive_softmax, fp16, seq_len=t) for t in lengths]
     if not quick:
-        cases += [Case("naive", bf16, seq_len=4096), Case("naive", fp16, seq_len=2048, causal=True),
-                  Case("naive", fp16, seq_len=2048, batch=4)]
+        cases += [Case(Kernel.naive, bf16, seq_len=4096), Case(Kernel.naive, fp16, seq_len=2048, causal=True),
+                  Case(Kernel.naive, fp16, seq_len=2048, batch=4)]
     flash_lengths = (1024, 8192) if quick else (512, 1024, 2048, 4096, 8192, 16384)
-    cases += [Case("flash", fp16, seq_len=t, causal=c) for t in flash_lengths for c in (False, True)]
+    cases += [Case(Kernel.flash, fp16, seq_len=t, causal=c) for t in flash_lengths for c in (False, True)]
     if not quick:
         cases += [
-            Case("flash", bf16, seq_len=8192), Case("flash", bf16, seq_len=8192, causal=True),
-            Case("flash", fp16, heads=AttentionHeads(32, 8, 64), seq_len=4096),
-            Case("flash", fp16, heads=AttentionHeads(32, 8, 64), seq_len=4096, causal=True),
-            Case("flash", fp16, heads=AttentionHeads(32, 32, 128), seq_len=4096),
-            Case("flash", fp16, heads=AttentionHeads(32, 4, 128), seq_len=4096),
-            Case("flash", fp16, seq_len=1000, batch=4, causal=True),
-            Case("flash", fp16, seq_len=3000, batch=2),
+            Case(Kernel.flash, bf16, seq_len=8192), Case(Kernel.flash, bf16, seq_len=8192, causal=True),
+            Case(Kernel.flash, fp16, heads=AttentionHeads(32, 8, 64), seq_len=4096),
+            Case(Kernel.flash, fp16, heads=AttentionHeads(32, 8, 64), seq_len=4096, causal=True),
+            Case(Kernel.flash, fp16, heads=AttentionHeads(32, 32, 128), seq_len=4096),
+            Case(Kernel.flash, fp16, heads=AttentionHeads(32, 4, 128), seq_len=4096),
+            Case(Kernel.flash, fp16, seq_len=1000, batch=4, causal=True),
+            Case(Kernel.flash, fp16, seq_len=3000, batch=2),
         ]
     return cases
 
@@ -81,18 +82,18 @@ def decode_cases(quick: bool = False) -> list[Case]:
     grid = ((1, 8192), (128, 8192)) if quick else \
         ((1, 1024), (1, 8192), (8, 2048), (8, 8192), (32, 4096), (32, 16384), (64, 8192), (128, 1024),
          (128, 8192))
-    cases = [Case("paged", fp16, batch=b, context_lens=(n,) * b, page_size=16) for b, n in grid]
+    cases = [Case(Kernel.paged, fp16, batch=b, context_lens=(n,) * b, page_size=16) for b, n in grid]
     if not quick:
-        cases += [Case("paged", fp16, batch=32, context_lens=(8192,) * 32, page_size=p) for p in (1, 4, 64, 256)]
+        cases += [Case(Kernel.paged, fp16, batch=32, context_lens=(8192,) * 32, page_size=p) for p in (1, 4, 64, 256)]
         ragged = tuple(int(x) for x in (17, 900, 4096, 12000, 250, 7777, 64, 30000) * 4)
-        cases += [Case("paged", fp16, batch=len(ragged), context_lens=ragged, page_size=16)]
-        cases += [Case("paged", DType.bf16, batch=64, context_lens=(4096,) * 64, page_size=16)]
+        cases += [Case(Kernel.paged, fp16, batch=len(ragged), context_lens=ragged, page_size=16)]
+        cases += [Case(Kernel.paged, DType.bf16, batch=64, context_lens=(4096,) * 64, page_size=16)]
     splits = (1, 17) if quick else (1, 2, 4, 8, 17, 32, 64)
     contexts = (32768,) if quick else (8192, 32768, 131072)
-    cases += [Case("split_kv", fp16, batch=1, context_lens=(n,), page_size=16, splits=s)
+    cases += [Case(Kernel.split_kv, fp16, batch=1, context_lens=(n,), page_size=16, splits=s)
               for n in contexts for s in splits]
     if not quick:
-        cases += [Case("split_kv", fp16, batch=4, context_lens=(16384,) * 4, page_size=16, splits=s)
+        cases += [Case(Kernel.split_kv, fp16, batch=4, context_lens=(16384,) * 4, page_size=16, splits=s)
                   for s in (1, 4, 8)]
         cases += [c for c in fp8_decode_cases() if c.kv_dtype is not None]
     return cases
@@ -106,7 +107,7 @@ def fp8_decode_cases() -> list[Case]:
     """
     out = []
     for batch, length, splits in FP8_DECODE_WORKLOADS:
-        kernel = "paged" if splits == 1 else "split_kv"
+        kernel = Kernel.paged if splits == 1 else Kernel.split_kv
         for kv in (None, DType.fp8_e4m3):
             out.append(Case(kernel, DType.fp16, batch=batch, context_lens=(length,) * batch, page_size=16,
                             splits=splits, kv_dtype=kv))
@@ -116,21 +117,22 @@ def fp8_decode_cases() -> list[Case]:
 def merge_cases(quick: bool = False) -> list[Case]:
     heads32 = AttentionHeads(32, 32, 128)
     tokens = (4096, 16384) if quick else (1024, 4096, 16384, 65536, 131072)
-    cases = [Case("merge", DType.bf16, heads=heads32, tokens=n) for n in tokens]
+    cases = [Case(Kernel.merge, DType.bf16, heads=heads32, tokens=n) for n in tokens]
     if not quick:
-        cases += [Case("merge", DType.fp16, heads=heads32, tokens=16384),
-                  Case("merge", DType.bf16, heads=AttentionHeads(32, 32, 64), tokens=16384),
-                  Case("merge", DType.fp32, heads=heads32, tokens=16384)]
+        cases += [Case(Kernel.merge, DType.fp16, heads=heads32, tokens=16384),
+                  Case(Kernel.merge, DType.bf16, heads=AttentionHeads(32, 32, 64), tokens=16384),
+                  Case(Kernel.merge, DType.fp32, heads=heads32, tokens=16384)]
     return cases
 
 
-def sweep(kernels: tuple[str, ...] = ("naive", "flash", "paged", "merge"), quick: bool = False) -> list[Case]:
-    """The configurations of the requested kernel families ("paged" includes split-KV)."""
+def sweep(families: tuple[KernelFamily, ...] = tuple(KernelFamily), quick: bool = False) -> list[Case]:
+    """The configurations of the requested kernel families (KernelFamily.paged includes split-KV)."""
+    families = tuple(KernelFamily(f) for f in families)
     out: list[Case] = []
-    if "naive" in kernels or "flash" in kernels:
-        out += [c for c in prefill_cases(quick) if c.kernel.split("_")[0] in kernels]
-    if "paged" in kernels:
+    if KernelFamily.naive in families or KernelFamily.flash in families:
+        out += [c for c in prefill_cases(quick) if c.kernel.family in families]
+    if KernelFamily.paged in families:
         out += decode_cases(quick)
-    if "merge" in kernels:
+    if KernelFamily.merge in families:
         out += merge_cases(quick)
     return out

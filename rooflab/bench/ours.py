@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..units import DType
+from ..vocab import Kernel
 from .cases import Case
 
 Runner = tuple[Callable[[], object], Callable[[], float]]
@@ -27,7 +28,7 @@ FP8_BENCH_SCALE = 1.0 / 64
 def impl_name(case: Case) -> str:
     """The `impl` a measurement of rooflab's kernel records: "rooflab", or "rooflab_hopper" where the
     flash call takes the wgmma kernel (sm_90, d 128), so each implementation is fitted on its own."""
-    if case.kernel == "flash":
+    if case.kernel is Kernel.flash:
         from ..kernels.attention import flash_default_impl
 
         if flash_default_impl(case.heads.head_dim) == "hopper":
@@ -41,8 +42,8 @@ def runner(case: Case, rng: np.random.Generator) -> Runner:
 
     cupy = cupy_module()
     seed = int(rng.integers(1 << 30))
-    build = {"naive": _naive, "naive_softmax": _softmax, "flash": _flash, "paged": _paged,
-             "split_kv": _paged, "merge": _merge}[case.kernel]
+    build = {Kernel.naive: _naive, Kernel.naive_softmax: _softmax, Kernel.flash: _flash, Kernel.paged: _paged,
+             Kernel.split_kv: _paged, Kernel.merge: _merge}[case.kernel]
     return build(case, cupy.random.default_rng(seed), seed)
 
 

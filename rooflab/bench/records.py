@@ -6,7 +6,7 @@
     # ...
     kernel,impl,dtype,kv_dtype,batch,num_qo_heads,num_kv_heads,head_dim,seq_len,context_lens,causal,...
 
-`kernel` names what was timed (see KERNELS); `impl` who implemented it: "rooflab",
+`kernel` names what was timed (a rooflab.vocab.Kernel); `impl` who implemented it: "rooflab",
 "rooflab_hopper" (the wgmma flash kernel on sm_90; files measured before bench named it,
 such as h200-flash-hopper.csv's first version, call it "rooflab"), or a PyTorch backend
 such as "torch_flash". `context_lens` is "8192x128" for 128 sequences of
@@ -24,18 +24,17 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import InputError
+from ..vocab import Kernel
 
 FORMAT_LINE = "rooflab measurements v1"
 
-#: What can be timed, and the cost function each is predicted with (see validate.py).
-KERNELS = ("naive", "naive_softmax", "flash", "paged", "split_kv", "merge")
 
 
 @dataclass(frozen=True)
 class Measurement:
     """One timed configuration of one implementation."""
 
-    kernel: str
+    kernel: Kernel
     impl: str
     dtype: str
     time_s: float
@@ -61,11 +60,11 @@ class Measurement:
 
     def shape(self) -> str:
         """The workload without the kernel and implementation: rows of peers on one shape share it."""
-        if self.kernel in ("paged", "split_kv"):
+        if self.kernel.is_decode:
             lens = self.context_lens if len(self.context_lens) <= 24 else \
                 f"ragged {len(self.lengths())} seqs, {sum(self.lengths()):,} tokens"
             shape = f"ctx {lens} page {self.page_size} splits {self.splits}"
-        elif self.kernel == "merge":
+        elif self.kernel is Kernel.merge:
             shape = f"{self.tokens} tokens"
         else:
             shape = f"T={self.seq_len} b={self.batch}" + (" causal" if self.causal else "")
@@ -159,7 +158,7 @@ def _parse_row(where: str, index: int, raw: dict) -> Measurement:
         kind = _TYPES[name]
         text = (text or "").strip()
         try:
-            if kind == "str":
+            if kind in ("str", "Kernel"):
                 values[name] = text
             elif not text:
                 if name in REQUIRED:
@@ -173,10 +172,12 @@ def _parse_row(where: str, index: int, raw: dict) -> Measurement:
                 values[name] = float(text)
         except ValueError:
             raise InputError(f"{where}: row {index}, column '{name}': cannot read '{text}' as a {kind}") from None
+    try:
+        values["kernel"] = Kernel(values["kernel"])
+    except ValueError:
+        raise InputError(f"{where}: row {index}, column 'kernel': unknown kernel '{values['kernel']}'; "
+                         f"known: {', '.join(k.value for k in Kernel)}") from None
     row = Measurement(**values)
-    if row.kernel not in KERNELS:
-        raise InputError(f"{where}: row {index}, column 'kernel': unknown kernel '{row.kernel}'; "
-                         f"known: {', '.join(KERNELS)}")
     if not math.isfinite(row.time_s) or row.time_s <= 0:
         raise InputError(f"{where}: row {index}, column 'time_s': timing must be a positive number, got {row.time_s}")
     return row

@@ -17,6 +17,7 @@ from typing import Callable, TextIO
 
 import numpy as np
 
+from ..vocab import Kernel
 from .cases import Case
 from .records import Measurement, write_measurements
 from .timing import L2Flusher, time_gpu, time_torch
@@ -28,9 +29,9 @@ class BenchResult:
     failures: list[str] = field(default_factory=list)
 
 
-_KIND = {"naive": "naive", "naive_softmax": "rowwise", "merge": "rowwise", "flash": "attention",
-         "paged": "attention", "split_kv": "attention"}
-_NUMPY_NAME = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+#: The tolerance class (rooflab.kernels.testing.TOLERANCES) of each kernel's output.
+_KIND = {Kernel.naive: "naive", Kernel.naive_softmax: "rowwise", Kernel.merge: "rowwise", Kernel.flash: "attention",
+         Kernel.paged: "attention", Kernel.split_kv: "attention"}
 
 
 def tolerance(case: Case) -> float:
@@ -38,7 +39,7 @@ def tolerance(case: Case) -> float:
     (rooflab.kernels.testing.TOLERANCES, each entry with its reason)."""
     from ..kernels.testing import tolerance as table
 
-    return table(_NUMPY_NAME[case.dtype.value], _KIND[case.kernel]).rel_l2
+    return table(case.dtype.array_name, _KIND[case.kernel]).rel_l2
 
 
 def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int = 20,

@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..vocab import Kernel
 from .cases import Case
 
 Runner = tuple[str, Callable[[], object], Callable[[], float]]   # impl, launch, check -> max rel error
@@ -36,22 +37,22 @@ def available() -> bool:
 def _dtype(case: Case):
     import torch
 
-    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[case.dtype.value]
+    return getattr(torch, case.dtype.array_name)
 
 
 def peers(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
     """PyTorch implementations of `case`, each with its own correctness check (none for an fp8 KV cache)."""
     if not available() or case.kv_dtype not in (None, case.dtype):
         return
-    if case.kernel == "flash":
+    if case.kernel is Kernel.flash:
         yield from _sdpa_prefill(case, rng)
-    elif case.kernel == "naive":
+    elif case.kernel is Kernel.naive:
         yield _eager_naive(case, rng)
-    elif case.kernel == "naive_softmax":
+    elif case.kernel is Kernel.naive_softmax:
         yield _eager_softmax(case, rng)
-    elif case.kernel == "paged" and len(set(case.context_lens)) == 1 and case.page_size == 16:
+    elif case.kernel is Kernel.paged and len(set(case.context_lens)) == 1 and case.page_size == 16:
         yield from _sdpa_decode(case, rng)
-    elif case.kernel == "merge":
+    elif case.kernel is Kernel.merge:
         yield _eager_merge(case, rng)
 
 
@@ -159,7 +160,7 @@ def _sdpa_decode(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
                 return sdpa(q, k, v, enable_gqa=h.num_qo_heads != h.num_kv_heads)
 
         def check(launch=launch):
-            prefill_like = Case("flash", case.dtype, heads=h, batch=case.batch, seq_len=1)
+            prefill_like = Case(Kernel.flash, case.dtype, heads=h, batch=case.batch, seq_len=1)
             return _check_attention(launch(), q, k, v, prefill_like)
 
         yield impl + "_dense", launch, check

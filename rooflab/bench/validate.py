@@ -23,30 +23,79 @@ the way rooflab recommends, since those libraries choose their own split counts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
+from ..cost.common import Cost, LaunchCost
 from ..cost.flash import flash_prefill
 from ..cost.merge import merge_pair
 from ..cost.naive import naive_prefill
 from ..cost.paged import paged_decode, recommend_splits
 from ..errors import InputError
 from ..load import load_gpu
-from ..roofline import CeilingSource, Ceilings, Prediction, predict, predict_kernel
+from ..roofline import Ceilings, Prediction, predict
 from ..specs import AttentionHeads, GpuSpec
 from ..units import DType
+from ..vocab import CeilingSource, Kernel, Variant
 from .device import spec_for_device
 from .records import Measurement, read_measurements
 
 #: units_per_sm values tried for the parallelism model of flash and decode kernels.
 UNITS_PER_SM_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 #: Kernels whose launches the parallelism model limits.
-PARALLEL_KERNELS = ("flash", "paged", "split_kv")
+PARALLEL_KERNELS = (Kernel.flash, Kernel.paged, Kernel.split_kv)
 #: A group needs this many rows to fit (c0, eta) on half and test on the other half.
 MIN_ROWS_TO_FIT = 4
+
+
+@dataclass(frozen=True)
+class _Workload:
+    """What every kernel's cost needs from a measurement row, checked once."""
+
+    m: Measurement
+    heads: AttentionHeads
+    dtype: DType
+    kv_dtype: DType
+    gpu: GpuSpec
+    num_sms: Optional[int]      # None: an ideal launch (no parallelism model)
+    units_per_sm: float
+
+
+def _naive(w: _Workload) -> Cost:
+    return naive_prefill(w.heads, w.m.seq_len, w.m.batch, w.dtype, w.m.causal)
+
+
+def _naive_softmax(w: _Workload) -> Cost:
+    return LaunchCost(_naive(w).softmax, Variant.naive)
+
+
+def _flash(w: _Workload) -> Cost:
+    return flash_prefill(w.heads, w.m.seq_len, w.m.batch, w.dtype, w.m.causal, gpu=w.gpu, num_sms=w.num_sms,
+                         units_per_sm=w.units_per_sm)
+
+
+def _decode(w: _Workload) -> Cost:
+    """rooflab's rows at their measured split count; other implementations (which choose their own) as if they
+    split the way rooflab recommends."""
+    lens, splits = w.m.lengths(), w.m.splits
+    if not w.m.impl.startswith("rooflab") and w.num_sms is not None:
+        splits = recommend_splits(w.heads, lens, w.num_sms, w.m.page_size, w.dtype, w.kv_dtype, w.units_per_sm)
+    return paged_decode(w.heads, lens, w.m.page_size, w.dtype, w.kv_dtype, splits, w.num_sms, w.units_per_sm)
+
+
+def _merge(w: _Workload) -> Cost:
+    return merge_pair(w.m.tokens, w.m.num_qo_heads, w.m.head_dim, w.dtype)
+
+
+#: The cost function each measured kernel is predicted with.
+COST_OF: dict[Kernel, Callable[[_Workload], Cost]] = {
+    Kernel.naive: _naive, Kernel.naive_softmax: _naive_softmax, Kernel.flash: _flash, Kernel.paged: _decode,
+    Kernel.split_kv: _decode, Kernel.merge: _merge,
+}
 
 
 def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
@@ -63,23 +112,8 @@ def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
         raise InputError(f"measurement '{m.describe()}': {exc}") from None
     roofs = Ceilings.of(gpu, dtype, source)
     num_sms = None if units_per_sm is None else gpu.num_sms
-    k = 1.0 if units_per_sm is None else units_per_sm
-    if m.kernel == "naive":
-        return predict(naive_prefill(heads, m.seq_len, m.batch, dtype, m.causal), roofs)
-    if m.kernel == "naive_softmax":
-        return predict_kernel(naive_prefill(heads, m.seq_len, m.batch, dtype, m.causal).softmax, roofs)
-    if m.kernel == "flash":
-        return predict(flash_prefill(heads, m.seq_len, m.batch, dtype, m.causal, gpu=gpu, num_sms=num_sms,
-                                     units_per_sm=k), roofs)
-    if m.kernel in ("paged", "split_kv"):
-        lens = m.lengths()
-        splits = m.splits
-        if not m.impl.startswith("rooflab") and num_sms is not None:
-            splits = recommend_splits(heads, lens, num_sms, m.page_size, dtype, kv_dtype, k)
-        return predict(paged_decode(heads, lens, m.page_size, dtype, kv_dtype, splits, num_sms, k), roofs)
-    if m.kernel == "merge":
-        return predict(merge_pair(m.tokens, m.num_qo_heads, m.head_dim, dtype), roofs)
-    raise InputError(f"unknown kernel '{m.kernel}'")
+    workload = _Workload(m, heads, dtype, kv_dtype, gpu, num_sms, 1.0 if units_per_sm is None else units_per_sm)
+    return predict(COST_OF[m.kernel](workload), roofs)
 
 
 @dataclass(frozen=True)
@@ -290,10 +324,30 @@ def _fit(kernel: str, members: list[Measurement], measured: np.ndarray, held: np
     return best[1], best[2]
 
 
-def measured_points(validation: Validation) -> list[tuple[str, float, float, str, str]]:
-    """(label, intensity FLOP/byte, achieved FLOP/s, kernel, impl) of every measured row, for the roofline chart.
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """A timed kernel on the roofline: its intensity (predicted FLOPs over predicted bytes) and the FLOP rate
+    it reached.
 
-    The fields are those of rooflab.plot.MeasuredPoint: `MeasuredPoint(*p)` for each.
+    Points with the same label are one group on the chart (one marker, one legend entry). `kernel`
+    and `impl`, as a measurement file names them, pick the marker: colour by kernel, filled for
+    rooflab's own kernels, hollow for others' (PyTorch's backends).
     """
-    return [(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s, r.kernel, r.impl)
+
+    label: str
+    intensity_flop_per_byte: float
+    achieved_flop_per_s: float
+    kernel: str = ""
+    impl: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("intensity_flop_per_byte", "achieved_flop_per_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"measured point '{self.label}': {name} must be a positive number, got {value!r}")
+
+
+def measured_points(validation: Validation) -> list[MeasuredPoint]:
+    """Every measured row as a point for the roofline chart (rooflab.plot.roofline_chart)."""
+    return [MeasuredPoint(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s, r.kernel, r.impl)
             for r in validation.rows]

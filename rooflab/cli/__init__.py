@@ -10,10 +10,8 @@ so that they register. Heavy modules are imported inside the command functions, 
 
 from __future__ import annotations
 
-import enum
 import functools
 import sys
-from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
@@ -25,8 +23,9 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click.exceptions import ClickException, UsageError
 
 from ..errors import RooflabError
-from ..render import Format
+from ..output import Format
 from ..units import DType
+from ..vocab import CeilingSource
 
 EXIT_BAD_INPUT = 2
 
@@ -86,16 +85,6 @@ def friendly(fn: Callable) -> Callable:
     return wrapper
 
 
-class Phase(str, enum.Enum):
-    prefill = "prefill"
-    decode = "decode"
-
-
-class Ceiling(str, enum.Enum):
-    datasheet = "datasheet"
-    calibrated = "calibrated"
-
-
 def parse_lengths(values: list[str] | None, option: str = "--context-len") -> list[int]:
     """Lengths given as repeated options and/or comma-separated lists: '1024,4096' or '1024 --context-len 4096'."""
     out = []
@@ -130,21 +119,10 @@ KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element
 TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", help="GPUs the model is split over by head; memory figures are per GPU.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")]
 CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")]
-CeilingsOpt = Annotated[Ceiling, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
+CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
 WeightDTypeOpt = Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")]
 UtilizationOpt = Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")]
 MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file and a rename, so a failure leaves nothing half-written."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise RooflabError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def main() -> None:

@@ -6,10 +6,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..render import Format
+from ..output import Format
 from ..units import DType
-from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt,
-               MaxModelLenOpt, ModelOpt, PageOpt, Phase, TensorParallelOpt, UtilizationOpt, WeightDTypeOpt, app,
+from ..vocab import CeilingSource, Phase
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt,
+               MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt, WeightDTypeOpt, app,
                decode_lengths, friendly)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
@@ -31,21 +32,19 @@ def report(
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
     splits: Annotated[Optional[int], typer.Option("--splits", help="Decode: split-KV count (default: the one rooflab recommends).")] = None,
-    ceilings: CeilingsOpt = Ceiling.datasheet,
+    ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Per-layer FLOPs, HBM bytes, intensity and time floors of attention variants, side by side."""
     from ..load import load_gpu, load_model
     from ..render import render_report
     from ..report import decode_report, prefill_report
-    from ..roofline import CeilingSource
 
-    source = CeilingSource(ceilings.value)
     if phase is Phase.prefill:
-        r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, source)
+        r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, ceilings)
     else:
         lens = decode_lengths(context_len, batch)
-        r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, source)
+        r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, ceilings)
     typer.echo(render_report(r, fmt), nl=False)
 
 

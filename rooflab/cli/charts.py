@@ -52,13 +52,13 @@ def plot_roofline(
     """Roofline chart: memory and compute roofs, the ridge, naive (and its kernels), flash, paged decode, merge."""
     from ..bench.validate import measured_points, validate
     from ..load import load_gpu, load_model
-    from ..plot import MeasuredPoint, roofline_chart, roofline_data
+    from ..plot import roofline_chart, roofline_data
 
     names = _names(gpu, "h100-sxm")
     measured = []
     if measurements is not None:
         validation = validate(measurements, names[0] if gpu else None, fit=False)  # refuses another GPU's file
-        measured = [MeasuredPoint(*p) for p in measured_points(validation)]
+        measured = measured_points(validation)
         names = names if gpu else [validation.gpu]
     gpus = [load_gpu(name) for name in names]
     data = roofline_data(load_model(model), gpus, seq_len, dtype, batch, causal, decode_batch, flash_tiled=flash_tiled)

@@ -8,16 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..units import DType
-from . import (BatchOpt, CausalOpt, Ceiling, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app,
+from ..vocab import CeilingSource, ExplainedVariant
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app,
                decode_lengths, friendly)
-
-
-class ExplainVariant(str, enum.Enum):
-    naive = "naive"
-    flash = "flash"
-    paged = "paged"
-    split_kv = "split_kv"
-    merge = "merge"
 
 
 class ExplainFormat(str, enum.Enum):
@@ -28,7 +21,7 @@ class ExplainFormat(str, enum.Enum):
 @app.command()
 @friendly
 def explain(
-    variant: Annotated[ExplainVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch).")] = ExplainVariant.naive,
+    variant: Annotated[ExplainedVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch).")] = ExplainedVariant.naive,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
@@ -39,17 +32,16 @@ def explain(
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
     splits: Annotated[Optional[int], typer.Option("--splits", help="split_kv: split count (default: the one rooflab recommends).")] = None,
-    ceilings: CeilingsOpt = Ceiling.datasheet,
+    ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
-    from ..cost.common import Variant
+    from ..vocab import Variant
     from ..explain import explain as derive
     from ..explain import render_explanation
     from ..load import load_gpu, load_model
-    from ..roofline import CeilingSource
 
     lens = decode_lengths(context_len, batch)
     e = derive(Variant(variant.value), load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, lens,
-               page_size, kv_dtype, splits, CeilingSource(ceilings.value))
+               page_size, kv_dtype, splits, ceilings)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)

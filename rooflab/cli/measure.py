@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,8 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import RooflabError
-from ..render import Format
-from . import FormatOpt, _write_atomic, app, friendly
+from ..output import Format
+from ..vocab import KernelFamily
+from . import FormatOpt, app, friendly
 
 BUNDLED_MEASUREMENTS = "h200-sweep.csv"
 
@@ -53,20 +53,14 @@ def validate(
     """Measured against predicted: fraction of the floor per kernel, and the calibrated model's held-out error."""
     from ..bench.validate import validate as run_validation
     from ..load import data_dir
+    from ..output import write_atomic
     from ..render_validation import render_validation
 
     path = file or data_dir("measurements") / BUNDLED_MEASUREMENTS
     text = render_validation(run_validation(path, gpu), fmt)
     if output is not None:
-        _write_atomic(output, text)
+        write_atomic(output, text, inputs=[path])
     typer.echo(text, nl=False)
-
-
-class BenchKernel(str, enum.Enum):
-    naive = "naive"
-    flash = "flash"
-    paged = "paged"
-    merge = "merge"
 
 
 @app.command()
@@ -74,7 +68,7 @@ class BenchKernel(str, enum.Enum):
 def bench(
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected); a calibrated YAML records its ceilings beside the data.")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Measurement CSV to write.")] = Path("rooflab-bench.csv"),
-    kernels: Annotated[Optional[list[BenchKernel]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
+    kernels: Annotated[Optional[list[KernelFamily]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
     torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
     repeats: Annotated[int, typer.Option("--repeats", help="Timed repeats per configuration (the median is kept).")] = 20,
@@ -86,7 +80,7 @@ def bench(
 
     spec = gpu or default_spec()
     check_spec_matches(spec, device_name())
-    families = tuple(k.value for k in kernels) if kernels else tuple(k.value for k in BenchKernel)
+    families = tuple(kernels) if kernels else tuple(KernelFamily)
     cases = sweep(families, quick)
     if repeats < 3:
         raise RooflabError(f"--repeats must be at least 3, got {repeats}")

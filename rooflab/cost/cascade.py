@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import InputError
 from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, DType
-from .common import ArrayLike, KernelCost, Variant
+from ..vocab import Variant
+from .common import ArrayLike, KernelCost
 from .merge import merge_pair
 from .paged import paged_decode
 

@@ -8,36 +8,15 @@ workload arguments (sequence length, batch, ...), float64.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Protocol, Union
 
 import numpy as np
 
 from ..errors import InputError
+from ..vocab import Pipe, Variant
 
 ArrayLike = Union[float, int, np.ndarray, list]
-
-
-class Variant(str, enum.Enum):
-    """The attention implementations rooflab models."""
-
-    naive = "naive"
-    flash = "flash"
-    paged = "paged"
-    split_kv = "split_kv"
-    merge = "merge"
-    cascade = "cascade"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Pipe(str, enum.Enum):
-    """Which compute roof a kernel's FLOPs sit under."""
-
-    tensor = "tensor"  # matrix units, rate per dtype
-    vector = "vector"  # plain fp32 units
 
 
 @dataclass(frozen=True)
@@ -76,6 +55,14 @@ class SingleKernel:
     @property
     def hbm_bytes(self) -> np.ndarray:
         return self.kernel.hbm_bytes
+
+
+@dataclass(frozen=True)
+class LaunchCost(SingleKernel):
+    """One launch of a variant, priced on its own (naive attention's softmax as a kernel measured alone)."""
+
+    kernel: KernelCost
+    variant: Variant
 
 
 class Cost(Protocol):

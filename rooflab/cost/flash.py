@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType
-from .common import ArrayLike, KernelCost, SingleKernel, Variant, as_array, causal_pairs
+from ..vocab import Variant
+from .common import ArrayLike, KernelCost, SingleKernel, as_array, causal_pairs
 from .parallel import schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)

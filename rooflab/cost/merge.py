@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 
 from ..units import FP32_BYTES, DType
-from .common import ArrayLike, KernelCost, Pipe, SingleKernel, Variant, as_array
+from ..vocab import Pipe, Variant
+from .common import ArrayLike, KernelCost, SingleKernel, as_array
 
 #: Scalar work per (token, head) besides the 3d vector FLOPs: max, 2 subtracts, 1 add, 2 divides.
 MERGE_SCALAR_FLOPS = 6

@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import DType
-from .common import ArrayLike, KernelCost, Pipe, Variant, as_array, causal_pairs
+from ..vocab import Pipe, Variant
+from .common import ArrayLike, KernelCost, as_array, causal_pairs
 
 #: Vector FLOPs per element of S in a row softmax: max compare, subtract, sum add, normalising multiply.
 SOFTMAX_FLOPS_PER_ELEMENT = 4
@@ -56,6 +57,12 @@ class NaiveCost:
     @property
     def hbm_bytes(self) -> np.ndarray:
         return self.qk.hbm_bytes + self.softmax.hbm_bytes + self.pv.hbm_bytes
+
+    @property
+    def intensity_compulsory(self) -> np.ndarray:
+        """F over Q, K, V and O once each: the same arithmetic with S and P kept on chip, 2hT / (b (h + h_kv))
+        non-causal."""
+        return self.flops / self.qkvo_bytes
 
     @property
     def peak_extra_bytes(self) -> np.ndarray:
@@ -98,26 +105,60 @@ def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     return NaiveCost(qk, softmax, pv, s_bytes, p_bytes, q_bytes + k_bytes + v_bytes + o_bytes)
 
 
-def naive_max_seq_len(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
-                      weight_dtype: DType | None = None, tensor_parallel: int = 1) -> int:
-    """Longest T whose naive prefill fits in device memory next to the model's weights.
+@dataclass(frozen=True)
+class NaiveCeiling:
+    """Where naive prefill stops fitting: its working set a T^2 + l T against the memory the weights leave.
 
-    Solves B (2 h T^2 b + (2h + 2h_kv) T d b) <= capacity - weights for T: the
-    working set of one layer (S and P alive together, with Q, K, V, O). With tensor
-    parallelism each GPU holds weights / tp and the heads of AttentionHeads.shard(tp).
-    Returns 0 when the weights alone do not fit.
+    a = 2 B h b            bytes per token^2: S and P of one layer alive together
+    l = B (2h + 2h_kv) d b bytes per token: the layer's Q, K, V and O
+    T_max = floor((sqrt(l^2 + 4 a free) - l) / (2 a)), 0 when the weights alone do not fit
+    """
+
+    capacity_bytes: int
+    weights_bytes: int
+    quadratic_bytes: float   # a, bytes per token^2
+    linear_bytes: float      # l, bytes per token
+    max_seq_len: int
+
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity_bytes - self.weights_bytes
+
+    def working_set_bytes(self, seq_len: ArrayLike) -> np.ndarray:
+        """a T^2 + l T: what naive_prefill's working_set_bytes gives for this batch and heads."""
+        t = as_array(seq_len, "seq_len")
+        return self.quadratic_bytes * t * t + self.linear_bytes * t
+
+    def fits(self, seq_len: int) -> bool:
+        return seq_len <= self.max_seq_len
+
+
+def naive_ceiling(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
+                  weight_dtype: DType | None = None, tensor_parallel: int = 1) -> NaiveCeiling:
+    """The longest T whose naive prefill fits in device memory next to the model's weights.
+
+    Solves B (2 h T^2 b + (2h + 2h_kv) T d b) <= capacity - weights for T: the working set of one
+    layer (S and P alive together, with Q, K, V, O). With tensor parallelism each GPU holds
+    weights / tp and the heads of AttentionHeads.shard(tp).
     """
     weight_dtype = weight_dtype or dtype
-    if batch < 1:
+    if isinstance(batch, bool) or batch < 1:
         raise InputError(f"batch must be >= 1, got {batch}")
     heads = model.heads.shard(tensor_parallel)
-    free = gpu.hbm_capacity_bytes - model.weight_bytes(weight_dtype, tensor_parallel)
-    if free <= 0:
-        return 0
+    weights = model.weight_bytes(weight_dtype, tensor_parallel)
+    free = gpu.hbm_capacity_bytes - weights
     e, d = dtype.bytes, heads.head_dim
     a = batch * 2 * heads.num_qo_heads * e
     lin = batch * (2 * heads.num_qo_heads + 2 * heads.num_kv_heads) * d * e
-    t = int((-lin + np.sqrt(lin * lin + 4 * a * free)) / (2 * a))
-    while t > 0 and float(naive_prefill(heads, t, batch, dtype).working_set_bytes) > free:
-        t -= 1  # guard the float rounding of the square root
-    return t
+    t = 0
+    if free > 0:
+        t = int((-lin + np.sqrt(lin * lin + 4 * a * free)) / (2 * a))
+        while t > 0 and float(naive_prefill(heads, t, batch, dtype).working_set_bytes) > free:
+            t -= 1  # guard the float rounding of the square root
+    return NaiveCeiling(gpu.hbm_capacity_bytes, weights, float(a), float(lin), t)
+
+
+def naive_max_seq_len(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
+                      weight_dtype: DType | None = None, tensor_parallel: int = 1) -> int:
+    """naive_ceiling(...).max_seq_len: the longest naive prefill that fits; 0 when the weights alone do not."""
+    return naive_ceiling(model, gpu, batch, dtype, weight_dtype, tensor_parallel).max_seq_len

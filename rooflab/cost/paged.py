@@ -25,7 +25,8 @@ import numpy as np
 from ..errors import InputError
 from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType
-from .common import ArrayLike, KernelCost, Variant, as_array, whole_number
+from ..vocab import Variant
+from .common import ArrayLike, KernelCost, as_array, whole_number
 from .merge import MergeCost, merge_splits
 from .parallel import parallel_fraction
 
@@ -44,6 +45,7 @@ class DecodeCost:
     partial_bytes: np.ndarray
     num_splits: int
     work_units: np.ndarray
+    longest_unit_tokens: np.ndarray   # tokens of the longest (sequence, KV head, split) unit: it bounds the launch
 
     @property
     def variant(self) -> Variant:
@@ -65,6 +67,11 @@ class DecodeCost:
     @property
     def parallel_fraction(self) -> np.ndarray:
         return self.attention.parallel_fraction
+
+    @property
+    def intensity_kv(self) -> np.ndarray:
+        """F over the KV bytes alone: 2h / (b_kv h_kv), fixed by the heads whatever the context or batch."""
+        return self.flops / self.kv_bytes
 
 
 def context_lengths(context_lens: ArrayLike) -> np.ndarray:
@@ -97,10 +104,11 @@ def _heads(heads: AttentionHeads | ModelSpec) -> AttentionHeads:
 
 
 def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch: np.ndarray,
-            num_splits: int, fraction: np.ndarray, units: np.ndarray, dtype: DType,
-            kv_dtype: DType) -> DecodeCost:
+            num_splits: int, units: np.ndarray, longest: np.ndarray, num_sms: int | None, units_per_sm: float,
+            dtype: DType, kv_dtype: DType) -> DecodeCost:
     """The byte and FLOP count shared by the ragged and the uniform entry points."""
     h, d = heads.num_qo_heads, heads.head_dim
+    fraction = parallel_fraction(heads.num_kv_heads * tokens, longest, num_sms, units_per_sm)
     kv_bytes = heads.kv_bytes_per_token(kv_dtype) * tokens     # K and V: [pages, h_kv, page, d] each
     table_bytes = INT32_BYTES * (pages + batch)                 # block table and context lengths
     q_bytes = batch * h * d * dtype.bytes                       # [B, h, d]
@@ -112,7 +120,7 @@ def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch:
     attention = KernelCost(name, flops, kv_bytes + table_bytes + q_bytes + out_bytes,
                            exp_ops=h * tokens, parallel_fraction=fraction)
     merge = merge_splits(batch * h, num_splits, d, dtype) if split else None
-    return DecodeCost(attention, merge, kv_bytes, table_bytes, 2 * partial, num_splits, units)
+    return DecodeCost(attention, merge, kv_bytes, table_bytes, 2 * partial, num_splits, units, longest)
 
 
 def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, page_size: int = 16,
@@ -129,9 +137,8 @@ def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, pag
     unit_tokens = _split_tokens(lens, num_splits, page_size)        # [B, S]; the same for every KV head
     busy = unit_tokens[unit_tokens > 0]
     units = np.float64(busy.size * heads.num_kv_heads)
-    fraction = parallel_fraction(busy.sum() * heads.num_kv_heads, busy.max(), num_sms, units_per_sm)
     return _decode(heads, lens.sum(), np.ceil(lens / page_size).sum(), np.float64(lens.size), num_splits,
-                   fraction, units, dtype, kv_dtype or dtype)
+                   units, busy.max(), num_sms, units_per_sm, dtype, kv_dtype or dtype)
 
 
 def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLike, batch: ArrayLike = 1,
@@ -146,9 +153,9 @@ def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLi
     pages = np.ceil(lens / page_size)
     busy_splits = np.minimum(num_splits, np.ceil(pages / np.ceil(pages / num_splits)))
     units = b * heads.num_kv_heads * busy_splits
-    longest = np.ceil(pages / num_splits) * page_size
-    fraction = parallel_fraction(b * heads.num_kv_heads * lens, np.minimum(longest, lens), num_sms, units_per_sm)
-    return _decode(heads, b * lens, b * pages, b, num_splits, fraction, units, dtype, kv_dtype or dtype)
+    longest = np.minimum(np.ceil(pages / num_splits) * page_size, lens)
+    return _decode(heads, b * lens, b * pages, b, num_splits, units, longest, num_sms, units_per_sm, dtype,
+                   kv_dtype or dtype)
 
 
 def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, num_sms: int,
@@ -171,3 +178,10 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike,
         if t < best_time * (1 - 1e-9):
             best, best_time = s, t
     return best
+
+
+def default_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, num_sms: int, page_size: int = 16,
+                   dtype: DType = DType.fp16, kv_dtype: DType | None = None, units_per_sm: float = 1.0) -> int:
+    """The split count a report's split-KV row shows when none is asked for: the recommended one, at least 2
+    (so the row shows split-KV even where it does not pay)."""
+    return max(2, recommend_splits(heads, context_lens, num_sms, page_size, dtype, kv_dtype, units_per_sm))

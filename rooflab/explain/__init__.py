@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..cost.common import Variant
 from ..errors import InputError
-from ..roofline import Ceilings, CeilingSource
+from ..roofline import Ceilings
+from ..vocab import EXPLAINED, CeilingSource, Variant
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from .decode import explain_decode_step, explain_merge
@@ -30,8 +30,6 @@ from .render import render_explanation
 __all__ = ["AGREEMENT_RTOL", "EXPLAINED", "ExplainMismatch", "Explanation", "Section", "Step", "Unit", "evaluate",
            "explain", "format_result", "number", "render_explanation", "substitute"]
 
-#: The variants `rooflab explain` derives.
-EXPLAINED = (Variant.naive, Variant.flash, Variant.paged, Variant.split_kv, Variant.merge)
 
 
 def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,

@@ -6,9 +6,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..cost.common import Variant
+from ..vocab import Variant
 from ..cost.merge import merge_pair
-from ..cost.paged import check_splits, context_lengths, paged_decode, recommend_splits
+from ..cost.paged import check_splits, context_lengths, default_splits, paged_decode, recommend_splits
 from ..errors import InputError
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec, ModelSpec
@@ -27,7 +27,7 @@ def explain_decode_step(d: _Derivation, variant: Variant, model: ModelSpec, gpu:
         chosen = 1
     else:
         chosen = check_splits(splits) if splits is not None else \
-            max(2, recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.decode_slots_per_sm))
+            default_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm)
     tail = explain_decode(d, model, gpu, roofs, lens, page_size, dtype, kv_dtype, chosen)
     kv = f", KV cache {kv_dtype.value}" if kv_dtype != dtype else ""
     workload = (f"decode step, {lens.size} sequence{'s' if lens.size > 1 else ''}, context {int(lens.max()):,}"
@@ -38,7 +38,7 @@ def explain_decode_step(d: _Derivation, variant: Variant, model: ModelSpec, gpu:
 
 def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilings, lens: np.ndarray,
                    page_size: int, dtype: DType, kv_dtype: DType, splits: int) -> tuple[str, ...]:
-    cost = paged_decode(model, lens, page_size, dtype, kv_dtype, splits, gpu.num_sms, gpu.decode_slots_per_sm)
+    cost = paged_decode(model, lens, page_size, dtype, kv_dtype, splits, gpu.num_sms, gpu.units_per_sm)
     pred = predict(cost, roofs)
     attn = predict_kernel(cost.attention, roofs)
     d.given("B", lens.size, "sequences in the batch")
@@ -48,8 +48,8 @@ def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilin
     d.given("n_pages", np.ceil(lens / page_size).sum(), "pages: sum of ceil(context / page) over the batch")
     d.given("b_kv", kv_dtype.bytes, f"bytes per KV-cache element ({kv_dtype.value})")
     d.given("n_sms", gpu.num_sms, "SMs")
-    d.given("k_sm", gpu.decode_slots_per_sm, "decode work units one SM runs at once ("
-            + ("fitted by rooflab validate)" if gpu.decode_units_per_sm else "1: none fitted for this GPU)"))
+    d.given("units_per_sm", gpu.units_per_sm, "decode work units one SM runs at once (the GPU YAML's units_per_sm, "
+            "fitted by rooflab validate; 1 where none is fitted)")
     d.given("n_split", splits, "KV splits per sequence" + (" (1: one launch, no merge)" if splits == 1 else ""))
 
     d.section("HBM traffic of the attention launch (one layer)")
@@ -70,7 +70,7 @@ def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilin
     d.section("FLOPs and intensity")
     d.step("F", "4 * h * d * sum_ctx", cost.flops, Unit.flop, "QK^T and PV for one query token per sequence")
     d.step("I", "F / Q_total", pred.intensity_flop_per_byte, Unit.intensity)
-    d.step("I_kv", "2 * h / (b_kv * h_kv)", cost.flops / cost.kv_bytes, Unit.intensity,
+    d.step("I_kv", "2 * h / (b_kv * h_kv)", cost.intensity_kv, Unit.intensity,
            "F over the KV bytes alone: fixed whatever the context or batch")
     d.step("I_star", "pi / beta", roofs.ridge_flop_per_byte, Unit.intensity)
     d.step("ratio", "I / I_star", pred.ridge_ratio, Unit.ridge)
@@ -78,11 +78,10 @@ def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilin
     d.section("Time floors (one layer)")
     d.step("t_memory", "Q_total / beta", pred.t_memory_s, Unit.seconds, "at full bandwidth")
     d.step("t_compute", "F / pi", pred.t_compute_s, Unit.seconds)
-    d.step("longest", "min(ceil(ceil(max_ctx / page) / n_split) * page, max_ctx)",
-           float(np.minimum(np.ceil(np.ceil(lens.max() / page_size) / splits) * page_size, lens.max())), Unit.count,
+    d.step("longest", "min(ceil(ceil(max_ctx / page) / n_split) * page, max_ctx)", cost.longest_unit_tokens, Unit.count,
            "tokens of the longest work unit (one sequence x KV head x split)", "tokens")
-    d.step("f", "min(1, h_kv * sum_ctx / (longest * n_sms * k_sm))", cost.parallel_fraction, Unit.fraction,
-           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * k_sm)")
+    d.step("f", "min(1, h_kv * sum_ctx / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
+           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm)")
     d.given("E", float(cost.attention.exp_ops), "exps, one per (query head, cached token)",
             number(cost.attention.exp_ops))
     t_attn = d.step("t_attention", floor_formula("F", "pi", "E", "Q_attention", roofs, "f"), attn.t_floor_s,
@@ -101,7 +100,7 @@ def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilin
 
     d.section(f"The whole model ({model.num_layers} layers)")
     d.step("t_model", "L * t_floor", model.num_layers * pred.t_floor_s, Unit.seconds, "attention of one decode step")
-    best = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.decode_slots_per_sm)
+    best = recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm)
     return (f"{int(cost.work_units)} work units for {gpu.num_sms} SMs keep {float(cost.parallel_fraction):.0%} of "
             f"the GPU busy; rooflab recommends {best} split(s) here (attention {fmt_seconds(t_attn)} per layer)",)
 

@@ -6,10 +6,11 @@ section, and ends with whether S and P fit next to the weights.
 
 from __future__ import annotations
 
-from ..cost.flash import KV_STAGES, choose_tile, flash_prefill
-from ..cost.naive import naive_prefill
+import numpy as np
+
+from ..cost.flash import KV_STAGES, flash_prefill
+from ..cost.naive import NaiveCeiling, naive_ceiling, naive_prefill
 from ..render import ridge_text
-from ..report import prefill_report
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType, fmt_bytes
@@ -48,15 +49,15 @@ def explain_naive(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceiling
     d.step("Q_qkvo", "2 * B * h * T * d * b + 2 * B * h_kv * T * d * b", cost.qkvo_bytes, Unit.bytes,
            "Q, K, V, O once each: the compulsory bytes of attention itself")
     closed = "F / Q_qkvo" if causal else "2 * h * T / (b * (h + h_kv))"
-    d.step("I_compulsory", closed, cost.flops / cost.qkvo_bytes, Unit.intensity,
+    d.step("I_compulsory", closed, cost.intensity_compulsory, Unit.intensity,
            "the same arithmetic with S kept on chip")
 
     d.section("The ridge")
     d.step("I_star", "pi / beta", roofs.ridge_flop_per_byte, Unit.intensity, "where the two roofs meet")
     d.step("ratio", "I / I_star", pred.ridge_ratio, Unit.ridge, "naive attention: memory-bound")
-    d.step("ratio_compulsory", "I_compulsory / I_star", cost.flops / cost.qkvo_bytes / roofs.ridge_flop_per_byte,
+    d.step("ratio_compulsory", "I_compulsory / I_star", cost.intensity_compulsory / roofs.ridge_flop_per_byte,
            Unit.ridge, "the same arithmetic with S on chip: compute-bound")
-    d.step("loss", "I_compulsory / I", cost.flops / cost.qkvo_bytes / pred.intensity_flop_per_byte, Unit.factor,
+    d.step("loss", "I_compulsory / I", cost.intensity_compulsory / pred.intensity_flop_per_byte, Unit.factor,
            "the factor in intensity that materialising S costs")
 
     d.section("Time floors (one layer)")
@@ -78,33 +79,33 @@ def explain_naive(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceiling
 
 def _fits(d: _Derivation, model: ModelSpec, gpu: GpuSpec, cost, seq_len: int, batch: int,
           dtype: DType) -> tuple[str, ...]:
-    facts = prefill_report(model, gpu, seq_len, batch, dtype).facts
+    ceiling = naive_ceiling(model, gpu, batch, dtype)
     d.section("Does it fit?")
     d.given("C", gpu.hbm_capacity_bytes, f"bytes of HBM ({fmt_bytes(gpu.hbm_capacity_bytes)})")
     d.given("N", model.total_parameters, "parameters")
-    d.step("W", "N * b", facts["weights_bytes"], Unit.bytes, "the weights, in the same dtype")
-    d.step("working_set", "S + P + Q_qkvo", facts["naive_working_set_bytes"], Unit.bytes,
+    d.step("W", "N * b", ceiling.weights_bytes, Unit.bytes, "the weights, in the same dtype")
+    d.step("working_set", "S + P + Q_qkvo", cost.working_set_bytes, Unit.bytes,
            "one layer at its peak: S and P together, with Q, K, V, O")
-    free = d.step("free", "C - W", gpu.hbm_capacity_bytes - facts["weights_bytes"], Unit.bytes)
-    limit = int(facts["naive_max_seq_len"])
+    free = d.step("free", "C - W", ceiling.free_bytes, Unit.bytes)
+    limit = ceiling.max_seq_len
     if free <= 0:
-        return (f"the weights alone ({fmt_bytes(facts['weights_bytes'])}) do not fit in "
+        return (f"the weights alone ({fmt_bytes(ceiling.weights_bytes)}) do not fit in "
                 f"{fmt_bytes(gpu.hbm_capacity_bytes)}: naive prefill cannot run at any T",)
-    _check_limit(model, dtype, batch, free, limit)
-    d.step("a", "2 * B * h * b", 2 * batch * model.num_qo_heads * dtype.bytes, Unit.count,
+    _check_limit(ceiling, model, dtype, batch)
+    d.step("a", "2 * B * h * b", ceiling.quadratic_bytes, Unit.count,
            "working set = a T^2 + l T: the T^2 term (S and P)", "bytes per token^2")
-    d.step("l", "B * (2 * h + 2 * h_kv) * d * b",
-           batch * (2 * model.num_qo_heads + 2 * model.num_kv_heads) * model.head_dim * dtype.bytes, Unit.count,
+    d.step("l", "B * (2 * h + 2 * h_kv) * d * b", ceiling.linear_bytes, Unit.count,
            "the linear term (Q, K, V, O)", "bytes per token")
     d.step("T_max", "floor((sqrt(l^2 + 4 * a * free) - l) / (2 * a))", limit, Unit.count,
            "the longest T whose working set fits next to the weights", "tokens")
-    verdict = "fits" if facts["naive_fits"] else "does NOT fit"
-    return (f"naive prefill at T = {seq_len:,} {verdict}: working set {fmt_bytes(facts['naive_working_set_bytes'])} "
+    verdict = "fits" if ceiling.fits(seq_len) else "does NOT fit"
+    return (f"naive prefill at T = {seq_len:,} {verdict}: working set {fmt_bytes(float(cost.working_set_bytes))} "
             f"against {fmt_bytes(free)} free; the longest T that fits is {limit:,}",)
 
 
-def _check_limit(model: ModelSpec, dtype: DType, batch: int, free: float, limit: int) -> None:
-    """T_max is the last T whose working set fits: check it at T_max and T_max + 1."""
+def _check_limit(ceiling: NaiveCeiling, model: ModelSpec, dtype: DType, batch: int) -> None:
+    """T_max is the last T whose working set fits: check it at T_max and T_max + 1 with naive_prefill itself."""
+    limit, free = ceiling.max_seq_len, ceiling.free_bytes
     if limit < 1:
         return
     at = float(naive_prefill(model, limit, batch, dtype).working_set_bytes)
@@ -118,7 +119,7 @@ def explain_flash(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceiling
                   dtype: DType, causal: bool) -> tuple[str, ...]:
     cost = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
     pred = predict(cost, roofs)
-    tile = choose_tile(gpu, model.head_dim, dtype)
+    tile = cost.tile
     pairs = "T * (T + 1) / 2" if causal else "T^2"
     d.given("B_r", tile.block_q, "query rows per tile (choose_tile)")
     d.given("B_c", tile.block_kv, "key columns per tile")
@@ -157,5 +158,5 @@ def explain_flash(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceiling
 
     d.section(f"The whole model ({model.num_layers} layers)")
     d.step("t_model", "L * t_floor", model.num_layers * pred.t_floor_s, Unit.seconds)
-    bound = "compute" if pred.t_compute_s >= pred.t_memory_s else "memory"
+    bound = str(np.asarray(pred.bound).reshape(()))
     return (f"flash attention is {bound}-bound here, {ridge_text(float(pred.ridge_ratio))} of the ridge",)

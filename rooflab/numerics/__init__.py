@@ -7,7 +7,7 @@ naive-attention-and-online-softmax.txt and flash-and-paged-attention.txt.
 
 from ._checks import NumericsError
 from .error_study import StateErrorRow, state_precision_error
-from .formats import FloatFormat, Precision, float_format, round_bf16, round_to_format, round_to_precision
+from .formats import STATE_DTYPES, float_format, round_bf16, round_to_format, round_to_precision, state_dtype
 from .limits import (DTypeLimits, SoftmaxHeadroom, dtype_limits, expected_max_normal, expected_max_normal_exact,
                      softmax_headroom)
 from .merge import identity_state, merge_many, merge_states
@@ -17,10 +17,10 @@ from .softmax import (NormaliserStep, OnlineResult, naive_softmax, normaliser_st
 from .streaming import streaming_attention
 
 __all__ = [
-    "DTypeLimits", "FloatFormat", "NormaliserStep", "NumericsError", "OnlineResult", "Precision",
+    "DTypeLimits", "NormaliserStep", "NumericsError", "OnlineResult", "STATE_DTYPES",
     "SoftmaxHeadroom", "StateErrorRow", "attention_reference", "dtype_limits", "expected_max_normal",
     "expected_max_normal_exact", "float_format", "identity_state", "merge_many", "merge_states",
     "naive_softmax", "normaliser_steps", "online_softmax", "partial_attention", "round_bf16",
     "round_to_format", "round_to_precision", "safe_softmax", "softmax_headroom", "softmax_normaliser",
-    "state_precision_error", "streaming_attention",
+    "state_dtype", "state_precision_error", "streaming_attention",
 ]

@@ -12,11 +12,12 @@ from typing import Sequence
 import numpy as np
 
 from ._checks import NumericsError, check_block, check_index
-from .formats import Precision, round_to_precision
+from ..units import DType
+from .formats import round_to_precision, state_dtype
 from .softmax import online_softmax, safe_softmax
 
 DEFAULT_SEQ_LENS = (512, 2048, 8192, 32768)
-DEFAULT_PRECISIONS = (Precision.fp16, Precision.bf16, Precision.fp32)
+DEFAULT_PRECISIONS = (DType.fp16, DType.bf16, DType.fp32)
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class StateErrorRow:
     """Relative output error at one sequence length with the state in one precision."""
 
     seq_len: int
-    precision: Precision
+    precision: DType
     max_rel_error: float          # worst row of ||o - o_ref|| / ||o_ref||
     median_rel_error: float
     storage_rel_error: float      # median error of just storing o_ref in `precision`: the floor
@@ -37,7 +38,7 @@ def _rel_errors(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def state_precision_error(seq_lens: Sequence[int] = DEFAULT_SEQ_LENS,
-                          precisions: Sequence[Precision] = DEFAULT_PRECISIONS,
+                          precisions: Sequence[DType] = DEFAULT_PRECISIONS,
                           rows: int = 16, head_dim: int = 64, block: int = 64,
                           logit_std: float = 1.0, seed: int = 0) -> tuple[StateErrorRow, ...]:
     """Relative error of online softmax-attention output with (m, l, acc) kept in each precision.
@@ -57,7 +58,7 @@ def state_precision_error(seq_lens: Sequence[int] = DEFAULT_SEQ_LENS,
     seq_lens = [check_index(n, "seq_len") for n in seq_lens]
     if min(seq_lens, default=0) < 1:
         raise NumericsError(f"give one or more sequence lengths, each >= 1; got {seq_lens}")
-    precisions = [Precision(p) for p in precisions]
+    precisions = [state_dtype(p) for p in precisions]
     rng = np.random.default_rng(seed)
     out = []
     for n in seq_lens:

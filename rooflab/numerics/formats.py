@@ -9,90 +9,21 @@ represent exactly, produced by round-to-nearest-even. Sources: IEEE 754-2019
 
 from __future__ import annotations
 
-import enum
-import math
-from dataclasses import dataclass
-
 import numpy as np
 
-from ..units import DType
+from ..units import DType, FloatFormat
 from ._checks import NumericsError
-
-
-@dataclass(frozen=True)
-class FloatFormat:
-    """A binary float format: sign, `exponent_bits`, `mantissa_bits` (stored fraction bits), `bias`.
-
-    Normal values are 1.f x 2**(e - bias); subnormals 0.f x 2**(1 - bias). `max_finite`
-    is a parameter because the formats disagree about the top exponent: IEEE-like formats
-    reserve it for inf and NaN, e4m3fn keeps it for numbers and reserves only mantissa 111
-    for NaN. `has_inf` says whether overflow rounds to inf (True) or NaN (e4m3fn).
-    """
-
-    name: str
-    exponent_bits: int
-    mantissa_bits: int
-    bias: int
-    max_finite: float
-    has_inf: bool
-
-    def __post_init__(self) -> None:
-        steps = self.max_finite / self.ulp_at_max
-        if not (steps.is_integer() and 2**self.mantissa_bits <= steps < 2 ** (self.mantissa_bits + 1)):
-            raise ValueError(f"{self.name}: max_finite {self.max_finite} is not a normal value of the format")
-        if self.max_exponent + self.bias > 2**self.exponent_bits - 1:
-            raise ValueError(f"{self.name}: max_finite {self.max_finite} needs more exponent bits")
-
-    @property
-    def max_exponent(self) -> int:
-        """Unbiased exponent of max_finite: max_finite = 1.f x 2**max_exponent."""
-        return math.frexp(self.max_finite)[1] - 1
-
-    @property
-    def min_normal(self) -> float:
-        """Smallest positive normal value, 2**(1 - bias)."""
-        return math.ldexp(1.0, 1 - self.bias)
-
-    @property
-    def min_subnormal(self) -> float:
-        """Smallest positive subnormal value, 2**(1 - bias - mantissa_bits)."""
-        return math.ldexp(1.0, 1 - self.bias - self.mantissa_bits)
-
-    @property
-    def ulp_at_max(self) -> float:
-        """Spacing of the values in max_finite's binade, 2**(max_exponent - mantissa_bits)."""
-        return math.ldexp(1.0, self.max_exponent - self.mantissa_bits)
-
-    @property
-    def overflow_threshold(self) -> float:
-        """max_finite + ulp/2: round-to-nearest-even sends anything larger past max_finite.
-
-        At exactly the midpoint the tie goes to the even neighbour: past max_finite for the
-        IEEE-like formats (whose max has an odd, all-ones mantissa), to max_finite for e4m3fn
-        (max mantissa 110). exp(x) of a nonzero real x never lands on it exactly.
-        """
-        return self.max_finite + self.ulp_at_max / 2
-
-
-# max_finite written as (2 - 2**-k) * 2**e so the bits show: all-ones mantissa (k = mantissa_bits)
-# under the top usable exponent; e4m3fn loses one mantissa code (k = mantissa_bits - 1) to NaN.
-_FORMATS = {
-    DType.fp32: FloatFormat("fp32", 8, 23, 127, (2 - 2.0**-23) * 2.0**127, has_inf=True),
-    DType.fp16: FloatFormat("fp16", 5, 10, 15, (2 - 2.0**-10) * 2.0**15, has_inf=True),
-    DType.bf16: FloatFormat("bf16", 8, 7, 127, (2 - 2.0**-7) * 2.0**127, has_inf=True),
-    DType.fp8_e4m3: FloatFormat("fp8_e4m3 (e4m3fn)", 4, 3, 7, (2 - 2.0**-2) * 2.0**8, has_inf=False),
-    DType.fp8_e5m2: FloatFormat("fp8_e5m2", 5, 2, 15, (2 - 2.0**-2) * 2.0**15, has_inf=True),
-}
 
 
 def float_format(dtype: DType) -> FloatFormat:
     """The format parameters of a storage dtype; tf32 is refused (it is a tensor-core input mode)."""
     dtype = DType(dtype)
-    if dtype is DType.tf32:
+    fmt = dtype.float_format
+    if fmt is None:
         raise NumericsError(
             "tf32 is a tensor-core input mode, not a type softmax values are stored in; "
             "it has fp32's exponent range, so use fp32")
-    return _FORMATS[dtype]
+    return fmt
 
 
 def round_to_format(x: object, fmt: FloatFormat) -> np.ndarray:
@@ -138,19 +69,11 @@ def round_bf16(x: object) -> np.ndarray:
     return np.where(np.isnan(x32), np.float32(np.nan), out).astype(np.float32)
 
 
-class Precision(str, enum.Enum):
-    """Where the online-softmax state (m, l, unnormalised output) is kept."""
-
-    fp64 = "fp64"
-    fp32 = "fp32"
-    fp16 = "fp16"
-    bf16 = "bf16"
-
-    def __str__(self) -> str:
-        return self.value
+#: The types the online-softmax state (m, l, unnormalised output) may be kept in.
+STATE_DTYPES = (DType.fp64, DType.fp32, DType.fp16, DType.bf16)
 
 
-def round_to_precision(x: object, precision: Precision) -> np.ndarray:
+def round_to_precision(x: object, precision: DType) -> np.ndarray:
     """Round float64 values to `precision` and return them as float64.
 
     fp32 and fp16 use NumPy's correctly rounded casts (nearest even, overflow to inf);
@@ -159,12 +82,24 @@ def round_to_precision(x: object, precision: Precision) -> np.ndarray:
     edge (where fp32 is itself subnormal) by < 2**-15 relative.
     """
     x = np.asarray(x, dtype=np.float64)
-    precision = Precision(precision)
-    if precision is Precision.fp64:
+    precision = state_dtype(precision)
+    if precision is DType.fp64:
         return x
     with np.errstate(over="ignore"):
-        if precision is Precision.fp32:
+        if precision is DType.fp32:
             return x.astype(np.float32).astype(np.float64)
-        if precision is Precision.fp16:
+        if precision is DType.fp16:
             return x.astype(np.float16).astype(np.float64)
         return round_bf16(x).astype(np.float64)
+
+
+def state_dtype(precision: object) -> DType:
+    """`precision` as one of STATE_DTYPES, or NumericsError naming the allowed ones."""
+    try:
+        dtype = DType(precision)
+    except ValueError:
+        dtype = None
+    if dtype not in STATE_DTYPES:
+        raise NumericsError(f"a softmax state is kept in one of {', '.join(d.value for d in STATE_DTYPES)}, "
+                            f"not {precision!r}")
+    return dtype

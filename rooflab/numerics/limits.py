@@ -14,7 +14,8 @@ import numpy as np
 
 from ..units import DType
 from ._checks import NumericsError, check_index
-from .formats import FloatFormat, float_format
+from ..units import FloatFormat
+from .formats import float_format
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import NumericsError, as_fp64, check_block, check_finite, check_no_nan_or_pos_inf
-from .formats import Precision, round_to_precision
+from ..units import DType
+from .formats import round_to_precision, state_dtype
 
 
-def naive_softmax(logits: object, precision: Precision = Precision.fp64) -> np.ndarray:
+def naive_softmax(logits: object, precision: DType = DType.fp64) -> np.ndarray:
     """Softmax as defined, exp(x_j) / sum_k exp(x_k), with every intermediate rounded to `precision`.
 
     Formula: e = rnd(exp x), s = rnd(sum e), p = rnd(e / s), over the last axis; exp and
@@ -102,7 +103,7 @@ class OnlineResult:
     out: np.ndarray     # [rows, d], float64; 0 for a row with no visible logit
     m: np.ndarray       # [rows], running max as stored in the state precision
     l: np.ndarray       # [rows], sum of exp(x - m) as stored in the state precision
-    precision: Precision
+    precision: DType
     block: int
 
     @property
@@ -131,7 +132,7 @@ def _online_inputs(logits: object, values: object) -> tuple[np.ndarray, np.ndarr
 
 
 def online_softmax(logits: object, values: object, block: int = 64,
-                   precision: Precision = Precision.fp64) -> OnlineResult:
+                   precision: DType = DType.fp64) -> OnlineResult:
     """softmax(x) @ v per row in one blockwise pass, with the state (m, l, acc) kept in `precision`.
 
     Recurrence per row, from m = -inf, l = 0, acc = 0, for each block B of `block` logits:
@@ -148,7 +149,7 @@ def online_softmax(logits: object, values: object, block: int = 64,
     """
     x, v = _online_inputs(logits, values)
     block = check_block(block)
-    precision = Precision(precision)
+    precision = state_dtype(precision)
 
     def rnd(a: np.ndarray) -> np.ndarray:
         return round_to_precision(a, precision)

@@ -14,16 +14,17 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..bench.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
 from ..capacity import plan_capacity
-from ..cost.common import KernelCost, Pipe
+from ..cost.common import KernelCost
 from ..cost.flash import flash_prefill
 from ..cost.merge import merge_pair
 from ..cost.model import decode_step
-from ..cost.naive import naive_prefill
+from ..cost.naive import naive_ceiling, naive_max_seq_len, naive_prefill
 from ..cost.paged import paged_decode_uniform
 from ..errors import InputError
-from ..report import prefill_report
-from ..roofline import Ceilings, CeilingSource, predict, predict_kernel
+from ..roofline import Ceilings, predict, predict_kernel
+from ..vocab import CeilingSource, Pipe
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 
@@ -59,28 +60,6 @@ class RooflinePoint:
     flop_per_s: float
     pipe: Pipe = Pipe.tensor
     ridge_ratio: float = float("nan")
-
-
-@dataclass(frozen=True)
-class MeasuredPoint:
-    """A timed kernel: its intensity (predicted FLOPs over predicted bytes) and the FLOP rate it reached.
-
-    Points with the same label are one group on the chart (one marker, one legend entry). `kernel`
-    and `impl`, as a measurement file names them, pick the marker: colour by kernel, filled for
-    rooflab's own kernels, hollow for others' (PyTorch's backends).
-    """
-
-    label: str
-    intensity_flop_per_byte: float
-    achieved_flop_per_s: float
-    kernel: str = ""
-    impl: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("intensity_flop_per_byte", "achieved_flop_per_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise InputError(f"measured point '{self.label}': {name} must be positive, got {value}")
 
 
 @dataclass(frozen=True)
@@ -130,7 +109,7 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
     flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
     decode = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype)
     launched = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype, num_sms=gpu.num_sms,
-                                    units_per_sm=gpu.decode_slots_per_sm)
+                                    units_per_sm=gpu.units_per_sm)
     merge = merge_pair(merge_tokens, model.num_qo_heads, model.head_dim, dtype)
     whole = predict(naive, roofs)
     tiled = KernelCost("flash_tiled", flash.flops, flash.hbm_bytes_tiled, exp_ops=flash.kernel.exp_ops)
@@ -207,9 +186,9 @@ def memory_sweep(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtyp
         raise InputError("give at least one GPU")
     lines = []
     for gpu in gpus:
-        facts = prefill_report(model, gpu, 256, batch, dtype).facts
-        lines.append(MemoryLine(gpu.display_name, float(facts["hbm_capacity_bytes"]), float(facts["weights_bytes"]),
-                                int(facts["naive_max_seq_len"])))
+        ceiling = naive_ceiling(model, gpu, batch, dtype)
+        lines.append(MemoryLine(gpu.display_name, float(ceiling.capacity_bytes), float(ceiling.weights_bytes),
+                                ceiling.max_seq_len))
     longest = max(line.naive_max_seq_len for line in lines)
     hi = max_seq_len or max(_pow2_at_least(4 * longest), 4 * _pow2_at_least(model.max_context_len))
     lens = length_grid(256, hi)
@@ -238,7 +217,7 @@ def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DT
                max_seq_len: Optional[int] = None, marked_seq_len: Optional[int] = 8192) -> TimeSweep:
     """predict(naive) and predict(flash) over a length grid, times the number of layers."""
     roofs = Ceilings.of(gpu, dtype)
-    limit = int(prefill_report(model, gpu, 256, batch, dtype).facts["naive_max_seq_len"])
+    limit = naive_max_seq_len(model, gpu, batch, dtype)
     hi = max_seq_len or max(_pow2_at_least(4 * limit), 4 * _pow2_at_least(model.max_context_len))
     lens = length_grid(256, hi)
     naive = predict(naive_prefill(model, lens, batch, dtype, causal), roofs)
@@ -281,7 +260,7 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
     launched, ideal = [], []
     for b in batches:
         as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
-                                           units_per_sm=gpu.decode_slots_per_sm)
+                                           units_per_sm=gpu.units_per_sm)
         filled = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype)
         launched.append(model.num_layers * predict(as_launched, roofs).t_floor_s)
         ideal.append(model.num_layers * predict(filled, roofs).t_floor_s)

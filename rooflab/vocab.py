@@ -1,0 +1,105 @@
+"""rooflab's closed sets, each defined once: the CLI, the cost model, the bench and the measurement files use these.
+
+    Phase          what a report describes: a prefill, or one decode step
+    Variant        an attention implementation the cost model prices (naive, flash, paged, ...)
+    Pipe           the compute roof a kernel's FLOPs sit under (tensor cores or the fp32 vector units)
+    Bound          the roof that sets a floor (compute, memory)
+    CeilingSource  datasheet roofs, or the ones `rooflab calibrate` measured
+    Kernel         what a measurement row timed; KernelFamily groups them as `rooflab bench -k` selects them
+
+DType, with every fact about an element type, lives in units.py.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class _Named(str, enum.Enum):
+    """A closed set whose members print as their value ('flash', not 'Variant.flash')."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Phase(_Named):
+    """What a report describes."""
+
+    prefill = "prefill"
+    decode = "decode"
+
+
+class Variant(_Named):
+    """The attention implementations rooflab models."""
+
+    naive = "naive"
+    flash = "flash"
+    paged = "paged"
+    split_kv = "split_kv"
+    merge = "merge"
+    cascade = "cascade"
+
+
+#: The variants `rooflab explain` derives, in the order its help lists them.
+EXPLAINED = (Variant.naive, Variant.flash, Variant.paged, Variant.split_kv, Variant.merge)
+
+#: EXPLAINED as an Enum, for the CLI's list of choices (derived, not a second list).
+ExplainedVariant = _Named("ExplainedVariant", {v.name: v.value for v in EXPLAINED})
+
+
+class Pipe(_Named):
+    """Which compute roof a kernel's FLOPs sit under."""
+
+    tensor = "tensor"  # matrix units, rate per dtype
+    vector = "vector"  # plain fp32 units
+
+
+class Bound(_Named):
+    """The roof that sets a floor: the larger of the compute and memory times."""
+
+    compute = "compute"
+    memory = "memory"
+
+
+class CeilingSource(_Named):
+    """Datasheet figures, or the ceilings `rooflab calibrate` measured (the GPU's `measured:` section)."""
+
+    datasheet = "datasheet"
+    calibrated = "calibrated"
+
+
+class KernelFamily(_Named):
+    """The groups `rooflab bench --kernel` selects: paged includes split-KV, naive its softmax alone."""
+
+    naive = "naive"
+    flash = "flash"
+    paged = "paged"
+    merge = "merge"
+
+
+class Kernel(_Named):
+    """What one measurement row timed; the `kernel` column of a measurement file."""
+
+    naive = "naive"                  # QK^T, row softmax, PV: three launches
+    naive_softmax = "naive_softmax"  # the row softmax of naive attention alone
+    flash = "flash"                  # FlashAttention forward
+    paged = "paged"                  # paged decode, one launch
+    split_kv = "split_kv"            # paged decode over KV splits, then the S-way merge
+    merge = "merge"                  # the pairwise LSE merge
+
+    @property
+    def family(self) -> KernelFamily:
+        return _FAMILY[self]
+
+    @property
+    def is_decode(self) -> bool:
+        return self in (Kernel.paged, Kernel.split_kv)
+
+
+_FAMILY = {
+    Kernel.naive: KernelFamily.naive, Kernel.naive_softmax: KernelFamily.naive, Kernel.flash: KernelFamily.flash,
+    Kernel.paged: KernelFamily.paged, Kernel.split_kv: KernelFamily.paged, Kernel.merge: KernelFamily.merge,
+}
+
+__all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "Phase", "Pipe",
+           "Variant"]
