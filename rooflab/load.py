@@ -75,6 +75,11 @@ def read_yaml(path: Path) -> dict:
         text = path.read_text()
     except OSError as exc:
         raise SpecError(where, None, None, f"cannot read file ({exc.strerror or exc})") from None
+    return parse_yaml(text, where)
+
+
+def parse_yaml(text: str, where: str) -> dict:
+    """Parse YAML text into a mapping, or raise SpecError naming `where`."""
     try:
         data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -191,8 +196,12 @@ def _renamed(cls: type, data: dict, where: str, prefix: str) -> tuple[dict, dict
 
 
 def _spec_from_file(cls: type[T], path: Path) -> T:
-    where = str(path)
-    spec = build(cls, read_yaml(path), where)
+    return spec_from_mapping(cls, read_yaml(path), str(path))
+
+
+def spec_from_mapping(cls: type[T], data: dict, where: str) -> T:
+    """A checked spec from a parsed mapping; every problem is a SpecError naming `where`."""
+    spec = build(cls, data, where)
     try:
         spec.check()
     except SpecError as exc:

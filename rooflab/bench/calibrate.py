@@ -177,19 +177,14 @@ def with_measured(spec_text: str, m: MeasuredCeilings) -> str:
 
 
 def write_spec(source: Path, target: Path, m: MeasuredCeilings) -> None:
-    """Write `source` with the measured section into `target`, atomically (a temp file, then rename)."""
-    from ..load import clear_cache, load_gpu
+    """Write `source` with the measured section into `target`, atomically; refuse a file rooflab could not read."""
+    from ..load import clear_cache, parse_yaml, spec_from_mapping
+    from ..output import write_atomic
+    from ..specs import GpuSpec
 
     text = with_measured(source.read_text(), m)
-    tmp = target.with_name(f".{target.stem}.tmp.yaml")
-    tmp.write_text(text)
-    try:
-        clear_cache()
-        load_gpu(str(tmp.resolve()))       # refuse to write a file rooflab itself could not read
-    except Exception:
-        tmp.unlink(missing_ok=True)
-        raise
-    tmp.replace(target)
+    spec_from_mapping(GpuSpec, parse_yaml(text, str(target)), str(target))
+    write_atomic(target, text)
     clear_cache()
 
 

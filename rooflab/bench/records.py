@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import InputError
+from ..output import write_atomic
 from ..vocab import Kernel
 
 FORMAT_LINE = "rooflab measurements v1"
@@ -107,9 +108,7 @@ def write_measurements(path: Path, rows: Iterable[Measurement], meta: dict[str, 
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _cell(v) for k, v in dataclasses.asdict(row).items()})
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(buf.getvalue())
-    tmp.replace(path)
+    write_atomic(path, buf.getvalue())
 
 
 def _cell(value: object) -> object:

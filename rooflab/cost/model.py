@@ -5,7 +5,7 @@ proportion": attention is about 7% of decode FLOPs for Llama-3-8B at a 2.5k
 context, while it is a large share of the latency. Per generated token:
 
     linear FLOPs      2 x active parameters           (every weight one multiply-add)
-    attention FLOPs   4 L h d context                 (QK^T and PV over the cached tokens)
+    attention FLOPs   4 L h d context                 (QK^T and PV over the cached tokens: paged decode's count)
     weight bytes      active parameters x b_w per step, shared by the whole batch
     KV bytes          2 L h_kv d b_kv context per sequence
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..units import DType
+from .paged import paged_decode_uniform
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,13 @@ def decode_step(model: ModelSpec, context_len: int, batch: int = 1, weight_dtype
     if context_len < 1 or batch < 1:
         raise InputError(f"context length and batch must be >= 1, got {context_len} and {batch}")
     kv_dtype = kv_dtype or weight_dtype
-    mlp = 3 * model.hidden_size * model.ffn_size
+    mlp = model.expert_parameters
     dense = model.total_parameters - model.num_layers * model.num_experts * mlp * (model.num_experts > 1)
     if model.num_experts > 1:
         weights_read = dense + model.num_layers * experts_touched(model, batch) * mlp
     else:
         weights_read = model.total_parameters
-    attention = 4 * model.num_layers * model.num_qo_heads * model.head_dim * context_len
+    attention = model.num_layers * paged_decode_uniform(model, context_len, 1, dtype=weight_dtype).flops
     return DecodeStep(
         batch=batch,
         context_len=context_len,

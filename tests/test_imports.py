@@ -1,0 +1,78 @@
+"""Import hygiene: the core imports no plotting, GPU, CLI or dataframe library; the CLI's startup none but typer.
+
+Each group is imported module by module in a fresh interpreter, checking sys.modules after every
+import, so the first module that pulls in a library it should not is named. The module list is
+walked from the package, so a new module is covered without editing this file.
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import rooflab
+
+HEAVY = ("typer", "matplotlib", "pandas", "cupy", "torch")
+
+
+def _modules(*exclude: str) -> list[str]:
+    names = [m.name for m in pkgutil.walk_packages(rooflab.__path__, "rooflab.")]
+    return sorted(n for n in names if not any(n == e or n.startswith(e + ".") for e in exclude))
+
+
+def _first_offenders(modules: list[str], banned: tuple[str, ...]) -> dict[str, list[str]]:
+    """{module: banned libraries present in sys.modules right after importing it}, in a fresh interpreter."""
+    code = (
+        "import importlib, json, sys\n"
+        f"banned = {list(banned)!r}\n"
+        "out = {}\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    bad = sorted(b for b in banned if b in sys.modules)\n"
+        "    if bad:\n"
+        "        out[name] = bad\n"
+        "        break\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_module_walk_finds_the_core():
+    core = _modules("rooflab.cli", "rooflab.plot")
+    for name in ("rooflab.specs", "rooflab.cost.flash", "rooflab.roofline", "rooflab.capacity", "rooflab.report",
+                 "rooflab.numerics.softmax", "rooflab.explain.derivation", "rooflab.bench.validate",
+                 "rooflab.kernels.decode", "rooflab.output", "rooflab.vocab"):
+        assert name in core
+
+
+def test_core_imports_no_heavy_library():
+    # kernels and bench import CuPy and torch inside the functions that launch work, never at import
+    assert _first_offenders(_modules("rooflab.cli", "rooflab.plot"), HEAVY) == {}
+
+
+def test_charts_import_no_cli_gpu_or_dataframe_library():
+    assert _first_offenders(_modules("rooflab.cli"), ("typer", "pandas", "cupy", "torch")) == {}
+
+
+@pytest.mark.parametrize("command", [["report"], ["report", "--phase", "decode"], ["capacity"], ["list", "gpus"],
+                                     ["report", "-f", "json"]])
+def test_a_table_or_json_command_imports_no_pandas_or_matplotlib(command):
+    code = (
+        "import sys\n"
+        "from rooflab.cli import app\n"
+        "try:\n"
+        f"    app({command!r})\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+        "bad = sorted(b for b in ('matplotlib', 'pandas', 'cupy', 'torch') if b in sys.modules)\n"
+        "sys.stderr.write(','.join(bad))\n"
+        "sys.exit(3 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
