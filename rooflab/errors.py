@@ -8,17 +8,43 @@ class RooflabError(Exception):
 
 
 class SpecError(RooflabError):
-    """A GPU or model spec that cannot be used: names the file, the field and the value."""
+    """A GPU or model spec that cannot be used: names the file, the field and the value.
 
-    def __init__(self, where: str, field: str | None, value: object, problem: str):
+    One error can carry several problems (`problems`, each with field, value and problem), so a
+    file reports everything wrong with it at once; `field`, `value` and `problem` are the first.
+    """
+
+    def __init__(self, where: str, field: str | None, value: object, problem: str, problems: tuple = ()):
         self.where = where
         self.field = field
         self.value = value
         self.problem = problem
-        if field is None:
-            super().__init__(f"{where}: {problem}")
+        self.problems = problems or ((field, value, problem),)
+        parts = [_describe(f, v, p) for f, v, p in self.problems]
+        if len(parts) == 1:
+            super().__init__(f"{where}: {parts[0]}")
         else:
-            super().__init__(f"{where}: field '{field}' = {value!r}: {problem}")
+            super().__init__(f"{where}: {len(parts)} problems: " + "; ".join(parts))
+
+    @classmethod
+    def of(cls, where: str, problems) -> "SpecError":
+        """One error for a list of problems (objects with field, value and problem)."""
+        triples = tuple((p.field, p.value, p.problem) for p in problems)
+        first = triples[0]
+        return cls(where, first[0], first[1], first[2], triples)
+
+    def at(self, where: str) -> "SpecError":
+        """The same problems, located in `where` (a file) instead."""
+        return SpecError(where, self.field, self.value, self.problem, self.problems)
+
+
+def _describe(field: str | None, value: object, problem: str) -> str:
+    if field is None:
+        return problem
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"field '{field}' = {shown}: {problem}"
 
 
 class UnknownNameError(RooflabError):

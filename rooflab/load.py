@@ -22,6 +22,7 @@ from typing import Any, TypeVar, Union
 import yaml
 
 from .errors import SpecError, UnknownNameError
+from .fields import Problem, check_values
 from .specs import GpuSpec, MeasuredCeilings, ModelSpec
 from .units import RATE_KEYS
 
@@ -43,15 +44,51 @@ def data_dir(kind: str) -> Path:
 
 # --- YAML parsing -----------------------------------------------------------------
 
+#: Spec and measurement files larger than this are refused before they are parsed.
+MAX_SPEC_FILE_BYTES = 1 << 20
+
+
 class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that reads 3.35e12 as a float (YAML 1.1 wants 3.35e+12) and refuses duplicate keys."""
+    """SafeLoader with YAML 1.2's core schema for plain scalars, and duplicate keys refused.
+
+    YAML 1.1 (PyYAML's default) reads `0132` as octal 90, `2:12` as 132 (base 60), `1_000` as 1000,
+    `yes`/`on` as true and `2026-11-30` as a date. Here a plain scalar is an int only if it is
+    decimal without a leading zero, a float only in decimal or exponent notation (3.35e12 too, which
+    1.1 leaves a string), a bool only if true or false, null only if null or ~; the 1.1 forms that
+    would have meant something else are refused with a message saying how to write them; the rest
+    are strings.
+    """
+
+    yaml_implicit_resolvers: dict = {}
 
 
-_SpecLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
+_AMBIGUOUS = "tag:rooflab,2026:ambiguous"
+_SCALARS = (
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^[-+]?(?:0|[1-9][0-9]*)$", list("-+0123456789")),
+    ("tag:yaml.org,2002:float",
+     r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+     list("-+0123456789.")),
+    (_AMBIGUOUS, r"^(?:[-+]?0[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"
+                 r"|[-+]?0[xXoObB][0-9a-fA-F_]+|[-+]?[0-9][0-9]*_[0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
+                 r"|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$",
+     list("-+0123456789yYnNoO")),
 )
+for _tag, _pattern, _first in _SCALARS:
+    _SpecLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+
+
+def _refuse_ambiguous(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> None:
+    text = node.value
+    hint = ("write true or false" if text.lower() in ("yes", "no", "on", "off", "y", "n")
+            else "write it as a plain decimal number (no leading zero, underscore, base prefix or colon), "
+                 "or quote it if it is text")
+    raise yaml.constructor.ConstructorError(None, None, f"'{text}' is ambiguous (YAML 1.1 reads it as another "
+                                            f"value than YAML 1.2): {hint}", node.start_mark)
+
+
+_SpecLoader.add_constructor(_AMBIGUOUS, _refuse_ambiguous)
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
@@ -72,9 +109,16 @@ def read_yaml(path: Path) -> dict:
     """Parse one YAML file into a mapping, or raise SpecError naming the file."""
     where = str(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_SPEC_FILE_BYTES + 1)
     except OSError as exc:
         raise SpecError(where, None, None, f"cannot read file ({exc.strerror or exc})") from None
+    if len(raw) > MAX_SPEC_FILE_BYTES:
+        raise SpecError(where, None, None, f"larger than {MAX_SPEC_FILE_BYTES >> 20} MiB; a spec file is a few KiB")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(where, None, None, f"not UTF-8 text (byte {exc.start})") from None
     return parse_yaml(text, where)
 
 
@@ -92,89 +136,61 @@ def parse_yaml(text: str, where: str) -> dict:
     return data
 
 
-# --- validation from annotations ---------------------------------------------------
-
-def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return tp, False
-
-
-def _positive_number(where: str, name: str, value: Any, integer: bool) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        kind = "a positive integer" if integer else "a positive number"
-        raise SpecError(where, name, value, f"must be {kind}")
-    if not math.isfinite(value) or value <= 0:
-        raise SpecError(where, name, value, "must be positive and finite")
-    if integer:
-        if float(value) != int(value):
-            raise SpecError(where, name, value, "must be a whole number")
-        return int(value)
-    return float(value)
-
-
-def _rates(where: str, name: str, value: Any) -> dict[str, float]:
-    if not isinstance(value, dict) or not value:
-        raise SpecError(where, name, value, f"must be a mapping of dtype to FLOP/s, keys from {', '.join(RATE_KEYS)}")
-    out = {}
-    for key, rate in value.items():
-        if key not in RATE_KEYS:
-            close = difflib.get_close_matches(str(key), RATE_KEYS, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise SpecError(where, f"{name}.{key}", rate, f"unknown dtype key{hint}; allowed: {', '.join(RATE_KEYS)}")
-        out[key] = _positive_number(where, f"{name}.{key}", rate, integer=False)
-    return out
-
-
-def _convert(where: str, name: str, tp: Any, value: Any) -> Any:
-    if tp is int:
-        return _positive_number(where, name, value, integer=True)
-    if tp is float:
-        return _positive_number(where, name, value, integer=False)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise SpecError(where, name, value, "must be true or false")
-        return value
-    if tp is str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)
-        if not isinstance(value, str) or not value.strip():
-            raise SpecError(where, name, value, "must be a non-empty string")
-        return value
-    if typing.get_origin(tp) is dict:
-        return _rates(where, name, value)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise SpecError(where, name, value, "must be a mapping")
-        return build(tp, value, where, prefix=f"{name}.")
-    raise TypeError(f"no converter for {tp}")  # a bug in rooflab, not bad input
-
-
 def build(cls: type[T], data: dict, where: str, prefix: str = "") -> T:
-    """Build a spec dataclass from a mapping, checking every field against its annotation."""
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    """Build a spec dataclass from a mapping; every problem (unknown, missing and bad fields) in one SpecError.
+
+    Nested dataclass fields (a GPU's `measured:` section) are built the same way. The values are
+    checked by the class itself (fields.validate_fields in its __post_init__), so a spec built here
+    and one built in Python pass the same door.
+    """
     data, spelled = _renamed(cls, data, where, prefix)
+    problems = _unknown_and_missing(cls, data, prefix)
+    kwargs = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        nested = _nested_class(hints[f.name])
+        if nested is not None and isinstance(value, dict):
+            try:
+                value = build(nested, value, where, prefix=f"{prefix}{f.name}.")
+            except SpecError as exc:
+                problems += [Problem(*p) for p in exc.problems]
+                continue
+        kwargs[f.name] = value
+    present, found = check_values(cls, kwargs, prefix)
+    problems += [Problem(spelled.get(p.field.removeprefix(prefix), p.field) if p.field.removeprefix(prefix)
+                         in spelled else p.field, p.value, p.problem) for p in found]
+    if problems:
+        raise SpecError.of(where, problems)
+    try:
+        return cls(**kwargs)
+    except SpecError as exc:
+        raise exc.at(where) from None
+
+
+def _unknown_and_missing(cls: type, data: dict, prefix: str) -> list[Problem]:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    problems = []
     for key in data:
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise SpecError(where, f"{prefix}{key}", data[key], f"unknown field{hint}")
-    kwargs = {}
+            problems.append(Problem(f"{prefix}{key}", data[key], f"unknown field{hint}"))
     for name, f in fields.items():
-        tp, optional = _unwrap_optional(hints[name])
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        if name not in data or data[name] is None:
-            if name in data and not optional:
-                raise SpecError(where, f"{prefix}{name}", None, "must not be empty")
-            if not has_default:
-                raise SpecError(where, f"{prefix}{name}", None, "missing required field")
-            continue
-        kwargs[name] = _convert(where, f"{prefix}{spelled.get(name, name)}", tp, data[name])
-    return cls(**kwargs)
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if required and name not in data:
+            problems.append(Problem(f"{prefix}{name}", None, "missing required field"))
+    return problems
+
+
+def _nested_class(tp: Any) -> type | None:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        tp = args[0] if len(args) == 1 else tp
+    return tp if dataclasses.is_dataclass(tp) else None
 
 
 def _renamed(cls: type, data: dict, where: str, prefix: str) -> tuple[dict, dict[str, str]]:
@@ -201,12 +217,7 @@ def _spec_from_file(cls: type[T], path: Path) -> T:
 
 def spec_from_mapping(cls: type[T], data: dict, where: str) -> T:
     """A checked spec from a parsed mapping; every problem is a SpecError naming `where`."""
-    spec = build(cls, data, where)
-    try:
-        spec.check()
-    except SpecError as exc:
-        raise SpecError(where, exc.field, exc.value, exc.problem) from None
-    return spec
+    return build(cls, data, where)
 
 
 # --- lookup by name or path -------------------------------------------------------

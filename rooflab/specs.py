@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from .errors import InputError, SpecError
-from .units import DType
+from .fields import spec_field, validate_fields
+from .units import RATE_KEYS, DType
+
+
+_GB = 1e9
+_T = 1e12
 
 
 @dataclass(frozen=True)
@@ -23,15 +28,19 @@ class MeasuredCeilings:
     gemm_flop_per_s holds dense GEMM rates on random data, keyed like dense_tensor_flop_per_s.
     """
 
-    copy_bytes_per_s: float
-    gemm_flop_per_s: dict[str, float]
-    date: str
-    device_name: str
-    exp_per_s: Optional[float] = None
-    driver: Optional[str] = None
-    cuda: Optional[str] = None
-    cupy: Optional[str] = None
-    command: Optional[str] = None
+    copy_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "device-to-device copy, bytes read + written")
+    gemm_flop_per_s: dict[str, float] = spec_field(0.1 * _T, 1e5 * _T, "FLOP/s", "dense GEMM rate on random data",
+                                                   keys=RATE_KEYS)
+    date: str = spec_field(doc="when it was measured")
+    device_name: str = spec_field(doc="the device's own name (nvidia-smi)")
+    exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "measured exp throughput", default=None)
+    driver: Optional[str] = spec_field(default=None)
+    cuda: Optional[str] = spec_field(default=None)
+    cupy: Optional[str] = spec_field(default=None)
+    command: Optional[str] = spec_field(default=None)
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
 
 
 @dataclass(frozen=True)
@@ -41,30 +50,37 @@ class GpuSpec:
     `units_per_sm` is the parallelism model's work units one SM runs at once for rooflab's decode
     kernels (cost/parallel.py): the value `rooflab validate` fitted to the paged and split-KV kernels
     on this GPU where the YAML records one, else 1 (one thread block an SM streams at beta / num_sms).
+    Every field is checked on construction (fields.py): type, and a range no real GPU falls outside.
     """
 
-    name: str
-    display_name: str
-    vendor: str
-    architecture: str
-    hbm_capacity_bytes: int
-    hbm_bandwidth_bytes_per_s: float
-    dense_tensor_flop_per_s: dict[str, float]
-    vector_fp32_flop_per_s: float
-    num_sms: int
-    smem_per_sm_bytes: int
-    l2_bytes: int
-    register_file_per_sm_bytes: int
-    boost_clock_hz: float
-    source: str
-    exp_per_s: Optional[float] = None
-    interconnect_bytes_per_s: Optional[float] = None
-    compute_capability: Optional[str] = None
-    units_per_sm: float = 1.0
+    name: str = spec_field(doc="short name, as `--gpu` takes it")
+    display_name: str = spec_field(doc="the name people know it by")
+    vendor: str = spec_field()
+    architecture: str = spec_field()
+    hbm_capacity_bytes: int = spec_field(100e6, 100e12, "bytes", "device memory (HBM), total")
+    hbm_bandwidth_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "datasheet HBM bandwidth")
+    dense_tensor_flop_per_s: dict[str, float] = spec_field(0.1 * _T, 1e5 * _T, "FLOP/s",
+                                                           "dense (not 2:4 sparse) matrix rates", keys=RATE_KEYS)
+    vector_fp32_flop_per_s: float = spec_field(0.01 * _T, 1e4 * _T, "FLOP/s", "plain fp32 FMA rate (non-tensor)")
+    num_sms: int = spec_field(1, 100_000, "SMs", "streaming multiprocessors (compute units)")
+    smem_per_sm_bytes: int = spec_field(1024, 1 << 30, "bytes", "shared memory per SM")
+    l2_bytes: int = spec_field(1024, 1 << 36, "bytes", "last-level (L2) cache")
+    register_file_per_sm_bytes: int = spec_field(1024, 1 << 30, "bytes")
+    boost_clock_hz: float = spec_field(10e6, 100e9, "Hz")
+    source: str = spec_field(doc="where the figures come from")
+    exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "special-function (exp) rate", default=None)
+    interconnect_bytes_per_s: Optional[float] = spec_field(1e6, 100 * _T, "B/s", default=None)
+    compute_capability: Optional[str] = spec_field(default=None)
+    units_per_sm: float = spec_field(0, 64, "", "decode work units one SM runs at once (fitted)", default=1.0,
+                                     lo_open=True)
     measured: Optional[MeasuredCeilings] = None
 
     #: YAML keys read under their old spelling: old -> new.
     RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        self.check()
 
     def check(self) -> None:
         """Cross-field rules the annotations cannot express."""
@@ -97,15 +113,12 @@ class GpuSpec:
 class AttentionHeads:
     """The head layout one attention layer needs: query heads, KV heads, head dim."""
 
-    num_qo_heads: int
-    num_kv_heads: int
-    head_dim: int
+    num_qo_heads: int = spec_field(1, 1 << 16, "heads")
+    num_kv_heads: int = spec_field(1, 1 << 16, "heads")
+    head_dim: int = spec_field(1, 1 << 16)
 
     def __post_init__(self) -> None:
-        for name in ("num_qo_heads", "num_kv_heads", "head_dim"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SpecError("attention heads", name, value, "must be a positive integer")
+        validate_fields(self)
         if self.num_qo_heads % self.num_kv_heads:
             raise SpecError("attention heads", "num_kv_heads", self.num_kv_heads,
                             f"num_qo_heads ({self.num_qo_heads}) must be a multiple of num_kv_heads")
@@ -143,22 +156,26 @@ class AttentionHeads:
 class ModelSpec:
     """One decoder-only transformer, as its config.json describes it."""
 
-    name: str
-    display_name: str
-    num_layers: int
-    hidden_size: int
-    num_qo_heads: int
-    num_kv_heads: int
-    head_dim: int
-    ffn_size: int
-    vocab_size: int
-    max_context_len: int
-    source: str
-    num_parameters: Optional[int] = None
+    name: str = spec_field(doc="short name, as `--model` takes it")
+    display_name: str = spec_field()
+    num_layers: int = spec_field(1, 100_000, "layers")
+    hidden_size: int = spec_field(1, 1 << 20)
+    num_qo_heads: int = spec_field(1, 1 << 16, "heads", "query (and output) heads")
+    num_kv_heads: int = spec_field(1, 1 << 16, "heads", "key/value heads (GQA: fewer than query heads)")
+    head_dim: int = spec_field(1, 1 << 16)
+    ffn_size: int = spec_field(1, 1 << 24, doc="MLP intermediate size (per expert)")
+    vocab_size: int = spec_field(1, 1 << 28)
+    max_context_len: int = spec_field(1, 1 << 31, "tokens")
+    source: str = spec_field(doc="where the figures come from")
+    num_parameters: Optional[int] = spec_field(1, 1e16, "parameters", "the published count", default=None)
     tie_word_embeddings: bool = False
     attention_bias: bool = False
-    num_experts: int = 1
-    num_experts_per_token: int = 1
+    num_experts: int = spec_field(1, 1 << 20, "experts", default=1)
+    num_experts_per_token: int = spec_field(1, 1 << 20, "experts", default=1)
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        self.check()
 
     def check(self) -> None:
         """Cross-field rules the annotations cannot express."""
