@@ -26,6 +26,7 @@ from typing import Optional
 from .cost.common import whole_number
 from .cost.naive import naive_max_seq_len
 from .errors import InputError
+from .limits import MAX_PAGE_SIZE, MAX_TOKENS
 from .paging import pages_for, shared_prefix_blocks
 from .specs import GpuSpec, ModelSpec
 from .units import DType, fmt_bytes
@@ -88,11 +89,12 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype
     """
     kv_dtype = kv_dtype or weight_dtype
     _check(context_len, gpu_memory_utilization, activation_reserve_bytes, page_size, max_model_len)
-    if not 0 <= shared_prefix_len <= context_len:
-        raise InputError(f"shared prefix length must be in [0, context length {context_len:,}], "
-                         f"got {shared_prefix_len:,}")
+    shared_prefix_len = whole_number(shared_prefix_len, "shared prefix length", minimum=0, maximum=MAX_TOKENS)
+    if shared_prefix_len >= context_len:
+        raise InputError(f"shared prefix length ({shared_prefix_len:,}) must be shorter than the context length "
+                         f"({context_len:,}): each request needs tokens of its own")
     heads = model.heads.shard(tensor_parallel)
-    max_len = max_model_len or model.max_context_len
+    max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
     weights = model.weight_bytes(weight_dtype, tensor_parallel)
     if weights >= usable:
@@ -155,15 +157,13 @@ def smallest_deployment(model: ModelSpec, gpu: GpuSpec, context_len: int, limit:
 
 
 def _check(context_len: int, utilization: float, reserve: int, page_size: int, max_len: int | None) -> None:
-    if not 0 < utilization <= 1:
-        raise InputError(f"GPU memory utilisation must be in (0, 1], got {utilization:g}")
-    whole_number(page_size, "page size")
-    if context_len < 1:
-        raise InputError(f"context length must be >= 1, got {context_len}")
-    if reserve < 0:
-        raise InputError(f"activation reserve must be >= 0 bytes, got {reserve}")
-    if max_len is not None and max_len < 1:
-        raise InputError(f"max model length must be >= 1, got {max_len}")
+    if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
+        raise InputError(f"GPU memory utilisation must be in (0, 1], got {utilization!r}")
+    whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
+    whole_number(context_len, "context length", maximum=MAX_TOKENS)
+    whole_number(reserve, "activation reserve (bytes)", minimum=0, maximum=1 << 62)
+    if max_len is not None:
+        whole_number(max_len, "max model length", maximum=MAX_TOKENS)
 
 
 def _reason(budget: int, reserve: int, paged: int, context_len: int, longest: int, max_len: int) -> str | None:

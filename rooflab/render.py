@@ -23,14 +23,16 @@ def _title(r: Report) -> str:
         work = f"T={r.seq_len}, batch {r.batch}, {r.dtype}, {'causal' if r.causal else 'non-causal'}"
     else:
         kv = f", KV cache {r.kv_dtype}" if r.kv_dtype != r.dtype else ""
-        work = (f"decode step, context {_lens(r.context_lens)}, batch {r.batch}, {r.dtype}{kv}, "
+        work = (f"decode step, context {_lens(r)}, batch {r.batch:,}, {r.dtype}{kv}, "
                 f"page size {r.page_size}")
     return f"{r.model_display_name or r.model} on {r.gpu_display_name or r.gpu}: {work}, {r.ceilings} ceilings"
 
 
-def _lens(lens: tuple[int, ...] | None) -> str:
+def _lens(r: Report) -> str:
+    lens = r.context_lens
     if not lens:
-        return "-"
+        runs = r.context_len_counts or ()
+        return ", ".join(f"{n:,} x {c:,}" for n, c in runs[:6]) + (", ..." if len(runs) > 6 else "")
     return ", ".join(map(str, lens[:6])) + (f", ... ({len(lens)} sequences)" if len(lens) > 6 else "")
 
 

@@ -15,7 +15,8 @@ from typing import Optional, Sequence, Union
 from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
-from .cost.paged import check_splits, context_lengths, default_splits, paged_decode, recommend_splits
+from .cost.paged import DecodeBatch, check_splits, decode_batch, default_splits, paged_decode, recommend_splits
+from .limits import MAX_RAGGED
 from .roofline import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, ModelSpec
@@ -92,7 +93,8 @@ class Report:
     facts: Facts
     model_display_name: str = ""
     gpu_display_name: str = ""
-    context_lens: Optional[tuple[int, ...]] = None
+    context_lens: Optional[tuple[int, ...]] = None            # each sequence's, up to MAX_RAGGED sequences
+    context_len_counts: Optional[tuple[tuple[int, int], ...]] = None   # (length, sequences): every batch
     kv_dtype: Optional[str] = None
     page_size: Optional[int] = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -103,6 +105,8 @@ class Report:
         out["phase"] = self.phase.value
         if self.context_lens is not None:
             out["context_lens"] = list(self.context_lens)
+        if self.context_len_counts is not None:
+            out["context_len_counts"] = [list(p) for p in self.context_len_counts]
         out["facts"] = self.facts.to_dict()
         out["notes"] = list(self.notes)
         out["rows"] = [r.to_dict() for r in self.rows]
@@ -168,14 +172,14 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
     )
 
 
-def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], page_size: int = 16,
+def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: DType | None = None) -> DecodeFacts:
     """The split recommendation, decode intensity and whole-step figures for one decode step."""
     kv_dtype = kv_dtype or dtype
-    lens = context_lengths(context_lens)
+    lens = decode_batch(context_lens)
     k = gpu.units_per_sm
     unsplit = paged_decode(model, lens, page_size, dtype, kv_dtype, 1, gpu.num_sms, k)
-    step = decode_step(model, int(round(lens.mean())), lens.size, dtype, kv_dtype)
+    step = decode_step(model, int(round(lens.mean_len)), lens.size, dtype, kv_dtype)
     return DecodeFacts(
         recommended_splits=recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, k),
         decode_intensity_flop_per_byte=float(unsplit.intensity_kv),
@@ -185,16 +189,21 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], pa
     )
 
 
-def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], page_size: int = 16,
+def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
                   dtype: DType = DType.fp16, kv_dtype: DType | None = None, splits: int | None = None,
                   ceilings: CeilingSource = CeilingSource.datasheet) -> Report:
     """One decode step per layer: paged decode in one launch, and split-KV with the S-way merge.
 
-    `splits` defaults to default_splits (the recommended count, at least 2, so the row shows split-KV).
+    `context_lens` is one length per sequence (a ragged batch, kept in the given order in the report),
+    or a DecodeBatch (DecodeBatch.uniform(8192, 64) for 64 sequences of 8192 tokens, priced in closed
+    form whatever the batch). `splits` defaults to default_splits (the recommended count, at least 2,
+    so the row shows split-KV).
     """
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype, ceilings)
-    lens = context_lengths(context_lens)
+    lens = decode_batch(context_lens)
+    listed = tuple(int(x) for x in context_lens) if not isinstance(context_lens, DecodeBatch) else \
+        (lens.expanded() if lens.size <= MAX_RAGGED else None)
     k = gpu.units_per_sm
     facts = decode_facts(model, gpu, lens, page_size, dtype, kv_dtype)
     chosen = check_splits(splits) if splits is not None else \
@@ -210,12 +219,13 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int], p
         notes.append("split-KV does not pay here: the unsplit launch already fills the GPU; "
                      "the split_kv row shows the cost of 2 splits for comparison")
     return Report(
-        model=model.name, gpu=gpu.name, phase=Phase.decode, seq_len=None, batch=int(lens.size), dtype=dtype.value,
+        model=model.name, gpu=gpu.name, phase=Phase.decode, seq_len=None, batch=lens.size, dtype=dtype.value,
         causal=True, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte, bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s,
         matmul_flop_per_s=roofs.matmul_flop_per_s, rows=tuple(rows), facts=facts,
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
-        context_lens=tuple(int(x) for x in lens), kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes),
+        context_lens=listed, context_len_counts=tuple((int(n), int(c)) for n, c in zip(lens.lengths, lens.counts)),
+        kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes),
     )
 
 

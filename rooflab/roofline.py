@@ -38,7 +38,14 @@ class Ceilings:
 
     @classmethod
     def of(cls, gpu: GpuSpec, dtype: DType, source: CeilingSource = CeilingSource.datasheet) -> Ceilings:
-        """Ceilings for `dtype` operands; calibrated ones fall back to the datasheet for what was not measured."""
+        """Ceilings for `dtype` operands; calibrated ones fall back to the datasheet for what was not measured.
+
+        `dtype` and `source` may be given as their values ('fp16', 'calibrated'); anything else is an InputError.
+        """
+        try:
+            dtype, source = DType(dtype), CeilingSource(source)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
         bandwidth = gpu.hbm_bandwidth_bytes_per_s
         matmul = gpu.matmul_flop_per_s(dtype)
         exp = gpu.exp_per_s

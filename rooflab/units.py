@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import dataclass
 
 KiB = 2**10
@@ -195,3 +196,44 @@ def to_gib(n: float) -> float:
 
 def to_gb(n: float) -> float:
     return n / GB
+
+
+# --- reading human-written counts and sizes -------------------------------------------------------
+
+_DECIMAL_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_COUNT = re.compile(r"(-?[0-9][0-9_]*(?:\.[0-9]+)?)([kmgtKMGT]i?)?")
+_SIZE = re.compile(r"([0-9][0-9_]*(?:\.[0-9]+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "kb": KB, "mb": MB, "gb": GB, "tb": TB, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 2**40}
+
+
+def parse_count(text: str) -> int:
+    """A whole number as people write it, with vLLM's suffixes: '8192', '8_192', '32k' (32,000), '25.6k'
+    (25,600), '32K' or '32Ki' (32,768), '1M' (1,048,576), '1m' (1,000,000).
+
+    Lowercase suffixes are decimal and allow a fraction; uppercase (and Ki, Mi, ...) are binary and
+    need a whole number. ValueError with the reason for anything else.
+    """
+    text = str(text).strip()
+    match = _COUNT.fullmatch(text)
+    if not match:
+        raise ValueError(f"'{text}' is not a whole number (e.g. 8192, 32k, 128K)")
+    number, suffix = match.group(1).replace("_", ""), match.group(2) or ""
+    if suffix in _DECIMAL_SUFFIX:
+        value = float(number) * _DECIMAL_SUFFIX[suffix]
+        if value != int(value):
+            raise ValueError(f"'{text}' is not a whole number")
+        return int(value)
+    if "." in number:
+        raise ValueError(f"'{text}': a fraction needs a decimal suffix (k, m, g, t), e.g. {number}k")
+    return int(number) * _BINARY_SUFFIX.get(suffix, 1)
+
+
+def parse_bytes(text: str) -> int:
+    """A size in bytes as people write it: '80GiB', '192GB', '512 MiB', '1e9' is refused, '4096' is bytes."""
+    text = str(text).strip()
+    match = _SIZE.fullmatch(text)
+    if not match:
+        raise ValueError(f"'{text}' is not a size (e.g. 80GiB, 192GB, 512MiB)")
+    value = float(match.group(1).replace("_", "")) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+    return int(round(value))

@@ -108,11 +108,11 @@ def test_decode_report_table():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["-L", "0"], "context lengths must be >= 1"),
-    (["-L", "-5"], "context lengths must be >= 1"),
-    (["-L", "abc"], "whole numbers"),
-    (["--page-size", "0"], "page size"),
-    (["--page-size", "-4"], "page size"),
+    (["-L", "0"], "--context-len"),
+    (["-L", "-5"], "--context-len"),
+    (["-L", "abc"], "not a whole number"),
+    (["--page-size", "0"], "--page-size"),
+    (["--page-size", "-4"], "--page-size"),
     (["--splits", "0"], "splits"),
     (["-L", "10,20", "-b", "3"], "disagrees"),
 ])
@@ -138,10 +138,12 @@ def test_capacity_cli_table_and_zero_answer():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--gpu-memory-utilization", "1.5"], "utilisation"),
-    (["--gpu-memory-utilization", "0"], "utilisation"),
-    (["--page-size", "0"], "page size"),
-    (["--context-len", "-1"], "context length"),
+    (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
+    (["--gpu-memory-utilization", "0"], "--gpu-memory-utilization"),
+    (["--gpu-memory-utilization", "nan"], "--gpu-memory-utilization"),
+    (["--page-size", "0"], "--page-size"),
+    (["--context-len", "-1"], "--context-len"),
+    (["--activation-reserve-gib", "inf"], "--activation-reserve-gib"),
     (["--model", "llama-3.1-405b"], "do not fit"),
     (["--kv-dtype", "int3"], "--kv-dtype"),
 ])

@@ -576,9 +576,10 @@ def test_cli_numerics_json():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--seq-len", "1"], "seq_len"),
+    (["--seq-len", "1"], "--seq-len"),
     (["--dtype", "tf32"], "tf32"),
-    (["--logit-std", "0"], "logit_std"),
+    (["--logit-std", "0"], "--logit-std"),
+    (["--logit-std", "1e308"], "--logit-std"),
     (["--dtype", "int8"], "int8"),
 ])
 def test_cli_numerics_bad_input(args, needle):

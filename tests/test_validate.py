@@ -6,6 +6,8 @@ fractions are known exactly); the real H200 data lives in measurements/ and has 
 
 from __future__ import annotations
 
+import tempfile
+
 import json
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from typer.testing import CliRunner
 
 from rooflab import DType, load_gpu
 from rooflab.bench.calibrate import with_measured
-from rooflab.bench.records import Measurement, format_context_lens, parse_context_lens, read_measurements, \
+from rooflab.bench.records import FIELDS, FORMAT_LINE, Measurement, format_context_lens, parse_context_lens, \
+    read_measurements, \
     write_measurements
 from rooflab.bench.validate import fit_overhead_efficiency, predict_measurement, validate
 from rooflab.cli import app
@@ -121,19 +124,40 @@ def _write_text(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
-HEADER = "# gpu_spec: h100-sxm\nkernel,impl,dtype,num_qo_heads,num_kv_heads,head_dim,seq_len,time_s\n"
+FULL_HEADER = ",".join(FIELDS)
+GOOD_ROW = "flash,rooflab,fp16,0.001,,1,32,8,128,4096,,0,0,1,0,,,20,0.001"
+
+
+def _file(*rows: str, head: str = f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n", header: str = FULL_HEADER) -> str:
+    return head + header + "\n" + "".join(r + "\n" for r in rows)
+
+
+def test_the_good_row_reads():
+    # the mutations below start from this file, so it must be valid itself
+    from rooflab.bench.records import read_measurements
+
+    meta, rows = read_measurements(Path(_write_text(Path(tempfile.mkdtemp()), _file(GOOD_ROW))))
+    assert rows[0].seq_len == 4096 and rows[0].kernel == "flash" and meta["gpu_spec"] == "h100-sxm"
 
 
 @pytest.mark.parametrize("body, needles", [
-    ("# gpu_spec: h100-sxm\nkernel,impl,dtype\nflash,rooflab,fp16\n", ["missing column", "time_s"]),
-    (HEADER + "flash,rooflab,fp16,32,8,128,4096,0.001\nwarp,rooflab,fp16,32,8,128,4096,0.001\n",
-     ["row 2", "'kernel'", "unknown kernel 'warp'"]),
-    (HEADER + "flash,rooflab,fp16,32,8,128,4096,nan\n", ["row 1", "'time_s'"]),
-    (HEADER + "flash,rooflab,fp16,32,8,128,4096,\n", ["row 1", "'time_s'"]),
-    (HEADER + "flash,rooflab,fp16,32,8,128,lots,0.001\n", ["row 1", "'seq_len'", "lots"]),
-    (HEADER.replace("time_s", "time_s,colour") + "flash,rooflab,fp16,32,8,128,4096,0.001,red\n",
-     ["unknown column", "colour"]),
-    ("", ["no header"]),
+    (_file(header="kernel,impl,dtype"), ["missing column", "time_s"]),
+    (_file(GOOD_ROW, GOOD_ROW.replace("flash", "warp")), ["line 5", "'kernel'", "unknown kernel 'warp'"]),
+    (_file(GOOD_ROW.replace("0.001,,1", "nan,,1", 1)), ["line 4", "'time_s'"]),
+    (_file(GOOD_ROW.replace("0.001,,1", ",,1", 1)), ["line 4", "'time_s'"]),
+    (_file(GOOD_ROW.replace(",4096,", ",lots,")), ["line 4", "'seq_len'", "lots"]),
+    (_file(GOOD_ROW + ",red", header=FULL_HEADER + ",colour"), ["unknown column", "colour"]),
+    ("", ["empty"]),
+    (_file(GOOD_ROW[:-20]), ["line 4", "cells"]),                                  # a truncated row
+    (_file(GOOD_ROW + ",7"), ["line 4", "cells"]),                                 # an extra cell
+    (_file(GOOD_ROW, head="# gpu_spec: h100-sxm\n"), ["format line"]),             # no version line
+    (_file(GOOD_ROW, head="# rooflab measurements v9\n"), ["format line"]),
+    (_file(GOOD_ROW.replace(",4096,", ",0,")), ["line 4", "seq_len"]),              # a flash row without its length
+    (_file(GOOD_ROW.replace("flash,", "paged,", 1).replace(",,0,0,1,", ",lots,0,16,1,")),
+     ["line 4", "'context_lens'", "lots"]),
+    (_file(GOOD_ROW, head=f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n# device_name: NVIDIA H200\n"),
+     ["device_name", "gpu_spec"]),
+    (_file(GOOD_ROW.replace(",0,0,1,0,", ",yes,0,1,0,")), ["line 4", "'causal'"]),
 ])
 def test_bad_measurement_files(tmp_path, body, needles):
     path = _write_text(tmp_path, body)

@@ -19,11 +19,14 @@ import csv
 import dataclasses
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import InputError
+from ..limits import MAX_BATCH, MAX_TOKENS
+from ..units import DType
 from ..output import write_atomic
 from ..vocab import Kernel
 
@@ -89,12 +92,17 @@ def format_context_lens(lens: Iterable[int]) -> str:
 
 
 def parse_context_lens(text: str) -> list[int]:
+    """'8192x128' -> 128 lengths of 8192; '100;5000;17' -> three lengths. ValueError for anything else."""
     text = text.strip()
     if not text:
         return []
-    if "x" in text:
+    if re.fullmatch(r"[0-9]+x[0-9]+", text):
         length, count = text.split("x", 1)
+        if int(count) > MAX_BATCH:
+            raise ValueError(f"more than {MAX_BATCH} sequences")
         return [int(length)] * int(count)
+    if not re.fullmatch(r"[0-9]+(;[0-9]+)*", text):
+        raise ValueError(f"cannot read context lengths {text[:40]!r}")
     return [int(x) for x in text.split(";")]
 
 
@@ -119,65 +127,160 @@ def _cell(value: object) -> object:
     return value
 
 
+#: Measurement files larger than this are refused (the bundled sweep is ~40 KiB).
+MAX_FILE_BYTES = 64 << 20
+#: A timing longer than this is not a kernel launch.
+MAX_TIME_S = 3600.0
+#: The columns every row needs a value in, per kernel (besides kernel, impl, dtype, time_s).
+NEEDS: dict[Kernel, tuple[str, ...]] = {
+    Kernel.naive: ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch"),
+    Kernel.naive_softmax: ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch"),
+    Kernel.flash: ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch"),
+    Kernel.paged: ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_size", "splits"),
+    Kernel.split_kv: ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_size", "splits"),
+    Kernel.merge: ("num_qo_heads", "head_dim", "tokens"),
+}
+
+
 def read_measurements(path: Path) -> tuple[dict[str, str], list[Measurement]]:
-    """Parse a measurement file; every problem is an InputError naming the file, row and column."""
+    """Parse a measurement file strictly; every problem is an InputError naming the file, row and column.
+
+    The first line must be the format line; `# key: value` metadata lines follow; then a header that
+    holds every column of the format (more, unknown columns are refused) and rows with exactly one
+    cell per column. A row's cells are typed (whole numbers, 0/1 or true/false, finite numbers), and
+    the cells its kernel needs are filled. Metadata must agree with itself (gpu_spec with device_name).
+    """
     where = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(f"{where}: cannot read file ({exc.strerror or exc})") from None
+    text = _read_text(Path(path), where)
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise InputError(f"{where}: the file is empty; a measurement file starts with '# {FORMAT_LINE}'")
+    if lines[first].strip() != f"# {FORMAT_LINE}":
+        raise InputError(f"{where}: line {first + 1} is {lines[first].strip()[:60]!r}, not the format line "
+                         f"'# {FORMAT_LINE}'")
     meta: dict[str, str] = {}
-    body = []
-    for line in text.splitlines():
+    body: list[tuple[int, str]] = []
+    for number, line in enumerate(lines[first + 1:], start=first + 2):
         if line.startswith("#"):
             key, _, value = line[1:].partition(":")
-            if value:
+            if value.strip():
                 meta[key.strip()] = value.strip()
         elif line.strip():
-            body.append(line)
+            body.append((number, line))
+    _check_meta(meta, where)
     if not body:
         raise InputError(f"{where}: no header row and no measurements")
-    reader = csv.DictReader(io.StringIO("\n".join(body)))
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"{where}: missing column(s) {', '.join(missing)}; a measurement file needs at least "
-                         f"{', '.join(REQUIRED)}")
-    unknown = [c for c in reader.fieldnames or [] if c not in FIELDS]
-    if unknown:
-        raise InputError(f"{where}: unknown column(s) {', '.join(unknown)}")
-    rows = [_parse_row(where, i, raw) for i, raw in enumerate(reader, start=1)]
+    header = next(csv.reader([body[0][1]]))
+    _check_header(header, where, body[0][0])
+    rows = []
+    for (number, line), cells in zip(body[1:], csv.reader(line for _, line in body[1:])):
+        if len(cells) != len(header):
+            raise InputError(f"{where}: line {number} has {len(cells)} cells; the header has {len(header)}")
+        rows.append(_parse_row(where, number, dict(zip(header, cells))))
     if not rows:
         raise InputError(f"{where}: the file holds a header but no measurements")
     return meta, rows
 
 
-def _parse_row(where: str, index: int, raw: dict) -> Measurement:
-    values = {}
+def _read_text(path: Path, where: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read file ({exc.strerror or exc})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"{where}: larger than {MAX_FILE_BYTES >> 20} MiB; not a measurement file")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _check_meta(meta: dict[str, str], where: str) -> None:
+    from .device import spec_for_device
+
+    device, spec = meta.get("device_name"), meta.get("gpu_spec")
+    if device and spec and not spec.endswith((".yaml", ".yml")):
+        expected = spec_for_device(device)
+        if expected is not None and expected != spec:
+            raise InputError(f"{where}: metadata says device_name '{device}' (spec {expected}) but gpu_spec "
+                             f"'{spec}'; one of them is wrong")
+
+
+def _check_header(header: list[str], where: str, line: int) -> None:
+    unknown = [c for c in header if c not in FIELDS]
+    if unknown:
+        raise InputError(f"{where}: line {line}: unknown column(s) {', '.join(map(repr, unknown))}")
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise InputError(f"{where}: line {line}: column(s) {', '.join(twice)} appear twice")
+    missing = [c for c in FIELDS if c not in header]
+    if missing:
+        raise InputError(f"{where}: line {line}: missing column(s) {', '.join(missing)}; a v1 file has all of "
+                         f"{', '.join(FIELDS)}")
+
+
+def _cell_value(name: str, kind: str, text: str) -> object:
+    """One cell as its column's type; ValueError with the reason."""
+    if kind in ("str", "Kernel"):
+        return text
+    if kind == "bool":
+        if text.lower() in ("1", "true"):
+            return True
+        if text.lower() in ("0", "false"):
+            return False
+        raise ValueError("expected 0, 1, true or false")
+    if kind == "int":
+        if not re.fullmatch(r"[0-9]+", text):
+            raise ValueError("expected a whole number >= 0")
+        value = int(text)
+        if value > 1 << 62:
+            raise ValueError("too large")
+        return value
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError("expected a finite number >= 0")
+    return value
+
+
+def _parse_row(where: str, line: int, raw: dict) -> Measurement:
+    at = f"{where}: line {line}"
+    values: dict[str, object] = {}
     for name, text in raw.items():
-        kind = _TYPES[name]
         text = (text or "").strip()
+        if not text:
+            if name in REQUIRED:
+                raise InputError(f"{at}, column '{name}': empty; every row needs {', '.join(REQUIRED)}")
+            continue
         try:
-            if kind in ("str", "Kernel"):
-                values[name] = text
-            elif not text:
-                if name in REQUIRED:
-                    raise ValueError("empty")
-                continue
-            elif kind == "bool":
-                values[name] = text.lower() in ("1", "true", "yes")
-            elif kind == "int":
-                values[name] = int(float(text))
-            else:
-                values[name] = float(text)
-        except ValueError:
-            raise InputError(f"{where}: row {index}, column '{name}': cannot read '{text}' as a {kind}") from None
+            values[name] = _cell_value(name, _TYPES[name], text)
+        except ValueError as exc:
+            raise InputError(f"{at}, column '{name}': cannot read {text[:40]!r} ({exc})") from None
     try:
         values["kernel"] = Kernel(values["kernel"])
     except ValueError:
-        raise InputError(f"{where}: row {index}, column 'kernel': unknown kernel '{values['kernel']}'; "
+        raise InputError(f"{at}, column 'kernel': unknown kernel {values['kernel']!r}; "
                          f"known: {', '.join(k.value for k in Kernel)}") from None
+    for name in ("dtype", "kv_dtype"):
+        if values.get(name):
+            try:
+                DType(values[name])
+            except ValueError:
+                raise InputError(f"{at}, column '{name}': unknown dtype {values[name]!r}") from None
+    empty = [c for c in NEEDS[values["kernel"]] if not values.get(c)]
+    if empty:
+        raise InputError(f"{at}: a {values['kernel'].value} row needs {', '.join(empty)} (empty or 0)")
     row = Measurement(**values)
-    if not math.isfinite(row.time_s) or row.time_s <= 0:
-        raise InputError(f"{where}: row {index}, column 'time_s': timing must be a positive number, got {row.time_s}")
+    if not 0 < row.time_s <= MAX_TIME_S:
+        raise InputError(f"{at}, column 'time_s': {row.time_s!r} is not a kernel time in (0, {MAX_TIME_S:g}] s")
+    if row.context_lens:
+        try:
+            lens = row.lengths()
+        except ValueError:
+            raise InputError(f"{at}, column 'context_lens': cannot read {row.context_lens[:40]!r}; write "
+                             "'8192x128' (128 sequences of 8192) or '100;5000;17'") from None
+        if not lens or min(lens) < 1 or max(lens) > MAX_TOKENS or len(lens) > MAX_BATCH:
+            raise InputError(f"{at}, column 'context_lens': lengths must be in [1, {MAX_TOKENS:,}], "
+                             f"at most {MAX_BATCH:,} of them")
     return row
-

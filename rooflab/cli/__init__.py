@@ -11,6 +11,7 @@ so that they register. Heavy modules are imported inside the command functions, 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Annotated, Callable, Optional
 
@@ -25,7 +26,9 @@ except ImportError:  # pragma: no cover - older typer on real click
 from ..errors import RooflabError
 from ..output import Format
 from ..units import DType
+from ..limits import MAX_BATCH, MAX_GPUS, MAX_PAGE_SIZE, MAX_RAGGED, MAX_SPLITS, MAX_TOKENS
 from ..vocab import CeilingSource
+from . import params
 
 EXIT_BAD_INPUT = 2
 
@@ -72,8 +75,13 @@ def fail(message: str) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
+#: Exit status of an unexpected exception: a bug in rooflab, not bad input (EX_SOFTWARE).
+EXIT_BUG = 70
+
+
 def friendly(fn: Callable) -> Callable:
-    """Turn RooflabError (bad input) into a short message on stderr and exit code 2."""
+    """The one error path: RooflabError (bad input) -> its message on stderr, exit 2; any other exception is a
+    bug in rooflab -> two lines saying so and how to report it, exit 70 (ROOFLAB_TRACEBACK=1 shows the traceback)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -81,48 +89,70 @@ def friendly(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except RooflabError as exc:
             fail(str(exc))
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, ClickException):
+            raise
+        except MemoryError:
+            typer.echo("error: out of memory; the workload is too large for this machine", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT)
+        except Exception as exc:
+            if os.environ.get("ROOFLAB_TRACEBACK"):
+                raise
+            first = (str(exc).splitlines() or [""])[0][:200]
+            typer.echo(f"error: internal error in rooflab ({type(exc).__name__}: {first})", err=True)
+            typer.echo("this is a bug: please report it with the command line; ROOFLAB_TRACEBACK=1 shows where",
+                       err=True)
+            raise typer.Exit(EXIT_BUG)
 
     return wrapper
 
 
-def parse_lengths(values: list[str] | None, option: str = "--context-len") -> list[int]:
-    """Lengths given as repeated options and/or comma-separated lists: '1024,4096' or '1024 --context-len 4096'."""
+def parse_lengths(values: list[str] | None, option: str = "--context-len", hi: int = MAX_TOKENS) -> list[int]:
+    """Lengths given as repeated options and/or comma lists: '1024,4096', '1k,4k' or '1024 --context-len 4096'."""
     out = []
     for value in values or []:
-        for part in value.split(","):
-            part = part.strip().replace("_", "")
-            if not part:
-                continue
-            try:
-                out.append(int(part))
-            except ValueError:
-                raise RooflabError(f"{option} expects whole numbers, got '{part}'") from None
+        try:
+            out += params.counts(value, option, 1, hi)
+        except typer.BadParameter as exc:
+            raise RooflabError(exc.message) from None
     return out
 
 
-def decode_lengths(context_len: Optional[list[str]], batch: int) -> list[int]:
-    """The decode batch's context lengths: one --context-len repeated --batch times, or a ragged list
-    (then --batch must be 1 or agree with it); 8192 when none is given."""
+def decode_lengths(context_len: Optional[list[str]], batch: int):
+    """The decode batch: one --context-len for --batch sequences (a DecodeBatch, priced in closed form whatever
+    the batch), or a ragged list (then --batch must be 1 or agree with it); 8192 when none is given."""
+    from ..cost.paged import DecodeBatch
+
     lens = parse_lengths(context_len) or [8192]
     if len(lens) == 1:
-        return lens * batch
+        return DecodeBatch.uniform(lens[0], batch)
+    if len(lens) > MAX_RAGGED:
+        raise RooflabError(f"--context-len: {len(lens):,} lengths given one by one; the limit is {MAX_RAGGED:,}")
     if batch not in (1, len(lens)):
         raise RooflabError(f"--batch {batch} disagrees with {len(lens)} --context-len values")
     return lens
 
 
 ContextOpt = Annotated[Optional[list[str]], typer.Option(
-    "--context-len", "-L", help="Decode: context length per sequence; repeat the option or give a comma list "
-                                "for a ragged batch (default 8192).")]
-PageOpt = Annotated[int, typer.Option("--page-size", help="Tokens per KV-cache page (block).")]
+    "--context-len", "-L", help="Decode: context length per sequence (8192, 32k = 32,000, 32K = 32,768); repeat the "
+                                "option or give a comma list for a ragged batch (default 8192).")]
+PageOpt = Annotated[int, typer.Option("--page-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
+                                      help="Tokens per KV-cache page (block).")]
 KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element type of the KV cache (default: --dtype).")]
-TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", help="GPUs the model is split over by head; memory figures are per GPU.")]
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Sequences in the batch (decode: copies of a single --context-len).")]
+TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                                help="GPUs the model is split over by head; memory figures are per GPU.")]
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
+                                       help="Sequences in the batch (decode: copies of a single --context-len).")]
+SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                        help="Prefill: tokens in the sequence (8192, 32k, 128K).")]
+SplitsOpt = Annotated[Optional[int], typer.Option("--splits", parser=params.count(1, MAX_SPLITS), metavar="N",
+                                                  help="Decode: split-KV count (default: the one rooflab recommends).")]
 CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
 WeightDTypeOpt = Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")]
-UtilizationOpt = Annotated[float, typer.Option("--gpu-memory-utilization", help="Share of device memory rooflab may plan with, in (0, 1].")]
-MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", help="Contiguous reservation per request (default: the model's max context).")]
+UtilizationOpt = Annotated[float, typer.Option("--gpu-memory-utilization", parser=params.number(0, 1, lo_open=True),
+                                               metavar="X", help="Share of device memory rooflab may plan with, in (0, 1].")]
+MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                                       help="Contiguous reservation per request (default: the model's max context).")]
 
 
 def main() -> None:

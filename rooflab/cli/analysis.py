@@ -9,9 +9,10 @@ import typer
 from ..output import Format
 from ..units import DType
 from ..vocab import CeilingSource, Phase
+from ..limits import MAX_GIB, MAX_LOGIT_STD, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt,
-               MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt, WeightDTypeOpt, app,
-               decode_lengths, friendly)
+               MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
+               WeightDTypeOpt, app, decode_lengths, friendly, params)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -24,14 +25,14 @@ def report(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
     phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV.")] = Phase.prefill,
-    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence.")] = 8192,
+    seq_len: SeqLenOpt = 8192,
     batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
     causal: CausalOpt = False,
     context_len: ContextOpt = None,
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
-    splits: Annotated[Optional[int], typer.Option("--splits", help="Decode: split-KV count (default: the one rooflab recommends).")] = None,
+    splits: SplitsOpt = None,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: FormatOpt = Format.table,
 ) -> None:
@@ -53,15 +54,18 @@ def report(
 def capacity(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
-    context_len: Annotated[int, typer.Option("--context-len", "-L", help="Tokens per sequence (prompt plus output).")] = 8192,
+    context_len: Annotated[int, typer.Option("--context-len", "-L", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                             help="Tokens per sequence (prompt plus output): 8192, 32k, 128K.")] = 8192,
     page_size: PageOpt = 16,
     weight_dtype: WeightDTypeOpt = DType.fp16,
     kv_dtype: KvDTypeOpt = None,
     utilization: UtilizationOpt = 0.9,
-    reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", help="Memory kept for activations and workspace, GiB.")] = 0.0,
+    reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", parser=params.number(0, MAX_GIB), metavar="X",
+                                               help="Memory kept for activations and workspace, GiB.")] = 0.0,
     max_model_len: MaxModelLenOpt = None,
     tensor_parallel: TensorParallelOpt = 1,
-    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", parser=params.count(0, MAX_TOKENS), metavar="N",
+                                               help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """How many sequences fit: KV budget, paged against contiguous reservation, longest context."""
@@ -79,8 +83,10 @@ def capacity(
 @friendly
 def numerics(
     dtype: Annotated[DType, typer.Option("--dtype", help="Storage type whose exp range is examined (tf32 is refused: use fp32).")] = DType.fp16,
-    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Logits in one softmax row (keys), at least 2.")] = 8192,
-    logit_std: Annotated[float, typer.Option("--logit-std", help="Standard deviation of the logits (1 for scaled q.k of unit vectors).")] = 1.0,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(2, MAX_TOKENS), metavar="N",
+                                         help="Logits in one softmax row (keys), at least 2.")] = 8192,
+    logit_std: Annotated[float, typer.Option("--logit-std", parser=params.number(0, MAX_LOGIT_STD, lo_open=True), metavar="X",
+                                             help="Standard deviation of the logits (1 for scaled q.k of unit vectors).")] = 1.0,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Where exp overflows and underflows in a dtype, and the headroom naive softmax has at a row length."""

@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from ..units import DType
+from ..errors import RooflabError
+from ..limits import MAX_BATCH, MAX_TOKENS
 from . import (DTypeOpt, GpuOpt, KvDTypeOpt, MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt,
-               WeightDTypeOpt, app, friendly, parse_lengths)
+               WeightDTypeOpt, app, friendly, params, parse_lengths)
 
 plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
                        add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -25,8 +27,13 @@ def _output_opt(default: str):
 
 
 def _names(values: list[str] | None, default: str) -> list[str]:
-    names = [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
-    return names or [default]
+    """GPU names from repeated options and comma lists; an empty entry is an error, no option the default."""
+    if not values:
+        return [default]
+    names = [part.strip() for value in values for part in value.split(",")]
+    if not all(names):
+        raise RooflabError(f"--gpu: {','.join(values)!r} has an empty name")
+    return names
 
 
 def _save(fig, output: Path | None, default: str) -> None:
@@ -40,11 +47,14 @@ def _save(fig, output: Path | None, default: str) -> None:
 def plot_roofline(
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
-    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill tokens; also the decode context of the paged point.")] = 8192,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Prefill sequences in the batch.")] = 1,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                         help="Prefill tokens; also the decode context of the paged point.")] = 8192,
+    batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
+                                       help="Prefill sequences in the batch.")] = 1,
     dtype: DTypeOpt = DType.fp16,
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask for the prefill points.")] = False,
-    decode_batch: Annotated[int, typer.Option("--decode-batch", help="Sequences of the paged-decode point.")] = 1,
+    decode_batch: Annotated[int, typer.Option("--decode-batch", parser=params.count(1, MAX_BATCH), metavar="N",
+                                              help="Sequences of the paged-decode point.")] = 1,
     flash_tiled: Annotated[bool, typer.Option("--flash-tiled/--no-flash-tiled", help="Also draw flash's tiled upper bound on bytes (hollow marker).")] = False,
     measurements: Annotated[Optional[Path], typer.Option("--measurements", metavar="FILE", help="Measurement CSV from `rooflab bench`: its kernels as points; taken on the first --gpu (default: the file's).")] = None,
     output: _output_opt("roofline.png") = None,
@@ -70,9 +80,11 @@ def plot_roofline(
 def plot_memory(
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences prefilled together.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
+                                       help="Sequences prefilled together.")] = 1,
     dtype: DTypeOpt = DType.fp16,
-    max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", help="Right end of the length axis (default: past where naive stops fitting).")] = None,
+    max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", parser=params.count(512, MAX_TOKENS), metavar="N",
+                                                       help="Right end of the length axis (default: past where naive stops fitting).")] = None,
     output: _output_opt("memory.png") = None,
 ) -> None:
     """Bytes of S and P against sequence length, with each GPU's capacity minus weights: where naive prefill stops fitting."""
@@ -88,11 +100,14 @@ def plot_memory(
 def plot_time(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences prefilled together.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
+                                       help="Sequences prefilled together.")] = 1,
     dtype: DTypeOpt = DType.fp16,
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask.")] = False,
-    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Length marked with both times and their ratio.")] = 8192,
-    max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", help="Right end of the length axis.")] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                         help="Length marked with both times and their ratio.")] = 8192,
+    max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", parser=params.count(512, MAX_TOKENS), metavar="N",
+                                                       help="Right end of the length axis.")] = None,
     output: _output_opt("time.png") = None,
 ) -> None:
     """Naive and flash prefill time floors (all layers) against sequence length."""
@@ -112,14 +127,15 @@ def plot_decode(
     page_size: PageOpt = 16,
     dtype: DTypeOpt = DType.fp16,
     kv_dtype: KvDTypeOpt = None,
-    max_context_len: Annotated[Optional[int], typer.Option("--max-context-len", help="Right end of the context axis.")] = None,
+    max_context_len: Annotated[Optional[int], typer.Option("--max-context-len", parser=params.count(512, MAX_TOKENS),
+                                                           metavar="N", help="Right end of the context axis.")] = None,
     output: _output_opt("decode.png") = None,
 ) -> None:
     """Attention time of one decode step (all layers) against context length, one line per batch size."""
     from ..load import load_gpu, load_model
     from ..plot import DECODE_BATCHES, decode_chart, decode_sweep
 
-    batches = parse_lengths(batch, "--batch") or list(DECODE_BATCHES)
+    batches = parse_lengths(batch, "--batch", MAX_BATCH) or list(DECODE_BATCHES)
     sweep = decode_sweep(load_model(model), load_gpu(gpu), batches, page_size, dtype, kv_dtype, max_context_len)
     _save(decode_chart(sweep), output, "decode.png")
 

@@ -9,8 +9,9 @@ import typer
 
 from ..units import DType
 from ..vocab import CeilingSource, ExplainedVariant
-from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt, app,
-               decode_lengths, friendly)
+from ..limits import MAX_TOKENS
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt,
+               SplitsOpt, app, decode_lengths, friendly, params)
 
 
 class ExplainFormat(str, enum.Enum):
@@ -24,14 +25,15 @@ def explain(
     variant: Annotated[ExplainedVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch).")] = ExplainedVariant.naive,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
-    seq_len: Annotated[int, typer.Option("--seq-len", "-T", help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
+    seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                         help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
     batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
     causal: CausalOpt = False,
     context_len: ContextOpt = None,
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
-    splits: Annotated[Optional[int], typer.Option("--splits", help="split_kv: split count (default: the one rooflab recommends).")] = None,
+    splits: SplitsOpt = None,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:

@@ -8,10 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import RooflabError
 from ..output import Format
 from ..vocab import KernelFamily
-from . import FormatOpt, app, friendly
+from . import FormatOpt, app, friendly, params
 
 BUNDLED_MEASUREMENTS = "h200-sweep.csv"
 
@@ -21,7 +20,8 @@ BUNDLED_MEASUREMENTS = "h200-sweep.csv"
 def calibrate(
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected from the device name).")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="GPU YAML to write with the measured: section (default: ./<gpu>.yaml).")] = None,
-    copy_gib: Annotated[float, typer.Option("--copy-gib", help="Size of the copy buffer, GiB.")] = 2.0,
+    copy_gib: Annotated[float, typer.Option("--copy-gib", parser=params.number(0.01, 64), metavar="X",
+                                            help="Size of the copy buffer, GiB.")] = 2.0,
 ) -> None:
     """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`."""
     from ..bench.calibrate import calibrate as run_calibration
@@ -71,7 +71,8 @@ def bench(
     kernels: Annotated[Optional[list[KernelFamily]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
     torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
-    repeats: Annotated[int, typer.Option("--repeats", help="Timed repeats per configuration (the median is kept).")] = 20,
+    repeats: Annotated[int, typer.Option("--repeats", parser=params.count(3, 10_000), metavar="N",
+                                         help="Timed repeats per configuration (the median is kept).")] = 20,
 ) -> None:
     """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata."""
     from ..bench.cases import sweep
@@ -82,8 +83,6 @@ def bench(
     check_spec_matches(spec, device_name())
     families = tuple(kernels) if kernels else tuple(KernelFamily)
     cases = sweep(families, quick)
-    if repeats < 3:
-        raise RooflabError(f"--repeats must be at least 3, got {repeats}")
     typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
     result = run_to_file(cases, spec, output, " ".join(["rooflab", *sys.argv[1:]]), torch, repeats)
     typer.echo(f"wrote {len(result.rows)} measurements to {output}")

@@ -80,22 +80,29 @@ class Cost(Protocol):
     def kernels(self) -> tuple[KernelCost, ...]: ...
 
 
-def as_array(value: ArrayLike, name: str, minimum: float = 1) -> np.ndarray:
-    """A workload argument as a float64 array, refusing values below `minimum` or not finite."""
-    arr = np.asarray(value, dtype=np.float64)
+def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | None = None) -> np.ndarray:
+    """A workload argument as a float64 array, refusing values below `minimum`, above `maximum` or not finite."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{name} must be numbers, got {value!r:.60}") from None
     if arr.size == 0:
         raise InputError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)) or np.any(arr < minimum):
-        bad = arr[~np.isfinite(arr) | (arr < minimum)].flat[0]
-        raise InputError(f"{name} must be >= {minimum:g}, got {bad:g}")
+    bad = ~np.isfinite(arr) | (arr < minimum)
+    if np.any(bad):
+        raise InputError(f"{name} must be >= {minimum:g}, got {arr[bad].flat[0]:g}")
+    if maximum is not None and np.any(arr > maximum):
+        raise InputError(f"{name} must be <= {maximum:,.0f} (far past any real workload), got {arr[arr > maximum].flat[0]:g}")
     return arr
 
 
-def whole_number(value: object, what: str, minimum: int = 1) -> int:
-    """`value` as an int, or InputError if it is not a whole number >= minimum (booleans refused)."""
+def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """`value` as an int, or InputError if it is not a whole number in [minimum, maximum] (booleans refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or int(value) != value or value < minimum:
+            or not np.isfinite(value) or int(value) != value or value < minimum:
         raise InputError(f"{what} must be a whole number >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{what} must be <= {maximum:,} (far past any real workload), got {value}")
     return int(value)
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..limits import MAX_BATCH, MAX_PAGE_SIZE, MAX_RAGGED, MAX_TOKENS
+from ..limits import MAX_SPLITS as LIMIT_SPLITS
 from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import Variant
@@ -32,6 +34,8 @@ from .parallel import parallel_fraction
 
 #: Largest split count rooflab considers when it recommends one.
 MAX_SPLITS = 64
+#: Largest split count a caller may ask for.
+MAX_SPLITS_ALLOWED = LIMIT_SPLITS
 
 
 @dataclass(frozen=True)
@@ -74,25 +78,83 @@ class DecodeCost:
         return self.flops / self.kv_bytes
 
 
-def context_lengths(context_lens: ArrayLike) -> np.ndarray:
-    """A ragged batch's context lengths as a 1-D array of whole numbers >= 1."""
-    lens = as_array(context_lens, "context lengths").reshape(-1)
+@dataclass(frozen=True)
+class DecodeBatch:
+    """The sequences of one decode step, run-length coded: `counts[i]` sequences of `lengths[i]` tokens.
+
+    A uniform batch of any size is one run, so a million sequences cost no more to price than one;
+    a ragged list becomes its distinct lengths. Build one with decode_batch().
+    """
+
+    lengths: np.ndarray     # [U] distinct context lengths, ascending, float64
+    counts: np.ndarray      # [U] sequences with each length, float64
+
+    @classmethod
+    def uniform(cls, context_len: int, batch: int) -> DecodeBatch:
+        length = whole_number(context_len, "context length", maximum=MAX_TOKENS)
+        size = whole_number(batch, "batch", maximum=MAX_BATCH)
+        return cls(np.array([float(length)]), np.array([float(size)]))
+
+    @property
+    def size(self) -> int:
+        """Sequences in the batch."""
+        return int(self.counts.sum())
+
+    @property
+    def total_tokens(self) -> float:
+        return float((self.lengths * self.counts).sum())
+
+    @property
+    def max_len(self) -> float:
+        return float(self.lengths.max())
+
+    @property
+    def mean_len(self) -> float:
+        return self.total_tokens / self.size
+
+    @property
+    def is_uniform(self) -> bool:
+        return self.lengths.size == 1
+
+    def expanded(self) -> tuple[int, ...]:
+        """Every sequence's length, in ascending order (only for batches of at most MAX_RAGGED sequences)."""
+        if self.size > MAX_RAGGED:
+            raise InputError(f"a batch of {self.size:,} sequences is too large to list one by one "
+                             f"(limit {MAX_RAGGED:,}); it is priced as {self.lengths.size} run(s)")
+        return tuple(int(x) for x, n in zip(self.lengths, self.counts) for _ in range(int(n)))
+
+
+def decode_batch(context_lens: ArrayLike | DecodeBatch) -> DecodeBatch:
+    """A decode batch from a list of context lengths (whole numbers in [1, MAX_TOKENS]) or a DecodeBatch."""
+    if isinstance(context_lens, DecodeBatch):
+        return context_lens
+    lens = as_array(context_lens, "context lengths", maximum=MAX_TOKENS).reshape(-1)
+    if lens.size > MAX_RAGGED:
+        raise InputError(f"{lens.size:,} context lengths given one by one; the limit is {MAX_RAGGED:,} "
+                         "(give a uniform batch as one length and a batch size)")
     fractional = lens != np.floor(lens)
     if np.any(fractional):
         raise InputError(f"context lengths must be whole numbers, got {lens[fractional][0]:g}")
-    return lens
+    lengths, counts = np.unique(lens, return_counts=True)
+    return DecodeBatch(lengths, counts.astype(np.float64))
+
+
+def context_lengths(context_lens: ArrayLike) -> np.ndarray:
+    """A ragged batch's context lengths as a 1-D array of whole numbers >= 1."""
+    batch = decode_batch(context_lens)
+    return np.repeat(batch.lengths, batch.counts.astype(np.int64))
 
 
 def check_page_size(page_size: int) -> int:
-    return whole_number(page_size, "page size")
+    return whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
 
 
 def check_splits(num_splits: int) -> int:
-    return whole_number(num_splits, "number of splits")
+    return whole_number(num_splits, "number of splits", maximum=MAX_SPLITS_ALLOWED)
 
 
 def _split_tokens(lens: np.ndarray, num_splits: int, page_size: int) -> np.ndarray:
-    """Tokens of each (sequence, split), [B, S]: whole pages dealt out evenly, the last split shorter."""
+    """Tokens of each (length, split), [U, S]: whole pages dealt out evenly, the last split shorter."""
     pages_per_split = np.ceil(np.ceil(lens / page_size) / num_splits)
     span = pages_per_split * page_size
     starts = np.arange(num_splits)[None, :] * span[:, None]
@@ -123,22 +185,23 @@ def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch:
     return DecodeCost(attention, merge, kv_bytes, table_bytes, 2 * partial, num_splits, units, longest)
 
 
-def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, page_size: int = 16,
+def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: DType | None = None, num_splits: int = 1,
                  num_sms: int | None = None, units_per_sm: float = 1.0) -> DecodeCost:
-    """One decode step over a ragged batch: `context_lens` holds one length per sequence.
+    """One decode step over a batch: `context_lens` holds one length per sequence, or is a DecodeBatch.
 
     With `num_sms` the parallelism model limits the attention launch's bandwidth; without, the
     launch is ideal (the pure roofline).
     """
     heads = _heads(heads)
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
-    lens = context_lengths(context_lens)
-    unit_tokens = _split_tokens(lens, num_splits, page_size)        # [B, S]; the same for every KV head
-    busy = unit_tokens[unit_tokens > 0]
-    units = np.float64(busy.size * heads.num_kv_heads)
-    return _decode(heads, lens.sum(), np.ceil(lens / page_size).sum(), np.float64(lens.size), num_splits,
-                   units, busy.max(), num_sms, units_per_sm, dtype, kv_dtype or dtype)
+    batch = decode_batch(context_lens)
+    unit_tokens = _split_tokens(batch.lengths, num_splits, page_size)     # [U, S]; the same for every KV head
+    busy = unit_tokens > 0
+    units = np.float64((busy * batch.counts[:, None]).sum() * heads.num_kv_heads)
+    pages = (np.ceil(batch.lengths / page_size) * batch.counts).sum()
+    return _decode(heads, np.float64(batch.total_tokens), pages, np.float64(batch.size), num_splits,
+                   units, unit_tokens.max(), num_sms, units_per_sm, dtype, kv_dtype or dtype)
 
 
 def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLike, batch: ArrayLike = 1,
@@ -158,7 +221,7 @@ def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLi
                    kv_dtype or dtype)
 
 
-def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, num_sms: int,
+def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int,
                      page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
                      units_per_sm: float = 1.0) -> int:
     """The split count with the smallest predicted memory time, between 1 and MAX_SPLITS.
@@ -167,11 +230,11 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike,
     the point where the units fill the GPU, more splits only add partial traffic, so the smallest
     S that fills it wins; with a full GPU already (a large batch), S = 1.
     """
-    lens = context_lengths(context_lens)
+    batch = decode_batch(context_lens)
     best, best_time = 1, np.inf
-    limit = int(min(MAX_SPLITS, np.ceil(lens.max() / check_page_size(page_size))))
+    limit = int(min(MAX_SPLITS, np.ceil(batch.max_len / check_page_size(page_size))))
     for s in range(1, limit + 1):
-        cost = paged_decode(heads, lens, page_size, dtype, kv_dtype, s, num_sms, units_per_sm)
+        cost = paged_decode(heads, batch, page_size, dtype, kv_dtype, s, num_sms, units_per_sm)
         t = float(cost.attention.hbm_bytes / cost.attention.parallel_fraction)
         if cost.merge is not None:
             t += float(cost.merge.hbm_bytes)
@@ -180,7 +243,7 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike,
     return best
 
 
-def default_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike, num_sms: int, page_size: int = 16,
+def default_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int, page_size: int = 16,
                    dtype: DType = DType.fp16, kv_dtype: DType | None = None, units_per_sm: float = 1.0) -> int:
     """The split count a report's split-KV row shows when none is asked for: the recommended one, at least 2
     (so the row shows split-KV even where it does not pay)."""

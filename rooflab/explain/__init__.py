@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ..cost.paged import DecodeBatch
 from ..errors import InputError
 from ..roofline import Ceilings
 from ..vocab import EXPLAINED, CeilingSource, Variant
@@ -33,7 +34,7 @@ __all__ = ["AGREEMENT_RTOL", "EXPLAINED", "ExplainMismatch", "Explanation", "Sec
 
 
 def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
-            dtype: DType = DType.fp16, causal: bool = False, context_lens: Sequence[int] = (),
+            dtype: DType = DType.fp16, causal: bool = False, context_lens: Sequence[int] | DecodeBatch = (),
             page_size: int = 16, kv_dtype: Optional[DType] = None, splits: Optional[int] = None,
             ceilings: CeilingSource = CeilingSource.datasheet) -> Explanation:
     """The derivation of every figure rooflab reports for `variant` on this workload."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..vocab import Variant
 from ..cost.merge import merge_pair
-from ..cost.paged import check_splits, context_lengths, default_splits, paged_decode, recommend_splits
+from ..cost.paged import DecodeBatch, check_splits, decode_batch, default_splits, paged_decode, recommend_splits
 from ..errors import InputError
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec, ModelSpec
@@ -17,10 +17,12 @@ from .derivation import Unit, _Derivation, floor_formula, number
 
 
 def explain_decode_step(d: _Derivation, variant: Variant, model: ModelSpec, gpu: GpuSpec, roofs: Ceilings,
-                        context_lens: Sequence[int], batch: int, page_size: int, dtype: DType, kv_dtype: DType,
+                        context_lens: Sequence[int] | DecodeBatch, batch: int, page_size: int, dtype: DType,
+                        kv_dtype: DType,
                         splits: Optional[int]) -> tuple[tuple[str, ...], str]:
     """Paged (one launch) or split-KV decode: the split count, the derivation, and the workload for the title."""
-    lens = context_lengths(list(context_lens) or [8192] * batch)
+    lens = decode_batch(context_lens) if isinstance(context_lens, DecodeBatch) or len(context_lens) else \
+        DecodeBatch.uniform(8192, batch)
     if variant is Variant.paged:
         if splits not in (None, 1):
             raise InputError("--splits applies to --variant split_kv; paged decode is one launch")
@@ -30,22 +32,23 @@ def explain_decode_step(d: _Derivation, variant: Variant, model: ModelSpec, gpu:
             default_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm)
     tail = explain_decode(d, model, gpu, roofs, lens, page_size, dtype, kv_dtype, chosen)
     kv = f", KV cache {kv_dtype.value}" if kv_dtype != dtype else ""
-    workload = (f"decode step, {lens.size} sequence{'s' if lens.size > 1 else ''}, context {int(lens.max()):,}"
-                f"{' (longest)' if np.ptp(lens) else ''}, {dtype.value}{kv}, page size {page_size}"
+    workload = (f"decode step, {lens.size:,} sequence{'s' if lens.size > 1 else ''}, context {int(lens.max_len):,}"
+                f"{'' if lens.is_uniform else ' (longest)'}, {dtype.value}{kv}, page size {page_size}"
                 + (f", {chosen} splits" if chosen > 1 else ""))
     return tail, workload
 
 
-def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilings, lens: np.ndarray,
+def explain_decode(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilings, lens: DecodeBatch,
                    page_size: int, dtype: DType, kv_dtype: DType, splits: int) -> tuple[str, ...]:
     cost = paged_decode(model, lens, page_size, dtype, kv_dtype, splits, gpu.num_sms, gpu.units_per_sm)
     pred = predict(cost, roofs)
     attn = predict_kernel(cost.attention, roofs)
     d.given("B", lens.size, "sequences in the batch")
-    d.given("sum_ctx", lens.sum(), "context tokens, summed over the batch")
-    d.given("max_ctx", lens.max(), "the longest context")
+    d.given("sum_ctx", lens.total_tokens, "context tokens, summed over the batch")
+    d.given("max_ctx", lens.max_len, "the longest context")
     d.given("page", page_size, "tokens per KV page")
-    d.given("n_pages", np.ceil(lens / page_size).sum(), "pages: sum of ceil(context / page) over the batch")
+    d.given("n_pages", float((np.ceil(lens.lengths / page_size) * lens.counts).sum()),
+            "pages: sum of ceil(context / page) over the batch")
     d.given("b_kv", kv_dtype.bytes, f"bytes per KV-cache element ({kv_dtype.value})")
     d.given("n_sms", gpu.num_sms, "SMs")
     d.given("units_per_sm", gpu.units_per_sm, "decode work units one SM runs at once (the GPU YAML's units_per_sm, "

@@ -25,7 +25,7 @@ from ..render import ridge_text
 from ..roofline import Ceilings
 from ..units import fmt_rate
 from .series import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
-from .style import (FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
+from .style import (chart, FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
                     intensity_text, new_figure, plain_log_formatter, title)
 
 #: kind -> (colour, marker, filled, size)
@@ -151,6 +151,7 @@ def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> None:
                 alpha=0.85, ls="none", zorder=4, label=f"{label}: {len(members)}", gid=f"measured:{label}")
 
 
+@chart
 def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -> Figure:
     """The roofline of `data` (see roofline_data), with optional measured kernel points, grouped by label."""
     fig, ax = new_figure()

@@ -190,7 +190,7 @@ def memory_sweep(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtyp
         lines.append(MemoryLine(gpu.display_name, float(ceiling.capacity_bytes), float(ceiling.weights_bytes),
                                 ceiling.max_seq_len))
     longest = max(line.naive_max_seq_len for line in lines)
-    hi = max_seq_len or max(_pow2_at_least(4 * longest), 4 * _pow2_at_least(model.max_context_len))
+    hi = max_seq_len if max_seq_len is not None else max(_pow2_at_least(4 * longest), 4 * _pow2_at_least(model.max_context_len))
     lens = length_grid(256, hi)
     naive = naive_prefill(model, lens, batch, dtype)
     return MemorySweep(model.display_name, dtype, int(batch), lens, naive.peak_extra_bytes, tuple(lines))
@@ -218,7 +218,7 @@ def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DT
     """predict(naive) and predict(flash) over a length grid, times the number of layers."""
     roofs = Ceilings.of(gpu, dtype)
     limit = naive_max_seq_len(model, gpu, batch, dtype)
-    hi = max_seq_len or max(_pow2_at_least(4 * limit), 4 * _pow2_at_least(model.max_context_len))
+    hi = max_seq_len if max_seq_len is not None else max(_pow2_at_least(4 * limit), 4 * _pow2_at_least(model.max_context_len))
     lens = length_grid(256, hi)
     naive = predict(naive_prefill(model, lens, batch, dtype, causal), roofs)
     flash = predict(flash_prefill(model, lens, batch, dtype, causal, gpu=gpu), roofs)
@@ -256,7 +256,7 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
         raise InputError("give at least one batch size")
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype)
-    lens = length_grid(256, max_context_len or 4 * _pow2_at_least(model.max_context_len))
+    lens = length_grid(256, max_context_len if max_context_len is not None else 4 * _pow2_at_least(model.max_context_len))
     launched, ideal = [], []
     for b in batches:
         as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,

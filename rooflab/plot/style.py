@@ -6,6 +6,10 @@ state; a notebook can restyle the returned Figure (fig.axes[0], set_size_inches,
 
 from __future__ import annotations
 
+import functools
+from typing import Any, Callable
+
+import matplotlib as mpl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter
@@ -31,6 +35,18 @@ GPU_COLORS = ("#222222", "#8C564B", "#7F7F7F", "#9467BD", "#BCBD22", "#17BECF")
 IMPL_MARKERS = {"rooflab": "o", "rooflab_hopper": "p", "torch_eager": "s", "torch_flash": "D", "torch_flash_dense": "D",
                 "torch_cudnn": "^", "torch_cudnn_dense": "^", "torch_efficient": "v"}
 OTHER_MARKER = "P"
+
+
+def chart(fn: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Decorate a chart function: every text it creates is plain (no mathtext), so a '$' in a GPU, model or
+    implementation name is drawn as written instead of failing when the figure is drawn."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Figure:
+        with mpl.rc_context({"text.parse_math": False}):
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def new_figure(size_in: tuple[float, float] = FIGSIZE_IN) -> tuple[Figure, Axes]:

@@ -11,7 +11,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 from ..capacity import CapacityPlan
 from ..units import GiB, fmt_bytes, fmt_seconds
 from .series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
-from .style import (GPU_COLORS, VARIANT_COLORS, bytes_formatter, new_figure, plain_log_formatter,
+from .style import (chart, GPU_COLORS, VARIANT_COLORS, bytes_formatter, new_figure, plain_log_formatter,
                     seconds_formatter, title, token_axis)
 
 
@@ -22,6 +22,7 @@ def _log_y(ax, formatter, base: int = 10) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
+@chart
 def memory_chart(sweep: MemorySweep) -> Figure:
     """S + P of one layer against T, with each GPU's capacity minus weights: where naive prefill stops fitting."""
     fig, ax = new_figure()
@@ -56,6 +57,7 @@ def memory_chart(sweep: MemorySweep) -> Figure:
     return fig
 
 
+@chart
 def time_chart(sweep: TimeSweep) -> Figure:
     """Naive and flash time floors of all layers against T; naive past its memory limit drawn dashed."""
     fig, ax = new_figure()
@@ -90,6 +92,7 @@ def time_chart(sweep: TimeSweep) -> Figure:
     return fig
 
 
+@chart
 def decode_chart(sweep: DecodeSweep) -> Figure:
     """Attention time of one decode step (all layers) against context, per batch, as launched and ideal."""
     fig, ax = new_figure()
@@ -123,6 +126,7 @@ def decode_chart(sweep: DecodeSweep) -> Figure:
     return fig
 
 
+@chart
 def capacity_chart(sweep: CapacitySweep) -> Figure:
     """Concurrent sequences against context length: paged blocks against a contiguous max-length reservation."""
     fig, ax = new_figure()
@@ -170,6 +174,7 @@ BUDGET_COLORS = {"weights": "#7F7F7F", "activation reserve": "#E69F00", "KV budg
                  "kept free": "#DDDDDD"}
 
 
+@chart
 def budget_chart(plans: Sequence[CapacityPlan]) -> Figure:
     """One bar per deployment: a GPU's memory split into weights, activation reserve, KV budget and the rest.
 

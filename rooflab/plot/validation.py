@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from .style import IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, new_figure, seconds_formatter, title
+from .style import chart, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, new_figure, seconds_formatter, title
 
 if TYPE_CHECKING:
     from ..bench.validate import Validation
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 ERROR_BANDS = (0.10, 0.25)
 
 
+@chart
 def validation_chart(v: "Validation", impls: tuple[str, ...] | None = None) -> Figure:
     """Measured time against the calibrated model's prediction, log-log, per kernel.
 
