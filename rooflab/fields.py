@@ -74,12 +74,13 @@ class Range:
 
 
 def spec_field(lo: float | None = None, hi: float | None = None, unit: str = "", doc: str = "",
-               default: Any = MISSING, lo_open: bool = False, keys: tuple[str, ...] = ()) -> Any:
-    """A dataclass field with a plausibility range, a unit and a meaning (`keys`: the allowed keys of a mapping)."""
-    meta = {"range": Range(lo, hi, unit, lo_open), "doc": doc, "keys": keys}
+               default: Any = MISSING, lo_open: bool = False, keys: tuple[str, ...] = (), nonempty: bool = False) -> Any:
+    """A dataclass field with a plausibility range, a unit and a meaning (`keys`: the allowed keys of a mapping;
+    `nonempty`: a mapping or list that must hold something)."""
+    meta = {"range": Range(lo, hi, unit, lo_open), "doc": doc, "keys": keys, "nonempty": nonempty}
     if default is MISSING:
         return dataclasses.field(metadata=meta)
-    if isinstance(default, (dict, list)):
+    if isinstance(default, list) or (isinstance(default, dict) and not isinstance(default, FrozenDict)):
         raise TypeError("mutable defaults: use a FrozenDict or a tuple")
     return dataclasses.field(default=default, metadata=meta)
 
@@ -189,9 +190,9 @@ def _number(name: str, value: Any, integer: bool, rng: Range) -> tuple[Any, list
 
 def _mapping(name: str, value_tp: Any, value: Any, meta: Any, rng: Range) -> tuple[Any, list[Problem]]:
     keys: tuple[str, ...] = meta.get("keys", ()) if meta else ()
-    if not isinstance(value, dict) or not value:
+    if not isinstance(value, dict) or (not value and meta and meta.get("nonempty")):
         allowed = f", keys from {', '.join(keys)}" if keys else ""
-        return value, [Problem(name, value, f"must be a non-empty mapping{allowed}")]
+        return value, [Problem(name, value, f"must be a {'non-empty ' if meta.get('nonempty') else ''}mapping{allowed}")]
     out, problems = {}, []
     for key, item in value.items():
         if keys and key not in keys:
@@ -210,6 +211,8 @@ def _mapping(name: str, value_tp: Any, value: Any, meta: Any, rng: Range) -> tup
 def _sequence(name: str, item_tp: Any, value: Any, meta: Any) -> tuple[Any, list[Problem]]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         return value, [Problem(name, value, "must be a list")]
+    if not value and meta and meta.get("nonempty"):
+        return value, [Problem(name, value, "must not be an empty list")]
     out, problems = [], []
     for i, item in enumerate(value):
         converted, found = _convert(f"{name}[{i}]", item_tp, item, meta)

@@ -152,12 +152,15 @@ def build(cls: type[T], data: dict, where: str, prefix: str = "") -> T:
             continue
         value = data[f.name]
         nested = _nested_class(hints[f.name])
-        if nested is not None and isinstance(value, dict):
-            try:
+        mapped = _mapped_class(hints[f.name])
+        try:
+            if nested is not None and isinstance(value, dict):
                 value = build(nested, value, where, prefix=f"{prefix}{f.name}.")
-            except SpecError as exc:
-                problems += [Problem(*p) for p in exc.problems]
-                continue
+            elif mapped is not None and isinstance(value, dict):
+                value = _build_each(mapped, value, where, f"{prefix}{f.name}.")
+        except SpecError as exc:
+            problems += [Problem(*p) for p in exc.problems]
+            continue
         kwargs[f.name] = value
     present, found = check_values(cls, kwargs, prefix)
     problems += [Problem(spelled.get(p.field.removeprefix(prefix), p.field) if p.field.removeprefix(prefix)
@@ -183,6 +186,30 @@ def _unknown_and_missing(cls: type, data: dict, prefix: str) -> list[Problem]:
         if required and name not in data:
             problems.append(Problem(f"{prefix}{name}", None, "missing required field"))
     return problems
+
+
+def _mapped_class(tp: Any) -> type | None:
+    """The dataclass of a dict[str, Dataclass] field (a model's layer_types), else None."""
+    if typing.get_origin(tp) is dict:
+        value_tp = typing.get_args(tp)[1]
+        return value_tp if dataclasses.is_dataclass(value_tp) else None
+    return None
+
+
+def _build_each(cls: type, mapping: dict, where: str, prefix: str) -> dict:
+    """Build every value of a mapping as `cls`; all problems of all entries in one SpecError."""
+    out, problems = {}, []
+    for key, value in mapping.items():
+        if not isinstance(value, dict):
+            problems.append(Problem(f"{prefix}{key}", value, f"must be a mapping of {cls.__name__} fields"))
+            continue
+        try:
+            out[str(key)] = build(cls, value, where, prefix=f"{prefix}{key}.")
+        except SpecError as exc:
+            problems += [Problem(*p) for p in exc.problems]
+    if problems:
+        raise SpecError.of(where, problems)
+    return out
 
 
 def _nested_class(tp: Any) -> type | None:

@@ -135,6 +135,46 @@ _FACTS: dict[DType, tuple[int, str | None, FloatFormat | None]] = {
     DType.fp8_e5m2: (1, None, FloatFormat("fp8_e5m2", 5, 2, 15, (2 - 2.0**-2) * 2.0**15, has_inf=True)),
 }
 
+class WeightFormat(str, enum.Enum):
+    """How a checkpoint stores a weight matrix: the element type plus any block scales, in bits per weight.
+
+    fp8_block is DeepSeek-V3's fp8 e4m3 with one fp32 scale per 128 x 128 block; mxfp4 the OCP
+    microscaling format gpt-oss ships its experts in (4-bit e2m1 values, one 8-bit scale per 32);
+    nvfp4 NVIDIA's (4-bit values, one 8-bit scale per 16, plus a per-tensor fp32 scale).
+    Sources: the OCP Microscaling Formats (MX) v1.0 specification; DeepSeek-V3 technical report,
+    section 3.3 (fine-grained quantization).
+    """
+
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"              # e4m3, one scale per tensor
+    fp8_block = "fp8_block"  # e4m3, an fp32 scale per 128 x 128 block
+    mxfp4 = "mxfp4"
+    nvfp4 = "nvfp4"
+
+    @property
+    def bits_per_weight(self) -> float:
+        return _WEIGHT_BITS[self]
+
+    @classmethod
+    def of(cls, dtype: "DType | WeightFormat | str") -> "WeightFormat":
+        """The weight format that stores plain `dtype` elements (fp8_e4m3 -> fp8), or a WeightFormat as is."""
+        if isinstance(dtype, WeightFormat):
+            return dtype
+        value = DType(dtype).value if not isinstance(dtype, str) or dtype in DType._value2member_map_ else dtype
+        return cls("fp8" if value in ("fp8_e4m3", "fp8_e5m2") else value)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_WEIGHT_BITS = {
+    WeightFormat.fp32: 32.0, WeightFormat.bf16: 16.0, WeightFormat.fp16: 16.0, WeightFormat.fp8: 8.0,
+    WeightFormat.fp8_block: 8.0 + 32.0 / (128 * 128), WeightFormat.mxfp4: 4.0 + 8.0 / 32,
+    WeightFormat.nvfp4: 4.0 + 8.0 / 16,
+}
+
 #: The keys a GPU spec may use for dense tensor-core rates.
 RATE_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 

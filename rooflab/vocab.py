@@ -68,6 +68,16 @@ class CeilingSource(_Named):
     calibrated = "calibrated"
 
 
+class LayerKind(_Named):
+    """What one layer's attention is, and so what its KV cache or state holds (specs/layers.py)."""
+
+    full = "full"          # MHA / GQA / MQA over every earlier token
+    sliding = "sliding"    # a window of the last W tokens (Mistral, Gemma 2/3, gpt-oss)
+    chunked = "chunked"    # the tokens of the query's own chunk of C (Llama 4's local layers)
+    mla = "mla"            # multi-head latent attention: one d_c + d_R latent per token (DeepSeek-V3, Kimi K2)
+    linear = "linear"      # linear attention / recurrent state of fixed size (Gated DeltaNet, Mamba)
+
+
 class KernelFamily(_Named):
     """The groups `rooflab bench --kernel` selects: paged includes split-KV, naive its softmax alone."""
 
@@ -101,5 +111,5 @@ _FAMILY = {
     Kernel.paged: KernelFamily.paged, Kernel.split_kv: KernelFamily.paged, Kernel.merge: KernelFamily.merge,
 }
 
-__all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "Phase", "Pipe",
-           "Variant"]
+__all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
+           "Pipe", "Variant"]

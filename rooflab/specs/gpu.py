@@ -1,0 +1,109 @@
+"""A GPU: datasheet roofs, on-chip sizes and, where `rooflab calibrate` ran, measured ceilings.
+
+Specs are data: every figure comes from a YAML file (see load.py), with a `source`. Derived
+values are properties. Every field is checked on construction (fields.py); the cross-field
+rules live in `check()` and raise SpecError naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+from ..errors import SpecError
+from ..fields import spec_field, validate_fields
+from ..units import RATE_KEYS, DType
+
+
+_GB = 1e9
+_T = 1e12
+
+
+@dataclass(frozen=True)
+class MeasuredCeilings:
+    """Ceilings measured on a real device by `rooflab calibrate` (the Empirical Roofline Toolkit's way).
+
+    copy_bytes_per_s counts bytes read plus bytes written of a large device-to-device copy.
+    gemm_flop_per_s holds dense GEMM rates on random data, keyed like dense_tensor_flop_per_s.
+    """
+
+    copy_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "device-to-device copy, bytes read + written")
+    gemm_flop_per_s: dict[str, float] = spec_field(0.1 * _T, 1e5 * _T, "FLOP/s", "dense GEMM rate on random data",
+                                                   keys=RATE_KEYS, nonempty=True)
+    date: str = spec_field(doc="when it was measured")
+    device_name: str = spec_field(doc="the device's own name (nvidia-smi)")
+    exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "measured exp throughput", default=None)
+    driver: Optional[str] = spec_field(default=None)
+    cuda: Optional[str] = spec_field(default=None)
+    cupy: Optional[str] = spec_field(default=None)
+    command: Optional[str] = spec_field(default=None)
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU: datasheet ceilings (dense, never the sparsity figures) and on-chip sizes.
+
+    `units_per_sm` is the parallelism model's work units one SM runs at once for rooflab's decode
+    kernels (cost/parallel.py): the value `rooflab validate` fitted to the paged and split-KV kernels
+    on this GPU where the YAML records one, else 1 (one thread block an SM streams at beta / num_sms).
+    Every field is checked on construction (fields.py): type, and a range no real GPU falls outside.
+    """
+
+    name: str = spec_field(doc="short name, as `--gpu` takes it")
+    display_name: str = spec_field(doc="the name people know it by")
+    vendor: str = spec_field()
+    architecture: str = spec_field()
+    hbm_capacity_bytes: int = spec_field(100e6, 100e12, "bytes", "device memory (HBM), total")
+    hbm_bandwidth_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "datasheet HBM bandwidth")
+    dense_tensor_flop_per_s: dict[str, float] = spec_field(0.1 * _T, 1e5 * _T, "FLOP/s",
+                                                           "dense (not 2:4 sparse) matrix rates", keys=RATE_KEYS,
+                                                           nonempty=True)
+    vector_fp32_flop_per_s: float = spec_field(0.01 * _T, 1e4 * _T, "FLOP/s", "plain fp32 FMA rate (non-tensor)")
+    num_sms: int = spec_field(1, 100_000, "SMs", "streaming multiprocessors (compute units)")
+    smem_per_sm_bytes: int = spec_field(1024, 1 << 30, "bytes", "shared memory per SM")
+    l2_bytes: int = spec_field(1024, 1 << 36, "bytes", "last-level (L2) cache")
+    register_file_per_sm_bytes: int = spec_field(1024, 1 << 30, "bytes")
+    boost_clock_hz: float = spec_field(10e6, 100e9, "Hz")
+    source: str = spec_field(doc="where the figures come from")
+    exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "special-function (exp) rate", default=None)
+    interconnect_bytes_per_s: Optional[float] = spec_field(1e6, 100 * _T, "B/s", default=None)
+    compute_capability: Optional[str] = spec_field(default=None)
+    units_per_sm: float = spec_field(0, 64, "", "decode work units one SM runs at once (fitted)", default=1.0,
+                                     lo_open=True)
+    measured: Optional[MeasuredCeilings] = None
+
+    #: YAML keys read under their old spelling: old -> new.
+    RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        self.check()
+
+    def check(self) -> None:
+        """Cross-field rules the annotations cannot express."""
+        if "fp16" not in self.dense_tensor_flop_per_s:
+            raise SpecError(self.name, "dense_tensor_flop_per_s", self.dense_tensor_flop_per_s,
+                            "must give at least the fp16 rate")
+
+    def has_rate(self, dtype: DType) -> bool:
+        return dtype.rate_key in self.dense_tensor_flop_per_s or dtype is DType.fp32
+
+    def matmul_flop_per_s(self, dtype: DType) -> float:
+        """Datasheet rate for matrix products with operands in `dtype`.
+
+        fp32 operands fall back to the non-tensor fp32 rate when the chip has no fp32 matrix rate.
+        """
+        rate = self.dense_tensor_flop_per_s.get(dtype.rate_key)
+        if rate is not None:
+            return rate
+        if dtype is DType.fp32:
+            return self.vector_fp32_flop_per_s
+        raise SpecError(self.name, "dense_tensor_flop_per_s", sorted(self.dense_tensor_flop_per_s),
+                        f"this GPU has no {dtype.value} tensor-core rate")
+
+    def ridge_flop_per_byte(self, dtype: DType) -> float:
+        """Intensity at which the compute roof meets the memory roof: pi / beta."""
+        return self.matmul_flop_per_s(dtype) / self.hbm_bandwidth_bytes_per_s

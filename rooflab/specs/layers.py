@@ -1,0 +1,159 @@
+"""Layer types: what one layer's attention sees, and so what its KV cache (or state) holds per token or sequence.
+
+    full      every earlier token (MHA / GQA / MQA)           KV  h_kv (d + d_v) b per token
+    sliding   keys j with i - W < j <= i (a window of W)      the same per token, at most W tokens kept
+    chunked   keys in the query's own chunk of C tokens       the same per token, the current chunk kept
+    mla       one latent of d_c + d_R per token, shared by    (d_c + d_R) b per token: 576 x 2 = 1152 bytes
+              every query head (DeepSeek-V3, Kimi K2)         in bf16, 576 in fp8, 656 in V3.2's sparse layout
+    linear    a recurrent state of fixed size per sequence    h_v d_k d_v (state) + (K - 1)(2 h_k d_k + h_v d_v)
+              (Gated DeltaNet in Qwen3-Next)                  (short-convolution state), elements per sequence
+
+A layer type may add sinks: one learned logit per query head that joins the softmax denominator
+(gpt-oss); they change the state and the merge, not the traffic. Sources: DeepSeek-V3 technical
+report (section 2.1.1, MLA); gpt-oss model card (alternating banded attention, 128-token windows,
+sinks); Gemma 3 technical report (5 local layers of window 1024 per global one); Llama 4 model card
+(chunked local attention); Qwen3-Next model card and config (Gated DeltaNet with a full-attention
+layer every 4); FlashMLA's fp8 cache format (656 bytes per token per layer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import SpecError
+from ..fields import spec_field, validate_fields
+from ..limits import MAX_TOKENS
+from ..units import FP32_BYTES, DType
+from ..vocab import LayerKind
+from .heads import AttentionHeads
+
+#: DeepSeek-V3.2's fp8 sparse-attention cache layout, bytes per token per layer: 512 e4m3 latent values,
+#: 4 fp32 scales (one per 128-value tile) and the 64 rope dims kept in bf16 (FlashMLA's fp8 format).
+MLA_SPARSE_FP8_BYTES = 512 + 4 * FP32_BYTES + 64 * DType.bf16.bytes
+
+_MLA_FIELDS = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")
+_LINEAR_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                  "linear_conv_kernel")
+#: The fields each kind needs; any other kind's own fields are refused on it.
+_NEEDS = {LayerKind.full: (), LayerKind.sliding: ("window",), LayerKind.chunked: ("chunk",),
+          LayerKind.mla: _MLA_FIELDS, LayerKind.linear: _LINEAR_FIELDS}
+_OWN = ("window", "chunk", "q_lora_rank", *_MLA_FIELDS, *_LINEAR_FIELDS, "state_dtype")
+
+
+@dataclass(frozen=True)
+class LayerType:
+    """One kind of layer in a model's stack; the model's `layer_pattern` says which layer has which."""
+
+    kind: LayerKind = spec_field(doc="full, sliding, chunked, mla or linear")
+    window: Optional[int] = spec_field(1, MAX_TOKENS, "tokens", "sliding: keys j with i - W < j <= i", default=None)
+    chunk: Optional[int] = spec_field(1, MAX_TOKENS, "tokens", "chunked: a query sees its own chunk", default=None)
+    sinks: bool = spec_field(doc="one learned logit per query head in the softmax denominator", default=False)
+    num_qo_heads: Optional[int] = spec_field(1, 1 << 16, "heads", "where they differ from the model's", default=None)
+    num_kv_heads: Optional[int] = spec_field(1, 1 << 16, "heads", default=None)
+    head_dim: Optional[int] = spec_field(1, 1 << 16, default=None)
+    kv_lora_rank: Optional[int] = spec_field(1, 1 << 16, doc="mla: d_c, the latent's width", default=None)
+    qk_rope_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mla: d_R, the shared rope key's width", default=None)
+    qk_nope_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mla: each head's non-rope q.k width", default=None)
+    q_lora_rank: Optional[int] = spec_field(1, 1 << 16, doc="mla: the query's low-rank width (none: full q)",
+                                            default=None)
+    linear_num_key_heads: Optional[int] = spec_field(1, 1 << 16, "heads", default=None)
+    linear_num_value_heads: Optional[int] = spec_field(1, 1 << 16, "heads", default=None)
+    linear_key_head_dim: Optional[int] = spec_field(1, 1 << 16, default=None)
+    linear_value_head_dim: Optional[int] = spec_field(1, 1 << 16, default=None)
+    linear_conv_kernel: Optional[int] = spec_field(1, 1 << 10, doc="linear: the short convolution's width",
+                                                   default=None)
+    state_dtype: Optional[DType] = spec_field(doc="linear: the recurrent state's type (default: the KV cache's)",
+                                              default=None)
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        where = f"layer type '{self.kind.value}'"
+        needs = _NEEDS[self.kind]
+        for name in needs:
+            if getattr(self, name) is None:
+                raise SpecError(where, name, None, f"a {self.kind.value} layer needs it")
+        for name in _OWN:
+            if name not in needs and getattr(self, name) is not None and not \
+                    (self.kind is LayerKind.mla and name == "q_lora_rank") and not \
+                    (self.kind is LayerKind.linear and name == "state_dtype"):
+                raise SpecError(where, name, getattr(self, name), f"does not apply to a {self.kind.value} layer")
+        if self.sinks and self.kind in (LayerKind.mla, LayerKind.linear):
+            raise SpecError(where, "sinks", True, f"a {self.kind.value} layer has no softmax sinks")
+
+    @property
+    def is_attention(self) -> bool:
+        """A softmax attention layer over cached keys (every kind but linear)."""
+        return self.kind is not LayerKind.linear
+
+    @property
+    def latent_dim(self) -> int:
+        """mla: d_c + d_R, the elements cached per token (576 for DeepSeek-V3)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    def heads(self, model_heads: AttentionHeads) -> AttentionHeads:
+        """This type's heads: its own where it gives them, else the model's."""
+        if self.num_qo_heads is None and self.num_kv_heads is None and self.head_dim is None:
+            return model_heads
+        return AttentionHeads(self.num_qo_heads or model_heads.num_qo_heads,
+                              self.num_kv_heads or model_heads.num_kv_heads,
+                              self.head_dim or model_heads.head_dim,
+                              None if self.head_dim else model_heads.v_head_dim)
+
+    def kv_bytes_per_token(self, heads: AttentionHeads, kv_dtype: DType, mla_sparse_fp8: bool = False) -> int:
+        """Bytes one cached token takes in one layer of this type (0 for a linear layer: it keeps a state).
+
+        mla: the latent, once for every head: (d_c + d_R) b, or MLA_SPARSE_FP8_BYTES in V3.2's layout.
+        """
+        if self.kind is LayerKind.linear:
+            return 0
+        if self.kind is LayerKind.mla:
+            if mla_sparse_fp8:
+                return MLA_SPARSE_FP8_BYTES
+            return self.latent_dim * kv_dtype.bytes
+        return self.heads(heads).kv_bytes_per_token(kv_dtype)
+
+    def state_bytes_per_sequence(self, kv_dtype: DType) -> int:
+        """linear: the recurrent state and the convolution state one sequence keeps in one layer; 0 otherwise.
+
+        state  h_v d_k d_v elements (one d_k x d_v matrix per value head)
+        conv   (K - 1) (2 h_k d_k + h_v d_v) elements (the last K - 1 inputs of q, k and v)
+        """
+        if self.kind is not LayerKind.linear:
+            return 0
+        b = (self.state_dtype or kv_dtype).bytes
+        state = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        conv = (self.linear_conv_kernel - 1) * (2 * self.linear_num_key_heads * self.linear_key_head_dim
+                                                + self.linear_num_value_heads * self.linear_value_head_dim)
+        return (state + conv) * b
+
+    def kept_tokens(self, context_len: int) -> int:
+        """Tokens of a `context_len`-token sequence this layer's next query can see, so must keep."""
+        if self.kind is LayerKind.sliding:
+            return min(context_len, self.window)
+        if self.kind is LayerKind.chunked:
+            return (context_len - 1) % self.chunk + 1
+        if self.kind is LayerKind.linear:
+            return 0
+        return context_len
+
+    def describe(self) -> str:
+        """'sliding (window 1024, sinks)': the kind and what sets its cost."""
+        bits = []
+        if self.window:
+            bits.append(f"window {self.window:,}")
+        if self.chunk:
+            bits.append(f"chunk {self.chunk:,}")
+        if self.kind is LayerKind.mla:
+            bits.append(f"latent {self.kv_lora_rank} + {self.qk_rope_head_dim}")
+        if self.kind is LayerKind.linear:
+            bits.append(f"state {self.linear_num_value_heads} x {self.linear_key_head_dim} x "
+                        f"{self.linear_value_head_dim}")
+        if self.sinks:
+            bits.append("sinks")
+        return self.kind.value + (f" ({', '.join(bits)})" if bits else "")
+
+
+FULL = LayerType(LayerKind.full)
+
+__all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "LayerType"]

@@ -1,0 +1,238 @@
+"""A decoder-only model: its stack of layers (attention types, dense or MoE MLPs), its weights and their formats.
+
+The stack is written compactly (see ModelSpec): named layer types, a pattern that repeats over the
+layers by index, and the first layers where they differ; on the MLP side, the dense layers first and
+which later layers are mixtures of experts. A YAML with only the flat fields (num_qo_heads, ...)
+describes a model whose every layer is full attention with a dense MLP, as before.
+
+Parameter counts (parameters.py) follow each architecture's projections; tests check every bundled
+model within 1% of its published count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import ClassVar, Optional
+
+from ..errors import SpecError
+from ..fields import FrozenDict, spec_field, validate_fields
+from ..limits import MAX_TOKENS
+from ..units import DType, WeightFormat
+from ..vocab import LayerKind
+from .heads import AttentionHeads
+from .layers import FULL, LayerType
+
+#: Components whose format a checkpoint's quantization may set; embeddings, lm_head, norms and the router
+#: always stay in the checkpoint's own dtype.
+QUANTIZABLE = ("linear", "attention", "mlp", "experts", "shared_experts")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One decoder-only transformer, as its config.json describes it.
+
+    The layer stack: `layer_types` names the kinds of layers; layer i has type
+    `layer_pattern[i % len(layer_pattern)]`, except the first len(`first_layers`) layers, which
+    have the types listed there. MLP: a model with num_experts > 1 has MoE layers from layer
+    `first_dense_layers` on, every `moe_layer_step`-th one ((i + 1) % step == 0, Llama 4's rule);
+    the other layers are dense with `dense_ffn_size`.
+    """
+
+    name: str = spec_field(doc="short name, as `--model` takes it")
+    display_name: str = spec_field()
+    num_layers: int = spec_field(1, 100_000, "layers")
+    hidden_size: int = spec_field(1, 1 << 20)
+    num_qo_heads: int = spec_field(1, 1 << 16, "heads", "query (and output) heads")
+    num_kv_heads: int = spec_field(1, 1 << 16, "heads", "key/value heads (GQA: fewer than query heads)")
+    head_dim: int = spec_field(1, 1 << 16, doc="width of q and k per head")
+    ffn_size: int = spec_field(1, 1 << 24, doc="MLP intermediate size (per routed expert in a MoE)")
+    vocab_size: int = spec_field(1, 1 << 28)
+    max_context_len: int = spec_field(1, MAX_TOKENS, "tokens")
+    source: str = spec_field(doc="where the figures come from")
+    num_parameters: Optional[int] = spec_field(1, 1e16, "parameters", "the published count", default=None)
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    num_experts: int = spec_field(1, 1 << 20, "experts", default=1)
+    num_experts_per_token: int = spec_field(1, 1 << 20, "experts", default=1)
+    v_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="width of v and o per head, where not head_dim",
+                                           default=None)
+    layer_types: dict[str, LayerType] = spec_field(doc="the kinds of layers, by name", default=FrozenDict(full=FULL))
+    layer_pattern: tuple[str, ...] = spec_field(doc="layer types repeating over the layers", default=())
+    first_layers: tuple[str, ...] = spec_field(doc="types of the first layers, where they break the pattern",
+                                               default=())
+    first_dense_layers: int = spec_field(0, 100_000, "layers", "MoE: dense layers before the first MoE", default=0)
+    moe_layer_step: int = spec_field(1, 100_000, doc="MoE: every k-th layer is a MoE ((i + 1) % k == 0)", default=1)
+    dense_ffn_size: Optional[int] = spec_field(1, 1 << 24, doc="MoE: the dense layers' MLP size", default=None)
+    num_shared_experts: int = spec_field(0, 1 << 10, "experts", "MoE: experts every token uses", default=0)
+    shared_expert_ffn_size: Optional[int] = spec_field(1, 1 << 24, default=None)
+    weight_dtype: Optional[DType] = spec_field(doc="the checkpoint's dtype (torch_dtype)", default=None)
+    quantization: dict[str, WeightFormat] = spec_field(doc="formats of quantized components, as shipped",
+                                                      keys=QUANTIZABLE, default=FrozenDict())
+    parameters_note: Optional[str] = spec_field(doc="what the published count includes", default=None)
+
+    #: YAML keys read under their old spelling: old -> new.
+    RENAMED: ClassVar[dict[str, str]] = {}
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        if not self.layer_pattern:
+            if len(self.layer_types) != 1:
+                raise SpecError(self.name, "layer_pattern", None, "needed when there are several layer_types")
+            object.__setattr__(self, "layer_pattern", tuple(self.layer_types))
+        self.check()
+
+    def check(self) -> None:
+        """Cross-field rules the annotations cannot express."""
+        if self.num_qo_heads % self.num_kv_heads:
+            raise SpecError(self.name, "num_kv_heads", self.num_kv_heads,
+                            f"num_qo_heads ({self.num_qo_heads}) must be a multiple of num_kv_heads")
+        if self.num_experts_per_token > self.num_experts:
+            raise SpecError(self.name, "num_experts_per_token", self.num_experts_per_token,
+                            f"cannot exceed num_experts ({self.num_experts})")
+        for field in ("layer_pattern", "first_layers"):
+            unknown = [t for t in getattr(self, field) if t not in self.layer_types]
+            if unknown:
+                raise SpecError(self.name, field, unknown[0],
+                                f"is not one of the layer_types ({', '.join(self.layer_types)})")
+        if len(self.first_layers) > self.num_layers:
+            raise SpecError(self.name, "first_layers", len(self.first_layers),
+                            f"lists more layers than num_layers ({self.num_layers})")
+        for name, t in self.layer_types.items():
+            if t.kind is LayerKind.mla and t.qk_nope_head_dim + t.qk_rope_head_dim != self.head_dim:
+                raise SpecError(self.name, f"layer_types.{name}.qk_nope_head_dim", t.qk_nope_head_dim,
+                                f"qk_nope_head_dim + qk_rope_head_dim ({t.qk_rope_head_dim}) must equal head_dim "
+                                f"({self.head_dim}), the un-absorbed q.k width")
+        if self.num_experts == 1 and (self.first_dense_layers or self.num_shared_experts):
+            raise SpecError(self.name, "num_experts", 1, "first_dense_layers and num_shared_experts need a MoE")
+
+    # --- the stack ---------------------------------------------------------------------------------------
+
+    @cached_property
+    def layer_type_names(self) -> tuple[str, ...]:
+        """Each layer's type name, layer 0 first."""
+        first = self.first_layers
+        pattern = self.layer_pattern
+        return first + tuple(pattern[i % len(pattern)] for i in range(len(first), self.num_layers))
+
+    @cached_property
+    def layer_counts(self) -> dict[str, int]:
+        """Layers of each type, in the order the types are listed."""
+        names = self.layer_type_names
+        return {name: names.count(name) for name in self.layer_types if name in names}
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Layers of more than one type (windows beside full attention, linear beside softmax...)."""
+        return len(self.layer_counts) > 1
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    def is_moe_layer(self, index: int) -> bool:
+        return self.is_moe and index >= self.first_dense_layers and (index + 1) % self.moe_layer_step == 0
+
+    @cached_property
+    def num_moe_layers(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.num_layers))
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+    @property
+    def heads(self) -> AttentionHeads:
+        """The model's attention heads (a layer type may have its own: LayerType.heads)."""
+        return AttentionHeads(self.num_qo_heads, self.num_kv_heads, self.head_dim, self.v_head_dim)
+
+    @property
+    def group_size(self) -> int:
+        """Query heads served by one KV head (GQA); 1 for multi-head attention."""
+        return self.heads.group_size
+
+    # --- weights --------------------------------------------------------------------------------------------
+
+    @cached_property
+    def parameters(self):
+        """Parameters by component (parameters.ParameterCount), every expert included."""
+        from .parameters import count_parameters
+
+        return count_parameters(self)
+
+    @property
+    def derived_parameters(self) -> int:
+        """Parameter count from the architecture, all experts included."""
+        return self.parameters.total
+
+    @property
+    def total_parameters(self) -> int:
+        """The published count when the YAML gives one, otherwise the derived count."""
+        return self.num_parameters if self.num_parameters is not None else self.derived_parameters
+
+    @property
+    def active_parameters(self) -> int:
+        """Parameters touched per token: for a mixture of experts only the routed experts' MLPs count."""
+        counts = self.parameters
+        if not self.is_moe:
+            return self.total_parameters
+        inactive = counts.experts * (1 - self.num_experts_per_token / self.num_experts)
+        return int(round(self.total_parameters - inactive))
+
+    @property
+    def expert_parameters(self) -> int:
+        """Parameters of one routed expert's gated MLP: gate, up and down, 3 x hidden x ffn."""
+        return 3 * self.hidden_size * self.ffn_size
+
+    def weight_format(self, component: str, override: DType | WeightFormat | None = None) -> WeightFormat:
+        """The format `component` is stored in: `override` for quantizable components where given, else the
+        checkpoint's quantization, else its dtype (bf16 where the spec names none and no override is given)."""
+        own = WeightFormat.of(self.weight_dtype) if self.weight_dtype else None
+        if component in QUANTIZABLE or component == "dense_mlp":
+            if override is not None:
+                return WeightFormat.of(override)
+            key = {"dense_mlp": "mlp"}.get(component, component)
+            for name in (key, "linear"):
+                if name in self.quantization:
+                    return self.quantization[name]
+        return own or (WeightFormat.of(override) if override is not None else WeightFormat.bf16)
+
+    def weight_bytes(self, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
+                     expert_parallel: int = 1) -> int:
+        """Bytes of every parameter (all experts) per GPU, each component in its format (weight_format).
+
+        `dtype` overrides the formats of the quantizable components (and of everything, for a spec that
+        names no dtype of its own). Split `tensor_parallel` ways (norms and embeddings counted as split
+        too, a few hundred MB at most), the routed experts also `expert_parallel` ways. Rounded up.
+        A spec that gives a published count scales the derived components to it.
+        """
+        counts = self.parameters
+        bits = Fraction(0)
+        for component, n in counts.by_component().items():
+            share = Fraction(n, expert_parallel) if component == "experts" else Fraction(n)
+            bits += share * Fraction(self.weight_format(component, dtype).bits_per_weight)
+        nbytes = bits * Fraction(self.total_parameters, counts.total) / 8     # exact: no float rounding
+        return math.ceil(nbytes / tensor_parallel)
+
+    # --- the KV cache --------------------------------------------------------------------------------------
+
+    def kv_bytes_per_token(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
+        """Cached bytes of one token across all layers, on one GPU of `tensor_parallel`, every layer keeping
+        every token (windows ignored; capacity.py counts what each layer type keeps).
+
+        Softmax layers: K and V per KV head (GQA heads sharded, replicated past h_kv); MLA: the latent,
+        replicated on every rank; linear layers: none (a fixed state per sequence).
+        """
+        total = 0
+        for name, count in self.layer_counts.items():
+            t = self.layer_types[name]
+            heads = t.heads(self.heads)
+            if t.kind not in (LayerKind.mla, LayerKind.linear):
+                heads = heads.shard(tensor_parallel)
+            total += count * t.kv_bytes_per_token(heads, kv_dtype)
+        return total
+
+
+__all__ = ["QUANTIZABLE", "ModelSpec"]
