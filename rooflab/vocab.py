@@ -38,6 +38,7 @@ class Variant(_Named):
     split_kv = "split_kv"
     merge = "merge"
     cascade = "cascade"
+    recurrent = "recurrent"    # a linear-attention layer's state update (no KV cache)
 
 
 #: The variants `rooflab explain` derives, in the order its help lists them.
@@ -78,6 +79,14 @@ class LayerKind(_Named):
     linear = "linear"      # linear attention / recurrent state of fixed size (Gated DeltaNet, Mamba)
 
 
+class WindowAllocation(_Named):
+    """How an engine pages windowed layers: only the pages their window intersects (a hybrid allocator,
+    as vLLM's), or a full-length page table like every other layer."""
+
+    hybrid = "hybrid"
+    full = "full"
+
+
 class KernelFamily(_Named):
     """The groups `rooflab bench --kernel` selects: paged includes split-KV, naive its softmax alone."""
 
@@ -112,4 +121,4 @@ _FAMILY = {
 }
 
 __all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
-           "Pipe", "Variant"]
+           "Pipe", "Variant", "WindowAllocation"]

@@ -106,6 +106,92 @@ def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None
     return int(value)
 
 
+@dataclass(frozen=True)
+class Visibility:
+    """Which keys a query at position p sees (causal): all of 0..p, a window of the last `window` (keys j
+    with p - W < j <= p), or its own chunk of `chunk` tokens (floor(j / C) = floor(p / C), j <= p).
+
+    Full attention has neither. Window and chunk layers are causal by construction.
+    """
+
+    window: int | None = None
+    chunk: int | None = None
+
+    @classmethod
+    def of(cls, layer: object | None) -> Visibility:
+        """The visibility of a LayerType (or of full attention for None)."""
+        if layer is None:
+            return FULL_VISIBILITY
+        return cls(getattr(layer, "window", None), getattr(layer, "chunk", None))
+
+    @property
+    def is_full(self) -> bool:
+        return self.window is None and self.chunk is None
+
+    @property
+    def span(self) -> float:
+        """The most keys one query sees: W, C, or unbounded."""
+        return float(self.window or self.chunk or np.inf)
+
+    def prefix_pairs(self, n: np.ndarray) -> np.ndarray:
+        """Visible (query, key) pairs of queries 0..n-1 among keys 0..n-1 (causal).
+
+        full    n (n + 1) / 2
+        window  n (n + 1) / 2 while n <= W, then W (W + 1) / 2 + (n - W) W
+        chunk   (n // C) C (C + 1) / 2 + r (r + 1) / 2 with r = n mod C
+        """
+        n = np.asarray(n, dtype=np.float64)
+        if self.window is not None:
+            w = float(self.window)
+            return np.where(n <= w, n * (n + 1) / 2, w * (w + 1) / 2 + (n - w) * w)
+        if self.chunk is not None:
+            c = float(self.chunk)
+            r = np.mod(n, c)
+            return np.floor(n / c) * c * (c + 1) / 2 + r * (r + 1) / 2
+        return n * (n + 1) / 2
+
+    def pairs(self, q_len: np.ndarray, kv_len: np.ndarray, causal: bool = True) -> np.ndarray:
+        """Visible pairs of one head for q_len queries at the end of kv_len keys (a prefill when equal,
+        several new tokens of a decode or a chunk appended to a cache otherwise).
+
+        Non-causal (full attention only): q_len kv_len. Causal: prefix_pairs(kv_len) - prefix_pairs(kv_len - q_len),
+        which for full attention is q_len (kv_len - q_len) + q_len (q_len + 1) / 2.
+        """
+        q_len = np.asarray(q_len, dtype=np.float64)
+        kv_len = np.asarray(kv_len, dtype=np.float64)
+        if not causal:
+            if not self.is_full:
+                raise InputError("a window or chunk is causal; it has no non-causal form")
+            return q_len * kv_len
+        if self.is_full:
+            return q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2
+        return self.prefix_pairs(kv_len) - self.prefix_pairs(kv_len - q_len)
+
+    def kept_tokens(self, context_len: np.ndarray) -> np.ndarray:
+        """Keys the next query of a `context_len`-token sequence sees (the last token is the query's own)."""
+        ctx = np.asarray(context_len, dtype=np.float64)
+        if self.window is not None:
+            return np.minimum(ctx, self.window)
+        if self.chunk is not None:
+            return np.mod(ctx - 1, self.chunk) + 1
+        return ctx
+
+    def read_tokens(self, context_len: np.ndarray, q_len: int = 1) -> np.ndarray:
+        """Keys q_len new tokens at the end of a `context_len`-token sequence see together: what a decode
+        kernel must read (a window of W for q_len tokens spans W + q_len - 1 keys)."""
+        ctx = np.asarray(context_len, dtype=np.float64)
+        if self.window is not None:
+            return np.minimum(ctx, self.window + q_len - 1)
+        if self.chunk is not None:
+            first = ctx - q_len                         # the first new token's position
+            start = np.floor(first / self.chunk) * self.chunk
+            return ctx - start
+        return ctx
+
+
+FULL_VISIBILITY = Visibility()
+
+
 def causal_pairs(q_len: np.ndarray, kv_len: np.ndarray, causal: bool) -> np.ndarray:
     """Visible (query, key) pairs of one head.
 

@@ -22,7 +22,8 @@ from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
-from .common import ArrayLike, KernelCost, SingleKernel, as_array, causal_pairs
+from ..limits import MAX_BATCH, MAX_TOKENS
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array
 from .parallel import schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
@@ -85,73 +86,94 @@ class FlashCost(SingleKernel):
 def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
                   dtype: DType = DType.fp16, causal: bool = False,
                   tile: FlashTile | None = None, gpu: GpuSpec | None = None,
-                  write_lse: bool = True, num_sms: int | None = None, units_per_sm: float = 1.0) -> FlashCost:
+                  write_lse: bool = True, num_sms: int | None = None, units_per_sm: float = 1.0,
+                  visibility: Visibility = FULL_VISIBILITY, sinks: bool = False) -> FlashCost:
     """FlashAttention forward over T tokens for one layer.
 
     The tile is `tile` if given, else choose_tile(gpu, ...) if a GPU is given, else 128 x 128.
     `write_lse` adds the fp32 LSE a forward pass keeps for the backward pass or a later merge;
     without it the bytes are exactly the attention function's compulsory Q, K, V, O.
+    `visibility` bounds the keys each query sees (a sliding window or a chunk, both causal): FLOPs and
+    exps follow the visible pairs (about T W instead of T^2 / 2), and the tiled estimate reads at most
+    W + B_r - 1 keys per query tile; the compulsory bytes are unchanged (every key is seen by some query).
+    `sinks` adds one logit per (head, query) to the softmax: an exp each, no traffic.
     With `num_sms`, the parallelism model (cost/parallel.py) limits the launch: one work unit per
     (sequence, query head, query tile of B_r rows), issued batch by batch, head by head, and within
     a head the heaviest (causal: the last) query tile first, each taking time in proportion to
     the keys it visits, rounded up to whole B_c tiles.
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    causal = causal or not visibility.is_full
     if tile is None:
         tile = choose_tile(gpu, heads.head_dim, dtype) if gpu is not None else FlashTile(128, 128)
-    t = as_array(seq_len, "seq_len")
-    b = as_array(batch, "batch")
-    h, h_kv, d, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, dtype.bytes
+    t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)
+    b = as_array(batch, "batch", maximum=MAX_BATCH)
+    h, h_kv, d, d_v, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, heads.value_dim, dtype.bytes
 
     q_bytes = b * h * t * d * e            # [B, h, T, d]
-    kv_bytes = 2 * b * h_kv * t * d * e    # K and V: [B, h_kv, T, d] each, once
-    o_bytes = q_bytes
+    k_bytes = b * h_kv * t * d * e         # [B, h_kv, T, d], once
+    v_bytes = b * h_kv * t * d_v * e       # [B, h_kv, T, d_v], once
+    o_bytes = b * h * t * d_v * e          # [B, h, T, d_v]
     lse_bytes = b * h * t * FP32_BYTES * write_lse   # [B, h, T] fp32
-    compulsory = q_bytes + kv_bytes + o_bytes + lse_bytes
+    compulsory = q_bytes + k_bytes + v_bytes + o_bytes + lse_bytes
 
-    kv_rows_read = _kv_rows_per_head(t, tile.block_q, causal)   # summed over the query tiles
-    tiled = q_bytes + o_bytes + lse_bytes + 2 * b * h * kv_rows_read * d * e
+    kv_rows_read = _kv_rows_per_head(t, tile.block_q, causal, visibility.span)   # summed over the query tiles
+    tiled = q_bytes + o_bytes + lse_bytes + b * h * kv_rows_read * (d + d_v) * e
 
-    pairs = b * h * causal_pairs(t, t, causal)
-    flops = 4 * pairs * d                  # QK^T and PV, two FLOP per multiply-add each
-    kv_blocks = np.ceil(t / tile.block_kv)
-    rescale_flops = b * h * t * kv_blocks * (d + 1)   # alpha * O (d) and alpha * l (1), per row per block
-    fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm)
-    kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=pairs, parallel_fraction=fraction)
+    pairs = b * h * visibility.pairs(t, t, causal)
+    flops = 2 * pairs * (d + d_v)          # QK^T (d) and PV (d_v), two FLOP per multiply-add each
+    kv_blocks = np.ceil(np.minimum(t, visibility.span) / tile.block_kv)
+    rescale_flops = b * h * t * kv_blocks * (d_v + 1)   # alpha * O (d_v) and alpha * l (1), per row per block
+    fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm, visibility.span)
+    exps = pairs + (b * h * t if sinks else 0)
+    kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=exps, parallel_fraction=fraction)
     return FlashCost(kernel, tiled, tile, rescale_flops)
 
 
 def _fraction(t: np.ndarray, b: np.ndarray, heads: int, tile: FlashTile, causal: bool, num_sms: int | None,
-              units_per_sm: float) -> np.ndarray:
+              units_per_sm: float, span: float = np.inf) -> np.ndarray:
     """The share of the GPU the launch keeps busy, elementwise over (T, B)."""
     if num_sms is None:
         return np.float64(1.0)
     t_b = np.broadcast_arrays(t, b)
     out = np.empty(t_b[0].shape)
     for idx in np.ndindex(out.shape):
-        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), int(t_b[1][idx]) * heads, tile, causal),
+        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), int(t_b[1][idx]) * heads, tile, causal, span),
                                      num_sms, units_per_sm)
     return out if out.shape else np.float64(out)
 
 
-def _unit_work(t: int, heads: int, tile: FlashTile, causal: bool) -> np.ndarray:
-    """Keys each (head, query tile) unit visits, in launch order, rounded up to whole B_c tiles."""
+def _unit_work(t: int, heads: int, tile: FlashTile, causal: bool, span: float = np.inf) -> np.ndarray:
+    """Keys each (head, query tile) unit visits, in launch order, rounded up to whole B_c tiles.
+
+    A window or chunk of `span` keys caps a tile's keys at span + B_r - 1.
+    """
     n = -(-t // tile.block_q)
     rows_end = np.minimum((np.arange(n) + 1) * tile.block_q, t)
-    keys = rows_end if causal else np.full(n, t)
+    keys = np.minimum(rows_end, span + tile.block_q - 1) if causal else np.full(n, t)
     per_head = np.ceil(keys / tile.block_kv) * tile.block_kv
     if causal:
         per_head = per_head[::-1]              # the heaviest query tile first
     return np.tile(per_head, heads)
 
 
-def _kv_rows_per_head(t: np.ndarray, block_q: int, causal: bool) -> np.ndarray:
-    """Key rows one query head's tiles read, summed over its ceil(T / B_r) tiles.
+def _kv_rows_per_head(t: np.ndarray, block_q: int, causal: bool, span: float = np.inf) -> np.ndarray:
+    """Key rows one query head's tiles read, summed over its n = ceil(T / B_r) tiles.
 
-    Causal: tile i (rows i*B_r .. (i+1)*B_r - 1) needs keys up to min((i+1) B_r, T):
-    B_r n (n + 1) / 2 - (n B_r - T) over n tiles.
+    Non-causal: n T. Causal: tile i (rows i B_r .. (i + 1) B_r - 1) needs keys up to min((i + 1) B_r, T),
+    at most cap = span + B_r - 1 of them under a window or chunk of `span` keys:
+    with f = floor(T / B_r) full tiles and k = min(f, floor(cap / B_r)) of them under the cap,
+    B_r k (k + 1) / 2 + (f - k) cap, plus min(T, cap) for a last partial tile.
+    (Without a cap: B_r n (n + 1) / 2 - (n B_r - T).)
     """
-    n = np.ceil(t / block_q)
+    t = np.asarray(t, dtype=np.float64)
     if not causal:
-        return n * t
-    return block_q * n * (n + 1) / 2 - (n * block_q - t)
+        return np.ceil(t / block_q) * t
+    if not np.isfinite(span):
+        n = np.ceil(t / block_q)
+        return block_q * n * (n + 1) / 2 - (n * block_q - t)
+    cap = span + block_q - 1
+    full = np.floor(t / block_q)
+    k = np.minimum(full, np.floor(cap / block_q))
+    partial = np.where(np.mod(t, block_q) > 0, np.minimum(t, cap), 0.0)
+    return block_q * k * (k + 1) / 2 + (full - k) * cap + partial

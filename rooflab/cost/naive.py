@@ -24,7 +24,8 @@ from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import DType
 from ..vocab import Pipe, Variant
-from .common import ArrayLike, KernelCost, as_array, causal_pairs
+from ..limits import MAX_BATCH, MAX_TOKENS
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array
 
 #: Vector FLOPs per element of S in a row softmax: max compare, subtract, sum add, normalising multiply.
 SOFTMAX_FLOPS_PER_ELEMENT = 4
@@ -76,32 +77,33 @@ class NaiveCost:
 
 
 def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
-                  dtype: DType = DType.fp16, causal: bool = False) -> NaiveCost:
+                  dtype: DType = DType.fp16, causal: bool = False,
+                  visibility: Visibility = FULL_VISIBILITY) -> NaiveCost:
     """Naive attention over T tokens for one layer.
 
-    FLOPs count the visible pairs (half of T^2, plus the diagonal, when causal); the
-    bytes of S and P are the full T x T either way, because the naive kernels
-    materialise the whole matrix and mask it.
+    FLOPs count the visible pairs (half of T^2, plus the diagonal, when causal; fewer under a
+    window or chunk); the bytes of S and P are the full T x T either way, because the naive
+    kernels materialise the whole matrix and mask it.
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
-    t = as_array(seq_len, "seq_len")
-    b = as_array(batch, "batch")
-    h, h_kv, d, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, dtype.bytes
+    causal = causal or not visibility.is_full
+    t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)
+    b = as_array(batch, "batch", maximum=MAX_BATCH)
+    h, h_kv, d, d_v, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, heads.value_dim, dtype.bytes
 
     q_bytes = b * h * t * d * e            # [B, h, T, d]
     k_bytes = b * h_kv * t * d * e         # [B, h_kv, T, d], read once per KV head
-    v_bytes = k_bytes
-    o_bytes = q_bytes
+    v_bytes = b * h_kv * t * d_v * e       # [B, h_kv, T, d_v]
+    o_bytes = b * h * t * d_v * e          # [B, h, T, d_v]
     s_bytes = b * h * t * t * e            # [B, h, T, T]
     p_bytes = s_bytes
-    pairs = b * h * causal_pairs(t, t, causal)
-    matmul_flops = 2 * pairs * d           # one multiply-add per (pair, d) per GEMM
+    pairs = b * h * visibility.pairs(t, t, causal)
     elements = b * h * t * t               # the softmax touches every element of S, masked or not
 
-    qk = KernelCost("qk", matmul_flops, q_bytes + k_bytes + s_bytes)
+    qk = KernelCost("qk", 2 * pairs * d, q_bytes + k_bytes + s_bytes)     # one multiply-add per (pair, d)
     softmax = KernelCost("softmax", SOFTMAX_FLOPS_PER_ELEMENT * elements, s_bytes + p_bytes,
                          pipe=Pipe.vector, exp_ops=elements)
-    pv = KernelCost("pv", matmul_flops, p_bytes + v_bytes + o_bytes)
+    pv = KernelCost("pv", 2 * pairs * d_v, p_bytes + v_bytes + o_bytes)
     return NaiveCost(qk, softmax, pv, s_bytes, p_bytes, q_bytes + k_bytes + v_bytes + o_bytes)
 
 

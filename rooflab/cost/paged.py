@@ -23,12 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..limits import MAX_BATCH, MAX_PAGE_SIZE, MAX_RAGGED, MAX_TOKENS
+from ..limits import MAX_BATCH, MAX_PAGE_SIZE, MAX_TOKENS
 from ..limits import MAX_SPLITS as LIMIT_SPLITS
 from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import Variant
-from .common import ArrayLike, KernelCost, as_array, whole_number
+from .batch import DecodeBatch, context_lengths, decode_batch
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, whole_number
 from .merge import MergeCost, merge_splits
 from .parallel import parallel_fraction
 
@@ -36,6 +37,8 @@ from .parallel import parallel_fraction
 MAX_SPLITS = 64
 #: Largest split count a caller may ask for.
 MAX_SPLITS_ALLOWED = LIMIT_SPLITS
+#: Most new tokens per sequence in one decode step (speculative verification, multi-token prediction).
+MAX_Q_LEN = 1024
 
 
 @dataclass(frozen=True)
@@ -78,73 +81,6 @@ class DecodeCost:
         return self.flops / self.kv_bytes
 
 
-@dataclass(frozen=True)
-class DecodeBatch:
-    """The sequences of one decode step, run-length coded: `counts[i]` sequences of `lengths[i]` tokens.
-
-    A uniform batch of any size is one run, so a million sequences cost no more to price than one;
-    a ragged list becomes its distinct lengths. Build one with decode_batch().
-    """
-
-    lengths: np.ndarray     # [U] distinct context lengths, ascending, float64
-    counts: np.ndarray      # [U] sequences with each length, float64
-
-    @classmethod
-    def uniform(cls, context_len: int, batch: int) -> DecodeBatch:
-        length = whole_number(context_len, "context length", maximum=MAX_TOKENS)
-        size = whole_number(batch, "batch", maximum=MAX_BATCH)
-        return cls(np.array([float(length)]), np.array([float(size)]))
-
-    @property
-    def size(self) -> int:
-        """Sequences in the batch."""
-        return int(self.counts.sum())
-
-    @property
-    def total_tokens(self) -> float:
-        return float((self.lengths * self.counts).sum())
-
-    @property
-    def max_len(self) -> float:
-        return float(self.lengths.max())
-
-    @property
-    def mean_len(self) -> float:
-        return self.total_tokens / self.size
-
-    @property
-    def is_uniform(self) -> bool:
-        return self.lengths.size == 1
-
-    def expanded(self) -> tuple[int, ...]:
-        """Every sequence's length, in ascending order (only for batches of at most MAX_RAGGED sequences)."""
-        if self.size > MAX_RAGGED:
-            raise InputError(f"a batch of {self.size:,} sequences is too large to list one by one "
-                             f"(limit {MAX_RAGGED:,}); it is priced as {self.lengths.size} run(s)")
-        return tuple(int(x) for x, n in zip(self.lengths, self.counts) for _ in range(int(n)))
-
-
-def decode_batch(context_lens: ArrayLike | DecodeBatch) -> DecodeBatch:
-    """A decode batch from a list of context lengths (whole numbers in [1, MAX_TOKENS]) or a DecodeBatch."""
-    if isinstance(context_lens, DecodeBatch):
-        return context_lens
-    lens = as_array(context_lens, "context lengths", maximum=MAX_TOKENS).reshape(-1)
-    if lens.size > MAX_RAGGED:
-        raise InputError(f"{lens.size:,} context lengths given one by one; the limit is {MAX_RAGGED:,} "
-                         "(give a uniform batch as one length and a batch size)")
-    fractional = lens != np.floor(lens)
-    if np.any(fractional):
-        raise InputError(f"context lengths must be whole numbers, got {lens[fractional][0]:g}")
-    lengths, counts = np.unique(lens, return_counts=True)
-    return DecodeBatch(lengths, counts.astype(np.float64))
-
-
-def context_lengths(context_lens: ArrayLike) -> np.ndarray:
-    """A ragged batch's context lengths as a 1-D array of whole numbers >= 1."""
-    batch = decode_batch(context_lens)
-    return np.repeat(batch.lengths, batch.counts.astype(np.int64))
-
-
 def check_page_size(page_size: int) -> int:
     return whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
 
@@ -165,60 +101,84 @@ def _heads(heads: AttentionHeads | ModelSpec) -> AttentionHeads:
     return heads.heads if isinstance(heads, ModelSpec) else heads
 
 
-def _decode(heads: AttentionHeads, tokens: np.ndarray, pages: np.ndarray, batch: np.ndarray,
-            num_splits: int, units: np.ndarray, longest: np.ndarray, num_sms: int | None, units_per_sm: float,
-            dtype: DType, kv_dtype: DType) -> DecodeCost:
-    """The byte and FLOP count shared by the ragged and the uniform entry points."""
-    h, d = heads.num_qo_heads, heads.head_dim
+def _decode(heads: AttentionHeads, tokens: np.ndarray, pairs: np.ndarray, pages: np.ndarray, batch: np.ndarray,
+            q_len: int, num_splits: int, units: np.ndarray, longest: np.ndarray, num_sms: int | None,
+            units_per_sm: float, dtype: DType, kv_dtype: DType, sinks: bool) -> DecodeCost:
+    """The byte and FLOP count shared by the ragged and the uniform entry points.
+
+    `tokens` cached tokens are read (per KV head), `pairs` (query, key) pairs computed per query head,
+    for `batch` sequences of `q_len` new tokens each.
+    """
+    h, d, d_v = heads.num_qo_heads, heads.head_dim, heads.value_dim
     fraction = parallel_fraction(heads.num_kv_heads * tokens, longest, num_sms, units_per_sm)
     kv_bytes = heads.kv_bytes_per_token(kv_dtype) * tokens     # K and V: [pages, h_kv, page, d] each
     table_bytes = INT32_BYTES * (pages + batch)                 # block table and context lengths
-    q_bytes = batch * h * d * dtype.bytes                       # [B, h, d]
-    flops = 4 * h * d * tokens
+    rows = batch * q_len * h                                    # (sequence, new token, query head)
+    q_bytes = rows * d * dtype.bytes                            # [B, q, h, d]
+    flops = 2 * h * (d + d_v) * pairs                           # QK^T (d) and PV (d_v) per visible pair
     split = num_splits > 1
-    partial = batch * h * num_splits * (d + 1) * FP32_BYTES * split   # [S, B, h, d] + [S, B, h] fp32
-    out_bytes = partial if split else q_bytes                   # partials, or O itself
+    partial = rows * num_splits * (d_v + 1) * FP32_BYTES * split   # [S, B, q, h, d_v] + [S, B, q, h] fp32
+    out_bytes = partial if split else rows * d_v * dtype.bytes  # partials, or O itself
     name = "split_decode" if split else "paged_decode"
+    exps = h * pairs + (rows if sinks else 0)
     attention = KernelCost(name, flops, kv_bytes + table_bytes + q_bytes + out_bytes,
-                           exp_ops=h * tokens, parallel_fraction=fraction)
-    merge = merge_splits(batch * h, num_splits, d, dtype) if split else None
+                           exp_ops=exps, parallel_fraction=fraction)
+    merge = merge_splits(rows, num_splits, d_v, dtype) if split else None
     return DecodeCost(attention, merge, kv_bytes, table_bytes, 2 * partial, num_splits, units, longest)
+
+
+def _pages_read(lens: np.ndarray, read: np.ndarray, page_size: int) -> np.ndarray:
+    """Pages holding the last `read` of `lens` tokens: the ones a decode query (window) touches."""
+    return np.ceil(lens / page_size) - np.floor((lens - read) / page_size)
 
 
 def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: DType | None = None, num_splits: int = 1,
-                 num_sms: int | None = None, units_per_sm: float = 1.0) -> DecodeCost:
+                 num_sms: int | None = None, units_per_sm: float = 1.0, q_len: int = 1,
+                 visibility: Visibility = FULL_VISIBILITY, sinks: bool = False) -> DecodeCost:
     """One decode step over a batch: `context_lens` holds one length per sequence, or is a DecodeBatch.
 
-    With `num_sms` the parallelism model limits the attention launch's bandwidth; without, the
-    launch is ideal (the pure roofline).
+    `q_len` new tokens per sequence (speculative verification, multi-token prediction) are the last
+    q_len of each context, causal among themselves; they share every page read, so FLOPs grow with
+    q_len and the KV bytes do not. `visibility` (a window or chunk) limits the keys read to the ones
+    the new tokens see, and the pages to those that hold them. With `num_sms` the parallelism model
+    limits the attention launch's bandwidth; without, the launch is ideal (the pure roofline).
     """
     heads = _heads(heads)
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
+    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
     batch = decode_batch(context_lens)
-    unit_tokens = _split_tokens(batch.lengths, num_splits, page_size)     # [U, S]; the same for every KV head
+    if batch.lengths.min() < q_len:
+        raise InputError(f"a context of {batch.lengths.min():.0f} tokens cannot hold {q_len} new tokens")
+    read = visibility.read_tokens(batch.lengths, q_len)                 # [U] keys each sequence reads
+    unit_tokens = _split_tokens(read, num_splits, page_size)           # [U, S]; the same for every KV head
     busy = unit_tokens > 0
     units = np.float64((busy * batch.counts[:, None]).sum() * heads.num_kv_heads)
-    pages = (np.ceil(batch.lengths / page_size) * batch.counts).sum()
-    return _decode(heads, np.float64(batch.total_tokens), pages, np.float64(batch.size), num_splits,
-                   units, unit_tokens.max(), num_sms, units_per_sm, dtype, kv_dtype or dtype)
+    pages = (_pages_read(batch.lengths, read, page_size) * batch.counts).sum()
+    pairs = (visibility.pairs(q_len, batch.lengths) * batch.counts).sum()
+    return _decode(heads, np.float64((read * batch.counts).sum()), pairs, pages, np.float64(batch.size), q_len,
+                   num_splits, units, unit_tokens.max(), num_sms, units_per_sm, dtype, kv_dtype or dtype, sinks)
 
 
 def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLike, batch: ArrayLike = 1,
                          page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
-                         num_splits: int = 1, num_sms: int | None = None,
-                         units_per_sm: float = 1.0) -> DecodeCost:
+                         num_splits: int = 1, num_sms: int | None = None, units_per_sm: float = 1.0,
+                         q_len: int = 1, visibility: Visibility = FULL_VISIBILITY,
+                         sinks: bool = False) -> DecodeCost:
     """A decode step for `batch` sequences of one length each, vectorised over both (for sweeps)."""
     heads = _heads(heads)
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
-    lens = as_array(context_len, "context length")
-    b = as_array(batch, "batch")
-    pages = np.ceil(lens / page_size)
+    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
+    lens = as_array(context_len, "context length", minimum=q_len, maximum=MAX_TOKENS)
+    b = as_array(batch, "batch", maximum=MAX_BATCH)
+    read = visibility.read_tokens(lens, q_len)
+    pages = np.ceil(read / page_size)
     busy_splits = np.minimum(num_splits, np.ceil(pages / np.ceil(pages / num_splits)))
     units = b * heads.num_kv_heads * busy_splits
-    longest = np.minimum(np.ceil(pages / num_splits) * page_size, lens)
-    return _decode(heads, b * lens, b * pages, b, num_splits, units, longest, num_sms, units_per_sm, dtype,
-                   kv_dtype or dtype)
+    longest = np.minimum(np.ceil(pages / num_splits) * page_size, read)
+    pages_read = b * _pages_read(lens, read, page_size)
+    return _decode(heads, b * read, b * visibility.pairs(q_len, lens), pages_read, b, q_len, num_splits, units,
+                   longest, num_sms, units_per_sm, dtype, kv_dtype or dtype, sinks)
 
 
 def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int,

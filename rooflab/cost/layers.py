@@ -1,0 +1,132 @@
+"""Cost per layer type: the one place that maps a model's layer types to the cost functions that price them.
+
+    full, sliding, chunked   flash_prefill / paged_decode with the type's Visibility and sinks
+    mla                      flash_prefill with the un-absorbed heads / mla_decode (absorbed, latent cache)
+    linear                   linear_prefill / linear_decode (a fixed state per sequence)
+
+Under tensor parallelism each GPU computes its share of the heads (AttentionHeads.shard; MLA heads
+divide, the latent is replicated; linear heads divide). A model's total for a phase is the sum over
+its layer types of (layers of that type) x (that type's cost per layer): model_prefill and
+model_decode return the pieces, so a report can show each type beside the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from ..specs import LayerType, ModelSpec
+from ..units import DType
+from ..vocab import LayerKind
+from .batch import DecodeBatch
+from .common import ArrayLike, Cost, Visibility
+from .flash import flash_prefill
+from .linear import linear_decode, linear_prefill
+from .mla import mla_decode
+from .naive import naive_prefill
+from .paged import default_splits, paged_decode, recommend_splits
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """One layer type's cost per layer, and how many layers of the model have that type."""
+
+    name: str
+    layer: LayerType
+    num_layers: int
+    cost: Any          # a Cost: FlashCost, NaiveCost, DecodeCost, MlaDecodeCost or LinearCost
+
+
+def layer_heads(model: ModelSpec, layer: LayerType, tensor_parallel: int = 1):
+    """The heads one GPU computes for `layer`: the type's own or the model's, split tensor_parallel ways."""
+    heads = layer.heads(model.heads)
+    return heads.shard(tensor_parallel) if tensor_parallel > 1 else heads
+
+
+def layer_prefill(model: ModelSpec, name: str, seq_len: ArrayLike, batch: ArrayLike = 1,
+                  dtype: DType = DType.fp16, causal: bool = False, naive: bool = False, **flash: Any) -> Cost:
+    """One layer of type `name` prefilling `seq_len` tokens: flash (or naive) attention, or the linear scan.
+
+    `flash` passes on to flash_prefill (gpu, tile, num_sms, units_per_sm, write_lse, tensor_parallel).
+    """
+    layer = _layer(model, name)
+    tp = flash.pop("tensor_parallel", 1)
+    if layer.kind is LayerKind.linear:
+        return linear_prefill(layer, seq_len, batch, dtype)
+    heads = layer_heads(model, layer, tp)
+    visibility = Visibility.of(layer)
+    if naive:
+        return naive_prefill(heads, seq_len, batch, dtype, causal, visibility=visibility)
+    return flash_prefill(heads, seq_len, batch, dtype, causal, visibility=visibility, sinks=layer.sinks, **flash)
+
+
+def layer_decode(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBatch, page_size: int = 16,
+                 dtype: DType = DType.fp16, kv_dtype: DType | None = None, num_splits: int = 1, q_len: int = 1,
+                 num_sms: int | None = None, units_per_sm: float = 1.0, tensor_parallel: int = 1,
+                 mla_sparse_fp8: bool = False) -> Cost:
+    """One decode step of one layer of type `name` over the batch."""
+    layer = _layer(model, name)
+    if layer.kind is LayerKind.linear:
+        size = context_lens.size if isinstance(context_lens, DecodeBatch) else len(context_lens)
+        return linear_decode(layer, size, q_len, dtype, kv_dtype)
+    heads = layer_heads(model, layer, tensor_parallel)
+    if layer.kind is LayerKind.mla:
+        return mla_decode(layer, heads.num_qo_heads, context_lens, page_size, dtype, kv_dtype, num_splits, q_len,
+                          num_sms, units_per_sm, mla_sparse_fp8)
+    return paged_decode(heads, context_lens, page_size, dtype, kv_dtype, num_splits, num_sms, units_per_sm, q_len,
+                        Visibility.of(layer), layer.sinks)
+
+
+def layer_splits(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBatch, num_sms: int,
+                 page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
+                 units_per_sm: float = 1.0, recommended: bool = True, tensor_parallel: int = 1) -> int:
+    """The split count for a softmax layer type's decode: recommend_splits over the keys it reads, or
+    default_splits (at least 2) when `recommended` is False. Linear and MLA layers: 1 (MLA's split choice is
+    its kernel's; rooflab prices the count it is given)."""
+    layer = _layer(model, name)
+    if layer.kind in (LayerKind.linear, LayerKind.mla):
+        return 1
+    heads = layer_heads(model, layer, tensor_parallel)
+    lens = _read_batch(context_lens, Visibility.of(layer))
+    choose = recommend_splits if recommended else default_splits
+    return choose(heads, lens, num_sms, page_size, dtype, kv_dtype, units_per_sm)
+
+
+def model_prefill(model: ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1, dtype: DType = DType.fp16,
+                  causal: bool = False, naive: bool = False, **flash: Any) -> tuple[LayerCost, ...]:
+    """Every layer type's prefill cost per layer, with its layer count."""
+    return tuple(LayerCost(name, model.layer_types[name], count,
+                           layer_prefill(model, name, seq_len, batch, dtype, causal, naive, **dict(flash)))
+                 for name, count in model.layer_counts.items())
+
+
+def model_decode(model: ModelSpec, context_lens: ArrayLike | DecodeBatch, page_size: int = 16,
+                 dtype: DType = DType.fp16, kv_dtype: DType | None = None, num_splits: int = 1, q_len: int = 1,
+                 **launch: Any) -> tuple[LayerCost, ...]:
+    """Every layer type's decode-step cost per layer, with its layer count."""
+    return tuple(LayerCost(name, model.layer_types[name], count,
+                           layer_decode(model, name, context_lens, page_size, dtype, kv_dtype, num_splits, q_len,
+                                        **launch))
+                 for name, count in model.layer_counts.items())
+
+
+def _layer(model: ModelSpec, name: str) -> LayerType:
+    try:
+        return model.layer_types[name]
+    except KeyError:
+        raise InputError(f"{model.name} has no layer type '{name}'; it has {', '.join(model.layer_types)}") from None
+
+
+def _read_batch(context_lens: ArrayLike | DecodeBatch, visibility: Visibility) -> DecodeBatch:
+    """The batch as the keys a window or chunk layer reads: each length capped by what its query sees."""
+    from .batch import decode_batch
+
+    batch = decode_batch(context_lens)
+    if visibility.is_full:
+        return batch
+    return decode_batch(DecodeBatch(visibility.read_tokens(batch.lengths), batch.counts))
+
+
+__all__ = ["LayerCost", "layer_decode", "layer_heads", "layer_prefill", "layer_splits", "model_decode",
+           "model_prefill"]

@@ -1,0 +1,129 @@
+"""What one sequence keeps in the KV cache, layer type by layer type: pages, bytes, fixed states.
+
+For a sequence of L tokens in pages of P tokens, per layer (bytes on one GPU):
+
+    full, mla   ceil(L / P) pages                       every token stays
+    sliding W   min(ceil(L / P), ceil(W / P) + 1)       the pages that intersect the last W tokens
+    chunked C   min(ceil(L / P), ceil(C / P) + e)       the current chunk's pages (e = 1 where a chunk
+                                                        can start inside a page, 0 when P divides C)
+    linear      no pages: a state of fixed size per sequence (LayerType.state_bytes_per_sequence)
+
+A page holds P tokens x the type's bytes per token (K and V of the GPU's KV heads; MLA's latent,
+the same on every rank). The windowed rows are what an engine with a hybrid allocator keeps (vLLM's
+hybrid KV cache manager frees pages behind the window); `WindowAllocation.full` gives windowed layers
+a full-length page table instead, as engines without one do (and as vLLM's logged "GPU KV cache size"
+counts every layer). Gemma-3-27B at 65,536 tokens, 16-token pages, bf16: 31.00 GiB per sequence at
+full length, 5.41 GiB with its windows (52 sliding layers keep 65 pages each).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .cost.common import whole_number
+from .limits import MAX_PAGE_SIZE, MAX_TOKENS
+from .specs import LayerType, ModelSpec
+from .units import DType
+from .vocab import LayerKind, WindowAllocation
+
+
+@dataclass(frozen=True)
+class LayerKv:
+    """One layer type's share of a sequence's cache, per layer and for all its layers."""
+
+    name: str
+    kind: LayerKind
+    num_layers: int
+    bytes_per_token: int          # one layer, one GPU
+    pages_per_sequence: int       # one layer
+    state_bytes: int              # one layer, one sequence (linear layers)
+    page_size: int
+
+    @property
+    def bytes_per_sequence(self) -> int:
+        """All layers of this type: num_layers x (pages x page x bytes per token + state)."""
+        return self.num_layers * (self.pages_per_sequence * self.page_size * self.bytes_per_token + self.state_bytes)
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """A sequence of `context_len` tokens in the cache of one GPU: each layer type's share."""
+
+    context_len: int
+    page_size: int
+    layers: tuple[LayerKv, ...]
+
+    @property
+    def bytes_per_sequence(self) -> int:
+        return sum(layer.bytes_per_sequence for layer in self.layers)
+
+    @property
+    def bytes_per_token_full(self) -> int:
+        """Bytes one token adds across all layers if every layer kept it (no windows, no states)."""
+        return sum(layer.num_layers * layer.bytes_per_token for layer in self.layers)
+
+
+def pages_kept(layer: LayerType, context_len: int, page_size: int,
+               allocation: WindowAllocation = WindowAllocation.hybrid) -> int:
+    """Pages one layer of this type keeps for a `context_len`-token sequence (the table in the module docstring)."""
+    if layer.kind is LayerKind.linear:
+        return 0
+    full = -(-context_len // page_size)
+    if allocation is WindowAllocation.full or layer.kind in (LayerKind.full, LayerKind.mla):
+        return full
+    if layer.kind is LayerKind.sliding:
+        return min(full, -(-layer.window // page_size) + 1)
+    return min(full, -(-layer.chunk // page_size) + (1 if layer.chunk % page_size else 0))
+
+
+def kv_layout(model: ModelSpec, context_len: int, kv_dtype: DType, page_size: int = 16, tensor_parallel: int = 1,
+              allocation: WindowAllocation = WindowAllocation.hybrid, mla_sparse_fp8: bool = False,
+              dp_attention: bool = False) -> KvLayout:
+    """Each layer type's pages and bytes for one sequence of `context_len` tokens, on one GPU.
+
+    Under tensor parallelism a GPU keeps its share of the KV heads (replicated past h_kv) and the
+    whole MLA latent; with `dp_attention` every GPU runs attention for its own sequences with all
+    heads (data-parallel attention), so nothing is sharded.
+    """
+    context_len = whole_number(context_len, "context length", maximum=MAX_TOKENS)
+    page_size = whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
+    tp = 1 if dp_attention else tensor_parallel
+    layers = []
+    for name, count in model.layer_counts.items():
+        t = model.layer_types[name]
+        heads = t.heads(model.heads)
+        if t.kind not in (LayerKind.mla, LayerKind.linear) and tp > 1:
+            heads = heads.shard(tp)
+        per_token = t.kv_bytes_per_token(heads, kv_dtype, mla_sparse_fp8)
+        state = t.state_bytes_per_sequence(kv_dtype)
+        if t.kind is LayerKind.linear and tp > 1:
+            state = math.ceil(state / tp)           # linear heads divide like attention heads
+        layers.append(LayerKv(name, t.kind, count, per_token, pages_kept(t, context_len, page_size, allocation),
+                              state, page_size))
+    return KvLayout(context_len, page_size, tuple(layers))
+
+
+def longest_context(model: ModelSpec, budget_bytes: int, kv_dtype: DType, page_size: int = 16,
+                    tensor_parallel: int = 1, allocation: WindowAllocation = WindowAllocation.hybrid,
+                    mla_sparse_fp8: bool = False, dp_attention: bool = False, limit: int = MAX_TOKENS) -> int:
+    """The longest single sequence whose cache fits `budget_bytes` (whole pages; at most `limit` tokens).
+
+    Bytes per sequence never shrink as the context grows, so the answer is found by bisection.
+    """
+    def fits(n: int) -> bool:
+        return kv_layout(model, n, kv_dtype, page_size, tensor_parallel, allocation, mla_sparse_fp8,
+                         dp_attention).bytes_per_sequence <= budget_bytes
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, limit
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+__all__ = ["KvLayout", "LayerKv", "kv_layout", "longest_context", "pages_kept"]
