@@ -26,10 +26,25 @@ from typing import Optional
 from .cost.common import whole_number
 from .cost.naive import naive_max_seq_len
 from .errors import InputError
+from .kvcache import KvLayout, kv_layout, longest_context
 from .limits import MAX_PAGE_SIZE, MAX_TOKENS
-from .paging import pages_for, shared_prefix_blocks
+from .paging import pages_for
 from .specs import GpuSpec, ModelSpec
-from .units import DType, fmt_bytes
+from .units import DType, WeightFormat, fmt_bytes
+from .vocab import LayerKind, WindowAllocation
+
+
+@dataclass(frozen=True)
+class LayerCapacity:
+    """One layer type's share of a sequence's cache on one GPU (kvcache.LayerKv, as plain numbers)."""
+
+    layer_type: str
+    kind: str
+    num_layers: int
+    bytes_per_token: int
+    pages_per_sequence: int
+    state_bytes: int
+    bytes_per_sequence: int
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,11 @@ class CapacityPlan:
     shared_prefix_len: int = 0
     max_sequences_shared_prefix: int = 0
     reason: Optional[str] = None
+    expert_parallel: int = 1
+    dp_attention: bool = False
+    window_allocation: str = "hybrid"
+    kv_bytes_per_sequence: int = 0
+    layers: tuple[LayerCapacity, ...] = ()
 
     @property
     def paging_gain(self) -> float:
@@ -74,55 +94,108 @@ class CapacityPlan:
         return dataclasses.asdict(self)
 
 
-def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType = DType.fp16,
-                  kv_dtype: DType | None = None, gpu_memory_utilization: float = 0.9,
-                  activation_reserve_bytes: int = 0, page_size: int = 16,
-                  max_model_len: int | None = None, tensor_parallel: int = 1,
-                  shared_prefix_len: int = 0) -> CapacityPlan:
+def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
+                  weight_dtype: DType | WeightFormat | None = None, kv_dtype: DType | None = None,
+                  gpu_memory_utilization: float = 0.9, activation_reserve_bytes: int = 0, page_size: int = 16,
+                  max_model_len: int | None = None, tensor_parallel: int = 1, shared_prefix_len: int = 0,
+                  expert_parallel: int = 1, dp_attention: bool = False,
+                  window_allocation: WindowAllocation = WindowAllocation.hybrid,
+                  mla_sparse_fp8: bool = False) -> CapacityPlan:
     """How many sequences of `context_len` tokens fit on `gpu` serving `model`.
 
     With `tensor_parallel` > 1 the model is split by head over that many GPUs of the same
-    kind; bytes are per GPU and sequences are those the whole group serves. `shared_prefix_len`
-    is a prefix (a system prompt) every request starts with. A workload that does not fit is
-    an answer (0 sequences and the reason); inputs out of range and weights that do not fit
-    at all are errors.
+    kind; bytes are per GPU and sequences are those the whole group serves. `expert_parallel`
+    divides the routed experts' weights; `dp_attention` gives each GPU its own sequences with all
+    attention heads (attention weights replicated, the group serves tp times the per-GPU count).
+    `weight_dtype` None means the formats the checkpoint ships (bf16 where the spec names none).
+    Windowed layers keep only their window's pages under `window_allocation` hybrid (kvcache.py).
+    `shared_prefix_len` is a prefix (a system prompt) every request starts with, shared by the layers
+    that keep every token. A workload that does not fit is an answer (0 sequences and the reason);
+    inputs out of range and weights that do not fit at all are errors.
     """
-    kv_dtype = kv_dtype or weight_dtype
+    kv_dtype = kv_dtype or _kv_default(model, weight_dtype)
     _check(context_len, gpu_memory_utilization, activation_reserve_bytes, page_size, max_model_len)
     shared_prefix_len = whole_number(shared_prefix_len, "shared prefix length", minimum=0, maximum=MAX_TOKENS)
     if shared_prefix_len >= context_len:
         raise InputError(f"shared prefix length ({shared_prefix_len:,}) must be shorter than the context length "
                          f"({context_len:,}): each request needs tokens of its own")
-    heads = model.heads.shard(tensor_parallel)
+    heads = model.heads.shard(tensor_parallel) if not dp_attention else model.heads
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = model.weight_bytes(weight_dtype, tensor_parallel)
+    weights = model.weight_bytes(weight_dtype, tensor_parallel, expert_parallel, replicate_attention=dp_attention)
+    shipped = describe_weights(model, weight_dtype)
     if weights >= usable:
         split = f" split {tensor_parallel} ways" if tensor_parallel > 1 else ""
-        raise InputError(f"{model.name} weights ({fmt_bytes(weights)} per GPU in {weight_dtype}{split}) do not fit "
+        raise InputError(f"{model.name} weights ({fmt_bytes(weights)} per GPU in {shipped}{split}) do not fit "
                          f"in {fmt_bytes(usable)} usable on {gpu.name} (utilisation {gpu_memory_utilization:g})")
     budget = max(0, usable - weights - activation_reserve_bytes)
-    per_token = model.kv_bytes_per_token(kv_dtype, tensor_parallel)
+    layout = kv_layout(model, context_len, kv_dtype, page_size, tensor_parallel, window_allocation, mla_sparse_fp8,
+                       dp_attention)
+    per_token = layout.bytes_per_token_full
     block = page_size * per_token
-    blocks = budget // block
-    per_sequence = pages_for(context_len, page_size)
-    paged = blocks // per_sequence
-    one = shared_prefix_blocks(shared_prefix_len, [context_len - shared_prefix_len], page_size)
-    with_prefix = (blocks - one.shared_blocks) // one.private_blocks if blocks > one.shared_blocks else 0
+    blocks = budget // block if block else 0
+    group = tensor_parallel if dp_attention else 1
+    paged = group * (budget // layout.bytes_per_sequence) if layout.bytes_per_sequence else 0
+    with_prefix = group * _with_prefix(layout, budget, shared_prefix_len)
     reserve = max(max_len, context_len)
-    contiguous = budget // (reserve * per_token)
-    reason = _reason(budget, activation_reserve_bytes, paged, context_len, blocks * page_size, max_len)
+    contiguous = group * (budget // (reserve * per_token)) if per_token else paged
+    longest = longest_context(model, budget, kv_dtype, page_size, tensor_parallel, window_allocation,
+                              mla_sparse_fp8, dp_attention)
+    reason = _reason(budget, activation_reserve_bytes, paged, context_len, longest, max_len)
     return CapacityPlan(
-        model=model.name, gpu=gpu.name, weight_dtype=weight_dtype.value, kv_dtype=kv_dtype.value,
+        model=model.name, gpu=gpu.name, weight_dtype=shipped, kv_dtype=kv_dtype.value,
         gpu_memory_utilization=gpu_memory_utilization, activation_reserve_bytes=activation_reserve_bytes,
         page_size=page_size, context_len=context_len, max_model_len=max_len, usable_bytes=usable,
         weights_bytes=weights, kv_bytes_per_token=per_token, kv_budget_bytes=budget, block_bytes=block,
-        num_blocks=blocks, blocks_per_sequence=per_sequence, max_sequences_paged=paged,
-        max_sequences_contiguous=contiguous, max_context_len=blocks * page_size,
-        naive_prefill_max_seq_len=naive_max_seq_len(model, gpu, 1, weight_dtype, weight_dtype, tensor_parallel),
+        num_blocks=blocks, blocks_per_sequence=pages_for(context_len, page_size), max_sequences_paged=paged,
+        max_sequences_contiguous=contiguous, max_context_len=longest,
+        naive_prefill_max_seq_len=_naive_ceiling(model, gpu, weight_dtype, tensor_parallel),
         tensor_parallel=tensor_parallel, kv_heads_per_gpu=heads.num_kv_heads, hbm_bytes=gpu.hbm_capacity_bytes,
         shared_prefix_len=shared_prefix_len, max_sequences_shared_prefix=with_prefix, reason=reason,
+        expert_parallel=expert_parallel, dp_attention=dp_attention, window_allocation=window_allocation.value,
+        kv_bytes_per_sequence=layout.bytes_per_sequence,
+        layers=tuple(LayerCapacity(k.name, k.kind.value, k.num_layers, k.bytes_per_token, k.pages_per_sequence,
+                                   k.state_bytes, k.bytes_per_sequence) for k in layout.layers),
     )
+
+
+def describe_weights(model: ModelSpec, override: DType | WeightFormat | None) -> str:
+    """'bf16', or 'bf16, experts mxfp4': the formats the weights are counted in."""
+    base = model.weight_format("embeddings", override).value
+    special = sorted({(c, model.weight_format(c, override).value) for c in ("attention", "dense_mlp", "experts",
+                                                                             "shared_experts")
+                      if model.weight_format(c, override).value != base
+                      and (c != "experts" or model.is_moe) and (c != "shared_experts" or model.num_shared_experts)})
+    return base + "".join(f", {c.replace('_', ' ')} {fmt}" for c, fmt in special)
+
+
+def _kv_default(model: ModelSpec, weight_dtype: DType | WeightFormat | None) -> DType:
+    """The KV cache's dtype when none is given: the checkpoint's dtype (engines' 'auto'), else fp16."""
+    if isinstance(weight_dtype, DType):
+        return weight_dtype
+    return model.weight_dtype or DType.fp16
+
+
+def _naive_ceiling(model: ModelSpec, gpu: GpuSpec, weight_dtype: DType | WeightFormat | None, tp: int) -> int:
+    dtype = weight_dtype if isinstance(weight_dtype, DType) else (model.weight_dtype or DType.fp16)
+    return naive_max_seq_len(model, gpu, 1, dtype, weight_dtype, tp)
+
+
+def _with_prefix(layout: KvLayout, budget: int, prefix_len: int) -> int:
+    """Sequences when each starts with the same `prefix_len` tokens, stored once in whole pages of the layers
+    that keep every token (full, mla); windowed layers and states are per sequence as before."""
+    shared_pages = prefix_len // layout.page_size
+    shared = private = 0
+    for k in layout.layers:
+        per_page = k.num_layers * layout.page_size * k.bytes_per_token
+        if k.kind in (LayerKind.full, LayerKind.mla) and shared_pages:
+            shared += shared_pages * per_page
+            private += (k.pages_per_sequence - shared_pages) * per_page + k.num_layers * k.state_bytes
+        else:
+            private += k.bytes_per_sequence
+    if budget <= shared or private == 0:
+        return 0
+    return (budget - shared) // private
 
 
 def tensor_parallel_sizes(model: ModelSpec, limit: int = 8) -> list[int]:

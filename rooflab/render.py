@@ -138,6 +138,18 @@ def capacity_frame(plan: "CapacityPlan") -> Frame:
     if plan.shared_prefix_len:
         lines.insert(7, ("sequences, shared prefix", f"{plan.max_sequences_shared_prefix:,} (the first "
                                                      f"{plan.shared_prefix_len:,} tokens stored once)"))
+    if len(plan.layers) > 1 or any(k.kind != "full" for k in plan.layers):
+        at = next(i for i, (k, _) in enumerate(lines) if k == "blocks")
+        per_type = [(f"  {k.layer_type} x {k.num_layers}", _layer_line(k, plan.page_size)) for k in plan.layers]
+        lines[at:at + 2] = [("KV per sequence", f"{fmt_bytes(plan.kv_bytes_per_sequence)} "
+                                                f"({plan.window_allocation} allocation of windowed layers)"),
+                            *per_type,
+                            ("sequences, paged", f"{plan.max_sequences_paged:,} "
+                                                 f"({fmt_bytes(plan.kv_bytes_per_sequence)} each)")]
+    if plan.expert_parallel > 1 or plan.dp_attention:
+        lines.insert(0, ("parallelism", f"experts split {plan.expert_parallel} ways"
+                                        + ("; data-parallel attention: each GPU holds whole sequences, all heads"
+                                           if plan.dp_attention else "")))
     where = plan.gpu
     if plan.tensor_parallel > 1:
         where = f"{plan.tensor_parallel} x {plan.gpu}"
@@ -147,7 +159,16 @@ def capacity_frame(plan: "CapacityPlan") -> Frame:
     record = plan.to_dict()
     columns = tuple(Column(label, label, lambda _, text=text: text) for label, text in lines)
     return Frame(columns, (record,), doc=record, title=title,
-                 notes=(f"answer: {plan.reason}",) if plan.reason else (), vertical=True)
+                 notes=(f"answer: {plan.reason}",) if plan.reason else (), vertical=True,
+                 csv_keys=tuple(k for k in record if k != "layers"))
+
+
+def _layer_line(k, page_size: int) -> str:
+    """One layer type's share of a sequence: 'sliding (window 1,024): 65 pages of 16 tokens x 8.000 KiB ...'."""
+    if k.kind == "linear":
+        return f"{k.kind}: a state of {fmt_bytes(k.state_bytes)} per layer; {fmt_bytes(k.bytes_per_sequence)} in all"
+    return (f"{k.kind}: {k.pages_per_sequence:,} pages of {page_size} tokens x {fmt_bytes(k.bytes_per_token)} per "
+            f"token per layer; {fmt_bytes(k.bytes_per_sequence)} in all")
 
 
 def render_capacity(plan: "CapacityPlan", fmt: Format = Format.table) -> str:

@@ -25,9 +25,9 @@ except ImportError:  # pragma: no cover - older typer on real click
 
 from ..errors import RooflabError
 from ..output import Format
-from ..units import DType
+from ..units import DType, WeightFormat
 from ..limits import MAX_BATCH, MAX_GPUS, MAX_PAGE_SIZE, MAX_RAGGED, MAX_SPLITS, MAX_TOKENS
-from ..vocab import CeilingSource
+from ..vocab import CeilingSource, WindowAllocation
 from . import params
 
 EXIT_BAD_INPUT = 2
@@ -148,7 +148,17 @@ SplitsOpt = Annotated[Optional[int], typer.Option("--splits", parser=params.coun
                                                   help="Decode: split-KV count (default: the one rooflab recommends).")]
 CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
-WeightDTypeOpt = Annotated[DType, typer.Option("--weight-dtype", help="Element type of the weights.")]
+WeightDTypeOpt = Annotated[Optional[WeightFormat], typer.Option(
+    "--weight-dtype", help="Format of the linear layers' weights (default: as the checkpoint ships them; embeddings "
+                           "and norms stay in the checkpoint's dtype).")]
+ExpertParallelOpt = Annotated[int, typer.Option("--expert-parallel", "--ep", parser=params.count(1, MAX_GPUS), metavar="N",
+                                                help="GPUs the routed experts are split over (MoE).")]
+DpAttentionOpt = Annotated[bool, typer.Option("--dp-attention/--no-dp-attention",
+                                              help="Data-parallel attention: each GPU holds whole sequences and all "
+                                                   "attention heads (with --tp: that many GPUs).")]
+WindowAllocationOpt = Annotated[WindowAllocation, typer.Option(
+    "--window-allocation", help="hybrid: windowed layers keep only their window's pages (vLLM's hybrid allocator); "
+                                "full: a full-length page table for every layer.")]
 UtilizationOpt = Annotated[float, typer.Option("--gpu-memory-utilization", parser=params.number(0, 1, lo_open=True),
                                                metavar="X", help="Share of device memory rooflab may plan with, in (0, 1].")]
 MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",

@@ -8,9 +8,10 @@ import typer
 
 from ..output import Format
 from ..units import DType
-from ..vocab import CeilingSource, Phase
+from ..vocab import CeilingSource, Phase, WindowAllocation
 from ..limits import MAX_GIB, MAX_LOGIT_STD, MAX_TOKENS
-from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, FormatOpt, GpuOpt, KvDTypeOpt,
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
+               GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
                WeightDTypeOpt, app, decode_lengths, friendly, params)
 
@@ -57,7 +58,7 @@ def capacity(
     context_len: Annotated[int, typer.Option("--context-len", "-L", parser=params.count(1, MAX_TOKENS), metavar="N",
                                              help="Tokens per sequence (prompt plus output): 8192, 32k, 128K.")] = 8192,
     page_size: PageOpt = 16,
-    weight_dtype: WeightDTypeOpt = DType.fp16,
+    weight_dtype: WeightDTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     utilization: UtilizationOpt = 0.9,
     reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", parser=params.number(0, MAX_GIB), metavar="X",
@@ -66,16 +67,20 @@ def capacity(
     tensor_parallel: TensorParallelOpt = 1,
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", parser=params.count(0, MAX_TOKENS), metavar="N",
                                                help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
+    expert_parallel: ExpertParallelOpt = 1,
+    dp_attention: DpAttentionOpt = False,
+    window_allocation: WindowAllocationOpt = WindowAllocation.hybrid,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """How many sequences fit: KV budget, paged against contiguous reservation, longest context."""
+    """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type."""
     from ..capacity import plan_capacity
     from ..load import load_gpu, load_model
     from ..render import render_capacity
     from ..units import GiB
 
     plan = plan_capacity(load_model(model), load_gpu(gpu), context_len, weight_dtype, kv_dtype, utilization,
-                         int(reserve_gib * GiB), page_size, max_model_len, tensor_parallel, shared_prefix)
+                         int(reserve_gib * GiB), page_size, max_model_len, tensor_parallel, shared_prefix,
+                         expert_parallel, dp_attention, window_allocation)
     typer.echo(render_capacity(plan, fmt), nl=False)
 
 

@@ -146,7 +146,7 @@ def plot_capacity(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
     page_size: PageOpt = 16,
-    weight_dtype: WeightDTypeOpt = DType.fp16,
+    weight_dtype: WeightDTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     utilization: UtilizationOpt = 0.9,
     max_model_len: MaxModelLenOpt = None,

@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..roofline import Ceilings, predict, predict_kernel
 from ..vocab import CeilingSource, Pipe
 from ..specs import GpuSpec, ModelSpec
-from ..units import DType
+from ..units import DType, WeightFormat
 
 #: Tokens of the merge point on the roofline chart: two partial states of a 16k-token prefill.
 MERGE_TOKENS = 16384
@@ -276,8 +276,8 @@ class CapacitySweep:
 
     model: str
     gpu: str
-    weight_dtype: DType
-    kv_dtype: DType
+    weight_dtype: str          # the formats the weights are counted in ('bf16', 'bf16, experts mxfp4')
+    kv_dtype: str
     page_size: int
     max_model_len: int
     gpu_memory_utilization: float
@@ -289,7 +289,7 @@ class CapacitySweep:
     tensor_parallel: int = 1
 
 
-def capacity_sweep(model: ModelSpec, gpu: GpuSpec, page_size: int = 16, weight_dtype: DType = DType.fp16,
+def capacity_sweep(model: ModelSpec, gpu: GpuSpec, page_size: int = 16, weight_dtype: DType | WeightFormat | None = None,
                    kv_dtype: Optional[DType] = None, gpu_memory_utilization: float = 0.9,
                    max_model_len: Optional[int] = None, tensor_parallel: int = 1) -> CapacitySweep:
     """plan_capacity at each context length, from 256 tokens to the longest single context that fits."""
@@ -300,7 +300,7 @@ def capacity_sweep(model: ModelSpec, gpu: GpuSpec, page_size: int = 16, weight_d
     plans = [plan_capacity(model, gpu, int(n), weight_dtype, kv_dtype, gpu_memory_utilization,
                            page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
              for n in lens]
-    return CapacitySweep(model.display_name, gpu.display_name, weight_dtype, kv_dtype or weight_dtype,
+    return CapacitySweep(model.display_name, gpu.display_name, first.weight_dtype, first.kv_dtype,
                          int(page_size), first.max_model_len, gpu_memory_utilization,
                          float(first.kv_budget_bytes), lens,
                          np.array([p.max_sequences_paged for p in plans], dtype=np.float64),

@@ -158,12 +158,12 @@ def capacity_chart(sweep: CapacitySweep) -> Figure:
     token_axis(ax, "context length per sequence")
     _log_y(ax, plain_log_formatter())
     ax.set_ylabel("concurrent sequences (count)")
-    kv = f", KV cache {sweep.kv_dtype.value}" if sweep.kv_dtype != sweep.weight_dtype else ""
+    kv = f", KV cache {sweep.kv_dtype}" if sweep.kv_dtype != sweep.weight_dtype else ""
     where, per_gpu = sweep.gpu, ""
     if sweep.tensor_parallel > 1:
         where, per_gpu = f"{sweep.tensor_parallel} x {sweep.gpu}", f" per GPU, weights split {sweep.tensor_parallel} ways"
     title(ax, f"Sequences that fit: {sweep.model} on {where}",
-          f"weights {sweep.weight_dtype.value}{kv}; KV budget {fmt_bytes(sweep.kv_budget_bytes)}{per_gpu}: "
+          f"weights {sweep.weight_dtype}{kv}; KV budget {fmt_bytes(sweep.kv_budget_bytes)}{per_gpu}: "
           f"{sweep.gpu_memory_utilization:.0%} of HBM less the weights")
     ax.legend(loc="upper right", fontsize=9, framealpha=0.92)
     return fig

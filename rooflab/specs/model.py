@@ -200,21 +200,26 @@ class ModelSpec:
         return own or (WeightFormat.of(override) if override is not None else WeightFormat.bf16)
 
     def weight_bytes(self, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
-                     expert_parallel: int = 1) -> int:
+                     expert_parallel: int = 1, replicate_attention: bool = False) -> int:
         """Bytes of every parameter (all experts) per GPU, each component in its format (weight_format).
 
         `dtype` overrides the formats of the quantizable components (and of everything, for a spec that
         names no dtype of its own). Split `tensor_parallel` ways (norms and embeddings counted as split
-        too, a few hundred MB at most), the routed experts also `expert_parallel` ways. Rounded up.
+        too, a few hundred MB at most), the routed experts also `expert_parallel` ways; with
+        `replicate_attention` (data-parallel attention) every GPU holds all attention weights. Rounded up.
         A spec that gives a published count scales the derived components to it.
         """
         counts = self.parameters
-        bits = Fraction(0)
+        sharded = replicated = Fraction(0)
         for component, n in counts.by_component().items():
             share = Fraction(n, expert_parallel) if component == "experts" else Fraction(n)
-            bits += share * Fraction(self.weight_format(component, dtype).bits_per_weight)
-        nbytes = bits * Fraction(self.total_parameters, counts.total) / 8     # exact: no float rounding
-        return math.ceil(nbytes / tensor_parallel)
+            bits = share * Fraction(self.weight_format(component, dtype).bits_per_weight)
+            if replicate_attention and component == "attention":
+                replicated += bits
+            else:
+                sharded += bits
+        scale = Fraction(self.total_parameters, counts.total)      # exact: no float rounding
+        return math.ceil((sharded / tensor_parallel + replicated) * scale / 8)
 
     # --- the KV cache --------------------------------------------------------------------------------------
 
