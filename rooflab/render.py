@@ -65,12 +65,13 @@ def report_frame(r: Report) -> Frame:
     """The report as a Frame: a row per variant (and per kernel launch), the title, the details and facts."""
     records = []
     for row in r.rows:
-        records.append(_record(r, row.label or row.variant, "", row, ridge_text(row.ridge_ratio)))
-        records += [_record(r, row.label or row.variant, k.kernel, k, "") for k in row.kernels]
+        layers = row.num_layers or r.num_layers
+        records.append(_record(r, row.label or row.variant, "", row, ridge_text(row.ridge_ratio), row.layer_type, layers))
+        records += [_record(r, row.label or row.variant, k.kernel, k, "", row.layer_type, layers) for k in row.kernels]
+    hybrid = len({row.layer_type for row in r.rows}) > 1
     roof = (f"ridge point {r.ridge_flop_per_byte:.1f} FLOP/byte = {fmt_rate(r.matmul_flop_per_s, 'FLOP/s')} "
             f"{r.dtype} / {fmt_rate(r.bandwidth_bytes_per_s, 'B/s')}; figures per layer, "
             f"'model t_floor' for all {r.num_layers} layers")
-    layers = r.num_layers
     columns = (
         Column("variant", "variant", lambda x: f"  {x['kernel']}" if x["kernel"] else x["variant"]),
         Column("flops", "FLOPs", lambda x: fmt_flops(x["flops"]) + ("" if x["pipe"] == "tensor" else " (vec)")),
@@ -81,24 +82,28 @@ def report_frame(r: Report) -> Frame:
         Column("t_memory_s", "t_memory", lambda x: fmt_seconds(x["t_memory_s"])),
         Column("t_floor_s", "t_floor", lambda x: fmt_seconds(x["t_floor_s"])),
         Column("bound", "bound"),
-        Column("model_t_floor_s", "model t_floor", lambda x: fmt_seconds(x["t_floor_s"] * layers)),
+        Column("model_t_floor_s", "model t_floor", lambda x: fmt_seconds(x["model_t_floor_s"])),
     )
+    totals = [f"whole model, {t.variant} for the softmax layers: {fmt_flops(t.flops)}, {fmt_bytes(t.hbm_bytes)}, "
+              f"t_floor {fmt_seconds(t.t_floor_s)} over {t.num_layers} layers" for t in r.totals] if hybrid else []
     return Frame(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
-                 notes=tuple(_details(r) + _facts(r) + list(r.notes)), csv_keys=_CSV_KEYS)
+                 notes=tuple(totals + _details(r) + _facts(r) + list(r.notes)), csv_keys=_CSV_KEYS)
 
 
 _CSV_KEYS = ("model", "gpu", "phase", "seq_len", "batch", "dtype", "causal", "variant", "kernel", "flops",
-             "hbm_bytes", "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound")
+             "hbm_bytes", "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound", "layer_type",
+             "num_layers")
 
 
-def _record(r: Report, variant: str, kernel: str, figures, ridge: str) -> dict:
+def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_type: str | None, layers: int) -> dict:
     """One line of the report: the workload, the variant (and kernel), its figures; `ridge` as shown."""
     return {"model": r.model, "gpu": r.gpu, "phase": r.phase.value, "seq_len": r.seq_len, "batch": r.batch,
             "dtype": r.dtype, "causal": r.causal, "variant": variant, "kernel": kernel,
             "pipe": getattr(figures, "pipe", "tensor"), "flops": figures.flops, "hbm_bytes": figures.hbm_bytes,
             "intensity_flop_per_byte": figures.intensity_flop_per_byte, "t_compute_s": figures.t_compute_s,
             "t_memory_s": figures.t_memory_s, "t_floor_s": figures.t_floor_s, "bound": figures.bound,
-            "ridge": ridge}
+            "ridge": ridge, "model_t_floor_s": figures.t_floor_s * layers,
+            "layer_type": layer_type, "num_layers": layers}
 
 
 def render_report(r: Report, fmt: Format = Format.table) -> str:

@@ -15,13 +15,15 @@ from typing import Optional, Sequence, Union
 from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
-from .cost.paged import DecodeBatch, check_splits, decode_batch, default_splits, paged_decode, recommend_splits
+from .cost.batch import DecodeBatch, decode_batch
+from .cost.layers import layer_decode, layer_prefill, layer_splits
+from .cost.paged import check_splits
 from .limits import MAX_RAGGED
 from .roofline import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, ModelSpec
 from .units import DType
-from .vocab import CeilingSource, Phase
+from .vocab import CeilingSource, LayerKind, Phase, Variant
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,17 @@ Facts = Union[PrefillFacts, DecodeFacts]
 
 
 @dataclass(frozen=True)
+class ModelTotal:
+    """One attention variant over the whole model: every layer, each priced by its own layer type's row."""
+
+    variant: str
+    num_layers: int
+    flops: float
+    hbm_bytes: float
+    t_floor_s: float
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything `rooflab report` prints: the workload, the ceilings, one row per variant and the facts."""
 
@@ -98,10 +111,13 @@ class Report:
     kv_dtype: Optional[str] = None
     page_size: Optional[int] = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    totals: tuple[ModelTotal, ...] = ()
+    q_len: int = 1
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name not in ("rows", "notes", "facts") and getattr(self, f.name) is not None}
+               if f.name not in ("rows", "notes", "facts", "totals") and getattr(self, f.name) is not None}
+        out["totals"] = [dataclasses.asdict(t) for t in self.totals]
         out["phase"] = self.phase.value
         if self.context_lens is not None:
             out["context_lens"] = list(self.context_lens)
@@ -150,38 +166,77 @@ def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: in
 def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
                    dtype: DType = DType.fp16, causal: bool = False,
                    ceilings: CeilingSource = CeilingSource.datasheet) -> Report:
-    """Naive and flash attention side by side for one layer of `model` prefilling `seq_len` tokens."""
+    """Naive and flash attention side by side for one layer of each of `model`'s layer types prefilling
+    `seq_len` tokens (a linear layer type gets its recurrent row), with the whole-model totals."""
     roofs = Ceilings.of(gpu, dtype, ceilings)
-    naive = naive_prefill(model, seq_len, batch, dtype, causal)
-    flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
-    rows = (
-        make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
-                 peak_extra_bytes=naive.peak_extra_bytes,
-                 intensity_compulsory_flop_per_byte=naive.intensity_compulsory),
-        make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
-                 intensity_tiled_flop_per_byte=flash.intensity_tiled,
-                 tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead),
-    )
+    rows = []
+    for name, count in model.layer_counts.items():
+        layer = model.layer_types[name]
+        tag = _tag(model, name)
+        where = dict(layer_type=name, num_layers=count)
+        if layer.kind is LayerKind.linear:
+            cost = layer_prefill(model, name, seq_len, batch, dtype, causal)
+            rows.append(make_row(cost, roofs, label=f"recurrent{tag}", **where))
+            continue
+        naive = layer_prefill(model, name, seq_len, batch, dtype, causal, naive=True)
+        flash = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu)
+        rows += [
+            make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
+                     peak_extra_bytes=naive.peak_extra_bytes, label=f"naive{tag}" if tag else None,
+                     intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where),
+            make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
+                     intensity_tiled_flop_per_byte=flash.intensity_tiled, label=f"flash{tag}" if tag else None,
+                     tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead, **where),
+        ]
     return Report(
         model=model.name, gpu=gpu.name, phase=Phase.prefill, seq_len=int(seq_len), batch=int(batch),
         dtype=dtype.value, causal=causal, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte,
         bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s, matmul_flop_per_s=roofs.matmul_flop_per_s,
-        rows=rows, facts=prefill_facts(model, gpu, seq_len, batch, dtype, causal),
+        rows=tuple(rows), facts=prefill_facts(model, gpu, seq_len, batch, dtype, causal),
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
+        totals=model_totals(rows, (Variant.naive, Variant.flash)),
     )
 
 
+def _tag(model: ModelSpec, name: str) -> str:
+    """' [local]': the layer type a row prices, in hybrid models only (a uniform model's rows read as before)."""
+    return f" [{name}]" if model.is_hybrid else ""
+
+
+def model_totals(rows: Sequence[Row], variants: Sequence[Variant]) -> tuple[ModelTotal, ...]:
+    """For each attention variant, the whole model: its rows (one per layer type) and the recurrent rows,
+    each times its layer count. A variant's row stands for every softmax layer of its type."""
+    out = []
+    for variant in variants:
+        chosen = [r for r in rows if r.variant in (variant.value, Variant.recurrent.value)]
+        if not any(r.variant == variant.value for r in chosen):
+            continue
+        out.append(ModelTotal(variant.value, sum(r.num_layers for r in chosen),
+                              sum(r.flops * r.num_layers for r in chosen),
+                              sum(r.hbm_bytes * r.num_layers for r in chosen),
+                              sum(r.model_t_floor_s for r in chosen)))
+    return tuple(out)
+
+
+def _main_attention(model: ModelSpec) -> str:
+    """The softmax layer type most of the model's layers have: the one decode facts describe."""
+    softmax = {n: c for n, c in model.layer_counts.items() if model.layer_types[n].kind is not LayerKind.linear}
+    return max(softmax, key=softmax.get)
+
+
 def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
-                 dtype: DType = DType.fp16, kv_dtype: DType | None = None) -> DecodeFacts:
-    """The split recommendation, decode intensity and whole-step figures for one decode step."""
+                 dtype: DType = DType.fp16, kv_dtype: DType | None = None, q_len: int = 1) -> DecodeFacts:
+    """The split recommendation, decode intensity and whole-step figures for one decode step (the split and
+    intensity of the model's main attention layer type)."""
     kv_dtype = kv_dtype or dtype
     lens = decode_batch(context_lens)
     k = gpu.units_per_sm
-    unsplit = paged_decode(model, lens, page_size, dtype, kv_dtype, 1, gpu.num_sms, k)
-    step = decode_step(model, int(round(lens.mean_len)), lens.size, dtype, kv_dtype)
+    main = _main_attention(model)
+    unsplit = layer_decode(model, main, lens, page_size, dtype, kv_dtype, 1, q_len, gpu.num_sms, k)
+    step = decode_step(model, int(round(lens.mean_len)), lens.size, None, kv_dtype)
     return DecodeFacts(
-        recommended_splits=recommend_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, k),
+        recommended_splits=layer_splits(model, main, lens, gpu.num_sms, page_size, dtype, kv_dtype, k, q_len=q_len),
         decode_intensity_flop_per_byte=float(unsplit.intensity_kv),
         work_units_unsplit=int(unsplit.work_units), num_sms=gpu.num_sms, units_per_sm=k,
         attention_flop_share=step.attention_flop_share, flops_per_token=step.flops_per_token,
@@ -191,13 +246,14 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | D
 
 def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
                   dtype: DType = DType.fp16, kv_dtype: DType | None = None, splits: int | None = None,
-                  ceilings: CeilingSource = CeilingSource.datasheet) -> Report:
-    """One decode step per layer: paged decode in one launch, and split-KV with the S-way merge.
+                  ceilings: CeilingSource = CeilingSource.datasheet, q_len: int = 1) -> Report:
+    """One decode step per layer of each layer type: paged decode in one launch, and split-KV with the S-way merge
+    (a linear layer type: its state update), with the whole-model totals.
 
     `context_lens` is one length per sequence (a ragged batch, kept in the given order in the report),
     or a DecodeBatch (DecodeBatch.uniform(8192, 64) for 64 sequences of 8192 tokens, priced in closed
-    form whatever the batch). `splits` defaults to default_splits (the recommended count, at least 2,
-    so the row shows split-KV).
+    form whatever the batch). `q_len` new tokens per sequence (speculative verification). `splits`
+    defaults, per layer type, to the fastest count, at least 2 so the row shows split-KV.
     """
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype, ceilings)
@@ -205,15 +261,21 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
     listed = tuple(int(x) for x in context_lens) if not isinstance(context_lens, DecodeBatch) else \
         (lens.expanded() if lens.size <= MAX_RAGGED else None)
     k = gpu.units_per_sm
-    facts = decode_facts(model, gpu, lens, page_size, dtype, kv_dtype)
-    chosen = check_splits(splits) if splits is not None else \
-        default_splits(model, lens, gpu.num_sms, page_size, dtype, kv_dtype, k)
+    facts = decode_facts(model, gpu, lens, page_size, dtype, kv_dtype, q_len)
     rows = []
-    for s in (1, chosen):
-        cost = paged_decode(model, lens, page_size, dtype, kv_dtype, s, gpu.num_sms, k)
-        label = "paged" if s == 1 else f"split_kv ({s} splits)"
-        rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
-                             parallel_fraction=cost.parallel_fraction))
+    for name, count in model.layer_counts.items():
+        tag, where = _tag(model, name), dict(layer_type=name, num_layers=count)
+        if model.layer_types[name].kind is LayerKind.linear:
+            cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, q_len=q_len)
+            rows.append(make_row(cost, roofs, label=f"recurrent{tag}", **where))
+            continue
+        chosen = check_splits(splits) if splits is not None else \
+            layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, k, recommended=False, q_len=q_len)
+        for s in (1, chosen):
+            cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len, gpu.num_sms, k)
+            label = ("paged" if s == 1 else f"split_kv ({s} splits)") + tag
+            rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
+                                 parallel_fraction=cost.parallel_fraction, **where))
     notes = []
     if facts.recommended_splits == 1 and splits is None:
         notes.append("split-KV does not pay here: the unsplit launch already fills the GPU; "
@@ -225,7 +287,8 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
         matmul_flop_per_s=roofs.matmul_flop_per_s, rows=tuple(rows), facts=facts,
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
         context_lens=listed, context_len_counts=tuple((int(n), int(c)) for n, c in zip(lens.lengths, lens.counts)),
-        kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes),
+        kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes), q_len=q_len,
+        totals=model_totals(rows, (Variant.paged, Variant.split_kv)),
     )
 
 

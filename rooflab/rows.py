@@ -57,6 +57,8 @@ class Row:
     bound: str
     ridge_ratio: float
     label: Optional[str] = None
+    layer_type: Optional[str] = None          # the model's layer type this row prices (one layer of it)
+    num_layers: Optional[int] = None          # layers of that type: the model's total multiplies by it
     intensity_compulsory_flop_per_byte: Optional[float] = None
     s_bytes: Optional[float] = None
     p_bytes: Optional[float] = None
@@ -69,6 +71,11 @@ class Row:
     splits: Optional[int] = None
     parallel_fraction: Optional[float] = None
     kernels: tuple[KernelRow, ...] = ()
+
+    @property
+    def model_t_floor_s(self) -> float:
+        """This row's floor for all its layers (t_floor_s x num_layers)."""
+        return self.t_floor_s * (self.num_layers or 1)
 
     def to_dict(self) -> dict:
         out = {}

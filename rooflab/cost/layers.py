@@ -15,17 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import InputError
 from ..specs import LayerType, ModelSpec
 from ..units import DType
 from ..vocab import LayerKind
-from .batch import DecodeBatch
+from .batch import DecodeBatch, decode_batch
 from .common import ArrayLike, Cost, Visibility
 from .flash import flash_prefill
 from .linear import linear_decode, linear_prefill
 from .mla import mla_decode
 from .naive import naive_prefill
-from .paged import default_splits, paged_decode, recommend_splits
+from .paged import MAX_SPLITS, best_splits, paged_decode
 
 
 @dataclass(frozen=True)
@@ -78,19 +80,22 @@ def layer_decode(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBa
                         Visibility.of(layer), layer.sinks)
 
 
-def layer_splits(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBatch, num_sms: int,
+def layer_splits(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBatch, num_sms: int | None,
                  page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
-                 units_per_sm: float = 1.0, recommended: bool = True, tensor_parallel: int = 1) -> int:
-    """The split count for a softmax layer type's decode: recommend_splits over the keys it reads, or
-    default_splits (at least 2) when `recommended` is False. Linear and MLA layers: 1 (MLA's split choice is
-    its kernel's; rooflab prices the count it is given)."""
+                 units_per_sm: float = 1.0, recommended: bool = True, tensor_parallel: int = 1,
+                 q_len: int = 1) -> int:
+    """The split count for a layer type's decode: the one with the fastest step (best_splits over the keys the
+    type reads), or that count but at least 2 when `recommended` is False (a report's split-KV row).
+    Linear layers: 1 (no KV to split); no SM count: 1 (splitting only pays against idle SMs)."""
     layer = _layer(model, name)
-    if layer.kind in (LayerKind.linear, LayerKind.mla):
-        return 1
-    heads = layer_heads(model, layer, tensor_parallel)
-    lens = _read_batch(context_lens, Visibility.of(layer))
-    choose = recommend_splits if recommended else default_splits
-    return choose(heads, lens, num_sms, page_size, dtype, kv_dtype, units_per_sm)
+    if layer.kind is LayerKind.linear or num_sms is None:
+        return 1 if recommended or layer.kind is LayerKind.linear else 2
+    batch = decode_batch(context_lens)
+    read = float(Visibility.of(layer).read_tokens(batch.max_len, q_len))
+    limit = int(min(MAX_SPLITS, np.ceil(read / page_size)))
+    best = best_splits(lambda s: layer_decode(model, name, batch, page_size, dtype, kv_dtype, s, q_len, num_sms,
+                                              units_per_sm, tensor_parallel), limit)
+    return best if recommended else max(2, best)
 
 
 def model_prefill(model: ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1, dtype: DType = DType.fp16,
@@ -116,16 +121,6 @@ def _layer(model: ModelSpec, name: str) -> LayerType:
         return model.layer_types[name]
     except KeyError:
         raise InputError(f"{model.name} has no layer type '{name}'; it has {', '.join(model.layer_types)}") from None
-
-
-def _read_batch(context_lens: ArrayLike | DecodeBatch, visibility: Visibility) -> DecodeBatch:
-    """The batch as the keys a window or chunk layer reads: each length capped by what its query sees."""
-    from .batch import decode_batch
-
-    batch = decode_batch(context_lens)
-    if visibility.is_full:
-        return batch
-    return decode_batch(DecodeBatch(visibility.read_tokens(batch.lengths), batch.counts))
 
 
 __all__ = ["LayerCost", "layer_decode", "layer_heads", "layer_prefill", "layer_splits", "model_decode",

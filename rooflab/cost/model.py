@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import ModelSpec
-from ..units import DType
-from .paged import paged_decode_uniform
+from ..units import DType, WeightFormat
+from .batch import DecodeBatch
+from .common import whole_number
+from .layers import layer_decode
 
 
 @dataclass(frozen=True)
@@ -57,24 +59,42 @@ def experts_touched(model: ModelSpec, batch: int) -> float:
     return e * (1 - (1 - k / e) ** batch)
 
 
-def decode_step(model: ModelSpec, context_len: int, batch: int = 1, weight_dtype: DType = DType.fp16,
-                kv_dtype: DType | None = None) -> DecodeStep:
-    """FLOPs per token and bytes per step of a whole-model decode step."""
-    if context_len < 1 or batch < 1:
-        raise InputError(f"context length and batch must be >= 1, got {context_len} and {batch}")
-    kv_dtype = kv_dtype or weight_dtype
-    mlp = model.expert_parameters
-    dense = model.total_parameters - model.num_layers * model.num_experts * mlp * (model.num_experts > 1)
-    if model.num_experts > 1:
-        weights_read = dense + model.num_layers * experts_touched(model, batch) * mlp
-    else:
-        weights_read = model.total_parameters
-    attention = model.num_layers * paged_decode_uniform(model, context_len, 1, dtype=weight_dtype).flops
+def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
+                weight_dtype: DType | WeightFormat | None = None, kv_dtype: DType | None = None) -> DecodeStep:
+    """FLOPs per token and bytes per step of a whole-model decode step, every layer type priced as itself.
+
+    `weight_dtype` None: the weights as the checkpoint ships them (ModelSpec.weight_format), bf16 for a spec
+    that names no format. Attention FLOPs and KV bytes sum each layer type's decode cost (a window reads its
+    window, MLA its latent, a linear layer its state) times its layer count.
+    """
+    context_len = whole_number(context_len, "context length", maximum=MAX_TOKENS)
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
+    kv_dtype = kv_dtype or (weight_dtype if isinstance(weight_dtype, DType) else (model.weight_dtype or DType.fp16))
+    attn_dtype = kv_dtype if kv_dtype.bytes >= 2 else DType.bf16
+    one = DecodeBatch.uniform(context_len, 1)
+    attention = kv = 0.0
+    for name, count in model.layer_counts.items():
+        cost = layer_decode(model, name, one, dtype=attn_dtype, kv_dtype=kv_dtype)
+        attention += count * float(cost.flops)
+        kv += count * float(cost.kv_bytes if hasattr(cost, "kv_bytes") else cost.state_bytes)
     return DecodeStep(
         batch=batch,
         context_len=context_len,
         linear_flops_per_token=2.0 * model.active_parameters,
-        attention_flops_per_token=float(attention),
-        weight_bytes_per_step=float(weights_read * weight_dtype.bytes),
-        kv_bytes_per_step=float(batch * context_len * model.kv_bytes_per_token(kv_dtype)),
+        attention_flops_per_token=attention,
+        weight_bytes_per_step=float(weights_read(model, batch, weight_dtype)),
+        kv_bytes_per_step=batch * kv,
     )
+
+
+def weights_read(model: ModelSpec, batch: int, weight_dtype: DType | WeightFormat | None = None) -> float:
+    """Bytes of weights one decode step of `batch` tokens reads: everything but the routed experts, and the
+    experts the batch routes to (experts_touched), each component in its format."""
+    counts = model.parameters.by_component()
+    scale = model.total_parameters / model.parameters.total
+    touched = experts_touched(model, batch) / model.num_experts if model.is_moe else 1.0
+    bits = 0.0
+    for component, n in counts.items():
+        share = n * touched if component == "experts" else n
+        bits += share * model.weight_format(component, weight_dtype).bits_per_weight
+    return bits * scale / 8

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
-from ..units import DType
+from ..units import DType, WeightFormat
 from ..vocab import Pipe, Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
 from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array
@@ -136,14 +136,14 @@ class NaiveCeiling:
 
 
 def naive_ceiling(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
-                  weight_dtype: DType | None = None, tensor_parallel: int = 1) -> NaiveCeiling:
-    """The longest T whose naive prefill fits in device memory next to the model's weights.
+                  weight_dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1) -> NaiveCeiling:
+    """The longest T whose naive prefill fits in device memory next to the model's weights (as the checkpoint
+    ships them, unless `weight_dtype` overrides: ModelSpec.weight_bytes).
 
     Solves B (2 h T^2 b + (2h + 2h_kv) T d b) <= capacity - weights for T: the working set of one
     layer (S and P alive together, with Q, K, V, O). With tensor parallelism each GPU holds
     weights / tp and the heads of AttentionHeads.shard(tp).
     """
-    weight_dtype = weight_dtype or dtype
     if isinstance(batch, bool) or batch < 1:
         raise InputError(f"batch must be >= 1, got {batch}")
     heads = model.heads.shard(tensor_parallel)
@@ -161,6 +161,6 @@ def naive_ceiling(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType =
 
 
 def naive_max_seq_len(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16,
-                      weight_dtype: DType | None = None, tensor_parallel: int = 1) -> int:
+                      weight_dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1) -> int:
     """naive_ceiling(...).max_seq_len: the longest naive prefill that fits; 0 when the weights alone do not."""
     return naive_ceiling(model, gpu, batch, dtype, weight_dtype, tensor_parallel).max_seq_len

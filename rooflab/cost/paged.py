@@ -19,6 +19,7 @@ rather than loading it); appending the new token's K/V to the cache is a separat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -181,9 +182,23 @@ def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLi
                    longest, num_sms, units_per_sm, dtype, kv_dtype or dtype, sinks)
 
 
+def best_splits(make_cost: Callable[[int], DecodeCost], limit: int) -> int:
+    """The split count in 1..limit whose step is fastest in units of 1 / beta: attention bytes / fraction(S) +
+    merge bytes (the smallest S on ties). `make_cost(S)` prices the step with S splits."""
+    best, best_time = 1, np.inf
+    for s in range(1, max(1, limit) + 1):
+        cost = make_cost(s)
+        t = float(cost.attention.hbm_bytes / cost.attention.parallel_fraction)
+        if cost.merge is not None:
+            t += float(cost.merge.hbm_bytes)
+        if t < best_time * (1 - 1e-9):
+            best, best_time = s, t
+    return best
+
+
 def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int,
                      page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
-                     units_per_sm: float = 1.0) -> int:
+                     units_per_sm: float = 1.0, q_len: int = 1, visibility: Visibility = FULL_VISIBILITY) -> int:
     """The split count with the smallest predicted memory time, between 1 and MAX_SPLITS.
 
     Time of a step with S splits, in units of 1 / beta: attention bytes / fraction(S) + merge bytes. Past
@@ -191,16 +206,10 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike 
     S that fills it wins; with a full GPU already (a large batch), S = 1.
     """
     batch = decode_batch(context_lens)
-    best, best_time = 1, np.inf
-    limit = int(min(MAX_SPLITS, np.ceil(batch.max_len / check_page_size(page_size))))
-    for s in range(1, limit + 1):
-        cost = paged_decode(heads, batch, page_size, dtype, kv_dtype, s, num_sms, units_per_sm)
-        t = float(cost.attention.hbm_bytes / cost.attention.parallel_fraction)
-        if cost.merge is not None:
-            t += float(cost.merge.hbm_bytes)
-        if t < best_time * (1 - 1e-9):
-            best, best_time = s, t
-    return best
+    read = float(visibility.read_tokens(batch.max_len, q_len))
+    limit = int(min(MAX_SPLITS, np.ceil(read / check_page_size(page_size))))
+    return best_splits(lambda s: paged_decode(heads, batch, page_size, dtype, kv_dtype, s, num_sms, units_per_sm,
+                                              q_len, visibility), limit)
 
 
 def default_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int, page_size: int = 16,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cost.flash import KV_STAGES, flash_prefill
+from ..capacity import describe_weights
 from ..cost.naive import NaiveCeiling, naive_ceiling, naive_prefill
 from ..render import ridge_text
 from ..roofline import Ceilings, predict, predict_kernel
@@ -82,8 +83,15 @@ def _fits(d: _Derivation, model: ModelSpec, gpu: GpuSpec, cost, seq_len: int, ba
     ceiling = naive_ceiling(model, gpu, batch, dtype)
     d.section("Does it fit?")
     d.given("C", gpu.hbm_capacity_bytes, f"bytes of HBM ({fmt_bytes(gpu.hbm_capacity_bytes)})")
-    d.given("N", model.total_parameters, "parameters")
-    d.step("W", "N * b", ceiling.weights_bytes, Unit.bytes, "the weights, in the same dtype")
+    formats = {model.weight_format(c) for c in model.parameters.by_component()}
+    if len(formats) == 1:
+        fmt = formats.pop()
+        d.given("N", model.total_parameters, "parameters")
+        d.given("b_w", fmt.bits_per_weight / 8, f"bytes per weight ({fmt.value}, as the checkpoint ships them)")
+        d.step("W", "ceil(N * b_w)", ceiling.weights_bytes, Unit.bytes, "the weights")
+    else:
+        d.given("W", ceiling.weights_bytes, f"bytes of weights, each component in its format "
+                                            f"({describe_weights(model, None)})", fmt_bytes(ceiling.weights_bytes))
     d.step("working_set", "S + P + Q_qkvo", cost.working_set_bytes, Unit.bytes,
            "one layer at its peak: S and P together, with Q, K, V, O")
     free = d.step("free", "C - W", ceiling.free_bytes, Unit.bytes)
