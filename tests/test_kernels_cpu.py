@@ -14,7 +14,7 @@ import rooflab.kernels as kernels
 from rooflab.errors import MissingGpuError
 from rooflab.kernels import _runtime, testing
 
-KERNEL_FILES = ["softmax_rows.cu", "flash_fwd.cu", "paged_decode.cu", "merge_partials.cu", "merge_states.cu"]
+KERNEL_FILES = sorted(p.name for p in resources.files("rooflab.kernels").iterdir() if p.name.endswith(".cu"))
 
 
 def test_import_without_cupy_in_a_fresh_interpreter():
@@ -58,8 +58,16 @@ def test_each_source_holds_one_kernel_and_inlines_the_common_header(filename):
     text = resources.files("rooflab.kernels").joinpath(filename).read_text(encoding="utf-8")
     assert len(re.findall(r"__global__", text)) == 1, "one kernel a file"
     source = _runtime.kernel_source(filename)
-    assert '#include "common.cuh"' not in source
+    assert "#include \"" not in source, "every local header is inlined"
+    assert source.count("struct OnlineState {") == 1, "common.cuh inlined exactly once"
     assert "mma16816" in source and "namespace rl" in source
+
+
+def test_the_kernel_files_are_the_ones_the_package_lists():
+    assert {"flash_fwd.cu", "flash_fwd_hopper.cu", "flash_fwd_hopper_ws.cu", "wgmma_probe.cu", "paged_decode.cu",
+            "merge_partials.cu", "merge_states.cu", "softmax_rows.cu"} <= set(KERNEL_FILES)
+    for filename in KERNEL_FILES:
+        assert filename in kernels.__doc__, f"{filename} is missing from rooflab.kernels' docstring"
 
 
 @pytest.mark.parametrize("n, itemsize, expected", [

@@ -6,8 +6,11 @@ it. Kernel sources are the .cu files beside this module, one kernel a file:
 
 - softmax_rows.cu     row softmax, reads S once and writes P once (naive attention's middle kernel)
 - flash_fwd.cu        flash attention forward, mma.sync tensor cores, online softmax, LSE out
-- flash_fwd_hopper.cu flash attention forward for sm_90 (d 128): wgmma, warp-specialized; the
+- flash_fwd_hopper_ws.cu  flash attention forward for sm_90 (d 128): wgmma, warp-specialized; the
                       default there (flash_hopper.py launches it)
+- flash_fwd_hopper.cu the plain wgmma form (tuning variants); wgmma_probe.cu a layout test aid;
+                      hopper.cuh their shared helpers (common.cuh: every kernel's, the online-softmax
+                      state and merge among them)
 - paged_decode.cu     decode through a block table, GQA group per CTA, optional split-KV partials;
                       fp16 / bf16 or fp8 e4m3 (uint8, per-tensor scales) KV caches
 - merge_partials.cu   S-way merge of split-KV partials

@@ -1,8 +1,9 @@
 """CuPy, imported only when a kernel is called; each kernel instantiation compiled once and cached.
 
 The .cu sources live beside this file (one kernel a file) and are shipped in the wheel.
-common.cuh is inlined into each source at load time, so NVRTC needs no include path and
-CuPy's on-disk kernel cache (keyed by source text) sees every change to it. NVRTC compiles
+The headers they include (common.cuh, hopper.cuh) are inlined into each source at load time, so
+NVRTC needs no include path and CuPy's on-disk kernel cache (keyed by source text) sees every
+change to them. NVRTC compiles
 for the current device's own architecture (sm_80, sm_86, sm_89, sm_90, ...), which CuPy picks
 from its compute capability; the kernels need mma.sync, ldmatrix and cp.async: sm_80 or newer.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import math
+import re
 from importlib import resources
 from typing import Any, Iterable
 
@@ -24,7 +26,8 @@ MIN_COMPUTE_CAPABILITY = 80
 COMPILE_OPTIONS: tuple[str, ...] = ()  # NVRTC 12+ defaults to C++17; CuPy adds its own -arch and -ftz
 #: Extra NVRTC options by source file. wgmma needs the arch-specific sm_90a target; CuPy then adds
 #: its own -arch=sm_90 after it, and NVRTC 13 keeps sm_90a (checked: the cubin says sm_90a).
-FILE_OPTIONS: dict[str, tuple[str, ...]] = {"flash_fwd_hopper.cu": ("-arch=sm_90a",)}
+FILE_OPTIONS: dict[str, tuple[str, ...]] = {name: ("-arch=sm_90a",) for name in
+                                             ("flash_fwd_hopper.cu", "flash_fwd_hopper_ws.cu", "wgmma_probe.cu")}
 LOG2E = 1.4426950408889634
 #: A null pointer for an optional kernel argument (8 zero bytes, the size of a device pointer).
 NULL = np.uint64(0)
@@ -88,13 +91,25 @@ def multiprocessor_count(device_id: int) -> int:
     return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
 
 
+_INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.cuh)"$', re.MULTILINE)
+
+
 @functools.lru_cache(maxsize=None)
 def kernel_source(filename: str) -> str:
-    """The text of one .cu file with common.cuh inlined."""
+    """The text of one .cu file with the headers it includes (common.cuh, hopper.cuh) inlined, each once."""
     here = resources.files(__package__)
-    common = here.joinpath("common.cuh").read_text(encoding="utf-8")
-    text = here.joinpath(filename).read_text(encoding="utf-8")
-    return text.replace('#include "common.cuh"', common)
+    seen: set[str] = set()
+
+    def inline(text: str) -> str:
+        def one(match: re.Match) -> str:
+            header = match.group(1)
+            if header in seen:
+                return ""
+            seen.add(header)
+            return inline(here.joinpath(header).read_text(encoding="utf-8"))
+        return _INCLUDE.sub(one, text)
+
+    return inline(here.joinpath(filename).read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -84,18 +84,80 @@ RL_DEV float lg2(float x) {  // log2(x), x > 0
 #define RL_LN2 0.6931471805599453f
 #define RL_INF __int_as_float(0x7f800000)
 
-// The online-softmax state of MT row tiles on mma.sync accumulators, before the first key:
-// O = 0, running max -inf, running sum 0 (two rows per thread per tile).
+// ---------------------------------------------------------------- the online-softmax state
+// One query row's softmax over the keys seen so far (FlashAttention-2's running max and sum; the
+// recurrence of the source chapter "naive attention and online softmax", the merge of its section on
+// the log-sum-exp state): m, the largest score seen, and l, the sum of e^(x - m) over those keys
+// (a lane's share of its row where a row is spread over a quad). The output accumulator O stays in
+// each kernel's own fragment layout; every update returns the factor that rescales it. Kernels keep
+// scores in the log2 domain (pre-multiplied by scale * log2(e)), so E is ex2 there; the merge
+// kernels work on natural-log LSEs (E = expf). A log-sum-exp L is the state (L, 1); the empty
+// state is (-inf, 0), the identity of merge.
+// E: the exponential of a state's domain, and the natural-log LSE of a state (m, l) in it.
+struct Exp2 {
+    static RL_DEV float exp(float x) { return ex2(x); }
+    static RL_DEV float lse(float m, float l) { return (m + lg2(l)) * RL_LN2; }
+};
+struct ExpE {
+    static RL_DEV float exp(float x) { return expf(x); }
+    static RL_DEV float lse(float m, float l) { return m + logf(l); }
+};
+
+struct OnlineState {
+    float m, l;
+
+    static RL_DEV OnlineState empty() { return {-RL_INF, 0.f}; }
+    static RL_DEV OnlineState of_lse(float lse) { return {lse, 1.f}; }
+    RL_DEV void init() { m = -RL_INF; l = 0.f; }
+    // What the scores of the current tile are shifted by: m, or 0 while the row has seen nothing
+    // (so that -inf - -inf never appears).
+    RL_DEV float shift() const { return m == -RL_INF ? 0.f : m; }
+    // Take in a tile whose largest score is tile_max (log2 domain): m = max(m, tile_max); returns
+    // alpha = 2^(m_old - m_new), the factor for l (applied in add) and for O (by the caller).
+    RL_DEV float raise(float tile_max) {
+        const float m_new = fmaxf(m, tile_max);
+        const float alpha = ex2(m - (m_new == -RL_INF ? 0.f : m_new));
+        m = m_new;
+        return alpha;
+    }
+    // l = l alpha + the tile's sum of 2^(x - shift()).
+    RL_DEV void add(float alpha, float tile_sum) { l = l * alpha + tile_sum; }
+    // The finished row (l already summed over the lanes sharing it): inv = num / l, the factor that
+    // normalises O (0 for a row that saw no key), and the natural-log LSE (-inf for none).
+    template <class E = Exp2>
+    RL_DEV void finish(float num, float& inv, float& lse) const {
+        inv = l > 0.f ? num / l : 0.f;
+        lse = l > 0.f ? E::lse(m, l) : -RL_INF;
+    }
+};
+
+// 2^(x scale_log2 - shift): a score's probability weight within its tile (one FFMA and one EX2).
+RL_DEV float online_weight(float x, float scale_log2, float shift) { return ex2(fmaf(x, scale_log2, -shift)); }
+
+// Merge two states over disjoint keys: m = max(a.m, b.m), l = a.l s_a + b.l s_b with s_x = E(x.m - m),
+// the factors that rescale the two outputs (O = s_a O_a + s_b O_b, before normalising). An empty side
+// gets the factor 0, so its O is never weighted in; both empty give the empty state and factors 0.
+template <class E = Exp2>
+RL_DEV OnlineState merge(OnlineState a, OnlineState b, float& s_a, float& s_b) {
+    const float m = fmaxf(a.m, b.m);
+    const float shift = m == -RL_INF ? 0.f : m;
+    s_a = E::exp(a.m - shift);
+    s_b = E::exp(b.m - shift);
+    return {m, a.l * s_a + b.l * s_b};
+}
+
+// The state of MT row tiles on mma.sync accumulators, before the first key: O = 0 and every row
+// empty (two rows per thread per tile).
 template <int MT, int DTILE>
-RL_DEV void init_softmax_state(float (&o_acc)[MT][DTILE][4], float (&m_run)[MT][2], float (&l_run)[MT][2]) {
+RL_DEV void init_softmax_state(float (&o_acc)[MT][DTILE][4], OnlineState (&st)[MT][2]) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
         for (int dt = 0; dt < DTILE; ++dt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) o_acc[mt][dt][e] = 0.f;
-        m_run[mt][0] = m_run[mt][1] = -RL_INF;
-        l_run[mt][0] = l_run[mt][1] = 0.f;
+        st[mt][0].init();
+        st[mt][1].init();
     }
 }
 

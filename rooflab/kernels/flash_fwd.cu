@@ -93,8 +93,8 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
     cp_async_commit();
 
     float o_acc[MT][DTILE][4];
-    float m_run[MT][2], l_run[MT][2];
-    init_softmax_state(o_acc, m_run, l_run);
+    OnlineState st[MT][2];
+    init_softmax_state(o_acc, st);
 
     // Per-lane ldmatrix offsets for k-step / d-pair 0.  Because chunk 2*kk + c equals
     // (2*kk) ^ c and the swizzle is an XOR, step kk's offset is lane_off ^ (kk << 5): one
@@ -185,20 +185,18 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
                     for (int nt = 0; nt < NTILE; ++nt)
                         mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hh], s[mt][nt][2 * hh + 1]));
                     mx = quad_max(mx);
-                    const float m_new = fmaxf(m_run[mt][hh], mx * scale_log2);
-                    const float m_use = (m_new == -RL_INF) ? 0.f : m_new;   // empty so far: no NaN
-                    const float alpha = ex2(m_run[mt][hh] - m_use);
-                    m_run[mt][hh] = m_new;
+                    const float alpha = st[mt][hh].raise(mx * scale_log2);
+                    const float shift = st[mt][hh].shift();
                     float rs = 0.f;
 #pragma unroll
                     for (int nt = 0; nt < NTILE; ++nt)
 #pragma unroll
                         for (int e = 0; e < 2; ++e) {
-                            const float p = ex2(fmaf(s[mt][nt][2 * hh + e], scale_log2, -m_use));
+                            const float p = online_weight(s[mt][nt][2 * hh + e], scale_log2, shift);
                             s[mt][nt][2 * hh + e] = p;
                             rs += p;
                         }
-                    l_run[mt][hh] = l_run[mt][hh] * alpha + rs;   // per-lane partial; quad-summed at the end
+                    st[mt][hh].add(alpha, rs);   // per-lane partial; quad-summed at the end
 #pragma unroll
                     for (int dt = 0; dt < DTILE; ++dt) {
                         o_acc[mt][dt][2 * hh] *= alpha;
@@ -240,8 +238,10 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-            const float l = quad_sum(l_run[mt][hh]);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
+            OnlineState row_st = st[mt][hh];
+            row_st.l = quad_sum(row_st.l);
+            float inv, lse_row;
+            row_st.finish(1.f, inv, lse_row);
             const int row = q0 + wrow0 + mt * 16 + g + 8 * hh;
             if (row < Tq) {
                 T* orow = o + q_off + (i64)row * D;
@@ -249,8 +249,7 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
                 for (int dt = 0; dt < DTILE; ++dt)
                     *reinterpret_cast<u32*>(orow + dt * 8 + 2 * t4) =
                         Num<T>::pack2(o_acc[mt][dt][2 * hh] * inv, o_acc[mt][dt][2 * hh + 1] * inv);
-                if (lse_bh && t4 == 0)
-                    lse_bh[row] = l > 0.f ? (m_run[mt][hh] + lg2(l)) * RL_LN2 : -RL_INF;
+                if (lse_bh && t4 == 0) lse_bh[row] = lse_row;
             }
         }
 }

@@ -1,7 +1,8 @@
 """Flash attention forward on Hopper's warpgroup MMA (wgmma, sm_90a), head dim 128.
 
 Same contract as attention.flash_attention (which dispatches here with impl="hopper"); the
-kernel is flash_fwd_hopper.cu. Needs compute capability 9.0 exactly: sm_90a code runs on the
+kernels are flash_fwd_hopper_ws.cu (warp-specialized, the default) and flash_fwd_hopper.cu (the
+plain form), with their helpers in hopper.cuh; wgmma_probe.cu is a layout test aid. Needs compute capability 9.0 exactly: sm_90a code runs on the
 H100 / H200 and nowhere else.
 """
 
@@ -56,6 +57,11 @@ def hopper_name(ct: str, variant: tuple, causal: bool, v_swap: int = 0) -> str:
     return f"flash_fwd_hopper<{ct}, {nwg}, {bn}, {'true' if pipe else 'false'}, {c}, {v_swap}>"
 
 
+def hopper_file(variant: tuple) -> str:
+    """The source file of a variant: the warp-specialized kernel for (2, BN, PIPE, NST), else the plain one."""
+    return "flash_fwd_hopper_ws.cu" if len(variant) == 4 else "flash_fwd_hopper.cu"
+
+
 def launch_flash_hopper(q: Any, k: Any, v: Any, o: Any, lse: Any, causal: bool, scale: float,
                         variant: tuple | None = None, v_swap: int = 0) -> None:
     """Launch on checked arrays (attention.flash_attention does the checking)."""
@@ -64,7 +70,7 @@ def launch_flash_hopper(q: Any, k: Any, v: Any, o: Any, lse: Any, causal: bool, 
     variant = tuple(variant) if variant is not None else HOPPER_VARIANTS[bool(causal)]
     nwg = variant[0]
     threads = 128 * nwg + (128 if len(variant) == 4 else 0)    # + the producer warpgroup
-    kern = kernel("flash_fwd_hopper.cu", hopper_name(ctype(q), variant, causal, v_swap))
+    kern = kernel(hopper_file(variant), hopper_name(ctype(q), variant, causal, v_swap))
     launch(kern, (ceil_div(q_len, 64 * nwg), heads, batch), (threads, 1, 1),
            (q, k, v, o, NULL if lse is None else lse, np.int32(q_len), np.int32(kv_len),
             np.int32(heads), np.int32(heads // kv_heads), np.float32(scale * LOG2E)),
@@ -78,6 +84,6 @@ def wgmma_probe(cupy: Any, a: Any, bk: Any, bv: Any, v_swap: int = 0) -> tuple[A
     """
     c1 = cupy.empty((64, 128), dtype=cupy.float32)
     c2 = cupy.empty((64, 128), dtype=cupy.float32)
-    kern = kernel("flash_fwd_hopper.cu", f"wgmma_probe<{ctype(a)}, {v_swap}>")
+    kern = kernel("wgmma_probe.cu", f"wgmma_probe<{ctype(a)}, {v_swap}>")
     launch(kern, (1, 1, 1), (128, 1, 1), (a, bk, bv, c1, c2), (64 + 2 * 128) * 256 + 1024)
     return c1, c2

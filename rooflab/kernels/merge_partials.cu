@@ -5,6 +5,7 @@
 // when split s raises the maximum, the accumulated sum and vector are rescaled.
 // Guards as in merge_states: +inf and -inf LSEs are empty splits, whose o is never read;
 // a row whose splits are all empty gets o = 0 and lse = -inf.
+// The running merge is rl::merge (common.cuh) on the states (lse_s, 1).
 // Layout: blockDim = (d / 4, rows_per_block); each thread owns 4 consecutive fp32 of one row
 // and issues the loads of UNROLL splits before using them.
 #include "common.cuh"
@@ -18,7 +19,7 @@ __global__ void merge_partials(const float* __restrict__ o_part, const float* __
     const int c = threadIdx.x;
     const i64 row = (i64)blockIdx.x * blockDim.y + threadIdx.y;
     if (row >= rows) return;
-    float m = -RL_INF, l = 0.f;
+    OnlineState total = OnlineState::empty();
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = 0; s0 < num_splits; s0 += UNROLL) {
         float ls[UNROLL];
@@ -37,23 +38,20 @@ __global__ void merge_partials(const float* __restrict__ o_part, const float* __
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const float x = isinf(ls[u]) ? -RL_INF : ls[u];
-            if (x == -RL_INF) continue;                     // empty split
-            if (x > m) {                                    // new maximum: rescale what is banked
-                const float sc = expf(m - x);               // 0 when m is still -inf
-                l *= sc; acc.x *= sc; acc.y *= sc; acc.z *= sc; acc.w *= sc;
-                m = x;
-            }
-            const float w = expf(x - m);
-            l += w;
-            acc.x += w * xs[u].x; acc.y += w * xs[u].y; acc.z += w * xs[u].z; acc.w += w * xs[u].w;
+            if (x == -RL_INF) continue;                     // empty split: its o is never read
+            float s_old, w;                                 // rescale what is banked, weigh the new split
+            total = merge<ExpE>(total, OnlineState::of_lse(x), s_old, w);
+            acc.x = acc.x * s_old + w * xs[u].x; acc.y = acc.y * s_old + w * xs[u].y;
+            acc.z = acc.z * s_old + w * xs[u].z; acc.w = acc.w * s_old + w * xs[u].w;
         }
     }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    float inv, lse;
+    total.finish<ExpE>(1.f, inv, lse);
     Pack<T, 4> pk;
     pk.v[0] = Num<T>::from_float(acc.x * inv);
     pk.v[1] = Num<T>::from_float(acc.y * inv);
     pk.v[2] = Num<T>::from_float(acc.z * inv);
     pk.v[3] = Num<T>::from_float(acc.w * inv);
     *reinterpret_cast<Pack<T, 4>*>(out + row * d + c * 4) = pk;
-    if (out_lse && c == 0) out_lse[row] = l > 0.f ? m + logf(l) : -RL_INF;
+    if (out_lse && c == 0) out_lse[row] = lse;
 }

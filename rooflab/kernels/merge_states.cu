@@ -6,6 +6,7 @@
 // Guards: an LSE of +inf marks an empty side like -inf; an empty side's o is never read
 // (0 * NaN would leak); both sides empty give out = 0 and out_lse = -inf, never NaN.
 //
+// The weights come from rl::merge (common.cuh) on the states (lse_a, 1) and (lse_b, 1).
 // Layout: blockDim = (d / VEC, rows_per_step); thread (x, y) moves VEC elements (16 bytes when
 // d allows) of ROWS rows, all loads issued before any arithmetic; indices are 64-bit.
 #include "common.cuh"
@@ -38,25 +39,24 @@ __global__ void merge_states(const T* __restrict__ o_a, const float* __restrict_
     for (int r = 0; r < ROWS; ++r) {
         const i64 row = row0 + (i64)r * blockDim.y;
         if (row >= rows) continue;
-        const float xa = empty_as_neg_inf(la[r]), xb = empty_as_neg_inf(lb[r]);
-        const float m = fmaxf(xa, xb);
+        float ea, eb;
+        const OnlineState m = merge<ExpE>(OnlineState::of_lse(empty_as_neg_inf(la[r])),
+                                          OnlineState::of_lse(empty_as_neg_inf(lb[r])), ea, eb);
         P res;
         float lse;
-        if (m == -RL_INF) {                                 // both empty
+        if (m.m == -RL_INF) {                               // both empty
 #pragma unroll
             for (int i = 0; i < VEC; ++i) res.v[i] = Num<T>::from_float(0.f);
             lse = -RL_INF;
         } else {
-            const float ea = expf(xa - m), eb = expf(xb - m);
-            const float sum = ea + eb;                      // >= 1
-            const float sa = ea / sum, sb = eb / sum;
+            const float sa = ea / m.l, sb = eb / m.l;       // m.l = ea + eb >= 1
 #pragma unroll
             for (int i = 0; i < VEC; ++i) {
                 const float va = sa > 0.f ? sa * Num<T>::to_float(a[r].v[i]) : 0.f;
                 const float vb = sb > 0.f ? sb * Num<T>::to_float(bv[r].v[i]) : 0.f;
                 res.v[i] = Num<T>::from_float(va + vb);
             }
-            lse = m + logf(sum);
+            lse = m.m + logf(m.l);
         }
         *reinterpret_cast<P*>(out + row * d + (i64)c * VEC) = res;
         if (out_lse && c == 0) out_lse[row] = lse;

@@ -88,8 +88,8 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
             }
 
     float o_acc[MT][DTILE][4];
-    float m_run[MT][2], l_run[MT][2];
-    init_softmax_state(o_acc, m_run, l_run);
+    OnlineState st[MT][2];
+    init_softmax_state(o_acc, st);
 
     // ---- this warp's ring of NST stages
     const u32 ring = smem_u32(smem) + warp * NST * STAGE_BYTES;
@@ -199,20 +199,18 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
                 float mx = fmaxf(fmaxf(s[mt][0][2 * hh], s[mt][0][2 * hh + 1]),
                                  fmaxf(s[mt][1][2 * hh], s[mt][1][2 * hh + 1]));
                 mx = quad_max(mx);
-                const float m_new = fmaxf(m_run[mt][hh], mx * scale_log2);
-                const float m_use = (m_new == -RL_INF) ? 0.f : m_new;
-                const float alpha = ex2(m_run[mt][hh] - m_use);
-                m_run[mt][hh] = m_new;
+                const float alpha = st[mt][hh].raise(mx * scale_log2);
+                const float shift = st[mt][hh].shift();
                 float rs = 0.f;
 #pragma unroll
                 for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
-                        const float p = ex2(fmaf(s[mt][nt][2 * hh + e], scale_log2, -m_use));
+                        const float p = online_weight(s[mt][nt][2 * hh + e], scale_log2, shift);
                         s[mt][nt][2 * hh + e] = p;
                         rs += p;
                     }
-                l_run[mt][hh] = l_run[mt][hh] * alpha + rs;
+                st[mt][hh].add(alpha, rs);
 #pragma unroll
                 for (int dt = 0; dt < DTILE; ++dt) {
                     o_acc[mt][dt][2 * hh] *= alpha;
@@ -275,9 +273,9 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
             const int row = mt * 16 + g + 8 * hh;
-            const float l = quad_sum(l_run[mt][hh]);
+            const float l = quad_sum(st[mt][hh].l);
             if (t4 == 0) {
-                sM[warp * ROWS + row] = m_run[mt][hh];
+                sM[warp * ROWS + row] = st[mt][hh].m;
                 sL[warp * ROWS + row] = l;
             }
             if constexpr (FP8) {                                   // this lane holds d 16c + 4t .. + 3
@@ -298,22 +296,18 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
 
     for (int id = threadIdx.x; id < nrows * (D / 4); id += NW * 32) {
         const int row = id / (D / 4), c4 = id % (D / 4);
-        float m = -RL_INF;
-#pragma unroll
-        for (int w = 0; w < NW; ++w) m = fmaxf(m, sM[w * ROWS + row]);
-        float l = 0.f;
+        OnlineState total = OnlineState::empty();         // the NW warps' states merged in turn
         float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (m != -RL_INF) {
 #pragma unroll
-            for (int w = 0; w < NW; ++w) {
-                const float sc = ex2(sM[w * ROWS + row] - m);   // 0 for a warp that saw no key
-                l += sL[w * ROWS + row] * sc;
-                const float4 x = *reinterpret_cast<const float4*>(sO + (w * ROWS + row) * D + c4 * 4);
-                acc.x += sc * x.x; acc.y += sc * x.y; acc.z += sc * x.z; acc.w += sc * x.w;
-            }
+        for (int w = 0; w < NW; ++w) {
+            float s_old, s_new;                               // s_new = 0 for a warp that saw no key
+            total = merge(total, OnlineState{sM[w * ROWS + row], sL[w * ROWS + row]}, s_old, s_new);
+            const float4 x = *reinterpret_cast<const float4*>(sO + (w * ROWS + row) * D + c4 * 4);
+            acc.x = acc.x * s_old + s_new * x.x; acc.y = acc.y * s_old + s_new * x.y;
+            acc.z = acc.z * s_old + s_new * x.z; acc.w = acc.w * s_old + s_new * x.w;
         }
-        const float inv = l > 0.f ? (FP8 ? v_scale / l : 1.f / l) : 0.f;
-        const float lse = l > 0.f ? (m + lg2(l)) * RL_LN2 : -RL_INF;
+        float inv, lse;
+        total.finish(FP8 ? v_scale : 1.f, inv, lse);
         const int head = head0 + row;
         if (SPLIT) {
             const i64 bh = ((i64)split * batch + b) * num_heads + head;

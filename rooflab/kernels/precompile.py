@@ -10,7 +10,7 @@ from typing import Iterable
 
 from ._runtime import CTYPES, compile_all, compute_capability, cupy_module
 from .attention import FLASH_VARIANTS
-from .flash_hopper import HOPPER_COMPUTE_CAPABILITY, HOPPER_VARIANTS, hopper_name
+from .flash_hopper import HOPPER_COMPUTE_CAPABILITY, HOPPER_VARIANTS, hopper_file, hopper_name
 from .decode import FP8_CTYPE, FP8_MIN_COMPUTE_CAPABILITY, PAGED_STAGES, PAGED_STAGES_FP8, PAGED_WARPS
 
 _NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
@@ -28,7 +28,7 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
         if hopper_variants is not None and 128 in head_dims:
             for causal in (False, True):
                 for variant in dict.fromkeys([HOPPER_VARIANTS[causal], *hopper_variants]):
-                    out.append(("flash_fwd_hopper.cu", hopper_name(ct, variant, causal)))
+                    out.append((hopper_file(variant), hopper_name(ct, variant, causal)))
         for d in head_dims:
             for variant in [FLASH_VARIANTS[d], *flash_variants]:
                 mt, nw, kn = variant
@@ -63,3 +63,14 @@ def precompile(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable[int
     fp8_kv = capability >= FP8_MIN_COMPUTE_CAPABILITY
     hopper = list(hopper_variants) if capability == HOPPER_COMPUTE_CAPABILITY else None
     return compile_all(instantiations(dtypes, head_dims, flash_variants, fp8_kv, hopper), workers)
+
+
+#: Tuning variants the GPU tests and benchmarks run besides the defaults.
+TEST_FLASH_VARIANTS = ((2, 4, 32), (1, 8, 64), (1, 4, 64))
+TEST_HOPPER_VARIANTS = ((2, 128, True), (2, 128, False), (3, 128, False), (2, 64, True), (3, 64, True),
+                        (2, 128, False, 3))
+
+
+def all_instantiations() -> list[tuple[str, str]]:
+    """Every instantiation the launchers, GPU tests and benchmarks use on an sm_90 GPU (for compile checks)."""
+    return instantiations(flash_variants=TEST_FLASH_VARIANTS, fp8_kv=True, hopper_variants=TEST_HOPPER_VARIANTS)
