@@ -16,6 +16,7 @@ from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
 from .cost.batch import DecodeBatch, decode_batch
+from .cost.common import LaunchCost, fused
 from .cost.layers import layer_decode, layer_prefill, layer_splits
 from .cost.paged import check_splits
 from .limits import MAX_RAGGED
@@ -219,6 +220,16 @@ def model_totals(rows: Sequence[Row], variants: Sequence[Variant]) -> tuple[Mode
     return tuple(out)
 
 
+def _mixed_row(model: ModelSpec, name: str, lens: DecodeBatch, page_size: int, dtype: DType, kv_dtype: DType,
+               q_len: int, chunk: int, roofs: Ceilings, tag: str, where: dict) -> Row:
+    """The decode batch and a `chunk`-token prefill chunk in one launch (chunked prefill): one row."""
+    decode = layer_decode(model, name, lens, page_size, dtype, kv_dtype, 1, q_len)
+    prefill = layer_prefill(model, name, chunk, 1, dtype, causal=True)
+    cost = LaunchCost(fused("mixed_step", (decode.attention, prefill.kernel)), Variant.mixed)
+    return make_row(cost, roofs, breakdown=False, label=f"mixed (+{chunk:,}-token chunk){tag}",
+                    kv_bytes=decode.kv_bytes, **where)
+
+
 def _main_attention(model: ModelSpec) -> str:
     """The softmax layer type most of the model's layers have: the one decode facts describe."""
     softmax = {n: c for n, c in model.layer_counts.items() if model.layer_types[n].kind is not LayerKind.linear}
@@ -246,14 +257,18 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | D
 
 def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
                   dtype: DType = DType.fp16, kv_dtype: DType | None = None, splits: int | None = None,
-                  ceilings: CeilingSource = CeilingSource.datasheet, q_len: int = 1) -> Report:
+                  ceilings: CeilingSource = CeilingSource.datasheet, q_len: int = 1,
+                  prefill_chunk: int | None = None) -> Report:
     """One decode step per layer of each layer type: paged decode in one launch, and split-KV with the S-way merge
     (a linear layer type: its state update), with the whole-model totals.
 
     `context_lens` is one length per sequence (a ragged batch, kept in the given order in the report),
     or a DecodeBatch (DecodeBatch.uniform(8192, 64) for 64 sequences of 8192 tokens, priced in closed
     form whatever the batch). `q_len` new tokens per sequence (speculative verification). `splits`
-    defaults, per layer type, to the fastest count, at least 2 so the row shows split-KV.
+    defaults, per layer type, to the fastest count, at least 2 so the row shows split-KV. With
+    `prefill_chunk` C each layer type gains a `mixed` row: the unsplit decode batch and a C-token
+    prefill chunk (a new sequence's first chunk, causal) in one launch, its floor that of the summed
+    FLOPs and bytes, not the sum of two floors.
     """
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype, ceilings)
@@ -276,6 +291,9 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
             label = ("paged" if s == 1 else f"split_kv ({s} splits)") + tag
             rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
                                  parallel_fraction=cost.parallel_fraction, **where))
+        if prefill_chunk:
+            rows.append(_mixed_row(model, name, lens, page_size, dtype, kv_dtype, q_len, prefill_chunk, roofs, tag,
+                                   where))
     notes = []
     if facts.recommended_splits == 1 and splits is None:
         notes.append("split-KV does not pay here: the unsplit launch already fills the GPU; "

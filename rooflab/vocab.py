@@ -23,10 +23,11 @@ class _Named(str, enum.Enum):
 
 
 class Phase(_Named):
-    """What a report describes."""
+    """What a report describes: one attention layer's prefill or decode step, or a whole model's step."""
 
     prefill = "prefill"
     decode = "decode"
+    step = "step"
 
 
 class Variant(_Named):
@@ -39,6 +40,7 @@ class Variant(_Named):
     merge = "merge"
     cascade = "cascade"
     recurrent = "recurrent"    # a linear-attention layer's state update (no KV cache)
+    mixed = "mixed"            # a decode batch and a prefill chunk in one launch (chunked prefill)
 
 
 #: The variants `rooflab explain` derives, in the order its help lists them.
@@ -94,6 +96,10 @@ class KernelFamily(_Named):
     flash = "flash"
     paged = "paged"
     merge = "merge"
+    mla = "mla"
+    gemm = "gemm"
+    collective = "collective"
+    distributed = "distributed"
 
 
 class Kernel(_Named):
@@ -102,9 +108,23 @@ class Kernel(_Named):
     naive = "naive"                  # QK^T, row softmax, PV: three launches
     naive_softmax = "naive_softmax"  # the row softmax of naive attention alone
     flash = "flash"                  # FlashAttention forward
+    flash_window = "flash_window"    # FlashAttention forward with a sliding window or chunks (and sinks)
     paged = "paged"                  # paged decode, one launch
     split_kv = "split_kv"            # paged decode over KV splits, then the S-way merge
+    paged_window = "paged_window"    # paged decode reading only a window's pages (sinks, split-KV too)
+    paged_multi = "paged_multi"      # paged decode with several new tokens per sequence (q_len > 1)
+    mla_decode = "mla_decode"        # absorbed MLA decode over a paged latent cache
     merge = "merge"                  # the pairwise LSE merge
+    gemm = "gemm"                    # a projection or MLP GEMM (cuBLAS through torch): m x n x k
+    all_reduce = "all_reduce"        # NCCL collectives, bytes_per_rank over world_size ranks
+    all_gather = "all_gather"
+    reduce_scatter = "reduce_scatter"
+    all_to_all = "all_to_all"
+    send_recv = "send_recv"
+    dcp_decode = "dcp_decode"        # decode context parallelism: KV split by position, partials merged
+    tp_attention = "tp_attention"    # one tensor-parallel attention layer with its all-reduce
+    ring_prefill = "ring_prefill"    # ring attention prefill (pass-KV)
+    decode_step = "decode_step"      # a whole model's decode step (a torch layer stack in a CUDA graph)
 
     @property
     def family(self) -> KernelFamily:
@@ -112,13 +132,25 @@ class Kernel(_Named):
 
     @property
     def is_decode(self) -> bool:
-        return self in (Kernel.paged, Kernel.split_kv)
+        return self in (Kernel.paged, Kernel.split_kv, Kernel.paged_window, Kernel.paged_multi, Kernel.mla_decode,
+                        Kernel.dcp_decode)
+
+    @property
+    def is_collective(self) -> bool:
+        return self.family is KernelFamily.collective
 
 
 _FAMILY = {
     Kernel.naive: KernelFamily.naive, Kernel.naive_softmax: KernelFamily.naive, Kernel.flash: KernelFamily.flash,
-    Kernel.paged: KernelFamily.paged, Kernel.split_kv: KernelFamily.paged, Kernel.merge: KernelFamily.merge,
+    Kernel.flash_window: KernelFamily.flash, Kernel.paged: KernelFamily.paged, Kernel.split_kv: KernelFamily.paged,
+    Kernel.paged_window: KernelFamily.paged, Kernel.paged_multi: KernelFamily.paged, Kernel.mla_decode: KernelFamily.mla,
+    Kernel.merge: KernelFamily.merge, Kernel.gemm: KernelFamily.gemm, Kernel.all_reduce: KernelFamily.collective,
+    Kernel.all_gather: KernelFamily.collective, Kernel.reduce_scatter: KernelFamily.collective,
+    Kernel.all_to_all: KernelFamily.collective, Kernel.send_recv: KernelFamily.collective,
+    Kernel.dcp_decode: KernelFamily.distributed, Kernel.tp_attention: KernelFamily.distributed,
+    Kernel.ring_prefill: KernelFamily.distributed, Kernel.decode_step: KernelFamily.distributed,
 }
+
 
 __all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
            "Pipe", "Variant", "WindowAllocation"]

@@ -57,6 +57,19 @@ class Measurement:
     time_p90_s: float = math.nan
     repeats: int = 0
     max_rel_err: float = math.nan
+    # columns after these are optional in a file (added after the first campaigns); a file that lacks
+    # one reads it as its default
+    v_head_dim: int = 0            # value width where it differs from head_dim (MLA: 512 of 576)
+    q_len: int = 1                 # new tokens per sequence in decode
+    window: int = 0                # sliding window (0: none)
+    chunk: int = 0                 # chunked attention (0: none)
+    sinks: bool = False            # learned sink logits
+    m: int = 0                     # gemm: rows (tokens), n (out features), k (in features)
+    n: int = 0
+    k: int = 0
+    bytes_per_rank: int = 0        # collectives: message bytes on each rank
+    world_size: int = 1            # GPUs taking part
+    timing: str = ""               # 'graph' (CUDA graph replay) or 'eager'
 
     def lengths(self) -> list[int]:
         """Decode context lengths, expanded from "LxB" or "L1;L2;...")."""
@@ -80,6 +93,8 @@ class Measurement:
 
 
 FIELDS = [f.name for f in dataclasses.fields(Measurement)]
+#: The columns every v1 file has (the first campaigns'); the later ones may be absent.
+V1_FIELDS = FIELDS[:FIELDS.index("max_rel_err") + 1]
 REQUIRED = ("kernel", "impl", "dtype", "time_s")
 _TYPES = {f.name: f.type for f in dataclasses.fields(Measurement)}
 
@@ -132,13 +147,22 @@ MAX_FILE_BYTES = 64 << 20
 #: A timing longer than this is not a kernel launch.
 MAX_TIME_S = 3600.0
 #: The columns every row needs a value in, per kernel (besides kernel, impl, dtype, time_s).
+_PREFILL = ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch")
+_DECODE = ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_size", "splits")
 NEEDS: dict[Kernel, tuple[str, ...]] = {
-    Kernel.naive: ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch"),
-    Kernel.naive_softmax: ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch"),
-    Kernel.flash: ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch"),
-    Kernel.paged: ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_size", "splits"),
-    Kernel.split_kv: ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_size", "splits"),
+    Kernel.naive: _PREFILL, Kernel.naive_softmax: _PREFILL, Kernel.flash: _PREFILL,
+    Kernel.flash_window: _PREFILL, Kernel.ring_prefill: _PREFILL + ("world_size",),
+    Kernel.paged: _DECODE, Kernel.split_kv: _DECODE, Kernel.paged_window: _DECODE, Kernel.paged_multi: _DECODE,
+    Kernel.mla_decode: ("num_qo_heads", "head_dim", "v_head_dim", "context_lens", "page_size", "splits"),
+    Kernel.dcp_decode: _DECODE + ("world_size",), Kernel.tp_attention: _DECODE + ("world_size",),
     Kernel.merge: ("num_qo_heads", "head_dim", "tokens"),
+    Kernel.gemm: ("m", "n", "k"),
+    Kernel.all_reduce: ("bytes_per_rank", "world_size", "timing"),
+    Kernel.all_gather: ("bytes_per_rank", "world_size", "timing"),
+    Kernel.reduce_scatter: ("bytes_per_rank", "world_size", "timing"),
+    Kernel.all_to_all: ("bytes_per_rank", "world_size", "timing"),
+    Kernel.send_recv: ("bytes_per_rank", "world_size", "timing"),
+    Kernel.decode_step: ("context_lens", "world_size", "timing"),
 }
 
 
@@ -215,10 +239,10 @@ def _check_header(header: list[str], where: str, line: int) -> None:
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:
         raise InputError(f"{where}: line {line}: column(s) {', '.join(twice)} appear twice")
-    missing = [c for c in FIELDS if c not in header]
+    missing = [c for c in V1_FIELDS if c not in header]
     if missing:
         raise InputError(f"{where}: line {line}: missing column(s) {', '.join(missing)}; a v1 file has all of "
-                         f"{', '.join(FIELDS)}")
+                         f"{', '.join(V1_FIELDS)}")
 
 
 def _cell_value(name: str, kind: str, text: str) -> object:

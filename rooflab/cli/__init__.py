@@ -106,6 +106,17 @@ def friendly(fn: Callable) -> Callable:
     return wrapper
 
 
+def only_for(ctx: typer.Context, phase: str, *names: str) -> None:
+    """Refuse options given on the command line that apply to another `phase` only (named as typed)."""
+
+    given = []
+    for param in ctx.command.params:
+        if param.name in names and ctx.get_parameter_source(param.name).name == "COMMANDLINE":
+            given.append(param.opts[0])
+    if given:
+        raise RooflabError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --phase {phase} only")
+
+
 def parse_lengths(values: list[str] | None, option: str = "--context-len", hi: int = MAX_TOKENS) -> list[int]:
     """Lengths given as repeated options and/or comma lists: '1024,4096', '1k,4k' or '1024 --context-len 4096'."""
     out = []

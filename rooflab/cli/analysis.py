@@ -9,11 +9,12 @@ import typer
 from ..output import Format
 from ..units import DType
 from ..vocab import CeilingSource, Phase, WindowAllocation
+from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_GIB, MAX_LOGIT_STD, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
-               WeightDTypeOpt, app, decode_lengths, friendly, params)
+               WeightDTypeOpt, app, decode_lengths, friendly, only_for, params)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -23,6 +24,7 @@ app.add_typer(list_app, name="list")
 @app.command()
 @friendly
 def report(
+    ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
     phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV.")] = Phase.prefill,
@@ -34,19 +36,28 @@ def report(
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
     splits: SplitsOpt = None,
+    q_len: Annotated[int, typer.Option("--q-len", parser=params.count(1, MAX_Q_LEN), metavar="N",
+                                       help="Decode: new tokens per sequence, causal among themselves "
+                                            "(speculative verification, multi-token prediction).")] = 1,
+    prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                                         help="Decode: a prefill chunk of N tokens in the same step "
+                                                              "(chunked prefill), priced with the decode batch as one launch.")] = None,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Per-layer FLOPs, HBM bytes, intensity and time floors of attention variants, side by side."""
+    """Per-layer FLOPs, HBM bytes, intensity and time floors of attention variants, side by side, per layer type."""
     from ..load import load_gpu, load_model
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
     if phase is Phase.prefill:
+        only_for(ctx, "decode", "context_len", "page_size", "kv_dtype", "splits", "q_len", "prefill_chunk")
         r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, ceilings)
     else:
+        only_for(ctx, "prefill", "seq_len", "causal")
         lens = decode_lengths(context_len, batch)
-        r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, ceilings)
+        r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, ceilings,
+                          q_len=q_len, prefill_chunk=prefill_chunk)
     typer.echo(render_report(r, fmt), nl=False)
 
 

@@ -65,6 +65,16 @@ class LaunchCost(SingleKernel):
     variant: Variant
 
 
+def fused(name: str, kernels: "tuple[KernelCost, ...] | list[KernelCost]") -> KernelCost:
+    """Several launches' work as one launch: FLOPs, bytes and exps summed, so the floor is that of the sums
+    (a chunked-prefill step runs the decode batch and the prefill chunk in one kernel). All on one pipe."""
+    pipes = {k.pipe for k in kernels}
+    if len(pipes) != 1:
+        raise InputError(f"cannot fuse launches on different pipes ({', '.join(p.value for p in pipes)})")
+    return KernelCost(name, sum(k.flops for k in kernels), sum(k.hbm_bytes for k in kernels), pipes.pop(),
+                      sum(k.exp_ops for k in kernels))
+
+
 class Cost(Protocol):
     """A variant's cost: the headline FLOPs and bytes, and the kernel launches they come from."""
 

@@ -14,14 +14,18 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
 from ..render import ridge_text
 from ..roofline import Ceilings
-from ..specs import GpuSpec, ModelSpec
+from ..specs import GpuSpec
 from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds
+from ..vocab import LayerKind
+
+if TYPE_CHECKING:
+    from .layer import Layer
 
 #: A formula and the cost function must agree to this relative error (float64 summation order only).
 AGREEMENT_RTOL = 1e-9
@@ -193,14 +197,32 @@ class _Derivation:
         self._steps = []
 
 
-def heads_and_roofs(d: _Derivation, model: ModelSpec, gpu: GpuSpec, roofs: Ceilings, dtype: DType,
+def heads_and_roofs(d: _Derivation, layer: "Layer", gpu: GpuSpec, roofs: Ceilings, dtype: DType,
                     vector: bool = False) -> None:
-    """The symbols every derivation starts from: the model's heads and layers, the dtype, the roofs."""
-    d.given("h", model.num_qo_heads, f"query heads ({model.display_name})")
-    d.given("h_kv", model.num_kv_heads, "key/value heads")
-    d.given("d", model.head_dim, "head dimension")
+    """The symbols every softmax derivation starts from: the layer type's heads and span, the layers, the roofs."""
+    heads, model = layer.heads, layer.model
+    d.given("h", heads.num_qo_heads, f"query heads ({model.display_name})")
+    d.given("h_kv", heads.num_kv_heads, "key/value heads" + (" (un-absorbed MLA: one per query head)"
+                                                             if layer.kind is LayerKind.mla else ""))
+    if layer.kind is LayerKind.mla:
+        d.given("d_nope", layer.spec.qk_nope_head_dim, "each head's q.k width without rope (qk_nope_head_dim)")
+        d.given("d_R", layer.spec.qk_rope_head_dim, "the rope part of q.k (qk_rope_head_dim)")
+        d.given("d", heads.head_dim, "head dimension of q and k: d_nope + d_R")
+    else:
+        d.given("d", heads.head_dim, "head dimension")
+    if layer.separate_values:
+        d.given("d_v", heads.value_dim, "head dimension of v and o (v_head_dim)")
+    if layer.spec.window is not None:
+        d.given("W", layer.spec.window, "the sliding window: a query sees itself and the W - 1 keys before it")
+    if layer.spec.chunk is not None:
+        d.given("C", layer.spec.chunk, "the chunk: a query sees the keys of its own chunk of C, up to itself")
     d.given("b", dtype.bytes, f"bytes per element ({dtype.value})")
-    d.given("L", model.num_layers, "layers")
+    d.given("L", layer.count, layer.layers_meaning())
+    roof_symbols(d, gpu, roofs, dtype, vector)
+
+
+def roof_symbols(d: _Derivation, gpu: GpuSpec, roofs: Ceilings, dtype: DType, vector: bool = False) -> None:
+    """pi, beta (and pi_vec, eps where used): the roofs of this GPU."""
     d.given("pi", roofs.matmul_flop_per_s, f"FLOP/s, dense {dtype.value} tensor rate ({gpu.display_name}, "
                                            f"{roofs.source.value})")
     if vector:

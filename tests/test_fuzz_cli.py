@@ -1,0 +1,540 @@
+"""Fuzzing every command of the CLI: generated option values, valid and not, each call held to fuzz_support's invariants.
+
+Each generated call takes a few valid options and at most one option with a value drawn from a
+pool of bad ones (zero, negatives, 1e18, 10**19, 1e308, 1e400, NaN, inf, '', whitespace, text,
+unicode, '$', '\\', '{}', near-miss names, missing files, folders), or an odd one that may be
+accepted or refused. A bad value must be refused (exit 2) with a message naming the option or the
+value; any call must exit 0 or 2 (never a traceback), print strict JSON and finite tables, leave no
+file behind but its output, and finish in seconds. The explicit cases at the end pin each bad
+input an earlier hostile run found, one by one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fuzz_support import (HARDWARE, MEASUREMENTS, MODELS, Case, check_cli, fuzz_settings, invoke, run_subprocess,
+                          scratch, snapshot, check_outcome, digest)
+from rooflab.limits import MAX_BATCH, MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_SPLITS, MAX_TOKENS
+from rooflab.units import DType, WeightFormat
+
+try:
+    from rooflab.cost.paged import MAX_Q_LEN
+except ImportError:  # an older tree without --q-len
+    MAX_Q_LEN = 1 << 10
+
+GPUS = sorted(p.stem for p in HARDWARE.glob("*.yaml"))
+MODEL_NAMES = sorted(p.stem for p in MODELS.glob("*.yaml"))
+#: A small, fast measurement file (decode rows only): validate and plot on it take a few hundredths of a second.
+SMALL_CSV = MEASUREMENTS / "h200-fp8-decode.csv"
+HAS_CUPY = importlib.util.find_spec("cupy") is not None
+
+# --- value pools ---------------------------------------------------------------------------------------------
+
+#: Values no option that takes a number accepts.
+NOT_NUMBERS = ["", " ", "\t", "abc", "nan", "NaN", "inf", "-inf", "+inf", "Infinity", "1e400", "-1e400", "${HOME}",
+               "{}", "\\", "$", "None", "null", "--", "\u00bd", "\u0663", "\uff11\uff12", "\U0001f4a5", "1,5x",
+               "0x1p3", "8192 tokens", "true"]
+#: Values no whole-number option accepts (besides NOT_NUMBERS).
+NOT_COUNTS = ["1.5", "0.5", "1e3", "1e18", "1e308", "10000000000000000000", "9" * 400, "9" * 400 + "k", "0x10", "0o17",
+              "0b11", "2**31", "8192.", ".5k", "1.5K", "-8192", "-1", "_1", "1__0_", "1e-3"]
+
+
+def _count_opt_values(lo: int, hi: int, typical_hi: int):
+    typical_hi = min(hi, typical_hi)
+    valid = st.one_of(st.integers(lo, typical_hi).map(str),
+                      st.sampled_from([str(lo), str(hi), f" {lo} "] + [s for s, v in
+                                      (("1k", 1000), ("2K", 2048), ("4k", 4000), ("1M", 1 << 20), ("8_192", 8192),
+                                       ("25.6k", 25600), ("1Ki", 1024))
+                                      if lo <= v <= hi]))
+    bad = list(NOT_NUMBERS) + list(NOT_COUNTS) + [str(hi + 1), str(10**19), str(2**63), str(2**64)]
+    if lo > 0:
+        bad += [str(lo - 1), "0"]
+    bad = [b for b in bad if not _in_range_count(b, lo, hi)]
+    return valid, st.sampled_from(sorted(set(bad))), st.sampled_from(["1_", "007", "+8", "-0", "0" * 50 + "1"])
+
+
+def _in_range_count(text: str, lo: int, hi: int) -> bool:
+    return bool(re.fullmatch(r"[0-9]+", text)) and lo <= int(text) <= hi
+
+
+def _float_opt_values(lo: float, hi: float, lo_open: bool = False):
+    valid = st.floats(lo, hi, allow_nan=False, allow_infinity=False, exclude_min=lo_open).map(repr)
+    bad = list(NOT_NUMBERS) + ["1e308" if hi < 1e308 else "1e400", repr(hi * 2), "1e400", "-1e400", "-1", "-0.5",
+                               "1,5", "5e-324" if lo_open and lo == 0 else "-5e-324"]
+    if lo_open:
+        bad += [repr(lo), "0", "-0.0"] if lo == 0 else [repr(lo)]
+    bad = [b for b in bad if b not in ("true",)]
+    return valid, st.sampled_from(sorted(set(bad))), st.sampled_from(["1_0", " 0.5 ", "1e-300", "5e-324", "0.1"])
+
+
+def _choice_values(values: list[str]):
+    bad = ["", " ", "x", "\U0001f4a5", "$", "{}", "\\", "a" * 200, "fp-16", "fp16x", "none", "auto"]
+    near = [v.upper() for v in values if v.upper() != v] + [v + " " for v in values[:2]] + [" " + v for v in values[:2]]
+    return st.sampled_from(values), st.sampled_from([b for b in bad if b not in values]), st.sampled_from(near or ["?"])
+
+
+def _near_misses(names: list[str]) -> list[str]:
+    out = []
+    for n in names:
+        out += [n.replace("-", ""), n.replace("-", "_"), n[:-1], n + "x", n + ".yaml", "./" + n]
+    return [o for o in out if o.strip().lower() not in names]
+
+
+ODD_NAMES = ["", " ", "\t", "$", "$HOME", "${HOME}", "\\", "{}", "{0}", "%s", "\U0001f4a5", "\u00e9", "a" * 300,
+             "../../etc/passwd", "/", ".", "..", "/etc/passwd", "/proc/self/status", "~", "~/nope.yaml", "-",
+             "nope.yaml", "missing/dir/spec.yaml", "C:\\specs\\gpu.yaml", "x\x00y", "\u202eabc", "null", "None"]
+
+
+def _name_values(kind: str, names: list[str]):
+    folder = HARDWARE if kind == "hardware" else MODELS
+    valid = st.sampled_from(names + [str(folder / f"{n}.yaml") for n in names[:3]])
+    bad = st.sampled_from(_near_misses(names) + ODD_NAMES + [str(folder), str(folder / "nope.yaml")])
+    odd = st.sampled_from([n.upper() for n in names] + [f" {n} " for n in names[:3]])
+    return valid, bad, odd
+
+
+def _list_values(lo: int, hi: int, typical_hi: int):
+    item = st.integers(lo, min(hi, typical_hi)).map(str)
+    valid = st.lists(item, min_size=1, max_size=4).map(",".join)
+    bad = ["", " ", ",", ",,", "1k,,2k", "1,", ",1", f"1,{lo - 1}", "1,-1", "1,abc", "8192,1e400", "1;2", "1 2",
+           f"{hi + 1}", "nan,1", "1,inf", "\U0001f4a5"]
+    return valid, st.sampled_from([b for b in bad if not _in_range_count(b, lo, hi)]), st.sampled_from(["1, 2", " 8k "])
+
+
+@dataclasses.dataclass
+class Opt:
+    """One option of one command: its spellings, and values that must be accepted, refused, or either."""
+
+    flags: tuple[str, ...]
+    valid: Optional[st.SearchStrategy] = None
+    bad: Optional[st.SearchStrategy] = None
+    odd: Optional[st.SearchStrategy] = None
+    switch: bool = False          # a boolean flag (its spellings are the values)
+    kind_word: str = ""          # how messages name what the option holds ("GPU", "model")
+    checked_late: bool = False   # checked when used (a name or a path), so a valid combination may fail first
+
+
+def count_opt(flags, lo, hi, typical_hi=70_000):
+    return Opt(flags, *_count_opt_values(lo, hi, typical_hi))
+
+
+def float_opt(flags, lo, hi, lo_open=False):
+    return Opt(flags, *_float_opt_values(lo, hi, lo_open))
+
+
+def choice_opt(flags, values):
+    return Opt(flags, *_choice_values(list(values)))
+
+
+def list_opt(flags, lo, hi, typical_hi=70_000):
+    return Opt(flags, *_list_values(lo, hi, typical_hi))
+
+
+def switch(*spellings):
+    return Opt(tuple(spellings), switch=True)
+
+
+DTYPES = [d.value for d in DType]
+WEIGHTS = [w.value for w in WeightFormat]
+FORMATS = ["table", "markdown", "csv", "json"]
+MODEL = Opt(("--model", "-m"), *_name_values("models", MODEL_NAMES), kind_word="model", checked_late=True)
+GPU = Opt(("--gpu", "-g"), *_name_values("hardware", GPUS), kind_word="GPU", checked_late=True)
+GPU_LIST = Opt(("--gpu", "-g"), st.lists(st.sampled_from(GPUS), min_size=1, max_size=3).map(",".join),
+               st.sampled_from(_near_misses(GPUS)[:20] + ["", ",", "h100-sxm,", ",h100-sxm", "h100-sxm,,b200",
+                                                          "h100-sxm,nope", "$", "{}", "\\"]),
+               st.sampled_from(["H100-SXM", " h100-sxm , b200 "]), kind_word="GPU", checked_late=True)
+FMT = choice_opt(("--format", "-f"), FORMATS)
+SEQ = count_opt(("--seq-len", "-T"), 1, MAX_TOKENS)
+BATCH = count_opt(("--batch", "-b"), 1, MAX_BATCH, 4096)
+PAGE = count_opt(("--page-size",), 1, MAX_PAGE_SIZE, 4096)
+SPLITS = count_opt(("--splits",), 1, MAX_SPLITS)
+DTYPE = choice_opt(("--dtype",), DTYPES)
+KV = choice_opt(("--kv-dtype",), DTYPES)
+CTX_LIST = list_opt(("--context-len", "-L"), 1, MAX_TOKENS)
+CEIL = choice_opt(("--ceilings",), ["datasheet", "calibrated"])
+CAUSAL = switch("--causal", "--no-causal")
+UTIL = float_opt(("--gpu-memory-utilization",), 0, 1, lo_open=True)
+MAXLEN = count_opt(("--max-model-len",), 1, MAX_TOKENS)
+TP = count_opt(("--tensor-parallel", "--tp"), 1, MAX_GPUS, 16)
+WDT = choice_opt(("--weight-dtype",), WEIGHTS)
+
+#: Every command and its options; test_every_option_is_fuzzed holds this against `--help`.
+COMMANDS: dict[str, list[Opt]] = {
+    "report": [MODEL, GPU, choice_opt(("--phase",), ["prefill", "decode"]), SEQ, BATCH, DTYPE, CAUSAL, CTX_LIST, PAGE,
+               KV, SPLITS, count_opt(("--q-len",), 1, MAX_Q_LEN, 64), count_opt(("--prefill-chunk",), 1, MAX_TOKENS),
+               CEIL, FMT],
+    "capacity": [MODEL, GPU, count_opt(("--context-len", "-L"), 1, MAX_TOKENS), PAGE, WDT, KV, UTIL,
+                 float_opt(("--activation-reserve-gib",), 0, MAX_GIB), MAXLEN, TP,
+                 count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16),
+                 switch("--dp-attention", "--no-dp-attention"), choice_opt(("--window-allocation",), ["hybrid", "full"]),
+                 FMT],
+    "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),
+                 FMT],
+    "explain": [choice_opt(("--variant", "-v"), ["naive", "flash", "paged", "split_kv", "merge"]), MODEL, GPU, SEQ, BATCH,
+                DTYPE, CAUSAL, CTX_LIST, PAGE, KV, SPLITS, CEIL, choice_opt(("--format", "-f"), ["text", "markdown"])],
+    "list gpus": [FMT],
+    "list models": [FMT],
+    "plot roofline": [MODEL, GPU_LIST, SEQ, BATCH, DTYPE, CAUSAL, count_opt(("--decode-batch",), 1, MAX_BATCH, 4096),
+                      switch("--flash-tiled", "--no-flash-tiled"),
+                      Opt(("--measurements",), st.just(str(SMALL_CSV)),
+                          st.sampled_from(["", "missing.csv", ".", str(HARDWARE / "h100-sxm.yaml"), "/etc/passwd",
+                                           str(MEASUREMENTS)]), checked_late=True)],
+    "plot memory": [MODEL, GPU_LIST, count_opt(("--batch", "-b"), 1, MAX_BATCH, 4096), DTYPE,
+                    count_opt(("--max-seq-len",), 512, MAX_TOKENS)],
+    "plot time": [MODEL, GPU, count_opt(("--batch", "-b"), 1, MAX_BATCH, 4096), DTYPE, CAUSAL, SEQ,
+                  count_opt(("--max-seq-len",), 512, MAX_TOKENS)],
+    "plot decode": [MODEL, GPU, list_opt(("--batch", "-b"), 1, MAX_BATCH, 4096), PAGE, DTYPE, KV,
+                    count_opt(("--max-context-len",), 512, MAX_TOKENS)],
+    "plot capacity": [MODEL, GPU, PAGE, WDT, KV, UTIL, MAXLEN, TP],
+    "plot validation": [switch("--peers", "--no-peers")],
+    "validate": [GPU, FMT],
+    "calibrate": [GPU, float_opt(("--copy-gib",), 0.01, 64)],
+    "bench": [GPU, choice_opt(("--kernel", "-k"), ["naive", "flash", "paged", "merge"]), switch("--quick"),
+              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50)],
+}
+#: Commands that write an image (-o) or a file.
+PLOTS = [c for c in COMMANDS if c.startswith("plot ")]
+OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench"]}
+DEFAULT_OUTPUT = {"plot roofline": "roofline.png", "plot memory": "memory.png", "plot time": "time.png",
+                  "plot decode": "decode.png", "plot capacity": "capacity.png", "plot validation": "validation.png",
+                  "bench": "rooflab-bench.csv"}
+#: Time bound of one call per command (CI has 2 slow cores; a plot or a fit takes about a second here).
+LIMIT_S = {c: (12.0 if c.startswith("plot") or c == "validate" else 5.0) for c in COMMANDS}
+
+
+def _flag_and_value(opt: Opt, value: str, long: bool) -> list[str]:
+    flag = opt.flags[0] if long or len(opt.flags) == 1 else opt.flags[-1]
+    if value.startswith("-") and value != "-":
+        return [f"{opt.flags[0]}={value}"]          # `-b -1` would read -1 as an option
+    return [flag, value]
+
+
+def _idents(opt: Opt, value: Optional[str]) -> list[str]:
+    out = [f for f in opt.flags if f.startswith("--")]
+    if opt.kind_word:
+        out.append(f"{opt.kind_word} '")
+    if value is not None and len(value.strip()) >= 3 and not re.fullmatch(r"[0-9.]+", value.strip()):
+        out.append(value)
+    return out
+
+
+def _output_case(data, command: str, folder: Path) -> tuple[list[str], list[Path], list[str], Optional[int]]:
+    """-o for commands that write: a good path, or a bad one (must be refused), or none (the default name)."""
+    if command not in OUTPUT_FLAGS:
+        return [], [], [], None
+    image = command.startswith("plot")
+    ext = data.draw(st.sampled_from([".png", ".svg", ".pdf"] if image else [".txt", ".md", ".json", ""]), "ext")
+    (folder / "existing-dir").mkdir(exist_ok=True)
+    kind = data.draw(st.sampled_from(["good", "good", "good", "default", "odd-name", "missing-folder", "folder",
+                                      "dot", "empty", "bad-ext", "trailing-slash"] if image else
+                                     ["good", "good", "default", "odd-name", "missing-folder", "folder", "dot", "empty",
+                                      "trailing-slash"]), "output kind")
+    if kind == "default":
+        default = DEFAULT_OUTPUT.get(command)
+        return [], ([folder / default] if default else []), [], None
+    if kind == "good":
+        return ["-o", f"out{ext}"], [folder / f"out{ext}"], [], None
+    if kind == "odd-name":
+        name = data.draw(st.sampled_from(["$x{}", "a b", "\u00e9\U0001f4a5", "x\\y", "%d", "-dash", "OUT"]), "name")
+        return ["-o", f"{name}{ext}"], [folder / f"{name}{ext}"], [], None
+    bad_path = {"missing-folder": f"no/such/folder/out{ext}", "folder": "existing-dir", "dot": ".", "empty": "",
+                "bad-ext": "out.txt", "trailing-slash": f"out{ext}/"}[kind]
+    idents = ["--output", "-o", "out.txt", "existing-dir", "no/such/folder", "folder", "empty", "extension"]
+    return ["-o", bad_path], [], idents, 2
+
+
+def build_case(data, command: str, folder: Path) -> Case:
+    """A generated call of `command`: up to three valid options and at most one bad or odd one."""
+    opts = COMMANDS[command]
+    if command in ("calibrate", "bench") and HAS_CUPY:
+        mode = "bad"            # a valid call would really run on this machine's GPU
+    else:
+        mode = data.draw(st.sampled_from(["bad", "bad", "bad", "odd", "valid", "valid"]), "mode")
+    candidates = [o for o in opts if not o.switch] if mode != "valid" else opts
+    target = data.draw(st.sampled_from(candidates), "option") if candidates and mode != "valid" else None
+    others = [o for o in opts if o is not target]
+    chosen = data.draw(st.lists(st.sampled_from(others), max_size=3, unique_by=lambda o: o.flags[0]), "others") \
+        if others else []
+    args: list[str] = command.split()
+    idents: list[str] = []
+    late: list[str] = []
+    for opt in chosen:
+        long = data.draw(st.booleans(), "long")
+        if opt.switch:
+            args.append(data.draw(st.sampled_from(opt.flags), "switch"))
+            late += list(opt.flags)
+            continue
+        value = data.draw(opt.valid, f"{opt.flags[0]} value")
+        args += _flag_and_value(opt, value, long)
+        late += _idents(opt, value)     # a valid option may still be refused in this combination
+    expect = None
+    if target is not None:
+        pool = target.bad if mode == "bad" else target.odd
+        value = data.draw(pool, f"{target.flags[0]} {mode} value")
+        args += _flag_and_value(target, value, data.draw(st.booleans(), "long"))
+        idents += _idents(target, value)
+        expect = 2 if mode == "bad" else None
+    extra, outputs, out_idents, out_expect = _output_case(data, command, folder)
+    args += extra
+    if out_expect is not None:
+        idents += out_idents
+        expect = expect if expect is not None else None if mode == "odd" else 2
+    inputs = [SMALL_CSV] if any(a.startswith(str(MEASUREMENTS)) for a in args) else []
+    if command in ("validate", "plot validation"):
+        file_kind = data.draw(st.sampled_from(["small", "small", "missing", "folder", "yaml", "empty-arg", "none"]),
+                              "file")
+        file_arg = {"small": str(SMALL_CSV), "missing": "missing.csv", "folder": str(MEASUREMENTS),
+                    "yaml": str(HARDWARE / "h100-sxm.yaml"), "empty-arg": "", "none": None}[file_kind]
+        if file_arg is not None:
+            args.insert(len(command.split()), file_arg)
+            inputs.append(SMALL_CSV)
+        if file_kind in ("missing", "folder", "yaml", "empty-arg"):
+            idents += [file_arg, "FILE", "empty", "''"] if file_arg else ["FILE", "empty", "''"]
+            expect = 2
+        if file_kind == "none":
+            inputs.append(MEASUREMENTS / "h200-sweep.csv")
+    fmt = None
+    for i, a in enumerate(args):
+        if a in ("-f", "--format") and i + 1 < len(args):
+            fmt = args[i + 1]
+        elif a.startswith("--format="):
+            fmt = a.split("=", 1)[1]
+    return Case(args, idents + late if idents else late, expect, outputs, inputs, json=fmt == "json",
+                limit_s=LIMIT_S[command], note=f"{mode} value")
+
+
+def fuzz(command: str, data) -> None:
+    with scratch() as folder:
+        check_cli(build_case(data, command, folder), folder)
+
+
+# --- the generated calls, one test per command -------------------------------------------------------------
+
+@fuzz_settings(60)
+@given(st.data())
+def test_fuzz_report(data):
+    fuzz("report", data)
+
+
+@fuzz_settings(50)
+@given(st.data())
+def test_fuzz_capacity(data):
+    fuzz("capacity", data)
+
+
+@fuzz_settings(30)
+@given(st.data())
+def test_fuzz_numerics(data):
+    fuzz("numerics", data)
+
+
+@fuzz_settings(40)
+@given(st.data())
+def test_fuzz_explain(data):
+    fuzz("explain", data)
+
+
+@fuzz_settings(8)
+@given(st.data())
+def test_fuzz_list(data):
+    fuzz(data.draw(st.sampled_from(["list gpus", "list models"])), data)
+
+
+@pytest.mark.parametrize("command", PLOTS)
+@fuzz_settings(8)
+@given(data=st.data())
+def test_fuzz_plot(command, data):
+    fuzz(command, data)
+
+
+@fuzz_settings(20)
+@given(st.data())
+def test_fuzz_validate(data):
+    fuzz("validate", data)
+
+
+@pytest.mark.parametrize("command", ["calibrate", "bench"])
+@fuzz_settings(10)
+@given(data=st.data())
+def test_fuzz_gpu_commands(command, data):
+    fuzz(command, data)
+
+
+def test_every_option_is_fuzzed():
+    """The catalog above covers every option each command's --help lists (a new option gets fuzzed or this fails)."""
+    with scratch() as folder:
+        for command, opts in COMMANDS.items():
+            out = invoke([*command.split(), "--help"], folder)
+            assert out.code == 0, out.describe()
+            listed = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out.stdout)) - {"--help"}
+            known = {f for o in opts for f in o.flags} | {"--output"} | {f"--no-{f[2:]}" for o in opts for f in o.flags}
+            missing = sorted(listed - known)
+            assert not missing, f"rooflab {command}: options not in the fuzz catalog: {missing}"
+
+
+# --- explicit cases: each bad input an earlier hostile run found, and its neighbours ---------------------------
+
+def _case(args, idents=(), expect=2, fmt_json=False, outputs=(), inputs=(), limit_s=5.0, note=""):
+    return Case(list(args), list(idents), expect, list(outputs), list(inputs), json=fmt_json, limit_s=limit_s,
+                note=note)
+
+
+REGRESSIONS = [
+    # numbers past what is real, or not numbers
+    _case(["report", "-b", "10000000000000000000"], ["--batch"], note="10**19 batch"),
+    _case(["report", "-b", "1e18"], ["--batch"]),
+    _case(["report", "-T", "1e160"], ["--seq-len"]),
+    _case(["report", "-T", "1e400"], ["--seq-len"]),
+    _case(["report", "-T", "9" * 400 + "k"], ["--seq-len"], note="a count past a float"),
+    _case(["report", "-T", "9" * 400], ["--seq-len"]),
+    _case(["report", "--phase", "decode", "--splits", "1000000000"], ["--splits"]),
+    _case(["report", "--phase", "decode", "-b", "1000000000"], ["--batch"]),
+    _case(["report", "--phase", "decode", "-L", "lots"], ["--context-len", "lots"]),
+    _case(["numerics", "--logit-std", "1e308"], ["--logit-std"]),
+    _case(["numerics", "--logit-std", "nan"], ["--logit-std"]),
+    _case(["numerics", "--logit-std", "inf"], ["--logit-std"]),
+    _case(["numerics", "--logit-std", "0"], ["--logit-std"]),
+    _case(["numerics", "--logit-std", "5e-324"], ["--logit-std"], expect=None, note="the smallest subnormal"),
+    _case(["capacity", "--activation-reserve-gib", "nan"], ["--activation-reserve-gib"]),
+    _case(["capacity", "--activation-reserve-gib", "inf"], ["--activation-reserve-gib"]),
+    _case(["capacity", "--activation-reserve-gib", "1e400"], ["--activation-reserve-gib"]),
+    _case(["capacity", "--activation-reserve-gib", "-1"], ["--activation-reserve-gib"]),
+    _case(["capacity", "-L", "8192", "--shared-prefix", "8192"], ["--shared-prefix", "shared prefix"]),
+    _case(["capacity", "-L", "8192", "--shared-prefix", "9000"], ["--shared-prefix", "shared prefix"]),
+    _case(["capacity", "--gpu-memory-utilization", "0"], ["--gpu-memory-utilization"]),
+    _case(["capacity", "--gpu-memory-utilization", "1.5"], ["--gpu-memory-utilization"]),
+    # 0 and '' are values, not "not given"
+    _case(["plot", "memory", "--max-seq-len", "0", "-o", "m.png"], ["--max-seq-len"]),
+    _case(["report", "--phase", "decode", "-L", ""], ["--context-len"]),
+    _case(["report", "--phase", "decode", "-L", " "], ["--context-len"]),
+    _case(["report", "--phase", "decode", "-L", "1k,,2k"], ["--context-len"]),
+    _case(["report", "-L", ""], ["--context-len"], note="-L '' in a prefill report: a bad value, even if unused"),
+    _case(["report", "-L", "lots"], ["--context-len"], note="-L lots in a prefill report"),
+    _case(["report", "--phase", "decode", "--splits", "0"], ["--splits"]),
+    _case(["report", "--page-size", "0"], ["--page-size"]),
+    _case(["report", "-b", "0"], ["--batch"]),
+    _case(["report", "-T", "0"], ["--seq-len"]),
+    _case(["capacity", "--max-model-len", "0"], ["--max-model-len"]),
+    _case(["capacity", "--tp", "0"], ["--tensor-parallel", "--tp"]),
+    _case(["validate", ""], ["FILE", "empty", "''"], note="an empty path is not the current folder"),
+    _case(["validate", str(SMALL_CSV), "-o", ""], ["--output", "empty", "''"], inputs=[SMALL_CSV],
+          note="an empty -o is not the current folder"),
+    _case(["plot", "roofline", "-o", ""], ["--output", "empty", "''"], note="an empty -o is not the current folder"),
+    _case(["plot", "memory", "-g", ""], ["--gpu"]),
+    _case(["plot", "decode", "-b", ""], ["--batch"]),
+    # names
+    _case(["report", "--gpu", "nope"], ["nope"]),
+    _case(["report", "--gpu", "h100"], ["h100"]),
+    _case(["report", "--model", "llama3-8b"], ["llama3-8b"]),
+    _case(["report", "--gpu", ""], ["--gpu"], note="an empty GPU name: the message should name --gpu"),
+    _case(["report", "--gpu", "a" * 100_000], ["--gpu", "GPU '"], note="a 100k-character name: one short line"),
+    _case(["report", "--model", str(MODELS)], [str(MODELS)]),
+    _case(["report", "--gpu", "/etc/passwd"], ["/etc/passwd"]),
+    _case(["report", "--gpu", "missing/dir/gpu.yaml"], ["missing/dir/gpu.yaml"]),
+    _case(["report", "--ceilings", "calibrated", "--gpu", "h100-sxm"], ["h100-sxm", "measured"],
+          note="calibrated ceilings need a measured: section"),
+    # huge work: closed form or refused with the limit named
+    _case(["report", "--phase", "decode", "-b", str(MAX_BATCH), "-L", str(MAX_TOKENS), "-f", "json"], expect=0,
+          fmt_json=True, note="the largest uniform decode batch, closed form"),
+    _case(["report", "-T", str(MAX_TOKENS), "-b", str(MAX_BATCH), "-f", "json"], expect=0, fmt_json=True,
+          note="the largest prefill: figures near 1e33, still finite"),
+    _case(["report", "-T", str(MAX_TOKENS), "-b", str(MAX_BATCH)], expect=0, note="the largest prefill, as a table"),
+    _case(["explain", "-T", str(MAX_TOKENS), "-b", str(MAX_BATCH)], expect=0, note="explain at the limits"),
+    _case(["explain", "-v", "merge", "-T", str(MAX_TOKENS), "-b", str(MAX_BATCH)], expect=0),
+    _case(["explain", "-v", "split_kv", "-L", str(MAX_TOKENS), "-b", str(MAX_BATCH), "--splits", str(MAX_SPLITS)],
+          expect=0),
+    _case(["report", "--phase", "decode", "--splits", str(MAX_SPLITS), "-L", "1"], expect=0,
+          note="more splits than tokens"),
+    _case(["report", "--phase", "decode", "--page-size", str(MAX_PAGE_SIZE), "-L", str(MAX_TOKENS), "-b",
+           str(MAX_BATCH), "--splits", str(MAX_SPLITS), "-f", "json"], expect=0, fmt_json=True),
+    _case(["report", "--phase", "decode", "-L", ",".join(["8192"] * 65536)], expect=0, limit_s=5,
+          note="the longest ragged list"),
+    _case(["report", "--phase", "decode", "-L", ",".join(["8192"] * 65537)], ["--context-len"],
+          note="one past the longest ragged list"),
+    _case(["capacity", "-L", str(MAX_TOKENS), "--page-size", "1", "-f", "json"], fmt_json=True, expect=None),
+    _case(["capacity", "--tp", str(MAX_GPUS), "--ep", str(MAX_GPUS), "-f", "json"], fmt_json=True, expect=None),
+    _case(["capacity", "--activation-reserve-gib", str(MAX_GIB), "-f", "json"], ["--activation-reserve-gib",
+          "reserve", "activation"], fmt_json=True, expect=None),
+    _case(["numerics", "-T", str(MAX_TOKENS), "--logit-std", str(MAX_LOGIT_STD), "-f", "json"], fmt_json=True,
+          expect=0),
+    _case(["numerics", "--dtype", "fp8_e4m3", "-T", str(MAX_TOKENS), "--logit-std", str(MAX_LOGIT_STD)], expect=0),
+    _case(["plot", "memory", "--max-seq-len", str(MAX_TOKENS), "-b", str(MAX_BATCH), "-o", "m.png"], expect=0,
+          outputs=["m.png"], limit_s=12),
+    _case(["plot", "time", "--max-seq-len", str(MAX_TOKENS), "-T", str(MAX_TOKENS), "-b", str(MAX_BATCH), "-o",
+           "t.png"], expect=0, outputs=["t.png"], limit_s=12),
+    _case(["plot", "decode", "--max-context-len", str(MAX_TOKENS), "-b", str(MAX_BATCH), "-o", "d.png"], expect=0,
+          outputs=["d.png"], limit_s=12),
+    _case(["plot", "roofline", "-T", str(MAX_TOKENS), "-b", str(MAX_BATCH), "--decode-batch", str(MAX_BATCH), "-o",
+           "r.png"], expect=0, outputs=["r.png"], limit_s=12),
+    _case(["plot", "capacity", "--max-model-len", str(MAX_TOKENS), "--page-size", "1", "-o", "c.png"], expect=None,
+          outputs=["c.png"], limit_s=12),
+    # outputs
+    _case(["validate", str(SMALL_CSV), "-o", str(SMALL_CSV)], ["--output", "input", SMALL_CSV.name],
+          inputs=[SMALL_CSV]),
+    _case(["plot", "roofline", "-o", "x.txt"], ["x.txt"]),
+    _case(["plot", "roofline", "-o", "no/such/folder/x.png"], ["no/such/folder"]),
+]
+
+
+@pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: " ".join(c.args)[:80])
+def test_regression(case):
+    with scratch() as folder:
+        case = dataclasses.replace(case, outputs=[folder / p for p in case.outputs])
+        check_cli(case, folder)
+
+
+def test_output_equal_to_input_through_a_symlink():
+    with scratch() as folder:
+        link = folder / "link.csv"
+        os.symlink(SMALL_CSV, link)
+        check_cli(_case(["validate", str(SMALL_CSV), "-o", str(link)], ["--output", "input", "link.csv"],
+                        inputs=[SMALL_CSV]), folder)
+
+
+def test_output_to_a_fifo_is_not_replaced_by_a_regular_file():
+    """`-o /dev/stdout` or a named pipe: writing through a temp file and a rename would replace the device or pipe
+    with a regular file (as root, /dev/stdout itself). Tested on a FIFO in a scratch folder."""
+    with scratch() as folder:
+        fifo = folder / "pipe.txt"
+        os.mkfifo(fifo)
+        out = invoke(["validate", str(SMALL_CSV), "-o", str(fifo)], folder)
+        assert fifo.is_fifo(), f"the FIFO was replaced by a regular file\n{out.describe()}"
+        assert out.code in (0, 2), out.describe()
+
+
+def test_plot_with_a_dollar_in_the_gpu_display_name():
+    """A $ or a backslash in a display name reached matplotlib's mathtext once; the chart must draw it as text."""
+    text = (HARDWARE / "h100-sxm.yaml").read_text()
+    with scratch() as folder:
+        spec = folder / "gpu.yaml"
+        spec.write_text(text.replace("display_name: NVIDIA H100 SXM5 80GB", "display_name: 'Cheap $GPU$ \\frac{a}{b} ^_ {}'"))
+        for command in (["plot", "roofline"], ["plot", "memory"], ["plot", "time"], ["plot", "decode"],
+                        ["plot", "capacity"]):
+            check_cli(_case([*command, "--gpu", str(spec), "-o", "x.png"], expect=0, outputs=[folder / "x.png"],
+                            inputs=[spec], limit_s=12), folder)
+            (folder / "x.png").unlink()
+
+
+def test_console_script_under_a_memory_limit():
+    """The riskiest calls through a real process with 2 GiB of address space: bounded work, exit 0 or 2."""
+    calls = [
+        (["report", "--phase", "decode", "-b", str(MAX_BATCH), "-L", str(MAX_TOKENS), "--splits", str(MAX_SPLITS)], 0),
+        (["report", "-b", "10000000000000000000"], 2),
+        (["report", "--phase", "decode", "--splits", "1000000000"], 2),
+    ]
+    with scratch() as folder:
+        for args, expect in calls:
+            before = snapshot(folder)
+            out = run_subprocess(args, folder, limit_s=60)
+            check_outcome(_case(args, expect=expect, limit_s=30), out, folder, before, {})
