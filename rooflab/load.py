@@ -153,11 +153,14 @@ def build(cls: type[T], data: dict, where: str, prefix: str = "") -> T:
         value = data[f.name]
         nested = _nested_class(hints[f.name])
         mapped = _mapped_class(hints[f.name])
+        listed = _listed_class(hints[f.name])
         try:
             if nested is not None and isinstance(value, dict):
                 value = build(nested, value, where, prefix=f"{prefix}{f.name}.")
             elif mapped is not None and isinstance(value, dict):
                 value = _build_each(mapped, value, where, f"{prefix}{f.name}.")
+            elif listed is not None and isinstance(value, list):
+                value = tuple(_build_each(listed, dict(enumerate(value)), where, f"{prefix}{f.name}.").values())
         except SpecError as exc:
             problems += [Problem(*p) for p in exc.problems]
             continue
@@ -186,6 +189,14 @@ def _unknown_and_missing(cls: type, data: dict, prefix: str) -> list[Problem]:
         if required and name not in data:
             problems.append(Problem(f"{prefix}{name}", None, "missing required field"))
     return problems
+
+
+def _listed_class(tp: Any) -> type | None:
+    """The dataclass of a tuple[Dataclass, ...] field (a GPU's fitted models), else None."""
+    if typing.get_origin(tp) is tuple:
+        item = typing.get_args(tp)[0]
+        return item if dataclasses.is_dataclass(item) else None
+    return None
 
 
 def _mapped_class(tp: Any) -> type | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import numpy as np
 
 from ..render import ridge_text
-from ..roofline import Ceilings
+from ..roofline import Ceilings, predict_kernel
 from ..specs import GpuSpec
 from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds
 from ..vocab import LayerKind
@@ -240,3 +240,21 @@ def floor_formula(flops: str, rate: str, exps: Optional[str], bytes_: str, roofs
         terms.append(f"{exps} / eps")
     terms.append(f"{bytes_} / beta" + (f" / {fraction}" if fraction else ""))
     return f"max({', '.join(terms)})"
+
+
+def merge_floor(d: _Derivation, cost, roofs: Ceilings, pred, rows: str, width: str) -> None:
+    """With splits, the merge's FLOPs and floor after the attention launch's; then the step's floor.
+
+    `rows` and `width` are the merge's rows ('B * h') and output width ('d') in the derivation's symbols.
+    """
+    if cost.merge is not None:
+        merge = predict_kernel(cost.merge.kernel, roofs)
+        d.given("pi_vec", roofs.vector_flop_per_s, "FLOP/s, fp32 vector rate: the merge's FLOPs run there")
+        d.step("F_merge", f"{rows} * (n_split * (2 * {width} + 3) + {width})", cost.merge.flops, Unit.flop,
+               "on the fp32 vector units")
+        d.given("E_merge", float(cost.merge.kernel.exp_ops), "exps of the merge, one per (row, split)")
+        d.step("t_merge", floor_formula("F_merge", "pi_vec", "E_merge", "Q_merge", roofs), merge.t_floor_s,
+               Unit.seconds)
+        d.step("t_floor", "t_attention + t_merge", pred.t_floor_s, Unit.seconds)
+    else:
+        d.step("t_floor", "t_attention", pred.t_floor_s, Unit.seconds)

@@ -203,3 +203,37 @@ def check_grid_dim(value: int, name: str, limit: int = 65535) -> None:
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# ---------------------------------------------------------------- visibility: window, chunk, sinks
+
+#: common.cuh's MASK_NONE, MASK_CAUSAL, MASK_LOCAL (causal plus a window and / or chunk).
+MASK_NONE, MASK_CAUSAL, MASK_LOCAL = 0, 1, 2
+INT32_MAX = 2**31 - 1
+
+
+def check_count(value: Any, name: str, low: int = 1, high: int = INT32_MAX) -> int:
+    """A whole number in [low, high] (bools refused), else ValueError naming the argument and value."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
+    return int(value)
+
+
+def check_visibility(causal: bool, window: Any, chunk: Any) -> tuple[int, int, int]:
+    """(MASK, W, C) for the kernels: W and C are 0 when not given; a window or chunk needs causal=True."""
+    w = 0 if window is None else check_count(window, "window")
+    c = 0 if chunk is None else check_count(chunk, "chunk")
+    if (w or c) and not causal:
+        what = f"window={window}" if w else f"chunk={chunk}"
+        raise ValueError(f"{what} is a causal mask (query i sees keys up to i); pass causal=True with it")
+    return (MASK_LOCAL if (w or c) else MASK_CAUSAL if causal else MASK_NONE), w, c
+
+
+def check_sinks(cupy: Any, sinks: Any, heads: int) -> Any:
+    """sinks: None, or a C-contiguous float32 CuPy array [heads] of natural-log logits (values not read here)."""
+    if sinks is None:
+        return NULL
+    check_array(cupy, sinks, "sinks", ("float32",), ndim=1)
+    if sinks.shape[0] != heads:
+        raise ValueError(f"sinks must have one logit per query head, shape ({heads},), got {tuple(sinks.shape)}")
+    return sinks

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import (HALF_TYPES, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
-                       check_scale, ctype, cupy_module, kernel, launch, multiprocessor_count)
+from ._runtime import (HALF_TYPES, MASK_LOCAL, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim,
+                       check_out, check_scale, check_sinks, check_visibility, ctype, cupy_module, kernel, launch,
+                       multiprocessor_count)
 from .flash_hopper import HOPPER_HEAD_DIMS, hopper_supported, launch_flash_hopper
 
 # ---------------------------------------------------------------- row softmax
@@ -239,17 +240,25 @@ def flash_smem_bytes(head_dim: int, mt: int, nw: int) -> int:
 
 def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
                     return_lse: bool = True, *, out: Any = None, out_lse: Any = None,
-                    variant: tuple | None = None, impl: str | None = None) -> tuple[Any, Any]:
+                    variant: tuple | None = None, impl: str | None = None, window: int | None = None,
+                    chunk: int | None = None, sinks: Any = None) -> tuple[Any, Any]:
     """Flash attention forward on tensor cores (online softmax in fp32). -> (o, lse).
 
     q [B, h, Tq, d], k and v [B, h_kv, Tk, d]: C-contiguous fp16 or bf16, d in {64, 128};
     any Tq, Tk >= 1. o [B, h, Tq, d] in q's dtype; lse fp32 [B, h, Tq] (None unless
     return_lse or out_lse); a causal row that sees no key gets o = 0 and lse = -inf.
     out / out_lse: preallocated outputs (tests poison them).
+    window W (needs causal=True): query i (key position p = i + Tk - Tq) sees keys p - W < j <= p.
+    chunk C (needs causal=True): it sees keys j <= p with floor(j / C) == floor(p / C) (both may be
+    given; a key must pass both). Key tiles outside every row's range are skipped, not masked.
+    sinks: fp32 [h], one logit per query head (natural-log units, like scale q . k) that joins each
+    row's softmax denominator and no value (gpt-oss): o = sum_j e^(x_j - m) v_j / (e^(s_h - m) +
+    sum_j e^(x_j - m)), and the LSE includes it; a row with no visible key then gets o = 0, lse = s_h.
     impl: "mma" (mma.sync m16n8k16, sm_80+, flash_fwd.cu), "hopper" (wgmma, sm_90 and d 128 only,
-    flash_fwd_hopper.cu) or None: FLASH_DEFAULT_IMPL where the device and d allow it, else "mma".
-    variant: a tuning override, (MT, NW, KN) for "mma" (FLASH_VARIANTS), (NWG, BN, PIPE) for
-    "hopper" (flash_hopper.HOPPER_VARIANTS); with impl None a variant means "mma".
+    flash_fwd_hopper_ws.cu / flash_fwd_hopper.cu) or None: FLASH_DEFAULT_IMPL where the device and d
+    allow it, else "mma". variant: a tuning override, (MT, NW, KN) for "mma" (FLASH_VARIANTS),
+    (NWG, BN, PIPE[, NST]) for "hopper" (flash_hopper.HOPPER_VARIANTS; windows and chunks need the
+    warp-specialized 4-tuple); with impl None a variant means "mma".
     """
     cupy = cupy_module()
     batch, heads, q_len, head_dim, kv_heads, kv_len = _check_qkv(cupy, q, k, v, HALF_TYPES)
@@ -258,6 +267,8 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
     check_grid_dim(heads, "heads")
     check_grid_dim(batch, "batch")
     scale = check_scale(scale, head_dim)
+    mask, window_keys, chunk_keys = check_visibility(causal, window, chunk)
+    sinks_arg = check_sinks(cupy, sinks, heads)
     if impl not in (None, "mma", "hopper"):
         raise ValueError(f"impl must be None, 'mma' or 'hopper', got {impl!r}")
     hopper_ok = hopper_supported(cupy, head_dim)
@@ -265,6 +276,9 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
         raise ValueError(f"impl='hopper' needs an sm_90 GPU and head_dim in {HOPPER_HEAD_DIMS}")
     use_hopper = impl == "hopper" or (impl is None and variant is None and FLASH_DEFAULT_IMPL == "hopper"
                                       and hopper_ok)
+    if use_hopper and variant is not None and len(variant) != 4 and mask == MASK_LOCAL:
+        raise ValueError(f"variant={variant}: windows and chunks run in the warp-specialized Hopper kernel "
+                         f"(a (2, BN, False, NST) variant)")
     o = cupy.empty_like(q) if out is None else out
     if out is not None:
         check_out(cupy, out, "out", q.shape, dtype_name(q))
@@ -273,14 +287,15 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
         lse = cupy.empty((batch, heads, q_len), dtype=cupy.float32)
     elif lse is not None:
         check_out(cupy, lse, "out_lse", (batch, heads, q_len), "float32")
+    extra = (sinks_arg, np.int32(window_keys), np.int32(chunk_keys))
     if use_hopper:
-        launch_flash_hopper(q, k, v, o, lse, causal, scale, variant)
+        launch_flash_hopper(q, k, v, o, lse, mask, scale, variant, extra=extra)
         return o, lse
     mt, nw, kn = variant if variant is not None else FLASH_VARIANTS[head_dim]
     rows_per_cta = 16 * mt * nw
-    name = f"flash_fwd<{ctype(q)}, {head_dim}, {mt}, {nw}, {kn}, {'true' if causal else 'false'}>"
+    name = f"flash_fwd<{ctype(q)}, {head_dim}, {mt}, {nw}, {kn}, {mask}>"
     launch(kernel("flash_fwd.cu", name), (ceil_div(q_len, rows_per_cta), heads, batch), (nw * 32, 1, 1),
            (q, k, v, o, NULL if lse is None else lse, np.int32(q_len), np.int32(kv_len),
-            np.int32(heads), np.int32(heads // kv_heads), np.float32(scale * LOG2E)),
+            np.int32(heads), np.int32(heads // kv_heads), np.float32(scale * LOG2E), *extra),
            flash_smem_bytes(head_dim, mt, nw))
     return o, lse

@@ -161,6 +161,41 @@ RL_DEV void init_softmax_state(float (&o_acc)[MT][DTILE][4], OnlineState (&st)[M
     }
 }
 
+// ---------------------------------------------------------------- which keys a query sees
+// MASK_NONE: every key. MASK_CAUSAL: keys j <= pos, where pos is the query's key position (its row
+// plus Tk - Tq: queries sit at the end of the keys). MASK_LOCAL: causal and, in addition, a sliding
+// window of W keys (pos - W < j, the window counting the query's own key) and/or a chunk of C tokens
+// (floor(j / C) == floor(pos / C), Llama 4's chunked attention); W or C = 0 means no such limit.
+// Kernels read only the tiles between the first row's first key and the last row's position, and
+// mask element by element only on tiles where some row's range starts or ends.
+enum : int { MASK_NONE = 0, MASK_CAUSAL = 1, MASK_LOCAL = 2 };
+
+struct Visibility {
+    int window, chunk;
+
+    // The first key a query at key position pos sees (> pos, so nothing, when pos < 0).
+    RL_DEV int first_key(int pos) const {
+        int lo = 0;
+        if (window > 0) lo = max(lo, pos - window + 1);
+        if (chunk > 0) lo = max(lo, pos - pos % chunk);    // pos < 0: pos % chunk <= 0 keeps lo > pos
+        return lo;
+    }
+    // Keys lo <= j <= hi visible to a query at pos under MASK (the caller also stops at the last key).
+    template <int MASK> RL_DEV int lo(int pos) const { return MASK == MASK_LOCAL ? first_key(pos) : 0; }
+    template <int MASK> RL_DEV int hi(int pos) const { return MASK == MASK_NONE ? 0x7fffffff : pos; }
+};
+
+// A row's optional sink (one logit per query head, natural-log units, that joins the softmax's
+// denominator and no value: gpt-oss's formulation) merged into its finished state: returns the factor
+// for O (its share of the new denominator) and leaves the LSE including the sink. Call after the
+// lanes' l are summed. The sink is the state (sink, 1): merging it is the general merge.
+RL_DEV float add_sink(OnlineState& st, const float* sinks, int head) {
+    if (sinks == nullptr) return 1.f;
+    float s_row, s_sink;
+    st = merge(st, OnlineState::of_lse(sinks[head] * RL_LOG2E), s_row, s_sink);
+    return s_row;
+}
+
 // ---------------------------------------------------------------- shared memory and copies
 RL_DEV u32 smem_u32(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
 

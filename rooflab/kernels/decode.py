@@ -1,11 +1,15 @@
 """Decode launchers: paged decode (optionally split-KV), the S-way merge of its partials, and the pairwise merge.
 
-Shapes: q [B, h, d] (one token per sequence); k_cache and v_cache [num_pages, h_kv, page_size, d]
-(HND: one (page, KV head) chunk is page_size * d contiguous elements); block_table int32
-[B, max_pages_per_seq]; context_lens int32 [B], each >= 1 and <= max_pages_per_seq * page_size
-(not checked: reading them would synchronise). Split-KV partials: o fp32 [S, B, h, d] and
-lse fp32 [S, B, h]; split z covers whole pages, ceil(pages / S) of them (rooflab/cost/paged.py
-deals pages out the same way); an empty split has o = 0 and lse = -inf.
+Shapes: q [B, h, d] (one token per sequence) or [B, q_len, h, d] (q_len new tokens, 1 to 8, the last
+q_len positions of each context: token t sees keys j <= context_len - q_len + t); o like q, lse
+q's shape without d. k_cache and v_cache [num_pages, h_kv, page_size, d] (HND: one (page, KV head)
+chunk is page_size * d contiguous elements); block_table int32 [B, max_pages_per_seq]; context_lens
+int32 [B], each >= q_len and <= max_pages_per_seq * page_size (not checked: reading them would
+synchronise). window W / chunk C limit the keys each token sees (as flash_attention's), and only the
+pages holding keys some token sees are read; sinks fp32 [h] join each row's denominator. Split-KV
+partials: o fp32 [S, *q.shape] and lse fp32 [S, *q.shape[:-1]]; split z covers whole pages,
+ceil(pages / S) of those the tokens' key range touches (rooflab/cost/paged.py deals pages out the
+same way); an empty split has o = 0 and lse = -inf.
 
 fp8 KV cache: k_cache and v_cache may hold e4m3 bytes (CuPy uint8, since CuPy has no fp8 dtype;
 compute capability 8.9 or newer) with one fp32 scale per tensor: the cache stands for
@@ -20,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import (HALF_TYPES, dtype_name, LOG2E, NULL, ceil_div, check_array, check_grid_dim, check_out,
-                       check_scale, compute_capability, ctype, cupy_module, kernel, launch)
+from ._runtime import (HALF_TYPES, MASK_CAUSAL, MASK_NONE, dtype_name, LOG2E, NULL, ceil_div, check_array,
+                       check_count, check_grid_dim, check_out, check_scale, check_sinks, check_visibility, compute_capability, ctype,
+                       cupy_module, kernel, launch)
 
 #: Rows a merge_states thread loads at once (16 bytes of each input per row). 1 ran fastest on
 #: the H200 (99% of copy bandwidth against 90% for 2 and 65% for 4: more resident threads beat
@@ -40,12 +45,15 @@ FP8_STORAGE = "uint8"
 FP8_CTYPE = "rl::e4m3"
 #: cvt.rn.f16x2.e4m3x2 needs compute capability 8.9 (Ada) or newer.
 FP8_MIN_COMPUTE_CAPABILITY = 89
+#: New tokens per sequence the kernel takes (speculative verification, multi-token prediction).
+MAX_Q_LEN = 8
 
 
-def _paged_layout(group: int) -> tuple[int, int]:
-    """(MT, head_chunks): 16*MT query heads a CTA, and how many CTAs share one KV head's group."""
-    mt = 1 if group <= 16 else 2
-    return mt, ceil_div(group, 16 * mt)
+def _paged_layout(rows: int) -> tuple[int, int]:
+    """(MT, head_chunks) for `rows` = group x q_len query rows of one KV head: 16*MT rows a CTA, and
+    how many CTAs share them (each reading the KV head's pages)."""
+    mt = 1 if rows <= 16 else 2
+    return mt, ceil_div(rows, 16 * mt)
 
 
 def paged_smem_bytes(head_dim: int, mt: int, warps: int = PAGED_WARPS, stages: int = PAGED_STAGES,
@@ -57,12 +65,16 @@ def paged_smem_bytes(head_dim: int, mt: int, warps: int = PAGED_WARPS, stages: i
 
 def _check_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any,
                  context_lens: Any) -> tuple[int, ...]:
-    check_array(cupy, q, "q", HALF_TYPES, ndim=3)
+    check_array(cupy, q, "q", HALF_TYPES)
+    if q.ndim not in (3, 4):
+        raise ValueError(f"q must be [B, h, d] or [B, q_len, h, d], got shape {tuple(q.shape)}")
     check_array(cupy, k_cache, "k_cache", HALF_TYPES + (FP8_STORAGE,), ndim=4)
     check_array(cupy, v_cache, "v_cache", HALF_TYPES + (FP8_STORAGE,), ndim=4)
     check_array(cupy, block_table, "block_table", ("int32",), ndim=2)
     check_array(cupy, context_lens, "context_lens", ("int32",), ndim=1)
-    batch, heads, head_dim = q.shape
+    batch, heads, head_dim = q.shape[0], q.shape[-2], q.shape[-1]
+    if q.ndim == 4:
+        check_count(q.shape[1], "q_len (q.shape[1])", 1, MAX_Q_LEN)
     if k_cache.dtype != v_cache.dtype or dtype_name(k_cache) not in (dtype_name(q), FP8_STORAGE):
         raise ValueError(f"k_cache and v_cache must both have q's dtype or both be fp8 e4m3 bytes (uint8), got "
                          f"q {dtype_name(q)}, k_cache {dtype_name(k_cache)}, v_cache {dtype_name(v_cache)}")
@@ -96,24 +108,30 @@ def _check_kv_scales(cupy: Any, fp8: bool, k_scale: float, v_scale: float) -> No
 
 def _launch_paged(cupy: Any, q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
                   num_splits: int, split: bool, out: Any, out_lse: Any, scale: float | None,
-                  config: tuple[int, int] | None, k_scale: float = 1.0, v_scale: float = 1.0) -> None:
-    """split = False: o in q's dtype [B, h, d] (num_splits must be 1); True: fp32 partials [S, B, h, d]."""
+                  config: tuple[int, int] | None, k_scale: float = 1.0, v_scale: float = 1.0,
+                  window: int | None = None, chunk: int | None = None, sinks: Any = None) -> None:
+    """split = False: o in q's dtype like q (num_splits must be 1); True: fp32 partials [S, *q.shape]."""
     batch, heads, head_dim, kv_heads, page_size = _check_paged(cupy, q, k_cache, v_cache,
                                                                block_table, context_lens)
     fp8 = dtype_name(k_cache) == FP8_STORAGE
     _check_kv_scales(cupy, fp8, k_scale, v_scale)
     scale = check_scale(scale, head_dim)
+    q_len = q.shape[1] if q.ndim == 4 else 1
+    mask, window_keys, chunk_keys = check_visibility(True, window, chunk)
+    if mask == MASK_CAUSAL and q_len == 1:
+        mask = MASK_NONE                                   # one token sees the whole context
+    sinks_arg = check_sinks(cupy, sinks, heads)
     warps, stages = config if config is not None else (PAGED_WARPS, PAGED_STAGES_FP8 if fp8 else PAGED_STAGES)
     group = heads // kv_heads
-    mt, chunks = _paged_layout(group)
+    mt, chunks = _paged_layout(group * q_len)
     page_shift = page_size.bit_length() - 1 if page_size & (page_size - 1) == 0 else -1
     name = (f"paged_decode<{ctype(q)}, {FP8_CTYPE if fp8 else ctype(q)}, {head_dim}, {mt}, {warps}, {stages}, "
-            f"{'true' if split else 'false'}>")
+            f"{'true' if split else 'false'}, {mask}>")
     launch(kernel("paged_decode.cu", name), (kv_heads * chunks, batch, num_splits), (warps * 32, 1, 1),
            (q, k_cache, v_cache, block_table, np.int32(block_table.shape[1]), context_lens,
             out, NULL if out_lse is None else out_lse, np.int32(heads), np.int32(group), np.int32(chunks),
             np.int32(page_size), np.int32(page_shift), np.float32(scale * float(k_scale) * LOG2E),
-            np.float32(v_scale)),
+            np.float32(v_scale), np.int32(q_len), sinks_arg, np.int32(window_keys), np.int32(chunk_keys)),
            paged_smem_bytes(head_dim, mt, warps, stages, 1 if fp8 else 2))
 
 
@@ -123,18 +141,26 @@ def _check_splits(num_splits: int) -> int:
     return int(num_splits)
 
 
+def _row_shape(q: Any) -> tuple[int, ...]:
+    """q's shape without d: [B, h] or [B, q_len, h] (empty if q is not an array, which the checks then refuse)."""
+    return tuple(q.shape[:-1]) if getattr(q, "ndim", 0) in (3, 4) else ()
+
+
 def paged_decode_partial(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
                          num_splits: int, scale: float | None = None, *, out: Any = None,
                          out_lse: Any = None, config: tuple[int, int] | None = None,
-                         k_scale: float = 1.0, v_scale: float = 1.0) -> tuple[Any, Any]:
-    """The split-KV kernel alone: fp32 partial outputs [S, B, h, d] and LSEs [S, B, h] (-inf for an empty split).
+                         k_scale: float = 1.0, v_scale: float = 1.0, window: int | None = None,
+                         chunk: int | None = None, sinks: Any = None) -> tuple[Any, Any]:
+    """The split-KV kernel alone: fp32 partial outputs [S, *q.shape] and LSEs [S, *q.shape[:-1]] (-inf for
+    an empty split; split 0 carries the sinks).
 
-    k_scale, v_scale: the per-tensor scales of an fp8 cache (see this module's docstring).
+    k_scale, v_scale: the per-tensor scales of an fp8 cache; window, chunk, sinks: see this module's docstring.
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
-    batch, heads, head_dim = q.shape if getattr(q, "ndim", 0) == 3 else (0, 0, 0)
-    shape = (num_splits, batch, heads)
+    rows = _row_shape(q)
+    shape = (num_splits,) + rows
+    head_dim = q.shape[-1] if rows else 0
     o_part = cupy.empty(shape + (head_dim,), dtype=cupy.float32) if out is None else out
     lse_part = cupy.empty(shape, dtype=cupy.float32) if out_lse is None else out_lse
     if out is not None:
@@ -143,39 +169,46 @@ def paged_decode_partial(q: Any, k_cache: Any, v_cache: Any, block_table: Any, c
         check_out(cupy, out_lse, "out_lse", shape, "float32")
     # num_splits == 1 still runs the split kernel (fp32 partials), so the pieces can be timed alone.
     _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, num_splits, True,
-                  o_part, lse_part, scale, config, k_scale, v_scale)
+                  o_part, lse_part, scale, config, k_scale, v_scale, window, chunk, sinks)
     return o_part, lse_part
 
 
 def paged_decode(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_lens: Any,
                  num_splits: int = 1, return_lse: bool = False, scale: float | None = None, *,
                  out: Any = None, out_lse: Any = None, config: tuple[int, int] | None = None,
-                 k_scale: float = 1.0, v_scale: float = 1.0) -> Any:
-    """Decode attention through a paged KV cache. -> o [B, h, d] in q's dtype, or (o, lse fp32 [B, h]).
+                 k_scale: float = 1.0, v_scale: float = 1.0, window: int | None = None,
+                 chunk: int | None = None, sinks: Any = None) -> Any:
+    """Decode attention through a paged KV cache. -> o like q in q's dtype, or (o, lse fp32 q.shape[:-1]).
 
-    One CTA per (KV head, sequence, split) reads each KV page once for its whole query
-    group. num_splits > 1 runs the split kernel (fp32 partials) and then merge_partials.
+    q [B, h, d], or [B, q_len, h, d] for q_len new tokens a sequence (1..8, causal among themselves).
+    One CTA per (KV head, sequence, split) reads each KV page once for its whole query group and
+    all new tokens. num_splits > 1 runs the split kernel (fp32 partials) and then merge_partials.
     Shapes and page layout: see this module's docstring. scale defaults to 1/sqrt(d).
     k_cache / v_cache: q's dtype, or fp8 e4m3 bytes (uint8) standing for k_scale * e4m3 and
     v_scale * e4m3 (the scales must be 1.0 for a 16-bit cache).
+    window W: token t (key position p = context_len - q_len + t) sees keys p - W < j <= p; chunk C:
+    keys j <= p with floor(j / C) == floor(p / C); pages outside every token's keys are not read.
+    sinks: fp32 [h], a logit per query head in each row's denominator (gpt-oss), counted once.
     config: (warps, stages) override for tuning.
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
-    batch, heads, head_dim = q.shape if getattr(q, "ndim", 0) == 3 else (0, 0, 0)
+    rows = _row_shape(q)
+    head_dim = q.shape[-1] if rows else 0
     want_lse = return_lse or out_lse is not None
     if out is not None:
-        check_out(cupy, out, "out", (batch, heads, head_dim), dtype_name(q))
+        check_out(cupy, out, "out", rows + (head_dim,), dtype_name(q))
     if out_lse is not None:
-        check_out(cupy, out_lse, "out_lse", (batch, heads), "float32")
+        check_out(cupy, out_lse, "out_lse", rows, "float32")
     if num_splits == 1:
         o = cupy.empty_like(q) if out is None else out
-        lse = (cupy.empty((batch, heads), dtype=cupy.float32) if out_lse is None else out_lse) if want_lse else None
+        lse = (cupy.empty(rows, dtype=cupy.float32) if out_lse is None else out_lse) if want_lse else None
         _launch_paged(cupy, q, k_cache, v_cache, block_table, context_lens, 1, False, o, lse, scale, config,
-                      k_scale, v_scale)
+                      k_scale, v_scale, window, chunk, sinks)
     else:
         o_part, lse_part = paged_decode_partial(q, k_cache, v_cache, block_table, context_lens, num_splits,
-                                                scale, config=config, k_scale=k_scale, v_scale=v_scale)
+                                                scale, config=config, k_scale=k_scale, v_scale=v_scale,
+                                                window=window, chunk=chunk, sinks=sinks)
         o, lse = merge_partials(o_part, lse_part, q.dtype, return_lse=want_lse, out=out, out_lse=out_lse)
     return (o, lse) if return_lse else o
 

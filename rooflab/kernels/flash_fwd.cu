@@ -1,8 +1,10 @@
 // Flash attention forward (FlashAttention-2 structure), one CTA per (query tile, head, batch).
 //
 // q [B, h, Tq, D], k/v [B, h_kv, Tk, D] (contiguous, fp16 or bf16), o like q, lse fp32 [B, h, Tq].
-// Query head `head` reads KV head head / group (GQA).  Causal: query i sees key j iff
-// j <= i + (Tk - Tq), i.e. queries are aligned to the end of the keys.
+// Query head `head` reads KV head head / group (GQA).  MASK (common.cuh): MASK_CAUSAL, query i sees
+// key j iff j <= i + (Tk - Tq), i.e. queries are aligned to the end of the keys; MASK_LOCAL adds a
+// sliding window and / or chunk (vis); key tiles wholly outside every row's range are not loaded.
+// sinks: fp32 [h] (natural-log logits, one a query head, in the denominator only) or null.
 //
 // A CTA holds BM = 16 * MT * NW query rows; each of its NW warps owns 16 * MT consecutive rows
 // and the full head dimension.  Per KV tile of BN = 64 keys:
@@ -15,12 +17,15 @@
 #include "common.cuh"
 using namespace rl;
 
-template <typename T, int D, int MT, int NW, int KN, bool CAUSAL>
+template <typename T, int D, int MT, int NW, int KN, int MASK>
 __global__ void __launch_bounds__(NW * 32)
 flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
           T* __restrict__ o, float* __restrict__ lse,
-          int Tq, int Tk, int num_heads, int group, float scale_log2)
+          int Tq, int Tk, int num_heads, int group, float scale_log2,
+          const float* __restrict__ sinks, int window, int chunk)
 {
+    const Visibility vis{window, chunk};
+    constexpr bool CAUSAL = MASK != MASK_NONE;
     constexpr int BM = 16 * MT * NW;
     constexpr int BN = 64;
     constexpr int NT = NW * 32;
@@ -55,7 +60,9 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
 
     int kv_end = Tk;
     if (CAUSAL) kv_end = min(Tk, q0 + BM + offset);  // no row of this tile sees past it
-    const int n_tiles = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+    const int kv_begin = vis.lo<MASK>(q0 + offset);  // nor before its first row's first key
+    const int j0 = kv_begin / BN;
+    const int n_tiles = kv_end > kv_begin ? (kv_end + BN - 1) / BN : j0;   // tiles j0 .. n_tiles - 1
 
     // Copy mapping: thread tid moves chunk tid % CH of rows tid / CH + i * RSTEP.  RSTEP is a
     // multiple of 8, so row % 8, hence the swizzle, is the same for all of a thread's chunks and
@@ -89,7 +96,7 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
             cp_async16(sV + dst + i * RSTEP * D * 2, vs + (i64)i * RSTEP * D, ok);
         }
     };
-    if (n_tiles > 0) load_kv(0, 0);
+    if (j0 < n_tiles) load_kv(j0, 0);
     cp_async_commit();
 
     float o_acc[MT][DTILE][4];
@@ -112,8 +119,8 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
         for (int kk = 0; kk < KSTEPS; ++kk) ldsm_x4(qf[kk], sQ + (q_lane ^ (kk << 5)));
     }
 
-    for (int j = 0; j < n_tiles; ++j) {
-        const int stage = j & 1;
+    for (int j = j0; j < n_tiles; ++j) {
+        const int stage = (j - j0) & 1;
         if (j + 1 < n_tiles) load_kv(j + 1, stage ^ 1);
         cp_async_commit();
         cp_async_wait<1>();
@@ -122,8 +129,11 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
 #pragma unroll 1
         for (int sub = 0; sub < BN / KN; ++sub) {
         const int n0 = j * BN + sub * KN;
-        // causal: a warp whose last row sees no key of this step has nothing to add
-        const bool warp_idle = CAUSAL && (n0 > q0 + wrow0 + 16 * MT - 1 + offset);
+        // a warp none of whose rows sees a key of this step has nothing to add: past its last row
+        // (causal), or before its first row's first key (window, chunk)
+        const int pos0 = q0 + wrow0 + offset;             // key position of the warp's first row
+        const bool warp_idle = (CAUSAL && n0 > pos0 + 16 * MT - 1) ||
+                               (MASK == MASK_LOCAL && n0 + KN - 1 < vis.first_key(pos0));
         if (!warp_idle) {
             const u32 kb = sK + stage * KV_TILE_BYTES + sub * KN * D * 2;
             const u32 vb = sV + stage * KV_TILE_BYTES + sub * KN * D * 2;
@@ -160,19 +170,24 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
                 }
             }
 
-            // ---- mask keys past Tk and, on diagonal tiles, keys after the query
-            const bool need_mask = (n0 + KN > Tk) || (CAUSAL && n0 + KN - 1 > q0 + wrow0 + offset);
+            // ---- mask keys past Tk and, on tiles where a row's range starts or ends, keys it does not see
+            const bool need_mask = (n0 + KN > Tk) || (CAUSAL && n0 + KN - 1 > pos0) ||
+                                   (MASK == MASK_LOCAL && n0 < vis.first_key(pos0 + 16 * MT - 1));
             if (need_mask) {
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                    for (int nt = 0; nt < NTILE; ++nt)
+                    for (int hh = 0; hh < 2; ++hh) {
+                        const int pos = pos0 + mt * 16 + g + 8 * hh;
+                        const int lo = vis.lo<MASK>(pos), hi = min(vis.hi<MASK>(pos), Tk - 1);
 #pragma unroll
-                        for (int e = 0; e < 4; ++e) {
-                            const int row = q0 + wrow0 + mt * 16 + g + ((e >> 1) << 3);
-                            const int key = n0 + nt * 8 + 2 * t4 + (e & 1);
-                            if (key >= Tk || (CAUSAL && key > row + offset)) s[mt][nt][e] = -RL_INF;
-                        }
+                        for (int nt = 0; nt < NTILE; ++nt)
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const int key = n0 + nt * 8 + 2 * t4 + e;
+                                if ((MASK == MASK_LOCAL && key < lo) || key > hi) s[mt][nt][2 * hh + e] = -RL_INF;
+                            }
+                    }
             }
 
             // ---- online softmax, per row (hh: row g or g + 8 of each 16-row m-tile)
@@ -240,8 +255,9 @@ flash_fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict_
         for (int hh = 0; hh < 2; ++hh) {
             OnlineState row_st = st[mt][hh];
             row_st.l = quad_sum(row_st.l);
+            const float num = add_sink(row_st, sinks, head);   // 1 without a sink
             float inv, lse_row;
-            row_st.finish(1.f, inv, lse_row);
+            row_st.finish(num, inv, lse_row);
             const int row = q0 + wrow0 + mt * 16 + g + 8 * hh;
             if (row < Tq) {
                 T* orow = o + q_off + (i64)row * D;

@@ -21,12 +21,17 @@ using namespace rl;
 
 // NWG warpgroups (BM = 64 NWG rows), BN keys a tile, PIPE (see above), VSWAP: V's descriptor
 // with leading and stride offsets exchanged (a layout probe; 0 is the documented reading).
-template <typename T, int NWG, int BN, bool PIPE, bool CAUSAL, int VSWAP>
+// MASK: MASK_NONE or MASK_CAUSAL (windows and chunks run in the warp-specialized kernel); sinks as there.
+template <typename T, int NWG, int BN, bool PIPE, int MASK, int VSWAP>
 __global__ void __launch_bounds__(NWG * 128, 1)
 flash_fwd_hopper(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                  T* __restrict__ o, float* __restrict__ lse,
-                 int Tq, int Tk, int num_heads, int group, float scale_log2)
+                 int Tq, int Tk, int num_heads, int group, float scale_log2,
+                 const float* __restrict__ sinks, int window, int chunk)
 {
+    const Visibility vis{window, chunk};
+    static_assert(MASK != MASK_LOCAL, "windows and chunks: flash_fwd_hopper_ws");
+    constexpr bool CAUSAL = MASK == MASK_CAUSAL;
     constexpr int D = 128, BM = 64 * NWG, NT = NWG * 128;
     constexpr int NS = BN / 2;                    // S accumulators a thread
     constexpr int KS = BN / 16;                   // k-steps of P V
@@ -105,8 +110,8 @@ flash_fwd_hopper(const T* __restrict__ q, const T* __restrict__ k, const T* __re
     };
     auto softmax = [&](int j, float (&alpha)[2]) {
         const int n0 = j * BN;
-        if ((n0 + BN > Tk) || (CAUSAL && n0 + BN - 1 > q0 + wg * 64 + offset))
-            hop::mask_tile<CAUSAL>(s, n0, row_lo, t4, Tk, offset);
+        if (hop::tile_needs_mask<MASK, BN>(n0, q0 + wg * 64 + offset, Tk, vis))
+            hop::mask_tile<MASK>(s, n0, row_lo, t4, Tk, offset, vis);
         hop::softmax_tile(s, st, alpha, scale_log2);
     };
     auto rescale_pack = [&](const float (&alpha)[2]) { hop::rescale_pack<T>(oacc, pa, s, alpha); };
@@ -167,5 +172,5 @@ flash_fwd_hopper(const T* __restrict__ q, const T* __restrict__ k, const T* __re
     cp_async_wait<0>();
 
     float* lse_bh = lse ? lse + ((i64)b * num_heads + head) * Tq : nullptr;
-    hop::store_out<T>(oacc, st, o + q_off, lse_bh, row_lo, t4, Tq);
+    hop::store_out<T>(oacc, st, o + q_off, lse_bh, row_lo, t4, Tq, sinks, head);
 }

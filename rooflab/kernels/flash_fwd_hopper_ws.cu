@@ -2,7 +2,9 @@
 //
 // Same contract as flash_fwd.cu: q [B, h, Tq, 128], k/v [B, h_kv, Tk, 128] (contiguous fp16 or
 // bf16), o like q, lse fp32 [B, h, Tq] (natural log; may be null). Query head `head` reads KV head
-// head / group; causal: query i sees key j iff j <= i + (Tk - Tq).
+// head / group; MASK and vis as in flash_fwd.cu (causal: query i sees key j iff j <= i + (Tk - Tq);
+// MASK_LOCAL adds a window and / or chunk, and the CTA streams only the key tiles from its first
+// row's first key to its last row); sinks fp32 [h] or null.
 // S = Q K^T and O += P V are wgmma m64n128k16 as in flash_fwd_hopper.cu (helpers in hopper.cuh).
 #include "hopper.cuh"
 using namespace rl;
@@ -15,12 +17,15 @@ using namespace rl;
 // (pingpong): one warpgroup's softmax runs while the other's MMAs use the tensor cores.
 // setmaxnreg moves registers from the producer (32) to the consumers (232): 384 threads at entry
 // would otherwise cap everyone at 168. PIPE: not implemented here (must be false).
-template <typename T, int BN, int NST, bool PIPE, bool CAUSAL>
+template <typename T, int BN, int NST, bool PIPE, int MASK>
 __global__ void __launch_bounds__(384, 1)
 flash_fwd_hopper_ws(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                     T* __restrict__ o, float* __restrict__ lse,
-                    int Tq, int Tk, int num_heads, int group, float scale_log2)
+                    int Tq, int Tk, int num_heads, int group, float scale_log2,
+                    const float* __restrict__ sinks, int window, int chunk)
 {
+    const Visibility vis{window, chunk};
+    constexpr bool CAUSAL = MASK != MASK_NONE;
     constexpr int D = 128, BM = 128, NS = BN / 2, KS = BN / 16;
     constexpr u32 Q_BYTES = BM * D * 2, KV_BYTES = BN * D * 2;
     constexpr int BAR_Q = 1, BAR_TURN = 2;               // named barriers (0 is __syncthreads)
@@ -44,7 +49,9 @@ flash_fwd_hopper_ws(const T* __restrict__ q, const T* __restrict__ k, const T* _
 
     int kv_end = Tk;
     if (CAUSAL) kv_end = min(Tk, q0 + BM + offset);
-    const int n_tiles = kv_end > 0 ? (kv_end + BN - 1) / BN : 0;
+    const int kv_begin = vis.lo<MASK>(q0 + offset);
+    const int j0 = kv_begin / BN;                      // ring slot j holds key tile j0 + j
+    const int n_tiles = kv_end > kv_begin ? (kv_end + BN - 1) / BN - j0 : 0;
 
     if (tid == 0) {
 #pragma unroll
@@ -62,7 +69,7 @@ flash_fwd_hopper_ws(const T* __restrict__ q, const T* __restrict__ k, const T* _
         for (int j = 0; j < n_tiles; ++j) {
             const int st = j % NST;
             if (j >= NST) hop::mbar_wait(empty + st * 8, ((j / NST) - 1) & 1);
-            const int n0 = j * BN;
+            const int n0 = (j0 + j) * BN;
             hop::load_tile<BN, 128>(sK + st * KV_BYTES, k + kv_off + (i64)n0 * D, Tk - n0, ptid);
             hop::load_tile<BN, 128>(sV + st * KV_BYTES, v + kv_off + (i64)n0 * D, Tk - n0, ptid);
             hop::mbar_arrive_cp_async(full + st * 8);
@@ -104,9 +111,9 @@ flash_fwd_hopper_ws(const T* __restrict__ q, const T* __restrict__ k, const T* _
         for (int kk = 0; kk < KS; ++kk) hop::Wgmma<T>::rs_n128(oacc, pa[kk], dvj + ((kk * 2048) >> 4));
     };
     auto softmax = [&](int j, float (&alpha)[2]) {
-        const int n0 = j * BN;
-        if ((n0 + BN > Tk) || (CAUSAL && n0 + BN - 1 > q0 + wg * 64 + offset))
-            hop::mask_tile<CAUSAL>(s, n0, row_lo, t4, Tk, offset);
+        const int n0 = (j0 + j) * BN;
+        if (hop::tile_needs_mask<MASK, BN>(n0, q0 + wg * 64 + offset, Tk, vis))
+            hop::mask_tile<MASK>(s, n0, row_lo, t4, Tk, offset, vis);
         hop::softmax_tile(s, st, alpha, scale_log2);
     };
     auto wait_full = [&](int j) {
@@ -140,5 +147,5 @@ flash_fwd_hopper_ws(const T* __restrict__ q, const T* __restrict__ k, const T* _
     if (wg == 0) hop::bar_sync(my_turn, 256);           // take warpgroup 1's last turn signal
 
     float* lse_bh = lse ? lse + ((i64)b * num_heads + head) * Tq : nullptr;
-    hop::store_out<T>(oacc, st, o + q_off, lse_bh, row_lo, t4, Tq);
+    hop::store_out<T>(oacc, st, o + q_off, lse_bh, row_lo, t4, Tq, sinks, head);
 }

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import LOG2E, NULL, ceil_div, compute_capability, ctype, kernel, launch
+from ._runtime import LOG2E, MASK_NONE, NULL, ceil_div, compute_capability, ctype, kernel, launch
 
 #: Variant by causal: (NWG, BN, PIPE) for flash_fwd_hopper (warpgroups a CTA, 64 query rows each;
 #: keys a shared-memory tile; whether tile j's softmax overlaps tile j - 1's P V), or
@@ -44,10 +44,11 @@ def hopper_smem_bytes(variant: tuple) -> int:
     return 64 * nwg * row_bytes + (2 + v_stages) * bn * row_bytes + 1024
 
 
-def hopper_name(ct: str, variant: tuple, causal: bool, v_swap: int = 0) -> str:
+def hopper_name(ct: str, variant: tuple, mask: int, v_swap: int = 0) -> str:
     """Kernel name expression: flash_fwd_hopper for (NWG, BN, PIPE), flash_fwd_hopper_ws for
-    (2, BN, PIPE, NST) (two consumer warpgroups, a producer warpgroup, an NST-stage ring; PIPE false)."""
-    c = "true" if causal else "false"
+    (2, BN, PIPE, NST) (two consumer warpgroups, a producer warpgroup, an NST-stage ring; PIPE false).
+    mask: _runtime.MASK_NONE / MASK_CAUSAL / MASK_LOCAL (a bool is read as causal or not)."""
+    c = int(mask)
     if len(variant) == 4:
         nwg, bn, pipe, nst = variant
         if nwg != 2:
@@ -62,18 +63,25 @@ def hopper_file(variant: tuple) -> str:
     return "flash_fwd_hopper_ws.cu" if len(variant) == 4 else "flash_fwd_hopper.cu"
 
 
-def launch_flash_hopper(q: Any, k: Any, v: Any, o: Any, lse: Any, causal: bool, scale: float,
-                        variant: tuple | None = None, v_swap: int = 0) -> None:
-    """Launch on checked arrays (attention.flash_attention does the checking)."""
+def launch_flash_hopper(q: Any, k: Any, v: Any, o: Any, lse: Any, mask: int, scale: float,
+                        variant: tuple | None = None, v_swap: int = 0, extra: tuple | None = None) -> None:
+    """Launch on checked arrays (attention.flash_attention does the checking).
+
+    mask: MASK_NONE / MASK_CAUSAL / MASK_LOCAL (True / False read as causal or not); extra: the
+    kernel's (sinks pointer, window, chunk) arguments, default no sinks and no window or chunk.
+    """
     batch, heads, q_len, _ = q.shape
     kv_heads, kv_len = k.shape[1], k.shape[2]
-    variant = tuple(variant) if variant is not None else HOPPER_VARIANTS[bool(causal)]
+    mask = int(mask)
+    variant = tuple(variant) if variant is not None else HOPPER_VARIANTS[mask != MASK_NONE]
+    if extra is None:
+        extra = (NULL, np.int32(0), np.int32(0))
     nwg = variant[0]
     threads = 128 * nwg + (128 if len(variant) == 4 else 0)    # + the producer warpgroup
-    kern = kernel(hopper_file(variant), hopper_name(ctype(q), variant, causal, v_swap))
+    kern = kernel(hopper_file(variant), hopper_name(ctype(q), variant, mask, v_swap))
     launch(kern, (ceil_div(q_len, 64 * nwg), heads, batch), (threads, 1, 1),
            (q, k, v, o, NULL if lse is None else lse, np.int32(q_len), np.int32(kv_len),
-            np.int32(heads), np.int32(heads // kv_heads), np.float32(scale * LOG2E)),
+            np.int32(heads), np.int32(heads // kv_heads), np.float32(scale * LOG2E), *extra),
            hopper_smem_bytes(variant))
 
 

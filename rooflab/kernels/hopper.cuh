@@ -124,16 +124,30 @@ RL_DEV void mbar_wait(u32 bar, u32 parity) {
 RL_DEV void bar_sync(int id, int count) { asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory"); }
 RL_DEV void bar_arrive(int id, int count) { asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory"); }
 
-// Mask keys past Tk and, if CAUSAL, keys after the query (row + offset), on accumulator S of a
-// tile starting at key n0; row_lo is the thread's first row (its second is row_lo + 8).
-template <bool CAUSAL, int NS>
-RL_DEV void mask_tile(float (&s)[NS], int n0, int row_lo, int t4, int Tk, int offset) {
+// Mask the keys a row does not see (common.cuh's MASK and vis; keys past Tk always) on accumulator S
+// of a tile starting at key n0; row_lo is the thread's first row (its second is row_lo + 8).
+template <int MASK, int NS>
+RL_DEV void mask_tile(float (&s)[NS], int n0, int row_lo, int t4, int Tk, int offset, const Visibility& vis) {
 #pragma unroll
-    for (int i = 0; i < NS; ++i) {
-        const int row = row_lo + ((i >> 1) & 1) * 8;
-        const int key = n0 + (i >> 2) * 8 + 2 * t4 + (i & 1);
-        if (key >= Tk || (CAUSAL && key > row + offset)) s[i] = -RL_INF;
+    for (int h = 0; h < 2; ++h) {
+        const int pos = row_lo + 8 * h + offset;
+        const int lo = vis.lo<MASK>(pos), hi = min(vis.hi<MASK>(pos), Tk - 1);
+#pragma unroll
+        for (int i = 0; i < NS / 4; ++i)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int key = n0 + i * 8 + 2 * t4 + e;
+                if ((MASK == MASK_LOCAL && key < lo) || key > hi) s[4 * i + 2 * h + e] = -RL_INF;
+            }
     }
+}
+
+// Whether the tile of BN keys at n0 needs mask_tile for a warpgroup whose rows sit at key positions
+// pos0 .. pos0 + 63: it reaches past Tk or past the first row, or starts before the last row's first key.
+template <int MASK, int BN>
+RL_DEV bool tile_needs_mask(int n0, int pos0, int Tk, const Visibility& vis) {
+    return (n0 + BN > Tk) || (MASK != MASK_NONE && n0 + BN - 1 > pos0) ||
+           (MASK == MASK_LOCAL && n0 < vis.first_key(pos0 + 63));
 }
 
 // Online softmax over a thread's two rows (h = 0: row_lo, h = 1: row_lo + 8) in the log2
@@ -172,16 +186,18 @@ RL_DEV void rescale_pack(float (&oacc)[64], u32 (&pa)[NS / 8][4], const float (&
         for (int e = 0; e < 4; ++e) pa[kk][e] = Num<T>::pack2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
 }
 
-// Normalise and write O (u32 pairs) and the natural-log LSE; a row that saw no key gets 0, -inf.
+// Normalise and write O (u32 pairs) and the natural-log LSE, the sink (if any) in the denominator;
+// a row that saw no key (and has no sink) gets 0, -inf.
 template <typename T>
 RL_DEV void store_out(const float (&oacc)[64], const OnlineState (&st)[2],
-                      T* o_bh, float* lse_bh, int row_lo, int t4, int Tq) {
+                      T* o_bh, float* lse_bh, int row_lo, int t4, int Tq, const float* sinks, int head) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         OnlineState row_st = st[h];
         row_st.l = quad_sum(row_st.l);
+        const float num = add_sink(row_st, sinks, head);
         float inv, lse_row;
-        row_st.finish(1.f, inv, lse_row);
+        row_st.finish(num, inv, lse_row);
         const int row = row_lo + 8 * h;
         if (row < Tq) {
             T* orow = o_bh + (i64)row * 128;

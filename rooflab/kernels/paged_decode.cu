@@ -1,13 +1,18 @@
-// Paged decode: one query token per sequence, K/V read through an int32 block table.
+// Paged decode: q_len new query tokens per sequence (1 to 8), K/V read through an int32 block table.
 //
-// q [B, h, D]; k_cache / v_cache [num_pages, h_kv, page_size, D] (HND: one (page, KV head) chunk
-// is page_size * D contiguous elements); block_table int32 [B, bt_stride]; context_lens int32 [B].
-// One CTA per (KV head, sequence, split): it serves the whole query group of that KV head, so
-// each KV page is read once for all `group` query heads.  The group is the M side of an
-// mma.sync m16n8k16 (rows past `group` are zero; MT = ceil(group / 16) row tiles, 1 or 2), keys
-// the N side: S = Q K^T and O += P V run on tensor cores, the online softmax in fp32 registers.
-// A group larger than 32 is served in chunks of 32 heads (gridDim.x = h_kv * head_chunks),
-// each chunk reading the KV head's pages once.
+// q [B, q_len, h, D]; k_cache / v_cache [num_pages, h_kv, page_size, D] (HND: one (page, KV head)
+// chunk is page_size * D contiguous elements); block_table int32 [B, bt_stride]; context_lens int32
+// [B]. The new tokens are the last q_len positions of the context: token t sees keys
+// j <= ctx - q_len + t (MASK_CAUSAL; MASK_NONE when q_len is 1), and with MASK_LOCAL only those in its
+// window and / or chunk too (common.cuh's Visibility). sinks: fp32 [h] or null (the sink joins the
+// denominator once: in split 0 of a split-KV launch).
+// One CTA per (KV head, sequence, split): it serves the group x q_len query rows of that KV head
+// (row r = t * group + head in the group), so each KV page is read once for all of them. The rows
+// are the M side of an mma.sync m16n8k16 (rows past them are zero; MT = 1 or 2 row tiles), keys the
+// N side: S = Q K^T and O += P V run on tensor cores, the online softmax in fp32 registers. More
+// than 32 rows are served in chunks of 32 (gridDim.x = h_kv * head_chunks), each chunk reading the
+// KV head's pages once. Only the pages holding keys some row sees are read: the CTA's range runs
+// from the first token's first key to the last token.
 //
 // Each of the NW warps streams its own 16-key tiles (tile w, w + NW, ...) through a private
 // NST-stage cp.async ring in shared memory, so many bytes are in flight per SM and no barrier
@@ -23,21 +28,23 @@
 // output columns. The per-tensor scales are folded in: k_scale into scale_log2 (by the launcher),
 // v_scale into the final 1 / l. A 16-bit cache ignores v_scale.
 //
-// SPLIT = false: writes o (T) [B, h, D] and, if out_lse is not null, lse [B, h].
-// SPLIT = true: split z of S = gridDim.z covers whole pages [z * span, (z + 1) * span) of the
-// context, span = ceil(pages / S) * page_size, and writes fp32 o_part [S, B, h, D] and
-// lse_part [S, B, h]; a split with no keys writes o = 0 and lse = -inf.
+// SPLIT = false: writes o (T) [B, q_len, h, D] and, if out_lse is not null, lse [B, q_len, h].
+// SPLIT = true: split z of S = gridDim.z covers whole pages [base + z * span, base + (z + 1) * span)
+// of the range (base: the start of the range's first page; span = ceil(pages / S) * page_size, pages
+// those the range touches), and writes fp32 o_part [S, B, q_len, h, D] and lse_part [S, B, q_len, h];
+// a split with no keys writes o = 0 and lse = -inf.
 #include "common.cuh"
 using namespace rl;
 
-template <typename T, typename KV, int D, int MT, int NW, int NST, bool SPLIT>
+template <typename T, typename KV, int D, int MT, int NW, int NST, bool SPLIT, int MASK>
 __global__ void __launch_bounds__(NW * 32)
 paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* __restrict__ v_cache,
              const int* __restrict__ block_table, int bt_stride, const int* __restrict__ context_lens,
              void* __restrict__ out, float* __restrict__ out_lse,
              int num_heads, int group, int head_chunks, int page_size, int page_shift, float scale_log2,
-             float v_scale)
+             float v_scale, int q_len, const float* __restrict__ sinks, int window, int chunk_len)
 {
+    const Visibility vis{window, chunk_len};
     constexpr bool FP8 = sizeof(KV) == 1;
     static_assert(FP8 || sizeof(KV) == sizeof(T), "KV is T or e4m3");
     constexpr int TILE = 16;                    // keys a warp takes per step
@@ -58,34 +65,57 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
     const int kvh = blockIdx.x / head_chunks, chunk = blockIdx.x % head_chunks;
     const int b = blockIdx.y, split = blockIdx.z;
     const int num_kv_heads = gridDim.x / head_chunks, batch = gridDim.y, num_splits = gridDim.z;
-    const int head0 = kvh * group + chunk * ROWS;           // first query head of this CTA
-    const int nrows = min(ROWS, group - chunk * ROWS);      // query heads this CTA serves
+    const int row0 = chunk * ROWS;                          // first of this CTA's rows (t * group + head)
+    const int nrows = min(ROWS, group * q_len - row0);      // rows this CTA serves
+    auto token_of = [&](int row) { return (row0 + row) / group; };
+    auto head_of = [&](int row, int t) { return kvh * group + row0 + row - t * group; };
 
-    // ---- this CTA's key range [k_begin, k_end)
+    // ---- this CTA's key range [k_begin, k_end): from the first token's first key to the last token
     const int ctx = context_lens[b];
-    int k_begin = 0, k_end = ctx;
+    const int pos_first = ctx - q_len;                      // key position of token 0
+    const int k_lo = vis.lo<MASK>(pos_first);
+    int k_begin = k_lo, k_end = ctx;
     if (SPLIT) {
-        const int pages = (ctx + page_size - 1) / page_size;
+        const int first_page = k_lo / page_size;
+        const int pages = (ctx + page_size - 1) / page_size - first_page;
         const int span = ((pages + num_splits - 1) / num_splits) * page_size;
-        k_begin = min(ctx, split * span);
-        k_end = min(ctx, k_begin + span);
+        const int base = first_page * page_size + split * span;
+        k_begin = max(k_lo, min(ctx, base));
+        k_end = max(k_begin, min(ctx, base + span));
     }
     const int n_tiles = (k_end - k_begin + TILE - 1) / TILE;
 
-    // ---- query fragments (A operand), rows past nrows are zero
-    u32 qf[MT][KSTEPS][4];
-    const T* qb = q + ((i64)b * num_heads + head0) * D;
+    // ---- this thread's rows (mt, hh): row mt * 16 + g + 8 hh, at key position pos, seeing keys lo .. hi
+    int pos[MT][2], lo[MT][2], hi[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk)
+        for (int hh = 0; hh < 2; ++hh) {
+            pos[mt][hh] = pos_first + token_of(mt * 16 + g + 8 * hh);
+            lo[mt][hh] = vis.lo<MASK>(pos[mt][hh]);
+            hi[mt][hh] = min(vis.hi<MASK>(pos[mt][hh]), k_end - 1);
+        }
+    // no key up to hi_min and none from lo_max on needs a per-element mask
+    const int hi_min = MASK == MASK_NONE ? k_end - 1 : min(k_end - 1, pos_first);
+    const int lo_max = vis.lo<MASK>(ctx - 1);
+
+    // ---- query fragments (A operand), rows past nrows are zero
+    u32 qf[MT][KSTEPS][4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int row = mt * 16 + g + (e & 1) * 8;
-                const int col = FP8 ? kk * 16 + 4 * t4 + (e >> 1) * 2   // the fp8 k-step order
-                                    : kk * 16 + 2 * t4 + (e >> 1) * 8;
-                qf[mt][kk][e] = row < nrows ? *reinterpret_cast<const u32*>(qb + (i64)row * D + col) : 0u;
-            }
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const int row = mt * 16 + g + 8 * hh, t = token_of(row);
+            const T* qrow = q + (((i64)b * q_len + t) * num_heads + head_of(row, t)) * D;
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk)
+#pragma unroll
+                for (int e2 = 0; e2 < 2; ++e2) {
+                    const int col = FP8 ? kk * 16 + 4 * t4 + e2 * 2   // the fp8 k-step order
+                                        : kk * 16 + 2 * t4 + e2 * 8;
+                    qf[mt][kk][hh + 2 * e2] = row < nrows ? *reinterpret_cast<const u32*>(qrow + col) : 0u;
+                }
+        }
 
     float o_acc[MT][DTILE][4];
     OnlineState st[MT][2];
@@ -181,14 +211,16 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
             }
         }
         const int key0 = k_begin + tile * TILE;
-        if (key0 + TILE > k_end) {
+        if (key0 + TILE - 1 > hi_min || (MASK == MASK_LOCAL && key0 < lo_max)) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        if (key0 + nt * 8 + 2 * t4 + (e & 1) >= k_end) s[mt][nt][e] = -RL_INF;
+                    for (int e = 0; e < 4; ++e) {
+                        const int key = key0 + nt * 8 + 2 * t4 + (e & 1), hh = e >> 1;
+                        if (key > hi[mt][hh] || (MASK == MASK_LOCAL && key < lo[mt][hh])) s[mt][nt][e] = -RL_INF;
+                    }
         }
 
         // ---- online softmax (log2 domain), per row
@@ -306,16 +338,18 @@ paged_decode(const T* __restrict__ q, const KV* __restrict__ k_cache, const KV* 
             acc.x = acc.x * s_old + s_new * x.x; acc.y = acc.y * s_old + s_new * x.y;
             acc.z = acc.z * s_old + s_new * x.z; acc.w = acc.w * s_old + s_new * x.w;
         }
+        const int t = token_of(row), head = head_of(row, t);
+        const float num = (!SPLIT || split == 0) ? add_sink(total, sinks, head) : 1.f;   // the sink once
         float inv, lse;
-        total.finish(FP8 ? v_scale : 1.f, inv, lse);
-        const int head = head0 + row;
+        total.finish(FP8 ? v_scale * num : num, inv, lse);
+        const i64 bqh = ((i64)b * q_len + t) * num_heads + head;          // [B, q_len, h] row
         if (SPLIT) {
-            const i64 bh = ((i64)split * batch + b) * num_heads + head;
+            const i64 bh = (i64)split * batch * q_len * num_heads + bqh;
             *reinterpret_cast<float4*>(static_cast<float*>(out) + bh * D + c4 * 4) =
                 make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
             if (c4 == 0) out_lse[bh] = lse;
         } else {
-            const i64 bh = (i64)b * num_heads + head;
+            const i64 bh = bqh;
             Pack<T, 4> pk;
             pk.v[0] = Num<T>::from_float(acc.x * inv);
             pk.v[1] = Num<T>::from_float(acc.y * inv);

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ._runtime import CTYPES, compile_all, compute_capability, cupy_module
+from ._runtime import CTYPES, MASK_CAUSAL, MASK_LOCAL, MASK_NONE, compile_all, compute_capability, cupy_module
 from .attention import FLASH_VARIANTS
 from .flash_hopper import HOPPER_COMPUTE_CAPABILITY, HOPPER_VARIANTS, hopper_file, hopper_name
 from .decode import FP8_CTYPE, FP8_MIN_COMPUTE_CAPABILITY, PAGED_STAGES, PAGED_STAGES_FP8, PAGED_WARPS
@@ -28,18 +28,22 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
         if hopper_variants is not None and 128 in head_dims:
             for causal in (False, True):
                 for variant in dict.fromkeys([HOPPER_VARIANTS[causal], *hopper_variants]):
-                    out.append((hopper_file(variant), hopper_name(ct, variant, causal)))
+                    out.append((hopper_file(variant), hopper_name(ct, variant, int(causal))))
+            out.append((hopper_file(HOPPER_VARIANTS[True]), hopper_name(ct, HOPPER_VARIANTS[True], MASK_LOCAL)))
         for d in head_dims:
             for variant in [FLASH_VARIANTS[d], *flash_variants]:
                 mt, nw, kn = variant
-                for causal in ("false", "true"):
-                    out.append(("flash_fwd.cu", f"flash_fwd<{ct}, {d}, {mt}, {nw}, {kn}, {causal}>"))
+                for mask in (MASK_NONE, MASK_CAUSAL):
+                    out.append(("flash_fwd.cu", f"flash_fwd<{ct}, {d}, {mt}, {nw}, {kn}, {mask}>"))
+            mt, nw, kn = FLASH_VARIANTS[d]
+            out.append(("flash_fwd.cu", f"flash_fwd<{ct}, {d}, {mt}, {nw}, {kn}, {MASK_LOCAL}>"))
             kv_types = [(ct, PAGED_STAGES)] + ([(FP8_CTYPE, PAGED_STAGES_FP8)] if fp8_kv else [])
             for kv, stages in kv_types:
                 for mt in (1, 2):
                     for split in ("false", "true"):
-                        out.append(("paged_decode.cu",
-                                    f"paged_decode<{ct}, {kv}, {d}, {mt}, {PAGED_WARPS}, {stages}, {split}>"))
+                        for mask in (MASK_NONE, MASK_CAUSAL, MASK_LOCAL):
+                            out.append(("paged_decode.cu", f"paged_decode<{ct}, {kv}, {d}, {mt}, {PAGED_WARPS}, "
+                                                           f"{stages}, {split}, {mask}>"))
         out.append(("merge_partials.cu", f"merge_partials<{ct}, 8>"))
         out.append(("merge_states.cu", f"merge_states<{ct}, 8, 1>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 0>"))

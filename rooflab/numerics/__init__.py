@@ -15,6 +15,7 @@ from .reference import attention_reference, partial_attention
 from .softmax import (NormaliserStep, OnlineResult, naive_softmax, normaliser_steps, online_softmax,
                       safe_softmax, softmax_normaliser)
 from .streaming import streaming_attention
+from .variants import masked_attention_reference, mla_decode_reference, visible_keys
 
 __all__ = [
     "DTypeLimits", "NormaliserStep", "NumericsError", "OnlineResult", "STATE_DTYPES",
@@ -23,4 +24,5 @@ __all__ = [
     "naive_softmax", "normaliser_steps", "online_softmax", "partial_attention", "round_bf16",
     "round_to_format", "round_to_precision", "safe_softmax", "softmax_headroom", "softmax_normaliser",
     "state_dtype", "state_precision_error", "streaming_attention",
+    "masked_attention_reference", "mla_decode_reference", "visible_keys",
 ]

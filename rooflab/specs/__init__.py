@@ -1,17 +1,19 @@
 """Typed, frozen descriptions of a GPU and a model; every one is checked when it is built (fields.py).
 
     gpu.py         GpuSpec (datasheet roofs, sizes) and MeasuredCeilings (what `rooflab calibrate` measured)
+    fitted.py      FittedModel: one kernel implementation's time model on a GPU (`rooflab fit`)
     heads.py       AttentionHeads: query and KV heads, head dims; sharding by tensor parallelism
     layers.py      LayerType: full, sliding, chunked, mla, linear; what each keeps per token or sequence
     model.py       ModelSpec: the layer stack, MLP (dense / MoE), weight formats, KV bytes per token
     parameters.py  parameter counts by component
 """
 
+from .fitted import FittedModel
 from .gpu import GpuSpec, MeasuredCeilings
 from .heads import AttentionHeads
 from .layers import FULL, MLA_SPARSE_FP8_BYTES, LayerType
 from .model import QUANTIZABLE, ModelSpec
 from .parameters import ParameterCount, count_parameters
 
-__all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "GpuSpec", "LayerType",
+__all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "FittedModel", "GpuSpec", "LayerType",
            "MeasuredCeilings", "ModelSpec", "ParameterCount", "count_parameters"]

@@ -13,6 +13,8 @@ from typing import ClassVar, Optional
 from ..errors import SpecError
 from ..fields import spec_field, validate_fields
 from ..units import RATE_KEYS, DType
+from ..vocab import Kernel
+from .fitted import FittedModel
 
 
 _GB = 1e9
@@ -74,6 +76,7 @@ class GpuSpec:
     units_per_sm: float = spec_field(0, 64, "", "decode work units one SM runs at once (fitted)", default=1.0,
                                      lo_open=True)
     measured: Optional[MeasuredCeilings] = None
+    fitted: tuple[FittedModel, ...] = spec_field(doc="kernel models `rooflab fit` fitted on this GPU", default=())
 
     #: YAML keys read under their old spelling: old -> new.
     RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}
@@ -87,6 +90,18 @@ class GpuSpec:
         if "fp16" not in self.dense_tensor_flop_per_s:
             raise SpecError(self.name, "dense_tensor_flop_per_s", self.dense_tensor_flop_per_s,
                             "must give at least the fp16 rate")
+        keys = [f.key for f in self.fitted]
+        twice = sorted({f"{k.value}/{i}" for k, i in keys if keys.count((k, i)) > 1})
+        if twice:
+            raise SpecError(self.name, "fitted", twice[0], "is fitted twice; keep one model per kernel and impl")
+
+    def fitted_model(self, kernel: Kernel, impl: str) -> FittedModel | None:
+        """The fitted model of `impl`'s `kernel` on this GPU, or None."""
+        return next((f for f in self.fitted if f.key == (kernel, impl)), None)
+
+    def fitted_for(self, kernel: Kernel) -> tuple[FittedModel, ...]:
+        """Every implementation of `kernel` fitted on this GPU."""
+        return tuple(f for f in self.fitted if f.kernel is kernel)
 
     def has_rate(self, dtype: DType) -> bool:
         return dtype.rate_key in self.dense_tensor_flop_per_s or dtype is DType.fp32

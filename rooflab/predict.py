@@ -1,0 +1,87 @@
+"""Predicted time: the model of how long a named implementation takes, beside the physical floor.
+
+A floor (roofline.py) is a bound no measurement beats: datasheet roofs, perfect overlap, every SM
+busy. A prediction is a model of one implementation on one GPU, its constants fitted to
+measurements (`rooflab fit`, stored in the GPU YAML's `fitted:` list):
+
+    t_mat   = F / pi                 pi: the calibrated rate of the kernel's pipe
+    t_exp   = E / eps                eps: the calibrated exp rate (the SFU; no emulation assumed)
+    t_mem   = Q / beta               beta: the calibrated copy bandwidth
+    t_model = sum over the launches of max(t_mem / f, max(t_mat, t_exp) + a min(t_mat, t_exp))
+    t_pred  = c0 + t_model / eta
+
+where f <= 1 is the share of the GPU the launch keeps busy under the parallelism model with u work
+units per SM (cost/parallel.py; priced by the cost function given num_sms and units_per_sm),
+a in [0, 1] how much of the exp work adds to the matrix work (0: hidden under it, 1: after it;
+cuDNN's forward on Hopper measured close to 1), c0 a fixed overhead per call and eta the efficiency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .cost.common import Cost, KernelCost
+from .errors import InputError
+from .roofline import Ceilings
+from .specs import FittedModel, GpuSpec
+from .units import DType
+from .vocab import CeilingSource, Kernel, Pipe
+
+
+def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:
+    """One launch's modelled time before efficiency and overhead (the module docstring's max(...))."""
+    rate = ceilings.matmul_flop_per_s if kernel.pipe is Pipe.tensor else ceilings.vector_flop_per_s
+    t_mat = kernel.flops / rate
+    t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else np.zeros_like(np.asarray(t_mat))
+    compute = np.maximum(t_mat, t_exp) + exp_overlap * np.minimum(t_mat, t_exp)
+    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s / kernel.parallel_fraction, compute)
+
+
+def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:
+    """Every launch of `cost`, one after another."""
+    return sum(launch_model_time(k, ceilings, exp_overlap) for k in cost.kernels)
+
+
+@dataclass(frozen=True)
+class PredictedTime:
+    """A named implementation's predicted time, and how well its model held on held-out measurements."""
+
+    t_predicted_s: float
+    impl: str
+    median_error: float | None
+    kernel: Kernel
+
+
+def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec,
+                 dtype: DType) -> PredictedTime:
+    """`fitted`'s time for the workload `price(num_sms, units_per_sm)` prices (the cost function, with the
+    parallelism model where the fit has one), against the GPU's calibrated ceilings."""
+    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    ceilings = Ceilings.of(gpu, dtype, source)
+    k = fitted.units_per_sm
+    cost = price(gpu.num_sms if k else None, k or 1.0)
+    t = fitted.overhead_s + float(np.asarray(model_time(cost, ceilings, fitted.exp_overlap))) / fitted.efficiency
+    return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel)
+
+
+def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, float], Cost], dtype: DType,
+                 impl: str | None = None) -> PredictedTime | None:
+    """The predicted time of `impl` (or of the fitted implementation that is fastest here), or None where the
+    GPU has no fit for `kernel`. An `impl` with no fit is an InputError naming the ones there are."""
+    fits = gpu.fitted_for(kernel)
+    if impl is not None:
+        chosen = [f for f in fits if f.impl == impl]
+        if not chosen:
+            known = sorted({f.impl for f in gpu.fitted})
+            raise InputError(f"--impl {impl}: {gpu.name} has no fitted {kernel.value} model for it; fitted "
+                             f"implementations: {', '.join(known) or 'none (run rooflab fit)'}")
+        fits = tuple(chosen)
+    if not fits:
+        return None
+    return min((predict_with(f, price, gpu, dtype) for f in fits), key=lambda p: p.t_predicted_s)
+
+
+__all__ = ["PredictedTime", "launch_model_time", "model_time", "predict_time", "predict_with"]

@@ -1,0 +1,49 @@
+"""A GPU's fitted kernel models: how long each implementation takes on it, as `rooflab fit` measured.
+
+One entry per (kernel, implementation) in the GPU YAML's `fitted:` list:
+
+    t_predicted = overhead_s + t_model / efficiency
+    t_model     = sum over launches of max(t_memory / f, max(t_mat, t_exp) + exp_overlap x min(t_mat, t_exp))
+
+with calibrated ceilings, f the parallelism model's busy share with `units_per_sm` (cost/parallel.py;
+1 without), and exp_overlap 0 when the exps hide under the matrix work, 1 when the two run one after
+the other (rooflab.predict). `rows`, `campaigns` and the held-out errors say what the fit rests on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..fields import spec_field, validate_fields
+from ..vocab import Kernel
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """One (kernel, implementation)'s time model on one GPU."""
+
+    kernel: Kernel = spec_field(doc="what was timed (a Kernel of the measurement files)")
+    impl: str = spec_field(doc="who implemented it: rooflab, rooflab_hopper, torch_cudnn, ...")
+    overhead_s: float = spec_field(0, 1.0, "s", "fixed time per call", lo_open=False)
+    efficiency: float = spec_field(0, 10.0, doc="the share of the calibrated roofs it reaches", lo_open=True)
+    exp_overlap: float = spec_field(0, 1.0, doc="0: exps hidden under the matrix work; 1: run after it",
+                                    lo_open=False, default=0.0)
+    units_per_sm: Optional[float] = spec_field(0, 64, doc="the parallelism model's units per SM", lo_open=True,
+                                               default=None)
+    rows: int = spec_field(1, 1_000_000, doc="measurements fitted", default=1)
+    held_out_rows: int = spec_field(0, 1_000_000, default=0, lo_open=False)
+    median_error: Optional[float] = spec_field(0, 100.0, doc="held-out relative error, median", lo_open=False,
+                                               default=None)
+    worst_error: Optional[float] = spec_field(0, 100.0, lo_open=False, default=None)
+    campaigns: tuple[str, ...] = spec_field(doc="the measurement files fitted on", default=())
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+
+    @property
+    def key(self) -> tuple[Kernel, str]:
+        return (self.kernel, self.impl)
+
+
+__all__ = ["FittedModel"]
