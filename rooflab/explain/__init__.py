@@ -8,57 +8,94 @@ Each value shown is the one rooflab's cost functions and roofline compute. The f
 it is evaluated independently from the symbols, and the two must agree: a disagreement is a
 bug in rooflab (ExplainMismatch), never something to round away.
 
-derivation.py holds the machinery (steps, formula evaluation, the agreement check), prefill.py
-and decode.py the variants' derivations, render.py the text and markdown layouts.
+A model's layers may be of several types (sliding windows, chunks, sinks, MLA, linear attention);
+a derivation prices one type, by default the model's main softmax type, through the same
+rooflab.cost.layers functions the report uses.
+
+derivation.py holds the machinery (steps, formula evaluation, the agreement check), layer.py the
+choice of layer type, spans.py what windows and chunks see, prefill.py, decode.py, mla.py and
+recurrent.py the variants' derivations, render.py the text and markdown layouts.
 """
 
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..cost.paged import DecodeBatch
+from ..cost.batch import DecodeBatch
 from ..errors import InputError
 from ..roofline import Ceilings
-from ..vocab import EXPLAINED, CeilingSource, Variant
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
-from .decode import explain_decode_step, explain_merge
+from ..vocab import EXPLAINED as _VOCAB_EXPLAINED
+from ..vocab import CeilingSource, LayerKind, Variant
+from .decode import decode_lens, decode_workload, explain_decode_step, explain_merge
 from .derivation import (AGREEMENT_RTOL, ExplainMismatch, Explanation, Section, Step, Unit, _Derivation, evaluate,
                          format_result, heads_and_roofs, number, substitute)
+from .layer import Layer, choose_layer
+from .mla import mla_symbols
 from .prefill import explain_flash, explain_naive
+from .recurrent import explain_recurrent, recurrent_symbols
 from .render import render_explanation
 
-__all__ = ["AGREEMENT_RTOL", "EXPLAINED", "ExplainMismatch", "Explanation", "Section", "Step", "Unit", "evaluate",
-           "explain", "format_result", "number", "render_explanation", "substitute"]
+#: The variants explain derives: the vocabulary's list, and the linear layers' state update.
+EXPLAINED = _VOCAB_EXPLAINED + tuple(v for v in (Variant.recurrent,) if v not in _VOCAB_EXPLAINED)
 
+#: The variants that derive a decode step (and so take q_len).
+_DECODE = (Variant.paged, Variant.split_kv, Variant.recurrent)
+
+__all__ = ["AGREEMENT_RTOL", "EXPLAINED", "ExplainMismatch", "Explanation", "Layer", "Section", "Step", "Unit",
+           "choose_layer", "evaluate", "explain", "format_result", "number", "render_explanation", "substitute"]
 
 
 def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
             dtype: DType = DType.fp16, causal: bool = False, context_lens: Sequence[int] | DecodeBatch = (),
             page_size: int = 16, kv_dtype: Optional[DType] = None, splits: Optional[int] = None,
-            ceilings: CeilingSource = CeilingSource.datasheet) -> Explanation:
-    """The derivation of every figure rooflab reports for `variant` on this workload."""
+            ceilings: CeilingSource = CeilingSource.datasheet, layer_type: Optional[str] = None, q_len: int = 1,
+            mla_sparse_fp8: bool = False) -> Explanation:
+    """The derivation of every figure rooflab reports for `variant` on this workload, for one layer type.
+
+    `layer_type` names one of the model's layer types (default: its main softmax type; for
+    recurrent, its linear type). `q_len` new tokens per sequence apply to the decode variants;
+    `mla_sparse_fp8` prices an MLA layer's cache in DeepSeek-V3.2's 656-byte sparse layout.
+    """
     if variant not in EXPLAINED:
         raise InputError(f"explain covers {', '.join(v.value for v in EXPLAINED)}; not {variant.value}")
+    if q_len != 1 and variant not in _DECODE:
+        raise InputError(f"--q-len applies to the decode variants ({', '.join(v.value for v in _DECODE)}); "
+                         f"not {variant.value}")
+    layer = choose_layer(model, variant, layer_type)
+    if mla_sparse_fp8 and not (layer.kind is LayerKind.mla and variant in (Variant.paged, Variant.split_kv)):
+        raise InputError("--mla-sparse-fp8 applies to paged or split_kv decode of an mla layer type")
     roofs = Ceilings.of(gpu, dtype, ceilings)
     kv_dtype = kv_dtype or dtype
     d = _Derivation({})
-    vector = variant in (Variant.naive, Variant.merge)
     if variant in (Variant.naive, Variant.flash):
         d.given("B", batch, "sequences in the batch")
         d.given("T", seq_len, "tokens per sequence (prefill)")
-    heads_and_roofs(d, model, gpu, roofs, dtype, vector)
-    workload = f"T = {seq_len:,}, batch {batch}, {dtype.value}, {'causal' if causal else 'non-causal'}"
-    if variant is Variant.naive:
-        tail = explain_naive(d, model, gpu, roofs, seq_len, batch, dtype, causal)
-    elif variant is Variant.flash:
-        tail = explain_flash(d, model, gpu, roofs, seq_len, batch, dtype, causal)
-    elif variant is Variant.merge:
-        tail = explain_merge(d, model, roofs, seq_len * batch, dtype)
-        workload = f"{seq_len * batch:,} tokens x {model.num_qo_heads} heads, {dtype.value}"
+    if variant is Variant.recurrent:
+        recurrent_symbols(d, layer, gpu, roofs, dtype, kv_dtype)
+    elif layer.kind is LayerKind.mla and variant in (Variant.paged, Variant.split_kv):
+        mla_symbols(d, layer, gpu, roofs, dtype)
     else:
-        tail, workload = explain_decode_step(d, variant, model, gpu, roofs, context_lens, batch, page_size, dtype,
-                                             kv_dtype, splits)
-    title = (f"{variant.value} attention, {model.display_name} on {gpu.display_name}: {workload}, "
-             f"{roofs.source.value} ceilings")
+        heads_and_roofs(d, layer, gpu, roofs, dtype, variant in (Variant.naive, Variant.merge))
+    causal_text = "causal" if causal or layer.windowed else "non-causal"
+    workload = f"T = {seq_len:,}, batch {batch}, {dtype.value}, {causal_text}"
+    if variant is Variant.naive:
+        tail = explain_naive(d, layer, gpu, roofs, seq_len, batch, dtype, causal)
+    elif variant is Variant.flash:
+        tail = explain_flash(d, layer, gpu, roofs, seq_len, batch, dtype, causal)
+    elif variant is Variant.merge:
+        tail = explain_merge(d, layer, roofs, seq_len * batch, dtype)
+        workload = f"{seq_len * batch:,} tokens x {layer.heads.num_qo_heads} heads, {dtype.value}"
+    elif variant is Variant.recurrent:
+        lens = decode_lens(context_lens, batch)
+        tail = explain_recurrent(d, layer, gpu, roofs, lens, seq_len, batch, dtype, kv_dtype, q_len)
+        workload = f"{decode_workload(lens, q_len, dtype, kv_dtype)}; prefill T = {seq_len:,}, batch {batch}"
+    else:
+        tail, workload = explain_decode_step(d, variant, layer, gpu, roofs, context_lens, batch, page_size, dtype,
+                                             kv_dtype, splits, q_len, mla_sparse_fp8)
+        if mla_sparse_fp8:
+            workload += ", sparse fp8 latent"
+    title = (f"{variant.value} attention, {model.display_name}{layer.described()} on {gpu.display_name}: "
+             f"{workload}, {roofs.source.value} ceilings")
     return Explanation(title, tuple(d.legend), d.finish(), tail)

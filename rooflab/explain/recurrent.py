@@ -64,10 +64,10 @@ def explain_recurrent(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceiling
     d.step("Q_state", "2 * B * state", step.state_bytes, Unit.bytes, "every sequence's state read and written once")
     d.step("Q_io", f"B * q * {_IO}", step.hbm_bytes - step.state_bytes, Unit.bytes, "q and k in, v in and o out")
     d.step("Q_total", "Q_state + Q_io", step.hbm_bytes, Unit.bytes)
-    d.given("F_tok", float(RECURRENT_FLOPS_PER_KV), "FLOP per (token, value head) in units of d_k d_v: decay, "
-                                                    "delta-rule update and readout, three d_k x d_v matrix-vector products")
-    d.step("F", "F_tok * h_v * d_k * d_v * B * q", step.flops, Unit.flop,
-           "the recurrent form, a lower bound on any implementation's")
+    flops = f"{RECURRENT_FLOPS_PER_KV} * h_v * d_k * d_v"
+    d.step("F", f"{flops} * B * q", step.flops, Unit.flop,
+           f"{RECURRENT_FLOPS_PER_KV} d_k d_v per (token, value head): decay, delta-rule update and readout, three "
+           "d_k x d_v matrix-vector products (the recurrent form, a lower bound on any implementation's)")
     d.step("I", "F / Q_total", step_pred.intensity_flop_per_byte, Unit.intensity)
     d.step("I_star", "pi / beta", roofs.ridge_flop_per_byte, Unit.intensity)
     d.step("ratio", "I / I_star", step_pred.ridge_ratio, Unit.ridge)
@@ -75,15 +75,20 @@ def explain_recurrent(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceiling
     d.step("t_compute", "F / pi", step_pred.t_compute_s, Unit.seconds)
     d.step("t_floor", floor_formula("F", "pi", None, "Q_total", roofs), step_pred.t_floor_s, Unit.seconds)
 
-    d.section(f"A prefill of T tokens (one layer)")
+    d.section("A prefill of T tokens (one layer)")
     bp = prefill_batch
-    d.step("state_out", "(h_v * d_k * d_v + (K - 1) * (2 * h_k * d_k + h_v * d_v)) * b", fill_state, Unit.bytes,
-           "the final state, written once in the compute dtype; between chunks it stays on chip")
-    d.step("Q_state_pre", f"{bp} * state_out", fill.state_bytes, Unit.bytes)
+    if fill_state == d.symbols["state"]:
+        d.step("Q_state_pre", f"{bp} * state", fill.state_bytes, Unit.bytes,
+               "the final state, written once; between chunks it stays on chip")
+    else:
+        d.step("state_out", "(h_v * d_k * d_v + (K - 1) * (2 * h_k * d_k + h_v * d_v)) * b", fill_state, Unit.bytes,
+               "the final state as the prefill writes it, in the compute dtype")
+        d.step("Q_state_pre", f"{bp} * state_out", fill.state_bytes, Unit.bytes,
+               "written once; between chunks it stays on chip")
     d.step("Q_io_pre", f"{bp} * T * {_IO}", fill.hbm_bytes - fill.state_bytes, Unit.bytes,
            "q, k, v in and o out, once each")
     d.step("Q_total_pre", "Q_state_pre + Q_io_pre", fill.hbm_bytes, Unit.bytes)
-    d.step("F_pre", f"F_tok * h_v * d_k * d_v * {bp} * T", fill.flops, Unit.flop, "linear in T: no pairs of tokens")
+    d.step("F_pre", f"{flops} * {bp} * T", fill.flops, Unit.flop, "linear in T: no pairs of tokens")
     d.step("I_pre", "F_pre / Q_total_pre", fill_pred.intensity_flop_per_byte, Unit.intensity)
     d.step("t_floor_pre", floor_formula("F_pre", "pi", None, "Q_total_pre", roofs), fill_pred.t_floor_s, Unit.seconds)
 

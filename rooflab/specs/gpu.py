@@ -58,7 +58,7 @@ class GpuSpec:
     display_name: str = spec_field(doc="the name people know it by")
     vendor: str = spec_field()
     architecture: str = spec_field()
-    hbm_capacity_bytes: int = spec_field(100e6, 100e12, "bytes", "device memory (HBM), total")
+    hbm_capacity_bytes: int = spec_field(100e6, 100e12, "bytes", "device memory (HBM), total as nvidia-smi reports it")
     hbm_bandwidth_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "datasheet HBM bandwidth")
     dense_tensor_flop_per_s: dict[str, float] = spec_field(0.1 * _T, 1e5 * _T, "FLOP/s",
                                                            "dense (not 2:4 sparse) matrix rates", keys=RATE_KEYS,
@@ -73,6 +73,9 @@ class GpuSpec:
     exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "special-function (exp) rate", default=None)
     interconnect_bytes_per_s: Optional[float] = spec_field(1e6, 100 * _T, "B/s", default=None)
     compute_capability: Optional[str] = spec_field(default=None)
+    cuda_visible_bytes: Optional[int] = spec_field(100e6, 100e12, "bytes", "the total CUDA reports "
+                                                   "(cudaMemGetInfo): engines multiply it by their memory utilisation",
+                                                   default=None)
     units_per_sm: float = spec_field(0, 64, "", "decode work units one SM runs at once (fitted)", default=1.0,
                                      lo_open=True)
     measured: Optional[MeasuredCeilings] = None
