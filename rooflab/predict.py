@@ -7,7 +7,7 @@ measurements (`rooflab fit`, stored in the GPU YAML's `fitted:` list):
     t_mat   = F / pi                 pi: the calibrated rate of the kernel's pipe
     t_exp   = E / eps                eps: the calibrated exp rate (the SFU; no emulation assumed)
     t_mem   = Q / beta               beta: the calibrated copy bandwidth
-    t_model = sum over the launches of max(t_mem / f, max(t_mat, t_exp) + a min(t_mat, t_exp))
+    t_model = sum over the launches of max(t_mem, max(t_mat, t_exp) + a min(t_mat, t_exp)) / f
     t_pred  = c0 + t_model / eta
 
 where f <= 1 is the share of the GPU the launch keeps busy under the parallelism model with u work
@@ -37,7 +37,7 @@ def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float
     t_mat = kernel.flops / rate
     t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else np.zeros_like(np.asarray(t_mat))
     compute = np.maximum(t_mat, t_exp) + exp_overlap * np.minimum(t_mat, t_exp)
-    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s / kernel.parallel_fraction, compute)
+    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s, compute) / kernel.parallel_fraction
 
 
 def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:

@@ -1,24 +1,19 @@
-"""Measurements x predictions: how close each kernel comes to its floor, and how well a calibrated model predicts it.
+"""Measurements x predictions: how close each kernel comes to its floor, and how well its time model predicts it.
 
-For every measured row rooflab recomputes the cost of the same configuration
-(naive_prefill, flash_prefill, paged_decode, merge_pair) and its floor against the
-datasheet and against the calibrated ceilings (the GPU YAML's `measured:` section).
-It reports, per kernel and implementation:
+For every measured row rooflab recomputes the cost of the same configuration (bench/costs.py)
+and its floor against the datasheet and against the calibrated ceilings (the GPU YAML's
+`measured:` section). It reports, per kernel and implementation:
 
     fraction of floor   t_floor / t_measured        (1.0 = at the roofline)
     achieved            bytes / t and FLOP / t
 
-(both floors are the pure roofline: an ideal launch), and fits a calibrated model on half
-of the configurations (alternate rows of each kernel in sweep order), reporting its error
-only on the other, held-out half:
+and fits the time model (rooflab/predict.py; bench/fitting.py) on some rows, reporting its error
+only on rows it did not see:
 
-    t_predicted = c0 + t_floor_calibrated(k) / eta
+    within a campaign   fitted on alternate rows of each kernel in sweep order, tested on the others
+    across campaigns    fitted on every row of other files (`--fit-from`), tested on every row of this one
 
-c0 >= 0 is a fixed launch overhead, eta the efficiency the kernel reaches against the
-calibrated roof, and k the units_per_sm of the parallelism model (cost/parallel.py) that
-limits launches with too few work units (flash and decode), chosen from a grid. Decode rows
-of other implementations (PyTorch's dense decode) are predicted as if they split the KV
-the way rooflab recommends, since those libraries choose their own split counts.
+    t_predicted = c0 + t_model(units_per_sm, exp_overlap) / eta
 """
 
 from __future__ import annotations
@@ -26,122 +21,28 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
-from ..cost.common import Cost, LaunchCost
-from ..cost.flash import flash_prefill
-from ..cost.merge import merge_pair
-from ..cost.naive import naive_prefill
-from ..cost.paged import paged_decode, recommend_splits
 from ..errors import InputError
 from ..load import load_gpu
 from ..roofline import Ceilings, Prediction, predict
-from ..specs import AttentionHeads, GpuSpec
+from ..specs import FittedModel, GpuSpec
 from ..units import DType
-from ..vocab import CeilingSource, Kernel, Variant
+from ..vocab import CeilingSource, Kernel
+from .costs import measurement_cost
 from .device import spec_for_device
+from .fitting import Fit, fit_group, fit_overhead_efficiency, model_times  # noqa: F401  (Fit, fit_overhead_efficiency: API)
 from .records import Measurement, read_measurements
-
-#: units_per_sm values tried for the parallelism model of flash and decode kernels.
-UNITS_PER_SM_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
-#: Kernels whose launches the parallelism model limits.
-PARALLEL_KERNELS = (Kernel.flash, Kernel.paged, Kernel.split_kv)
-#: A group needs this many rows to fit (c0, eta) on half and test on the other half.
-MIN_ROWS_TO_FIT = 4
-
-
-@dataclass(frozen=True)
-class _Workload:
-    """What every kernel's cost needs from a measurement row, checked once."""
-
-    m: Measurement
-    heads: AttentionHeads
-    dtype: DType
-    kv_dtype: DType
-    gpu: GpuSpec
-    num_sms: Optional[int]      # None: an ideal launch (no parallelism model)
-    units_per_sm: float
-
-
-def _naive(w: _Workload) -> Cost:
-    return naive_prefill(w.heads, w.m.seq_len, w.m.batch, w.dtype, w.m.causal)
-
-
-def _naive_softmax(w: _Workload) -> Cost:
-    return LaunchCost(_naive(w).softmax, Variant.naive)
-
-
-def _flash(w: _Workload) -> Cost:
-    return flash_prefill(w.heads, w.m.seq_len, w.m.batch, w.dtype, w.m.causal, gpu=w.gpu, num_sms=w.num_sms,
-                         units_per_sm=w.units_per_sm)
-
-
-def _decode(w: _Workload) -> Cost:
-    """rooflab's rows at their measured split count; other implementations (which choose their own) as if they
-    split the way rooflab recommends."""
-    lens, splits = w.m.lengths(), w.m.splits
-    if not w.m.impl.startswith("rooflab") and w.num_sms is not None:
-        splits = recommend_splits(w.heads, lens, w.num_sms, w.m.page_size, w.dtype, w.kv_dtype, w.units_per_sm)
-    return paged_decode(w.heads, lens, w.m.page_size, w.dtype, w.kv_dtype, splits, w.num_sms, w.units_per_sm)
-
-
-def _merge(w: _Workload) -> Cost:
-    return merge_pair(w.m.tokens, w.m.num_qo_heads, w.m.head_dim, w.dtype)
-
-
-#: The cost function each measured kernel is predicted with.
-COST_OF: dict[Kernel, Callable[[_Workload], Cost]] = {
-    Kernel.naive: _naive, Kernel.naive_softmax: _naive_softmax, Kernel.flash: _flash, Kernel.paged: _decode,
-    Kernel.split_kv: _decode, Kernel.merge: _merge,
-}
 
 
 def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
                         units_per_sm: float | None = None) -> Prediction:
-    """The roofline prediction for the configuration a measurement row describes.
-
-    units_per_sm None: an ideal launch (the pure roofline); a number: the parallelism model with it.
-    """
-    try:
-        dtype = DType(m.dtype)
-        kv_dtype = DType(m.kv_dtype) if m.kv_dtype else dtype
-        heads = AttentionHeads(m.num_qo_heads, m.num_kv_heads, m.head_dim)
-    except Exception as exc:
-        raise InputError(f"measurement '{m.describe()}': {exc}") from None
-    roofs = Ceilings.of(gpu, dtype, source)
-    num_sms = None if units_per_sm is None else gpu.num_sms
-    workload = _Workload(m, heads, dtype, kv_dtype, gpu, num_sms, 1.0 if units_per_sm is None else units_per_sm)
-    return predict(COST_OF[m.kernel](workload), roofs)
-
-
-@dataclass(frozen=True)
-class Fit:
-    """t = overhead_s + floor / efficiency, with units_per_sm for decode kernels."""
-
-    overhead_s: float
-    efficiency: float
-    units_per_sm: Optional[float] = None
-
-    def __call__(self, floor_s: np.ndarray) -> np.ndarray:
-        return self.overhead_s + floor_s / self.efficiency
-
-
-def fit_overhead_efficiency(floor_s: np.ndarray, measured_s: np.ndarray) -> Fit:
-    """Least squares on relative error: minimise sum((c0 + a x_i) / y_i - 1)^2 with c0 >= 0, a > 0.
-
-    Where the unconstrained solution breaks either bound (c0 < 0; or a <= 0, which two nearly
-    proportional points can give: a large overhead and a negative efficiency), c0 = 0 and a alone
-    is fitted, which is always positive.
-    """
-    x, y = np.asarray(floor_s, float), np.asarray(measured_s, float)
-    design = np.column_stack([1 / y, x / y])
-    (c0, a), *_ = np.linalg.lstsq(design, np.ones_like(y), rcond=None)
-    if c0 < 0 or a <= 0:
-        c0 = 0.0
-        a = float(np.sum(x / y) / np.sum((x / y) ** 2))
-    return Fit(float(c0), float(1 / a))
+    """The roofline of the configuration a measurement row describes against `source` ceilings (no parallelism
+    model unless `units_per_sm` is given)."""
+    roofs = Ceilings.of(gpu, DType(m.dtype), source)
+    return predict(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0), roofs)
 
 
 #: The workload fields of a Measurement that Validation.rows_frame adds to each row.
@@ -193,6 +94,7 @@ class GroupSummary:
     held_out_rows: int
     median_error: Optional[float]
     worst_error: Optional[float]
+    fitted_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -202,10 +104,11 @@ class Validation:
     meta: dict
     groups: tuple[GroupSummary, ...]
     rows: tuple[RowResult, ...] = field(repr=False)
+    fit_from: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {
-            "gpu": self.gpu, "ceilings": self.ceilings, "meta": self.meta,
+            "gpu": self.gpu, "ceilings": self.ceilings, "meta": self.meta, "fit_from": list(self.fit_from),
             "groups": [asdict(g) for g in self.groups],
             "rows": [r.to_dict() for r in self.rows],
         }
@@ -219,7 +122,8 @@ class Validation:
             record = {k: v for k, v in asdict(g).items() if k != "fit"}
             record.update(overhead_s=g.fit.overhead_s if g.fit else None,
                           efficiency=g.fit.efficiency if g.fit else None,
-                          units_per_sm=g.fit.units_per_sm if g.fit else None)
+                          units_per_sm=g.fit.units_per_sm if g.fit else None,
+                          exp_overlap=g.fit.exp_overlap if g.fit else None)
             records.append(record)
         return pd.DataFrame(records).set_index(["kernel", "impl"])
 
@@ -255,37 +159,77 @@ def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
     return gpu_ref
 
 
-def validate(path: Path, gpu_ref: Optional[str] = None, fit: bool = True) -> Validation:
-    """Join a measurement file with rooflab's predictions and fit the calibrated model per kernel.
+def validate(path: Path, gpu_ref: Optional[str] = None, fit: bool = True,
+             fit_from: Sequence[Path] = ()) -> Validation:
+    """Join a measurement file with rooflab's predictions and fit the time model per kernel and implementation.
 
-    `fit=False` skips the calibrated model (no predicted times or errors): enough for plotting points.
+    `fit=False` skips the model (no predicted times or errors): enough for plotting points. With
+    `fit_from`, each group's model is fitted on every row of those files (measured on the same GPU
+    spec) and every row of `path` is held out: the out-of-campaign error.
     """
     meta, rows = read_measurements(path)
     gpu = load_gpu(check_gpu(meta, gpu_ref, str(path)))
+    others = _campaign_rows(fit_from, gpu.name, path) if fit_from else None
+    return validate_rows(meta, rows, gpu, fit, others, tuple(str(p) for p in fit_from))
+
+
+def validate_rows(meta: dict, rows: Sequence[Measurement], gpu: GpuSpec, fit: bool = True,
+                  others: dict[tuple[Kernel, str], list[Measurement]] | None = None,
+                  fit_from: tuple[str, ...] = ()) -> Validation:
+    """validate() on rows already read: fitted on alternate rows, or on `others` (rows of other campaigns by group)."""
     source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
-    groups: dict[tuple[str, str], list[Measurement]] = {}
-    for m in rows:
-        groups.setdefault((m.kernel, m.impl), []).append(m)
     summaries, results = [], []
-    for (kernel, impl), members in groups.items():
-        summary, group_rows = _validate_group(kernel, impl, members, gpu, source, fit)
+    for (kernel, impl), members in _groups(rows).items():
+        train = (others or {}).get((kernel, impl), [])
+        summary, group_rows = _validate_group(kernel, impl, members, train, gpu, source, fit, others is not None)
         summaries.append(summary)
         results += group_rows
-    return Validation(gpu.name, source.value, meta, tuple(summaries), tuple(results))
+    return Validation(gpu.name, source.value, meta, tuple(summaries), tuple(results), fit_from)
 
 
-def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: GpuSpec,
-                    source: CeilingSource, with_fit: bool = True) -> tuple[GroupSummary, list[RowResult]]:
+def _groups(rows: Sequence[Measurement]) -> dict[tuple[Kernel, str], list[Measurement]]:
+    groups: dict[tuple[Kernel, str], list[Measurement]] = {}
+    for m in rows:
+        groups.setdefault((m.kernel, m.impl), []).append(m)
+    return groups
+
+
+def _campaign_rows(paths: Sequence[Path], gpu_name: str, target: Path) -> dict[tuple[Kernel, str], list[Measurement]]:
+    """Every row of the other campaigns, by group; each must be measured on `gpu_name` and not be `target`."""
+    out: dict[tuple[Kernel, str], list[Measurement]] = {}
+    for other in paths:
+        if Path(other).resolve() == Path(target).resolve():
+            raise InputError(f"--fit-from {other}: is the file being validated; fit on other campaigns")
+        meta, rows = read_measurements(Path(other))
+        spec = check_gpu(meta, None, str(other))
+        if spec != gpu_name:
+            raise InputError(f"--fit-from {other}: measured on {meta.get('device_name', spec)} (spec {spec}), "
+                             f"not on {gpu_name}")
+        for key, members in _groups(rows).items():
+            out.setdefault(key, []).extend(members)
+    return out
+
+
+def _validate_group(kernel: Kernel, impl: str, members: list[Measurement], train: list[Measurement],
+                    gpu: GpuSpec, source: CeilingSource, with_fit: bool, across: bool
+                    ) -> tuple[GroupSummary, list[RowResult]]:
     measured = np.array([m.time_s for m in members])
-    held = np.arange(len(members)) % 2 == 1
     datasheet = [predict_measurement(m, gpu, CeilingSource.datasheet) for m in members]
     calibrated = [predict_measurement(m, gpu, source) for m in members]
-    fit, modelled = _fit(kernel, members, measured, held, gpu, source) if with_fit else (None, calibrated)
+    fit, predicted, held = None, None, np.zeros(len(members), dtype=bool)
+    if with_fit and across:
+        held = np.ones(len(members), dtype=bool)
+        fit, _ = fit_group(kernel, train, np.ones(len(train), dtype=bool), gpu) if train else (None, None)
+        if fit is not None:
+            predicted = fit(model_times(members, gpu, fit.units_per_sm, (fit.exp_overlap,))[0])
+    elif with_fit:
+        held = np.arange(len(members)) % 2 == 1
+        fit, t_model = fit_group(kernel, members, ~held, gpu)
+        predicted = fit(t_model) if fit is not None else None
     floors_ds = np.array([float(p.t_floor_s) for p in datasheet])
     floors_cal = np.array([float(p.t_floor_s) for p in calibrated])
     flops = np.array([float(p.flops) for p in datasheet])
     nbytes = np.array([float(p.hbm_bytes) for p in datasheet])
-    predicted = fit(np.array([float(p.t_floor_s) for p in modelled])) if fit is not None else None
     results = [
         RowResult(m.describe(), kernel, impl, float(measured[i]), float(flops[i]), float(nbytes[i]),
                   float(floors_ds[i]), float(floors_cal[i]), bool(held[i]),
@@ -302,26 +246,22 @@ def _validate_group(kernel: str, impl: str, members: list[Measurement], gpu: Gpu
         fit=fit, held_out_rows=int(errors.size),
         median_error=float(np.median(errors)) if errors.size else None,
         worst_error=float(np.max(errors)) if errors.size else None,
+        fitted_rows=len(train) if across else int(np.sum(~held)),
     )
     return summary, results
 
 
-def _fit(kernel: str, members: list[Measurement], measured: np.ndarray, held: np.ndarray, gpu: GpuSpec,
-         source: CeilingSource) -> tuple[Optional[Fit], list[Prediction]]:
-    """Fit on the rows not held out; for flash and decode kernels also pick units_per_sm from the grid."""
-    grid = UNITS_PER_SM_GRID if kernel in PARALLEL_KERNELS else (None,)
-    best: tuple[float, Optional[Fit], list[Prediction]] = (np.inf, None, [])
-    for k in grid:
-        preds = [predict_measurement(m, gpu, source, k) for m in members]
-        floors = np.array([float(p.t_floor_s) for p in preds])
-        if len(members) < MIN_ROWS_TO_FIT:
-            return None, preds
-        fit = fit_overhead_efficiency(floors[~held], measured[~held])
-        loss = float(np.sum((fit(floors[~held]) / measured[~held] - 1) ** 2))
-        if loss < best[0]:
-            chosen = Fit(fit.overhead_s, fit.efficiency, k)
-            best = (loss, chosen, preds)
-    return best[1], best[2]
+def fitted_models(v: Validation, campaigns: Sequence[str]) -> tuple[FittedModel, ...]:
+    """The groups' fits as the GPU YAML's `fitted:` entries (groups without a fit are left out)."""
+    out = []
+    for g in v.groups:
+        if g.fit is None:
+            continue
+        out.append(FittedModel(kernel=g.kernel, impl=g.impl, overhead_s=g.fit.overhead_s,
+                               efficiency=g.fit.efficiency, exp_overlap=g.fit.exp_overlap,
+                               units_per_sm=g.fit.units_per_sm, rows=g.fitted_rows, held_out_rows=g.held_out_rows,
+                               median_error=g.median_error, worst_error=g.worst_error, campaigns=tuple(campaigns)))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

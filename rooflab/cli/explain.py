@@ -7,11 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..units import DType
-from ..vocab import CeilingSource, ExplainedVariant
+from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_TOKENS
+from ..units import DType
+from ..vocab import EXPLAINED, CeilingSource, Variant
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt,
                SplitsOpt, app, decode_lengths, friendly, params)
+
+#: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
+#: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
+ExplainVariant = enum.Enum("ExplainVariant", {v.name: v.value for v in
+                                              EXPLAINED + tuple(x for x in (Variant.recurrent,) if x not in EXPLAINED)},
+                           type=str)
 
 
 class ExplainFormat(str, enum.Enum):
@@ -22,9 +29,10 @@ class ExplainFormat(str, enum.Enum):
 @app.command()
 @friendly
 def explain(
-    variant: Annotated[ExplainedVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch).")] = ExplainedVariant.naive,
+    variant: Annotated[ExplainVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch; recurrent: a linear-attention layer's decode step and prefill).")] = ExplainVariant.naive,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = "h100-sxm",
+    layer_type: Annotated[Optional[str], typer.Option("--layer-type", metavar="NAME", help="Which of the model's layer types to derive (see its YAML's layer_types; default: its main softmax type, or for recurrent its linear type).")] = None,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
                                          help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
     batch: BatchOpt = 1,
@@ -34,16 +42,21 @@ def explain(
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,
     splits: SplitsOpt = None,
+    q_len: Annotated[int, typer.Option("--q-len", parser=params.count(1, MAX_Q_LEN), metavar="N",
+                                       help="Decode: new tokens per sequence, causal among themselves (speculative "
+                                            "verification, multi-token prediction).")] = 1,
+    mla_sparse_fp8: Annotated[bool, typer.Option("--mla-sparse-fp8", help="Decode of an mla layer: price the cache in "
+                                                 "DeepSeek-V3.2's sparse fp8 layout (656 bytes per token).")] = False,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
-    from ..vocab import Variant
     from ..explain import explain as derive
     from ..explain import render_explanation
     from ..load import load_gpu, load_model
 
     lens = decode_lengths(context_len, batch)
     e = derive(Variant(variant.value), load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, lens,
-               page_size, kv_dtype, splits, ceilings)
+               page_size, kv_dtype, splits, ceilings, layer_type=layer_type, q_len=q_len,
+               mla_sparse_fp8=mla_sparse_fp8)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)

@@ -49,17 +49,18 @@ def validate(
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="GPU spec to predict with (default: the one the file names).")] = None,
     fmt: FormatOpt = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the result to this file.")] = None,
+    fit_from: Annotated[Optional[list[Path]], typer.Option("--fit-from", metavar="FILE", help="Fit the time model on these campaigns (repeat) and hold out every row of FILE: the out-of-campaign error.")] = None,
 ) -> None:
-    """Measured against predicted: fraction of the floor per kernel, and the calibrated model's held-out error."""
+    """Measured against predicted: fraction of the floor per kernel, and the time model's held-out error."""
     from ..bench.validate import validate as run_validation
     from ..load import data_dir
     from ..output import write_atomic
     from ..render_validation import render_validation
 
     path = file or data_dir("measurements") / BUNDLED_MEASUREMENTS
-    text = render_validation(run_validation(path, gpu), fmt)
+    text = render_validation(run_validation(path, gpu, fit_from=tuple(fit_from or ())), fmt)
     if output is not None:
-        write_atomic(output, text, inputs=[path])
+        write_atomic(output, text, inputs=[path, *(fit_from or ())])
     typer.echo(text, nl=False)
 
 

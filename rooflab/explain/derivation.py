@@ -234,12 +234,13 @@ def roof_symbols(d: _Derivation, gpu: GpuSpec, roofs: Ceilings, dtype: DType, ve
 
 def floor_formula(flops: str, rate: str, exps: Optional[str], bytes_: str, roofs: Ceilings,
                   fraction: str = "") -> str:
-    """max(F / pi, E / eps, Q / beta): the exp term only where the spec gives an exp rate."""
+    """max(F / pi, E / eps, Q / beta): the exp term only where the spec gives an exp rate; divided by the
+    launch's busy fraction f where one is given (a partly idle GPU slows the compute and the memory roof alike)."""
     terms = [f"{flops} / {rate}"]
     if exps and roofs.exp_per_s:
         terms.append(f"{exps} / eps")
-    terms.append(f"{bytes_} / beta" + (f" / {fraction}" if fraction else ""))
-    return f"max({', '.join(terms)})"
+    terms.append(f"{bytes_} / beta")
+    return f"max({', '.join(terms)})" + (f" / {fraction}" if fraction else "")
 
 
 def merge_floor(d: _Derivation, cost, roofs: Ceilings, pred, rows: str, width: str) -> None:

@@ -115,7 +115,7 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
     intensity, ridge = float(pred.intensity_flop_per_byte), roofs.ridge_flop_per_byte
     bound = str(np.asarray(pred.bound).reshape(()))
     relation = ">" if intensity > ridge else ("=" if intensity == ridge else "<")
-    return (f"{bound}-bound on this GPU: I = {intensity:.1f} {relation} ridge {ridge:.1f} FLOP/byte "
+    return (f"absorbed MLA decode is {bound}-bound on this GPU: I = {intensity:.1f} {relation} ridge {ridge:.1f} FLOP/byte "
             f"(the latent alone: I_kv = {float(cost.intensity_kv):.1f})",
             f"{int(cost.work_units)} work units of {MLA_ROWS_PER_UNIT}-row tiles for {gpu.num_sms} SMs keep "
             f"{float(cost.parallel_fraction):.0%} of the GPU busy; rooflab recommends {best} split(s) here "

@@ -108,6 +108,8 @@ def _uniform_pairs(d: _Derivation, layer: Layer, ctx: int, q_len: int) -> str:
         if ctx - q_len >= window:
             return "q * W"
         return "W * (W + 1) / 2 + (max_ctx - W) * W - (max_ctx - q) * (max_ctx - q + 1) / 2"
+    if (ctx - q_len) // chunk == (ctx - 1) // chunk:
+        return "q * (read - q) + q * (q + 1) / 2"          # the new tokens share one chunk: causal over `read`
     d.given("r_end", ctx % chunk, "max_ctx mod C: tokens of the last chunk")
     d.given("r_start", (ctx - q_len) % chunk, "(max_ctx - q) mod C: of them, the ones before the new tokens")
     return ("(max_ctx - r_end) * (C + 1) / 2 + r_end * (r_end + 1) / 2"

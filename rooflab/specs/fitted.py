@@ -3,7 +3,7 @@
 One entry per (kernel, implementation) in the GPU YAML's `fitted:` list:
 
     t_predicted = overhead_s + t_model / efficiency
-    t_model     = sum over launches of max(t_memory / f, max(t_mat, t_exp) + exp_overlap x min(t_mat, t_exp))
+    t_model     = sum over launches of max(t_memory, max(t_mat, t_exp) + exp_overlap x min(t_mat, t_exp)) / f
 
 with calibrated ceilings, f the parallelism model's busy share with `units_per_sm` (cost/parallel.py;
 1 without), and exp_overlap 0 when the exps hide under the matrix work, 1 when the two run one after

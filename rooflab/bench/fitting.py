@@ -1,0 +1,103 @@
+"""Fitting a kernel implementation's time model to measurements (the model: rooflab/predict.py).
+
+    t_predicted = c0 + t_model(units_per_sm, exp_overlap) / eta
+
+For each (kernel, implementation) the parallelism model's units per SM (kernels whose launches it
+limits) and the exp overlap (kernels whose exps compete with their matrix work) are chosen from
+grids; for each pair, c0 >= 0 and eta > 0 come from least squares on the relative error
+(fit_overhead_efficiency); the pair with the smallest loss on the fitted rows wins. Which rows are
+fitted and which held out is the caller's choice (validate.py: alternate rows of one campaign, or
+every row of other campaigns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..predict import model_time
+from ..roofline import Ceilings
+from ..specs import GpuSpec
+from ..units import DType
+from ..vocab import CeilingSource, Kernel
+from .costs import measurement_cost
+from .records import Measurement
+
+#: units_per_sm values tried for the parallelism model of flash and decode kernels.
+UNITS_PER_SM_GRID = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+#: exp_overlap values tried where exps compete with matrix work (0: hidden; 1: serial).
+EXP_OVERLAP_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: Kernels whose launches the parallelism model limits.
+PARALLEL_KERNELS = (Kernel.flash, Kernel.flash_window, Kernel.paged, Kernel.split_kv, Kernel.paged_window,
+                    Kernel.paged_multi, Kernel.mla_decode)
+#: Kernels whose exp work is large against their matrix work (an exp per visible pair).
+EXP_KERNELS = (Kernel.flash, Kernel.flash_window, Kernel.mla_decode)
+#: A group needs this many fitted rows.
+MIN_ROWS_TO_FIT = 2
+
+
+@dataclass(frozen=True)
+class Fit:
+    """t = overhead_s + t_model / efficiency, with the parallelism and exp terms it was fitted with."""
+
+    overhead_s: float
+    efficiency: float
+    units_per_sm: Optional[float] = None
+    exp_overlap: float = 0.0
+
+    def __call__(self, model_s: np.ndarray) -> np.ndarray:
+        return self.overhead_s + model_s / self.efficiency
+
+
+def fit_overhead_efficiency(model_s: np.ndarray, measured_s: np.ndarray) -> Fit:
+    """Least squares on relative error: minimise sum((c0 + a x_i) / y_i - 1)^2 with c0 >= 0, a > 0.
+
+    Where the unconstrained solution breaks either bound (c0 < 0; or a <= 0, which two nearly
+    proportional points can give: a large overhead and a negative efficiency), c0 = 0 and a alone
+    is fitted, which is always positive.
+    """
+    x, y = np.asarray(model_s, float), np.asarray(measured_s, float)
+    design = np.column_stack([1 / y, x / y])
+    (c0, a), *_ = np.linalg.lstsq(design, np.ones_like(y), rcond=None)
+    if c0 < 0 or a <= 0:
+        c0 = 0.0
+        a = float(np.sum(x / y) / np.sum((x / y) ** 2))
+    return Fit(float(c0), float(1 / a))
+
+
+def model_times(members: Sequence[Measurement], gpu: GpuSpec, units_per_sm: Optional[float],
+                exp_overlaps: Sequence[float] = (0.0,)) -> list[np.ndarray]:
+    """t_model of each row against the GPU's calibrated ceilings (datasheet where none were measured), one array
+    per exp overlap (the costs are priced once for the units per SM)."""
+    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    priced = [(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0),
+               Ceilings.of(gpu, DType(m.dtype), source)) for m in members]
+    return [np.array([float(np.asarray(model_time(cost, roofs, alpha))) for cost, roofs in priced])
+            for alpha in exp_overlaps]
+
+
+def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray, gpu: GpuSpec
+              ) -> tuple[Optional[Fit], np.ndarray]:
+    """The best Fit on the rows where `fitted` is True, and every row's t_model under it.
+
+    None (and the plain calibrated model times) when fewer than MIN_ROWS_TO_FIT rows are fitted.
+    """
+    measured = np.array([m.time_s for m in members])
+    ks = UNITS_PER_SM_GRID if kernel in PARALLEL_KERNELS else (None,)
+    alphas = EXP_OVERLAP_GRID if kernel in EXP_KERNELS else (0.0,)
+    if int(np.sum(fitted)) < MIN_ROWS_TO_FIT:
+        return None, model_times(members, gpu, None)[0]
+    best: tuple[float, Optional[Fit], np.ndarray] = (np.inf, None, np.array([]))
+    for k in ks:
+        for alpha, t in zip(alphas, model_times(members, gpu, k, alphas)):
+            fit = fit_overhead_efficiency(t[fitted], measured[fitted])
+            loss = float(np.sum((fit(t[fitted]) / measured[fitted] - 1) ** 2))
+            if loss < best[0] * (1 - 1e-12):
+                best = (loss, Fit(fit.overhead_s, fit.efficiency, k, alpha), t)
+    return best[1], best[2]
+
+
+__all__ = ["EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "PARALLEL_KERNELS", "UNITS_PER_SM_GRID", "fit_group",
+           "fit_overhead_efficiency", "model_times"]

@@ -1,0 +1,36 @@
+"""`rooflab fit`: fit each kernel implementation's time model on measurement campaigns and store it in a GPU YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..output import Format
+from . import FormatOpt, app, friendly
+
+
+@app.command()
+@friendly
+def fit(
+    files: Annotated[list[Path], typer.Argument(help="Measurement CSVs from `rooflab bench` (one or more campaigns on one GPU).")],
+    gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="GPU spec to fit against and to write (default: the one the files name).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="GPU YAML to write with the fitted: list (default: ./<gpu>.yaml).")] = None,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Fit c0 + t_model / eta per kernel and implementation (with its parallelism and exp terms); write `fitted:`.
+
+    Each model is fitted on alternate rows of the campaigns together and its held-out error measured on the
+    others; the GPU YAML keeps the constants with the rows, campaigns and errors they rest on.
+    """
+    from ..bench.fitting_io import fit_campaigns, write_fitted
+    from ..load import spec_path
+    from ..render_validation import render_validation
+
+    validation, models, spec = fit_campaigns(files, gpu)
+    source = spec_path("hardware", "GPU", spec)
+    target = output or Path.cwd() / source.name
+    write_fitted(source, target, models, inputs=files)
+    typer.echo(render_validation(validation, fmt), nl=False)
+    typer.echo(f"wrote {len(models)} fitted models to {target}", err=True)
