@@ -11,6 +11,7 @@ from typing import Iterable
 from ._runtime import CTYPES, MASK_CAUSAL, MASK_LOCAL, MASK_NONE, compile_all, compute_capability, cupy_module
 from .attention import FLASH_VARIANTS
 from .flash_hopper import HOPPER_COMPUTE_CAPABILITY, HOPPER_VARIANTS, hopper_file, hopper_name
+from .mla import mla_instantiations
 from .decode import FP8_CTYPE, FP8_MIN_COMPUTE_CAPABILITY, PAGED_STAGES, PAGED_STAGES_FP8, PAGED_WARPS
 
 _NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
@@ -19,9 +20,10 @@ _NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
 
 def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable[int] = (64, 128),
                    flash_variants: Iterable[tuple[int, int, int]] = (), fp8_kv: bool = True,
-                   hopper_variants: Iterable[tuple[int, int, bool]] | None = None) -> list[tuple[str, str]]:
+                   hopper_variants: Iterable[tuple[int, int, bool]] | None = None,
+                   mla_dims: Iterable[int] = (576,)) -> list[tuple[str, str]]:
     """(file, name expression) pairs for the launchers' default configurations (fp8 KV caches too if fp8_kv;
-    the wgmma flash kernel's variants if hopper_variants is given, for d 128)."""
+    the wgmma flash kernel's variants if hopper_variants is given, for d 128; MLA decode for the 576 latent)."""
     out: list[tuple[str, str]] = []
     half = [CTYPES[_NAMES[d]] for d in dtypes if _NAMES[d] != "float32"]
     for ct in half:
@@ -48,6 +50,8 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
         out.append(("merge_states.cu", f"merge_states<{ct}, 8, 1>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 0>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 4>"))
+    if 576 in mla_dims:
+        out += mla_instantiations(tuple(half), fp8_kv)
     out.append(("merge_partials.cu", "merge_partials<float, 8>"))
     out.append(("merge_states.cu", "merge_states<float, 4, 1>"))
     out.append(("softmax_rows.cu", "softmax_rows<float, 4, 4, 0>"))

@@ -327,3 +327,48 @@ def make_paged_cache(context_lens: Sequence[int], num_kv_heads: int, head_dim: i
                 bits[int(table[b, pages[b] - 1]), :, tail:, :] = nan_bits
     return PagedCache(k_cache, v_cache, cupy.asarray(table), cupy.asarray(lens.astype(np.int32)),
                       tuple(int(n) for n in lens), int(page_size), float(k_scale), float(v_scale))
+
+
+# ---------------------------------------------------------------- key ranges of the decode kernels
+
+def decode_key_range(context_len: int, q_len: int = 1, window: int | None = None,
+                     chunk: int | None = None) -> tuple[int, int]:
+    """[first, stop): the keys some of the q_len new tokens see (the last q_len positions of the context),
+    as paged_decode.cu reads them: from token 0's first key to the end of the context."""
+    pos = context_len - q_len
+    first = 0
+    if window:
+        first = max(first, pos - window + 1)
+    if chunk:
+        first = max(first, pos - pos % chunk)
+    return first, context_len
+
+
+def split_ranges(context_len: int, num_splits: int, page_size: int, q_len: int = 1, window: int | None = None,
+                 chunk: int | None = None) -> list[tuple[int, int]]:
+    """The [start, stop) keys of each split of a split-KV decode launch: whole pages of the tokens' key range
+    dealt out evenly (ceil(pages / S) pages a split), clipped to the range; empty splits are (x, x)."""
+    first, stop = decode_key_range(context_len, q_len, window, chunk)
+    first_page = first // page_size
+    pages = -(-stop // page_size) - first_page
+    span = -(-pages // num_splits) * page_size
+    out = []
+    for z in range(num_splits):
+        base = first_page * page_size + z * span
+        begin = max(first, min(stop, base))
+        out.append((begin, max(begin, min(stop, base + span))))
+    return out
+
+
+def poison_keys_before(cache: PagedCache, first_keys: Sequence[int]) -> None:
+    """NaN into K and V of sequence b's keys 0 .. first_keys[b] - 1 (a kernel that reads one fails)."""
+    cupy = cupy_module()
+    bits_type = cupy.uint8 if cache.fp8 else cupy.uint16
+    nan_bits = E4M3_NAN if cache.fp8 else _NAN_BITS[cache.k_cache.dtype.name]
+    table = cupy.asnumpy(cache.block_table)
+    for b, first in enumerate(first_keys):
+        for key in range(0, int(first), cache.page_size):
+            page = int(table[b, key // cache.page_size])
+            stop = min(int(first) - key, cache.page_size)
+            for c in (cache.k_cache, cache.v_cache):
+                c.view(bits_type)[page, :, :stop, :] = nan_bits
