@@ -68,12 +68,15 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
 
 
 def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, float], Cost], dtype: DType,
-                 impl: str | None = None) -> PredictedTime | None:
+                 impl: str | None = None, optional: bool = False) -> PredictedTime | None:
     """The predicted time of `impl` (or of the fitted implementation that is fastest here), or None where the
-    GPU has no fit for `kernel`. An `impl` with no fit is an InputError naming the ones there are."""
+    GPU has no fit for `kernel`. An `impl` with no fit is an InputError naming the ones there are, unless
+    `optional` (a report row of a kernel `impl` does not implement: None)."""
     fits = gpu.fitted_for(kernel)
     if impl is not None:
         chosen = [f for f in fits if f.impl == impl]
+        if not chosen and optional and any(f.impl == impl for f in gpu.fitted):
+            return None
         if not chosen:
             known = sorted({f.impl for f in gpu.fitted})
             raise InputError(f"--impl {impl}: {gpu.name} has no fitted {kernel.value} model for it; fitted "

@@ -84,6 +84,10 @@ def report_frame(r: Report) -> Frame:
         Column("bound", "bound"),
         Column("model_t_floor_s", "model t_floor", lambda x: fmt_seconds(x["model_t_floor_s"])),
     )
+    if any(row.t_predicted_s is not None for row in r.rows):
+        columns += (Column("t_predicted_s", "t_predicted",
+                           lambda x: fmt_seconds(x["t_predicted_s"]) if x.get("t_predicted_s") is not None else ""),
+                    Column("predicted_impl", "impl", lambda x: x.get("predicted_impl") or ""))
     totals = [f"whole model, {t.variant} for the softmax layers: {fmt_flops(t.flops)}, {fmt_bytes(t.hbm_bytes)}, "
               f"t_floor {fmt_seconds(t.t_floor_s)} over {t.num_layers} layers" for t in r.totals] if hybrid else []
     return Frame(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
@@ -103,6 +107,7 @@ def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_typ
             "intensity_flop_per_byte": figures.intensity_flop_per_byte, "t_compute_s": figures.t_compute_s,
             "t_memory_s": figures.t_memory_s, "t_floor_s": figures.t_floor_s, "bound": figures.bound,
             "ridge": ridge, "model_t_floor_s": figures.t_floor_s * layers,
+            "t_predicted_s": getattr(figures, "t_predicted_s", None), "predicted_impl": getattr(figures, "predicted_impl", None),
             "layer_type": layer_type, "num_layers": layers}
 
 

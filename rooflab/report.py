@@ -16,7 +16,7 @@ from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import LaunchCost, fused
+from .cost.common import LaunchCost, Visibility, fused
 from .cost.layers import layer_decode, layer_prefill, layer_splits
 from .cost.paged import check_splits
 from .limits import MAX_RAGGED
@@ -24,7 +24,8 @@ from .roofline import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, ModelSpec
 from .units import DType
-from .vocab import CeilingSource, LayerKind, Phase, Variant
+from .predict import predict_time
+from .vocab import CeilingSource, Kernel, LayerKind, Phase, Variant
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,13 @@ def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: in
 
 def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
                    dtype: DType = DType.fp16, causal: bool = False,
-                   ceilings: CeilingSource = CeilingSource.datasheet) -> Report:
+                   ceilings: CeilingSource = CeilingSource.datasheet, impl: str | None = None) -> Report:
     """Naive and flash attention side by side for one layer of each of `model`'s layer types prefilling
-    `seq_len` tokens (a linear layer type gets its recurrent row), with the whole-model totals."""
+    `seq_len` tokens (a linear layer type gets its recurrent row), with the whole-model totals.
+
+    Each row carries the predicted time of `impl` (or of the fastest implementation fitted on the GPU)
+    where the GPU YAML has a fitted model for that kernel (rooflab.predict), beside its physical floor.
+    """
     roofs = Ceilings.of(gpu, dtype, ceilings)
     rows = []
     for name, count in model.layer_counts.items():
@@ -181,13 +186,21 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
             continue
         naive = layer_prefill(model, name, seq_len, batch, dtype, causal, naive=True)
         flash = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu)
+        windowed = not Visibility.of(layer).is_full
         rows += [
             make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
                      peak_extra_bytes=naive.peak_extra_bytes, label=f"naive{tag}" if tag else None,
-                     intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where),
+                     intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where).predicted(
+                predict_time(gpu, Kernel.naive, lambda n, k, name=name: layer_prefill(
+                    model, name, seq_len, batch, dtype, causal, naive=True), dtype, impl, optional=True)),
             make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
                      intensity_tiled_flop_per_byte=flash.intensity_tiled, label=f"flash{tag}" if tag else None,
-                     tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead, **where),
+                     tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead,
+                     **where).predicted(
+                predict_time(gpu, Kernel.flash_window if windowed else Kernel.flash,
+                             lambda n, k, name=name: layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu,
+                                                                   num_sms=n, units_per_sm=k), dtype, impl,
+                             optional=True)),
         ]
     return Report(
         model=model.name, gpu=gpu.name, phase=Phase.prefill, seq_len=int(seq_len), batch=int(batch),
@@ -230,6 +243,17 @@ def _mixed_row(model: ModelSpec, name: str, lens: DecodeBatch, page_size: int, d
                     kv_bytes=decode.kv_bytes, **where)
 
 
+def _decode_kernel(layer, splits: int, q_len: int) -> Kernel:
+    """The measured kernel whose fitted model predicts a decode row of this layer type."""
+    if layer.kind is LayerKind.mla:
+        return Kernel.mla_decode
+    if not Visibility.of(layer).is_full:
+        return Kernel.paged_window
+    if q_len > 1:
+        return Kernel.paged_multi
+    return Kernel.paged if splits == 1 else Kernel.split_kv
+
+
 def _main_attention(model: ModelSpec) -> str:
     """The softmax layer type most of the model's layers have: the one decode facts describe."""
     softmax = {n: c for n, c in model.layer_counts.items() if model.layer_types[n].kind is not LayerKind.linear}
@@ -258,7 +282,7 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | D
 def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
                   dtype: DType = DType.fp16, kv_dtype: DType | None = None, splits: int | None = None,
                   ceilings: CeilingSource = CeilingSource.datasheet, q_len: int = 1,
-                  prefill_chunk: int | None = None) -> Report:
+                  prefill_chunk: int | None = None, impl: str | None = None) -> Report:
     """One decode step per layer of each layer type: paged decode in one launch, and split-KV with the S-way merge
     (a linear layer type: its state update), with the whole-model totals.
 
@@ -289,8 +313,12 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
         for s in (1, chosen):
             cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len, gpu.num_sms, k)
             label = ("paged" if s == 1 else f"split_kv ({s} splits)") + tag
-            rows.append(make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
-                                 parallel_fraction=cost.parallel_fraction, **where))
+            row = make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
+                           parallel_fraction=cost.parallel_fraction, **where)
+            price = (lambda n, u, name=name, s=s: layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len,
+                                                               n, u))
+            rows.append(row.predicted(predict_time(gpu, _decode_kernel(model.layer_types[name], s, q_len), price,
+                                                   dtype, impl, optional=True)))
         if prefill_chunk:
             rows.append(_mixed_row(model, name, lens, page_size, dtype, kv_dtype, q_len, prefill_chunk, roofs, tag,
                                    where))

@@ -70,18 +70,31 @@ class Row:
     kv_bytes: Optional[float] = None
     splits: Optional[int] = None
     parallel_fraction: Optional[float] = None
+    t_predicted_s: Optional[float] = None         # a named implementation's modelled time (rooflab/predict.py)
+    predicted_impl: Optional[str] = None
+    predicted_error_median: Optional[float] = None  # that model's held-out error where it was fitted
     kernels: tuple[KernelRow, ...] = ()
+
+    #: Fields written to JSON even when empty (null): the prediction, so a reader sees where there is none.
+    ALWAYS = ("t_predicted_s", "predicted_impl", "predicted_error_median")
 
     @property
     def model_t_floor_s(self) -> float:
         """This row's floor for all its layers (t_floor_s x num_layers)."""
         return self.t_floor_s * (self.num_layers or 1)
 
+    def predicted(self, prediction) -> "Row":
+        """This row with a PredictedTime (rooflab.predict) filled in; unchanged for None."""
+        if prediction is None:
+            return self
+        return dataclasses.replace(self, t_predicted_s=prediction.t_predicted_s, predicted_impl=prediction.impl,
+                                   predicted_error_median=prediction.median_error)
+
     def to_dict(self) -> dict:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None or (f.name == "kernels" and not value):
+            if (value is None and f.name not in self.ALWAYS) or (f.name == "kernels" and not value):
                 continue
             if f.name == "kernels":
                 value = [dataclasses.asdict(k) for k in value]

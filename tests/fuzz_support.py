@@ -286,11 +286,23 @@ class Case:
 
 
 def identifier_forms(text: str) -> list[str]:
-    """The ways a message may show `text`: as given, stripped, repr'd (escapes), and a path's name."""
+    """The ways a message may show `text`: as given, stripped, repr'd (escapes), and a path's name.
+
+    A text of one or two characters ('.', '$') counts only quoted or followed by a colon, so that it
+    does not match by accident; a number counts from three digits on ('4096', not '0').
+    """
+    if re.fullmatch(r"[-+]?[0-9.]*[0-9][0-9.]*", text.strip()) and len(text.strip()) < 3:
+        return []
     forms = {text, text.strip(), repr(text)[1:-1], ascii(text)[1:-1]}
     if "/" in text or text.endswith((".yaml", ".yml", ".csv", ".png", ".svg", ".pdf")):
         forms.add(Path(text).name)
-    return [f for f in forms if len(f) >= 2]
+    out = []
+    for form in forms:
+        if len(form) >= 3:
+            out.append(form)
+        elif form.strip():
+            out += [f"'{form}'", f'"{form}"', f"{form}:"]
+    return out
 
 
 def names_input(stderr: str, idents: Iterable[str]) -> bool:
@@ -386,13 +398,29 @@ def check_cli(case: Case, folder: Path) -> Outcome:
     out = invoke(case.args, folder, case.limit_s * 1.5)
     after = snapshot(folder)
     problems = problems_of(case, out, before, after, folder, inputs)
+    if problems and _collect(problems, out.describe()):
+        return out
     assert not problems, "; ".join(problems) + "\n" + out.describe()
     return out
+
+
+def _collect(problems: list[str], described: str) -> bool:
+    """ROOFLAB_FUZZ_COLLECT=FILE: append each failure to FILE (JSON lines) and go on, to see every failure class
+    of a run at once instead of the first per test. Returns whether it recorded."""
+    target = os.environ.get("ROOFLAB_FUZZ_COLLECT")
+    if not target:
+        return False
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"test": test, "problems": problems, "call": described}) + "\n")
+    return True
 
 
 def check_outcome(case: Case, out: Outcome, folder: Path, before: dict, input_digests: dict) -> None:
     """The same checks for an Outcome obtained another way (run_subprocess)."""
     problems = problems_of(case, out, before, snapshot(folder), folder, input_digests)
+    if problems and _collect(problems, out.describe()):
+        return
     assert not problems, "; ".join(problems) + "\n" + out.describe()
 
 

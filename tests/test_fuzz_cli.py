@@ -122,7 +122,11 @@ class Opt:
     odd: Optional[st.SearchStrategy] = None
     switch: bool = False          # a boolean flag (its spellings are the values)
     kind_word: str = ""          # how messages name what the option holds ("GPU", "model")
+    words: tuple[str, ...] = ()  # how messages from the API name it ("tensor parallel")
     checked_late: bool = False   # checked when used (a name or a path), so a valid combination may fail first
+
+    def __repr__(self) -> str:     # hypothesis prints the drawn options: their names are enough
+        return f"Opt{self.flags}"
 
 
 def count_opt(flags, lo, hi, typical_hi=70_000):
@@ -166,17 +170,20 @@ CEIL = choice_opt(("--ceilings",), ["datasheet", "calibrated"])
 CAUSAL = switch("--causal", "--no-causal")
 UTIL = float_opt(("--gpu-memory-utilization",), 0, 1, lo_open=True)
 MAXLEN = count_opt(("--max-model-len",), 1, MAX_TOKENS)
-TP = count_opt(("--tensor-parallel", "--tp"), 1, MAX_GPUS, 16)
+TP = dataclasses.replace(count_opt(("--tensor-parallel", "--tp"), 1, MAX_GPUS, 16), words=("tensor parallel",))
 WDT = choice_opt(("--weight-dtype",), WEIGHTS)
 
 #: Every command and its options; test_every_option_is_fuzzed holds this against `--help`.
 COMMANDS: dict[str, list[Opt]] = {
     "report": [MODEL, GPU, choice_opt(("--phase",), ["prefill", "decode"]), SEQ, BATCH, DTYPE, CAUSAL, CTX_LIST, PAGE,
                KV, SPLITS, count_opt(("--q-len",), 1, MAX_Q_LEN, 64), count_opt(("--prefill-chunk",), 1, MAX_TOKENS),
-               CEIL, FMT],
+               CEIL, Opt(("--impl",), st.sampled_from(["rooflab", "rooflab_hopper", "torch_cudnn", "torch_flash"]),
+                         st.sampled_from(["", " ", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 300, "rooflab "]),
+                         st.sampled_from(["ROOFLAB", "torch_eager"]), checked_late=True),
+               FMT],
     "capacity": [MODEL, GPU, count_opt(("--context-len", "-L"), 1, MAX_TOKENS), PAGE, WDT, KV, UTIL,
                  float_opt(("--activation-reserve-gib",), 0, MAX_GIB), MAXLEN, TP,
-                 count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16),
+                 count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",)),
                  switch("--dp-attention", "--no-dp-attention"), choice_opt(("--window-allocation",), ["hybrid", "full"]),
                  FMT],
     "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),
@@ -224,7 +231,8 @@ def _idents(opt: Opt, value: Optional[str]) -> list[str]:
     out = [f for f in opt.flags if f.startswith("--")]
     if opt.kind_word:
         out.append(f"{opt.kind_word} '")
-    if value is not None and len(value.strip()) >= 3 and not re.fullmatch(r"[0-9.]+", value.strip()):
+    out += list(opt.words)
+    if value is not None and value.strip():
         out.append(value)
     return out
 
@@ -240,6 +248,8 @@ def _output_case(data, command: str, folder: Path) -> tuple[list[str], list[Path
                                       "dot", "empty", "bad-ext", "trailing-slash"] if image else
                                      ["good", "good", "default", "odd-name", "missing-folder", "folder", "dot", "empty",
                                       "trailing-slash"]), "output kind")
+    if kind == "trailing-slash":    # 'out.png/' names a folder; writing out.png instead is accepted here
+        return ["-o", f"out{ext}/"], [folder / f"out{ext}"], ["--output", f"out{ext}"], None
     if kind == "default":
         default = DEFAULT_OUTPUT.get(command)
         return [], ([folder / default] if default else []), [], None
@@ -377,7 +387,9 @@ def test_every_option_is_fuzzed():
         for command, opts in COMMANDS.items():
             out = invoke([*command.split(), "--help"], folder)
             assert out.code == 0, out.describe()
-            listed = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out.stdout)) - {"--help"}
+            defined = [line for line in out.stdout.splitlines() if re.match(r"\s{1,4}(-\w, )?--[a-z]", line)]
+            listed = {m for line in defined for m in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line.split("  ")[1]
+                                                               if line.startswith("  -") else line)} - {"--help"}
             known = {f for o in opts for f in o.flags} | {"--output"} | {f"--no-{f[2:]}" for o in opts for f in o.flags}
             missing = sorted(listed - known)
             assert not missing, f"rooflab {command}: options not in the fuzz catalog: {missing}"
@@ -437,7 +449,7 @@ REGRESSIONS = [
     _case(["report", "--gpu", "nope"], ["nope"]),
     _case(["report", "--gpu", "h100"], ["h100"]),
     _case(["report", "--model", "llama3-8b"], ["llama3-8b"]),
-    _case(["report", "--gpu", ""], ["--gpu"], note="an empty GPU name: the message should name --gpu"),
+    _case(["report", "--gpu", ""], ["--gpu", "GPU ''"]),
     _case(["report", "--gpu", "a" * 100_000], ["--gpu", "GPU '"], note="a 100k-character name: one short line"),
     _case(["report", "--model", str(MODELS)], [str(MODELS)]),
     _case(["report", "--gpu", "/etc/passwd"], ["/etc/passwd"]),

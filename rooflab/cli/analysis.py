@@ -43,21 +43,24 @@ def report(
                                                          help="Decode: a prefill chunk of N tokens in the same step "
                                                               "(chunked prefill), priced with the decode batch as one launch.")] = None,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
+    impl: Annotated[Optional[str], typer.Option("--impl", help="Predict with this implementation's fitted model "
+                                                              "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
+                                                              "fastest fitted one per row).")] = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Per-layer FLOPs, HBM bytes, intensity and time floors of attention variants, side by side, per layer type."""
+    """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type."""
     from ..load import load_gpu, load_model
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
     if phase is Phase.prefill:
         only_for(ctx, "decode", "context_len", "page_size", "kv_dtype", "splits", "q_len", "prefill_chunk")
-        r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, ceilings)
+        r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, ceilings, impl)
     else:
         only_for(ctx, "prefill", "seq_len", "causal")
         lens = decode_lengths(context_len, batch)
         r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, ceilings,
-                          q_len=q_len, prefill_chunk=prefill_chunk)
+                          q_len=q_len, prefill_chunk=prefill_chunk, impl=impl)
     typer.echo(render_report(r, fmt), nl=False)
 
 

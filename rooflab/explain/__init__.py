@@ -28,7 +28,7 @@ from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from ..vocab import EXPLAINED as _VOCAB_EXPLAINED
 from ..vocab import CeilingSource, LayerKind, Variant
-from .decode import decode_lens, decode_workload, explain_decode_step, explain_merge
+from .decode import decode_lens, explain_decode_step, explain_merge
 from .derivation import (AGREEMENT_RTOL, ExplainMismatch, Explanation, Section, Step, Unit, _Derivation, evaluate,
                          format_result, heads_and_roofs, number, substitute)
 from .layer import Layer, choose_layer
@@ -90,7 +90,10 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
     elif variant is Variant.recurrent:
         lens = decode_lens(context_lens, batch)
         tail = explain_recurrent(d, layer, gpu, roofs, lens, seq_len, batch, dtype, kv_dtype, q_len)
-        workload = f"{decode_workload(lens, q_len, dtype, kv_dtype)}; prefill T = {seq_len:,}, batch {batch}"
+        workload = (f"decode step, {lens.size:,} sequence{'s' if lens.size > 1 else ''}"
+                    + (f", {q_len} new tokens each" if q_len > 1 else "")
+                    + f"; prefill T = {seq_len:,}, batch {batch}; {dtype.value}"
+                    + (f", state {kv_dtype.value}" if kv_dtype != dtype and not layer.spec.state_dtype else ""))
     else:
         tail, workload = explain_decode_step(d, variant, layer, gpu, roofs, context_lens, batch, page_size, dtype,
                                              kv_dtype, splits, q_len, mla_sparse_fp8)

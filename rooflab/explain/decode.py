@@ -34,12 +34,12 @@ def decode_lens(context_lens: Sequence[int] | DecodeBatch, batch: int) -> Decode
     return DecodeBatch.uniform(8192, batch)
 
 
-def decode_workload(lens: DecodeBatch, q_len: int, dtype: DType, kv_dtype: DType, page_size: Optional[int] = None,
+def decode_workload(lens: DecodeBatch, q_len: int, dtype: DType, kv_dtype: DType, page_size: int,
                     splits: int = 1) -> str:
     kv = f", KV cache {kv_dtype.value}" if kv_dtype != dtype else ""
     return (f"decode step, {lens.size:,} sequence{'s' if lens.size > 1 else ''}, context {int(lens.max_len):,}"
             f"{'' if lens.is_uniform else ' (longest)'}" + (f", {q_len} new tokens each" if q_len > 1 else "")
-            + f", {dtype.value}{kv}" + (f", page size {page_size}" if page_size is not None else "")
+            + f", {dtype.value}{kv}, page size {page_size}"
             + (f", {splits} splits" if splits > 1 else ""))
 
 
@@ -130,7 +130,7 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
                "F over the KV bytes alone: fixed whatever the context or batch")
     else:
         d.step("I_kv", "F / Q_kv", cost.intensity_kv, Unit.intensity, "F over the KV bytes alone"
-               + (": about q times one token's, the q new tokens sharing every key read" if q_len > 1 else ""))
+               + (", the q new tokens sharing every key read" if q_len > 1 else ""))
     d.step("I_star", "pi / beta", roofs.ridge_flop_per_byte, Unit.intensity)
     d.step("ratio", "I / I_star", pred.ridge_ratio, Unit.ridge)
 
