@@ -43,6 +43,22 @@ extern "C" __global__ void exp_chains(float* out, int iters) {
 """
 _EXP_CHAINS = 8
 
+# One block of 512 threads an SM streams (reads) its slice of a buffer with 16-byte loads: the read bandwidth
+# `blocks` SMs reach when nothing else runs (the XOR keeps the loads; the guarded store never runs).
+_STREAM_KERNEL = r"""
+extern "C" __global__ void stream_read(const uint4* __restrict__ p, unsigned long long n, unsigned* sink) {
+    unsigned acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9E3779B9u) *sink = acc;
+}
+"""
+#: SM counts the per-SM streaming curve is measured at (and the whole GPU).
+STREAM_SMS = (1, 2, 4, 8, 16, 32, 64)
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -53,13 +69,14 @@ class Calibration:
     exp_per_s: float
     timings: dict[str, Timing]
     meta: dict[str, str]
+    stream_bytes_per_s: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def measured(self) -> MeasuredCeilings:
         return MeasuredCeilings(
             copy_bytes_per_s=self.copy_bytes_per_s, gemm_flop_per_s=dict(self.gemm_flop_per_s),
             date=self.meta["date"][:10], device_name=self.meta["device_name"], exp_per_s=self.exp_per_s,
             driver=self.meta["driver"], cuda=self.meta["cuda_runtime"], cupy=self.meta["cupy"],
-            command=self.meta["command"],
+            command=self.meta["command"], stream_bytes_per_s=dict(self.stream_bytes_per_s) or None,
         )
 
 
@@ -136,15 +153,32 @@ def measure_exp(repeats: int = 10, iters: int = 4096) -> tuple[float, Timing]:
     return blocks * threads * iters * _EXP_CHAINS / timing.median_s, timing
 
 
+def measure_stream(nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]:
+    """Read bandwidth (bytes read per second) with 1, 2, 4, ... SMs streaming and with all of them:
+    what a launch whose work units keep only some SMs busy can draw (the parallelism model's per-unit rate)."""
+    cupy = require_cupy()
+    sms = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"]
+    kernel = cupy.RawKernel(_STREAM_KERNEL, "stream_read")
+    buf = cupy.zeros(nbytes // 16 * 16, dtype=cupy.uint8)
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    n = np.uint64(buf.size // 16)
+    out = {}
+    for blocks in (*[b for b in STREAM_SMS if b < sms], sms):
+        timing = time_gpu(lambda: kernel((blocks,), (512,), (buf, n, sink)), warmup=2, repeats=repeats)
+        out[str(blocks)] = buf.size / timing.median_s
+    return out
+
+
 def calibrate(command: str, spec_name: str, copy_bytes: int = 2 << 30, gemm_n: int = 8192) -> Calibration:
     """Measure copy bandwidth, fp16 and bf16 GEMM rates and exp throughput on this GPU."""
     copy, t_copy = measure_copy(copy_bytes)
     fp16, t_fp16 = measure_gemm("fp16", gemm_n)
     bf16, t_bf16 = measure_gemm("bf16", gemm_n)
     exp, t_exp = measure_exp()
+    stream = measure_stream()
     meta = metadata(command, spec_name)
     return Calibration(copy, {"fp16": fp16, "bf16": bf16}, exp,
-                       {"copy": t_copy, "gemm_fp16": t_fp16, "gemm_bf16": t_bf16, "exp": t_exp}, meta)
+                       {"copy": t_copy, "gemm_fp16": t_fp16, "gemm_bf16": t_bf16, "exp": t_exp}, meta, stream)
 
 
 # --- writing the measured: section -----------------------------------------------------
@@ -172,8 +206,10 @@ def _quote(text: str) -> str:
 
 def with_measured(spec_text: str, m: MeasuredCeilings) -> str:
     """A GPU YAML's text with its `measured:` section replaced (or added at the end), comments kept."""
-    kept = re.split(r"(?m)^measured:.*$", spec_text, maxsplit=1)[0].rstrip("\n")
-    return kept + "\n" + measured_yaml(m)
+    block = measured_yaml(m)
+    if re.search(r"(?m)^measured:", spec_text):
+        return re.sub(r"(?ms)^measured:.*?(?=^\S|\Z)", lambda _: block, spec_text)
+    return spec_text.rstrip("\n") + "\n" + block
 
 
 def write_spec(source: Path, target: Path, m: MeasuredCeilings) -> None:

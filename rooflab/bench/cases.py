@@ -136,3 +136,36 @@ def sweep(families: tuple[KernelFamily, ...] = tuple(KernelFamily), quick: bool 
     if KernelFamily.merge in families:
         out += merge_cases(quick)
     return out
+
+
+def second_campaign_cases() -> list[Case]:
+    """A campaign of shapes the first does not have: other lengths, head counts, group sizes, head dims 64 /
+    128 / 256 (PyTorch's backends where rooflab's kernels do not run), batches, page sizes and split counts.
+
+    Predicting it with constants fitted on the first campaign (`rooflab validate --fit-from`) is the
+    out-of-campaign test of the time model.
+    """
+    fp16, bf16 = DType.fp16, DType.bf16
+    h = AttentionHeads
+    cases = [Case(Kernel.naive, fp16, seq_len=t) for t in (1536, 3072, 6144)]
+    cases += [Case(Kernel.naive, bf16, seq_len=3072, causal=True), Case(Kernel.naive, fp16, heads=h(16, 16, 128),
+                                                                         seq_len=4096, batch=2)]
+    cases += [Case(Kernel.naive_softmax, fp16, seq_len=t) for t in (1536, 3072, 6144)]
+    for d, heads in ((64, h(32, 32, 64)), (128, h(32, 32, 128)), (256, h(32, 32, 256))):
+        cases += [Case(Kernel.flash, fp16, heads=heads, seq_len=8192, causal=c) for c in (False, True)]
+    cases += [Case(Kernel.flash, fp16, seq_len=t, causal=c) for t in (1536, 6144, 12288, 24576) for c in (False, True)]
+    cases += [Case(Kernel.flash, fp16, heads=heads, seq_len=4096, causal=True)
+              for heads in (h(64, 8, 128), h(40, 8, 128), h(16, 16, 128), h(8, 1, 128), h(32, 8, 64))]
+    cases += [Case(Kernel.flash, fp16, seq_len=2048, batch=8), Case(Kernel.flash, bf16, seq_len=4096, batch=3,
+                                                                      causal=True)]
+    grid = ((2, 3000), (16, 12000), (48, 6000), (96, 2048), (256, 4096), (4, 65536))
+    cases += [Case(Kernel.paged, fp16, batch=b, context_lens=(n,) * b, page_size=16) for b, n in grid]
+    cases += [Case(Kernel.paged, fp16, heads=heads, batch=b, context_lens=(n,) * b, page_size=16)
+              for heads, b, n in ((h(40, 8, 128), 32, 8192), (h(8, 8, 128), 64, 4096), (h(64, 8, 128), 16, 16384),
+                                  (h(32, 8, 64), 64, 8192))]
+    cases += [Case(Kernel.paged, fp16, batch=32, context_lens=(8192,) * 32, page_size=p) for p in (8, 32)]
+    cases += [Case(Kernel.split_kv, fp16, batch=b, context_lens=(n,) * b, page_size=16, splits=s)
+              for b, n, s in ((1, 65536, 32), (1, 12000, 8), (2, 49152, 16), (6, 24576, 4))]
+    cases += [Case(Kernel.merge, bf16, heads=h(32, 32, 128), tokens=n) for n in (2048, 32768, 262144)]
+    cases += [Case(Kernel.merge, bf16, heads=h(64, 64, 64), tokens=16384)]
+    return cases

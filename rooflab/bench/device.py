@@ -109,6 +109,8 @@ def metadata(command: str, spec_name: str) -> dict[str, str]:
         "torch": torch_version,
         "clocks_sm_mem_mhz": _nvidia_smi("clocks.sm,clocks.mem"),
         "max_clocks_sm_mem_mhz": _nvidia_smi("clocks.max.sm,clocks.max.mem"),
+        "memory_total_mib": _nvidia_smi("memory.total"),
+        "cuda_visible_bytes": str(cupy.cuda.runtime.memGetInfo()[1]),
         "rooflab": __version__,
         "git_commit": _git_commit(),
         "host": platform.node(),

@@ -71,12 +71,13 @@ def bench(
     output: Annotated[Path, typer.Option("--output", "-o", help="Measurement CSV to write.")] = Path("rooflab-bench.csv"),
     kernels: Annotated[Optional[list[KernelFamily]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
+    second: Annotated[bool, typer.Option("--second-campaign", help="The out-of-campaign sweep: shapes the standard sweep does not have (head dims 64/128/256, other lengths, heads, groups, batches).")] = False,
     torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
     repeats: Annotated[int, typer.Option("--repeats", parser=params.count(3, 10_000), metavar="N",
                                          help="Timed repeats per configuration (the median is kept).")] = 20,
 ) -> None:
     """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata."""
-    from ..bench.cases import sweep
+    from ..bench.cases import second_campaign_cases, sweep
     from ..bench.device import check_spec_matches, default_spec, device_name
     from ..bench.run import run_to_file
 
@@ -84,6 +85,8 @@ def bench(
     check_spec_matches(spec, device_name())
     families = tuple(kernels) if kernels else tuple(KernelFamily)
     cases = sweep(families, quick)
+    if second:
+        cases = [c for c in second_campaign_cases() if c.kernel.family in families]
     typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
     result = run_to_file(cases, spec, output, " ".join(["rooflab", *sys.argv[1:]]), torch, repeats)
     typer.echo(f"wrote {len(result.rows)} measurements to {output}")

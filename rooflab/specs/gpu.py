@@ -25,7 +25,8 @@ _T = 1e12
 class MeasuredCeilings:
     """Ceilings measured on a real device by `rooflab calibrate` (the Empirical Roofline Toolkit's way).
 
-    copy_bytes_per_s counts bytes read plus bytes written of a large device-to-device copy.
+    copy_bytes_per_s counts bytes read plus bytes written of a large device-to-device copy;
+    stream_bytes_per_s the bytes read per second when only n SMs stream (n = 1, 2, 4, ... and all).
     gemm_flop_per_s holds dense GEMM rates on random data, keyed like dense_tensor_flop_per_s.
     """
 
@@ -35,6 +36,9 @@ class MeasuredCeilings:
     date: str = spec_field(doc="when it was measured")
     device_name: str = spec_field(doc="the device's own name (nvidia-smi)")
     exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "measured exp throughput", default=None)
+    stream_bytes_per_s: Optional[dict[str, float]] = spec_field(
+        1e8, 100 * _T, "B/s", "read bandwidth with n SMs streaming, keyed by n (the per-unit rate of the "
+        "parallelism model)", default=None)
     driver: Optional[str] = spec_field(default=None)
     cuda: Optional[str] = spec_field(default=None)
     cupy: Optional[str] = spec_field(default=None)
