@@ -13,7 +13,7 @@ weights W (all parameters, every expert, in the weight dtype), with the model sp
                    when every request starts with the same P-token prefix, stored once in whole blocks
     longest        one sequence using every block: floor(budget / block) x page
 
-Sources: ../shared/seeds/flash-and-paged-attention.txt (paging avoids reserving a
+Sources: the chapter "FlashAttention and PagedAttention: what does each save?" (paging avoids reserving a
 contiguous maximum-length region per request) and the foundation's naive-prefill ceiling.
 """
 

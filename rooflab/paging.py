@@ -1,6 +1,6 @@
 """Block accounting for a paged KV cache, prefix reuse, and continuous batching rounds.
 
-Source: ../shared/seeds/flash-and-paged-attention.txt, "PagedAttention separates
+Source: the chapter "FlashAttention and PagedAttention: what does each save?", "PagedAttention separates
 logical order from physical placement" (blocks, slots, tail waste), the prefix-reuse
 arithmetic (page alignment of a common prefix) and "Paging, continuous batching, and
 chunked prefill are different mechanisms" (static against refilled rounds).

@@ -1,7 +1,7 @@
 """Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
 
-Citations: "chapter 1" is ../shared/seeds/naive-attention-and-online-softmax.txt,
-"chapter 2" is ../shared/seeds/flash-and-paged-attention.txt.
+Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
+"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated.
 
-Every number here is derived in ../shared/seeds/naive-attention-and-online-softmax.txt,
+Every number here is derived in the chapter "Naive attention and the online softmax",
 in the opening part (cited as "chapter 1, <passage>"): the S tensor, the
 three-kernel traffic count, the intensity reconciliation and the time floors.
 rooflab computes them from the YAML specs; nothing below is fed in but the workload.

@@ -1,6 +1,6 @@
 """Timing GPU work honestly: CUDA events, warm-up, the L2 flushed before every repeat, the median.
 
-METHOD (../.library/device/METHOD.md and the Empirical Roofline Toolkit): device work is
+The method (the Empirical Roofline Toolkit's, and common GPU benchmarking practice): device work is
 asynchronous, so each repeat is bracketed by CUDA events on the stream; the first calls
 (module load, compilation, handle creation) are warm-up and not timed; a buffer twice
 the L2 is read before every repeat so no input is served from a warm cache; the

@@ -1,6 +1,6 @@
 """Cascade attention: requests sharing a long prefix read its KV once, then merge.
 
-Source: ../shared/seeds/naive-attention-and-online-softmax.txt, the vLLM cascade
+Source: the chapter "Naive attention and the online softmax", the vLLM cascade
 walk-through (two partial attentions, each returning (O, LSE), then
 merge_attn_states). For N decoding requests that share a prefix of P tokens and
 have private suffixes s_i, per layer:

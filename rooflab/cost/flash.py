@@ -1,8 +1,8 @@
 """FlashAttention forward: S and P stay on chip, only Q, K, V, O and the LSE cross HBM.
 
-Sources: ../shared/seeds/naive-attention-and-online-softmax.txt (the
+Sources: the chapter "Naive attention and the online softmax" (the
 compulsory intensity 2hT/(b(h + h_kv)), the 1/B_c rescale overhead) and
-../shared/seeds/flash-and-paged-attention.txt (tiling keeps blocks on chip; the
+the chapter "FlashAttention and PagedAttention: what does each save?" (tiling keeps blocks on chip; the
 pairing count stays quadratic).
 
 Two byte counts bracket a real kernel:

@@ -1,6 +1,6 @@
 """The LSE merge of partial attention states, pairwise and S-way.
 
-Source: ../shared/seeds/naive-attention-and-online-softmax.txt, the merge
+Source: the chapter "Naive attention and the online softmax", the merge
 sections ("The state that gets passed around is the log-sum-exp", the vLLM
 kernel walk-through and "Total HBM traffic for the merge"). Per (token, head):
 

@@ -1,6 +1,6 @@
 """A whole decode step, so attention can be seen in proportion to the rest of the model.
 
-Source: ../shared/seeds/naive-attention-and-online-softmax.txt, "Keep this in
+Source: the chapter "Naive attention and the online softmax", "Keep this in
 proportion": attention is about 7% of decode FLOPs for Llama-3-8B at a 2.5k
 context, while it is a large share of the latency. Per generated token:
 

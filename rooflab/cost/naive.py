@@ -1,6 +1,6 @@
 """Naive (textbook) attention: three kernels that materialise S and P in HBM.
 
-Source: ../shared/seeds/naive-attention-and-online-softmax.txt, the opening
+Source: the chapter "Naive attention and the online softmax", the opening
 sections (the S tensor, the three-kernel traffic count, and the intensity
 reconciliation). Shapes for one layer, batch B, T query and key tokens:
 

@@ -1,7 +1,7 @@
 """Paged decode, with optional split-KV: one query token per sequence, K and V read through a block table.
 
-Sources: ../shared/seeds/flash-and-paged-attention.txt (the block table, pages of
-fixed size) and naive-attention-and-online-softmax.txt (decode attention's fixed
+Sources: the chapter "FlashAttention and PagedAttention: what does each save?" (the block table, pages of
+fixed size) and the chapter "Naive attention and the online softmax" (decode attention's fixed
 intensity 2h / (b h_kv), "4 FLOP/byte for Llama-3-8B in fp16"; split-KV partials
 combined by the LSE merge). Per layer, for sequences of context lengths L_i in a batch of B:
 
