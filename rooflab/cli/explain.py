@@ -45,7 +45,7 @@ def explain(
     q_len: Annotated[int, typer.Option("--q-len", parser=params.count(1, MAX_Q_LEN), metavar="N",
                                        help="Decode: new tokens per sequence, causal among themselves (speculative "
                                             "verification, multi-token prediction).")] = 1,
-    mla_sparse_fp8: Annotated[bool, typer.Option("--mla-sparse-fp8", help="Decode of an mla layer: price the cache in "
+    mla_sparse_fp8: Annotated[bool, typer.Option("--mla-sparse-fp8/--no-mla-sparse-fp8", help="Decode of an mla layer: price the cache in "
                                                  "DeepSeek-V3.2's sparse fp8 layout (656 bytes per token).")] = False,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
