@@ -22,7 +22,7 @@ LLAMA, H100 = load_model("llama-3-8b"), load_gpu("h100-sxm")
 #: The variants of softmax attention (recurrent derives linear-attention layers; tests/test_explain_layers.py)
 SOFTMAX = tuple(v for v in EXPLAINED if v is not Variant.recurrent)
 
-# ../shared/seeds/naive-attention-and-online-softmax.txt, the opening sections: S, the traffic of
+# "Naive attention and the online softmax", the opening sections: S, the traffic of
 # the three kernels, F, the two intensities, the ridge, the factor between them, and the times
 CHAPTER_FIGURES = ["4.000 GiB", "16.156 GiB", "1.0995e12", "1.100 TFLOP", "63.4", "6553.6", "295",
                    "22.2x right", "4.7x left", "103", "5.18 ms", "165.7 ms", "35.6 ms"]

@@ -1,6 +1,6 @@
 """Show the working: every figure of a report as formula, numbers substituted, and result with units.
 
-The derivation follows the chapter (../shared/seeds/naive-attention-and-online-softmax.txt):
+The derivation follows the chapter "Naive attention and the online softmax":
 S and P, the traffic of each kernel, the total, F, the intensity, the compulsory intensity,
 the floors, the ridge and the distance from it, whole-model times, and whether it fits.
 

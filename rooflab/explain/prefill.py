@@ -1,6 +1,6 @@
 """The prefill derivations: naive attention (S and P through HBM) and flash attention (tiled, S on chip).
 
-Naive follows the chapter (../shared/seeds/naive-attention-and-online-softmax.txt) section by
+Naive follows the chapter "Naive attention and the online softmax" section by
 section, and ends with whether S and P fit next to the weights. Both price one layer of the chosen
 layer type through rooflab.cost.layers.layer_prefill, as the report does: a sliding window or a
 chunk shows its visible pairs (spans.py), separate value dims carry d_v, sinks add their exps, and
