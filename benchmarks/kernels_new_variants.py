@@ -4,7 +4,8 @@ Run on the H200 from the repository root:  python3 benchmarks/kernels_new_varian
 Sections (all by default):
   refactor  the shapes whose speed the shared online-softmax state must not move: flash T 8192, 32 / 8 heads,
             d 128, fp16, causal and not (wgmma and mma.sync kernels); paged decode B 128 x 8192; split-KV
-            1 x 8192 S 17; merge_states 16k x 32 x 128 bf16 (before: measurements/h200-sweep*.csv)
+            1 x 8192 S 17; merge_states 16k x 32 x 128 bf16; each timed alternately with the same kernel
+            before the refactor (--baseline: its sources, common.cuh inlined) in three rounds
   window    flash prefill T 32768, window 4096, 32 / 8, d 128, fp16, against causal full attention at T 32768
             (ours and torch SDPA's flash / cuDNN) and FlexAttention with a sliding-window block mask (compiled)
   paged     windowed paged decode B 64 x 32768, window 4096; multi-token decode B 128 x 8192, q_len 1 / 2 / 4 / 8
@@ -103,31 +104,87 @@ def flash_inputs(t: int, dtype=torch.float16, seed: int = 0):
     return q, k, v
 
 
-def refactor(flush) -> None:
-    """Task A: the speed of the kernels the shared state touched, against the bundled sweep's figures."""
+class Baseline:
+    """The kernels as they were before the shared online-softmax state (sources from commit 81881a2 with
+    common.cuh inlined, in a folder carried to the device), launched with their old signatures, so the
+    refactor is timed against its own past in the same run rather than against another day's sweep."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.modules: dict = {}
+
+    def fn(self, filename: str, name: str, options: tuple = ()):
+        key = (filename, name)
+        if key not in self.modules:
+            mod = cp.RawModule(code=(self.folder / filename).read_text(), options=options, name_expressions=(name,))
+            self.modules[key] = mod.get_function(name)
+        return self.modules[key]
+
+
+def ab(name: str, new_fn, old_fn, flush, rounds: int = 3, **kw) -> tuple[float, float]:
+    """Time the new and the old kernel alternately (rounds x 20 repeats each); returns the medians of the
+    round medians, new and old, and records both."""
+    new_t, old_t = [], []
+    for _ in range(rounds):
+        new_t.append(gpu(new_fn, flush))
+        old_t.append(gpu(old_fn, flush))
+    pick = lambda ts: sorted(ts, key=lambda t: t.median_s)[len(ts) // 2]
+    tn, to = pick(new_t), pick(old_t)
+    spread = lambda ts: (max(t.median_s for t in ts) - min(t.median_s for t in ts)) / pick(ts).median_s * 100
+    record(name, "rooflab (after)", tn, note=f"round medians spread {spread(new_t):.1f}%", **kw)
+    record(name, "rooflab (before)", to, note=f"round medians spread {spread(old_t):.1f}%", **kw)
+    SUMMARY.append(f"A {name}: after {tn.median_s * 1e6:.1f} us, before {to.median_s * 1e6:.1f} us "
+                   f"({tn.median_s / to.median_s:.3f}x; round spreads {spread(new_t):.1f}% / {spread(old_t):.1f}%)")
+    return tn.median_s, to.median_s
+
+
+def refactor(flush, baseline: Baseline | None = None) -> None:
+    """Task A: the kernels the shared state touched, against the same kernels before it (same run) when the
+    baseline folder is there, else against the bundled sweep's figures."""
+    from rooflab.kernels._runtime import LOG2E, launch
+    from rooflab.kernels.attention import flash_smem_bytes
+    from rooflab.kernels.flash_hopper import hopper_smem_bytes
+
     q, k, v = flash_inputs(8192)
     cq, ck, cv = (cp.from_dlpack(x) for x in (q, k, v))
     o, lse = cp.empty_like(cq), cp.empty((1, 32, 8192), dtype=cp.float32)
+    base_args = (cq, ck, cv, o, lse, np.int32(8192), np.int32(8192), np.int32(32), np.int32(4),
+                 np.float32(LOG2E / math.sqrt(128)))
     before = {("hopper", False): 1.8409e-3, ("hopper", True): 0.9829e-3, ("mma", False): 2.9637e-3,
               ("mma", True): 1.6370e-3}
     for impl in ("hopper", "mma"):
         for causal in (False, True):
             flops = 4 * 32 * 8192**2 * 128 / (2 if causal else 1)
-            t = gpu(lambda: flash_attention(cq, ck, cv, causal=causal, impl=impl, out=o, out_lse=lse), flush)
-            record(f"flash T 8192 32/8 d128 fp16 causal={causal}", f"rooflab_{impl}", t, flops=flops,
-                   note=f"before {before[(impl, causal)] * 1e3:.4f} ms")
-            SUMMARY.append(f"A flash {impl} causal={causal}: {t.median_s * 1e3:.4f} ms (before "
-                           f"{before[(impl, causal)] * 1e3:.4f}, {t.median_s / before[(impl, causal)]:.3f}x)")
+            new_fn = lambda: flash_attention(cq, ck, cv, causal=causal, impl=impl, out=o, out_lse=lse)
+            c = "true" if causal else "false"
+            if baseline is None:
+                t = gpu(new_fn, flush)
+                record(f"flash T 8192 32/8 d128 fp16 causal={causal}", f"rooflab_{impl}", t, flops=flops,
+                       note=f"bundled sweep {before[(impl, causal)] * 1e3:.4f} ms")
+                continue
+            if impl == "hopper":
+                kern = baseline.fn("flash_fwd_hopper.cu", f"flash_fwd_hopper_ws<__half, 128, 2, false, {c}>",
+                                   ("-arch=sm_90a",))
+                old_fn = lambda: launch(kern, (64, 32, 1), (384, 1, 1), base_args, hopper_smem_bytes((2, 128, False, 2)))
+            else:
+                kern = baseline.fn("flash_fwd.cu", f"flash_fwd<__half, 128, 2, 4, 64, {c}>")
+                old_fn = lambda: launch(kern, (64, 32, 1), (128, 1, 1), base_args, flash_smem_bytes(128, 2, 4))
+            ab(f"flash {impl} T 8192 32/8 d128 fp16 causal={causal}", new_fn, old_fn, flush, flops=flops)
     del q, k, v, cq, ck, cv, o, lse
     cache = kt.make_paged_cache([8192] * 128, 8, 128, 16, "fp16", seed=1, spare_pages=0)
     qd = kt.random_normal((128, 32, 128), "fp16", cp.random.default_rng(2))
     od = cp.empty_like(qd)
     kv_bytes = 2 * 128 * 8192 * 8 * 128 * 2
-    t = gpu(lambda: paged_decode(qd, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens, out=od),
-            flush)
-    record("paged decode B 128 x 8192 32/8 d128 fp16 page 16", "rooflab", t, nbytes=kv_bytes,
-           note="before 0.9709 ms")
-    SUMMARY.append(f"A paged B128x8k: {t.median_s * 1e6:.1f} us (before 970.9, {t.median_s / 0.9709e-3:.3f}x)")
+    new_fn = lambda: paged_decode(qd, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens, out=od)
+    if baseline is None:
+        record("paged decode B 128 x 8192 32/8 d128 fp16 page 16", "rooflab", gpu(new_fn, flush), nbytes=kv_bytes)
+    else:
+        kern = baseline.fn("paged_decode.cu", "paged_decode<__half, __half, 128, 1, 4, 3, false>")
+        args = (qd, cache.k_cache, cache.v_cache, cache.block_table, np.int32(cache.block_table.shape[1]),
+                cache.context_lens, od, np.uint64(0), np.int32(32), np.int32(4), np.int32(1), np.int32(16),
+                np.int32(4), np.float32(LOG2E / math.sqrt(128)), np.float32(1.0))
+        ab("paged decode B 128 x 8192 32/8 d128 fp16 page 16", new_fn,
+           lambda: launch(kern, (8, 128, 1), (128, 1, 1), args, 96 * 1024), flush, nbytes=kv_bytes)
     del cache
     cache = kt.make_paged_cache([8192], 8, 128, 16, "fp16", seed=3, spare_pages=0)
     q1 = kt.random_normal((1, 32, 128), "fp16", cp.random.default_rng(4))
@@ -135,16 +192,21 @@ def refactor(flush) -> None:
     t = gpu(lambda: paged_decode(q1, cache.k_cache, cache.v_cache, cache.block_table, cache.context_lens,
                                  num_splits=17, out=o1), flush)
     record("split-KV + merge 1 x 8192 32/8 d128 fp16 S 17", "rooflab", t, nbytes=2 * 8192 * 8 * 128 * 2,
-           note="before 22.90 us (bundled sweep)")
-    SUMMARY.append(f"A split-KV 1x8k S17: {t.median_s * 1e6:.1f} us (before 22.9)")
+           note="bundled sweep 22.90 us")
     rng = cp.random.default_rng(5)
     o_a, o_b = (kt.random_normal((16384, 32, 128), "bf16", rng) for _ in range(2))
     l_a, l_b = (rng.standard_normal((16384, 32), dtype=cp.float32) for _ in range(2))
     out, out_lse = cp.empty_like(o_a), cp.empty_like(l_a)
     nbytes = 3 * o_a.nbytes + 3 * l_a.nbytes
-    t = gpu(lambda: merge_states(o_a, l_a, o_b, l_b, out=out, out_lse=out_lse), flush)
-    record("merge_states 16k x 32 x 128 bf16", "rooflab", t, nbytes=nbytes, note="before 97.0 us")
-    SUMMARY.append(f"A merge 16k: {t.median_s * 1e6:.1f} us (before 97.0)")
+    new_fn = lambda: merge_states(o_a, l_a, o_b, l_b, out=out, out_lse=out_lse)
+    if baseline is None:
+        record("merge_states 16k x 32 x 128 bf16", "rooflab", gpu(new_fn, flush), nbytes=nbytes)
+    else:
+        kern = baseline.fn("merge_states.cu", "merge_states<__nv_bfloat16, 8, 1>")
+        rows = 16384 * 32
+        args = (o_a, l_a, o_b, l_b, out, out_lse, np.int64(rows), np.int32(128))
+        ab("merge_states 16k x 32 x 128 bf16", new_fn,
+           lambda: launch(kern, (rows // 16, 1, 1), (16, 16, 1), args), flush, nbytes=nbytes)
 
 
 def visible_pairs(t: int, window: int | None = None, chunk: int | None = None) -> int:
@@ -336,6 +398,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=".out")
     ap.add_argument("--only", action="append", choices=sorted(SECTIONS))
+    ap.add_argument("--baseline", default=".out/baseline", help="folder of the pre-refactor sources (refactor A/B)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -343,9 +406,10 @@ def main() -> None:
     print(f"precompiled {precompile()} instantiations in {time.time() - t0:.0f} s", flush=True)
     flush = L2Flusher()
     ceilings(flush)
+    baseline = Baseline(Path(args.baseline)) if Path(args.baseline).is_dir() else None
     for name in args.only or list(SECTIONS):
         try:
-            SECTIONS[name](flush)
+            SECTIONS[name](flush, baseline) if name == "refactor" else SECTIONS[name](flush)
         except Exception as exc:                                    # keep the other sections' figures
             traceback.print_exc()
             SUMMARY.append(f"{name}: FAILED {type(exc).__name__}: {str(exc)[:300]}")

@@ -265,10 +265,11 @@ def test_bench_names_the_flash_implementation_that_runs(hopper):
     from rooflab.bench.ours import impl_name
     from rooflab.specs import AttentionHeads
     from rooflab.units import DType
+    from rooflab.vocab import Kernel
 
-    assert impl_name(Case("flash", DType.fp16, seq_len=128)) == "rooflab_hopper"
-    assert impl_name(Case("flash", DType.fp16, AttentionHeads(32, 8, 64), seq_len=128)) == "rooflab"
-    assert impl_name(Case("paged", DType.fp16, context_lens=(64,), page_size=16)) == "rooflab"
+    assert impl_name(Case(Kernel.flash, DType.fp16, seq_len=128)) == "rooflab_hopper"
+    assert impl_name(Case(Kernel.flash, DType.fp16, AttentionHeads(32, 8, 64), seq_len=128)) == "rooflab"
+    assert impl_name(Case(Kernel.paged, DType.fp16, context_lens=(64,), page_size=16)) == "rooflab"
 
 
 def test_flash_attention_without_lse(cp, rng):

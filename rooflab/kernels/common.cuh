@@ -126,7 +126,7 @@ struct OnlineState {
     // normalises O (0 for a row that saw no key), and the natural-log LSE (-inf for none).
     template <class E = Exp2>
     RL_DEV void finish(float num, float& inv, float& lse) const {
-        inv = l > 0.f ? num / l : 0.f;
+        inv = l > 0.f ? num * (1.f / l) : 0.f;        // (1 / l: one reciprocal, as before sinks)
         lse = l > 0.f ? E::lse(m, l) : -RL_INF;
     }
 };

@@ -11,10 +11,11 @@
 //
 // One CTA per (row chunk, sequence, split): the rows are the q_len x h queries of a sequence
 // (row r = t * h + head, contiguous in q), 16 MT of them a CTA, so each latent page is read once
-// for all of them. 8 warps. Per 64-key tile (one page; two stages by cp.async, all threads copying):
+// for all of them. 8 warps. Per 64-key tile (one page; two stages by cp.async, all threads copying,
+// tile j + 2 issued as soon as tile j's stage is free, so two tiles are in flight during each wait):
 //   S = Q K^T   warps tile the [16 MT rows x 64 keys] scores: NRG row groups of WR m-tiles by NKG key
 //               groups of 8 WN keys (WR x WN warp tiles, so each ldmatrix feeds more than one mma);
-//               Q stays in shared memory, K is the latent tile (576 = 36 k-steps)
+//               Q in registers for MT = 1, else read from shared memory; K is the latent tile (36 k-steps)
 //   softmax     row maxima and sums of each key group meet in shared memory; every warp follows the
 //               same running max for the rows it needs (same inputs, same order: the same floats);
 //               P goes to shared memory as T
@@ -110,8 +111,12 @@ mla_decode(const T* __restrict__ q, const KV* __restrict__ cache, const int* __r
             }
         }
     };
+    // Two tiles in flight from the start; tile j + 2 is issued as soon as tile j's stage is free (below),
+    // so a wait for tile j + 1 always has the next one in flight behind it.
     if (n_tiles > 0) load_tile(0, 0);
-    cp_async_commit();
+    cp_async_commit();                                    // group: Q and tile 0
+    if (n_tiles > 1) load_tile(1, 1);
+    cp_async_commit();                                    // group: tile 1 (maybe empty)
 
     // ---- row states. S side: this thread's rows rg * 16 WR + 16 wr + g + 8 hh; O side: 16 mt + g + 8 hh.
     float m_s[WR][2];
@@ -130,13 +135,21 @@ mla_decode(const T* __restrict__ q, const KV* __restrict__ cache, const int* __r
 
     const int hi_min = min(k_end - 1, pos_first);         // no key up to it needs a mask
 
+    // Q in registers when one row tile a warp reads it every tile (MT = 1: 36 x 4 registers)
+    constexpr bool Q_IN_REGS = MT == 1;
+    u32 qf[Q_IN_REGS ? KSTEPS : 1][4];
+    if (Q_IN_REGS) {
+        cp_async_wait<1>();                               // Q (with tile 0) has landed
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk)
+            ldsm_x4(qf[Q_IN_REGS ? kk : 0], sQ + swz<DL>(lane & 15, 2 * kk + (lane >> 4)));
+    }
+
     for (int j = 0; j < n_tiles; ++j) {
-        cp_async_wait<0>();
-        __syncthreads();                                  // (A) tile j is in; everyone is done with j - 1
-        const int stage = FP8 ? 0 : (j & 1);
-        if (j + 1 < n_tiles) load_tile(j + 1, (j + 1) & 1);
-        cp_async_commit();
-        const u32 kb = FP8 ? sKV + TILE_BYTES : sKV + stage * TILE_BYTES;
+        cp_async_wait<1>();                               // tile j is in (j + 1 may still be coming)
+        __syncthreads();                                  // (A) ... and visible to every thread
+        const u32 kb = FP8 ? sKV + TILE_BYTES : sKV + (j & 1) * TILE_BYTES;
         if constexpr (FP8) {                              // widen the byte tile j into the 16-bit tile
             const unsigned char* bytes = smem + ROWS * ROW_BYTES + (j & 1) * (TILE_BYTES / 2);
             unsigned char* tile = smem + ROWS * ROW_BYTES + TILE_BYTES;
@@ -151,7 +164,9 @@ mla_decode(const T* __restrict__ q, const KV* __restrict__ cache, const int* __r
                 *reinterpret_cast<uint4*>(tile + swz<DL>(r, 2 * c)) = lo;
                 *reinterpret_cast<uint4*>(tile + swz<DL>(r, 2 * c + 1)) = hi;
             }
-            __syncthreads();
+            __syncthreads();                              // the byte stage is free: tile j + 2 into it
+            if (j + 2 < n_tiles) load_tile(j + 2, j & 1);
+            cp_async_commit();
         }
         const int key0 = k_begin + j * BN;
 
@@ -163,14 +178,20 @@ mla_decode(const T* __restrict__ q, const KV* __restrict__ cache, const int* __r
             for (int wn = 0; wn < WN; ++wn)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) s[wr][wn][e] = 0.f;
-#pragma unroll 2
+#pragma unroll (Q_IN_REGS ? KSTEPS / 2 : 2)
         for (int kp = 0; kp < KSTEPS / 2; ++kp) {        // k-steps 2 kp, 2 kp + 1
             u32 a[WR][2][4];
 #pragma unroll
             for (int wr = 0; wr < WR; ++wr)
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    ldsm_x4(a[wr][h], sQ + swz<DL>((rg * WR + wr) * 16 + (lane & 15), 2 * (2 * kp + h) + (lane >> 4)));
+                for (int h = 0; h < 2; ++h) {
+                    if (Q_IN_REGS) {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) a[wr][h][e] = qf[Q_IN_REGS ? 2 * kp + h : 0][e];
+                    } else {
+                        ldsm_x4(a[wr][h], sQ + swz<DL>((rg * WR + wr) * 16 + (lane & 15), 2 * (2 * kp + h) + (lane >> 4)));
+                    }
+                }
 #pragma unroll
             for (int wn = 0; wn < WN; ++wn) {
                 u32 bf[4];                                // keys 8: d 32 kp .. + 31 as (b0, b1) x 2 k-steps
@@ -269,6 +290,11 @@ mla_decode(const T* __restrict__ q, const KV* __restrict__ cache, const int* __r
                     mma16816<T>(o_acc[mt][2 * dp + 1], pa[mt], bf[2], bf[3]);
                 }
             }
+        }
+        if constexpr (!FP8) {
+            __syncthreads();                              // (D) everyone is done with stage j & 1: tile j + 2 into it
+            if (j + 2 < n_tiles) load_tile(j + 2, j & 1);
+            cp_async_commit();
         }
     }
     cp_async_wait<0>();
