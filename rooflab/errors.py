@@ -50,11 +50,14 @@ def _describe(field: str | None, value: object, problem: str) -> str:
 class UnknownNameError(RooflabError):
     """A bundled spec name that does not exist: lists what does and suggests the closest."""
 
-    def __init__(self, kind: str, name: str, available: list[str], suggestion: str | None):
+    def __init__(self, kind: str, name: str, available: list[str], suggestion: str | None, ambiguous: bool = False):
         self.kind = kind
         self.name = name
         self.available = available
         self.suggestion = suggestion
+        if ambiguous:
+            super().__init__(f"{kind} '{name}' is ambiguous: it could be {' or '.join(available)}; give one of them")
+            return
         hint = f" Did you mean '{suggestion}'?" if suggestion else ""
         super().__init__(
             f"unknown {kind} '{name}'.{hint} Available: {', '.join(available)}"

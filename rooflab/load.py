@@ -284,8 +284,52 @@ def spec_path(kind: str, label: str, ref: str | os.PathLike) -> Path:
     key = ref.strip().lower()
     if key in names:
         return data_dir(kind) / f"{key}.yaml"
+    if kind == "hardware":
+        return data_dir(kind) / f"{resolve_gpu_name(ref, label)}.yaml"
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.4)
     raise UnknownNameError(label, ref, names, close[0] if close else None)
+
+
+def _norm(text: str) -> str:
+    """A GPU name reduced to what tells GPUs apart: 'NVIDIA H100-SXM5 80GB' -> 'h100sxm580gb'."""
+    text = re.sub(r"\b(nvidia|geforce|amd|instinct|tesla)\b", "", text.lower())
+    return re.sub(r"[^a-z0-9]", "", text)
+
+
+@lru_cache(maxsize=1)
+def _gpu_names() -> dict[str, tuple[str, ...]]:
+    """Each bundled GPU's normalised names: its file name, display name and aliases (read from the YAML)."""
+    out = {}
+    for name in available("hardware"):
+        data = read_yaml(data_dir("hardware") / f"{name}.yaml")
+        spelled = [name, str(data.get("display_name", "")), *[str(a) for a in data.get("aliases") or ()]]
+        out[name] = tuple(dict.fromkeys(_norm(x) for x in spelled if _norm(x)))
+    return out
+
+
+def resolve_gpu_name(text: str, label: str = "GPU") -> str:
+    """The bundled GPU a name means: its file name, display name or an alias (nvidia-smi's name, say), ignoring
+    case, spaces, dashes and the vendor; or the one GPU whose names start with it ('h200' -> h200-sxm).
+
+    Several GPUs starting with it (`H100`: h100-sxm, h100-pcie) or none: UnknownNameError listing the
+    candidates, suggesting only within the family the name starts with.
+    """
+    key = _norm(text)
+    table = _gpu_names()
+    exact = [name for name, spelled in table.items() if key in spelled]
+    if len(exact) == 1:
+        return exact[0]
+    prefixed = [name for name, spelled in table.items() if key and any(s.startswith(key) for s in spelled)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    if len(prefixed) > 1:
+        raise UnknownNameError(label, text, prefixed, None, ambiguous=True)
+    family = re.match(r"[a-z]+[0-9]+", key)
+    same = [n for n, spelled in table.items() if family and any(s.startswith(family.group(0)) for s in spelled)]
+    pool = same or list(table)
+    close = difflib.get_close_matches(key, [s for n in pool for s in table[n]], n=1, cutoff=0.4)
+    suggestion = next((n for n in pool if close and close[0] in table[n]), None)
+    raise UnknownNameError(label, text, list(table), suggestion)
 
 
 @lru_cache(maxsize=64)

@@ -55,7 +55,7 @@ def _details(r: Report) -> list[str]:
             bits.append(f"KV bytes read {fmt_bytes(row.kv_bytes)}")
         if row.parallel_fraction is not None:
             bits.append(f"{row.splits} split(s): the launch keeps {row.parallel_fraction:.0%} of the GPU busy "
-                        f"(t_floor includes this; t_memory does not)")
+                        f"(a model: t_predicted includes it; the physical t_floor does not)")
         if bits:
             lines.append(f"{row.label or row.variant}: " + "; ".join(bits))
     return lines
@@ -69,9 +69,11 @@ def report_frame(r: Report) -> Frame:
         records.append(_record(r, row.label or row.variant, "", row, ridge_text(row.ridge_ratio), row.layer_type, layers))
         records += [_record(r, row.label or row.variant, k.kernel, k, "", row.layer_type, layers) for k in row.kernels]
     hybrid = len({row.layer_type for row in r.rows}) > 1
+    floor = ("t_floor: the physical bound (datasheet roofs, ideal overlap)" if r.ceilings == "datasheet" else
+             "t_floor: the roofline at measured ceilings, a model, not a physical bound")
     roof = (f"ridge point {r.ridge_flop_per_byte:.1f} FLOP/byte = {fmt_rate(r.matmul_flop_per_s, 'FLOP/s')} "
             f"{r.dtype} / {fmt_rate(r.bandwidth_bytes_per_s, 'B/s')}; figures per layer, "
-            f"'model t_floor' for all {r.num_layers} layers")
+            f"'model t_floor' for all {r.num_layers} layers; {floor}")
     columns = (
         Column("variant", "variant", lambda x: f"  {x['kernel']}" if x["kernel"] else x["variant"]),
         Column("flops", "FLOPs", lambda x: fmt_flops(x["flops"]) + ("" if x["pipe"] == "tensor" else " (vec)")),
@@ -79,6 +81,7 @@ def report_frame(r: Report) -> Frame:
         Column("intensity_flop_per_byte", "FLOP/byte", lambda x: f"{x['intensity_flop_per_byte']:.1f}"),
         Column("ridge", "vs ridge", lambda x: x["ridge"]),
         Column("t_compute_s", "t_compute", lambda x: fmt_seconds(x["t_compute_s"])),
+        Column("t_exp_s", "t_exp", lambda x: fmt_seconds(x["t_exp_s"])),
         Column("t_memory_s", "t_memory", lambda x: fmt_seconds(x["t_memory_s"])),
         Column("t_floor_s", "t_floor", lambda x: fmt_seconds(x["t_floor_s"])),
         Column("bound", "bound"),
@@ -95,8 +98,8 @@ def report_frame(r: Report) -> Frame:
 
 
 _CSV_KEYS = ("model", "gpu", "phase", "seq_len", "batch", "dtype", "causal", "variant", "kernel", "flops",
-             "hbm_bytes", "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound", "layer_type",
-             "num_layers")
+             "hbm_bytes", "intensity_flop_per_byte", "t_compute_s", "t_exp_s", "t_memory_s", "t_floor_s", "bound",
+             "layer_type", "num_layers", "t_predicted_s", "predicted_impl")
 
 
 def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_type: str | None, layers: int) -> dict:
@@ -106,6 +109,7 @@ def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_typ
             "pipe": getattr(figures, "pipe", "tensor"), "flops": figures.flops, "hbm_bytes": figures.hbm_bytes,
             "intensity_flop_per_byte": figures.intensity_flop_per_byte, "t_compute_s": figures.t_compute_s,
             "t_memory_s": figures.t_memory_s, "t_floor_s": figures.t_floor_s, "bound": figures.bound,
+            "t_exp_s": figures.t_exp_s,
             "ridge": ridge, "model_t_floor_s": figures.t_floor_s * layers,
             "t_predicted_s": getattr(figures, "t_predicted_s", None), "predicted_impl": getattr(figures, "predicted_impl", None),
             "layer_type": layer_type, "num_layers": layers}

@@ -1,16 +1,23 @@
-"""Cost x ceilings -> prediction: time floors, the bound, and where a kernel sits against the ridge.
+"""Cost x ceilings -> floors: three roofs, the bound, and where a kernel sits against the ridge.
 
-For one kernel with F FLOP on a pipe of rate pi, E special-function calls at rate
-epsilon, and Q bytes at bandwidth beta:
+For one kernel launch with F FLOP on a pipe of rate pi, E exponentials and Q bytes at bandwidth beta:
 
-    t_compute = max(F / pi, E / epsilon)      t_memory = Q / beta
-    t_floor   = max(t_compute, t_memory) / f  intensity I = F / Q,  ridge I* = pi / beta
+    t_compute = F / pi              the matrix (tensor) or fp32 vector roof
+    t_exp     = E / eps             eps = eps_sfu + pi_fma / c: the exp units at the boost clock, plus what
+                                    the FMA units add emulating exp2 (FlashAttention-4 on Blackwell) at
+                                    c = EMULATED_EXP_FLOP FLOP an exp
+    t_memory  = Q / beta
+    t_floor   = max(t_compute, t_exp, t_memory)     for a tensor-pipe kernel (the FMA units are free to emulate);
+                max(t_vec+exp, t_memory)            for a vector-pipe kernel, whose own FLOPs share the FMA units
+                                                    with emulated exps (the best split of its exps, below)
+    bound     = the roof with the largest time (compute, exp or memory)
+    intensity I = F / Q,  ridge I* = pi / beta
 
-where f <= 1 is the share of the GPU a launch keeps busy when its work units cannot fill
-every SM for the whole launch (cost/parallel.py; 1 for an ideal launch).
-
-A variant made of several launches (naive attention) runs them one after another,
-so its floor is the sum of the kernels' floors, never less than either total.
+A floor is physical: a bound no implementation can beat, from datasheet roofs with ideal overlap and
+every SM busy. How a real kernel falls short of it (launch parallelism, exp work that does not
+overlap the matrix work, efficiency, overhead) is a prediction (predict.py), never folded into a floor.
+A variant made of several launches (naive attention) runs them one after another, so its floor is the
+sum of the kernels' floors, never less than either total.
 """
 
 from __future__ import annotations
@@ -26,21 +33,30 @@ from .units import DType
 from .vocab import Bound, CeilingSource, Pipe
 
 
+#: FP32 FLOPs the FMA units spend on one emulated exp2: Cody-Waite range reduction to 2^n x 2^f and a
+#: cubic for 2^f (FlashAttention-4's scheme): at least a rounding add and three FMAs, 4 operations = 8 FLOP
+#: counted as FMA pipe work (the exponent insertion runs on the integer units). A floor wants the least
+#: cost, so the most exps the FMA units could add.
+EMULATED_EXP_FLOP = 8.0
+
+
 @dataclass(frozen=True)
 class Ceilings:
-    """The roofs one prediction is made against."""
+    """The roofs one prediction or floor is made against."""
 
     source: CeilingSource
     bandwidth_bytes_per_s: float
     matmul_flop_per_s: float
     vector_flop_per_s: float
-    exp_per_s: float | None
+    exp_per_s: float | None                 # the exp (special-function) units alone
 
     @classmethod
     def of(cls, gpu: GpuSpec, dtype: DType, source: CeilingSource = CeilingSource.datasheet) -> Ceilings:
         """Ceilings for `dtype` operands; calibrated ones fall back to the datasheet for what was not measured.
 
         `dtype` and `source` may be given as their values ('fp16', 'calibrated'); anything else is an InputError.
+        Measured ceilings are models, not bounds (reads alone outrun the measured copy rate): floors use the
+        datasheet's.
         """
         try:
             dtype, source = DType(dtype), CeilingSource(source)
@@ -60,6 +76,13 @@ class Ceilings:
         return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp)
 
     @property
+    def exp_roof_per_s(self) -> float | None:
+        """eps: the exp units plus the FMA units emulating exps (None where the spec gives no exp rate)."""
+        if not self.exp_per_s:
+            return None
+        return self.exp_per_s + self.vector_flop_per_s / EMULATED_EXP_FLOP
+
+    @property
     def ridge_flop_per_byte(self) -> float:
         return self.matmul_flop_per_s / self.bandwidth_bytes_per_s
 
@@ -69,7 +92,7 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class Prediction:
-    """Roofline prediction for one cost (arrays broadcast like the cost's)."""
+    """The roofs and the floor of one cost (arrays broadcast like the cost's)."""
 
     flops: np.ndarray
     hbm_bytes: np.ndarray
@@ -77,6 +100,7 @@ class Prediction:
     t_memory_s: np.ndarray
     t_floor_s: np.ndarray
     ridge_flop_per_byte: float
+    t_exp_s: np.ndarray = np.float64(0.0)
 
     @property
     def intensity_flop_per_byte(self) -> np.ndarray:
@@ -84,12 +108,14 @@ class Prediction:
 
     @property
     def memory_bound(self) -> np.ndarray:
-        return self.t_memory_s >= self.t_compute_s
+        return self.t_memory_s >= np.maximum(self.t_compute_s, self.t_exp_s)
 
     @property
     def bound(self) -> np.ndarray:
-        """The Bound's value, 'memory' or 'compute', elementwise (a tie counts as memory)."""
-        return np.where(self.memory_bound, Bound.memory.value, Bound.compute.value)
+        """The Bound's value: 'memory', 'exp' or 'compute', elementwise, by the largest of the three times
+        (a tie goes to memory, then to exp)."""
+        return np.where(self.memory_bound, Bound.memory.value,
+                        np.where(self.t_exp_s >= self.t_compute_s, Bound.exp.value, Bound.compute.value))
 
     @property
     def ridge_ratio(self) -> np.ndarray:
@@ -102,29 +128,53 @@ class Prediction:
         return self.flops / self.t_floor_s
 
 
+def emulated_exps(flops: np.ndarray, exps: np.ndarray, ceilings: Ceilings) -> np.ndarray:
+    """How many of E exps to emulate when F vector FLOPs share the FMA units with them, for the least time:
+    x = (E pi_vec - F eps_sfu) / (pi_vec + c eps_sfu), clipped to [0, E] (where the two pipes finish together)."""
+    rv, rs, c = ceilings.vector_flop_per_s, ceilings.exp_per_s, EMULATED_EXP_FLOP
+    return np.clip((exps * rv - flops * rs) / (rv + c * rs), 0.0, exps)
+
+
+def shared_fma_time(flops: np.ndarray, exps: np.ndarray, ceilings: Ceilings) -> np.ndarray:
+    """The least time for F vector FLOPs and E exps when emulated exps share the FMA units with the FLOPs:
+    max((F + c x) / pi_vec, (E - x) / eps_sfu) at x = emulated_exps(F, E)."""
+    x = emulated_exps(flops, exps, ceilings)
+    return np.maximum((flops + EMULATED_EXP_FLOP * x) / ceilings.vector_flop_per_s,
+                      (exps - x) / ceilings.exp_per_s)
+
+
 def predict_kernel(kernel: KernelCost, ceilings: Ceilings) -> Prediction:
+    """One launch's three roofs and its physical floor (the module docstring's table)."""
     t_flops = kernel.flops / ceilings.rate(kernel.pipe)
-    t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else 0.0
-    t_compute = np.maximum(t_flops, t_exp)
+    eps = ceilings.exp_roof_per_s
+    t_exp = kernel.exp_ops / eps if eps else np.zeros_like(np.asarray(t_flops, dtype=np.float64))
     t_memory = kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s
-    t_floor = np.maximum(t_compute, t_memory) / kernel.parallel_fraction
-    return Prediction(kernel.flops, kernel.hbm_bytes, t_compute, t_memory, t_floor, ceilings.ridge_flop_per_byte)
+    if kernel.pipe is Pipe.vector and eps:
+        t_work = shared_fma_time(kernel.flops, kernel.exp_ops, ceilings)
+    else:
+        t_work = np.maximum(t_flops, t_exp)
+    t_floor = np.maximum(t_work, t_memory)
+    return Prediction(kernel.flops, kernel.hbm_bytes, t_flops, t_memory, t_floor, ceilings.ridge_flop_per_byte,
+                      t_exp)
 
 
 def predict(cost: Cost, ceilings: Ceilings) -> Prediction:
-    """Prediction for a whole variant: its headline FLOPs and bytes, and the sum of its kernels' floors.
+    """The floor of a whole variant: its headline FLOPs and bytes, and the sum of its kernels' floors.
 
     t_compute is the headline FLOPs over the pipe's rate (for naive attention, F / pi: the chapter's
-    compute floor); t_memory is all bytes over the bandwidth. The floor, a sum of per-kernel maxima,
-    is never below either.
+    compute floor); t_exp all the exps over the exp roof; t_memory all bytes over the bandwidth. The floor,
+    a sum of per-kernel maxima, is never below any of them.
     """
     floor = sum(predict_kernel(k, ceilings).t_floor_s for k in cost.kernels)
     t_compute = cost.flops / ceilings.matmul_flop_per_s if _on_tensor(cost) else \
         cost.flops / ceilings.vector_flop_per_s
+    eps = ceilings.exp_roof_per_s
+    exps = sum(k.exp_ops for k in cost.kernels)
+    t_exp = exps / eps if eps else np.zeros_like(np.asarray(t_compute, dtype=np.float64))
     t_memory = cost.hbm_bytes / ceilings.bandwidth_bytes_per_s
-    floor = np.maximum(floor, np.maximum(t_compute, t_memory))  # equal in exact arithmetic; rounding
+    floor = np.maximum(floor, np.maximum(np.maximum(t_compute, t_memory), t_exp))   # equal or larger; rounding
     return Prediction(np.asarray(cost.flops), np.asarray(cost.hbm_bytes), np.asarray(t_compute),
-                      np.asarray(t_memory), np.asarray(floor), ceilings.ridge_flop_per_byte)
+                      np.asarray(t_memory), np.asarray(floor), ceilings.ridge_flop_per_byte, np.asarray(t_exp))
 
 
 def _on_tensor(cost: Cost) -> bool:

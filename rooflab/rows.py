@@ -41,6 +41,7 @@ class KernelRow:
     t_memory_s: float
     t_floor_s: float
     bound: str
+    t_exp_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Row:
     t_floor_s: float
     bound: str
     ridge_ratio: float
+    t_exp_s: float = 0.0
     label: Optional[str] = None
     layer_type: Optional[str] = None          # the model's layer type this row prices (one layer of it)
     num_layers: Optional[int] = None          # layers of that type: the model's total multiplies by it
@@ -108,7 +110,7 @@ def kernel_row(kernel: KernelCost, ceilings: Ceilings) -> KernelRow:
     p = predict_kernel(kernel, ceilings)
     return KernelRow(kernel.name, kernel.pipe.value, _scalar(p.flops), _scalar(p.hbm_bytes),
                      _scalar(p.intensity_flop_per_byte), _scalar(p.t_compute_s), _scalar(p.t_memory_s),
-                     _scalar(p.t_floor_s), _bound(p))
+                     _scalar(p.t_floor_s), _bound(p), _scalar(p.t_exp_s))
 
 
 def make_row(cost: Cost, ceilings: Ceilings, breakdown: bool = False, **extras: Any) -> Row:
@@ -126,6 +128,7 @@ def make_row(cost: Cost, ceilings: Ceilings, breakdown: bool = False, **extras: 
         t_floor_s=_scalar(p.t_floor_s),
         bound=_bound(p),
         ridge_ratio=_scalar(p.ridge_ratio),
+        t_exp_s=_scalar(p.t_exp_s),
         kernels=kernels,
         **extras,
     )

@@ -44,7 +44,7 @@ class Variant(_Named):
 
 
 #: The variants `rooflab explain` derives, in the order its help lists them.
-EXPLAINED = (Variant.naive, Variant.flash, Variant.paged, Variant.split_kv, Variant.merge)
+EXPLAINED = (Variant.naive, Variant.flash, Variant.paged, Variant.split_kv, Variant.merge, Variant.recurrent)
 
 #: EXPLAINED as an Enum, for the CLI's list of choices (derived, not a second list).
 ExplainedVariant = _Named("ExplainedVariant", {v.name: v.value for v in EXPLAINED})
@@ -58,9 +58,10 @@ class Pipe(_Named):
 
 
 class Bound(_Named):
-    """The roof that sets a floor: the larger of the compute and memory times."""
+    """The roof that sets a floor: the largest of the compute, exp and memory times."""
 
     compute = "compute"
+    exp = "exp"
     memory = "memory"
 
 

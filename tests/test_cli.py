@@ -98,8 +98,23 @@ def _assert_short_error(result, *needles):
 
 
 def test_unknown_gpu_name():
-    _assert_short_error(invoke("report", "--gpu", "h100"), "unknown GPU 'h100'", "Did you mean 'h100-sxm'",
-                        "a100-40gb")
+    _assert_short_error(invoke("report", "--gpu", "h300"), "unknown GPU 'h300'", "a100-40gb")
+
+
+@pytest.mark.parametrize("name, spec", [("h200", "h200-sxm"), ("NVIDIA H200", "h200-sxm"), ("H100-SXM5-80GB", "h100-sxm"),
+                                        ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("nvidia a100-sxm4-80gb", "a100-sxm-80gb"),
+                                        ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("l40", "l40s")])
+def test_gpu_names_people_and_nvidia_smi_use(name, spec):
+    r = invoke("report", "--gpu", name, "-f", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["gpu"] == spec
+
+
+@pytest.mark.parametrize("name, candidates", [("H100", ("h100-sxm", "h100-pcie")), ("a100", ("a100-40gb", "a100-sxm-80gb"))])
+def test_ambiguous_gpu_names_list_the_candidates(name, candidates):
+    r = invoke("report", "--gpu", name)
+    _assert_short_error(r, "ambiguous", *candidates)
+    assert "b200" not in r.stderr
 
 
 def test_unknown_model_name_suggests():

@@ -299,7 +299,7 @@ def test_cli_each_chart_writes_its_file(tmp_path, args, name):
 @pytest.mark.parametrize("args, needle", [
     (["roofline", "-o", "roofline.jpg"], "'.jpg' is not an image type"),
     (["memory", "-o", "/no/such/folder/m.png"], "does not exist"),
-    (["roofline", "-g", "h100"], "unknown GPU 'h100'"),
+    (["roofline", "-g", "h300"], "unknown GPU 'h300'"),
     (["roofline", "--seq-len", "0", "-o", "x.png"], "--seq-len"),
     (["roofline", "-g", "a100-40gb", "--dtype", "fp8_e4m3", "-o", "x.png"], "fp8"),
     (["decode", "-b", "two"], "--batch"),

@@ -44,8 +44,12 @@ def _merge(tokens: int, time_s: float) -> Measurement:
 
 def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
                  units_per_sm: float | None = None) -> Measurement:
-    floor = float(predict_measurement(m, load_gpu("h100-sxm"), CeilingSource.datasheet, units_per_sm).t_floor_s)
-    return Measurement(**{**m.__dict__, "time_s": overhead + floor / fraction})
+    """A row timed exactly as the model says: overhead + t_model / fraction (h100-sxm has no measured ceilings,
+    so the model runs on its datasheet roofs; units_per_sm None: no parallelism term)."""
+    from rooflab.bench.fitting import model_times
+
+    t_model = float(model_times([m], load_gpu("h100-sxm"), units_per_sm)[0][0])
+    return Measurement(**{**m.__dict__, "time_s": overhead + t_model / fraction})
 
 
 def test_context_lens_round_trip():

@@ -25,26 +25,15 @@ def device_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-#: Substrings of the name CUDA reports, mapped to bundled spec names (first match wins).
-_NAME_TO_SPEC = (
-    ("H200", "h200-sxm"),
-    ("H100 PCIe", "h100-pcie"),
-    ("H100", "h100-sxm"),
-    ("A100-SXM4-80GB", "a100-sxm-80gb"),
-    ("A100 80GB", "a100-sxm-80gb"),
-    ("A100", "a100-40gb"),
-    ("B200", "b200"),
-    ("L40S", "l40s"),
-    ("RTX 4090", "rtx-4090"),
-)
-
-
 def spec_for_device(name: str) -> str | None:
-    """The bundled spec that describes a device CUDA names `name`, or None."""
-    for needle, spec in _NAME_TO_SPEC:
-        if needle in name and spec in available("hardware"):
-            return spec
-    return None
+    """The bundled spec that describes a device CUDA names `name` (the GPU YAMLs' aliases), or None."""
+    from ..errors import UnknownNameError
+    from ..load import resolve_gpu_name
+
+    try:
+        return resolve_gpu_name(name)
+    except UnknownNameError:
+        return None
 
 
 def check_spec_matches(spec_name: str, device: str) -> None:

@@ -21,7 +21,7 @@ from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType, fmt_seconds
 from ..vocab import LayerKind, Variant
-from .derivation import Unit, _Derivation, floor_formula, merge_floor, number
+from .derivation import Unit, _Derivation, floor_formula, merge_floor, number, vector_floor
 from .layer import Layer
 from .mla import explain_mla_decode
 from .spans import decode_reads
@@ -140,7 +140,8 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
     d.step("longest", f"min(ceil(ceil({read_max} / page) / n_split) * page, {read_max})", cost.longest_unit_tokens,
            Unit.count, "tokens of the longest work unit (one sequence x KV head x split)", "tokens")
     d.step("f", f"min(1, h_kv * {reads} / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
-           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm)")
+           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm); "
+           "the parallelism model's term, in t_predicted, not in the physical floor")
     if plain:
         d.given("E", float(cost.attention.exp_ops), "exps, one per (query head, cached token)",
                 number(cost.attention.exp_ops))
@@ -149,7 +150,7 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
         d.step("E", f"h * {pairs}{sinks}", cost.attention.exp_ops, Unit.count,
                "exps, one per (query head, visible key)" + (", plus one per row for the sink logit" if sinks else ""),
                "exps")
-    t_attn = d.step("t_attention", floor_formula("F", "pi", "E", "Q_attention", roofs, "f"), attn.t_floor_s,
+    t_attn = d.step("t_attention", floor_formula("F", "pi", "E", "Q_attention", roofs), attn.t_floor_s,
                     Unit.seconds)
     merge_floor(d, cost, roofs, pred, rows, dv)
 
@@ -185,6 +186,6 @@ def explain_merge(d: _Derivation, layer: Layer, roofs: Ceilings, tokens: int, dt
     d.section("Time floors")
     d.given("E", float(cost.kernel.exp_ops), "exps, two per row")
     d.step("t_memory", "Q_total / beta", kernel.t_memory_s, Unit.seconds)
-    d.step("t_floor", floor_formula("F", "pi_vec", "E", "Q_total", roofs), kernel.t_floor_s, Unit.seconds)
+    vector_floor(d, "t_floor", "F", "E", "Q_total", cost.kernel, roofs, kernel.t_floor_s)
     return ("the merge is about as memory-bound as a kernel can be; it pays because it runs once per split, "
             "not once per key",)

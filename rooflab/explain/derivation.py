@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import numpy as np
 
 from ..render import ridge_text
-from ..roofline import Ceilings, predict_kernel
+from ..roofline import EMULATED_EXP_FLOP, Ceilings, emulated_exps, predict_kernel
 from ..specs import GpuSpec
 from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds
 from ..vocab import LayerKind
@@ -170,6 +170,9 @@ class _Derivation:
     _title: Optional[str] = None
 
     def given(self, name: str, value: float, meaning: str, shown: Optional[str] = None) -> None:
+        """A symbol the derivation starts from; given again with the same value, it is not listed twice."""
+        if name in self.symbols and self.symbols[name] == float(value):
+            return
         self.symbols[name] = float(value)
         self.legend.append((name, shown or number(value), meaning))
 
@@ -222,25 +225,44 @@ def heads_and_roofs(d: _Derivation, layer: "Layer", gpu: GpuSpec, roofs: Ceiling
 
 
 def roof_symbols(d: _Derivation, gpu: GpuSpec, roofs: Ceilings, dtype: DType, vector: bool = False) -> None:
-    """pi, beta (and pi_vec, eps where used): the roofs of this GPU."""
+    """pi, beta (and pi_vec, the exp roof eps where used): the roofs of this GPU.
+
+    eps = eps_sfu + pi_vec / c: the exp units, plus the exps the FMA units can emulate at c FLOP each
+    (roofline.EMULATED_EXP_FLOP; FlashAttention-4's scheme), so the floor stays a bound.
+    """
     d.given("pi", roofs.matmul_flop_per_s, f"FLOP/s, dense {dtype.value} tensor rate ({gpu.display_name}, "
                                            f"{roofs.source.value})")
-    if vector:
-        d.given("pi_vec", roofs.vector_flop_per_s, "FLOP/s, fp32 vector rate")
+    if vector or roofs.exp_per_s:
+        d.given("pi_vec", roofs.vector_flop_per_s, "FLOP/s, fp32 vector (FMA) rate")
     d.given("beta", roofs.bandwidth_bytes_per_s, "B/s, HBM bandwidth")
     if roofs.exp_per_s:
-        d.given("eps", roofs.exp_per_s, "exp/s, special-function rate")
+        d.given("eps_sfu", roofs.exp_per_s, "exp/s of the exp (special-function) units at the boost clock")
+        d.given("c_emul", EMULATED_EXP_FLOP, "FLOP the FMA units spend on one emulated exp2 (range reduction "
+                                             "and a cubic)")
+        d.step("eps", "eps_sfu + pi_vec / c_emul", roofs.exp_roof_per_s, Unit.count,
+               "the exp roof: the exp units plus what the idle FMA units can emulate", "exp/s")
 
 
-def floor_formula(flops: str, rate: str, exps: Optional[str], bytes_: str, roofs: Ceilings,
-                  fraction: str = "") -> str:
-    """max(F / pi, E / eps, Q / beta): the exp term only where the spec gives an exp rate; divided by the
-    launch's busy fraction f where one is given (a partly idle GPU slows the compute and the memory roof alike)."""
+def floor_formula(flops: str, rate: str, exps: Optional[str], bytes_: str, roofs: Ceilings) -> str:
+    """max(F / pi, E / eps, Q / beta): the three roofs of a tensor-pipe launch (the exp term only where the spec
+    gives an exp rate). A floor is physical: no busy share, no efficiency."""
     terms = [f"{flops} / {rate}"]
     if exps and roofs.exp_per_s:
         terms.append(f"{exps} / eps")
     terms.append(f"{bytes_} / beta")
-    return f"max({', '.join(terms)})" + (f" / {fraction}" if fraction else "")
+    return f"max({', '.join(terms)})"
+
+
+def vector_floor(d: _Derivation, name: str, flops: str, exps: str, bytes_: str, kernel, roofs: Ceilings,
+                 value: object) -> float:
+    """The floor of a vector-pipe launch whose exps share the FMA units with its FLOPs: x exps emulated
+    (rooflab's roofline.emulated_exps), then max((F + c x) / pi_vec, (E - x) / eps_sfu, Q / beta)."""
+    if not roofs.exp_per_s:
+        return d.step(name, floor_formula(flops, "pi_vec", None, bytes_, roofs), value, Unit.seconds)
+    d.given(f"x_{name}", float(np.asarray(emulated_exps(kernel.flops, kernel.exp_ops, roofs))),
+            "exps the FMA units emulate for the least time (where the two pipes finish together)")
+    return d.step(name, f"max(({flops} + c_emul * x_{name}) / pi_vec, ({exps} - x_{name}) / eps_sfu, "
+                        f"{bytes_} / beta)", value, Unit.seconds)
 
 
 def merge_floor(d: _Derivation, cost, roofs: Ceilings, pred, rows: str, width: str) -> None:
@@ -254,8 +276,7 @@ def merge_floor(d: _Derivation, cost, roofs: Ceilings, pred, rows: str, width: s
         d.step("F_merge", f"{rows} * (n_split * (2 * {width} + 3) + {width})", cost.merge.flops, Unit.flop,
                "on the fp32 vector units")
         d.given("E_merge", float(cost.merge.kernel.exp_ops), "exps of the merge, one per (row, split)")
-        d.step("t_merge", floor_formula("F_merge", "pi_vec", "E_merge", "Q_merge", roofs), merge.t_floor_s,
-               Unit.seconds)
+        vector_floor(d, "t_merge", "F_merge", "E_merge", "Q_merge", cost.merge.kernel, roofs, merge.t_floor_s)
         d.step("t_floor", "t_attention + t_merge", pred.t_floor_s, Unit.seconds)
     else:
         d.step("t_floor", "t_attention", pred.t_floor_s, Unit.seconds)

@@ -101,11 +101,12 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
     d.step("longest", "min(ceil(ceil(max_ctx / page) / n_split) * page, max_ctx)", cost.longest_unit_tokens,
            Unit.count, "tokens of the longest work unit", "tokens")
     d.step("f", "min(1, tiles * sum_ctx / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
-           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm)")
+           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm); "
+           "the parallelism model's term, in t_predicted, not in the physical floor")
     d.step("t_memory", "Q_total / beta", pred.t_memory_s, Unit.seconds, "at full bandwidth")
     d.step("t_compute", "F / pi", pred.t_compute_s, Unit.seconds)
     d.step("E", f"h * {pairs}", cost.attention.exp_ops, Unit.count, "exps, one per (query head, visible key)", "exps")
-    t_attn = d.step("t_attention", floor_formula("F", "pi", "E", "Q_attention", roofs, "f"), attn.t_floor_s,
+    t_attn = d.step("t_attention", floor_formula("F", "pi", "E", "Q_attention", roofs), attn.t_floor_s,
                     Unit.seconds)
     merge_floor(d, cost, roofs, pred, rows, "d_c")
 

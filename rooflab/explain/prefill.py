@@ -20,7 +20,7 @@ from ..render import ridge_text
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType, fmt_bytes
-from .derivation import ExplainMismatch, Unit, _Derivation, floor_formula, number
+from .derivation import ExplainMismatch, Unit, _Derivation, floor_formula, number, vector_floor
 from .layer import Layer
 from .spans import pairs_note, prefill_pairs, tiled_rows
 
@@ -96,7 +96,7 @@ def explain_naive(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, s
     d.given("E", float(cost.softmax.exp_ops), "exps of the softmax, one per element of S", number(cost.softmax.exp_ops))
     d.step("t_qk", floor_formula("F_qk" if layer.separate_values else half, "pi", None, "Q_qk", roofs), qk.t_floor_s,
            Unit.seconds)
-    d.step("t_softmax", floor_formula("F_softmax", "pi_vec", "E", "Q_softmax", roofs), sm.t_floor_s, Unit.seconds)
+    vector_floor(d, "t_softmax", "F_softmax", "E", "Q_softmax", cost.softmax, roofs, sm.t_floor_s)
     d.step("t_pv", floor_formula("F_pv" if layer.separate_values else half, "pi", None, "Q_pv", roofs), pv.t_floor_s,
            Unit.seconds)
     d.step("t_floor", "t_qk + t_softmax + t_pv", pred.t_floor_s, Unit.seconds, "the kernels run one after another")
@@ -220,6 +220,12 @@ def explain_flash(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, s
         d.given("E", float(cost.kernel.exp_ops), "exps, one per visible (query, key) pair", number(cost.kernel.exp_ops))
     d.step("t_memory", "Q_total / beta", pred.t_memory_s, Unit.seconds)
     d.step("t_compute", "F / pi", pred.t_compute_s, Unit.seconds)
+    if roofs.exp_per_s:
+        d.step("t_exp", "E / eps", pred.t_exp_s, Unit.seconds, "the exp roof, FMA emulation included")
+        d.step("t_exp_sfu", "E / eps_sfu", cost.kernel.exp_ops / roofs.exp_per_s, Unit.seconds,
+               "the exp units alone, as a kernel that does not emulate sees them")
+        d.step("exp_over_tensor", "t_exp_sfu / t_compute", cost.kernel.exp_ops / roofs.exp_per_s / pred.t_compute_s,
+               Unit.factor, "near 1, the exp units tie the tensor cores (FlashAttention-4's premise on Blackwell)")
     d.step("t_floor", floor_formula("F", "pi", "E", "Q_total", roofs), pred.t_floor_s, Unit.seconds)
 
     d.section(layer.whole_model_title())

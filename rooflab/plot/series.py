@@ -23,6 +23,7 @@ from ..cost.model import decode_step
 from ..cost.naive import naive_ceiling, naive_max_seq_len, naive_prefill
 from ..cost.paged import paged_decode_uniform
 from ..errors import InputError
+from ..predict import model_time
 from ..roofline import Ceilings, predict, predict_kernel
 from ..vocab import CeilingSource, Pipe
 from ..specs import GpuSpec, ModelSpec
@@ -99,7 +100,8 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
     with `flash_tiled` also the tiled upper bound on bytes, which lands next to the naive kernels),
     paged decode of `decode_batch` sequences of `seq_len` tokens (on an ideal launch, and as
     launched with the parallelism model when that cannot fill the GPU), and the LSE merge of two
-    partial states of `merge_tokens` tokens. Each sits at F / t_floor, its predicted FLOP rate.
+    partial states of `merge_tokens` tokens. Each sits at F / t_floor, the FLOP rate at its floor; the
+    launched decode point at F / t_model, the parallelism model's rate (a model, marked so).
     """
     if not gpus:
         raise InputError("give at least one GPU")
@@ -124,9 +126,11 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
         _point(f"flash, tiled bytes (K, V re-read per {flash.tile.block_q}-row query tile)", "flash_tiled",
                tiled, roofs),
         _point(f"paged decode, batch {decode_batch}, context {seq_len:,}", "paged", decode.attention, roofs),
-        _point(f"paged decode as launched: {fraction:.0%} of bandwidth "
-               f"({int(launched.work_units)} work units, {gpu.num_sms} SMs)", "paged_launched",
-               launched.attention, roofs),
+        RooflinePoint(f"paged decode as launched (model): {fraction:.0%} of bandwidth "
+                      f"({int(launched.work_units)} work units, {gpu.num_sms} SMs)", "paged_launched",
+                      float(launched.attention.intensity_flop_per_byte),
+                      float(launched.flops / model_time(launched, roofs)), Pipe.tensor,
+                      float(launched.attention.intensity_flop_per_byte / roofs.ridge_flop_per_byte)),
         _point(f"LSE merge of two states ({merge_tokens:,} tokens, fp32 vector FLOPs)", "merge",
                merge.kernel, roofs),
     )
@@ -248,7 +252,8 @@ class DecodeSweep:
 def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE_BATCHES, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: Optional[DType] = None,
                  max_context_len: Optional[int] = None) -> DecodeSweep:
-    """Paged decode (one launch, no splits) as launched on this GPU and on an ideal launch that fills it.
+    """Paged decode (one launch, no splits) as launched on this GPU (the parallelism model: rooflab.predict's
+    t_model on datasheet roofs, a model) and on an ideal launch that fills it (the floor).
 
     `weights_s` is the time to read the weights once at full bandwidth, for scale: every step pays it.
     """
@@ -262,7 +267,7 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
         as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
                                            units_per_sm=gpu.units_per_sm)
         filled = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype)
-        launched.append(model.num_layers * predict(as_launched, roofs).t_floor_s)
+        launched.append(model.num_layers * model_time(as_launched, roofs))
         ideal.append(model.num_layers * predict(filled, roofs).t_floor_s)
     weights = KernelCost("weights", np.float64(0.0), np.float64(decode_step(model, 1, 1, dtype).weight_bytes_per_step))
     return DecodeSweep(model.display_name, gpu.display_name, dtype, kv_dtype, int(page_size), model.num_layers,

@@ -84,6 +84,8 @@ class GpuSpec:
                                      lo_open=True)
     measured: Optional[MeasuredCeilings] = None
     fitted: tuple[FittedModel, ...] = spec_field(doc="kernel models `rooflab fit` fitted on this GPU", default=())
+    aliases: tuple[str, ...] = spec_field(doc="other names people and nvidia-smi give it (`--gpu` takes them)",
+                                          default=())
 
     #: YAML keys read under their old spelling: old -> new.
     RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}
