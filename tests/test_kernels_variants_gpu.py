@@ -316,7 +316,7 @@ def _mla_cache(cp, rng, lens, kv, kv_scale=1.0):
 
 
 def _mla_check(cp, rng, dtype, heads, q_len, num_splits, kv=None, kv_scale=1.0, lens=(1, 64, 65, 700, 2000),
-               mt=None):
+               mt=None, impl=None):
     from rooflab.kernels import mla_decode
 
     lens = [max(n, q_len) for n in lens]
@@ -329,10 +329,10 @@ def _mla_check(cp, rng, dtype, heads, q_len, num_splits, kv=None, kv_scale=1.0, 
     out_lse = kt.poison(cp.empty((len(lens), q_len, heads), dtype=cp.float32))
     scale_arg = {"kv_scale": kv_scale} if kv else {}
     o, lse = mla_decode(q, latent, cache.block_table, cache.context_lens, num_splits, out=out, out_lse=out_lse,
-                        mt=mt, **scale_arg)
+                        mt=mt, impl=impl, **scale_arg)
     assert o is out and lse is out_lse
     tol = kt.tolerance(q.dtype.name, "attention")
-    what = f"mla {dtype} kv={kv or dtype} heads={heads} q_len={q_len} splits={num_splits} mt={mt}"
+    what = f"mla {impl} {dtype} kv={kv or dtype} heads={heads} q_len={q_len} splits={num_splits} mt={mt}"
     assert_close(o, ref_o, tol, what)
     assert_lse(lse, ref_lse, tol, what)
 
@@ -361,6 +361,29 @@ def test_mla_decode_row_tiles(cp, rng, mt):
 @pytest.mark.parametrize("kv_scale", [1.0, 0.05])
 def test_mla_decode_fp8(cp, rng, dtype, heads, q_len, num_splits, kv_scale):
     _mla_check(cp, rng, dtype, heads, q_len, num_splits, kv=kt.FP8_KV, kv_scale=kv_scale)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("heads, q_len", [(16, 1), (64, 1), (128, 2), (20, 3), (128, 8)])
+@pytest.mark.parametrize("num_splits", [1, 3])
+def test_mla_decode_hopper(hopper, rng, dtype, heads, q_len, num_splits):
+    """The wgmma kernel: 64 rows a CTA (16 to 1024 rows: partial and several chunks), split-KV."""
+    _mla_check(hopper, rng, dtype, heads, q_len, num_splits, impl="hopper")
+
+
+def test_mla_decode_hopper_large_logits(hopper, rng):
+    from rooflab.kernels import mla_decode
+
+    lens = [3000, 130]
+    cache, latent = _mla_cache(hopper, rng, lens, "bf16")
+    q = kt.random_normal((2, 2, 64, 576), "bf16", rng, std=4.0)     # scaled logits of std ~4
+    q64 = kt.to_float64(q)
+    refs = [numerics.mla_decode_reference(q64[b], cache.dense_float64(b)[0][0]) for b in range(2)]
+    o, lse = mla_decode(q, latent, cache.block_table, cache.context_lens, out=kt.poison(hopper.empty(
+        (2, 2, 64, 512), dtype=q.dtype)), impl="hopper")
+    tol = kt.tolerance("bfloat16", "attention")
+    assert_close(o, np.stack([r[0] for r in refs]), tol, "mla hopper large logits")
+    assert_lse(lse, np.stack([r[1] for r in refs]), tol, "mla hopper large logits")
 
 
 # ---------------------------------------------------------------- bad input: ValueError before any launch
@@ -413,3 +436,8 @@ def test_new_arguments_are_refused_by_name(cp, rng):
         mla_decode(qm, latent, mcache.block_table, mcache.context_lens, mt=3)
     with pytest.raises(ValueError, match="num_splits"):
         mla_decode(qm, latent, mcache.block_table, mcache.context_lens, num_splits=0)
+    with pytest.raises(ValueError, match="impl"):
+        mla_decode(qm, latent, mcache.block_table, mcache.context_lens, impl="wgmma")
+    fcache, flatent = _mla_cache(cp, rng, [70, 3], kt.FP8_KV)
+    with pytest.raises(ValueError, match="impl='hopper'"):
+        mla_decode(qm, flatent, fcache.block_table, fcache.context_lens, impl="hopper")

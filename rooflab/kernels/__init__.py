@@ -17,6 +17,7 @@ it. Kernel sources are the .cu files beside this module, one kernel a file:
                       scales) KV caches
 - mla_decode.cu       MLA decode (absorbed form, latent 576 = 512 + 64) over a paged latent cache (pages of
                       64), bf16 / fp16 or dense fp8 e4m3, split-KV (mla.py launches it)
+- mla_decode_hopper.cu  the same on Hopper's wgmma (sm_90, 16-bit caches, 64 query rows a CTA)
 - merge_partials.cu   S-way merge of split-KV partials
 - merge_states.cu     pairwise merge of two (O, LSE) states
 

@@ -27,7 +27,8 @@ COMPILE_OPTIONS: tuple[str, ...] = ()  # NVRTC 12+ defaults to C++17; CuPy adds 
 #: Extra NVRTC options by source file. wgmma needs the arch-specific sm_90a target; CuPy then adds
 #: its own -arch=sm_90 after it, and NVRTC 13 keeps sm_90a (checked: the cubin says sm_90a).
 FILE_OPTIONS: dict[str, tuple[str, ...]] = {name: ("-arch=sm_90a",) for name in
-                                             ("flash_fwd_hopper.cu", "flash_fwd_hopper_ws.cu", "wgmma_probe.cu")}
+                                             ("flash_fwd_hopper.cu", "flash_fwd_hopper_ws.cu", "wgmma_probe.cu",
+                                              "mla_decode_hopper.cu")}
 LOG2E = 1.4426950408889634
 #: A null pointer for an optional kernel argument (8 zero bytes, the size of a device pointer).
 NULL = np.uint64(0)

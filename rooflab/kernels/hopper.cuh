@@ -1,6 +1,6 @@
 #pragma once
-// rooflab kernels: Hopper (sm_90a) device helpers shared by flash_fwd_hopper.cu, flash_fwd_hopper_ws.cu
-// and wgmma_probe.cu: wgmma descriptors and wrappers, the 128-byte-swizzled [rows x 128] tile layout
+// rooflab kernels: Hopper (sm_90a) device helpers shared by flash_fwd_hopper.cu, flash_fwd_hopper_ws.cu,
+// mla_decode_hopper.cu and wgmma_probe.cu: wgmma descriptors and wrappers, the 128-byte-swizzled [rows x 128] tile layout
 // and its cp.async fill, mbarriers and named barriers, and the per-tile mask / softmax / rescale / store
 // steps on the wgmma accumulator layout. Inlined by the Python loader like common.cuh.
 //
@@ -58,6 +58,14 @@ template <typename T> struct Wgmma;
             "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
             "%32, %33, p, 1, 1, 0, 0;\n}\n" \
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+            : "l"(a), "l"(b), "r"(scale_d)); \
+    } \
+    static RL_DEV void ss_n32(float (&d)[16], u64 a, u64 b, int scale_d) { \
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n" \
+            " wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " " \
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, " \
+            "%16, %17, p, 1, 1, 0, 0;\n}\n" \
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
             : "l"(a), "l"(b), "r"(scale_d)); \
     } \
     static RL_DEV void rs_n128(float (&d)[64], const u32 (&a)[4], u64 b) { \

@@ -8,7 +8,8 @@ them would synchronise). Output o [B, q_len, h, 512] in q's dtype and lse fp32 [
 Every head attends over the same cached latents c_j; the values are their first 512 elements:
 o = softmax(scale q . c_j) c_j[:512]; the q_len new tokens are the context's last, token t seeing
 keys j <= context_len - q_len + t. FLOPs as FlashMLA counts them: 2 (576 + 512) per (query head,
-visible key) pair (mla_flops). The kernel is mla_decode.cu (mma.sync; KERNELS.md has the design).
+visible key) pair (mla_flops). The kernels are mla_decode.cu (mma.sync, any sm_80+ GPU, every cache format)
+and mla_decode_hopper.cu (wgmma, sm_90, 16-bit caches, 64 rows a CTA); KERNELS.md has both designs.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ MLA_MAX_Q_LEN = 8
 MLA_ROW_TILES = ((16, 1), (32, 2))
 MLA_WARPS = 8
 _KV_TILE_BYTES = MLA_PAGE_SIZE * MLA_LATENT_DIM * 2
+#: Query rows (q_len x h) a CTA of the wgmma kernel holds: the M of wgmma m64.
+MLA_HOPPER_ROWS = 64
+#: What mla_decode runs when impl is None: the mma.sync kernel (the wgmma one is asked for by name).
+MLA_DEFAULT_IMPL = "mma"
 
 
 def mla_row_tiles(rows: int) -> int:
@@ -45,6 +50,11 @@ def mla_smem_bytes(mt: int) -> int:
     P [16 MT x 64], and the row maxima and sums of the key groups (mla_decode.cu's mla::smem_bytes)."""
     wn = {1: 1, 2: 2, 4: 2}[mt]
     return mt * 16 * MLA_LATENT_DIM * 2 + 2 * _KV_TILE_BYTES + mt * 16 * MLA_PAGE_SIZE * 2 + 2 * (8 // wn) * mt * 16 * 4
+
+
+def mla_hopper_smem_bytes() -> int:
+    """1 KiB alignment slack, Q and two 64-key tiles (each [64 x 576] 16-bit), P [64 x 64], maxima and sums [2][64] fp32."""
+    return 1024 + 3 * _KV_TILE_BYTES + MLA_HOPPER_ROWS * MLA_PAGE_SIZE * 2 + 4 * MLA_HOPPER_ROWS * 4
 
 
 def mla_flops(heads: int, visible_pairs: int) -> int:
@@ -88,13 +98,37 @@ def _check_kv_scale(cupy: Any, fp8: bool, kv_scale: Any) -> None:
                          f"{compute_capability(cupy) / 10:.1f}")
 
 
+def _check_impl(cupy: Any, impl: Any, fp8: bool, mt: Any) -> str:
+    if impl not in (None, "mma", "hopper"):
+        raise ValueError(f"impl must be None, 'mma' or 'hopper', got {impl!r}")
+    impl = impl or MLA_DEFAULT_IMPL
+    if impl == "hopper":
+        if compute_capability(cupy) != 90:
+            raise ValueError(f"impl='hopper' (wgmma) needs an sm_90 GPU, this one is sm_{compute_capability(cupy)}")
+        if fp8:
+            raise ValueError("impl='hopper' takes a 16-bit latent cache; an fp8 cache runs with impl='mma'")
+        if mt is not None:
+            raise ValueError(f"mt={mt!r} is a tuning knob of impl='mma'; the wgmma kernel holds 64 rows a CTA")
+    return impl
+
+
 def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: Any, num_splits: int, split: bool,
-                out: Any, out_lse: Any, scale: float | None, kv_scale: float, mt: int | None) -> None:
+                out: Any, out_lse: Any, scale: float | None, kv_scale: float, mt: int | None,
+                impl: str | None = None) -> None:
     batch, q_len, heads = _check_mla(cupy, q, cache, block_table, context_lens)
     fp8 = dtype_name(cache) == FP8_STORAGE
     _check_kv_scale(cupy, fp8, kv_scale)
     scale = check_scale(scale, MLA_LATENT_DIM)
+    impl = _check_impl(cupy, impl, fp8, mt)
     rows = q_len * heads
+    if impl == "hopper":
+        name = f"mla_decode_hopper<{ctype(q)}, {'true' if split else 'false'}>"
+        launch(kernel("mla_decode_hopper.cu", name), (ceil_div(rows, MLA_HOPPER_ROWS), batch, num_splits),
+               (256, 1, 1), (q, cache, block_table, np.int32(block_table.shape[1]), context_lens, out,
+                             NULL if out_lse is None else out_lse, np.int32(heads), np.int32(q_len),
+                             np.float32(scale * LOG2E)),
+               mla_hopper_smem_bytes())
+        return
     mt = mla_row_tiles(rows) if mt is None else mt
     if mt not in (1, 2, 4):
         raise ValueError(f"mt (row tiles a CTA) must be 1, 2 or 4, got {mt!r}")
@@ -108,13 +142,15 @@ def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: A
 
 def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, num_splits: int = 1,
                return_lse: bool = True, scale: float | None = None, *, kv_scale: float = 1.0, out: Any = None,
-               out_lse: Any = None, mt: int | None = None) -> tuple[Any, Any]:
+               out_lse: Any = None, mt: int | None = None, impl: str | None = None) -> tuple[Any, Any]:
     """MLA decode over a paged latent cache. -> (o [B, q_len, h, 512] in q's dtype, lse fp32 [B, q_len, h] or None).
 
     Shapes and formats: this module's docstring. scale defaults to 1/sqrt(576) (pass the model's).
     num_splits > 1: split-KV (each split covers whole pages, fp32 partials) and then merge_partials.
     kv_scale: the fp8 cache's per-tensor scale (1.0 for a 16-bit cache). mt: row tiles a CTA
-    (1, 2 or 4; default by rows, mla_row_tiles), a tuning knob.
+    (1, 2 or 4; default by rows, mla_row_tiles), a tuning knob of the mma.sync kernel.
+    impl: "mma" (mla_decode.cu), "hopper" (mla_decode_hopper.cu: wgmma, sm_90, 16-bit caches) or None
+    (MLA_DEFAULT_IMPL).
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
@@ -127,18 +163,21 @@ def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, n
     if num_splits == 1:
         o = cupy.empty(rows_shape + (MLA_VALUE_DIM,), dtype=q.dtype) if out is None else out
         lse = (cupy.empty(rows_shape, dtype=cupy.float32) if out_lse is None else out_lse) if want_lse else None
-        _launch_mla(cupy, q, latent_cache, block_table, context_lens, 1, False, o, lse, scale, kv_scale, mt)
+        _launch_mla(cupy, q, latent_cache, block_table, context_lens, 1, False, o, lse, scale, kv_scale, mt, impl)
         return o, lse
     o_part = cupy.empty((num_splits,) + rows_shape + (MLA_VALUE_DIM,), dtype=cupy.float32)
     lse_part = cupy.empty((num_splits,) + rows_shape, dtype=cupy.float32)
     _launch_mla(cupy, q, latent_cache, block_table, context_lens, num_splits, True, o_part, lse_part, scale,
-                kv_scale, mt)
+                kv_scale, mt, impl)
     return merge_partials(o_part, lse_part, q.dtype, return_lse=want_lse, out=out, out_lse=out_lse)
 
 
-def mla_instantiations(dtypes: tuple[str, ...] = ("__half", "__nv_bfloat16"), fp8: bool = True) -> list[tuple[str, str]]:
-    """(file, name) pairs of every MLA instantiation (precompile)."""
+def mla_instantiations(dtypes: tuple[str, ...] = ("__half", "__nv_bfloat16"), fp8: bool = True,
+                       hopper: bool = True) -> list[tuple[str, str]]:
+    """(file, name) pairs of every MLA instantiation (precompile); hopper: the wgmma kernel's too (sm_90)."""
     out = []
+    if hopper:
+        out += [("mla_decode_hopper.cu", f"mla_decode_hopper<{ct}, {s}>") for ct in dtypes for s in ("false", "true")]
     for ct in dtypes:
         for kv in (ct, FP8_CTYPE) if fp8 else (ct,):
             for mt in (1, 2, 4):
@@ -147,5 +186,5 @@ def mla_instantiations(dtypes: tuple[str, ...] = ("__half", "__nv_bfloat16"), fp
     return out
 
 
-__all__ = ["MLA_LATENT_DIM", "MLA_PAGE_SIZE", "MLA_VALUE_DIM", "mla_decode", "mla_flops", "mla_instantiations",
-           "mla_row_tiles", "mla_smem_bytes"]
+__all__ = ["MLA_LATENT_DIM", "MLA_PAGE_SIZE", "MLA_VALUE_DIM", "mla_decode", "mla_flops", "mla_hopper_smem_bytes",
+           "mla_instantiations", "mla_row_tiles", "mla_smem_bytes"]

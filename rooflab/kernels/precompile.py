@@ -51,7 +51,7 @@ def instantiations(dtypes: Iterable[str] = ("fp16", "bf16"), head_dims: Iterable
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 0>"))
         out.append(("softmax_rows.cu", f"softmax_rows<{ct}, 8, 4, 4>"))
     if 576 in mla_dims:
-        out += mla_instantiations(tuple(half), fp8_kv)
+        out += mla_instantiations(tuple(half), fp8_kv, hopper=hopper_variants is not None)
     out.append(("merge_partials.cu", "merge_partials<float, 8>"))
     out.append(("merge_states.cu", "merge_states<float, 4, 1>"))
     out.append(("softmax_rows.cu", "softmax_rows<float, 4, 4, 0>"))
