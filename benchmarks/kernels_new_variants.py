@@ -353,7 +353,7 @@ def mla(flush) -> None:
         best = None
         best_impl = None
         for impl, mt, splits in (("mma", None, 1), ("mma", None, 2), ("mma", 4, 1), ("hopper", None, 1),
-                                 ("hopper", None, 2)):
+                                 ("hopper", None, 2), (None, None, 1)):
             if heads * q_len <= 32 and mt == 4:
                 continue
             if splits > 1:
@@ -365,7 +365,7 @@ def mla(flush) -> None:
             except Exception as exc:
                 print(f"mla {impl} mt={mt} S={splits}: {type(exc).__name__}: {exc}", flush=True)
                 continue
-            record(f"MLA decode bf16 B 128 x 8192 h {heads} q_len {q_len} mt {mt} S {splits}", f"rooflab_{impl}", t,
+            record(f"MLA decode bf16 B 128 x 8192 h {heads} q_len {q_len} mt {mt} S {splits}", f"rooflab_{impl or 'default'}", t,
                    flops=flops, nbytes=nbytes)
             if best is None or t.median_s < best.median_s:
                 best, best_impl = t, f"{impl} mt {mt} S {splits}"

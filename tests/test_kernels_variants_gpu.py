@@ -333,6 +333,9 @@ def _mla_check(cp, rng, dtype, heads, q_len, num_splits, kv=None, kv_scale=1.0, 
     assert o is out and lse is out_lse
     tol = kt.tolerance(q.dtype.name, "attention")
     what = f"mla {impl} {dtype} kv={kv or dtype} heads={heads} q_len={q_len} splits={num_splits} mt={mt}"
+    if impl is None and mt is None and kv is None:                  # the default dispatch (wgmma on sm_90 >= 64 rows)
+        from rooflab.kernels.mla import mla_default_impl
+        what += f" (ran {mla_default_impl(cp, heads * q_len, False)})"
     assert_close(o, ref_o, tol, what)
     assert_lse(lse, ref_lse, tol, what)
 
@@ -369,6 +372,15 @@ def test_mla_decode_fp8(cp, rng, dtype, heads, q_len, num_splits, kv_scale):
 def test_mla_decode_hopper(hopper, rng, dtype, heads, q_len, num_splits):
     """The wgmma kernel: 64 rows a CTA (16 to 1024 rows: partial and several chunks), split-KV."""
     _mla_check(hopper, rng, dtype, heads, q_len, num_splits, impl="hopper")
+
+
+def test_mla_default_impl(hopper):
+    from rooflab.kernels.mla import mla_default_impl
+
+    assert mla_default_impl(hopper, 256, fp8=False) == "hopper"
+    assert mla_default_impl(hopper, 16, fp8=False) == "mma"
+    assert mla_default_impl(hopper, 256, fp8=True) == "mma"
+    assert mla_default_impl(hopper, 256, fp8=False, mt=4) == "mma"
 
 
 def test_mla_decode_hopper_large_logits(hopper, rng):

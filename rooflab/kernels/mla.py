@@ -36,8 +36,11 @@ MLA_WARPS = 8
 _KV_TILE_BYTES = MLA_PAGE_SIZE * MLA_LATENT_DIM * 2
 #: Query rows (q_len x h) a CTA of the wgmma kernel holds: the M of wgmma m64.
 MLA_HOPPER_ROWS = 64
-#: What mla_decode runs when impl is None: the mma.sync kernel (the wgmma one is asked for by name).
-MLA_DEFAULT_IMPL = "mma"
+#: mla_decode with impl None runs the wgmma kernel on sm_90 for a 16-bit cache when a sequence has at least
+#: this many query rows (q_len x h: one full 64-row tile), else the mma.sync kernel. H200, B 128 x 8192 bf16
+#: (KERNELS.md, run 3): h 128, q_len 2: wgmma 1.653 ms (353 TFLOP/s) against mma.sync 2.477 ms; h 16, q_len 1
+#: (16 rows): mma.sync 305 us (92.7% of copy) against wgmma 417 us.
+MLA_HOPPER_MIN_ROWS = 64
 
 
 def mla_row_tiles(rows: int) -> int:
@@ -98,10 +101,16 @@ def _check_kv_scale(cupy: Any, fp8: bool, kv_scale: Any) -> None:
                          f"{compute_capability(cupy) / 10:.1f}")
 
 
-def _check_impl(cupy: Any, impl: Any, fp8: bool, mt: Any) -> str:
+def mla_default_impl(cupy: Any, rows: int, fp8: bool, mt: Any = None) -> str:
+    """What impl None runs: "hopper" on sm_90 for a 16-bit cache and >= MLA_HOPPER_MIN_ROWS rows (no mt), else "mma"."""
+    hopper = compute_capability(cupy) == 90 and not fp8 and mt is None and rows >= MLA_HOPPER_MIN_ROWS
+    return "hopper" if hopper else "mma"
+
+
+def _check_impl(cupy: Any, impl: Any, fp8: bool, mt: Any, rows: int) -> str:
     if impl not in (None, "mma", "hopper"):
         raise ValueError(f"impl must be None, 'mma' or 'hopper', got {impl!r}")
-    impl = impl or MLA_DEFAULT_IMPL
+    impl = impl or mla_default_impl(cupy, rows, fp8, mt)
     if impl == "hopper":
         if compute_capability(cupy) != 90:
             raise ValueError(f"impl='hopper' (wgmma) needs an sm_90 GPU, this one is sm_{compute_capability(cupy)}")
@@ -119,8 +128,8 @@ def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: A
     fp8 = dtype_name(cache) == FP8_STORAGE
     _check_kv_scale(cupy, fp8, kv_scale)
     scale = check_scale(scale, MLA_LATENT_DIM)
-    impl = _check_impl(cupy, impl, fp8, mt)
     rows = q_len * heads
+    impl = _check_impl(cupy, impl, fp8, mt, rows)
     if impl == "hopper":
         name = f"mla_decode_hopper<{ctype(q)}, {'true' if split else 'false'}>"
         launch(kernel("mla_decode_hopper.cu", name), (ceil_div(rows, MLA_HOPPER_ROWS), batch, num_splits),
@@ -150,7 +159,7 @@ def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, n
     kv_scale: the fp8 cache's per-tensor scale (1.0 for a 16-bit cache). mt: row tiles a CTA
     (1, 2 or 4; default by rows, mla_row_tiles), a tuning knob of the mma.sync kernel.
     impl: "mma" (mla_decode.cu), "hopper" (mla_decode_hopper.cu: wgmma, sm_90, 16-bit caches) or None
-    (MLA_DEFAULT_IMPL).
+    (mla_default_impl: the wgmma kernel on sm_90 for a 16-bit cache and >= 64 rows a sequence, else mma.sync).
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
@@ -186,5 +195,6 @@ def mla_instantiations(dtypes: tuple[str, ...] = ("__half", "__nv_bfloat16"), fp
     return out
 
 
-__all__ = ["MLA_LATENT_DIM", "MLA_PAGE_SIZE", "MLA_VALUE_DIM", "mla_decode", "mla_flops", "mla_hopper_smem_bytes",
+__all__ = ["MLA_LATENT_DIM", "MLA_PAGE_SIZE", "MLA_VALUE_DIM", "mla_decode", "mla_default_impl", "mla_flops",
+           "mla_hopper_smem_bytes",
            "mla_instantiations", "mla_row_tiles", "mla_smem_bytes"]
