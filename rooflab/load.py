@@ -348,7 +348,12 @@ def load_gpu(ref: str | os.PathLike) -> GpuSpec:
 
 
 def load_model(ref: str | os.PathLike) -> ModelSpec:
-    """A model by bundled name (see `rooflab list models`) or by path to a YAML file."""
+    """A model by bundled name (see `rooflab list models`), by path to a YAML file, or from a Hugging Face
+    config.json: a path ending in .json, a folder holding one, or an 'org/name' id in the local cache (rooflab.hf)."""
+    from . import hf
+
+    if isinstance(ref, (str, os.PathLike)) and hf.is_hf_reference(ref):
+        return hf.load_hf_config(ref)
     return _load_model(spec_path("models", "model", ref).resolve())
 
 

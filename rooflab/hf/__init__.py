@@ -1,0 +1,104 @@
+"""Hugging Face config.json files as model specs, and model specs as config.json files.
+
+    read.py      find a config.json (a file, a folder, an id in the local cache) and parse it strictly
+    families.py  one reader per architecture family, by the config's own rules, and the dispatch table
+    common.py    what the families share: the layer stack, the MoE layout, dtype and weight formats
+    export.py    export_hf_config: a spec as the config.json of an architecture that describes it
+
+    from_hf_config(data, where)   a parsed config.json -> ModelSpec (errors name `where`, the field, the value)
+    load_hf_config(ref)           a path, folder or cached 'org/name' id -> ModelSpec; the derived parameter
+                                  count shown in display_name, beside the published one where a bundled
+                                  model has the same architecture (its published count is then used)
+    export_hf_config(model)       ModelSpec -> a config.json mapping that from_hf_config reads back to the
+                                  same spec (up to name, display_name, source and the published count)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional
+
+from ..errors import SpecError
+from ..specs import ModelSpec
+from ..units import fmt_params
+from .export import export_hf_config
+from .families import ARCHITECTURES
+from .read import Fields, is_hf_reference, locate, read_json
+
+
+def architecture(data: dict, where: str) -> str:
+    """The config's architecture (the first of `architectures`), which must be one rooflab reads."""
+    listed = data.get("architectures")
+    known = ", ".join(ARCHITECTURES)
+    if not listed:
+        raise SpecError(where, "architectures", listed, f"missing: rooflab reads {known}")
+    if not isinstance(listed, list) or not all(isinstance(a, str) for a in listed):
+        raise SpecError(where, "architectures", listed, "must be a list of architecture names")
+    for arch in listed:
+        if arch not in ARCHITECTURES:
+            raise SpecError(where, "architectures", arch, f"unsupported architecture; rooflab reads {known}")
+    families = {ARCHITECTURES[arch].read for arch in listed}
+    if len(families) > 1:
+        raise SpecError(where, "architectures", listed, "names architectures of different families")
+    return listed[0]
+
+
+def from_hf_config(data: dict, where: str, name: Optional[str] = None) -> ModelSpec:
+    """A parsed config.json's text model as a ModelSpec; every problem a SpecError naming `where`, the field
+    (as the file spells it: 'text_config.sliding_window') and the value."""
+    if not isinstance(data, dict):
+        raise SpecError(where, None, type(data).__name__, "expected a JSON object at the top level")
+    arch = architecture(data, where)
+    family = ARCHITECTURES[arch]
+    text, prefix = data, ""
+    if family.nested:
+        text, prefix = data.get("text_config"), "text_config."
+        if not isinstance(text, dict):
+            raise SpecError(where, "text_config", text, f"missing: {arch} keeps its text model there")
+    fields = family.read(Fields(text, where, prefix, data if family.nested else {}, family.defaults))
+    label = name or str(data.get("_name_or_path") or "").rstrip("/").split("/")[-1] or arch
+    try:
+        return ModelSpec(name=label, display_name=label, source=where, **fields)
+    except SpecError as exc:
+        raise exc.at(where) from None
+
+
+def load_hf_config(ref: str | os.PathLike) -> ModelSpec:
+    """A model from a config.json path, a folder holding one, or an 'org/name' id in the local Hugging Face cache."""
+    found = locate(ref)
+    spec = from_hf_config(read_json(found.path), str(found.path), found.name)
+    return with_published_count(spec, found.label)
+
+
+def same_architecture(model: ModelSpec, bundled: ModelSpec) -> bool:
+    """Equal but for name, display_name, source and the published count; the dtype counts only where both
+    name one (older bundled YAMLs leave it out, and gpt-oss's config.json gives none)."""
+    both = model.weight_dtype is not None and bundled.weight_dtype is not None
+
+    def key(m: ModelSpec) -> ModelSpec:
+        dtype = m.weight_dtype if both else None
+        return dataclasses.replace(m, name="-", display_name="-", source="-", num_parameters=None,
+                                   parameters_note=None, weight_dtype=dtype)
+
+    return key(model) == key(bundled)
+
+
+def with_published_count(spec: ModelSpec, label: str) -> ModelSpec:
+    """The spec with its derived parameter count in display_name, and, where a bundled model has the same
+    architecture, that model's published count (and what it includes) beside it."""
+    from ..load import available, load_model
+
+    derived = fmt_params(spec.derived_parameters)
+    for bundled_name in available("models"):
+        bundled = load_model(bundled_name)
+        if bundled.num_parameters is not None and same_architecture(spec, bundled):
+            shown = (f"{label} (config.json: {derived} parameters derived; published "
+                     f"{fmt_params(bundled.num_parameters)} as bundled '{bundled_name}')")
+            return dataclasses.replace(spec, display_name=shown, num_parameters=bundled.num_parameters,
+                                       parameters_note=bundled.parameters_note)
+    return dataclasses.replace(spec, display_name=f"{label} (config.json: {derived} parameters derived)")
+
+
+__all__ = ["ARCHITECTURES", "export_hf_config", "from_hf_config", "is_hf_reference", "load_hf_config",
+           "same_architecture", "with_published_count"]
