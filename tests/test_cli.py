@@ -21,8 +21,8 @@ def invoke(*args: str):
     return runner.invoke(app, list(args))
 
 
-def test_report_defaults_show_the_chapter_figures():
-    r = invoke("report")
+def test_report_no_causal_shows_the_chapter_figures():
+    r = invoke("report", "--no-causal")
     assert r.exit_code == 0, r.output
     out = r.stdout
     assert "Meta Llama 3 8B" in out and "H100 SXM" in out and "T=8192" in out and "fp16" in out
@@ -36,8 +36,18 @@ def test_report_defaults_show_the_chapter_figures():
         assert kernel in out
 
 
+def test_report_is_causal_by_default_and_says_so():
+    """Issue 18: prefill is causal by default, as engines run decoders, and the header names the mask."""
+    causal, chapter = invoke("report"), invoke("report", "--no-causal")
+    assert causal.exit_code == 0 and chapter.exit_code == 0
+    assert causal.stdout.splitlines()[0].endswith("fp16, causal, datasheet ceilings")
+    assert chapter.stdout.splitlines()[0].endswith("fp16, non-causal, datasheet ceilings")
+    assert "549.823 GFLOP" in causal.stdout and "1.100 TFLOP" in chapter.stdout   # T(T+1)/2 of T^2 pairs
+    assert "16.156 GiB" in causal.stdout      # the naive kernels still write all of S and P
+
+
 def test_report_json_contract():
-    r = invoke("report", "--format", "json")
+    r = invoke("report", "--format", "json", "--no-causal")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
     for key in ("model", "gpu", "seq_len", "batch", "dtype", "causal", "num_layers", "rows"):
@@ -165,3 +175,19 @@ def test_help_texts():
     assert r.exit_code == 0
     for opt in ("--model", "--gpu", "--seq-len", "--batch", "--dtype", "--causal", "--format"):
         assert opt in r.stdout
+
+
+def test_version_and_python_dash_m():
+    """Issue 18: `rooflab --version` and `python -m rooflab` (the same app as the console script)."""
+    import subprocess
+    import sys
+
+    from rooflab import __version__
+
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.stdout.strip() == f"rooflab {__version__}"
+    done = subprocess.run([sys.executable, "-m", "rooflab", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"rooflab {__version__}"
+    bad = subprocess.run([sys.executable, "-m", "rooflab", "report", "--seq-len", "0"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "--seq-len" in bad.stderr

@@ -157,7 +157,7 @@ SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1
                                         help="Prefill: tokens in the sequence (8192, 32k, 128K).")]
 SplitsOpt = Annotated[Optional[int], typer.Option("--splits", parser=params.count(1, MAX_SPLITS), metavar="N",
                                                   help="Decode: split-KV count (default: the one rooflab recommends).")]
-CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask.")]
+CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask (the default, as decoders and engines run prefill; --no-causal gives the chapter's non-causal figures).")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
 WeightDTypeOpt = Annotated[Optional[WeightFormat], typer.Option(
     "--weight-dtype", help="Format of the linear layers' weights (default: as the checkpoint ships them; embeddings "
@@ -174,6 +174,20 @@ UtilizationOpt = Annotated[float, typer.Option("--gpu-memory-utilization", parse
                                                metavar="X", help="Share of device memory rooflab may plan with, in (0, 1].")]
 MaxModelLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",
                                                        help="Contiguous reservation per request (default: the model's max context).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"rooflab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print rooflab's version and exit.")] = False) -> None:
+    """Roofline and memory calculator for LLM attention: naive, flash, paged and merge."""
 
 
 def main() -> None:

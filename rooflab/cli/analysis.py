@@ -31,7 +31,7 @@ def report(
     seq_len: SeqLenOpt = 8192,
     batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
-    causal: CausalOpt = False,
+    causal: CausalOpt = True,
     context_len: ContextOpt = None,
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,

@@ -37,7 +37,7 @@ def explain(
                                          help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
     batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
-    causal: CausalOpt = False,
+    causal: CausalOpt = True,
     context_len: ContextOpt = None,
     page_size: PageOpt = 16,
     kv_dtype: KvDTypeOpt = None,

@@ -1,0 +1,7 @@
+"""`python -m rooflab ...`: the same as the `rooflab` console script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
