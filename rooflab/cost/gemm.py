@@ -1,0 +1,42 @@
+"""A projection or MLP GEMM: y [m, n] = x [m, k] W^T, W [n, k] (torch.nn.functional.linear, cuBLAS).
+
+Per launch, operands in one dtype of b bytes:
+
+    FLOPs   2 m n k                      one multiply-add per (row, output, input)
+    bytes   (n k + m k + m n) b          the weight once, the activations in and out once
+
+At decode (m = batch, a few to a few hundred rows) the intensity is about m FLOP/byte, far left
+of the ridge (206 on the H200 in fp16): the GEMM is GEMV-shaped and streams its weight; at
+prefill (m = tokens) it is compute-bound. Llama-3-8B's MLP down projection at m = 1:
+2 x 4096 x 14336 = 117 MFLOP over 117 MB, 1.0 FLOP/byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..units import DType
+from .common import ArrayLike, KernelCost, SingleKernel, as_array
+
+
+@dataclass(frozen=True)
+class GemmCost(SingleKernel):
+    """One GEMM launch; `weight_bytes` is the part of its bytes that is the weight (read once)."""
+
+    kernel: KernelCost
+    weight_bytes: np.ndarray
+    variant: str = "gemm"                 # not an attention Variant: step.py's rows name it
+
+
+def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, name: str = "gemm",
+         weight_dtype: DType | None = None) -> GemmCost:
+    """y [m, n] = x [m, k] W^T: 2 m n k FLOPs, (n k b_w + (m k + m n) b) bytes (b_w: the weight's bytes, default b)."""
+    m, n, k = as_array(m, "GEMM m"), as_array(n, "GEMM n"), as_array(k, "GEMM k")
+    weight = n * k * (weight_dtype or dtype).bytes              # W [n, k], read once
+    acts = (m * k + m * n) * dtype.bytes                         # x [m, k] in, y [m, n] out
+    return GemmCost(KernelCost(name, 2 * m * n * k, weight + acts), weight)
+
+
+__all__ = ["GemmCost", "gemm"]
