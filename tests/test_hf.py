@@ -116,7 +116,10 @@ def test_llama4_chunked_rope_layers_and_nope_globals():
                      "moe_layers": [3, 4, 5, 6, 7], "interleave_moe_layer_step": 1})
     assert kinds(explicit) == ["full", "chunked"] * 4 and explicit.first_dense_layers == 3
     e = error({"architectures": ["Llama4ForCausalLM"], **text, "moe_layers": [0, 5]})
-    assert e.field == "moe_layers"
+    assert (e.field, e.value) == ("moe_layers", [0, 5])
+    e = error({**QWEN3, "architectures": ["Qwen3MoeForCausalLM"], "num_experts": 8, "num_experts_per_tok": 2,
+               "moe_intermediate_size": 768, "mlp_only_layers": [5]})
+    assert (e.field, e.value) == ("mlp_only_layers", [5])
 
 
 def test_qwen3_next_linear_layers():

@@ -121,8 +121,8 @@ def moe_layout(c: Fields, key: str, moe_layers: Sequence[int], num_layers: int) 
         for first in (0, wanted[0]):
             if [i for i in range(first, num_layers) if (i + 1) % step == 0] == wanted:
                 return first, step
-    raise c.error(key, list(moe_layers), "rooflab describes MoE layers as every k-th layer ((i + 1) % k == 0) "
-                                         "after a run of dense ones; this layout is not of that form")
+    raise c.error(key, c.raw(key, None), "gives MoE layers other than every k-th one ((i + 1) % k == 0) after a "
+                                         "run of dense layers, the only layout rooflab describes")
 
 
 def sparse_step_layers(c: Fields, num_layers: int) -> list[int]:

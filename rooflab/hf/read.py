@@ -91,7 +91,8 @@ def read_json(path: Path) -> dict:
 # --- finding the file ---------------------------------------------------------------------------------------
 
 def is_hf_reference(ref: str | os.PathLike) -> bool:
-    """A config.json path, a folder, or an 'org/name' id that is not a file (a YAML path is none of these)."""
+    """A config.json path, a folder holding one (or any folder named by a path), or an 'org/name' id that is not
+    a file; a YAML path, or a bare name such as a bundled model's, is none of these."""
     text = os.fspath(ref)
     if text.endswith((".yaml", ".yml")):
         return False
@@ -99,7 +100,7 @@ def is_hf_reference(ref: str | os.PathLike) -> bool:
         return True
     path = Path(text).expanduser()
     if path.is_dir():
-        return True
+        return (path / "config.json").is_file() or "/" in text or os.sep in text
     return bool(_HUB_ID.match(text)) and not path.exists()
 
 
