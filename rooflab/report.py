@@ -152,7 +152,7 @@ class Report:
 
 
 def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
-                  dtype: DType = DType.fp16, causal: bool = False) -> PrefillFacts:
+                  dtype: DType = DType.fp16, causal: bool = True) -> PrefillFacts:
     """Whether naive prefill of `seq_len` tokens fits beside the weights, and flash's intensity over naive's."""
     ceiling = naive_ceiling(model, gpu, batch, dtype)
     naive = naive_prefill(model, seq_len, batch, dtype, causal)
@@ -166,7 +166,7 @@ def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: in
 
 
 def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
-                   dtype: DType = DType.fp16, causal: bool = False,
+                   dtype: DType = DType.fp16, causal: bool = True,
                    ceilings: CeilingSource = CeilingSource.datasheet, impl: str | None = None) -> Report:
     """Naive and flash attention side by side for one layer of each of `model`'s layer types prefilling
     `seq_len` tokens (a linear layer type gets its recurrent row), with the whole-model totals.

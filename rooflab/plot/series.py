@@ -92,7 +92,7 @@ def _point(label: str, kind: str, kernel: KernelCost, roofs: Ceilings) -> Roofli
 
 
 def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192, dtype: DType = DType.fp16,
-                  batch: int = 1, causal: bool = False, decode_batch: int = 1,
+                  batch: int = 1, causal: bool = True, decode_batch: int = 1,
                   merge_tokens: int = MERGE_TOKENS, flash_tiled: bool = False) -> RooflineData:
     """Roofs of every GPU in `gpus`; the points are placed against the first GPU's datasheet roofs.
 
@@ -217,7 +217,7 @@ class TimeSweep:
     marked_seq_len: Optional[int] = None
 
 
-def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16, causal: bool = False,
+def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16, causal: bool = True,
                max_seq_len: Optional[int] = None, marked_seq_len: Optional[int] = 8192) -> TimeSweep:
     """predict(naive) and predict(flash) over a length grid, times the number of layers."""
     roofs = Ceilings.of(gpu, dtype)
