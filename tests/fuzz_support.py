@@ -52,8 +52,15 @@ MAX_ERROR_CHARS = 4000
 
 def fuzz_settings(max_examples: int, **kw: Any) -> settings:
     """Deterministic settings for CI: derandomized, no example database, no hypothesis deadline (the
-    checker enforces its own time bound, which does not flake the way a first-run deadline does)."""
+    checker enforces its own time bound, which does not flake the way a first-run deadline does), no
+    shrinking (a failing example is reported as drawn, in bounded time).
+
+    ROOFLAB_FUZZ_SCALE=10 runs ten times the examples (a local deep run); ROOFLAB_FUZZ_COLLECT=FILE
+    records every failure in FILE instead of stopping at the first of each test.
+    """
     kw.setdefault("phases", (Phase.explicit, Phase.generate))   # no shrinking: a failure is reported as found,
+    scale = float(os.environ.get("ROOFLAB_FUZZ_SCALE", "1"))     # more examples for a local deep run
+    max_examples = max(1, int(max_examples * scale))
     return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,   # in bounded time
                     suppress_health_check=list(HealthCheck), print_blob=False, **kw)
 
@@ -295,7 +302,7 @@ def identifier_forms(text: str) -> list[str]:
         return []
     forms = {text, text.strip(), repr(text)[1:-1], ascii(text)[1:-1]}
     if "/" in text or text.endswith((".yaml", ".yml", ".csv", ".png", ".svg", ".pdf")):
-        forms.add(Path(text).name)
+        forms.update({Path(text).name, Path(text).stem})
     out = []
     for form in forms:
         if len(form) >= 3:
@@ -427,7 +434,7 @@ def check_outcome(case: Case, out: Outcome, folder: Path, before: dict, input_di
 # --- the Python API ------------------------------------------------------------------------------------------
 
 def check_api(call: Callable[[], Any], idents: Sequence[str] = (), expect_error: Optional[bool] = None,
-              limit_s: float = CALL_LIMIT_S) -> Any:
+              limit_s: float = CALL_LIMIT_S, what: str = "") -> Any:
     """Call `call`: it returns, or raises a RooflabError naming one of `idents`; never another exception type.
 
     expect_error True: it must raise; False: it must return. Returns the value or the error.
@@ -468,9 +475,9 @@ def check_api(call: Callable[[], Any], idents: Sequence[str] = (), expect_error:
     if problem is None and elapsed > limit_s:
         problem = f"took {elapsed:.1f} s"
     if problem is not None:
-        if _collect([problem], "api call"):
+        if _collect([problem], what or "api call"):
             return value
-        raise AssertionError(problem)
+        raise AssertionError(f"{what}: {problem}" if what else problem)
     return value
 
 

@@ -27,6 +27,7 @@ from fuzz_support import (HARDWARE, MEASUREMENTS, MODELS, Case, check_cli, fuzz_
                           scratch, snapshot, check_outcome, digest)
 from rooflab.limits import MAX_BATCH, MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_SPLITS, MAX_TOKENS
 from rooflab.units import DType, WeightFormat
+from rooflab.vocab import EXPLAINED
 
 try:
     from rooflab.cost.paged import MAX_Q_LEN
@@ -99,9 +100,16 @@ ODD_NAMES = ["", " ", "\t", "$", "$HOME", "${HOME}", "\\", "{}", "{0}", "%s", "\
 def _name_values(kind: str, names: list[str]):
     folder = HARDWARE if kind == "hardware" else MODELS
     valid = st.sampled_from(names + [str(folder / f"{n}.yaml") for n in names[:3]])
-    bad = st.sampled_from(_near_misses(names) + ODD_NAMES + [str(folder), str(folder / "nope.yaml")])
-    odd = st.sampled_from([n.upper() for n in names] + [f" {n} " for n in names[:3]])
-    return valid, bad, odd
+    odd = [n.upper() for n in names] + [f" {n} " for n in names[:3]]
+    if kind == "hardware":
+        # GPU names resolve loosely by design (load.resolve_gpu_name: case, dashes and the vendor ignored, a unique
+        # prefix accepted: 'h200' -> h200-sxm), so those near-misses may pass; these may not
+        near = [m for n in names for m in (n + "x", "x" + n, n + ".yaml", "./" + n, n + "-2")]
+        odd += [m for n in names for m in (n.replace("-", ""), n.replace("-", "_"), n[:-1])]
+    else:
+        near = _near_misses(names)
+    bad = st.sampled_from(near + ODD_NAMES + [str(folder), str(folder / "nope.yaml")])
+    return valid, bad, st.sampled_from(odd)
 
 
 def _list_values(lo: int, hi: int, typical_hi: int):
@@ -166,12 +174,47 @@ SPLITS = count_opt(("--splits",), 1, MAX_SPLITS)
 DTYPE = choice_opt(("--dtype",), DTYPES)
 KV = choice_opt(("--kv-dtype",), DTYPES)
 CTX_LIST = list_opt(("--context-len", "-L"), 1, MAX_TOKENS)
-CEIL = choice_opt(("--ceilings",), ["datasheet", "calibrated"])
+CEIL = dataclasses.replace(choice_opt(("--ceilings",), ["datasheet", "calibrated"]), words=("measured:",))
 CAUSAL = switch("--causal", "--no-causal")
-UTIL = float_opt(("--gpu-memory-utilization",), 0, 1, lo_open=True)
+UTIL = dataclasses.replace(float_opt(("--gpu-memory-utilization",), 0, 1, lo_open=True),
+                           words=("utilisation", "utilization"))
 MAXLEN = count_opt(("--max-model-len",), 1, MAX_TOKENS)
 TP = dataclasses.replace(count_opt(("--tensor-parallel", "--tp"), 1, MAX_GPUS, 16), words=("tensor parallel",))
 WDT = choice_opt(("--weight-dtype",), WEIGHTS)
+
+ENGINE_LOGS = sorted((Path(__file__).parent / "data" / "engine_logs").glob("*.log"))
+BAD_PATHS = ["", " ", "missing.log", ".", "/etc/passwd", str(HARDWARE / "h100-sxm.yaml"), str(MEASUREMENTS), "/dev/null",
+             "\U0001f4a5.log"]
+#: `capacity --engine ...`: an engine's own memory accounting and its start-up logs.
+ENGINE_OPTS = [
+    Opt(("--engine",), st.sampled_from(["vllm", "sglang"]), st.sampled_from(["", " ", "trt", "VLLM ", "vllm,sglang", "$",
+                                                                             "{}", "\U0001f4a5"]),
+        st.sampled_from(["VLLM", "SGLang"]), checked_late=True, words=("engine",)),
+    Opt(("--engine-version",), st.sampled_from(["v1", "v0", "v0.5"]),
+        st.sampled_from(["", " ", "v99", "latest", "$", "{}", "1e400", "nan", "v1.2.3.4.5"]),
+        st.sampled_from(["1", "V1", "v0.6.4", "v0.2", "v0.4"]), checked_late=True, words=("engine", "version")),
+    Opt(("--engine-log",), st.sampled_from([str(p) for p in ENGINE_LOGS] or [str(SMALL_CSV)]),
+        st.sampled_from(BAD_PATHS), checked_late=True, words=("log",)),
+    Opt(("--what-if",), st.sampled_from(["kv-cache-dtype=fp8", "tp=2", "block-size=32", "max-model-len=32k",
+                                         "gpu-memory-utilization=0.95"]),
+        st.sampled_from(["", "=", "tp", "tp=", "tp=0", "tp=-1", "nope=1", "tp=1e400", "max-model-len=nan",
+                         "gpu-memory-utilization=2", "$=1", "block-size=0", "kv-cache-dtype=fp4", "tp=2=3"]),
+        st.sampled_from(["TP=2", " tp = 2 "]), checked_late=True, words=("what-if",)),
+    Opt(("--kv-cache-dtype",), st.sampled_from(["auto", "fp8", "fp8_e5m2", "fp8_ds_mla", "bfloat16", "float16"]),
+        st.sampled_from(["", " ", "fp4", "FP8x", "$", "{}", "int8", "nan", "\U0001f4a5"]),
+        st.sampled_from(["FP8", "fp8_e4m3", "bf16"]), checked_late=True, words=("kv-cache-dtype", "cache dtype")),
+    count_opt(("--block-size",), 1, MAX_PAGE_SIZE, 4096),
+    dataclasses.replace(count_opt(("--tensor-parallel-size", "-tp"), 1, MAX_GPUS, 16), words=("tensor parallel",)),
+    float_opt(("--mem-fraction-static",), 0, 1, lo_open=True),
+    count_opt(("--max-num-seqs",), 1, MAX_TOKENS, 4096),
+    count_opt(("--max-num-batched-tokens",), 1, MAX_TOKENS),
+    Opt(("--cuda-visible-memory",), st.sampled_from(["79.22GiB", "85GB", "80 GiB", "81559MiB"]),
+        st.sampled_from(["", " ", "0", "0GiB", "-1GiB", "1e400GiB", "nanGiB", "infGB", "80", "80 furlongs", "1e3GB",
+                         "99999999999999999999999999GiB", "$", "{}", "80GiB80GiB"]),
+        st.sampled_from(["80gib", "1GB", "1TiB", "100TB"]), checked_late=True, words=("memory", "size")),
+    float_opt(("--non-torch-gib",), 0, MAX_GIB),
+    float_opt(("--activation-gib",), 0, MAX_GIB),
+]
 
 #: Every command and its options; test_every_option_is_fuzzed holds this against `--help`.
 COMMANDS: dict[str, list[Opt]] = {
@@ -181,15 +224,20 @@ COMMANDS: dict[str, list[Opt]] = {
                          st.sampled_from(["", " ", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 300, "rooflab "]),
                          st.sampled_from(["ROOFLAB", "torch_eager"]), checked_late=True),
                FMT],
-    "capacity": [MODEL, GPU, count_opt(("--context-len", "-L"), 1, MAX_TOKENS), PAGE, WDT, KV, UTIL,
+    "capacity": [MODEL, GPU, dataclasses.replace(count_opt(("--context-len", "-L"), 1, MAX_TOKENS),
+                                                 words=("context length",)), PAGE, WDT, KV, UTIL,
                  float_opt(("--activation-reserve-gib",), 0, MAX_GIB), MAXLEN, TP,
-                 count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",)),
+                 dataclasses.replace(count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), words=("shared prefix",)), dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",)),
                  switch("--dp-attention", "--no-dp-attention"), choice_opt(("--window-allocation",), ["hybrid", "full"]),
-                 FMT],
+                 *ENGINE_OPTS, FMT],
     "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),
                  FMT],
-    "explain": [choice_opt(("--variant", "-v"), ["naive", "flash", "paged", "split_kv", "merge"]), MODEL, GPU, SEQ, BATCH,
-                DTYPE, CAUSAL, CTX_LIST, PAGE, KV, SPLITS, CEIL, choice_opt(("--format", "-f"), ["text", "markdown"])],
+    "explain": [choice_opt(("--variant", "-v"), [v.value for v in EXPLAINED]), MODEL, GPU, SEQ, BATCH,
+                DTYPE, CAUSAL, CTX_LIST, PAGE, KV, SPLITS, CEIL, choice_opt(("--format", "-f"), ["text", "markdown"]),
+                Opt(("--layer-type",), st.sampled_from(["full"]), st.sampled_from(["", " ", "nope", "$", "{}", "\\",
+                                                                                  "FULL", "full ", "\U0001f4a5"]),
+                    st.sampled_from(["sliding", "mla", "linear"]), checked_late=True, words=("layer type",)),
+                count_opt(("--q-len",), 1, MAX_Q_LEN, 64), switch("--mla-sparse-fp8", "--no-mla-sparse-fp8")],
     "list gpus": [FMT],
     "list models": [FMT],
     "plot roofline": [MODEL, GPU_LIST, SEQ, BATCH, DTYPE, CAUSAL, count_opt(("--decode-batch",), 1, MAX_BATCH, 4096),
@@ -205,19 +253,22 @@ COMMANDS: dict[str, list[Opt]] = {
                     count_opt(("--max-context-len",), 512, MAX_TOKENS)],
     "plot capacity": [MODEL, GPU, PAGE, WDT, KV, UTIL, MAXLEN, TP],
     "plot validation": [switch("--peers", "--no-peers")],
-    "validate": [GPU, FMT],
+    "fit": [GPU, FMT],
+    "validate": [GPU, FMT, Opt(("--fit-from",), st.sampled_from([str(MEASUREMENTS / "h200-splits.csv")]),
+                               st.sampled_from(["", "missing.csv", ".", str(HARDWARE / "h100-sxm.yaml"), "/etc/passwd",
+                                                str(MEASUREMENTS)]), checked_late=True)],
     "calibrate": [GPU, float_opt(("--copy-gib",), 0.01, 64)],
     "bench": [GPU, choice_opt(("--kernel", "-k"), ["naive", "flash", "paged", "merge"]), switch("--quick"),
-              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50)],
+              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50), switch("--second-campaign")],
 }
 #: Commands that write an image (-o) or a file.
 PLOTS = [c for c in COMMANDS if c.startswith("plot ")]
-OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench"]}
+OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench", "fit"]}
 DEFAULT_OUTPUT = {"plot roofline": "roofline.png", "plot memory": "memory.png", "plot time": "time.png",
                   "plot decode": "decode.png", "plot capacity": "capacity.png", "plot validation": "validation.png",
-                  "bench": "rooflab-bench.csv"}
+                  "bench": "rooflab-bench.csv", "fit": "h200-sxm.yaml"}
 #: Time bound of one call per command (CI has 2 slow cores; a plot or a fit takes about a second here).
-LIMIT_S = {c: (12.0 if c.startswith("plot") or c == "validate" else 5.0) for c in COMMANDS}
+LIMIT_S = {c: (12.0 if c.startswith("plot") or c in ("validate", "fit") else 5.0) for c in COMMANDS}
 
 
 def _flag_and_value(opt: Opt, value: str, long: bool) -> list[str]:
@@ -242,14 +293,16 @@ def _output_case(data, command: str, folder: Path) -> tuple[list[str], list[Path
     if command not in OUTPUT_FLAGS:
         return [], [], [], None
     image = command.startswith("plot")
-    ext = data.draw(st.sampled_from([".png", ".svg", ".pdf"] if image else [".txt", ".md", ".json", ""]), "ext")
+    exts = [".png", ".svg", ".pdf"] if image else [".yaml", ".yml"] if command in ("fit", "calibrate") else \
+        [".txt", ".md", ".json", ""]
+    ext = data.draw(st.sampled_from(exts), "ext")
     (folder / "existing-dir").mkdir(exist_ok=True)
     kind = data.draw(st.sampled_from(["good", "good", "good", "default", "odd-name", "missing-folder", "folder",
                                       "dot", "empty", "bad-ext", "trailing-slash"] if image else
                                      ["good", "good", "default", "odd-name", "missing-folder", "folder", "dot", "empty",
                                       "trailing-slash"]), "output kind")
     if kind == "trailing-slash":    # 'out.png/' names a folder; writing out.png instead is accepted here
-        return ["-o", f"out{ext}/"], [folder / f"out{ext}"], ["--output", f"out{ext}"], None
+        return ["-o", f"out{ext}/"], [folder / f"out{ext}"], [], None
     if kind == "default":
         default = DEFAULT_OUTPUT.get(command)
         return [], ([folder / default] if default else []), [], None
@@ -271,10 +324,12 @@ def build_case(data, command: str, folder: Path) -> Case:
         mode = "bad"            # a valid call would really run on this machine's GPU
     else:
         mode = data.draw(st.sampled_from(["bad", "bad", "bad", "odd", "valid", "valid"]), "mode")
-    candidates = [o for o in opts if not o.switch] if mode != "valid" else opts
-    target = data.draw(st.sampled_from(candidates), "option") if candidates and mode != "valid" else None
-    others = [o for o in opts if o is not target]
-    chosen = data.draw(st.lists(st.sampled_from(others), max_size=3, unique_by=lambda o: o.flags[0]), "others") \
+    candidates = [o for o in opts if not o.switch and (mode != "odd" or o.odd is not None)] if mode != "valid" else opts
+    by_name = {o.flags[0]: o for o in opts}
+    target = by_name[data.draw(st.sampled_from([o.flags[0] for o in candidates]), "option")] \
+        if candidates and mode != "valid" else None
+    others = [o.flags[0] for o in opts if o is not target]
+    chosen = [by_name[n] for n in data.draw(st.lists(st.sampled_from(others), max_size=3, unique=True), "others")] \
         if others else []
     args: list[str] = command.split()
     idents: list[str] = []
@@ -295,13 +350,15 @@ def build_case(data, command: str, folder: Path) -> Case:
         args += _flag_and_value(target, value, data.draw(st.booleans(), "long"))
         idents += _idents(target, value)
         expect = 2 if mode == "bad" else None
+    if command in ("calibrate", "bench") and not (mode == "bad" and target is GPU):
+        idents.append("CuPy")      # no GPU here: that refusal comes first (a bad --gpu must still be named)
     extra, outputs, out_idents, out_expect = _output_case(data, command, folder)
     args += extra
     if out_expect is not None:
         idents += out_idents
         expect = expect if expect is not None else None if mode == "odd" else 2
     inputs = [SMALL_CSV] if any(a.startswith(str(MEASUREMENTS)) for a in args) else []
-    if command in ("validate", "plot validation"):
+    if command in ("validate", "plot validation", "fit"):
         file_kind = data.draw(st.sampled_from(["small", "small", "missing", "folder", "yaml", "empty-arg", "none"]),
                               "file")
         file_arg = {"small": str(SMALL_CSV), "missing": "missing.csv", "folder": str(MEASUREMENTS),
@@ -312,7 +369,10 @@ def build_case(data, command: str, folder: Path) -> Case:
         if file_kind in ("missing", "folder", "yaml", "empty-arg"):
             idents += [file_arg, "FILE", "empty", "''"] if file_arg else ["FILE", "empty", "''"]
             expect = 2
-        if file_kind == "none":
+        if file_kind == "none" and command == "fit":
+            idents += ["FILES", "Missing argument", "files"]
+            expect = 2
+        elif file_kind == "none":
             inputs.append(MEASUREMENTS / "h200-sweep.csv")
     fmt = None
     for i, a in enumerate(args):
@@ -320,6 +380,8 @@ def build_case(data, command: str, folder: Path) -> Case:
             fmt = args[i + 1]
         elif a.startswith("--format="):
             fmt = a.split("=", 1)[1]
+    if "CuPy" in idents and out_idents:
+        idents.remove("CuPy")      # a bad -o must be refused before an hour of measuring, not after
     return Case(args, idents + late if idents else late, expect, outputs, inputs, json=fmt == "json",
                 limit_s=LIMIT_S[command], note=f"{mode} value")
 
@@ -381,13 +443,26 @@ def test_fuzz_gpu_commands(command, data):
     fuzz(command, data)
 
 
+def test_every_command_is_fuzzed():
+    """Every command `rooflab --help` (and its groups) lists is in the fuzz catalog."""
+    with scratch() as folder:
+        listed = set()
+        for group in ([], ["list"], ["plot"]):
+            out = invoke([*group, "--help"], folder)
+            block = out.stdout.split("Commands:", 1)[-1]
+            names = re.findall(r"^\s{2}([a-z][a-z-]*)\s", block, re.MULTILINE)
+            listed |= {" ".join([*group, n]) for n in names if n not in ("list", "plot")}
+        missing = sorted(listed - set(COMMANDS))
+        assert not missing, f"commands not in the fuzz catalog: {missing}"
+
+
 def test_every_option_is_fuzzed():
     """The catalog above covers every option each command's --help lists (a new option gets fuzzed or this fails)."""
     with scratch() as folder:
         for command, opts in COMMANDS.items():
             out = invoke([*command.split(), "--help"], folder)
             assert out.code == 0, out.describe()
-            defined = [line for line in out.stdout.splitlines() if re.match(r"\s{1,4}(-\w, )?--[a-z]", line)]
+            defined = [line for line in out.stdout.splitlines() if re.match(r"\s{1,4}(-\w+, )?--[a-z]", line)]
             listed = {m for line in defined for m in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line.split("  ")[1]
                                                                if line.startswith("  -") else line)} - {"--help"}
             known = {f for o in opts for f in o.flags} | {"--output"} | {f"--no-{f[2:]}" for o in opts for f in o.flags}
@@ -491,6 +566,13 @@ REGRESSIONS = [
            "r.png"], expect=0, outputs=["r.png"], limit_s=12),
     _case(["plot", "capacity", "--max-model-len", str(MAX_TOKENS), "--page-size", "1", "-o", "c.png"], expect=None,
           outputs=["c.png"], limit_s=12),
+    # the GPU commands: their options are checked before the device (no GPU here: CuPy is missing)
+    _case(["calibrate", "--gpu", "nope"], ["nope"], note="a bad --gpu is named before the device is looked at"),
+    _case(["bench", "--gpu", "nope"], ["nope"], note="a bad --gpu is named before the device is looked at"),
+    _case(["bench", "-o", "no/such/folder/x.csv"], ["no/such/folder", "--output"],
+          note="an unwritable -o is refused before measuring, not after the first case"),
+    _case(["calibrate", "-o", "no/such/folder/x.yaml"], ["no/such/folder", "--output"],
+          note="an unwritable -o is refused before measuring"),
     # outputs
     _case(["validate", str(SMALL_CSV), "-o", str(SMALL_CSV)], ["--output", "input", SMALL_CSV.name],
           inputs=[SMALL_CSV]),
