@@ -18,11 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from rooflab import SpecError, load_model
+from rooflab import SpecError, available, load_model
 from rooflab.cli import app
 from rooflab.hf import export_hf_config, from_hf_config, load_hf_config
 from rooflab.hf.common import compress
 from rooflab.hf.read import MAX_CONFIG_BYTES, parse_json
+from rooflab.hf.writers import WRITERS
 from rooflab.load import data_dir
 from rooflab.units import DType, WeightFormat
 
@@ -268,6 +269,23 @@ def test_compress_reproduces_every_stack(names):
     first, pattern = compress(names)
     assert list(first) + [pattern[i % len(pattern)] for i in range(len(first), len(names))] == names
     assert len(first) + len(pattern) <= len(names)
+
+
+def test_every_writer_that_takes_a_bundled_model_writes_it_back_exactly():
+    """Whatever architecture a spec is written as, a config the writer accepts reads back to the same spec."""
+    written = 0
+    for name in available("models"):
+        m = load_model(name)
+        for arch in WRITERS:
+            try:
+                data = export_hf_config(m, arch)
+            except SpecError:
+                continue                                          # the architecture cannot hold it: refused
+            back = read(json.loads(json.dumps(data)))
+            assert dataclasses.replace(back, name=m.name, display_name=m.display_name, source=m.source,
+                                       num_parameters=m.num_parameters, parameters_note=m.parameters_note) == m
+            written += 1
+    assert written >= 2 * len(available("models"))
 
 
 def test_export_refuses_what_no_config_can_hold():

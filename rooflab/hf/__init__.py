@@ -4,6 +4,7 @@
     families.py  one reader per architecture family, by the config's own rules, and the dispatch table
     common.py    what the families share: the layer stack, the MoE layout, dtype and weight formats
     export.py    export_hf_config: a spec as the config.json of an architecture that describes it
+    writers.py   one config.json writer per architecture
 
     from_hf_config(data, where)   a parsed config.json -> ModelSpec (errors name `where`, the field, the value)
     load_hf_config(ref)           a path, folder or cached 'org/name' id -> ModelSpec; the derived parameter
