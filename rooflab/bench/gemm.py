@@ -100,3 +100,45 @@ def _small_ops(ctx: Ctx) -> None:
             ctx.note("small_op", {"op": name, "batch": b, "seconds": t.median_s, "timing": t.timing})
             ctx.log(f"small op {name:12s} batch {b:3d}: {t.median_s * 1e6:7.2f} us")
         free_memory(ctx)
+
+
+# ------------------------------------------------------------------ the family's time model
+
+IMPL = "torch_cublas"
+
+
+def model_times(rows, gpu) -> "np.ndarray":
+    """t_model of each GEMM row (rooflab.predict.model_time of cost/gemm.py's cost) against the calibrated ceilings."""
+    import numpy as np
+
+    from ..cost.gemm import gemm
+    from ..predict import model_time
+    from ..roofline import Ceilings
+    from ..units import DType
+    from ..vocab import CeilingSource
+
+    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    return np.array([float(model_time(gemm(m.m, m.n, m.k, DType(m.dtype)), Ceilings.of(gpu, DType(m.dtype), source)))
+                     for m in rows])
+
+
+def fit_gemm(rows, gpu, campaign: str = ""):
+    """The family's FittedModel (c0 + t_model / eta, fitted on every row) with the held-out errors of the fit on
+    alternate rows (sweep order: alternate m within each shape); None with fewer than 4 rows."""
+    import numpy as np
+
+    from ..specs import FittedModel
+    from .fitting import fit_overhead_efficiency
+
+    rows = [m for m in rows if m.kernel is Kernel.gemm]
+    if len(rows) < 4:
+        return None
+    t = model_times(rows, gpu)
+    y = np.array([m.time_s for m in rows])
+    held = np.arange(len(rows)) % 2 == 1
+    half = fit_overhead_efficiency(t[~held], y[~held])
+    errors = np.abs(half(t[held]) / y[held] - 1)
+    full = fit_overhead_efficiency(t, y)
+    return FittedModel(kernel=Kernel.gemm, impl=rows[0].impl, overhead_s=full.overhead_s, efficiency=full.efficiency,
+                       rows=len(rows), held_out_rows=int(held.sum()), median_error=float(np.median(errors)),
+                       worst_error=float(errors.max()), campaigns=(campaign,) if campaign else ())

@@ -15,6 +15,7 @@ from ..fields import spec_field, validate_fields
 from ..units import RATE_KEYS, DType
 from ..vocab import Kernel
 from .fitted import FittedModel
+from .interconnect import InterconnectSpec
 
 
 _GB = 1e9
@@ -86,6 +87,7 @@ class GpuSpec:
     fitted: tuple[FittedModel, ...] = spec_field(doc="kernel models `rooflab fit` fitted on this GPU", default=())
     aliases: tuple[str, ...] = spec_field(doc="other names people and nvidia-smi give it (`--gpu` takes them)",
                                           default=())
+    interconnect: Optional[InterconnectSpec] = None   # links to peer GPUs: datasheet floors, fitted collectives
 
     #: YAML keys read under their old spelling: old -> new.
     RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}
