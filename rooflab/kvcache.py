@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .cost.batch import DecodeBatch
 from .cost.common import whole_number
 from .limits import MAX_PAGE_SIZE, MAX_TOKENS
-from .specs import LayerType, ModelSpec
+from .specs import GpuSpec, LayerType, ModelSpec
 from .units import DType
 from .vocab import LayerKind, WindowAllocation
 
@@ -126,4 +127,39 @@ def longest_context(model: ModelSpec, budget_bytes: int, kv_dtype: DType, page_s
     return lo
 
 
-__all__ = ["KvLayout", "LayerKv", "kv_layout", "longest_context", "pages_kept"]
+@dataclass(frozen=True)
+class BatchMemory:
+    """What a decode batch holds on one GPU: the weights as the checkpoint ships them and every sequence's pages.
+
+    A bound, like `rooflab capacity` without --engine: no activations, CUDA graphs or allocator slack, so a
+    batch that does not fit here fits nowhere, and one that fits may still need an engine's headroom.
+    """
+
+    weights_bytes: int
+    kv_bytes: int
+    hbm_bytes: int
+
+    @property
+    def needed_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_bytes <= self.hbm_bytes
+
+    def to_dict(self) -> dict:
+        return {"weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes, "needed_bytes": self.needed_bytes,
+                "hbm_bytes": self.hbm_bytes, "fits": self.fits}
+
+
+def batch_memory(model: ModelSpec, gpu: GpuSpec, batch: DecodeBatch, kv_dtype: DType, page_size: int = 16,
+                 q_len: int = 1, allocation: WindowAllocation = WindowAllocation.hybrid) -> BatchMemory:
+    """Weights plus the pages of every sequence of `batch` once this step's `q_len` tokens are written."""
+    kv = 0
+    for length, count in zip(batch.lengths, batch.counts):
+        tokens = min(int(length) + q_len, MAX_TOKENS)
+        kv += int(count) * kv_layout(model, tokens, kv_dtype, page_size, allocation=allocation).bytes_per_sequence
+    return BatchMemory(model.weight_bytes(None), kv, gpu.hbm_capacity_bytes)
+
+
+__all__ = ["BatchMemory", "KvLayout", "LayerKv", "batch_memory", "kv_layout", "longest_context", "pages_kept"]

@@ -94,7 +94,8 @@ def report_frame(r: Report) -> Frame:
     totals = [f"whole model, {t.variant} for the softmax layers: {fmt_flops(t.flops)}, {fmt_bytes(t.hbm_bytes)}, "
               f"t_floor {fmt_seconds(t.t_floor_s)} over {t.num_layers} layers" for t in r.totals] if hybrid else []
     return Frame(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
-                 notes=tuple(totals + _details(r) + _facts(r) + list(r.notes)), csv_keys=_CSV_KEYS)
+                 notes=tuple(_warnings(r) + totals + _details(r) + _facts(r) + _fitting(r) + list(r.notes)),
+                 csv_keys=_CSV_KEYS)
 
 
 _CSV_KEYS = ("model", "gpu", "phase", "seq_len", "batch", "dtype", "causal", "variant", "kernel", "flops",
@@ -117,6 +118,26 @@ def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_typ
 
 def render_report(r: Report, fmt: Format = Format.table) -> str:
     return render(report_frame(r), fmt)
+
+
+def _warnings(r: Report) -> list[str]:
+    """Decode: a batch that does not fit, first among the notes."""
+    return _memory(r) if r.memory is not None and not r.memory.fits else []
+
+
+def _fitting(r: Report) -> list[str]:
+    """Decode: the memory line of a batch that fits, with the facts."""
+    return _memory(r) if r.memory is not None and r.memory.fits else []
+
+
+def _memory(r: Report) -> list[str]:
+    m = r.memory
+    seqs = f"{r.batch:,} sequence" + ("s" if r.batch != 1 else "")
+    sums = f"weights {fmt_bytes(m.weights_bytes)} + KV cache {fmt_bytes(m.kv_bytes)} of {seqs} = {fmt_bytes(m.needed_bytes)}"
+    if m.fits:
+        return [f"memory: {sums} of {fmt_bytes(m.hbm_bytes)} on the GPU (fits; a bound without activations)"]
+    return [f"WARNING: the batch does not fit: {sums} > {fmt_bytes(m.hbm_bytes)} on {r.gpu}; the times are for "
+            f"a GPU that could hold it (--must-fit makes this an error)"]
 
 
 def _facts(r: Report) -> list[str]:

@@ -20,6 +20,7 @@ from .cost.common import LaunchCost, Visibility, fused
 from .cost.layers import layer_decode, layer_prefill, layer_splits
 from .cost.paged import check_splits
 from .limits import MAX_RAGGED
+from .kvcache import BatchMemory, batch_memory
 from .roofline import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, ModelSpec
@@ -115,10 +116,19 @@ class Report:
     notes: tuple[str, ...] = field(default_factory=tuple)
     totals: tuple[ModelTotal, ...] = ()
     q_len: int = 1
+    memory: Optional[BatchMemory] = None       # decode: weights + the batch's KV against the GPU's memory
+
+    @property
+    def fits(self) -> Optional[bool]:
+        """Decode: whether the weights and the batch's KV cache fit in the GPU's memory (None for prefill)."""
+        return None if self.memory is None else self.memory.fits
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name not in ("rows", "notes", "facts", "totals") and getattr(self, f.name) is not None}
+               if f.name not in ("rows", "notes", "facts", "totals", "memory") and getattr(self, f.name) is not None}
+        if self.memory is not None:
+            out["fits"] = self.memory.fits
+            out["memory"] = self.memory.to_dict()
         out["totals"] = [dataclasses.asdict(t) for t in self.totals]
         out["phase"] = self.phase.value
         if self.context_lens is not None:
@@ -335,6 +345,7 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
         context_lens=listed, context_len_counts=tuple((int(n), int(c)) for n, c in zip(lens.lengths, lens.counts)),
         kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes), q_len=q_len,
         totals=model_totals(rows, (Variant.paged, Variant.split_kv)),
+        memory=batch_memory(model, gpu, lens, kv_dtype, page_size, q_len),
     )
 
 

@@ -64,7 +64,22 @@ app = typer.Typer(
 )
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Bundled model name (see `rooflab list models`) or a path to a model YAML.")]
-GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="Bundled GPU name (see `rooflab list gpus`) or a path to a GPU YAML.")]
+
+
+def _one_gpu(values: list[str]) -> list[str]:
+    """Commands that price one GPU say so when given several (`plot roofline` and `plot decode` compare several).
+
+    The option is a list so that a repeated -g is seen, not silently replaced; commands read `gpu[0]`."""
+    names = [part.strip() for value in values for part in value.split(",")]
+    if len(names) != 1:
+        raise typer.BadParameter(f"this command takes one GPU (given {len(names)}: {', '.join(names)}); "
+                                 "`rooflab plot roofline` and `plot decode` compare several")
+    return names
+
+
+GpuOpt = Annotated[list[str], typer.Option("--gpu", "-g", metavar="GPU", callback=_one_gpu,
+                                           help="Bundled GPU name (see `rooflab list gpus`), an alias (h200, "
+                                                "'NVIDIA H100 80GB HBM3') or a path to a GPU YAML; one GPU.")]
 DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Element type of Q, K, V, O and of the matrix arithmetic.")]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 

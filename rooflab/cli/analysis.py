@@ -14,7 +14,7 @@ from ..limits import MAX_GIB, MAX_LOGIT_STD, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
-               WeightDTypeOpt, app, decode_lengths, friendly, only_for, params)
+               WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -26,7 +26,7 @@ app.add_typer(list_app, name="list")
 def report(
     ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpuOpt = ["h100-sxm"],
     phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV.")] = Phase.prefill,
     seq_len: SeqLenOpt = 8192,
     batch: BatchOpt = 1,
@@ -46,6 +46,8 @@ def report(
     impl: Annotated[Optional[str], typer.Option("--impl", help="Predict with this implementation's fitted model "
                                                               "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
                                                               "fastest fitted one per row).")] = None,
+    must_fit: Annotated[bool, typer.Option("--must-fit", help="Decode: exit 2 when the weights and the batch's KV "
+                                           "cache do not fit in the GPU's memory (default: a warning).")] = False,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type."""
@@ -54,13 +56,19 @@ def report(
     from ..report import decode_report, prefill_report
 
     if phase is Phase.prefill:
-        only_for(ctx, "decode", "context_len", "page_size", "kv_dtype", "splits", "q_len", "prefill_chunk")
-        r = prefill_report(load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, ceilings, impl)
+        only_for(ctx, "decode", "context_len", "page_size", "kv_dtype", "splits", "q_len", "prefill_chunk", "must_fit")
+        r = prefill_report(load_model(model), load_gpu(gpu[0]), seq_len, batch, dtype, causal, ceilings, impl)
     else:
         only_for(ctx, "prefill", "seq_len", "causal")
         lens = decode_lengths(context_len, batch)
-        r = decode_report(load_model(model), load_gpu(gpu), lens, page_size, dtype, kv_dtype, splits, ceilings,
+        r = decode_report(load_model(model), load_gpu(gpu[0]), lens, page_size, dtype, kv_dtype, splits, ceilings,
                           q_len=q_len, prefill_chunk=prefill_chunk, impl=impl)
+        if must_fit and not r.fits:
+            from ..units import fmt_bytes
+
+            m = r.memory
+            fail(f"--must-fit: {r.batch:,} sequences do not fit on {r.gpu}: weights {fmt_bytes(m.weights_bytes)} + "
+                 f"KV cache {fmt_bytes(m.kv_bytes)} > {fmt_bytes(m.hbm_bytes)}")
     typer.echo(render_report(r, fmt), nl=False)
 
 
@@ -68,7 +76,7 @@ def report(
 @friendly
 def capacity(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpuOpt = ["h100-sxm"],
     context_len: Annotated[int, typer.Option("--context-len", "-L", parser=params.count(1, MAX_TOKENS), metavar="N",
                                              help="Tokens per sequence (prompt plus output): 8192, 32k, 128K.")] = 8192,
     page_size: PageOpt = 16,
@@ -92,7 +100,7 @@ def capacity(
     from ..render import render_capacity
     from ..units import GiB
 
-    plan = plan_capacity(load_model(model), load_gpu(gpu), context_len, weight_dtype, kv_dtype, utilization,
+    plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, weight_dtype, kv_dtype, utilization,
                          int(reserve_gib * GiB), page_size, max_model_len, tensor_parallel, shared_prefix,
                          expert_parallel, dp_attention, window_allocation)
     typer.echo(render_capacity(plan, fmt), nl=False)

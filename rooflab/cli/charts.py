@@ -99,7 +99,7 @@ def plot_memory(
 @friendly
 def plot_time(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpuOpt = ["h100-sxm"],
     batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
                                        help="Sequences prefilled together.")] = 1,
     dtype: DTypeOpt = DType.fp16,
@@ -114,7 +114,7 @@ def plot_time(
     from ..load import load_gpu, load_model
     from ..plot import time_chart, time_sweep
 
-    sweep = time_sweep(load_model(model), load_gpu(gpu), batch, dtype, causal, max_seq_len, seq_len)
+    sweep = time_sweep(load_model(model), load_gpu(gpu[0]), batch, dtype, causal, max_seq_len, seq_len)
     _save(time_chart(sweep), output, "time.png")
 
 
@@ -122,7 +122,7 @@ def plot_time(
 @friendly
 def plot_decode(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpuOpt = ["h100-sxm"],
     batch: Annotated[Optional[list[str]], typer.Option("--batch", "-b", metavar="N[,N...]", help="Batch sizes, one line each; repeat or give a comma list (default 1,8,32,128).")] = None,
     page_size: PageOpt = 16,
     dtype: DTypeOpt = DType.fp16,
@@ -136,7 +136,7 @@ def plot_decode(
     from ..plot import DECODE_BATCHES, decode_chart, decode_sweep
 
     batches = parse_lengths(batch, "--batch", MAX_BATCH) or list(DECODE_BATCHES)
-    sweep = decode_sweep(load_model(model), load_gpu(gpu), batches, page_size, dtype, kv_dtype, max_context_len)
+    sweep = decode_sweep(load_model(model), load_gpu(gpu[0]), batches, page_size, dtype, kv_dtype, max_context_len)
     _save(decode_chart(sweep), output, "decode.png")
 
 
@@ -144,7 +144,7 @@ def plot_decode(
 @friendly
 def plot_capacity(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpuOpt = ["h100-sxm"],
     page_size: PageOpt = 16,
     weight_dtype: WeightDTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
@@ -157,7 +157,7 @@ def plot_capacity(
     from ..load import load_gpu, load_model
     from ..plot import capacity_chart, capacity_sweep
 
-    sweep = capacity_sweep(load_model(model), load_gpu(gpu), page_size, weight_dtype, kv_dtype, utilization,
+    sweep = capacity_sweep(load_model(model), load_gpu(gpu[0]), page_size, weight_dtype, kv_dtype, utilization,
                            max_model_len, tensor_parallel)
     _save(capacity_chart(sweep), output, "capacity.png")
 

@@ -31,7 +31,7 @@ class ExplainFormat(str, enum.Enum):
 def explain(
     variant: Annotated[ExplainVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch; recurrent: a linear-attention layer's decode step and prefill).")] = ExplainVariant.naive,
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = "h100-sxm",
+    gpu: GpuOpt = ["h100-sxm"],
     layer_type: Annotated[Optional[str], typer.Option("--layer-type", metavar="NAME", help="Which of the model's layer types to derive (see its YAML's layer_types; default: its main softmax type, or for recurrent its linear type).")] = None,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
                                          help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
@@ -56,7 +56,7 @@ def explain(
     from ..load import load_gpu, load_model
 
     lens = decode_lengths(context_len, batch)
-    e = derive(Variant(variant.value), load_model(model), load_gpu(gpu), seq_len, batch, dtype, causal, lens,
+    e = derive(Variant(variant.value), load_model(model), load_gpu(gpu[0]), seq_len, batch, dtype, causal, lens,
                page_size, kv_dtype, splits, ceilings, layer_type=layer_type, q_len=q_len,
                mla_sparse_fp8=mla_sparse_fp8)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)
