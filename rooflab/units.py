@@ -145,6 +145,7 @@ class WeightFormat(str, enum.Enum):
     section 3.3 (fine-grained quantization).
     """
 
+    fp64 = "fp64"
     fp32 = "fp32"
     bf16 = "bf16"
     fp16 = "fp16"
@@ -159,18 +160,21 @@ class WeightFormat(str, enum.Enum):
 
     @classmethod
     def of(cls, dtype: "DType | WeightFormat | str") -> "WeightFormat":
-        """The weight format that stores plain `dtype` elements (fp8_e4m3 -> fp8), or a WeightFormat as is."""
+        """The weight format that stores plain `dtype` elements (fp8_e4m3 -> fp8; tf32, a tensor-core mode, is
+        stored as fp32), or a WeightFormat as is."""
         if isinstance(dtype, WeightFormat):
             return dtype
         value = DType(dtype).value if not isinstance(dtype, str) or dtype in DType._value2member_map_ else dtype
-        return cls("fp8" if value in ("fp8_e4m3", "fp8_e5m2") else value)
+        return cls(_STORED_AS.get(value, value))
 
     def __str__(self) -> str:
         return self.value
 
 
+_STORED_AS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "tf32": "fp32"}
+
 _WEIGHT_BITS = {
-    WeightFormat.fp32: 32.0, WeightFormat.bf16: 16.0, WeightFormat.fp16: 16.0, WeightFormat.fp8: 8.0,
+    WeightFormat.fp64: 64.0, WeightFormat.fp32: 32.0, WeightFormat.bf16: 16.0, WeightFormat.fp16: 16.0, WeightFormat.fp8: 8.0,
     WeightFormat.fp8_block: 8.0 + 32.0 / (128 * 128), WeightFormat.mxfp4: 4.0 + 8.0 / 32,
     WeightFormat.nvfp4: 4.0 + 8.0 / 16,
 }

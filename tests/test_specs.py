@@ -218,3 +218,12 @@ def test_weight_bytes_per_gpu():
     m = load_model("llama-3-70b")
     assert m.weight_bytes(DType.fp16) == 2 * m.total_parameters
     assert m.weight_bytes(DType.fp8_e4m3, 3) == -(-m.total_parameters // 3)
+
+
+def test_every_dtype_has_a_stored_weight_format():
+    """tf32 is a tensor-core mode over fp32 storage; fp64 weights take 8 bytes (plot decode --dtype tf32 crashed)."""
+    from rooflab.units import DType, WeightFormat
+
+    stored = {d: WeightFormat.of(d) for d in DType}
+    assert stored[DType.tf32] is WeightFormat.fp32 and stored[DType.fp64].bits_per_weight == 64
+    assert all(stored[d].bits_per_weight == d.bits for d in DType if d is not DType.tf32)
