@@ -193,9 +193,14 @@ def capacity_frame(plan: "CapacityPlan") -> Frame:
     title = f"{plan.model} on {where}: sequences of {plan.context_len:,} tokens, page size {plan.page_size}"
     record = plan.to_dict()
     columns = tuple(Column(label, label, lambda _, text=text: text) for label, text in lines)
-    return Frame(columns, (record,), doc=record, title=title,
-                 notes=(f"answer: {plan.reason}",) if plan.reason else (), vertical=True,
+    notes = ((f"answer: {plan.reason}",) if plan.reason else ()) + (BOUND_NOTE,)
+    return Frame(columns, (record,), doc=record, title=title, notes=notes, vertical=True,
                  csv_keys=tuple(k for k in record if k != "layers"))
+
+
+#: What the default `capacity` is, said under its table: a bound, not what an engine allocates.
+BOUND_NOTE = ("a bound: utilisation x the nvidia-smi total, less the weights and the activation reserve; an engine "
+              "keeps less (--engine vllm|sglang follows its own accounting, --engine-log explains a start-up log)")
 
 
 def _layer_line(k, page_size: int) -> str:

@@ -10,7 +10,7 @@ from ..output import Format
 from ..units import DType
 from ..vocab import CeilingSource, Phase, WindowAllocation
 from ..cost.paged import MAX_Q_LEN
-from ..limits import MAX_GIB, MAX_LOGIT_STD, MAX_TOKENS
+from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
@@ -75,6 +75,7 @@ def report(
 @app.command()
 @friendly
 def capacity(
+    ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
     context_len: Annotated[int, typer.Option("--context-len", "-L", parser=params.count(1, MAX_TOKENS), metavar="N",
@@ -92,17 +93,70 @@ def capacity(
     expert_parallel: ExpertParallelOpt = 1,
     dp_attention: DpAttentionOpt = False,
     window_allocation: WindowAllocationOpt = WindowAllocation.hybrid,
+    engine: Annotated[Optional[str], typer.Option("--engine", metavar="vllm|sglang", help="Follow an engine's own "
+                                                  "memory accounting (default: rooflab's bound).")] = None,
+    engine_version: Annotated[Optional[str], typer.Option("--engine-version", metavar="V", help="The engine's "
+                                                          "accounting: vLLM v0.2, v0.6.4, v0 or v1 (default); "
+                                                          "SGLang v0.4 or v0.5 (default).")] = None,
+    engine_log: Annotated[Optional[str], typer.Option("--engine-log", metavar="FILE", help="Explain a vLLM or SGLang "
+                                                      "start-up log: its KV figure term by term (with --model).")] = None,
+    what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "
+                                                         "kv-cache-dtype=fp8, tp=2, block-size=32, max-model-len=32k or "
+                                                         "gpu-memory-utilization=0.95 (repeat for several).")] = None,
+    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="NAME", help="The engines' "
+                                                          "--kv-dtype: auto, fp8 (= fp8_e4m3), fp8_e5m2, fp8_ds_mla, "
+                                                          "bfloat16, float16.")] = None,
+    block_size: Annotated[Optional[int], typer.Option("--block-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
+                                                      help="The engines' --page-size.")] = None,
+    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", metavar="N",
+                                                                parser=params.count(1, MAX_GPUS),
+                                                                help="The engines' --tp.")] = None,
+    mem_fraction_static: Annotated[Optional[float], typer.Option("--mem-fraction-static", metavar="X",
+                                                                 parser=params.number(0, 1, lo_open=True),
+                                                                 help="SGLang's memory fraction.")] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                                        help="Engine: sequences in vLLM's profile run.")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", metavar="N",
+                                                                  parser=params.count(1, MAX_TOKENS),
+                                                                  help="Engine: tokens in vLLM's profile run.")] = None,
+    cuda_visible: Annotated[Optional[str], typer.Option("--cuda-visible-memory", metavar="SIZE", help="Engine: the "
+                                                        "CUDA-visible total (79.22GiB, 85GB); default: the GPU "
+                                                        "YAML's cuda_visible_bytes.")] = None,
+    non_torch_gib: Annotated[Optional[float], typer.Option("--non-torch-gib", parser=params.number(0, MAX_GIB), metavar="X",
+                                                           help="Engine: non-torch memory (SGLang: memory in use "
+                                                                "before start), GiB; default by version and TP.")] = None,
+    activation_gib: Annotated[Optional[float], typer.Option("--activation-gib", parser=params.number(0, MAX_GIB),
+                                                            metavar="X", help="Engine: vLLM's profiled activation "
+                                                                              "peak, GiB; default: modelled.")] = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type."""
+    """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type.
+
+    Without --engine this is rooflab's bound; --engine vllm|sglang follows the engine's own accounting, and
+    --engine-log explains a start-up log's KV figure term by term.
+    """
     from ..capacity import plan_capacity
+    from ..engines.request import EngineOptions, bound_aliases, check_modes, engine_frame_for, wants_engine
     from ..load import load_gpu, load_model
+    from ..output import render
     from ..render import render_capacity
     from ..units import GiB
 
-    plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, weight_dtype, kv_dtype, utilization,
-                         int(reserve_gib * GiB), page_size, max_model_len, tensor_parallel, shared_prefix,
-                         expert_parallel, dp_attention, window_allocation)
+    given = {p.name for p in ctx.command.params if ctx.get_parameter_source(p.name).name == "COMMANDLINE"}
+    options = EngineOptions(
+        model, gpu[0], engine, engine_version, engine_log, tuple(what_if or ()), kv_dtype.value if kv_dtype else None,
+        kv_cache_dtype, page_size if "page_size" in given else None, block_size,
+        tensor_parallel if "tensor_parallel" in given else None, tensor_parallel_size,
+        utilization if "utilization" in given else None, mem_fraction_static, max_model_len, max_num_seqs,
+        max_num_batched_tokens, cuda_visible, non_torch_gib, activation_gib)
+    if wants_engine(given):
+        typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
+        return
+    check_modes(given)
+    kv, sparse_mla, page, tp = bound_aliases(options)
+    plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, weight_dtype, kv, utilization,
+                         int(reserve_gib * GiB), page or page_size, max_model_len, tp or tensor_parallel, shared_prefix,
+                         expert_parallel, dp_attention, window_allocation, mla_sparse_fp8=sparse_mla)
     typer.echo(render_capacity(plan, fmt), nl=False)
 
 

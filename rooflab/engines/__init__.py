@@ -1,0 +1,35 @@
+"""Engine-faithful capacity: the KV cache vLLM or SGLang would allocate, following each engine's own accounting.
+
+rooflab's `capacity` is a bound (utilisation x nvidia-smi's total, less the weights). An engine sizes its cache
+its own way: vLLM multiplies its utilisation by the CUDA-visible total and subtracts the weights, a profiled
+activation peak and non-torch memory; SGLang takes a fraction of the free memory once NCCL is up, less the
+weights. This package follows them term by term (vllm.py, sglang.py), models what a prediction cannot read off a
+log (profile.py: the activation peak; memory.py: weights as loaded, non-torch memory), reads their start-up logs
+(logs.py) and reproduces a logged figure from its terms, with what-ifs from there (explain.py).
+
+    engine_capacity(model, gpu, settings)   -> EngineCapacity (terms, blocks, tokens, concurrency, log lines)
+    parse_log(text, name)                    -> EngineLog (each recognised figure with its line)
+    explain_log(log, model, gpu, settings)   -> LogExplanation (reproduced, logged, what-if)
+"""
+
+from __future__ import annotations
+
+from ..specs import GpuSpec, ModelSpec
+from .result import EngineCapacity, Role, Term
+from .settings import EngineSettings
+from .vocab import Accounting, Engine, KvCacheDtype, parse_accounting, parse_engine, parse_kv_cache_dtype
+
+
+def engine_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
+    """The KV cache `settings.accounting`'s engine would allocate for `model` on `gpu` (per GPU)."""
+    if settings.engine is Engine.vllm:
+        from .vllm import vllm_capacity
+
+        return vllm_capacity(model, gpu, settings)
+    from .sglang import sglang_capacity
+
+    return sglang_capacity(model, gpu, settings)
+
+
+__all__ = ["Accounting", "Engine", "EngineCapacity", "EngineSettings", "KvCacheDtype", "Role", "Term",
+           "engine_capacity", "parse_accounting", "parse_engine", "parse_kv_cache_dtype"]

@@ -1,0 +1,293 @@
+"""Explain a start-up log: the engine's KV figure rebuilt from the log's own terms, checked, then what-ifs.
+
+Each term is taken from the log where it prints it and modelled where it does not (memory.py, profile.py),
+and the KV figure follows the accounting the log's format belongs to (vllm.py, sglang.py):
+
+    vLLM     KV = u T - weights - activation peak - non-torch   (v0.6.4: u T - peak_torch - non-torch, with
+             the activation = peak_torch - the weights line); blocks and tokens from the model's page (layout.py)
+    SGLang   pool = post - (1 - f) pre  (pre, post: free memory before and after the weights load); tokens =
+             pool // cell; the K-size line checks the cell: (tokens + page) x K bytes per token
+
+A log that prints the KV figure but not every term (a block count, 'Available KV cache memory' alone) is
+anchored on that figure: the terms it lacks are modelled and what the figure implies beyond them is the
+'unattributed' term, so the terms still add up to the total.
+
+A what-if (another KV dtype, TP size, block size, max-model-len or utilisation) keeps what the log measured
+and scales it by the model: weights and activation peak by the ratio of their modelled values, non-torch
+memory (or SGLang's memory in use before start) by the change of its default; an unattributed term stays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import InputError
+from ..specs import GpuSpec, ModelSpec
+from ..units import GiB
+from . import sglang as sglang_mod
+from . import vllm as vllm_mod
+from .layout import BlockLayout, sglang_cell, vllm_layout
+from .logs import EngineLog
+from .result import EngineCapacity, Role, Term
+from .settings import EngineSettings, resolve
+from .vocab import Engine
+
+UNATTRIBUTED = ("unattributed", "what the logged KV figure implies beyond the terms above (the log does not print "
+                                "them all; the others are modelled)")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A logged figure beside the one rebuilt from the log's terms."""
+
+    figure: str
+    logged: float
+    reproduced: float
+    source: str
+
+    @property
+    def rel_error(self) -> float:
+        return (self.reproduced - self.logged) / self.logged if self.logged else 0.0
+
+    def to_dict(self) -> dict:
+        return {"figure": self.figure, "logged": self.logged, "reproduced": self.reproduced,
+                "rel_error": self.rel_error, "source": self.source}
+
+
+@dataclass(frozen=True)
+class LogExplanation:
+    """A log's KV figure rebuilt term by term (`reproduced`), the checks against the logged figures, rooflab's own
+    prediction for the same settings with nothing read from the log (`modelled`), and a what-if.
+
+    `anchored` says the log prints a KV figure but not every term: the reproduction starts from that figure.
+    """
+
+    log: str
+    formats: tuple[str, ...]
+    reproduced: EngineCapacity
+    checks: tuple[Check, ...]
+    modelled: EngineCapacity
+    anchored: bool
+    what_if: Optional[EngineCapacity] = None
+    changes: tuple[str, ...] = ()
+
+    def check(self, figure: str) -> Optional[Check]:
+        return next((c for c in self.checks if c.figure == figure), None)
+
+    def to_dict(self) -> dict:
+        doc = self.reproduced.to_dict()
+        doc.update(log=self.log, formats=list(self.formats), anchored=self.anchored,
+                   checks=[c.to_dict() for c in self.checks], logged={c.figure: c.logged for c in self.checks},
+                   modelled={k: getattr(self.modelled, k) for k in ("kv_cache_bytes", "num_blocks", "kv_cache_tokens",
+                                                                     "max_concurrency")},
+                   what_if=None if self.what_if is None else dict(self.what_if.to_dict(), changes=list(self.changes)))
+        return doc
+
+
+def explain_log(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
+                changes: dict | None = None, given: frozenset[str] = frozenset()) -> LogExplanation:
+    """Rebuild `log`'s KV figure from its terms for `model` on `gpu`, check it against the logged figures, and
+    apply `changes` (EngineSettings fields) as a what-if.
+
+    `settings` describe the logged run; what the log itself prints (TP size, utilisation, max-model-len) fills in
+    what the user did not give (`given`: the EngineSettings fields set explicitly) and contradicts what they did.
+    """
+    settings = _with_log(log, settings, given)
+    build = _vllm if log.engine is Engine.vllm else _sglang
+    reproduced, terms, anchored = build(log, model, gpu, settings)
+    modelled = _modelled(model, gpu, settings)
+    checks = _checks(log, reproduced, terms.get("k_bytes_per_token", 0))
+    what_if, described = None, ()
+    if changes:
+        new = dataclasses.replace(settings, **changes)
+        what_if = _scaled(model, gpu, settings, new, terms, modelled)
+        described = tuple(f"{k.replace('_', '-')}={getattr(v, 'name', v)}" for k, v in changes.items())
+    return LogExplanation(log.name, log.formats, reproduced, checks, modelled, anchored, what_if, described)
+
+
+def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> EngineSettings:
+    """The settings with what the log prints; a value the user gave that the log contradicts is an error."""
+    if settings.engine is not log.engine:
+        raise InputError(f"--engine-log {log.name} is a {log.engine.title} log, but --engine is {settings.engine}")
+    updates = {} if "accounting" in given else {"accounting": log.accounting}
+    for field, key, option in (("tensor_parallel", "tensor_parallel", "--tp"),
+                               ("max_model_len", "max_model_len", "--max-model-len"),
+                               ("utilization", "utilization", "--gpu-memory-utilization")):
+        logged = log.get(key)
+        if logged is None:
+            continue
+        value = logged.value if field == "utilization" else int(logged.value)
+        if field in given and getattr(settings, field) != value:
+            raise InputError(f"{option} {getattr(settings, field)} contradicts the log's {value} ({logged.source}); "
+                             f"drop the option or use --what-if {option.lstrip('-')}=...")
+        updates[field] = value
+    return dataclasses.replace(settings, **updates)
+
+
+def _modelled(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
+    fn = vllm_mod.vllm_capacity if settings.engine is Engine.vllm else sglang_mod.sglang_capacity
+    return fn(model, gpu, settings)
+
+
+def _vllm(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettings):
+    """(capacity, terms, anchored): T, the budget, weights, activation and non-torch from the log where printed."""
+    modelled = vllm_mod.vllm_capacity(model, gpu, settings)
+    total = log.get("total")
+    u = log.value("utilization") or settings.utilization or 0.9
+    s = resolve(dataclasses.replace(settings, utilization=u,
+                                    cuda_visible_bytes=int(total.value) if total else settings.cuda_visible_bytes),
+                model, gpu)
+    layout = vllm_layout(model, s)
+    budget = log.get("budget")
+    budget_bytes = int(budget.value) if budget else int(s.cuda_visible_bytes * u)
+    weights = _term(log, "weights", modelled, "weights")
+    if log.get("activation") is None and log.get("peak_torch") is not None:
+        peak = log.get("peak_torch")
+        activation = (int(peak.value) - weights[0], f"peak_torch_memory - weights ({peak.source})")
+    else:
+        activation = _term(log, "activation", modelled, "activation_peak")
+    non_torch = _term(log, "non_torch", modelled, "non_torch")
+    used = vllm_mod.used_terms(s.accounting, weights, activation, non_torch)
+    complete = all(log.get(k) for k in ("weights", "non_torch")) and (log.get("activation") or log.get("peak_torch"))
+    anchor = None if complete else _vllm_anchor(log, layout)
+    rest = 0
+    if anchor is not None:
+        rest = budget_bytes - anchor - sum(t.bytes for t in used)
+        used.append(Term(UNATTRIBUTED[0], rest, UNATTRIBUTED[1], Role.used))
+    capacity = vllm_mod.assemble(model, gpu, s, used, layout, total_src=total.source if total else None,
+                                 budget_bytes=budget_bytes, notes=_weights_note(log, modelled, s.tensor_parallel))
+    terms = {"weights": weights[0], "activation": activation[0], "non_torch": non_torch[0], "unattributed": rest,
+             "budget": budget_bytes, "total": s.cuda_visible_bytes, "utilization": u}
+    return capacity, terms, anchor is not None
+
+
+def _vllm_anchor(log: EngineLog, layout: BlockLayout) -> Optional[int]:
+    """The KV bytes the log's own figure says: the logged bytes, else its blocks (or tokens) x the block's bytes."""
+    if log.get("kv_bytes") is not None:
+        return int(log.value("kv_bytes"))
+    if log.get("gpu_blocks") is not None:
+        return int(log.value("gpu_blocks")) * layout.block_bytes
+    if log.get("kv_tokens") is not None:
+        return int(log.value("kv_tokens")) // layout.block_size * layout.num_groups * layout.block_bytes
+    return None
+
+
+def _sglang(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettings):
+    """(capacity, terms, anchored) from the free memory before and after the weights load, where logged."""
+    modelled = sglang_mod.sglang_capacity(model, gpu, settings)
+    s = resolve(settings, model, gpu)
+    cell = sglang_cell(model, s)
+    before_load, after_load, usage = log.get("free_before_load"), log.get("free_after_load"), log.get("weights")
+    if before_load is None and after_load is not None and usage is not None:
+        pre, pre_src = int(after_load.value + usage.value), f"free after loading + mem usage ({after_load.source})"
+    elif before_load is not None:
+        pre, pre_src = int(before_load.value), before_load.source
+    else:
+        pre = None
+    if pre is None:
+        default = modelled.term("in_use_before_start")
+        before = (default.bytes, default.source.split(": ", 1)[-1])
+        pre, pre_src = s.cuda_visible_bytes - before[0], "modelled: total less the memory in use before"
+    else:
+        before = (s.cuda_visible_bytes - pre, f"total ({s.cuda_visible_source}) less the free memory at start")
+    if after_load is not None:
+        weights = (pre - int(after_load.value), f"free before - free after loading ({after_load.source})")
+    else:
+        weights = _term(log, "weights", modelled, "weights")
+    extra, rest = (), 0
+    tokens = log.get("kv_tokens")
+    anchored = after_load is None and tokens is not None
+    if anchored:
+        f = s.utilization if s.utilization is not None else modelled.utilization
+        pool = int(tokens.value) * (cell.block_bytes // cell.block_size)
+        rest = pre - int(pre * (1 - f)) - weights[0] - pool
+        extra = (Term(UNATTRIBUTED[0], rest, UNATTRIBUTED[1], Role.used),)
+    notes = _weights_note(log, modelled, s.tensor_parallel, logged=weights[0] if after_load is not None else None)
+    capacity = sglang_mod.assemble(model, gpu, s, pre, before, weights, pre_src=pre_src, extra=extra, notes=notes)
+    terms = {"pre": pre, "weights": weights[0], "before": before[0], "unattributed": rest,
+             "utilization": capacity.utilization, "k_bytes_per_token": cell.k_bytes_per_token}
+    return capacity, terms, anchored
+
+
+def _weights_note(log: EngineLog, modelled: EngineCapacity, tp: int, logged: int | None = None) -> tuple[str, ...]:
+    """A note when the log's weights are far from the model's at this TP size: the wrong --model or --tp."""
+    if logged is None:
+        logged = log.value("weights")
+    expected = modelled.term("weights").bytes
+    if not logged or not expected or 0.8 <= logged / expected <= 1.25:
+        return ()
+    return (f"the log's weights ({logged / GiB:.2f} GiB) are {logged / expected:.2f}x what {modelled.model} takes at "
+            f"TP {tp} ({expected / GiB:.2f} GiB): check --model and --tp",)
+
+
+def _term(log: EngineLog, key: str, modelled: EngineCapacity, name: str) -> tuple[int, str]:
+    figure = log.get(key)
+    if figure is not None:
+        return int(figure.value), figure.source
+    term = modelled.term(name)
+    return term.bytes, term.source.split(": ", 1)[-1]
+
+
+def _checks(log: EngineLog, r: EngineCapacity, k_bytes_per_token: int = 0) -> tuple[Check, ...]:
+    """The logged figures beside the rebuilt ones: KV bytes, blocks, tokens, concurrency, SGLang's K size."""
+    checks = []
+    pairs = [("kv_cache_bytes", "kv_bytes", r.kv_cache_bytes), ("num_blocks", "gpu_blocks", r.num_blocks),
+             ("kv_cache_tokens", "kv_tokens", r.kv_cache_tokens), ("max_concurrency", "concurrency", r.max_concurrency)]
+    for figure, key, value in pairs:
+        logged = log.get(key)
+        if logged is not None:
+            checks.append(Check(figure, logged.value, value, logged.source))
+    blocks, kv_bytes = log.get("gpu_blocks"), log.get("kv_bytes")
+    if blocks is not None and log.get("kv_tokens") is None:
+        checks.append(Check("kv_cache_tokens", blocks.value * r.block_size, r.kv_cache_tokens,
+                            f"{blocks.source} (x {r.block_size} tokens a block)"))
+    elif r.engine == "vllm" and kv_bytes is not None and log.get("kv_tokens") is None:
+        tokens = int(kv_bytes.value) // r.block_bytes // r.num_groups * r.block_size
+        checks.append(Check("kv_cache_tokens", tokens, r.kv_cache_tokens,
+                            f"derived from the logged KV bytes ({kv_bytes.source})"))
+    size = log.get("k_size") or log.get("kv_size")
+    if size is not None and r.engine == "sglang":
+        per_token = r.block_bytes // r.block_size if log.get("kv_size") else k_bytes_per_token
+        tokens = log.value("kv_tokens")
+        n = tokens if tokens is not None else r.kv_cache_tokens
+        checks.append(Check("k_size_bytes", size.value, (n + r.block_size) * per_token, size.source))
+    return tuple(checks)
+
+
+def _scaled(model: ModelSpec, gpu: GpuSpec, old: EngineSettings, new: EngineSettings, terms: dict,
+            modelled_old: EngineCapacity) -> EngineCapacity:
+    """The what-if: the log's terms scaled by the model (module docstring)."""
+    modelled_new = _modelled(model, gpu, new)
+
+    def scaled(value: int, name: str, what: str) -> tuple[int, str]:
+        a, b = modelled_old.term(name).bytes, modelled_new.term(name).bytes
+        if not a:
+            return b, f"modelled (the log's {what} is 0)"
+        return int(value * b / a), f"the log's {what} x {b / a:.3f} (the modelled ratio)"
+
+    def shifted(value: int, name: str, what: str) -> tuple[int, str]:
+        delta = modelled_new.term(name).bytes - modelled_old.term(name).bytes
+        sign = "+" if delta >= 0 else "-"
+        return max(0, value + delta), f"the log's {what} {sign} {abs(delta) / GiB:.2f} GiB (the change of its default)"
+
+    u = new.utilization if new.utilization is not None else terms["utilization"]
+    weights = scaled(terms["weights"], "weights", "weights")
+    kept = (Term(UNATTRIBUTED[0], terms["unattributed"], "kept from the log", Role.used),) \
+        if terms["unattributed"] else ()
+    note = ("what-if: the log's measured terms, scaled by the model where the change moves them",)
+    if new.engine is Engine.vllm:
+        s = resolve(dataclasses.replace(new, utilization=u, cuda_visible_bytes=terms["total"]), model, gpu)
+        budget = terms["budget"] if u == terms["utilization"] else int(terms["total"] * u)
+        used = vllm_mod.used_terms(s.accounting, weights,
+                                   scaled(terms["activation"], "activation_peak", "activation peak"),
+                                   shifted(terms["non_torch"], "non_torch", "non-torch memory")) + list(kept)
+        return vllm_mod.assemble(model, gpu, s, used, vllm_layout(model, s), budget_bytes=budget, notes=note)
+    s = resolve(dataclasses.replace(new, utilization=u), model, gpu)
+    before = shifted(terms["before"], "in_use_before_start", "memory in use before start")
+    return sglang_mod.assemble(model, gpu, s, s.cuda_visible_bytes - before[0], before, weights,
+                               pre_src="the log's, shifted", extra=kept, notes=note)
+
+
+__all__ = ["Check", "LogExplanation", "explain_log"]

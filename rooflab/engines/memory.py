@@ -1,0 +1,75 @@
+"""The terms an engine subtracts besides the activation peak: its weights, and the memory torch does not allocate.
+
+Weights, as engines measure them (the memory `load_model` takes): every parameter in the format the
+checkpoint ships (ModelSpec.weight_bytes, split tp ways), plus one rotary cos/sin cache of max_context_len x
+rotary dim in the model's dtype, which every attention layer shares (vllm v0.6.x
+vllm/model_executor/layers/rotary_embedding.py get_rope). vllm#10517 logged 14.9888 GiB for Llama-3.1-8B: 14.958
+of parameters and 0.031 of its 131,072 x 128 bf16 cache.
+
+Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib overrides it:
+
+    vllm-v0.2     0.50 GiB   the CUDA context (v0.2.5 charges everything in use after the profile run; vLLM
+                             v0.19.0's init snapshot on an H100 reads cuda_memory=0.51GiB before anything loads)
+    vllm-v0.6.4   0.35 GiB   the CUDA context and allocations outside torch (vllm#10517's two RTX 3090 logs);
+                             +1.0 GiB under TP for NCCL (v0.19.0: 1.53 GiB at TP 2 against 0.51 at TP 1)
+    vllm-v0       0.20 GiB   allocations outside torch during the profile, the context excluded (vllm#12126:
+                             0.16; vllm#14447: 0.20); 0.25 GiB under TP (vllm#13061, 2 x RTX 4090: 0.25)
+    vllm-v1       0.25 GiB   the same (vLLM v0.19.0 H100 logs: 0.24 to 0.27 at TP 1); 2.1 GiB under TP (NCCL's
+                             and custom all-reduce's buffers: 2.07 to 2.21 GiB at TP 2 and 4)
+
+SGLang measures free memory after NCCL starts, so what is in use before then (the CUDA context, NCCL) lies
+outside its fraction: 0.6 GiB at TP 1 (sglang#4760: an H100's 79.22 GiB less the 78.59 free before loading),
++1.0 GiB under TP (the NCCL figure above); --non-torch-gib overrides it.
+"""
+
+from __future__ import annotations
+
+from ..specs import ModelSpec
+from ..units import GiB
+from ..vocab import LayerKind
+from .settings import model_dtype
+from .vocab import Accounting, Engine
+
+_NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
+    Accounting.vllm_v0_2: (0.50, 0.50),
+    Accounting.vllm_v0_6_4: (0.35, 1.35),
+    Accounting.vllm_v0: (0.20, 0.25),
+    Accounting.vllm_v1: (0.25, 2.10),
+    Accounting.sglang_v0_4: (0.60, 1.60),
+    Accounting.sglang_v0_5: (0.60, 1.60),
+}
+
+_NON_TORCH_WHAT = {
+    Engine.vllm: "non-torch memory",
+    Engine.sglang: "in use before SGLang measures (CUDA context, NCCL)",
+}
+
+
+def non_torch_default(accounting: Accounting, tensor_parallel: int) -> tuple[int, str]:
+    """The default non-torch memory (vLLM) or memory in use before start (SGLang), and a line saying so."""
+    gib = _NON_TORCH_GIB[accounting][0 if tensor_parallel == 1 else 1]
+    where = "TP 1" if tensor_parallel == 1 else "under TP"
+    return int(gib * GiB), f"default for {accounting.value} {where} ({gib:.2f} GiB; --non-torch-gib overrides)"
+
+
+def non_torch_name(engine: Engine) -> str:
+    return _NON_TORCH_WHAT[engine]
+
+
+def rotary_cache_bytes(model: ModelSpec) -> int:
+    """One cos/sin cache: max_context_len x rotary dim (head_dim; MLA: the rope dims) in the model's dtype."""
+    dims = [t.qk_rope_head_dim if t.kind is LayerKind.mla else t.heads(model.heads).head_dim
+            for t in model.layer_types.values() if t.kind is not LayerKind.linear]
+    return model.max_context_len * max(dims, default=0) * model_dtype(model).bytes
+
+
+def engine_weight_bytes(model: ModelSpec, tensor_parallel: int) -> tuple[int, str]:
+    """Weights as an engine measures them on one GPU, and how they were counted."""
+    params = model.weight_bytes(None, tensor_parallel)
+    rope = rotary_cache_bytes(model)
+    split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
+    return params + rope, (f"modelled: {model.total_parameters / 1e9:.2f} B parameters as shipped{split}, "
+                           f"plus the rotary cache ({rope / GiB:.3f} GiB)")
+
+
+__all__ = ["engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]

@@ -1,0 +1,122 @@
+"""vLLM's profile run, modelled: the torch memory its dummy batch adds above the weights (the activation peak).
+
+vLLM sizes its KV cache after one forward pass of a dummy batch of `max_num_batched_tokens` tokens over
+`max_num_seqs` sequences and one sampler pass over those sequences' last tokens (V0: vllm v0.6.4
+vllm/worker/model_runner.py profile_run; V1: vllm v0.10.0 vllm/v1/worker/gpu_model_runner.py profile_run and
+_dummy_sampler_run, with min(max_num_batched_tokens, max_num_seqs) requests). It charges the increase of
+torch's allocated-bytes peak. rooflab models that peak as the larger of two moments, since the forward's
+buffers are freed before the sampler runs:
+
+    forward   T x (3 H + max(3 F / tp, (q + k + v + o) / tp, MoE)) x b
+              the residual stream, the layer's input and its normalised copy (3 H), beside the largest
+              block's intermediates: gate and up (2 F) and their product (F) of a dense MLP; q, k, v and the
+              attention output; for a MoE, fused_moe's caches k (2 F' + F' + H) per token (vllm v0.6.x
+              vllm/model_executor/layers/fused_moe/fused_moe.py, fused_experts: intermediate caches 1, 2 and 3,
+              in chunks of at most 32,768 tokens), F' = F / tp
+    sampler   R x V x s + T x H x b   (R requests, vocabulary V; the forward's output hidden states are still
+              held while the sampler runs: vllm v0.10.0 gpu_model_runner.py profile_run keeps `hidden_states`
+              beside the `last_hidden_states` it samples from; V0's execute_model likewise)
+              V0, s = 40 bytes: vllm v0.6.x vllm/model_executor/layers/sampler.py holds, while
+              _apply_top_k_top_p re-sorts (the profile asks for top-k and top-p), the model-dtype logits (2), their
+              fp32 copy (4), the sorted values (4) and int64 indices (8), the softmax of the sorted values (4), its
+              cumulative sum (4), two bool masks (2), the inverse permutation (8) and the gathered result (4).
+              V1, s = 15 bytes: fitted to the vLLM v0.19.0 H100 logs of dense models (14.7 to 15.0 bytes once
+              the hidden states are counted): V1's sampler keeps the fp32 logits and one sort, or FlashInfer's
+              kernel, in place of V0's copies (vllm v0.10.0 vllm/v1/sample/ops/topk_topp_sampler.py).
+
+    peak = max(forward, sampler + in V1 the fused-MoE caches): they outlive the forward pass (the v0.19.0 logs
+           of Qwen3-30B-A3B, DeepSeek-V2-Lite and Mixtral exceed the sampler by about their size)
+
+T = max_num_batched_tokens, H = hidden size, F = the MLP's intermediate size, b = bytes of the activations'
+dtype. The forward term reproduces vllm#10517's RTX 3090 peaks (Llama-3.1-8B, 20,000 and 29,000 tokens: 2.07 and
+2.99 GiB logged, 2.06 and 2.99 modelled), the sampler term vllm#10511's Llama-3-8B peak on an H100 (1.26 GiB
+logged, 1.29 modelled: 256 sequences x 128,256 x 40 bytes beside 8,192 x 4,096 x 2 of hidden states). vLLM V0 under tensor parallelism gathers the logits on
+rank 0 only, which then keeps the fewest blocks (the engine takes the minimum over ranks), so the sampler
+term applies at every TP size. Vision encoders (multimodal profile runs) are not modelled: pass
+--activation-gib.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..specs import ModelSpec
+from ..vocab import LayerKind
+from .settings import Resolved, model_dtype
+from .vocab import Accounting
+
+#: Bytes the sampler keeps alive per (request x vocabulary entry), by accounting (module docstring).
+SAMPLER_BYTES_PER_LOGIT = {Accounting.vllm_v0_2: 40, Accounting.vllm_v0_6_4: 40, Accounting.vllm_v0: 40,
+                           Accounting.vllm_v1: 15}
+#: fused_moe processes at most this many tokens at a time (VLLM_FUSED_MOE_CHUNK_SIZE's default, 32 x 1024).
+MOE_CHUNK_TOKENS = 32 * 1024
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """The modelled torch peak of vLLM's profile run above the weights, and its parts (bytes, one GPU)."""
+
+    num_tokens: int
+    num_requests: int
+    forward_bytes: int
+    sampler_bytes: int
+    moe_workspace_bytes: int
+    moe_workspace_kept: bool
+
+    @property
+    def peak_bytes(self) -> int:
+        """The larger moment: the forward pass (MoE caches included), or the sampler beside what outlives the
+        forward (its output hidden states; V1's MoE caches)."""
+        kept = self.moe_workspace_bytes if self.moe_workspace_kept else 0
+        return max(self.forward_bytes, self.sampler_bytes + kept)
+
+    def describe(self) -> str:
+        part = "sampler" if self.sampler_bytes >= self.forward_bytes else "forward"
+        kept = " + the fused-MoE caches V1 keeps" if self.moe_workspace_kept and self.moe_workspace_bytes else ""
+        return (f"modelled: the {part} pass of the profile run{kept} ({self.num_tokens:,} tokens over "
+                f"{self.num_requests:,} sequences)")
+
+
+def profile_run(model: ModelSpec, s: Resolved) -> ProfileRun:
+    """The profile run's activation peak for `model` with the resolved settings (module docstring)."""
+    tp = s.tensor_parallel
+    tokens = s.max_num_batched_tokens
+    requests = min(s.max_num_seqs, tokens)
+    b = model_dtype(model).bytes
+    per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
+    moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
+    hidden = tokens * model.hidden_size * b
+    sampler = requests * model.vocab_size * SAMPLER_BYTES_PER_LOGIT[s.accounting] + hidden
+    forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
+    return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=s.accounting.is_v1)
+
+
+def _mlp_elements(model: ModelSpec, tp: int) -> int:
+    """Per token: gate and up (2 F) and their product (F) of the widest dense MLP, split tp ways."""
+    dense = (model.dense_ffn_size or model.ffn_size) if model.num_dense_layers else 0
+    shared = (model.shared_expert_ffn_size or model.ffn_size) * model.num_shared_experts if model.is_moe else 0
+    return 3 * max(dense, shared) // tp
+
+
+def _moe_elements(model: ModelSpec, tp: int) -> int:
+    """Per token: fused_moe's caches, k x (2 F' + F' + H), F' = F / tp; 0 for a dense model."""
+    if not model.is_moe:
+        return 0
+    f = model.ffn_size // tp
+    return model.num_experts_per_token * (3 * f + model.hidden_size)
+
+
+def _attention_elements(model: ModelSpec, tp: int) -> int:
+    """Per token: q, k, v and the output of the widest layer type, split tp ways (MLA prefill: k and v per head)."""
+    widest = 0
+    for name in model.layer_counts:
+        t = model.layer_types[name]
+        if t.kind is LayerKind.linear:
+            continue
+        h = t.heads(model.heads)
+        kv_heads = h.num_qo_heads if t.kind is LayerKind.mla else h.num_kv_heads
+        widest = max(widest, h.num_qo_heads * (h.head_dim + h.value_dim) + kv_heads * (h.head_dim + h.value_dim))
+    return widest // tp
+
+
+__all__ = ["MOE_CHUNK_TOKENS", "ProfileRun", "SAMPLER_BYTES_PER_LOGIT", "profile_run"]

@@ -1,0 +1,205 @@
+"""`rooflab capacity --engine ... / --engine-log ...`: the options as typed -> settings -> a Frame.
+
+rooflab's own option names and the engines' (vLLM's and SGLang's) are both accepted:
+
+    rooflab                      engines
+    --kv-dtype bf16              --kv-cache-dtype auto | fp8 (= fp8_e4m3) | fp8_e5m2 | fp8_ds_mla | bfloat16 | ...
+    --page-size N                --block-size N
+    --tp N, --tensor-parallel    --tensor-parallel-size N, -tp N
+    --gpu-memory-utilization X   --mem-fraction-static X (SGLang)
+
+Two names for one setting given different values, options of the other mode (the bound's --shared-prefix with
+--engine, --max-num-seqs without it), an engine version of the other engine: each is a one- or two-line error
+naming the values. Nothing here prints; the CLI renders the Frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import InputError
+from ..load import load_gpu, load_model
+from ..output import Frame
+from ..units import GiB, parse_bytes, parse_count
+from .settings import EngineSettings
+from .vocab import Engine, KvCacheDtype, kv_cache_dtype_of, parse_accounting, parse_engine, parse_kv_cache_dtype
+
+#: Options that only the engine modes read (as the CLI names its parameters).
+ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "max_num_seqs": "--max-num-seqs",
+               "max_num_batched_tokens": "--max-num-batched-tokens", "cuda_visible": "--cuda-visible-memory",
+               "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib",
+               "mem_fraction_static": "--mem-fraction-static"}
+#: Options of rooflab's bound that an engine's accounting has no place for.
+BOUND_ONLY = {"context_len": "--context-len", "reserve_gib": "--activation-reserve-gib",
+              "shared_prefix": "--shared-prefix", "expert_parallel": "--expert-parallel",
+              "dp_attention": "--dp-attention", "window_allocation": "--window-allocation",
+              "weight_dtype": "--weight-dtype"}
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The `capacity` options the engine modes read, as parsed by the CLI (None: not given)."""
+
+    model: str
+    gpu: str
+    engine: Optional[str] = None
+    engine_version: Optional[str] = None
+    engine_log: Optional[str] = None
+    what_if: tuple[str, ...] = ()
+    kv_dtype: Optional[str] = None              # rooflab's --kv-dtype (a DType value)
+    kv_cache_dtype: Optional[str] = None
+    page_size: Optional[int] = None
+    block_size: Optional[int] = None
+    tensor_parallel: Optional[int] = None
+    tensor_parallel_size: Optional[int] = None
+    utilization: Optional[float] = None
+    mem_fraction_static: Optional[float] = None
+    max_model_len: Optional[int] = None
+    max_num_seqs: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    cuda_visible: Optional[str] = None
+    non_torch_gib: Optional[float] = None
+    activation_gib: Optional[float] = None
+
+
+def wants_engine(given: set[str]) -> bool:
+    """Whether the options given on the command line ask for an engine mode."""
+    return bool({"engine", "engine_log"} & given)
+
+
+def check_modes(given: set[str]) -> None:
+    """Refuse options of the mode not asked for (names as the CLI spells them)."""
+    if wants_engine(given):
+        wrong = [flag for name, flag in BOUND_ONLY.items() if name in given]
+        if wrong:
+            raise InputError(f"{', '.join(wrong)} {_verb(wrong)} to rooflab's bound (no --engine) only; an engine "
+                             "sizes its cache its own way (--max-model-len sets the request length it reports)")
+        return
+    wrong = [flag for name, flag in ENGINE_ONLY.items() if name in given]
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} {_verb(wrong)} with --engine or --engine-log only")
+
+
+def _verb(flags: list[str]) -> str:
+    return "applies" if len(flags) == 1 else "apply"
+
+
+def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
+    """The Frame `rooflab capacity` prints in an engine mode (module docstring)."""
+    from .frame import engine_frame, explanation_frame
+
+    check_modes(given)
+    model, gpu = load_model(o.model), load_gpu(o.gpu)
+    if o.engine_log is None:
+        if o.what_if:
+            raise InputError("--what-if applies with --engine-log only (a prediction takes the options directly)")
+        from . import engine_capacity
+
+        return engine_frame(engine_capacity(model, gpu, _settings(o, parse_engine(o.engine))))
+    if "model" not in given:
+        raise InputError("--engine-log needs --model: the model the logged run served")
+    from .explain import explain_log
+    from .logs import read_log
+
+    log = read_log(o.engine_log)
+    engine = parse_engine(o.engine) if o.engine else log.engine
+    settings = _settings(o, engine)
+    fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
+              "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static")}
+    chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
+    return explanation_frame(explain_log(log, model, gpu, settings, parse_what_if(o.what_if), chosen))
+
+
+def bound_aliases(o: EngineOptions):
+    """(kv dtype or None, sparse fp8 MLA layout, page size or None, tp or None) for rooflab's bound, the engines'
+    names included; two names with two values are an error."""
+    kv = _one("--kv-dtype", o.kv_dtype and kv_cache_dtype_of(_dtype(o.kv_dtype)), "--kv-cache-dtype",
+              o.kv_cache_dtype and parse_kv_cache_dtype(o.kv_cache_dtype), key=lambda k: k.dtype)
+    block = _one("--page-size", o.page_size, "--block-size", o.block_size)
+    tp = _one("--tp", o.tensor_parallel, "--tensor-parallel-size", o.tensor_parallel_size)
+    return (kv.dtype if kv else None), bool(kv and kv.mla_sparse_fp8), block, tp
+
+
+def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
+    """EngineSettings from the options, after the aliases agree."""
+    accounting = parse_accounting(engine, o.engine_version)
+    kv = _one("--kv-dtype", o.kv_dtype and kv_cache_dtype_of(_dtype(o.kv_dtype)), "--kv-cache-dtype",
+              o.kv_cache_dtype and parse_kv_cache_dtype(o.kv_cache_dtype), key=lambda k: k.dtype)
+    _, _, block, tp = bound_aliases(o)
+    if o.mem_fraction_static is not None and engine is Engine.vllm:
+        raise InputError(f"--mem-fraction-static {o.mem_fraction_static:g} is SGLang's; vLLM's is "
+                         "--gpu-memory-utilization")
+    utilization = _one("--gpu-memory-utilization", o.utilization, "--mem-fraction-static", o.mem_fraction_static)
+    return EngineSettings(
+        accounting=accounting, tensor_parallel=tp or 1, kv_cache_dtype=kv or KvCacheDtype("auto", None),
+        block_size=block, max_model_len=o.max_model_len, utilization=utilization, max_num_seqs=o.max_num_seqs,
+        max_num_batched_tokens=o.max_num_batched_tokens, cuda_visible_bytes=_size(o.cuda_visible),
+        activation_bytes=None if o.activation_gib is None else int(o.activation_gib * GiB),
+        non_torch_bytes=None if o.non_torch_gib is None else int(o.non_torch_gib * GiB))
+
+
+def _one(name_a: str, a, name_b: str, b, key=lambda v: v):
+    """The value of a setting given under two names: either one, or both agreeing; else an error naming both."""
+    if a is not None and b is not None and key(a) != key(b):
+        shown = lambda v: getattr(v, "name", v)  # noqa: E731
+        raise InputError(f"{name_a} {shown(a)} and {name_b} {shown(b)} name one setting with two values; give one")
+    return b if b is not None else a
+
+
+def _dtype(text: str):
+    from ..units import DType
+
+    return DType(text)
+
+
+def _size(text: Optional[str]) -> Optional[int]:
+    if text is None:
+        return None
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise InputError(f"--cuda-visible-memory: {exc}") from None
+
+
+#: --what-if keys: the engines' names and rooflab's, each to an EngineSettings field.
+_WHAT_IF = {"kv-cache-dtype": "kv_cache_dtype", "kv-dtype": "kv_cache_dtype", "tp": "tensor_parallel",
+            "tensor-parallel-size": "tensor_parallel", "tensor-parallel": "tensor_parallel",
+            "block-size": "block_size", "page-size": "block_size", "max-model-len": "max_model_len",
+            "gpu-memory-utilization": "utilization", "mem-fraction-static": "utilization"}
+
+
+def parse_what_if(items: tuple[str, ...] | list[str]) -> dict:
+    """['kv-cache-dtype=fp8', 'tp=2'] -> EngineSettings changes; unknown keys, bad values, a setting twice: errors."""
+    changes: dict = {}
+    for item in items or ():
+        key, sep, value = str(item).partition("=")
+        key = key.strip().lstrip("-").lower().replace("_", "-")
+        if not sep or key not in _WHAT_IF:
+            raise InputError(f"--what-if '{item}': give KEY=VALUE with KEY one of {', '.join(_WHAT_IF)}")
+        field = _WHAT_IF[key]
+        if field in changes:
+            raise InputError(f"--what-if '{item}': {field.replace('_', '-')} is already set by another --what-if")
+        changes[field] = _what_if_value(field, value.strip(), item)
+    return changes
+
+
+def _what_if_value(field: str, value: str, item: str):
+    try:
+        if field == "kv_cache_dtype":
+            return parse_kv_cache_dtype(value)
+        if field == "utilization":
+            number = float(value)
+            if not 0 < number <= 1:
+                raise ValueError(f"{value} is not in (0, 1]")
+            return number
+        number = parse_count(value)
+        if number < 1:
+            raise ValueError(f"{value} is below 1")
+        return number
+    except (ValueError, InputError) as exc:
+        raise InputError(f"--what-if '{item}': {exc}") from None
+
+
+__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "EngineOptions", "bound_aliases", "check_modes", "engine_frame_for", "parse_what_if",
+           "wants_engine"]

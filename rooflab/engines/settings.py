@@ -1,0 +1,144 @@
+"""An engine's settings as the user gives them (EngineSettings) and as the engine resolves them (Resolved).
+
+Defaults follow the engines' source, per accounting (vocab.Accounting):
+
+    block size               vLLM 16 (vllm v0.2.4 and v0.6.4 vllm/engine/arg_utils.py); SGLang page_size 1
+    gpu_memory_utilization   0.9 in every vLLM release modelled here (0.92 only from v0.21, not modelled)
+    max_num_seqs             V0: 256 (vllm v0.2.4 arg_utils.py; "Set max_num_seqs to 256 for VLLM_V0" in
+                             _set_default_args_v0); V1 (`vllm serve`): 1024 on GPUs of 70 GiB or more that are not
+                             A100s, else 256 (vllm v0.10.0 vllm/engine/arg_utils.py, _set_default_args_v1)
+    max_num_batched_tokens   V0: max(max_model_len, 2048) (vllm v0.2.4 vllm/config.py); chunked prefill, switched on
+                             for max_model_len > 32,768 without sliding windows (_set_default_args_v0), schedules
+                             512 tokens in v0.6.4 and 2048 from v0.6.5 (_DEFAULT_MAX_NUM_BATCHED_TOKENS in
+                             vllm/config.py); V1 (`vllm serve`): 8192 on GPUs of 70 GiB or more that are not A100s,
+                             else 2048 (same function); never above max_num_seqs' floor: max_num_seqs <= it
+    CUDA-visible total       --cuda-visible-memory, else the GPU YAML's cuda_visible_bytes, else the nvidia-smi
+                             total less 0.45 GiB (the gap on H100 (0.43), RTX 3090 (0.42) and RTX 4090 (0.44);
+                             0.68 GiB on A100-80GB), marked as estimated
+    mem_fraction_static      sglang.py (by version, TP size and GPU memory)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..cost.common import whole_number
+from ..errors import InputError
+from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
+from ..specs import GpuSpec, ModelSpec
+from ..units import GiB, DType
+from ..vocab import LayerKind
+from .vocab import Accounting, Engine, KvCacheDtype
+
+#: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
+DRIVER_RESERVE_BYTES = int(0.45 * GiB)
+#: V1's large-GPU defaults apply from this much device memory (vllm arg_utils.py: 70 * GiB_bytes).
+LARGE_GPU_BYTES = 70 * GiB
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What the user asked for; None means the engine's default (see the module docstring)."""
+
+    accounting: Accounting
+    tensor_parallel: int = 1
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype("auto", None)
+    block_size: Optional[int] = None
+    max_model_len: Optional[int] = None
+    utilization: Optional[float] = None          # gpu_memory_utilization (vLLM) or mem_fraction_static (SGLang)
+    max_num_seqs: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    cuda_visible_bytes: Optional[int] = None
+    activation_bytes: Optional[int] = None       # overrides the modelled profile-run peak
+    non_torch_bytes: Optional[int] = None        # overrides the default non-torch memory
+
+    def __post_init__(self) -> None:
+        whole_number(self.tensor_parallel, "tensor parallel size", maximum=MAX_GPUS)
+        for name, hi in (("block_size", MAX_PAGE_SIZE), ("max_model_len", MAX_TOKENS), ("max_num_seqs", MAX_TOKENS),
+                         ("max_num_batched_tokens", MAX_TOKENS)):
+            value = getattr(self, name)
+            if value is not None:
+                whole_number(value, name.replace("_", " "), maximum=hi)
+        if self.utilization is not None and not 0 < self.utilization <= 1:
+            raise InputError(f"memory utilisation must be in (0, 1], got {self.utilization!r}")
+        for name in ("cuda_visible_bytes", "activation_bytes", "non_torch_bytes"):
+            value = getattr(self, name)
+            if value is not None:
+                whole_number(value, name.replace("_", " "), minimum=0, maximum=1 << 50)
+
+    @property
+    def engine(self) -> Engine:
+        return self.accounting.engine
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Every setting concrete, with where the CUDA-visible total came from."""
+
+    accounting: Accounting
+    tensor_parallel: int
+    kv_cache_dtype: KvCacheDtype
+    kv_dtype: DType
+    block_size: int
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    cuda_visible_bytes: int
+    cuda_visible_source: str
+    utilization: Optional[float]
+
+
+def model_dtype(model: ModelSpec) -> DType:
+    """The activations' and 'auto' KV cache's dtype: the checkpoint's (bf16 where the spec names none)."""
+    return model.weight_dtype or DType.bf16
+
+
+def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolved:
+    """The settings with the engine's defaults filled in (module docstring)."""
+    a = settings.accounting
+    engine_default_block = 16 if a.engine is Engine.vllm else 1
+    max_len = settings.max_model_len or model.max_context_len
+    mnbt, seqs = _batch_defaults(settings, model, gpu, max_len)
+    total, source = cuda_visible(gpu, settings.cuda_visible_bytes)
+    return Resolved(
+        accounting=a, tensor_parallel=settings.tensor_parallel, kv_cache_dtype=settings.kv_cache_dtype,
+        kv_dtype=settings.kv_cache_dtype.resolve(model_dtype(model)),
+        block_size=settings.block_size or engine_default_block, max_model_len=max_len,
+        max_num_seqs=seqs, max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source,
+        utilization=settings.utilization)
+
+
+def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:
+    """The total engines multiply by their utilisation, and where it comes from."""
+    if override is not None:
+        return override, "--cuda-visible-memory"
+    if gpu.cuda_visible_bytes is not None:
+        return gpu.cuda_visible_bytes, f"{gpu.name} YAML cuda_visible_bytes"
+    return (gpu.hbm_capacity_bytes - DRIVER_RESERVE_BYTES,
+            f"estimated: {gpu.name}'s nvidia-smi total less 0.45 GiB (its YAML gives no cuda_visible_bytes; "
+            f"pass --cuda-visible-memory)")
+
+
+def _batch_defaults(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec, max_len: int) -> tuple[int, int]:
+    """max_num_batched_tokens and max_num_seqs of the profile run (module docstring)."""
+    a = settings.accounting
+    if a.engine is Engine.sglang:
+        return settings.max_num_batched_tokens or 0, settings.max_num_seqs or 0
+    if a.is_v1:
+        large = gpu.hbm_capacity_bytes >= LARGE_GPU_BYTES and "a100" not in gpu.name.lower()
+        mnbt = settings.max_num_batched_tokens or (8192 if large else 2048)
+        seqs = settings.max_num_seqs or min(1024 if large else 256, mnbt)
+        return mnbt, seqs
+    windowed = any(t.kind in (LayerKind.sliding, LayerKind.chunked) for t in model.layer_types.values())
+    chunked = a is not Accounting.vllm_v0_2 and max_len > 32768 and not windowed
+    if settings.max_num_batched_tokens:
+        mnbt = settings.max_num_batched_tokens
+    elif chunked:
+        mnbt = 512 if a is Accounting.vllm_v0_6_4 else 2048
+    else:
+        mnbt = max(max_len, 2048)
+    return mnbt, settings.max_num_seqs or 256
+
+
+__all__ = ["DRIVER_RESERVE_BYTES", "EngineSettings", "Resolved", "cuda_visible", "model_dtype", "resolve"]

@@ -1,0 +1,130 @@
+"""vLLM's KV-cache sizing, term by term, as each accounting (vocab.Accounting) computes it.
+
+With T the CUDA-visible total (cudaMemGetInfo's, not nvidia-smi's) and u = gpu_memory_utilization, per GPU:
+
+    vllm-v0.2    KV = u T - (T - free after the profile run): the CUDA context, the weights and the profile's
+                 peak all count (vllm v0.2.5 vllm/worker/worker.py:91-99, profile_num_available_blocks; PR #2031)
+    vllm-v0.6.4  KV = u T - (torch peak + non-torch): the torch peak of the profile includes the weights, non-torch
+                 memory includes the CUDA context (vllm v0.6.4 vllm/worker/worker.py:186-230)
+    vllm-v0      KV = u T - (W + A + N): weights as loaded, the torch-peak increase of the profile run, the
+                 increase of non-torch memory since start-up, NCCL's buffers included (vllm v0.6.5
+                 vllm/worker/worker.py:191-223 and vllm/utils.py memory_profiling; v0.7.0 worker.py:217-248)
+    vllm-v1      KV = u T - (W + A + N), the same shared memory_profiling() in V1's worker (vllm v0.9.1
+                 vllm/v1/worker/gpu_worker.py:183-227; v0.10.0 :211-255), V1's profile run and defaults
+
+Every accounting then cuts KV into blocks (layout.py), takes the minimum over TP ranks (they are alike here)
+and captures CUDA graphs afterwards, inside the (1 - u) T margin. The activation peak A is modelled
+(profile.py) and N defaults per accounting (memory.py); --activation-gib and --non-torch-gib override them.
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..specs import GpuSpec, ModelSpec
+from ..units import GiB
+from .layout import BlockLayout, vllm_layout
+from .memory import engine_weight_bytes, non_torch_default
+from .profile import profile_run
+from .result import EngineCapacity, Role, Term
+from .settings import EngineSettings, Resolved, resolve
+from .vocab import Accounting
+
+#: Default swap space per GPU, in CPU blocks (vllm v0.2.4 and v0.6.4 arg_utils.py: swap_space 4 GiB).
+SWAP_BYTES = 4 * GiB
+
+_NAMES = {  # how each accounting's log names the three subtracted terms
+    Accounting.vllm_v0_2: ("weights", "profile peak (activations)", "CUDA context and other non-torch memory"),
+    Accounting.vllm_v0_6_4: ("weights (inside peak_torch_memory)", "activation peak (peak_torch_memory - weights)",
+                             "non_torch_memory"),
+    Accounting.vllm_v0: ("model weights", "PyTorch activation peak memory", "non_torch_memory"),
+    Accounting.vllm_v1: ("weights memory", "torch peak memory increase", "non-torch forward increase memory"),
+}
+
+
+def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
+    """How vLLM would size its KV cache for `model` on `gpu` (module docstring); raises InputError on options vLLM
+    itself refuses."""
+    s = resolve(settings, model, gpu)
+    _check(s, model)
+    weights, weights_src = engine_weight_bytes(model, s.tensor_parallel)
+    profile = profile_run(model, s)
+    activation = settings.activation_bytes if settings.activation_bytes is not None else profile.peak_bytes
+    activation_src = "--activation-gib" if settings.activation_bytes is not None else profile.describe()
+    if settings.non_torch_bytes is not None:
+        non_torch, non_torch_src = settings.non_torch_bytes, "--non-torch-gib"
+    else:
+        non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel)
+    used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
+    return assemble(model, gpu, s, used, vllm_layout(model, s))
+
+
+def used_terms(accounting: Accounting, weights: tuple[int, str], activation: tuple[int, str],
+               non_torch: tuple[int, str]) -> list[Term]:
+    """The three terms vLLM subtracts, each (bytes, source), named as `accounting`'s log names them."""
+    names = _NAMES[accounting]
+    return [Term(key, b, f"{name}: {src}", Role.used)
+            for key, name, (b, src) in zip(("weights", "activation_peak", "non_torch"), names,
+                                           (weights, activation, non_torch))]
+
+
+def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layout: BlockLayout,
+             total_src: str | None = None, budget_bytes: int | None = None,
+             notes: tuple[str, ...] = ()) -> EngineCapacity:
+    """The capacity from the terms vLLM subtracts (used_terms, and what explain.py adds to them).
+
+    `budget_bytes` is u T as a log printed it (two decimals of GiB are finer than T and u each rounded);
+    explain.py passes it.
+    """
+    u = s.utilization if s.utilization is not None else 0.9
+    total = s.cuda_visible_bytes
+    budget = int(total * u) if budget_bytes is None else budget_bytes
+    rest = budget - sum(t.bytes for t in used)
+    kv = max(0, rest)
+    if rest <= 0:
+        notes += (f"vLLM would refuse to start: nothing is left for the KV cache ({rest / GiB:.2f} GiB; its error: "
+                  "'No available memory for the cache blocks')",)
+    terms = (Term("cuda_visible_total", total, total_src or s.cuda_visible_source, Role.total),
+             Term("margin", total - budget, f"(1 - {u:g}) x total: outside vLLM's budget; CUDA graphs live here",
+                  Role.margin),
+             *used,
+             Term("kv_cache", rest, "what is left of u x total", Role.kv))
+    blocks = layout.num_blocks(kv)
+    tokens = layout.tokens(blocks)
+    concurrency = layout.concurrency(blocks, s.max_model_len)
+    return EngineCapacity(
+        engine="vllm", accounting=s.accounting.value, releases=s.accounting.releases, model=model.name, gpu=gpu.name,
+        tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name, block_size=s.block_size,
+        max_model_len=s.max_model_len, utilization=u, max_num_seqs=s.max_num_seqs,
+        max_num_batched_tokens=s.max_num_batched_tokens, terms=terms, kv_cache_bytes=kv,
+        block_bytes=layout.block_bytes, num_blocks=blocks, kv_cache_tokens=tokens, max_concurrency=concurrency,
+        num_groups=layout.num_groups, lines=log_lines(s, layout, kv, blocks, tokens, concurrency), notes=notes)
+
+
+def log_lines(s: Resolved, layout: BlockLayout, kv: int, blocks: int, tokens: int, concurrency: float) -> tuple[str, ...]:
+    """The figures as this accounting's log prints them."""
+    if s.accounting.is_v1:
+        return (f"Available KV cache memory: {kv / GiB:.2f} GiB",
+                f"GPU KV cache size: {tokens:,} tokens",
+                f"Maximum concurrency for {s.max_model_len:,} tokens per request: {concurrency:.2f}x")
+    cpu = SWAP_BYTES // layout.block_bytes
+    lines = [f"# GPU blocks: {blocks}, # CPU blocks: {cpu}"]
+    if s.accounting is not Accounting.vllm_v0_2:
+        lines.append(f"Maximum concurrency for {s.max_model_len} tokens per request: {concurrency:.2f}x")
+    return tuple(lines)
+
+
+def _check(s: Resolved, model: ModelSpec) -> None:
+    """Options vLLM refuses at start-up (vllm v0.6.4 vllm/config.py SchedulerConfig._verify_args)."""
+    if s.max_num_batched_tokens < s.max_num_seqs:
+        raise InputError(f"--max-num-batched-tokens {s.max_num_batched_tokens:,} is below --max-num-seqs "
+                         f"{s.max_num_seqs:,}; vLLM refuses a batch budget smaller than its sequence count")
+    chunked = not s.accounting.is_v1 and s.max_model_len > 32768
+    if not s.accounting.is_v1 and not chunked and s.max_num_batched_tokens < s.max_model_len:
+        raise InputError(f"--max-num-batched-tokens {s.max_num_batched_tokens:,} is below --max-model-len "
+                         f"{s.max_model_len:,}; vLLM V0 without chunked prefill refuses it")
+    if s.max_model_len > model.max_context_len:
+        raise InputError(f"--max-model-len {s.max_model_len:,} exceeds {model.name}'s max_context_len "
+                         f"{model.max_context_len:,}; vLLM refuses it")
+
+
+__all__ = ["SWAP_BYTES", "assemble", "log_lines", "used_terms", "vllm_capacity"]

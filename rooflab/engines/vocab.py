@@ -1,0 +1,150 @@
+"""The engines' own vocabulary: which engine and which of its memory accountings, KV-cache dtype names.
+
+    Engine          vllm, sglang
+    Accounting      one engine's way of sizing its KV cache over a range of its releases (vllm-v1,
+                    sglang-v0.4, ...): the user picks one with --engine-version
+    KvCacheDtype    what --kv-cache-dtype names (auto, fp8 = fp8_e4m3, fp8_e5m2, fp8_ds_mla, bfloat16, ...)
+
+Every name is refused with a one-line error naming the value and listing the accepted ones.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..units import DType
+
+
+class Engine(str, enum.Enum):
+    """The serving engines whose memory accounting rooflab follows."""
+
+    vllm = "vllm"
+    sglang = "sglang"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def title(self) -> str:
+        return {"vllm": "vLLM", "sglang": "SGLang"}[self.value]
+
+
+class Accounting(str, enum.Enum):
+    """One engine's KV-cache sizing over a range of its releases (values as `--engine-version` takes them).
+
+    vllm-v0.2     V0, v0.2.5 - v0.3.3 (PR #2031): KV = u T - (all memory in use after the profile run)
+    vllm-v0.6.4   V0, v0.6.4 (PR #9352): KV = u T - (torch peak, weights included, + non-torch memory)
+    vllm-v0       V0, v0.6.5 to its removal (PRs #10511, #12126): KV = u T - (weights + activation peak + non-torch)
+    vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines
+    sglang-v0.4   SGLang v0.3 - v0.4.x: pool = f x free memory after NCCL init - weights, f by TP size
+    sglang-v0.5   SGLang v0.5.3 - v0.5.10: the same pool, f from a reserve that grows with the GPU's defaults
+    """
+
+    vllm_v0_2 = "vllm-v0.2"
+    vllm_v0_6_4 = "vllm-v0.6.4"
+    vllm_v0 = "vllm-v0"
+    vllm_v1 = "vllm-v1"
+    sglang_v0_4 = "sglang-v0.4"
+    sglang_v0_5 = "sglang-v0.5"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def engine(self) -> Engine:
+        return Engine(self.value.split("-")[0])
+
+    @property
+    def short(self) -> str:
+        """The name after the engine's: 'v1', 'v0.6.4'."""
+        return self.value.split("-", 1)[1]
+
+    @property
+    def is_v1(self) -> bool:
+        return self is Accounting.vllm_v1
+
+    @property
+    def releases(self) -> str:
+        return _RELEASES[self]
+
+
+_RELEASES = {
+    Accounting.vllm_v0_2: "vLLM V0 v0.2.5 - v0.3.3",
+    Accounting.vllm_v0_6_4: "vLLM V0 v0.6.4",
+    Accounting.vllm_v0: "vLLM V0 v0.6.5 - V0's removal",
+    Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.20",
+    Accounting.sglang_v0_4: "SGLang v0.3 - v0.4.x",
+    Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",
+}
+
+#: The accounting `--engine E` follows when no --engine-version is given: each engine's newest modelled one.
+DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting.sglang_v0_5}
+
+
+def parse_engine(text: str) -> Engine:
+    """'vllm' or 'sglang' (any case)."""
+    key = str(text).strip().lower()
+    if key not in Engine._value2member_map_:
+        raise InputError(f"--engine '{text}' is not an engine rooflab models; choose vllm or sglang")
+    return Engine(key)
+
+
+def parse_accounting(engine: Engine, text: str | None) -> Accounting:
+    """`--engine-version` for `engine`: 'v1', '0.6.4' or 'vllm-v1'; None gives the engine's default.
+
+    A version of the other engine is a contradiction, named in the error.
+    """
+    if text is None:
+        return DEFAULT_ACCOUNTING[engine]
+    key = str(text).strip().lower()
+    key = key if key.startswith(("vllm-", "sglang-")) else f"{engine.value}-{key if key.startswith('v') else 'v' + key}"
+    if key not in Accounting._value2member_map_:
+        own = ", ".join(a.short for a in Accounting if a.engine is engine)
+        raise InputError(f"--engine-version '{text}' is not a {engine.title} accounting rooflab models; "
+                         f"choose one of {own}")
+    accounting = Accounting(key)
+    if accounting.engine is not engine:
+        raise InputError(f"--engine-version '{text}' is {accounting.engine.title}'s, but --engine is {engine.value}")
+    return accounting
+
+
+@dataclass(frozen=True)
+class KvCacheDtype:
+    """What an engine's --kv-cache-dtype names: a dtype (None for 'auto', the model's own) and the layout."""
+
+    name: str
+    dtype: DType | None
+    mla_sparse_fp8: bool = False
+
+    def resolve(self, model_dtype: DType) -> DType:
+        return self.dtype or model_dtype
+
+
+#: vLLM's and SGLang's --kv-cache-dtype names, and rooflab's own dtype names. 'fp8' is e4m3 in both engines
+#: (vLLM: vllm/config/cache.py CacheDType; SGLang: server_args.py kv_cache_dtype choices); fp8_inc is
+#: Intel Gaudi's e4m3; fp8_ds_mla is DeepSeek-V3.2's 656-byte sparse MLA layout (e4m3 latent, fp32 scales,
+#: bf16 rope).
+_KV_NAMES = {
+    "auto": None, "fp8": DType.fp8_e4m3, "fp8_e4m3": DType.fp8_e4m3, "fp8_inc": DType.fp8_e4m3,
+    "fp8_e5m2": DType.fp8_e5m2, "fp8_ds_mla": DType.fp8_e4m3, "bfloat16": DType.bf16, "bf16": DType.bf16,
+    "float16": DType.fp16, "fp16": DType.fp16, "half": DType.fp16, "float32": DType.fp32, "fp32": DType.fp32,
+}
+
+
+def parse_kv_cache_dtype(text: str) -> KvCacheDtype:
+    """An engine's or rooflab's KV-cache dtype name; anything else is an error listing the names accepted."""
+    key = str(text).strip().lower()
+    if key not in _KV_NAMES:
+        raise InputError(f"--kv-cache-dtype '{text}' is not a KV-cache dtype; choose one of {', '.join(_KV_NAMES)}")
+    return KvCacheDtype(key, _KV_NAMES[key], mla_sparse_fp8=key == "fp8_ds_mla")
+
+
+def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
+    """rooflab's --kv-dtype as an engine name (None: auto)."""
+    return KvCacheDtype("auto" if dtype is None else dtype.value, dtype)
+
+
+__all__ = ["Accounting", "DEFAULT_ACCOUNTING", "Engine", "KvCacheDtype", "kv_cache_dtype_of", "parse_accounting",
+           "parse_engine", "parse_kv_cache_dtype"]
