@@ -43,6 +43,20 @@ class AttentionHeads:
         """K and V of one token in one layer: h_kv (d + d_v) b (2 h_kv d b when d_v = d)."""
         return self.num_kv_heads * (self.head_dim + self.value_dim) * kv_dtype.bytes
 
+    def _shard_problem(self, tp: int) -> str | None:
+        """Why `tp` cannot split these heads, or None."""
+        if self.num_qo_heads % tp:
+            return f"does not divide the {self.num_qo_heads} query heads"
+        if tp <= self.num_kv_heads and self.num_kv_heads % tp:
+            return f"does not divide the {self.num_kv_heads} KV heads"
+        if tp > self.num_kv_heads and tp % self.num_kv_heads:
+            return f"is not a multiple of the {self.num_kv_heads} KV heads, so they cannot be replicated evenly"
+        return None
+
+    def tensor_parallel_sizes(self) -> list[int]:
+        """Every tensor-parallel size that splits these heads (1 .. h)."""
+        return [tp for tp in range(1, self.num_qo_heads + 1) if self._shard_problem(tp) is None]
+
     def shard(self, tensor_parallel: int) -> AttentionHeads:
         """The heads one GPU holds when the layer is split `tensor_parallel` ways by head.
 
@@ -52,13 +66,10 @@ class AttentionHeads:
         """
         tp = tensor_parallel
         if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-            raise InputError(f"tensor parallel size must be a whole number >= 1, got {tp!r}")
-        if self.num_qo_heads % tp:
-            raise InputError(f"tensor parallel size {tp} does not divide the {self.num_qo_heads} query heads")
-        if tp <= self.num_kv_heads and self.num_kv_heads % tp:
-            raise InputError(f"tensor parallel size {tp} does not divide the {self.num_kv_heads} KV heads")
-        if tp > self.num_kv_heads and tp % self.num_kv_heads:
-            raise InputError(f"tensor parallel size {tp} is not a multiple of the {self.num_kv_heads} KV heads, "
-                             "so they cannot be replicated evenly")
+            raise InputError(f"tensor parallel size (--tp) must be a whole number >= 1, got {tp!r}")
+        problem = self._shard_problem(tp)
+        if problem:
+            sizes = ", ".join(str(n) for n in self.tensor_parallel_sizes())
+            raise InputError(f"tensor parallel size --tp {tp} {problem}; sizes that split these heads: {sizes}")
         return AttentionHeads(self.num_qo_heads // tp, max(1, self.num_kv_heads // tp), self.head_dim,
                               self.v_head_dim)
