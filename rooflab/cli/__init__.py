@@ -63,7 +63,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Bundled model name (see `rooflab list models`) or a path to a model YAML.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Bundled model name (see `rooflab list models`), a path "
+                                       "to a model YAML, or a Hugging Face config.json: its path, a folder holding "
+                                       "one, or an org/name id in the local Hugging Face cache.")]
 
 
 def _one_gpu(values: list[str]) -> list[str]:
