@@ -115,9 +115,17 @@ def dcp_decode(heads: AttentionHeads, context_len: int, batch: int, world_size: 
         local = DecodeCost(local.attention, merge_splits(rows, num_splits, d_v, DType.fp32, write_lse=True),
                            local.kv_bytes, local.block_table_bytes, local.partial_bytes, num_splits,
                            local.work_units, local.longest_unit_tokens)
-    unpack = LaunchCost(KernelCost("unpack", np.float64(0.0), np.float64(2 * n * state), Pipe.vector), Variant.merge)
-    merge = merge_splits(rows, n, d_v, dtype)
+    unpack, merge = merge_pieces(rows, d_v, n, dtype)
     return DcpDecode(n, local, state - rows * d_v * dtype.bytes, state, unpack, merge, share)
+
+
+def merge_pieces(rows: float, d_v: int, world_size: int, dtype: DType) -> tuple[LaunchCost, MergeCost]:
+    """What follows the all-gather of `rows` fp32 states (o of d_v, lse): the unpack (read and write the N
+    gathered states once) and the N-way merge into O in `dtype`."""
+    state = rows * (d_v + 1) * FP32_BYTES
+    unpack = LaunchCost(KernelCost("unpack", np.float64(0.0), np.float64(2 * world_size * state), Pipe.vector),
+                        Variant.merge)
+    return unpack, merge_splits(rows, world_size, d_v, dtype)
 
 
 
@@ -219,4 +227,4 @@ def dcp_threshold(gpu: GpuSpec, heads: AttentionHeads, batch: int, world_size: i
 
 
 __all__ = ["DcpDecode", "DcpTime", "check_dcp", "dcp_decode", "dcp_speedup", "dcp_threshold", "dcp_time",
-           "shard_tokens"]
+           "merge_pieces", "shard_tokens"]

@@ -31,10 +31,16 @@ class GemmCost(SingleKernel):
 
 
 def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, name: str = "gemm",
-         weight_dtype: DType | None = None) -> GemmCost:
-    """y [m, n] = x [m, k] W^T: 2 m n k FLOPs, (n k b_w + (m k + m n) b) bytes (b_w: the weight's bytes, default b)."""
+         weight_bits: float | None = None, groups: ArrayLike = 1) -> GemmCost:
+    """y [m, n] = x [m, k] W^T: 2 m n k FLOPs, (G n k b_w + (m k + m n) b) bytes.
+
+    b_w: the weight's bytes per element (`weight_bits` / 8, default the activations' b). `groups` G > 1 is a
+    grouped GEMM (a MoE layer's experts): G weights of [n, k] each read once, the m rows spread over them.
+    """
     m, n, k = as_array(m, "GEMM m"), as_array(n, "GEMM n"), as_array(k, "GEMM k")
-    weight = n * k * (weight_dtype or dtype).bytes              # W [n, k], read once
+    g = as_array(groups, "GEMM groups", minimum=0)
+    bits = dtype.bytes * 8 if weight_bits is None else weight_bits
+    weight = g * n * k * bits / 8                                # G x W [n, k], read once
     acts = (m * k + m * n) * dtype.bytes                         # x [m, k] in, y [m, n] out
     return GemmCost(KernelCost(name, 2 * m * n * k, weight + acts), weight)
 
