@@ -63,7 +63,8 @@ def explanation_frame(x: LogExplanation) -> Frame:
                                              f"cache{versus}"))
     if x.what_if is not None:
         w = x.what_if
-        lines.append((f"what-if {', '.join(x.changes)}", f"{w.kv_cache_tokens:,} tokens ({w.num_blocks:,} blocks of "
+        unit = "blocks" if w.engine == "vllm" else "pages"
+        lines.append((f"what-if {', '.join(x.changes)}", f"{w.kv_cache_tokens:,} tokens ({w.num_blocks:,} {unit} of "
                                                           f"{fmt_bytes(w.block_bytes)}), concurrency "
                                                           f"{w.max_concurrency:.2f}x at {w.max_model_len:,} tokens"))
         lines += [("  " + _LABELS.get(t.name, t.name), f"{_gib(t.bytes)}  {t.source}")

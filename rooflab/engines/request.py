@@ -15,6 +15,7 @@ naming the values. Nothing here prints; the CLI renders the Frame.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -108,7 +109,8 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
     fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
               "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static")}
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
-    return explanation_frame(explain_log(log, model, gpu, settings, parse_what_if(o.what_if), chosen))
+    x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if), chosen)
+    return explanation_frame(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
 
 
 def bound_aliases(o: EngineOptions):
