@@ -280,3 +280,15 @@ LOG = str(DATA / "vllm-llama-3-8b-h100-tp1.log")
 ])
 def test_bad_engine_input(args, needle):
     _short_error(_invoke(*args), needle)
+
+
+def test_what_if_predicts_another_log():
+    """vllm#10517 posted two runs that differ only in max_model_len: the 20,000-token log's what-if at 29,000
+    tokens lands on the 29,000-token log's 1,478 blocks."""
+    case = next(c for c in CASES if c.get("log") == "vllm-llama-3.1-8b-instruct-rtx3090-tp1.log")
+    from rooflab.engines.request import parse_what_if
+
+    x = explain_log(read_log(DATA / case["log"]), load_model(DATA / case["model"]), load_gpu(DATA / case["gpu"]),
+                    bench.settings(case), parse_what_if(["max-model-len=29000"]))
+    assert x.what_if.num_blocks == pytest.approx(1478, rel=0.01)
+    assert x.what_if.lines[1] == f"Maximum concurrency for 29000 tokens per request: {x.what_if.max_concurrency:.2f}x"

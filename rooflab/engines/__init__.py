@@ -7,9 +7,10 @@ weights. This package follows them term by term (vllm.py, sglang.py), models wha
 log (profile.py: the activation peak; memory.py: weights as loaded, non-torch memory), reads their start-up logs
 (logs.py) and reproduces a logged figure from its terms, with what-ifs from there (explain.py).
 
-    engine_capacity(model, gpu, settings)   -> EngineCapacity (terms, blocks, tokens, concurrency, log lines)
-    parse_log(text, name)                    -> EngineLog (each recognised figure with its line)
-    explain_log(log, model, gpu, settings)   -> LogExplanation (reproduced, logged, what-if)
+    engine_capacity(model, gpu, settings)           -> EngineCapacity (terms, blocks, tokens, concurrency, lines)
+    logs.read_log(path), logs.parse_log(text, name)  -> EngineLog (each recognised figure with its line)
+    explain.explain_log(log, model, gpu, settings)   -> LogExplanation (rebuilt, checks, modelled, what-if)
+    request.engine_frame_for(options, given)         -> the Frame `rooflab capacity --engine/--engine-log` prints
 """
 
 from __future__ import annotations

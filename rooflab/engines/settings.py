@@ -11,7 +11,7 @@ Defaults follow the engines' source, per accounting (vocab.Accounting):
                              for max_model_len > 32,768 without sliding windows (_set_default_args_v0), schedules
                              512 tokens in v0.6.4 and 2048 from v0.6.5 (_DEFAULT_MAX_NUM_BATCHED_TOKENS in
                              vllm/config.py); V1 (`vllm serve`): 8192 on GPUs of 70 GiB or more that are not A100s,
-                             else 2048 (same function); never above max_num_seqs' floor: max_num_seqs <= it
+                             else 2048 (same function), and max_num_seqs at most max_num_batched_tokens
     CUDA-visible total       --cuda-visible-memory, else the GPU YAML's cuda_visible_bytes, else the nvidia-smi
                              total less 0.45 GiB (the gap on H100 (0.43), RTX 3090 (0.42) and RTX 4090 (0.44);
                              0.68 GiB on A100-80GB), marked as estimated
