@@ -225,7 +225,6 @@ def topology() -> str:
     return done.stdout if done.returncode == 0 else done.stderr
 
 
-__all__ = ["RunResult", "assemble", "check_launch", "gpu_count", "launch", "read_ranks", "run_metadata", "topology"]
 
 
 def summary(rows: Sequence[Measurement]) -> str:
@@ -256,3 +255,24 @@ def summary(rows: Sequence[Measurement]) -> str:
             lines.append(f"gemm {m.dtype} {m.m:5d} x {m.n:6d} x {m.k:5d}  {m.time_s * 1e6:9.1f} us  "
                          f"{2 * m.m * m.n * m.k / m.time_s / 1e12:6.1f} TFLOP/s  {m.n * m.k * 2 / m.time_s / 1e12:5.2f} TB/s")
     return "\n".join(lines)
+
+
+def launch_cli(nproc: int, output: Path, cpu: bool, sections: Sequence[str], gpu: Optional[str],
+               command: str) -> RunResult:
+    """`rooflab bench --distributed`: `output` names the files' prefix (rooflab-bench.csv -> rooflab-bench-*.csv),
+    unknown sections are refused, the GPU spec is --gpu or the one nvidia-smi's name resolves to."""
+    from .dist_worker import SECTIONS
+    from .device import _nvidia_smi, spec_for_device
+
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise InputError(f"--section {unknown[0]}: unknown; sections are {', '.join(SECTIONS)}")
+    output = Path(output)
+    prefix = output.name[:-4] if output.suffix == ".csv" else output.name
+    spec = gpu if gpu or cpu else spec_for_device(_nvidia_smi("name"))
+    return launch(nproc, output.parent if str(output.parent) else Path("."), sections, cpu=cpu, prefix=prefix,
+                  command=command, gpu_spec=spec)
+
+
+__all__ = ["RunResult", "assemble", "check_launch", "gpu_count", "launch", "launch_cli", "read_ranks", "run_metadata",
+           "summary", "topology"]

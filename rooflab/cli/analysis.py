@@ -9,12 +9,16 @@ import typer
 from ..output import Format
 from ..units import DType
 from ..vocab import CeilingSource, Phase, WindowAllocation
+from ..step import STEPS
 from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
-               WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params)
+               WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params, parse_lengths)
+
+#: The steps `report --phase step --step` prices (rooflab.step.STEPS as an Enum for the CLI's choices).
+StepKind = __import__("enum").Enum("StepKind", {s: s for s in STEPS}, type=str)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -27,7 +31,8 @@ def report(
     ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
-    phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV.")] = Phase.prefill,
+    phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV; step: the "
+                                         "whole model's step on a deployment (--tp, --dcp, --cp).")] = Phase.prefill,
     seq_len: SeqLenOpt = 8192,
     batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
@@ -48,13 +53,36 @@ def report(
                                                               "fastest fitted one per row).")] = None,
     must_fit: Annotated[bool, typer.Option("--must-fit", help="Decode: exit 2 when the weights and the batch's KV "
                                            "cache do not fit in the GPU's memory (default: a warning).")] = False,
+    step: Annotated[StepKind, typer.Option("--step", help="Step: decode (time per output token) or prefill (time "
+                                           "to first token of --batch prompts of --context-len).")] = StepKind.decode,
+    tp: Annotated[int, typer.Option("--tp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                    help="Step: tensor-parallel GPUs (heads and weights split N ways).")] = 1,
+    dcp: Annotated[int, typer.Option("--dcp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                     help="Step (decode): GPUs each sequence's KV is split over by position.")] = 1,
+    cp: Annotated[int, typer.Option("--cp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                    help="Step (prefill): GPUs a prompt is split over (ring attention).")] = 1,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type."""
+    """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type;
+    --phase step: the whole model's step on a deployment, per component."""
     from ..load import load_gpu, load_model
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
+    if phase is not Phase.step:
+        only_for(ctx, "step", "step", "tp", "dcp", "cp")
+    if phase is Phase.step:
+        only_for(ctx, "prefill or decode", "seq_len", "causal", "kv_dtype", "splits", "q_len", "prefill_chunk",
+                 "ceilings", "impl", "must_fit")
+        from ..render_step import render_step
+        from ..step import step_report
+
+        lens = parse_lengths(context_len) or [8192]
+        if len(lens) > 1:
+            fail("--phase step takes one --context-len (every sequence of the batch at that length)")
+        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, tp, dcp, cp, dtype, page_size)
+        typer.echo(render_step(r, fmt), nl=False)
+        return
     if phase is Phase.prefill:
         only_for(ctx, "decode", "context_len", "page_size", "kv_dtype", "splits", "q_len", "prefill_chunk", "must_fit")
         r = prefill_report(load_model(model), load_gpu(gpu[0]), seq_len, batch, dtype, causal, ceilings, impl)
@@ -128,6 +156,9 @@ def capacity(
     activation_gib: Annotated[Optional[float], typer.Option("--activation-gib", parser=params.number(0, MAX_GIB),
                                                             metavar="X", help="Engine: vLLM's profiled activation "
                                                                               "peak, GiB; default: modelled.")] = None,
+    dcp: Annotated[int, typer.Option("--dcp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                     help="Decode context parallelism: each sequence's KV split by position over N "
+                                          "GPUs (weights on every one), so long contexts fit.")] = 1,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type.
@@ -150,6 +181,8 @@ def capacity(
         utilization if "utilization" in given else None, mem_fraction_static, max_model_len, max_num_seqs,
         max_num_batched_tokens, cuda_visible, non_torch_gib, activation_gib)
     if wants_engine(given):
+        if dcp > 1:
+            fail("--dcp applies to rooflab's own bound, not to --engine / --engine-log accounting")
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     check_modes(given)
@@ -157,7 +190,27 @@ def capacity(
     plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, weight_dtype, kv, utilization,
                          int(reserve_gib * GiB), page or page_size, max_model_len, tp or tensor_parallel, shared_prefix,
                          expert_parallel, dp_attention, window_allocation, mla_sparse_fp8=sparse_mla)
+    if dcp > 1:
+        typer.echo(render(_dcp_frame(plan, load_model(model), context_len, dcp, page or page_size,
+                                     tp or tensor_parallel), fmt), nl=False)
+        return
     typer.echo(render_capacity(plan, fmt), nl=False)
+
+
+def _dcp_frame(plan, model, context_len: int, dcp: int, page_size: int, tp: int):
+    """The capacity plan with its KV split `dcp` ways by position (cost/dcp.dcp_capacity), said in its title."""
+    import dataclasses
+
+    from ..cost.dcp import dcp_capacity
+    from ..render import capacity_frame
+
+    plan = dcp_capacity(plan, model, context_len, dcp, page_size, DType(plan.kv_dtype), tp)
+    frame = capacity_frame(plan)
+    doc = dict(frame.doc, decode_context_parallel=dcp, gpus=dcp * plan.tensor_parallel)
+    note = (f"decode context parallel: each sequence's KV split by position over {dcp} GPUs "
+            f"({dcp * plan.tensor_parallel} GPUs in all, weights on every one); sequences are those the group "
+            f"serves, memory figures per GPU")
+    return dataclasses.replace(frame, title=f"{frame.title} (DCP {dcp})", doc=doc, notes=(note, *frame.notes))
 
 
 @app.command()

@@ -22,8 +22,30 @@ def calibrate(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="GPU YAML to write with the measured: section (default: ./<gpu>.yaml).")] = None,
     copy_gib: Annotated[float, typer.Option("--copy-gib", parser=params.number(0.01, 64), metavar="X",
                                             help="Size of the copy buffer, GiB.")] = 2.0,
+    collectives: Annotated[bool, typer.Option("--collectives", help="Instead: time NCCL's collectives between this "
+                                              "machine's GPUs (torchrun, one process a GPU) and write the fitted "
+                                              "interconnect: section.")] = False,
+    nproc: Annotated[int, typer.Option("--nproc", parser=params.count(2, 1024), metavar="N",
+                                       help="--collectives: GPUs (processes) to time them over.")] = 2,
+    from_files: Annotated[Optional[list[Path]], typer.Option("--from", metavar="FILE", help="--collectives: fit a "
+                                                             "measurement file already made (repeat) instead of "
+                                                             "measuring.")] = None,
 ) -> None:
-    """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`."""
+    """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`.
+    With --collectives: NCCL's collectives between this machine's GPUs, fitted into the `interconnect:` section."""
+    if collectives or from_files:
+        from ..bench.comm_fit import calibrate_collectives
+
+        if from_files and not collectives:
+            raise typer.BadParameter("--from goes with --collectives")
+        link, target = calibrate_collectives(gpu, output, nproc, tuple(from_files or ()),
+                                             " ".join(["rooflab", *sys.argv[1:]]))
+        for c in link.collectives:
+            err = "-" if c.median_error is None else f"{c.median_error:.1%} / {c.worst_error:.1%}"
+            typer.echo(f"{c.collective.value:15s} {c.world_size} GPUs {c.timing:5s} {len(c.bands)} band(s), "
+                       f"held-out error median / worst {err}")
+        typer.echo(f"wrote {target}")
+        return
     from ..bench.calibrate import calibrate as run_calibration
     from ..bench.calibrate import describe, write_spec
     from ..bench.device import check_spec_matches, default_spec, device_name
@@ -52,7 +74,7 @@ def validate(
     fit_from: Annotated[Optional[list[Path]], typer.Option("--fit-from", metavar="FILE", help="Fit the time model on these campaigns (repeat) and hold out every row of FILE: the out-of-campaign error.")] = None,
 ) -> None:
     """Measured against predicted: fraction of the floor per kernel, and the time model's held-out error."""
-    from ..bench.validate import validate as run_validation
+    from ..bench.dist_validate import validate_any as run_validation
     from ..load import data_dir
     from ..output import write_atomic
     from ..render_validation import render_validation
@@ -75,8 +97,31 @@ def bench(
     torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
     repeats: Annotated[int, typer.Option("--repeats", parser=params.count(3, 10_000), metavar="N",
                                          help="Timed repeats per configuration (the median is kept).")] = 20,
+    distributed: Annotated[bool, typer.Option("--distributed", help="The multi-GPU bench instead (launches torchrun, "
+                                              "NCCL): collectives, DCP decode, a TP attention layer, ring prefill, the "
+                                              "GEMM family and a decode step; -o names the files' prefix.")] = False,
+    nproc: Annotated[int, typer.Option("--nproc", parser=params.count(2, 1024), metavar="N",
+                                       help="--distributed: processes, one a GPU.")] = 2,
+    cpu: Annotated[bool, typer.Option("--cpu", help="--distributed on CPU processes (gloo, tiny shapes): tests the "
+                                      "code paths; the times mean nothing.")] = False,
+    section: Annotated[Optional[list[str]], typer.Option("--section", metavar="NAME", help="--distributed: only these "
+                                                         "sections (repeat): check, collectives, dcp, gemm, step, tp, "
+                                                         "ring.")] = None,
 ) -> None:
-    """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata."""
+    """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata.
+    --distributed: the multi-GPU bench over --nproc GPUs (rooflab.bench.distributed)."""
+    if distributed or cpu:
+        from ..bench.distributed import launch_cli
+
+        result = launch_cli(nproc, output, cpu, tuple(section or ()), gpu, " ".join(["rooflab", *sys.argv[1:]]))
+        for name, path in result.files.items():
+            typer.echo(f"wrote {path}")
+        for n in result.notes:
+            if n["note"] in ("failed", "section_failed", "skipped"):
+                typer.echo(f"rank {n['rank']} {n['note']}: {n['value']}", err=True)
+        if result.returncode:
+            typer.echo(f"torchrun exited with {result.returncode} (see the ranks' logs beside the files)", err=True)
+        return
     from ..bench.cases import second_campaign_cases, sweep
     from ..bench.device import check_spec_matches, default_spec, device_name
     from ..bench.run import run_to_file

@@ -1,0 +1,56 @@
+"""A whole-model step report (rooflab.step) -> a Frame: one line per component, the step's floor and prediction."""
+
+from __future__ import annotations
+
+from .output import Column, Format, Frame, render
+from .step import StepReport
+from .units import fmt_bytes, fmt_flops, fmt_seconds
+
+
+def _t(x) -> str:
+    return "-" if x is None else fmt_seconds(x)
+
+
+def step_frame(r: StepReport) -> Frame:
+    """Rows per component for the whole step on one GPU; title with the deployment, notes with the totals."""
+    split = f", DCP {r.dcp}" if r.dcp > 1 else (f", CP {r.cp} (ring)" if r.cp > 1 else "")
+    what = (f"decode step (time per output token), batch {r.batch:,} x context {r.context_len:,}" if r.step == "decode"
+            else f"prefill (time to first token), batch {r.batch:,} x prompt {r.context_len:,}")
+    title = (f"{r.model_display_name or r.model} on {r.gpus} x {r.gpu_display_name or r.gpu} (TP {r.tp}{split}): "
+             f"{what}, {r.dtype}; figures for one GPU, whole step (all layers)")
+    records = []
+    for row in r.rows:
+        rec = row.to_dict()
+        rec.update(model=r.model, gpu=r.gpu, step=r.step, batch=r.batch, context_len=r.context_len, tp=r.tp, dcp=r.dcp,
+                   cp=r.cp)
+        records.append(rec)
+    columns = (
+        Column("label", "component"),
+        Column("calls", "launches", lambda x: f"{x['calls']:,}"),
+        Column("flops", "FLOPs", lambda x: fmt_flops(x["flops"]) if x["flops"] else "-"),
+        Column("hbm_bytes", "HBM bytes", lambda x: fmt_bytes(x["hbm_bytes"]) if x["hbm_bytes"] else "-"),
+        Column("comm_bytes", "link bytes", lambda x: fmt_bytes(x["comm_bytes"]) if x["comm_bytes"] else "-"),
+        Column("intensity_flop_per_byte", "FLOP/byte",
+               lambda x: "-" if x["intensity_flop_per_byte"] is None else f"{x['intensity_flop_per_byte']:.1f}"),
+        Column("t_floor_s", "t_floor", lambda x: _t(x["t_floor_s"])),
+        Column("bound", "bound"),
+        Column("t_predicted_s", "t_predicted", lambda x: _t(x["t_predicted_s"])),
+    )
+    pred = r.t_predicted_s
+    notes = [f"step: t_floor {fmt_seconds(r.t_floor_s)} (compute, memory and communication overlapped; "
+             f"{fmt_seconds(r.t_floor_serial_s)} one component after another), t_predicted "
+             f"{_t(pred)}" + (f" = {r.batch / pred:,.0f} tokens/s per replica" if pred and r.step == "decode" else ""),
+             f"memory per GPU: weights {fmt_bytes(r.weight_bytes_per_gpu)} + KV cache {fmt_bytes(r.kv_bytes_per_gpu)} "
+             f"of {fmt_bytes(r.usable_bytes_per_gpu)} usable", *r.notes]
+    return Frame(columns, tuple(records), doc=r.to_dict(), title=title, notes=tuple(notes),
+                 csv_keys=("model", "gpu", "step", "batch", "context_len", "tp", "dcp", "cp", "variant", "label",
+                           "layer_type", "num_layers", "calls", "flops", "hbm_bytes", "comm_bytes", "weight_bytes",
+                           "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound",
+                           "t_predicted_s"))
+
+
+def render_step(r: StepReport, fmt: Format = Format.table) -> str:
+    return render(step_frame(r), fmt)
+
+
+__all__ = ["render_step", "step_frame"]
