@@ -25,8 +25,9 @@ def gpu_frame() -> Frame:
         Column("hbm_bandwidth_bytes_per_s", "HBM bandwidth", lambda r: fmt_rate(r["hbm_bandwidth_bytes_per_s"], "B/s")),
         Column("hbm_capacity_bytes", "capacity", lambda r: fmt_bytes(r["hbm_capacity_bytes"])),
         Column("ridge_fp16_flop_per_byte", "ridge fp16", lambda r: f"{r['ridge_fp16_flop_per_byte']:.0f} FLOP/B"),
-        Column("num_sms", "SMs"),
-        Column("smem_per_sm_bytes", "smem/SM", lambda r: fmt_bytes(r["smem_per_sm_bytes"])),
+        Column("num_sms", "SMs", lambda r: "-" if r["num_sms"] is None else str(r["num_sms"])),
+        Column("smem_per_sm_bytes", "smem/SM",
+               lambda r: "-" if r["smem_per_sm_bytes"] is None else fmt_bytes(r["smem_per_sm_bytes"])),
     )
     return Frame(columns, tuple(records))
 

@@ -150,7 +150,8 @@ def _facts(r: Report) -> list[str]:
                 f"materialising S costs a factor of {f.flash_over_naive_intensity:.0f} in arithmetic intensity"]
     return [f"decode intensity 2h/(b h_kv) = {f.decode_intensity_flop_per_byte:.1f} FLOP/byte whatever the "
             f"context or batch; {f.work_units_unsplit} work units (sequences x KV heads) for "
-            f"{f.num_sms} SMs; recommended split count: {f.recommended_splits}",
+            f"{f.num_sms if f.num_sms is not None else 'an unknown number of'} SMs; "
+            f"recommended split count: {f.recommended_splits}",
             f"whole model per step: {fmt_flops(f.flops_per_token)} per token, attention "
             f"{f.attention_flop_share:.1%} of it; reads {fmt_bytes(f.weight_bytes_per_step)} of weights "
             f"and {fmt_bytes(f.kv_bytes_per_step)} of KV cache"]

@@ -26,7 +26,7 @@ def _gpu_unavailable_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if "gpu" in item.keywords]
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
     reason = _gpu_unavailable_reason()

@@ -213,4 +213,4 @@ def main() -> None:
 
 
 # The commands register themselves on `app` when imported; the order here is the order of `rooflab --help`.
-from . import analysis, measure, fit, explain, charts  # noqa: E402,F401  (after everything they import from here)
+from . import analysis, measure, fit, explain, charts, schema  # noqa: E402,F401  (after everything they import from here)

@@ -49,6 +49,8 @@ def choose_tile(gpu: GpuSpec, head_dim: int, dtype: DType = DType.fp16) -> Flash
     A large B_r is preferred first, since every query tile re-reads K and V; then a large B_c,
     since the rescale overhead is 1/B_c.
     """
+    if gpu.smem_per_sm_bytes is None:          # the spec does not say: the largest tile
+        return FlashTile(_TILE_CHOICES[0], _TILE_CHOICES[0])
     for block_q in _TILE_CHOICES:
         for block_kv in _TILE_CHOICES:
             tile = FlashTile(block_q, block_kv)

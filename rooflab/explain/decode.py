@@ -80,9 +80,10 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
         d.given("n_pages", float((np.ceil(lens.lengths / page_size) * lens.counts).sum()),
                 "pages: sum of ceil(context / page) over the batch")
     d.given("b_kv", kv_dtype.bytes, f"bytes per KV-cache element ({kv_dtype.value})")
-    d.given("n_sms", gpu.num_sms, "SMs")
-    d.given("units_per_sm", gpu.units_per_sm, "decode work units one SM runs at once (the GPU YAML's units_per_sm, "
-            "fitted by rooflab validate; 1 where none is fitted)")
+    if gpu.num_sms is not None:   # the GPU YAML may leave it out: no parallelism model
+        d.given("n_sms", gpu.num_sms, "SMs")
+        d.given("units_per_sm", gpu.units_per_sm, "decode work units one SM runs at once (the GPU YAML's "
+                "units_per_sm, fitted by rooflab validate; 1 where none is fitted)")
     d.given("n_split", splits, "KV splits per sequence" + (" (1: one launch, no merge)" if splits == 1 else ""))
     if q_len > 1 or layer.windowed:
         d.given("q", q_len, "new tokens per sequence, causal among themselves (speculative verification, "
@@ -139,9 +140,10 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
     d.step("t_compute", "F / pi", pred.t_compute_s, Unit.seconds)
     d.step("longest", f"min(ceil(ceil({read_max} / page) / n_split) * page, {read_max})", cost.longest_unit_tokens,
            Unit.count, "tokens of the longest work unit (one sequence x KV head x split)", "tokens")
-    d.step("f", f"min(1, h_kv * {reads} / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
-           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm); "
-           "the parallelism model's term, in t_predicted, not in the physical floor")
+    if gpu.num_sms is not None:
+        d.step("f", f"min(1, h_kv * {reads} / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
+               "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm); "
+               "the parallelism model's term, in t_predicted, not in the physical floor")
     if plain:
         d.given("E", float(cost.attention.exp_ops), "exps, one per (query head, cached token)",
                 number(cost.attention.exp_ops))
@@ -157,7 +159,7 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
     d.section(layer.whole_model_title())
     d.step("t_model", "L * t_floor", layer.count * pred.t_floor_s, Unit.seconds, "attention of one decode step")
     best = layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm, q_len=q_len)
-    return (f"{int(cost.work_units)} work units for {gpu.num_sms} SMs keep {float(cost.parallel_fraction):.0%} of "
+    return (f"{int(cost.work_units)} work units for {gpu.sms_text} keep {float(cost.parallel_fraction):.0%} of "
             f"the GPU busy; rooflab recommends {best} split(s) here (attention {fmt_seconds(t_attn)} per layer)",)
 
 

@@ -48,8 +48,9 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
     d.given("n_pages", float((np.ceil(lens.lengths / page_size) * lens.counts).sum()),
             "pages: sum of ceil(context / page) over the batch")
     d.given("b_kv", kv_dtype.bytes, f"bytes per cached latent element ({kv_dtype.value})")
-    d.given("n_sms", gpu.num_sms, "SMs")
-    d.given("units_per_sm", gpu.units_per_sm, "work units one SM runs at once (the GPU YAML's units_per_sm)")
+    if gpu.num_sms is not None:   # the GPU YAML may leave it out: no parallelism model
+        d.given("n_sms", gpu.num_sms, "SMs")
+        d.given("units_per_sm", gpu.units_per_sm, "work units one SM runs at once (the GPU YAML's units_per_sm)")
     d.given("n_split", splits, "KV splits per sequence" + (" (1: one launch, no merge)" if splits == 1 else ""))
     d.given("tiles", float(np.ceil(q_len * h / MLA_ROWS_PER_UNIT)),
             f"query tiles per sequence: ceil(q h / {MLA_ROWS_PER_UNIT}), {MLA_ROWS_PER_UNIT} rows "
@@ -100,9 +101,10 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
            "work units: (sequence, split, query tile); each reads its split's latent pages once", "units")
     d.step("longest", "min(ceil(ceil(max_ctx / page) / n_split) * page, max_ctx)", cost.longest_unit_tokens,
            Unit.count, "tokens of the longest work unit", "tokens")
-    d.step("f", "min(1, tiles * sum_ctx / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
-           "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm); "
-           "the parallelism model's term, in t_predicted, not in the physical floor")
+    if gpu.num_sms is not None:
+        d.step("f", "min(1, tiles * sum_ctx / (longest * n_sms * units_per_sm))", cost.parallel_fraction, Unit.fraction,
+               "share of the GPU the launch keeps busy: one work unit streams at most beta / (n_sms * units_per_sm); "
+               "the parallelism model's term, in t_predicted, not in the physical floor")
     d.step("t_memory", "Q_total / beta", pred.t_memory_s, Unit.seconds, "at full bandwidth")
     d.step("t_compute", "F / pi", pred.t_compute_s, Unit.seconds)
     d.step("E", f"h * {pairs}", cost.attention.exp_ops, Unit.count, "exps, one per (query head, visible key)", "exps")
@@ -118,7 +120,7 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
     relation = ">" if intensity > ridge else ("=" if intensity == ridge else "<")
     return (f"absorbed MLA decode is {bound}-bound on this GPU: I = {intensity:.1f} {relation} ridge {ridge:.1f} FLOP/byte "
             f"(the latent alone: I_kv = {float(cost.intensity_kv):.1f})",
-            f"{int(cost.work_units)} work units of {MLA_ROWS_PER_UNIT}-row tiles for {gpu.num_sms} SMs keep "
+            f"{int(cost.work_units)} work units of {MLA_ROWS_PER_UNIT}-row tiles for {gpu.sms_text} keep "
             f"{float(cost.parallel_fraction):.0%} of the GPU busy; rooflab recommends {best} split(s) here "
             f"(attention {fmt_seconds(t_attn)} per layer)")
 

@@ -59,22 +59,30 @@ class GpuSpec:
     Every field is checked on construction (fields.py): type, and a range no real GPU falls outside.
     """
 
+    # Required: what a roofline needs (the two roofs, the vector roof of softmax and merge, and memory).
     name: str = spec_field(doc="short name, as `--gpu` takes it")
-    display_name: str = spec_field(doc="the name people know it by")
-    vendor: str = spec_field()
-    architecture: str = spec_field()
     hbm_capacity_bytes: int = spec_field(100e6, 100e12, "bytes", "device memory (HBM), total as nvidia-smi reports it")
     hbm_bandwidth_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "datasheet HBM bandwidth")
     dense_tensor_flop_per_s: dict[str, float] = spec_field(0.1 * _T, 1e5 * _T, "FLOP/s",
                                                            "dense (not 2:4 sparse) matrix rates", keys=RATE_KEYS,
                                                            nonempty=True)
     vector_fp32_flop_per_s: float = spec_field(0.01 * _T, 1e4 * _T, "FLOP/s", "plain fp32 FMA rate (non-tensor)")
-    num_sms: int = spec_field(1, 100_000, "SMs", "streaming multiprocessors (compute units)")
-    smem_per_sm_bytes: int = spec_field(1024, 1 << 30, "bytes", "shared memory per SM")
-    l2_bytes: int = spec_field(1024, 1 << 36, "bytes", "last-level (L2) cache")
-    register_file_per_sm_bytes: int = spec_field(1024, 1 << 30, "bytes")
-    boost_clock_hz: float = spec_field(10e6, 100e9, "Hz")
-    source: str = spec_field(doc="where the figures come from")
+    # Optional: each says what rooflab does without it.
+    display_name: Optional[str] = spec_field(doc="the name people know it by (default: name)", default=None)
+    vendor: Optional[str] = spec_field(doc="who makes it (listings only)", default=None)
+    architecture: Optional[str] = spec_field(doc="the chip generation (listings only)", default=None)
+    source: Optional[str] = spec_field(doc="where the figures come from (bundled YAMLs always give one)",
+                                       default=None)
+    num_sms: Optional[int] = spec_field(1, 100_000, "SMs", "streaming multiprocessors (compute units); without it "
+                                        "launches are taken to fill the GPU (no parallelism model, split-KV "
+                                        "recommends 1)", default=None)
+    smem_per_sm_bytes: Optional[int] = spec_field(1024, 1 << 30, "bytes", "shared memory per SM; without it flash's "
+                                                  "tile is the largest, 128 x 128", default=None)
+    l2_bytes: Optional[int] = spec_field(1024, 1 << 36, "bytes", "last-level (L2) cache; without it `rooflab bench` "
+                                         "asks the device how much to flush", default=None)
+    register_file_per_sm_bytes: Optional[int] = spec_field(1024, 1 << 30, "bytes", "register file per SM "
+                                                           "(listings only)", default=None)
+    boost_clock_hz: Optional[float] = spec_field(10e6, 100e9, "Hz", "boost clock (listings only)", default=None)
     exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "special-function (exp) rate", default=None)
     interconnect_bytes_per_s: Optional[float] = spec_field(1e6, 100 * _T, "B/s", default=None)
     compute_capability: Optional[str] = spec_field(default=None)
@@ -94,6 +102,8 @@ class GpuSpec:
 
     def __post_init__(self) -> None:
         validate_fields(self)
+        if self.display_name is None:
+            object.__setattr__(self, "display_name", self.name)
         self.check()
 
     def check(self) -> None:
@@ -105,6 +115,11 @@ class GpuSpec:
         twice = sorted({f"{k.value}/{i}" for k, i in keys if keys.count((k, i)) > 1})
         if twice:
             raise SpecError(self.name, "fitted", twice[0], "is fitted twice; keep one model per kernel and impl")
+
+    @property
+    def sms_text(self) -> str:
+        """'132 SMs', or what rooflab assumes when the YAML does not say."""
+        return f"{self.num_sms} SMs" if self.num_sms is not None else "a GPU whose SM count is not given (taken as filled)"
 
     def fitted_model(self, kernel: Kernel, impl: str) -> FittedModel | None:
         """The fitted model of `impl`'s `kernel` on this GPU, or None."""
