@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
+from ..progress import Progress
 from ..specs import MeasuredCeilings
 from .device import device_name, metadata, require_cupy
 from .timing import Timing, time_gpu
@@ -169,13 +172,20 @@ def measure_stream(nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]
     return out
 
 
-def calibrate(command: str, spec_name: str, copy_bytes: int = 2 << 30, gemm_n: int = 8192) -> Calibration:
-    """Measure copy bandwidth, fp16 and bf16 GEMM rates and exp throughput on this GPU."""
+def calibrate(command: str, spec_name: str, copy_bytes: int = 2 << 30, gemm_n: int = 8192,
+              progress: TextIO | None = sys.stderr) -> Calibration:
+    """Measure copy bandwidth, fp16 and bf16 GEMM rates, exp throughput and the per-SM read curve on this GPU."""
+    bar = Progress(5, progress)
     copy, t_copy = measure_copy(copy_bytes)
+    bar.step(f"copy {copy / 1e12:.3f} TB/s (read + write)")
     fp16, t_fp16 = measure_gemm("fp16", gemm_n)
+    bar.step(f"GEMM fp16 {fp16 / 1e12:.1f} TFLOP/s")
     bf16, t_bf16 = measure_gemm("bf16", gemm_n)
+    bar.step(f"GEMM bf16 {bf16 / 1e12:.1f} TFLOP/s")
     exp, t_exp = measure_exp()
+    bar.step(f"exp {exp / 1e12:.2f} T/s")
     stream = measure_stream()
+    bar.step("read bandwidth by SMs streaming: " + ", ".join(f"{k} {v / 1e12:.2f}" for k, v in stream.items()) + " TB/s")
     meta = metadata(command, spec_name)
     return Calibration(copy, {"fp16": fp16, "bf16": bf16}, exp,
                        {"copy": t_copy, "gemm_fp16": t_fp16, "gemm_bf16": t_bf16, "exp": t_exp}, meta, stream)

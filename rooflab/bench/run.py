@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
 import numpy as np
 
+from ..progress import Progress
 from ..vocab import Kernel
 from .cases import Case
 from .records import Measurement, write_measurements
@@ -54,7 +54,7 @@ def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int 
 
     result = BenchResult()
     flush = L2Flusher(l2_bytes)
-    started = time.perf_counter()
+    bar = Progress(len(cases), progress)
     for i, case in enumerate(cases, 1):
         rng = np.random.default_rng(seed + i)
         runners = []
@@ -66,12 +66,11 @@ def run(cases: list[Case], l2_bytes: int, with_torch: bool = True, repeats: int 
                 runners += [(name, launch, check, framework) for name, launch, check in build()]
             except Exception as exc:  # inputs that cannot be built (out of memory, a refused shape)
                 result.failures.append(f"{case.label()} {impl}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-        for impl, launch, check, framework in runners:
+        for j, (impl, launch, check, framework) in enumerate(runners, 1):
             line = _measure(case, impl, launch, check, framework, flush, l2_bytes, repeats, result)
-            if progress is not None:
-                elapsed = time.perf_counter() - started
-                progress.write(f"[{i:3d}/{len(cases)} {elapsed:6.0f}s] {case.label():60s} {impl:22s} {line}\n")
-                progress.flush()
+            bar.step(f"{case.label():60s} {impl:22s} {line}", finished=j == len(runners))
+        if not runners:
+            bar.step(f"{case.label():60s} nothing to run")
         _release()
         if after_case is not None:
             after_case(result)
