@@ -19,10 +19,9 @@ On N = 2 x H200 (NV18), NCCL all-gather reached 282 GB/s bus bandwidth at 1 GiB 
 16 MiB; the datasheet link is 450 GB/s (NVLink 4, 18 links x 25 GB/s per direction).
 
 For a GPU count with no fit of its own the prediction takes the nearest fit (specs/interconnect.py) and
-scales it, assumptions to be tested by measurements on that count: alpha grows with the ring steps, half
-of the fitted alpha being a fixed cost (ALPHA_FIXED_SHARE); the bus bandwidth stays the fitted one (NCCL's
-bus bandwidth is nearly flat in N on an NVSwitch node), and past a node it is the fitted share of the
-inter-node link.
+scales it, assumptions to be tested by measurements on that count: each extra ring step adds HOP_LATENCY_S
+to the fitted alpha; the bus bandwidth stays the fitted one (NCCL's bus bandwidth is nearly flat in N on an
+NVSwitch node), and past a node it is the fitted share of the inter-node link.
 """
 
 from __future__ import annotations
@@ -35,8 +34,9 @@ from .specs import GpuSpec
 from .specs.interconnect import CollectiveFit, InterconnectSpec
 from .vocab import Kernel
 
-#: Share of a fitted alpha that does not grow with the ring steps (launch, synchronisation): an assumption.
-ALPHA_FIXED_SHARE = 0.5
+#: Latency one more ring step adds (NCCL's low-latency protocol over NVLink, about a microsecond a hop):
+#: an assumption for GPU counts without a fit of their own, to be tested on 4 and 8 GPUs.
+HOP_LATENCY_S = 1.0e-6
 
 
 def _check(kernel: Kernel, bytes_per_rank: float, world_size: int) -> None:
@@ -113,8 +113,8 @@ def collective_time(gpu: GpuSpec | InterconnectSpec, kernel: Kernel, bytes_per_r
     predicted = None
     if fit is not None:
         band = fit.band(bytes_per_rank)
-        steps = ring_steps(kernel, world_size) / ring_steps(kernel, fit.world_size)
-        alpha = band.alpha_s * (ALPHA_FIXED_SHARE + (1 - ALPHA_FIXED_SHARE) * steps)
+        extra_steps = ring_steps(kernel, world_size) - ring_steps(kernel, fit.world_size)
+        alpha = band.alpha_s + extra_steps * HOP_LATENCY_S
         bus = band.bus_bytes_per_s
         fitted_link = link.link_for(fit.world_size)
         if bandwidth < fitted_link:                 # past the node: the fitted share of the slower link
@@ -124,5 +124,5 @@ def collective_time(gpu: GpuSpec | InterconnectSpec, kernel: Kernel, bytes_per_r
                     fit.world_size if fit else None, timing)
 
 
-__all__ = ["ALPHA_FIXED_SHARE", "CommTime", "bus_bytes", "collective_time", "interconnect_of", "predict_band",
+__all__ = ["HOP_LATENCY_S", "CommTime", "bus_bytes", "collective_time", "interconnect_of", "predict_band",
            "ring_steps"]

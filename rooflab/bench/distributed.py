@@ -160,6 +160,8 @@ def assemble(work: Path, out: Path, prefix: str, nproc: int, command: str, gpu_s
         file_meta = dict(meta)
         if name in ("gemm", "step"):
             file_meta["world_size"] = "1"
+            if name == "step":
+                file_meta["model"] = "llama-3-8b"            # the layer stack step_bench.py times
             file_meta["ran_on"] = f"one GPU of the {nproc}-GPU run (the others were busy with the other section)"
         for key, text in _notes_for(name, notes).items():
             file_meta[key] = text
