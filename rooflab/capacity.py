@@ -93,6 +93,27 @@ class CapacityPlan:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def to_frame(self, layers: bool = False):
+        """The plan as a pandas DataFrame: one row, or with `layers` one row per layer type.
+
+        One row: every field of the plan except `layers` (bytes in bytes, lengths in tokens, counts as
+        integers; weight_dtype and kv_dtype as the names the plan prints), and paging_gain (paged over
+        contiguous sequences). With `layers`: model, gpu, context_len, then LayerCapacity's fields:
+        layer_type, kind (full, sliding, chunked, mla, linear), num_layers, bytes_per_token (one layer, one
+        GPU), pages_per_sequence (one layer), state_bytes (one layer, one sequence: linear layers) and
+        bytes_per_sequence (all of that type's layers, one sequence of context_len tokens), indexed by
+        layer_type.
+        """
+        import pandas as pd  # pandas is slow to import and only notebooks need it
+
+        if layers:
+            records = [dict(model=self.model, gpu=self.gpu, context_len=self.context_len, **dataclasses.asdict(k))
+                       for k in self.layers]
+            return pd.DataFrame(records).set_index("layer_type")
+        record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "layers"}
+        record["paging_gain"] = self.paging_gain
+        return pd.DataFrame([record])
+
 
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                   weight_dtype: DType | WeightFormat | None = None, kv_dtype: DType | None = None,

@@ -113,6 +113,10 @@ class Validation:
             "rows": [r.to_dict() for r in self.rows],
         }
 
+    def to_frame(self, rows: bool = False):
+        """summary_frame() (one row per kernel and implementation), or with `rows` rows_frame() (one per measurement)."""
+        return self.rows_frame() if rows else self.summary_frame()
+
     def summary_frame(self):
         """One row per (kernel, impl) as a pandas DataFrame: floor fractions, fit and held-out errors."""
         import pandas as pd

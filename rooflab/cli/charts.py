@@ -10,7 +10,7 @@ import typer
 from ..units import DType
 from ..errors import RooflabError
 from ..limits import MAX_BATCH, MAX_TOKENS
-from . import (DTypeOpt, GpuOpt, KvDTypeOpt, MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt,
+from . import (DTypeOpt, KvDTypeOpt, MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt,
                WeightDTypeOpt, app, friendly, params, parse_lengths)
 
 plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
@@ -20,6 +20,11 @@ app.add_typer(plot_app, name="plot")
 GpusOpt = Annotated[Optional[list[str]], typer.Option(
     "--gpu", "-g", metavar="GPU", help="Bundled GPU name or a path to a GPU YAML; repeat (or give a comma list) to compare several "
                         "(default h100-sxm).")]
+
+
+LengthsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--lengths", metavar="N[,N...]", help="The lengths to compute, instead of the default grid: a comma list "
+                                                "or repeated (1k,4k,32k; 32k = 32,000, 32K = 32,768).")]
 
 
 def _output_opt(default: str):
@@ -34,6 +39,14 @@ def _names(values: list[str] | None, default: str) -> list[str]:
     if not all(names):
         raise RooflabError(f"--gpu: {','.join(values)!r} has an empty name")
     return names
+
+
+def _lengths(values: list[str] | None, right_end: int | None, right_flag: str) -> list[int] | None:
+    """--lengths as whole token counts (None: the default grid); with the default grid's right end, an error."""
+    if values and right_end is not None:
+        raise RooflabError(f"give --lengths or {right_flag}, not both ({right_flag} is the right end of the "
+                           "default grid)")
+    return parse_lengths(values, "--lengths") or None
 
 
 def _save(fig, output: Path | None, default: str) -> None:
@@ -85,81 +98,95 @@ def plot_memory(
     dtype: DTypeOpt = DType.fp16,
     max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", parser=params.count(512, MAX_TOKENS), metavar="N",
                                                        help="Right end of the length axis (default: past where naive stops fitting).")] = None,
+    lengths: LengthsOpt = None,
     output: _output_opt("memory.png") = None,
 ) -> None:
     """Bytes of S and P against sequence length, with each GPU's capacity minus weights: where naive prefill stops fitting."""
     from ..load import load_gpu, load_model
     from ..plot import memory_chart, memory_sweep
 
+    seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    _save(memory_chart(memory_sweep(load_model(model), gpus, batch, dtype, max_seq_len)), output, "memory.png")
+    _save(memory_chart(memory_sweep(load_model(model), gpus, batch, dtype, max_seq_len, seq_lens)), output,
+          "memory.png")
 
 
 @plot_app.command("time")
 @friendly
 def plot_time(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = ["h100-sxm"],
+    gpu: GpusOpt = None,
     batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
                                        help="Sequences prefilled together.")] = 1,
     dtype: DTypeOpt = DType.fp16,
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask (decoders prefill causally; --no-causal for the chapter's figures).")] = True,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
-                                         help="Length marked with both times and their ratio.")] = 8192,
+                                         help="Length marked with both times and their ratio (with --lengths: marked when it is one of them).")] = 8192,
     max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", parser=params.count(512, MAX_TOKENS), metavar="N",
                                                        help="Right end of the length axis.")] = None,
+    lengths: LengthsOpt = None,
     output: _output_opt("time.png") = None,
 ) -> None:
-    """Naive and flash prefill time floors (all layers) against sequence length."""
+    """Naive and flash prefill time floors (all layers) against sequence length; several GPUs side by side."""
     from ..load import load_gpu, load_model
-    from ..plot import time_chart, time_sweep
+    from ..plot import time_chart, time_sweeps
 
-    sweep = time_sweep(load_model(model), load_gpu(gpu[0]), batch, dtype, causal, max_seq_len, seq_len)
-    _save(time_chart(sweep), output, "time.png")
+    seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
+    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    sweeps = time_sweeps(load_model(model), gpus, batch, dtype, causal, max_seq_len, seq_len, seq_lens)
+    _save(time_chart(sweeps), output, "time.png")
 
 
 @plot_app.command("decode")
 @friendly
 def plot_decode(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = ["h100-sxm"],
+    gpu: GpusOpt = None,
     batch: Annotated[Optional[list[str]], typer.Option("--batch", "-b", metavar="N[,N...]", help="Batch sizes, one line each; repeat or give a comma list (default 1,8,32,128).")] = None,
     page_size: PageOpt = 16,
     dtype: DTypeOpt = DType.fp16,
     kv_dtype: KvDTypeOpt = None,
     max_context_len: Annotated[Optional[int], typer.Option("--max-context-len", parser=params.count(512, MAX_TOKENS),
                                                            metavar="N", help="Right end of the context axis.")] = None,
+    lengths: LengthsOpt = None,
     output: _output_opt("decode.png") = None,
 ) -> None:
-    """Attention time of one decode step (all layers) against context length, one line per batch size."""
+    """Attention time of one decode step (all layers) against context length, one line per batch size; several
+    GPUs side by side."""
     from ..load import load_gpu, load_model
-    from ..plot import DECODE_BATCHES, decode_chart, decode_sweep
+    from ..plot import DECODE_BATCHES, decode_chart, decode_sweeps
 
+    context_lens = _lengths(lengths, max_context_len, "--max-context-len")
     batches = parse_lengths(batch, "--batch", MAX_BATCH) or list(DECODE_BATCHES)
-    sweep = decode_sweep(load_model(model), load_gpu(gpu[0]), batches, page_size, dtype, kv_dtype, max_context_len)
-    _save(decode_chart(sweep), output, "decode.png")
+    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    sweeps = decode_sweeps(load_model(model), gpus, batches, page_size, dtype, kv_dtype, max_context_len, context_lens)
+    _save(decode_chart(sweeps), output, "decode.png")
 
 
 @plot_app.command("capacity")
 @friendly
 def plot_capacity(
     model: ModelOpt = "llama-3-8b",
-    gpu: GpuOpt = ["h100-sxm"],
+    gpu: GpusOpt = None,
     page_size: PageOpt = 16,
     weight_dtype: WeightDTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     utilization: UtilizationOpt = 0.9,
     max_model_len: MaxModelLenOpt = None,
     tensor_parallel: TensorParallelOpt = 1,
+    lengths: LengthsOpt = None,
     output: _output_opt("capacity.png") = None,
 ) -> None:
-    """Concurrent sequences against context length: paged KV cache against contiguous max-length reservation."""
+    """Concurrent sequences against context length: paged KV cache against contiguous max-length reservation;
+    several GPUs side by side."""
     from ..load import load_gpu, load_model
-    from ..plot import capacity_chart, capacity_sweep
+    from ..plot import capacity_chart, capacity_sweeps
 
-    sweep = capacity_sweep(load_model(model), load_gpu(gpu[0]), page_size, weight_dtype, kv_dtype, utilization,
-                           max_model_len, tensor_parallel)
-    _save(capacity_chart(sweep), output, "capacity.png")
+    context_lens = _lengths(lengths, None, "")
+    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    sweeps = capacity_sweeps(load_model(model), gpus, page_size, weight_dtype, kv_dtype, utilization,
+                             max_model_len, tensor_parallel, context_lens)
+    _save(capacity_chart(sweeps), output, "capacity.png")
 
 
 @plot_app.command("validation")

@@ -7,22 +7,29 @@ rooflab's cost functions (series.py, no matplotlib), and a `*_chart` function dr
     from rooflab.plot import roofline_data, roofline_chart
     fig = roofline_chart(roofline_data(load_model("llama-3-8b"), [load_gpu("h100-sxm")], seq_len=8192))
     fig.axes[0].set_title("my title")        # restyle freely; the Figure is yours
+    roofline_data(...).to_frame()             # every sweep's numbers as a pandas DataFrame (long format)
 
-Figures are matplotlib.figure.Figure objects built without pyplot. `save_figure` (save.py)
+The sweeps take the user's grid (time_sweep(seq_lens=[1024, 4096]), decode_sweep(context_lens=...,
+batches=...)); the *_sweeps functions compute one sweep per GPU on one grid, and time_chart,
+decode_chart and capacity_chart draw a sequence of them as one panel per GPU.
+
+Figures are matplotlib.figure.Figure objects built without pyplot (a subclass that shows itself as a PNG
+when it is the last expression of a notebook cell, without %matplotlib inline). `save_figure` (save.py)
 writes one to .png, .svg or .pdf for the CLI.
 """
 
 from .roofline import roofline_chart
 from .save import FORMATS, save_figure
 from .series import (DECODE_BATCHES, MERGE_TOKENS, CapacitySweep, DecodeSweep, GpuRoofs, MeasuredPoint,
-                     MemoryLine, MemorySweep, RooflineData, RooflinePoint, TimeSweep, capacity_sweep,
-                     decode_sweep, gpu_roofs, memory_sweep, roofline_data, time_sweep)
-from .sweeps import budget_chart, capacity_chart, decode_chart, memory_chart, time_chart
+                     MemoryLine, MemorySweep, RooflineData, RooflinePoint, TimeSweep, capacity_sweep, capacity_sweeps,
+                     decode_sweep, decode_sweeps, gpu_roofs, memory_sweep, roofline_data, time_sweep, time_sweeps)
+from .budget import budget_chart
+from .sweeps import capacity_chart, decode_chart, memory_chart, time_chart
 from .validation import validation_chart
 
 __all__ = [
     "roofline_data", "roofline_chart", "memory_sweep", "memory_chart", "time_sweep", "time_chart",
-    "decode_sweep", "decode_chart", "capacity_sweep", "capacity_chart", "budget_chart", "save_figure", "FORMATS",
+    "time_sweeps", "decode_sweep", "decode_sweeps", "decode_chart", "capacity_sweep", "capacity_sweeps", "capacity_chart", "budget_chart", "save_figure", "FORMATS",
     "MeasuredPoint", "RooflinePoint", "RooflineData", "GpuRoofs", "gpu_roofs", "MemorySweep", "MemoryLine",
     "TimeSweep", "DecodeSweep", "CapacitySweep", "DECODE_BATCHES", "MERGE_TOKENS", "validation_chart",
 ]

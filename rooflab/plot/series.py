@@ -8,14 +8,13 @@ Figure, so a notebook can inspect or change the numbers before drawing them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from ..bench.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
-from ..capacity import plan_capacity
+from ..capacity import CapacityPlan, plan_capacity
 from ..cost.common import KernelCost
 from ..cost.flash import flash_prefill
 from ..cost.merge import merge_pair
@@ -28,6 +27,8 @@ from ..roofline import Ceilings, predict, predict_kernel
 from ..vocab import CeilingSource, Pipe
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
+from .frames import long_frame
+from .grid import batch_sizes, length_grid, pow2_at_least, user_lengths
 
 #: Tokens of the merge point on the roofline chart: two partial states of a 16k-token prefill.
 MERGE_TOKENS = 16384
@@ -76,6 +77,26 @@ class RooflineData:
     merge_tokens: int
     roofs: tuple[GpuRoofs, ...]
     points: tuple[RooflinePoint, ...]
+
+    def to_frame(self):
+        """One row per point: model, gpu (the points' GPU, the first), label, kind, pipe (the roof its FLOPs sit
+        under), intensity_flop_per_byte, flop_per_s (the rate its floor implies) and ridge_ratio (I / I*)."""
+        import pandas as pd
+
+        gpu = self.roofs[0].display_name
+        return pd.DataFrame([dict(model=self.model, gpu=gpu, label=p.label, kind=p.kind, pipe=p.pipe.value,
+                                  intensity_flop_per_byte=p.intensity_flop_per_byte, flop_per_s=p.flop_per_s,
+                                  ridge_ratio=p.ridge_ratio) for p in self.points])
+
+    def roofs_frame(self):
+        """One row per GPU and ceiling source (datasheet, and calibrated where measured): bandwidth_bytes_per_s,
+        matmul_flop_per_s (the dtype's tensor rate), vector_flop_per_s (fp32) and ridge_flop_per_byte."""
+        import pandas as pd
+
+        return pd.DataFrame([dict(gpu=r.display_name, source=c.source.value,
+                                  bandwidth_bytes_per_s=c.bandwidth_bytes_per_s, matmul_flop_per_s=c.matmul_flop_per_s,
+                                  vector_flop_per_s=c.vector_flop_per_s, ridge_flop_per_byte=c.ridge_flop_per_byte)
+                             for r in self.roofs for c in (r.datasheet, r.measured) if c is not None])
 
 
 def gpu_roofs(gpu: GpuSpec, dtype: DType) -> GpuRoofs:
@@ -144,19 +165,6 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
 
 # --- sweeps over a length ------------------------------------------------------------
 
-def length_grid(lo: int, hi: int, per_octave: int = 16) -> np.ndarray:
-    """Whole token counts from `lo` to `hi`, evenly spaced on a log axis (powers of two included)."""
-    if lo < 1 or hi <= lo:
-        raise InputError(f"length range must satisfy 1 <= low < high, got {lo} and {hi}")
-    octaves = math.log2(hi / lo)
-    grid = np.unique(np.round(lo * 2.0 ** np.linspace(0, octaves, int(math.ceil(octaves * per_octave)) + 1)))
-    return grid.astype(np.float64)
-
-
-def _pow2_at_least(n: float) -> int:
-    return 2 ** int(math.ceil(math.log2(max(n, 2))))
-
-
 @dataclass(frozen=True)
 class MemoryLine:
     """One GPU's room for S and P: capacity minus the weights, and the longest T naive prefill fits."""
@@ -182,10 +190,24 @@ class MemorySweep:
     sp_bytes: np.ndarray
     lines: tuple[MemoryLine, ...]
 
+    def to_frame(self):
+        """Long format, one row per (series, seq_len): columns model, gpu, series, seq_len (tokens), bytes.
+
+        Series: 'sp_bytes' (S and P of one layer alive together; gpu None) and, per GPU, 'free_bytes'
+        (its capacity minus the weights, the same at every length). Each GPU's naive limit is in `lines`.
+        """
+        import pandas as pd
+
+        parts = [long_frame("seq_len", self.seq_lens, {"sp_bytes": self.sp_bytes}, "bytes", model=self.model,
+                            gpu=None)]
+        parts += [long_frame("seq_len", self.seq_lens, {"free_bytes": line.free_bytes}, "bytes", model=self.model,
+                             gpu=line.gpu) for line in self.lines]
+        return pd.concat(parts, ignore_index=True)
+
 
 def memory_sweep(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtype: DType = DType.fp16,
-                 max_seq_len: Optional[int] = None) -> MemorySweep:
-    """S + P of naive prefill from 256 tokens to past the point where the first GPU runs out."""
+                 max_seq_len: Optional[int] = None, seq_lens: Optional[Sequence[int]] = None) -> MemorySweep:
+    """S + P of naive prefill at `seq_lens`, or from 256 tokens to past the point where the first GPU runs out."""
     if not gpus:
         raise InputError("give at least one GPU")
     lines = []
@@ -193,9 +215,12 @@ def memory_sweep(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtyp
         ceiling = naive_ceiling(model, gpu, batch, dtype)
         lines.append(MemoryLine(gpu.display_name, float(ceiling.capacity_bytes), float(ceiling.weights_bytes),
                                 ceiling.max_seq_len))
-    longest = max(line.naive_max_seq_len for line in lines)
-    hi = max_seq_len if max_seq_len is not None else max(_pow2_at_least(4 * longest), 4 * _pow2_at_least(model.max_context_len))
-    lens = length_grid(256, hi)
+    lens = user_lengths(seq_lens, "seq_lens", max_seq_len, "max_seq_len")
+    if lens is None:
+        longest = max(line.naive_max_seq_len for line in lines)
+        hi = max_seq_len if max_seq_len is not None else max(pow2_at_least(4 * longest),
+                                                             4 * pow2_at_least(model.max_context_len))
+        lens = length_grid(256, hi)
     naive = naive_prefill(model, lens, batch, dtype)
     return MemorySweep(model.display_name, dtype, int(batch), lens, naive.peak_extra_bytes, tuple(lines))
 
@@ -216,19 +241,57 @@ class TimeSweep:
     naive_max_seq_len: int
     marked_seq_len: Optional[int] = None
 
+    def to_frame(self):
+        """Long format, one row per (series, seq_len): columns model, gpu, series ('naive', 'flash'), seq_len
+        (tokens), time_s (the floor of all layers, seconds) and fits (whether that variant's prefill fits in
+        memory: naive's S and P beside the weights; flash always)."""
+        frame = long_frame("seq_len", self.seq_lens, {"naive": self.naive_s, "flash": self.flash_s}, "time_s",
+                           model=self.model, gpu=self.gpu)
+        frame["fits"] = (frame["series"] == "flash") | (frame["seq_len"] <= self.naive_max_seq_len)
+        return frame
+
+
+def _time_upper(model: ModelSpec, gpu: GpuSpec, batch: int, dtype: DType) -> int:
+    """The default grid's right end: well past where naive stops fitting and past the model's context window."""
+    limit = naive_max_seq_len(model, gpu, batch, dtype)
+    return max(pow2_at_least(4 * limit), 4 * pow2_at_least(model.max_context_len))
+
 
 def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16, causal: bool = True,
-               max_seq_len: Optional[int] = None, marked_seq_len: Optional[int] = 8192) -> TimeSweep:
-    """predict(naive) and predict(flash) over a length grid, times the number of layers."""
+               max_seq_len: Optional[int] = None, marked_seq_len: Optional[int] = 8192,
+               seq_lens: Optional[Sequence[int]] = None) -> TimeSweep:
+    """predict(naive) and predict(flash) over a length grid, times the number of layers.
+
+    The grid is `seq_lens` (whole token counts, sorted and without repeats), or from 256 tokens to
+    `max_seq_len` (default: past both naive's memory limit and the model's context window) with
+    `marked_seq_len` added, so the mark is a computed point. With `seq_lens`, the mark is kept only
+    when it is one of them.
+    """
     roofs = Ceilings.of(gpu, dtype)
     limit = naive_max_seq_len(model, gpu, batch, dtype)
-    hi = max_seq_len if max_seq_len is not None else max(_pow2_at_least(4 * limit), 4 * _pow2_at_least(model.max_context_len))
-    lens = length_grid(256, hi)
+    lens = user_lengths(seq_lens, "seq_lens", max_seq_len, "max_seq_len")
+    if lens is None:
+        lens = length_grid(256, max_seq_len if max_seq_len is not None else _time_upper(model, gpu, batch, dtype))
+        if marked_seq_len is not None and lens[0] <= marked_seq_len <= lens[-1]:
+            lens = np.union1d(lens, [float(marked_seq_len)])
+    elif marked_seq_len not in lens:
+        marked_seq_len = None
     naive = predict(naive_prefill(model, lens, batch, dtype, causal), roofs)
     flash = predict(flash_prefill(model, lens, batch, dtype, causal, gpu=gpu), roofs)
     layers = model.num_layers
     return TimeSweep(model.display_name, gpu.display_name, dtype, int(batch), causal, layers, lens,
                      layers * naive.t_floor_s, layers * flash.t_floor_s, limit, marked_seq_len)
+
+
+def time_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtype: DType = DType.fp16,
+                causal: bool = True, max_seq_len: Optional[int] = None, marked_seq_len: Optional[int] = 8192,
+                seq_lens: Optional[Sequence[int]] = None) -> tuple[TimeSweep, ...]:
+    """time_sweep on each GPU over one grid: the user's, or the default running to the widest GPU's right end."""
+    if not gpus:
+        raise InputError("give at least one GPU")
+    if seq_lens is None and max_seq_len is None:
+        max_seq_len = max(_time_upper(model, gpu, batch, dtype) for gpu in gpus)
+    return tuple(time_sweep(model, gpu, batch, dtype, causal, max_seq_len, marked_seq_len, seq_lens) for gpu in gpus)
 
 
 @dataclass(frozen=True)
@@ -248,20 +311,36 @@ class DecodeSweep:
     ideal_s: tuple[np.ndarray, ...]
     weights_s: float
 
+    def to_frame(self):
+        """Long format, one row per (batch, series, context_len): columns model, gpu, batch, series ('launched':
+        the parallelism model's time, a model; 'ideal': the floor on a launch that fills the GPU), context_len
+        (tokens per sequence) and time_s (attention of one decode step, all layers, seconds). `weights_s`,
+        the same for every row, is an attribute."""
+        import pandas as pd
+
+        return pd.concat([long_frame("context_len", self.context_lens, {"launched": launched, "ideal": ideal},
+                                     "time_s", model=self.model, gpu=self.gpu, batch=b)
+                          for b, launched, ideal in zip(self.batches, self.launched_s, self.ideal_s)],
+                         ignore_index=True)
+
 
 def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE_BATCHES, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: Optional[DType] = None,
-                 max_context_len: Optional[int] = None) -> DecodeSweep:
+                 max_context_len: Optional[int] = None, context_lens: Optional[Sequence[int]] = None) -> DecodeSweep:
     """Paged decode (one launch, no splits) as launched on this GPU (the parallelism model: rooflab.predict's
     t_model on datasheet roofs, a model) and on an ideal launch that fills it (the floor).
 
-    `weights_s` is the time to read the weights once at full bandwidth, for scale: every step pays it.
+    The grid is `context_lens` (whole token counts), or from 256 tokens to `max_context_len` (default four
+    times the model's context window). `batches` are sorted and repeats dropped. `weights_s` is the time to
+    read the weights once at full bandwidth, for scale: every step pays it.
     """
-    if not batches:
-        raise InputError("give at least one batch size")
+    batches = batch_sizes(batches)
     kv_dtype = kv_dtype or dtype
     roofs = Ceilings.of(gpu, dtype)
-    lens = length_grid(256, max_context_len if max_context_len is not None else 4 * _pow2_at_least(model.max_context_len))
+    lens = user_lengths(context_lens, "context_lens", max_context_len, "max_context_len")
+    if lens is None:
+        lens = length_grid(256, max_context_len if max_context_len is not None
+                           else 4 * pow2_at_least(model.max_context_len))
     launched, ideal = [], []
     for b in batches:
         as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
@@ -271,8 +350,19 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
         ideal.append(model.num_layers * predict(filled, roofs).t_floor_s)
     weights = KernelCost("weights", np.float64(0.0), np.float64(decode_step(model, 1, 1, dtype).weight_bytes_per_step))
     return DecodeSweep(model.display_name, gpu.display_name, dtype, kv_dtype, int(page_size), model.num_layers,
-                       gpu.num_sms, lens, tuple(int(b) for b in batches), tuple(launched), tuple(ideal),
+                       gpu.num_sms, lens, batches, tuple(launched), tuple(ideal),
                        float(predict_kernel(weights, roofs).t_floor_s))
+
+
+def decode_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], batches: Sequence[int] = DECODE_BATCHES,
+                  page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: Optional[DType] = None,
+                  max_context_len: Optional[int] = None,
+                  context_lens: Optional[Sequence[int]] = None) -> tuple[DecodeSweep, ...]:
+    """decode_sweep on each GPU (the default grid depends on the model only, so they share it)."""
+    if not gpus:
+        raise InputError("give at least one GPU")
+    return tuple(decode_sweep(model, gpu, batches, page_size, dtype, kv_dtype, max_context_len, context_lens)
+                 for gpu in gpus)
 
 
 @dataclass(frozen=True)
@@ -293,21 +383,55 @@ class CapacitySweep:
     longest_context: int
     tensor_parallel: int = 1
 
+    def to_frame(self):
+        """Long format, one row per (series, context_len): columns model, gpu, tensor_parallel, series ('paged',
+        'contiguous': a max-length reservation per sequence), context_len (tokens per sequence) and sequences
+        (how many fit at once, a count)."""
+        frame = long_frame("context_len", self.context_lens, {"paged": self.paged, "contiguous": self.contiguous},
+                           "sequences", model=self.model, gpu=self.gpu, tensor_parallel=self.tensor_parallel)
+        frame["sequences"] = frame["sequences"].astype(np.int64)
+        return frame
+
+
+def _capacity_upper(first: CapacityPlan) -> int:
+    """The default grid's right end: past the longest single context and twice the max model length."""
+    return max(pow2_at_least(first.max_context_len), 2 * pow2_at_least(first.max_model_len))
+
 
 def capacity_sweep(model: ModelSpec, gpu: GpuSpec, page_size: int = 16, weight_dtype: DType | WeightFormat | None = None,
                    kv_dtype: Optional[DType] = None, gpu_memory_utilization: float = 0.9,
-                   max_model_len: Optional[int] = None, tensor_parallel: int = 1) -> CapacitySweep:
-    """plan_capacity at each context length, from 256 tokens to the longest single context that fits."""
-    first = plan_capacity(model, gpu, 256, weight_dtype, kv_dtype, gpu_memory_utilization,
-                          page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
-    hi = max(_pow2_at_least(first.max_context_len), 2 * _pow2_at_least(first.max_model_len))
-    lens = length_grid(256, hi, per_octave=32)
-    plans = [plan_capacity(model, gpu, int(n), weight_dtype, kv_dtype, gpu_memory_utilization,
-                           page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
-             for n in lens]
+                   max_model_len: Optional[int] = None, tensor_parallel: int = 1,
+                   context_lens: Optional[Sequence[int]] = None, max_context_len: Optional[int] = None) -> CapacitySweep:
+    """plan_capacity at each context length of `context_lens`, or from 256 tokens to `max_context_len` (default:
+    past the longest single context that fits and twice the max model length)."""
+    options = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization,
+                   page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
+    first = plan_capacity(model, gpu, 256, **options)
+    lens = user_lengths(context_lens, "context_lens", max_context_len, "max_context_len")
+    if lens is None:
+        lens = length_grid(256, max_context_len if max_context_len is not None else _capacity_upper(first),
+                           per_octave=32)
+    plans = [plan_capacity(model, gpu, int(n), **options) for n in lens]
     return CapacitySweep(model.display_name, gpu.display_name, first.weight_dtype, first.kv_dtype,
                          int(page_size), first.max_model_len, gpu_memory_utilization,
                          float(first.kv_budget_bytes), lens,
                          np.array([p.max_sequences_paged for p in plans], dtype=np.float64),
                          np.array([p.max_sequences_contiguous for p in plans], dtype=np.float64),
                          first.max_context_len, tensor_parallel)
+
+
+def capacity_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], page_size: int = 16,
+                    weight_dtype: DType | WeightFormat | None = None, kv_dtype: Optional[DType] = None,
+                    gpu_memory_utilization: float = 0.9, max_model_len: Optional[int] = None,
+                    tensor_parallel: int = 1, context_lens: Optional[Sequence[int]] = None,
+                    max_context_len: Optional[int] = None) -> tuple[CapacitySweep, ...]:
+    """capacity_sweep on each GPU over one grid: the user's, or the default running to the widest GPU's right end."""
+    if not gpus:
+        raise InputError("give at least one GPU")
+    options = dict(page_size=page_size, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                   tensor_parallel=tensor_parallel)
+    if context_lens is None and max_context_len is None:
+        max_context_len = max(_capacity_upper(plan_capacity(model, gpu, 256, **options)) for gpu in gpus)
+    return tuple(capacity_sweep(model, gpu, context_lens=context_lens, max_context_len=max_context_len, **options)
+                 for gpu in gpus)

@@ -1,12 +1,14 @@
 """Shared look of rooflab's charts: a Figure without pyplot, log axes with readable ticks, colours.
 
-Figures are built with matplotlib.figure.Figure directly, so no chart touches pyplot's global
-state; a notebook can restyle the returned Figure (fig.axes[0], set_size_inches, ...).
+Figures are built as RooflabFigure (a matplotlib.figure.Figure) directly, so no chart touches pyplot's
+global state; a notebook can restyle the returned Figure (fig.axes[0], set_size_inches, ...) and shows it
+as a PNG without %matplotlib inline.
 """
 
 from __future__ import annotations
 
 import functools
+import io
 from typing import Any, Callable
 
 import matplotlib as mpl
@@ -49,12 +51,51 @@ def chart(fn: Callable[..., Figure]) -> Callable[..., Figure]:
     return wrapper
 
 
-def new_figure(size_in: tuple[float, float] = FIGSIZE_IN) -> tuple[Figure, Axes]:
-    fig = Figure(figsize=size_in, layout="constrained")
-    ax = fig.add_subplot()
+class RooflabFigure(Figure):
+    """A matplotlib Figure that a notebook shows as an image when it is the last expression of a cell.
+
+    IPython's display formatter asks an object for `_repr_png_`; a plain Figure built without pyplot
+    has none (pyplot's inline backend registers a printer for figures only once pyplot is imported),
+    so a fresh kernel would print "<Figure size ...>". Everything else is matplotlib's Figure.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png")
+        return buf.getvalue()
+
+    def __repr__(self) -> str:   # the text form notebooks have always shown: "<Figure size 1000x640 with 1 Axes>"
+        return super().__repr__().replace(type(self).__name__, "Figure", 1)
+
+
+def _grid_lines(ax: Axes) -> None:
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
+
+
+def new_figure(size_in: tuple[float, float] = FIGSIZE_IN) -> tuple[Figure, Axes]:
+    fig = RooflabFigure(figsize=size_in, layout="constrained")
+    ax = fig.add_subplot()
+    _grid_lines(ax)
     return fig, ax
+
+
+#: Width of one panel when a chart draws one panel per GPU, inches.
+PANEL_WIDTH_IN = 5.6
+
+
+def new_panels(count: int, height_in: float = FIGSIZE_IN[1]) -> tuple[Figure, list[Axes]]:
+    """One figure, `count` panels side by side sharing both axes (one GPU each); one panel is new_figure()."""
+    if count == 1:
+        fig, ax = new_figure()
+        return fig, [ax]
+    fig = RooflabFigure(figsize=(PANEL_WIDTH_IN * count + 0.8, height_in), layout="constrained")
+    axes = list(fig.subplots(1, count, sharex=True, sharey=True, squeeze=False)[0])
+    for ax in axes:
+        _grid_lines(ax)
+    for ax in axes[1:]:
+        ax.tick_params(labelleft=False)
+    return fig, axes
 
 
 def tokens_text(n: float) -> str:
