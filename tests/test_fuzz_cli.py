@@ -132,6 +132,7 @@ class Opt:
     kind_word: str = ""          # how messages name what the option holds ("GPU", "model")
     words: tuple[str, ...] = ()  # how messages from the API name it ("tensor parallel")
     checked_late: bool = False   # checked when used (a name or a path), so a valid combination may fail first
+    never: bool = False          # listed (the catalog covers --help) but never drawn: it would launch real work
 
     def __repr__(self) -> str:     # hypothesis prints the drawn options: their names are enough
         return f"Opt{self.flags}"
@@ -223,13 +224,16 @@ COMMANDS: dict[str, list[Opt]] = {
                CEIL, Opt(("--impl",), st.sampled_from(["rooflab", "rooflab_hopper", "torch_cudnn", "torch_flash"]),
                          st.sampled_from(["", " ", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 300, "rooflab "]),
                          st.sampled_from(["ROOFLAB", "torch_eager"]), checked_late=True),
+               switch("--must-fit", "--no-must-fit"), choice_opt(("--step",), ["decode", "prefill"]),
+               dataclasses.replace(count_opt(("--tp",), 1, MAX_GPUS, 16), words=("tensor parallel", "tp")),
+               count_opt(("--dcp",), 1, MAX_GPUS, 16), count_opt(("--cp",), 1, MAX_GPUS, 16),
                FMT],
     "capacity": [MODEL, GPU, dataclasses.replace(count_opt(("--context-len", "-L"), 1, MAX_TOKENS),
                                                  words=("context length",)), PAGE, WDT, KV, UTIL,
                  float_opt(("--activation-reserve-gib",), 0, MAX_GIB), MAXLEN, TP,
                  dataclasses.replace(count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), words=("shared prefix",)), dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",)),
                  switch("--dp-attention", "--no-dp-attention"), choice_opt(("--window-allocation",), ["hybrid", "full"]),
-                 *ENGINE_OPTS, FMT],
+                 count_opt(("--dcp",), 1, MAX_GPUS, 16), *ENGINE_OPTS, FMT],
     "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),
                  FMT],
     "explain": [choice_opt(("--variant", "-v"), [v.value for v in EXPLAINED]), MODEL, GPU, SEQ, BATCH,
@@ -254,16 +258,28 @@ COMMANDS: dict[str, list[Opt]] = {
     "plot capacity": [MODEL, GPU, PAGE, WDT, KV, UTIL, MAXLEN, TP],
     "plot validation": [switch("--peers", "--no-peers")],
     "fit": [GPU, FMT],
+    "schema": [],
     "validate": [GPU, FMT, Opt(("--fit-from",), st.sampled_from([str(MEASUREMENTS / "h200-splits.csv")]),
                                st.sampled_from(["", "missing.csv", ".", str(HARDWARE / "h100-sxm.yaml"), "/etc/passwd",
                                                 str(MEASUREMENTS)]), checked_late=True)],
-    "calibrate": [GPU, float_opt(("--copy-gib",), 0.01, 64)],
+    "calibrate": [GPU, float_opt(("--copy-gib",), 0.01, 64), switch("--collectives"),
+                  count_opt(("--nproc",), 2, 64, 8),
+                  Opt(("--from",), st.sampled_from([str(SMALL_CSV)]), st.sampled_from(BAD_PATHS), checked_late=True)],
     "bench": [GPU, choice_opt(("--kernel", "-k"), ["naive", "flash", "paged", "merge"]), switch("--quick"),
-              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50), switch("--second-campaign")],
+              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50), switch("--second-campaign"),
+              # --distributed launches torchrun (with --cpu, on this machine's CPUs): never drawn
+              dataclasses.replace(switch("--distributed"), never=True), dataclasses.replace(switch("--cpu"), never=True),
+              dataclasses.replace(count_opt(("--nproc",), 1, 64, 8), never=True),
+              dataclasses.replace(Opt(("--section",), st.sampled_from(["check"]), st.sampled_from(["nope"])),
+                                  never=True)],
 }
+# every chart with a length axis takes --lengths (a comma list, instead of the default grid)
+for _chart in ("plot memory", "plot time", "plot decode", "plot capacity"):
+    COMMANDS[_chart].append(list_opt(("--lengths",), 1, MAX_TOKENS))
+
 #: Commands that write an image (-o) or a file.
 PLOTS = [c for c in COMMANDS if c.startswith("plot ")]
-OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench", "fit"]}
+OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench", "fit", "schema"]}
 DEFAULT_OUTPUT = {"plot roofline": "roofline.png", "plot memory": "memory.png", "plot time": "time.png",
                   "plot decode": "decode.png", "plot capacity": "capacity.png", "plot validation": "validation.png",
                   "bench": "rooflab-bench.csv", "fit": "h200-sxm.yaml"}
@@ -294,7 +310,7 @@ def _output_case(data, command: str, folder: Path) -> tuple[list[str], list[Path
         return [], [], [], None
     image = command.startswith("plot")
     exts = [".png", ".svg", ".pdf"] if image else [".yaml", ".yml"] if command in ("fit", "calibrate") else \
-        [".txt", ".md", ".json", ""]
+        [".json"] if command == "schema" else [".txt", ".md", ".json", ""]
     ext = data.draw(st.sampled_from(exts), "ext")
     (folder / "existing-dir").mkdir(exist_ok=True)
     kind = data.draw(st.sampled_from(["good", "good", "good", "default", "odd-name", "missing-folder", "folder",
@@ -319,7 +335,7 @@ def _output_case(data, command: str, folder: Path) -> tuple[list[str], list[Path
 
 def build_case(data, command: str, folder: Path) -> Case:
     """A generated call of `command`: up to three valid options and at most one bad or odd one."""
-    opts = COMMANDS[command]
+    opts = [o for o in COMMANDS[command] if not o.never]
     if command in ("calibrate", "bench") and HAS_CUPY:
         mode = "bad"            # a valid call would really run on this machine's GPU
     else:
@@ -374,7 +390,15 @@ def build_case(data, command: str, folder: Path) -> Case:
             expect = 2
         elif file_kind == "none":
             inputs.append(MEASUREMENTS / "h200-sweep.csv")
-    fmt = None
+    if command == "schema":
+        which = data.draw(st.sampled_from(["gpu", "model", "gpu", "model", "", "GPU", "nope", "measurements", None]),
+                          "which")
+        if which is not None:
+            args.insert(1, which)
+        if which not in ("gpu", "model"):
+            idents += ["which", "WHICH", "Missing argument", "gpu", "model"]
+            expect = 2
+    fmt = "json" if command == "schema" and "-o" not in args else None
     for i, a in enumerate(args):
         if a in ("-f", "--format") and i + 1 < len(args):
             fmt = args[i + 1]
@@ -434,6 +458,12 @@ def test_fuzz_plot(command, data):
 @given(st.data())
 def test_fuzz_validate(data):
     fuzz("validate", data)
+
+
+@fuzz_settings(12)
+@given(st.data())
+def test_fuzz_schema(data):
+    fuzz("schema", data)
 
 
 @pytest.mark.parametrize("command", ["calibrate", "bench"])
@@ -566,6 +596,19 @@ REGRESSIONS = [
            "r.png"], expect=0, outputs=["r.png"], limit_s=12),
     _case(["plot", "capacity", "--max-model-len", str(MAX_TOKENS), "--page-size", "1", "-o", "c.png"], expect=None,
           outputs=["c.png"], limit_s=12),
+    # capacity's engine options
+    _case(["capacity", "--kv-cache-dtype", ""], ["--kv-cache-dtype"], note="'' is a value, not 'auto'"),
+    _case(["capacity", "--engine", "vllm", "--kv-cache-dtype", ""], ["--kv-cache-dtype"],
+          note="'' is a value, not 'auto'"),
+    _case(["capacity", "--engine", "vllm", "--cuda-visible-memory", "99999999999999999999999999GiB"],
+          ["--cuda-visible-memory"]),
+    _case(["capacity", "-m", "llama-3-8b", "--engine-log", ""], ["--engine-log", "empty", "''"],
+          note="an empty path is not the current folder"),
+    _case(["capacity", "-m", "llama-3-8b", "--engine-log", "/etc/passwd"], ["/etc/passwd"]),
+    *([_case(["capacity", "-m", "llama-3-8b", "--engine-log", str(ENGINE_LOGS[0]), "--what-if",
+              "max-model-len=99999999999999999999999999999k"], ["--what-if", "max-model-len"]),
+       _case(["capacity", "-m", "llama-3-8b", "--engine-log", str(ENGINE_LOGS[0]), "--what-if", "tp=4096"],
+             ["tp", "tensor parallel"])] if ENGINE_LOGS else []),
     # the GPU commands: their options are checked before the device (no GPU here: CuPy is missing)
     _case(["calibrate", "--gpu", "nope"], ["nope"], note="a bad --gpu is named before the device is looked at"),
     _case(["bench", "--gpu", "nope"], ["nope"], note="a bad --gpu is named before the device is looked at"),

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from fuzz_support import (HARDWARE, MODELS, Case, check_api, check_cli, finite_everywhere, fuzz_settings, scratch)
 from rooflab import DType
 from rooflab.errors import RooflabError, SpecError
+from rooflab.fields import field_docs
 from rooflab.load import clear_cache, load_gpu, load_model
 from rooflab.specs import AttentionHeads, GpuSpec, LayerType, MeasuredCeilings, ModelSpec
 
@@ -118,6 +119,9 @@ def _required(cls) -> set[str]:
 
 GPU_REQUIRED = _required(GpuSpec)
 MODEL_REQUIRED = _required(ModelSpec)
+#: Whether each field takes None (its annotation is Optional), from the specs' own field table.
+GPU_DOCS = field_docs(GpuSpec)
+MODEL_DOCS = field_docs(ModelSpec)
 
 
 @dataclasses.dataclass
@@ -149,7 +153,8 @@ def mutations(draw, kind: str) -> Mutation:
         key = draw(st.sampled_from(numeric))
         pool = {"set-bad": BAD_NUMBERS, "set-ambiguous": AMBIGUOUS, "set-maybe": MAYBE_NUMBERS}[op]
         value = draw(st.sampled_from(pool))
-        optional_null = key not in required and value in ("~", "null", "", "!!null ''")
+        docs = GPU_DOCS if kind == "gpu" else MODEL_DOCS
+        optional_null = docs[key]["optional"] and value in ("~", "null", "", "!!null ''")
         must = None if op == "set-maybe" or optional_null else True
         return Mutation(set_key(text, key, value).encode(), [key], must, f"{key}: {value}", key, value)
     if op == "set-text":
@@ -316,7 +321,7 @@ LLAMA = (MODELS / "llama-3-8b.yaml").read_text()
     (set_key(H100, "display_name", "!!binary aGVsbG8="), ["display_name"], True),
     (set_key(H100, "display_name", "!!set {a, b}"), ["display_name"], True),
     (set_key(H100, "display_name", "'$\\frac{a}{b}$'"), [], False),
-    (drop_key(H100, "num_sms"), ["num_sms"], True),
+    (drop_key(H100, "hbm_bandwidth_bytes_per_s"), ["hbm_bandwidth_bytes_per_s"], True),
     (duplicate_key(H100, "num_sms"), ["num_sms", "duplicate"], True),
     (H100 + "num_sm: 132\n", ["num_sm"], True),
     (H100 + "decode_units_per_sm: 1.5\n", [], False),
@@ -432,8 +437,7 @@ MODEL_FIELDS = [f.name for f in dataclasses.fields(ModelSpec)]
 @example("hbm_bandwidth_bytes_per_s", 1e-300)
 @example("num_sms", 10**400)
 def test_fuzz_gpu_replace_numbers(field, value):
-    required = field not in ("exp_per_s", "interconnect_bytes_per_s")
-    must = not (value is None and not required)
+    must = not (value is None and GPU_DOCS[field]["optional"])
     _replace_case(_gpu(), field, value, must)
 
 
@@ -450,7 +454,7 @@ def test_fuzz_replace_odd_numbers(field, value):
                                         "shared_expert_ffn_size"]),
        st.sampled_from(BAD_PY_NUMBERS))
 def test_fuzz_model_replace_numbers(field, value):
-    optional = field in ("num_parameters", "v_head_dim", "dense_ffn_size", "shared_expert_ffn_size")
+    optional = MODEL_DOCS[field]["optional"]
     zero_ok = field in ("first_dense_layers", "num_shared_experts")
     must = True
     if value is None and optional:
@@ -468,7 +472,7 @@ def test_fuzz_replace_text(kind, field, value):
     spec = _gpu() if kind == "gpu" else _model()
     if field not in (GPU_FIELDS if kind == "gpu" else MODEL_FIELDS):
         return
-    optional = field in ("compute_capability", "parameters_note")
+    optional = (GPU_DOCS if kind == "gpu" else MODEL_DOCS)[field]["optional"]
     must = None if value in ODD_PY_TEXT else (False if value is None and optional else True)
     if isinstance(value, str) and value.strip() and len(value) <= 10_000:
         must = None
@@ -501,7 +505,7 @@ def test_fuzz_gpu_constructor(field, value):
     """GpuSpec(...) itself, not only replace: the same door."""
     kwargs = _full_kwargs(GpuSpec, _gpu())
     kwargs[field] = value
-    optional = field in ("exp_per_s", "interconnect_bytes_per_s")
+    optional = GPU_DOCS[field]["optional"]
     check_api(lambda: GpuSpec(**kwargs), [field], expect_error=not (value is None and optional),
               what=f"GpuSpec({field}={value!r:.60})")
 
@@ -639,7 +643,9 @@ ACCEPTS = {"plan_capacity shared_prefix_len": [0, -0.0, False], "paged_decode nu
 #: Array workloads (lengths, batches, tokens) are float64 arrays inside; a fraction is allowed there (sweeps).
 for _name in ("naive_prefill seq_len", "naive_prefill batch", "flash_prefill seq_len", "merge_pair tokens",
               "paged_decode context_lens"):
-    ACCEPTS[_name] = [1.5, [1.5]]
+    ACCEPTS[_name] = [1.5, [1.5], "8192", b"8192", *[v for v in BAD_WORKLOAD if isinstance(v, (list, np.ndarray))
+                                                       and len(v) > 1 or isinstance(v, np.ndarray) and v.ndim == 2]]
+ACCEPTS["recommend_splits context_lens"] = ACCEPTS["paged_decode context_lens"]
 
 
 def _same(a, b) -> bool:
