@@ -1,8 +1,10 @@
 """Speed of the cost model and of `rooflab report` (a benchmark, not a test).
 
-Targets (issue 2): both prefill variants over 10^6 (seq_len, batch) points in under 1 s on a
-2-core machine; `rooflab report` under 0.5 s wall. Prints one line per figure; record them,
-with date, machine and command, in RESULTS.md.
+Targets: both prefill variants over 10^6 (seq_len, batch) points in under 1 s on a 2-core machine
+(issue 2), and the same for a hybrid model, every layer type of Gemma-3-27B and gpt-oss-120b
+(issue 13); `rooflab report` within 2.5x the time of `python -c "import numpy, yaml"` measured in
+the same run (issue 18). Prints one line per figure; record them, with date, machine and
+command, in RESULTS.md.
 
     python benchmarks/bench_cost_model.py
 """
@@ -13,12 +15,14 @@ import platform
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 
 import numpy as np
 
 from rooflab import DType, load_gpu, load_model
 from rooflab.cost.flash import flash_prefill
+from rooflab.cost.layers import model_prefill
 from rooflab.cost.naive import naive_prefill
 from rooflab.roofline import Ceilings, predict
 
@@ -38,19 +42,50 @@ def time_grid(repeats: int = 5) -> float:
     return statistics.median(times)
 
 
-def time_cli(repeats: int = 7) -> float:
-    exe = shutil.which("rooflab")
-    if exe is None:
-        raise SystemExit("rooflab is not on PATH: pip install . first")
+def time_hybrid_grid(name: str, repeats: int = 5) -> float:
+    """Every layer type of a hybrid model (windows, sinks, full), naive and flash, over 10^6 points."""
+    model, gpu = load_model(name), load_gpu("h100-sxm")
+    roofs = Ceilings.of(gpu, DType.bf16)
+    seq = np.linspace(1, 131072, 1000).round()[:, None]
+    batch = np.arange(1, 1001)[None, :]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        subprocess.run([exe, "report"], check=True, stdout=subprocess.DEVNULL)
+        for naive in (True, False):
+            for layer in model_prefill(model, seq, batch, DType.bf16, causal=True, naive=naive, gpu=gpu):
+                p = predict(layer.cost, roofs)
+                assert p.t_floor_s.shape == (1000, 1000)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _wall(argv: list[str], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
         times.append(time.perf_counter() - t0)
     return statistics.median(times[1:])  # the first run compiles .pyc files
+
+
+def time_cli(repeats: int = 11) -> tuple[float, float]:
+    """`rooflab report` and `python -c "import numpy, yaml"`, interleaved in the same run."""
+    exe = shutil.which("rooflab")
+    if exe is None:
+        raise SystemExit("rooflab is not on PATH: pip install . first")
+    report, baseline = [], []
+    for _ in range(repeats):
+        report.append(_wall([exe, "report"], 2))
+        baseline.append(_wall([sys.executable, "-c", "import numpy, yaml"], 2))
+    return statistics.median(report), statistics.median(baseline)
 
 
 if __name__ == "__main__":
     print(f"machine: {platform.node()} {platform.machine()} python {platform.python_version()}")
     print(f"naive + flash + roofline over 10^6 (seq_len, batch) points: {time_grid():.3f} s (target < 1 s)")
-    print(f"`rooflab report` wall time, median of 6: {time_cli():.3f} s (target < 0.5 s)")
+    for name in ("gemma-3-27b", "gpt-oss-120b"):
+        print(f"{name}: every layer type, naive + flash + roofline over 10^6 points: {time_hybrid_grid(name):.3f} s "
+              "(target < 1 s)")
+    report, baseline = time_cli()
+    print(f"`rooflab report` wall {report:.3f} s; `python -c 'import numpy, yaml'` {baseline:.3f} s: "
+          f"{report / baseline:.2f}x (target <= 2.5x)")
