@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 from matplotlib.patheffects import withStroke
 from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
@@ -164,6 +166,7 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
         if r.measured is not None:
             _draw_roofs(ax, r, r.measured, color, x, True, i == 0, several)
     halo = [withStroke(linewidth=3, foreground="white")] if measured else None   # labels legible over markers
+    labels = []
     for label, p in _merge_coincident(data.points):
         color, marker, filled, size = _POINT_STYLE.get(p.kind, ("black", "o", True, 8))
         ax.plot([p.intensity_flop_per_byte], [p.flop_per_s], marker, ms=size, color=color,
@@ -173,9 +176,9 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
         text = intensity_text(p.intensity_flop_per_byte)
         if p.kind in _RIDGE_RATIO_SHOWN:
             text += f"\n{ridge_text(p.ridge_ratio)} of the ridge"
-        ax.annotate(text, (p.intensity_flop_per_byte, p.flop_per_s),
-                    xytext=offset, textcoords="offset points", ha=ha, va=va, fontsize=9, color=color,
-                    fontweight="bold", zorder=7, path_effects=halo)
+        labels.append(ax.annotate(text, (p.intensity_flop_per_byte, p.flop_per_s),
+                                  xytext=offset, textcoords="offset points", ha=ha, va=va, fontsize=9, color=color,
+                                  fontweight="bold", zorder=7, path_effects=halo))
     _draw_measured(ax, measured)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -197,7 +200,59 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
           f"{data.dtype.value}, T = {data.seq_len:,} tokens, batch {data.batch}"
           f"{', causal' if data.causal else ''}, one layer; labels give FLOP/byte{where}")
     _legends(fig, ax)
+    _clear_of_lines(fig, ax, labels)
     return fig
+
+
+#: Where a point's label may go, tried in order after its first place: (offset in points, ha, va).
+_OTHER_PLACES = (((-8, 4), "right", "bottom"), ((8, -2), "left", "top"), ((12, 0), "left", "center"),
+                 ((0, -16), "center", "top"), ((0, 12), "center", "bottom"), ((8, 10), "left", "bottom"),
+                 ((-8, -4), "right", "top"), ((10, -30), "left", "top"), ((-10, 30), "right", "bottom"))
+
+
+def _clear_of_lines(fig: Figure, ax, labels: list[Annotation]) -> None:
+    """Move each point's label to the first of its places that crosses no drawn line (roofs, the ridge), no
+    marker and no label placed before it; a label with no free place takes the one that crosses fewest.
+
+    Placement needs the text's drawn size, so the figure is laid out once (constrained layout) first.
+    """
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    paths = [line.get_transform().transform_path(line.get_path()) for line in ax.lines
+             if line.get_linestyle() not in ("None", "none", "") and len(line.get_xdata()) > 1]
+    markers = [(line, ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()])),
+                line.get_markersize() * fig.dpi / 72 / 2)
+               for line in ax.lines if line.get_marker() not in (None, "None", "none", "")]
+    placed = []
+    for label in labels:
+        first = (label.xyann, label.get_ha(), label.get_va())
+        own = ax.transData.transform([label.xy])[0]
+        best = None
+        for place in (first, *(p for p in _OTHER_PLACES if p != first)):
+            label.xyann = place[0]
+            label.set(ha=place[1], va=place[2])
+            box = label.get_window_extent(renderer).padded(2)
+            hits = (sum(path.intersects_bbox(box, filled=False) for path in paths)
+                    + sum(_marker_in(box, xy, r, own) for _, xy, r in markers)
+                    + sum(box.overlaps(other) for other in placed)
+                    + (not ax.bbox.contains(box.x0, box.y0) or not ax.bbox.contains(box.x1, box.y1)))
+            if best is None or hits < best[0]:
+                best = (hits, place)
+            if hits == 0:
+                break
+        label.xyann = best[1][0]
+        label.set(ha=best[1][1], va=best[1][2])
+        placed.append(label.get_window_extent(renderer))
+
+
+def _marker_in(box, centres: np.ndarray, radius: float, own: np.ndarray) -> bool:
+    """Whether a marker (not the label's own point) of `radius` pixels at any of `centres` touches `box`."""
+    for x, y in centres:
+        if np.hypot(x - own[0], y - own[1]) < 1e-6:
+            continue
+        if box.x0 - radius <= x <= box.x1 + radius and box.y0 - radius <= y <= box.y1 + radius:
+            return True
+    return False
 
 
 def _legends(fig: Figure, ax) -> None:
