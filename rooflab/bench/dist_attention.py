@@ -70,7 +70,7 @@ class TorchOps:
             ids = table[:, s * per:(s + 1) * per].long()                      # [B, p]
             keys = k[ids].permute(0, 2, 1, 3, 4).reshape(b, kv_heads, -1, d).float()
             vals = v[ids].permute(0, 2, 1, 3, 4).reshape(b, kv_heads, -1, d).float()
-            pos = torch.arange(keys.shape[2]) + s * per * page
+            pos = torch.arange(keys.shape[2], device=keys.device) + s * per * page
             keys, vals = keys.repeat_interleave(h // kv_heads, 1), vals.repeat_interleave(h // kv_heads, 1)
             scores = torch.einsum("bhd,bhtd->bht", q.float(), keys) / math.sqrt(d)
             scores = scores.masked_fill(pos[None, None, :] >= lens[:, None, None], float("-inf"))
