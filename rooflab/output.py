@@ -17,7 +17,10 @@ import io
 import json
 import math
 import os
+import shutil
+import sys
 import tempfile
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -75,55 +78,115 @@ class Frame:
         return [dict(r) for r in self.records] if self.doc is None else self.doc
 
 
-def render(frame: Frame, fmt: Format = Format.table) -> str:
-    """The frame as text in `fmt`; JSON and CSV refuse non-finite numbers (OutputError names where)."""
+def render(frame: Frame, fmt: Format = Format.table, width: int | None = None) -> str:
+    """The frame as text in `fmt`; JSON and CSV refuse non-finite numbers (OutputError names where).
+
+    A table wider than `width` characters (default: terminal_width(), None when printing to a pipe
+    or a file) is split into blocks of columns stacked one under another, each repeating the first
+    (label) column, and its title and notes wrap at word boundaries. Markdown, CSV and JSON never wrap.
+    """
     fmt = Format(fmt)
     if fmt is Format.json:
         return json_text(frame.json_doc())
     if fmt is Format.csv:
         return csv_text(frame.records, frame.csv_keys)
     md = fmt is Format.markdown
+    width = None if md else (terminal_width() if width is None else width)
     if frame.vertical:
-        body = _vertical(frame, md)
+        body = _vertical(frame, md, width)
     else:
         body = table([c.header for c in frame.columns], [[c.cell(r) for c in frame.columns] for r in frame.records],
-                     markdown=md)
+                     markdown=md, width=width)
     parts = []
     if frame.title:
-        parts += [f"## {frame.title}" if md else frame.title, *([""] if md or not frame.vertical else [])]
+        parts += [f"## {frame.title}" if md else _wrap(frame.title, width), *([""] if md or not frame.vertical else [])]
     parts.append(body)
     if frame.notes:
-        parts += ["", *[("- " if md else "") + n for n in frame.notes]]
+        parts += ["", *[("- " if md else "") + _wrap(n, width) for n in frame.notes]]
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _vertical(frame: Frame, markdown: bool) -> str:
+def terminal_width() -> int | None:
+    """Columns to fit a table in: $COLUMNS when set to a positive number, else the terminal's width when stdout is a
+    terminal, else None (a pipe or a file: tables keep their full width)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if sys.stdout is not None and sys.stdout.isatty():
+            return shutil.get_terminal_size().columns
+    except (AttributeError, ValueError, OSError):   # a closed or replaced stdout
+        pass
+    return None
+
+
+def _wrap(text: str, width: int | None) -> str:
+    """Each line of `text` wrapped at word boundaries to `width`, continuation lines indented two spaces."""
+    if width is None:
+        return text
+    return "\n".join(textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False,
+                                   break_on_hyphens=False) if len(line) > width else line
+                     for line in text.split("\n"))
+
+
+def _vertical(frame: Frame, markdown: bool, width: int | None = None) -> str:
     record = frame.records[0] if frame.records else {}
     pairs = [(c.header, c.cell(record)) for c in frame.columns]
     if markdown:
         return "\n".join(["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in pairs])
-    width = max((len(k) for k, _ in pairs), default=0)
-    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in pairs)
+    label = max((len(k) for k, _ in pairs), default=0)
+    room = None if width is None else max(width - label - 4, 20)
+    lines = []
+    for k, v in pairs:
+        wrapped = textwrap.wrap(v, room, break_long_words=False, break_on_hyphens=False) if room and len(v) > room \
+            else [v]
+        lines.append(f"  {k.ljust(label)}  {wrapped[0]}".rstrip() if wrapped else f"  {k}")
+        lines += [" " * (label + 4) + more for more in wrapped[1:]]
+    return "\n".join(lines)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool = False) -> str:
-    """Align columns (numbers right, text left); a GitHub table when `markdown`."""
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool = False,
+          width: int | None = None) -> str:
+    """Align columns (numbers right, text left); a GitHub table when `markdown`.
+
+    Wider than `width` (plain tables only): the columns after the first are split into blocks that fit,
+    stacked with a blank line between them, each block led by the first column again.
+    """
     cells = [list(map(str, headers))] + [list(map(str, r)) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     numeric = [all(_numeric(r[i]) for r in cells[1:] if r[i]) and len(cells) > 1 for i in range(len(headers))]
 
-    def line(r: list[str]) -> str:
-        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)]
+    def line(r: list[str], cols: Sequence[int]) -> str:
+        parts = [r[i].rjust(widths[i]) if numeric[i] else r[i].ljust(widths[i]) for i in cols]
         return ("| " + " | ".join(parts) + " |") if markdown else "  ".join(parts).rstrip()
 
-    out = [line(cells[0])]
     if markdown:
-        out.append("|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2))
-                                  for w, num in zip(widths, numeric)) + "|")
-    else:
-        out.append("  ".join("-" * w for w in widths))
-    out += [line(r) for r in cells[1:]]
-    return "\n".join(out)
+        cols = range(len(headers))
+        rule = "|" + "|".join(("-" * (widths[i] + 1) + ":") if numeric[i] else ("-" * (widths[i] + 2))
+                              for i in cols) + "|"
+        return "\n".join([line(cells[0], cols), rule] + [line(r, cols) for r in cells[1:]])
+    blocks = []
+    for cols in _column_blocks(widths, width):
+        blocks.append("\n".join([line(cells[0], cols), "  ".join("-" * widths[i] for i in cols)]
+                                + [line(r, cols) for r in cells[1:]]))
+    return "\n\n".join(blocks)
+
+
+def _column_blocks(widths: Sequence[int], width: int | None) -> list[list[int]]:
+    """Column indices per block: all of them when they fit in `width` (or no width is given); else the first
+    column, then as many of the next as fit beside it (at least one a block)."""
+    full = sum(widths) + 2 * (len(widths) - 1)
+    if width is None or full <= width or len(widths) < 2:
+        return [list(range(len(widths)))]
+    blocks, block, used = [], [0], widths[0]
+    for i in range(1, len(widths)):
+        if len(block) > 1 and used + 2 + widths[i] > width:
+            blocks.append(block)
+            block, used = [0], widths[0]
+        block.append(i)
+        used += 2 + widths[i]
+    blocks.append(block)
+    return blocks
 
 
 def _numeric(text: str) -> bool:
@@ -211,4 +274,5 @@ def _resolve(path: Path) -> Path:
         return path.absolute()
 
 
-__all__ = ["Column", "Format", "Frame", "OutputError", "csv_text", "json_text", "render", "table", "write_atomic"]
+__all__ = ["Column", "Format", "Frame", "OutputError", "csv_text", "json_text", "render", "table", "terminal_width",
+           "write_atomic"]
