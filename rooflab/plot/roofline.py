@@ -89,8 +89,9 @@ def _limits(data: RooflineData, measured: Sequence[MeasuredPoint]) -> tuple[tupl
 
 
 def _draw_roofs(ax, r: GpuRoofs, c: Ceilings, color: str, x: np.ndarray, measured: bool, primary: bool,
-                several: bool) -> None:
-    """One set of roofs; the primary one (the points' GPU, datasheet) also gets its vector roof and a full label."""
+                several: bool) -> Annotation:
+    """One set of roofs; the primary one (the points' GPU, datasheet) also gets its vector roof and a full label.
+    Returns the ridge's label."""
     name = f"{r.display_name}: " if several else ""
     source = f"measured {r.measured_date}" if measured else "datasheet"
     ridge = c.ridge_flop_per_byte
@@ -105,12 +106,13 @@ def _draw_roofs(ax, r: GpuRoofs, c: Ceilings, color: str, x: np.ndarray, measure
                 alpha=0.7, gid=f"vector_roof:{r.name}", zorder=2,
                 label=f"{name}fp32 vector roof ({_rate(c.vector_flop_per_s)}; softmax, merge)")
         ax.axvline(ridge, color=color, lw=0.8, ls=":", alpha=0.6, zorder=1)
-        ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, c.matmul_flop_per_s), xytext=(-8, 10),
-                    textcoords="offset points", ha="right", fontsize=9, color=color, fontweight="bold")
-    else:   # just under the flat roof, right of the corner: no point sits there
-        ax.annotate(f"{ridge:.0f}", (ridge, c.matmul_flop_per_s), xytext=(16, -4), textcoords="offset points",
-                    ha="left", va="top", fontsize=9, color=color, fontweight="bold", zorder=8,
-                    path_effects=[withStroke(linewidth=3, foreground="white")])
+        return ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, c.matmul_flop_per_s), xytext=(-8, 10),
+                           textcoords="offset points", ha="right", va="baseline", fontsize=9, color=color,
+                           fontweight="bold")
+    # just under the flat roof, right of the corner: no point sits there
+    return ax.annotate(f"{ridge:.0f}", (ridge, c.matmul_flop_per_s), xytext=(16, -4), textcoords="offset points",
+                       ha="left", va="top", fontsize=9, color=color, fontweight="bold", zorder=8,
+                       path_effects=[withStroke(linewidth=3, foreground="white")])
 
 
 def _rate(value: float, unit: str = "FLOP/s") -> str:
@@ -160,11 +162,12 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
     (x_lo, x_hi), (y_lo, y_hi) = _limits(data, measured)
     x = np.geomspace(x_lo, x_hi, 400)
     several = len(data.roofs) > 1
+    ridges = []
     for i, r in enumerate(data.roofs):
         color = GPU_COLORS[i % len(GPU_COLORS)]
-        _draw_roofs(ax, r, r.datasheet, color, x, False, i == 0, several)
+        ridges.append(_draw_roofs(ax, r, r.datasheet, color, x, False, i == 0, several))
         if r.measured is not None:
-            _draw_roofs(ax, r, r.measured, color, x, True, i == 0, several)
+            ridges.append(_draw_roofs(ax, r, r.measured, color, x, True, i == 0, several))
     halo = [withStroke(linewidth=3, foreground="white")] if measured else None   # labels legible over markers
     labels = []
     for label, p in _merge_coincident(data.points):
@@ -200,7 +203,7 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
           f"{data.dtype.value}, T = {data.seq_len:,} tokens, batch {data.batch}"
           f"{', causal' if data.causal else ''}, one layer; labels give FLOP/byte{where}")
     _legends(fig, ax)
-    _clear_of_lines(fig, ax, labels)
+    _clear_of_lines(fig, ax, labels + ridges)     # the points' labels first: they say more
     return fig
 
 
@@ -211,8 +214,9 @@ _OTHER_PLACES = (((-8, 4), "right", "bottom"), ((8, -2), "left", "top"), ((12, 0
 
 
 def _clear_of_lines(fig: Figure, ax, labels: list[Annotation]) -> None:
-    """Move each point's label to the first of its places that crosses no drawn line (roofs, the ridge), no
-    marker and no label placed before it; a label with no free place takes the one that crosses fewest.
+    """Move each label (points', then ridges') to the first of its places that crosses no drawn line (roofs,
+    the ridge), no marker and no label placed before it; a label with no free place takes the one that
+    crosses fewest.
 
     Placement needs the text's drawn size, so the figure is laid out once (constrained layout) first.
     """
