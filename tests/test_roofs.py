@@ -22,10 +22,13 @@ from rooflab.vocab import CeilingSource, Pipe, Variant
 
 @pytest.mark.parametrize("name", sorted(p.name for p in data_dir("measurements").glob("*.csv")))
 def test_no_measured_row_runs_faster_than_its_floor(name):
+    from rooflab.bench.dist_validate import distributed_floor, is_distributed
+
     meta, rows = read_measurements(data_dir("measurements") / name)
     gpu = load_gpu(meta["gpu_spec"])
     for m in rows:
-        floor = float(predict_measurement(m, gpu, CeilingSource.datasheet).t_floor_s)
+        floor = distributed_floor(m, gpu, meta) if is_distributed(m) else \
+            float(predict_measurement(m, gpu, CeilingSource.datasheet).t_floor_s)
         assert m.time_s >= floor, (m.describe(), m.time_s, floor)
 
 

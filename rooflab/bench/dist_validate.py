@@ -225,4 +225,16 @@ def validate_any(path, gpu_ref: Optional[str] = None, fit_from: Sequence = ()):
                       (base.groups if base else ()) + tuple(groups), (base.rows if base else ()) + tuple(results))
 
 
-__all__ = ["KERNELS", "is_distributed", "validate_any", "validate_distributed"]
+
+
+def distributed_floor(m: Measurement, gpu: GpuSpec, meta: Optional[dict] = None) -> float:
+    """The physical floor of a distributed-bench row at datasheet roofs and links (what no measurement may beat)."""
+    if m.kernel.is_collective:
+        return bus_bytes(m.kernel, m.bytes_per_rank, m.world_size) / gpu.interconnect.link_for(m.world_size)
+    if m.kernel is Kernel.gemm:
+        return float(predict_kernel(gemm(m.m, m.n, m.k, DType(m.dtype)).kernel, Ceilings.of(gpu, DType(m.dtype))
+                                    ).t_floor_s)
+    return _composed(m, gpu, meta or {})[1]
+
+
+__all__ = ["KERNELS", "distributed_floor", "is_distributed", "validate_any", "validate_distributed"]
