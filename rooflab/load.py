@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 import os
 import re
 import types
@@ -24,7 +23,6 @@ import yaml
 from .errors import SpecError, UnknownNameError
 from .fields import Problem, check_values
 from .specs import GpuSpec, MeasuredCeilings, ModelSpec
-from .units import RATE_KEYS
 
 T = TypeVar("T")
 
@@ -105,21 +103,26 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
 _SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def read_yaml(path: Path) -> dict:
-    """Parse one YAML file into a mapping, or raise SpecError naming the file."""
+def read_text(path: Path, limit: int, kind: str) -> str:
+    """A spec file's text (UTF-8, a BOM allowed), or SpecError naming it: unreadable, over `limit` bytes
+    (`kind` says what such a file usually weighs), or not UTF-8."""
     where = str(path)
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_SPEC_FILE_BYTES + 1)
+            raw = handle.read(limit + 1)
     except OSError as exc:
         raise SpecError(where, None, None, f"cannot read file ({exc.strerror or exc})") from None
-    if len(raw) > MAX_SPEC_FILE_BYTES:
-        raise SpecError(where, None, None, f"larger than {MAX_SPEC_FILE_BYTES >> 20} MiB; a spec file is a few KiB")
+    if len(raw) > limit:
+        raise SpecError(where, None, None, f"larger than {limit >> 20} MiB; {kind} is a few KiB")
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(where, None, None, f"not UTF-8 text (byte {exc.start})") from None
-    return parse_yaml(text, where)
+
+
+def read_yaml(path: Path) -> dict:
+    """Parse one YAML file into a mapping, or raise SpecError naming the file."""
+    return parse_yaml(read_text(path, MAX_SPEC_FILE_BYTES, "a spec file"), str(path))
 
 
 def parse_yaml(text: str, where: str) -> dict:

@@ -26,11 +26,11 @@ from ..errors import InputError
 from ..specs import LayerType
 from ..specs.layers import MLA_SPARSE_FP8_BYTES
 from ..units import FP32_BYTES, INT32_BYTES, DType
-from ..vocab import LayerKind, Variant
+from ..vocab import LayerKind
 from .batch import DecodeBatch, decode_batch
 from .common import ArrayLike, KernelCost, whole_number
 from .merge import MergeCost, merge_splits
-from .paged import MAX_Q_LEN, check_page_size, check_splits
+from .paged import MAX_Q_LEN, SplitDecode, check_page_size, check_splits
 from .parallel import parallel_fraction
 
 #: Query rows (heads x new tokens) one FlashMLA-style work unit holds: a 64-row tile.
@@ -38,7 +38,7 @@ MLA_ROWS_PER_UNIT = 64
 
 
 @dataclass(frozen=True)
-class MlaDecodeCost:
+class MlaDecodeCost(SplitDecode):
     """One MLA decode step for one layer: the attention launch and, with splits, the merge."""
 
     attention: KernelCost
@@ -47,31 +47,6 @@ class MlaDecodeCost:
     num_splits: int
     work_units: np.ndarray
     longest_unit_tokens: np.ndarray
-
-    @property
-    def variant(self) -> Variant:
-        return Variant.paged if self.num_splits == 1 else Variant.split_kv
-
-    @property
-    def kernels(self) -> tuple[KernelCost, ...]:
-        return (self.attention,) if self.merge is None else (self.attention, self.merge.kernel)
-
-    @property
-    def flops(self) -> np.ndarray:
-        return self.attention.flops
-
-    @property
-    def hbm_bytes(self) -> np.ndarray:
-        return sum(k.hbm_bytes for k in self.kernels)
-
-    @property
-    def parallel_fraction(self) -> np.ndarray:
-        return self.attention.parallel_fraction
-
-    @property
-    def intensity_kv(self) -> np.ndarray:
-        """F over the latent bytes alone: about 1.89 h q in bf16."""
-        return self.flops / self.kv_bytes
 
 
 def mla_latent_bytes(layer: LayerType, kv_dtype: DType, sparse_fp8: bool = False) -> int:

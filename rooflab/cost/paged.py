@@ -42,18 +42,15 @@ MAX_SPLITS_ALLOWED = LIMIT_SPLITS
 MAX_Q_LEN = 1024
 
 
-@dataclass(frozen=True)
-class DecodeCost:
-    """One decode step for one layer: the attention launch and, with splits, the merge."""
+class SplitDecode:
+    """What a decode step's cost says of itself, for one launch or split-KV with its merge (paged and MLA).
+
+    The class using it holds `attention`, `merge`, `num_splits` and `kv_bytes`."""
 
     attention: KernelCost
     merge: MergeCost | None
-    kv_bytes: np.ndarray
-    block_table_bytes: np.ndarray
-    partial_bytes: np.ndarray
     num_splits: int
-    work_units: np.ndarray
-    longest_unit_tokens: np.ndarray   # tokens of the longest (sequence, KV head, split) unit: it bounds the launch
+    kv_bytes: np.ndarray
 
     @property
     def variant(self) -> Variant:
@@ -78,8 +75,23 @@ class DecodeCost:
 
     @property
     def intensity_kv(self) -> np.ndarray:
-        """F over the KV bytes alone: 2h / (b_kv h_kv), fixed by the heads whatever the context or batch."""
+        """F over the cache bytes alone: 2h / (b_kv h_kv) for K and V, fixed by the heads whatever the context
+        or batch; about 1.89 h q in bf16 for an MLA latent."""
         return self.flops / self.kv_bytes
+
+
+@dataclass(frozen=True)
+class DecodeCost(SplitDecode):
+    """One decode step for one layer: the attention launch and, with splits, the merge."""
+
+    attention: KernelCost
+    merge: MergeCost | None
+    kv_bytes: np.ndarray
+    block_table_bytes: np.ndarray
+    partial_bytes: np.ndarray
+    num_splits: int
+    work_units: np.ndarray
+    longest_unit_tokens: np.ndarray   # tokens of the longest (sequence, KV head, split) unit: it bounds the launch
 
 
 def check_page_size(page_size: int) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ..errors import SpecError
-from ..load import MAX_SPEC_FILE_BYTES
+from ..load import MAX_SPEC_FILE_BYTES, read_text
 
 #: config.json files larger than this are refused before they are parsed (the largest bundled one is 2 KiB).
 MAX_CONFIG_BYTES = MAX_SPEC_FILE_BYTES
@@ -73,19 +73,7 @@ def parse_json(text: str, where: str) -> dict:
 
 def read_json(path: Path) -> dict:
     """Parse one config.json file, or raise SpecError naming it."""
-    where = str(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise SpecError(where, None, None, f"cannot read file ({exc.strerror or exc})") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise SpecError(where, None, None, f"larger than {MAX_CONFIG_BYTES >> 20} MiB; a config.json is a few KiB")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SpecError(where, None, None, f"not UTF-8 text (byte {exc.start})") from None
-    return parse_json(text, where)
+    return parse_json(read_text(path, MAX_CONFIG_BYTES, "a config.json"), str(path))
 
 
 # --- finding the file ---------------------------------------------------------------------------------------
