@@ -616,6 +616,7 @@ REGRESSIONS = [
           note="an unwritable -o is refused before measuring, not after the first case"),
     _case(["calibrate", "-o", "no/such/folder/x.yaml"], ["no/such/folder", "--output"],
           note="an unwritable -o is refused before measuring"),
+    _case(["schema"], ["which", "WHICH"], note="a missing choice argument: two lines, not click's list of choices"),
     # outputs
     _case(["validate", str(SMALL_CSV), "-o", str(SMALL_CSV)], ["--output", "input", SMALL_CSV.name],
           inputs=[SMALL_CSV]),
