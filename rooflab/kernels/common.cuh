@@ -264,4 +264,18 @@ RL_DEV float quad_sum(float x) {
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// The keys [begin, end) split `split` of `num_splits` reads of a `ctx`-token sequence: whole pages of `page`
+// tokens dealt out in equal runs (the last splits may be short or empty); one split reads them all.
+struct KeyRange {
+    int begin, end;
+    RL_DEV int tiles(int page) const { return (end - begin + page - 1) / page; }
+};
+template <bool SPLIT> RL_DEV KeyRange split_keys(int ctx, int split, int num_splits, int page) {
+    if (!SPLIT) return {0, ctx};
+    const int pages = (ctx + page - 1) / page;
+    const int span = ((pages + num_splits - 1) / num_splits) * page;
+    const int begin = min(ctx, split * span);
+    return {begin, min(ctx, begin + span)};
+}
+
 }  // namespace rl

@@ -74,14 +74,8 @@ mla_decode(const T* __restrict__ q, const KV* __restrict__ cache, const int* __r
 
     // ---- key range [k_begin, k_end) and tiles (each one page of 64 keys)
     const int ctx = context_lens[b];
-    int k_begin = 0, k_end = ctx;
-    if (SPLIT) {
-        const int pages = (ctx + BN - 1) / BN;
-        const int span = ((pages + num_splits - 1) / num_splits) * BN;
-        k_begin = min(ctx, split * span);
-        k_end = min(ctx, k_begin + span);
-    }
-    const int n_tiles = (k_end - k_begin + BN - 1) / BN;
+    const rl::KeyRange keys = rl::split_keys<SPLIT>(ctx, split, num_splits, BN);
+    const int k_begin = keys.begin, k_end = keys.end, n_tiles = keys.tiles(BN);
     const int pos_first = ctx - q_len;                    // key position of token 0
     const int* bt = block_table + (i64)b * bt_stride;
 
