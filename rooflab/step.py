@@ -251,25 +251,30 @@ def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, d
 
 def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
                 tp: int = 1, dcp: int = 1, cp: int = 1, dtype: DType | None = None, page_size: int = 16,
-                gpu_memory_utilization: float = 0.9, check_memory: bool = True) -> StepReport:
+                gpu_memory_utilization: float = 0.9, check_memory: bool = True,
+                gemm_dtype: DType | None = None) -> StepReport:
     """One decode step (B sequences at `context_len`) or one prefill (B prompts of `context_len`) of the whole
     model on one GPU of a tp x dcp (decode) or tp x cp (prefill) deployment (the module docstring).
 
     A deployment whose weights and KV cache do not fit one GPU's usable memory is an InputError saying so
     and by how much (unless `check_memory` is False: a measured run that shares one cache across layers).
+    `dtype` is the activations', attention's and KV cache's type; `gemm_dtype` (default `dtype`) that of the
+    projection and MLP GEMMs and their weights (fp8_e4m3: row-wise fp8 inference, weights and GEMM inputs in fp8).
     """
     dtype = DType(dtype) if dtype is not None else (model.weight_dtype or DType.bf16)
+    gemm_dtype = DType(gemm_dtype) if gemm_dtype is not None else dtype
     _check(model, step, batch, context_len, tp, dcp, cp, page_size)
-    pricer = _Pricer(gpu, dtype)
+    pricer, gemms = _Pricer(gpu, dtype), _Pricer(gpu, gemm_dtype)
+    gemms.missing = pricer.missing
     decode = step == "decode"
     tokens = batch if decode else math.ceil(batch * context_len / cp)
-    rows = _projections(model, pricer, tokens, tp)
+    rows = _projections(model, gemms, tokens, tp)
     rows += _attention(model, pricer, batch, context_len, decode, tp, dcp, cp, page_size)
-    rows += _mlp(model, pricer, tokens, tp)
+    rows += _mlp(model, gemms, tokens, tp)
     rows.append(_small_ops(model, pricer, tokens, tp))
     rows += _communication(model, gpu, batch, tokens, decode, tp, dcp, pricer.missing)
-    rows.append(_logits(model, pricer, batch, tp))
-    weights = model.weight_bytes(None if dtype is model.weight_dtype else dtype, tp)
+    rows.append(_logits(model, gemms, batch, tp))
+    weights = model.weight_bytes(None if gemm_dtype is model.weight_dtype else gemm_dtype, tp)
     kv = _kv_bytes(model, batch, context_len, dtype, page_size, tp, dcp if decode else cp)
     usable = gpu_memory_utilization * (gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes)
     where = f"{tp * dcp * cp} x {gpu.name}" if tp * dcp * cp > 1 else gpu.name

@@ -24,7 +24,7 @@ pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-EXPECTED = {"capacity_planning", "roofline_tour", "validation_h200"}
+EXPECTED = {"capacity_planning", "context_parallel_planning", "roofline_tour", "validation_h200"}
 
 
 def _refresh_module():
@@ -55,7 +55,7 @@ def _code(nb) -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
 
 
-def test_the_three_notebooks_are_there():
+def test_the_notebooks_are_there():
     assert {p.stem for p in NOTEBOOKS} == EXPECTED
 
 
