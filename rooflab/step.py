@@ -163,6 +163,7 @@ class _Pricer:
 
     gpu: GpuSpec
     dtype: DType
+    weights_as: Optional[DType] = None           # the weights' format where not the checkpoint's
     roofs: Ceilings = None
     missing: set = field(default_factory=set)
 
@@ -258,13 +259,14 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
 
     A deployment whose weights and KV cache do not fit one GPU's usable memory is an InputError saying so
     and by how much (unless `check_memory` is False: a measured run that shares one cache across layers).
-    `dtype` is the activations', attention's and KV cache's type; `gemm_dtype` (default `dtype`) that of the
-    projection and MLP GEMMs and their weights (fp8_e4m3: row-wise fp8 inference, weights and GEMM inputs in fp8).
+    `dtype` is the activations', attention's and KV cache's type (default: the checkpoint's, else bf16); the
+    weights are read in the formats the checkpoint ships (ModelSpec.weight_format) unless `gemm_dtype` is given:
+    then the projection and MLP GEMMs run in it and their weights are stored in it (fp8_e4m3: row-wise fp8).
     """
     dtype = DType(dtype) if dtype is not None else (model.weight_dtype or DType.bf16)
-    gemm_dtype = DType(gemm_dtype) if gemm_dtype is not None else dtype
+    weights_as = DType(gemm_dtype) if gemm_dtype is not None else None
     _check(model, step, batch, context_len, tp, dcp, cp, page_size)
-    pricer, gemms = _Pricer(gpu, dtype), _Pricer(gpu, gemm_dtype)
+    pricer, gemms = _Pricer(gpu, dtype), _Pricer(gpu, weights_as or dtype, weights_as)
     gemms.missing = pricer.missing
     decode = step == "decode"
     tokens = batch if decode else math.ceil(batch * context_len / cp)
@@ -274,7 +276,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     rows.append(_small_ops(model, pricer, tokens, tp))
     rows += _communication(model, gpu, batch, tokens, decode, tp, dcp, pricer.missing)
     rows.append(_logits(model, gemms, batch, tp))
-    weights = model.weight_bytes(None if gemm_dtype is model.weight_dtype else gemm_dtype, tp)
+    weights = model.weight_bytes(weights_as, tp)
     kv = _kv_bytes(model, batch, context_len, dtype, page_size, tp, dcp if decode else cp)
     usable = gpu_memory_utilization * (gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes)
     where = f"{tp * dcp * cp} x {gpu.name}" if tp * dcp * cp > 1 else gpu.name
@@ -305,15 +307,16 @@ def _kv_bytes(model: ModelSpec, batch: int, context_len: int, dtype: DType, page
     return batch * total
 
 
-def _bits(model: ModelSpec, component: str, dtype: DType) -> float:
-    return model.weight_format(component, None if dtype is model.weight_dtype else dtype).bits_per_weight
+def _bits(model: ModelSpec, component: str, pricer: "_Pricer") -> float:
+    """Bits of one weight of `component` as the step reads it: shipped, or in the pricer's weights_as."""
+    return model.weight_format(component, pricer.weights_as).bits_per_weight
 
 
 def _projections(model: ModelSpec, pricer: _Pricer, tokens: int, tp: int) -> list[StepRow]:
     """The attention projections of every layer: QKV and O GEMMs (one GEMM of the projection weights for MLA and
     linear layers), one row for the model."""
     hidden, dtype = model.hidden_size, pricer.dtype
-    bits = _bits(model, "attention", dtype)
+    bits = _bits(model, "attention", pricer)
     kernels, predicted, calls, weight = [], 0.0, 0, 0.0
     for name, count in model.layer_counts.items():
         layer = model.layer_types[name]
@@ -417,7 +420,7 @@ def _mlp(model: ModelSpec, pricer: _Pricer, tokens: int, tp: int) -> list[StepRo
     hidden, dtype, rows = model.hidden_size, pricer.dtype, []
     if model.num_dense_layers:
         width = (model.dense_ffn_size or model.ffn_size) // tp
-        bits = _bits(model, "dense_mlp", dtype)
+        bits = _bits(model, "dense_mlp", pricer)
         costs = [gemm(tokens, 2 * width, hidden, dtype, "gate_up", bits), gemm(tokens, hidden, width, dtype, "down", bits)]
         count = model.num_dense_layers
         rows.append(_row(pricer, "gemm", "MLP (gate/up, down)", [c.kernel for c in costs], count,
@@ -426,13 +429,13 @@ def _mlp(model: ModelSpec, pricer: _Pricer, tokens: int, tp: int) -> list[StepRo
     if model.num_moe_layers:
         k, width = model.num_experts_per_token, model.ffn_size // tp
         touched = experts_touched(model, tokens)
-        bits = _bits(model, "experts", dtype)
+        bits = _bits(model, "experts", pricer)
         costs = [gemm(tokens, model.num_experts, hidden, dtype, "router"),
                  gemm(tokens * k, 2 * width, hidden, dtype, "experts_gate_up", bits, touched),
                  gemm(tokens * k, hidden, width, dtype, "experts_down", bits, touched)]
         if model.num_shared_experts:
             shared = model.num_shared_experts * (model.shared_expert_ffn_size or model.ffn_size) // tp
-            sbits = _bits(model, "shared_experts", dtype)
+            sbits = _bits(model, "shared_experts", pricer)
             costs += [gemm(tokens, 2 * shared, hidden, dtype, "shared_gate_up", sbits),
                       gemm(tokens, hidden, shared, dtype, "shared_down", sbits)]
         count = model.num_moe_layers
@@ -491,7 +494,7 @@ def _communication(model: ModelSpec, gpu: GpuSpec, batch: int, tokens: int, deco
 
 def _logits(model: ModelSpec, pricer: _Pricer, batch: int, tp: int) -> StepRow:
     cost = gemm(batch, math.ceil(model.vocab_size / tp), model.hidden_size, pricer.dtype, "lm_head",
-                _bits(model, "lm_head", pricer.dtype))
+                _bits(model, "lm_head", pricer))
     return _row(pricer, "gemm", "logits (lm_head, last token of each sequence)", [cost.kernel], 1.0,
                 pricer.gemms([cost]), "torch_cublas", calls=1, weight_bytes=float(cost.weight_bytes))
 

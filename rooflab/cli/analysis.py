@@ -80,7 +80,9 @@ def report(
         lens = parse_lengths(context_len) or [8192]
         if len(lens) > 1:
             fail("--phase step takes one --context-len (every sequence of the batch at that length)")
-        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, tp, dcp, cp, dtype, page_size)
+        given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
+        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, tp, dcp, cp,
+                        dtype if given else None, page_size)
         typer.echo(render_step(r, fmt), nl=False)
         return
     if phase is Phase.prefill:
