@@ -130,6 +130,7 @@ def test_cli_lengths_are_the_grid(drawn):
     (["capacity", "--lengths", "99999999999"], "--lengths"),
     (["decode", "-g", "h100-sxm,"], "empty name"),
     (["time", "-g", "h100-sxm", "-g", "h300"], "unknown GPU 'h300'"),
+    (["roofline", "-o", ""], "'--output' / '-o': is empty"),      # not the current folder
 ])
 def test_cli_bad_lengths_and_gpus(tmp_path, monkeypatch, args, needle):
     monkeypatch.chdir(tmp_path)

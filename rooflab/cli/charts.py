@@ -27,8 +27,18 @@ LengthsOpt = Annotated[Optional[list[str]], typer.Option(
                                                 "or repeated (1k,4k,32k; 32k = 32,000, 32K = 32,768).")]
 
 
+def _image_path(text: str) -> Path:
+    """-o as a Path; an empty value is refused here, before Path('') would read it as the current folder."""
+    if isinstance(text, Path):
+        return text
+    if not str(text).strip():
+        raise typer.BadParameter("is empty; give an image file name ending .png, .svg or .pdf")
+    return Path(text)
+
+
 def _output_opt(default: str):
-    return Annotated[Optional[Path], typer.Option("--output", "-o", help=f"Image to write: .png, .svg or .pdf (default {default}).")]
+    return Annotated[Optional[Path], typer.Option("--output", "-o", parser=_image_path, metavar="FILE",
+                                                  help=f"Image to write: .png, .svg or .pdf (default {default}).")]
 
 
 def _names(values: list[str] | None, default: str) -> list[str]:
