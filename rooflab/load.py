@@ -59,6 +59,13 @@ class _SpecLoader(yaml.SafeLoader):
 
     yaml_implicit_resolvers: dict = {}
 
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        """Refuse aliases (*name): a spec is a few plain values, and alias chains can expand without bound."""
+        if self.check_event(yaml.events.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "an alias (*name); write the value out",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
 
 _AMBIGUOUS = "tag:rooflab,2026:ambiguous"
 _SCALARS = (
@@ -92,6 +99,9 @@ _SpecLoader.add_constructor(_AMBIGUOUS, _refuse_ambiguous)
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
     seen: set = set()
     for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise yaml.constructor.ConstructorError(None, None, "a key that is not a plain name (a list or "
+                                                    "mapping used as a key)", key_node.start_mark)
         key = loader.construct_object(key_node)
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -134,6 +144,8 @@ def parse_yaml(text: str, where: str) -> dict:
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(where, None, None, f"malformed YAML{at}: {problem}") from None
+    except RecursionError:
+        raise SpecError(where, None, None, "malformed YAML: nested too deeply for a spec file") from None
     if not isinstance(data, dict):
         raise SpecError(where, None, type(data).__name__, "expected a mapping of field: value at the top level")
     return data
@@ -310,9 +322,18 @@ def _gpu_names() -> dict[str, tuple[str, ...]]:
     return out
 
 
+def _word_prefixes(norm: str) -> set[str]:
+    """The prefixes of a normalised name that end between words ('h100sxm580gb': h, h100, h100sxm, h100sxm5,
+    h100sxm580, ...), so 'h200' names h200-sxm but 'b20' or 'rtx40902' name nothing. A lone letter after a
+    number is part of the model ('l40s', 'mi300x'): 'l40' does not name the L40S."""
+    words = re.findall(r"[0-9]+[a-z](?![a-z])|[a-z]+|[0-9]+", norm)
+    return {"".join(words[:i]) for i in range(1, len(words) + 1)}
+
+
 def resolve_gpu_name(text: str, label: str = "GPU") -> str:
     """The bundled GPU a name means: its file name, display name or an alias (nvidia-smi's name, say), ignoring
-    case, spaces, dashes and the vendor; or the one GPU whose names start with it ('h200' -> h200-sxm).
+    case, spaces, dashes and the vendor; or the one GPU whose names start with it, ending between words
+    ('h200' -> h200-sxm; 'b20' names none).
 
     Several GPUs starting with it (`H100`: h100-sxm, h100-pcie) or none: UnknownNameError listing the
     candidates, suggesting only within the family the name starts with.
@@ -322,7 +343,7 @@ def resolve_gpu_name(text: str, label: str = "GPU") -> str:
     exact = [name for name, spelled in table.items() if key in spelled]
     if len(exact) == 1:
         return exact[0]
-    prefixed = [name for name, spelled in table.items() if key and any(s.startswith(key) for s in spelled)]
+    prefixed = [name for name, spelled in table.items() if key and any(key in _word_prefixes(s) for s in spelled)]
     if len(prefixed) == 1:
         return prefixed[0]
     if len(prefixed) > 1:
@@ -336,18 +357,28 @@ def resolve_gpu_name(text: str, label: str = "GPU") -> str:
 
 
 @lru_cache(maxsize=64)
-def _load_gpu(path: Path) -> GpuSpec:
+def _load_gpu(path: Path, stamp: tuple[int, int]) -> GpuSpec:
     return _spec_from_file(GpuSpec, path)
 
 
 @lru_cache(maxsize=64)
-def _load_model(path: Path) -> ModelSpec:
+def _load_model(path: Path, stamp: tuple[int, int]) -> ModelSpec:
     return _spec_from_file(ModelSpec, path)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """What the parsed-spec cache keys on beside the path: a file rewritten in the same session is read again."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0)          # the reader names the problem
+    return (st.st_mtime_ns, st.st_size)
 
 
 def load_gpu(ref: str | os.PathLike) -> GpuSpec:
     """A GPU by bundled name (see `rooflab list gpus`) or by path to a YAML file."""
-    return _load_gpu(spec_path("hardware", "GPU", ref).resolve())
+    path = spec_path("hardware", "GPU", ref).resolve()
+    return _load_gpu(path, _stamp(path))
 
 
 def load_model(ref: str | os.PathLike) -> ModelSpec:
@@ -357,7 +388,8 @@ def load_model(ref: str | os.PathLike) -> ModelSpec:
 
     if isinstance(ref, (str, os.PathLike)) and hf.is_hf_reference(ref):
         return hf.load_hf_config(ref)
-    return _load_model(spec_path("models", "model", ref).resolve())
+    path = spec_path("models", "model", ref).resolve()
+    return _load_model(path, _stamp(path))
 
 
 def clear_cache() -> None:

@@ -11,6 +11,7 @@ import enum
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 KiB = 2**10
 MiB = 2**20
@@ -246,8 +247,10 @@ def to_gb(n: float) -> float:
 
 _DECIMAL_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_COUNT = re.compile(r"(-?[0-9][0-9_]*(?:\.[0-9]+)?)([kmgtKMGT]i?)?")
-_SIZE = re.compile(r"([0-9][0-9_]*(?:\.[0-9]+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?", re.IGNORECASE)
+_COUNT = re.compile(r"(-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)([kmgtKMGT]i?)?")
+_SIZE = re.compile(r"([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?", re.IGNORECASE)
+#: Longest number text read: anything longer is far past every limit rooflab has (and costly to convert).
+_MAX_NUMBER_CHARS = 40
 _SIZE_UNITS = {"b": 1, "kb": KB, "mb": MB, "gb": GB, "tb": TB, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 2**40}
 
 
@@ -259,13 +262,16 @@ def parse_count(text: str) -> int:
     need a whole number. ValueError with the reason for anything else.
     """
     text = str(text).strip()
-    match = _COUNT.fullmatch(text)
+    match = _COUNT.fullmatch(text) if len(text) <= _MAX_NUMBER_CHARS else None
     if not match:
-        raise ValueError(f"'{text}' is not a whole number (e.g. 8192, 32k, 128K)")
+        too_long = len(text) > _MAX_NUMBER_CHARS
+        quoted = text[:20] + "..." if too_long else text
+        raise ValueError(f"'{quoted}' is not a whole number (e.g. 8192, 32k, 128K)"
+                         + (f": longer than {_MAX_NUMBER_CHARS} characters" if too_long else ""))
     number, suffix = match.group(1).replace("_", ""), match.group(2) or ""
     if suffix in _DECIMAL_SUFFIX:
-        value = float(number) * _DECIMAL_SUFFIX[suffix]
-        if value != int(value):
+        value = Decimal(number) * _DECIMAL_SUFFIX[suffix]
+        if value != value.to_integral_value():
             raise ValueError(f"'{text}' is not a whole number")
         return int(value)
     if "." in number:
@@ -276,8 +282,9 @@ def parse_count(text: str) -> int:
 def parse_bytes(text: str) -> int:
     """A size in bytes as people write it: '80GiB', '192GB', '512 MiB', '1e9' is refused, '4096' is bytes."""
     text = str(text).strip()
-    match = _SIZE.fullmatch(text)
+    match = _SIZE.fullmatch(text) if len(text) <= _MAX_NUMBER_CHARS else None
     if not match:
-        raise ValueError(f"'{text}' is not a size (e.g. 80GiB, 192GB, 512MiB)")
-    value = float(match.group(1).replace("_", "")) * _SIZE_UNITS[(match.group(2) or "b").lower()]
-    return int(round(value))
+        quoted = text[:20] + "..." if len(text) > _MAX_NUMBER_CHARS else text
+        raise ValueError(f"'{quoted}' is not a size (e.g. 80GiB, 192GB, 512MiB)")
+    value = Decimal(match.group(1).replace("_", "")) * int(_SIZE_UNITS[(match.group(2) or "b").lower()])
+    return int(value.to_integral_value())

@@ -175,3 +175,39 @@ def test_capacity_refuses_a_prefix_as_long_as_the_context_and_nan_reserves():
     for reserve in (float("nan"), float("inf"), -1):
         with pytest.raises(InputError, match="activation reserve"):
             plan_capacity(model, gpu, 8192, activation_reserve_bytes=reserve)
+
+
+def test_yaml_reader_refuses_what_a_spec_never_needs(tmp_path):
+    """Complex keys, aliases (billion laughs) and deep nesting: one-line errors naming the file, quickly."""
+    import time
+
+    from rooflab.errors import SpecError
+    from rooflab.load import load_gpu
+
+    laughs = ["name: x", 'a: &a ["lol", "lol"]'] + [f"{c}: &{c} [" + ", ".join([f"*{p}"] * 10) + "]"
+                                                   for p, c in zip("abcdefghi", "bcdefghij")]
+    cases = {"complex.yaml": ("name: x\n? [a, b]\n: 1\n", "not a plain name"),
+             "laughs.yaml": ("\n".join(laughs) + "\n", "an alias"),
+             "deep.yaml": ("a: " + "[" * 3000 + "\n", "nested too deeply")}
+    for name, (text, needle) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        t0 = time.perf_counter()
+        with pytest.raises(SpecError) as info:
+            load_gpu(path)
+        assert needle in str(info.value) and name in str(info.value) and time.perf_counter() - t0 < 5
+
+
+def test_a_rewritten_spec_is_read_again(tmp_path):
+    import os
+
+    from rooflab.load import load_gpu
+
+    path = tmp_path / "g.yaml"
+    text = ("name: g\nhbm_capacity_bytes: 80e9\nhbm_bandwidth_bytes_per_s: 3.0e12\n"
+            "dense_tensor_flop_per_s: {fp16: 900e12}\nvector_fp32_flop_per_s: 60e12\n")
+    path.write_text(text)
+    assert load_gpu(path).hbm_bandwidth_bytes_per_s == 3.0e12
+    path.write_text(text.replace("3.0e12", "4.0e12"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    assert load_gpu(path).hbm_bandwidth_bytes_per_s == 4.0e12

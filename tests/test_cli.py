@@ -113,7 +113,7 @@ def test_unknown_gpu_name():
 
 @pytest.mark.parametrize("name, spec", [("h200", "h200-sxm"), ("NVIDIA H200", "h200-sxm"), ("H100-SXM5-80GB", "h100-sxm"),
                                         ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("nvidia a100-sxm4-80gb", "a100-sxm-80gb"),
-                                        ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("l40", "l40s")])
+                                        ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("L40S", "l40s"), ("h200 sxm", "h200-sxm")])
 def test_gpu_names_people_and_nvidia_smi_use(name, spec):
     r = invoke("report", "--gpu", name, "-f", "json")
     assert r.exit_code == 0, r.output
@@ -125,6 +125,14 @@ def test_ambiguous_gpu_names_list_the_candidates(name, candidates):
     r = invoke("report", "--gpu", name)
     _assert_short_error(r, "ambiguous", *candidates)
     assert "b200" not in r.stderr
+
+
+@pytest.mark.parametrize("name, suggestion", [("l40", "l40s"), ("mi300", "mi300x"), ("b20", "b200"),
+                                              ("rtx-4090-2", "rtx-4090")])
+def test_a_prefix_must_end_between_words(name, suggestion):
+    """The L40 is not the L40S, nor the MI300A the MI300X: a name that stops inside a model name is unknown (and the
+    suggestion names the GPU it may mean), not silently resolved."""
+    _assert_short_error(invoke("report", "--gpu", name), f"unknown GPU '{name}'", f"Did you mean '{suggestion}'")
 
 
 def test_unknown_model_name_suggests():

@@ -164,7 +164,10 @@ def test_missing_file(tmp_path):
 
 
 def test_unknown_name_suggests_closest():
-    assert load_gpu("h100-sx").name == "h100-sxm"           # the one GPU whose names start with it
+    assert load_gpu("h100 sxm").name == "h100-sxm"          # the one GPU whose names start with it, word by word
+    with pytest.raises(UnknownNameError) as info:
+        load_gpu("h100-sx")                                  # stops inside a word: not a name, but a suggestion
+    assert info.value.suggestion == "h100-sxm"
     with pytest.raises(UnknownNameError) as info:
         load_gpu("h100-sxn")
     msg = str(info.value)

@@ -13,14 +13,17 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
 from typer.core import TyperGroup
 
 try:  # recent typer vendors click
+    from typer._click import get_current_context
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - older typer on real click
+    from click import get_current_context
     from click.exceptions import ClickException, UsageError
 
 from ..errors import RooflabError
@@ -32,6 +35,13 @@ from . import params
 
 EXIT_BAD_INPUT = 2
 
+def _one_line(message: str) -> str:
+    """click's messages on one line ("Choose from:\n\tgpu,\n\tmodel" -> "Choose from: gpu, model"), at most 300
+    characters (a value typed at length is not echoed back whole)."""
+    text = " ".join(message.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 class _ShortErrors(TyperGroup):
     """Usage errors as two lines on stderr (the message, then where to get help), exit 2."""
 
@@ -41,11 +51,11 @@ class _ShortErrors(TyperGroup):
             rv = super().main(*args, **kwargs)
         except UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "rooflab"
-            typer.echo(f"error: {exc.format_message()}", err=True)
+            typer.echo(f"error: {_one_line(exc.format_message())}", err=True)
             typer.echo(f"see '{where} --help'", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except ClickException as exc:
-            typer.echo(f"error: {exc.format_message()}", err=True)
+            typer.echo(f"error: {_one_line(exc.format_message())}", err=True)
             sys.exit(exc.exit_code)
         except typer.Abort:
             typer.echo("aborted", err=True)
@@ -103,6 +113,7 @@ def friendly(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
+            _refuse_empty(kwargs)
             return fn(*args, **kwargs)
         except RooflabError as exc:
             fail(str(exc))
@@ -121,6 +132,24 @@ def friendly(fn: Callable) -> Callable:
             raise typer.Exit(EXIT_BUG)
 
     return wrapper
+
+
+def _refuse_empty(kwargs: dict) -> None:
+    """An option given as an empty string (typer reads '' as the path '.') is an error naming the option, not a
+    default: `-o ''`, `--kv-cache-dtype ''`, `validate ''`. A file option given '.' is a folder, refused the same."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return
+    for param in ctx.command.params:
+        if param.name not in kwargs or ctx.get_parameter_source(param.name).name != "COMMANDLINE":
+            continue
+        value = kwargs[param.name]
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if (isinstance(item, str) and not item.strip()) or (isinstance(item, Path) and str(item) == "."):
+                name = param.opts[0] if param.opts and param.opts[0].startswith("-") else param.human_readable_name
+                shown = "'.' (a folder)" if isinstance(item, Path) else "an empty value"
+                raise RooflabError(f"{name}: {shown}; give a file name" if isinstance(item, Path)
+                                   else f"{name}: {shown}")
 
 
 def only_for(ctx: typer.Context, phase: str, *names: str) -> None:
