@@ -194,7 +194,8 @@ ContextOpt = Annotated[Optional[list[str]], typer.Option(
                                 "option or give a comma list for a ragged batch (default 8192).")]
 PageOpt = Annotated[int, typer.Option("--page-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
                                       help="Tokens per KV-cache page (block).")]
-KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element type of the KV cache (default: --dtype).")]
+KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element type of the KV cache (default: --dtype; "
+                                                     "capacity: the checkpoint's dtype, as engines' auto).")]
 TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", parser=params.count(1, MAX_GPUS), metavar="N",
                                                 help="GPUs the model is split over by head; memory figures are per GPU.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",

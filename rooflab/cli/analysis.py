@@ -133,14 +133,14 @@ def capacity(
     what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "
                                                          "kv-cache-dtype=fp8, tp=2, block-size=32, max-model-len=32k or "
                                                          "gpu-memory-utilization=0.95 (repeat for several).")] = None,
-    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="NAME", help="The engines' "
-                                                          "--kv-dtype: auto, fp8 (= fp8_e4m3), fp8_e5m2, fp8_ds_mla, "
-                                                          "bfloat16, float16.")] = None,
+    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="NAME", help="--kv-dtype as "
+                                                          "vLLM and SGLang spell it: auto, fp8 (= fp8_e4m3), fp8_e5m2, "
+                                                          "fp8_ds_mla, bfloat16, float16.")] = None,
     block_size: Annotated[Optional[int], typer.Option("--block-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
-                                                      help="The engines' --page-size.")] = None,
+                                                      help="--page-size as the engines spell it.")] = None,
     tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", metavar="N",
                                                                 parser=params.count(1, MAX_GPUS),
-                                                                help="The engines' --tp.")] = None,
+                                                                help="--tp as the engines spell it.")] = None,
     mem_fraction_static: Annotated[Optional[float], typer.Option("--mem-fraction-static", metavar="X",
                                                                  parser=params.number(0, 1, lo_open=True),
                                                                  help="SGLang's memory fraction.")] = None,
