@@ -18,8 +18,8 @@ plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the ex
 app.add_typer(plot_app, name="plot")
 
 GpusOpt = Annotated[Optional[list[str]], typer.Option(
-    "--gpu", "-g", metavar="GPU", help="Bundled GPU name or a path to a GPU YAML; repeat (or give a comma list) to compare several "
-                        "(default h100-sxm).")]
+    "--gpu", "-g", metavar="GPU", help="Bundled GPU name, an alias (h200, 'NVIDIA H100 80GB HBM3') or a path to a GPU "
+                                       "YAML; repeat (or give a comma list) to compare several (default h100-sxm).")]
 
 
 LengthsOpt = Annotated[Optional[list[str]], typer.Option(

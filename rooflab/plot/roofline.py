@@ -26,7 +26,7 @@ from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 from ..render import ridge_text
 from ..roofline import Ceilings
 from ..units import fmt_rate
-from .series import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
+from .points import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
 from .style import (chart, FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
                     intensity_text, new_figure, plain_log_formatter, title)
 

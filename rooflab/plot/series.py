@@ -1,9 +1,10 @@
-"""Specs + workload -> the numbers each chart draws. No matplotlib here, and no formula of its own.
+"""Specs + workload -> the numbers each sweep chart draws. No matplotlib here, and no formula of its own.
 
-Every series comes from rooflab's cost functions and roofline (cost/, roofline.py, report.py,
-capacity.py); this module only chooses the points and sweeps them over a length. Each
-function returns a frozen dataclass that a chart function in this package turns into a
-Figure, so a notebook can inspect or change the numbers before drawing them.
+Every series comes from rooflab's cost functions and roofline (cost/, roofline.py, capacity.py);
+this module only chooses the lengths (grid.py: the default grid, or the user's) and sweeps them.
+Each function returns a frozen dataclass that a chart function in this package turns into a
+Figure, and whose to_frame() gives the numbers as a pandas DataFrame, so a notebook can inspect
+or change them before drawing. The roofline chart's numbers are in points.py.
 """
 
 from __future__ import annotations
@@ -13,154 +14,22 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..bench.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
 from ..capacity import CapacityPlan, plan_capacity
 from ..cost.common import KernelCost
 from ..cost.flash import flash_prefill
-from ..cost.merge import merge_pair
 from ..cost.model import decode_step
 from ..cost.naive import naive_ceiling, naive_max_seq_len, naive_prefill
 from ..cost.paged import paged_decode_uniform
 from ..errors import InputError
 from ..predict import model_time
 from ..roofline import Ceilings, predict, predict_kernel
-from ..vocab import CeilingSource, Pipe
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
 from .frames import long_frame
 from .grid import batch_sizes, length_grid, pow2_at_least, user_lengths
 
-#: Tokens of the merge point on the roofline chart: two partial states of a 16k-token prefill.
-MERGE_TOKENS = 16384
 #: Batches the decode chart draws by default.
 DECODE_BATCHES = (1, 8, 32, 128)
-
-
-@dataclass(frozen=True)
-class GpuRoofs:
-    """One GPU's roofs for one dtype: the datasheet's, and the measured ones where the YAML has them."""
-
-    name: str
-    display_name: str
-    datasheet: Ceilings
-    measured: Optional[Ceilings] = None
-    measured_date: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class RooflinePoint:
-    """A kernel (or a variant's total) at its intensity and the FLOP rate its time floor implies.
-
-    `kind` picks the marker: naive, naive_kernel, naive_softmax, flash, flash_tiled, paged,
-    paged_launched, merge. `pipe` says which roof its FLOPs sit under; `ridge_ratio` is I / I*
-    against the tensor ridge (Prediction.ridge_ratio).
-    """
-
-    label: str
-    kind: str
-    intensity_flop_per_byte: float
-    flop_per_s: float
-    pipe: Pipe = Pipe.tensor
-    ridge_ratio: float = float("nan")
-
-
-@dataclass(frozen=True)
-class RooflineData:
-    """What the roofline chart draws: the roofs of one or more GPUs and the points on the first."""
-
-    model: str
-    dtype: DType
-    seq_len: int
-    batch: int
-    causal: bool
-    decode_batch: int
-    merge_tokens: int
-    roofs: tuple[GpuRoofs, ...]
-    points: tuple[RooflinePoint, ...]
-
-    def to_frame(self):
-        """One row per point: model, gpu (the points' GPU, the first), label, kind, pipe (the roof its FLOPs sit
-        under), intensity_flop_per_byte, flop_per_s (the rate its floor implies) and ridge_ratio (I / I*)."""
-        import pandas as pd
-
-        gpu = self.roofs[0].display_name
-        return pd.DataFrame([dict(model=self.model, gpu=gpu, label=p.label, kind=p.kind, pipe=p.pipe.value,
-                                  intensity_flop_per_byte=p.intensity_flop_per_byte, flop_per_s=p.flop_per_s,
-                                  ridge_ratio=p.ridge_ratio) for p in self.points])
-
-    def roofs_frame(self):
-        """One row per GPU and ceiling source (datasheet, and calibrated where measured): bandwidth_bytes_per_s,
-        matmul_flop_per_s (the dtype's tensor rate), vector_flop_per_s (fp32) and ridge_flop_per_byte."""
-        import pandas as pd
-
-        return pd.DataFrame([dict(gpu=r.display_name, source=c.source.value,
-                                  bandwidth_bytes_per_s=c.bandwidth_bytes_per_s, matmul_flop_per_s=c.matmul_flop_per_s,
-                                  vector_flop_per_s=c.vector_flop_per_s, ridge_flop_per_byte=c.ridge_flop_per_byte)
-                             for r in self.roofs for c in (r.datasheet, r.measured) if c is not None])
-
-
-def gpu_roofs(gpu: GpuSpec, dtype: DType) -> GpuRoofs:
-    """Datasheet ceilings for `dtype`, and the calibrated ones when the spec has a measured: section."""
-    measured = Ceilings.of(gpu, dtype, CeilingSource.calibrated) if gpu.measured is not None else None
-    return GpuRoofs(gpu.name, gpu.display_name, Ceilings.of(gpu, dtype), measured,
-                    gpu.measured.date if gpu.measured is not None else None)
-
-
-def _point(label: str, kind: str, kernel: KernelCost, roofs: Ceilings) -> RooflinePoint:
-    p = predict_kernel(kernel, roofs)
-    return RooflinePoint(label, kind, float(p.intensity_flop_per_byte), float(p.achieved_flop_per_s), kernel.pipe,
-                         float(p.ridge_ratio))
-
-
-def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192, dtype: DType = DType.fp16,
-                  batch: int = 1, causal: bool = True, decode_batch: int = 1,
-                  merge_tokens: int = MERGE_TOKENS, flash_tiled: bool = False) -> RooflineData:
-    """Roofs of every GPU in `gpus`; the points are placed against the first GPU's datasheet roofs.
-
-    Points: naive attention (whole, and its QK^T, softmax and PV kernels), flash (compulsory bytes;
-    with `flash_tiled` also the tiled upper bound on bytes, which lands next to the naive kernels),
-    paged decode of `decode_batch` sequences of `seq_len` tokens (on an ideal launch, and as
-    launched with the parallelism model when that cannot fill the GPU), and the LSE merge of two
-    partial states of `merge_tokens` tokens. Each sits at F / t_floor, the FLOP rate at its floor; the
-    launched decode point at F / t_model, the parallelism model's rate (a model, marked so).
-    """
-    if not gpus:
-        raise InputError("give at least one GPU")
-    gpu = gpus[0]
-    roofs = Ceilings.of(gpu, dtype)
-    naive = naive_prefill(model, seq_len, batch, dtype, causal)
-    flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
-    decode = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype)
-    launched = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype, num_sms=gpu.num_sms,
-                                    units_per_sm=gpu.units_per_sm)
-    merge = merge_pair(merge_tokens, model.num_qo_heads, model.head_dim, dtype)
-    whole = predict(naive, roofs)
-    tiled = KernelCost("flash_tiled", flash.flops, flash.hbm_bytes_tiled, exp_ops=flash.kernel.exp_ops)
-    fraction = float(launched.parallel_fraction)
-    points = (
-        RooflinePoint("naive attention (3 kernels)", "naive", float(whole.intensity_flop_per_byte),
-                      float(whole.achieved_flop_per_s), Pipe.tensor, float(whole.ridge_ratio)),
-        _point("naive QK\u1d40 kernel", "naive_kernel", naive.qk, roofs),
-        _point("naive PV kernel", "naive_kernel", naive.pv, roofs),
-        _point("naive softmax kernel (fp32 vector FLOPs)", "naive_softmax", naive.softmax, roofs),
-        _point("flash attention (compulsory bytes)", "flash", flash.kernel, roofs),
-        _point(f"flash, tiled bytes (K, V re-read per {flash.tile.block_q}-row query tile)", "flash_tiled",
-               tiled, roofs),
-        _point(f"paged decode, batch {decode_batch}, context {seq_len:,}", "paged", decode.attention, roofs),
-        RooflinePoint(f"paged decode as launched (model): {fraction:.0%} of bandwidth "
-                      f"({int(launched.work_units)} work units, {gpu.num_sms} SMs)", "paged_launched",
-                      float(launched.attention.intensity_flop_per_byte),
-                      float(launched.flops / model_time(launched, roofs)), Pipe.tensor,
-                      float(launched.attention.intensity_flop_per_byte / roofs.ridge_flop_per_byte)),
-        _point(f"LSE merge of two states ({merge_tokens:,} tokens, fp32 vector FLOPs)", "merge",
-               merge.kernel, roofs),
-    )
-    if fraction >= 1:
-        points = tuple(p for p in points if p.kind != "paged_launched")
-    if not flash_tiled:
-        points = tuple(p for p in points if p.kind != "flash_tiled")
-    return RooflineData(model.display_name, dtype, int(seq_len), int(batch), causal, int(decode_batch),
-                        int(merge_tokens), tuple(gpu_roofs(g, dtype) for g in gpus), points)
 
 
 # --- sweeps over a length ------------------------------------------------------------
