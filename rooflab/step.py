@@ -50,7 +50,7 @@ from .roofline import Ceilings, predict_kernel
 from .specs import GpuSpec, ModelSpec
 from .specs.parameters import attention_parameters
 from .units import FP32_BYTES, DType, fmt_bytes
-from .vocab import Kernel, LayerKind, Pipe
+from .vocab import Kernel, LayerKind, Pipe, StepKind
 from .cost.common import Visibility
 from .cost.dcp import merge_pieces
 from .kvcache import kv_layout
@@ -226,7 +226,7 @@ def small_op_time(op: str, tokens: int, hidden: int, ffn: int, bw: float) -> flo
 
 # ------------------------------------------------------------------ the step
 
-STEPS = ("decode", "prefill")
+STEPS = tuple(k.value for k in StepKind)
 
 
 def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, dcp: int, cp: int,

@@ -30,6 +30,14 @@ class Phase(_Named):
     step = "step"
 
 
+class StepKind(_Named):
+    """Which whole-model step `report --phase step` prices: a decode step (time per output token) or a
+    prefill (time to first token)."""
+
+    decode = "decode"
+    prefill = "prefill"
+
+
 class Variant(_Named):
     """The attention implementations rooflab models."""
 
@@ -154,4 +162,4 @@ _FAMILY = {
 
 
 __all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
-           "Pipe", "Variant", "WindowAllocation"]
+           "Pipe", "StepKind", "Variant", "WindowAllocation"]

@@ -8,17 +8,13 @@ import typer
 
 from ..output import Format
 from ..units import DType
-from ..vocab import CeilingSource, Phase, WindowAllocation
-from ..step import STEPS
+from ..vocab import CeilingSource, Phase, StepKind, WindowAllocation
 from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
                WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params, parse_lengths)
-
-#: The steps `report --phase step --step` prices (rooflab.step.STEPS as an Enum for the CLI's choices).
-StepKind = __import__("enum").Enum("StepKind", {s: s for s in STEPS}, type=str)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
