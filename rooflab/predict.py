@@ -11,7 +11,9 @@ measurements (`rooflab fit`, stored in the GPU YAML's `fitted:` list):
     t_pred  = c0 + t_model / eta
 
 where f <= 1 is the share of the GPU the launch keeps busy under the parallelism model with u work
-units per SM (cost/parallel.py; priced by the cost function given num_sms and units_per_sm),
+units per SM (cost/parallel.py; priced by the cost function given num_sms and units_per_sm), turned into
+a share of the bandwidth by the per-SM streaming curve `rooflab calibrate` measured where the GPU YAML has
+one (Ceilings.busy_share: a few SMs draw more than their 1/SMs share),
 a in [0, 1] how much of the exp work adds to the matrix work (0: hidden under it, 1: after it;
 cuDNN's forward on Hopper measured close to 1), c0 a fixed overhead per call and eta the efficiency.
 """
@@ -37,7 +39,8 @@ def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float
     t_mat = kernel.flops / rate
     t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else np.zeros_like(np.asarray(t_mat))
     compute = np.maximum(t_mat, t_exp) + exp_overlap * np.minimum(t_mat, t_exp)
-    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s, compute) / kernel.parallel_fraction
+    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s, compute) / \
+        ceilings.busy_share(kernel.parallel_fraction)
 
 
 def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:

@@ -49,6 +49,9 @@ class Ceilings:
     matmul_flop_per_s: float
     vector_flop_per_s: float
     exp_per_s: float | None                 # the exp (special-function) units alone
+    #: Calibrated only: read bandwidth with n SMs streaming, (n, bytes/s) ascending, the last n = all SMs
+    #: (`rooflab calibrate`); the parallelism model's per-SM rate where measured (busy_share).
+    stream: tuple[tuple[int, float], ...] = ()
 
     @classmethod
     def of(cls, gpu: GpuSpec, dtype: DType, source: CeilingSource = CeilingSource.datasheet) -> Ceilings:
@@ -73,7 +76,30 @@ class Ceilings:
             bandwidth = m.copy_bytes_per_s
             matmul = m.gemm_flop_per_s.get(dtype.rate_key, matmul)
             exp = m.exp_per_s or exp
+            stream = tuple(sorted((int(n), float(b)) for n, b in (m.stream_bytes_per_s or {}).items()))
+            if stream and gpu.num_sms is not None and stream[-1][0] == gpu.num_sms:
+                return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp, stream)
         return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp)
+
+    def busy_share(self, fraction: np.ndarray | float) -> np.ndarray:
+        """The share of the GPU's bandwidth a launch draws when the parallelism model keeps `fraction` of it busy.
+
+        Without a measured streaming curve, the fraction itself (each SM streams at beta / SMs). With one,
+        the bandwidth `fraction x SMs` SMs reached streaming alone over the whole GPU's: a few SMs draw more
+        than their share (an H200's single SM reads far more than 1/132 of the total), so partial launches
+        run faster than the linear model says. Interpolated log-log between the measured counts, linear in
+        the SM count below the first. A model, for predictions only; floors never use it.
+        """
+        f = np.asarray(fraction, dtype=np.float64)
+        if not self.stream:
+            return f
+        sms = np.array([n for n, _ in self.stream], dtype=np.float64)
+        rate = np.array([b for _, b in self.stream], dtype=np.float64)
+        active = np.clip(f * sms[-1], 1e-9, sms[-1])
+        below = active < sms[0]
+        logged = np.exp(np.interp(np.log(np.maximum(active, sms[0])), np.log(sms), np.log(rate)))
+        reached = np.where(below, rate[0] * active / sms[0], logged)
+        return np.where(f >= 1.0, 1.0, np.minimum(1.0, np.maximum(f, reached / rate[-1])))
 
     @property
     def exp_roof_per_s(self) -> float | None:
