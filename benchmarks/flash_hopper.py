@@ -5,8 +5,12 @@ Run on an sm_90 machine from the repository root:  python3 benchmarks/flash_hopp
 2. every variant against the fp64 oracle (fp16 and bf16, causal and not, GQA 4, a partial tile);
 3. timings of the variants that passed at 32 / 8 heads, d 128, T 4096 and 8192, fp16 (bf16 at
    8192 for the default), causal and not, beside rooflab's mma.sync kernel and torch SDPA's
-   flash and cuDNN backends: CUDA events, 3 warm-ups, median of 15 (torch with torch's events).
-FLOPs: 4 B h T^2 d, half when causal. A short table is printed last.
+   flash and cuDNN backends: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed before
+   each of 15 repeats, the median; torch with torch's events).
+Variants are (NWG, BN, PIPE) for flash_fwd_hopper.cu and (2, BN, PIPE, NST) for the warp-specialized
+flash_fwd_hopper_ws.cu (flash_hopper.hopper_file picks the file); the layout probe is wgmma_probe.cu.
+FLOPs are rooflab.cost.flash.flash_prefill's: 4 B h d per visible pair (T^2 pairs, T (T + 1) / 2 causal).
+A short table is printed last.
 """
 
 from __future__ import annotations
@@ -22,14 +26,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy as cp  # noqa: E402
 
+from rooflab.bench.timing import L2Flusher, time_gpu, time_torch  # noqa: E402
+from rooflab.cost.flash import flash_prefill  # noqa: E402
 from rooflab.kernels import flash_attention, testing as kt  # noqa: E402
 from rooflab.kernels._runtime import compile_all  # noqa: E402
-from rooflab.kernels.flash_hopper import hopper_name, launch_flash_hopper, wgmma_probe  # noqa: E402
+from rooflab.kernels.flash_hopper import hopper_file, hopper_name, launch_flash_hopper, wgmma_probe  # noqa: E402
 from rooflab.kernels.precompile import instantiations  # noqa: E402
 from rooflab.numerics import attention_reference  # noqa: E402
+from rooflab.specs import AttentionHeads  # noqa: E402
+from rooflab.units import DType  # noqa: E402
 
 VARIANTS = [(2, 128, False), (3, 128, False), (2, 128, True), (2, 128, False, 2), (2, 128, False, 3)]
 CTYPES = {"fp16": "__half", "bf16": "__nv_bfloat16"}
+HEADS = AttentionHeads(32, 8, 128)
+WARMUP, REPEATS = 3, 15
 LOG: dict = {"probe": {}, "checks": [], "timings": []}
 
 
@@ -73,48 +83,26 @@ def check(variant, dtype: str, causal: bool, case, swap: int) -> float:
     return max(rel(got, ref), lse_err)
 
 
-def time_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
-    for _ in range(warmup):
-        fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(times))
+def time_ms(fn, flush: L2Flusher) -> float:
+    return time_gpu(fn, warmup=WARMUP, repeats=REPEATS, flush=flush).median_s * 1e3
 
 
-def torch_ms(backend_name: str, seq_len: int, causal: bool, dtype: str) -> float:
+def torch_ms(backend_name: str, seq_len: int, causal: bool, dtype: str, flush: L2Flusher) -> float:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     tdt = torch.float16 if dtype == "fp16" else torch.bfloat16
-    q = torch.randn(1, 32, seq_len, 128, device="cuda", dtype=tdt)
-    k = torch.randn(1, 8, seq_len, 128, device="cuda", dtype=tdt)
-    v = torch.randn(1, 8, seq_len, 128, device="cuda", dtype=tdt)
+    q = torch.randn(1, HEADS.num_qo_heads, seq_len, 128, device="cuda", dtype=tdt)
+    k = torch.randn(1, HEADS.num_kv_heads, seq_len, 128, device="cuda", dtype=tdt)
+    v = torch.randn(1, HEADS.num_kv_heads, seq_len, 128, device="cuda", dtype=tdt)
     backend = getattr(SDPBackend, backend_name)
 
     def run():
         with sdpa_kernel(backend):
             return sdpa(q, k, v, is_causal=causal, enable_gqa=True)
 
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(15):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return float(np.median(times))
+    return time_torch(run, warmup=WARMUP, repeats=REPEATS, flush_bytes=flush.nbytes).median_s * 1e3
 
 
 def main() -> None:
@@ -122,9 +110,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
-    names = [("flash_fwd_hopper.cu", hopper_name(CTYPES[d], v, c, s)) for d in CTYPES for v in VARIANTS
+    names = [(hopper_file(v), hopper_name(CTYPES[d], v, c, s)) for d in CTYPES for v in VARIANTS
              for c in (False, True) for s in ((0, 1) if v == VARIANTS[0] else (0,))]
-    names += [("flash_fwd_hopper.cu", f"wgmma_probe<{CTYPES[d]}, {s}>") for d in CTYPES for s in (0, 1)]
+    names += [("wgmma_probe.cu", f"wgmma_probe<{CTYPES[d]}, {s}>") for d in CTYPES for s in (0, 1)]
     names += [x for x in instantiations(("fp16", "bf16"), (128,), fp8_kv=False) if x[0] == "flash_fwd.cu"]
     compile_all(names)
     from rooflab.kernels._runtime import kernel
@@ -153,26 +141,27 @@ def main() -> None:
         if ok:
             good.append(variant)
 
+    flush = L2Flusher()
     rows = []
     for dtype, seq_len, causal in [("fp16", 4096, False), ("fp16", 4096, True), ("fp16", 8192, False),
                                    ("fp16", 8192, True), ("bf16", 8192, False), ("bf16", 8192, True)]:
         rng = cp.random.default_rng(3)
-        q = kt.random_normal((1, 32, seq_len, 128), dtype, rng)
-        k = kt.random_normal((1, 8, seq_len, 128), dtype, rng)
-        v = kt.random_normal((1, 8, seq_len, 128), dtype, rng)
+        q = kt.random_normal((1, HEADS.num_qo_heads, seq_len, 128), dtype, rng)
+        k = kt.random_normal((1, HEADS.num_kv_heads, seq_len, 128), dtype, rng)
+        v = kt.random_normal((1, HEADS.num_kv_heads, seq_len, 128), dtype, rng)
         o = cp.empty_like(q)
-        lse = cp.empty((1, 32, seq_len), dtype=cp.float32)
-        flops = 4 * 32 * seq_len * seq_len * 128 / (2 if causal else 1)
+        lse = cp.empty((1, HEADS.num_qo_heads, seq_len), dtype=cp.float32)
+        flops = float(flash_prefill(HEADS, seq_len, 1, DType(dtype), causal).flops)
         row = {"dtype": dtype, "T": seq_len, "causal": causal}
         impls = [("mma", lambda: flash_attention(q, k, v, causal=causal, out=o, out_lse=lse, impl="mma"))]
         for variant in good if dtype == "fp16" else good[:1]:
             impls.append((f"hopper{variant}", lambda variant=variant: launch_flash_hopper(
                 q, k, v, o, lse, causal, 1 / np.sqrt(128), variant, swap)))
         for name, fn in impls:
-            row[name] = flops / (time_ms(fn) * 1e-3) / 1e12
+            row[name] = flops / (time_ms(fn, flush) * 1e-3) / 1e12
         for name, backend in (("torch_flash", "FLASH_ATTENTION"), ("torch_cudnn", "CUDNN_ATTENTION")):
             try:
-                row[name] = flops / (torch_ms(backend, seq_len, causal, dtype) * 1e-3) / 1e12
+                row[name] = flops / (torch_ms(backend, seq_len, causal, dtype, flush) * 1e-3) / 1e12
             except Exception as exc:  # a backend that refuses the shape
                 row[name] = float("nan")
                 print(f"{name}: {type(exc).__name__}: {exc}")

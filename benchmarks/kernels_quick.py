@@ -1,10 +1,13 @@
 """Quick timings of rooflab's kernels on the performance-target shapes, next to same-run ceilings.
 
 Run on a GPU machine from the repository root:  python3 benchmarks/kernels_quick.py [--json out.json]
-CUDA events around each call, warm-up first, median of repeats; inputs are larger than the
-50-60 MB L2 or rotated among several copies. Bytes are the compulsory ones (each input read
-once, each output written once); FLOPs count 4 B h Tq Tk d for attention (half when causal).
-The figures in brackets are ANCHORS.md's (H200, 2026-11-30) and the later issue's targets.
+Timings: rooflab.bench.timing (CUDA events, warm-up first, the L2 flushed before every repeat, the
+median), or CUDA-graph replays (kernels.testing.graph_time_ms) where the launcher's Python would
+show; inputs of split-KV are also rotated among several copies. FLOPs and bytes are rooflab's cost
+functions' (cost/merge.py, naive.py, paged.py, flash.py): compulsory bytes (each input read once,
+each output written once), FLOPs over the visible pairs (half of the square when causal, also for
+naive's GEMMs, which compute every score). The figures in brackets are ANCHORS.md's (H200,
+2026-11-30) and the later issue's targets.
 """
 
 from __future__ import annotations
@@ -22,25 +25,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy as cp  # noqa: E402
 
 from rooflab import kernels as K  # noqa: E402
+from rooflab.bench.timing import L2Flusher, time_gpu  # noqa: E402
+from rooflab.cost.flash import flash_prefill  # noqa: E402
+from rooflab.cost.merge import merge_pair  # noqa: E402
+from rooflab.cost.naive import naive_prefill  # noqa: E402
+from rooflab.cost.paged import paged_decode  # noqa: E402
 from rooflab.kernels import testing as kt  # noqa: E402
+from rooflab.specs import AttentionHeads  # noqa: E402
+from rooflab.units import DType  # noqa: E402
 
 ANCHOR_COPY_TBS = 4.22
 ROWS: list[dict] = []
+#: Llama-3-8B's attention heads: every attention shape below.
+HEADS = AttentionHeads(32, 8, 128)
+_FLUSH: list[L2Flusher] = []
 
 
 def bench_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
-    for i in range(warmup):
-        fn(i)
-    cp.cuda.Device().synchronize()
-    times = []
-    for i in range(repeat):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn(i)
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(times))
+    """Median milliseconds of fn(i) (i counts the calls), timed by rooflab.bench.timing.time_gpu."""
+    if not _FLUSH:
+        _FLUSH.append(L2Flusher())
+    calls = iter(range(1 << 62))
+    return time_gpu(lambda: fn(next(calls)), warmup=warmup, repeats=repeat, flush=_FLUSH[0]).median_s * 1e3
 
 
 def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
@@ -96,10 +102,9 @@ def merge(copy_tbs: float, rng) -> None:
     o_a, o_b = (kt.random_normal((tokens, heads, d), "bf16", rng) for _ in range(2))
     lse_a, lse_b = (rng.standard_normal((tokens, heads), dtype=cp.float32) for _ in range(2))
     out, out_lse = cp.empty_like(o_a), cp.empty_like(lse_a)
-    nbytes = 3 * o_a.nbytes + 3 * lse_a.nbytes
+    nbytes = float(merge_pair(tokens, heads, d, DType.bf16, write_lse=True).hbm_bytes)
     call = lambda i: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse)
-    report("merge_states 16k x 32 x 128 bf16 (call)", bench_ms(call, repeat=30), nbytes, copy_tbs=copy_tbs,
-           note="includes Python launch")
+    report("merge_states 16k x 32 x 128 bf16 (events)", bench_ms(call, repeat=30), nbytes, copy_tbs=copy_tbs)
     for rows in (1, 2):
         call = lambda i, rows=rows: K.merge_states(o_a, lse_a, o_b, lse_b, out=out, out_lse=out_lse,
                                                    rows_per_thread=rows)
@@ -113,11 +118,13 @@ def softmax(copy_tbs: float, rng) -> None:
     from rooflab.kernels.attention import masked_softmax
 
     ms = bench_ms(lambda i: K.softmax_rows(s, out=p), repeat=10)
-    report("softmax_rows [32, 8192, 8192] fp16", ms, 2 * s.nbytes, copy_tbs=copy_tbs,
+    nbytes = float(naive_prefill(HEADS, 8192, 1, DType.fp16).softmax.hbm_bytes)    # S read, P written
+    report("softmax_rows [32, 8192, 8192] fp16", ms, nbytes, copy_tbs=copy_tbs,
            note="target >= 85% of copy; PyTorch softmax 0.91 TB/s")
     ms = bench_ms(lambda i: masked_softmax(s.reshape(1, 32, 8192, 8192), 0.0884, True,
                                            out=p.reshape(1, 32, 8192, 8192)), repeat=10)
-    report("masked_softmax causal [1, 32, 8192, 8192] fp16", ms, 2 * s.nbytes, copy_tbs=copy_tbs)
+    nbytes = float(naive_prefill(HEADS, 8192, 1, DType.fp16, causal=True).softmax.hbm_bytes)
+    report("masked_softmax causal [1, 32, 8192, 8192] fp16", ms, nbytes, copy_tbs=copy_tbs)
 
 
 def naive(copy_tbs: float, rng) -> None:
@@ -125,17 +132,20 @@ def naive(copy_tbs: float, rng) -> None:
 
     q = kt.random_normal((1, 32, 8192, 128), "fp16", rng)
     k, v = (kt.random_normal((1, 8, 8192, 128), "fp16", rng) for _ in range(2))
-    flops = 4 * 32 * 8192**2 * 128
     for causal in (False, True):
+        cost = naive_prefill(HEADS, 8192, 1, DType.fp16, causal)
         ms = bench_ms(lambda i: K.naive_attention(q, k, v, causal=causal), repeat=5)
-        report(f"naive_attention T=8192 32/8 d128 fp16 causal={causal}", ms, flops=flops,
+        report(f"naive_attention T=8192 32/8 d128 fp16 causal={causal}", ms, flops=float(cost.flops),
                note="PyTorch naive 1.42 + 9.40 + 1.08 = 11.9 ms")
+    full = naive_prefill(HEADS, 8192, 1, DType.fp16)             # the GEMMs below compute every score
     s = attention_scores(q, k)
-    report("  of which S = QK^T (cuBLAS)", bench_ms(lambda i: attention_scores(q, k), repeat=5), flops=flops / 2)
+    report("  of which S = QK^T (cuBLAS)", bench_ms(lambda i: attention_scores(q, k), repeat=5),
+           flops=float(full.qk.flops))
     p = cp.empty_like(s)
     report("  of which masked_softmax causal", bench_ms(lambda i: masked_softmax(s, 0.0884, True, out=p), repeat=5),
-           2 * s.nbytes, copy_tbs=copy_tbs)
-    report("  of which O = PV (cuBLAS)", bench_ms(lambda i: attention_values(p, v), repeat=5), flops=flops / 2)
+           float(cost.softmax.hbm_bytes), copy_tbs=copy_tbs)
+    report("  of which O = PV (cuBLAS)", bench_ms(lambda i: attention_values(p, v), repeat=5),
+           flops=float(full.pv.flops))
 
 
 def paged(copy_tbs: float, rng) -> None:
@@ -143,8 +153,7 @@ def paged(copy_tbs: float, rng) -> None:
     cache = kt.make_paged_cache([ctx] * batch, kv_heads, d, 16, "fp16", seed=1, spare_pages=0)
     q = kt.random_normal((batch, heads, d), "fp16", rng)
     out = cp.empty_like(q)
-    kv_bytes = 2 * batch * ctx * kv_heads * d * 2
-    nbytes = kv_bytes + 2 * q.nbytes + cache.block_table.nbytes + cache.context_lens.nbytes
+    nbytes = float(paged_decode(HEADS, [ctx] * batch, 16, DType.fp16).hbm_bytes)   # K, V, Q, O, table, lengths
     for config in [(4, 3), (4, 2), (8, 2)]:
         call = lambda i: K.paged_decode(q, cache.k_cache, cache.v_cache, cache.block_table,
                                         cache.context_lens, out=out, config=config)
@@ -156,10 +165,10 @@ def split(copy_tbs: float, rng) -> None:
     ctx, heads, kv_heads, d = 32768, 32, 8, 128
     caches = [kt.make_paged_cache([ctx], kv_heads, d, 16, "fp16", seed=10 + i, spare_pages=0) for i in range(4)]
     q = kt.random_normal((1, heads, d), "fp16", rng)
-    kv_bytes = 2 * ctx * kv_heads * d * 2
     out = cp.empty_like(q)
     out_lse = cp.empty((1, heads), dtype=cp.float32)
     for splits in [1, 8, 16, 32, 48, 64, 128]:
+        cost = paged_decode(HEADS, [ctx], 16, DType.fp16, num_splits=splits)
         o_part = cp.empty((splits, 1, heads, d), dtype=cp.float32)
         lse_part = cp.empty((splits, 1, heads), dtype=cp.float32)
 
@@ -177,15 +186,17 @@ def split(copy_tbs: float, rng) -> None:
             K.paged_decode_partial(q, c.k_cache, c.v_cache, c.block_table, c.context_lens, splits,
                                    out=o_part, out_lse=lse_part)
 
-        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits} (call)", bench_ms(both, repeat=40),
-               kv_bytes, copy_tbs=copy_tbs, note="includes Python launch")
-        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits} (graph)", graph_ms(both), kv_bytes,
+        nbytes = float(cost.hbm_bytes)                    # attention launch (partials with S > 1) and merge
+        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits} (events)", bench_ms(both, repeat=40),
+               nbytes, copy_tbs=copy_tbs)
+        report(f"paged_decode+merge B=1 ctx=32768 32/8 d128 S={splits} (graph)", graph_ms(both), nbytes,
                copy_tbs=copy_tbs, note="target >= 50% of copy; SDPA flash batch 1 0.55 TB/s")
         if splits > 1:
-            report(f"  of which paged_decode_partial S={splits} (graph)", graph_ms(partial), kv_bytes,
-                   copy_tbs=copy_tbs)
+            report(f"  of which paged_decode_partial S={splits} (graph)", graph_ms(partial),
+                   float(cost.attention.hbm_bytes), copy_tbs=copy_tbs)
             report(f"  of which merge_partials S={splits} (graph)",
-                   graph_ms(lambda i: K.merge_partials(o_part, lse_part, q.dtype, out=out, out_lse=out_lse)))
+                   graph_ms(lambda i: K.merge_partials(o_part, lse_part, q.dtype, out=out, out_lse=out_lse)),
+                   float(cost.merge.hbm_bytes), copy_tbs=copy_tbs)
 
 
 def overhead(copy_tbs: float, rng) -> None:
@@ -227,11 +238,10 @@ def flash(rng) -> None:
     batch, heads, kv_heads, t, d = 1, 32, 8, 8192, 128
     q = kt.random_normal((batch, heads, t, d), "fp16", rng)
     k, v = (kt.random_normal((batch, kv_heads, t, d), "fp16", rng) for _ in range(2))
-    flops = 4 * batch * heads * t * t * d
     variants = [K.FLASH_VARIANTS[d], (2, 4, 32), (1, 8, 64)]
     tq, tk, tv = (torch.as_tensor(x, device="cuda") for x in (q, k, v))
     for causal in (False, True):
-        f = flops / 2 if causal else flops
+        f = float(flash_prefill(AttentionHeads(heads, kv_heads, d), t, batch, DType.fp16, causal).flops)
         for variant in dict.fromkeys(variants):
             ms = bench_ms(lambda i: K.flash_attention(q, k, v, causal=causal, variant=variant), repeat=10)
             report(f"flash_attention T=8192 32/8 d128 fp16 causal={causal} {variant}", ms, flops=f,

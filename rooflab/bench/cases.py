@@ -3,12 +3,15 @@
 The sweep covers what the cost model claims to predict: sequence length (prefill),
 batch and context (decode), head dim, GQA ratio, causal, page size and split count, an
 fp8 (e4m3) KV cache, plus the shapes the performance targets name (RESULTS.md).
+new_kernel_cases() adds the attention variants' kernels (windows, chunks and sinks; several new
+tokens a sequence; MLA decode) for `rooflab bench --new-kernels`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..kernels.mla import MLA_LATENT_DIM, MLA_PAGE_SIZE, MLA_VALUE_DIM
 from ..specs import AttentionHeads
 from ..units import DType
 from ..vocab import Kernel, KernelFamily
@@ -37,6 +40,10 @@ class Case:
     splits: int = 1
     tokens: int = 0
     kv_dtype: DType | None = None
+    q_len: int = 1                 # new tokens a sequence (decode)
+    window: int = 0                # sliding window W (0: none)
+    chunk: int = 0                 # chunk C (0: none)
+    sinks: bool = False            # one learned logit a query head in the softmax denominator
 
     def measurement(self, impl: str, time_s: float, p10_s: float, p90_s: float, repeats: int,
                     max_rel_err: float) -> Measurement:
@@ -48,6 +55,8 @@ class Case:
             context_lens=format_context_lens(self.context_lens) if self.context_lens else "",
             causal=self.causal, page_size=self.page_size, splits=self.splits, tokens=self.tokens,
             time_s=time_s, time_p10_s=p10_s, time_p90_s=p90_s, repeats=repeats, max_rel_err=max_rel_err,
+            v_head_dim=self.heads.v_head_dim or 0, q_len=self.q_len, window=self.window, chunk=self.chunk,
+            sinks=self.sinks,
         )
 
     def label(self) -> str:
@@ -169,3 +178,81 @@ def second_campaign_cases() -> list[Case]:
     cases += [Case(Kernel.merge, bf16, heads=h(32, 32, 128), tokens=n) for n in (2048, 32768, 262144)]
     cases += [Case(Kernel.merge, bf16, heads=h(64, 64, 64), tokens=16384)]
     return cases
+
+
+def mla_heads(num_qo_heads: int) -> AttentionHeads:
+    """MLA decode's heads in the absorbed form: every query head attends over one shared latent of 576 = 512 + 64
+    rope elements and takes its first 512 as values (the kernel's, DeepSeek-V3's)."""
+    return AttentionHeads(num_qo_heads, 1, MLA_LATENT_DIM, MLA_VALUE_DIM)
+
+
+def window_prefill_cases() -> list[Case]:
+    """Flash prefill with a sliding window (W 1024 / 4096), chunks (C 8192) and sinks, T 8k..32k, Llama-3-8B heads."""
+    fp16 = DType.fp16
+    cases = [Case(Kernel.flash_window, fp16, seq_len=t, causal=True, window=w)
+             for t in (8192, 16384, 32768) for w in (1024, 4096)]
+    cases += [Case(Kernel.flash_window, fp16, seq_len=t, causal=True, window=w, sinks=True)
+              for t, w in ((8192, 4096), (16384, 1024), (32768, 4096))]
+    cases += [Case(Kernel.flash_window, fp16, seq_len=16384, causal=True, chunk=8192),
+              Case(Kernel.flash_window, fp16, seq_len=32768, causal=True, chunk=8192),
+              Case(Kernel.flash_window, fp16, seq_len=32768, causal=True, chunk=8192, sinks=True),
+              Case(Kernel.flash_window, DType.bf16, seq_len=8192, batch=2, causal=True, window=4096)]
+    return cases
+
+
+def window_decode_cases() -> list[Case]:
+    """Paged decode reading only a window's pages (W 128 / 4096; a chunk; sinks; split-KV), batch 16..64,
+    ctx 8k..32k."""
+    fp16 = DType.fp16
+    cases = [Case(Kernel.paged_window, fp16, batch=b, context_lens=(n,) * b, page_size=16, window=w)
+             for b in (16, 64) for n in (8192, 32768) for w in (128, 4096)]
+    cases += [Case(Kernel.paged_window, fp16, batch=32, context_lens=(16384,) * 32, page_size=16, window=4096,
+                   sinks=True),
+              Case(Kernel.paged_window, fp16, batch=16, context_lens=(32768,) * 16, page_size=16, window=4096,
+                   splits=2),
+              Case(Kernel.paged_window, fp16, batch=32, context_lens=(12000,) * 32, page_size=16, chunk=8192),
+              Case(Kernel.paged_window, DType.bf16, batch=32, context_lens=(16384,) * 32, page_size=16, window=1024,
+                   sinks=True)]
+    return cases
+
+
+def multi_token_cases() -> list[Case]:
+    """Paged decode with q_len 2 / 4 / 8 new tokens a sequence, batch 32..128, ctx 4k..8k; fp16 and fp8 e4m3 caches
+    (the fp8 rows last, so validate's alternate-row fit holds half of them out)."""
+    fp16, fp8 = DType.fp16, DType.fp8_e4m3
+    grid = ((32, 8192), (128, 4096), (128, 8192))
+    cases = [Case(Kernel.paged_multi, fp16, batch=b, context_lens=(n,) * b, page_size=16, q_len=q)
+             for b, n in grid for q in (2, 4, 8)]
+    cases += [Case(Kernel.paged_multi, fp16, batch=b, context_lens=(n,) * b, page_size=16, q_len=q, kv_dtype=fp8)
+              for b, n in ((32, 4096), (128, 8192)) for q in (2, 8)]
+    return cases
+
+
+def mla_cases() -> list[Case]:
+    """MLA decode over a paged latent cache (pages of 64), h 16 (memory-bound) and 128 (compute-bound), q_len 1..2,
+    batch 32..128, ctx 4k..8k, bf16 and fp8 e4m3 latents; two split-KV rows.
+
+    On sm_90 the launcher runs the wgmma kernel for a 16-bit latent and >= 64 query rows (h 128 bf16 here) and
+    the mma.sync kernel otherwise, so the bench records two implementations (ours.impl_name), each fitted alone.
+    """
+    bf16, fp8 = DType.bf16, DType.fp8_e4m3
+    cases = []
+    for h, grid in ((16, ((32, 4096), (128, 8192))), (128, ((32, 4096), (64, 8192), (128, 8192)))):
+        cases += [Case(Kernel.mla_decode, bf16, heads=mla_heads(h), batch=b, context_lens=(n,) * b,
+                       page_size=MLA_PAGE_SIZE, q_len=q, kv_dtype=kv)
+                  for b, n in grid for q in (1, 2) for kv in (None, fp8)]
+    cases += [Case(Kernel.mla_decode, bf16, heads=mla_heads(h), batch=32, context_lens=(4096,) * 32,
+                   page_size=MLA_PAGE_SIZE, splits=s) for h, s in ((16, 4), (128, 2))]
+    return cases
+
+
+def new_kernel_cases(quick: bool = False) -> list[Case]:
+    """The attention variants' kernels for `rooflab bench --new-kernels`: windowed and chunked flash prefill (with
+    and without sinks), windowed paged decode, multi-token paged decode and MLA decode; with `quick`, two of each
+    (a smoke test). KERNELS.md ("Attention variants") has the kernels; tests/test_bench_new_kernels.py keeps the
+    sweep's time, estimated from its floors, under its budget.
+    """
+    groups = (window_prefill_cases(), window_decode_cases(), multi_token_cases(), mla_cases())
+    if quick:
+        return [c for g in groups for c in (g[0], g[-1])]
+    return [c for g in groups for c in g]

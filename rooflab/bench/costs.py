@@ -3,6 +3,9 @@
 One builder per Kernel in COST_OF; a kernel measured without an entry cannot be validated (an
 InputError names it). Decode rows of other implementations (PyTorch's dense decode) are priced as
 if they split the KV the way rooflab recommends, since those libraries choose their own split counts.
+A row's window, chunk and sinks reach the cost functions as a Visibility (cost/common.py), its q_len
+as the new tokens a sequence; MLA rows are priced by cost/mla.py from head_dim (the latent, d_c + d_R)
+and v_head_dim (d_c).
 """
 
 from __future__ import annotations
@@ -10,15 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..cost.common import Cost, LaunchCost
+from ..cost.common import Cost, LaunchCost, Visibility
 from ..cost.flash import flash_prefill
 from ..cost.merge import merge_pair
+from ..cost.mla import mla_decode
 from ..cost.naive import naive_prefill
 from ..cost.paged import paged_decode, recommend_splits
 from ..errors import InputError
-from ..specs import AttentionHeads, GpuSpec
+from ..specs import AttentionHeads, GpuSpec, LayerType
 from ..units import DType
-from ..vocab import Kernel, Variant
+from ..vocab import Kernel, LayerKind, Variant
 from .records import Measurement
 
 
@@ -43,18 +47,62 @@ def _naive_softmax(w: _Workload) -> Cost:
     return LaunchCost(_naive(w).softmax, Variant.naive)
 
 
+def _visibility(m: Measurement) -> Visibility:
+    """The keys each query of the row sees: its window and / or chunk (0 in the file: none)."""
+    return Visibility(m.window or None, m.chunk or None)
+
+
 def _flash(w: _Workload) -> Cost:
+    """Flash prefill, full or (flash_window) windowed / chunked with sinks: FLOPs and exps of the visible pairs,
+    compulsory bytes unchanged (every key is some query's)."""
     return flash_prefill(w.heads, w.m.seq_len, w.m.batch, w.dtype, w.m.causal, gpu=w.gpu, num_sms=w.num_sms,
-                         units_per_sm=w.units_per_sm)
+                         units_per_sm=w.units_per_sm, visibility=_visibility(w.m), sinks=w.m.sinks)
 
 
 def _decode(w: _Workload) -> Cost:
     """rooflab's rows at their measured split count; other implementations (which choose their own) as if they
-    split the way rooflab recommends."""
-    lens, splits = w.m.lengths(), w.m.splits
+    split the way rooflab recommends. q_len new tokens a sequence; a window or chunk reads only the pages it
+    touches.
+
+    paged_decode.cu reads keys from the first one any new token sees (Visibility.read_tokens: ctx - first, key
+    by key) through the block-table entries of the pages holding them, which is what paged_decode counts: K/V
+    bytes and pages agree exactly. Not counted: the sinks (4 h bytes, 128 B at 32 heads). A split's first
+    page in the kernel starts at the first visible key's page while the model deals the `read` keys from a
+    page boundary, so split lengths (the parallelism model's longest unit) may differ by under one page.
+    """
+    lens, splits, vis = w.m.lengths(), w.m.splits, _visibility(w.m)
     if not w.m.impl.startswith("rooflab") and w.num_sms is not None:
-        splits = recommend_splits(w.heads, lens, w.num_sms, w.m.page_size, w.dtype, w.kv_dtype, w.units_per_sm)
-    return paged_decode(w.heads, lens, w.m.page_size, w.dtype, w.kv_dtype, splits, w.num_sms, w.units_per_sm)
+        splits = recommend_splits(w.heads, lens, w.num_sms, w.m.page_size, w.dtype, w.kv_dtype, w.units_per_sm,
+                                  w.m.q_len, vis)
+    return paged_decode(w.heads, lens, w.m.page_size, w.dtype, w.kv_dtype, splits, w.num_sms, w.units_per_sm,
+                        w.m.q_len, vis, w.m.sinks)
+
+
+#: MLA's per-head non-rope q.k width (DeepSeek-V3's 128): a LayerType needs it, the absorbed decode's cost never
+#: reads it (every head attends over the shared latent).
+_MLA_NOPE_DIM = 128
+
+
+def _mla(w: _Workload) -> Cost:
+    """Absorbed MLA decode: head_dim is the latent (d_c + d_R = 576), v_head_dim its value part (d_c = 512).
+
+    mla_decode.cu and mla_decode_hopper.cu read every key of the context ([0, ctx), no window) through
+    ceil(ctx / 64) block-table entries, as cost/mla.py counts (latent bytes and pages agree). Where they
+    differ: each CTA of a sequence reads the whole latent, and a sequence has ceil(q_len h / rows a CTA) of
+    them (64 rows for the wgmma kernel and for the mma.sync kernel at MT 4): at h 128 two CTAs (q_len 1) or
+    four (q_len 2), so 2x-4x the latent bytes cross L2 into the SMs, while the model counts them once per
+    sequence (its MLA_ROWS_PER_UNIT tiles, the same 2 or 4, price only the parallelism). HBM sees them once
+    when a sequence's CTAs run together (neighbours in blockIdx.x, so L2 serves all but the first); at h 16
+    (one CTA) there is no difference.
+    """
+    d_c, d_lat = w.m.v_head_dim, w.m.head_dim
+    if not 0 < d_c < d_lat:
+        raise InputError(f"measurement '{w.m.describe()}': an mla_decode row's head_dim (the latent, {d_lat}) must "
+                         f"exceed its v_head_dim (d_c, {d_c})")
+    layer = LayerType(kind=LayerKind.mla, kv_lora_rank=d_c, qk_rope_head_dim=d_lat - d_c,
+                      qk_nope_head_dim=_MLA_NOPE_DIM)
+    return mla_decode(layer, w.m.num_qo_heads, w.m.lengths(), w.m.page_size, w.dtype, w.kv_dtype, w.m.splits,
+                      w.m.q_len, w.num_sms, w.units_per_sm)
 
 
 def _merge(w: _Workload) -> Cost:
@@ -63,8 +111,9 @@ def _merge(w: _Workload) -> Cost:
 
 #: The cost function each measured kernel is predicted with.
 COST_OF: dict[Kernel, Callable[[_Workload], Cost]] = {
-    Kernel.naive: _naive, Kernel.naive_softmax: _naive_softmax, Kernel.flash: _flash, Kernel.paged: _decode,
-    Kernel.split_kv: _decode, Kernel.merge: _merge,
+    Kernel.naive: _naive, Kernel.naive_softmax: _naive_softmax, Kernel.flash: _flash, Kernel.flash_window: _flash,
+    Kernel.paged: _decode, Kernel.split_kv: _decode, Kernel.paged_window: _decode, Kernel.paged_multi: _decode,
+    Kernel.mla_decode: _mla, Kernel.merge: _merge,
 }
 
 

@@ -81,12 +81,20 @@ class Measurement:
             lens = self.context_lens if len(self.context_lens) <= 24 else \
                 f"ragged {len(self.lengths())} seqs, {sum(self.lengths()):,} tokens"
             shape = f"ctx {lens} page {self.page_size} splits {self.splits}"
+            shape += f" q_len {self.q_len}" if self.q_len != 1 else ""
         elif self.kernel is Kernel.merge:
             shape = f"{self.tokens} tokens"
         else:
             shape = f"T={self.seq_len} b={self.batch}" + (" causal" if self.causal else "")
+        shape += self._visibility()
         kv = f" kv {self.kv_dtype}" if self.kv_dtype and self.kv_dtype != self.dtype else ""
-        return f"{self.num_qo_heads}/{self.num_kv_heads}x{self.head_dim} {self.dtype}{kv} {shape}"
+        value = f"/{self.v_head_dim}" if self.v_head_dim and self.v_head_dim != self.head_dim else ""
+        return f"{self.num_qo_heads}/{self.num_kv_heads}x{self.head_dim}{value} {self.dtype}{kv} {shape}"
+
+    def _visibility(self) -> str:
+        """' window 4096', ' chunk 8192', ' sinks' where the row has them (nothing for full attention)."""
+        return ((f" window {self.window}" if self.window else "") + (f" chunk {self.chunk}" if self.chunk else "")
+                + (" sinks" if self.sinks else ""))
 
     def describe(self) -> str:
         return f"{self.kernel}/{self.impl} {self.shape()}"
@@ -152,8 +160,9 @@ _DECODE = ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_siz
 NEEDS: dict[Kernel, tuple[str, ...]] = {
     Kernel.naive: _PREFILL, Kernel.naive_softmax: _PREFILL, Kernel.flash: _PREFILL,
     Kernel.flash_window: _PREFILL, Kernel.ring_prefill: _PREFILL + ("world_size",),
-    Kernel.paged: _DECODE, Kernel.split_kv: _DECODE, Kernel.paged_window: _DECODE, Kernel.paged_multi: _DECODE,
-    Kernel.mla_decode: ("num_qo_heads", "head_dim", "v_head_dim", "context_lens", "page_size", "splits"),
+    Kernel.paged: _DECODE, Kernel.split_kv: _DECODE, Kernel.paged_window: _DECODE,
+    Kernel.paged_multi: _DECODE + ("q_len",),
+    Kernel.mla_decode: ("num_qo_heads", "head_dim", "v_head_dim", "context_lens", "page_size", "splits", "q_len"),
     Kernel.dcp_decode: _DECODE + ("world_size",), Kernel.tp_attention: _DECODE + ("world_size",),
     Kernel.merge: ("num_qo_heads", "head_dim", "tokens"),
     Kernel.gemm: ("m", "n", "k"),
@@ -163,6 +172,10 @@ NEEDS: dict[Kernel, tuple[str, ...]] = {
     Kernel.all_to_all: ("bytes_per_rank", "world_size", "timing"),
     Kernel.send_recv: ("bytes_per_rank", "world_size", "timing"),
     Kernel.decode_step: ("context_lens", "world_size", "timing"),
+}
+#: Columns of which a row needs at least one, per kernel: a windowed kernel's window or chunk.
+NEEDS_ONE_OF: dict[Kernel, tuple[str, ...]] = {
+    Kernel.flash_window: ("window", "chunk"), Kernel.paged_window: ("window", "chunk"),
 }
 
 
@@ -295,6 +308,9 @@ def _parse_row(where: str, line: int, raw: dict) -> Measurement:
     empty = [c for c in NEEDS[values["kernel"]] if not values.get(c)]
     if empty:
         raise InputError(f"{at}: a {values['kernel'].value} row needs {', '.join(empty)} (empty or 0)")
+    either = NEEDS_ONE_OF.get(values["kernel"], ())
+    if either and not any(values.get(c) for c in either):
+        raise InputError(f"{at}: a {values['kernel'].value} row needs {' or '.join(either)} (all empty or 0)")
     row = Measurement(**values)
     if not 0 < row.time_s <= MAX_TIME_S:
         raise InputError(f"{at}, column 'time_s': {row.time_s!r} is not a kernel time in (0, {MAX_TIME_S:g}] s")

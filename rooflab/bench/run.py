@@ -31,7 +31,8 @@ class BenchResult:
 
 #: The tolerance class (rooflab.kernels.testing.TOLERANCES) of each kernel's output.
 _KIND = {Kernel.naive: "naive", Kernel.naive_softmax: "rowwise", Kernel.merge: "rowwise", Kernel.flash: "attention",
-         Kernel.paged: "attention", Kernel.split_kv: "attention"}
+         Kernel.paged: "attention", Kernel.split_kv: "attention", Kernel.flash_window: "attention",
+         Kernel.paged_window: "attention", Kernel.paged_multi: "attention", Kernel.mla_decode: "attention"}
 
 
 def tolerance(case: Case) -> float:

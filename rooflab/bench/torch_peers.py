@@ -6,9 +6,16 @@
     paged   dense decode (one query token, contiguous K/V) through SDPA's flash and cuDNN
             backends: the same KV bytes without a block table
     merge   the LSE merge written as eager tensor operations
+    mla_decode  one new token a sequence (q_len 1, a 16-bit latent, unsplit): the absorbed form as torch.bmm
+            over a dense latent [B, ctx, 576], softmax in fp32, bmm with its first 512 columns (S and P
+            materialised; FLOPs as FlashMLA counts them)
 
-Every peer is checked against rooflab's fp64 oracle on a slice before it is timed, like
-rooflab's own kernels. PyTorch is optional: without it this module yields nothing.
+No peer for the windowed kernels (flash_window, paged_window) or several new tokens (paged_multi):
+SDPA takes a window only as a materialised mask (T x T bytes at T 32k, and a backend without tile
+skipping, so no fair peer), FlexAttention's compile costs tens of seconds a shape (KERNELS.md times
+it against the window kernel separately), and SDPA's is_causal aligns a short query block top-left,
+not at the end of the keys. Every peer is checked against rooflab's fp64 oracle on a slice before it
+is timed, like rooflab's own kernels. PyTorch is optional: without it this module yields nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ def peers(case: Case, rng: np.random.Generator) -> Iterator[Runner]:
         yield from _sdpa_decode(case, rng)
     elif case.kernel is Kernel.merge:
         yield _eager_merge(case, rng)
+    elif case.kernel is Kernel.mla_decode and case.q_len == 1 and case.splits == 1:
+        yield _bmm_mla(case, rng)
 
 
 def _randn(shape, case: Case, rng: np.random.Generator, scale: float = 1.0):
@@ -193,3 +202,31 @@ def _eager_merge(case: Case, rng: np.random.Generator) -> Runner:
         return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
     return "torch_eager", launch, check
+
+
+def _bmm_mla(case: Case, rng: np.random.Generator) -> Runner:
+    """Absorbed MLA decode of one token a sequence as two batched GEMMs over a dense latent: S = q c^T (all h heads
+    of a sequence are the rows), P = softmax(scale S) in fp32, O = P c[:, :512]."""
+    import torch
+
+    from ..numerics import mla_decode_reference
+
+    h = case.heads
+    length = case.context_lens[0]
+    gen = torch.Generator(device="cuda").manual_seed(int(rng.integers(1 << 31)))
+    dtype = _dtype(case)
+    latent = torch.randn(case.batch, length, h.head_dim, device="cuda", dtype=dtype, generator=gen)
+    q = torch.randn(case.batch, h.num_qo_heads, h.head_dim, device="cuda", dtype=dtype, generator=gen)
+    scale = h.head_dim ** -0.5
+
+    def launch():
+        s = torch.bmm(q, latent.transpose(1, 2)) * scale                      # [B, h, ctx]
+        p = torch.softmax(s.float(), dim=-1).to(dtype)
+        return torch.bmm(p, latent[:, :, :h.value_dim])                       # [B, h, 512]
+
+    def check():
+        got = launch()[0].double().cpu().numpy()
+        ref, _ = mla_decode_reference(q[0:1].double().cpu().numpy(), latent[0].double().cpu().numpy(), h.value_dim)
+        return float(np.linalg.norm(got - ref[0]) / np.linalg.norm(ref[0]))
+
+    return "torch_bmm_dense", launch, check

@@ -94,6 +94,7 @@ def bench(
     kernels: Annotated[Optional[list[KernelFamily]], typer.Option("--kernel", "-k", help="Kernel families to run (repeat; default all). paged includes split-KV.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
     second: Annotated[bool, typer.Option("--second-campaign", help="The out-of-campaign sweep: shapes the standard sweep does not have (head dims 64/128/256, other lengths, heads, groups, batches).")] = False,
+    new_kernels: Annotated[bool, typer.Option("--new-kernels", help="The attention variants' kernels instead: windowed and chunked flash prefill (sinks too), windowed paged decode, multi-token decode and MLA decode (with --quick: two of each).")] = False,
     torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
     repeats: Annotated[int, typer.Option("--repeats", parser=params.count(3, 10_000), metavar="N",
                                          help="Timed repeats per configuration (the median is kept).")] = 20,
@@ -122,7 +123,7 @@ def bench(
         if result.returncode:
             typer.echo(f"torchrun exited with {result.returncode} (see the ranks' logs beside the files)", err=True)
         return
-    from ..bench.cases import second_campaign_cases, sweep
+    from ..bench.cases import new_kernel_cases, second_campaign_cases, sweep
     from ..bench.device import check_spec_matches, default_spec, device_name
     from ..bench.run import run_to_file
 
@@ -132,6 +133,8 @@ def bench(
     cases = sweep(families, quick)
     if second:
         cases = [c for c in second_campaign_cases() if c.kernel.family in families]
+    if new_kernels:
+        cases = [c for c in new_kernel_cases(quick) if c.kernel.family in families]
     typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
     result = run_to_file(cases, spec, output, " ".join(["rooflab", *sys.argv[1:]]), torch, repeats)
     typer.echo(f"wrote {len(result.rows)} measurements to {output}")
