@@ -60,13 +60,25 @@ def with_fitted(spec_text: str, models: Sequence[FittedModel]) -> str:
     return kept + "\n" + fitted_yaml(models)
 
 
+def kept_models(source_text: str, where: str, models: Sequence[FittedModel]) -> tuple[FittedModel, ...]:
+    """The source YAML's fitted models of (kernel, impl) pairs these campaigns did not refit (a GEMM or a
+    collective fitted from other files): kept, so a refit of some kernels does not drop the others."""
+    refitted = {m.key for m in models}
+    old = spec_from_mapping(GpuSpec, parse_yaml(source_text, where), where).fitted
+    return tuple(m for m in old if m.key not in refitted)
+
+
 def write_fitted(source: Path, target: Path, models: Sequence[FittedModel], inputs: Sequence[Path] = ()) -> GpuSpec:
-    """Write `source` with the fitted section into `target`, atomically; refuse a file rooflab could not read."""
-    text = with_fitted(Path(source).read_text(), models)
+    """Write `source` with the fitted section into `target`, atomically; refuse a file rooflab could not read.
+
+    The source's fits of (kernel, impl) pairs not among `models` stay (kept_models)."""
+    source_text = Path(source).read_text()
+    models = tuple(models) + kept_models(source_text, str(source), models)
+    text = with_fitted(source_text, models)
     spec = spec_from_mapping(GpuSpec, parse_yaml(text, str(target)), str(target))
     write_atomic(target, text, inputs=list(inputs))
     clear_cache()
     return spec
 
 
-__all__ = ["fit_campaigns", "fitted_yaml", "with_fitted", "write_fitted"]
+__all__ = ["fit_campaigns", "fitted_yaml", "kept_models", "with_fitted", "write_fitted"]

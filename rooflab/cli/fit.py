@@ -22,7 +22,8 @@ def fit(
     """Fit c0 + t_model / eta per kernel and implementation (with its parallelism and exp terms); write `fitted:`.
 
     Each model is fitted on alternate rows of the campaigns together and its held-out error measured on the
-    others; the GPU YAML keeps the constants with the rows, campaigns and errors they rest on.
+    others; the GPU YAML keeps the constants with the rows, campaigns and errors they rest on. Fits of
+    kernels these files do not measure (a GEMM, collectives) stay as they were.
     """
     from ..bench.fitting_io import fit_campaigns, write_fitted
     from ..load import spec_path
@@ -31,6 +32,9 @@ def fit(
     validation, models, spec = fit_campaigns(files, gpu)
     source = spec_path("hardware", "GPU", spec)
     target = output or Path.cwd() / source.name
-    write_fitted(source, target, models, inputs=files)
+    written = write_fitted(source, target, models, inputs=files)
     typer.echo(render_validation(validation, fmt), nl=False)
-    typer.echo(f"wrote {len(models)} fitted models to {target}", err=True)
+    kept = len(written.fitted) - len(models)
+    typer.echo(f"wrote {len(models)} fitted models to {target}" + (f"; kept {kept} fitted from other files "
+                                                                   f"({', '.join(f'{m.kernel.value}/{m.impl}' for m in written.fitted[len(models):])})"
+                                                                   if kept else ""), err=True)
