@@ -112,14 +112,16 @@ def test_validate_cli_on_bundled_data():
 SPLITS = data_dir("measurements") / "h200-splits.csv"
 
 
-def test_recorded_units_per_sm_is_what_validate_fits():
-    # hardware/h200-sxm.yaml records the value `rooflab validate` fits to rooflab's decode kernels,
-    # on the sweep and again on the independent split-count sweep
-    recorded = load_gpu("h200-sxm").units_per_sm
+def test_recorded_units_per_sm_is_what_the_fits_found():
+    # hardware/h200-sxm.yaml records the units per SM `rooflab fit` found for rooflab's decode kernels over
+    # every single-GPU campaign, and the independent split-count sweep alone finds the same value
+    gpu = load_gpu("h200-sxm")
+    recorded = gpu.units_per_sm
     assert recorded == 1.5
-    for path, kernels in ((SWEEP, ("paged", "split_kv")), (SPLITS, ("split_kv",))):
-        fits = {g.kernel: g.fit.units_per_sm for g in validate(path).groups if g.impl == "rooflab" and g.kernel in kernels}
-        assert set(fits) == set(kernels) and all(k == recorded for k in fits.values()), (path.name, fits)
+    for kernel in (Kernel.paged, Kernel.split_kv):
+        assert gpu.fitted_model(kernel, "rooflab").units_per_sm == recorded, kernel
+    fits = {g.kernel: g.fit.units_per_sm for g in validate(SPLITS).groups if g.impl == "rooflab"}
+    assert fits == {Kernel.split_kv: recorded}
     assert load_gpu("h100-sxm").units_per_sm == 1.0   # none fitted: one unit an SM
 
 
