@@ -70,10 +70,15 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel)
 
 
+#: A fit whose held-out median error is larger is not chosen automatically while another fit of the kernel
+#: is within it (`--impl` still names it): the fastest prediction should come from a model that held.
+MAX_AUTO_ERROR = 0.25
+
+
 def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, float], Cost], dtype: DType,
                  impl: str | None = None, optional: bool = False) -> PredictedTime | None:
-    """The predicted time of `impl` (or of the fitted implementation that is fastest here), or None where the
-    GPU has no fit for `kernel`. An `impl` with no fit is an InputError naming the ones there are, unless
+    """The predicted time of `impl` (or of the fitted implementation that is fastest here, among those whose
+    held-out median error is within MAX_AUTO_ERROR where any is), or None where the GPU has no fit for `kernel`. An `impl` with no fit is an InputError naming the ones there are, unless
     `optional` (a report row of a kernel `impl` does not implement: None)."""
     fits = gpu.fitted_for(kernel)
     if impl is not None:
@@ -85,9 +90,12 @@ def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, floa
             raise InputError(f"--impl {impl}: {gpu.name} has no fitted {kernel.value} model for it; fitted "
                              f"implementations: {', '.join(known) or 'none (run rooflab fit)'}")
         fits = tuple(chosen)
+    else:
+        trusted = tuple(f for f in fits if f.median_error is None or f.median_error <= MAX_AUTO_ERROR)
+        fits = trusted or fits
     if not fits:
         return None
     return min((predict_with(f, price, gpu, dtype) for f in fits), key=lambda p: p.t_predicted_s)
 
 
-__all__ = ["PredictedTime", "launch_model_time", "model_time", "predict_time", "predict_with"]
+__all__ = ["MAX_AUTO_ERROR", "PredictedTime", "launch_model_time", "model_time", "predict_time", "predict_with"]

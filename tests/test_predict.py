@@ -65,3 +65,22 @@ def test_prediction_uses_it_and_the_floor_does_not():
 def test_a_curve_for_another_sm_count_is_ignored():
     odd = {"1": 60e9, "100": 4.3e12}                            # not this GPU's 132 SMs: not this GPU's curve
     assert Ceilings.of(_with_curve(odd), DType.fp16, CeilingSource.calibrated).stream == ()
+
+
+def test_the_automatic_choice_skips_a_fit_that_did_not_hold():
+    """mla_decode/rooflab (mma.sync) missed its held-out rows by ~59%: without --impl, the rows use a fit that held."""
+    from rooflab.predict import MAX_AUTO_ERROR, predict_time
+    from rooflab.vocab import Kernel
+
+    fits = {f.impl: f for f in H200.fitted_for(Kernel.mla_decode)}
+    assert fits["rooflab"].median_error > MAX_AUTO_ERROR >= fits["rooflab_hopper"].median_error
+    from rooflab.cost.batch import DecodeBatch
+    from rooflab.cost.layers import layer_decode
+
+    ds = load_model("deepseek-v3")
+    price = (lambda n, u: layer_decode(ds, "mla", DecodeBatch.uniform(8192, 64), 64, DType.bf16, DType.bf16, 1, 1,
+                                       n, u))
+    auto = predict_time(H200, Kernel.mla_decode, price, DType.bf16)
+    assert auto.impl != "rooflab"
+    named = predict_time(H200, Kernel.mla_decode, price, DType.bf16, impl="rooflab")
+    assert named.impl == "rooflab" and named.median_error > MAX_AUTO_ERROR
