@@ -79,13 +79,13 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Bundled model name
 
 
 def _one_gpu(values: list[str]) -> list[str]:
-    """Commands that price one GPU say so when given several (`plot roofline` and `plot decode` compare several).
+    """Commands that price one GPU say so when given several (the `rooflab plot` charts compare several).
 
     The option is a list so that a repeated -g is seen, not silently replaced; commands read `gpu[0]`."""
     names = [part.strip() for value in values for part in value.split(",")]
     if len(names) != 1:
         raise typer.BadParameter(f"this command takes one GPU (given {len(names)}: {', '.join(names)}); "
-                                 "`rooflab plot roofline` and `plot decode` compare several")
+                                 "the `rooflab plot` charts compare several")
     return names
 
 
