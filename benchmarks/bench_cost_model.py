@@ -1,9 +1,8 @@
 """Speed of the cost model and of `rooflab report` (a benchmark, not a test).
 
-Targets: both prefill variants over 10^6 (seq_len, batch) points in under 1 s on a 2-core machine
-(issue 2), and the same for a hybrid model, every layer type of Gemma-3-27B and gpt-oss-120b
-(issue 13); `rooflab report` within 2.5x the time of `python -c "import numpy, yaml"` measured in
-the same run (issue 18). Prints one line per figure; record them, with date, machine and
+Targets: both prefill variants over 10^6 (seq_len, batch) points in under 1 s on a 2-core machine,
+and the same for a hybrid model (every layer type of Gemma-3-27B and gpt-oss-120b); `rooflab report`
+within 2.5x the time of `python -c "import numpy, yaml"` measured in the same run. Prints one line per figure; record them, with date, machine and
 command, in RESULTS.md.
 
     python benchmarks/bench_cost_model.py

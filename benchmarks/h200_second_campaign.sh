@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second H200 campaign (issue 15's out-of-campaign test) and the new kernels' rows, on a lent H200, from the
+# The second H200 campaign (the out-of-campaign test of the fitted time models) and the new kernels' rows, on a lent H200, from the
 # repository root:
 #   calibrate (with the per-SM streaming curve) -> $OUT/h200-sxm.yaml;
 #   `rooflab bench --second-campaign` -> $OUT/h200-second-campaign.csv (cut at BENCH_SECONDS, default 300);

@@ -37,7 +37,7 @@ def test_report_no_causal_shows_the_chapter_figures():
 
 
 def test_report_is_causal_by_default_and_says_so():
-    """Issue 18: prefill is causal by default, as engines run decoders, and the header names the mask."""
+    """Prefill is causal by default, as engines run decoders, and the header names the mask."""
     causal, chapter = invoke("report"), invoke("report", "--no-causal")
     assert causal.exit_code == 0 and chapter.exit_code == 0
     assert causal.stdout.splitlines()[0].endswith("fp16, causal, datasheet ceilings")
@@ -186,7 +186,7 @@ def test_help_texts():
 
 
 def test_version_and_python_dash_m():
-    """Issue 18: `rooflab --version` and `python -m rooflab` (the same app as the console script)."""
+    """`rooflab --version` and `python -m rooflab` (the same app as the console script)."""
     import subprocess
     import sys
 

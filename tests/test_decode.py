@@ -78,7 +78,7 @@ def test_continuous_batching_rounds():
 
 
 def test_kv_bytes_per_token():
-    # issue 3 / capacity planning: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB for Llama-3-8B fp16
+    # capacity planning: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB for Llama-3-8B fp16
     assert LLAMA.kv_bytes_per_token(DType.fp16) == 128 * 1024
 
 
@@ -91,7 +91,7 @@ def test_attention_share_of_decode_flops():
 
 
 def test_one_sequence_cannot_fill_132_sms():
-    # issue 3: one sequence with 8 KV heads cannot fill 132 SMs -> 8/132 of the bandwidth; recommend a split
+    # one sequence with 8 KV heads cannot fill 132 SMs -> 8/132 of the bandwidth; recommend a split
     cost = paged_decode(LLAMA, [32768], num_sms=H100.num_sms)
     assert float(cost.parallel_fraction) == pytest.approx(8 / 132)
     splits = recommend_splits(LLAMA, [32768], H100.num_sms)

@@ -1,4 +1,4 @@
-"""Issue 18, honest reports: the decode report says whether the batch fits (weights + KV on one GPU)."""
+"""Honest reports: the decode report says whether the batch fits (weights + KV on one GPU)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Three roofs and physical floors (issue 15): the exp roof, the bound it can set, floors no measurement beats.
+"""Three roofs and physical floors: the exp roof, the bound it can set, floors no measurement beats.
 
 Sources: the H200's measured rows (measurements/, RESULTS.md); NVIDIA's Blackwell datasheet, HGX B200 column
 (2.25 PFLOP/s dense fp16); 16 exps per clock per SM (CUDA C++ Programming Guide, throughput table) at

@@ -1,4 +1,4 @@
-"""Issue 18: GPU YAMLs need only what a roofline needs, report every problem at once, and JSON Schemas ship."""
+"""GPU YAMLs need only what a roofline needs, report every problem at once, and JSON Schemas ship."""
 
 from __future__ import annotations
 
