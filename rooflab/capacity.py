@@ -25,7 +25,7 @@ from typing import Optional
 
 from .cost.common import whole_number
 from .cost.naive import naive_max_seq_len
-from .errors import InputError
+from .errors import InputError, shown
 from .kvcache import KvLayout, kv_layout, longest_context
 from .limits import MAX_PAGE_SIZE, MAX_TOKENS
 from .paging import pages_for
@@ -252,7 +252,7 @@ def smallest_deployment(model: ModelSpec, gpu: GpuSpec, context_len: int, limit:
 
 def _check(context_len: int, utilization: float, reserve: int, page_size: int, max_len: int | None) -> None:
     if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
-        raise InputError(f"GPU memory utilisation must be in (0, 1], got {utilization!r}")
+        raise InputError(f"GPU memory utilisation must be in (0, 1], got {shown(utilization)}")
     whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
     whole_number(context_len, "context length", maximum=MAX_TOKENS)
     whole_number(reserve, "activation reserve (bytes)", minimum=0, maximum=1 << 62)

@@ -22,7 +22,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import SpecError
+from .errors import SpecError, clip
 
 MISSING = dataclasses.MISSING
 
@@ -61,9 +61,10 @@ class Range:
         if self.lo is not None and (value <= self.lo if self.lo_open else value < self.lo):
             if self.lo == 0:
                 return "must be positive" if self.lo_open else "must be >= 0"
-            if self.lo == 1 and not self.lo_open:
-                return f"must be positive (>= 1{self._unit})"
-            return f"must be {'>' if self.lo_open else '>='} {self.lo:g}{self._unit}"
+            bound = f"{'>' if self.lo_open else '>='} {self.lo:g}{self._unit}"
+            if self.lo > 0 and value <= 0:
+                return f"must be positive ({bound})"
+            return f"must be {bound}"
         if self.hi is not None and value > self.hi:
             return f"must be <= {self.hi:g}{self._unit} (no real device or model is that large)"
         return None
@@ -94,7 +95,7 @@ class Problem:
 
 def where_of(obj: Any) -> str:
     name = getattr(obj, "name", None)
-    return f"{type(obj).__name__} '{name}'" if isinstance(name, str) and name else type(obj).__name__
+    return f"{type(obj).__name__} '{clip(name)}'" if isinstance(name, str) and name else type(obj).__name__
 
 
 def validate_fields(obj: Any) -> None:
@@ -144,12 +145,14 @@ def _convert(name: str, tp: Any, value: Any, meta: Any) -> tuple[Any, list[Probl
     if tp in (int, float):
         return _number(name, value, tp is int, rng)
     if tp is str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if _plain_number(value):
             value = str(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            return value, [Problem(name, value, "must be text, not a number this large (quote it in YAML)")]
         if not isinstance(value, str) or not value.strip():
             return value, [Problem(name, value, "must be a non-empty string")]
         if len(value) > 10_000:
-            return value, [Problem(name, value[:40] + "...", "is longer than 10,000 characters")]
+            return value, [Problem(name, value, "is longer than 10,000 characters")]
         return value, []
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
@@ -167,6 +170,15 @@ def _convert(name: str, tp: Any, value: Any, meta: Any) -> tuple[Any, list[Probl
             return value, []
         return value, [Problem(name, value, f"must be a {tp.__name__}")]
     raise TypeError(f"no converter for {tp}")  # a bug in rooflab, not bad input
+
+
+def _plain_number(value: Any) -> bool:
+    """A number YAML may give where text belongs (a name of digits), small enough to stand for its text."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _number(name: str, value: Any, integer: bool, rng: Range) -> tuple[Any, list[Problem]]:

@@ -12,14 +12,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+import numpy as np
+
 from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import LaunchCost, Visibility, fused
+from .cost.common import LaunchCost, Visibility, check_dtypes, fused, whole_number
 from .cost.layers import layer_decode, layer_prefill, layer_splits
-from .cost.paged import check_splits
-from .limits import MAX_RAGGED
+from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
+from .errors import InputError, shown
+from .limits import MAX_BATCH, MAX_RAGGED, MAX_TOKENS
 from .kvcache import BatchMemory, batch_memory
 from .roofline import Ceilings
 from .rows import Row, make_row
@@ -164,6 +167,7 @@ class Report:
 def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
                   dtype: DType = DType.fp16, causal: bool = True) -> PrefillFacts:
     """Whether naive prefill of `seq_len` tokens fits beside the weights, and flash's intensity over naive's."""
+    seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
     ceiling = naive_ceiling(model, gpu, batch, dtype)
     naive = naive_prefill(model, seq_len, batch, dtype, causal)
     flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
@@ -184,6 +188,7 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
     Each row carries the predicted time of `impl` (or of the fastest implementation fitted on the GPU)
     where the GPU YAML has a fitted model for that kernel (rooflab.predict), beside its physical floor.
     """
+    seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
     roofs = Ceilings.of(gpu, dtype, ceilings)
     rows = []
     for name, count in model.layer_counts.items():
@@ -221,6 +226,25 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
         totals=model_totals(rows, (Variant.naive, Variant.flash)),
     )
+
+
+def _prefill_workload(seq_len: object, batch: object, dtype: object) -> tuple[int, int, DType]:
+    """A prefill report's workload, checked where it enters: one sequence length and one batch size (whole numbers;
+    a sweep over lengths is cost.layers.model_prefill's), and the dtype as a DType."""
+    return (whole_number(seq_len, "seq_len", maximum=MAX_TOKENS), whole_number(batch, "batch", maximum=MAX_BATCH),
+            DType.of(dtype))
+
+
+def _decode_batch(context_lens: object) -> DecodeBatch:
+    """A decode report's batch: a DecodeBatch as is, or a list (tuple, array) of context lengths, one per sequence.
+    A bare number or a string is refused: which of length and batch size it means is not for rooflab to guess."""
+    if isinstance(context_lens, DecodeBatch):
+        return context_lens
+    if isinstance(context_lens, (str, bytes)) or not isinstance(context_lens, (list, tuple, range, np.ndarray)) \
+            or np.ndim(context_lens) != 1:
+        raise InputError(f"context_lens must be a list of context lengths, one per sequence, or "
+                         f"DecodeBatch.uniform(length, batch); got {shown(context_lens)}")
+    return decode_batch(context_lens)
 
 
 def _tag(model: ModelSpec, name: str) -> str:
@@ -274,8 +298,8 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | D
                  dtype: DType = DType.fp16, kv_dtype: DType | None = None, q_len: int = 1) -> DecodeFacts:
     """The split recommendation, decode intensity and whole-step figures for one decode step (the split and
     intensity of the model's main attention layer type)."""
-    kv_dtype = kv_dtype or dtype
-    lens = decode_batch(context_lens)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    lens = _decode_batch(context_lens)
     k = gpu.units_per_sm
     main = _main_attention(model)
     unsplit = layer_decode(model, main, lens, page_size, dtype, kv_dtype, 1, q_len, gpu.num_sms, k)
@@ -304,9 +328,13 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
     prefill chunk (a new sequence's first chunk, causal) in one launch, its floor that of the summed
     FLOPs and bytes, not the sum of two floors.
     """
-    kv_dtype = kv_dtype or dtype
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    lens = _decode_batch(context_lens)
+    page_size = check_page_size(page_size)
+    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
+    if prefill_chunk:
+        prefill_chunk = whole_number(prefill_chunk, "prefill_chunk", maximum=MAX_TOKENS)
     roofs = Ceilings.of(gpu, dtype, ceilings)
-    lens = decode_batch(context_lens)
     listed = tuple(int(x) for x in context_lens) if not isinstance(context_lens, DecodeBatch) else \
         (lens.expanded() if lens.size <= MAX_RAGGED else None)
     k = gpu.units_per_sm

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .errors import InputError, shown
+
 KiB = 2**10
 MiB = 2**20
 GiB = 2**30
@@ -122,6 +124,16 @@ class DType(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def of(cls, value: object, what: str = "dtype") -> "DType":
+        """`value` as a DType: a DType as is, or its name ('fp16'); anything else is an InputError naming `what`
+        (the argument it was given as). Every public cost function takes its dtypes through here."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str) and value in cls._value2member_map_:
+            return cls(value)
+        raise InputError(f"{what} must be one of {', '.join(d.value for d in cls)}, got {shown(value)}")
 
 
 # max_finite written as (2 - 2**-k) * 2**e so the bits show: all-ones mantissa (k = mantissa_bits)

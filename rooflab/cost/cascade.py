@@ -21,10 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..limits import MAX_RAGGED, MAX_TOKENS
 from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
-from .common import ArrayLike, KernelCost
+from .common import ArrayLike, KernelCost, as_array, check_dtypes, whole_number
 from .merge import merge_pair
 from .paged import paged_decode
 
@@ -65,11 +66,11 @@ def cascade_decode(heads: AttentionHeads | ModelSpec, prefix_len: int, suffix_le
     A suffix of length 0 is allowed (a request that has produced no private tokens yet).
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
-    if prefix_len < 1:
-        raise InputError(f"shared prefix length must be >= 1, got {prefix_len}")
-    suffixes = np.asarray(suffix_lens, dtype=np.float64).reshape(-1)
-    if suffixes.size == 0 or np.any(suffixes < 0):
-        raise InputError("suffix lengths must be a non-empty list of lengths >= 0")
+    prefix_len = whole_number(prefix_len, "shared prefix length", maximum=MAX_TOKENS)
+    suffixes = as_array(suffix_lens, "suffix lengths", minimum=0, maximum=MAX_TOKENS - prefix_len).reshape(-1)
+    if suffixes.size > MAX_RAGGED:
+        raise InputError(f"{suffixes.size:,} suffix lengths given one by one; the limit is {MAX_RAGGED:,}")
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     n = suffixes.size
     h, d, e = heads.num_qo_heads, heads.head_dim, dtype.bytes
     partial_out = n * h * (d * e + FP32_BYTES)                 # O [N, h, d] and LSE [N, h] of one pass
@@ -99,9 +100,11 @@ def breakeven_prefix_len(heads: AttentionHeads | ModelSpec, num_requests: int, p
     up to the block-table bytes. Returns 0 when no prefix pays (N = 1).
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    num_requests = whole_number(num_requests, "number of requests", maximum=MAX_RAGGED)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     if num_requests < 2:
         return 0
-    kv_token = heads.kv_bytes_per_token(kv_dtype or dtype)
+    kv_token = heads.kv_bytes_per_token(kv_dtype)
     gain_per_token = (num_requests - 1) * kv_token
     overhead = gain_per_token - float(cascade_decode(heads, 1, [1] * num_requests, page_size, dtype,
                                                      kv_dtype).saved_bytes)

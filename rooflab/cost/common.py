@@ -8,12 +8,16 @@ workload arguments (sequence length, batch, ...), float64.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from typing import Protocol, Union
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, shown
+from ..units import DType
 from ..vocab import Pipe, Variant
 
 ArrayLike = Union[float, int, np.ndarray, list]
@@ -91,11 +95,16 @@ class Cost(Protocol):
 
 
 def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | None = None) -> np.ndarray:
-    """A workload argument as a float64 array, refusing values below `minimum`, above `maximum` or not finite."""
+    """A workload argument as a float64 array, refusing values below `minimum`, above `maximum` or not finite,
+    and what is not numbers (text, booleans, complex)."""
+    if isinstance(value, (str, bytes)) or _is_bool(value):
+        raise InputError(f"{name} must be numbers, got {shown(value)}")
     try:
         arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        raise InputError(f"{name} must be numbers, got {value!r:.60}") from None
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        raise InputError(f"{name} must be numbers, got {shown(value)}") from None
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
+        raise InputError(f"{name} must be numbers, got {shown(value)} (a boolean is not a count)")
     if arr.size == 0:
         raise InputError(f"{name} must not be empty")
     bad = ~np.isfinite(arr) | (arr < minimum)
@@ -106,14 +115,75 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | N
     return arr
 
 
+def _is_bool(value: object) -> bool:
+    return isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype.kind == "b")
+
+
+def _plain(value: object) -> object:
+    """A NumPy scalar or 0-d array as the Python scalar it holds (np.int64 -> int, np.bool_ -> bool); else as is."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 or isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _real(value: object, what: str, kind: str, bounds: str) -> int | float:
+    """`value` (a plain scalar) as a Python int (exactly) or float, whatever numeric type it came as;
+    InputError for the rest."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, Decimal)):
+        raise InputError(f"{what} must be {kind}{bounds}, got {shown(value)}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value.is_finite() and value.adjusted() < 400 \
+            and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return value.numerator
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise InputError(f"{what} must be {kind}{bounds}, got {shown(value)}")
+    return number
+
+
+def _bounds(minimum: int, maximum: int | None) -> str:
+    return f" >= {minimum:,}" if maximum is None else f" from {minimum:,} to {maximum:,}"
+
+
+def check_dtypes(dtype: object, kv_dtype: object | None) -> tuple[DType, DType]:
+    """The compute dtype and the KV cache's (the compute dtype where None), each given as a DType or its name."""
+    dtype = DType.of(dtype)
+    return dtype, (dtype if kv_dtype is None else DType.of(kv_dtype, "kv_dtype"))
+
+
 def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None = None) -> int:
-    """`value` as an int, or InputError if it is not a whole number in [minimum, maximum] (booleans refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or int(value) != value or value < minimum:
-        raise InputError(f"{what} must be a whole number >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise InputError(f"{what} must be <= {maximum:,} (far past any real workload), got {value}")
-    return int(value)
+    """`value` as an int, or InputError naming `what`, the bounds and the value if it is not a whole number in
+    [minimum, maximum]. Any size of int, NumPy scalars, Fraction and Decimal are read exactly; booleans, text and
+    containers are refused."""
+    bounds = _bounds(minimum, maximum)
+    value = _plain(value)
+    number = _real(value, what, "a whole number", bounds)
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise InputError(f"{what} must be a whole number{bounds}, got {shown(value)}")
+        number = int(number)
+    if number < minimum or (maximum is not None and number > maximum):
+        far = " (far past any real workload)" if maximum is not None and number > maximum else ""
+        raise InputError(f"{what} must be a whole number{bounds}{far}, got {shown(value)}")
+    return number
+
+
+def real_number(value: object, what: str, minimum: float, maximum: float, lo_open: bool = False,
+                unit: str = "") -> float:
+    """`value` as a float in [minimum, maximum] ((minimum, maximum] with `lo_open`), or InputError naming `what`,
+    the bounds and the value; booleans, text, containers, NaN and infinities are refused."""
+    bounds = f" in {'(' if lo_open else '['}{minimum:g}, {maximum:g}]{unit}"
+    value = _plain(value)
+    number = _real(value, what, "a number", bounds)
+    if number < minimum or (lo_open and number == minimum) or number > maximum:
+        raise InputError(f"{what} must be a number{bounds}, got {shown(value)}")
+    return float(number)
 
 
 @dataclass(frozen=True)

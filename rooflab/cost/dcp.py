@@ -27,11 +27,11 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError
-from ..limits import MAX_GPUS
+from ..limits import MAX_BATCH, MAX_GPUS
 from ..specs import AttentionHeads, GpuSpec
 from ..units import FP32_BYTES, DType
 from ..vocab import Kernel, Pipe, Variant
-from .common import KernelCost, LaunchCost, whole_number
+from .common import KernelCost, LaunchCost, check_dtypes, whole_number
 from .merge import MergeCost, merge_splits
 from .paged import DecodeCost, check_page_size, paged_decode_uniform, recommend_splits
 from .batch import DecodeBatch
@@ -93,7 +93,8 @@ def dcp_decode(heads: AttentionHeads, context_len: int, batch: int, world_size: 
     `num_splits` None: the count rooflab recommends for the rank's share on `num_sms` SMs (1 without).
     """
     n = check_dcp(world_size, context_len, page_size)
-    batch = whole_number(batch, "batch")
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     share = shard_tokens(context_len, n, page_size)
     if num_splits is None:
         num_splits = 1 if num_sms is None else recommend_splits(heads, DecodeBatch.uniform(share, batch), num_sms,
@@ -167,6 +168,7 @@ def dcp_time(gpu: GpuSpec, heads: AttentionHeads, context_len: int, batch: int, 
     from ..comm import collective_time
     from ..roofline import Ceilings, predict_kernel
 
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     n_sms, units = gpu.num_sms, gpu.units_per_sm
     cost = dcp_decode(heads, context_len, batch, world_size, page_size, dtype, kv_dtype, None, n_sms, units)
     splits = cost.local.num_splits

@@ -24,7 +24,7 @@ from ..units import FP32_BYTES, DType
 from ..vocab import Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
 from .common import FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array
-from .parallel import schedule_fraction
+from .parallel import check_parallelism, schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
 #: K and V tiles are double-buffered so the next tile loads while this one is used.
@@ -49,6 +49,7 @@ def choose_tile(gpu: GpuSpec, head_dim: int, dtype: DType = DType.fp16) -> Flash
     A large B_r is preferred first, since every query tile re-reads K and V; then a large B_c,
     since the rescale overhead is 1/B_c.
     """
+    dtype = DType.of(dtype)
     if gpu.smem_per_sm_bytes is None:          # the spec does not say: the largest tile
         return FlashTile(_TILE_CHOICES[0], _TILE_CHOICES[0])
     for block_q in _TILE_CHOICES:
@@ -106,6 +107,8 @@ def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     """
     heads = heads.heads if isinstance(heads, ModelSpec) else heads
     causal = causal or not visibility.is_full
+    dtype = DType.of(dtype)
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     if tile is None:
         tile = choose_tile(gpu, heads.head_dim, dtype) if gpu is not None else FlashTile(128, 128)
     t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)

@@ -39,6 +39,7 @@ def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, na
     """
     m, n, k = as_array(m, "GEMM m"), as_array(n, "GEMM n"), as_array(k, "GEMM k")
     g = as_array(groups, "GEMM groups", minimum=0)
+    dtype = DType.of(dtype)
     bits = dtype.bytes * 8 if weight_bits is None else weight_bits
     weight = g * n * k * bits / 8                                # G x W [n, k], read once
     acts = (m * k + m * n) * dtype.bytes                         # x [m, k] in, y [m, n] out

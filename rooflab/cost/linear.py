@@ -25,7 +25,7 @@ from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import LayerType
 from ..units import DType
 from ..vocab import LayerKind, Variant
-from .common import ArrayLike, KernelCost, SingleKernel, as_array
+from .common import ArrayLike, KernelCost, SingleKernel, as_array, check_dtypes, whole_number
 
 #: FLOPs per token and value head, in units of d_k d_v: decay, delta-rule update and readout.
 RECURRENT_FLOPS_PER_KV = 6
@@ -62,7 +62,9 @@ def linear_decode(layer: LayerType, batch: ArrayLike = 1, q_len: int = 1, dtype:
     """One decode step of `batch` sequences, `q_len` new tokens each: the state is read and written once."""
     _check(layer)
     b = as_array(batch, "batch", maximum=MAX_BATCH)
-    state = b * layer.state_bytes_per_sequence(kv_dtype or dtype)
+    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_TOKENS)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    state = b * layer.state_bytes_per_sequence(kv_dtype)
     tokens = b * q_len
     kernel = KernelCost("linear_decode", _flops(layer, tokens), 2 * state + _io_bytes(layer, tokens, dtype))
     return LinearCost(kernel, 2 * state)
@@ -74,7 +76,8 @@ def linear_prefill(layer: LayerType, seq_len: ArrayLike, batch: ArrayLike = 1, d
     _check(layer)
     t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)
     b = as_array(batch, "batch", maximum=MAX_BATCH)
-    state = b * layer.state_bytes_per_sequence(kv_dtype or dtype)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    state = b * layer.state_bytes_per_sequence(kv_dtype)
     tokens = b * t
     kernel = KernelCost("linear_prefill", _flops(layer, tokens), state + _io_bytes(layer, tokens, dtype))
     return LinearCost(kernel, state)

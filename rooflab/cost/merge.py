@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
+from ..limits import MAX_BATCH, MAX_TOKENS
+from ..specs.heads import MAX_HEAD_DIM, MAX_HEADS
 from ..units import FP32_BYTES, DType
 from ..vocab import Pipe, Variant
-from .common import ArrayLike, KernelCost, SingleKernel, as_array
+from .common import ArrayLike, KernelCost, SingleKernel, as_array, whole_number
 
 #: Scalar work per (token, head) besides the 3d vector FLOPs: max, 2 subtracts, 1 add, 2 divides.
 MERGE_SCALAR_FLOPS = 6
@@ -37,8 +38,15 @@ class MergeCost(SingleKernel):
 
 def merge_pair(tokens: ArrayLike, num_heads: int, head_dim: int, dtype: DType = DType.bf16,
                write_lse: bool = False) -> MergeCost:
-    """Merge two partial states (O_a, LSE_a) and (O_b, LSE_b) for `tokens` x `num_heads` rows."""
-    rows = as_array(tokens, "tokens") * num_heads          # (token, head) pairs
+    """Merge two partial states (O_a, LSE_a) and (O_b, LSE_b) for `tokens` x `num_heads` rows.
+
+    `tokens`: the tokens of every sequence together (array-like; at most MAX_BATCH x MAX_TOKENS, a whole batch's
+    prefill: explain's merge of T x B tokens).
+    """
+    num_heads = whole_number(num_heads, "num_heads", maximum=MAX_HEADS)
+    head_dim = whole_number(head_dim, "head_dim", maximum=MAX_HEAD_DIM)
+    dtype = DType.of(dtype)
+    rows = as_array(tokens, "tokens", maximum=MAX_BATCH * MAX_TOKENS) * num_heads   # (token, head) pairs
     read = rows * (2 * head_dim * dtype.bytes + 2 * FP32_BYTES)
     write = rows * (head_dim * dtype.bytes + FP32_BYTES * write_lse)
     flops = rows * (3 * head_dim + MERGE_SCALAR_FLOPS + MERGE_LSE_FLOPS * write_lse)
@@ -54,6 +62,8 @@ def merge_splits(rows: ArrayLike, num_splits: ArrayLike, head_dim: int, out_dtyp
     """
     r = as_array(rows, "rows")
     s = as_array(num_splits, "num_splits")
+    head_dim = whole_number(head_dim, "head_dim", maximum=MAX_HEAD_DIM)
+    out_dtype = DType.of(out_dtype, "out_dtype")
     read = r * s * (head_dim + 1) * FP32_BYTES
     write = r * (head_dim * out_dtype.bytes + FP32_BYTES * write_lse)
     flops = r * (s * (2 * head_dim + 3) + head_dim)

@@ -28,10 +28,10 @@ from ..specs.layers import MLA_SPARSE_FP8_BYTES
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import LayerKind
 from .batch import DecodeBatch, decode_batch
-from .common import ArrayLike, KernelCost, whole_number
+from .common import ArrayLike, KernelCost, check_dtypes, whole_number
 from .merge import MergeCost, merge_splits
 from .paged import MAX_Q_LEN, SplitDecode, check_page_size, check_splits
-from .parallel import parallel_fraction
+from .parallel import check_parallelism, parallel_fraction
 
 #: Query rows (heads x new tokens) one FlashMLA-style work unit holds: a 64-row tile.
 MLA_ROWS_PER_UNIT = 64
@@ -51,7 +51,7 @@ class MlaDecodeCost(SplitDecode):
 
 def mla_latent_bytes(layer: LayerType, kv_dtype: DType, sparse_fp8: bool = False) -> int:
     """Bytes of one cached token's latent: (d_c + d_R) b_kv, or 656 in DeepSeek-V3.2's sparse fp8 layout."""
-    return MLA_SPARSE_FP8_BYTES if sparse_fp8 else layer.latent_dim * kv_dtype.bytes
+    return MLA_SPARSE_FP8_BYTES if sparse_fp8 else layer.latent_dim * DType.of(kv_dtype, "kv_dtype").bytes
 
 
 def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | DecodeBatch, page_size: int = 64,
@@ -67,7 +67,8 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     h = whole_number(num_qo_heads, "num_qo_heads")
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
     q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
-    kv_dtype = kv_dtype or dtype
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     batch = decode_batch(context_lens)
     if batch.lengths.min() < q_len:
         raise InputError(f"a context of {batch.lengths.min():.0f} tokens cannot hold {q_len} new tokens")

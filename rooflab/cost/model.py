@@ -69,7 +69,8 @@ def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
     """
     context_len = whole_number(context_len, "context length", maximum=MAX_TOKENS)
     batch = whole_number(batch, "batch", maximum=MAX_BATCH)
-    kv_dtype = kv_dtype or (weight_dtype if isinstance(weight_dtype, DType) else (model.weight_dtype or DType.fp16))
+    kv_dtype = DType.of(kv_dtype, "kv_dtype") if kv_dtype is not None else \
+        (weight_dtype if isinstance(weight_dtype, DType) else (model.weight_dtype or DType.fp16))
     attn_dtype = kv_dtype if kv_dtype.bytes >= 2 else DType.bf16
     one = DecodeBatch.uniform(context_len, 1)
     attention = kv = 0.0

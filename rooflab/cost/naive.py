@@ -16,16 +16,16 @@ K and V are counted once per KV head: the GQA-aware compulsory count.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import Pipe, Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, whole_number
 
 #: Vector FLOPs per element of S in a row softmax: max compare, subtract, sum add, normalising multiply.
 SOFTMAX_FLOPS_PER_ELEMENT = 4
@@ -89,6 +89,7 @@ def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     causal = causal or not visibility.is_full
     t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)
     b = as_array(batch, "batch", maximum=MAX_BATCH)
+    dtype = DType.of(dtype)
     h, h_kv, d, d_v, e = heads.num_qo_heads, heads.num_kv_heads, heads.head_dim, heads.value_dim, dtype.bytes
 
     q_bytes = b * h * t * d * e            # [B, h, T, d]
@@ -144,8 +145,8 @@ def naive_ceiling(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType =
     layer (S and P alive together, with Q, K, V, O). With tensor parallelism each GPU holds
     weights / tp and the heads of AttentionHeads.shard(tp).
     """
-    if isinstance(batch, bool) or batch < 1:
-        raise InputError(f"batch must be >= 1, got {batch}")
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
+    dtype = DType.of(dtype)
     heads = model.heads.shard(tensor_parallel)
     weights = model.weight_bytes(weight_dtype, tensor_parallel)
     free = gpu.hbm_capacity_bytes - weights
@@ -154,9 +155,10 @@ def naive_ceiling(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType =
     lin = batch * (2 * heads.num_qo_heads + 2 * heads.num_kv_heads) * d * e
     t = 0
     if free > 0:
-        t = int((-lin + np.sqrt(lin * lin + 4 * a * free)) / (2 * a))
+        # the positive root, in exact integers: floor((isqrt(D) - l) / 2a) = floor((sqrt(D) - l) / 2a)
+        t = (math.isqrt(lin * lin + 4 * a * free) - lin) // (2 * a)
         while t > 0 and float(naive_prefill(heads, t, batch, dtype).working_set_bytes) > free:
-            t -= 1  # guard the float rounding of the square root
+            t -= 1  # guard naive_prefill's float64 rounding of the working set
     return NaiveCeiling(gpu.hbm_capacity_bytes, weights, float(a), float(lin), t)
 
 

@@ -30,9 +30,9 @@ from ..specs import AttentionHeads, ModelSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import Variant
 from .batch import DecodeBatch, context_lengths, decode_batch
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, whole_number
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_dtypes, whole_number
 from .merge import MergeCost, merge_splits
-from .parallel import parallel_fraction
+from .parallel import check_parallelism, parallel_fraction
 
 #: Largest split count rooflab considers when it recommends one.
 MAX_SPLITS = 64
@@ -160,6 +160,8 @@ def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | De
     heads = _heads(heads)
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
     q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     batch = decode_batch(context_lens)
     if batch.lengths.min() < q_len:
         raise InputError(f"a context of {batch.lengths.min():.0f} tokens cannot hold {q_len} new tokens")
@@ -170,7 +172,7 @@ def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | De
     pages = (_pages_read(batch.lengths, read, page_size) * batch.counts).sum()
     pairs = (visibility.pairs(q_len, batch.lengths) * batch.counts).sum()
     return _decode(heads, np.float64((read * batch.counts).sum()), pairs, pages, np.float64(batch.size), q_len,
-                   num_splits, units, unit_tokens.max(), num_sms, units_per_sm, dtype, kv_dtype or dtype, sinks)
+                   num_splits, units, unit_tokens.max(), num_sms, units_per_sm, dtype, kv_dtype, sinks)
 
 
 def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLike, batch: ArrayLike = 1,
@@ -182,6 +184,8 @@ def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLi
     heads = _heads(heads)
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
     q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     lens = as_array(context_len, "context length", minimum=q_len, maximum=MAX_TOKENS)
     b = as_array(batch, "batch", maximum=MAX_BATCH)
     read = visibility.read_tokens(lens, q_len)
@@ -191,7 +195,7 @@ def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLi
     longest = np.minimum(np.ceil(pages / num_splits) * page_size, read)
     pages_read = b * _pages_read(lens, read, page_size)
     return _decode(heads, b * read, b * visibility.pairs(q_len, lens), pages_read, b, q_len, num_splits, units,
-                   longest, num_sms, units_per_sm, dtype, kv_dtype or dtype, sinks)
+                   longest, num_sms, units_per_sm, dtype, kv_dtype, sinks)
 
 
 def best_splits(make_cost: Callable[[int], DecodeCost], limit: int) -> int:
@@ -208,15 +212,17 @@ def best_splits(make_cost: Callable[[int], DecodeCost], limit: int) -> int:
     return best
 
 
-def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int,
+def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int | None,
                      page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
                      units_per_sm: float = 1.0, q_len: int = 1, visibility: Visibility = FULL_VISIBILITY) -> int:
     """The split count with the smallest predicted memory time, between 1 and MAX_SPLITS.
 
     Time of a step with S splits, in units of 1 / beta: attention bytes / fraction(S) + merge bytes. Past
     the point where the units fill the GPU, more splits only add partial traffic, so the smallest
-    S that fills it wins; with a full GPU already (a large batch), S = 1.
+    S that fills it wins; with a full GPU already (a large batch), S = 1. `num_sms` None (a GPU spec that does not
+    give its SMs): every launch is taken to fill the GPU, so S = 1.
     """
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     batch = decode_batch(context_lens)
     read = float(visibility.read_tokens(batch.max_len, q_len))
     limit = int(min(MAX_SPLITS, np.ceil(read / check_page_size(page_size))))

@@ -21,6 +21,19 @@ from typing import Iterable
 
 import numpy as np
 
+from ..specs.fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM
+from ..specs.gpu import MAX_SMS
+from .common import real_number, whole_number
+
+
+def check_parallelism(num_sms: object, units_per_sm: object) -> tuple[int | None, float]:
+    """`num_sms` (None: the launch is taken as filling the GPU) and `units_per_sm` checked against the ranges a
+    GPU spec allows them, as an int (or None) and a float; InputError naming the argument otherwise."""
+    if num_sms is not None:
+        num_sms = whole_number(num_sms, "num_sms (SMs of the GPU)", maximum=MAX_SMS)
+    units_per_sm = real_number(units_per_sm, "units_per_sm", MIN_UNITS_PER_SM, MAX_UNITS_PER_SM)
+    return num_sms, units_per_sm
+
 
 def parallel_fraction(total_unit_work: np.ndarray | float, longest_unit_work: np.ndarray | float,
                       num_sms: int | None, units_per_sm: float = 1.0) -> np.ndarray:
@@ -29,6 +42,7 @@ def parallel_fraction(total_unit_work: np.ndarray | float, longest_unit_work: np
     Uniform units give min(1, U / slots): one sequence with 8 KV heads fills 8 of 132 SMs, 6%.
     `num_sms=None` means an ideal machine (f = 1).
     """
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     if num_sms is None:
         return np.float64(1.0)
     total = np.asarray(total_unit_work, dtype=np.float64)
@@ -41,6 +55,7 @@ def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per
 
     Fractional `units_per_sm` rounds the slot count to the nearest whole number (at least 1).
     """
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     if num_sms is None:
         return 1.0
     work = np.asarray(list(unit_work), dtype=np.float64)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..limits import MAX_GPUS
+from ..limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from ..specs import AttentionHeads, GpuSpec
 from ..units import DType
 from .common import whole_number
@@ -72,7 +72,10 @@ class RingPrefill:
 def ring_prefill(heads: AttentionHeads, seq_len: int, world_size: int, batch: int = 1, dtype: DType = DType.fp16,
                  causal: bool = True, gpu: GpuSpec | None = None) -> RingPrefill:
     """Ring attention of `batch` prompts of `seq_len` tokens over `world_size` ranks (module docstring)."""
+    seq_len = whole_number(seq_len, "seq_len", maximum=MAX_TOKENS)
     n = check_cp(world_size, seq_len)
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
+    dtype = DType.of(dtype)
     local = seq_len / n
     step = flash_prefill(heads, local, batch, dtype, causal=False, gpu=gpu)     # one full block of pairs
     kv = batch * local * heads.kv_bytes_per_token(dtype)
@@ -84,7 +87,7 @@ def overlap_tokens(heads: AttentionHeads, dtype: DType, attention_flop_per_s: fl
                    causal: bool = True) -> float:
     """Tokens per GPU above which a ring step's KV transfer hides under its attention: h_kv b R / (2 c h W)."""
     c = 0.5 if causal else 1.0
-    per_token_bytes = heads.kv_bytes_per_token(dtype)                         # h_kv (d + d_v) b
+    per_token_bytes = heads.kv_bytes_per_token(DType.of(dtype))               # h_kv (d + d_v) b
     per_pair_flops = 2 * heads.num_qo_heads * (heads.head_dim + heads.value_dim)
     return per_token_bytes * attention_flop_per_s / (c * per_pair_flops * link_bytes_per_s)
 
@@ -102,7 +105,10 @@ class Ulysses:
 def ulysses_prefill(heads: AttentionHeads, seq_len: int, world_size: int, batch: int = 1,
                     dtype: DType = DType.fp16, causal: bool = True, gpu: GpuSpec | None = None) -> Ulysses:
     """Ulysses over `world_size` ranks; an InputError where the KV heads do not divide among the ranks."""
+    seq_len = whole_number(seq_len, "seq_len", maximum=MAX_TOKENS)
     n = check_cp(world_size, seq_len)
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
+    dtype = DType.of(dtype)
     if heads.num_kv_heads % n or heads.num_qo_heads % n:
         raise InputError(f"Ulysses over {n} GPUs needs the {heads.num_kv_heads} KV heads (and "
                          f"{heads.num_qo_heads} query heads) to divide among them (h_kv >= N, a multiple); "
@@ -154,6 +160,7 @@ def ring_time(gpu: GpuSpec, ring: RingPrefill, dtype: DType = DType.fp16, impl: 
     from ..roofline import Ceilings, predict_kernel
     from ..vocab import Kernel
 
+    dtype = DType.of(dtype)
     n, c, local = ring.world_size, ring.step_pair_share, ring.tokens_per_gpu
 
     def block(num_sms, units_per_sm):

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..units import DType
+from ..cost.common import real_number, whole_number
+from ..errors import InputError
+from ..limits import MAX_LOGIT_STD, MAX_TOKENS
+from ..units import DType, FloatFormat
 from ._checks import NumericsError, check_index
-from ..units import FloatFormat
 from .formats import float_format
 
 
@@ -27,8 +29,12 @@ class DTypeLimits:
 
     @property
     def overflow_logit(self) -> float:
-        """ln(max_finite + ulp/2): above it exp(x) rounds to inf (NaN in e4m3fn). fp16: ln 65520 = 11.0901."""
-        return math.log(self.format.overflow_threshold)
+        """ln(max_finite + ulp/2): above it exp(x) rounds to inf (NaN in e4m3fn). fp16: ln 65520 = 11.0901.
+
+        Taken as ln(max_finite) + ln(1 + ulp / (2 max_finite)): fp64's max_finite + ulp/2 is itself past fp64.
+        """
+        fmt = self.format
+        return math.log(fmt.max_finite) + math.log1p(fmt.ulp_at_max / 2 / fmt.max_finite)
 
     @property
     def max_finite_logit(self) -> float:
@@ -37,8 +43,12 @@ class DTypeLimits:
 
     @property
     def underflow_logit(self) -> float:
-        """ln(min_subnormal / 2): at or below it exp(x) rounds to zero (ties to even). fp16: ln 2**-25 = -17.33."""
-        return math.log(self.format.min_subnormal / 2)
+        """ln(min_subnormal / 2): at or below it exp(x) rounds to zero (ties to even). fp16: ln 2**-25 = -17.33.
+
+        Taken as (-bias - mantissa_bits) ln 2, min_subnormal / 2 = 2**(-bias - mantissa_bits) being below
+        fp64's own smallest value for fp64.
+        """
+        return (-self.format.bias - self.format.mantissa_bits) * math.log(2)
 
     @property
     def ftz_underflow_logit(self) -> float:
@@ -131,15 +141,19 @@ class SoftmaxHeadroom:
         return self.limits.overflow_logit / expected_max_normal_exact(self.seq_len)
 
 
+#: The smallest logit std the headroom takes: below it every logit is the same number (and 5e-324 is no std).
+MIN_LOGIT_STD = 1 / MAX_LOGIT_STD
+
+
 def softmax_headroom(dtype: DType, seq_len: int, logit_std: float = 1.0) -> SoftmaxHeadroom:
     """Naive softmax's headroom in `dtype` for a row of `seq_len` normal logits of std `logit_std`.
 
     Assumes independent N(0, logit_std**2) logits, as scaled q.k of unit-variance vectors
     are (logit_std = 1). Trained models have heavier tails: the headroom is an upper bound.
     """
-    seq_len = check_index(seq_len, "seq_len")
-    if seq_len < 2:
-        raise NumericsError(f"seq_len must be at least 2, got {seq_len}")
-    if isinstance(logit_std, bool) or not math.isfinite(logit_std) or logit_std <= 0:
-        raise NumericsError(f"logit_std must be a finite number > 0, got {logit_std!r}")
-    return SoftmaxHeadroom(dtype_limits(dtype), seq_len, float(logit_std))
+    try:
+        seq_len = whole_number(seq_len, "seq_len", minimum=2, maximum=MAX_TOKENS)
+        logit_std = real_number(logit_std, "logit_std (--logit-std)", MIN_LOGIT_STD, MAX_LOGIT_STD)
+    except InputError as exc:
+        raise NumericsError(str(exc)) from None
+    return SoftmaxHeadroom(dtype_limits(dtype), seq_len, logit_std)

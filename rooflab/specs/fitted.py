@@ -18,6 +18,10 @@ from typing import Optional
 from ..fields import spec_field, validate_fields
 from ..vocab import Kernel
 
+#: The parallelism model's work units one SM runs at once (cost/parallel.py): the range of every field that holds
+#: one, which a cost function given the value directly checks too. `rooflab validate` fits values from 0.5 to 8.
+MIN_UNITS_PER_SM, MAX_UNITS_PER_SM = 0.01, 64
+
 
 @dataclass(frozen=True)
 class FittedModel:
@@ -29,8 +33,8 @@ class FittedModel:
     efficiency: float = spec_field(0, 10.0, doc="the share of the calibrated roofs it reaches", lo_open=True)
     exp_overlap: float = spec_field(0, 1.0, doc="0: exps hidden under the matrix work; 1: run after it",
                                     lo_open=False, default=0.0)
-    units_per_sm: Optional[float] = spec_field(0, 64, doc="the parallelism model's units per SM", lo_open=True,
-                                               default=None)
+    units_per_sm: Optional[float] = spec_field(MIN_UNITS_PER_SM, MAX_UNITS_PER_SM,
+                                               doc="the parallelism model's units per SM", default=None)
     rows: int = spec_field(1, 1_000_000, doc="measurements fitted", default=1)
     held_out_rows: int = spec_field(0, 1_000_000, default=0, lo_open=False)
     median_error: Optional[float] = spec_field(0, 100.0, doc="held-out relative error, median", lo_open=False,
@@ -46,4 +50,4 @@ class FittedModel:
         return (self.kernel, self.impl)
 
 
-__all__ = ["FittedModel"]
+__all__ = ["MAX_UNITS_PER_SM", "MIN_UNITS_PER_SM", "FittedModel"]

@@ -14,12 +14,14 @@ from ..errors import SpecError
 from ..fields import spec_field, validate_fields
 from ..units import RATE_KEYS, DType
 from ..vocab import Kernel
-from .fitted import FittedModel
+from .fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM, FittedModel
 from .interconnect import InterconnectSpec
 
 
 _GB = 1e9
 _T = 1e12
+#: Most SMs (compute units) a GPU may have: num_sms's range, checked too where a cost function takes num_sms.
+MAX_SMS = 100_000
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class GpuSpec:
     architecture: Optional[str] = spec_field(doc="the chip generation (listings only)", default=None)
     source: Optional[str] = spec_field(doc="where the figures come from (bundled YAMLs always give one)",
                                        default=None)
-    num_sms: Optional[int] = spec_field(1, 100_000, "SMs", "streaming multiprocessors (compute units); without it "
+    num_sms: Optional[int] = spec_field(1, MAX_SMS, "SMs", "streaming multiprocessors (compute units); without it "
                                         "launches are taken to fill the GPU (no parallelism model, split-KV "
                                         "recommends 1)", default=None)
     smem_per_sm_bytes: Optional[int] = spec_field(1024, 1 << 30, "bytes", "shared memory per SM; without it flash's "
@@ -89,8 +91,8 @@ class GpuSpec:
     cuda_visible_bytes: Optional[int] = spec_field(100e6, 100e12, "bytes", "the total CUDA reports "
                                                    "(cudaMemGetInfo): engines multiply it by their memory utilisation",
                                                    default=None)
-    units_per_sm: float = spec_field(0, 64, "", "decode work units one SM runs at once (fitted)", default=1.0,
-                                     lo_open=True)
+    units_per_sm: float = spec_field(MIN_UNITS_PER_SM, MAX_UNITS_PER_SM, "", "decode work units one SM runs at "
+                                     "once (fitted)", default=1.0)
     measured: Optional[MeasuredCeilings] = None
     fitted: tuple[FittedModel, ...] = spec_field(doc="kernel models `rooflab fit` fitted on this GPU", default=())
     aliases: tuple[str, ...] = spec_field(doc="other names people and nvidia-smi give it (`--gpu` takes them)",
@@ -130,6 +132,7 @@ class GpuSpec:
         return tuple(f for f in self.fitted if f.kernel is kernel)
 
     def has_rate(self, dtype: DType) -> bool:
+        dtype = DType.of(dtype)
         return dtype.rate_key in self.dense_tensor_flop_per_s or dtype is DType.fp32
 
     def matmul_flop_per_s(self, dtype: DType) -> float:
@@ -137,6 +140,7 @@ class GpuSpec:
 
         fp32 operands fall back to the non-tensor fp32 rate when the chip has no fp32 matrix rate.
         """
+        dtype = DType.of(dtype)
         rate = self.dense_tensor_flop_per_s.get(dtype.rate_key)
         if rate is not None:
             return rate

@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import InputError, SpecError
+from ..errors import InputError, SpecError, shown
 from ..fields import spec_field, validate_fields
 from ..units import DType
+
+#: Most query (or KV) heads of one attention layer, and the widest head: past any real model.
+MAX_HEADS = 1 << 16
+MAX_HEAD_DIM = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -18,10 +22,10 @@ class AttentionHeads:
     un-absorbed prefill: q.k over 192 = 128 + 64 rope, values of 128).
     """
 
-    num_qo_heads: int = spec_field(1, 1 << 16, "heads")
-    num_kv_heads: int = spec_field(1, 1 << 16, "heads")
-    head_dim: int = spec_field(1, 1 << 16)
-    v_head_dim: Optional[int] = spec_field(1, 1 << 16, default=None)
+    num_qo_heads: int = spec_field(1, MAX_HEADS, "heads")
+    num_kv_heads: int = spec_field(1, MAX_HEADS, "heads")
+    head_dim: int = spec_field(1, MAX_HEAD_DIM)
+    v_head_dim: Optional[int] = spec_field(1, MAX_HEAD_DIM, default=None)
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -41,7 +45,7 @@ class AttentionHeads:
 
     def kv_bytes_per_token(self, kv_dtype: DType) -> int:
         """K and V of one token in one layer: h_kv (d + d_v) b (2 h_kv d b when d_v = d)."""
-        return self.num_kv_heads * (self.head_dim + self.value_dim) * kv_dtype.bytes
+        return self.num_kv_heads * (self.head_dim + self.value_dim) * DType.of(kv_dtype, "kv_dtype").bytes
 
     def _shard_problem(self, tp: int) -> str | None:
         """Why `tp` cannot split these heads, or None."""
@@ -66,7 +70,7 @@ class AttentionHeads:
         """
         tp = tensor_parallel
         if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-            raise InputError(f"tensor parallel size (--tp) must be a whole number >= 1, got {tp!r}")
+            raise InputError(f"tensor parallel size (--tp) must be a whole number >= 1, got {shown(tp)}")
         problem = self._shard_problem(tp)
         if problem:
             sizes = ", ".join(str(n) for n in self.tensor_parallel_sizes())

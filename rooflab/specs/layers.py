@@ -26,7 +26,7 @@ from ..fields import spec_field, validate_fields
 from ..limits import MAX_TOKENS
 from ..units import FP32_BYTES, DType
 from ..vocab import LayerKind
-from .heads import AttentionHeads
+from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 
 #: DeepSeek-V3.2's fp8 sparse-attention cache layout, bytes per token per layer: 512 e4m3 latent values,
 #: 4 fp32 scales (one per 128-value tile) and the 64 rope dims kept in bf16 (FlashMLA's fp8 format).
@@ -49,9 +49,9 @@ class LayerType:
     window: Optional[int] = spec_field(1, MAX_TOKENS, "tokens", "sliding: keys j with i - W < j <= i", default=None)
     chunk: Optional[int] = spec_field(1, MAX_TOKENS, "tokens", "chunked: a query sees its own chunk", default=None)
     sinks: bool = spec_field(doc="one learned logit per query head in the softmax denominator", default=False)
-    num_qo_heads: Optional[int] = spec_field(1, 1 << 16, "heads", "where they differ from the model's", default=None)
-    num_kv_heads: Optional[int] = spec_field(1, 1 << 16, "heads", default=None)
-    head_dim: Optional[int] = spec_field(1, 1 << 16, default=None)
+    num_qo_heads: Optional[int] = spec_field(1, MAX_HEADS, "heads", "where they differ from the model's", default=None)
+    num_kv_heads: Optional[int] = spec_field(1, MAX_HEADS, "heads", default=None)
+    head_dim: Optional[int] = spec_field(1, MAX_HEAD_DIM, default=None)
     kv_lora_rank: Optional[int] = spec_field(1, 1 << 16, doc="mla: d_c, the latent's width", default=None)
     qk_rope_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mla: d_R, the shared rope key's width", default=None)
     qk_nope_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mla: each head's non-rope q.k width", default=None)
@@ -105,6 +105,7 @@ class LayerType:
 
         mla: the latent, once for every head: (d_c + d_R) b, or MLA_SPARSE_FP8_BYTES in V3.2's layout.
         """
+        kv_dtype = DType.of(kv_dtype, "kv_dtype")
         if self.kind is LayerKind.linear:
             return 0
         if self.kind is LayerKind.mla:
@@ -121,7 +122,7 @@ class LayerType:
         """
         if self.kind is not LayerKind.linear:
             return 0
-        b = (self.state_dtype or kv_dtype).bytes
+        b = (self.state_dtype or DType.of(kv_dtype, "kv_dtype")).bytes
         state = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
         conv = (self.linear_conv_kernel - 1) * (2 * self.linear_num_key_heads * self.linear_key_head_dim
                                                 + self.linear_num_value_heads * self.linear_value_head_dim)

@@ -22,7 +22,7 @@ from ..fields import FrozenDict, spec_field, validate_fields
 from ..limits import MAX_TOKENS
 from ..units import DType, WeightFormat
 from ..vocab import LayerKind
-from .heads import AttentionHeads
+from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .layers import FULL, LayerType
 
 #: Components whose format a checkpoint's quantization may set; embeddings, lm_head, norms and the router
@@ -45,9 +45,9 @@ class ModelSpec:
     display_name: str = spec_field()
     num_layers: int = spec_field(1, 100_000, "layers")
     hidden_size: int = spec_field(1, 1 << 20)
-    num_qo_heads: int = spec_field(1, 1 << 16, "heads", "query (and output) heads")
-    num_kv_heads: int = spec_field(1, 1 << 16, "heads", "key/value heads (GQA: fewer than query heads)")
-    head_dim: int = spec_field(1, 1 << 16, doc="width of q and k per head")
+    num_qo_heads: int = spec_field(1, MAX_HEADS, "heads", "query (and output) heads")
+    num_kv_heads: int = spec_field(1, MAX_HEADS, "heads", "key/value heads (GQA: fewer than query heads)")
+    head_dim: int = spec_field(1, MAX_HEAD_DIM, doc="width of q and k per head")
     ffn_size: int = spec_field(1, 1 << 24, doc="MLP intermediate size (per routed expert in a MoE)")
     vocab_size: int = spec_field(1, 1 << 28)
     max_context_len: int = spec_field(1, MAX_TOKENS, "tokens")
@@ -57,7 +57,7 @@ class ModelSpec:
     attention_bias: bool = False
     num_experts: int = spec_field(1, 1 << 20, "experts", default=1)
     num_experts_per_token: int = spec_field(1, 1 << 20, "experts", default=1)
-    v_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="width of v and o per head, where not head_dim",
+    v_head_dim: Optional[int] = spec_field(1, MAX_HEAD_DIM, doc="width of v and o per head, where not head_dim",
                                            default=None)
     layer_types: dict[str, LayerType] = spec_field(doc="the kinds of layers, by name", default=FrozenDict(full=FULL))
     layer_pattern: tuple[str, ...] = spec_field(doc="layer types repeating over the layers", default=())
@@ -118,10 +118,10 @@ class ModelSpec:
         return first + tuple(pattern[i % len(pattern)] for i in range(len(first), self.num_layers))
 
     @cached_property
-    def layer_counts(self) -> dict[str, int]:
-        """Layers of each type, in the order the types are listed."""
+    def layer_counts(self) -> FrozenDict:
+        """Layers of each type, in the order the types are listed (read-only: the spec is shared by its callers)."""
         names = self.layer_type_names
-        return {name: names.count(name) for name in self.layer_types if name in names}
+        return FrozenDict({name: names.count(name) for name in self.layer_types if name in names})
 
     @property
     def is_hybrid(self) -> bool:
@@ -230,6 +230,7 @@ class ModelSpec:
         Softmax layers: K and V per KV head (GQA heads sharded, replicated past h_kv); MLA: the latent,
         replicated on every rank; linear layers: none (a fixed state per sequence).
         """
+        kv_dtype = DType.of(kv_dtype, "kv_dtype")
         total = 0
         for name, count in self.layer_counts.items():
             t = self.layer_types[name]
