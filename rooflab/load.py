@@ -84,13 +84,19 @@ for _tag, _pattern, _first in _SCALARS:
     _SpecLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
 
 
-def _refuse_ambiguous(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> None:
+def _ambiguous(node: yaml.ScalarNode, key: object = None) -> yaml.constructor.ConstructorError:
+    """The error for a scalar YAML 1.1 and 1.2 read differently, naming the field where the mapping knows it."""
     text = node.value
     hint = ("write true or false" if text.lower() in ("yes", "no", "on", "off", "y", "n")
             else "write it as a plain decimal number (no leading zero, underscore, base prefix or colon), "
                  "or quote it if it is text")
-    raise yaml.constructor.ConstructorError(None, None, f"'{text}' is ambiguous (YAML 1.1 reads it as another "
-                                            f"value than YAML 1.2): {hint}", node.start_mark)
+    field = f"field '{key}': " if key is not None else ""
+    return yaml.constructor.ConstructorError(None, None, f"{field}'{text}' is ambiguous (YAML 1.1 reads it as "
+                                             f"another value than YAML 1.2): {hint}", node.start_mark)
+
+
+def _refuse_ambiguous(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> None:
+    raise _ambiguous(node)
 
 
 _SpecLoader.add_constructor(_AMBIGUOUS, _refuse_ambiguous)
@@ -98,11 +104,13 @@ _SpecLoader.add_constructor(_AMBIGUOUS, _refuse_ambiguous)
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
     seen: set = set()
-    for key_node, _ in node.value:
+    for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
             raise yaml.constructor.ConstructorError(None, None, "a key that is not a plain name (a list or "
                                                     "mapping used as a key)", key_node.start_mark)
         key = loader.construct_object(key_node)
+        if isinstance(value_node, yaml.ScalarNode) and value_node.tag == _AMBIGUOUS:
+            raise _ambiguous(value_node, key)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key '{key}'", key_node.start_mark)

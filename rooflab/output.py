@@ -234,23 +234,34 @@ def _check_finite(value: Any, where: str) -> None:
             _check_finite(item, f"{where}[{i}]")
 
 
-def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | str] = ()) -> Path:
-    """Write `data` to `path` through a temporary file in the same folder and a rename.
-
-    A failure removes the temporary file and leaves `path` as it was. Refused with an OutputError:
-    a path that is a folder, a missing folder, and a path equal to one of `inputs` (so a command
-    never overwrites the file it reads).
-    """
+def check_writable(path: Path | str, inputs: Sequence[Path | str] = (), option: str = "-o") -> Path:
+    """The checks write_atomic makes before it writes, for a command to make before long work (a benchmark):
+    an OutputError naming `option` for a folder, a missing folder, something that is not a regular file (a
+    FIFO, a device: an atomic rename would replace it), or one of `inputs`."""
     path = Path(path).expanduser()
     target = _resolve(path)
     for source in inputs:
         if source is not None and _resolve(Path(source).expanduser()) == target:
-            raise OutputError(f"{path}: the output would overwrite an input file; choose another -o")
+            raise OutputError(f"{option} {path}: the output would overwrite an input file; choose another")
     if path.is_dir():
-        raise OutputError(f"{path}: is a folder; give a file name")
+        raise OutputError(f"{option} {path}: is a folder; give a file name")
+    if path.exists() and not path.is_file():
+        raise OutputError(f"{option} {path}: not a regular file (a pipe or a device); write to a file")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise OutputError(f"{path}: the folder {folder} does not exist")
+        raise OutputError(f"{option} {path}: the folder {folder} does not exist")
+    return path
+
+
+def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | str] = ()) -> Path:
+    """Write `data` to `path` through a temporary file in the same folder and a rename.
+
+    A failure removes the temporary file and leaves `path` as it was. Refused with an OutputError
+    (check_writable): a path that is a folder, a missing folder, something that is not a regular file,
+    and a path equal to one of `inputs` (so a command never overwrites the file it reads).
+    """
+    path = check_writable(path, inputs)
+    folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -274,5 +285,5 @@ def _resolve(path: Path) -> Path:
         return path.absolute()
 
 
-__all__ = ["Column", "Format", "Frame", "OutputError", "csv_text", "json_text", "render", "table", "terminal_width",
+__all__ = ["Column", "Format", "Frame", "OutputError", "check_writable", "csv_text", "json_text", "render", "table", "terminal_width",
            "write_atomic"]

@@ -266,7 +266,7 @@ COMMANDS: dict[str, list[Opt]] = {
                   count_opt(("--nproc",), 2, 64, 8),
                   Opt(("--from",), st.sampled_from([str(SMALL_CSV)]), st.sampled_from(BAD_PATHS), checked_late=True)],
     "bench": [GPU, choice_opt(("--kernel", "-k"), ["naive", "flash", "paged", "merge"]), switch("--quick"),
-              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50), switch("--second-campaign"),
+              switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50), switch("--second-campaign"), switch("--new-kernels"),
               # --distributed launches torchrun (with --cpu, on this machine's CPUs): never drawn
               dataclasses.replace(switch("--distributed"), never=True), dataclasses.replace(switch("--cpu"), never=True),
               dataclasses.replace(count_opt(("--nproc",), 1, 64, 8), never=True),

@@ -237,3 +237,33 @@ def test_rooflab_fit_writes_the_fitted_list_and_keeps_fits_of_other_files(tmp_pa
     assert others and all(m in written.fitted for m in others)          # e.g. gemm / torch_cublas
     assert "kept" in r.stderr and "gemm/torch_cublas" in r.stderr
     assert written.measured == bundled.measured and written.interconnect == bundled.interconnect
+
+
+def test_the_default_dataset_holds_the_new_kernels_too():
+    """`rooflab validate` with no file reads the bundled sweep and the new kernels' campaign together."""
+    from typer.testing import CliRunner
+
+    from rooflab.bench.validate import BUNDLED_DATASET, validate
+    from rooflab.cli import app
+    from rooflab.vocab import Kernel
+
+    v = validate()
+    kernels = {g.kernel for g in v.groups}
+    assert {Kernel.flash, Kernel.paged, Kernel.flash_window, Kernel.paged_window, Kernel.paged_multi,
+            Kernel.mla_decode} <= kernels
+    assert BUNDLED_DATASET == ("h200-sweep.csv", "h200-new-kernels.csv")
+    r = CliRunner().invoke(app, ["validate", "-f", "json"])
+    assert r.exit_code == 0 and "mla_decode" in r.stdout
+
+
+def test_campaigns_of_two_gpus_are_not_validated_together(tmp_path):
+    from rooflab.bench.validate import validate
+    from rooflab.errors import InputError
+    from rooflab.load import data_dir
+
+    other = tmp_path / "h100.csv"
+    text = (data_dir("measurements") / "h200-sweep.csv").read_text()
+    other.write_text(text.replace("# gpu_spec: h200-sxm", "# gpu_spec: h100-sxm")
+                     .replace("# device_name: NVIDIA H200", "# device_name: NVIDIA H100 80GB HBM3"))
+    with pytest.raises(InputError, match="one GPU at a time"):
+        validate([data_dir("measurements") / "h200-sweep.csv", other])

@@ -10,8 +10,7 @@ from ..errors import InputError
 from ..load import clear_cache, load_gpu, parse_yaml, spec_from_mapping
 from ..output import write_atomic
 from ..specs import FittedModel, GpuSpec
-from .records import Measurement, read_measurements
-from .validate import Validation, check_gpu, fitted_models, validate_rows
+from .validate import Validation, fitted_models, read_campaigns, validate_rows
 
 
 def fit_campaigns(files: Sequence[Path], gpu_ref: Optional[str] = None) -> tuple[Validation, tuple[FittedModel, ...], str]:
@@ -22,17 +21,7 @@ def fit_campaigns(files: Sequence[Path], gpu_ref: Optional[str] = None) -> tuple
     """
     if not files:
         raise InputError("give at least one measurement file to fit")
-    rows: list[Measurement] = []
-    meta: dict = {}
-    spec = None
-    for path in files:
-        file_meta, file_rows = read_measurements(Path(path))
-        this = check_gpu(file_meta, gpu_ref, str(path))
-        if spec is not None and this != spec:
-            raise InputError(f"{path}: measured on {file_meta.get('device_name', this)} (spec {this}), but "
-                             f"{files[0]} on {spec}: fit one GPU at a time")
-        spec, meta = this, meta or file_meta
-        rows += file_rows
+    meta, rows, spec = read_campaigns(files, gpu_ref)
     gpu = load_gpu(spec)
     validation = validate_rows(meta, rows, gpu)
     return validation, fitted_models(validation, [Path(p).name for p in files]), spec

@@ -26,6 +26,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ..limits import MAX_BATCH, MAX_TOKENS
+from ..specs.heads import MAX_HEAD_DIM, MAX_HEADS
 from ..units import DType
 from ..output import write_atomic
 from ..vocab import Kernel
@@ -154,6 +155,8 @@ def _cell(value: object) -> object:
 MAX_FILE_BYTES = 64 << 20
 #: A timing longer than this is not a kernel launch.
 MAX_TIME_S = 3600.0
+#: No kernel launch, graph replay or collective finishes sooner (the fastest bundled row takes 8.8 us).
+MIN_TIME_S = 1e-7
 #: The columns every row needs a value in, per kernel (besides kernel, impl, dtype, time_s).
 _PREFILL = ("num_qo_heads", "num_kv_heads", "head_dim", "seq_len", "batch")
 _DECODE = ("num_qo_heads", "num_kv_heads", "head_dim", "context_lens", "page_size", "splits")
@@ -238,11 +241,33 @@ def _check_meta(meta: dict[str, str], where: str) -> None:
     from .device import spec_for_device
 
     device, spec = meta.get("device_name"), meta.get("gpu_spec")
-    if device and spec and not spec.endswith((".yaml", ".yml")):
-        expected = spec_for_device(device)
-        if expected is not None and expected != spec:
-            raise InputError(f"{where}: metadata says device_name '{device}' (spec {expected}) but gpu_spec "
-                             f"'{spec}'; one of them is wrong")
+    if not (device and spec):
+        return
+    expected = spec_for_device(device)
+    named = spec if not spec.endswith((".yaml", ".yml")) else _bundled_kind(spec, where)
+    if expected is not None and named is not None and expected != named:
+        raise InputError(f"{where}: metadata says device_name '{device}' (spec {expected}) but gpu_spec "
+                         f"'{spec}' (a {named}); one of them is wrong")
+
+
+def _bundled_kind(path: str, where: str) -> str | None:
+    """The bundled GPU a GPU YAML describes (by its name, display name or aliases), or None for a GPU rooflab
+    does not bundle. A relative path is read beside the measurement file."""
+    from ..load import read_yaml
+    from .device import spec_for_device
+
+    p = Path(path)
+    if not p.is_absolute():
+        p = Path(where).parent / p
+    try:
+        data = read_yaml(p)
+    except Exception:
+        return None            # unreadable: loading the spec names the problem
+    for name in (data.get("name"), data.get("display_name"), *(data.get("aliases") or ())):
+        found = spec_for_device(str(name)) if name else None
+        if found is not None:
+            return found
+    return None
 
 
 def _check_header(header: list[str], where: str, line: int) -> None:
@@ -281,6 +306,21 @@ def _cell_value(name: str, kind: str, text: str) -> object:
     return value
 
 
+def _check_shape(row: Measurement, at: str) -> None:
+    """A row's shape must be one rooflab can price: heads and head dims in range, KV heads that divide the
+    query heads, lengths and batches within rooflab's limits (the same limits the CLI takes)."""
+    qo, kv = row.num_qo_heads, row.num_kv_heads
+    for name, value, hi in (("num_qo_heads", qo, MAX_HEADS), ("num_kv_heads", kv, MAX_HEADS),
+                            ("head_dim", row.head_dim, MAX_HEAD_DIM), ("v_head_dim", row.v_head_dim, MAX_HEAD_DIM),
+                            ("seq_len", row.seq_len, MAX_TOKENS), ("batch", row.batch, MAX_BATCH),
+                            ("tokens", row.tokens, MAX_TOKENS)):
+        if value and not 0 < value <= hi:
+            raise InputError(f"{at}, column '{name}': {value!r} is outside [1, {hi:,}]")
+    if qo and kv and (kv > qo or qo % kv):
+        raise InputError(f"{at}, columns 'num_qo_heads', 'num_kv_heads': {qo} query heads over {kv} KV heads; "
+                         "the KV heads must divide the query heads")
+
+
 def _parse_row(where: str, line: int, raw: dict) -> Measurement:
     at = f"{where}: line {line}"
     values: dict[str, object] = {}
@@ -312,8 +352,10 @@ def _parse_row(where: str, line: int, raw: dict) -> Measurement:
     if either and not any(values.get(c) for c in either):
         raise InputError(f"{at}: a {values['kernel'].value} row needs {' or '.join(either)} (all empty or 0)")
     row = Measurement(**values)
-    if not 0 < row.time_s <= MAX_TIME_S:
-        raise InputError(f"{at}, column 'time_s': {row.time_s!r} is not a kernel time in (0, {MAX_TIME_S:g}] s")
+    if not MIN_TIME_S <= row.time_s <= MAX_TIME_S:
+        raise InputError(f"{at}, column 'time_s': {row.time_s!r} is not a kernel time in "
+                         f"[{MIN_TIME_S:g}, {MAX_TIME_S:g}] s")
+    _check_shape(row, at)
     if row.context_lens:
         try:
             lens = row.lengths()

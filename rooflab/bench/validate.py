@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, RooflabError
 from ..load import load_gpu
 from ..roofline import Ceilings, Prediction, predict
 from ..specs import FittedModel, GpuSpec
@@ -154,6 +154,12 @@ def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
     if gpu_ref is None:
         if not recorded:
             raise InputError(f"{where}: the file names no gpu_spec in its metadata; pass --gpu")
+        if recorded.endswith((".yaml", ".yml")):
+            path = Path(recorded) if Path(recorded).is_absolute() else Path(where).parent / recorded
+            if not path.is_file():
+                raise InputError(f"{where}: its gpu_spec {recorded!r} is no file (read beside the measurements: "
+                                 f"{path}); pass --gpu")
+            return str(path)
         return recorded
     if recorded and gpu_ref != recorded:
         expected = spec_for_device(device) if device else None
@@ -163,18 +169,54 @@ def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
     return gpu_ref
 
 
-def validate(path: Path, gpu_ref: Optional[str] = None, fit: bool = True,
-             fit_from: Sequence[Path] = ()) -> Validation:
-    """Join a measurement file with rooflab's predictions and fit the time model per kernel and implementation.
+#: The bundled dataset `rooflab validate` reads with no file: the H200 sweep and the new kernels' campaign.
+BUNDLED_DATASET = ("h200-sweep.csv", "h200-new-kernels.csv")
 
-    `fit=False` skips the model (no predicted times or errors): enough for plotting points. With
-    `fit_from`, each group's model is fitted on every row of those files (measured on the same GPU
-    spec) and every row of `path` is held out: the out-of-campaign error.
+
+def bundled_dataset() -> tuple[Path, ...]:
+    """The files of the bundled dataset, where the package keeps them."""
+    from ..load import data_dir
+
+    return tuple(data_dir("measurements") / name for name in BUNDLED_DATASET)
+
+
+def read_campaigns(files: Sequence[Path], gpu_ref: Optional[str] = None) -> tuple[dict, list[Measurement], str]:
+    """The rows of several campaigns measured on one GPU spec (`gpu_ref` where given), the first file's
+    metadata, and the spec's name; campaigns of different GPUs are an InputError naming both."""
+    if not files:
+        raise InputError("give at least one measurement file")
+    rows: list[Measurement] = []
+    meta: dict = {}
+    spec = None
+    for path in files:
+        file_meta, file_rows = read_measurements(Path(path))
+        this = check_gpu(file_meta, gpu_ref, str(path))
+        if spec is not None and this != spec:
+            raise InputError(f"{path}: measured on {file_meta.get('device_name', this)} (spec {this}), but "
+                             f"{files[0]} on {spec}: one GPU at a time")
+        spec, meta = this, meta or file_meta
+        rows += file_rows
+    return meta, rows, spec
+
+
+def validate(path: Path | Sequence[Path] | None = None, gpu_ref: Optional[str] = None, fit: bool = True,
+             fit_from: Sequence[Path] = ()) -> Validation:
+    """Join measurements with rooflab's predictions and fit the time model per kernel and implementation.
+
+    `path` is one measurement file, several campaigns of one GPU validated together, or None for the
+    bundled dataset (BUNDLED_DATASET). `fit=False` skips the model (no predicted times or errors):
+    enough for plotting points. With `fit_from`, each group's model is fitted on every row of those files
+    (measured on the same GPU spec) and every row of `path` is held out: the out-of-campaign error.
     """
-    meta, rows = read_measurements(path)
-    gpu = load_gpu(check_gpu(meta, gpu_ref, str(path)))
-    others = _campaign_rows(fit_from, gpu.name, path) if fit_from else None
-    return validate_rows(meta, rows, gpu, fit, others, tuple(str(p) for p in fit_from))
+    files = bundled_dataset() if path is None else ((Path(path),) if isinstance(path, (str, Path)) else
+                                                     tuple(Path(p) for p in path))
+    meta, rows, spec = read_campaigns(files, gpu_ref)
+    gpu = load_gpu(spec)
+    others = _campaign_rows(fit_from, gpu.name, files[0]) if fit_from else None
+    try:
+        return validate_rows(meta, rows, gpu, fit, others, tuple(str(p) for p in fit_from))
+    except RooflabError as exc:       # a row rooflab cannot price: say which file
+        raise InputError(f"{', '.join(map(str, files))}: {exc}") from None
 
 
 def validate_rows(meta: dict, rows: Sequence[Measurement], gpu: GpuSpec, fit: bool = True,

@@ -208,10 +208,8 @@ def plot_validation(
 ) -> None:
     """Measured time against the calibrated model's prediction, held-out rows filled."""
     from ..bench.validate import validate
-    from ..load import data_dir
     from ..plot import validation_chart
-    from .measure import BUNDLED_MEASUREMENTS
 
-    v = validate(file or data_dir("measurements") / BUNDLED_MEASUREMENTS)
+    v = validate(file)
     impls = tuple(sorted({g.impl for g in v.groups})) if peers else None
     _save(validation_chart(v, impls), output, "validation.png")

@@ -8,11 +8,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..output import Format
+from ..errors import RooflabError
+from ..output import Format, check_writable
 from ..vocab import KernelFamily
 from . import FormatOpt, app, friendly, params
 
-BUNDLED_MEASUREMENTS = "h200-sweep.csv"
 
 
 @app.command()
@@ -33,13 +33,22 @@ def calibrate(
 ) -> None:
     """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`.
     With --collectives: NCCL's collectives between this machine's GPUs, fitted into the `interconnect:` section."""
+    from ..load import spec_path
+
     if collectives or from_files:
         from ..bench.comm_fit import calibrate_collectives
 
         if from_files and not collectives:
             raise typer.BadParameter("--from goes with --collectives")
-        link, target = calibrate_collectives(gpu, output, nproc, tuple(from_files or ()),
-                                             " ".join(["rooflab", *sys.argv[1:]]))
+        if gpu is not None:
+            spec_path("hardware", "GPU", gpu)             # a bad --gpu named before any work
+        if output is not None:
+            check_writable(output, option="--output")
+        try:
+            link, target = calibrate_collectives(gpu, output, nproc, tuple(from_files or ()),
+                                                 " ".join(["rooflab", *sys.argv[1:]]))
+        except RooflabError as exc:
+            raise RooflabError(f"--collectives: {exc}") from None
         for c in link.collectives:
             err = "-" if c.median_error is None else f"{c.median_error:.1%} / {c.worst_error:.1%}"
             typer.echo(f"{c.collective.value:15s} {c.world_size} GPUs {c.timing:5s} {len(c.bands)} band(s), "
@@ -49,13 +58,16 @@ def calibrate(
     from ..bench.calibrate import calibrate as run_calibration
     from ..bench.calibrate import describe, write_spec
     from ..bench.device import check_spec_matches, default_spec, device_name
-    from ..load import spec_path
     from ..units import GiB
 
+    if gpu is not None:                                   # the options first, then the device
+        spec_path("hardware", "GPU", gpu)
+    if output is not None:
+        check_writable(output, option="--output")
     spec = gpu or default_spec()
     check_spec_matches(spec, device_name())
     source = spec_path("hardware", "GPU", spec)
-    target = output or Path.cwd() / source.name
+    target = check_writable(output or Path.cwd() / source.name, [source], option="--output")
     typer.echo(f"calibrating {device_name()} against {spec}: copy, GEMM fp16, GEMM bf16, exp ...", err=True)
     cal = run_calibration(" ".join(["rooflab", *sys.argv[1:]]), spec, copy_bytes=int(copy_gib * GiB))
     write_spec(source, target, cal.measured())
@@ -67,22 +79,23 @@ def calibrate(
 @app.command()
 @friendly
 def validate(
-    file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset).")] = None,
+    file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset, the sweep and the new kernels' campaign).")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="GPU spec to predict with (default: the one the file names).")] = None,
     fmt: FormatOpt = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the result to this file.")] = None,
     fit_from: Annotated[Optional[list[Path]], typer.Option("--fit-from", metavar="FILE", help="Fit the time model on these campaigns (repeat) and hold out every row of FILE: the out-of-campaign error.")] = None,
 ) -> None:
     """Measured against predicted: fraction of the floor per kernel, and the time model's held-out error."""
-    from ..bench.dist_validate import validate_any as run_validation
-    from ..load import data_dir
+    from ..bench.dist_validate import validate_any
+    from ..bench.validate import bundled_dataset, validate as validate_dataset
     from ..output import write_atomic
     from ..render_validation import render_validation
 
-    path = file or data_dir("measurements") / BUNDLED_MEASUREMENTS
-    text = render_validation(run_validation(path, gpu, fit_from=tuple(fit_from or ())), fmt)
+    fit_from = tuple(fit_from or ())
+    result = validate_dataset(None, gpu, fit_from=fit_from) if file is None else validate_any(file, gpu, fit_from)
+    text = render_validation(result, fmt)
     if output is not None:
-        write_atomic(output, text, inputs=[path, *(fit_from or ())])
+        write_atomic(output, text, inputs=[*(bundled_dataset() if file is None else (file,)), *fit_from])
     typer.echo(text, nl=False)
 
 
@@ -126,7 +139,11 @@ def bench(
     from ..bench.cases import new_kernel_cases, second_campaign_cases, sweep
     from ..bench.device import check_spec_matches, default_spec, device_name
     from ..bench.run import run_to_file
+    from ..load import spec_path
 
+    if gpu is not None:                                   # the options first, then the device
+        spec_path("hardware", "GPU", gpu)
+    check_writable(output, option="--output")
     spec = gpu or default_spec()
     check_spec_matches(spec, device_name())
     families = tuple(kernels) if kernels else tuple(KernelFamily)

@@ -21,7 +21,7 @@ Defaults follow the engines' source, per accounting (vocab.Accounting):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
 from ..cost.common import whole_number
 from ..errors import InputError
@@ -53,19 +53,29 @@ class EngineSettings:
     activation_bytes: Optional[int] = None       # overrides the modelled profile-run peak
     non_torch_bytes: Optional[int] = None        # overrides the default non-torch memory
 
+    #: The option each setting comes from, named in its errors (a what-if sets the same ones).
+    OPTIONS: ClassVar[dict[str, str]] = {
+        "tensor_parallel": "--tp", "block_size": "--block-size", "max_model_len": "--max-model-len",
+        "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+        "cuda_visible_bytes": "--cuda-visible-memory", "activation_bytes": "--activation-gib",
+        "non_torch_bytes": "--non-torch-gib"}
+
+    def _label(self, name: str) -> str:
+        return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
+
     def __post_init__(self) -> None:
-        whole_number(self.tensor_parallel, "tensor parallel size", maximum=MAX_GPUS)
+        whole_number(self.tensor_parallel, self._label("tensor_parallel"), maximum=MAX_GPUS)
         for name, hi in (("block_size", MAX_PAGE_SIZE), ("max_model_len", MAX_TOKENS), ("max_num_seqs", MAX_TOKENS),
                          ("max_num_batched_tokens", MAX_TOKENS)):
             value = getattr(self, name)
             if value is not None:
-                whole_number(value, name.replace("_", " "), maximum=hi)
+                whole_number(value, self._label(name), maximum=hi)
         if self.utilization is not None and not 0 < self.utilization <= 1:
             raise InputError(f"memory utilisation must be in (0, 1], got {self.utilization!r}")
         for name in ("cuda_visible_bytes", "activation_bytes", "non_torch_bytes"):
             value = getattr(self, name)
             if value is not None:
-                whole_number(value, name.replace("_", " "), minimum=0, maximum=1 << 50)
+                whole_number(value, self._label(name), minimum=0, maximum=1 << 50)
 
     @property
     def engine(self) -> Engine:
