@@ -391,3 +391,22 @@ def test_cli_bad_measurement_file(tmp_path, monkeypatch, args, needle):
     (tmp_path / "bad.csv").write_text("hello,world\n1,2\n")
     _short_error(runner.invoke(app, ["plot", "roofline", *args, "-o", "r.png"]), needle)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def test_the_exp_roof_of_an_attention_at_its_head_dim():
+    """--exp-roof: the exp roof times the FLOPs an exp (4 d per pair at d_v = d: 512 at d 128). On B200 the exp
+    units alone cap d-128 attention at 1 / 0.945 of the tensor roof (the ratio explain derives)."""
+    from rooflab.roofline import Ceilings
+
+    gpu = load_gpu("b200")
+    data = roofline_data(load_model("llama-3-8b"), [gpu], dtype=DType.bf16)
+    roofs = Ceilings.of(gpu, DType.bf16)
+    assert data.flop_per_exp == pytest.approx(4 * 128)
+    assert data.exp_roof_flop_per_s == pytest.approx(roofs.exp_roof_per_s * 512)
+    assert data.exp_units_flop_per_s / roofs.matmul_flop_per_s == pytest.approx(1 / 0.945, rel=2e-3)
+    plain = roofline_chart(data)
+    assert not _by_gid(plain.axes[0], "exp_roof:")
+    drawn = roofline_chart(data, exp_roof=True).axes[0]
+    (line,) = _by_gid(drawn, "exp_roof:b200")
+    assert line.get_ydata()[0] == pytest.approx(data.exp_roof_flop_per_s)
+    assert _by_gid(drawn, "exp_units:b200")

@@ -79,6 +79,7 @@ def plot_roofline(
     decode_batch: Annotated[int, typer.Option("--decode-batch", parser=params.count(1, MAX_BATCH), metavar="N",
                                               help="Sequences of the paged-decode point.")] = 1,
     flash_tiled: Annotated[bool, typer.Option("--flash-tiled/--no-flash-tiled", help="Also draw flash's tiled upper bound on bytes (hollow marker).")] = False,
+    exp_roof: Annotated[bool, typer.Option("--exp-roof/--no-exp-roof", help="Also draw the exp roof of this attention on the first GPU (its exp rate x the FLOPs an exp at the model's head dim).")] = False,
     measurements: Annotated[Optional[Path], typer.Option("--measurements", metavar="FILE", help="Measurement CSV from `rooflab bench`: its kernels as points; taken on the first --gpu (default: the file's).")] = None,
     output: _output_opt("roofline.png") = None,
 ) -> None:
@@ -95,7 +96,7 @@ def plot_roofline(
         names = names if gpu else [validation.gpu]
     gpus = [load_gpu(name) for name in names]
     data = roofline_data(load_model(model), gpus, seq_len, dtype, batch, causal, decode_batch, flash_tiled=flash_tiled)
-    _save(roofline_chart(data, measured), output, "roofline.png")
+    _save(roofline_chart(data, measured, exp_roof), output, "roofline.png")
 
 
 @plot_app.command("memory")

@@ -67,6 +67,12 @@ class RooflineData:
     merge_tokens: int
     roofs: tuple[GpuRoofs, ...]
     points: tuple[RooflinePoint, ...]
+    #: The first GPU's exp roof for this attention in FLOP/s: the exp roof (SFU + FMA emulation) times the
+    #: flash cost's FLOPs an exp (4 d per visible pair at d_v = d); None where the spec gives no exp rate.
+    exp_roof_flop_per_s: Optional[float] = None
+    flop_per_exp: Optional[float] = None
+    #: The same with the exp units alone (no FMA emulation): what a kernel that does not emulate reaches.
+    exp_units_flop_per_s: Optional[float] = None
 
     def to_frame(self):
         """One row per point: model, gpu (the points' GPU, the first), label, kind, pipe (the roof its FLOPs sit
@@ -149,5 +155,10 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
         points = tuple(p for p in points if p.kind != "paged_launched")
     if not flash_tiled:
         points = tuple(p for p in points if p.kind != "flash_tiled")
+    exps = float(flash.kernel.exp_ops)
+    per_exp = float(flash.flops) / exps if exps else None
+    exp_roof = roofs.exp_roof_per_s * per_exp if roofs.exp_roof_per_s and per_exp else None
+    exp_units = roofs.exp_per_s * per_exp if roofs.exp_per_s and per_exp else None
     return RooflineData(model.display_name, dtype, int(seq_len), int(batch), causal, int(decode_batch),
-                        int(merge_tokens), tuple(gpu_roofs(g, dtype) for g in gpus), points)
+                        int(merge_tokens), tuple(gpu_roofs(g, dtype) for g in gpus), points, exp_roof, per_exp,
+                        exp_units)

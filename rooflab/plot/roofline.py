@@ -77,9 +77,12 @@ def _join(a: str, b: str) -> str:
     return f"{a}; {b}"
 
 
-def _limits(data: RooflineData, measured: Sequence[MeasuredPoint]) -> tuple[tuple[float, float], tuple[float, float]]:
+def _limits(data: RooflineData, measured: Sequence[MeasuredPoint],
+            exp_roof: bool = False) -> tuple[tuple[float, float], tuple[float, float]]:
     xs = [p.intensity_flop_per_byte for p in data.points] + [m.intensity_flop_per_byte for m in measured]
     ys = [p.flop_per_s for p in data.points] + [m.achieved_flop_per_s for m in measured]
+    if exp_roof and data.exp_roof_flop_per_s:
+        ys += [data.exp_roof_flop_per_s, data.exp_units_flop_per_s]
     for r in data.roofs:
         for c in (r.datasheet, r.measured):
             if c is not None:
@@ -156,10 +159,13 @@ def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> None:
 
 
 @chart
-def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -> Figure:
-    """The roofline of `data` (see roofline_data), with optional measured kernel points, grouped by label."""
+def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = (), exp_roof: bool = False) -> Figure:
+    """The roofline of `data` (see roofline_data), with optional measured kernel points, grouped by label.
+
+    `exp_roof` also draws the first GPU's exp roof for this attention: no attention kernel of this head dim
+    can run faster than the exp units (with FMA emulation) allow, whatever its intensity."""
     fig, ax = new_figure()
-    (x_lo, x_hi), (y_lo, y_hi) = _limits(data, measured)
+    (x_lo, x_hi), (y_lo, y_hi) = _limits(data, measured, exp_roof)
     x = np.geomspace(x_lo, x_hi, 400)
     several = len(data.roofs) > 1
     ridges = []
@@ -168,6 +174,13 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = ()) -
         ridges.append(_draw_roofs(ax, r, r.datasheet, color, x, False, i == 0, several))
         if r.measured is not None:
             ridges.append(_draw_roofs(ax, r, r.measured, color, x, True, i == 0, several))
+    if exp_roof and data.exp_roof_flop_per_s:
+        name, per = data.roofs[0].name, f"{data.flop_per_exp:.0f} FLOP an exp"
+        for value, style, gid, what in (
+                (data.exp_roof_flop_per_s, "-.", "exp_roof", "exp roof, FMA emulation included"),
+                (data.exp_units_flop_per_s, (0, (1, 2, 4, 2)), "exp_units", "exp units alone")):
+            ax.axhline(value, color=GPU_COLORS[0], lw=1.2, ls=style, alpha=0.8, zorder=2, gid=f"{gid}:{name}",
+                       label=f"{what}: {_rate(value)} ({per})")
     halo = [withStroke(linewidth=3, foreground="white")] if measured else None   # labels legible over markers
     labels = []
     for label, p in _merge_coincident(data.points):
