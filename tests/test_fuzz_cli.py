@@ -245,7 +245,7 @@ COMMANDS: dict[str, list[Opt]] = {
     "list gpus": [FMT],
     "list models": [FMT],
     "plot roofline": [MODEL, GPU_LIST, SEQ, BATCH, DTYPE, CAUSAL, count_opt(("--decode-batch",), 1, MAX_BATCH, 4096),
-                      switch("--flash-tiled", "--no-flash-tiled"),
+                      switch("--flash-tiled", "--no-flash-tiled"), switch("--exp-roof", "--no-exp-roof"),
                       Opt(("--measurements",), st.just(str(SMALL_CSV)),
                           st.sampled_from(["", "missing.csv", ".", str(HARDWARE / "h100-sxm.yaml"), "/etc/passwd",
                                            str(MEASUREMENTS)]), checked_late=True)],
