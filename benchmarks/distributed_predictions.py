@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rooflab.comm import collective_time  # noqa: E402
 from rooflab.errors import InputError  # noqa: E402
-from rooflab.cost.dcp import dcp_speedup, dcp_threshold, dcp_time  # noqa: E402
+from rooflab.context_parallel import dcp_speedup, dcp_threshold, dcp_time  # noqa: E402
 from rooflab.load import load_gpu, load_model  # noqa: E402
 from rooflab.output import table  # noqa: E402
 from rooflab.specs import AttentionHeads  # noqa: E402

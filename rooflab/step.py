@@ -36,14 +36,16 @@ from typing import Callable, Optional
 import numpy as np
 
 from .comm import collective_time, interconnect_of
+from .context_parallel import ring_time
 from .cost.batch import DecodeBatch
-from .cost.common import KernelCost, whole_number
-from .cost.dcp import check_dcp, dcp_decode, shard_tokens
+from .cost.common import KernelCost, Visibility, whole_number
+from .cost.dcp import check_dcp, dcp_decode, merge_pieces, shard_tokens
 from .cost.gemm import GemmCost, gemm
 from .cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits
 from .cost.model import experts_touched
-from .cost.ring import check_cp, ring_prefill, ring_time
+from .cost.ring import check_cp, ring_prefill
 from .errors import InputError
+from .kvcache import kv_layout
 from .limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from .predict import predict_time
 from .roofline import Ceilings, predict_kernel
@@ -51,9 +53,6 @@ from .specs import GpuSpec, ModelSpec
 from .specs.parameters import attention_parameters
 from .units import FP32_BYTES, DType, fmt_bytes
 from .vocab import Kernel, LayerKind, Pipe, StepKind
-from .cost.common import Visibility
-from .cost.dcp import merge_pieces
-from .kvcache import kv_layout
 
 #: Seconds per call of the torch layer's small kernels inside a CUDA graph, at batch 1, 8 and 64, timed alone
 #: (50 a graph) on an H200: measurements/h200x2-gemm.csv, its small_op_* metadata (2026-11-30). Other GPUs are

@@ -10,9 +10,10 @@ import pytest
 
 from rooflab.capacity import plan_capacity
 from rooflab.cli import app
-from rooflab.cost.dcp import check_dcp, dcp_capacity, dcp_decode, dcp_speedup, dcp_threshold, dcp_time, shard_tokens
+from rooflab.context_parallel import dcp_capacity, dcp_speedup, dcp_threshold, dcp_time, ring_time
+from rooflab.cost.dcp import check_dcp, dcp_decode, shard_tokens
 from rooflab.cost.paged import paged_decode_uniform
-from rooflab.cost.ring import overlap_tokens, ring_prefill, ring_time, ulysses_prefill
+from rooflab.cost.ring import overlap_tokens, ring_prefill, ulysses_prefill
 from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.specs import AttentionHeads

@@ -20,11 +20,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..comm import bus_bytes, collective_time
-from ..cost.dcp import dcp_time
+from ..context_parallel import dcp_time, ring_time
 from ..cost.gemm import gemm
 from ..cost.paged import paged_decode_uniform, recommend_splits
 from ..cost.batch import DecodeBatch
-from ..cost.ring import ring_prefill, ring_time
+from ..cost.ring import ring_prefill
 from ..predict import predict_time
 from ..roofline import Ceilings, predict_kernel
 from ..specs import AttentionHeads, GpuSpec

@@ -199,7 +199,7 @@ def _dcp_frame(plan, model, context_len: int, dcp: int, page_size: int, tp: int)
     """The capacity plan with its KV split `dcp` ways by position (cost/dcp.dcp_capacity), said in its title."""
     import dataclasses
 
-    from ..cost.dcp import dcp_capacity
+    from ..context_parallel import dcp_capacity
     from ..render import capacity_frame
 
     plan = dcp_capacity(plan, model, context_len, dcp, page_size, DType(plan.kv_dtype), tp)

@@ -1,0 +1,237 @@
+"""Time and capacity of context parallelism: decode context parallelism (DCP) and ring prefill, priced.
+
+The costs (what each rank moves and computes) live in cost/dcp.py and cost/ring.py; this module puts
+them against a GPU: each piece's predicted time from the GPU's fitted models (rooflab.predict) and its
+collectives' fits (rooflab.comm), beside the physical floor (rooflab.roofline), where DCP stops paying,
+and what a DCP group holds (rooflab.kvcache). It sits above the cost layer, beside predict.py and step.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .comm import collective_time
+from .cost.common import check_dtypes
+from .cost.dcp import DcpDecode, check_dcp, dcp_decode
+from .cost.flash import flash_prefill
+from .cost.ring import RingPrefill
+from .errors import InputError
+from .kvcache import kv_layout
+from .predict import predict_time
+from .roofline import Ceilings, predict_kernel
+from .specs import AttentionHeads, GpuSpec
+from .units import DType
+from .vocab import Kernel
+
+
+# ------------------------------------------------------------------ DCP: time, floor and where it pays
+
+@dataclass(frozen=True)
+class DcpTime:
+    """One layer's DCP decode step: each piece's predicted time (None where the GPU has no fit) and the floor."""
+
+    cost: DcpDecode
+    t_local_s: Optional[float]
+    t_gather_s: Optional[float]
+    t_merge_s: Optional[float]             # unpack and merge together (0 when N = 1)
+    t_floor_s: float
+
+    @property
+    def t_predicted_s(self) -> Optional[float]:
+        parts = (self.t_local_s, self.t_gather_s, self.t_merge_s)
+        return None if any(p is None for p in parts) else float(sum(parts))
+
+
+def _fitted(gpu: GpuSpec, kernel: Kernel, cost_of, dtype: DType) -> Optional[float]:
+    p = predict_time(gpu, kernel, cost_of, dtype, "rooflab", optional=True) if gpu.fitted_for(kernel) else None
+    return None if p is None else p.t_predicted_s
+
+
+def dcp_time(gpu: GpuSpec, heads: AttentionHeads, context_len: int, batch: int, world_size: int,
+             page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
+             timing: str = "graph") -> DcpTime:
+    """Predicted and floor time of one layer's DCP decode step on `gpu` (the module docstring's pieces).
+
+    The local decode uses rooflab's fitted paged (one split) or split-KV model with its units per SM; the
+    split count is the one rooflab recommends for the share on this GPU. The floor: every launch at the
+    datasheet roofs and the all-gather at the link's datasheet bandwidth, all overlapped.
+    """
+
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    n_sms, units = gpu.num_sms, gpu.units_per_sm
+    cost = dcp_decode(heads, context_len, batch, world_size, page_size, dtype, kv_dtype, None, n_sms, units)
+    splits = cost.local.num_splits
+
+    def local(num_sms, units_per_sm):
+        return dcp_decode(heads, context_len, batch, world_size, page_size, dtype, kv_dtype, splits, num_sms,
+                          units_per_sm).local
+
+    t_local = _fitted(gpu, Kernel.paged if splits == 1 else Kernel.split_kv, local, dtype)
+    t_gather, t_merge, comm_floor = 0.0, 0.0, 0.0
+    if cost.world_size > 1:
+        comm = collective_time(gpu, Kernel.all_gather, cost.gather_bytes_per_rank, cost.world_size, timing)
+        t_gather, comm_floor = comm.t_predicted_s, comm.t_floor_s
+        unpack = _fitted(gpu, Kernel.merge, lambda n, u: cost.unpack, dtype)
+        merge = _fitted(gpu, Kernel.merge, lambda n, u: cost.merge, dtype)
+        t_merge = None if unpack is None or merge is None else unpack + merge
+    roofs = Ceilings.of(gpu, dtype)
+    parts = [predict_kernel(k, roofs) for k in cost.kernels]
+    floor = max(sum(float(p.t_memory_s) for p in parts), sum(float(np.maximum(p.t_compute_s, p.t_exp_s))
+                                                              for p in parts), comm_floor)
+    return DcpTime(cost, t_local, t_gather, t_merge, floor)
+
+
+def dcp_speedup(gpu: GpuSpec, heads: AttentionHeads, context_len: int, batch: int, world_size: int,
+                page_size: int = 16, dtype: DType = DType.fp16) -> Optional[float]:
+    """Predicted time on one GPU over predicted time with DCP over `world_size` (None without the fits)."""
+    one = dcp_time(gpu, heads, context_len, batch, 1, page_size, dtype).t_predicted_s
+    many = dcp_time(gpu, heads, context_len, batch, world_size, page_size, dtype).t_predicted_s
+    return None if one is None or many is None else one / many
+
+
+def dcp_threshold(gpu: GpuSpec, heads: AttentionHeads, batch: int, world_size: int, page_size: int = 16,
+                  dtype: DType = DType.fp16, limit: int = 1 << 24) -> Optional[int]:
+    """The context (tokens, a whole number of pages) below which DCP over `world_size` does not pay at `batch`:
+    the smallest context whose predicted speedup exceeds 1. None without the fits or if it never pays up to
+    `limit` tokens. Found by doubling, then bisection (the speedup grows with the context)."""
+    def pays(tokens: int) -> bool:
+        s = dcp_speedup(gpu, heads, tokens, batch, world_size, page_size, dtype)
+        if s is None:
+            raise LookupError
+        return s > 1.0
+
+    try:
+        hi = page_size * world_size
+        while not pays(hi):
+            hi *= 2
+            if hi > limit:
+                return None
+        lo = max(page_size * world_size, hi // 2)
+        if lo == hi or pays(lo):
+            return lo
+        while hi - lo > page_size:
+            mid = (lo + hi) // 2 // page_size * page_size
+            lo, hi = (lo, mid) if pays(mid) else (mid, hi)
+        return hi
+    except LookupError:
+        return None
+
+
+
+
+# ------------------------------------------------------------------ capacity: the KV split by position
+
+def dcp_capacity(plan, model, context_len: int, dcp: int, page_size: int, kv_dtype: DType, tensor_parallel: int = 1):
+    """A capacity plan (rooflab.capacity.CapacityPlan) with each sequence's KV split by position over `dcp` GPUs.
+
+    Every GPU of the group holds the same weights (the plan's, per GPU) and 1/dcp of every sequence's pages
+    of the layers that keep every token or a window (ceil(pages / dcp) on the fullest GPU); linear layers'
+    fixed states stay whole on each. Sequences are those the group serves together: the KV budget of one GPU
+    over one sequence's share. The longest context grows about dcp-fold.
+    """
+    n = check_dcp(dcp, context_len, page_size)
+    if n == 1:
+        return plan
+    if plan.shared_prefix_len or plan.dp_attention:
+        raise InputError("--dcp does not combine with --shared-prefix or --dp-attention (not modelled)")
+
+    def share(tokens: int) -> int:
+        layout = kv_layout(model, tokens, kv_dtype, page_size, tensor_parallel)
+        return sum(k.num_layers * ((k.pages_per_sequence if k.kind.value == "linear" else
+                                    math.ceil(k.pages_per_sequence / n)) * page_size * k.bytes_per_token
+                                   + k.state_bytes) for k in layout.layers)
+
+    budget = plan.kv_budget_bytes
+    per_seq = share(context_len)
+    paged = budget // per_seq if per_seq else 0
+    reserve = max(plan.max_model_len, context_len)
+    contiguous = budget // share(reserve) if per_seq else paged
+    lo, hi = 0, 1 << 31
+    while hi - lo > 1:                                   # the longest context whose share fits the budget
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if share(mid) <= budget else (lo, mid)
+    reason = None
+    if budget == 0:
+        reason = plan.reason
+    elif paged == 0:
+        reason = (f"one sequence of {context_len:,} tokens needs {per_seq:,} bytes of KV cache per GPU even split "
+                  f"{n} ways; the longest that fits is {lo:,} tokens")
+    layers = tuple(dataclasses.replace(k, pages_per_sequence=k.pages_per_sequence if k.kind == "linear" else
+                                       math.ceil(k.pages_per_sequence / n),
+                                       bytes_per_sequence=k.num_layers * ((k.pages_per_sequence if k.kind == "linear"
+                                                                           else math.ceil(k.pages_per_sequence / n))
+                                                                          * page_size * k.bytes_per_token
+                                                                          + k.state_bytes))
+                   for k in plan.layers)
+    return dataclasses.replace(plan, blocks_per_sequence=math.ceil(plan.blocks_per_sequence / n),
+                               max_sequences_paged=int(paged), max_sequences_contiguous=int(contiguous),
+                               max_context_len=int(lo), reason=reason, kv_bytes_per_sequence=int(per_seq),
+                               layers=layers)
+
+
+
+# ------------------------------------------------------------------ ring prefill: time and floor
+
+@dataclass(frozen=True)
+class RingTime:
+    """One layer's ring prefill on one rank: per-step times (None without a fit), the total and the floor."""
+
+    ring: RingPrefill
+    t_attention_step_s: float | None
+    t_transfer_step_s: float | None
+    t_merge_step_s: float | None
+    t_floor_s: float
+
+    @property
+    def overlapped(self) -> bool | None:
+        """Whether the transfer hides under the attention (predicted)."""
+        if self.t_attention_step_s is None or self.t_transfer_step_s is None:
+            return None
+        return self.t_attention_step_s >= self.t_transfer_step_s
+
+    @property
+    def t_predicted_s(self) -> float | None:
+        a, x, m = self.t_attention_step_s, self.t_transfer_step_s, self.t_merge_step_s
+        if a is None or m is None or (x is None and self.ring.world_size > 1):
+            return None
+        n = self.ring.world_size
+        return (n - 1) * max(a, x or 0.0) + a + (n - 1) * m
+
+
+def ring_time(gpu: GpuSpec, ring: RingPrefill, dtype: DType = DType.fp16, impl: str | None = None,
+              timing: str = "graph") -> RingTime:
+    """Predicted and floor time of `ring` on `gpu`: the attention of a step from the fitted flash model (the
+    fastest fitted implementation, or `impl`; a causal step as half a block), the transfer from the fitted
+    send/recv, the merge from the merge fit. Floor: the rank's FLOPs and bytes at the datasheet roofs and its
+    N - 1 transfers at the link's datasheet bandwidth, all overlapped."""
+
+    dtype = DType.of(dtype)
+    n, c, local = ring.world_size, ring.step_pair_share, ring.tokens_per_gpu
+
+    def block(num_sms, units_per_sm):
+        return flash_prefill(ring.heads, local, ring.batch, dtype, False, gpu=gpu, num_sms=num_sms,
+                             units_per_sm=units_per_sm)
+
+    att = predict_time(gpu, Kernel.flash, block, dtype, impl, optional=True)
+    merge = predict_time(gpu, Kernel.merge, lambda num_sms, u: ring.merge, dtype, "rooflab", optional=True) \
+        if gpu.fitted_for(Kernel.merge) else None
+    transfer, link_floor = 0.0, 0.0
+    if n > 1:
+        comm = collective_time(gpu, Kernel.send_recv, ring.kv_bytes_per_step, n, timing)
+        transfer, link_floor = comm.t_predicted_s, comm.t_floor_s
+    roofs = Ceilings.of(gpu, dtype)
+    step = predict_kernel(ring.step.kernel, roofs)
+    merge_floor = predict_kernel(ring.merge.kernel, roofs)
+    compute = n * c * float(max(step.t_compute_s, step.t_exp_s))
+    memory = n * float(step.t_memory_s) + (n - 1) * float(merge_floor.t_memory_s)
+    floor = max(compute, memory, (n - 1) * link_floor)
+    return RingTime(ring, None if att is None else att.t_predicted_s * c, transfer,
+                    None if merge is None else merge.t_predicted_s, floor)
+
+
+__all__ = ["DcpTime", "RingTime", "dcp_capacity", "dcp_speedup", "dcp_threshold", "dcp_time", "ring_time"]
