@@ -25,12 +25,12 @@ from typing import Callable
 
 import numpy as np
 
-from .cost.common import Cost, KernelCost
+from .cost.common import Cost, KernelCost, Visibility
 from .errors import InputError
 from .roofline import Ceilings
-from .specs import FittedModel, GpuSpec
+from .specs import FittedModel, GpuSpec, LayerType
 from .units import DType
-from .vocab import CeilingSource, Kernel, Pipe
+from .vocab import CeilingSource, Kernel, LayerKind, Pipe
 
 
 def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:
@@ -70,6 +70,9 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel)
 
 
+#: rooflab's own kernels, whichever is fastest: the ids "rooflab" (mma.sync) and "rooflab_hopper" (wgmma).
+OWN = "rooflab*"
+
 #: A fit whose held-out median error is larger is not chosen automatically while another fit of the kernel
 #: is within it (`--impl` still names it): the fastest prediction should come from a model that held.
 MAX_AUTO_ERROR = 0.25
@@ -78,9 +81,14 @@ MAX_AUTO_ERROR = 0.25
 def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, float], Cost], dtype: DType,
                  impl: str | None = None, optional: bool = False) -> PredictedTime | None:
     """The predicted time of `impl` (or of the fitted implementation that is fastest here, among those whose
-    held-out median error is within MAX_AUTO_ERROR where any is), or None where the GPU has no fit for `kernel`. An `impl` with no fit is an InputError naming the ones there are, unless
-    `optional` (a report row of a kernel `impl` does not implement: None)."""
+    held-out median error is within MAX_AUTO_ERROR where any is), or None where the GPU has no fit for `kernel`.
+    An `impl` with no fit is an InputError naming the ones there are, unless `optional` (a report row of a
+    kernel `impl` does not implement: None). `impl=OWN` means rooflab's own kernels, whichever of them
+    (mma.sync or wgmma) is fastest here."""
     fits = gpu.fitted_for(kernel)
+    if impl == OWN:
+        fits = tuple(f for f in fits if f.impl.startswith(OWN.rstrip("*")))
+        impl = None
     if impl is not None:
         chosen = [f for f in fits if f.impl == impl]
         if not chosen and optional and any(f.impl == impl for f in gpu.fitted):
@@ -98,4 +106,25 @@ def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, floa
     return min((predict_with(f, price, gpu, dtype) for f in fits), key=lambda p: p.t_predicted_s)
 
 
-__all__ = ["MAX_AUTO_ERROR", "PredictedTime", "launch_model_time", "model_time", "predict_time", "predict_with"]
+
+
+def decode_kernel(layer: LayerType, splits: int = 1, q_len: int = 1) -> Kernel:
+    """The measured kernel whose fitted model predicts a decode step of this layer type."""
+    if layer.kind is LayerKind.mla:
+        return Kernel.mla_decode
+    if not Visibility.of(layer).is_full:
+        return Kernel.paged_window
+    if q_len > 1:
+        return Kernel.paged_multi
+    return Kernel.paged if splits == 1 else Kernel.split_kv
+
+
+def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
+    """The measured kernel whose fitted model predicts a prefill of this layer type."""
+    if naive:
+        return Kernel.naive
+    return Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
+
+
+__all__ = ["MAX_AUTO_ERROR", "OWN", "PredictedTime", "decode_kernel", "launch_model_time", "model_time",
+           "predict_time", "predict_with", "prefill_kernel"]

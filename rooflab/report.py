@@ -18,7 +18,7 @@ from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import LaunchCost, Visibility, check_dtypes, fused, whole_number
+from .cost.common import LaunchCost, check_dtypes, fused, whole_number
 from .cost.layers import layer_decode, layer_prefill, layer_splits
 from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
 from .errors import InputError, shown
@@ -28,8 +28,8 @@ from .roofline import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, ModelSpec
 from .units import DType
-from .predict import predict_time
-from .vocab import CeilingSource, Kernel, LayerKind, Phase, Variant
+from .predict import decode_kernel, predict_time, prefill_kernel
+from .vocab import CeilingSource, LayerKind, Phase, Variant
 
 
 @dataclass(frozen=True)
@@ -201,18 +201,17 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
             continue
         naive = layer_prefill(model, name, seq_len, batch, dtype, causal, naive=True)
         flash = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu)
-        windowed = not Visibility.of(layer).is_full
         rows += [
             make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
                      peak_extra_bytes=naive.peak_extra_bytes, label=f"naive{tag}" if tag else None,
                      intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where).predicted(
-                predict_time(gpu, Kernel.naive, lambda n, k, name=name: layer_prefill(
+                predict_time(gpu, prefill_kernel(layer, naive=True), lambda n, k, name=name: layer_prefill(
                     model, name, seq_len, batch, dtype, causal, naive=True), dtype, impl, optional=True)),
             make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
                      intensity_tiled_flop_per_byte=flash.intensity_tiled, label=f"flash{tag}" if tag else None,
                      tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead,
                      **where).predicted(
-                predict_time(gpu, Kernel.flash_window if windowed else Kernel.flash,
+                predict_time(gpu, prefill_kernel(layer),
                              lambda n, k, name=name: layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu,
                                                                    num_sms=n, units_per_sm=k), dtype, impl,
                              optional=True)),
@@ -275,17 +274,6 @@ def _mixed_row(model: ModelSpec, name: str, lens: DecodeBatch, page_size: int, d
     cost = LaunchCost(fused("mixed_step", (decode.attention, prefill.kernel)), Variant.mixed)
     return make_row(cost, roofs, breakdown=False, label=f"mixed (+{chunk:,}-token chunk){tag}",
                     kv_bytes=decode.kv_bytes, **where)
-
-
-def _decode_kernel(layer, splits: int, q_len: int) -> Kernel:
-    """The measured kernel whose fitted model predicts a decode row of this layer type."""
-    if layer.kind is LayerKind.mla:
-        return Kernel.mla_decode
-    if not Visibility.of(layer).is_full:
-        return Kernel.paged_window
-    if q_len > 1:
-        return Kernel.paged_multi
-    return Kernel.paged if splits == 1 else Kernel.split_kv
 
 
 def _main_attention(model: ModelSpec) -> str:
@@ -355,7 +343,7 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
                            parallel_fraction=cost.parallel_fraction, **where)
             price = (lambda n, u, name=name, s=s: layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len,
                                                                n, u))
-            rows.append(row.predicted(predict_time(gpu, _decode_kernel(model.layer_types[name], s, q_len), price,
+            rows.append(row.predicted(predict_time(gpu, decode_kernel(model.layer_types[name], s, q_len), price,
                                                    dtype, impl, optional=True)))
         if prefill_chunk:
             rows.append(_mixed_row(model, name, lens, page_size, dtype, kv_dtype, q_len, prefill_chunk, roofs, tag,

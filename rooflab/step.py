@@ -38,7 +38,7 @@ import numpy as np
 from .comm import collective_time, interconnect_of
 from .context_parallel import ring_time
 from .cost.batch import DecodeBatch
-from .cost.common import KernelCost, Visibility, whole_number
+from .cost.common import KernelCost, whole_number
 from .cost.dcp import check_dcp, dcp_decode, merge_pieces, shard_tokens
 from .cost.gemm import GemmCost, gemm
 from .cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits
@@ -47,7 +47,7 @@ from .cost.ring import check_cp, ring_prefill
 from .errors import InputError
 from .kvcache import kv_layout
 from .limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
-from .predict import predict_time
+from .predict import OWN, decode_kernel, predict_time, prefill_kernel
 from .roofline import Ceilings, predict_kernel
 from .specs import GpuSpec, ModelSpec
 from .specs.parameters import attention_parameters
@@ -336,14 +336,6 @@ def _projections(model: ModelSpec, pricer: _Pricer, tokens: int, tp: int) -> lis
                  num_layers=model.num_layers, calls=calls, weight_bytes=weight)]
 
 
-def _decode_kernel(layer, splits: int) -> Kernel:
-    if layer.kind is LayerKind.mla:
-        return Kernel.mla_decode
-    if not Visibility.of(layer).is_full:
-        return Kernel.paged_window
-    return Kernel.paged if splits == 1 else Kernel.split_kv
-
-
 def _attention(model: ModelSpec, pricer: _Pricer, batch: int, context_len: int, decode: bool, tp: int, dcp: int,
                cp: int, page_size: int) -> list[StepRow]:
     rows = []
@@ -368,7 +360,7 @@ def _attention(model: ModelSpec, pricer: _Pricer, batch: int, context_len: int, 
                                 **where))
         else:
             cost = layer_prefill(model, name, context_len, batch, dtype, True, gpu=gpu, tensor_parallel=tp)
-            kernel = Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
+            kernel = prefill_kernel(layer)
             price = (lambda n, u, name=name: layer_prefill(model, name, context_len, batch, dtype, True, gpu=gpu,
                                                            tensor_parallel=tp, num_sms=n, units_per_sm=u))
             t, impl = None, None
@@ -399,14 +391,14 @@ def _decode_attention(model, pricer: _Pricer, name: str, layer, batch: int, cont
     kernels = list(cost.kernels)
     t = None
     if layer.kind is not LayerKind.linear:
-        t = pricer.fitted(_decode_kernel(layer, splits), price, "rooflab")
+        t = pricer.fitted(decode_kernel(layer, splits), price, OWN)
     if split:                                                 # the gathered states' unpack and merge
         heads = layer_heads(model, layer, tp)
         d_v = layer.kv_lora_rank if layer.kind is LayerKind.mla else heads.value_dim
         unpack, merge = merge_pieces(batch * heads.num_qo_heads, d_v, dcp, dtype)
         kernels += [unpack.kernel, merge.kernel]
         for piece in (unpack, merge):
-            m = pricer.fitted(Kernel.merge, lambda n_, u_, piece=piece: piece, "rooflab")
+            m = pricer.fitted(Kernel.merge, lambda n_, u_, piece=piece: piece, OWN)
             t = None if t is None or m is None else t + m
     what = f"{label}, {splits} split(s)" + (f", 1/{dcp} of the KV + merge" if split else "")
     return _row(pricer, cost.variant.value, what, kernels, count, None if t is None else count * t,

@@ -163,3 +163,27 @@ def test_cli_bad_input(args, needle):
 def test_unexplained_variant_is_an_input_error():
     with pytest.raises(InputError, match="cascade"):
         explain(Variant.cascade, LLAMA, H100)
+
+
+def test_the_predicted_time_is_derived_beside_the_floor():
+    """Where the GPU has a fitted model, explain's last section derives t_predicted = c0 + t_launch / eta and
+    agrees with the report's row (rooflab.predict.predict_time); without a fit it says there is only the floor."""
+    from rooflab.explain import explain as derive
+    from rooflab.report import prefill_report
+    from rooflab.vocab import Variant
+
+    h200 = load_gpu("h200-sxm")
+    e = derive(Variant.flash, LLAMA, h200)
+    section = e.sections[-1]
+    assert section.title.startswith("Predicted time (") and "not a bound" in section.title
+    (step,) = section.steps
+    assert step.quantity == "t_predicted" and step.formula == "c0 + t_launch / eta"
+    row = next(r for r in prefill_report(LLAMA, h200).rows if r.variant == "flash")
+    assert step.value == pytest.approx(row.t_predicted_s, rel=1e-12)
+    assert any(line.startswith("predicted ") and row.predicted_impl in line for line in e.conclusion)
+    named = derive(Variant.flash, LLAMA, h200, impl="rooflab_hopper")
+    assert "rooflab_hopper" in named.sections[-1].title
+    none = derive(Variant.flash, LLAMA, H100)
+    assert not none.sections[-1].title.startswith("Predicted") and any("only the floor" in t for t in none.conclusion)
+    r = runner.invoke(app, ["explain", "-v", "paged", "-g", "h200", "--impl", "nope"])
+    assert r.exit_code == 2 and "--impl nope" in r.stderr

@@ -217,13 +217,15 @@ ENGINE_OPTS = [
     float_opt(("--activation-gib",), 0, MAX_GIB),
 ]
 
+IMPL = Opt(("--impl",), st.sampled_from(["rooflab", "rooflab_hopper", "torch_cudnn", "torch_flash"]),
+           st.sampled_from(["", " ", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 300, "rooflab "]),
+           st.sampled_from(["ROOFLAB", "torch_eager"]), checked_late=True)
+
 #: Every command and its options; test_every_option_is_fuzzed holds this against `--help`.
 COMMANDS: dict[str, list[Opt]] = {
     "report": [MODEL, GPU, choice_opt(("--phase",), ["prefill", "decode"]), SEQ, BATCH, DTYPE, CAUSAL, CTX_LIST, PAGE,
                KV, SPLITS, count_opt(("--q-len",), 1, MAX_Q_LEN, 64), count_opt(("--prefill-chunk",), 1, MAX_TOKENS),
-               CEIL, Opt(("--impl",), st.sampled_from(["rooflab", "rooflab_hopper", "torch_cudnn", "torch_flash"]),
-                         st.sampled_from(["", " ", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 300, "rooflab "]),
-                         st.sampled_from(["ROOFLAB", "torch_eager"]), checked_late=True),
+               CEIL, IMPL,
                switch("--must-fit", "--no-must-fit"), choice_opt(("--step",), ["decode", "prefill"]),
                dataclasses.replace(count_opt(("--tp",), 1, MAX_GPUS, 16), words=("tensor parallel", "tp")),
                count_opt(("--dcp",), 1, MAX_GPUS, 16), count_opt(("--cp",), 1, MAX_GPUS, 16),
@@ -241,7 +243,7 @@ COMMANDS: dict[str, list[Opt]] = {
                 Opt(("--layer-type",), st.sampled_from(["full"]), st.sampled_from(["", " ", "nope", "$", "{}", "\\",
                                                                                   "FULL", "full ", "\U0001f4a5"]),
                     st.sampled_from(["sliding", "mla", "linear"]), checked_late=True, words=("layer type",)),
-                count_opt(("--q-len",), 1, MAX_Q_LEN, 64), switch("--mla-sparse-fp8", "--no-mla-sparse-fp8")],
+                count_opt(("--q-len",), 1, MAX_Q_LEN, 64), switch("--mla-sparse-fp8", "--no-mla-sparse-fp8"), IMPL],
     "list gpus": [FMT],
     "list models": [FMT],
     "plot roofline": [MODEL, GPU_LIST, SEQ, BATCH, DTYPE, CAUSAL, count_opt(("--decode-batch",), 1, MAX_BATCH, 4096),

@@ -205,6 +205,9 @@ SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1
 SplitsOpt = Annotated[Optional[int], typer.Option("--splits", parser=params.count(1, MAX_SPLITS), metavar="N",
                                                   help="Decode: split-KV count (default: the one rooflab recommends).")]
 CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: causal mask (the default, as decoders and engines run prefill; --no-causal gives the chapter's non-causal figures).")]
+ImplOpt = Annotated[Optional[str], typer.Option("--impl", help="Predict with this implementation's fitted model "
+                                                     "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
+                                                     "fastest fitted one that held on its held-out rows).")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
 WeightDTypeOpt = Annotated[Optional[WeightFormat], typer.Option(
     "--weight-dtype", help="Format of the linear layers' weights (default: as the checkpoint ships them; embeddings "

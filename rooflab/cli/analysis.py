@@ -14,7 +14,7 @@ from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_TOKENS
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
-               WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params, parse_lengths)
+               ImplOpt, WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params, parse_lengths)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -44,9 +44,7 @@ def report(
                                                          help="Decode: a prefill chunk of N tokens in the same step "
                                                               "(chunked prefill), priced with the decode batch as one launch.")] = None,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
-    impl: Annotated[Optional[str], typer.Option("--impl", help="Predict with this implementation's fitted model "
-                                                              "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
-                                                              "fastest fitted one per row).")] = None,
+    impl: ImplOpt = None,
     must_fit: Annotated[bool, typer.Option("--must-fit", help="Decode: exit 2 when the weights and the batch's KV "
                                            "cache do not fit in the GPU's memory (default: a warning).")] = False,
     step: Annotated[StepKind, typer.Option("--step", help="Step: decode (time per output token) or prefill (time "

@@ -11,8 +11,8 @@ from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_TOKENS
 from ..units import DType
 from ..vocab import EXPLAINED, CeilingSource, Variant
-from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, KvDTypeOpt, ModelOpt, PageOpt,
-               SplitsOpt, app, decode_lengths, friendly, params)
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, ImplOpt, KvDTypeOpt, ModelOpt,
+               PageOpt, SplitsOpt, app, decode_lengths, friendly, params)
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
 #: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
@@ -48,6 +48,7 @@ def explain(
     mla_sparse_fp8: Annotated[bool, typer.Option("--mla-sparse-fp8/--no-mla-sparse-fp8", help="Decode of an mla layer: price the cache in "
                                                  "DeepSeek-V3.2's sparse fp8 layout (656 bytes per token).")] = False,
     ceilings: CeilingsOpt = CeilingSource.datasheet,
+    impl: ImplOpt = None,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
@@ -58,5 +59,5 @@ def explain(
     lens = decode_lengths(context_len, batch)
     e = derive(Variant(variant.value), load_model(model), load_gpu(gpu[0]), seq_len, batch, dtype, causal, lens,
                page_size, kv_dtype, splits, ceilings, layer_type=layer_type, q_len=q_len,
-               mla_sparse_fp8=mla_sparse_fp8)
+               mla_sparse_fp8=mla_sparse_fp8, impl=impl)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)

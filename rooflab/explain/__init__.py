@@ -22,7 +22,9 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..cost.batch import DecodeBatch
+from ..cost.layers import layer_prefill
 from ..errors import InputError
+from ..predict import prefill_kernel
 from ..roofline import Ceilings
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
@@ -33,6 +35,7 @@ from .derivation import (AGREEMENT_RTOL, ExplainMismatch, Explanation, Section, 
                          format_result, heads_and_roofs, number, substitute)
 from .layer import Layer, choose_layer
 from .mla import mla_symbols
+from .predicted import explain_prediction
 from .prefill import explain_flash, explain_naive
 from .recurrent import explain_recurrent, recurrent_symbols
 from .render import render_explanation
@@ -51,12 +54,14 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
             dtype: DType = DType.fp16, causal: bool = True, context_lens: Sequence[int] | DecodeBatch = (),
             page_size: int = 16, kv_dtype: Optional[DType] = None, splits: Optional[int] = None,
             ceilings: CeilingSource = CeilingSource.datasheet, layer_type: Optional[str] = None, q_len: int = 1,
-            mla_sparse_fp8: bool = False) -> Explanation:
+            mla_sparse_fp8: bool = False, impl: Optional[str] = None) -> Explanation:
     """The derivation of every figure rooflab reports for `variant` on this workload, for one layer type.
 
     `layer_type` names one of the model's layer types (default: its main softmax type; for
     recurrent, its linear type). `q_len` new tokens per sequence apply to the decode variants;
-    `mla_sparse_fp8` prices an MLA layer's cache in DeepSeek-V3.2's 656-byte sparse layout.
+    `mla_sparse_fp8` prices an MLA layer's cache in DeepSeek-V3.2's 656-byte sparse layout. Where the GPU
+    has a fitted model of the kernel, a last section derives its predicted time (`impl`, or the report's
+    choice), beside the floor.
     """
     if variant not in EXPLAINED:
         raise InputError(f"explain covers {', '.join(v.value for v in EXPLAINED)}; not {variant.value}")
@@ -80,12 +85,15 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
         heads_and_roofs(d, layer, gpu, roofs, dtype, variant in (Variant.naive, Variant.merge))
     causal_text = "causal" if causal or layer.windowed else "non-causal"
     workload = f"T = {seq_len:,}, batch {batch}, {dtype.value}, {causal_text}"
-    if variant is Variant.naive:
-        tail = explain_naive(d, layer, gpu, roofs, seq_len, batch, dtype, causal)
-    elif variant is Variant.flash:
-        tail = explain_flash(d, layer, gpu, roofs, seq_len, batch, dtype, causal)
+    if variant in (Variant.naive, Variant.flash):
+        naive = variant is Variant.naive
+        explain_prefill = explain_naive if naive else explain_flash
+        tail = explain_prefill(d, layer, gpu, roofs, seq_len, batch, dtype, causal)
+        tail += explain_prediction(d, gpu, prefill_kernel(layer.spec, naive), lambda n, k: layer_prefill(
+            model, layer.name, seq_len, batch, dtype, causal, naive=naive, **({} if naive else dict(
+                gpu=gpu, num_sms=n, units_per_sm=k))), dtype, impl)
     elif variant is Variant.merge:
-        tail = explain_merge(d, layer, roofs, seq_len * batch, dtype)
+        tail = explain_merge(d, layer, roofs, seq_len * batch, dtype, gpu, impl)
         workload = f"{seq_len * batch:,} tokens x {layer.heads.num_qo_heads} heads, {dtype.value}"
     elif variant is Variant.recurrent:
         lens = decode_lens(context_lens, batch)
@@ -96,7 +104,7 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
                     + (f", state {kv_dtype.value}" if kv_dtype != dtype and not layer.spec.state_dtype else ""))
     else:
         tail, workload = explain_decode_step(d, variant, layer, gpu, roofs, context_lens, batch, page_size, dtype,
-                                             kv_dtype, splits, q_len, mla_sparse_fp8)
+                                             kv_dtype, splits, q_len, mla_sparse_fp8, impl)
         if mla_sparse_fp8:
             workload += ", sparse fp8 latent"
     title = (f"{variant.value} attention, {model.display_name}{layer.described()} on {gpu.display_name}: "

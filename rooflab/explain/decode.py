@@ -16,13 +16,15 @@ from ..cost.batch import DecodeBatch, decode_batch
 from ..cost.layers import layer_decode, layer_splits
 from ..cost.merge import merge_pair
 from ..cost.paged import check_splits
+from ..predict import decode_kernel
 from ..errors import InputError
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType, fmt_seconds
-from ..vocab import LayerKind, Variant
+from ..vocab import Kernel, LayerKind, Variant
 from .derivation import Unit, _Derivation, floor_formula, merge_floor, number, vector_floor
 from .layer import Layer
+from .predicted import explain_prediction
 from .mla import explain_mla_decode
 from .spans import decode_reads
 
@@ -46,7 +48,7 @@ def decode_workload(lens: DecodeBatch, q_len: int, dtype: DType, kv_dtype: DType
 def explain_decode_step(d: _Derivation, variant: Variant, layer: Layer, gpu: GpuSpec, roofs: Ceilings,
                         context_lens: Sequence[int] | DecodeBatch, batch: int, page_size: int, dtype: DType,
                         kv_dtype: DType, splits: Optional[int], q_len: int = 1,
-                        mla_sparse_fp8: bool = False) -> tuple[tuple[str, ...], str]:
+                        mla_sparse_fp8: bool = False, impl: Optional[str] = None) -> tuple[tuple[str, ...], str]:
     """Paged (one launch) or split-KV decode: the split count, the derivation, and the workload for the title."""
     lens = decode_lens(context_lens, batch)
     if variant is Variant.paged:
@@ -62,6 +64,9 @@ def explain_decode_step(d: _Derivation, variant: Variant, layer: Layer, gpu: Gpu
                                   mla_sparse_fp8)
     else:
         tail = explain_decode(d, layer, gpu, roofs, lens, page_size, dtype, kv_dtype, chosen, q_len)
+    tail += explain_prediction(d, gpu, decode_kernel(layer.spec, chosen, q_len), lambda n, k: layer_decode(
+        layer.model, layer.name, lens, page_size, dtype, kv_dtype, chosen, q_len, n, k,
+        mla_sparse_fp8=mla_sparse_fp8), dtype, impl)
     return tail, decode_workload(lens, q_len, dtype, kv_dtype, page_size, chosen)
 
 
@@ -163,7 +168,8 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
             f"the GPU busy; rooflab recommends {best} split(s) here (attention {fmt_seconds(t_attn)} per layer)",)
 
 
-def explain_merge(d: _Derivation, layer: Layer, roofs: Ceilings, tokens: int, dtype: DType) -> tuple[str, ...]:
+def explain_merge(d: _Derivation, layer: Layer, roofs: Ceilings, tokens: int, dtype: DType,
+                  gpu: Optional[GpuSpec] = None, impl: Optional[str] = None) -> tuple[str, ...]:
     heads = layer.heads
     cost = merge_pair(tokens, heads.num_qo_heads, heads.value_dim, dtype)
     kernel = predict_kernel(cost.kernel, roofs)
@@ -189,5 +195,8 @@ def explain_merge(d: _Derivation, layer: Layer, roofs: Ceilings, tokens: int, dt
     d.given("E", float(cost.kernel.exp_ops), "exps, two per row")
     d.step("t_memory", "Q_total / beta", kernel.t_memory_s, Unit.seconds)
     vector_floor(d, "t_floor", "F", "E", "Q_total", cost.kernel, roofs, kernel.t_floor_s)
-    return ("the merge is about as memory-bound as a kernel can be; it pays because it runs once per split, "
+    tail = ("the merge is about as memory-bound as a kernel can be; it pays because it runs once per split, "
             "not once per key",)
+    if gpu is None:
+        return tail
+    return tail + explain_prediction(d, gpu, Kernel.merge, lambda n, k: cost, dtype, impl)

@@ -1,0 +1,51 @@
+"""The predicted time in a derivation: the fitted model of one implementation, beside the physical floor.
+
+    t_predicted = c0 + t_launch / eta
+
+t_launch is the launches at the GPU's calibrated roofs with the fit's parallelism and exp terms
+(rooflab.predict.model_time, the one place that formula lives); c0 and eta are the fit's overhead and
+efficiency from the GPU YAML's `fitted:` list. The step is checked against rooflab.predict.predict_time,
+which the report uses, so explain and report cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..cost.common import Cost
+from ..predict import model_time, predict_time
+from ..roofline import Ceilings
+from ..specs import GpuSpec
+from ..units import DType, fmt_seconds
+from ..vocab import CeilingSource, Kernel
+from .derivation import Unit, _Derivation
+
+
+def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Callable[[Optional[int], float], Cost],
+                       dtype: DType, impl: Optional[str] = None) -> tuple[str, ...]:
+    """A 'Predicted time' section for `kernel` on `gpu` (the report's choice of implementation, or `impl`), and a
+    closing line; where the GPU has no fit, one line saying so and how to get one."""
+    p = predict_time(gpu, kernel, price, dtype, impl, optional=True)
+    if p is None:
+        return (f"no fitted {kernel.value} model on {gpu.name}: only the floor (measure with `rooflab bench`, "
+                f"fit with `rooflab fit`)",)
+    fit = gpu.fitted_model(kernel, p.impl)
+    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    k = fit.units_per_sm
+    cost = price(gpu.num_sms if k else None, k or 1.0)
+    t_model = float(np.asarray(model_time(cost, Ceilings.of(gpu, dtype, source), fit.exp_overlap)))
+    campaigns = ", ".join(fit.campaigns) if len(fit.campaigns) <= 2 else f"{len(fit.campaigns)} campaigns"
+    d.section(f"Predicted time ({p.impl}: a model fitted on {campaigns}, not a bound)")
+    parallel = f"{k:g} work units an SM" if k else "no parallelism term"
+    d.given("t_launch", t_model, f"the launches at {source.value} roofs ({parallel}, exp overlap "
+                                f"{fit.exp_overlap:g}; rooflab.predict.model_time)")
+    d.given("c0", fit.overhead_s, "fixed overhead a call (fitted)")
+    d.given("eta", fit.efficiency, "efficiency against the model (fitted)")
+    t = d.step("t_predicted", "c0 + t_launch / eta", p.t_predicted_s, Unit.seconds)
+    held = f"; held-out median error {fit.median_error:.1%}" if fit.median_error is not None else ""
+    return (f"predicted {fmt_seconds(t)} per layer for {p.impl} (fitted on {fit.rows} rows{held})",)
+
+
+__all__ = ["explain_prediction"]
