@@ -6,16 +6,11 @@ from typing import TYPE_CHECKING
 
 from .output import Column, Format, Frame, render
 from .report import PrefillFacts, Report
-from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
+from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds, ridge_text
 from .vocab import Phase
 
 if TYPE_CHECKING:
     from .capacity import CapacityPlan
-
-
-def ridge_text(ratio: float) -> str:
-    """'22.1x right' of the ridge, or '4.7x left' of it."""
-    return f"{ratio:.1f}x right" if ratio >= 1 else f"{1 / ratio:.1f}x left"
 
 
 def _title(r: Report) -> str:

@@ -201,6 +201,11 @@ FP32_BYTES = DType.fp32.bytes
 INT32_BYTES = 4
 
 
+def ridge_text(ratio: float) -> str:
+    """'22.1x right' of the ridge, or '4.7x left' of it (an intensity over the ridge's)."""
+    return f"{ratio:.1f}x right" if ratio >= 1 else f"{1 / ratio:.1f}x left"
+
+
 def fmt_bytes(n: float, binary: bool = True) -> str:
     """Format a byte count: binary units (KiB, MiB, GiB) by default, decimal (KB, MB, GB) on request."""
     if not math.isfinite(n):

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
-from ..render import ridge_text
 from ..roofline import EMULATED_EXP_FLOP, Ceilings, emulated_exps, predict_kernel
 from ..specs import GpuSpec
-from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds
+from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds, ridge_text
 from ..vocab import LayerKind
 
 if TYPE_CHECKING:

@@ -16,10 +16,9 @@ from ..capacity import describe_weights
 from ..cost.flash import KV_STAGES
 from ..cost.layers import layer_prefill
 from ..cost.naive import NaiveCeiling, naive_ceiling, naive_prefill
-from ..render import ridge_text
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec, ModelSpec
-from ..units import FP32_BYTES, DType, fmt_bytes
+from ..units import FP32_BYTES, DType, fmt_bytes, ridge_text
 from .derivation import ExplainMismatch, Unit, _Derivation, floor_formula, number, vector_floor
 from .layer import Layer
 from .spans import pairs_note, prefill_pairs, tiled_rows

@@ -13,10 +13,9 @@ import numpy as np
 from ..cost.batch import DecodeBatch
 from ..cost.layers import layer_decode, layer_prefill
 from ..cost.linear import RECURRENT_FLOPS_PER_KV
-from ..render import ridge_text
 from ..roofline import Ceilings, predict
 from ..specs import GpuSpec
-from ..units import DType, fmt_bytes
+from ..units import DType, fmt_bytes, ridge_text
 from .derivation import Unit, _Derivation, floor_formula, roof_symbols
 from .layer import Layer
 

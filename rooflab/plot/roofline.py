@@ -23,9 +23,8 @@ from matplotlib.text import Annotation
 from matplotlib.patheffects import withStroke
 from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
-from ..render import ridge_text
 from ..roofline import Ceilings
-from ..units import fmt_rate
+from ..units import fmt_rate, ridge_text
 from .points import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
 from .style import (chart, FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
                     intensity_text, new_figure, plain_log_formatter, title)
