@@ -392,10 +392,12 @@ def load_gpu(ref: str | os.PathLike) -> GpuSpec:
 def load_model(ref: str | os.PathLike) -> ModelSpec:
     """A model by bundled name (see `rooflab list models`), by path to a YAML file, or from a Hugging Face
     config.json: a path ending in .json, a folder holding one, or an 'org/name' id in the local cache (rooflab.hf)."""
-    from . import hf
+    text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else ""
+    if text.endswith(".json") or "/" in text or os.sep in text or (text and Path(text).is_dir()):
+        from . import hf        # only for what may be a config.json: the CLI's start-up stays light
 
-    if isinstance(ref, (str, os.PathLike)) and hf.is_hf_reference(ref):
-        return hf.load_hf_config(ref)
+        if hf.is_hf_reference(ref):
+            return hf.load_hf_config(ref)
     path = spec_path("models", "model", ref).resolve()
     return _load_model(path, _stamp(path))
 

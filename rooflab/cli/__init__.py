@@ -8,7 +8,6 @@ so that they register. Heavy modules are imported inside the command functions, 
 `rooflab report` fast.
 """
 
-from __future__ import annotations
 
 import functools
 import os

@@ -1,6 +1,5 @@
 """`rooflab report`, `capacity`, `numerics` and `list`: the calculator's answers as tables."""
 
-from __future__ import annotations
 
 from typing import Annotated, Optional
 

@@ -1,6 +1,5 @@
 """`rooflab plot ...`: the charts, written as .png, .svg or .pdf."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Optional

@@ -1,6 +1,5 @@
 """`rooflab explain`: the working behind the report, figure by figure."""
 
-from __future__ import annotations
 
 import enum
 from typing import Annotated, Optional

@@ -1,6 +1,5 @@
 """`rooflab fit`: fit each kernel implementation's time model on measurement campaigns and store it in a GPU YAML."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Optional

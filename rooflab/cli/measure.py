@@ -1,6 +1,5 @@
 """`rooflab calibrate`, `bench` and `validate`: measure a GPU and hold the model against the measurements."""
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path

@@ -5,7 +5,6 @@ A bad value is a usage error naming the option and the value ("Invalid value for
 (units.parse_count: 32k = 32,000, 32K = 32,768), sizes the usual units (units.parse_bytes).
 """
 
-from __future__ import annotations
 
 import math
 from typing import Callable

@@ -1,6 +1,5 @@
 """`rooflab schema`: the JSON Schema of the GPU or model YAML format, for editors."""
 
-from __future__ import annotations
 
 import enum
 from pathlib import Path
