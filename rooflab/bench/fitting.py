@@ -3,7 +3,7 @@
     t_predicted = c0 + t_model(units_per_sm, exp_overlap) / eta
 
 For each (kernel, implementation) the parallelism model's units per SM (kernels whose launches it
-limits) and the exp overlap (kernels whose exps compete with their matrix work) are chosen from
+limits; the paged decode kernel's variants take the GPU's decode value instead) and the exp overlap (kernels whose exps compete with their matrix work) are chosen from
 grids; for each pair, c0 >= 0 and eta > 0 come from least squares on the relative error
 (fit_overhead_efficiency); the pair with the smallest loss on the fitted rows wins. Which rows are
 fitted and which held out is the caller's choice (validate.py: alternate rows of one campaign, or
@@ -32,6 +32,12 @@ EXP_OVERLAP_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: Kernels whose launches the parallelism model limits.
 PARALLEL_KERNELS = (Kernel.flash, Kernel.flash_window, Kernel.paged, Kernel.split_kv, Kernel.paged_window,
                     Kernel.paged_multi, Kernel.mla_decode)
+#: Variants of the paged decode kernel (windows and sinks; several query tokens): the same launch (a block a
+#: sequence x KV head x split) and the same registers as paged decode, so their units per SM is the GPU's decode
+#: value (`GpuSpec.units_per_sm`, fitted on the paged and split-KV campaigns), not one refitted on their own
+#: dozen rows, where the grid's choice is noise (on the H200's 6 fitted windowed rows it picked 0.5, and the
+#: held-out batch of 16 sequences came out 34% fast).
+DECODE_VARIANTS = (Kernel.paged_window, Kernel.paged_multi)
 #: Kernels whose exp work is large against their matrix work (an exp per visible pair).
 EXP_KERNELS = (Kernel.flash, Kernel.flash_window, Kernel.mla_decode)
 #: A group needs this many fitted rows.
@@ -85,7 +91,8 @@ def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray
     None (and the plain calibrated model times) when fewer than MIN_ROWS_TO_FIT rows are fitted.
     """
     measured = np.array([m.time_s for m in members])
-    ks = UNITS_PER_SM_GRID if kernel in PARALLEL_KERNELS else (None,)
+    ks = ((gpu.units_per_sm,) if kernel in DECODE_VARIANTS
+          else UNITS_PER_SM_GRID if kernel in PARALLEL_KERNELS else (None,))
     alphas = EXP_OVERLAP_GRID if kernel in EXP_KERNELS else (0.0,)
     if int(np.sum(fitted)) < MIN_ROWS_TO_FIT:
         return None, model_times(members, gpu, None)[0]
@@ -99,5 +106,5 @@ def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray
     return best[1], best[2]
 
 
-__all__ = ["EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "PARALLEL_KERNELS", "UNITS_PER_SM_GRID", "fit_group",
+__all__ = ["DECODE_VARIANTS", "EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "PARALLEL_KERNELS", "UNITS_PER_SM_GRID", "fit_group",
            "fit_overhead_efficiency", "model_times"]
