@@ -1,4 +1,5 @@
-"""Progress lines of long GPU work (bench, calibrate): step, time spent, an estimate of what is left."""
+"""Progress lines of long GPU work (bench, calibrate): step, time spent, an estimate of what is left.
+"""
 
 from __future__ import annotations
 

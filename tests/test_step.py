@@ -1,34 +1,21 @@
 """The whole-model step (rooflab.step): its rows by hand, invariants, the measured step it predicts, bad input, the
-CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes)."""
+CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes).
+"""
 
 from __future__ import annotations
 
-import json
-import math
-
-import numpy as np
 import pytest
 
 from rooflab.bench.records import read_measurements
 from rooflab.capacity import tensor_parallel_sizes
-from rooflab.cli import app
-from rooflab.cost.gemm import gemm
 from rooflab.errors import InputError
 from rooflab.load import available, data_dir, load_gpu, load_model
-from rooflab.step import SMALL_OPS, step_report, small_op_time, _kv_bytes
+from rooflab.step import SMALL_OPS, _kv_bytes, small_op_time, step_report
 from rooflab.units import DType
+
 
 H200 = load_gpu("h200-sxm")
 LLAMA = load_model("llama-3-8b")
-
-
-def test_gemm_by_hand():
-    # Llama-3-8B's MLP down projection at one row: 2 x 4096 x 14336 FLOPs over the 117 MB weight, 1.0 FLOP/byte
-    c = gemm(1, 4096, 14336, DType.bf16)
-    assert float(c.flops) == 2 * 4096 * 14336
-    assert float(c.hbm_bytes) == 4096 * 14336 * 2 + (14336 + 4096) * 2
-    assert float(c.weight_bytes) == 4096 * 14336 * 2
-    assert float(gemm(8, 10, 10, DType.bf16, weight_bits=4, groups=3).weight_bytes) == 3 * 10 * 10 * 0.5
 
 
 def test_decode_rows_by_hand():
@@ -126,76 +113,3 @@ def test_the_bundled_decode_steps_are_predicted_within_15_percent():
         errors.append(abs(r.t_predicted_s / m.time_s - 1))
         assert r.t_floor_s < m.time_s                                 # no measurement beats its floor
     assert max(errors) <= 0.15
-
-
-# ------------------------------------------------------------------ the CLI
-
-def _run(args, capsys):
-    with pytest.raises(SystemExit) as done:
-        app(args)
-    out = capsys.readouterr()
-    return done.value.code or 0, out.out, out.err
-
-
-def test_report_phase_step(capsys):
-    code, out, _ = _run(["report", "--phase", "step", "-m", "llama-3-8b", "-g", "h200-sxm", "-b", "8", "-L", "32K",
-                         "--tp", "2", "-f", "json"], capsys)
-    assert code == 0
-    d = json.loads(out)
-    assert d["tp"] == 2 and d["context_len"] == 32768 and d["t_predicted_s"] > d["t_floor_s"] > 0
-    code, out, _ = _run(["report", "--phase", "step", "-g", "h200-sxm", "--dcp", "2", "-L", "128K", "-b", "8"], capsys)
-    assert code == 0 and "DCP 2" in out and "t_predicted" in out
-    code, out, _ = _run(["report", "--phase", "step", "-g", "h200-sxm", "--step", "prefill", "--cp", "2", "-L", "32K"],
-                        capsys)
-    assert code == 0 and "ring over 2 GPUs" in out
-
-
-@pytest.mark.parametrize("args, says", [
-    (["--phase", "step", "--tp", "3"], "3 does not divide the 32 query heads"),
-    (["--phase", "step", "--dcp", "9", "-L", "128"], "larger than the context in pages"),
-    (["--phase", "step", "-L", "32K", "-b", "64", "-g", "h200-sxm"], "does not fit"),
-    (["--phase", "decode", "--tp", "2"], "--tp applies to --phase step only"),
-    (["--phase", "step", "--splits", "4"], "--splits applies to --phase prefill or decode only"),
-    (["--phase", "step", "-L", "1k,2k"], "one --context-len"),
-])
-def test_report_step_bad_input_exits_2(args, says, capsys):
-    code, _, err = _run(["report", *args], capsys)
-    assert code == 2 and says in err
-
-
-def test_distributed_bench_without_gpus_is_an_error_not_a_hang(capsys, tmp_path):
-    pytest.importorskip("torch")
-    import torch
-
-    if torch.cuda.device_count() >= 2:
-        pytest.skip("this machine has the GPUs")
-    code, _, err = _run(["bench", "--distributed", "--nproc", "2", "-o", str(tmp_path / "x.csv")], capsys)
-    assert code == 2 and "needs 2 GPUs" in err
-
-
-# ------------------------------------------------------------------ the distributed code paths on CPU (gloo)
-
-def test_distributed_bench_on_cpu_with_gloo(tmp_path):
-    torch = pytest.importorskip("torch")
-    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
-        pytest.skip("this PyTorch has no gloo backend")
-    from rooflab.bench.distributed import launch
-
-    result = launch(2, tmp_path, cpu=True, timeout_s=240, prefix="cpu")
-    assert result.returncode == 0, (tmp_path / "cpu-ranks" / "torchrun.log").read_text()[-2000:]
-    assert set(result.files) == {"collectives", "distributed", "gemm", "step"}
-    failed = [n for n in result.notes if n["note"] in ("failed", "section_failed")]
-    assert not failed
-    for path in result.files.values():
-        meta, rows = read_measurements(path)
-        assert rows and meta["backend"] == "gloo"
-    meta, rows = read_measurements(result.files["distributed"])
-    # DCP's all-gather and merge, the TP all-reduce and the ring's passes give the one-process answer
-    assert {m.kernel.value for m in rows} == {"dcp_decode", "tp_attention", "ring_prefill"}
-    for m in rows:
-        if m.world_size == 2:
-            assert m.max_rel_err < 1e-5, m
-    meta, rows = read_measurements(result.files["collectives"])
-    assert {m.kernel.value for m in rows} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                              "send_recv"}
-    assert json.loads(meta["nccl_check"])["all_reduce_sum_ok"]

@@ -1,0 +1,39 @@
+"""The whole-model step (rooflab.step): its rows by hand, invariants, the measured step it predicts, bad input, the
+CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rooflab.bench.records import read_measurements
+
+
+# ------------------------------------------------------------------ the distributed code paths on CPU (gloo)
+
+def test_distributed_bench_on_cpu_with_gloo(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("this PyTorch has no gloo backend")
+    from rooflab.bench.distributed import launch
+
+    result = launch(2, tmp_path, cpu=True, timeout_s=240, prefix="cpu")
+    assert result.returncode == 0, (tmp_path / "cpu-ranks" / "torchrun.log").read_text()[-2000:]
+    assert set(result.files) == {"collectives", "distributed", "gemm", "step"}
+    failed = [n for n in result.notes if n["note"] in ("failed", "section_failed")]
+    assert not failed
+    for path in result.files.values():
+        meta, rows = read_measurements(path)
+        assert rows and meta["backend"] == "gloo"
+    meta, rows = read_measurements(result.files["distributed"])
+    # DCP's all-gather and merge, the TP all-reduce and the ring's passes give the one-process answer
+    assert {m.kernel.value for m in rows} == {"dcp_decode", "tp_attention", "ring_prefill"}
+    for m in rows:
+        if m.world_size == 2:
+            assert m.max_rel_err < 1e-5, m
+    meta, rows = read_measurements(result.files["collectives"])
+    assert {m.kernel.value for m in rows} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                              "send_recv"}
+    assert json.loads(meta["nccl_check"])["all_reduce_sum_ok"]

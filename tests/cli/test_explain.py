@@ -1,0 +1,204 @@
+"""Tests of rooflab/cli/explain.py.
+
+From the suites this file gathers:
+
+`rooflab explain`: the chapter's figures, formulas that agree with the cost functions, and the CLI.
+
+`rooflab explain` on layer types: windows, chunks, sinks, MLA, linear layers, several query tokens per sequence.
+
+Every variant that applies to a layer type derives without ExplainMismatch (each shown formula agrees with
+the cost function to AGREEMENT_RTOL) on every bundled model and on five architectures written here as YAML,
+across workloads below and above the window, ragged batches and q_len 1 and 4; golden figures carry their
+source; explain and the report price the same layer.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab import load_gpu, load_model
+from rooflab.cli import app
+from rooflab.report import prefill_report
+from rooflab.vocab import Variant
+
+
+runner = CliRunner()
+LLAMA = load_model("llama-3-8b")
+H100 = load_gpu("h100-sxm")
+
+
+# "Naive attention and the online softmax", the opening sections: S, the traffic of
+# the three kernels, F, the two intensities, the ridge, the factor between them, and the times
+CHAPTER_FIGURES = ["4.000 GiB", "16.156 GiB", "1.0995e12", "1.100 TFLOP", "63.4", "6553.6", "295",
+                   "22.2x right", "4.7x left", "103", "5.18 ms", "165.7 ms", "35.6 ms"]
+
+
+def test_default_text_contains_the_chapter_figures():
+    r = runner.invoke(app, ["explain", "--no-causal"])
+    assert r.exit_code == 0, r.output
+    for figure in CHAPTER_FIGURES:
+        assert figure in r.stdout, figure
+    assert "S = B * h * T^2 * b = 1 * 32 * 8192^2 * 2 = 4.295e9 B = 4.000 GiB" in r.stdout
+    assert "I_compulsory = 2 * h * T / (b * (h + h_kv)) = 2 * 32 * 8192 / (2 * (32 + 8)) = 6553.6 FLOP/byte" \
+        in r.stdout
+    assert "fits" in r.stdout and "23,215" in r.stdout
+
+
+def test_markdown_has_the_same_figures():
+    r = runner.invoke(app, ["explain", "--format", "markdown", "--no-causal"])
+    assert r.exit_code == 0
+    assert r.stdout.startswith("## naive attention") and "| `S` | `B * h * T^2 * b` |" in r.stdout
+    for figure in CHAPTER_FIGURES:
+        assert figure in r.stdout, figure
+
+
+def test_cli_decode_options():
+    r = runner.invoke(app, ["explain", "--variant", "split_kv", "-L", "100,5000", "-L", "17", "--page-size", "32",
+                            "--kv-dtype", "fp8_e4m3", "--splits", "4"])
+    assert r.exit_code == 0, r.output
+    assert "3 sequences" in r.stdout and re.search(r"n_split +=  ?4 ", r.stdout) and "fp8_e4m3" in r.stdout
+    assert "Q_merge" in r.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--variant", "paged", "--splits", "4"], "--splits applies to --variant split_kv"),
+    (["--variant", "cascade"], "--variant"),
+    (["--format", "json"], "--format"),
+    (["-L", "10,20", "-b", "3", "--variant", "paged"], "disagrees"),
+    (["--seq-len", "0"], "--seq-len"),
+    (["--ceilings", "calibrated"], "no measured: section"),
+])
+def test_cli_bad_input(args, needle):
+    r = runner.invoke(app, ["explain", *args])
+    assert r.exit_code == 2, r.output
+    assert 1 <= len(r.stderr.strip().splitlines()) <= 2 and needle in r.stderr and r.stdout == ""
+
+
+def test_the_predicted_time_is_derived_beside_the_floor():
+    """Where the GPU has a fitted model, explain's last section derives t_predicted = c0 + t_launch / eta and
+    agrees with the report's row (rooflab.predict.predict_time); without a fit it says there is only the floor."""
+    from rooflab.explain import explain as derive
+    from rooflab.report import prefill_report
+    from rooflab.vocab import Variant
+
+    h200 = load_gpu("h200-sxm")
+    e = derive(Variant.flash, LLAMA, h200)
+    section = e.sections[-1]
+    assert section.title.startswith("Predicted time (") and "not a bound" in section.title
+    (step,) = section.steps
+    assert step.quantity == "t_predicted" and step.formula == "c0 + t_launch / eta"
+    row = next(r for r in prefill_report(LLAMA, h200).rows if r.variant == "flash")
+    assert step.value == pytest.approx(row.t_predicted_s, rel=1e-12)
+    assert any(line.startswith("predicted ") and row.predicted_impl in line for line in e.conclusion)
+    named = derive(Variant.flash, LLAMA, h200, impl="rooflab_hopper")
+    assert "rooflab_hopper" in named.sections[-1].title
+    none = derive(Variant.flash, LLAMA, H100)
+    assert not none.sections[-1].title.startswith("Predicted") and any("only the floor" in t for t in none.conclusion)
+    r = runner.invoke(app, ["explain", "-v", "paged", "-g", "h200", "--impl", "nope"])
+    assert r.exit_code == 2 and "--impl nope" in r.stderr
+
+
+_COMMON = "ffn_size: 8192\nvocab_size: 32000\nmax_context_len: 131072\n"
+
+# Gemma 3 technical report: five local layers (window 1024) per global one; 27B: 62 layers, 32/16 heads of 128
+GEMMA3 = """
+name: gemma3-like
+display_name: Gemma-3-like 5:1
+num_layers: 62
+hidden_size: 5376
+num_qo_heads: 32
+num_kv_heads: 16
+head_dim: 128
+source: Gemma 3 technical report (local:global 5:1, window 1024)
+layer_types:
+  local: {kind: sliding, window: 1024}
+  global: {kind: full}
+layer_pattern: [local, local, local, local, local, global]
+""" + _COMMON
+
+
+# DeepSeek-V3 technical report section 2.1.1 and its config.json
+DEEPSEEK = """
+name: deepseek-v3-like
+display_name: DeepSeek-V3-like
+num_layers: 61
+hidden_size: 7168
+num_qo_heads: {heads}
+num_kv_heads: {heads}
+head_dim: 192
+v_head_dim: 128
+source: DeepSeek-V3 technical report, section 2.1.1 (MLA)
+layer_types:
+  mla: {{kind: mla, kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, q_lora_rank: 1536}}
+""" + _COMMON
+
+
+# Qwen3-Next model card and config: Gated DeltaNet on three of every four layers
+QWEN3_NEXT = """
+name: qwen3-next-like
+display_name: Qwen3-Next-like
+num_layers: 48
+hidden_size: 2048
+num_qo_heads: 16
+num_kv_heads: 2
+head_dim: 256
+source: Qwen3-Next config (linear attention 3:1)
+layer_types:
+  linear: {kind: linear, linear_num_key_heads: 16, linear_num_value_heads: 32, linear_key_head_dim: 128,
+           linear_value_head_dim: 128, linear_conv_kernel: 4}
+  full: {kind: full}
+layer_pattern: [linear, linear, linear, full]
+""" + _COMMON
+
+
+# --- the CLI ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def yaml_models(tmp_path):
+    paths = {}
+    for key, text in (("gemma3", GEMMA3), ("deepseek", DEEPSEEK.format(heads=128)), ("qwen3-next", QWEN3_NEXT)):
+        paths[key] = tmp_path / f"{key}.yaml"
+        paths[key].write_text(text)
+    return paths
+
+
+def test_cli_layer_type(yaml_models):
+    r = runner.invoke(app, ["explain", "-m", str(yaml_models["gemma3"]), "--layer-type", "local", "-v", "flash",
+                            "-T", "5000"])
+    assert r.exit_code == 0, r.output
+    assert "'local' layers (sliding (window 1,024))" in r.stdout
+    assert re.search(r"pairs += W \* \(W \+ 1\) / 2 \+ \(T - W\) \* W = ", r.stdout)
+    for model in load_model("llama-3-8b"), load_model("mistral-7b"):
+        for name in model.layer_types:
+            r = runner.invoke(app, ["explain", "-m", model.name, "--layer-type", name, "-v", "flash"])
+            assert r.exit_code == 0, r.output
+
+
+def test_cli_decode_variants_of_layer_types(yaml_models):
+    r = runner.invoke(app, ["explain", "-m", str(yaml_models["deepseek"]), "-v", "split_kv", "--dtype", "bf16",
+                            "--q-len", "2", "--mla-sparse-fp8"])
+    assert r.exit_code == 0, r.output
+    assert re.search(r"lat += 512 \+ 4 \* 4 \+ 64 \* 2 = 656 B", r.stdout)
+    r = runner.invoke(app, ["explain", "-m", str(yaml_models["qwen3-next"]), "-v", "recurrent", "-b", "4"])
+    assert r.exit_code == 0, r.output
+    assert "state = (h_v * d_k * d_v + (K - 1) * (2 * h_k * d_k + h_v * d_v)) * b_s = " in r.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--layer-type", "sliding"], "'sliding'"),
+    (["--variant", "recurrent"], "--variant recurrent"),
+    (["--variant", "flash", "--q-len", "4"], "--q-len"),
+    (["--variant", "paged", "--q-len", "0"], "--q-len"),
+])
+def test_cli_layer_errors(args, needle):
+    r = runner.invoke(app, ["explain", *args])
+    assert r.exit_code == 2, r.output
+    assert needle in r.stderr and r.stdout == ""
+
+
+def test_cli_bad_layer_type_lists_the_models_types(yaml_models):
+    r = runner.invoke(app, ["explain", "-m", str(yaml_models["gemma3"]), "--layer-type", "glob"])
+    assert r.exit_code == 2 and "'glob'" in r.stderr and "local (sliding), global (full)" in r.stderr

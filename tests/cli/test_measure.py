@@ -1,0 +1,241 @@
+"""Tests of rooflab/cli/measure.py.
+
+From the suites this file gathers:
+
+The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
+
+The files written here are test fixtures built from rooflab's own predictions (so the expected
+fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
+
+The benchmark's parts that need no GPU: the sweep, the measurement rows it makes, and the
+one-line error where CuPy or a device is missing.
+
+`rooflab bench --new-kernels`: the attention variants' cases, their costs, their rows and the CLI, without a GPU;
+one GPU test (marker gpu) runs a tiny case of each new kernel through the bench end to end.
+
+The hand-computed examples below count visible (query, key) pairs from the masks' definitions
+(rooflab.cost.common.Visibility; numerics.visible_keys) and check the cost model's FLOPs against
+them: attention does 2 FLOPs a multiply-add over d for Q K^T and over d_v for P V, per visible pair
+and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kernels.mla.mla_flops).
+
+`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
+
+The data are real runs (RESULTS.md says when, where and with which command). These tests pin
+what the committed data and the current cost model say together: every bundled kernel was
+measured, its metadata is complete, and the calibrated model predicts the held-out half of the
+sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
+fixed files, so nothing here depends on the speed of the machine running the tests.
+
+The whole-model step (rooflab.step): its rows by hand, invariants, the measured step it predicts, bad input, the
+CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab import load_gpu
+from rooflab.bench.cases import new_kernel_cases
+from rooflab.bench.records import FORMAT_LINE, Measurement, V1_FIELDS, write_measurements
+from rooflab.bench.validate import validate
+from rooflab.cli import app
+from rooflab.load import load_gpu
+from rooflab.vocab import Kernel
+
+
+runner = CliRunner()
+META = {"gpu_spec": "h100-sxm", "device_name": "NVIDIA H100 80GB HBM3", "date": "fixture"}
+
+
+def _flash(t: int, time_s: float, impl: str = "rooflab") -> Measurement:
+    return Measurement(kernel="flash", impl=impl, dtype="fp16", time_s=time_s, batch=1, num_qo_heads=32,
+                       num_kv_heads=8, head_dim=128, seq_len=t)
+
+
+def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
+                 units_per_sm: float | None = None) -> Measurement:
+    """A row timed exactly as the model says: overhead + t_model / fraction (h100-sxm has no measured ceilings,
+    so the model runs on its datasheet roofs; units_per_sm None: no parallelism term)."""
+    from rooflab.bench.fitting import model_times
+
+    t_model = float(model_times([m], load_gpu("h100-sxm"), units_per_sm)[0][0])
+    return Measurement(**{**m.__dict__, "time_s": overhead + t_model / fraction})
+
+
+def _cli(*args):
+    return runner.invoke(app, ["validate", *args])
+
+
+def _short_error(result, *needles):
+    assert result.exit_code == 2, result.output
+    assert 1 <= len(result.stderr.strip().splitlines()) <= 2, result.stderr
+    for n in needles:
+        assert n in result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+
+
+def test_validate_cli_json(tmp_path):
+    rows = [_at_fraction(_flash(t, 1.0), 0.5) for t in (1024, 2048, 4096, 8192)]
+    path = tmp_path / "m.csv"
+    write_measurements(path, rows, META)
+    out = tmp_path / "v.json"
+    r = _cli(str(path), "--format", "json", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["gpu"] == "h100-sxm" and doc["groups"][0]["fraction_of_floor_datasheet"] == pytest.approx(0.5)
+    assert json.loads(out.read_text()) == doc
+
+
+def _write_text(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    return str(path)
+
+
+FULL_HEADER = ",".join(V1_FIELDS)   # the first campaigns' columns: the later ones are optional
+GOOD_ROW = "flash,rooflab,fp16,0.001,,1,32,8,128,4096,,0,0,1,0,,,20,0.001"
+
+
+def _file(*rows: str, head: str = f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n", header: str = FULL_HEADER) -> str:
+    return head + header + "\n" + "".join(r + "\n" for r in rows)
+
+
+@pytest.mark.parametrize("body, needles", [
+    (_file(header="kernel,impl,dtype"), ["missing column", "time_s"]),
+    (_file(GOOD_ROW, GOOD_ROW.replace("flash", "warp")), ["line 5", "'kernel'", "unknown kernel 'warp'"]),
+    (_file(GOOD_ROW.replace("0.001,,1", "nan,,1", 1)), ["line 4", "'time_s'"]),
+    (_file(GOOD_ROW.replace("0.001,,1", ",,1", 1)), ["line 4", "'time_s'"]),
+    (_file(GOOD_ROW.replace(",4096,", ",lots,")), ["line 4", "'seq_len'", "lots"]),
+    (_file(GOOD_ROW + ",red", header=FULL_HEADER + ",colour"), ["unknown column", "colour"]),
+    ("", ["empty"]),
+    (_file(GOOD_ROW[:-20]), ["line 4", "cells"]),                                  # a truncated row
+    (_file(GOOD_ROW + ",7"), ["line 4", "cells"]),                                 # an extra cell
+    (_file(GOOD_ROW, head="# gpu_spec: h100-sxm\n"), ["format line"]),             # no version line
+    (_file(GOOD_ROW, head="# rooflab measurements v9\n"), ["format line"]),
+    (_file(GOOD_ROW.replace(",4096,", ",0,")), ["line 4", "seq_len"]),              # a flash row without its length
+    (_file(GOOD_ROW.replace("flash,", "paged,", 1).replace(",,0,0,1,", ",lots,0,16,1,")),
+     ["line 4", "'context_lens'", "lots"]),
+    (_file(GOOD_ROW, head=f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n# device_name: NVIDIA H200\n"),
+     ["device_name", "gpu_spec"]),
+    (_file(GOOD_ROW.replace(",0,0,1,0,", ",yes,0,1,0,")), ["line 4", "'causal'"]),
+])
+def test_bad_measurement_files(tmp_path, body, needles):
+    path = _write_text(tmp_path, body)
+    _short_error(_cli(path), path, *needles)
+
+
+def test_measurements_from_another_gpu(tmp_path):
+    path = tmp_path / "m.csv"
+    write_measurements(path, [_flash(4096, 1e-3)] * 4, META)
+    _short_error(_cli(str(path), "--gpu", "a100-40gb"), "measured on NVIDIA H100", "not on a100-40gb")
+
+
+def test_unwritable_output_leaves_nothing(tmp_path):
+    path = tmp_path / "m.csv"
+    write_measurements(path, [_flash(4096, 1e-3)] * 4, META)
+    _short_error(_cli(str(path), "-o", str(tmp_path / "no" / "such" / "dir.txt")), "dir.txt", "does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.csv"]
+
+
+def test_output_never_overwrites_the_input(tmp_path):
+    path = tmp_path / "m.csv"
+    write_measurements(path, [_flash(4096, 1e-3)] * 4, META)
+    before = path.read_text()
+    _short_error(_cli(str(path), "-o", str(path)), "overwrite an input")
+    assert path.read_text() == before
+
+
+def test_missing_file(tmp_path):
+    _short_error(_cli(str(tmp_path / "absent.csv")), "cannot read")
+
+
+def test_the_default_dataset_holds_the_new_kernels_too():
+    """`rooflab validate` with no file reads the bundled sweep and the new kernels' campaign together."""
+    from typer.testing import CliRunner
+
+    from rooflab.bench.validate import BUNDLED_DATASET, validate
+    from rooflab.cli import app
+    from rooflab.vocab import Kernel
+
+    v = validate()
+    kernels = {g.kernel for g in v.groups}
+    assert {Kernel.flash, Kernel.paged, Kernel.flash_window, Kernel.paged_window, Kernel.paged_multi,
+            Kernel.mla_decode} <= kernels
+    assert BUNDLED_DATASET == ("h200-sweep.csv", "h200-new-kernels.csv")
+    r = CliRunner().invoke(app, ["validate", "-f", "json"])
+    assert r.exit_code == 0 and "mla_decode" in r.stdout
+
+
+NO_CUPY = importlib.util.find_spec("cupy") is None
+
+
+@pytest.mark.skipif(not NO_CUPY, reason="CuPy is installed here: the missing-CuPy message cannot be seen")
+@pytest.mark.parametrize("command", [["bench"], ["calibrate"], ["bench", "--quick", "-k", "merge"]])
+def test_gpu_commands_say_what_is_missing(command):
+    r = CliRunner().invoke(app, command)
+    assert r.exit_code == 2
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "CuPy is not installed" in r.stderr and "rooflab[gpu]" in r.stderr
+
+
+# ---------------------------------------------------------------- the CLI
+
+def test_bench_new_kernels_runs_the_new_cases(monkeypatch, tmp_path):
+    """`rooflab bench --new-kernels` hands new_kernel_cases() to the runner (the device calls replaced)."""
+    import rooflab.bench.device as device
+    import rooflab.bench.run as run
+
+    seen = {}
+
+    def run_to_file(cases, *args, **kwargs):
+        seen["cases"] = cases
+        return run.BenchResult()
+
+    monkeypatch.setattr(device, "default_spec", lambda: "h200-sxm")
+    monkeypatch.setattr(device, "device_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(device, "check_spec_matches", lambda spec, name: None)
+    monkeypatch.setattr(run, "run_to_file", run_to_file)
+    out = tmp_path / "new.csv"
+    for args, expected in ((["--new-kernels"], new_kernel_cases()),
+                           (["--new-kernels", "--quick"], new_kernel_cases(quick=True)),
+                           (["--new-kernels", "-k", "mla"], [c for c in new_kernel_cases()
+                                                              if c.kernel is Kernel.mla_decode])):
+        seen.clear()
+        r = CliRunner().invoke(app, ["bench", *args, "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        assert seen["cases"] == expected
+        assert f"{len(expected)} configurations on NVIDIA H200" in r.stderr
+    assert "--new-kernels" in CliRunner().invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output
+
+
+def test_validate_cli_on_bundled_data():
+    r = CliRunner().invoke(app, ["validate", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["gpu"] == "h200-sxm" and doc["ceilings"] == "calibrated"
+    table = CliRunner().invoke(app, ["validate"]).stdout
+    assert "NVIDIA H200" in table and "held-out" in table
+
+
+# ------------------------------------------------------------------ the CLI
+
+def _run(args, capsys):
+    with pytest.raises(SystemExit) as done:
+        app(args)
+    out = capsys.readouterr()
+    return done.value.code or 0, out.out, out.err
+
+
+def test_distributed_bench_without_gpus_is_an_error_not_a_hang(capsys, tmp_path):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.device_count() >= 2:
+        pytest.skip("this machine has the GPUs")
+    code, _, err = _run(["bench", "--distributed", "--nproc", "2", "-o", str(tmp_path / "x.csv")], capsys)
+    assert code == 2 and "needs 2 GPUs" in err

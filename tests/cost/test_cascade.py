@@ -1,0 +1,70 @@
+"""Tests of rooflab/cost/cascade.py.
+
+From the suites this file gathers:
+
+Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
+
+Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
+"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+
+Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
+short message; and the same answers as before for every form a valid value may take.
+
+The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab import AttentionHeads, load_model
+from rooflab.cost.cascade import breakeven_prefix_len, cascade_decode
+from rooflab.cost.paged import paged_decode
+from rooflab.errors import InputError
+from rooflab.load import load_model
+from rooflab.specs import AttentionHeads
+
+
+LLAMA = load_model("llama-3-8b")
+
+
+def test_cascade_reads_the_prefix_once():
+    n, prefix, suffix = 32, 4096, 100
+    c = cascade_decode(LLAMA, prefix, [suffix] * n)
+    kv_token = 2 * 8 * 128 * 2   # one layer, fp16
+    # plain reads the prefix n times, cascade once: the saving is (n - 1) prefix tokens, less the overhead
+    assert float(c.saved_bytes) == pytest.approx((n - 1) * prefix * kv_token, rel=0.01)
+    assert float(c.saved_bytes) < (n - 1) * prefix * kv_token
+    assert float(c.flops) == float(paged_decode(LLAMA, [prefix + suffix] * n).flops)
+
+
+def test_cascade_breakeven():
+    p = breakeven_prefix_len(LLAMA, 8)
+    assert float(cascade_decode(LLAMA, p, [1] * 8).saved_bytes) > 0
+    assert float(cascade_decode(LLAMA, p - 1, [1] * 8).saved_bytes) <= 0
+    assert breakeven_prefix_len(LLAMA, 1) == 0
+
+
+#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
+SHORT = 400
+
+
+def heads() -> AttentionHeads:
+    return AttentionHeads(32, 8, 128)
+
+
+def refused(call, *names: str, error: type = InputError) -> str:
+    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
+    for name in names:
+        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
+    return message
+
+
+def test_cascade_checks_its_lengths():
+    refused(lambda: cascade_decode(heads(), "1024", [16]), "prefix")
+    refused(lambda: cascade_decode(heads(), 1024, [-1]), "suffix")
+    refused(lambda: cascade_decode(heads(), 1024, "16"), "suffix")

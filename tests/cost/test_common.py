@@ -1,0 +1,104 @@
+"""Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
+short message; and the same answers as before for every form a valid value may take.
+
+The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from rooflab.cost.cascade import cascade_decode
+from rooflab.cost.common import as_array, whole_number
+from rooflab.cost.flash import flash_prefill
+from rooflab.cost.merge import merge_pair
+from rooflab.cost.naive import naive_prefill
+from rooflab.cost.paged import DecodeBatch, paged_decode
+from rooflab.errors import InputError
+from rooflab.limits import MAX_TOKENS
+from rooflab.specs import AttentionHeads
+from rooflab.units import DType
+
+
+#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
+SHORT = 400
+HUGE = 10**60
+LONG_LIST = [8192] * (2**16 + 1)
+
+
+def heads() -> AttentionHeads:
+    return AttentionHeads(32, 8, 128)
+
+
+def refused(call, *names: str, error: type = InputError) -> str:
+    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
+    for name in names:
+        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
+    return message
+
+
+# --- whole_number: the one validator of whole-number arguments ---------------------------------------------------
+
+@pytest.mark.parametrize("value", [8192, 8192.0, np.int64(8192), np.uint16(8192), np.float32(8192), Fraction(8192),
+                                   Decimal("8192"), Decimal("8192.000"), np.array(8192)])
+def test_whole_number_reads_every_numeric_form(value):
+    out = whole_number(value, "page size", maximum=MAX_TOKENS)
+    assert out == 8192 and type(out) is int
+
+
+@pytest.mark.parametrize("value", [HUGE, 10**400, -(10**400), 2**64, 1e308, Fraction(10**5000, 3), Decimal("1e999999"),
+                                   np.uint64(2**63 + 1)])
+def test_whole_number_refuses_huge_values_of_any_type_with_the_limit(value):
+    refused(lambda: whole_number(value, "page size", maximum=1 << 20), "page size", "1,048,576")
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), "8192", b"8192", None, [8192], (8192,), LONG_LIST,
+                                   np.array([8192]), 1.5, Fraction(3, 2), Decimal("1.5"), math.nan, math.inf,
+                                   Decimal("NaN"), complex(8192, 0), 0, -1, {}])
+def test_whole_number_refuses_what_is_not_one_whole_number(value):
+    refused(lambda: whole_number(value, "page size", maximum=1 << 20), "page size", "whole number")
+
+
+# --- dtypes by name (13a) -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make, none_ok", [
+    (lambda dt: naive_prefill(heads(), 1024, 1, dt), False),
+    (lambda dt: flash_prefill(heads(), 1024, 1, dt), False),
+    (lambda dt: paged_decode(heads(), [1024], 16, dt), False),
+    (lambda dt: paged_decode(heads(), [1024], 16, DType.fp16, dt), True),    # kv_dtype None: the compute dtype's
+    (lambda dt: merge_pair(1024, 32, 128, dt), False),
+    (lambda dt: cascade_decode(heads(), 1024, [16, 32], 16, dt), False),
+])
+def test_cost_functions_take_a_dtype_by_name(make, none_ok):
+    by_name, by_enum = make("bf16"), make(DType.bf16)
+    assert by_name.flops == by_enum.flops and by_name.hbm_bytes == by_enum.hbm_bytes
+    for bad in [2, "FP16", " fp16", "fp99", [DType.fp16]] + ([] if none_ok else [None]):
+        refused(lambda: make(bad), "dtype", "fp16, bf16")
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: naive_prefill(heads(), True), "seq_len"),
+    (lambda: naive_prefill(heads(), 8192, True), "batch"),
+    (lambda: naive_prefill(heads(), np.array([True, True])), "seq_len"),
+    (lambda: flash_prefill(heads(), [True, 8192]), "seq_len"),
+    (lambda: paged_decode(heads(), True), "context"),
+    (lambda: paged_decode(heads(), [True, 8192]), "context"),
+    (lambda: paged_decode(heads(), "8192"), "context"),
+    (lambda: DecodeBatch.uniform(8192, True), "batch"),
+])
+def test_booleans_and_text_are_not_workloads(call, name):
+    refused(call, name)
+
+
+def test_as_array_keeps_every_valid_form():
+    for value in (8192, 8192.0, np.int64(8192), [8192], np.array([8192.0]), Fraction(8192), Decimal(8192)):
+        assert as_array(value, "seq_len").tolist() in (8192.0, [8192.0])

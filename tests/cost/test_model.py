@@ -1,0 +1,33 @@
+"""Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
+
+Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
+"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab import load_model
+from rooflab.cost.model import decode_step, experts_touched
+
+
+LLAMA = load_model("llama-3-8b")
+
+
+def test_attention_share_of_decode_flops():
+    # chapter 1, "Keep this in proportion": attention is "about 7% of decode FLOPs for Llama-3-8B at 2.5k context"
+    step = decode_step(LLAMA, 2500)
+    assert step.attention_flop_share == pytest.approx(0.07, abs=0.01)
+    assert step.linear_flops_per_token == pytest.approx(2 * 8.03e9, rel=1e-3)  # about 2 x parameters
+    assert step.weight_bytes_per_step == LLAMA.total_parameters * 2
+
+
+def test_mixture_of_experts_reads_more_experts_with_batch():
+    mixtral = load_model("mixtral-8x7b")
+    assert experts_touched(mixtral, 1) == pytest.approx(2)
+    assert experts_touched(mixtral, 1000) == pytest.approx(8)
+    one = decode_step(mixtral, 1000, 1).weight_bytes_per_step
+    many = decode_step(mixtral, 1000, 64).weight_bytes_per_step
+    assert one == pytest.approx(mixtral.active_parameters * 2, rel=1e-3)
+    assert many == pytest.approx(mixtral.total_parameters * 2, rel=1e-3)

@@ -1,0 +1,145 @@
+"""Tests of rooflab/cost/paged.py.
+
+From the suites this file gathers:
+
+Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
+
+Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
+"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+
+Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
+
+The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
+
+Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
+short message; and the same answers as before for every form a valid value may take.
+
+The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rooflab import AttentionHeads, DType, load_gpu, load_model
+from rooflab.cost.paged import DecodeBatch, paged_decode, paged_decode_uniform, recommend_splits
+from rooflab.errors import InputError
+from rooflab.load import load_gpu, load_model
+from rooflab.specs import AttentionHeads
+from rooflab.units import DType
+
+
+LLAMA = load_model("llama-3-8b")
+H100 = load_gpu("h100-sxm")
+
+
+# --- golden figures ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("lens", [[1], [2500], [8192] * 128, [17, 5000, 100, 32768]])
+def test_decode_intensity_is_4_for_llama3_8b_fp16(lens):
+    # chapter 1, "Keep this in proportion": decode attention has "a fixed intensity of
+    # I = 2h/(b h_kv) = 4 FLOP/byte, invariant in both context length and batch size"
+    cost = paged_decode(LLAMA, lens)
+    assert float(cost.flops / cost.kv_bytes) == pytest.approx(4.0, rel=1e-12)
+    # the block table, lengths, Q and O move the whole-kernel figure by well under 1% once L >= 128
+    if min(lens) >= 128:
+        assert float(cost.flops / cost.hbm_bytes) == pytest.approx(4.0, rel=1e-2)
+
+
+def test_fp8_kv_doubles_decode_intensity():
+    cost = paged_decode(LLAMA, [4096] * 8, kv_dtype=DType.fp8_e4m3)
+    assert float(cost.flops / cost.kv_bytes) == pytest.approx(8.0)
+
+
+def test_one_sequence_cannot_fill_132_sms():
+    # one sequence with 8 KV heads cannot fill 132 SMs -> 8/132 of the bandwidth; recommend a split
+    cost = paged_decode(LLAMA, [32768], num_sms=H100.num_sms)
+    assert float(cost.parallel_fraction) == pytest.approx(8 / 132)
+    splits = recommend_splits(LLAMA, [32768], H100.num_sms)
+    assert splits == 17  # the fewest splits with 8 x S >= 132 work units
+    assert float(paged_decode(LLAMA, [32768], num_splits=splits, num_sms=H100.num_sms).parallel_fraction) == 1.0
+
+
+def test_large_batch_needs_no_split():
+    assert recommend_splits(LLAMA, [8192] * 128, H100.num_sms) == 1
+
+
+# --- invariants -------------------------------------------------------------------------
+
+lens_st = st.lists(st.integers(1, 100_000), min_size=1, max_size=64)
+page_st = st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256])
+
+
+@settings(max_examples=100, deadline=None)
+@given(lens_st, page_st)
+def test_split_kv_traffic_grows_with_split_count(lens, page):
+    bytes_by_splits = [float(paged_decode(LLAMA, lens, page, num_splits=s).hbm_bytes) for s in (1, 2, 4, 8, 16)]
+    assert all(a < b for a, b in zip(bytes_by_splits, bytes_by_splits[1:]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(lens_st, page_st)
+def test_uniform_and_ragged_agree(lens, page):
+    length = lens[0]
+    ragged = paged_decode(LLAMA, [length] * len(lens), page, num_sms=132, num_splits=3)
+    uniform = paged_decode_uniform(LLAMA, length, len(lens), page, num_sms=132, num_splits=3)
+    assert float(uniform.hbm_bytes) == pytest.approx(float(ragged.hbm_bytes), rel=1e-12)
+    assert float(uniform.parallel_fraction) == pytest.approx(float(ragged.parallel_fraction), rel=1e-12)
+
+
+def test_run_length_batch_prices_exactly_like_the_list():
+    lens = [17, 900, 4096, 900, 17, 30000]
+    heads = AttentionHeads(32, 8, 128)
+    for splits in (1, 4, 17):
+        a = paged_decode(heads, lens, 16, num_splits=splits, num_sms=132)
+        b = paged_decode(heads, DecodeBatch(np.array([17.0, 900, 4096, 30000]), np.array([2.0, 2, 1, 1])), 16,
+                         num_splits=splits, num_sms=132)
+        assert float(a.hbm_bytes) == float(b.hbm_bytes) and float(a.parallel_fraction) == float(b.parallel_fraction)
+    assert recommend_splits(heads, lens, 132) == recommend_splits(heads, DecodeBatch(
+        np.array([17.0, 900, 4096, 30000]), np.array([2.0, 2, 1, 1])), 132)
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda h: paged_decode(h, [8192], num_splits=10**9), "number of splits"),
+    (lambda h: paged_decode(h, [8192] * 70_000), "one by one"),
+    (lambda h: paged_decode(h, [1e18]), "<="),
+    (lambda h: DecodeBatch.uniform(8192, 10**19), "batch"),
+])
+def test_workloads_past_any_deployment_are_refused_with_the_limit(call, needle):
+    with pytest.raises(InputError, match=needle):
+        call(AttentionHeads(32, 8, 128))
+
+
+#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
+SHORT = 400
+HUGE = 10**60
+
+
+def heads() -> AttentionHeads:
+    return AttentionHeads(32, 8, 128)
+
+
+def refused(call, *names: str, error: type = InputError) -> str:
+    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
+    for name in names:
+        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
+    return message
+
+
+# --- values past 2^64 through the API (item 6) --------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: DecodeBatch.uniform(HUGE, 4), "context length"),
+    (lambda: DecodeBatch.uniform(8192, HUGE), "batch"),
+    (lambda: paged_decode(heads(), [8192], HUGE), "page size"),
+    (lambda: paged_decode(heads(), [8192], 16, num_splits=HUGE), "splits"),
+    (lambda: paged_decode(heads(), [8192], 16, q_len=HUGE), "q_len"),
+])
+def test_cost_functions_refuse_ints_past_2_64(call, name):
+    refused(call, name)

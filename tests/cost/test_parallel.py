@@ -1,0 +1,109 @@
+"""Tests of rooflab/cost/parallel.py.
+
+From the suites this file gathers:
+
+Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
+short message; and the same answers as before for every form a valid value may take.
+
+The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+
+The parallelism model (cost/parallel.py): launches whose work units cannot fill the GPU.
+
+Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
+
+Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
+"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rooflab import AttentionHeads
+from rooflab.cost.flash import flash_prefill
+from rooflab.cost.paged import paged_decode, recommend_splits
+from rooflab.cost.parallel import parallel_fraction, schedule_fraction
+from rooflab.errors import InputError
+from rooflab.specs import AttentionHeads
+
+
+#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
+SHORT = 400
+HUGE = 10**60
+
+
+def heads() -> AttentionHeads:
+    return AttentionHeads(32, 8, 128)
+
+
+def refused(call, *names: str, error: type = InputError) -> str:
+    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
+    for name in names:
+        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
+    return message
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, 5e-324, 1e18, math.nan, math.inf, "132", [132, 66], Decimal("nan"),
+                                   HUGE])
+def test_num_sms_is_checked_wherever_it_enters(value):
+    for call in (lambda: flash_prefill(heads(), 8192, num_sms=value),
+                 lambda: paged_decode(heads(), [8192], 16, num_sms=value),
+                 lambda: recommend_splits(heads(), [8192], value)):
+        refused(call, "num_sms")
+
+
+@pytest.mark.parametrize("value", [0, -0.0, -1, True, 5e-324, 1e-300, 1e18, math.nan, math.inf, "1", [], Decimal("nan")])
+def test_units_per_sm_is_checked_wherever_it_enters(value):
+    for call in (lambda: flash_prefill(heads(), 8192, num_sms=132, units_per_sm=value),
+                 lambda: paged_decode(heads(), [8192], 16, num_sms=132, units_per_sm=value),
+                 lambda: paged_decode(heads(), [8192], 16, units_per_sm=value)):
+        refused(call, "units_per_sm")
+
+
+def test_parallelism_arguments_in_any_numeric_form_give_the_same_answer():
+    base = flash_prefill(heads(), 8192, num_sms=132, units_per_sm=1.5).kernel.parallel_fraction
+    for n, k in ((np.int64(132), 1.5), (132.0, Fraction(3, 2)), (Decimal(132), np.float32(1.5))):
+        assert flash_prefill(heads(), 8192, num_sms=n, units_per_sm=k).kernel.parallel_fraction == base
+    assert flash_prefill(heads(), 8192, num_sms=None).kernel.parallel_fraction == 1.0
+    assert paged_decode(heads(), [8192], 16, num_sms=None).parallel_fraction == 1.0
+
+
+def test_fewer_units_than_slots():
+    # 8 equal units on 132 slots keep 8/132 of the GPU busy, in either form of the model
+    assert schedule_fraction([5.0] * 8, 132) == pytest.approx(8 / 132)
+    assert float(parallel_fraction(40.0, 5.0, 132)) == pytest.approx(8 / 132)
+
+
+def test_tail_of_list_scheduling():
+    # 5 equal units on 4 slots: two rounds for 1.25 rounds of work
+    assert schedule_fraction([1.0] * 5, 4) == pytest.approx(5 / 8)
+    # the heaviest unit first packs the tail better than the heaviest last
+    assert schedule_fraction([4, 1, 1, 1, 1], 2) > schedule_fraction([1, 1, 1, 1, 4], 2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0.1, 100), min_size=1, max_size=300), st.integers(1, 64), st.sampled_from([0.5, 1, 2]))
+def test_schedule_fraction_bounds(work, sms, k):
+    f = schedule_fraction(work, sms, k)
+    slots = max(1, round(sms * k))
+    assert 0 < f <= 1 + 1e-12
+    # never better than the longest unit or the total work allow
+    assert f <= float(parallel_fraction(sum(work), max(work), slots, 1.0)) + 1e-12
+
+
+def test_parallel_fraction_bounds():
+    assert parallel_fraction(8 * 100, 100, 132) == pytest.approx(8 / 132)
+    assert parallel_fraction(1000 * 100, 100, 132) == 1.0
+    assert parallel_fraction(1, 1, None) == 1.0
+    # a ragged batch is held back by its longest unit
+    assert parallel_fraction(200 + 10 * 10, 200, 4) == pytest.approx(300 / 800)

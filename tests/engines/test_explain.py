@@ -1,0 +1,120 @@
+"""Engine start-up logs (rooflab/engines/logs.py, explain.py) and `rooflab capacity --engine / --engine-log`.
+
+The fixtures are lines of public start-up logs (tests/data/engine_logs/SOURCES.md); their settings, as rooflab
+options, are in cases.yaml, which benchmarks/engine_capacity.py evaluates for RESULTS.md. The synthetic lines below
+follow each format as the engines' source prints it (the format strings are cited in logs.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from rooflab import load_gpu, load_model
+from rooflab.engines import Accounting, EngineSettings
+from rooflab.engines.explain import explain_log
+from rooflab.engines.logs import parse_log, read_log
+from rooflab.units import GiB
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "engine_logs"
+
+
+_spec = importlib.util.spec_from_file_location("engine_capacity", ROOT / "benchmarks" / "engine_capacity.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["engine_capacity"] = bench          # dataclasses look their module up while the class is built
+_spec.loader.exec_module(bench)
+CASES = bench.load_cases()
+ROWS = {r.case: r for r in (bench.evaluate(c) for c in CASES)}
+
+#: Cases whose estimate misses the 5% target, and why (cases.yaml says more; RESULTS.md has the table).
+KNOWN_MISSES = {
+    "vllm-llama-2-70b-a100-80gb-tp4.log",                # PR #2031 at TP 4: 12.9 GiB a GPU not modelled
+    "vllm-llama-3.1-8b-instruct-l40s-tp1.log",           # a V1 v0.8.x log; the L40S's CUDA total estimated
+    "vllm-qwen3-235b-a22b-fp8-h100-tp4.log",             # LMCache connector's buffers, 3.15 GiB a GPU
+    "sglang-deepseek-r1-distill-qwen-7b-rtx3090-tp1.log",  # 0.82 GiB in use before start on a desktop card
+}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.get("log")], ids=lambda c: c["log"])
+def test_logs_reproduce_within_one_percent(case):
+    """Where a log prints every term, the KV tokens rebuilt from them are within 1% of the logged ones."""
+    row = ROWS[case["log"]]
+    if row.from_log_error is not None:
+        assert abs(row.from_log_error) <= bench.LOG_TARGET, row
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.get("log") or c["source"])
+def test_estimates_within_five_percent_except_the_known_misses(case):
+    row = ROWS[case.get("log") or f"v0.19.0: {case['source']}"]
+    missed = abs(row.estimate_error) > bench.ESTIMATE_TARGET
+    assert missed == (row.case in KNOWN_MISSES), row
+
+
+def test_the_table_says_what_it_met():
+    table = bench.markdown(list(ROWS.values()))
+    assert f"estimate within 5%: {len(ROWS) - len(KNOWN_MISSES)} of {len(ROWS)} cases" in table
+    assert "from the log within 1%: 7 of 7 logs that print every term" in table
+
+
+def test_anchored_log_carries_the_unattributed_rest():
+    """vllm#21348 prints only the KV bytes and tokens: the rest is modelled, the remainder unattributed."""
+    case = next(c for c in CASES if c.get("log") == "vllm-qwen3-235b-a22b-fp8-h100-tp4.log")
+    x = explain_log(read_log(DATA / case["log"]), load_model(DATA / case["model"]), load_gpu("h100-sxm"),
+                    bench.settings(case))
+    assert x.anchored and x.reproduced.term("unattributed").bytes > 2 * GiB
+    assert x.reproduced.kv_cache_bytes == round(8.11 * GiB)
+    assert x.check("kv_cache_tokens").rel_error == pytest.approx(0.0114, abs=0.001)
+
+
+# --- formats (synthetic lines in each engine's format) --------------------------------------------------------
+
+V065 = """INFO 01-01 00:00:00 worker.py:241] Memory profiling takes 1.00 seconds
+INFO 01-01 00:00:00 worker.py:241] the current vLLM instance can use total_gpu_memory (79.22GiB) x gpu_memory_utilization (0.90) = 71.30GiB
+INFO 01-01 00:00:00 worker.py:241] model weights take 14.96GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 1.29GiB; the rest of the memory reserved for KV Cache is 54.85GiB.
+INFO 01-01 00:00:01 gpu_executor.py:113] # GPU blocks: 28083, # CPU blocks: 2048
+INFO 01-01 00:00:01 gpu_executor.py:117] Maximum concurrency for 8192 tokens per request: 54.85x
+"""
+V1_DEBUG = """(EngineCore pid=1) DEBUG [gpu_worker.py:284] worker init memory snapshot: torch_peak=0.0GiB, free_memory=78.68GiB, total_memory=79.19GiB, cuda_memory=0.51GiB
+(EngineCore pid=1) INFO [gpu_model_runner.py:4820] Model loading took 14.96 GiB memory and 10.0 seconds
+(EngineCore pid=1) DEBUG [gpu_worker.py:424] Initial free memory: 78.68 GiB; Requested memory: 0.900000 (util), 71.27 GiB
+(EngineCore pid=1) DEBUG [gpu_worker.py:435] Memory profiling takes 10.00 seconds. Total non KV cache memory: 17.11GiB; torch peak memory increase: 1.90GiB; non-torch forward increase memory: 0.25GiB; weights memory: 14.96GiB.
+(EngineCore pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 54.16 GiB
+(EngineCore pid=1) INFO [kv_cache_utils.py:1319] GPU KV cache size: 443,680 tokens, Maximum concurrency for 8,192 tokens per request: 54.16x
+"""
+SGLANG_V05 = """[TP0] Load weight begin. avail mem=78.60 GB
+[TP0] Load weight end. elapsed=5.00 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.60 GB, mem usage=15.00 GB.
+[TP0] KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB
+"""
+
+
+def test_v0_one_line_format_rebuilds_its_blocks():
+    log = parse_log(V065, "v065.log")
+    assert log.accounting is Accounting.vllm_v0
+    x = explain_log(log, load_model("llama-3-8b"), load_gpu("h100-sxm"), EngineSettings(Accounting.vllm_v0))
+    assert not x.anchored
+    assert abs(x.check("num_blocks").reproduced - 28083) <= 5
+    assert x.check("max_concurrency").rel_error == pytest.approx(0, abs=0.002)
+
+
+def test_v1_debug_lines_rebuild_the_tokens():
+    log = parse_log(V1_DEBUG, "v1.log")
+    assert log.accounting is Accounting.vllm_v1
+    assert log.value("max_model_len") == 8192 and log.value("kv_tokens") == 443680
+    x = explain_log(log, load_model("llama-3-8b"), load_gpu("h100-sxm"), EngineSettings(Accounting.vllm_v1))
+    assert not x.anchored and x.reproduced.term("cuda_visible_total").bytes == round(79.19 * GiB)
+    assert abs(x.check("kv_cache_tokens").rel_error) < 0.001
+    assert x.reproduced.term("activation_peak").source.startswith("torch peak memory increase: line 4:")
+
+
+def test_sglang_v05_format():
+    log = parse_log(SGLANG_V05, "s.log")
+    assert log.accounting is Accounting.sglang_v0_5
+    x = explain_log(log, load_model("llama-3-8b"), load_gpu("h100-sxm"),
+                    EngineSettings(Accounting.sglang_v0_5, utilization=0.88))
+    assert x.reproduced.term("weights").bytes == round(15.00 * GiB)
+    assert x.check("kv_cache_tokens").logged == 400000

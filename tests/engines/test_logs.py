@@ -1,0 +1,79 @@
+"""Engine start-up logs (rooflab/engines/logs.py, explain.py) and `rooflab capacity --engine / --engine-log`.
+
+The fixtures are lines of public start-up logs (tests/data/engine_logs/SOURCES.md); their settings, as rooflab
+options, are in cases.yaml, which benchmarks/engine_capacity.py evaluates for RESULTS.md. The synthetic lines below
+follow each format as the engines' source prints it (the format strings are cited in logs.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from rooflab.engines import Accounting, Engine
+from rooflab.engines.logs import LOOKED_FOR, parse_log, read_log
+from rooflab.errors import InputError
+from rooflab.units import GiB
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "engine_logs"
+
+
+_spec = importlib.util.spec_from_file_location("engine_capacity", ROOT / "benchmarks" / "engine_capacity.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["engine_capacity"] = bench          # dataclasses look their module up while the class is built
+_spec.loader.exec_module(bench)
+
+
+# --- the fixtures ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, engine, accounting", [
+    ("vllm-llama-2-7b-a100-80gb-tp1.log", Engine.vllm, Accounting.vllm_v0_2),
+    ("vllm-llama-3-8b-h100-tp1.log", Engine.vllm, Accounting.vllm_v0),
+    ("vllm-llama-3.2-11b-vision-h100-tp1.log", Engine.vllm, Accounting.vllm_v0),
+    ("vllm-llama-3.1-8b-instruct-rtx3090-tp1.log", Engine.vllm, Accounting.vllm_v0_6_4),
+    ("vllm-deepseek-r1-distill-qwen-14b-rtx4090-tp2.log", Engine.vllm, Accounting.vllm_v0),
+    ("vllm-llama-3.1-8b-instruct-l40s-tp1.log", Engine.vllm, Accounting.vllm_v1),
+    ("vllm-qwen3-235b-a22b-fp8-h100-tp4.log", Engine.vllm, Accounting.vllm_v1),
+    ("sglang-llama-3.1-8b-instruct-h100-tp1.log", Engine.sglang, Accounting.sglang_v0_4),
+])
+def test_fixture_formats(name, engine, accounting):
+    log = read_log(DATA / name)
+    assert (log.engine, log.accounting) == (engine, accounting)
+
+
+def test_provenance_line_is_not_read():
+    """Line 1 of the 14B fixture quotes the reporter's prose ('... reserved for KV Cache is 8.69GiB'): skipped."""
+    log = read_log(DATA / "vllm-deepseek-r1-distill-qwen-14b-rtx4090-tp2.log")
+    assert log.get("kv_bytes") is None and log.value("kv_tokens") == 81536
+    assert log.get("weights").line_no == 2
+
+
+def test_vllm_10511_table_read_term_by_term():
+    log = read_log(DATA / "vllm-llama-3-8b-h100-tp1.log")
+    figures = {k: round(v.value / GiB, 2) for k, v in log.figures.items() if k != "utilization"}
+    assert figures == {"total": 79.22, "budget": 71.29, "weights": 14.96, "non_torch": 1.79, "activation": 1.26,
+                       "kv_bytes": 53.29}
+    assert log.value("utilization") == 0.9 and log.get("weights").line_no == 7
+
+
+def test_sglang_mla_pool_line():
+    log = parse_log("KV Cache is allocated. #tokens: 1000000, KV size: 61.43 GB\n", "mla.log")
+    assert log.value("kv_size") == round(61.43 * GiB) and log.value("kv_tokens") == 1000000
+
+
+def test_unrecognised_log_names_what_it_looked_for():
+    with pytest.raises(InputError) as exc:
+        parse_log("hello\nworld\n", "x.log")
+    message = str(exc.value)
+    assert message.startswith("--engine-log x.log: no vLLM or SGLang KV-cache line found; looked for")
+    assert all(item in message for item in LOOKED_FOR) and "\n" not in message
+
+
+def test_mixed_engines_refused():
+    with pytest.raises(InputError, match="both vLLM and SGLang"):
+        parse_log("# GPU blocks: 10\nKV Cache is allocated. #tokens: 5, K size: 1.00 GB, V size: 1.00 GB\n", "m")

@@ -1,0 +1,66 @@
+"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
+vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
+
+Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
+with their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rooflab import load_gpu, load_model
+from rooflab.engines import Engine, EngineSettings, parse_accounting
+from rooflab.engines.profile import profile_run
+from rooflab.engines.settings import resolve
+from rooflab.units import GiB
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "engine_logs"
+H100 = load_gpu("h100-sxm")
+LLAMA3 = load_model("llama-3-8b")
+LLAMA31 = load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml")
+RTX3090 = load_gpu(DATA / "hardware" / "rtx-3090.yaml")
+
+
+#: The modelled activation peak against a logged one: the sampler's bytes per logit are one constant per version.
+ACTIVATION_REL = 0.05
+
+
+def vllm(version: str = "v1", **kw) -> EngineSettings:
+    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
+
+
+# --- the profile run ------------------------------------------------------------------------------------------------
+
+def _activation(model, gpu, settings):
+    return profile_run(model, resolve(settings, model, gpu)).peak_bytes
+
+
+def test_v0_sampler_reproduces_vllm_10511():
+    """vllm#10511: Llama-3-8B, H100, V0 defaults (8,192 tokens over 256 sequences): 1.26 GiB logged."""
+    s = vllm("v0", max_model_len=8192)
+    run = profile_run(LLAMA3, resolve(s, LLAMA3, H100))
+    assert run.sampler_bytes == 256 * 128256 * 40 + 8192 * 4096 * 2
+    assert run.peak_bytes == run.sampler_bytes > run.forward_bytes
+    assert run.peak_bytes == pytest.approx(1.26 * GiB, rel=ACTIVATION_REL)
+
+
+@pytest.mark.parametrize("max_len, logged_gib", [(20000, 17.06 - 14.9888), (29000, 17.98 - 14.9888)])
+def test_v0_forward_reproduces_vllm_10517(max_len, logged_gib):
+    """vllm#10517 (v0.6.4, RTX 3090, Llama-3.1-8B): peak_torch_memory less the weights, at 20k and 29k tokens."""
+    run = profile_run(LLAMA31, resolve(vllm("v0.6.4", max_model_len=max_len), LLAMA31, RTX3090))
+    assert run.forward_bytes == max_len * (3 * 4096 + 3 * 14336) * 2
+    assert run.peak_bytes == run.forward_bytes
+    assert run.peak_bytes == pytest.approx(logged_gib * GiB, rel=0.01)
+
+
+@pytest.mark.parametrize("model, tp, logged_gib", [
+    (LLAMA31, 1, 1.89), (LLAMA31, 4, 1.89), (load_model("qwen2.5-72b"), 2, 2.29),
+    (load_model(DATA / "models" / "qwen3-30b-a3b.yaml"), 1, 2.68), (load_model("mixtral-8x7b"), 2, 1.21)])
+def test_v1_activation_against_v019_logs(model, tp, logged_gib):
+    """vLLM v0.19.0 H100 logs (llm-d-planner d3121e0): 'torch peak memory increase' at 8,192 tokens, 1,024 seqs."""
+    peak = _activation(model, H100, vllm("v1", tensor_parallel=tp, max_model_len=8192))
+    assert peak == pytest.approx(logged_gib * GiB, rel=0.08 if model.is_moe else ACTIVATION_REL)

@@ -1,0 +1,59 @@
+"""Engine start-up logs (rooflab/engines/logs.py, explain.py) and `rooflab capacity --engine / --engine-log`.
+
+The fixtures are lines of public start-up logs (tests/data/engine_logs/SOURCES.md); their settings, as rooflab
+options, are in cases.yaml, which benchmarks/engine_capacity.py evaluates for RESULTS.md. The synthetic lines below
+follow each format as the engines' source prints it (the format strings are cited in logs.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from rooflab import load_gpu, load_model
+from rooflab.engines import Engine, EngineSettings, parse_accounting
+from rooflab.engines.explain import explain_log
+from rooflab.engines.logs import read_log
+from rooflab.units import GiB
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "engine_logs"
+
+
+_spec = importlib.util.spec_from_file_location("engine_capacity", ROOT / "benchmarks" / "engine_capacity.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["engine_capacity"] = bench          # dataclasses look their module up while the class is built
+_spec.loader.exec_module(bench)
+CASES = bench.load_cases()
+
+
+def test_what_if_scales_the_logged_terms():
+    log = read_log(DATA / "vllm-llama-3-8b-h100-tp1.log")
+    settings = EngineSettings(parse_accounting(Engine.vllm, "v0"))
+    from rooflab.engines.request import parse_what_if
+
+    x = explain_log(log, load_model("llama-3-8b"), load_gpu("h100-sxm"), settings,
+                    parse_what_if(["kv-cache-dtype=fp8", "block-size=32"]))
+    assert x.what_if.block_bytes == x.reproduced.block_bytes            # half the bytes a token, twice the tokens
+    assert x.what_if.kv_cache_bytes == x.reproduced.kv_cache_bytes      # nothing measured moves
+    assert x.what_if.kv_cache_tokens == pytest.approx(2 * x.reproduced.kv_cache_tokens, abs=32)
+    tp2 = explain_log(log, load_model("llama-3-8b"), load_gpu("h100-sxm"), settings, parse_what_if(["tp=2"]))
+    assert tp2.what_if.term("weights").bytes == pytest.approx(14.96 / 2 * GiB, rel=0.01)
+    # the sampler dominates the activation peak, so halving the MLP leaves it as logged (vllm#10511 at TP 2: 1.26)
+    assert tp2.what_if.term("activation_peak").bytes == pytest.approx(1.26 * GiB, rel=0.01)
+
+
+def test_what_if_predicts_another_log():
+    """vllm#10517 posted two runs that differ only in max_model_len: the 20,000-token log's what-if at 29,000
+    tokens lands on the 29,000-token log's 1,478 blocks."""
+    case = next(c for c in CASES if c.get("log") == "vllm-llama-3.1-8b-instruct-rtx3090-tp1.log")
+    from rooflab.engines.request import parse_what_if
+
+    x = explain_log(read_log(DATA / case["log"]), load_model(DATA / case["model"]), load_gpu(DATA / case["gpu"]),
+                    bench.settings(case), parse_what_if(["max-model-len=29000"]))
+    assert x.what_if.num_blocks == pytest.approx(1478, rel=0.01)
+    assert x.what_if.lines[1] == f"Maximum concurrency for 29000 tokens per request: {x.what_if.max_concurrency:.2f}x"

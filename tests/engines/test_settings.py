@@ -1,0 +1,38 @@
+"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
+vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
+
+Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
+with their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooflab import load_gpu, load_model
+from rooflab.engines import Engine, EngineSettings, parse_accounting
+from rooflab.engines.settings import resolve
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "engine_logs"
+H100 = load_gpu("h100-sxm")
+A100 = load_gpu("a100-sxm-80gb")
+LLAMA3 = load_model("llama-3-8b")
+LLAMA31 = load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml")
+
+
+def vllm(version: str = "v1", **kw) -> EngineSettings:
+    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
+
+
+def test_v1_defaults_follow_the_gpu():
+    big = resolve(vllm(), LLAMA3, H100)
+    small = resolve(vllm(), LLAMA3, A100)       # A100s are left out of the large defaults
+    assert (big.max_num_batched_tokens, big.max_num_seqs) == (8192, 1024)
+    assert (small.max_num_batched_tokens, small.max_num_seqs) == (2048, 256)
+
+
+def test_v0_chunked_prefill_for_long_contexts():
+    assert resolve(vllm("v0", max_model_len=32768), LLAMA31, H100).max_num_batched_tokens == 32768
+    assert resolve(vllm("v0", max_model_len=65536), LLAMA31, H100).max_num_batched_tokens == 2048
+    assert resolve(vllm("v0.6.4", max_model_len=65536), LLAMA31, H100).max_num_batched_tokens == 512

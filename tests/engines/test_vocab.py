@@ -1,0 +1,47 @@
+"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
+vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
+
+Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
+with their reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab.engines import Accounting, Engine, parse_accounting, parse_kv_cache_dtype
+from rooflab.errors import InputError
+from rooflab.units import DType
+
+
+# --- vocabulary -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, dtype, sparse", [
+    ("auto", None, False), ("fp8", DType.fp8_e4m3, False), ("FP8_E4M3", DType.fp8_e4m3, False),
+    ("fp8_e5m2", DType.fp8_e5m2, False), ("fp8_ds_mla", DType.fp8_e4m3, True), ("bfloat16", DType.bf16, False),
+    ("half", DType.fp16, False), ("fp8_inc", DType.fp8_e4m3, False)])
+def test_kv_cache_dtype_names(name, dtype, sparse):
+    kv = parse_kv_cache_dtype(name)
+    assert kv.dtype is dtype and kv.mla_sparse_fp8 is sparse
+
+
+def test_unknown_kv_cache_dtype_lists_the_names():
+    with pytest.raises(InputError, match="'int4' is not a KV-cache dtype; choose one of auto, fp8"):
+        parse_kv_cache_dtype("int4")
+
+
+@pytest.mark.parametrize("engine, text, expected", [
+    (Engine.vllm, None, Accounting.vllm_v1), (Engine.vllm, "v0", Accounting.vllm_v0),
+    (Engine.vllm, "0.6.4", Accounting.vllm_v0_6_4), (Engine.vllm, "vllm-v0.2", Accounting.vllm_v0_2),
+    (Engine.sglang, None, Accounting.sglang_v0_5), (Engine.sglang, "V0.4", Accounting.sglang_v0_4)])
+def test_accountings(engine, text, expected):
+    assert parse_accounting(engine, text) is expected
+
+
+@pytest.mark.parametrize("engine, text, needle", [
+    (Engine.vllm, "sglang-v0.4", "is SGLang's, but --engine is vllm"),
+    (Engine.vllm, "v2", "not a vLLM accounting rooflab models; choose one of v0.2, v0.6.4, v0, v1"),
+    (Engine.sglang, "v1", "not a SGLang accounting")])
+def test_bad_accountings(engine, text, needle):
+    with pytest.raises(InputError, match=needle):
+        parse_accounting(engine, text)

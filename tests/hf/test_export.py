@@ -1,0 +1,70 @@
+"""Tests of rooflab/hf/export.py.
+
+From the suites this file gathers:
+
+Hugging Face config.json as a model spec: the configs' own rules, strict reading, and errors naming file,
+field and value (exit 2 from the CLI).
+
+Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
+the real files are read in test_models_bundled.py.
+
+Every bundled model: its parameter count against the published one, the round trip through a config.json,
+the real config.json files in tests/data/hf_configs loading to the bundled specs, KV golden values, and the CLI.
+
+Published counts and what each includes are in each YAML's comment and parameters_note; the config.json
+files and where they were copied from are listed in tests/data/hf_configs/SOURCES.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from rooflab import SpecError, available, load_model
+from rooflab.hf import export_hf_config, from_hf_config
+from rooflab.hf.export import choose_architecture
+from rooflab.hf.read import parse_json
+from rooflab.specs import ModelSpec
+
+
+def test_export_refuses_what_no_config_can_hold():
+    m = load_model("llama-3-8b")
+    with pytest.raises(SpecError) as caught:
+        export_hf_config(dataclasses.replace(m, quantization={"linear": "nvfp4"}))
+    assert caught.value.field == "quantization"
+    with pytest.raises(SpecError):
+        export_hf_config(m, "GptOssForCausalLM")                 # no sinks on Llama-3's layers
+
+
+BUNDLED = available("models")
+
+
+#: The architecture the exporter writes for each bundled model.
+ARCHITECTURE = {
+    "deepseek-v3": "DeepseekV3ForCausalLM", "gpt-oss-120b": "GptOssForCausalLM", "gpt-oss-20b": "GptOssForCausalLM",
+    "gemma-3-27b": "Gemma3ForConditionalGeneration", "gemma-2-9b": "Gemma2ForCausalLM",
+    "qwen3-32b": "Qwen3ForCausalLM", "qwen3-235b-a22b": "Qwen3MoeForCausalLM",
+    "llama-4-scout": "Llama4ForConditionalGeneration", "qwen3-next-80b-a3b": "Qwen3NextForCausalLM",
+    "mistral-7b-v0.1": "MistralForCausalLM", "mixtral-8x7b": "MixtralForCausalLM", "qwen2.5-7b": "Qwen2ForCausalLM",
+    "qwen2.5-72b": "Qwen2ForCausalLM",
+}
+
+
+def _same(a: ModelSpec, b: ModelSpec) -> bool:
+    """Equal up to name, display_name, source and the published count (a config.json carries none of them)."""
+    return dataclasses.replace(a, name=b.name, display_name=b.display_name, source=b.source,
+                               num_parameters=b.num_parameters, parameters_note=b.parameters_note) == b
+
+
+# --- config.json round trip and the real files ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_export_round_trip(name):
+    m = load_model(name)
+    data = export_hf_config(m)
+    assert data["architectures"] == [ARCHITECTURE.get(name, "LlamaForCausalLM")] == [choose_architecture(m)]
+    text = json.dumps(data, indent=2, allow_nan=False)
+    back = from_hf_config(parse_json(text, f"{name}/config.json"), f"{name}/config.json")
+    assert _same(back, m)

@@ -1,0 +1,65 @@
+"""Tests of rooflab/specs/model.py.
+
+From the suites this file gathers:
+
+Bundled specs load, and every kind of bad spec is an error naming the file, the field and the value.
+
+Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
+
+Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
+
+Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
+"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab import DType, load_model
+from rooflab.units import KiB
+
+
+REQUIRED_MODELS = ["llama-3-8b", "llama-3-70b", "llama-3.1-405b", "llama-2-7b", "llama-2-70b", "mistral-7b",
+                   "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "gemma-2-9b"]
+
+
+@pytest.mark.parametrize("name", REQUIRED_MODELS)
+def test_model_parameter_counts_match_the_architecture(name):
+    m = load_model(name)
+    assert m.name == name
+    # the published count and the count derived from the shapes agree within 0.5%
+    assert m.derived_parameters == pytest.approx(m.total_parameters, rel=5e-3)
+    assert m.num_qo_heads % m.num_kv_heads == 0
+
+
+def test_mixtral_active_parameters():
+    # Mixtral 8x7B: 46.7 B parameters, about 12.9 B active per token (2 of 8 experts)
+    m = load_model("mixtral-8x7b")
+    assert m.total_parameters / 1e9 == pytest.approx(46.7, abs=0.05)
+    assert m.active_parameters / 1e9 == pytest.approx(12.9, abs=0.05)
+
+
+def test_kv_bytes_per_token_llama3_8b():
+    # flash-and-paged / capacity planning: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB
+    assert load_model("llama-3-8b").kv_bytes_per_token(DType.fp16) == 128 * 1024
+
+
+LLAMA70 = load_model("llama-3-70b")
+
+
+def test_kv_bytes_per_token_per_gpu():
+    # 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 320 KiB for Llama-3-70B in fp16, split by KV head
+    assert LLAMA70.kv_bytes_per_token(DType.fp16) == 320 * KiB
+    assert LLAMA70.kv_bytes_per_token(DType.fp16, 4) == 80 * KiB
+    assert LLAMA70.kv_bytes_per_token(DType.fp16, 8) == 40 * KiB
+    # past h_kv every GPU still holds one whole KV head: no further saving per GPU
+    assert LLAMA70.kv_bytes_per_token(DType.fp16, 16) == 40 * KiB
+
+
+LLAMA = load_model("llama-3-8b")
+
+
+def test_kv_bytes_per_token():
+    # capacity planning: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB for Llama-3-8B fp16
+    assert LLAMA.kv_bytes_per_token(DType.fp16) == 128 * 1024

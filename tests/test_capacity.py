@@ -1,0 +1,239 @@
+"""Tests of rooflab/capacity.py.
+
+From the suites this file gathers:
+
+Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
+
+The capacity planner, and the CLI for `rooflab report --phase decode` and `rooflab capacity`.
+
+Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
+short message; and the same answers as before for every form a valid value may take.
+
+The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+
+to_frame() on every result object (sweeps, roofline data, capacity plans, validations), and sweeps on the
+user's own grid of lengths and batches (checked: a bad grid is an InputError naming the argument).
+
+Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
+
+The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
+
+Decode context parallelism (cost/dcp.py) and ring / Ulysses prefill (cost/ring.py): formulas by hand, invariants,
+bad input, and capacity --dcp.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rooflab import DType, load_gpu, load_model
+from rooflab.capacity import plan_capacity, smallest_deployment, tensor_parallel_sizes
+from rooflab.context_parallel import dcp_capacity
+from rooflab.cost.paged import paged_decode
+from rooflab.errors import InputError
+from rooflab.load import load_gpu, load_model
+from rooflab.paging import shared_prefix_blocks
+from rooflab.specs import AttentionHeads
+from rooflab.units import DType, GiB, KiB
+
+
+LLAMA8 = load_model("llama-3-8b")
+LLAMA70 = load_model("llama-3-70b")
+H100 = load_gpu("h100-sxm")
+
+
+def test_tensor_parallel_sizes():
+    assert tensor_parallel_sizes(LLAMA70, 16) == [1, 2, 4, 8, 16]
+    assert tensor_parallel_sizes(LLAMA8) == [1, 2, 4, 8]
+
+
+# --- the planner with tensor parallelism ----------------------------------------------------
+
+def test_tensor_parallel_plan_is_per_gpu():
+    one = plan_capacity(LLAMA8, H100, 4096)
+    two = plan_capacity(LLAMA8, H100, 4096, tensor_parallel=2)
+    assert two.tensor_parallel == 2 and two.kv_heads_per_gpu == 4
+    assert two.weights_bytes == -(-LLAMA8.total_parameters * 2 // 2)
+    assert two.kv_bytes_per_token == one.kv_bytes_per_token // 2
+    assert two.kv_budget_bytes == two.usable_bytes - two.weights_bytes
+    # half the KV per GPU and more budget per GPU: more than twice the sequences
+    assert two.max_sequences_paged > 2 * one.max_sequences_paged
+
+
+def test_seventy_b_needs_two_h100s_and_gains_sequences_with_more():
+    with pytest.raises(InputError, match="do not fit"):
+        plan_capacity(LLAMA70, H100, 8192)
+    with pytest.raises(InputError, match="split 2 ways"):
+        plan_capacity(LLAMA70, H100, 8192, gpu_memory_utilization=0.5, tensor_parallel=2)
+    smallest = smallest_deployment(LLAMA70, H100, 8192)
+    assert smallest.tensor_parallel == 2 and smallest.max_sequences_paged >= 1
+    plans = [plan_capacity(LLAMA70, H100, 8192, tensor_parallel=tp) for tp in (2, 4, 8)]
+    seqs = [p.max_sequences_paged for p in plans]
+    assert seqs == sorted(seqs) and seqs[-1] > 10 * seqs[0]
+
+
+def test_smallest_deployment_when_nothing_fits():
+    with pytest.raises(InputError, match="up to 8 x h100-sxm"):
+        smallest_deployment(load_model("llama-3.1-405b"), H100, 8192, gpu_memory_utilization=0.3)
+
+
+# --- prefix sharing in the planner --------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(prefix=st.integers(0, 6000), extra=st.integers(1, 6000), page=st.sampled_from([1, 16, 256]),
+       reserve_gib=st.integers(0, 50))
+def test_shared_prefix_sequences_are_the_most_the_blocks_hold(prefix, extra, page, reserve_gib):
+    context = prefix + extra
+    plan = plan_capacity(LLAMA8, H100, context, page_size=page, shared_prefix_len=prefix,
+                         activation_reserve_bytes=reserve_gib * 2**30)
+    n = plan.max_sequences_shared_prefix
+    # counted independently with the block accounting of paging.py
+    if n:
+        assert shared_prefix_blocks(prefix, [extra] * n, page).total_blocks <= plan.num_blocks
+    assert shared_prefix_blocks(prefix, [extra] * (n + 1), page).total_blocks > plan.num_blocks
+    assert n >= plan.max_sequences_paged
+
+
+def test_no_prefix_means_no_change_and_bad_prefix_is_refused():
+    plan = plan_capacity(LLAMA8, H100, 4096)
+    assert plan.shared_prefix_len == 0 and plan.max_sequences_shared_prefix == plan.max_sequences_paged
+    with pytest.raises(InputError, match="shared prefix"):
+        plan_capacity(LLAMA8, H100, 4096, shared_prefix_len=5000)
+
+
+LLAMA = load_model("llama-3-8b")
+
+
+def test_capacity_plan_arithmetic():
+    plan = plan_capacity(LLAMA, H100, 8192)
+    assert plan.kv_bytes_per_token == 128 * KiB
+    assert plan.weights_bytes == LLAMA.total_parameters * 2
+    assert plan.kv_budget_bytes == int(H100.hbm_capacity_bytes * 0.9) - plan.weights_bytes
+    assert plan.num_blocks == plan.kv_budget_bytes // (16 * 128 * KiB)
+    assert plan.max_sequences_paged == plan.num_blocks // 512
+    assert plan.max_context_len == plan.num_blocks * 16
+    # at the model's own max length, paging and max-length reservation hold the same sequences
+    assert plan.max_sequences_paged == plan.max_sequences_contiguous == 56
+    assert plan.reason is None
+
+
+def test_paging_fits_more_short_sequences():
+    plan = plan_capacity(LLAMA, H100, 2000)
+    assert plan.max_sequences_contiguous == 56          # 8192 tokens reserved per request
+    assert plan.max_sequences_paged == plan.num_blocks // 125
+    assert plan.paging_gain > 4
+
+
+def test_fp8_kv_doubles_tokens():
+    fp16 = plan_capacity(LLAMA, H100, 4096)
+    fp8 = plan_capacity(LLAMA, H100, 4096, kv_dtype=DType.fp8_e4m3)
+    assert fp8.kv_bytes_per_token * 2 == fp16.kv_bytes_per_token
+    assert fp8.max_context_len == pytest.approx(2 * fp16.max_context_len, rel=1e-3)
+
+
+def test_workload_that_does_not_fit_is_an_answer():
+    plan = plan_capacity(LLAMA, H100, 10_000_000)
+    assert plan.max_sequences_paged == 0 and "longest that fits" in plan.reason
+    starved = plan_capacity(LLAMA, H100, 1000, activation_reserve_bytes=200 * GiB)
+    assert starved.max_sequences_paged == 0 and starved.kv_budget_bytes == 0 and "no memory left" in starved.reason
+
+
+def test_weights_that_do_not_fit_are_an_error():
+    with pytest.raises(InputError, match="do not fit"):
+        plan_capacity(load_model("llama-3.1-405b"), H100, 4096)
+
+
+#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
+SHORT = 400
+HUGE = 10**60
+LONG_LIST = [8192] * (2**16 + 1)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return load_model("llama-3-8b")
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_gpu("h100-sxm")
+
+
+def heads() -> AttentionHeads:
+    return AttentionHeads(32, 8, 128)
+
+
+def refused(call, *names: str, error: type = InputError) -> str:
+    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
+    for name in names:
+        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
+    return message
+
+
+@pytest.mark.parametrize("argument, name", [("context_len", "context length"), ("page_size", "page size"),
+                                            ("max_model_len", "max model length"),
+                                            ("activation_reserve_bytes", "reserve"),
+                                            ("shared_prefix_len", "prefix")])
+def test_plan_capacity_refuses_ints_past_2_64(llama, h100, argument, name):
+    kwargs = {"context_len": 8192, argument: HUGE}
+    refused(lambda: plan_capacity(llama, h100, **kwargs), name)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda m, g: plan_capacity(m, g, LONG_LIST), "context length"),
+    (lambda m, g: plan_capacity(m, g, 8192, page_size=LONG_LIST), "page size"),
+    (lambda m, g: plan_capacity(m, g, 8192, gpu_memory_utilization=LONG_LIST), "utilisation"),
+    (lambda m, g: paged_decode(heads(), [8192], 16, num_splits=LONG_LIST), "splits"),
+])
+def test_a_long_list_where_a_number_belongs_is_not_printed_whole(llama, h100, call, name):
+    refused(lambda: call(llama, h100), name)
+
+
+H200 = load_gpu("h200-sxm")
+
+
+@pytest.mark.parametrize("model_name, tp", [("llama-3-8b", 1), ("gemma-2-9b", 1), ("qwen3-next-80b-a3b", 2)])
+def test_capacity_plan_frame(model_name, tp):
+    # full, sliding-window and linear (recurrent state) layer types
+    plan = plan_capacity(load_model(model_name), H200, 8192, tensor_parallel=tp)
+    one = plan.to_frame()
+    assert len(one) == 1 and "layers" not in one.columns
+    expected = {k: v for k, v in plan.to_dict().items() if k != "layers"}
+    assert {k: one[k].item() for k in expected} == expected
+    assert one.paging_gain.item() == plan.paging_gain
+    layers = plan.to_frame(layers=True)
+    assert len(layers) == len(plan.layers) and layers.index.name == "layer_type"
+    # the layer types' shares add up to the plan's bytes per sequence
+    assert layers.bytes_per_sequence.sum() == plan.kv_bytes_per_sequence
+
+
+def test_smallest_deployment_is_a_plan_with_a_frame():
+    plan = smallest_deployment(load_model("llama-3-70b"), H100, 8192)
+    assert plan.to_frame().tensor_parallel.item() == plan.tensor_parallel > 1
+
+
+def test_capacity_refuses_a_prefix_as_long_as_the_context_and_nan_reserves():
+    model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    with pytest.raises(InputError, match="shorter than the context"):
+        plan_capacity(model, gpu, 8192, shared_prefix_len=8192)
+    for reserve in (float("nan"), float("inf"), -1):
+        with pytest.raises(InputError, match="activation reserve"):
+            plan_capacity(model, gpu, 8192, activation_reserve_bytes=reserve)
+
+
+# ------------------------------------------------------------------ capacity --dcp
+
+def test_capacity_dcp_shards_the_kv():
+    model = load_model("llama-3-8b")
+    plan = plan_capacity(model, H200, 1 << 20, max_model_len=1 << 20)
+    assert plan.max_sequences_paged == 0                     # 1M tokens do not fit one H200 unsplit
+    four = dcp_capacity(plan, model, 1 << 20, 4, 16, DType(plan.kv_dtype))
+    assert four.max_sequences_paged >= 3 and four.reason is None
+    assert four.kv_bytes_per_sequence == pytest.approx(plan.kv_bytes_per_sequence / 4, rel=1e-3)
+    assert 3.9 * plan.max_context_len < four.max_context_len <= 4 * plan.max_context_len + 64
+    assert dcp_capacity(plan, model, 1 << 20, 1, 16, DType(plan.kv_dtype)) is plan

@@ -1,0 +1,39 @@
+"""Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
+short message; and the same answers as before for every form a valid value may take.
+
+The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from rooflab.errors import InputError, RooflabError, SpecError, shown
+from rooflab.numerics import NumericsError
+
+
+def test_describing_a_value_is_bounded_whatever_its_size():
+    """Nine levels of ten references (YAML aliases): 10^9 leaves if printed, so repr must not walk them."""
+    value: list = ["x"] * 10
+    for _ in range(9):
+        value = [value] * 10
+    start = time.perf_counter()
+    error = SpecError("gpu.yaml", "a8", value, "unknown key")
+    text = shown(value) + str(error) + shown(10**5000) + shown(np.zeros(10**6)) + shown({i: i for i in range(10**5)})
+    assert time.perf_counter() - start < 1.0
+    assert len(str(error)) < 200 and len(shown(10**5000)) <= 60
+    assert "5,000 digits" in text
+
+
+def test_many_problems_are_counted_not_listed():
+    problems = tuple((f"key{i}", i, "unknown key") for i in range(1000))
+    message = str(SpecError("gpu.yaml", "key0", 0, "unknown key", problems))
+    assert "1000 problems" in message and "and 990 more" in message and len(message) < 1500
+
+
+def test_every_refusal_above_is_a_rooflab_error():
+    """NumericsError stays a ValueError for library callers, and an InputError for the CLI."""
+    assert issubclass(NumericsError, InputError) and issubclass(NumericsError, ValueError)
+    assert issubclass(InputError, RooflabError) and issubclass(SpecError, RooflabError)

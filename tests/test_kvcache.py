@@ -1,0 +1,60 @@
+"""Tests of rooflab/kvcache.py.
+
+From the suites this file gathers:
+
+Every bundled model: its parameter count against the published one, the round trip through a config.json,
+the real config.json files in tests/data/hf_configs loading to the bundled specs, KV golden values, and the CLI.
+
+Published counts and what each includes are in each YAML's comment and parameters_note; the config.json
+files and where they were copied from are listed in tests/data/hf_configs/SOURCES.md.
+
+Honest reports: the decode report says whether the batch fits (weights + KV on one GPU).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab import load_model
+from rooflab.cost.batch import DecodeBatch
+from rooflab.kvcache import batch_memory, kv_layout
+from rooflab.load import load_gpu, load_model
+from rooflab.specs import MLA_SPARSE_FP8_BYTES
+from rooflab.units import DType, GiB
+from rooflab.vocab import WindowAllocation
+
+
+# --- golden values ----------------------------------------------------------------------------------------
+
+def test_deepseek_v3_latent_cache_per_token():
+    """DeepSeek-V3 technical report, section 2.1.1: one (d_c + d_R) = 512 + 64 latent per token per layer."""
+    m = load_model("deepseek-v3")
+    assert m.kv_bytes_per_token(DType.bf16) == 61 * 576 * 2 == 70_272
+    assert m.kv_bytes_per_token(DType.fp8_e4m3) == 61 * 576 == 35_136
+    mla = m.layer_types["mla"]
+    assert MLA_SPARSE_FP8_BYTES == 656        # FlashMLA's fp8 layout: 512 e4m3 + 4 fp32 scales + 64 bf16 rope
+    assert mla.kv_bytes_per_token(m.heads, DType.bf16, mla_sparse_fp8=True) == 656
+    assert kv_layout(m, 1, DType.bf16, 1, mla_sparse_fp8=True).bytes_per_token_full == 61 * 656
+
+
+@pytest.mark.parametrize("name, full_gib, hybrid_gib", [("gemma-3-27b", 31.00, 5.41), ("gpt-oss-120b", 4.50, 2.25)])
+def test_kv_per_sequence_at_64k_tokens(name, full_gib, hybrid_gib):
+    """65,536 tokens in 16-token pages, bf16. Gemma-3-27B: 62 x 65,536 x 8 KiB = 31.00 GiB with full-length
+    tables; 10 full layers + 52 sliding ones of 65 pages = 5.41 GiB. gpt-oss-120b: 36 x 65,536 x 2 KiB =
+    4.50 GiB; 18 full + 18 sliding of 9 pages (window 128) = 2.25 GiB."""
+    m = load_model(name)
+    full = kv_layout(m, 65_536, DType.bf16, 16, allocation=WindowAllocation.full).bytes_per_sequence
+    hybrid = kv_layout(m, 65_536, DType.bf16, 16, allocation=WindowAllocation.hybrid).bytes_per_sequence
+    assert round(full / GiB, 2) == full_gib and round(hybrid / GiB, 2) == hybrid_gib
+
+
+H100 = load_gpu("h100-sxm")
+
+
+def test_windows_and_fp8_shrink_what_a_batch_holds():
+    gemma = load_model("gemma-2-9b")
+    batch = DecodeBatch.uniform(8192, 32)
+    full = batch_memory(gemma, H100, batch, DType.bf16)
+    fp8 = batch_memory(gemma, H100, batch, DType.fp8_e4m3)
+    assert fp8.kv_bytes * 2 == full.kv_bytes
+    assert full.kv_bytes < 32 * kv_layout(gemma, 8193, DType.bf16).bytes_per_token_full * 8208   # windows keep less

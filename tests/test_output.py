@@ -1,0 +1,148 @@
+"""Tests of rooflab/output.py.
+
+From the suites this file gathers:
+
+Tables that fit the terminal: wide tables split into stacked column blocks, each led by the label column.
+
+Only a terminal (or $COLUMNS) triggers wrapping; a pipe, a file and the test runner keep the full width.
+
+Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
+
+The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+
+import pytest
+
+from rooflab.output import Column, Format, Frame, OutputError, json_text, render, table, terminal_width, write_atomic
+
+
+HEADERS = ["variant", "FLOPs", "HBM bytes", "FLOP/byte", "t_compute", "t_memory", "t_floor", "bound"]
+ROWS = [["naive", "549.823 GFLOP", "16.156 GiB", "31.7", "555.713 us", "5.178 ms", "5.178 ms", "memory"],
+        ["  qk", "274.911 GFLOP", "4.078 GiB", "62.8", "277.857 us", "1.307 ms", "1.307 ms", "memory"],
+        ["flash", "549.823 GFLOP", "161.000 MiB", "3256.8", "555.713 us", "50.394 us", "555.713 us", "compute"]]
+FULL_WIDTH = max(len(line) for line in table(HEADERS, ROWS).splitlines())
+
+
+def _frame(**kw) -> Frame:
+    columns = tuple(Column(str(i), h) for i, h in enumerate(HEADERS))
+    records = tuple({str(i): cell for i, cell in enumerate(row)} for row in ROWS)
+    return Frame(columns, records, title="a title " * 20, notes=("a note " * 30,), **kw)
+
+
+@pytest.fixture
+def no_terminal(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())     # not a terminal
+
+
+def _blocks(text: str) -> list[list[str]]:
+    return [block.splitlines() for block in text.split("\n\n")]
+
+
+def test_a_table_that_fits_is_unchanged():
+    assert FULL_WIDTH > 60
+    assert table(HEADERS, ROWS, width=FULL_WIDTH) == table(HEADERS, ROWS)
+    assert table(HEADERS, ROWS, width=None) == table(HEADERS, ROWS)
+
+
+@pytest.mark.parametrize("width", [30, 45, 60, 80])
+def test_a_wide_table_splits_into_blocks_that_fit_and_repeat_the_label_column(width):
+    text = table(HEADERS, ROWS, width=width)
+    blocks = _blocks(text)
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert all(len(line) <= width for line in block), block
+        assert block[0].startswith("variant") and block[1].startswith("-------")
+        assert [line.split()[0] for line in block[2:]] == ["naive", "qk", "flash"]   # every row, in order
+    # every header once, in order, across the blocks (after the repeated label column)
+    headers = [h for block in blocks for h in HEADERS[1:] if f"  {h}" in block[0]]
+    assert headers == HEADERS[1:]
+    # every cell kept whole
+    for row in ROWS:
+        for cell in row[1:]:
+            assert cell in text
+
+
+def test_a_column_wider_than_the_terminal_gets_a_block_of_its_own():
+    blocks = _blocks(table(HEADERS, ROWS, width=12))
+    assert len(blocks) == len(HEADERS) - 1          # one column a block, each led by the labels
+    assert all(block[0].split()[0] == "variant" for block in blocks)
+
+
+def test_render_wraps_only_in_a_terminal_or_under_columns(monkeypatch, no_terminal):
+    frame = _frame()
+    full = render(frame)
+    assert terminal_width() is None
+    assert max(len(line) for line in full.splitlines()) > 80        # so wrapping would show
+    assert full == render(frame, width=10_000)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert terminal_width() == 80
+    wrapped = render(frame)
+    assert wrapped != full and max(len(line) for line in wrapped.splitlines()) <= 80
+    assert _words(wrapped) == _words(full)        # laid out again, nothing dropped
+
+
+def _words(text: str) -> set[str]:
+    """The words of a rendered table, its rules of dashes aside."""
+    return {w for w in text.split() if set(w) != {"-"}}
+
+
+@pytest.mark.parametrize("value", ["", "abc", "0", "-5"])
+def test_a_columns_value_that_is_not_a_width_is_ignored(monkeypatch, no_terminal, value):
+    monkeypatch.setenv("COLUMNS", value)
+    assert terminal_width() is None
+    assert render(_frame()) == render(_frame(), width=10_000)
+
+
+def test_a_terminal_is_asked_its_width(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stdout", Tty())
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, **k: shutil.os.terminal_size((70, 24)))
+    assert terminal_width() == 70
+    assert max(len(line) for line in render(_frame()).splitlines()) <= 70
+
+
+@pytest.mark.parametrize("fmt", [Format.markdown, Format.csv, Format.json])
+def test_other_formats_never_wrap(monkeypatch, no_terminal, fmt):
+    frame = _frame()
+    unwrapped = render(frame, fmt)
+    monkeypatch.setenv("COLUMNS", "40")
+    assert render(frame, fmt) == unwrapped
+
+
+def test_a_vertical_frame_wraps_its_values_under_the_value_column():
+    long = "one two three four five six seven eight nine ten eleven twelve thirteen"
+    frame = Frame((Column("a", "short"), Column("b", "a longer label")), ({"a": "x", "b": long},), vertical=True)
+    text = render(frame, width=50)
+    lines = text.splitlines()
+    assert all(len(line) <= 50 for line in lines)
+    assert " ".join(text.split()[text.split().index("label") + 1:]) == long
+    assert lines[2].startswith(" " * (len("a longer label") + 4)) and not lines[2].strip().startswith("a longer")
+
+
+# --- JSON is strict; writes are atomic and never clobber inputs -------------------------------------------
+
+def test_json_refuses_non_finite_numbers_and_names_where():
+    with pytest.raises(OutputError) as err:
+        json_text({"rows": [{"t_floor_s": float("inf")}]})
+    assert "$.rows[0].t_floor_s" in str(err.value)
+
+
+def test_atomic_write_refuses_input_folder_and_missing_folder(tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("data")
+    for target, needle in ((source, "overwrite an input"), (tmp_path, "is a folder"),
+                           (tmp_path / "no" / "x.txt", "does not exist")):
+        with pytest.raises(OutputError, match=needle):
+            write_atomic(target, "new", inputs=[source])
+    assert source.read_text() == "data" and sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]

@@ -1,0 +1,46 @@
+"""Tests of rooflab/units.py.
+
+From the suites this file gathers:
+
+Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
+
+The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
+
+Bundled specs load, and every kind of bad spec is an error naming the file, the field and the value.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab import DType
+from rooflab.units import parse_bytes, parse_count
+
+
+# --- counts and sizes as people write them -----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, value", [("8192", 8192), ("8_192", 8192), ("32k", 32_000), ("32K", 32_768),
+                                         ("32Ki", 32_768), ("1M", 1 << 20), ("1m", 10**6), ("25.6k", 25_600)])
+def test_counts(text, value):
+    assert parse_count(text) == value       # vLLM's convention: lowercase decimal, uppercase binary
+
+
+@pytest.mark.parametrize("text", ["abc", "1e9", "1.5K", "", "12.3"])
+def test_bad_counts(text):
+    with pytest.raises(ValueError):
+        parse_count(text)
+
+
+def test_sizes():
+    assert parse_bytes("80GiB") == 80 * 2**30 and parse_bytes("192GB") == 192 * 10**9
+    with pytest.raises(ValueError):
+        parse_bytes("lots")
+
+
+def test_every_dtype_has_a_stored_weight_format():
+    """tf32 is a tensor-core mode over fp32 storage; fp64 weights take 8 bytes (plot decode --dtype tf32 crashed)."""
+    from rooflab.units import DType, WeightFormat
+
+    stored = {d: WeightFormat.of(d) for d in DType}
+    assert stored[DType.tf32] is WeightFormat.fp32 and stored[DType.fp64].bits_per_weight == 64
+    assert all(stored[d].bits_per_weight == d.bits for d in DType if d is not DType.tf32)
