@@ -21,7 +21,7 @@ HEAVY = ("typer", "matplotlib", "pandas", "cupy", "torch")
 
 def _modules(*exclude: str) -> list[str]:
     names = [m.name for m in pkgutil.walk_packages(rooflab.__path__, "rooflab.")]
-    exclude += ("rooflab.__main__",)   # runs the CLI when imported: `python -m rooflab`, tested in test_cli.py
+    exclude += ("rooflab.__main__",)   # runs the CLI when imported: `python -m rooflab`, tested in tests/cli/test_init.py
     return sorted(n for n in names if not any(n == e or n.startswith(e + ".") for e in exclude))
 
 

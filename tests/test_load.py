@@ -17,7 +17,7 @@ Hugging Face config.json as a model spec: the configs' own rules, strict reading
 field and value (exit 2 from the CLI).
 
 Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
-the real files are read in test_models_bundled.py.
+the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_bundled_spec).
 
 Every bundled model: its parameter count against the published one, the round trip through a config.json,
 the real config.json files in tests/data/hf_configs loading to the bundled specs, KV golden values, and the CLI.

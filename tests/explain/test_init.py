@@ -354,7 +354,7 @@ def test_explain_agrees_with_the_report_per_layer_type(key):
 
 
 LLAMA = load_model("llama-3-8b")
-#: The variants of softmax attention (recurrent derives linear-attention layers; tests/test_explain_layers.py)
+#: The variants of softmax attention (recurrent derives linear-attention layers; tests/explain/test_init.py)
 SOFTMAX = tuple(v for v in EXPLAINED if v is not Variant.recurrent)
 
 

@@ -2,7 +2,7 @@
 field and value (exit 2 from the CLI).
 
 Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
-the real files are read in test_models_bundled.py.
+the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_bundled_spec).
 """
 
 from __future__ import annotations
