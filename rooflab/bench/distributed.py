@@ -197,12 +197,14 @@ def _notes_for(name: str, notes: list[dict]) -> dict[str, str]:
 def run_metadata(command: str, gpu_spec: Optional[str], nproc: int, cpu: bool) -> dict[str, str]:
     """Where and how the run was measured (no CUDA context is created here)."""
     from .. import __version__
-    from .device import _git_commit, _nvidia_smi
+    from .device import _git_commit, _nvidia_smi, spec_for_device
 
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "gpu_spec": gpu_spec or ("none (CPU)" if cpu else "unknown"), "world_size": str(nproc)}
     if not cpu:
         meta["device_name"] = _nvidia_smi("name")
+        if not gpu_spec:    # the spec nvidia-smi's name resolves to (a GPU rooflab does not bundle stays unknown)
+            meta["gpu_spec"] = spec_for_device(meta["device_name"]) or "unknown"
         meta["driver"] = _nvidia_smi("driver_version")
         meta["clocks_sm_mem_mhz"] = _nvidia_smi("clocks.sm,clocks.mem")
     try:
@@ -262,18 +264,15 @@ def summary(rows: Sequence[Measurement]) -> str:
 def launch_cli(nproc: int, output: Path, cpu: bool, sections: Sequence[str], gpu: Optional[str],
                command: str) -> RunResult:
     """`rooflab bench --distributed`: `output` names the files' prefix (rooflab-bench.csv -> rooflab-bench-*.csv),
-    unknown sections are refused, the GPU spec is --gpu or the one nvidia-smi's name resolves to."""
+    unknown sections are refused, the GPU spec is --gpu or (run_metadata) the one nvidia-smi's name resolves to."""
     from .dist_worker import SECTIONS
-    from .device import _nvidia_smi, spec_for_device
-
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         raise InputError(f"--section {unknown[0]}: unknown; sections are {', '.join(SECTIONS)}")
     output = Path(output)
     prefix = output.name[:-4] if output.suffix == ".csv" else output.name
-    spec = gpu if gpu or cpu else spec_for_device(_nvidia_smi("name"))
     return launch(nproc, output.parent if str(output.parent) else Path("."), sections, cpu=cpu, prefix=prefix,
-                  command=command, gpu_spec=spec)
+                  command=command, gpu_spec=gpu)
 
 
 __all__ = ["RunResult", "assemble", "check_launch", "gpu_count", "launch", "launch_cli", "read_ranks", "run_metadata",
