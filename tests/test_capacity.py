@@ -237,3 +237,14 @@ def test_capacity_dcp_shards_the_kv():
     assert four.kv_bytes_per_sequence == pytest.approx(plan.kv_bytes_per_sequence / 4, rel=1e-3)
     assert 3.9 * plan.max_context_len < four.max_context_len <= 4 * plan.max_context_len + 64
     assert dcp_capacity(plan, model, 1 << 20, 1, 16, DType(plan.kv_dtype)) is plan
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(gpu_memory_utilization=0), "utilisation"),
+    (dict(gpu_memory_utilization=1.01), "utilisation"),
+    (dict(page_size=0), "page size"),
+    (dict(activation_reserve_bytes=-1), "activation reserve"),
+])
+def test_plan_capacity_bad_input(kwargs, needle):
+    with pytest.raises(InputError, match=needle):
+        plan_capacity(load_model("llama-3-8b"), load_gpu("h100-sxm"), 4096, **kwargs)

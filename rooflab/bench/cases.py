@@ -21,7 +21,7 @@ LLAMA3_8B = AttentionHeads(32, 8, 128)
 
 #: fp8-KV decode workloads (batch, context length, split count): Llama-3-8B heads, 16-token pages, at
 #: the split count recommend_splits picks on h200-sxm (units_per_sm 1.5) for fp16 and fp8 KV alike
-#: (tests/test_bench_cpu.py checks that it still does).
+#: (tests/bench/test_cases.py checks that it still does).
 FP8_DECODE_WORKLOADS = ((128, 8192, 1), (32, 16384, 1), (8, 8192, 4), (1, 32768, 25))
 
 
@@ -249,7 +249,7 @@ def mla_cases() -> list[Case]:
 def new_kernel_cases(quick: bool = False) -> list[Case]:
     """The attention variants' kernels for `rooflab bench --new-kernels`: windowed and chunked flash prefill (with
     and without sinks), windowed paged decode, multi-token paged decode and MLA decode; with `quick`, two of each
-    (a smoke test). KERNELS.md ("Attention variants") has the kernels; tests/test_bench_new_kernels.py keeps the
+    (a smoke test). KERNELS.md ("Attention variants") has the kernels; tests/bench/test_cases.py keeps the
     sweep's time, estimated from its floors, under its budget.
     """
     groups = (window_prefill_cases(), window_decode_cases(), multi_token_cases(), mla_cases())

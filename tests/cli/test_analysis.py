@@ -50,10 +50,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rooflab import DType, available, load_gpu, load_model
-from rooflab.capacity import plan_capacity
 from rooflab.cli import app
-from rooflab.errors import InputError
 from rooflab.load import available, load_gpu, load_model
 from rooflab.numerics import expected_max_normal, expected_max_normal_exact
 from rooflab.output import table
@@ -63,19 +60,6 @@ from rooflab.vocab import LayerKind
 
 
 runner = CliRunner()
-LLAMA = load_model("llama-3-8b")
-H100 = load_gpu("h100-sxm")
-
-
-@pytest.mark.parametrize("kwargs, needle", [
-    (dict(gpu_memory_utilization=0), "utilisation"),
-    (dict(gpu_memory_utilization=1.01), "utilisation"),
-    (dict(page_size=0), "page size"),
-    (dict(activation_reserve_bytes=-1), "activation reserve"),
-])
-def test_capacity_bad_input(kwargs, needle):
-    with pytest.raises(InputError, match=needle):
-        plan_capacity(LLAMA, H100, 4096, **kwargs)
 
 
 # --- CLI ------------------------------------------------------------------------------
