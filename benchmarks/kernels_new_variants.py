@@ -10,7 +10,8 @@ Sections (all by default):
             (ours and torch SDPA's flash / cuDNN) and FlexAttention with a sliding-window block mask (compiled)
   paged     windowed paged decode B 64 x 32768, window 4096; multi-token decode B 128 x 8192, q_len 1 / 2 / 4 / 8
   mla       MLA decode bf16 B 128 x 8192: h 16 (memory-bound) and h 128, q_len 2 (compute-bound), beside a torch
-            bmm composition on a dense latent
+            bmm composition on a dense latent (impls: mma; hopper = the wgmma kernel's seesaw schedule; hopper_tile = its
+            one-phase schedule)
 Timing: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed by a 512 MiB read before every repeat,
 median of 20); torch peers with time_torch. Ceilings measured in the same run: a 2 GiB device-to-device copy
 (bytes read + written) and an 8192^3 bf16 torch matmul. Writes DIR/variants.csv (one row a timing) and
@@ -353,7 +354,7 @@ def mla(flush) -> None:
         best = None
         best_impl = None
         for impl, mt, splits in (("mma", None, 1), ("mma", None, 2), ("mma", 4, 1), ("hopper", None, 1),
-                                 ("hopper", None, 2), (None, None, 1)):
+                                 ("hopper", None, 2), ("hopper_tile", None, 1), (None, None, 1)):
             if heads * q_len <= 32 and mt == 4:
                 continue
             if splits > 1:

@@ -38,8 +38,9 @@ _KV_TILE_BYTES = MLA_PAGE_SIZE * MLA_LATENT_DIM * 2
 MLA_HOPPER_ROWS = 64
 #: mla_decode with impl None runs the wgmma kernel on sm_90 for a 16-bit cache when a sequence has at least
 #: this many query rows (q_len x h: one full 64-row tile), else the mma.sync kernel. H200, B 128 x 8192 bf16
-#: (KERNELS.md, run 3): h 128, q_len 2: wgmma 1.653 ms (353 TFLOP/s) against mma.sync 2.477 ms; h 16, q_len 1
-#: (16 rows): mma.sync 305 us (92.7% of copy) against wgmma 417 us.
+#: (KERNELS.md, seesaw run 2): h 128, q_len 2: wgmma (seesaw) 1.005 ms (581 TFLOP/s) against mma.sync 2.487 ms;
+#: h 16, q_len 1 (16 rows): mma.sync 306 us (92.6% of copy), the seesaw 295 us (96.1%): a candidate for the
+#: default there too (not switched: test_mla_default_impl pins 16 rows to mma).
 MLA_HOPPER_MIN_ROWS = 64
 
 
@@ -55,9 +56,17 @@ def mla_smem_bytes(mt: int) -> int:
     return mt * 16 * MLA_LATENT_DIM * 2 + 2 * _KV_TILE_BYTES + mt * 16 * MLA_PAGE_SIZE * 2 + 2 * (8 // wn) * mt * 16 * 4
 
 
-def mla_hopper_smem_bytes() -> int:
-    """1 KiB alignment slack, Q and two 64-key tiles (each [64 x 576] 16-bit), P [64 x 64], maxima and sums [2][64] fp32."""
-    return 1024 + 3 * _KV_TILE_BYTES + MLA_HOPPER_ROWS * MLA_PAGE_SIZE * 2 + 4 * MLA_HOPPER_ROWS * 4
+#: impl -> the wgmma kernel's SCHED template argument (mla_decode_hopper.cu): "hopper" the seesaw schedule (pairs
+#: of 64-key tiles, each warpgroup's softmax under the other's MMAs), "hopper_tile" the earlier schedule (one
+#: phase a tile, no overlap). KERNELS.md has both designs and their timings.
+MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0}
+
+
+def mla_hopper_smem_bytes(sched: int = 0) -> int:
+    """1 KiB alignment slack, Q and two 64-key tiles (each [64 x 576] 16-bit), P [64 x 64], then fp32 maxima and
+    sums: [2][64] each (sched 0), or 4 mbarriers, m0 / m1 [64] and sums [2][64] (sched 1, P1 in Q's block 8)."""
+    tail = 4 * MLA_HOPPER_ROWS * 4 if sched == 0 else 64 + 4 * MLA_HOPPER_ROWS * 4
+    return 1024 + 3 * _KV_TILE_BYTES + MLA_HOPPER_ROWS * MLA_PAGE_SIZE * 2 + tail
 
 
 def mla_flops(heads: int, visible_pairs: int) -> int:
@@ -108,10 +117,10 @@ def mla_default_impl(cupy: Any, rows: int, fp8: bool, mt: Any = None) -> str:
 
 
 def _check_impl(cupy: Any, impl: Any, fp8: bool, mt: Any, rows: int) -> str:
-    if impl not in (None, "mma", "hopper"):
-        raise ValueError(f"impl must be None, 'mma' or 'hopper', got {impl!r}")
+    if impl not in (None, "mma") and impl not in MLA_HOPPER_SCHEDS:
+        raise ValueError(f"impl must be None, 'mma', {', '.join(map(repr, MLA_HOPPER_SCHEDS))}, got {impl!r}")
     impl = impl or mla_default_impl(cupy, rows, fp8, mt)
-    if impl == "hopper":
+    if impl in MLA_HOPPER_SCHEDS:
         if compute_capability(cupy) != 90:
             raise ValueError(f"impl='hopper' (wgmma) needs an sm_90 GPU, this one is sm_{compute_capability(cupy)}")
         if fp8:
@@ -130,13 +139,14 @@ def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: A
     scale = check_scale(scale, MLA_LATENT_DIM)
     rows = q_len * heads
     impl = _check_impl(cupy, impl, fp8, mt, rows)
-    if impl == "hopper":
-        name = f"mla_decode_hopper<{ctype(q)}, {'true' if split else 'false'}>"
+    if impl in MLA_HOPPER_SCHEDS:
+        sched = MLA_HOPPER_SCHEDS[impl]
+        name = f"mla_decode_hopper<{ctype(q)}, {'true' if split else 'false'}, {sched}>"
         launch(kernel("mla_decode_hopper.cu", name), (ceil_div(rows, MLA_HOPPER_ROWS), batch, num_splits),
                (256, 1, 1), (q, cache, block_table, np.int32(block_table.shape[1]), context_lens, out,
                              NULL if out_lse is None else out_lse, np.int32(heads), np.int32(q_len),
                              np.float32(scale * LOG2E)),
-               mla_hopper_smem_bytes())
+               mla_hopper_smem_bytes(sched))
         return
     mt = mla_row_tiles(rows) if mt is None else mt
     if mt not in (1, 2, 4):
@@ -158,7 +168,8 @@ def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, n
     num_splits > 1: split-KV (each split covers whole pages, fp32 partials) and then merge_partials.
     kv_scale: the fp8 cache's per-tensor scale (1.0 for a 16-bit cache). mt: row tiles a CTA
     (1, 2 or 4; default by rows, mla_row_tiles), a tuning knob of the mma.sync kernel.
-    impl: "mma" (mla_decode.cu), "hopper" (mla_decode_hopper.cu: wgmma, sm_90, 16-bit caches) or None
+    impl: "mma" (mla_decode.cu), "hopper" (mla_decode_hopper.cu: wgmma, sm_90, 16-bit caches; the seesaw
+    schedule), "hopper_tile" (the same kernel's earlier one-phase schedule) or None
     (mla_default_impl: the wgmma kernel on sm_90 for a 16-bit cache and >= 64 rows a sequence, else mma.sync).
     """
     cupy = cupy_module()
@@ -186,7 +197,8 @@ def mla_instantiations(dtypes: tuple[str, ...] = ("__half", "__nv_bfloat16"), fp
     """(file, name) pairs of every MLA instantiation (precompile); hopper: the wgmma kernel's too (sm_90)."""
     out = []
     if hopper:
-        out += [("mla_decode_hopper.cu", f"mla_decode_hopper<{ct}, {s}>") for ct in dtypes for s in ("false", "true")]
+        out += [("mla_decode_hopper.cu", f"mla_decode_hopper<{ct}, {s}, {sched}>") for ct in dtypes
+                for s in ("false", "true") for sched in sorted(set(MLA_HOPPER_SCHEDS.values()))]
     for ct in dtypes:
         for kv in (ct, FP8_CTYPE) if fp8 else (ct,):
             for mt in (1, 2, 4):
