@@ -2,7 +2,7 @@
 
 Run on the GPU machine from the repository root:  python3 benchmarks/kernels_new_device_run.py --out DIR
   DIR/nvidia-smi.txt   the card as found (clocks, memory, driver)
-  DIR/pytest.log       pytest -m gpu on tests/test_kernels_gpu.py and tests/test_kernels_variants_gpu.py
+  DIR/pytest.log       pytest -m gpu on tests/kernels/ (test_*_gpu.py) and tests/bench/test_ours_gpu.py
   DIR/bench.log        benchmarks/kernels_new_variants.py (its DIR/variants.csv, DIR/variants.json)
 Each step has a wall-clock limit, so a hang in one leaves the others' output; the benchmark's summary
 table is printed last.
@@ -49,7 +49,7 @@ def main() -> None:
     step(["nvidia-smi"], out / "nvidia-smi.txt", 30)
     if not args.skip_tests:
         cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", f"--maxfail={args.maxfail}",
-               "-rf", "tests/test_kernels_gpu.py", "tests/test_kernels_variants_gpu.py"]
+               "-rf", "tests/kernels/", "tests/bench/test_ours_gpu.py"]
         if args.k:
             cmd += ["-k", args.k]
         step(cmd, out / "pytest.log", args.tests_limit)
