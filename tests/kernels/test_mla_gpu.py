@@ -73,9 +73,11 @@ def test_mla_decode_fp8(cp, rng, dtype, heads, q_len, num_splits, kv_scale):
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("heads, q_len", [(16, 1), (64, 1), (128, 2), (20, 3), (128, 8)])
 @pytest.mark.parametrize("num_splits", [1, 3])
-def test_mla_decode_hopper(hopper, rng, dtype, heads, q_len, num_splits):
-    """The wgmma kernel: 64 rows a CTA (16 to 1024 rows: partial and several chunks), split-KV."""
-    _mla_check(hopper, rng, dtype, heads, q_len, num_splits, impl="hopper")
+@pytest.mark.parametrize("impl", ["hopper", "hopper_tile"])
+def test_mla_decode_hopper(hopper, rng, dtype, heads, q_len, num_splits, impl):
+    """The wgmma kernels, the seesaw schedule (hopper, the default) and the one-phase one kept beside it
+    (hopper_tile): 64 rows a CTA (16 to 1024 rows: partial and several chunks), split-KV."""
+    _mla_check(hopper, rng, dtype, heads, q_len, num_splits, impl=impl)
 
 
 def test_mla_default_impl(hopper):
