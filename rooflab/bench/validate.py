@@ -169,8 +169,9 @@ def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
     return gpu_ref
 
 
-#: The bundled dataset `rooflab validate` reads with no file: the H200 sweep and the new kernels' campaign.
-BUNDLED_DATASET = ("h200-sweep.csv", "h200-new-kernels.csv")
+#: The bundled dataset `rooflab validate` reads with no file: the H200 sweep, the new kernels' campaign and the
+#: seesaw MLA kernel's (the MLA kernel that ships since the new kernels' campaign).
+BUNDLED_DATASET = ("h200-sweep.csv", "h200-new-kernels.csv", "h200-mla-seesaw.csv")
 
 
 def bundled_dataset() -> tuple[Path, ...]:

@@ -155,7 +155,8 @@ def test_missing_file(tmp_path):
 
 
 def test_the_default_dataset_holds_the_new_kernels_too():
-    """`rooflab validate` with no file reads the bundled sweep and the new kernels' campaign together."""
+    """`rooflab validate` with no file reads the bundled sweep, the new kernels' campaign and the seesaw MLA kernel's
+    rows together: the wgmma MLA kernel that ships (rooflab_hopper) beside the schedule it replaced."""
     from typer.testing import CliRunner
 
     from rooflab.bench.validate import BUNDLED_DATASET, validate
@@ -166,7 +167,8 @@ def test_the_default_dataset_holds_the_new_kernels_too():
     kernels = {g.kernel for g in v.groups}
     assert {Kernel.flash, Kernel.paged, Kernel.flash_window, Kernel.paged_window, Kernel.paged_multi,
             Kernel.mla_decode} <= kernels
-    assert BUNDLED_DATASET == ("h200-sweep.csv", "h200-new-kernels.csv")
+    assert BUNDLED_DATASET == ("h200-sweep.csv", "h200-new-kernels.csv", "h200-mla-seesaw.csv")
+    assert {g.impl for g in v.groups if g.kernel is Kernel.mla_decode} >= {"rooflab_hopper", "rooflab_hopper_tile"}
     r = CliRunner().invoke(app, ["validate", "-f", "json"])
     assert r.exit_code == 0 and "mla_decode" in r.stdout
 
