@@ -23,11 +23,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from .cost.common import whole_number
+from .cost.common import real_number, whole_number
 from .cost.naive import naive_max_seq_len
 from .errors import InputError, shown
 from .kvcache import KvLayout, kv_layout, longest_context
-from .limits import MAX_PAGE_SIZE, MAX_TOKENS
+from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .paging import pages_for
 from .specs import GpuSpec, ModelSpec
 from .units import DType, WeightFormat, fmt_bytes
@@ -134,8 +134,25 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     that keep every token. A workload that does not fit is an answer (0 sequences and the reason);
     inputs out of range and weights that do not fit at all are errors.
     """
-    kv_dtype = kv_dtype or _kv_default(model, weight_dtype)
-    _check(context_len, gpu_memory_utilization, activation_reserve_bytes, page_size, max_model_len)
+    if isinstance(weight_dtype, str) and weight_dtype in DType._value2member_map_:
+        weight_dtype = DType(weight_dtype)
+    elif weight_dtype is not None and not isinstance(weight_dtype, DType):
+        weight_dtype = WeightFormat.of(weight_dtype)
+    window_allocation = WindowAllocation.of(window_allocation, "window_allocation")
+    kv_dtype = DType.of(kv_dtype, "kv_dtype") if kv_dtype is not None else _kv_default(model, weight_dtype)
+    context_len, gpu_memory_utilization, activation_reserve_bytes, page_size, max_model_len = _check(
+        context_len, gpu_memory_utilization, activation_reserve_bytes, page_size, max_model_len)
+    tensor_parallel = whole_number(tensor_parallel, "tensor parallel size (--tp)", maximum=MAX_GPUS)
+    expert_parallel = whole_number(expert_parallel, "expert parallel size (--ep)", maximum=MAX_GPUS)
+    if expert_parallel > 1 and not model.is_moe:
+        raise InputError(f"expert parallel size (--ep) {expert_parallel}: {model.name} has no routed experts to split")
+    if expert_parallel > model.num_experts:
+        raise InputError(f"expert parallel size (--ep) {expert_parallel} exceeds the {model.num_experts} routed "
+                         f"experts of {model.name}: a GPU would hold none")
+    if not isinstance(dp_attention, bool) or not isinstance(mla_sparse_fp8, bool):
+        name, value = ("dp_attention", dp_attention) if not isinstance(dp_attention, bool) else \
+            ("mla_sparse_fp8", mla_sparse_fp8)
+        raise InputError(f"{name} must be True or False, got {shown(value)}")
     shared_prefix_len = whole_number(shared_prefix_len, "shared prefix length", minimum=0, maximum=MAX_TOKENS)
     if shared_prefix_len >= context_len:
         raise InputError(f"shared prefix length ({shared_prefix_len:,}) must be shorter than the context length "
@@ -221,6 +238,7 @@ def _with_prefix(layout: KvLayout, budget: int, prefix_len: int) -> int:
 
 def tensor_parallel_sizes(model: ModelSpec, limit: int = 8) -> list[int]:
     """The split sizes up to `limit` GPUs the model's heads allow (AttentionHeads.shard), smallest first."""
+    limit = whole_number(limit, "limit (GPUs to split over)", maximum=MAX_GPUS)
     sizes = []
     for tp in range(1, limit + 1):
         try:
@@ -250,14 +268,16 @@ def smallest_deployment(model: ModelSpec, gpu: GpuSpec, context_len: int, limit:
                      f"{sizes[-1] if sizes else 1} x {gpu.name}")
 
 
-def _check(context_len: int, utilization: float, reserve: int, page_size: int, max_len: int | None) -> None:
-    if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
-        raise InputError(f"GPU memory utilisation must be in (0, 1], got {shown(utilization)}")
-    whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
-    whole_number(context_len, "context length", maximum=MAX_TOKENS)
-    whole_number(reserve, "activation reserve (bytes)", minimum=0, maximum=1 << 62)
+def _check(context_len: int, utilization: float, reserve: int, page_size: int,
+           max_len: int | None) -> tuple[int, float, int, int, int | None]:
+    """The arguments checked and as plain Python numbers (an np.int32 page size would overflow in the products)."""
+    utilization = real_number(utilization, "GPU memory utilisation", 0, 1, lo_open=True)
+    page_size = whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
+    context_len = whole_number(context_len, "context length", maximum=MAX_TOKENS)
+    reserve = whole_number(reserve, "activation reserve (bytes)", minimum=0, maximum=1 << 62)
     if max_len is not None:
-        whole_number(max_len, "max model length", maximum=MAX_TOKENS)
+        max_len = whole_number(max_len, "max model length", maximum=MAX_TOKENS)
+    return context_len, utilization, reserve, page_size, max_len
 
 
 def _reason(budget: int, reserve: int, paged: int, context_len: int, longest: int, max_len: int) -> str | None:

@@ -121,13 +121,29 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
 _SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def read_bounded(path: Path | str, limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of a file (the caller refuses more). A named pipe no process writes to reads as
+    empty instead of blocking forever: the file is opened with O_NONBLOCK (which returns at once for a FIFO),
+    then read blocking, which for a FIFO without writers is end of file, and for `<(command)` waits for the
+    command's output. Raises OSError as open() does."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            return handle.read(limit + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def read_text(path: Path, limit: int, kind: str) -> str:
     """A spec file's text (UTF-8, a BOM allowed), or SpecError naming it: unreadable, over `limit` bytes
     (`kind` says what such a file usually weighs), or not UTF-8."""
     where = str(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(limit + 1)
+        raw = read_bounded(path, limit)
     except OSError as exc:
         raise SpecError(where, None, None, f"cannot read file ({exc.strerror or exc})") from None
     if len(raw) > limit:

@@ -262,7 +262,10 @@ def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | st
     """
     path = check_writable(path, inputs)
     folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:       # a read-only folder, or one such as /proc that takes no new files
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc} (in the folder {folder})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)

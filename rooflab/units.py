@@ -172,12 +172,18 @@ class WeightFormat(str, enum.Enum):
         return _WEIGHT_BITS[self]
 
     @classmethod
-    def of(cls, dtype: "DType | WeightFormat | str") -> "WeightFormat":
+    def of(cls, dtype: "DType | WeightFormat | str", what: str = "weight_dtype") -> "WeightFormat":
         """The weight format that stores plain `dtype` elements (fp8_e4m3 -> fp8; tf32, a tensor-core mode, is
-        stored as fp32), or a WeightFormat as is."""
+        stored as fp32), or a WeightFormat as is; anything else is an InputError naming `what`."""
         if isinstance(dtype, WeightFormat):
             return dtype
-        value = DType(dtype).value if not isinstance(dtype, str) or dtype in DType._value2member_map_ else dtype
+        if isinstance(dtype, DType):
+            value = dtype.value
+        elif isinstance(dtype, str) and (dtype in DType._value2member_map_ or dtype in cls._value2member_map_):
+            value = dtype
+        else:
+            raise InputError(f"{what} must be one of {', '.join(f.value for f in cls)} (or a dtype: "
+                             f"{', '.join(d.value for d in DType)}), got {shown(dtype)}")
         return cls(_STORED_AS.get(value, value))
 
     def __str__(self) -> str:

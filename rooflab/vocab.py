@@ -21,6 +21,16 @@ class _Named(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    @classmethod
+    def of(cls, value: object, what: str):
+        """`value` as a member: a member as is, or its name ('hybrid'); anything else an InputError naming `what`."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str) and value in cls._value2member_map_:
+            return cls(value)
+        from .errors import InputError, shown
+        raise InputError(f"{what} must be one of {', '.join(m.value for m in cls)}, got {shown(value)}")
+
 
 class Phase(_Named):
     """What a report describes: one attention layer's prefill or decode step, or a whole model's step."""

@@ -248,3 +248,43 @@ def test_capacity_dcp_shards_the_kv():
 def test_plan_capacity_bad_input(kwargs, needle):
     with pytest.raises(InputError, match=needle):
         plan_capacity(load_model("llama-3-8b"), load_gpu("h100-sxm"), 4096, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    ({"expert_parallel": 0}, "expert parallel"),             # a ZeroDivisionError from Fraction(n, 0) once
+    ({"expert_parallel": 2}, "no routed experts"),           # llama-3-8b is dense: --ep was ignored silently
+    ({"weight_dtype": "nope"}, "weight_dtype"),              # ValueError from the enum once
+    ({"kv_dtype": "nope"}, "kv_dtype"),
+    ({"window_allocation": "nope"}, "window_allocation"),
+    ({"dp_attention": "yes"}, "dp_attention"),
+    ({"gpu_memory_utilization": "0.9"}, "utilisation"),
+])
+def test_plan_capacity_names_a_bad_argument(kwargs, named):
+    with pytest.raises(InputError, match=named):
+        plan_capacity(load_model("llama-3-8b"), load_gpu("h100-sxm"), 8192, **kwargs)
+
+
+def test_plan_capacity_takes_numpy_scalars_and_dtype_names():
+    """np.float32(0.9) was refused as not a number, np.int32(16) overflowed in the page arithmetic, and 'fp8_e4m3'
+    as kv_dtype failed on .value: each is the value it holds."""
+    import numpy as np
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    plain = plan_capacity(model, gpu, 8192, kv_dtype=DType.fp8_e4m3, gpu_memory_utilization=0.9, page_size=16)
+    odd = plan_capacity(model, gpu, np.int64(8192), kv_dtype="fp8_e4m3", gpu_memory_utilization=np.float64(0.9),
+                        page_size=np.int32(16))
+    assert odd.max_sequences_paged == plain.max_sequences_paged
+
+
+def test_expert_parallel_past_the_experts_is_refused():
+    with pytest.raises(InputError, match="8 routed experts"):
+        plan_capacity(load_model("mixtral-8x7b"), load_gpu("h100-sxm"), 8192, expert_parallel=16)
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, 10**12])
+def test_split_search_limit_is_checked(limit):
+    """limit=10**12 looped for hours; 0 returned an empty list and a message saying 'up to 1 x'."""
+    with pytest.raises(InputError, match="limit"):
+        tensor_parallel_sizes(load_model("llama-3-8b"), limit)
+    with pytest.raises(InputError, match="limit"):
+        smallest_deployment(load_model("llama-3-8b"), load_gpu("h100-sxm"), 8192, limit=limit)

@@ -624,6 +624,16 @@ REGRESSIONS = [
           inputs=[SMALL_CSV]),
     _case(["plot", "roofline", "-o", "x.txt"], ["x.txt"]),
     _case(["plot", "roofline", "-o", "no/such/folder/x.png"], ["no/such/folder"]),
+    _case(["plot", "memory", "-o", "/proc/x.png"], ["/proc/x.png"],
+          note="a folder that takes no new files: the temporary file failed inside rooflab once"),
+    # a hostile run's finds: a silently ignored option, a list that took minutes
+    _case(["capacity", "-m", "llama-3-8b", "--ep", "2"], ["--ep", "expert parallel"],
+          note="--ep on a dense model was printed as 'experts split 2 ways' and changed nothing"),
+    _case(["capacity", "-m", "mixtral-8x7b", "--ep", "16"], ["--ep", "expert parallel"],
+          note="more expert-parallel GPUs than the 8 experts"),
+    _case(["capacity", "-m", "mixtral-8x7b", "--ep", "2", "-f", "json"], expect=0, fmt_json=True),
+    _case(["plot", "roofline", "-g", ",".join(["h100-sxm"] * 500), "-o", "r.png"], ["--gpu"], limit_s=5,
+          note="500 GPUs on one chart ran for minutes"),
 ]
 
 

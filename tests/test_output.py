@@ -146,3 +146,16 @@ def test_atomic_write_refuses_input_folder_and_missing_folder(tmp_path):
         with pytest.raises(OutputError, match=needle):
             write_atomic(target, "new", inputs=[source])
     assert source.read_text() == "data" and sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_atomic_write_into_a_folder_that_takes_no_files_is_an_output_error(tmp_path, monkeypatch):
+    """`-o /proc/x.png`: the temporary file cannot be made; an OutputError naming the path, not a traceback."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(OutputError, match="x.png"):
+        write_atomic(tmp_path / "x.png", b"data")
+    assert list(tmp_path.iterdir()) == []

@@ -44,3 +44,20 @@ def test_every_dtype_has_a_stored_weight_format():
     stored = {d: WeightFormat.of(d) for d in DType}
     assert stored[DType.tf32] is WeightFormat.fp32 and stored[DType.fp64].bits_per_weight == 64
     assert all(stored[d].bits_per_weight == d.bits for d in DType if d is not DType.tf32)
+
+
+@pytest.mark.parametrize("value", ["nope", 5, None, DType])
+def test_weight_format_of_names_what_it_was_given_as(value):
+    """WeightFormat.of('nope') raised the enum's ValueError from deep in capacity and decode_step."""
+    from rooflab.errors import InputError
+    from rooflab.units import WeightFormat
+
+    with pytest.raises(InputError, match="weight_dtype"):
+        WeightFormat.of(value)
+
+
+def test_weight_format_of_takes_formats_and_dtypes_by_name():
+    from rooflab.units import WeightFormat
+
+    assert WeightFormat.of("mxfp4") is WeightFormat.mxfp4 and WeightFormat.of("fp8_e5m2") is WeightFormat.fp8
+    assert WeightFormat.of(DType.tf32) is WeightFormat.fp32

@@ -26,6 +26,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ..limits import MAX_BATCH, MAX_TOKENS
+from ..load import read_bounded
 from ..specs.heads import MAX_HEAD_DIM, MAX_HEADS
 from ..units import DType
 from ..output import write_atomic
@@ -225,8 +226,7 @@ def read_measurements(path: Path) -> tuple[dict[str, str], list[Measurement]]:
 
 def _read_text(path: Path, where: str) -> str:
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        raw = read_bounded(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise InputError(f"{where}: cannot read file ({exc.strerror or exc})") from None
     if len(raw) > MAX_FILE_BYTES:

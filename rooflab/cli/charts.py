@@ -40,6 +40,10 @@ def _output_opt(default: str):
                                                   help=f"Image to write: .png, .svg or .pdf (default {default}).")]
 
 
+#: GPUs one chart draws: each is a set of lines in its own colour, and each costs a sweep.
+MAX_CHART_GPUS = 32
+
+
 def _names(values: list[str] | None, default: str) -> list[str]:
     """GPU names from repeated options and comma lists; an empty entry is an error, no option the default."""
     if not values:
@@ -47,6 +51,9 @@ def _names(values: list[str] | None, default: str) -> list[str]:
     names = [part.strip() for value in values for part in value.split(",")]
     if not all(names):
         raise RooflabError(f"--gpu: {','.join(values)!r} has an empty name")
+    if len(names) > MAX_CHART_GPUS:
+        raise RooflabError(f"--gpu: {len(names):,} GPUs; a chart draws at most {MAX_CHART_GPUS} (more lines cannot "
+                           "be told apart)")
     return names
 
 

@@ -29,12 +29,14 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import InputError
+from ..load import read_bounded
 from ..units import GiB
 from .vocab import Accounting, Engine
 
@@ -165,8 +167,7 @@ def read_log(path: Path | str) -> EngineLog:
     """Read and parse a start-up log file; unreadable, binary or oversized files are InputErrors naming the file."""
     path = Path(path).expanduser()
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_LOG_BYTES + 1)
+        raw = read_bounded(path, MAX_LOG_BYTES)
     except OSError as exc:
         raise InputError(f"--engine-log {path}: cannot read it ({exc.strerror or exc})") from None
     if len(raw) > MAX_LOG_BYTES:
@@ -174,6 +175,29 @@ def read_log(path: Path | str) -> EngineLog:
     if b"\0" in raw[:4096]:
         raise InputError(f"--engine-log {path}: a binary file, not a text log")
     return parse_log(raw.decode("utf-8", errors="replace"), str(path))
+
+
+#: Largest figure a log line may carry: bytes (1 PiB on one GPU) and counts (tokens, blocks, GPUs); past these the
+#: line is corrupt, and 1e400 or a 400-digit number would overflow the arithmetic downstream.
+_MAX_LOGGED_BYTES = 1 << 50
+_MAX_LOGGED_COUNT = 1 << 40
+
+
+def _checked(key: str, convert: Callable[[str], float], text: str, name: str, line_no: int) -> float:
+    """One figure converted and checked, or InputError naming the log, the line and the figure."""
+    where = f"--engine-log {name} line {line_no}: {key.replace('_', ' ')} {text[:40]}"
+    try:
+        value = convert(text)
+    except (ValueError, OverflowError):
+        raise InputError(f"{where} is not a number rooflab can read") from None
+    if not math.isfinite(value):
+        raise InputError(f"{where} is not a finite number")
+    if key == "utilization" and not 0 < value <= 1:
+        raise InputError(f"{where}: a memory utilisation must be in (0, 1]")
+    limit = _MAX_LOGGED_BYTES if convert is _gib else _MAX_LOGGED_COUNT
+    if key != "utilization" and value > limit:
+        raise InputError(f"{where} is past any real GPU (at most {limit:,}{' bytes' if convert is _gib else ''})")
+    return value
 
 
 def parse_log(text: str, name: str = "log") -> EngineLog:
@@ -193,7 +217,8 @@ def parse_log(text: str, name: str = "log") -> EngineLog:
                 engines.add(engine)
                 for key, (group, convert) in groups.items():
                     if match.group(group) is not None and key not in figures:
-                        figures[key] = Logged(convert(match.group(group)), line_no, line.strip())
+                        value = _checked(key, convert, match.group(group), name, line_no)
+                        figures[key] = Logged(value, line_no, line.strip())
     if not any(key in figures for key in _KV_FIGURES):
         raise InputError(f"--engine-log {name}: no vLLM or SGLang KV-cache line found; looked for "
                          f"{', '.join(LOOKED_FOR)}")

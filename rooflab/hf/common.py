@@ -130,6 +130,9 @@ def sparse_step_layers(c: Fields, num_layers: int) -> list[int]:
     (Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer, Qwen3NextDecoderLayer in transformers)."""
     step = c.count("decoder_sparse_step", 1)
     dense = set(c.indices("mlp_only_layers") or ())
+    past = sorted(i for i in dense if i >= num_layers)
+    if past:
+        raise c.error("mlp_only_layers", past[0], f"names a layer past the last (num_hidden_layers is {num_layers})")
     return [i for i in range(num_layers) if i not in dense and (i + 1) % step == 0]
 
 

@@ -25,16 +25,20 @@ files agree on which layers are windowed or chunked.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from ..specs import LayerType
+from ..specs import LayerType, ModelSpec
 from ..vocab import LayerKind
 from .common import (HF_NAMES, chunk_type, layer_kinds, linear_type, moe, quantization, sparse_step_layers, stack,
                      weight_dtype, window_type)
 from .read import Fields
 
 FULL, SLIDING, CHUNKED, LINEAR = LayerKind.full, LayerKind.sliding, LayerKind.chunked, LayerKind.linear
+
+#: ModelSpec's bound on num_layers, checked before the stack is built layer by layer (10**12 layers would not end).
+MAX_LAYERS = int(next(f for f in dataclasses.fields(ModelSpec) if f.name == "num_layers").metadata["range"].hi)
 
 
 # --- what every family reads alike --------------------------------------------------------------------------
@@ -46,7 +50,7 @@ def base(c: Fields) -> dict:
     if heads % kv:
         raise c.error("num_key_value_heads", kv, f"must divide num_attention_heads ({heads})")
     hidden = c.count("hidden_size")
-    return {"num_layers": c.count("num_hidden_layers"), "hidden_size": hidden, "num_qo_heads": heads,
+    return {"num_layers": c.count("num_hidden_layers", hi=MAX_LAYERS), "hidden_size": hidden, "num_qo_heads": heads,
             "num_kv_heads": kv, "head_dim": head_dim(c, hidden, heads), "vocab_size": c.count("vocab_size"),
             "max_context_len": c.count("max_position_embeddings"), "tie_word_embeddings": tied(c),
             "attention_bias": c.flag("attention_bias", False), "weight_dtype": weight_dtype(c),
@@ -183,6 +187,9 @@ def qwen3_next(c: Fields) -> dict:
     """Qwen3NextForCausalLM: Gated DeltaNet layers and gated full attention every full_attention_interval-th layer."""
     spec = base(c)
     interval = c.count("full_attention_interval", 4)
+    if interval > spec["num_layers"]:
+        raise c.error("full_attention_interval", interval, f"exceeds num_hidden_layers ({spec['num_layers']}): no "
+                                                           "layer would have full attention")
     kinds = by_rule(c, spec["num_layers"], lambda i: LINEAR if (i + 1) % interval else FULL)
     return {**spec, **layers(c, kinds, allowed=(FULL, LINEAR)), **qwen_moe(c, spec, shared=True)}
 
@@ -243,6 +250,8 @@ def deepseek(c: Fields) -> dict:
         mlp = {"ffn_size": dense}
     else:
         first = c.count("first_k_dense_replace", 0, lo=0)
+        if first > n:
+            raise c.error("first_k_dense_replace", first, f"exceeds num_hidden_layers ({n})")
         mlp = moe(c, n, range(min(first, n), n), "first_k_dense_replace", experts=experts,
                   top_k=c.count("num_experts_per_tok"), expert_ffn=c.count("moe_intermediate_size"),
                   dense_ffn=dense, shared=c.count("n_shared_experts", 0, lo=0))

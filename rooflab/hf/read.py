@@ -66,6 +66,8 @@ def parse_json(text: str, where: str) -> dict:
                                            f"{exc.msg}") from None
     except RecursionError:
         raise SpecError(where, None, None, "malformed config.json: nested too deeply") from None
+    except ValueError as exc:       # an integer of more than sys.get_int_max_str_digits() digits
+        raise SpecError(where, None, None, f"malformed config.json: {str(exc).split(';')[0]}") from None
     if not isinstance(data, dict):
         raise SpecError(where, None, type(data).__name__, "expected a JSON object at the top level")
     return data
@@ -191,12 +193,16 @@ class Fields:
             raise self.error(key, None, "missing required field")
         return default
 
-    def count(self, key: str, default: Any = _REQUIRED, lo: int = 1) -> int:
-        """A whole number >= lo (a whole float such as 4096.0 is read as 4096); null counts as missing."""
+    def count(self, key: str, default: Any = _REQUIRED, lo: int = 1, hi: Optional[int] = None) -> int:
+        """A whole number >= lo (a whole float such as 4096.0 is read as 4096), and <= hi where given (a count
+        the reader loops over, such as num_hidden_layers); null counts as missing."""
         value = self.raw(key, default)
         if value is None and default is _REQUIRED:
             raise self.error(key, None, "missing required field (null)")
-        return self._whole(key, value, lo)
+        number = self._whole(key, value, lo)
+        if hi is not None and number > hi:
+            raise self.error(key, value, f"must be <= {hi:,} (no real model is that large)")
+        return number
 
     def count_or_none(self, key: str, default: Any = None, lo: int = 1) -> Optional[int]:
         """A whole number >= lo, or None where the value is null (or absent with no default)."""

@@ -105,6 +105,11 @@ class ModelSpec:
                 raise SpecError(self.name, f"layer_types.{name}.qk_nope_head_dim", t.qk_nope_head_dim,
                                 f"qk_nope_head_dim + qk_rope_head_dim ({t.qk_rope_head_dim}) must equal head_dim "
                                 f"({self.head_dim}), the un-absorbed q.k width")
+        used = set(self.first_layers) | set(self.layer_pattern[:max(0, self.num_layers - len(self.first_layers))])
+        if used and all(self.layer_types[t].kind is LayerKind.linear for t in used if t in self.layer_types):
+            raise SpecError(self.name, "layer_pattern", ", ".join(sorted(used)),
+                            "every layer is linear attention; rooflab prices softmax attention and needs at least "
+                            "one full, sliding, chunked or mla layer")
         if self.num_experts == 1 and (self.first_dense_layers or self.num_shared_experts):
             raise SpecError(self.name, "num_experts", 1, "first_dense_layers and num_shared_experts need a MoE")
 

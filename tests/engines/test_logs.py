@@ -77,3 +77,29 @@ def test_unrecognised_log_names_what_it_looked_for():
 def test_mixed_engines_refused():
     with pytest.raises(InputError, match="both vLLM and SGLang"):
         parse_log("# GPU blocks: 10\nKV Cache is allocated. #tokens: 5, K size: 1.00 GB, V size: 1.00 GB\n", "m")
+
+
+@pytest.mark.parametrize("line, key", [
+    ("INFO # GPU blocks: " + "9" * 30 + ", # CPU blocks: 2048", "gpu blocks"),
+    ("INFO GPU KV cache size: " + "9" * 40 + " tokens", "kv tokens"),
+    ("total_gpu_memory (" + "9" * 400 + "GiB) x gpu_memory_utilization (0.90) = 71.29GiB", "total"),
+    ("total_gpu_memory (79.22GiB) x gpu_memory_utilization (1.90) = 71.29GiB", "utilization"),
+    ("total_gpu_memory (79.22GiB) x gpu_memory_utilization (0.00) = 71.29GiB", "utilization"),
+])
+def test_a_corrupt_figure_is_refused_naming_the_log_and_line(line, key):
+    """A figure past any GPU, one that overflows a float, or a utilisation outside (0, 1]: named with the log and
+    its line (a 400-digit total reached an OverflowError inside rooflab once; 1.9 a message naming neither)."""
+    with pytest.raises(InputError) as caught:
+        parse_log("INFO start\n" + line + "\nINFO GPU KV cache size: 436,544 tokens\n", "odd.log")
+    message = str(caught.value)
+    assert "odd.log line 2" in message and key in message
+
+
+def test_a_named_pipe_without_a_writer_reads_as_empty_not_forever(tmp_path):
+    """`--engine-log FIFO` with nothing writing to it blocked forever; it reads as an empty (unrecognised) log."""
+    import os
+
+    fifo = tmp_path / "engine.log"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="engine.log"):
+        read_log(fifo)

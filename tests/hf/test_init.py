@@ -158,6 +158,7 @@ def test_quantization_configs():
     ({k: v for k, v in LLAMA.items() if k != "architectures"}, "architectures", None),
     ({k: v for k, v in LLAMA.items() if k != "num_hidden_layers"}, "num_hidden_layers", None),
     ({**LLAMA, "num_hidden_layers": None}, "num_hidden_layers", None),
+    ({**LLAMA, "num_hidden_layers": 10**12}, "num_hidden_layers", 10**12),   # refused before a 10**12-layer loop
     ({**LLAMA, "num_key_value_heads": 7}, "num_key_value_heads", 7),
     ({**LLAMA, "hidden_size": 4096.5}, "hidden_size", 4096.5),
     ({**LLAMA, "vocab_size": True}, "vocab_size", True),
@@ -185,6 +186,18 @@ def test_contradictory_fields():
     assert (e.field, e.value) == ("num_key_value_heads", 16)
     e = error({**oss, "layer_types": ["linear_attention"] * 24})
     assert e.field == "layer_types" and e.value == "linear_attention"
+
+
+@pytest.mark.parametrize("name, edit, field, value", [
+    ("qwen3-235b-a22b.json", {"mlp_only_layers": [1000]}, "mlp_only_layers", 1000),
+    ("deepseek-v3.json", {"first_k_dense_replace": 1000}, "first_k_dense_replace", 1000),
+    ("qwen3-next-80b-a3b-thinking.json", {"full_attention_interval": 10**6}, "full_attention_interval", 10**6),
+])
+def test_layer_indices_past_the_stack_are_refused(name, edit, field, value):
+    """A dense layer, a dense run or an attention interval past num_hidden_layers: a malformed file, not a model
+    (the interval one left no softmax layer, and decode facts then failed inside rooflab)."""
+    e = error({**load_json(name), **edit})
+    assert (e.field, e.value) == (field, value)
 
 
 def load_json(name: str) -> dict:

@@ -24,7 +24,8 @@ LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermedia
 # --- bad input --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", ['{"hidden_size": NaN}', '{"hidden_size": Infinity}', '{"a": -Infinity}',
-                                  '{"a": 1e999}', '{"a": 1, "a": 2}', '[1, 2]', '{"a": ', "[" * 100_000])
+                                  '{"a": 1e999}', '{"a": 1, "a": 2}', '[1, 2]', '{"a": ', "[" * 100_000,
+                                  '{"vocab_size": ' + "9" * 5000 + "}"])     # past Python's int-digits limit
 def test_strict_json(text):
     with pytest.raises(SpecError) as caught:
         parse_json(text, "where.json")

@@ -63,3 +63,17 @@ LLAMA = load_model("llama-3-8b")
 def test_kv_bytes_per_token():
     # capacity planning: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB for Llama-3-8B fp16
     assert LLAMA.kv_bytes_per_token(DType.fp16) == 128 * 1024
+
+
+def test_a_stack_of_linear_layers_only_is_refused():
+    """rooflab prices softmax attention: a stack with no full, sliding, chunked or MLA layer is a SpecError naming
+    the pattern (it reached decode facts once, which failed inside rooflab picking the main softmax layer)."""
+    import dataclasses
+
+    from rooflab import SpecError
+
+    model = load_model("qwen3-next-80b-a3b")
+    linear = next(name for name, t in model.layer_types.items() if t.kind.value == "linear")
+    with pytest.raises(SpecError) as caught:
+        dataclasses.replace(model, layer_pattern=(linear,), first_layers=())
+    assert caught.value.field == "layer_pattern" and "linear" in str(caught.value)
