@@ -18,7 +18,7 @@ from .cost.flash import flash_prefill
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling, naive_prefill
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import LaunchCost, check_dtypes, fused, whole_number
+from .cost.common import LaunchCost, check_dtypes, check_flag, fused, whole_number
 from .cost.layers import layer_decode, layer_prefill, layer_splits
 from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
 from .errors import InputError, shown
@@ -168,6 +168,7 @@ def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: in
                   dtype: DType = DType.fp16, causal: bool = True) -> PrefillFacts:
     """Whether naive prefill of `seq_len` tokens fits beside the weights, and flash's intensity over naive's."""
     seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
+    causal = check_flag(causal, "causal")
     ceiling = naive_ceiling(model, gpu, batch, dtype)
     naive = naive_prefill(model, seq_len, batch, dtype, causal)
     flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
@@ -189,6 +190,7 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
     where the GPU YAML has a fitted model for that kernel (rooflab.predict), beside its physical floor.
     """
     seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
+    causal = check_flag(causal, "causal")
     roofs = Ceilings.of(gpu, dtype, ceilings)
     rows = []
     for name, count in model.layer_counts.items():

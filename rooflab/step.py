@@ -38,13 +38,14 @@ import numpy as np
 from .comm import collective_time, interconnect_of
 from .context_parallel import ring_time
 from .cost.batch import DecodeBatch
-from .cost.common import KernelCost, whole_number
+from .cost.common import KernelCost, real_number, whole_number
+from .cost.paged import check_page_size
 from .cost.dcp import check_dcp, dcp_decode, merge_pieces, shard_tokens
 from .cost.gemm import GemmCost, gemm
 from .cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits
 from .cost.model import experts_touched
 from .cost.ring import check_cp, ring_prefill
-from .errors import InputError
+from .errors import InputError, shown
 from .kvcache import kv_layout
 from .limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from .predict import OWN, decode_kernel, predict_time, prefill_kernel
@@ -229,24 +230,29 @@ STEPS = tuple(k.value for k in StepKind)
 
 
 def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, dcp: int, cp: int,
-           page_size: int) -> None:
-    """Every problem of the deployment's shape as an InputError naming the value (heads, experts, pages)."""
-    if step not in STEPS:
-        raise InputError(f"step must be decode or prefill, got {step!r}")
-    whole_number(batch, "batch", maximum=MAX_BATCH)
-    whole_number(context_len, "context length", maximum=MAX_TOKENS)
-    whole_number(tp, "--tp (tensor-parallel GPUs)", maximum=MAX_GPUS)
+           page_size: int) -> tuple[int, int, int, int, int, int]:
+    """Every problem of the deployment's shape as an InputError naming the value (heads, experts, pages); the
+    counts as plain ints (batch, context_len, tp, dcp, cp, page_size)."""
+    if not isinstance(model, ModelSpec):
+        raise InputError(f"model must be a ModelSpec (rooflab.load_model), got {shown(model)}")
+    if not isinstance(step, str) or step not in STEPS:
+        raise InputError(f"step must be decode or prefill, got {shown(step)}")
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
+    context_len = whole_number(context_len, "context length", maximum=MAX_TOKENS)
+    tp = whole_number(tp, "--tp (tensor-parallel GPUs)", maximum=MAX_GPUS)
+    page_size = check_page_size(page_size)
+    dcp = check_dcp(dcp, context_len, page_size)
+    cp = check_cp(cp, context_len)
     if step == "decode" and cp > 1:
         raise InputError(f"--cp {cp} splits a prefill (ring attention); a decode step splits its KV with --dcp")
     if step == "prefill" and dcp > 1:
         raise InputError(f"--dcp {dcp} splits a decode step's KV; a prefill is split by --cp (ring attention)")
-    check_dcp(dcp, context_len, page_size)
-    check_cp(cp, context_len)
     for name in model.layer_counts:
         layer_heads(model, model.layer_types[name], tp)              # raises naming tp and the heads
     for what, width in (("MLP", model.dense_ffn_size or model.ffn_size), ("expert MLP", model.ffn_size)):
         if width % tp:
             raise InputError(f"--tp {tp} does not divide the {width:,}-wide {what} of {model.name}")
+    return batch, context_len, tp, dcp, cp, page_size
 
 
 def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
@@ -262,9 +268,14 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     weights are read in the formats the checkpoint ships (ModelSpec.weight_format) unless `gemm_dtype` is given:
     then the projection and MLP GEMMs run in it and their weights are stored in it (fp8_e4m3: row-wise fp8).
     """
-    dtype = DType(dtype) if dtype is not None else (model.weight_dtype or DType.bf16)
-    weights_as = DType(gemm_dtype) if gemm_dtype is not None else None
-    _check(model, step, batch, context_len, tp, dcp, cp, page_size)
+    batch, context_len, tp, dcp, cp, page_size = _check(model, step, batch, context_len, tp, dcp, cp, page_size)
+    if not isinstance(gpu, GpuSpec):
+        raise InputError(f"gpu must be a GpuSpec (rooflab.load_gpu), got {shown(gpu)}")
+    dtype = DType.of(dtype) if dtype is not None else (model.weight_dtype or DType.bf16)
+    weights_as = DType.of(gemm_dtype, "gemm_dtype") if gemm_dtype is not None else None
+    gpu_memory_utilization = real_number(gpu_memory_utilization, "GPU memory utilisation", 0, 1, lo_open=True)
+    if not isinstance(check_memory, bool):
+        raise InputError(f"check_memory must be True or False, got {shown(check_memory)}")
     pricer, gemms = _Pricer(gpu, dtype), _Pricer(gpu, weights_as or dtype, weights_as)
     gemms.missing = pricer.missing
     decode = step == "decode"

@@ -211,3 +211,15 @@ def test_report_rows_carry_the_chapter_figures(llama, h100):
     assert naive["hbm_bytes"] / GiB == pytest.approx(16.156, rel=REL)
     assert rep["facts"]["naive_fits"] is True
     assert [k["kernel"] for k in naive["kernels"]] == ["qk", "softmax", "pv"]
+
+
+@pytest.mark.parametrize("causal", ["no", None, 0])
+def test_causal_must_be_a_switch(causal):
+    """causal='no' is truthy: it was read as a causal mask without a word."""
+    from rooflab.errors import InputError
+    from rooflab.report import prefill_facts, prefill_report
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    for call in (prefill_report, prefill_facts):
+        with pytest.raises(InputError, match="causal"):
+            call(model, gpu, causal=causal)

@@ -113,3 +113,30 @@ def test_the_bundled_decode_steps_are_predicted_within_15_percent():
         errors.append(abs(r.t_predicted_s / m.time_s - 1))
         assert r.t_floor_s < m.time_s                                 # no measurement beats its floor
     assert max(errors) <= 0.15
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    ({"dtype": "nope"}, "dtype"),                        # ValueError from the enum once
+    ({"gemm_dtype": "x"}, "gemm_dtype"),
+    ({"gpu_memory_utilization": "0.9"}, "utilisation"),  # '0.9' * bytes built a string until MemoryError
+    ({"gpu_memory_utilization": float("nan")}, "utilisation"),
+    ({"gpu_memory_utilization": 2}, "utilisation"),
+    ({"check_memory": "no"}, "check_memory"),
+    ({"page_size": 0}, "page size"),
+])
+def test_step_report_names_a_bad_argument(kwargs, named):
+    with pytest.raises(InputError, match=named):
+        step_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), **kwargs)
+
+
+def test_step_report_refuses_swapped_or_missing_specs():
+    model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    with pytest.raises(InputError, match="model"):
+        step_report(gpu, model)
+    with pytest.raises(InputError, match="gpu"):
+        step_report(model, None)
+
+
+def test_step_report_reads_whole_floats_as_ints():
+    model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    assert step_report(model, gpu, tp=2.0).tp == 2 and isinstance(step_report(model, gpu, tp=2.0).tp, int)

@@ -174,6 +174,14 @@ def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None
     return number
 
 
+def check_flag(value: object, what: str) -> bool:
+    """`value` as a bool (a NumPy bool too), or InputError naming `what`: 'yes', 1 or None is not a switch."""
+    value = _plain(value)
+    if not isinstance(value, bool):
+        raise InputError(f"{what} must be True or False, got {shown(value)}")
+    return value
+
+
 def real_number(value: object, what: str, minimum: float, maximum: float, lo_open: bool = False,
                 unit: str = "") -> float:
     """`value` as a float in [minimum, maximum] ((minimum, maximum] with `lo_open`), or InputError naming `what`,

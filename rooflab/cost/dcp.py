@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError
-from ..limits import MAX_BATCH, MAX_GPUS
+from ..limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from ..specs import AttentionHeads
 from ..units import FP32_BYTES, DType
 from ..vocab import Pipe, Variant
@@ -49,6 +49,9 @@ def check_dcp(world_size: int, context_len: int, page_size: int, option: str = "
 
 def shard_tokens(context_len: int, world_size: int, page_size: int = 16) -> int:
     """Tokens of one sequence the fullest rank holds: whole pages dealt out, ceil(pages / N) of them."""
+    context_len = whole_number(context_len, "context length", minimum=0, maximum=MAX_TOKENS)
+    world_size = whole_number(world_size, "world_size (GPUs the KV is split over)", maximum=MAX_GPUS)
+    page_size = check_page_size(page_size)
     pages = math.ceil(context_len / page_size)
     return int(min(context_len, math.ceil(pages / world_size) * page_size))
 

@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from ..specs import AttentionHeads, GpuSpec
 from ..units import DType
-from .common import whole_number
+from .common import check_flag, real_number, whole_number
 from .flash import FlashCost, flash_prefill
 from .merge import MergeCost, merge_pair
 
@@ -76,6 +76,7 @@ def ring_prefill(heads: AttentionHeads, seq_len: int, world_size: int, batch: in
     n = check_cp(world_size, seq_len)
     batch = whole_number(batch, "batch", maximum=MAX_BATCH)
     dtype = DType.of(dtype)
+    causal = check_flag(causal, "causal")
     local = seq_len / n
     step = flash_prefill(heads, local, batch, dtype, causal=False, gpu=gpu)     # one full block of pairs
     kv = batch * local * heads.kv_bytes_per_token(dtype)
@@ -86,6 +87,9 @@ def ring_prefill(heads: AttentionHeads, seq_len: int, world_size: int, batch: in
 def overlap_tokens(heads: AttentionHeads, dtype: DType, attention_flop_per_s: float, link_bytes_per_s: float,
                    causal: bool = True) -> float:
     """Tokens per GPU above which a ring step's KV transfer hides under its attention: h_kv b R / (2 c h W)."""
+    attention_flop_per_s = real_number(attention_flop_per_s, "attention_flop_per_s", 0, 1e21, lo_open=True)
+    link_bytes_per_s = real_number(link_bytes_per_s, "link_bytes_per_s", 0, 1e18, lo_open=True)
+    causal = check_flag(causal, "causal")
     c = 0.5 if causal else 1.0
     per_token_bytes = heads.kv_bytes_per_token(DType.of(dtype))               # h_kv (d + d_v) b
     per_pair_flops = 2 * heads.num_qo_heads * (heads.head_dim + heads.value_dim)
@@ -109,6 +113,7 @@ def ulysses_prefill(heads: AttentionHeads, seq_len: int, world_size: int, batch:
     n = check_cp(world_size, seq_len)
     batch = whole_number(batch, "batch", maximum=MAX_BATCH)
     dtype = DType.of(dtype)
+    causal = check_flag(causal, "causal")
     if heads.num_kv_heads % n or heads.num_qo_heads % n:
         raise InputError(f"Ulysses over {n} GPUs needs the {heads.num_kv_heads} KV heads (and "
                          f"{heads.num_qo_heads} query heads) to divide among them (h_kv >= N, a multiple); "

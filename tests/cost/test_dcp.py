@@ -45,3 +45,11 @@ def test_dcp_past_the_pages_is_an_error():
     assert check_dcp(8, 128, 16) == 8
     with pytest.raises(InputError, match="--dcp"):
         check_dcp(0, 128, 16)
+
+
+@pytest.mark.parametrize("args, named", [((8192, 0), "world_size"), ((8192, 2, 0), "page size"),
+                                         ((-1, 2), "context length"), ((float("nan"), 2), "context length")])
+def test_shard_tokens_checks_its_arguments(args, named):
+    """world_size 0 and page_size 0 divided by zero; a negative context gave a negative token count."""
+    with pytest.raises(InputError, match=named):
+        shard_tokens(*args)

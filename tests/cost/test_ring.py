@@ -40,3 +40,20 @@ def test_ulysses_needs_the_kv_heads_to_divide():
         ulysses_prefill(LLAMA, 131072, 16)                   # 8 KV heads over 16 GPUs
     with pytest.raises(InputError, match="two chunks"):
         ring_prefill(LLAMA, 7, 4)
+
+
+@pytest.mark.parametrize("flops, link", [(0, 1e9), (1e15, 0), (float("nan"), 1e9), (-1e15, 1e9), (1e15, "fast")])
+def test_overlap_tokens_refuses_rates_that_are_not_positive_numbers(flops, link):
+    """A zero link rate divided by zero; NaN and negative rates gave NaN and negative token counts."""
+    with pytest.raises(InputError, match="flop_per_s|bytes_per_s"):
+        overlap_tokens(AttentionHeads(32, 8, 128), DType.fp16, flops, link)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ring_prefill(AttentionHeads(32, 8, 128), 8192, 2, causal="yes"),
+    lambda: ulysses_prefill(AttentionHeads(32, 8, 128), 8192, 2, causal=None),
+    lambda: overlap_tokens(AttentionHeads(32, 8, 128), DType.fp16, 1e15, 1e11, causal=1),
+])
+def test_causal_must_be_a_switch(call):
+    with pytest.raises(InputError, match="causal"):
+        call()
