@@ -11,7 +11,9 @@ Sections (all by default):
   paged     windowed paged decode B 64 x 32768, window 4096; multi-token decode B 128 x 8192, q_len 1 / 2 / 4 / 8
   mla       MLA decode bf16 B 128 x 8192: h 16 (memory-bound) and h 128, q_len 2 (compute-bound), beside a torch
             bmm composition on a dense latent (impls: mma; hopper = the wgmma kernel's seesaw schedule; hopper_tile = its
-            one-phase schedule)
+            one-phase schedule; hopper_persistent = the seesaw on a persistent grid)
+  mla_ab    hopper_persistent against hopper: outputs compared (B 128, full and random lengths), then 5 alternating
+            rounds on h 128 q_len 2 and h 16 q_len 1 (not in the default run: --only mla_ab)
 Timing: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed by a 512 MiB read before every repeat,
 median of 20); torch peers with time_torch. Ceilings measured in the same run: a 2 GiB device-to-device copy
 (bytes read + written) and an 8192^3 bf16 torch matmul. Writes DIR/variants.csv (one row a timing) and
@@ -354,7 +356,8 @@ def mla(flush) -> None:
         best = None
         best_impl = None
         for impl, mt, splits in (("mma", None, 1), ("mma", None, 2), ("mma", 4, 1), ("hopper", None, 1),
-                                 ("hopper", None, 2), ("hopper_tile", None, 1), (None, None, 1)):
+                                 ("hopper", None, 2), ("hopper_tile", None, 1), ("hopper_persistent", None, 1),
+                                 (None, None, 1)):
             if heads * q_len <= 32 and mt == 4:
                 continue
             if splits > 1:
@@ -396,7 +399,59 @@ def mla(flush) -> None:
                            f"torch bmm {flops / tp.median_s / 1e12:.0f} TFLOP/s")
 
 
-SECTIONS = {"refactor": refactor, "window": window_prefill, "paged": paged_variants, "mla": mla}
+def mla_ab(flush, rounds: int = 5) -> None:
+    """The persistent seesaw (impl hopper_persistent) against the seesaw (hopper), alternating in `rounds` rounds of
+    20 repeats each, on h 128 q_len 2 and h 16 q_len 1 (B 128 x 8192 bf16); first their outputs against each other
+    there and on 128 random lengths (2 .. 8192), where the persistent grid cuts many sequences."""
+    batch, ctx = 128, 8192
+    pages = ctx // 64
+    g = torch.Generator(device="cuda").manual_seed(11)
+    dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
+    latent = cp.from_dlpack(dense)
+    table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
+    impls = ("hopper", "hopper_persistent")
+    for lens_kind in ("full", "random"):
+        if lens_kind == "full":
+            lens = cp.full(batch, ctx, dtype=cp.int32)
+        else:
+            lens = cp.asarray(np.random.default_rng(5).integers(2, ctx + 1, batch), dtype=cp.int32)
+        for heads, q_len in ((128, 2), (16, 1), (128, 8)):
+            qt = torch.randn(batch, q_len, heads, 576, device="cuda", dtype=torch.bfloat16, generator=g)
+            cq = cp.from_dlpack(qt)
+            res = {i: mla_decode(cq, latent, table, lens, impl=i) for i in impls}
+            o_a, l_a = (cp.asnumpy(x).astype(np.float64) for x in res["hopper"])
+            o_b, l_b = (cp.asnumpy(x).astype(np.float64) for x in res["hopper_persistent"])
+            err = float(np.linalg.norm(o_a - o_b) / np.linalg.norm(o_a))
+            lerr = float(np.max(np.abs(l_a - l_b)))
+            ok = np.isfinite(o_b).all() and err < 2e-3 and lerr < 1e-3
+            SUMMARY.append(f"AB check {lens_kind} h{heads} q{q_len}: persistent vs seesaw rel_l2 {err:.1e}, "
+                           f"max |lse diff| {lerr:.1e} -> {'OK' if ok else 'MISMATCH'}")
+            print(SUMMARY[-1], flush=True)
+    lens = cp.full(batch, ctx, dtype=cp.int32)
+    for heads, q_len in ((128, 2), (16, 1)):
+        qt = torch.randn(batch, q_len, heads, 576, device="cuda", dtype=torch.bfloat16, generator=g)
+        cq = cp.from_dlpack(qt)
+        o = cp.empty((batch, q_len, heads, 512), dtype=cq.dtype)
+        lse = cp.empty((batch, q_len, heads), dtype=cp.float32)
+        pairs = batch * (q_len * ctx - q_len * (q_len - 1) // 2)
+        flops = mla_flops(heads, pairs)
+        med = {i: [] for i in impls}
+        for r in range(rounds):
+            for impl in impls:
+                t = gpu(lambda: mla_decode(cq, latent, table, lens, out=o, out_lse=lse, impl=impl), flush)
+                med[impl].append(t.median_s)
+                record(f"MLA decode bf16 B 128 x 8192 h {heads} q_len {q_len} A/B round {r}", f"rooflab_{impl}", t,
+                       flops=flops)
+        for impl in impls:
+            m = float(np.median(med[impl]))
+            SUMMARY.append(f"AB h{heads} q{q_len} {impl:<18} rounds " + " ".join(f"{x * 1e3:.4f}" for x in med[impl])
+                           + f" ms; median {m * 1e3:.4f} ms = {flops / m / 1e12:.1f} TFLOP/s")
+        ratio = float(np.median(med["hopper_persistent"])) / float(np.median(med["hopper"]))
+        wins = sum(b < a for a, b in zip(med["hopper"], med["hopper_persistent"]))
+        SUMMARY.append(f"AB h{heads} q{q_len}: persistent / seesaw = {ratio:.4f} (faster in {wins} of {rounds} rounds)")
+
+
+SECTIONS = {"refactor": refactor, "window": window_prefill, "paged": paged_variants, "mla": mla, "mla_ab": mla_ab}
 
 
 def main() -> None:
@@ -412,7 +467,7 @@ def main() -> None:
     flush = L2Flusher()
     ceilings(flush)
     baseline = Baseline(Path(args.baseline)) if Path(args.baseline).is_dir() else None
-    for name in args.only or list(SECTIONS):
+    for name in args.only or [n for n in SECTIONS if n != "mla_ab"]:
         try:
             SECTIONS[name](flush, baseline) if name == "refactor" else SECTIONS[name](flush)
         except Exception as exc:                                    # keep the other sections' figures
