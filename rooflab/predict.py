@@ -16,16 +16,20 @@ a share of the bandwidth by the per-SM streaming curve `rooflab calibrate` measu
 one (Ceilings.busy_share: a few SMs draw more than their 1/SMs share),
 a in [0, 1] how much of the exp work adds to the matrix work (0: hidden under it, 1: after it;
 cuDNN's forward on Hopper measured close to 1), c0 a fixed overhead per call and eta the efficiency.
+A flash kernel fitted with a tile term (bench/fitting.TILE_KERNELS: windowed and chunked prefill, where a
+query tile visits few key tiles) prices F and E at the work its tiles do: whole B_r x B_c tiles, plus a
+fixed cost of n key tiles a query tile (FlashCost.tile_work; n fitted, `unit_overhead_tiles`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from .cost.common import Cost, KernelCost, Visibility
+from .cost.flash import FlashCost
 from .errors import InputError
 from .roofline import Ceilings
 from .specs import FittedModel, GpuSpec, LayerType
@@ -43,9 +47,20 @@ def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float
         ceilings.busy_share(kernel.parallel_fraction)
 
 
-def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:
-    """Every launch of `cost`, one after another."""
-    return sum(launch_model_time(k, ceilings, exp_overlap) for k in cost.kernels)
+def priced_launches(cost: Cost, unit_overhead_tiles: float | None = None) -> tuple[KernelCost, ...]:
+    """The launches a model prices: the cost's own, or, for a flash kernel fitted with a tile term, its launch with
+    FLOPs and exps scaled to the work its tiles do (FlashCost.tile_work: whole tiles and a fixed cost of
+    `unit_overhead_tiles` key tiles a query tile)."""
+    if unit_overhead_tiles is None or not isinstance(cost, FlashCost):
+        return cost.kernels
+    scale = cost.tile_work(unit_overhead_tiles)
+    return tuple(replace(k, flops=k.flops * scale, exp_ops=k.exp_ops * scale) for k in cost.kernels)
+
+
+def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0,
+               unit_overhead_tiles: float | None = None) -> np.ndarray:
+    """Every launch of `cost`, one after another (with a tile term: priced_launches)."""
+    return sum(launch_model_time(k, ceilings, exp_overlap) for k in priced_launches(cost, unit_overhead_tiles))
 
 
 @dataclass(frozen=True)
@@ -66,7 +81,8 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     ceilings = Ceilings.of(gpu, dtype, source)
     k = fitted.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t = fitted.overhead_s + float(np.asarray(model_time(cost, ceilings, fitted.exp_overlap))) / fitted.efficiency
+    t = fitted.overhead_s + float(np.asarray(model_time(cost, ceilings, fitted.exp_overlap,
+                                                      fitted.unit_overhead_tiles))) / fitted.efficiency
     return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel)
 
 
@@ -127,4 +143,5 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
 
 
 __all__ = ["MAX_AUTO_ERROR", "OWN", "PredictedTime", "decode_kernel", "launch_model_time", "model_time",
+           "priced_launches",
            "predict_time", "predict_with", "prefill_kernel"]

@@ -85,3 +85,28 @@ def test_split_kv_pays_at_batch_1():
     floor_plain = predict(paged_decode(LLAMA, [32768], num_sms=H100.num_sms), roofs).t_floor_s
     floor_split = predict(paged_decode(LLAMA, [32768], num_splits=17, num_sms=H100.num_sms), roofs).t_floor_s
     assert float(floor_split) > float(floor_plain)
+
+
+def test_a_tile_term_prices_the_flash_launch_at_its_tiles_work_and_nothing_else():
+    """model_time with unit_overhead_tiles scales a flash launch's FLOPs and exps by FlashCost.tile_work; the bytes
+    stay, and a cost that is not a flash launch is priced as it is."""
+    import numpy as np
+
+    from rooflab.cost.common import Visibility
+    from rooflab.cost.flash import FlashTile, flash_prefill
+    from rooflab.predict import model_time, priced_launches
+    from rooflab.specs import AttentionHeads
+
+    gpu = load_gpu("h200-sxm")
+    roofs = Ceilings.of(gpu, DType.fp16, CeilingSource.calibrated)
+    cost = flash_prefill(AttentionHeads(32, 8, 128), 32768, tile=FlashTile(128, 128), visibility=Visibility(1024))
+    (plain,), (tiled,) = priced_launches(cost), priced_launches(cost, 2.0)
+    scale = float(cost.tile_work(2.0))
+    assert scale > 1.1
+    assert float(tiled.flops) == pytest.approx(float(plain.flops) * scale)
+    assert float(tiled.exp_ops) == pytest.approx(float(plain.exp_ops) * scale)
+    assert float(tiled.hbm_bytes) == float(plain.hbm_bytes)
+    assert float(model_time(cost, roofs, 0.0, 2.0)) > float(model_time(cost, roofs)) * 1.1   # compute-bound here
+    decode = paged_decode(AttentionHeads(32, 8, 128), [8192] * 4, 16)
+    assert priced_launches(decode, 2.0) == decode.kernels
+    assert np.asarray(model_time(decode, roofs, 0.0, 2.0)) == np.asarray(model_time(decode, roofs))

@@ -35,6 +35,8 @@ def fitted_yaml(models: Sequence[FittedModel]) -> str:
                 f"efficiency: {m.efficiency:.4f}", f"exp_overlap: {m.exp_overlap:g}"]
         if m.units_per_sm is not None:
             bits.append(f"units_per_sm: {m.units_per_sm:g}")
+        if m.unit_overhead_tiles is not None:
+            bits.append(f"unit_overhead_tiles: {m.unit_overhead_tiles:g}")
         bits += [f"rows: {m.rows}", f"held_out_rows: {m.held_out_rows}"]
         if m.median_error is not None:
             bits += [f"median_error: {m.median_error:.4f}", f"worst_error: {m.worst_error:.4f}"]

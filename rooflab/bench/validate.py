@@ -13,7 +13,7 @@ only on rows it did not see:
     within a campaign   fitted on alternate rows of each kernel in sweep order, tested on the others
     across campaigns    fitted on every row of other files (`--fit-from`), tested on every row of this one
 
-    t_predicted = c0 + t_model(units_per_sm, exp_overlap) / eta
+    t_predicted = c0 + t_model(units_per_sm, exp_overlap, unit_overhead_tiles) / eta
 """
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ class Validation:
             record.update(overhead_s=g.fit.overhead_s if g.fit else None,
                           efficiency=g.fit.efficiency if g.fit else None,
                           units_per_sm=g.fit.units_per_sm if g.fit else None,
-                          exp_overlap=g.fit.exp_overlap if g.fit else None)
+                          exp_overlap=g.fit.exp_overlap if g.fit else None,
+                          unit_overhead_tiles=g.fit.unit_overhead_tiles if g.fit else None)
             records.append(record)
         return pd.DataFrame(records).set_index(["kernel", "impl"])
 
@@ -268,7 +269,8 @@ def _validate_group(kernel: Kernel, impl: str, members: list[Measurement], train
         held = np.ones(len(members), dtype=bool)
         fit, _ = fit_group(kernel, train, np.ones(len(train), dtype=bool), gpu) if train else (None, None)
         if fit is not None:
-            predicted = fit(model_times(members, gpu, fit.units_per_sm, (fit.exp_overlap,))[0])
+            predicted = fit(model_times(members, gpu, fit.units_per_sm, (fit.exp_overlap,),
+                                        fit.unit_overhead_tiles)[0])
     elif with_fit:
         held = np.arange(len(members)) % 2 == 1
         fit, t_model = fit_group(kernel, members, ~held, gpu)
@@ -306,7 +308,8 @@ def fitted_models(v: Validation, campaigns: Sequence[str]) -> tuple[FittedModel,
             continue
         out.append(FittedModel(kernel=g.kernel, impl=g.impl, overhead_s=g.fit.overhead_s,
                                efficiency=g.fit.efficiency, exp_overlap=g.fit.exp_overlap,
-                               units_per_sm=g.fit.units_per_sm, rows=g.fitted_rows, held_out_rows=g.held_out_rows,
+                               units_per_sm=g.fit.units_per_sm, unit_overhead_tiles=g.fit.unit_overhead_tiles,
+                               rows=g.fitted_rows, held_out_rows=g.held_out_rows,
                                median_error=g.median_error, worst_error=g.worst_error, campaigns=tuple(campaigns)))
     return tuple(out)
 

@@ -23,7 +23,7 @@ from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, real_number
 from .parallel import check_parallelism, schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
@@ -75,6 +75,42 @@ class FlashCost(SingleKernel):
     tile: FlashTile
     rescale_flops: np.ndarray
     variant: Variant = Variant.flash
+    seq_len: np.ndarray = np.float64(0.0)
+    causal: bool = False
+    visibility: Visibility = FULL_VISIBILITY
+
+    def tile_work(self, unit_overhead_tiles: float = 0.0) -> np.ndarray:
+        """The work a tile kernel does, over the visible pairs (>= 1): every B_r x B_c tile a query tile touches,
+        whole (the diagonal's and a window's or chunk's partly masked edge tiles included), plus a fixed cost of
+        `unit_overhead_tiles` key tiles a query tile (its prologue and epilogue: the Q load, the pipeline's fill,
+        the O and LSE stores). A model of the implementation, for predictions (rooflab.predict); the floor counts
+        visible pairs only. Independent of batch and heads (both scale the two counts alike).
+        """
+        overhead = real_number(unit_overhead_tiles, "unit_overhead_tiles", 0.0, 64.0, lo_open=False)
+        t = np.asarray(self.seq_len, dtype=np.float64)
+        values, inverse = np.unique(t, return_inverse=True)
+        ratio = np.array([self._tile_work_one(int(v), overhead) for v in values])
+        return ratio[inverse].reshape(t.shape) if t.shape else np.float64(ratio[0])
+
+    def _tile_work_one(self, t: int, overhead: float) -> float:
+        b_r, b_c = self.tile.block_q, self.tile.block_kv
+        n = -(-t // b_r)
+        if not self.causal:
+            tiles = n * -(-t // b_c)
+        else:                   # query tiles in slices of a million: bounded memory up to MAX_TOKENS (about 2 s there)
+            tiles = 0
+            for start in range(0, n, 1 << 20):
+                q0 = np.arange(start, min(n, start + (1 << 20)), dtype=np.int64) * b_r
+                last = np.minimum(q0 + b_r, t) - 1
+                if self.visibility.window is not None:
+                    first = np.maximum(0, q0 - self.visibility.window + 1)
+                elif self.visibility.chunk is not None:
+                    first = q0 // self.visibility.chunk * self.visibility.chunk
+                else:
+                    first = np.zeros_like(q0)
+                tiles += int(np.sum(last // b_c - first // b_c + 1))
+        computed = (tiles + n * overhead) * b_r * b_c
+        return computed / float(self.visibility.pairs(t, t, self.causal))
 
     @property
     def intensity_tiled(self) -> np.ndarray:
@@ -132,7 +168,7 @@ def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm, visibility.span)
     exps = pairs + (b * h * t if sinks else 0)
     kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=exps, parallel_fraction=fraction)
-    return FlashCost(kernel, tiled, tile, rescale_flops)
+    return FlashCost(kernel, tiled, tile, rescale_flops, seq_len=t, causal=causal, visibility=visibility)
 
 
 def _fraction(t: np.ndarray, b: np.ndarray, heads: int, tile: FlashTile, causal: bool, num_sms: int | None,

@@ -2,7 +2,7 @@
 
     t_predicted = c0 + t_launch / eta
 
-t_launch is the launches at the GPU's calibrated roofs with the fit's parallelism and exp terms
+t_launch is the launches at the GPU's calibrated roofs with the fit's parallelism, exp and tile terms
 (rooflab.predict.model_time, the one place that formula lives); c0 and eta are the fit's overhead and
 efficiency from the GPU YAML's `fitted:` list. The step is checked against rooflab.predict.predict_time,
 which the report uses, so explain and report cannot disagree.
@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..cost.common import Cost
+from ..cost.flash import FlashCost
 from ..predict import model_time, predict_time
 from ..roofline import Ceilings
 from ..specs import GpuSpec
@@ -35,10 +36,17 @@ def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Call
     source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
     k = fit.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t_model = float(np.asarray(model_time(cost, Ceilings.of(gpu, dtype, source), fit.exp_overlap)))
+    t_model = float(np.asarray(model_time(cost, Ceilings.of(gpu, dtype, source), fit.exp_overlap,
+                                          fit.unit_overhead_tiles)))
     campaigns = ", ".join(fit.campaigns) if len(fit.campaigns) <= 2 else f"{len(fit.campaigns)} campaigns"
     d.section(f"Predicted time ({p.impl}: a model fitted on {campaigns}, not a bound)")
     parallel = f"{k:g} work units an SM" if k else "no parallelism term"
+    if fit.unit_overhead_tiles is not None and isinstance(cost, FlashCost):
+        tile = cost.tile
+        d.given("w_tiles", float(np.asarray(cost.tile_work(fit.unit_overhead_tiles))),
+                f"the work the kernel's {tile.block_q} x {tile.block_kv} tiles do over the visible pairs: whole "
+                f"tiles, and {fit.unit_overhead_tiles:g} key tiles a query tile (fitted); F and E are priced x "
+                "w_tiles (FlashCost.tile_work)")
     d.given("t_launch", t_model, f"the launches at {source.value} roofs ({parallel}, exp overlap "
                                 f"{fit.exp_overlap:g}; rooflab.predict.model_time)")
     d.given("c0", fit.overhead_s, "fixed overhead a call (fitted)")

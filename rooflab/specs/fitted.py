@@ -7,7 +7,8 @@ One entry per (kernel, implementation) in the GPU YAML's `fitted:` list:
 
 with calibrated ceilings, f the parallelism model's busy share with `units_per_sm` (cost/parallel.py;
 1 without), and exp_overlap 0 when the exps hide under the matrix work, 1 when the two run one after
-the other (rooflab.predict). `rows`, `campaigns` and the held-out errors say what the fit rests on.
+the other (rooflab.predict). A flash fit with `unit_overhead_tiles` prices FLOPs and exps at the work
+its tiles do (whole tiles, and that many key tiles' worth a query tile: cost/flash.FlashCost.tile_work). `rows`, `campaigns` and the held-out errors say what the fit rests on.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class FittedModel:
                                     lo_open=False, default=0.0)
     units_per_sm: Optional[float] = spec_field(MIN_UNITS_PER_SM, MAX_UNITS_PER_SM,
                                                doc="the parallelism model's units per SM", default=None)
+    unit_overhead_tiles: Optional[float] = spec_field(0, 64.0, doc="flash kernels: FLOPs and exps at whole tiles "
+                                                      "plus this fixed cost a query tile, in key tiles of work",
+                                                      lo_open=False, default=None)
     rows: int = spec_field(1, 1_000_000, doc="measurements fitted", default=1)
     held_out_rows: int = spec_field(0, 1_000_000, default=0, lo_open=False)
     median_error: Optional[float] = spec_field(0, 100.0, doc="held-out relative error, median", lo_open=False,

@@ -46,3 +46,28 @@ def test_decode_variants_take_the_gpus_units_per_sm_and_paged_decode_fits_its_ow
     paged = [m for m in sweep if m.kernel is Kernel.paged and m.impl == "rooflab"]
     fit, _ = fit_group(Kernel.paged, paged, np.arange(len(paged)) % 2 == 0, gpu)
     assert fit.units_per_sm in UNITS_PER_SM_GRID and fit.units_per_sm != 2.5
+
+
+def test_windowed_flash_fits_a_tile_term_it_was_given():
+    """Rows timed as 5 us + t_model / 0.75 with whole tiles and 2 key tiles a query tile: the fit finds 2 and
+    predicts the held-out rows exactly; the H200's windowed rows choose a tile term too."""
+    import dataclasses
+    from pathlib import Path
+
+    from rooflab.bench.fitting import TILE_KERNELS, fit_group, model_times
+    from rooflab.bench.records import read_measurements
+    from rooflab.load import load_gpu
+    from rooflab.vocab import Kernel
+
+    assert TILE_KERNELS == (Kernel.flash_window,)
+    gpu = load_gpu("h200-sxm")
+    _, rows = read_measurements(Path(__file__).resolve().parents[2] / "measurements" / "h200-new-kernels.csv")
+    members = [m for m in rows if m.kernel is Kernel.flash_window]
+    t = model_times(members, gpu, 1.0, (0.0,), 2.0)[0]
+    synthetic = [dataclasses.replace(m, time_s=5e-6 + x / 0.75) for m, x in zip(members, t)]
+    fitted = np.arange(len(members)) % 2 == 0
+    fit, t_model = fit_group(Kernel.flash_window, synthetic, fitted, gpu)
+    assert fit.unit_overhead_tiles == 2.0 and fit.units_per_sm == 1.0
+    assert np.allclose(fit(t_model), [m.time_s for m in synthetic], rtol=1e-6)
+    real, _ = fit_group(Kernel.flash_window, members, fitted, gpu)
+    assert real.unit_overhead_tiles is not None

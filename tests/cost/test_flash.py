@@ -119,3 +119,49 @@ def test_intensity_compulsory_6553_6(llama):
     # the flash kernel without its LSE write moves exactly the compulsory bytes
     flash = flash_prefill(llama, 8192, write_lse=False)
     assert float(flash.flops / flash.hbm_bytes) == pytest.approx(6553.6, rel=1e-9)
+
+
+# --- the work a tile kernel does (FlashCost.tile_work), for predictions -------------------------------------------
+
+def test_tile_work_of_a_window_counted_by_hand():
+    """T 8192, window 1024, 128 x 128 tiles: query tile i touches key tiles max(0, i - 8) .. i, so tiles 0..7 touch
+    i + 1 and the other 56 touch 9: 36 + 504 = 540 tiles of 128^2 pairs = 8,847,360 against W (W + 1) / 2 +
+    (T - W) W = 7,864,832 visible pairs; a fixed cost of 2 key tiles a query tile adds 64 x 2 tiles."""
+    from rooflab.cost.common import Visibility
+
+    cost = flash_prefill(AttentionHeads(32, 8, 128), 8192, tile=FlashTile(128, 128), visibility=Visibility(1024))
+    assert float(cost.tile_work()) == pytest.approx(8_847_360 / 7_864_832, rel=1e-12)
+    assert float(cost.tile_work(2)) == pytest.approx((540 + 128) * 128 ** 2 / 7_864_832, rel=1e-12)
+
+
+def test_tile_work_of_full_attention():
+    """Causal T 256: tiles (0, 0), (1, 0), (1, 1) = 3 x 128^2 against 256 x 257 / 2 pairs; non-causal at a multiple
+    of the tile: exactly the pairs, plus the fixed cost of 2 query tiles."""
+    heads, tile = AttentionHeads(32, 8, 128), FlashTile(128, 128)
+    assert float(flash_prefill(heads, 256, causal=True, tile=tile).tile_work()) == pytest.approx(
+        3 * 128 ** 2 / (256 * 257 / 2), rel=1e-12)
+    plain = flash_prefill(heads, 256, causal=False, tile=tile)
+    assert float(plain.tile_work()) == 1.0
+    assert float(plain.tile_work(1.5)) == pytest.approx(1 + 2 * 1.5 * 128 ** 2 / 256 ** 2, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 20_000), st.sampled_from([None, 1, 64, 128, 1000, 4096]), st.sampled_from([None, 256, 8192]),
+       st.floats(0, 4))
+def test_tile_work_is_at_least_the_visible_pairs_and_grows_with_the_fixed_cost(t, window, chunk, overhead):
+    from rooflab.cost.common import Visibility
+
+    vis = Visibility(window, None if window else chunk)
+    cost = flash_prefill(AttentionHeads(8, 8, 64), np.array([t, t + 1]), tile=FlashTile(128, 64), causal=True,
+                         visibility=vis)
+    base, more = cost.tile_work(), cost.tile_work(overhead)
+    assert base.shape == (2,) and np.all(base >= 1 - 1e-12) and np.all(more >= base)
+
+
+def test_tile_work_refuses_a_bad_fixed_cost():
+    from rooflab.errors import InputError
+
+    cost = flash_prefill(AttentionHeads(32, 8, 128), 4096, causal=True)
+    for bad in (-1, float("nan"), 1e9, "2"):
+        with pytest.raises(InputError, match="unit_overhead_tiles"):
+            cost.tile_work(bad)
