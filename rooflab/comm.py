@@ -29,28 +29,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import InputError
+from .cost.common import real_number, whole_number
+from .errors import InputError, shown
+from .limits import MAX_GPUS
 from .specs import GpuSpec
-from .specs.interconnect import CollectiveFit, InterconnectSpec
+from .specs.interconnect import TIMINGS, CollectiveFit, InterconnectSpec
 from .vocab import Kernel
 
 #: Latency one more ring step adds (NCCL's low-latency protocol over NVLink, about a microsecond a hop):
 #: an assumption for GPU counts without a fit of their own, to be tested on 4 and 8 GPUs.
 HOP_LATENCY_S = 1.0e-6
 
+#: Largest message size taken (a guard against overflow, far past any GPU's memory: a whole-model step at
+#: rooflab's largest batch and context still passes, to be refused by its memory check with a better message).
+MAX_MESSAGE_BYTES = 1e30
 
-def _check(kernel: Kernel, bytes_per_rank: float, world_size: int) -> None:
+
+def _check(kernel: Kernel, bytes_per_rank: float, world_size: int) -> tuple[Kernel, float, int]:
+    """The arguments checked (a kernel by name too), or InputError naming the one at fault."""
+    kernel = Kernel.of(kernel, "kernel")
     if not kernel.is_collective:
         raise InputError(f"{kernel.value} is not a collective")
-    if isinstance(world_size, bool) or int(world_size) != world_size or world_size < 1:
-        raise InputError(f"GPU count must be a whole number >= 1, got {world_size}")
-    if not bytes_per_rank >= 0:
-        raise InputError(f"message size must be >= 0 bytes, got {bytes_per_rank}")
+    world_size = whole_number(world_size, "world_size (GPU count)", maximum=MAX_GPUS)
+    bytes_per_rank = real_number(bytes_per_rank, "bytes_per_rank (message size)", 0, MAX_MESSAGE_BYTES)
+    return kernel, bytes_per_rank, world_size
 
 
 def bus_bytes(kernel: Kernel, bytes_per_rank: float, world_size: int) -> float:
     """Bytes one GPU's link carries for the collective (the module docstring's table); 0 on one GPU."""
-    _check(kernel, bytes_per_rank, world_size)
+    kernel, bytes_per_rank, world_size = _check(kernel, bytes_per_rank, world_size)
     n, s = world_size, float(bytes_per_rank)
     if n == 1:
         return 0.0
@@ -61,7 +68,8 @@ def bus_bytes(kernel: Kernel, bytes_per_rank: float, world_size: int) -> float:
 
 def ring_steps(kernel: Kernel, world_size: int) -> int:
     """Steps of the ring algorithm: each pays the per-hop latency once."""
-    n = world_size
+    kernel = Kernel.of(kernel, "kernel")
+    n = whole_number(world_size, "world_size (GPU count)", maximum=MAX_GPUS)
     if n <= 1:
         return 0
     return {Kernel.all_reduce: 2 * (n - 1), Kernel.send_recv: 1}.get(kernel, n - 1)
@@ -88,6 +96,8 @@ class CommTime:
 
 
 def interconnect_of(gpu: GpuSpec) -> InterconnectSpec:
+    if not isinstance(gpu, GpuSpec):
+        raise InputError(f"gpu must be a GpuSpec (rooflab.load_gpu) or an InterconnectSpec, got {shown(gpu)}")
     link = getattr(gpu, "interconnect", None)
     if link is None:
         raise InputError(f"{gpu.name} has no interconnect: section; add the link's datasheet bandwidth to its "
@@ -105,6 +115,9 @@ def collective_time(gpu: GpuSpec | InterconnectSpec, kernel: Kernel, bytes_per_r
                     timing: str = "graph") -> CommTime:
     """The floor and the predicted time of one collective of `bytes_per_rank` over `world_size` GPUs."""
     link = gpu if isinstance(gpu, InterconnectSpec) else interconnect_of(gpu)
+    kernel, bytes_per_rank, world_size = _check(kernel, bytes_per_rank, world_size)
+    if not isinstance(timing, str) or timing not in TIMINGS:
+        raise InputError(f"timing must be one of {', '.join(TIMINGS)}, got {shown(timing)}")
     moved = bus_bytes(kernel, bytes_per_rank, world_size)
     bandwidth = link.link_for(world_size)
     if world_size == 1:

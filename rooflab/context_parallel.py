@@ -16,15 +16,17 @@ from typing import Optional
 import numpy as np
 
 from .comm import collective_time
-from .cost.common import check_dtypes
+from .cost.common import check_dtypes, whole_number
 from .cost.dcp import DcpDecode, check_dcp, dcp_decode
 from .cost.flash import flash_prefill
 from .cost.ring import RingPrefill
-from .errors import InputError
+from .errors import InputError, shown
+from .limits import MAX_GPUS, MAX_TOKENS
+from .cost.paged import check_page_size
 from .kvcache import kv_layout
 from .predict import predict_time
 from .roofline import Ceilings, predict_kernel
-from .specs import AttentionHeads, GpuSpec
+from .specs import AttentionHeads, GpuSpec, ModelSpec
 from .units import DType
 from .vocab import Kernel
 
@@ -52,6 +54,17 @@ def _fitted(gpu: GpuSpec, kernel: Kernel, cost_of, dtype: DType) -> Optional[flo
     return None if p is None else p.t_predicted_s
 
 
+def _specs(gpu: object, heads: object) -> tuple[GpuSpec, AttentionHeads]:
+    """The GPU and the heads (a ModelSpec's heads too), or InputError naming the argument of the wrong kind."""
+    if not isinstance(gpu, GpuSpec):
+        raise InputError(f"gpu must be a GpuSpec (rooflab.load_gpu), got {shown(gpu)}")
+    if isinstance(heads, ModelSpec):
+        heads = heads.heads
+    if not isinstance(heads, AttentionHeads):
+        raise InputError(f"heads must be an AttentionHeads or a ModelSpec, got {shown(heads)}")
+    return gpu, heads
+
+
 def dcp_time(gpu: GpuSpec, heads: AttentionHeads, context_len: int, batch: int, world_size: int,
              page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
              timing: str = "graph") -> DcpTime:
@@ -62,6 +75,7 @@ def dcp_time(gpu: GpuSpec, heads: AttentionHeads, context_len: int, batch: int, 
     datasheet roofs and the all-gather at the link's datasheet bandwidth, all overlapped.
     """
 
+    gpu, heads = _specs(gpu, heads)
     dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     n_sms, units = gpu.num_sms, gpu.units_per_sm
     cost = dcp_decode(heads, context_len, batch, world_size, page_size, dtype, kv_dtype, None, n_sms, units)
@@ -99,6 +113,11 @@ def dcp_threshold(gpu: GpuSpec, heads: AttentionHeads, batch: int, world_size: i
     """The context (tokens, a whole number of pages) below which DCP over `world_size` does not pay at `batch`:
     the smallest context whose predicted speedup exceeds 1. None without the fits or if it never pays up to
     `limit` tokens. Found by doubling, then bisection (the speedup grows with the context)."""
+    gpu, heads = _specs(gpu, heads)
+    limit = whole_number(limit, "limit (tokens)", maximum=MAX_TOKENS)
+    page_size = check_page_size(page_size)
+    world_size = whole_number(world_size, "world_size (GPUs the KV is split over)", maximum=MAX_GPUS)
+
     def pays(tokens: int) -> bool:
         s = dcp_speedup(gpu, heads, tokens, batch, world_size, page_size, dtype)
         if s is None:
@@ -134,6 +153,10 @@ def dcp_capacity(plan, model, context_len: int, dcp: int, page_size: int, kv_dty
     fixed states stay whole on each. Sequences are those the group serves together: the KV budget of one GPU
     over one sequence's share. The longest context grows about dcp-fold.
     """
+    from .capacity import CapacityPlan
+
+    if not isinstance(plan, CapacityPlan):
+        raise InputError(f"plan must be a CapacityPlan (rooflab.capacity.plan_capacity), got {shown(plan)}")
     n = check_dcp(dcp, context_len, page_size)
     if n == 1:
         return plan
@@ -210,6 +233,10 @@ def ring_time(gpu: GpuSpec, ring: RingPrefill, dtype: DType = DType.fp16, impl: 
     send/recv, the merge from the merge fit. Floor: the rank's FLOPs and bytes at the datasheet roofs and its
     N - 1 transfers at the link's datasheet bandwidth, all overlapped."""
 
+    if not isinstance(gpu, GpuSpec):
+        raise InputError(f"gpu must be a GpuSpec (rooflab.load_gpu), got {shown(gpu)}")
+    if not isinstance(ring, RingPrefill):
+        raise InputError(f"ring must be a RingPrefill (rooflab.cost.ring.ring_prefill), got {shown(ring)}")
     dtype = DType.of(dtype)
     n, c, local = ring.world_size, ring.step_pair_share, ring.tokens_per_gpu
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .cost.batch import DecodeBatch
-from .cost.common import whole_number
-from .limits import MAX_PAGE_SIZE, MAX_TOKENS
+from .cost.batch import DecodeBatch, decode_batch
+from .cost.common import check_flag, real_number, whole_number
+from .errors import InputError, shown
+from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .specs import GpuSpec, LayerType, ModelSpec
 from .units import DType
 from .vocab import LayerKind, WindowAllocation
@@ -68,6 +69,11 @@ class KvLayout:
 def pages_kept(layer: LayerType, context_len: int, page_size: int,
                allocation: WindowAllocation = WindowAllocation.hybrid) -> int:
     """Pages one layer of this type keeps for a `context_len`-token sequence (the table in the module docstring)."""
+    if not isinstance(layer, LayerType):
+        raise InputError(f"layer must be a LayerType, got {shown(layer)}")
+    context_len = whole_number(context_len, "context length", minimum=0, maximum=MAX_TOKENS)
+    page_size = whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
+    allocation = WindowAllocation.of(allocation, "allocation")
     if layer.kind is LayerKind.linear:
         return 0
     full = -(-context_len // page_size)
@@ -89,7 +95,13 @@ def kv_layout(model: ModelSpec, context_len: int, kv_dtype: DType, page_size: in
     """
     context_len = whole_number(context_len, "context length", maximum=MAX_TOKENS)
     page_size = whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
-    tp = 1 if dp_attention else tensor_parallel
+    kv_dtype = DType.of(kv_dtype, "kv_dtype")
+    allocation = WindowAllocation.of(allocation, "allocation")
+    mla_sparse_fp8, dp_attention = check_flag(mla_sparse_fp8, "mla_sparse_fp8"), check_flag(dp_attention, "dp_attention")
+    if mla_sparse_fp8 and not any(t.kind is LayerKind.mla for t in model.layer_types.values()):
+        raise InputError(f"mla_sparse_fp8 (--kv-cache-dtype fp8_ds_mla) is DeepSeek's sparse MLA cache layout; "
+                         f"{model.name} has no MLA layer")
+    tp = 1 if dp_attention else whole_number(tensor_parallel, "tensor parallel size (--tp)", maximum=MAX_GPUS)
     layers = []
     for name, count in model.layer_counts.items():
         t = model.layer_types[name]
@@ -112,6 +124,9 @@ def longest_context(model: ModelSpec, budget_bytes: int, kv_dtype: DType, page_s
 
     Bytes per sequence never shrink as the context grows, so the answer is found by bisection.
     """
+    budget_bytes = real_number(budget_bytes, "budget_bytes", 0, 2.0**100)
+    limit = whole_number(limit, "limit (tokens)", maximum=MAX_TOKENS)
+
     def fits(n: int) -> bool:
         return kv_layout(model, n, kv_dtype, page_size, tensor_parallel, allocation, mla_sparse_fp8,
                          dp_attention).bytes_per_sequence <= budget_bytes
@@ -155,6 +170,8 @@ class BatchMemory:
 def batch_memory(model: ModelSpec, gpu: GpuSpec, batch: DecodeBatch, kv_dtype: DType, page_size: int = 16,
                  q_len: int = 1, allocation: WindowAllocation = WindowAllocation.hybrid) -> BatchMemory:
     """Weights plus the pages of every sequence of `batch` once this step's `q_len` tokens are written."""
+    batch = decode_batch(batch)
+    q_len = whole_number(q_len, "q_len", maximum=MAX_TOKENS)
     kv = 0
     for length, count in zip(batch.lengths, batch.counts):
         tokens = min(int(length) + q_len, MAX_TOKENS)

@@ -304,8 +304,15 @@ def _looks_like_path(ref: str) -> bool:
 
 
 def available(kind: str) -> list[str]:
-    """Names of the bundled specs of one kind ("hardware" or "models")."""
+    """Names of the bundled specs of one kind ("hardware" or "models"); any other kind is an InputError."""
+    if kind not in SPEC_KINDS:
+        from .errors import InputError, shown
+        raise InputError(f"kind must be one of {', '.join(SPEC_KINDS)}, got {shown(kind)}")
     return sorted(p.stem for p in data_dir(kind).glob("*.yaml"))
+
+
+#: The folders of bundled specs `available` lists.
+SPEC_KINDS = ("hardware", "models")
 
 
 def spec_path(kind: str, label: str, ref: str | os.PathLike) -> Path:

@@ -9,23 +9,28 @@ Counts are in tokens and blocks; multiply by a model's KV bytes per token for by
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Sequence
 
 from .cost.common import whole_number
-from .errors import InputError
+from .errors import InputError, shown
+from .limits import MAX_TOKENS
 from .units import INT32_BYTES
 
 
 def _lengths(lengths: Sequence[int], name: str = "request lengths", minimum: int = 1) -> list[int]:
-    out = [int(n) for n in lengths]
-    if not out:
+    """Whole numbers in [minimum, MAX_TOKENS]; text, NaN or 1e30 is an InputError naming `name` (plain ints, the
+    common case, are checked in one pass; anything else one by one)."""
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        raise InputError(f"{name} must be a list of whole numbers, got {shown(lengths)}")
+    items = list(lengths)
+    if not items:
         raise InputError(f"{name} must not be empty")
-    if any(n < minimum or n != m for n, m in zip(out, lengths)):
-        bad = next(m for n, m in zip(out, lengths) if n < minimum or n != m)
-        raise InputError(f"{name} must be whole numbers >= {minimum}, got {bad}")
-    return out
+    if all(type(n) is int and minimum <= n <= MAX_TOKENS for n in items):
+        return items
+    return [whole_number(n, name, minimum=minimum, maximum=MAX_TOKENS) for n in items]
 
 
 def _page(page_size: int) -> int:
@@ -88,6 +93,7 @@ class Fragmentation:
 def fragmentation(lengths: Sequence[int], page_size: int, max_len: int) -> Fragmentation:
     """Internal fragmentation of paging against a contiguous max-length reservation per request."""
     lens = _lengths(lengths)
+    max_len = whole_number(max_len, "max_len", maximum=MAX_TOKENS)
     if max_len < max(lens):
         raise InputError(f"max_len {max_len} is shorter than the longest request ({max(lens)} tokens)")
     usage = block_usage(lens, page_size)
@@ -131,8 +137,7 @@ def shared_prefix_blocks(prefix_len: int, suffix_lens: Sequence[int], page_size:
     """
     suffixes = _lengths(suffix_lens, "suffix lengths", minimum=0)
     page = _page(page_size)
-    if prefix_len < 0:
-        raise InputError(f"prefix length must be >= 0, got {prefix_len}")
+    prefix_len = whole_number(prefix_len, "prefix length", minimum=0, maximum=MAX_TOKENS)
     shared = prefix_len // page
     tail = prefix_len - shared * page
     private = sum(-(-(tail + s) // page) for s in suffixes)
@@ -145,8 +150,7 @@ def reusable_prefix_len(common_prefix_len: int, page_size: int) -> int:
 
     A 7-token prefix reuses 7 tokens at page size 1, 4 at page size 4, 0 at page size 16.
     """
-    if common_prefix_len < 0:
-        raise InputError(f"common prefix length must be >= 0, got {common_prefix_len}")
+    common_prefix_len = whole_number(common_prefix_len, "common prefix length", minimum=0, maximum=MAX_TOKENS)
     page = _page(page_size)
     return (common_prefix_len // page) * page
 
@@ -161,18 +165,19 @@ def static_batching_rounds(steps: Sequence[int], slots: int) -> int:
 def continuous_batching_rounds(steps: Sequence[int], slots: int) -> int:
     """Rounds when a finished request's slot is refilled from the queue at the next round.
 
-    Each round every running request advances one decode step; requests join in arrival order.
+    Each round every running request advances one decode step; requests join in arrival order. Counted by
+    events, not round by round (a request of 10**9 steps would take 10**9 iterations): a request joining after
+    t rounds with s steps frees its slot after round t + s, and the queue refills at the earliest such round.
     """
     queue = _lengths(steps, "decode steps")
     slots = _slots(slots)
-    running: list[int] = []
-    rounds = 0
-    while queue or running:
-        while queue and len(running) < slots:
-            running.append(queue.pop(0))
-        running = [left - 1 for left in running if left > 1]
-        rounds += 1
-    return rounds
+    finishing: list[int] = []           # a heap of the rounds after which the running requests finish
+    now = 0
+    for work in queue:
+        if len(finishing) == slots:
+            now = heapq.heappop(finishing)
+        heapq.heappush(finishing, now + work)
+    return max(finishing)
 
 
 def _slots(slots: int) -> int:
@@ -180,4 +185,5 @@ def _slots(slots: int) -> int:
 
 
 def pages_for(tokens: int, page_size: int) -> int:
-    return math.ceil(tokens / _page(page_size))
+    tokens = whole_number(tokens, "tokens", minimum=0, maximum=MAX_TOKENS)
+    return -(-tokens // _page(page_size))

@@ -84,3 +84,22 @@ def test_bad_input_names_the_value():
         bus_bytes(Kernel.all_reduce, MIB, 0)
     with pytest.raises(InputError, match="interconnect"):
         collective_time(load_gpu("a100-40gb"), Kernel.all_reduce, MIB, 2)
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda g: collective_time(g, "nope", 1e6, 2), "kernel"),                 # AttributeError on a str before
+    (lambda g: collective_time(g, Kernel.all_gather, 1e6, 2, timing="nope"), "timing"),   # accepted before
+    (lambda g: collective_time(g, Kernel.all_gather, float("nan"), 2), "bytes_per_rank"),
+    (lambda g: collective_time(g, Kernel.all_gather, 1e6, 2.5), "world_size"),
+    (lambda g: collective_time(None, Kernel.all_gather, 1e6, 2), "gpu"),
+    (lambda g: ring_steps(Kernel.all_reduce, 0), "world_size"),               # answered 0 steps before
+    (lambda g: bus_bytes(Kernel.all_reduce, 1e6, -2), "world_size"),
+])
+def test_collective_arguments_are_named(call, named):
+    with pytest.raises(InputError, match=named):
+        call(load_gpu("h200-sxm"))
+
+
+def test_collective_kernel_by_name():
+    gpu = load_gpu("h200-sxm")
+    assert collective_time(gpu, "all_gather", 1e6, 2) == collective_time(gpu, Kernel.all_gather, 1e6, 2)

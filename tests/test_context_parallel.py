@@ -66,3 +66,27 @@ def test_ring_overlap_is_monotone_in_tokens_per_gpu():
 def test_ring_time_on_one_gpu_is_flash():
     t = ring_time(H200, ring_prefill(LLAMA, 32768, 1, causal=False), impl="rooflab_hopper")
     assert t.t_transfer_step_s == 0 and t.t_predicted_s == pytest.approx(t.t_attention_step_s)
+
+
+@pytest.mark.parametrize("limit", [0, -5, 2.5, 10**30])
+def test_dcp_threshold_checks_its_limit(limit):
+    """limit 0, -5 and 10**30 were answered (None, or a search to 10**30 tokens)."""
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match="limit"):
+        dcp_threshold(load_gpu("h200-sxm"), AttentionHeads(32, 8, 128), 1, 2, limit=limit)
+
+
+def test_context_parallel_specs_are_checked():
+    """None for the GPU or the heads raised AttributeError inside; a ModelSpec stands for its heads."""
+    from rooflab.errors import InputError
+    from rooflab.load import load_model
+
+    gpu, heads = load_gpu("h200-sxm"), AttentionHeads(32, 8, 128)
+    with pytest.raises(InputError, match="gpu"):
+        dcp_time(None, heads, 8192, 1, 2)
+    with pytest.raises(InputError, match="heads"):
+        dcp_time(gpu, None, 8192, 1, 2)
+    with pytest.raises(InputError, match="ring"):
+        ring_time(gpu, None)
+    assert dcp_time(gpu, load_model("llama-3-8b"), 8192, 1, 2) == dcp_time(gpu, heads, 8192, 1, 2)

@@ -17,7 +17,7 @@ import pytest
 
 from rooflab import load_model
 from rooflab.cost.batch import DecodeBatch
-from rooflab.kvcache import batch_memory, kv_layout
+from rooflab.kvcache import batch_memory, kv_layout, longest_context, pages_kept
 from rooflab.load import load_gpu, load_model
 from rooflab.specs import MLA_SPARSE_FP8_BYTES
 from rooflab.units import DType, GiB
@@ -58,3 +58,37 @@ def test_windows_and_fp8_shrink_what_a_batch_holds():
     fp8 = batch_memory(gemma, H100, batch, DType.fp8_e4m3)
     assert fp8.kv_bytes * 2 == full.kv_bytes
     assert full.kv_bytes < 32 * kv_layout(gemma, 8193, DType.bf16).bytes_per_token_full * 8208   # windows keep less
+
+
+def test_sparse_mla_layout_on_a_model_without_mla_is_refused():
+    """--kv-cache-dtype fp8_ds_mla on llama-3-8b was priced as plain fp8 without a word; vLLM refuses it."""
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match="fp8_ds_mla"):
+        kv_layout(load_model("llama-3-8b"), 8192, DType.fp8_e4m3, mla_sparse_fp8=True)
+    assert kv_layout(load_model("deepseek-v3"), 8192, DType.fp8_e4m3, mla_sparse_fp8=True).bytes_per_sequence > 0
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda m: kv_layout(m, 8192, "nope"), "kv_dtype"),
+    (lambda m: kv_layout(m, 8192, DType.fp16, allocation="nope"), "allocation"),   # accepted as hybrid before
+    (lambda m: kv_layout(m, 8192, DType.fp16, tensor_parallel=0), "tensor parallel"),
+    (lambda m: longest_context(m, -1, DType.fp16), "budget_bytes"),                # returned 0 before
+    (lambda m: longest_context(m, float("nan"), DType.fp16), "budget_bytes"),
+    (lambda m: pages_kept(None, 100, 16), "layer"),
+    (lambda m: pages_kept(m.layer_types["full"], 100, 0), "page size"),
+    (lambda m: batch_memory(m, load_gpu("h100-sxm"), [8192], DType.fp16, q_len=0), "q_len"),
+])
+def test_kv_functions_name_a_bad_argument(call, named):
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match=named):
+        call(load_model("llama-3-8b"))
+
+
+def test_batch_memory_takes_a_list_of_lengths():
+    from rooflab.cost.batch import decode_batch
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
+    assert batch_memory(model, gpu, [8192, 1024], DType.fp16) == batch_memory(model, gpu, decode_batch([8192, 1024]),
+                                                                               DType.fp16)

@@ -454,3 +454,20 @@ def test_bundled_gpus_still_give_every_field():
     for path in sorted(data_dir("hardware").glob("*.yaml")):
         g = load_gpu(path)
         assert None not in (g.source, g.num_sms, g.smem_per_sm_bytes, g.l2_bytes, g.boost_clock_hz, g.vendor), path.name
+
+
+@pytest.mark.parametrize("kind", ["nope", None, "measurements", ""])
+def test_available_names_an_unknown_kind(kind):
+    """available('nope') listed nothing, available(None) raised TypeError from a path join."""
+    with pytest.raises(InputError, match="kind"):
+        available(kind)
+
+
+def test_a_spec_that_is_a_named_pipe_does_not_block(tmp_path):
+    """read_bounded: a FIFO with no writer reads as empty (a refused spec) instead of blocking forever."""
+    import os
+
+    fifo = tmp_path / "gpu.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError, match="gpu.yaml"):
+        load_gpu(fifo)

@@ -107,3 +107,31 @@ def test_shared_prefix_saved_slots():
     s = shared_prefix_blocks(7, [1, 1], page_size=4)
     assert (s.shared_blocks, s.private_blocks, s.unshared_blocks) == (1, 2, 4)
     assert s.saved_blocks == 1 and s.saved_slots == 4 and s.saving == pytest.approx(0.25)
+
+
+def test_continuous_batching_is_counted_by_events_not_rounds():
+    """[10**9] * 5 on one slot looped 5 * 10**9 rounds; the event count gives the same answer at once."""
+    import time
+
+    from rooflab.paging import continuous_batching_rounds
+
+    start = time.perf_counter()
+    assert continuous_batching_rounds([10**9] * 5, 1) == 5 * 10**9
+    assert continuous_batching_rounds([3, 1, 1, 2], 2) == 4
+    assert time.perf_counter() - start < 1
+
+
+@pytest.mark.parametrize("call, named", [
+    ("pages_for(-1, 16)", "tokens"), ("pages_for(10.5, 16)", "tokens"), ("pages_for(float('nan'), 16)", "tokens"),
+    ("block_usage('abc', 16)", "request lengths"), ("block_usage([10**30], 16)", "request lengths"),
+    ("continuous_batching_rounds([float('nan')], 1)", "decode steps"),
+    ("fragmentation([100], 16, 0)", "max_len"), ("shared_prefix_blocks(-1, [10], 16)", "prefix length"),
+    ("shared_prefix_blocks(1.5, [10], 16)", "prefix length"), ("reusable_prefix_len(None, 16)", "prefix length"),
+])
+def test_paging_arguments_are_named(call, named):
+    """NaN raised ValueError from int(); 'abc' was read character by character; -1 and 10.5 tokens were answered."""
+    import rooflab.paging as paging
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match=named):
+        eval(call, vars(paging))

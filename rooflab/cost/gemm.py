@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..units import DType
-from .common import ArrayLike, KernelCost, SingleKernel, as_array
+from .common import ArrayLike, KernelCost, SingleKernel, as_array, real_number
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,11 @@ class GemmCost(SingleKernel):
     variant: str = "gemm"                 # not an attention Variant: step.py's rows name it
 
 
+#: Largest GEMM dimension (2**53, where float64 stops holding every whole number): 2 m n k stays finite (10**300
+#: each gave infinite FLOPs).
+MAX_GEMM_DIM = float(1 << 53)
+
+
 def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, name: str = "gemm",
          weight_bits: float | None = None, groups: ArrayLike = 1) -> GemmCost:
     """y [m, n] = x [m, k] W^T: 2 m n k FLOPs, (G n k b_w + (m k + m n) b) bytes.
@@ -37,10 +42,10 @@ def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, na
     b_w: the weight's bytes per element (`weight_bits` / 8, default the activations' b). `groups` G > 1 is a
     grouped GEMM (a MoE layer's experts): G weights of [n, k] each read once, the m rows spread over them.
     """
-    m, n, k = as_array(m, "GEMM m"), as_array(n, "GEMM n"), as_array(k, "GEMM k")
-    g = as_array(groups, "GEMM groups", minimum=0)
+    m, n, k = (as_array(v, f"GEMM {what}", maximum=MAX_GEMM_DIM) for v, what in ((m, "m"), (n, "n"), (k, "k")))
+    g = as_array(groups, "GEMM groups", minimum=0, maximum=MAX_GEMM_DIM)
     dtype = DType.of(dtype)
-    bits = dtype.bytes * 8 if weight_bits is None else weight_bits
+    bits = dtype.bytes * 8 if weight_bits is None else real_number(weight_bits, "weight_bits", 0, 64, lo_open=True)
     weight = g * n * k * bits / 8                                # G x W [n, k], read once
     acts = (m * k + m * n) * dtype.bytes                         # x [m, k] in, y [m, n] out
     return GemmCost(KernelCost(name, 2 * m * n * k, weight + acts), weight)

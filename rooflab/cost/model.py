@@ -53,6 +53,7 @@ class DecodeStep:
 
 def experts_touched(model: ModelSpec, batch: int) -> float:
     """Expected distinct experts per layer that `batch` tokens route to (uniform routing)."""
+    batch = whole_number(batch, "batch (tokens)", maximum=MAX_BATCH * MAX_TOKENS)
     e, k = model.num_experts, model.num_experts_per_token
     if e == 1:
         return 1.0
@@ -91,6 +92,7 @@ def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
 def weights_read(model: ModelSpec, batch: int, weight_dtype: DType | WeightFormat | None = None) -> float:
     """Bytes of weights one decode step of `batch` tokens reads: everything but the routed experts, and the
     experts the batch routes to (experts_touched), each component in its format."""
+    batch = whole_number(batch, "batch", maximum=MAX_BATCH)
     counts = model.parameters.by_component()
     scale = model.total_parameters / model.parameters.total
     touched = experts_touched(model, batch) / model.num_experts if model.is_moe else 1.0

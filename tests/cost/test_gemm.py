@@ -4,6 +4,8 @@ CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes).
 
 from __future__ import annotations
 
+import pytest
+
 from rooflab.cost.gemm import gemm
 from rooflab.units import DType
 
@@ -15,3 +17,15 @@ def test_gemm_by_hand():
     assert float(c.hbm_bytes) == 4096 * 14336 * 2 + (14336 + 4096) * 2
     assert float(c.weight_bytes) == 4096 * 14336 * 2
     assert float(gemm(8, 10, 10, DType.bf16, weight_bits=4, groups=3).weight_bytes) == 3 * 10 * 10 * 0.5
+
+
+@pytest.mark.parametrize("kwargs, named", [({"weight_bits": 0}, "weight_bits"), ({"weight_bits": -4}, "weight_bits"),
+                                           ({"weight_bits": float("nan")}, "weight_bits"),
+                                           ({"m": 10**300}, "GEMM m"), ({"k": float("inf")}, "GEMM k")])
+def test_gemm_refuses_bit_widths_and_sizes_past_reason(kwargs, named):
+    """weight_bits -4 gave negative bytes, NaN NaN bytes, and 10**300-wide GEMMs infinite FLOPs."""
+    from rooflab.errors import InputError
+
+    args = {"m": 16, "n": 4096, "k": 4096, **kwargs}
+    with pytest.raises(InputError, match=named):
+        gemm(args.pop("m"), args.pop("n"), args.pop("k"), **args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rooflab import load_model
-from rooflab.cost.model import decode_step, experts_touched
+from rooflab.cost.model import decode_step, experts_touched, weights_read
 
 
 LLAMA = load_model("llama-3-8b")
@@ -31,3 +31,18 @@ def test_mixture_of_experts_reads_more_experts_with_batch():
     many = decode_step(mixtral, 1000, 64).weight_bytes_per_step
     assert one == pytest.approx(mixtral.active_parameters * 2, rel=1e-3)
     assert many == pytest.approx(mixtral.total_parameters * 2, rel=1e-3)
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda m: experts_touched(m, 0), "batch"), (lambda m: experts_touched(m, -1), "batch"),
+    (lambda m: experts_touched(m, float("nan")), "batch"), (lambda m: weights_read(m, 10**30), "batch"),
+    (lambda m: weights_read(m, 1, weight_dtype=5), "weight_dtype"),
+    (lambda m: decode_step(m, 8192, weight_dtype="nope"), "weight_dtype"),
+])
+def test_model_costs_name_a_bad_argument(call, named):
+    """experts_touched(-1) gave a negative count and NaN a NaN; weight_dtype 'nope' raised the enum's ValueError."""
+    from rooflab.errors import InputError
+    from rooflab.load import load_model
+
+    with pytest.raises(InputError, match=named):
+        call(load_model("deepseek-v3"))
