@@ -12,7 +12,7 @@ Sections (all by default):
   mla       MLA decode bf16 B 128 x 8192: h 16 (memory-bound) and h 128, q_len 2 (compute-bound), beside a torch
             bmm composition on a dense latent (impls: mma; hopper = the wgmma kernel's seesaw schedule; hopper_tile = its
             one-phase schedule; hopper_persistent = the seesaw on a persistent grid)
-  mla_ab    hopper_persistent against hopper: outputs compared (B 128, full and random lengths), then 5 alternating
+  mla_ab    hopper_persistent and hopper_prefetch against hopper: outputs compared (B 128, full and random lengths), then 7 alternating
             rounds on h 128 q_len 2 and h 16 q_len 1 (not in the default run: --only mla_ab)
 Timing: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed by a 512 MiB read before every repeat,
 median of 20); torch peers with time_torch. Ceilings measured in the same run: a 2 GiB device-to-device copy
@@ -399,7 +399,7 @@ def mla(flush) -> None:
                            f"torch bmm {flops / tp.median_s / 1e12:.0f} TFLOP/s")
 
 
-def mla_ab(flush, rounds: int = 5) -> None:
+def mla_ab(flush, rounds: int = 7) -> None:
     """The persistent seesaw (impl hopper_persistent) against the seesaw (hopper), alternating in `rounds` rounds of
     20 repeats each, on h 128 q_len 2 and h 16 q_len 1 (B 128 x 8192 bf16); first their outputs against each other
     there and on 128 random lengths (2 .. 8192), where the persistent grid cuts many sequences."""
@@ -409,7 +409,7 @@ def mla_ab(flush, rounds: int = 5) -> None:
     dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
     latent = cp.from_dlpack(dense)
     table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
-    impls = ("hopper", "hopper_persistent")
+    impls = ("hopper", "hopper_persistent", "hopper_prefetch")
     for lens_kind in ("full", "random"):
         if lens_kind == "full":
             lens = cp.full(batch, ctx, dtype=cp.int32)
@@ -420,13 +420,14 @@ def mla_ab(flush, rounds: int = 5) -> None:
             cq = cp.from_dlpack(qt)
             res = {i: mla_decode(cq, latent, table, lens, impl=i) for i in impls}
             o_a, l_a = (cp.asnumpy(x).astype(np.float64) for x in res["hopper"])
-            o_b, l_b = (cp.asnumpy(x).astype(np.float64) for x in res["hopper_persistent"])
-            err = float(np.linalg.norm(o_a - o_b) / np.linalg.norm(o_a))
-            lerr = float(np.max(np.abs(l_a - l_b)))
-            ok = np.isfinite(o_b).all() and err < 2e-3 and lerr < 1e-3
-            SUMMARY.append(f"AB check {lens_kind} h{heads} q{q_len}: persistent vs seesaw rel_l2 {err:.1e}, "
-                           f"max |lse diff| {lerr:.1e} -> {'OK' if ok else 'MISMATCH'}")
-            print(SUMMARY[-1], flush=True)
+            for other in impls[1:]:
+                o_b, l_b = (cp.asnumpy(x).astype(np.float64) for x in res[other])
+                err = float(np.linalg.norm(o_a - o_b) / np.linalg.norm(o_a))
+                lerr = float(np.max(np.abs(l_a - l_b)))
+                ok = np.isfinite(o_b).all() and err < 2e-3 and lerr < 1e-3
+                SUMMARY.append(f"AB check {lens_kind} h{heads} q{q_len}: {other} vs seesaw rel_l2 {err:.1e}, "
+                               f"max |lse diff| {lerr:.1e} -> {'OK' if ok else 'MISMATCH'}")
+                print(SUMMARY[-1], flush=True)
     lens = cp.full(batch, ctx, dtype=cp.int32)
     for heads, q_len in ((128, 2), (16, 1)):
         qt = torch.randn(batch, q_len, heads, 576, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -446,9 +447,10 @@ def mla_ab(flush, rounds: int = 5) -> None:
             m = float(np.median(med[impl]))
             SUMMARY.append(f"AB h{heads} q{q_len} {impl:<18} rounds " + " ".join(f"{x * 1e3:.4f}" for x in med[impl])
                            + f" ms; median {m * 1e3:.4f} ms = {flops / m / 1e12:.1f} TFLOP/s")
-        ratio = float(np.median(med["hopper_persistent"])) / float(np.median(med["hopper"]))
-        wins = sum(b < a for a, b in zip(med["hopper"], med["hopper_persistent"]))
-        SUMMARY.append(f"AB h{heads} q{q_len}: persistent / seesaw = {ratio:.4f} (faster in {wins} of {rounds} rounds)")
+        for other in impls[1:]:
+            ratio = float(np.median(med[other])) / float(np.median(med["hopper"]))
+            wins = sum(b < a for a, b in zip(med["hopper"], med[other]))
+            SUMMARY.append(f"AB h{heads} q{q_len}: {other} / seesaw = {ratio:.4f} (faster in {wins} of {rounds} rounds)")
 
 
 SECTIONS = {"refactor": refactor, "window": window_prefill, "paged": paged_variants, "mla": mla, "mla_ab": mla_ab}
