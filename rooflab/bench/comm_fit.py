@@ -255,7 +255,7 @@ def interconnect_yaml(link: "InterconnectSpec") -> str:
         if c.median_error is not None:
             bits += [f"median_error: {c.median_error:.4f}", f"worst_error: {c.worst_error:.4f}"]
         if c.campaign:
-            bits.append(f"campaign: {c.campaign}")
+            bits.append(f"campaign: {_quote(c.campaign)}")
         lines.append("    - {" + ", ".join(bits) + "}")
     return "\n".join(lines) + "\n"
 
@@ -312,8 +312,9 @@ def calibrate_collectives(gpu_ref: Optional[str], output, nproc: int, from_files
     if from_files:
         for path in from_files:
             meta, found = read_measurements(Path(path))
-            rows += [m for m in found if m.kernel.is_collective]
-            campaigns.append(Path(path).name)
+            mine = [m for m in found if m.kernel.is_collective]
+            rows += mine
+            campaigns.append((Path(path).name, mine))
         gpu_ref = gpu_ref or meta.get("gpu_spec")
     else:
         from .device import _nvidia_smi, spec_for_device
@@ -324,7 +325,7 @@ def calibrate_collectives(gpu_ref: Optional[str], output, nproc: int, from_files
         result = launch(nproc, out, ("check", "collectives"), prefix=f"collectives-x{nproc}", command=command,
                         gpu_spec=gpu_ref)
         rows = [m for m in result.rows if m.kernel.is_collective]
-        campaigns.append(result.files["collectives"].name if "collectives" in result.files else "collectives")
+        campaigns.append((result.files["collectives"].name if "collectives" in result.files else "collectives", rows))
         meta = {"date": "", "device_name": ""}
     if not gpu_ref:
         raise InputError("name the GPU's spec with --gpu (the measurements name none)")
@@ -334,7 +335,12 @@ def calibrate_collectives(gpu_ref: Optional[str], output, nproc: int, from_files
     source = spec_path("hardware", "GPU", gpu_ref)
     gpu = load_gpu(source)
     measured = f"{meta.get('date', '')} on {meta.get('device_name', '?')}, NCCL {meta.get('nccl', '?')}: {command}"
-    link = calibrated_interconnect(gpu, rows, ", ".join(campaigns), measured.strip())
+    import dataclasses
+
+    for name, found in campaigns:           # each fit names the file its rows came from (a later file wins a key)
+        if found:
+            link = calibrated_interconnect(gpu, found, name, measured.strip())
+            gpu = dataclasses.replace(gpu, interconnect=link)
     target = Path(output) if output else Path.cwd() / source.name
     text = with_interconnect(source.read_text(), link)
     spec_from_mapping(GpuSpec, parse_yaml(text, str(target)), str(target))
