@@ -12,8 +12,9 @@ Sections (all by default):
   mla       MLA decode bf16 B 128 x 8192: h 16 (memory-bound) and h 128, q_len 2 (compute-bound), beside a torch
             bmm composition on a dense latent (impls: mma; hopper = the wgmma kernel's seesaw schedule; hopper_tile = its
             one-phase schedule; hopper_persistent = the seesaw on a persistent grid)
-  mla_ab    hopper_persistent and hopper_prefetch against hopper: outputs compared (B 128, full and random lengths), then 7 alternating
-            rounds on h 128 q_len 2 and h 16 q_len 1 (not in the default run: --only mla_ab)
+  mla_ab    hopper_persistent against hopper: outputs compared (B 128, full and random lengths), 7 alternating
+            rounds on h 128 q_len 2 and h 16 q_len 1, then B 4 x 32768 h 128 q_len 2 against the seesaw with
+            split-KV S 1 / 8 (only with --only mla_ab)
 Timing: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed by a 512 MiB read before every repeat,
 median of 20); torch peers with time_torch. Ceilings measured in the same run: a 2 GiB device-to-device copy
 (bytes read + written) and an 8192^3 bf16 torch matmul. Writes DIR/variants.csv (one row a timing) and
@@ -409,7 +410,7 @@ def mla_ab(flush, rounds: int = 7) -> None:
     dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
     latent = cp.from_dlpack(dense)
     table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
-    impls = ("hopper", "hopper_persistent", "hopper_prefetch")
+    impls = ("hopper", "hopper_persistent")
     for lens_kind in ("full", "random"):
         if lens_kind == "full":
             lens = cp.full(batch, ctx, dtype=cp.int32)
@@ -451,6 +452,26 @@ def mla_ab(flush, rounds: int = 7) -> None:
             ratio = float(np.median(med[other])) / float(np.median(med["hopper"]))
             wins = sum(b < a for a, b in zip(med["hopper"], med[other]))
             SUMMARY.append(f"AB h{heads} q{q_len}: {other} / seesaw = {ratio:.4f} (faster in {wins} of {rounds} rounds)")
+    del latent, dense
+    batch, ctx, heads, q_len = 4, 32768, 128, 2
+    pages = ctx // 64
+    dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
+    latent = cp.from_dlpack(dense)
+    table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
+    lens = cp.full(batch, ctx, dtype=cp.int32)
+    cq = cp.from_dlpack(torch.randn(batch, q_len, heads, 576, device="cuda", dtype=torch.bfloat16, generator=g))
+    flops = mla_flops(heads, batch * (q_len * ctx - q_len * (q_len - 1) // 2))
+    cases = (("hopper", 1), ("hopper", 8), ("hopper_persistent", 1))
+    med = {c: [] for c in cases}
+    for r in range(3):
+        for impl, splits in cases:
+            t = gpu(lambda: mla_decode(cq, latent, table, lens, splits, impl=impl), flush)
+            med[(impl, splits)].append(t.median_s)
+            record(f"MLA decode bf16 B 4 x 32768 h 128 q_len 2 S {splits} round {r}", f"rooflab_{impl}", t, flops=flops)
+    for (impl, splits), v in med.items():
+        m = float(np.median(v))
+        SUMMARY.append(f"B4 x 32k h128 q2 {impl} S {splits}: rounds " + " ".join(f"{x * 1e3:.4f}" for x in v)
+                       + f" ms; median {m * 1e3:.4f} ms = {flops / m / 1e12:.1f} TFLOP/s")
 
 
 SECTIONS = {"refactor": refactor, "window": window_prefill, "paged": paged_variants, "mla": mla, "mla_ab": mla_ab}

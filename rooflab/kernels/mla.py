@@ -62,8 +62,7 @@ def mla_smem_bytes(mt: int) -> int:
 #: phase a tile, no overlap), "hopper_persistent" the seesaw on a persistent grid (one CTA an SM for each 64-row
 #: chunk, the batch's tiles dealt out evenly, cut sequences merged in the kernel; with num_splits > 1 it runs the
 #: seesaw's split-KV). KERNELS.md has the designs and their timings.
-#: "hopper_prefetch" the seesaw with the tiles of two pairs ahead asked into L2 (cp.async.bulk.prefetch.L2).
-MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0, "hopper_persistent": 2, "hopper_prefetch": 3}
+MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0, "hopper_persistent": 2}
 #: The persistent schedule's piece buffer, in floats per (group, slot, row chunk): a piece's O (256 threads x 128)
 #: and its rows' (m, l) (256 x 4); mla_decode_hopper.cu's WORK_O + WORK_ST.
 _PERSIST_PIECE_FLOATS = 256 * 128 + 256 * 4

@@ -257,10 +257,6 @@ RL_DEV void mlah_one_phase(const T* __restrict__ q, const T* __restrict__ cache,
 // warpgroup whose S reads it; the one warpgroup that last reads a part copies the next tile's part into it
 // (cp.async, 128 threads) as soon as its wgmma on it is done, arriving on the part's mbarrier (full[stage][part]).
 namespace mlah {
-// One thread asks L2 for `bytes` (a multiple of 16) at src: the bulk-copy engine's prefetch, no shared memory used.
-RL_DEV void prefetch_l2(const void* src, u32 bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" :: "l"(src), "r"(bytes) : "memory");
-}
 constexpr int BAR_SCALE0 = 1, BAR_SCALE1 = 2, BAR_P0READY = 3, BAR_P1READY = 4, BAR_P0FREE = 5, BAR_P1FREE = 6,
               BAR_S0DONE = 7;
 constexpr u32 BLK_BYTES = BN * 128;                      // one [64 x 64] column block (8 KiB)
@@ -270,7 +266,7 @@ constexpr u32 SS_P0 = 3 * TILE_BYTES, SS_BAR = SS_P0 + BLK_BYTES, SS_M0 = SS_BAR
               SS_SUM = SS_M1 + 256;
 }  // namespace mlah
 
-template <typename T, bool SPLIT, bool PF = false>
+template <typename T, bool SPLIT>
 RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, const int* __restrict__ block_table,
                         int bt_stride, const int* __restrict__ context_lens, void* __restrict__ out,
                         float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2)
@@ -474,10 +470,6 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
             hop::wait<0>();                               // P1 V1_L of the last pair: its L part and P1 are free
             hop::pin(oacc[0]);                            // (waits on every path: ptxas serializes wgmma when a
             hop::pin(oacc[1]);                            // path may read an accumulator still in flight)
-            if (PF && ptid == 0) {                        // PF: the tiles of two pairs ahead into L2
-                for (int t = j0 + 4; t < min(j0 + 6, n_tiles); ++t)
-                    prefetch_l2(cache + (i64)bt[(k_begin + t * BN) / BN] * BN * DL, TILE_BYTES);
-            }
             if (i > 0) {
                 hop::bar_arrive(BAR_P1FREE, 256);
                 if (has1) load_part(j1, 0);
@@ -973,19 +965,6 @@ RL_DEV void mlah_persistent(const T* __restrict__ q, const T* __restrict__ cache
                 hop::wait<0>();
                 hop::pin(oacc[0]);
                 hop::pin(oacc[1]);
-                if (ptid == 0) {                          // into L2: the tiles of two pairs ahead (across the unit
-                    const int* u = s_unit + cur * U_WORDS;   // boundary too) and, 3 pairs before the end, next Q
-                    for (int t = j0 + 4; t < j0 + 6; ++t) {
-                        if (t < n_tiles)
-                            prefetch_l2(cache + (i64)block_table[(i64)u[U_B] * bt_stride + u[U_LO] + t] * BN * DL,
-                                        TILE_BYTES);
-                        else if (t - n_tiles < u[U_NNEXT])
-                            prefetch_l2(cache + (i64)block_table[(i64)(u[U_B] + 1) * bt_stride + t - n_tiles] * BN * DL,
-                                        TILE_BYTES);
-                    }
-                    if (i == max(n_pairs - 3, 0) && u[U_NNEXT] > 0)
-                        prefetch_l2(q + ((i64)(u[U_B] + 1) * rows_total + row0) * DL, (u32)nrows * DL * 2);
-                }
                 if (i > 0) {
                     hop::bar_arrive(BAR_P1FREE, 256);
                     if (has1) load_cur(j1);               // stage 1's L part is free
@@ -1232,9 +1211,6 @@ mla_decode_hopper(const T* __restrict__ q, const T* __restrict__ cache, const in
     if constexpr (SCHED == 2 && !SPLIT)
         mlah_persistent<T>(q, cache, block_table, bt_stride, context_lens, static_cast<T*>(out), out_lse, num_heads,
                            q_len, scale_log2, work, counters, batch);
-    else if constexpr (SCHED == 3)                   // the seesaw, tiles prefetched into L2 two pairs ahead
-        mlah_seesaw<T, SPLIT, true>(q, cache, block_table, bt_stride, context_lens, out, out_lse, num_heads, q_len,
-                                    scale_log2);
     else if constexpr (SCHED >= 1)
         mlah_seesaw<T, SPLIT>(q, cache, block_table, bt_stride, context_lens, out, out_lse, num_heads, q_len, scale_log2);
     else
