@@ -15,6 +15,8 @@ Sections (all by default):
   mla_ab    hopper_persistent against hopper: outputs compared (B 128, full and random lengths), 7 alternating
             rounds on h 128 q_len 2 and h 16 q_len 1, then B 4 x 32768 h 128 q_len 2 against the seesaw with
             split-KV S 1 / 8 (only with --only mla_ab)
+  mla_power the seesaw h 128 q_len 2 and the GEMM peer, each cold (after 3 s idle) and hot (after 3 s of launches),
+            twice (only with --only mla_power; log the clocks beside it with nvidia-smi -lms)
 Timing: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed by a 512 MiB read before every repeat,
 median of 20); torch peers with time_torch. Ceilings measured in the same run: a 2 GiB device-to-device copy
 (bytes read + written) and an 8192^3 bf16 torch matmul. Writes DIR/variants.csv (one row a timing) and
@@ -474,7 +476,49 @@ def mla_ab(flush, rounds: int = 7) -> None:
                        + f" ms; median {m * 1e3:.4f} ms = {flops / m / 1e12:.1f} TFLOP/s")
 
 
-SECTIONS = {"refactor": refactor, "window": window_prefill, "paged": paged_variants, "mla": mla, "mla_ab": mla_ab}
+def mla_power(flush) -> None:
+    """The seesaw (h 128 q_len 2, B 128 x 8192) and the 8192^3 bf16 GEMM peer, each timed cold (after 3 s idle) and
+    hot (after 3 s of back-to-back launches), alternately twice: whether the power cap moves them alike."""
+    batch, ctx, heads, q_len = 128, 8192, 128, 2
+    pages = ctx // 64
+    g = torch.Generator(device="cuda").manual_seed(11)
+    dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
+    latent = cp.from_dlpack(dense)
+    table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
+    lens = cp.full(batch, ctx, dtype=cp.int32)
+    cq = cp.from_dlpack(torch.randn(batch, q_len, heads, 576, device="cuda", dtype=torch.bfloat16, generator=g))
+    o = cp.empty((batch, q_len, heads, 512), dtype=cq.dtype)
+    lse = cp.empty((batch, q_len, heads), dtype=cp.float32)
+    flops = mla_flops(heads, batch * (q_len * ctx - q_len * (q_len - 1) // 2))
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    mla_fn = lambda: mla_decode(cq, latent, table, lens, out=o, out_lse=lse, impl="hopper")  # noqa: E731
+    gemm_fn = lambda: a @ b  # noqa: E731
+
+    def heat(fn, seconds=3.0):
+        t0 = time.time()
+        while time.time() - t0 < seconds:
+            for _ in range(50):
+                fn()
+            cp.cuda.Device().synchronize()
+            torch.cuda.synchronize()
+
+    for rnd in range(2):
+        for what, fn, fl in (("mla", mla_fn, flops), ("gemm", gemm_fn, 2 * 8192**3)):
+            for state in ("cold", "hot"):
+                if state == "cold":
+                    time.sleep(3.0)
+                else:
+                    heat(fn)
+                print(f"mark {what} {state} {rnd} {time.time():.3f}", flush=True)
+                t = gpu(mla_fn, flush) if what == "mla" else tt(gemm_fn, repeats=20)
+                record(f"{what} {state} round {rnd}", what, t, flops=fl)
+                SUMMARY.append(f"power {what:<4} {state} round {rnd}: {t.median_s * 1e3:.4f} ms = "
+                               f"{fl / t.median_s / 1e12:.0f} TFLOP/s")
+
+
+SECTIONS = {"refactor": refactor, "window": window_prefill, "paged": paged_variants, "mla": mla, "mla_ab": mla_ab,
+            "mla_power": mla_power}
 
 
 def main() -> None:
@@ -490,7 +534,7 @@ def main() -> None:
     flush = L2Flusher()
     ceilings(flush)
     baseline = Baseline(Path(args.baseline)) if Path(args.baseline).is_dir() else None
-    for name in args.only or [n for n in SECTIONS if n != "mla_ab"]:
+    for name in args.only or [n for n in SECTIONS if n not in ("mla_ab", "mla_power")]:
         try:
             SECTIONS[name](flush, baseline) if name == "refactor" else SECTIONS[name](flush)
         except Exception as exc:                                    # keep the other sections' figures
