@@ -132,7 +132,10 @@ def collective_time(gpu: GpuSpec | InterconnectSpec, kernel: Kernel, bytes_per_r
         fitted_link = link.link_for(fit.world_size)
         if bandwidth < fitted_link:                 # past the node: the fitted share of the slower link
             bus = bus * bandwidth / fitted_link
-        predicted = alpha + moved / bus
+        # never faster than the floor: a band fitted between protocol steps can carry a bus bandwidth above the
+        # link's with a large alpha (4 x H200 send/recv: 478 GB/s past 106 MB), which scaled past the node would
+        # undercut the slower link's floor
+        predicted = max(alpha + moved / bus, moved / bandwidth)
     return CommTime(kernel, bytes_per_rank, world_size, moved, bandwidth, moved / bandwidth, predicted,
                     fit.world_size if fit else None, timing)
 
