@@ -412,7 +412,7 @@ def mla_ab(flush, rounds: int = 7) -> None:
     dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
     latent = cp.from_dlpack(dense)
     table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
-    impls = ("hopper", "hopper_persistent")
+    impls = ("hopper", "hopper_persistent", "hopper_tma")
     for lens_kind in ("full", "random"):
         if lens_kind == "full":
             lens = cp.full(batch, ctx, dtype=cp.int32)

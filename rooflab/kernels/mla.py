@@ -62,7 +62,8 @@ def mla_smem_bytes(mt: int) -> int:
 #: phase a tile, no overlap), "hopper_persistent" the seesaw on a persistent grid (one CTA an SM for each 64-row
 #: chunk, the batch's tiles dealt out evenly, cut sequences merged in the kernel; with num_splits > 1 it runs the
 #: seesaw's split-KV). KERNELS.md has the designs and their timings.
-MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0, "hopper_persistent": 2}
+#: "hopper_tma" the seesaw with its full tiles loaded by TMA (cp.async.bulk.tensor, one thread a part).
+MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0, "hopper_persistent": 2, "hopper_tma": 3}
 #: The persistent schedule's piece buffer, in floats per (group, slot, row chunk): a piece's O (256 threads x 128)
 #: and its rows' (m, l) (256 x 4); mla_decode_hopper.cu's WORK_O + WORK_ST.
 _PERSIST_PIECE_FLOATS = 256 * 128 + 256 * 4
@@ -76,6 +77,36 @@ def mla_hopper_smem_bytes(sched: int = 0) -> int:
     if sched == 2:                              # the persistent schedule's range and two unit records
         tail += 128
     return 1024 + 3 * _KV_TILE_BYTES + MLA_HOPPER_ROWS * MLA_PAGE_SIZE * 2 + tail
+
+
+_TENSOR_MAPS: dict = {}
+
+
+def _tensor_map(cupy: Any, cache: Any) -> Any:
+    """The CUtensorMap (128 bytes, in device memory) of a 16-bit latent cache as the 2-D tensor [pages x 64, 576] of
+    16-bit words, boxes [64 rows x 64 columns] with the 128-byte swizzle; cuTensorMapEncodeTiled through ctypes,
+    kept per (device, pointer, pages) so a call after the first copies nothing."""
+    import ctypes
+
+    key = (cupy.cuda.runtime.getDevice(), cache.data.ptr, cache.shape[0])
+    if key in _TENSOR_MAPS:
+        return _TENSOR_MAPS[key]
+    lib = ctypes.CDLL("libcuda.so.1")
+    tmap = (ctypes.c_uint64 * 16)()
+    dims = (ctypes.c_uint64 * 2)(MLA_LATENT_DIM, cache.shape[0] * MLA_PAGE_SIZE)
+    strides = (ctypes.c_uint64 * 1)(MLA_LATENT_DIM * 2)
+    box = (ctypes.c_uint32 * 2)(64, MLA_PAGE_SIZE)
+    elem = (ctypes.c_uint32 * 2)(1, 1)
+    # data type UINT16 (1), no interleave (0), 128-byte swizzle (3), L2 promotion 256 B (3), no OOB fill (0)
+    rc = lib.cuTensorMapEncodeTiled(tmap, 1, 2, ctypes.c_void_p(cache.data.ptr), dims, strides, box, elem, 0, 3, 3,
+                                    0)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({rc}) for a latent cache of shape {tuple(cache.shape)}")
+    dev = cupy.asarray(np.frombuffer(bytes(tmap), dtype=np.uint8))
+    if len(_TENSOR_MAPS) > 64:
+        _TENSOR_MAPS.clear()
+    _TENSOR_MAPS[key] = dev
+    return dev
 
 
 def mla_flops(heads: int, visible_pairs: int) -> int:
@@ -153,6 +184,7 @@ def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: A
         name = f"mla_decode_hopper<{ctype(q)}, {'true' if split else 'false'}, {sched}>"
         chunks = ceil_div(rows, MLA_HOPPER_ROWS)
         grid, work, counters = (chunks, batch, num_splits), NULL, NULL
+        tmap = _tensor_map(cupy, cache) if sched == 3 else NULL
         if sched == 2 and not split:            # persistent: G groups of `chunks` CTAs, one CTA an SM
             groups = max(1, multiprocessor_count(cupy.cuda.runtime.getDevice()) // chunks)
             grid = (chunks, groups, 1)
@@ -161,7 +193,7 @@ def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: A
         launch(kernel("mla_decode_hopper.cu", name), grid,
                (256, 1, 1), (q, cache, block_table, np.int32(block_table.shape[1]), context_lens, out,
                              NULL if out_lse is None else out_lse, np.int32(heads), np.int32(q_len),
-                             np.float32(scale * LOG2E), work, counters, np.int32(batch)),
+                             np.float32(scale * LOG2E), work, counters, np.int32(batch), tmap),
                mla_hopper_smem_bytes(sched))
         return
     mt = mla_row_tiles(rows) if mt is None else mt

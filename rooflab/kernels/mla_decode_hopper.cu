@@ -1,6 +1,6 @@
 // MLA decode on Hopper (sm_90a): warpgroup MMA (wgmma) form of mla_decode.cu, 16-bit latent caches.
-// Three schedules (template SCHED): 0 = one phase a tile (below), 1 = seesaw (mlah_seesaw, further down), 2 = the
-// seesaw on a persistent grid (mlah_persistent, last).
+// Four schedules (template SCHED): 0 = one phase a tile (below), 1 = seesaw (mlah_seesaw, further down), 2 = the
+// seesaw on a persistent grid (mlah_persistent, last), 3 = the seesaw loading its full tiles by TMA.
 //
 // Same contract as mla_decode.cu (q [B, q_len, h, 576]; cache [num_pages, 64, 576]; o [B, q_len, h, 512] or
 // fp32 split partials; lse), for a 16-bit cache. One CTA per (64-row chunk of the q_len x h rows, sequence,
@@ -257,6 +257,22 @@ RL_DEV void mlah_one_phase(const T* __restrict__ q, const T* __restrict__ cache,
 // warpgroup whose S reads it; the one warpgroup that last reads a part copies the next tile's part into it
 // (cp.async, 128 threads) as soon as its wgmma on it is done, arriving on the part's mbarrier (full[stage][part]).
 namespace mlah {
+// TMA (SCHED 3): the latent cache as a 2-D tensor [pages x 64 rows, 576] of 16-bit words, boxes [64 x 64] with the
+// 128-byte swizzle (the tile layout above), its CUtensorMap in global memory (mla.py's _tensor_map)
+RL_DEV void tma_map_acquire(const void* tmap) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" :: "l"(tmap) : "memory");
+}
+RL_DEV void mbar_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+RL_DEV void tma_load_2d(u32 dst, const void* tmap, int x, int y, u32 bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(tmap), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+// cp.async's arrival that counts itself (the pending count raised at issue, lowered when the copies land)
+RL_DEV void mbar_arrive_cp_async_inc(u32 bar) {
+    asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+}
 constexpr int BAR_SCALE0 = 1, BAR_SCALE1 = 2, BAR_P0READY = 3, BAR_P1READY = 4, BAR_P0FREE = 5, BAR_P1FREE = 6,
               BAR_S0DONE = 7;
 constexpr u32 BLK_BYTES = BN * 128;                      // one [64 x 64] column block (8 KiB)
@@ -266,10 +282,11 @@ constexpr u32 SS_P0 = 3 * TILE_BYTES, SS_BAR = SS_P0 + BLK_BYTES, SS_M0 = SS_BAR
               SS_SUM = SS_M1 + 256;
 }  // namespace mlah
 
-template <typename T, bool SPLIT>
+template <typename T, bool SPLIT, bool TMA = false>
 RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, const int* __restrict__ block_table,
                         int bt_stride, const int* __restrict__ context_lens, void* __restrict__ out,
-                        float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2)
+                        float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2,
+                        const void* tmap = nullptr)
 {
     using namespace mlah;
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -298,8 +315,9 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
 
     if (tid == 0) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) hop::mbar_init(full + 8 * i, 128);
+        for (int i = 0; i < 4; ++i) hop::mbar_init(full + 8 * i, TMA ? 1 : 128);
     }
+    if (TMA && ptid == 0) tma_map_acquire(tmap);
     __syncthreads();
 
     // Part `part` of tile j (L: blocks 0-3, R: 4-7; block 8 with part == stage), by this warpgroup's 128 threads:
@@ -307,8 +325,19 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
     auto load_part = [&](int j, int part) {
         const int st = j & 1;
         const int key0 = k_begin + j * BN;
-        const T* src = cache + (i64)bt[key0 / BN] * BN * DL;
         const u32 dst = sK + st * TILE_BYTES;
+        const u32 bar = full + 8 * (2 * st + part);
+        if (TMA && key0 + BN <= k_end) {                 // TMA: one thread, a [64 x 64] box a column block
+            if (ptid == 0) {
+                const int y = bt[key0 / BN] * BN;
+                mbar_expect_tx(bar, (part == st ? 5 : 4) * BLK_BYTES);
+#pragma unroll
+                for (int k = 0; k < 4; ++k) tma_load_2d(dst + (part * 4 + k) * BLK_BYTES, tmap, (part * 4 + k) * 64, y, bar);
+                if (part == st) tma_load_2d(dst + 8 * BLK_BYTES, tmap, 8 * 64, y, bar);
+            }
+            return;
+        }
+        const T* src = cache + (i64)bt[key0 / BN] * BN * DL;
         const int c = ptid & 7, r0 = ptid >> 3;
         const u32 sw = (u32)((c ^ (r0 & 7)) << 4);
 #pragma unroll
@@ -323,7 +352,13 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
                 cp_async16(dst + 8 * BLK_BYTES + r * 128 + sw, src + (i64)r * DL + 8 * 64 + c * 8, key0 + r < k_end);
             }
         }
-        hop::mbar_arrive_cp_async(full + 8 * (2 * st + part));
+        if (TMA) {                                        // a tile past k_end (its rows zero-filled) keeps cp.async:
+            mbar_arrive_cp_async_inc(bar);               // 128 counted arrivals, then the barrier's one arrival
+            hop::bar_sync(8 + wg, 128);
+            if (ptid == 0) hop::mbar_arrive(bar);
+        } else {
+            hop::mbar_arrive_cp_async(bar);
+        }
     };
 
     {
@@ -1205,12 +1240,15 @@ __global__ void __launch_bounds__(256, 1)
 mla_decode_hopper(const T* __restrict__ q, const T* __restrict__ cache, const int* __restrict__ block_table,
                   int bt_stride, const int* __restrict__ context_lens, void* __restrict__ out,
                   float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2, float* work, int* counters,
-                  int batch)
+                  int batch, const void* tmap)
 {
     // SCHED 2 (persistent grid; work, counters and batch are its own) takes no split: with SPLIT it is SCHED 1
     if constexpr (SCHED == 2 && !SPLIT)
         mlah_persistent<T>(q, cache, block_table, bt_stride, context_lens, static_cast<T*>(out), out_lse, num_heads,
                            q_len, scale_log2, work, counters, batch);
+    else if constexpr (SCHED == 3)                   // the seesaw, full tiles by TMA
+        mlah_seesaw<T, SPLIT, true>(q, cache, block_table, bt_stride, context_lens, out, out_lse, num_heads, q_len,
+                                    scale_log2, tmap);
     else if constexpr (SCHED >= 1)
         mlah_seesaw<T, SPLIT>(q, cache, block_table, bt_stride, context_lens, out, out_lse, num_heads, q_len, scale_log2);
     else
