@@ -174,6 +174,17 @@ def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None
     return number
 
 
+def check_layer(layer: object, kind: object = None, what: str = "layer"):
+    """`layer` as a LayerType (of `kind` where given), or InputError naming `what` and what was given instead."""
+    from ..specs import LayerType
+
+    if not isinstance(layer, LayerType):
+        raise InputError(f"{what} must be a LayerType (a model's layer_types[...]), got {shown(layer)}")
+    if kind is not None and layer.kind is not kind:
+        raise InputError(f"{what} must be a {kind.value} layer type, not {layer.kind.value}")
+    return layer
+
+
 def check_flag(value: object, what: str) -> bool:
     """`value` as a bool (a NumPy bool too), or InputError naming `what`: 'yes', 1 or None is not a switch."""
     value = _plain(value)

@@ -22,7 +22,7 @@ from ..specs import LayerType, ModelSpec
 from ..units import DType
 from ..vocab import LayerKind
 from .batch import DecodeBatch, decode_batch
-from .common import ArrayLike, Cost, Visibility
+from .common import ArrayLike, Cost, Visibility, check_layer
 from .flash import flash_prefill
 from .linear import linear_decode, linear_prefill
 from .mla import mla_decode
@@ -42,6 +42,7 @@ class LayerCost:
 
 def layer_heads(model: ModelSpec, layer: LayerType, tensor_parallel: int = 1):
     """The heads one GPU computes for `layer`: the type's own or the model's, split tensor_parallel ways."""
+    check_layer(layer)
     heads = layer.heads(model.heads)
     return heads.shard(tensor_parallel) if tensor_parallel > 1 else heads
 

@@ -28,7 +28,7 @@ from ..specs.layers import MLA_SPARSE_FP8_BYTES
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import LayerKind
 from .batch import DecodeBatch, decode_batch
-from .common import ArrayLike, KernelCost, check_dtypes, whole_number
+from .common import ArrayLike, KernelCost, check_dtypes, check_layer, whole_number
 from .merge import MergeCost, merge_splits
 from .paged import MAX_Q_LEN, SplitDecode, check_page_size, check_splits
 from .parallel import check_parallelism, parallel_fraction
@@ -51,6 +51,7 @@ class MlaDecodeCost(SplitDecode):
 
 def mla_latent_bytes(layer: LayerType, kv_dtype: DType, sparse_fp8: bool = False) -> int:
     """Bytes of one cached token's latent: (d_c + d_R) b_kv, or 656 in DeepSeek-V3.2's sparse fp8 layout."""
+    check_layer(layer, LayerKind.mla)
     return MLA_SPARSE_FP8_BYTES if sparse_fp8 else layer.latent_dim * DType.of(kv_dtype, "kv_dtype").bytes
 
 
@@ -62,6 +63,7 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     Work units are (sequence, 64-row tile of heads x new tokens, split); each reads its split's
     latent pages once for the tile's rows.
     """
+    check_layer(layer)
     if layer.kind is not LayerKind.mla:
         raise InputError(f"mla_decode needs an mla layer type, not {layer.kind.value}")
     h = whole_number(num_qo_heads, "num_qo_heads")
@@ -71,7 +73,8 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     batch = decode_batch(context_lens)
     if batch.lengths.min() < q_len:
-        raise InputError(f"a context of {batch.lengths.min():.0f} tokens cannot hold {q_len} new tokens")
+        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
+                         f"{q_len} new tokens")
     d_lat, d_c = layer.latent_dim, layer.kv_lora_rank
     tokens = np.float64(batch.total_tokens)
     pairs = np.float64((q_len * batch.lengths - q_len * (q_len - 1) / 2) * batch.counts).sum()   # causal new tokens

@@ -164,7 +164,8 @@ def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | De
     dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     batch = decode_batch(context_lens)
     if batch.lengths.min() < q_len:
-        raise InputError(f"a context of {batch.lengths.min():.0f} tokens cannot hold {q_len} new tokens")
+        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
+                         f"{q_len} new tokens")
     read = visibility.read_tokens(batch.lengths, q_len)                 # [U] keys each sequence reads
     unit_tokens = _split_tokens(read, num_splits, page_size)           # [U, S]; the same for every KV head
     busy = unit_tokens > 0

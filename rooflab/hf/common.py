@@ -160,7 +160,7 @@ def weight_dtype(c: Fields) -> Optional[DType]:
         value, name = c.either(key)
         if value is None:
             continue
-        if value not in TORCH_DTYPES:
+        if not isinstance(value, str) or value not in TORCH_DTYPES:
             raise c.error_at(name, value, f"rooflab reads {', '.join(TORCH_DTYPES)}")
         return TORCH_DTYPES[value]
     return None

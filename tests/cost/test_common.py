@@ -102,3 +102,31 @@ def test_booleans_and_text_are_not_workloads(call, name):
 def test_as_array_keeps_every_valid_form():
     for value in (8192, 8192.0, np.int64(8192), [8192], np.array([8192.0]), Fraction(8192), Decimal(8192)):
         assert as_array(value, "seq_len").tolist() in (8192.0, [8192.0])
+
+
+@pytest.mark.parametrize("call", [
+    "linear_decode(None)", "linear_prefill('x', 8192)", "mla_decode(AttentionHeads(32, 8, 128), 128, [8192])",
+    "mla_latent_bytes(None, DType.fp16)", "layer_heads(load_model('llama-3-8b'), None)",
+])
+def test_cost_functions_refuse_what_is_not_a_layer_type(call):
+    """None, a string or an AttentionHeads where a LayerType goes raised AttributeError from inside (check_layer)."""
+    from rooflab import load_model
+    from rooflab.cost.layers import layer_heads
+    from rooflab.cost.linear import linear_decode, linear_prefill
+    from rooflab.cost.mla import mla_decode, mla_latent_bytes
+    from rooflab.errors import InputError
+    from rooflab.specs import AttentionHeads
+    from rooflab.units import DType
+
+    with pytest.raises(InputError, match="LayerType|layer type"):
+        eval(call, locals())
+
+
+def test_mla_latent_bytes_needs_an_mla_layer():
+    from rooflab import load_model
+    from rooflab.cost.mla import mla_latent_bytes
+    from rooflab.errors import InputError
+    from rooflab.units import DType
+
+    with pytest.raises(InputError, match="mla"):
+        mla_latent_bytes(load_model("llama-3-8b").layer_types["full"], DType.fp16)

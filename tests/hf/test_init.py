@@ -168,6 +168,8 @@ def test_quantization_configs():
     ({**LLAMA, "layer_types": ["full_attention"] * 31 + ["mamba"]}, "layer_types[31]", "mamba"),
     ({**LLAMA, "layer_types": ["sliding_attention"] * 32}, "sliding_window", None),
     ({**LLAMA, "torch_dtype": "int8"}, "torch_dtype", "int8"),
+    ({**LLAMA, "torch_dtype": ["bfloat16"]}, "torch_dtype", ["bfloat16"]),     # unhashable: a TypeError once
+    ({**LLAMA, "dtype": {"a": 1}, "torch_dtype": None}, "dtype", {"a": 1}),
     ({**LLAMA, "architectures": ["Llama4ForCausalLM"], "num_local_experts": 16, "num_experts_per_tok": 1,
       "intermediate_size_mlp": 16384, "attention_chunk_size": 0}, "attention_chunk_size", 0),
 ])
