@@ -12,9 +12,10 @@ Sections (all by default):
   mla       MLA decode bf16 B 128 x 8192: h 16 (memory-bound) and h 128, q_len 2 (compute-bound), beside a torch
             bmm composition on a dense latent (impls: mma; hopper = the wgmma kernel's seesaw schedule; hopper_tile = its
             one-phase schedule; hopper_persistent = the seesaw on a persistent grid)
-  mla_ab    hopper_persistent against hopper: outputs compared (B 128, full and random lengths), 7 alternating
-            rounds on h 128 q_len 2 and h 16 q_len 1, then B 4 x 32768 h 128 q_len 2 against the seesaw with
-            split-KV S 1 / 8 (only with --only mla_ab)
+  mla_ab    hopper_persistent and hopper_tma against hopper: outputs compared (B 128, full and random lengths),
+            7 alternating rounds (the order turned every round) on h 128 q_len 2 and h 16 q_len 1, then B 4 x 32768
+            h 128 q_len 2 against the seesaw with split-KV S 1 / 8 (only with --only mla_ab; env MLA_AB_IMPLS,
+            MLA_AB_ROUNDS choose the impls and rounds)
   mla_power the seesaw h 128 q_len 2 and the GEMM peer, each cold (after 3 s idle) and hot (after 3 s of launches),
             twice (only with --only mla_power; log the clocks beside it with nvidia-smi -lms)
 Timing: rooflab.bench.timing (CUDA events, 3 warm-ups, the L2 flushed by a 512 MiB read before every repeat,
@@ -29,6 +30,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 import time
 import traceback
@@ -412,7 +414,8 @@ def mla_ab(flush, rounds: int = 7) -> None:
     dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
     latent = cp.from_dlpack(dense)
     table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
-    impls = ("hopper", "hopper_persistent", "hopper_tma")
+    impls = tuple(os.environ.get("MLA_AB_IMPLS", "hopper,hopper_persistent,hopper_tma").split(","))
+    rounds = int(os.environ.get("MLA_AB_ROUNDS", rounds))
     for lens_kind in ("full", "random"):
         if lens_kind == "full":
             lens = cp.full(batch, ctx, dtype=cp.int32)
@@ -441,7 +444,7 @@ def mla_ab(flush, rounds: int = 7) -> None:
         flops = mla_flops(heads, pairs)
         med = {i: [] for i in impls}
         for r in range(rounds):
-            for impl in impls:
+            for impl in impls if r % 2 == 0 else impls[::-1]:      # the order turned every round
                 t = gpu(lambda: mla_decode(cq, latent, table, lens, out=o, out_lse=lse, impl=impl), flush)
                 med[impl].append(t.median_s)
                 record(f"MLA decode bf16 B 128 x 8192 h {heads} q_len {q_len} A/B round {r}", f"rooflab_{impl}", t,
@@ -454,6 +457,8 @@ def mla_ab(flush, rounds: int = 7) -> None:
             ratio = float(np.median(med[other])) / float(np.median(med["hopper"]))
             wins = sum(b < a for a, b in zip(med["hopper"], med[other]))
             SUMMARY.append(f"AB h{heads} q{q_len}: {other} / seesaw = {ratio:.4f} (faster in {wins} of {rounds} rounds)")
+    if "hopper_persistent" not in impls:
+        return
     del latent, dense
     batch, ctx, heads, q_len = 4, 32768, 128, 2
     pages = ctx // 64
