@@ -632,6 +632,8 @@ REGRESSIONS = [
     _case(["capacity", "-m", "mixtral-8x7b", "--ep", "16"], ["--ep", "expert parallel"],
           note="more expert-parallel GPUs than the 8 experts"),
     _case(["capacity", "-m", "mixtral-8x7b", "--ep", "2", "-f", "json"], expect=0, fmt_json=True),
+    _case(["bench", "--section", "gemm"], ["--section", "--distributed"],
+          note="--section without --distributed was ignored (the single-GPU bench ran, or CuPy was named instead)"),
     _case(["report", "--phase", "decode", "--q-len", "4", "-L", "2"], ["--q-len"],
           note="more new tokens than the context: the message named neither option"),
     _case(["capacity", "-m", "llama-3-8b", "--engine", "vllm", "--kv-cache-dtype", "fp8_ds_mla"],

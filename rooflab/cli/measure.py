@@ -135,6 +135,8 @@ def bench(
         if result.returncode:
             typer.echo(f"torchrun exited with {result.returncode} (see the ranks' logs beside the files)", err=True)
         return
+    if section:                                           # would be ignored: the single-GPU bench has no sections
+        raise RooflabError(f"--section {section[0]}: applies with --distributed (or --cpu) only")
     from ..bench.cases import new_kernel_cases, second_campaign_cases, sweep
     from ..bench.device import check_spec_matches, default_spec, device_name
     from ..bench.run import run_to_file
