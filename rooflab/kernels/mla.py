@@ -218,7 +218,8 @@ def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, n
     (1, 2 or 4; default by rows, mla_row_tiles), a tuning knob of the mma.sync kernel.
     impl: "mma" (mla_decode.cu), "hopper" (mla_decode_hopper.cu: wgmma, sm_90, 16-bit caches; the seesaw
     schedule), "hopper_tile" (the same kernel's earlier one-phase schedule), "hopper_persistent" (the seesaw on a
-    persistent grid; context_lens >= 1 as the contract has it) or None
+    persistent grid; context_lens >= 1 as the contract has it), "hopper_tma" (the seesaw loading its tiles by TMA)
+    or None
     (mla_default_impl: the wgmma kernel on sm_90 for a 16-bit cache and >= 64 rows a sequence, else mma.sync).
     """
     cupy = cupy_module()
