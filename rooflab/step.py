@@ -216,6 +216,12 @@ def _comm_row(gpu: GpuSpec, kernel: Kernel, label: str, bytes_per_rank: float, w
 def small_op_time(op: str, tokens: int, hidden: int, ffn: int, bw: float) -> float:
     """One small kernel's time at `tokens` rows: the measured table, interpolated in log(batch); past its last
     batch, that time plus the extra bytes at bandwidth `bw`."""
+    if not isinstance(op, str) or op not in SMALL_OPS:
+        raise InputError(f"op must be one of {', '.join(SMALL_OPS)}, got {shown(op)}")
+    tokens = whole_number(tokens, "tokens", maximum=MAX_BATCH * MAX_TOKENS)
+    hidden = whole_number(hidden, "hidden")
+    ffn = whole_number(ffn, "ffn")
+    bw = real_number(bw, "bw (bytes per second)", 0, 1e18, lo_open=True)
     table = SMALL_OPS[op]
     x = np.log(SMALL_OP_BATCHES)
     if tokens <= SMALL_OP_BATCHES[-1]:

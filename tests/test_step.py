@@ -140,3 +140,13 @@ def test_step_report_refuses_swapped_or_missing_specs():
 def test_step_report_reads_whole_floats_as_ints():
     model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
     assert step_report(model, gpu, tp=2.0).tp == 2 and isinstance(step_report(model, gpu, tp=2.0).tp, int)
+
+
+@pytest.mark.parametrize("args, named", [(("nope", 1, 4096, 14336, 1e12), "op"),
+                                         (("rms_norm", -1, 4096, 14336, 1e12), "tokens"),
+                                         (("rms_norm", 1, 4096, 14336, 0), "bw"),
+                                         (("rms_norm", 1, 4096, 14336, float("nan")), "bw")])
+def test_small_op_time_names_a_bad_argument(args, named):
+    """An unknown op raised KeyError; a bandwidth of 0 divided by zero past the table, NaN gave NaN."""
+    with pytest.raises(InputError, match=named):
+        small_op_time(*args)
