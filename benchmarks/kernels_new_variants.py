@@ -11,8 +11,8 @@ Sections (all by default):
   paged     windowed paged decode B 64 x 32768, window 4096; multi-token decode B 128 x 8192, q_len 1 / 2 / 4 / 8
   mla       MLA decode bf16 B 128 x 8192: h 16 (memory-bound) and h 128, q_len 2 (compute-bound), beside a torch
             bmm composition on a dense latent (impls: mma; hopper = the wgmma kernel's seesaw schedule; hopper_tile = its
-            one-phase schedule; hopper_persistent = the seesaw on a persistent grid)
-  mla_ab    hopper_persistent and hopper_tma against hopper: outputs compared (B 128, full and random lengths),
+            one-phase schedule)
+  mla_ab    hopper_tma against hopper: outputs compared (B 128, full and random lengths),
             7 alternating rounds (the order turned every round) on h 128 q_len 2 and h 16 q_len 1, then B 4 x 32768
             h 128 q_len 2 against the seesaw with split-KV S 1 / 8 (only with --only mla_ab; env MLA_AB_IMPLS,
             MLA_AB_ROUNDS choose the impls and rounds)
@@ -361,7 +361,7 @@ def mla(flush) -> None:
         best = None
         best_impl = None
         for impl, mt, splits in (("mma", None, 1), ("mma", None, 2), ("mma", 4, 1), ("hopper", None, 1),
-                                 ("hopper", None, 2), ("hopper_tile", None, 1), ("hopper_persistent", None, 1),
+                                 ("hopper", None, 2), ("hopper_tile", None, 1),
                                  (None, None, 1)):
             if heads * q_len <= 32 and mt == 4:
                 continue
@@ -405,16 +405,16 @@ def mla(flush) -> None:
 
 
 def mla_ab(flush, rounds: int = 7) -> None:
-    """The persistent seesaw (impl hopper_persistent) against the seesaw (hopper), alternating in `rounds` rounds of
-    20 repeats each, on h 128 q_len 2 and h 16 q_len 1 (B 128 x 8192 bf16); first their outputs against each other
-    there and on 128 random lengths (2 .. 8192), where the persistent grid cuts many sequences."""
+    """Other wgmma schedules (MLA_AB_IMPLS, default hopper_tma) against the seesaw (hopper), alternating in `rounds`
+    rounds of 20 repeats each, on h 128 q_len 2 and h 16 q_len 1 (B 128 x 8192 bf16); first their outputs against
+    each other there and on 128 random lengths (2 .. 8192)."""
     batch, ctx = 128, 8192
     pages = ctx // 64
     g = torch.Generator(device="cuda").manual_seed(11)
     dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
     latent = cp.from_dlpack(dense)
     table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
-    impls = tuple(os.environ.get("MLA_AB_IMPLS", "hopper,hopper_persistent,hopper_tma").split(","))
+    impls = tuple(os.environ.get("MLA_AB_IMPLS", "hopper,hopper_tma").split(","))
     rounds = int(os.environ.get("MLA_AB_ROUNDS", rounds))
     for lens_kind in ("full", "random"):
         if lens_kind == "full":
@@ -457,28 +457,6 @@ def mla_ab(flush, rounds: int = 7) -> None:
             ratio = float(np.median(med[other])) / float(np.median(med["hopper"]))
             wins = sum(b < a for a, b in zip(med["hopper"], med[other]))
             SUMMARY.append(f"AB h{heads} q{q_len}: {other} / seesaw = {ratio:.4f} (faster in {wins} of {rounds} rounds)")
-    if "hopper_persistent" not in impls:
-        return
-    del latent, dense
-    batch, ctx, heads, q_len = 4, 32768, 128, 2
-    pages = ctx // 64
-    dense = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16, generator=g)
-    latent = cp.from_dlpack(dense)
-    table = cp.arange(batch * pages, dtype=cp.int32).reshape(batch, pages)
-    lens = cp.full(batch, ctx, dtype=cp.int32)
-    cq = cp.from_dlpack(torch.randn(batch, q_len, heads, 576, device="cuda", dtype=torch.bfloat16, generator=g))
-    flops = mla_flops(heads, batch * (q_len * ctx - q_len * (q_len - 1) // 2))
-    cases = (("hopper", 1), ("hopper", 8), ("hopper_persistent", 1))
-    med = {c: [] for c in cases}
-    for r in range(3):
-        for impl, splits in cases:
-            t = gpu(lambda: mla_decode(cq, latent, table, lens, splits, impl=impl), flush)
-            med[(impl, splits)].append(t.median_s)
-            record(f"MLA decode bf16 B 4 x 32768 h 128 q_len 2 S {splits} round {r}", f"rooflab_{impl}", t, flops=flops)
-    for (impl, splits), v in med.items():
-        m = float(np.median(v))
-        SUMMARY.append(f"B4 x 32k h128 q2 {impl} S {splits}: rounds " + " ".join(f"{x * 1e3:.4f}" for x in v)
-                       + f" ms; median {m * 1e3:.4f} ms = {flops / m / 1e12:.1f} TFLOP/s")
 
 
 def mla_power(flush) -> None:

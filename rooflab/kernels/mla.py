@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import (HALF_TYPES, LOG2E, NULL, ceil_div, check_array, check_count, check_grid_dim, check_out,
-                       check_scale, compute_capability, ctype, cupy_module, dtype_name, kernel, launch,
-                       multiprocessor_count)
+                       check_scale, compute_capability, ctype, cupy_module, dtype_name, kernel, launch)
 from .decode import FP8_CTYPE, FP8_MIN_COMPUTE_CAPABILITY, FP8_STORAGE, _check_splits, merge_partials
 
 #: DeepSeek-V3's latent: d_c = 512 value elements plus d_R = 64 rope elements a cached token.
@@ -59,23 +58,16 @@ def mla_smem_bytes(mt: int) -> int:
 
 #: impl -> the wgmma kernel's SCHED template argument (mla_decode_hopper.cu): "hopper" the seesaw schedule (pairs
 #: of 64-key tiles, each warpgroup's softmax under the other's MMAs), "hopper_tile" the earlier schedule (one
-#: phase a tile, no overlap), "hopper_persistent" the seesaw on a persistent grid (one CTA an SM for each 64-row
-#: chunk, the batch's tiles dealt out evenly, cut sequences merged in the kernel; with num_splits > 1 it runs the
-#: seesaw's split-KV). KERNELS.md has the designs and their timings.
-#: "hopper_tma" the seesaw with its full tiles loaded by TMA (cp.async.bulk.tensor, one thread a part).
-MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0, "hopper_persistent": 2, "hopper_tma": 3}
-#: The persistent schedule's piece buffer, in floats per (group, slot, row chunk): a piece's O (256 threads x 128)
-#: and its rows' (m, l) (256 x 4); mla_decode_hopper.cu's WORK_O + WORK_ST.
-_PERSIST_PIECE_FLOATS = 256 * 128 + 256 * 4
+#: phase a tile, no overlap), "hopper_tma" the seesaw with its full tiles loaded by TMA (cp.async.bulk.tensor, one
+#: thread a part). KERNELS.md has the designs and their timings, and those of SCHED 2, the seesaw on a persistent
+#: grid, removed (slower at every measured shape).
+MLA_HOPPER_SCHEDS = {"hopper": 1, "hopper_tile": 0, "hopper_tma": 3}
 
 
 def mla_hopper_smem_bytes(sched: int = 0) -> int:
     """1 KiB alignment slack, Q and two 64-key tiles (each [64 x 576] 16-bit), P [64 x 64], then fp32 maxima and
-    sums: [2][64] each (sched 0), or 4 mbarriers, m0 / m1 [64] and sums [2][64] (sched 1, P1 in Q's block 8), and
-    128 B more for sched 2 (its tile range and unit records)."""
+    sums: [2][64] each (sched 0), or 4 mbarriers, m0 / m1 [64] and sums [2][64] (sched 1 and 3, P1 in Q's block 8)."""
     tail = 4 * MLA_HOPPER_ROWS * 4 if sched == 0 else 64 + 4 * MLA_HOPPER_ROWS * 4
-    if sched == 2:                              # the persistent schedule's range and two unit records
-        tail += 128
     return 1024 + 3 * _KV_TILE_BYTES + MLA_HOPPER_ROWS * MLA_PAGE_SIZE * 2 + tail
 
 
@@ -182,18 +174,11 @@ def _launch_mla(cupy: Any, q: Any, cache: Any, block_table: Any, context_lens: A
     if impl in MLA_HOPPER_SCHEDS:
         sched = MLA_HOPPER_SCHEDS[impl]
         name = f"mla_decode_hopper<{ctype(q)}, {'true' if split else 'false'}, {sched}>"
-        chunks = ceil_div(rows, MLA_HOPPER_ROWS)
-        grid, work, counters = (chunks, batch, num_splits), NULL, NULL
         tmap = _tensor_map(cupy, cache) if sched == 3 else NULL
-        if sched == 2 and not split:            # persistent: G groups of `chunks` CTAs, one CTA an SM
-            groups = max(1, multiprocessor_count(cupy.cuda.runtime.getDevice()) // chunks)
-            grid = (chunks, groups, 1)
-            work = cupy.empty(groups * 2 * chunks * _PERSIST_PIECE_FLOATS, dtype=cupy.float32)
-            counters = cupy.zeros(batch * chunks, dtype=cupy.int32)
-        launch(kernel("mla_decode_hopper.cu", name), grid,
+        launch(kernel("mla_decode_hopper.cu", name), (ceil_div(rows, MLA_HOPPER_ROWS), batch, num_splits),
                (256, 1, 1), (q, cache, block_table, np.int32(block_table.shape[1]), context_lens, out,
                              NULL if out_lse is None else out_lse, np.int32(heads), np.int32(q_len),
-                             np.float32(scale * LOG2E), work, counters, np.int32(batch), tmap),
+                             np.float32(scale * LOG2E), tmap),
                mla_hopper_smem_bytes(sched))
         return
     mt = mla_row_tiles(rows) if mt is None else mt
@@ -217,9 +202,8 @@ def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, n
     kv_scale: the fp8 cache's per-tensor scale (1.0 for a 16-bit cache). mt: row tiles a CTA
     (1, 2 or 4; default by rows, mla_row_tiles), a tuning knob of the mma.sync kernel.
     impl: "mma" (mla_decode.cu), "hopper" (mla_decode_hopper.cu: wgmma, sm_90, 16-bit caches; the seesaw
-    schedule), "hopper_tile" (the same kernel's earlier one-phase schedule), "hopper_persistent" (the seesaw on a
-    persistent grid; context_lens >= 1 as the contract has it), "hopper_tma" (the seesaw loading its tiles by TMA)
-    or None
+    schedule), "hopper_tile" (the same kernel's earlier one-phase schedule), "hopper_tma" (the seesaw loading its
+    tiles by TMA) or None
     (mla_default_impl: the wgmma kernel on sm_90 for a 16-bit cache and >= 64 rows a sequence, else mma.sync).
     """
     cupy = cupy_module()

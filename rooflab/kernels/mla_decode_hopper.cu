@@ -1,6 +1,7 @@
 // MLA decode on Hopper (sm_90a): warpgroup MMA (wgmma) form of mla_decode.cu, 16-bit latent caches.
-// Four schedules (template SCHED): 0 = one phase a tile (below), 1 = seesaw (mlah_seesaw, further down), 2 = the
-// seesaw on a persistent grid (mlah_persistent, last), 3 = the seesaw loading its full tiles by TMA.
+// Three schedules (template SCHED): 0 = one phase a tile (below), 1 = seesaw (mlah_seesaw, further down), 3 = the
+// seesaw loading its full tiles by TMA. (2 was the seesaw on a persistent grid: slower at every measured shape,
+// removed; KERNELS.md has its design and timings.)
 //
 // Same contract as mla_decode.cu (q [B, q_len, h, 576]; cache [num_pages, 64, 576]; o [B, q_len, h, 512] or
 // fp32 split partials; lse), for a 16-bit cache. One CTA per (64-row chunk of the q_len x h rows, sequence,
@@ -59,6 +60,75 @@ template <> struct WgmmaX<__nv_bfloat16> { RL_WGMMAX_BODY };
 #undef RL_WGMMAX_BODY
 }  // namespace mlah
 
+// What one CTA does: sequence b (blockIdx.y), split `split` of its keys (blockIdx.z), the 64-row chunk blockIdx.x of
+// its q_len x h rows; its key range and block-table row. Shared by every schedule's prologue.
+struct MlahWork {
+    int b, split, batch, rows_total, row0, nrows, ctx, k_begin, k_end, n_tiles, pos_first;
+    const int* bt;
+};
+
+template <bool SPLIT>
+RL_DEV MlahWork mlah_work(const int* __restrict__ context_lens, const int* __restrict__ block_table, int bt_stride,
+                          int q_len, int num_heads)
+{
+    MlahWork w;
+    w.b = blockIdx.y;
+    w.split = blockIdx.z;
+    w.batch = gridDim.y;
+    w.rows_total = q_len * num_heads;
+    w.row0 = blockIdx.x * mlah::ROWS;
+    w.nrows = min(mlah::ROWS, w.rows_total - w.row0);
+    w.ctx = context_lens[w.b];
+    const rl::KeyRange keys = rl::split_keys<SPLIT>(w.ctx, w.split, gridDim.z, mlah::BN);
+    w.k_begin = keys.begin;
+    w.k_end = keys.end;
+    w.n_tiles = keys.tiles(mlah::BN);
+    w.pos_first = w.ctx - q_len;
+    w.bt = block_table + (i64)w.b * bt_stride;
+    return w;
+}
+
+// A thread's two rows (16 warp + g + 8 h of the chunk): their query positions (row r is token r / h of the q_len
+// new ones) and their O accumulators, zeroed. Shared by every schedule.
+RL_DEV void mlah_thread_rows(int (&pos)[2], float (&oacc)[2][64], int pos_first, int row0, int warp, int g,
+                             int num_heads)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) pos[h] = pos_first + (row0 + warp * 16 + g + 8 * h) / num_heads;
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) oacc[n][i] = 0.f;
+}
+
+// One of a thread's two rows (h) of O, normalised by inv, with its LSE: fp32 split partials at split_base + r, or
+// the T output row r. Warpgroup wg holds value columns 256 wg .. 256 wg + 255. Shared by every schedule's epilogue.
+template <typename T, bool SPLIT>
+RL_DEV void mlah_store_row(void* __restrict__ out, float* __restrict__ out_lse, const float (&oacc)[2][64], int h,
+                           float inv, float lse, i64 r, i64 split_base, int wg, int t4)
+{
+    if (SPLIT) {
+        const i64 rs = split_base + r;
+        float* orow = static_cast<float*>(out) + rs * mlah::DV + wg * 256;
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                *reinterpret_cast<float2*>(orow + n * 128 + 8 * i + 2 * t4) =
+                    make_float2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
+        if (wg == 0 && t4 == 0) out_lse[rs] = lse;
+    } else {
+        T* orow = static_cast<T*>(out) + r * mlah::DV + wg * 256;
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                *reinterpret_cast<u32*>(orow + n * 128 + 8 * i + 2 * t4) =
+                    Num<T>::pack2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
+        if (out_lse && wg == 0 && t4 == 0) out_lse[r] = lse;
+    }
+}
+
 template <typename T, bool SPLIT>
 RL_DEV void mlah_one_phase(const T* __restrict__ q, const T* __restrict__ cache, const int* __restrict__ block_table,
                   int bt_stride, const int* __restrict__ context_lens, void* __restrict__ out,
@@ -74,16 +144,10 @@ RL_DEV void mlah_one_phase(const T* __restrict__ q, const T* __restrict__ cache,
 
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
-    const int b = blockIdx.y, split = blockIdx.z, batch = gridDim.y, num_splits = gridDim.z;
-    const int rows_total = q_len * num_heads;
-    const int row0 = blockIdx.x * ROWS;
-    const int nrows = min(ROWS, rows_total - row0);
-
-    const int ctx = context_lens[b];
-    const rl::KeyRange keys = rl::split_keys<SPLIT>(ctx, split, num_splits, BN);
-    const int k_begin = keys.begin, k_end = keys.end, n_tiles = keys.tiles(BN);
-    const int pos_first = ctx - q_len;
-    const int* bt = block_table + (i64)b * bt_stride;
+    const MlahWork w = mlah_work<SPLIT>(context_lens, block_table, bt_stride, q_len, num_heads);
+    const int b = w.b, split = w.split, batch = w.batch, rows_total = w.rows_total, row0 = w.row0, nrows = w.nrows;
+    const int ctx = w.ctx, k_begin = w.k_begin, k_end = w.k_end, n_tiles = w.n_tiles, pos_first = w.pos_first;
+    const int* bt = w.bt;
 
     // ---- Q and the first two tiles, straight into the swizzled layout (zeros past nrows / k_end)
     {
@@ -110,14 +174,9 @@ RL_DEV void mlah_one_phase(const T* __restrict__ q, const T* __restrict__ cache,
 
     // ---- this thread's rows: 16 warp + g + 8 h (both warpgroups hold all 64 rows)
     int pos[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) pos[h] = pos_first + (row0 + warp * 16 + g + 8 * h) / num_heads;
-    const int hi_min = min(k_end - 1, pos_first);
     float oacc[2][64];
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-        for (int i = 0; i < 64; ++i) oacc[n][i] = 0.f;
+    mlah_thread_rows(pos, oacc, pos_first, row0, warp, g, num_heads);
+    const int hi_min = min(k_end - 1, pos_first);
     OnlineState st[2] = {OnlineState::empty(), OnlineState::empty()};
     const u64 dq = hop::desc(sQ, 16, 1024);
 
@@ -218,26 +277,7 @@ RL_DEV void mlah_one_phase(const T* __restrict__ q, const T* __restrict__ cache,
         total.finish(1.f, inv, lse);
         if (row >= nrows) continue;
         const i64 r = (i64)b * rows_total + row0 + row;
-        if (SPLIT) {
-            const i64 rs = (i64)split * batch * rows_total + r;
-            float* orow = static_cast<float*>(out) + rs * DV + wg * 256;
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-#pragma unroll
-                for (int i = 0; i < 16; ++i)
-                    *reinterpret_cast<float2*>(orow + n * 128 + 8 * i + 2 * t4) =
-                        make_float2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
-            if (wg == 0 && t4 == 0) out_lse[rs] = lse;
-        } else {
-            T* orow = static_cast<T*>(out) + r * DV + wg * 256;
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-#pragma unroll
-                for (int i = 0; i < 16; ++i)
-                    *reinterpret_cast<u32*>(orow + n * 128 + 8 * i + 2 * t4) =
-                        Num<T>::pack2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
-            if (out_lse && wg == 0 && t4 == 0) out_lse[r] = lse;
-        }
+        mlah_store_row<T, SPLIT>(out, out_lse, oacc, h, inv, lse, r, (i64)split * batch * rows_total, wg, t4);
     }
 }
 
@@ -302,16 +342,10 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
     // which it would otherwise serialize as divergent code)
     const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid >> 7, 0), warp = (tid >> 5) & 3, lane = tid & 31;
     const int ptid = tid & 127, g = lane >> 2, t4 = lane & 3;
-    const int b = blockIdx.y, split = blockIdx.z, batch = gridDim.y, num_splits = gridDim.z;
-    const int rows_total = q_len * num_heads;
-    const int row0 = blockIdx.x * ROWS;
-    const int nrows = min(ROWS, rows_total - row0);
-
-    const int ctx = context_lens[b];
-    const rl::KeyRange keys = rl::split_keys<SPLIT>(ctx, split, num_splits, BN);
-    const int k_begin = keys.begin, k_end = keys.end, n_tiles = keys.tiles(BN);
-    const int pos_first = ctx - q_len;
-    const int* bt = block_table + (i64)b * bt_stride;
+    const MlahWork w = mlah_work<SPLIT>(context_lens, block_table, bt_stride, q_len, num_heads);
+    const int b = w.b, split = w.split, batch = w.batch, rows_total = w.rows_total, row0 = w.row0, nrows = w.nrows;
+    const int ctx = w.ctx, k_begin = w.k_begin, k_end = w.k_end, n_tiles = w.n_tiles, pos_first = w.pos_first;
+    const int* bt = w.bt;
 
     if (tid == 0) {
 #pragma unroll
@@ -381,14 +415,9 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
     __syncthreads();                                      // block 8 is P1's from here
 
     int pos[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) pos[h] = pos_first + (row0 + warp * 16 + g + 8 * h) / num_heads;
-    const int hi_min = min(k_end - 1, pos_first);
     float oacc[2][64];
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-        for (int i = 0; i < 64; ++i) oacc[n][i] = 0.f;
+    mlah_thread_rows(pos, oacc, pos_first, row0, warp, g, num_heads);
+    const int hi_min = min(k_end - 1, pos_first);
     float m_run[2] = {-RL_INF, -RL_INF}, l_run[2] = {0.f, 0.f};
     const u64 dq = hop::desc(sQ, 16, 1024);
     float s[32];
@@ -646,607 +675,18 @@ RL_DEV void mlah_seesaw(const T* __restrict__ q, const T* __restrict__ cache, co
         total.finish(1.f, inv, lse);
         if (row >= nrows) continue;
         const i64 r = (i64)b * rows_total + row0 + row;
-        if (SPLIT) {
-            const i64 rs = (i64)split * batch * rows_total + r;
-            float* orow = static_cast<float*>(out) + rs * DV + wg * 256;
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-#pragma unroll
-                for (int i = 0; i < 16; ++i)
-                    *reinterpret_cast<float2*>(orow + n * 128 + 8 * i + 2 * t4) =
-                        make_float2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
-            if (wg == 0 && t4 == 0) out_lse[rs] = lse;
-        } else {
-            T* orow = static_cast<T*>(out) + r * DV + wg * 256;
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-#pragma unroll
-                for (int i = 0; i < 16; ++i)
-                    *reinterpret_cast<u32*>(orow + n * 128 + 8 * i + 2 * t4) =
-                        Num<T>::pack2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
-            if (out_lse && wg == 0 && t4 == 0) out_lse[r] = lse;
-        }
+        mlah_store_row<T, SPLIT>(out, out_lse, oacc, h, inv, lse, r, (i64)split * batch * rows_total, wg, t4);
     }
 }
 
-
-// ---------------------------------------------------------------- SCHED 2: the seesaw schedule on a persistent grid
-// The seesaw pair loop above, unchanged inside, run by a grid of NC x G CTAs (NC = the 64-row chunks of a sequence's
-// q_len x h rows, G = SMs / NC groups): all the batch's 64-key tiles in sequence order, (sequence, tile), are dealt
-// out in G equal contiguous ranges; the NC CTAs of group g (blockIdx.y) each walk range g for their own row chunk
-// (blockIdx.x), so the four chunk CTAs of a sequence still read each tile at about the same time (L2). A CTA's
-// range is a run of units (a sequence's tiles inside the range); a sequence cut by a range boundary is a piece of
-// several groups: each piece writes its unnormalised O and its rows' (m, l) to `work` (slot 0: the group's first
-// sequence, 1: its last), counts itself in counters[b * NC + chunk], and the piece that counts last merges the
-// others' (rl::merge) and writes o and lse. No wave tail (every CTA gets the same number of tiles, +-1), and the
-// tile stream runs on across units: a stage freed for the last time in a unit is filled with the next unit's
-// tile, so only Q (read straight into shared memory and registers between units) waits at a unit boundary.
-namespace mlah {
-constexpr u32 SS_UNIT = SS_SUM + 2 * ROWS * 4;            // 4 x i64 range, then 2 unit records of U_WORDS ints
-constexpr int U_PREF = 0, U_B = 2, U_LO = 3, U_HI = 4, U_TILES = 5, U_KEND = 6, U_NNEXT = 7, U_KEND_NEXT = 8,
-              U_VALID = 9, U_CTX = 10, U_WORDS = 12;
-constexpr int WORK_O = 32 * 256 * 4;                     // floats of one piece's O: [32][256 threads] float4
-constexpr int WORK_ST = 4 * 256;                         // floats of one piece's (m, l): [2 rows][2][256]
-}  // namespace mlah
-
-template <typename T>
-RL_DEV void mlah_persistent(const T* __restrict__ q, const T* __restrict__ cache, const int* __restrict__ block_table,
-                            int bt_stride, const int* __restrict__ context_lens, T* __restrict__ out,
-                            float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2, float* work,
-                            int* counters, int batch)
-{
-    using namespace mlah;
-    extern __shared__ __align__(1024) unsigned char smem[];
-    const u32 base = (smem_u32(smem) + 1023u) & ~1023u;
-    const u32 sQ = base, sK = sQ + TILE_BYTES, sP0 = base + SS_P0, sP1 = sQ + 8 * BLK_BYTES;
-    const u32 full = base + SS_BAR;
-    unsigned char* gbase = smem + (base - smem_u32(smem));
-    float* sM0 = reinterpret_cast<float*>(gbase + SS_M0);
-    float* sM1 = reinterpret_cast<float*>(gbase + SS_M1);
-    float* red_sum = reinterpret_cast<float*>(gbase + SS_SUM);
-    // the unit records (mla.py's mla_hopper_smem_bytes(2): 128 B past the seesaw's tail), two of them: the one in
-    // hand and the next, which thread 0 writes during the unit's epilogue. Held in shared memory, not registers:
-    // the seesaw loop needs all but a few (ptxas otherwise moves wgmma operands and serializes every wgmma).
-    long long* s_range = reinterpret_cast<long long*>(gbase + SS_UNIT);       // T_all, t_begin, t_end, bf
-    int* s_unit = reinterpret_cast<int*>(gbase + SS_UNIT + 32);               // [2][U_WORDS]
-
-    const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid >> 7, 0), warp = (tid >> 5) & 3, lane = tid & 31;
-    const int ptid = tid & 127, g = lane >> 2, t4 = lane & 3;
-    const int rows_total = q_len * num_heads;
-    const int row0 = blockIdx.x * ROWS;
-    const int nrows = min(ROWS, rows_total - row0);
-
-    // thread 0: the record of the unit of sequence b (its tiles start at tile pref of the batch) and of the next
-    auto make_unit = [&](int* u, int b, long long pref) {
-        const long long t_begin = s_range[1], t_end = s_range[2];
-        const bool valid = pref < t_end && t_begin < t_end;   // (an empty range: no unit, no piece counted)
-        u[U_VALID] = valid;
-        u[U_B] = b;
-        *reinterpret_cast<long long*>(u + U_PREF) = pref;
-        if (!valid) return;
-        const int ctx = context_lens[b], tiles_b = (ctx + BN - 1) / BN;
-        const int lo = (int)(max(t_begin, pref) - pref), hi_t = (int)(min(t_end, pref + tiles_b) - pref);
-        u[U_CTX] = ctx;
-        u[U_TILES] = tiles_b;
-        u[U_LO] = lo;
-        u[U_HI] = hi_t;
-        u[U_KEND] = min(ctx, hi_t * BN);
-        int n_next = 0, k_end_next = 0;
-        const long long pref_next = pref + tiles_b;
-        if (pref_next < t_end) {
-            const int ctx_n = context_lens[b + 1];
-            n_next = (int)(min(t_end, pref_next + (ctx_n + BN - 1) / BN) - pref_next);
-            k_end_next = min(ctx_n, n_next * BN);
-        }
-        u[U_NNEXT] = n_next;
-        u[U_KEND_NEXT] = k_end_next;
-    };
-
-    // ---- the range of this group: tiles [t_begin, t_end) of the T in the batch; its first sequence bf starts at pf
-    if (tid < 32) {
-        const int grp = blockIdx.y, G = gridDim.y;
-        long long tot = 0;
-        for (int b0 = 0; b0 < batch; b0 += 256) {
-            int s = 0;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const int b = b0 + lane * 8 + k;
-                if (b < batch) s += (context_lens[b] + BN - 1) / BN;
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-            tot += s;
-        }
-        const long long tb = tot * grp / G;
-        long long pref = 0, pf = tot;
-        int bf = batch;
-        for (int b0 = 0; b0 < batch && bf == batch; b0 += 256) {
-            int cnt[8], s = 0;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const int b = b0 + lane * 8 + k;
-                cnt[k] = b < batch ? (context_lens[b] + BN - 1) / BN : 0;
-                s += cnt[k];
-            }
-            int incl = s;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, incl, o);
-                if (lane >= o) incl += v;
-            }
-            long long st = pref + incl - s, fs = 0;
-            int found = -1;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                if (found < 0 && cnt[k] > 0 && st + cnt[k] > tb) { found = b0 + lane * 8 + k; fs = st; }
-                st += cnt[k];
-            }
-            const unsigned m = __ballot_sync(0xffffffffu, found >= 0);
-            if (m) {
-                const int src = __ffs(m) - 1;
-                bf = __shfl_sync(0xffffffffu, found, src);
-                pf = __shfl_sync(0xffffffffu, fs, src);
-            }
-            pref += __shfl_sync(0xffffffffu, incl, 31);
-        }
-        if (lane == 0) {
-            s_range[0] = tot;
-            s_range[1] = tb;
-            s_range[2] = tot * (grp + 1) / G;
-            s_range[3] = bf;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) hop::mbar_init(full + 8 * i, 128);
-            make_unit(s_unit, bf, pf);
-        }
-    }
-    __syncthreads();
-
-    // the unit in hand, the part of it the loop needs in registers
-    int n_tiles = 0, k_begin = 0, hi_min = 0, hi[2];
-
-    // Part `part` of tile j (absolute in its sequence) of sequence b into stage st, keys past kend zero-filled
-    // Part `part` of tile j (absolute in its sequence) into stage st, keys past kend zero-filled
-    auto load_part = [&](int b, int j, int kend, int st, int part) {
-        const int key0 = j * BN;
-        const T* src = cache + (i64)block_table[(i64)b * bt_stride + j] * BN * DL;
-        const u32 dst = sK + st * TILE_BYTES;
-        const int c = ptid & 7, r0 = ptid >> 3;
-        const u32 sw = (u32)((c ^ (r0 & 7)) << 4);
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            const int blk = part * 4 + (k >> 2), r = r0 + 16 * (k & 3);
-            cp_async16(dst + blk * BLK_BYTES + r * 128 + sw, src + (i64)r * DL + blk * 64 + c * 8, key0 + r < kend);
-        }
-        if (part == st) {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                const int r = r0 + 16 * k;
-                cp_async16(dst + 8 * BLK_BYTES + r * 128 + sw, src + (i64)r * DL + 8 * 64 + c * 8, key0 + r < kend);
-            }
-        }
-        hop::mbar_arrive_cp_async(full + 8 * (2 * st + part));
-    };
-    // tile j of the unit in hand (j relative to the unit: stage j & 1), or tile st of the next unit into stage st
-    int cur = 0;                                          // which of the two unit records is the one in hand
-    auto load_cur = [&](int j) {
-        const int* u = s_unit + cur * U_WORDS;
-        load_part(u[U_B], u[U_LO] + j, u[U_KEND], j & 1, wg);
-    };
-    auto load_next = [&](int st) {                       // (the caller checked that the next unit has tile st)
-        const int* u = s_unit + cur * U_WORDS;
-        load_part(u[U_B] + 1, st, u[U_KEND_NEXT], st, wg);
-    };
-    auto n_next = [&]() { return s_unit[cur * U_WORDS + U_NNEXT]; };
-
-    float oacc[2][64];
-    float m_run[2], l_run[2];
-    const u64 dq = hop::desc(sQ, 16, 1024);
-    float s[32];
-    u32 pa[4][4];
-    u32 rq8[4][4];
-
-    auto s_blocks = [&](int st, int blk0, bool first) {
-        const u64 dk = hop::desc(sK + st * TILE_BYTES, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < 16; ++kk) {
-            const u32 off = (blk0 + (kk >> 2)) * BLK_BYTES + (kk & 3) * 32;
-            hop::Wgmma<T>::ss_n64(s, dq + (off >> 4), dk + (off >> 4), (first && kk == 0) ? 0 : 1);
-        }
-    };
-    auto s_rope = [&](int st) {
-        const u64 dk = hop::desc(sK + st * TILE_BYTES, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) WgmmaX<T>::rs_n64(s, rq8[kk], dk + ((8 * BLK_BYTES + kk * 32) >> 4), 1);
-    };
-    auto wait_full = [&](int st, int part, int phase) {
-        const u32 bar = full + 8 * (2 * st + part), parity = phase & 1;
-        u32 done;
-        do {
-            asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                         " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-        } while (!__all_sync(0xffffffffu, done));
-        hop::fence_proxy_async();
-    };
-    auto mask_max = [&](int j, float (&tmax)[2]) {
-        const int key0 = k_begin + j * BN;
-        if (key0 + BN - 1 > hi_min) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-#pragma unroll
-                for (int i = 0; i < 8; ++i)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (key0 + 8 * i + 2 * t4 + e > hi[h]) s[4 * i + 2 * h + e] = -RL_INF;
-            }
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float mx = -RL_INF;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) mx = fmaxf(mx, fmaxf(s[4 * i + 2 * h], s[4 * i + 2 * h + 1]));
-            tmax[h] = quad_max(mx) * scale_log2;
-        }
-    };
-    auto exp_pack = [&](const float (&m)[2], float (&rs)[2]) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const float shift = m[h] == -RL_INF ? 0.f : m[h];
-            rs[h] = 0.f;
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float p = online_weight(s[4 * i + 2 * h + e], scale_log2, shift);
-                    s[4 * i + 2 * h + e] = p;
-                    rs[h] += p;
-                }
-        }
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) pa[kk][e] = Num<T>::pack2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
-    };
-    auto store_p = [&](u32 dst, const float (&f)[2]) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = warp * 16 + g + 8 * h;
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-                *reinterpret_cast<u32*>(gbase + (dst - base) + swz<BN>(row, i) + 4 * t4) =
-                    Num<T>::pack2(s[4 * i + 2 * h] * f[h], s[4 * i + 2 * h + 1] * f[h]);
-        }
-    };
-    auto scale_o = [&](const float (&f)[2]) {
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-            for (int i = 0; i < 64; ++i) oacc[n][i] *= f[(i >> 1) & 1];
-    };
-    auto pv_local = [&](int st) {
-        const u32 kb = sK + st * TILE_BYTES;
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-                hop::Wgmma<T>::rs_n128(oacc[n], pa[ks], hop::desc(kb + (wg * 4 + 2 * n) * BLK_BYTES + ks * 2048,
-                                                                  BLK_BYTES, 1024));
-    };
-    auto pv_remote = [&](int st, u32 sp) {
-        const u32 kb = sK + st * TILE_BYTES;
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-            for (int n = 0; n < 2; ++n)
-                WgmmaX<T>::ss_n128_tb(oacc[n], hop::desc(sp + ks * 32, 16, 1024),
-                                      hop::desc(kb + (wg * 4 + 2 * n) * BLK_BYTES + ks * 2048, BLK_BYTES, 1024));
-    };
-
-    int use0 = 0, use1 = 0;                               // loads into stage 0 / 1 before the unit in hand
-    int n_prev = 0;                                       // tiles of the last unit (its stages prefetched ours)
-    while (s_unit[cur * U_WORDS + U_VALID]) {
-        {
-            const int* u = s_unit + cur * U_WORDS;
-            const int ctx = u[U_CTX], k_end = u[U_KEND];
-            n_tiles = u[U_HI] - u[U_LO];
-            k_begin = u[U_LO] * BN;
-            hi_min = min(k_end - 1, ctx - q_len);
-#pragma unroll
-            for (int h = 0; h < 2; ++h) hi[h] = min(ctx - q_len + (row0 + warp * 16 + g + 8 * h) / num_heads, k_end - 1);
-        }
-        // tiles 0 / 1 the last unit did not prefetch; then Q: blocks 0-7 into shared memory, block 8 (rope) into
-        // registers as the A operand of 4 k-steps (the m64k16 fragment: rows g, g + 8, columns 2 t4, + 8)
-        if (n_tiles > 0 && n_prev < 1) load_cur(0);
-        if (n_tiles > 1 && n_prev < 2) load_cur(1);
-        {
-            const T* qb = q + ((i64)s_unit[cur * U_WORDS + U_B] * rows_total + row0) * DL;
-            uint4 v[16];
-#pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                const int i = tid + 256 * k, r = i >> 6, c = i & 63;
-                v[k] = r < nrows ? *reinterpret_cast<const uint4*>(qb + (i64)r * DL + c * 8) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = warp * 16 + g + 8 * h;
-#pragma unroll
-                for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        rq8[ks][h + 2 * e] = r < nrows ?
-                            *reinterpret_cast<const u32*>(qb + (i64)r * DL + 512 + 16 * ks + 8 * e + 2 * t4) : 0u;
-            }
-#pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                const int i = tid + 256 * k, r = i >> 6, c = i & 63;
-                *reinterpret_cast<uint4*>(gbase + hop::tile_off<ROWS>(r, c)) = v[k];
-            }
-        }
-        hop::fence_proxy_async();
-        __syncthreads();
-
-#pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-            for (int i = 0; i < 64; ++i) oacc[n][i] = 0.f;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) { m_run[h] = -RL_INF; l_run[h] = 0.f; }
-
-        const int n_pairs = (n_tiles + 1) >> 1;
-        if (wg == 0) {
-            hop::bar_arrive(BAR_P1FREE, 256);
-            for (int i = 0; i < n_pairs; ++i) {
-                const int j0 = 2 * i, j1 = j0 + 1;
-                const bool has1 = j1 < n_tiles;
-                hop::wait<0>();
-                hop::pin(oacc[0]);
-                hop::pin(oacc[1]);
-                if (i > 0) {
-                    hop::bar_arrive(BAR_P1FREE, 256);
-                    if (has1) load_cur(j1);               // stage 1's L part is free
-                    else if (n_next() > 1) load_next(1);    // ... for the last time in this unit
-                }
-                wait_full(0, 0, use0 + i);
-                hop::fence();
-                s_blocks(0, 0, true);
-                s_rope(0);
-                wait_full(0, 1, use0 + i);
-                s_blocks(0, 4, false);
-                hop::commit();
-                hop::wait<0>();
-                hop::pin(s);
-                hop::bar_arrive(BAR_S0DONE, 256);
-                float tmax[2], m0[2], sc0[2], rs[2];
-                mask_max(j0, tmax);
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    m0[h] = fmaxf(m_run[h], tmax[h]);
-                    sc0[h] = ex2(m_run[h] - (m0[h] == -RL_INF ? 0.f : m0[h]));
-                    if (t4 == 0) sM0[warp * 16 + g + 8 * h] = m0[h];
-                }
-                hop::bar_arrive(BAR_SCALE0, 256);
-                exp_pack(m0, rs);
-                scale_o(sc0);
-                hop::fence();
-                pv_local(0);
-                hop::commit();
-                hop::bar_sync(BAR_SCALE1, 256);
-                float sc1[2];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float m1 = sM1[warp * 16 + g + 8 * h];
-                    sc1[h] = ex2(m0[h] - (m1 == -RL_INF ? 0.f : m1));
-                    l_run[h] = (l_run[h] * sc0[h] + rs[h]) * sc1[h];
-                    m_run[h] = m1;
-                }
-                hop::bar_sync(BAR_P0FREE, 256);
-                store_p(sP0, sc1);
-                hop::fence_proxy_async();
-                hop::bar_arrive(BAR_P0READY, 256);
-                hop::wait<0>();
-                hop::pin(oacc[0]);
-                hop::pin(oacc[1]);
-                if (j0 + 2 < n_tiles) load_cur(j0 + 2);  // stage 0's L part is done with
-                else if (n_next() > 0) load_next(0);
-                scale_o(sc1);
-                if (has1) {
-                    hop::bar_sync(BAR_P1READY, 256);
-                    hop::fence();
-                    pv_remote(1, sP1);
-                    hop::commit();
-                }
-            }
-            hop::wait<0>();
-            hop::pin(oacc[0]);
-            hop::pin(oacc[1]);
-            if (n_pairs > 0 && 2 * n_pairs - 1 < n_tiles) {
-                hop::bar_arrive(BAR_P1FREE, 256);
-                if (n_next() > 1) load_next(1);           // stage 1's L part, freed for the last time
-            }
-            hop::bar_sync(BAR_P0FREE, 256);
-        } else {
-            hop::bar_arrive(BAR_P0FREE, 256);
-            for (int i = 0; i < n_pairs; ++i) {
-                const int j0 = 2 * i, j1 = j0 + 1;
-                const bool has1 = j1 < n_tiles;
-                hop::wait<0>();
-                hop::pin(oacc[0]);
-                hop::pin(oacc[1]);
-                if (i > 0) {
-                    if (has1) load_cur(j1);
-                    else if (n_next() > 1) load_next(1);
-                }
-                float tmax[2] = {-RL_INF, -RL_INF};
-                hop::bar_sync(BAR_S0DONE, 256);
-                if (has1) {
-                    wait_full(1, 1, use1 + i);
-                    hop::fence();
-                    s_blocks(1, 4, true);
-                    s_rope(1);
-                    wait_full(1, 0, use1 + i);
-                    s_blocks(1, 0, false);
-                    hop::commit();
-                    hop::wait<0>();
-                    hop::pin(s);
-                    mask_max(j1, tmax);
-                }
-                hop::bar_sync(BAR_SCALE0, 256);
-                float m1[2], sc01[2], rs[2] = {0.f, 0.f};
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float m0 = sM0[warp * 16 + g + 8 * h];
-                    m1[h] = fmaxf(m0, tmax[h]);
-                    const float sh1 = m1[h] == -RL_INF ? 0.f : m1[h];
-                    sc01[h] = ex2(m_run[h] - (m0 == -RL_INF ? 0.f : m0)) * ex2(m0 - sh1);
-                    if (t4 == 0) sM1[warp * 16 + g + 8 * h] = m1[h];
-                    m_run[h] = m1[h];
-                }
-                hop::bar_arrive(BAR_SCALE1, 256);
-                if (has1) {
-                    exp_pack(m1, rs);
-                    hop::bar_sync(BAR_P1FREE, 256);
-                    const float one[2] = {1.f, 1.f};
-                    store_p(sP1, one);
-                    hop::fence_proxy_async();
-                    hop::bar_arrive(BAR_P1READY, 256);
-                }
-#pragma unroll
-                for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * sc01[h] + rs[h];
-                scale_o(sc01);
-                hop::bar_sync(BAR_P0READY, 256);
-                hop::fence();
-                pv_remote(0, sP0);
-                hop::commit();
-                if (has1) {
-                    pv_local(1);
-                    hop::commit();
-                    hop::wait<1>();
-                } else {
-                    hop::wait<0>();
-                }
-                hop::bar_arrive(BAR_P0FREE, 256);
-                if (j0 + 2 < n_tiles) load_cur(j0 + 2);
-                else if (n_next() > 0) load_next(0);
-            }
-            hop::wait<0>();
-            hop::pin(oacc[0]);
-            hop::pin(oacc[1]);
-            if (n_pairs > 0 && 2 * n_pairs - 1 < n_tiles && n_next() > 1) load_next(1);
-            hop::bar_sync(BAR_P1FREE, 256);
-        }
-        use0 += n_pairs;
-        use1 += n_tiles >> 1;
-        n_prev = n_tiles;
-
-        // ---- the unit's rows: both warpgroups' sums; a piece of a cut sequence goes through `work`
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const float l = quad_sum(l_run[h]);
-            if (t4 == 0) red_sum[wg * ROWS + warp * 16 + g + 8 * h] = l;
-        }
-        __syncthreads();
-        OnlineState tot[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = warp * 16 + g + 8 * h;
-            tot[h] = OnlineState{m_run[h], red_sum[row] + red_sum[ROWS + row]};
-        }
-        const int* u = s_unit + cur * U_WORDS;
-        const int b = u[U_B], tiles_b = u[U_TILES];
-        const long long pref = *reinterpret_cast<const long long*>(u + U_PREF);
-        const bool cut = u[U_LO] > 0 || u[U_HI] < tiles_b;
-        if (tid == 0) make_unit(s_unit + (cur ^ 1) * U_WORDS, b + 1, pref + tiles_b);
-        bool write = true;
-        if (cut) {
-            const int NC = gridDim.x, chunk = blockIdx.x, G = gridDim.y, grp = blockIdx.y;
-            const long long T_all = s_range[0];
-            auto group_of = [&](long long t) { return (int)((G * (t + 1) - 1) / T_all); };
-            const int slot = b == (int)s_range[3] ? 0 : 1;
-            const i64 piece = ((i64)grp * 2 + slot) * NC + chunk;
-            float4* wo = reinterpret_cast<float4*>(work) + piece * (WORK_O / 4);
-            float* ws = work + (i64)G * 2 * NC * WORK_O + piece * WORK_ST;
-#pragma unroll
-            for (int k = 0; k < 32; ++k)
-                __stcg(wo + k * 256 + tid, make_float4(oacc[k >> 4][4 * (k & 15)], oacc[k >> 4][4 * (k & 15) + 1],
-                                                      oacc[k >> 4][4 * (k & 15) + 2], oacc[k >> 4][4 * (k & 15) + 3]));
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                __stcg(ws + (2 * h) * 256 + tid, tot[h].m);
-                __stcg(ws + (2 * h + 1) * 256 + tid, tot[h].l);
-            }
-            __threadfence();
-            __syncthreads();
-            const int g_first = group_of(pref), g_last = group_of(pref + tiles_b - 1);
-            auto empty = [&](int gg) { return T_all * (gg + 1) / G == T_all * gg / G; };   // a group with no tile
-            if (tid == 0) {
-                int pieces = 0;                           // the groups between that hold tiles: all of them b's
-                for (int gg = g_first; gg <= g_last; ++gg) pieces += !empty(gg);
-                const int old = atomicAdd(counters + (i64)b * NC + chunk, 1);
-                *reinterpret_cast<int*>(gbase + SS_M0) = old == pieces - 1;
-            }
-            __syncthreads();
-            write = *reinterpret_cast<volatile int*>(gbase + SS_M0) != 0;
-            if (write) {
-                __threadfence();
-                for (int gg = g_first; gg <= g_last; ++gg) {
-                    if (gg == grp || empty(gg)) continue;
-                    const int sl = (gg == g_first && T_all * gg / G != pref) ? 1 : 0;
-                    const i64 pc = ((i64)gg * 2 + sl) * NC + chunk;
-                    const float4* ro = reinterpret_cast<const float4*>(work) + pc * (WORK_O / 4);
-                    const float* rsn = work + (i64)G * 2 * NC * WORK_O + pc * WORK_ST;
-                    float sa[2], sb[2];
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const OnlineState other{__ldcg(rsn + (2 * h) * 256 + tid), __ldcg(rsn + (2 * h + 1) * 256 + tid)};
-                        tot[h] = rl::merge(tot[h], other, sa[h], sb[h]);
-                    }
-#pragma unroll
-                    for (int k = 0; k < 32; ++k) {
-                        const float4 v = __ldcg(ro + k * 256 + tid);
-                        float* d = &oacc[k >> 4][4 * (k & 15)];
-                        d[0] = d[0] * sa[0] + v.x * sb[0];
-                        d[1] = d[1] * sa[0] + v.y * sb[0];
-                        d[2] = d[2] * sa[1] + v.z * sb[1];
-                        d[3] = d[3] * sa[1] + v.w * sb[1];
-                    }
-                }
-            }
-        }
-        if (write) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = warp * 16 + g + 8 * h;
-                float inv, lse;
-                tot[h].finish(1.f, inv, lse);
-                if (row >= nrows) continue;
-                const i64 r = (i64)b * rows_total + row0 + row;
-                T* orow = out + r * DV + wg * 256;
-#pragma unroll
-                for (int n = 0; n < 2; ++n)
-#pragma unroll
-                    for (int i = 0; i < 16; ++i)
-                        *reinterpret_cast<u32*>(orow + n * 128 + 8 * i + 2 * t4) =
-                            Num<T>::pack2(oacc[n][4 * i + 2 * h] * inv, oacc[n][4 * i + 2 * h + 1] * inv);
-                if (out_lse && wg == 0 && t4 == 0) out_lse[r] = lse;
-            }
-        }
-        __syncthreads();                                  // red_sum, the flag and Q are free; the next record is out
-        cur ^= 1;
-    }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
 
 template <typename T, bool SPLIT, int SCHED>
 __global__ void __launch_bounds__(256, 1)
 mla_decode_hopper(const T* __restrict__ q, const T* __restrict__ cache, const int* __restrict__ block_table,
                   int bt_stride, const int* __restrict__ context_lens, void* __restrict__ out,
-                  float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2, float* work, int* counters,
-                  int batch, const void* tmap)
+                  float* __restrict__ out_lse, int num_heads, int q_len, float scale_log2, const void* tmap)
 {
-    // SCHED 2 (persistent grid; work, counters and batch are its own) takes no split: with SPLIT it is SCHED 1
-    if constexpr (SCHED == 2 && !SPLIT)
-        mlah_persistent<T>(q, cache, block_table, bt_stride, context_lens, static_cast<T*>(out), out_lse, num_heads,
-                           q_len, scale_log2, work, counters, batch);
-    else if constexpr (SCHED == 3)                   // the seesaw, full tiles by TMA
+    if constexpr (SCHED == 3)                        // the seesaw, full tiles by TMA
         mlah_seesaw<T, SPLIT, true>(q, cache, block_table, bt_stride, context_lens, out, out_lse, num_heads, q_len,
                                     scale_log2, tmap);
     else if constexpr (SCHED >= 1)

@@ -73,13 +73,11 @@ def test_mla_decode_fp8(cp, rng, dtype, heads, q_len, num_splits, kv_scale):
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("heads, q_len", [(16, 1), (64, 1), (128, 2), (20, 3), (128, 8)])
 @pytest.mark.parametrize("num_splits", [1, 3])
-@pytest.mark.parametrize("impl", ["hopper", "hopper_tile", "hopper_persistent", "hopper_tma"])
+@pytest.mark.parametrize("impl", ["hopper", "hopper_tile", "hopper_tma"])
 def test_mla_decode_hopper(hopper, rng, dtype, heads, q_len, num_splits, impl):
     """The wgmma kernels, the seesaw schedule (hopper, the default), the one-phase one kept beside it
-    (hopper_tile) and the seesaw on a persistent grid (hopper_persistent: five sequences over all SMs' groups, so
-    every long one is cut into pieces merged in the kernel) and the seesaw loading its tiles by TMA (hopper_tma):
-    64 rows a CTA (16 to 1024 rows: partial and several
-    chunks), split-KV."""
+    (hopper_tile) and the seesaw loading its tiles by TMA (hopper_tma): 64 rows a CTA (16 to 1024 rows: partial
+    and several chunks), split-KV."""
     _mla_check(hopper, rng, dtype, heads, q_len, num_splits, impl=impl)
 
 
