@@ -28,9 +28,11 @@ from typing import Callable
 
 import numpy as np
 
-from .cost.common import Cost, KernelCost, Visibility
+from .cost.common import Cost, KernelCost, Visibility, check_flag, check_layer, real_number, whole_number
 from .cost.flash import FlashCost
+from .cost.paged import MAX_Q_LEN
 from .errors import InputError
+from .limits import MAX_SPLITS
 from .roofline import Ceilings
 from .specs import FittedModel, GpuSpec, LayerType
 from .units import DType
@@ -39,6 +41,10 @@ from .vocab import CeilingSource, Kernel, LayerKind, Pipe
 
 def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:
     """One launch's modelled time before efficiency and overhead (the module docstring's max(...))."""
+    if not isinstance(kernel, KernelCost) or not isinstance(ceilings, Ceilings):
+        raise InputError(f"launch_model_time takes a KernelCost and Ceilings, got {type(kernel).__name__} and "
+                         f"{type(ceilings).__name__}")
+    exp_overlap = real_number(exp_overlap, "exp_overlap", 0.0, 1.0)
     rate = ceilings.matmul_flop_per_s if kernel.pipe is Pipe.tensor else ceilings.vector_flop_per_s
     t_mat = kernel.flops / rate
     t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else np.zeros_like(np.asarray(t_mat))
@@ -51,6 +57,8 @@ def priced_launches(cost: Cost, unit_overhead_tiles: float | None = None) -> tup
     """The launches a model prices: the cost's own, or, for a flash kernel fitted with a tile term, its launch with
     FLOPs and exps scaled to the work its tiles do (FlashCost.tile_work: whole tiles and a fixed cost of
     `unit_overhead_tiles` key tiles a query tile)."""
+    if not hasattr(cost, "kernels"):
+        raise InputError(f"a model prices a Cost (a cost function's result), got {type(cost).__name__}")
     if unit_overhead_tiles is None or not isinstance(cost, FlashCost):
         return cost.kernels
     scale = cost.tile_work(unit_overhead_tiles)
@@ -126,6 +134,9 @@ def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, floa
 
 def decode_kernel(layer: LayerType, splits: int = 1, q_len: int = 1) -> Kernel:
     """The measured kernel whose fitted model predicts a decode step of this layer type."""
+    layer = check_layer(layer)
+    splits = whole_number(splits, "splits", maximum=MAX_SPLITS)
+    q_len = whole_number(q_len, "q_len (new tokens a sequence)", maximum=MAX_Q_LEN)
     if layer.kind is LayerKind.mla:
         return Kernel.mla_decode
     if not Visibility.of(layer).is_full:
@@ -137,7 +148,8 @@ def decode_kernel(layer: LayerType, splits: int = 1, q_len: int = 1) -> Kernel:
 
 def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
     """The measured kernel whose fitted model predicts a prefill of this layer type."""
-    if naive:
+    layer = check_layer(layer)
+    if check_flag(naive, "naive"):
         return Kernel.naive
     return Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
 

@@ -110,3 +110,29 @@ def test_a_tile_term_prices_the_flash_launch_at_its_tiles_work_and_nothing_else(
     decode = paged_decode(AttentionHeads(32, 8, 128), [8192] * 4, 16)
     assert priced_launches(decode, 2.0) == decode.kernels
     assert np.asarray(model_time(decode, roofs, 0.0, 2.0)) == np.asarray(model_time(decode, roofs))
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda p, lt: p.decode_kernel(None), "layer"),
+    (lambda p, lt: p.decode_kernel(lt, 0), "splits"),
+    (lambda p, lt: p.decode_kernel(lt, 1, 0), "q_len"),
+    (lambda p, lt: p.prefill_kernel(lt, "yes"), "naive"),
+    (lambda p, lt: p.model_time(None, None), "Cost"),
+])
+def test_prediction_helpers_refuse_bad_arguments_by_name(call, named):
+    import rooflab.predict as p
+    from rooflab.errors import InputError
+
+    layer = next(iter(load_model("llama-3-8b").layer_types.values()))
+    with pytest.raises(InputError, match=named):
+        call(p, layer)
+
+
+@pytest.mark.parametrize("overlap", [2.0, -0.1, float("nan"), "0.5"])
+def test_launch_model_time_refuses_an_exp_overlap_outside_0_to_1(overlap):
+    from rooflab.errors import InputError
+
+    gpu = load_gpu("h200-sxm")
+    kernel = paged_decode(load_model("llama-3-8b").heads, [8192], 16).kernels[0]
+    with pytest.raises(InputError, match="exp_overlap"):
+        launch_model_time(kernel, Ceilings.of(gpu, DType.fp16, CeilingSource.calibrated), overlap)

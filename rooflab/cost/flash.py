@@ -20,10 +20,12 @@ import numpy as np
 
 from ..errors import InputError
 from ..specs import AttentionHeads, GpuSpec, ModelSpec
+from ..specs.heads import MAX_HEAD_DIM
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, real_number
+from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, real_number,
+                     whole_number)
 from .parallel import check_parallelism, schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
@@ -49,6 +51,9 @@ def choose_tile(gpu: GpuSpec, head_dim: int, dtype: DType = DType.fp16) -> Flash
     A large B_r is preferred first, since every query tile re-reads K and V; then a large B_c,
     since the rescale overhead is 1/B_c.
     """
+    if not isinstance(gpu, GpuSpec):
+        raise InputError(f"choose_tile needs a GpuSpec (load_gpu), got {type(gpu).__name__}")
+    head_dim = whole_number(head_dim, "head_dim", maximum=MAX_HEAD_DIM)
     dtype = DType.of(dtype)
     if gpu.smem_per_sm_bytes is None:          # the spec does not say: the largest tile
         return FlashTile(_TILE_CHOICES[0], _TILE_CHOICES[0])

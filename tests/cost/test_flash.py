@@ -165,3 +165,12 @@ def test_tile_work_refuses_a_bad_fixed_cost():
     for bad in (-1, float("nan"), 1e9, "2"):
         with pytest.raises(InputError, match="unit_overhead_tiles"):
             cost.tile_work(bad)
+
+
+@pytest.mark.parametrize("gpu, head_dim, named", [(None, 128, "GpuSpec"), ("h200-sxm", 0, "head_dim"),
+                                                  ("h200-sxm", 128.5, "head_dim"), ("h200-sxm", -128, "head_dim")])
+def test_choose_tile_refuses_bad_arguments_by_name(gpu, head_dim, named):
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match=named):
+        choose_tile(load_gpu(gpu) if gpu else None, head_dim)
