@@ -10,6 +10,7 @@ so that they register. Heavy modules are imported inside the command functions, 
 
 
 import functools
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -18,12 +19,13 @@ from typing import Annotated, Callable, Optional
 import typer
 from typer.core import TyperGroup
 
-try:  # recent typer vendors click
-    from typer._click import get_current_context
-    from typer._click.exceptions import ClickException, UsageError
-except ImportError:  # pragma: no cover - older typer on real click
-    from click import get_current_context
-    from click.exceptions import ClickException, UsageError
+# The click that typer itself runs on: the click package (typer < 0.20, as pinned) or the copy recent typer vendors
+# as typer._click. Asking typer which one (where its BadParameter lives) keeps the errors caught below the ones the
+# options raise even where both are installed (a typer >= 0.20 beside a real click once gave tracebacks).
+_CLICK = typer.BadParameter.__module__.rsplit(".", 1)[0]
+get_current_context = importlib.import_module(f"{_CLICK}.globals").get_current_context
+ClickException = importlib.import_module(f"{_CLICK}.exceptions").ClickException
+UsageError = importlib.import_module(f"{_CLICK}.exceptions").UsageError
 
 from ..errors import RooflabError
 from ..output import Format

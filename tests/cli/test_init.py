@@ -202,3 +202,14 @@ def test_a_minimal_gpu_yaml_runs_every_command(tmp_path):
         assert r.exit_code == 0, (args, r.output)
     decode = runner.invoke(app, ["report", "--phase", "decode", "-g", str(path)])
     assert "an unknown number of SMs" in decode.stdout
+
+
+def test_the_cli_catches_the_errors_of_the_click_typer_runs_on():
+    """typer >= 0.20 vendors click as typer._click; where a real click is installed beside it, catching click's own
+    classes let every bad option value through as a traceback. The classes caught are typer's."""
+    import typer
+
+    import rooflab.cli as cli
+
+    assert issubclass(typer.BadParameter, cli.UsageError) and issubclass(cli.UsageError, cli.ClickException)
+    assert cli.get_current_context.__module__.rsplit(".", 1)[0] == typer.BadParameter.__module__.rsplit(".", 1)[0]
