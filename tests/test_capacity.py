@@ -27,7 +27,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rooflab import DType, load_gpu, load_model
 from rooflab.capacity import plan_capacity, smallest_deployment, tensor_parallel_sizes
 from rooflab.context_parallel import dcp_capacity
 from rooflab.cost.paged import paged_decode
@@ -36,6 +35,7 @@ from rooflab.load import load_gpu, load_model
 from rooflab.paging import shared_prefix_blocks
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType, GiB, KiB
+from support import HUGE, refused
 
 
 LLAMA8 = load_model("llama-3-8b")
@@ -144,9 +144,6 @@ def test_weights_that_do_not_fit_are_an_error():
         plan_capacity(load_model("llama-3.1-405b"), H100, 4096)
 
 
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
 LONG_LIST = [8192] * (2**16 + 1)
 
 
@@ -162,17 +159,6 @@ def h100():
 
 def heads() -> AttentionHeads:
     return AttentionHeads(32, 8, 128)
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 @pytest.mark.parametrize("argument, name", [("context_len", "context length"), ("page_size", "page size"),

@@ -15,7 +15,6 @@ import dataclasses
 import importlib.util
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -24,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz_support import (HARDWARE, MEASUREMENTS, MODELS, Case, check_cli, fuzz_settings, invoke, run_subprocess,
-                          scratch, snapshot, check_outcome, digest)
+                          scratch, snapshot, check_outcome)
 from rooflab.limits import MAX_BATCH, MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_SPLITS, MAX_TOKENS
 from rooflab.units import DType, WeightFormat
 from rooflab.vocab import EXPLAINED

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import io
-from pathlib import Path
 from typing import Optional
 
 import pytest
-from hypothesis import example, given
+from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzz_support import (HARDWARE, MEASUREMENTS, Case, check_api, check_cli, finite_everywhere, fuzz_settings,
-                          scratch)
-from rooflab.bench.records import FIELDS, read_measurements
+from fuzz_support import HARDWARE, MEASUREMENTS, Case, check_api, check_cli, fuzz_settings, scratch
+from rooflab.bench.records import read_measurements
 from rooflab.errors import RooflabError
 
 SWEEP = MEASUREMENTS / "h200-sweep.csv"

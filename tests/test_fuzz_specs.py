@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 from fuzz_support import (HARDWARE, MODELS, Case, check_api, check_cli, finite_everywhere, fuzz_settings, scratch)
 from rooflab import DType
-from rooflab.errors import RooflabError, SpecError
+from rooflab.errors import RooflabError
 from rooflab.fields import field_docs
 from rooflab.load import clear_cache, load_gpu, load_model
-from rooflab.specs import AttentionHeads, GpuSpec, LayerType, MeasuredCeilings, ModelSpec
+from rooflab.specs import AttentionHeads, GpuSpec, LayerType, ModelSpec
 
 GPU_FILES = sorted(HARDWARE.glob("*.yaml"))
 MODEL_FILES = sorted(MODELS.glob("*.yaml"))

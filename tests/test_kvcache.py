@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab import load_model
 from rooflab.cost.batch import DecodeBatch
 from rooflab.kvcache import batch_memory, kv_layout, longest_context, pages_kept
 from rooflab.load import load_gpu, load_model

@@ -37,17 +37,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from rooflab import DType, SpecError, available, load_gpu, load_model
+from rooflab import available
 from rooflab.errors import InputError, SpecError, UnknownNameError
 from rooflab.load import data_dir, load_gpu, load_model, parse_yaml
 from rooflab.specs import GpuSpec
 from rooflab.units import DType, GiB
+from support import HUGE, refused
 
 
 REQUIRED_GPUS = ["h100-sxm", "h100-pcie", "h200-sxm", "a100-sxm-80gb", "a100-40gb", "b200", "l40s",
@@ -324,11 +324,6 @@ def test_a_rewritten_spec_is_read_again(tmp_path):
     assert load_gpu(path).hbm_bandwidth_bytes_per_s == 4.0e12
 
 
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
-
-
 @pytest.fixture(scope="module")
 def llama():
     return load_model("llama-3-8b")
@@ -337,17 +332,6 @@ def llama():
 @pytest.fixture(scope="module")
 def h100():
     return load_gpu("h100-sxm")
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 # --- short, cheap messages (item 7, 10c) --------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import dataclasses
 
 import pytest
 
-from rooflab import DType, load_gpu, load_model
 from rooflab.cost.paged import paged_decode
 from rooflab.load import load_gpu, load_model
 from rooflab.predict import launch_model_time

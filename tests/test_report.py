@@ -41,20 +41,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from rooflab import DType, load_gpu, load_model
-from rooflab.cost.batch import DecodeBatch
 from rooflab.cost.paged import DecodeBatch
-from rooflab.errors import InputError
 from rooflab.kvcache import batch_memory, kv_layout
 from rooflab.limits import MAX_BATCH, MAX_TOKENS
 from rooflab.load import load_gpu, load_model
 from rooflab.report import decode_report, prefill_report
 from rooflab.units import DType, GiB
-
-
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
+from support import HUGE, refused
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +58,6 @@ def llama():
 @pytest.fixture(scope="module")
 def h100():
     return load_gpu("h100-sxm")
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 @pytest.mark.parametrize("argument, name", [("page_size", "page size"), ("splits", "splits")])

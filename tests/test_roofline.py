@@ -44,11 +44,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rooflab import AttentionHeads, DType, load_gpu, load_model
 from rooflab.cost.common import KernelCost
 from rooflab.cost.flash import flash_prefill
 from rooflab.cost.naive import naive_prefill
-from rooflab.cost.paged import paged_decode, paged_decode_uniform
+from rooflab.cost.paged import paged_decode_uniform
 from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.roofline import Ceilings, EMULATED_EXP_FLOP, predict, predict_kernel, shared_fma_time

@@ -28,7 +28,6 @@ import math
 
 import pytest
 
-from rooflab import DType, load_gpu
 from rooflab.bench.cases import Case, mla_heads, new_kernel_cases, sweep
 from rooflab.bench.costs import measurement_cost
 from rooflab.bench.records import FIELDS, Measurement, V1_FIELDS, read_measurements, write_measurements

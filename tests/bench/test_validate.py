@@ -28,7 +28,6 @@ import pytest
 from rooflab import load_gpu
 from rooflab.bench.records import Measurement, read_measurements, write_measurements
 from rooflab.bench.validate import validate
-from rooflab.errors import InputError
 from rooflab.load import data_dir
 from rooflab.vocab import Kernel
 

@@ -51,9 +51,8 @@ import pytest
 from typer.testing import CliRunner
 
 from rooflab.cli import app
-from rooflab.load import available, load_gpu, load_model
+from rooflab.load import available, load_model
 from rooflab.numerics import expected_max_normal, expected_max_normal_exact
-from rooflab.output import table
 from rooflab.specs import ModelSpec
 from rooflab.units import DType, GiB
 from rooflab.vocab import LayerKind

@@ -21,8 +21,6 @@ from typer.testing import CliRunner
 
 from rooflab import load_gpu, load_model
 from rooflab.cli import app
-from rooflab.report import prefill_report
-from rooflab.vocab import Variant
 
 
 runner = CliRunner()

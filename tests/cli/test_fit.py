@@ -6,11 +6,7 @@ fractions are known exactly); the real H200 data lives in measurements/ and has 
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
 
-from rooflab import load_gpu
-from rooflab.cli import app
-from rooflab.load import data_dir
 
 
 def test_rooflab_fit_writes_the_fitted_list_and_keeps_fits_of_other_files(tmp_path):

@@ -39,10 +39,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rooflab import load_gpu
 from rooflab.bench.cases import new_kernel_cases
 from rooflab.bench.records import FORMAT_LINE, Measurement, V1_FIELDS, write_measurements
-from rooflab.bench.validate import validate
 from rooflab.cli import app
 from rooflab.load import load_gpu
 from rooflab.vocab import Kernel

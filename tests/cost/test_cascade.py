@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab import AttentionHeads, load_model
 from rooflab.cost.cascade import breakeven_prefix_len, cascade_decode
 from rooflab.cost.paged import paged_decode
-from rooflab.errors import InputError
 from rooflab.load import load_model
 from rooflab.specs import AttentionHeads
+from support import refused
 
 
 LLAMA = load_model("llama-3-8b")
@@ -45,23 +44,8 @@ def test_cascade_breakeven():
     assert breakeven_prefix_len(LLAMA, 1) == 0
 
 
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-
-
 def heads() -> AttentionHeads:
     return AttentionHeads(32, 8, 128)
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 def test_cascade_checks_its_lengths():

@@ -19,31 +19,17 @@ from rooflab.cost.flash import flash_prefill
 from rooflab.cost.merge import merge_pair
 from rooflab.cost.naive import naive_prefill
 from rooflab.cost.paged import DecodeBatch, paged_decode
-from rooflab.errors import InputError
 from rooflab.limits import MAX_TOKENS
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType
+from support import HUGE, refused
 
 
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
 LONG_LIST = [8192] * (2**16 + 1)
 
 
 def heads() -> AttentionHeads:
     return AttentionHeads(32, 8, 128)
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 # --- whole_number: the one validator of whole-number arguments ---------------------------------------------------

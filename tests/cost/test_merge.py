@@ -21,11 +21,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rooflab import DType
 from rooflab.cost.merge import merge_pair, merge_splits
-from rooflab.errors import InputError
 from rooflab.limits import MAX_BATCH, MAX_TOKENS
 from rooflab.units import DType
+from support import HUGE, refused
 
 
 def test_merge_bytes_flops_intensity():
@@ -51,22 +50,6 @@ def test_merge_bytes_scale_with_tokens_heads_and_head_dim(tokens, heads, d, dtyp
 def test_s_way_merge_reads_all_partials():
     cost = merge_splits(32, 4, 128, DType.fp16)
     assert float(cost.hbm_bytes) == 32 * (4 * 129 * 4 + 128 * 2)
-
-
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 # --- merge_pair and the parallelism model (13b, 13c) --------------------------------------------------------------

@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rooflab import AttentionHeads, DType, load_gpu, load_model
 from rooflab.cost.naive import naive_ceiling, naive_max_seq_len, naive_prefill
 from rooflab.errors import InputError
 from rooflab.limits import MAX_BATCH
 from rooflab.load import load_gpu, load_model
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType, GB, GiB
+from support import HUGE, refused
 
 
 # The chapter prints three or four significant figures; compare at that precision.
@@ -150,22 +150,6 @@ def test_vectorised_over_seq_len_and_batch_matches_scalar_calls():
 def test_bad_workload_raises(bad):
     with pytest.raises(InputError):
         naive_prefill(AttentionHeads(32, 8, 128), bad)
-
-
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 # --- naive ceiling in exact integers (item 2) ---------------------------------------------------------------------

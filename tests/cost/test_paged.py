@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rooflab import AttentionHeads, DType, load_gpu, load_model
 from rooflab.cost.paged import DecodeBatch, paged_decode, paged_decode_uniform, recommend_splits
 from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType
+from support import HUGE, refused
 
 
 LLAMA = load_model("llama-3-8b")
@@ -112,24 +112,8 @@ def test_workloads_past_any_deployment_are_refused_with_the_limit(call, needle):
         call(AttentionHeads(32, 8, 128))
 
 
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
-
-
 def heads() -> AttentionHeads:
     return AttentionHeads(32, 8, 128)
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 # --- values past 2^64 through the API (item 6) --------------------------------------------------------------------

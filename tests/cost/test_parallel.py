@@ -25,32 +25,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rooflab import AttentionHeads
 from rooflab.cost.flash import flash_prefill
 from rooflab.cost.paged import paged_decode, recommend_splits
 from rooflab.cost.parallel import parallel_fraction, schedule_fraction
-from rooflab.errors import InputError
 from rooflab.specs import AttentionHeads
-
-
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
+from support import HUGE, refused
 
 
 def heads() -> AttentionHeads:
     return AttentionHeads(32, 8, 128)
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, 5e-324, 1e18, math.nan, math.inf, "132", [132, 66], Decimal("nan"),

@@ -22,11 +22,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from rooflab.errors import InputError
 from rooflab.limits import MAX_TOKENS
 from rooflab.numerics import (NumericsError, dtype_limits, expected_max_normal, expected_max_normal_exact,
                               float_format, round_to_format, round_to_precision, softmax_headroom)
 from rooflab.units import DType
+from support import HUGE, refused
 
 
 # Figures the chapters print are compared at half a unit of their last printed digit (rounding).
@@ -129,22 +129,6 @@ def test_bf16_state_rounding_goes_through_fp32():
         assert np.isinf(round_to_precision(np.exp(edge - EDGE_STEP), DType.bf16))
     assert np.isfinite(round_to_format(np.exp(edge - EDGE_STEP), float_format(DType.bf16)))
     assert np.isfinite(round_to_precision(np.exp(edge - 1e-6), DType.bf16))
-
-
-#: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
-SHORT = 400
-HUGE = 10**60
-
-
-def refused(call, *names: str, error: type = InputError) -> str:
-    """Run `call`; it must raise `error` whose short message names each of `names` (case-insensitive)."""
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    assert len(message) <= SHORT, f"a message of {len(message):,} characters"
-    for name in names:
-        assert name.lower() in message.lower(), f"{name!r} not in: {message}"
-    return message
 
 
 # --- numerics (item 3, 13f) ---------------------------------------------------------------------------------------

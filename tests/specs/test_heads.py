@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab import AttentionHeads, load_model
+from rooflab import load_model
 from rooflab.errors import InputError, SpecError
 from rooflab.specs import AttentionHeads
 
