@@ -8,7 +8,7 @@ for scale, the error of merely storing the exact output in that precision. Deter
     python benchmarks/numerics_error_study.py
     python benchmarks/numerics_error_study.py --logit-std 0.1 --block 16 --format markdown
 
-Source: naive-attention-and-online-softmax.txt, "What has to be fp32".
+Source: the chapter "Naive attention and the online softmax", "What has to be fp32".
 """
 
 from __future__ import annotations

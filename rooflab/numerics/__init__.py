@@ -1,8 +1,8 @@
 """The float64 oracles for attention numerics: dtype limits, online softmax, streaming attention, merge.
 
 Everything here is NumPy on the CPU and imports no matplotlib, CuPy or typer. Results are
-float64; narrow formats (bf16, fp8) are emulated by rounding (formats.py). Sources:
-naive-attention-and-online-softmax.txt and flash-and-paged-attention.txt.
+float64; narrow formats (bf16, fp8) are emulated by rounding (formats.py). Sources: the chapters "Naive
+attention and the online softmax" and "FlashAttention and PagedAttention: what does each save?".
 """
 
 from ._checks import NumericsError

@@ -1,6 +1,6 @@
 """How much precision the online-softmax state needs: output error against float64, measured.
 
-Source: naive-attention-and-online-softmax.txt, "What has to be fp32" (every state variable
+Source: the chapter "Naive attention and the online softmax", "What has to be fp32" (every state variable
 is a reduction). This shows the claim on random rows instead of asserting it.
 """
 

@@ -1,6 +1,6 @@
 """How far a dtype's exp reaches: the overflow and underflow logits, and naive softmax's headroom.
 
-Source: naive-attention-and-online-softmax.txt, sections (1) "Naive softmax, and why it is
+Source: the chapter "Naive attention and the online softmax", sections (1) "Naive softmax, and why it is
 unusable" (overflow at 11.1 in fp16, the expected maximum of N normal logits) and (2) "Safe
 softmax" (fp16 exp rounds to zero below log(2**-25) = -17.33 with subnormals).
 """
@@ -78,7 +78,7 @@ def expected_max_normal(n: int) -> float:
 
     Formula: sqrt(2 ln n) - (ln ln n + ln 4 pi) / (2 sqrt(2 ln n)), from extreme-value
     asymptotics: 3.69 at n = 8192. It runs low at practical n (the true value at 8192 is
-    3.80, see expected_max_normal_exact). Source: naive-attention-and-online-softmax.txt,
+    3.80, see expected_max_normal_exact). Source: the chapter "Naive attention and the online softmax",
     section (1).
     """
     n = _check_samples(n)

@@ -1,6 +1,6 @@
 """Merging partial attention states (O, LSE) over disjoint key ranges: split-KV, cascade, prefix + suffix.
 
-Source: naive-attention-and-online-softmax.txt, "The state that gets passed around is the
+Source: the chapter "Naive attention and the online softmax", "The state that gets passed around is the
 log-sum-exp", "The base case is a NaN factory" and "Scale first, then multiply"
 (vLLM merge_attn_states.cu, SGLang's Triton merge_state; arXiv:2501.01005, section 2.2).
 """

@@ -1,7 +1,8 @@
 """Dense attention in float64, whole or over a key range: the oracle the GPU kernels are checked against.
 
-Source: the recurrence and merge of naive-attention-and-online-softmax.txt (the LSE state,
-GQA sharing of K/V across query heads) and flash-and-paged-attention.txt (masking).
+Source: the recurrence and merge of the chapter "Naive attention and the online softmax" (the LSE state,
+GQA sharing of K/V across query heads) and the chapter "FlashAttention and PagedAttention: what does each
+save?" (masking).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Softmax three ways: naive (one exp per logit), safe (three passes) and online (one pass, blockwise).
 
-Source: naive-attention-and-online-softmax.txt, sections (1)-(3) and "Extending the
+Source: the chapter "Naive attention and the online softmax", sections (1)-(3) and "Extending the
 recurrence to the output"; Milakov and Gimelshein, arXiv:1805.02867. Logits may be -inf
 (a masked position); NaN and +inf are refused.
 """
@@ -22,7 +22,7 @@ def naive_softmax(logits: object, precision: DType = DType.fp64) -> np.ndarray:
     Formula: e = rnd(exp x), s = rnd(sum e), p = rnd(e / s), over the last axis; exp and
     the sum are formed in float64, then rounded. No shift, so in fp16 one logit above
     11.09 makes e = inf, s = inf and p = inf / inf = NaN: that is the point of it.
-    Source: naive-attention-and-online-softmax.txt, section (1).
+    Source: the chapter "Naive attention and the online softmax", section (1).
     """
     x = as_fp64(logits, "logits")
     check_no_nan_or_pos_inf(x, "logits")
@@ -36,7 +36,7 @@ def safe_softmax(logits: object) -> np.ndarray:
     """The three-pass softmax in float64: m = max x, l = sum exp(x - m), p = exp(x - m) / l.
 
     Over the last axis. A row whose logits are all -inf (fully masked) gives zeros.
-    Source: naive-attention-and-online-softmax.txt, section (2).
+    Source: the chapter "Naive attention and the online softmax", section (2).
     """
     x = as_fp64(logits, "logits")
     check_no_nan_or_pos_inf(x, "logits")
@@ -64,7 +64,7 @@ def normaliser_steps(logits: object, block: int) -> tuple[NormaliserStep, ...]:
     Recurrence, from m = -inf, l = 0: m' = max(m, max x_B); alpha = exp(m - m');
     l' = alpha l + sum_{j in B} exp(x_j - m'). While no finite logit has been seen
     (m' = -inf) the state stays (-inf, 0) with alpha = 1. Returns one step per block.
-    Source: naive-attention-and-online-softmax.txt, section (3) and "Verify it on numbers".
+    Source: the chapter "Naive attention and the online softmax", section (3) and "Verify it on numbers".
     """
     x = as_fp64(logits, "logits")
     block = check_block(block)
@@ -144,7 +144,7 @@ def online_softmax(logits: object, values: object, block: int = 64,
     block are float64, as in a kernel whose block products are accumulated wide. The
     final division is float64, so the error measured is the state's alone. With fp16 or
     bf16 state the sums swamp and overflow: that is what this is for.
-    Source: naive-attention-and-online-softmax.txt, section (3), "Extending the recurrence
+    Source: the chapter "Naive attention and the online softmax", section (3), "Extending the recurrence
     to the output" and "What has to be fp32".
     """
     x, v = _online_inputs(logits, values)

@@ -1,7 +1,7 @@
 """Streaming attention over one query row, with the masking and error semantics of the kernels' tests.
 
-Source: flash-and-paged-attention.txt, "Online softmax rescales old statistics when a new
-block arrives" and "Verify the arithmetic before writing a GPU kernel".
+Source: the chapter "FlashAttention and PagedAttention: what does each save?", sections "Online softmax
+rescales old statistics when a new block arrives" and "Verify the arithmetic before writing a GPU kernel".
 """
 
 from __future__ import annotations

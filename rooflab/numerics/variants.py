@@ -1,8 +1,8 @@
 """float64 oracles for the attention variants the kernels run: sliding window, chunk, sinks, several new
 decode tokens, and MLA decode in the absorbed form.
 
-Sources: flash-and-paged-attention.txt (masks, paged decode) and naive-attention-and-online-softmax.txt
-(the softmax over the keys a row sees, its log-sum-exp); the window, chunk and sink definitions are
+Sources: the chapter "FlashAttention and PagedAttention: what does each save?" (masks, paged decode) and
+the chapter "Naive attention and the online softmax" (the softmax over the keys a row sees, its log-sum-exp); the window, chunk and sink definitions are
 those of rooflab.cost.common.Visibility and of gpt-oss (a sink is a per-head logit in the denominator
 only); MLA's absorbed decode as in the DeepSeek-V3 technical report, section 2.1.1 (values are the first
 d_c elements of each cached latent).

@@ -37,33 +37,18 @@ from rooflab.load import data_dir, load_gpu
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType
 from rooflab.vocab import CeilingSource, Kernel
+from support import META, REPEATS, _impl, _row
 
 
 NEW = {Kernel.flash_window, Kernel.paged_window, Kernel.paged_multi, Kernel.mla_decode}
-META = {"gpu_spec": "h200-sxm", "device_name": "NVIDIA H200", "date": "fixture"}
 
 
 WARMUP = 3
-REPEATS = 20
 #: A kernel is taken to reach this fraction of its floor when the sweep's GPU time is estimated.
 FRACTION_OF_FLOOR = 0.7
 #: The GPU seconds the sweep's timed calls may take (the campaign's new-kernel step has 180 s of wall time,
 #: most of it input building, oracle checks and the L2 flush between repeats).
 BUDGET_S = 150.0
-
-
-def _row(case: Case, impl: str = "rooflab", time_s: float = 1e-3) -> Measurement:
-    return case.measurement(impl, time_s, time_s, time_s, REPEATS, 1e-3)
-
-
-def _impl(case: Case) -> str:
-    """The implementation rooflab's bench records on an H200 (ours.impl_name without a GPU): the wgmma kernels for
-    flash (d 128) and for MLA with a 16-bit latent and >= 64 query rows a sequence."""
-    if case.kernel is Kernel.flash_window:
-        return "rooflab_hopper"
-    if case.kernel is Kernel.mla_decode and case.kv_dtype is None and case.q_len * case.heads.num_qo_heads >= 64:
-        return "rooflab_hopper"
-    return "rooflab"
 
 
 # ---------------------------------------------------------------- the cases

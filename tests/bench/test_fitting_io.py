@@ -9,30 +9,11 @@ and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kern
 
 from __future__ import annotations
 
-from rooflab.bench.cases import Case, new_kernel_cases
+from rooflab.bench.cases import new_kernel_cases
 from rooflab.bench.records import Measurement, write_measurements
 from rooflab.load import load_gpu
 from rooflab.vocab import Kernel
-
-
-META = {"gpu_spec": "h200-sxm", "device_name": "NVIDIA H200", "date": "fixture"}
-
-
-REPEATS = 20
-
-
-def _row(case: Case, impl: str = "rooflab", time_s: float = 1e-3) -> Measurement:
-    return case.measurement(impl, time_s, time_s, time_s, REPEATS, 1e-3)
-
-
-def _impl(case: Case) -> str:
-    """The implementation rooflab's bench records on an H200 (ours.impl_name without a GPU): the wgmma kernels for
-    flash (d 128) and for MLA with a 16-bit latent and >= 64 query rows a sequence."""
-    if case.kernel is Kernel.flash_window:
-        return "rooflab_hopper"
-    if case.kernel is Kernel.mla_decode and case.kv_dtype is None and case.q_len * case.heads.num_qo_heads >= 64:
-        return "rooflab_hopper"
-    return "rooflab"
+from support import META, _impl, _row
 
 
 def test_new_rows_fit_a_model_for_each_kernel_and_implementation(tmp_path):

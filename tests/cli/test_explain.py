@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from rooflab import load_gpu, load_model
 from rooflab.cli import app
+from support import _COMMON, DEEPSEEK, GEMMA3
 
 
 runner = CliRunner()
@@ -97,41 +98,6 @@ def test_the_predicted_time_is_derived_beside_the_floor():
     assert not none.sections[-1].title.startswith("Predicted") and any("only the floor" in t for t in none.conclusion)
     r = runner.invoke(app, ["explain", "-v", "paged", "-g", "h200", "--impl", "nope"])
     assert r.exit_code == 2 and "--impl nope" in r.stderr
-
-
-_COMMON = "ffn_size: 8192\nvocab_size: 32000\nmax_context_len: 131072\n"
-
-# Gemma 3 technical report: five local layers (window 1024) per global one; 27B: 62 layers, 32/16 heads of 128
-GEMMA3 = """
-name: gemma3-like
-display_name: Gemma-3-like 5:1
-num_layers: 62
-hidden_size: 5376
-num_qo_heads: 32
-num_kv_heads: 16
-head_dim: 128
-source: Gemma 3 technical report (local:global 5:1, window 1024)
-layer_types:
-  local: {kind: sliding, window: 1024}
-  global: {kind: full}
-layer_pattern: [local, local, local, local, local, global]
-""" + _COMMON
-
-
-# DeepSeek-V3 technical report section 2.1.1 and its config.json
-DEEPSEEK = """
-name: deepseek-v3-like
-display_name: DeepSeek-V3-like
-num_layers: 61
-hidden_size: 7168
-num_qo_heads: {heads}
-num_kv_heads: {heads}
-head_dim: 192
-v_head_dim: 128
-source: DeepSeek-V3 technical report, section 2.1.1 (MLA)
-layer_types:
-  mla: {{kind: mla, kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, q_lora_rank: 1536}}
-""" + _COMMON
 
 
 # Qwen3-Next model card and config: Gated DeltaNet on three of every four layers

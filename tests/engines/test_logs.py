@@ -7,9 +7,6 @@ follow each format as the engines' source prints it (the format strings are cite
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,16 +14,11 @@ from rooflab.engines import Accounting, Engine
 from rooflab.engines.logs import LOOKED_FOR, parse_log, read_log
 from rooflab.errors import InputError
 from rooflab.units import GiB
+from support import ENGINE_LOGS, engine_capacity_bench
 
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data" / "engine_logs"
-
-
-_spec = importlib.util.spec_from_file_location("engine_capacity", ROOT / "benchmarks" / "engine_capacity.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["engine_capacity"] = bench          # dataclasses look their module up while the class is built
-_spec.loader.exec_module(bench)
+DATA = ENGINE_LOGS
+bench = engine_capacity_bench()
 
 
 # --- the fixtures ---------------------------------------------------------------------------------------------------

@@ -7,9 +7,6 @@ follow each format as the engines' source prints it (the format strings are cite
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,16 +15,11 @@ from rooflab.engines import Engine, EngineSettings, parse_accounting
 from rooflab.engines.explain import explain_log
 from rooflab.engines.logs import read_log
 from rooflab.units import GiB
+from support import ENGINE_LOGS, engine_capacity_bench
 
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data" / "engine_logs"
-
-
-_spec = importlib.util.spec_from_file_location("engine_capacity", ROOT / "benchmarks" / "engine_capacity.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["engine_capacity"] = bench          # dataclasses look their module up while the class is built
-_spec.loader.exec_module(bench)
+DATA = ENGINE_LOGS
+bench = engine_capacity_bench()
 CASES = bench.load_cases()
 
 

@@ -30,28 +30,12 @@ from rooflab.load import available, parse_yaml, spec_from_mapping
 from rooflab.report import decode_report, prefill_report
 from rooflab.specs import LayerType
 from rooflab.vocab import LayerKind, Variant
+from support import _COMMON, DEEPSEEK, GEMMA3
 
 
 H100 = load_gpu("h100-sxm")
 H200 = load_gpu("h200-sxm")
 
-_COMMON = "ffn_size: 8192\nvocab_size: 32000\nmax_context_len: 131072\n"
-
-# Gemma 3 technical report: five local layers (window 1024) per global one; 27B: 62 layers, 32/16 heads of 128
-GEMMA3 = """
-name: gemma3-like
-display_name: Gemma-3-like 5:1
-num_layers: 62
-hidden_size: 5376
-num_qo_heads: 32
-num_kv_heads: 16
-head_dim: 128
-source: Gemma 3 technical report (local:global 5:1, window 1024)
-layer_types:
-  local: {kind: sliding, window: 1024}
-  global: {kind: full}
-layer_pattern: [local, local, local, local, local, global]
-""" + _COMMON
 
 # gpt-oss model card: banded (128-token window) and dense layers alternate, both with sinks; 64/8 heads of 64
 GPT_OSS = """
@@ -69,20 +53,6 @@ layer_types:
 layer_pattern: [sliding, full]
 """ + _COMMON
 
-# DeepSeek-V3 technical report section 2.1.1 and its config.json
-DEEPSEEK = """
-name: deepseek-v3-like
-display_name: DeepSeek-V3-like
-num_layers: 61
-hidden_size: 7168
-num_qo_heads: {heads}
-num_kv_heads: {heads}
-head_dim: 192
-v_head_dim: 128
-source: DeepSeek-V3 technical report, section 2.1.1 (MLA)
-layer_types:
-  mla: {{kind: mla, kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, q_lora_rank: 1536}}
-""" + _COMMON
 
 # Llama 4 model card: three chunked-attention layers (chunk 8192) per global one; Scout: 48 layers, 40/8 heads
 LLAMA4 = """

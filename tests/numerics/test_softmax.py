@@ -1,18 +1,11 @@
-"""Tests of rooflab/numerics/softmax.py.
+"""Tests of rooflab/numerics/softmax.py: golden figures of the naive, safe and online softmax oracles,
+their error cases, and invariants over random inputs (hypothesis).
 
-From the suites this file gathers:
-
-Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
-
-Chapters cited by file name and section title, (the source chapters):
-"naive" = the chapter "Naive attention and the online softmax", "flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
-
-Invariants of the numerics oracles over random inputs (hypothesis).
-
-The algebra is from naive-attention-and-online-softmax.txt (section (3): the recurrence is
-exact for any blocking; "The state that gets passed around is the log-sum-exp": states under
-the merge form a commutative monoid with identity (0, -inf)) and flash-and-paged-attention.txt
-("Verify the arithmetic": block size and a common shift do not change the result; the error cases).
+Sources, cited by chapter and section title: "naive" = the chapter "Naive attention and the online softmax",
+"flash" = the chapter "FlashAttention and PagedAttention: what does each save?". The algebra is the naive chapter's
+section (3) (the recurrence is exact for any blocking; "The state that gets passed around is the log-sum-exp":
+states under the merge form a commutative monoid with identity (0, -inf)) and the flash chapter's "Verify the
+arithmetic" (block size and a common shift do not change the result; the error cases).
 """
 
 from __future__ import annotations
