@@ -2,10 +2,10 @@
 decode tokens, and MLA decode in the absorbed form.
 
 Sources: the chapter "FlashAttention and PagedAttention: what does each save?" (masks, paged decode) and
-the chapter "Naive attention and the online softmax" (the softmax over the keys a row sees, its log-sum-exp); the window, chunk and sink definitions are
-those of rooflab.cost.common.Visibility and of gpt-oss (a sink is a per-head logit in the denominator
-only); MLA's absorbed decode as in the DeepSeek-V3 technical report, section 2.1.1 (values are the first
-d_c elements of each cached latent).
+the chapter "Naive attention and the online softmax" (the softmax over the keys a row sees, its
+log-sum-exp); the window, chunk and sink definitions are those of rooflab.cost.common.Visibility and of
+gpt-oss (a sink is a per-head logit in the denominator only); MLA's absorbed decode as in the DeepSeek-V3
+technical report, section 2.1.1 (values are the first d_c elements of each cached latent).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ files and where they were copied from are listed in tests/data/hf_configs/SOURCE
 
 Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
 
-Chapters cited by file name and section title, (the source chapters):
-"naive" = the chapter "Naive attention and the online softmax", "flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
+Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
+"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
 
 Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
 

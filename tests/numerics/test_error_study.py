@@ -1,7 +1,7 @@
 """Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
 
-Chapters cited by file name and section title, (the source chapters):
-"naive" = the chapter "Naive attention and the online softmax", "flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
+Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
+"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ From the suites this file gathers:
 
 Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
 
-Chapters cited by file name and section title, (the source chapters):
-"naive" = the chapter "Naive attention and the online softmax", "flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
+Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
+"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
 
 Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
 short message; and the same answers as before for every form a valid value may take.
