@@ -100,20 +100,10 @@ class FlashCost(SingleKernel):
     def _tile_work_one(self, t: int, overhead: float) -> float:
         b_r, b_c = self.tile.block_q, self.tile.block_kv
         n = -(-t // b_r)
-        if not self.causal:
-            tiles = n * -(-t // b_c)
-        else:                   # query tiles in slices of a million: bounded memory up to MAX_TOKENS (about 2 s there)
-            tiles = 0
-            for start in range(0, n, 1 << 20):
-                q0 = np.arange(start, min(n, start + (1 << 20)), dtype=np.int64) * b_r
-                last = np.minimum(q0 + b_r, t) - 1
-                if self.visibility.window is not None:
-                    first = np.maximum(0, q0 - self.visibility.window + 1)
-                elif self.visibility.chunk is not None:
-                    first = q0 // self.visibility.chunk * self.visibility.chunk
-                else:
-                    first = np.zeros_like(q0)
-                tiles += int(np.sum(last // b_c - first // b_c + 1))
+        tiles = 0                   # query tiles in slices of a million: bounded memory up to MAX_TOKENS (about 2 s)
+        for start in range(0, n, 1 << 20):
+            q0 = np.arange(start, min(n, start + (1 << 20)), dtype=np.int64) * b_r
+            tiles += int(np.sum(_key_tiles(q0, t, self.tile, self.causal, self.visibility)))
         computed = (tiles + n * overhead) * b_r * b_c
         return computed / float(self.visibility.pairs(t, t, self.causal))
 
@@ -170,34 +160,45 @@ def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     flops = 2 * pairs * (d + d_v)          # QK^T (d) and PV (d_v), two FLOP per multiply-add each
     kv_blocks = np.ceil(np.minimum(t, visibility.span) / tile.block_kv)
     rescale_flops = b * h * t * kv_blocks * (d_v + 1)   # alpha * O (d_v) and alpha * l (1), per row per block
-    fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm, visibility.span)
+    fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm, visibility)
     exps = pairs + (b * h * t if sinks else 0)
     kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=exps, parallel_fraction=fraction)
     return FlashCost(kernel, tiled, tile, rescale_flops, seq_len=t, causal=causal, visibility=visibility)
 
 
 def _fraction(t: np.ndarray, b: np.ndarray, heads: int, tile: FlashTile, causal: bool, num_sms: int | None,
-              units_per_sm: float, span: float = np.inf) -> np.ndarray:
+              units_per_sm: float, visibility: Visibility = FULL_VISIBILITY) -> np.ndarray:
     """The share of the GPU the launch keeps busy, elementwise over (T, B)."""
     if num_sms is None:
         return np.float64(1.0)
     t_b = np.broadcast_arrays(t, b)
     out = np.empty(t_b[0].shape)
     for idx in np.ndindex(out.shape):
-        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), int(t_b[1][idx]) * heads, tile, causal, span),
+        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), int(t_b[1][idx]) * heads, tile, causal, visibility),
                                      num_sms, units_per_sm)
     return out if out.shape else np.float64(out)
 
 
-def _unit_work(t: int, heads: int, tile: FlashTile, causal: bool, span: float = np.inf) -> np.ndarray:
-    """Keys each (head, query tile) unit visits, in launch order, rounded up to whole B_c tiles.
+def _key_tiles(q0: np.ndarray, t: int, tile: FlashTile, causal: bool, visibility: Visibility) -> np.ndarray:
+    """The B_c key tiles each query tile starting at row q0 touches: all of them without a mask; causal, those from
+    the tile of its first visible key (0, q0 - W + 1 for a window, its chunk's start) to that of its last row."""
+    if not causal:
+        return np.full(q0.shape, -(-t // tile.block_kv))
+    last = np.minimum(q0 + tile.block_q, t) - 1
+    if visibility.window is not None:
+        first = np.maximum(0, q0 - visibility.window + 1)
+    elif visibility.chunk is not None:
+        first = q0 // visibility.chunk * visibility.chunk
+    else:
+        first = np.zeros_like(q0)
+    return last // tile.block_kv - first // tile.block_kv + 1
 
-    A window or chunk of `span` keys caps a tile's keys at span + B_r - 1.
-    """
-    n = -(-t // tile.block_q)
-    rows_end = np.minimum((np.arange(n) + 1) * tile.block_q, t)
-    keys = np.minimum(rows_end, span + tile.block_q - 1) if causal else np.full(n, t)
-    per_head = np.ceil(keys / tile.block_kv) * tile.block_kv
+
+def _unit_work(t: int, heads: int, tile: FlashTile, causal: bool,
+               visibility: Visibility = FULL_VISIBILITY) -> np.ndarray:
+    """Keys each (head, query tile) unit visits, in launch order, as whole B_c tiles (_key_tiles)."""
+    q0 = np.arange(-(-t // tile.block_q), dtype=np.int64) * tile.block_q
+    per_head = _key_tiles(q0, t, tile, causal, visibility) * tile.block_kv
     if causal:
         per_head = per_head[::-1]              # the heaviest query tile first
     return np.tile(per_head, heads)
