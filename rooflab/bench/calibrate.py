@@ -3,6 +3,8 @@
     copy   a device-to-device copy of several GB; bytes read plus bytes written over the time
     GEMM   cuBLAS on random fp16 and bf16 operands (never zeros: they run faster), 2 M N K over the time
     exp    a kernel of independent ex2.approx chains; special-function results per second
+    fp8    (`--fp8`, through PyTorch) torch._scaled_mm on random e4m3 operands, and fp8 attention where PyTorch's
+           scaled_dot_product_attention takes e4m3 inputs on some back end (else the reason none does)
 
 The results become the `measured:` section of a GPU YAML that the rest of rooflab reads
 (Ceilings.of(gpu, dtype, CeilingSource.calibrated)).
@@ -170,6 +172,116 @@ def measure_stream(nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]
         timing = time_gpu(lambda: kernel((blocks,), (512,), (buf, n, sink)), warmup=2, repeats=repeats)
         out[str(blocks)] = buf.size / timing.median_s
     return out
+
+
+@dataclass(frozen=True)
+class Fp8Rates:
+    """The fp8 rates `rooflab calibrate --fp8` measured, each None with its reason where it could not be."""
+
+    gemm_flop_per_s: float | None
+    attention_flop_per_s: float | None
+    gemm_note: str
+    attention_note: str
+    meta: dict[str, str]
+
+    def provenance(self) -> str:
+        """The one line the YAML keeps beside the rates: when, where, with what, and what was not measured."""
+        m = self.meta
+        return (f"{m['date']} on {m['device_name']} (driver {m['driver']}, torch {m['torch']}, commit "
+                f"{m['git_commit']}): {m['command']}; GEMM: {self.gemm_note}; attention: {self.attention_note}")
+
+
+#: The fp8 GEMM's shape (M = N = K) and the attention's (batch, heads, T, d), both large enough to fill the GPU.
+FP8_GEMM_N = 8192
+FP8_ATTENTION_SHAPE = (4, 32, 4096, 128)
+
+
+def measure_fp8_gemm(n: int = FP8_GEMM_N, repeats: int = 10) -> tuple[float, Timing]:
+    """Dense e4m3 x e4m3 GEMM through torch._scaled_mm (per-tensor fp32 scales, bf16 output, fp32 accumulation):
+    2 n^3 over the median time. Random operands (never zeros), checked against a bf16 product of the same values."""
+    import torch
+
+    from .timing import time_torch
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn((n, n), device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn((n, n), device="cuda", generator=gen).to(torch.float8_e4m3fn).t()     # column-major, as cuBLASLt wants
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+
+    def gemm():
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    timing = time_torch(gemm, warmup=3, repeats=repeats)
+    out = gemm()[:64].float()
+    expect = (a[:64].to(torch.bfloat16) @ b.to(torch.bfloat16)).float()
+    rel = float(torch.linalg.norm(out - expect) / torch.linalg.norm(expect))
+    if not np.isfinite(rel) or rel > 2e-2:
+        raise RuntimeError(f"fp8 GEMM check failed: relative error {rel:.3g}")
+    return 2.0 * n ** 3 / timing.median_s, timing
+
+
+def measure_fp8_attention(shape: tuple[int, int, int, int] = FP8_ATTENTION_SHAPE, repeats: int = 10
+                          ) -> tuple[float | None, str]:
+    """fp8 (e4m3) attention forward through scaled_dot_product_attention, non-causal, 4 B H T^2 d FLOPs over the
+    median time, on the first back end that takes e4m3 inputs and matches a bf16 reference; (None, why) where none
+    does."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    from .timing import time_torch
+
+    batch, heads, t, d = shape
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v = (torch.randn((batch, heads, t, d), device="cuda", generator=gen).to(torch.float8_e4m3fn)
+               for _ in range(3))
+    reasons = []
+    for name in ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"):
+        backend = getattr(SDPBackend, name, None)
+        if backend is None:
+            reasons.append(f"{name.lower()}: not in this torch")
+            continue
+
+        def attend(backend=backend):
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v)
+        try:
+            out = attend()
+            torch.cuda.synchronize()
+        except Exception as exc:  # a back end that refuses fp8 inputs says why
+            reasons.append(f"{name.lower()}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+            continue
+        ref = sdpa(*(x[:1, :1].to(torch.bfloat16) for x in (q, k, v))).float()
+        rel = float(torch.linalg.norm(out[:1, :1].float() - ref) / torch.linalg.norm(ref))
+        if not np.isfinite(rel) or rel > 5e-2:
+            reasons.append(f"{name.lower()}: relative error {rel:.3g} against bf16")
+            continue
+        timing = time_torch(attend, warmup=3, repeats=repeats)
+        return 4.0 * batch * heads * t * t * d / timing.median_s, f"{name.lower()} back end, B H T d {shape}"
+    return None, "no scaled_dot_product_attention back end takes e4m3 inputs (" + "; ".join(reasons) + ")"
+
+
+def calibrate_fp8(command: str, spec_name: str, progress: TextIO | None = sys.stderr) -> Fp8Rates:
+    """The fp8 rates on this GPU (through PyTorch): GEMM, then attention; either is None with its reason."""
+    bar = Progress(2, progress)
+    try:
+        gemm, _ = measure_fp8_gemm()
+        gemm_note = f"torch._scaled_mm e4m3 x e4m3 -> bf16, M = N = K = {FP8_GEMM_N}, per-tensor scales"
+    except Exception as exc:  # no fp8 GEMM here (an older GPU, a torch without _scaled_mm)
+        gemm, gemm_note = None, f"not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    bar.step("GEMM fp8 " + (f"{gemm / 1e12:.1f} TFLOP/s" if gemm else gemm_note))
+    try:
+        attention, attention_note = measure_fp8_attention()
+    except Exception as exc:
+        attention, attention_note = None, f"not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    bar.step("attention fp8 " + (f"{attention / 1e12:.1f} TFLOP/s" if attention else attention_note))
+    return Fp8Rates(gemm, attention, gemm_note, attention_note, metadata(command, spec_name))
+
+
+def with_fp8(measured: MeasuredCeilings, rates: Fp8Rates) -> MeasuredCeilings:
+    """`measured` with the fp8 rates (and their provenance) in place of any it had; every other ceiling kept."""
+    return dataclasses.replace(measured, fp8_gemm_flop_per_s=rates.gemm_flop_per_s,
+                               fp8_attention_flop_per_s=rates.attention_flop_per_s, fp8_provenance=rates.provenance())
 
 
 def calibrate(command: str, spec_name: str, copy_bytes: int = 2 << 30, gemm_n: int = 8192,

@@ -256,3 +256,51 @@ def new_kernel_cases(quick: bool = False) -> list[Case]:
     if quick:
         return [c for g in groups for c in (g[0], g[-1])]
     return [c for g in groups for c in g]
+
+
+#: The gap campaign's prefill shapes (batch, T): several short sequences, 1 to 32 of 256 to 4096 tokens.
+GAP_PREFILL_SHAPES = ((1, 256), (1, 1024), (1, 4096), (2, 2048), (3, 4096), (4, 1024), (4, 3072), (8, 512),
+                      (8, 2048), (12, 1536), (16, 256), (16, 1024), (32, 256), (32, 512))
+#: Its decode shapes without splits (batch, context): one or a few long sequences, mid batches of short ones.
+GAP_DECODE_SHAPES = ((1, 1024), (1, 8192), (1, 32768), (1, 131072), (2, 16384), (2, 65536), (4, 4096), (4, 32768),
+                     (8, 1024), (8, 16384), (12, 8192), (16, 2048), (16, 8192), (16, 32768), (24, 4096), (32, 1024),
+                     (32, 8192), (48, 2048), (48, 16384), (64, 1024), (64, 4096), (64, 32768))
+#: Its split-KV workloads (batch, context, splits): from 2 splits up to the count recommend_splits picks on the H200
+#: (units_per_sm 1.5; tests/bench/test_cases.py checks that it still does).
+GAP_SPLIT_WORKLOADS = ((1, 32768, (2, 6, 12, 25)), (1, 131072, (2, 8, 25)), (2, 65536, (2, 6, 13)),
+                       (4, 32768, (2, 4, 7)), (8, 16384, (2, 4)), (16, 8192, (2,)), (16, 32768, (2,)))
+
+
+def gap_campaign_cases() -> list[Case]:
+    """The regimes the fits miss (`rooflab bench --gap-campaign`): causal and non-causal prefill of batches of 1 to
+    32 short sequences (T 256..4096) at d 128 and 64, GQA 4 and 8; paged decode at batch 1..64 over 1k..128k
+    without splits; split-KV from 2 splits to the recommended count at those batches.
+
+    Fitted on alternate rows with the other campaigns, and predicted from their fit alone, it is the test of
+    the short-prefill and low-parallelism-decode models (RESULTS.md, session 7).
+    """
+    fp16, h = DType.fp16, AttentionHeads
+    cases = [Case(Kernel.flash, fp16, seq_len=t, batch=b, causal=c) for b, t in GAP_PREFILL_SHAPES
+             for c in (True, False)]
+    cases += [Case(Kernel.flash, fp16, heads=h(64, 8, 128), seq_len=t, batch=b, causal=c)
+              for b, t in ((1, 2048), (4, 1024), (8, 2048), (16, 512)) for c in (True, False)]
+    cases += [Case(Kernel.flash, fp16, heads=heads, seq_len=t, batch=b, causal=c)
+              for heads in (h(32, 8, 64), h(16, 2, 64)) for b, t in ((1, 1024), (4, 2048), (8, 512), (16, 1024))
+              for c in (True, False)]
+    cases += [Case(Kernel.paged, fp16, batch=b, context_lens=(n,) * b, page_size=16) for b, n in GAP_DECODE_SHAPES]
+    cases += [Case(Kernel.paged, fp16, heads=h(64, 8, 128), batch=b, context_lens=(n,) * b, page_size=16)
+              for b, n in ((1, 32768), (8, 8192), (32, 2048))]
+    cases += [Case(Kernel.split_kv, fp16, batch=b, context_lens=(n,) * b, page_size=16, splits=s)
+              for b, n, splits in GAP_SPLIT_WORKLOADS for s in splits]
+    return cases
+
+
+def mla_sweep_cases() -> list[Case]:
+    """MLA decode across 16..128 heads, q_len 1..4, bf16 and fp8 e4m3 latents, at 32 x 4096 and 100 x 4096
+    (`rooflab bench --mla-sweep`): the mma.sync kernel's rows at every row-tile count (16, 32, 64 rows a CTA) and
+    wave count, beside the wgmma kernel's where it runs (16-bit latents, >= 64 rows)."""
+    bf16, fp8 = DType.bf16, DType.fp8_e4m3
+    return [Case(Kernel.mla_decode, bf16, heads=mla_heads(h), batch=b, context_lens=(n,) * b,
+                 page_size=MLA_PAGE_SIZE, q_len=q, kv_dtype=kv)
+            for b, n in ((32, 4096), (100, 4096)) for h in (16, 32, 64, 128) for q in (1, 2, 3, 4)
+            for kv in (None, fp8)]

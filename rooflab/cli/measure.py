@@ -29,6 +29,9 @@ def calibrate(
     from_files: Annotated[Optional[list[Path]], typer.Option("--from", metavar="FILE", help="--collectives: fit a "
                                                              "measurement file already made (repeat) instead of "
                                                              "measuring.")] = None,
+    fp8: Annotated[bool, typer.Option("--fp8", help="Instead: the fp8 rates through PyTorch (torch._scaled_mm GEMM; "
+                                      "fp8 attention where a back end takes e4m3), added to the spec's measured: "
+                                      "section, every other ceiling kept.")] = False,
 ) -> None:
     """Measure this GPU's copy bandwidth, fp16/bf16 GEMM rates and exp throughput; write them as `measured:`.
     With --collectives: NCCL's collectives between this machine's GPUs, fitted into the `interconnect:` section."""
@@ -54,6 +57,8 @@ def calibrate(
                        f"held-out error median / worst {err}")
         typer.echo(f"wrote {target}")
         return
+    if fp8 and collectives:
+        raise typer.BadParameter("--fp8 and --collectives are separate runs; give one")
     from ..bench.calibrate import calibrate as run_calibration
     from ..bench.calibrate import describe, write_spec
     from ..bench.device import check_spec_matches, default_spec, device_name
@@ -67,6 +72,20 @@ def calibrate(
     check_spec_matches(spec, device_name())
     source = spec_path("hardware", "GPU", spec)
     target = check_writable(output or Path.cwd() / source.name, [source], option="--output")
+    if fp8:
+        from ..bench.calibrate import calibrate_fp8, with_fp8
+        from ..load import load_gpu
+
+        measured = load_gpu(spec).measured
+        if measured is None:
+            raise RooflabError(f"--fp8: {source} has no measured: section; run `rooflab calibrate` without --fp8 first")
+        rates = calibrate_fp8(" ".join(["rooflab", *sys.argv[1:]]), spec)
+        write_spec(source, target, with_fp8(measured, rates))
+        for name, value, note in (("GEMM fp8 (e4m3)", rates.gemm_flop_per_s, rates.gemm_note),
+                                  ("attention fp8 (e4m3)", rates.attention_flop_per_s, rates.attention_note)):
+            typer.echo(f"{name:32s} {f'{value / 1e12:.1f} TFLOP/s' if value else '-'}  {note}")
+        typer.echo(f"wrote {target}")
+        return
     typer.echo(f"calibrating {device_name()} against {spec}: copy, GEMM fp16, GEMM bf16, exp ...", err=True)
     cal = run_calibration(" ".join(["rooflab", *sys.argv[1:]]), spec, copy_bytes=int(copy_gib * GiB))
     write_spec(source, target, cal.measured())
@@ -107,6 +126,8 @@ def bench(
     quick: Annotated[bool, typer.Option("--quick", help="A small sweep (a few configurations per kernel).")] = False,
     second: Annotated[bool, typer.Option("--second-campaign", help="The out-of-campaign sweep: shapes the standard sweep does not have (head dims 64/128/256, other lengths, heads, groups, batches).")] = False,
     new_kernels: Annotated[bool, typer.Option("--new-kernels", help="The attention variants' kernels instead: windowed and chunked flash prefill (sinks too), windowed paged decode, multi-token decode and MLA decode (with --quick: two of each).")] = False,
+    gap: Annotated[bool, typer.Option("--gap-campaign", help="The regimes the fits missed: batches of 1-32 short prefills (T 256-4k, d 64/128, GQA 4/8, causal and not), paged decode at batch 1-64 over 1k-128k, split-KV from 2 to the recommended splits.")] = False,
+    mla_sweep: Annotated[bool, typer.Option("--mla-sweep", help="MLA decode across 16-128 heads, q_len 1-4, bf16 and fp8 latents.")] = False,
     torch: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time PyTorch's backends on the same shapes, where PyTorch is installed.")] = True,
     repeats: Annotated[int, typer.Option("--repeats", parser=params.count(3, 10_000), metavar="N",
                                          help="Timed repeats per configuration (the median is kept).")] = 20,
@@ -137,7 +158,7 @@ def bench(
         return
     if section:                                           # would be ignored: the single-GPU bench has no sections
         raise RooflabError(f"--section {section[0]}: applies with --distributed (or --cpu) only")
-    from ..bench.cases import new_kernel_cases, second_campaign_cases, sweep
+    from ..bench.cases import gap_campaign_cases, mla_sweep_cases, new_kernel_cases, second_campaign_cases, sweep
     from ..bench.device import check_spec_matches, default_spec, device_name
     from ..bench.run import run_to_file
     from ..load import spec_path
@@ -153,6 +174,10 @@ def bench(
         cases = [c for c in second_campaign_cases() if c.kernel.family in families]
     if new_kernels:
         cases = [c for c in new_kernel_cases(quick) if c.kernel.family in families]
+    if gap:
+        cases = [c for c in gap_campaign_cases() if c.kernel.family in families]
+    if mla_sweep:
+        cases = [c for c in mla_sweep_cases() if c.kernel.family in families]
     typer.echo(f"{len(cases)} configurations on {device_name()}; progress on stderr", err=True)
     result = run_to_file(cases, spec, output, " ".join(["rooflab", *sys.argv[1:]]), torch, repeats)
     typer.echo(f"wrote {len(result.rows)} measurements to {output}")

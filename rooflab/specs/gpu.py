@@ -12,8 +12,8 @@ from typing import ClassVar, Optional
 
 from ..errors import SpecError
 from ..fields import spec_field, validate_fields
-from ..units import RATE_KEYS, DType
-from ..vocab import Kernel
+from ..units import ACCUMULATE_MODES, RATE_KEYS, DType
+from ..vocab import CeilingSource, Kernel
 from .fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM, FittedModel
 from .interconnect import InterconnectSpec
 
@@ -22,6 +22,9 @@ _GB = 1e9
 _T = 1e12
 #: Most SMs (compute units) a GPU may have: num_sms's range, checked too where a cost function takes num_sms.
 MAX_SMS = 100_000
+#: How far below a rated figure the physical roof may come out from rounding alone: datasheets print 989.4 for
+#: 132 x 4096 x 1.83e9 = 989.39e12, and a part whose rated clock is its maximum gives the rated figure back.
+RATED_ROUNDING = 0.005
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,10 @@ class MeasuredCeilings:
 
     copy_bytes_per_s counts bytes read plus bytes written of a large device-to-device copy;
     stream_bytes_per_s the bytes read per second when only n SMs stream (n = 1, 2, 4, ... and all).
-    gemm_flop_per_s holds dense GEMM rates on random data, keyed like dense_tensor_flop_per_s.
+    gemm_flop_per_s holds dense GEMM rates on random data, keyed like dense_tensor_flop_per_s (cuBLAS, fp16 / bf16).
+    fp8_gemm_flop_per_s and fp8_attention_flop_per_s are the fp8 (e4m3) rates `rooflab calibrate` measures where
+    PyTorch offers them (torch._scaled_mm; an fp8 scaled_dot_product_attention): kept apart from gemm_flop_per_s
+    so that recording them changes no price; a caller pricing fp8 reads them from here.
     """
 
     copy_bytes_per_s: float = spec_field(1 * _GB, 100 * _T, "B/s", "device-to-device copy, bytes read + written")
@@ -42,6 +48,14 @@ class MeasuredCeilings:
     stream_bytes_per_s: Optional[dict[str, float]] = spec_field(
         1e8, 100 * _T, "B/s", "read bandwidth with n SMs streaming, keyed by n (the per-unit rate of the "
         "parallelism model)", default=None)
+    fp8_gemm_flop_per_s: Optional[float] = spec_field(
+        0.1 * _T, 1e5 * _T, "FLOP/s", "dense fp8 (e4m3 x e4m3, per-tensor scales, bf16 out) GEMM rate on random data "
+        "(torch._scaled_mm); read by nothing in pricing yet", default=None)
+    fp8_attention_flop_per_s: Optional[float] = spec_field(
+        0.1 * _T, 1e5 * _T, "FLOP/s", "fp8 (e4m3) attention forward rate on random data (4 B H T^2 d FLOPs, "
+        "non-causal), where the device offers an fp8 attention kernel; read by nothing in pricing yet", default=None)
+    fp8_provenance: Optional[str] = spec_field(doc="when, where and how the fp8 rates were measured (and why one "
+                                               "was not)", default=None)
     driver: Optional[str] = spec_field(default=None)
     cuda: Optional[str] = spec_field(default=None)
     cupy: Optional[str] = spec_field(default=None)
@@ -84,7 +98,18 @@ class GpuSpec:
                                          "asks the device how much to flush", default=None)
     register_file_per_sm_bytes: Optional[int] = spec_field(1024, 1 << 30, "bytes", "register file per SM "
                                                            "(listings only)", default=None)
-    boost_clock_hz: Optional[float] = spec_field(10e6, 100e9, "Hz", "boost clock (listings only)", default=None)
+    boost_clock_hz: Optional[float] = spec_field(10e6, 100e9, "Hz", "boost clock: the clock the vector and exp "
+                                                 "rates are quoted at", default=None)
+    max_sm_clock_hz: Optional[float] = spec_field(10e6, 100e9, "Hz", "the driver's maximum SM clock (nvidia-smi -q, "
+                                                  "Max Clocks / SM) or the vendor's maximum boost, cited in source: "
+                                                  "the physical roofs' clock; at least boost_clock_hz", default=None)
+    tensor_flop_per_clock_per_sm: Optional[dict[str, float]] = spec_field(
+        1, 1e6, "FLOP/clock/SM", "dense tensor FLOPs one SM completes a clock, per mode (keys as "
+        "dense_tensor_flop_per_s; *_acc16 accumulate in fp16); x num_sms x max_sm_clock_hz gives the physical roofs; "
+        "needs both", keys=RATE_KEYS, nonempty=True, default=None)
+    rated_beaten_by: Optional[str] = spec_field(doc="a published run faster than the rated figures, cited: floors on "
+                                                "this GPU then default to the physical roofs (needs "
+                                                "tensor_flop_per_clock_per_sm)", default=None)
     exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "special-function (exp) rate", default=None)
     interconnect_bytes_per_s: Optional[float] = spec_field(1e6, 100 * _T, "B/s", default=None)
     compute_capability: Optional[str] = spec_field(default=None)
@@ -113,10 +138,84 @@ class GpuSpec:
         if "fp16" not in self.dense_tensor_flop_per_s:
             raise SpecError(self.name, "dense_tensor_flop_per_s", self.dense_tensor_flop_per_s,
                             "must give at least the fp16 rate")
+        self._check_modes()
+        self._check_physical()
         keys = [f.key for f in self.fitted]
         twice = sorted({f"{k.value}/{i}" for k, i in keys if keys.count((k, i)) > 1})
         if twice:
             raise SpecError(self.name, "fitted", twice[0], "is fitted twice; keep one model per kernel and impl")
+
+    def _check_modes(self) -> None:
+        """An accumulate mode (`fp16_acc16`) is a second rate for operands the spec already rates."""
+        for table in ("dense_tensor_flop_per_s", "tensor_flop_per_clock_per_sm"):
+            rates = getattr(self, table) or {}
+            for mode, operand in ACCUMULATE_MODES.items():
+                if mode in rates and operand not in rates:
+                    raise SpecError(self.name, f"{table}.{mode}", rates[mode],
+                                    f"is an accumulate mode of {operand}; give the {operand} (fp32-accumulate) "
+                                    f"rate too")
+
+    def _check_physical(self) -> None:
+        """The maximum clock is at least the boost clock; the physical roofs need their clock and SMs and are
+        never below the rated figures (a spec defect: a wrong per-clock rate, clock or SM count)."""
+        clock, boost = self.max_sm_clock_hz, self.boost_clock_hz
+        if clock is not None and boost is not None and clock < boost:
+            raise SpecError(self.name, "max_sm_clock_hz", clock,
+                            f"is below boost_clock_hz ({boost:g} Hz): the maximum SM clock is the highest the "
+                            f"part runs, never below its boost clock")
+        per_clock = self.tensor_flop_per_clock_per_sm
+        if per_clock is not None and (clock is None or self.num_sms is None):
+            missing = " and ".join(n for n in ("max_sm_clock_hz", "num_sms") if getattr(self, n) is None)
+            raise SpecError(self.name, "tensor_flop_per_clock_per_sm", dict(per_clock),
+                            f"needs {missing}: a physical roof is the per-clock rate x SMs x the maximum clock")
+        for key, rate in (per_clock or {}).items():
+            rated = self.dense_tensor_flop_per_s.get(key)
+            physical = rate * self.num_sms * clock
+            if rated is not None and physical < rated * (1 - RATED_ROUNDING):
+                raise SpecError(self.name, f"tensor_flop_per_clock_per_sm.{key}", rate,
+                                f"x {self.num_sms} SMs x {clock:g} Hz = {physical:.4g} FLOP/s, below the rated "
+                                f"{rated:.4g}: a physical roof is never below the datasheet's")
+        if self.rated_beaten_by is not None and per_clock is None:
+            raise SpecError(self.name, "rated_beaten_by", self.rated_beaten_by,
+                            "makes the physical roofs this GPU's floor; give tensor_flop_per_clock_per_sm and "
+                            "max_sm_clock_hz")
+
+    @property
+    def floor_source(self) -> CeilingSource:
+        """The roofs this GPU's floors use by default: physical where a published run beat the rated figures
+        (`rated_beaten_by`), else the datasheet's (so the chapters' figures stand; CHANGELOG.md says why)."""
+        return CeilingSource.physical if self.rated_beaten_by is not None else CeilingSource.datasheet
+
+    @property
+    def clock_headroom(self) -> float:
+        """max_sm_clock_hz / boost_clock_hz: how much faster than its quoted vector and exp rates the part runs
+        (1 where either clock is not given)."""
+        if self.max_sm_clock_hz is None or self.boost_clock_hz is None:
+            return 1.0
+        return self.max_sm_clock_hz / self.boost_clock_hz
+
+    @property
+    def physical_tensor_flop_per_s(self) -> dict[str, float]:
+        """Each mode's dense tensor roof at the maximum clock: per-clock rate x SMs x max_sm_clock_hz, or the
+        rated figure where the spec gives no per-clock rate; never below the rated figure."""
+        out = dict(self.dense_tensor_flop_per_s)
+        for key, rate in (self.tensor_flop_per_clock_per_sm or {}).items():
+            out[key] = max(out.get(key, 0.0), rate * self.num_sms * self.max_sm_clock_hz)
+        return out
+
+    def physical_matmul_flop_per_s(self, dtype: DType) -> tuple[float, str]:
+        """The fastest rate any accumulate mode gives `dtype` operands at the maximum clock, and that mode's key.
+
+        fp32 operands without an fp32 matrix rate take the vector roof at the maximum clock.
+        """
+        dtype = DType.of(dtype)
+        operand = dtype.rate_key
+        rates = {k: r for k, r in self.physical_tensor_flop_per_s.items() if ACCUMULATE_MODES.get(k, k) == operand}
+        if rates:
+            key = max(rates, key=rates.__getitem__)
+            return rates[key], key
+        self.matmul_flop_per_s(dtype)           # raises, naming the rates the spec has
+        return self.vector_fp32_flop_per_s * self.clock_headroom, "fp32 vector"
 
     @property
     def sms_text(self) -> str:
