@@ -1,0 +1,236 @@
+"""The held-out engine start-up logs: how many parse, the replay error and the settings-alone prediction error.
+
+Run from the repository root (no GPU needed):
+
+    python3 benchmarks/engine_logs_heldout.py            # the markdown table RESULTS.md quotes
+    python3 benchmarks/engine_logs_heldout.py --json     # the rows as JSON
+
+The logs are tests/data/engine_logs/heldout/*.log (sources and SHA-256 there). For each start-up a log holds:
+
+    logged     the KV figure the log states: tokens ('GPU KV cache size', SGLang '#tokens', a V0 start-up error's
+               token count), V0/V1 '# GPU blocks' x 16, or a V1 start-up error's 'estimated maximum model length'
+               (marked 'est.'); where the log states only bytes ('Available KV cache memory'), those (GiB)
+    replayed   `rooflab capacity --engine-log FILE --model M --gpu G` (rooflab/engines/explain.py): the KV figure
+               rebuilt from the log's own terms, the unprinted ones modelled; 'anchored' where the log prints the
+               KV figure but not every term (the rebuild then starts from that figure, so its error is the model's
+               page size against the log's, not the memory terms)
+    predicted  `rooflab capacity --engine E --engine-version V` with the settings the log states passed as options
+               and nothing else read from it (rooflab/engines/vllm.py, sglang.py)
+
+A replay or prediction needs a model and a GPU spec rooflab can load; a log whose model or GPU no spec here
+describes says so ('no spec'). Errors are (rooflab - logged) / logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rooflab.engines import EngineSettings, engine_capacity, parse_accounting  # noqa: E402
+from rooflab.engines import logs as logs_mod  # noqa: E402
+from rooflab.engines.explain import explain_log  # noqa: E402
+from rooflab.engines.vocab import Engine, parse_kv_cache_dtype  # noqa: E402
+from rooflab.errors import InputError  # noqa: E402
+from rooflab.load import load_gpu, load_model  # noqa: E402
+from rooflab.units import GiB  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "engine_logs"
+HELDOUT = DATA / "heldout"
+REPLAY_TARGET = 0.01
+PREDICT_TARGET = 0.05
+
+
+@dataclass(frozen=True)
+class Case:
+    """One held-out log: what it ran, as far as the log and its post say (None: not named), and the options that
+    say it to rooflab (the log's own settings only)."""
+
+    log: str
+    engine: str
+    gpu_label: str
+    model_label: str
+    gpu: Optional[str] = None          # a GPU spec rooflab loads, where the post names the GPU
+    model: Optional[str] = None        # a model spec rooflab loads, where one describes the served checkpoint
+    version: str = "v1"
+    options: dict = field(default_factory=dict)   # EngineSettings fields the log or its command states
+
+
+CASES = (
+    Case("vllm-v1-gpt-oss-120b-h100-negative.log", "vllm", "H100", "gpt-oss-120b", "h100-sxm", "gpt-oss-120b"),
+    Case("vllm-v1-gpt-oss-120b-h100-util095.log", "vllm", "H100", "gpt-oss-120b", "h100-sxm", "gpt-oss-120b",
+         options={"utilization": 0.95, "max_num_batched_tokens": 1024}),
+    Case("vllm-v1-fp8-kv-two-startups.log", "vllm", "-", "-", options={"kv_cache_dtype": "fp8"}),
+    Case("vllm-v1-qwen3-coder-480b-fp8-h20-dp8-ep.log", "vllm", "8x H20", "Qwen3-Coder-480B-A35B-FP8"),
+    Case("vllm-v1-qwen3-14b-lmcache.log", "vllm", "-", "Qwen3-14B"),
+    Case("vllm-omni-qwen3-omni-tp2-negative.log", "vllm", "2 GPUs", "Qwen3-Omni-30B-A3B", options={"tensor_parallel": 2}),
+    Case("sglang-qwen3-30b-a3b-amd-aiter.log", "sglang", "AMD Instinct (287 GB free)", "Qwen3-30B-A3B",
+         version="v0.5", options={"utilization": 0.911}),
+    Case("sglang-mimo-v2-flash-tp4-swa.log", "sglang", "4 GPUs", "MiMo-V2-Flash", version="v0.5",
+         options={"tensor_parallel": 4, "utilization": 0.7, "block_size": 64}),
+    Case("sglang-scheduler-context-256000.log", "sglang", "-", "-", version="v0.5"),
+    Case("vllm-v0-rtx5090x2-maxlen60000.log", "vllm", "2x RTX 5090", "-", version="v0",
+         options={"max_model_len": 60000}),
+    Case("vllm-v1-kimi-linear-48b-awq-rtx3090x2.log", "vllm", "2x RTX 3090", "Kimi-Linear-48B-A3B AWQ",
+         options={"tensor_parallel": 2, "utilization": 0.95, "max_model_len": 120000}),
+    Case("vllm-v1-qwen3.6-27b-int4-rtx3090x2-p2p-on.log", "vllm", "2x RTX 3090", "Qwen3.6-27B int4",
+         options={"tensor_parallel": 2, "kv_cache_dtype": "fp8_e5m2", "max_model_len": 262144}),
+    Case("vllm-v1-qwen3.6-27b-int4-rtx3090x2-p2p-off.log", "vllm", "2x RTX 3090", "Qwen3.6-27B int4",
+         options={"tensor_parallel": 2, "kv_cache_dtype": "fp8_e5m2", "max_model_len": 262144}),
+    Case("vllm-v1-qwen3.8-27b-fp8-rtx3090x2.log", "vllm", "2x RTX 3090", "Qwen3.8-27B-FP8",
+         options={"tensor_parallel": 2, "utilization": 0.92, "kv_cache_dtype": "fp8", "max_model_len": 131072}),
+    Case("vllm-xpu-intel-b70-tp2.log", "vllm", "2x Intel Arc Pro B70", "-",
+         options={"tensor_parallel": 2, "max_model_len": 200000}),
+    Case("vllm-v1-lvllm-a40-moe-offload.log", "vllm", "A40", "- (CPU experts)", options={"utilization": 0.95}),
+    Case("vllm-v1-pr13596-before-after.log", "vllm", "-", "-", options={"max_model_len": 2048}),
+    Case("vllm-v1-llama-3.1-70b-w8a8.log", "vllm", "-", "Llama-3.1-70B w8a8",
+         options={"utilization": 0.98, "max_model_len": 2048}),
+    Case("vllm-v1-enable-log-outputs.log", "vllm", "-", "-", options={"max_model_len": 40000}),
+    Case("vllm-v0-qwen1.5-7b-chat-maxlen32768.log", "vllm", "-", "Qwen1.5-7B-Chat", version="v0",
+         options={"max_model_len": 32768}),
+    Case("vllm-v0-colab-maxlen4096.log", "vllm", "Colab", "-", version="v0", options={"max_model_len": 4096}),
+    Case("vllm-v0-deepseek-coder-v2-maxlen16000.log", "vllm", "8 GPUs", "DeepSeek-Coder-V2", version="v0",
+         options={"tensor_parallel": 8, "max_model_len": 16000}),
+    Case("vllm-v0-lmdeploy-thread-maxlen19008.log", "vllm", "-", "-", version="v0", options={"max_model_len": 19008}),
+    Case("vllm-v1-deepseek-v4-flash-gh200-tp2-ep.log", "vllm", "2x GH200", "DeepSeek-V4-Flash",
+         options={"tensor_parallel": 2, "kv_cache_dtype": "fp8", "block_size": 256, "max_model_len": 30000,
+                  "utilization": 0.95}),
+    Case("vllm-v1-dsv4-fork-rtx4090-48g-x4.log", "vllm", "4x RTX 4090 48G", "DeepSeek-V4 (DSpark)",
+         options={"max_model_len": 262144}),
+    Case("vllm-v1-gpt-oss-20b-a100.log", "vllm", "A100", "gpt-oss-20b", "a100-sxm-80gb", "gpt-oss-20b",
+         options={"utilization": 0.65, "max_model_len": 131072}),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One start-up of one log: what it states, its replay and the settings-alone prediction."""
+
+    log: str
+    startup: int
+    engine: str
+    gpu: str
+    model: str
+    parsed: bool
+    logged: str                      # the figure as stated, with its unit
+    logged_tokens: Optional[int]     # tokens, or bytes where the log states only bytes (`unit`)
+    replayed_tokens: Optional[int]
+    replay_anchored: Optional[bool]
+    replay_error: Optional[float]
+    predicted_tokens: Optional[int]
+    predict_error: Optional[float]
+    unit: str = "tokens"
+    note: str = ""
+
+
+def _startups(path: Path) -> list:
+    """The log's start-ups, each an EngineLog (a reader without start-up splitting gives one)."""
+    reader = getattr(logs_mod, "read_startups", None)
+    return list(reader(path)) if reader is not None else [logs_mod.read_log(path)]
+
+
+def _settings(case: Case, accounting_text: Optional[str] = None) -> EngineSettings:
+    engine = Engine(case.engine)
+    opts = dict(case.options)
+    if "kv_cache_dtype" in opts:
+        opts["kv_cache_dtype"] = parse_kv_cache_dtype(opts["kv_cache_dtype"])
+    return EngineSettings(accounting=parse_accounting(engine, accounting_text or case.version), **opts)
+
+
+def _logged(log) -> tuple[str, Optional[int]]:
+    """The KV figure the start-up states, as text, and in tokens where it states tokens or blocks (bytes where it
+    states only bytes)."""
+    tokens, blocks, kv, est = (log.value(k) for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
+    if tokens is not None:
+        return f"{int(tokens):,} tokens", int(tokens)
+    if blocks is not None:
+        return f"{int(blocks):,} blocks", int(blocks) * 16
+    if est is not None:
+        return f"{int(est):,} tokens (est.)", int(est)
+    if kv is not None:
+        return f"{kv / GiB:.2f} GiB", int(kv)
+    return "-", None
+
+
+def evaluate(case: Case) -> list[Row]:
+    """The case's rows, one per start-up; a log that does not parse is one row saying why."""
+    base = dict(log=case.log, engine=case.engine, gpu=case.gpu_label, model=case.model_label)
+    try:
+        startups = _startups(HELDOUT / case.log)
+    except InputError as exc:
+        return [Row(**base, startup=1, parsed=False, logged="-", logged_tokens=None, replayed_tokens=None,
+                    replay_anchored=None, replay_error=None, predicted_tokens=None, predict_error=None,
+                    note=f"does not parse: {str(exc).split(': ', 1)[-1][:60]}")]
+    rows = []
+    for i, log in enumerate(startups, 1):
+        text, tokens = _logged(log)
+        unit = "GiB" if text.endswith("GiB") else "tokens"
+        figure = (lambda c: c.kv_cache_bytes) if unit == "GiB" else (lambda c: c.kv_cache_tokens)
+        replayed = anchored = predicted = None
+        note = ""
+        if case.model and case.gpu:
+            model, gpu = load_model(case.model), load_gpu(case.gpu)
+            try:
+                predicted = figure(engine_capacity(model, gpu, _settings(case)))
+            except InputError as exc:
+                note = f"prediction refused: {str(exc)[:80]}"
+            try:
+                x = explain_log(log, model, gpu, _settings(case))
+                replayed, anchored = figure(x.reproduced), x.anchored
+            except InputError as exc:
+                note = f"replay refused: {str(exc)[:80]}"
+        else:
+            note = "no spec for " + " and ".join(n for n, have in (("the model", case.model), ("the GPU", case.gpu))
+                                                 if not have)
+        err = lambda v: None if v is None or not tokens else v / tokens - 1  # noqa: E731
+        rows.append(Row(**base, startup=i, parsed=True, logged=text, logged_tokens=tokens, replayed_tokens=replayed,
+                        replay_anchored=anchored, replay_error=err(replayed), predicted_tokens=predicted,
+                        predict_error=err(predicted), unit=unit, note=note))
+    return rows
+
+
+def _fmt(value: Optional[int], unit: str, error: Optional[float], anchored: Optional[bool] = None) -> tuple[str, str]:
+    if value is None:
+        return "-", ""
+    mark = " (anchored)" if anchored else ""
+    shown = f"{value / GiB:.2f} GiB" if unit == "GiB" else f"{value:,}"
+    return f"{shown}{mark}", "" if error is None else f"{error:+.2%}"
+
+
+def markdown(rows: list[Row]) -> str:
+    """The table RESULTS.md quotes, and the counts."""
+    lines = ["| log | start-up | engine | GPU | model | logged KV | replayed | error | predicted | error | note |",
+             "|---|--:|---|---|---|--:|--:|--:|--:|--:|---|"]
+    for r in rows:
+        rep, rep_err = _fmt(r.replayed_tokens, r.unit, r.replay_error, r.replay_anchored)
+        pred, pred_err = _fmt(r.predicted_tokens, r.unit, r.predict_error)
+        lines.append(f"| {r.log} | {r.startup} | {r.engine} | {r.gpu} | {r.model} | {r.logged} | {rep} | {rep_err} "
+                     f"| {pred} | {pred_err} | {r.note} |")
+    logs = {r.log for r in rows}
+    parsed = {r.log for r in rows if r.parsed}
+    complete = [r for r in rows if r.replay_error is not None and not r.replay_anchored]
+    predicted = [r for r in rows if r.predict_error is not None]
+    lines += ["", f"logs: {len(logs)}; parse: {len(parsed)} of {len(logs)}; start-ups: {sum(r.parsed for r in rows)}; "
+                  f"replayed from every term within 1%: {sum(abs(r.replay_error) <= REPLAY_TARGET for r in complete)} "
+                  f"of {len(complete)}; predicted within 5%: "
+                  f"{sum(abs(r.predict_error) <= PREDICT_TARGET for r in predicted)} of {len(predicted)} "
+                  "that a model and GPU spec describe"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    rows = [row for case in CASES for row in evaluate(case)]
+    print(json.dumps([asdict(r) for r in rows], indent=2) if args.json else markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
