@@ -412,15 +412,39 @@ def load_gpu(ref: str | os.PathLike) -> GpuSpec:
     return _load_gpu(path, _stamp(path))
 
 
+def _names_a_path(text: str) -> bool:
+    """Whether a model reference is written as a path: it ends in .json / .yaml / .yml, holds a separator
+    ('./qwen2.5-7b', 'configs/qwen'), starts with '~', or is an existing file. A bare word is a name."""
+    return (text.endswith((".json", ".yaml", ".yml")) or "/" in text or os.sep in text
+            or text.startswith("~") or Path(text).is_file())
+
+
+def bundled_model(name: str) -> ModelSpec:
+    """A bundled model by its exact file name (as `available("models")` lists it); never a local path."""
+    path = (data_dir("models") / f"{name}.yaml").resolve()
+    return _load_model(path, _stamp(path))
+
+
 def load_model(ref: str | os.PathLike) -> ModelSpec:
     """A model by bundled name (see `rooflab list models`), by path to a YAML file, or from a Hugging Face
-    config.json: a path ending in .json, a folder holding one, or an 'org/name' id in the local cache (rooflab.hf)."""
+    config.json: a path ending in .json, a folder holding one, or an 'org/name' id in the local cache (rooflab.hf).
+
+    A local file or folder is read only where the reference is written as a path (`./qwen2.5-7b`, a separator,
+    a file suffix, an existing file) or a bare word names no bundled model but a folder here; a bare word that is
+    both a bundled model and a local folder is an error naming both, so a download never shadows a bundled name.
+    """
     text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else ""
-    if text.endswith(".json") or "/" in text or os.sep in text or (text and Path(text).is_dir()):
+    if text and not _names_a_path(text) and Path(text).is_dir():
+        if text.strip().lower() in available("models"):
+            raise SpecError(text, None, None,
+                            f"is both the bundled model '{text.strip().lower()}' and a folder here: write "
+                            f"'./{text}' for the folder, or run from another folder for the bundled model")
+        text = os.path.join(".", text)
+    if text and (_names_a_path(text) or Path(text).is_dir() or "/" in text):
         from . import hf        # only for what may be a config.json: the CLI's start-up stays light
 
-        if hf.is_hf_reference(ref):
-            return hf.load_hf_config(ref)
+        if hf.is_hf_reference(text):
+            return hf.load_hf_config(text)
     path = spec_path("models", "model", ref).resolve()
     return _load_model(path, _stamp(path))
 
@@ -431,5 +455,5 @@ def clear_cache() -> None:
     _load_model.cache_clear()
 
 
-__all__ = ["load_gpu", "load_model", "available", "data_dir", "read_yaml", "build",
+__all__ = ["bundled_model", "load_gpu", "load_model", "available", "data_dir", "read_yaml", "build",
            "clear_cache", "GpuSpec", "ModelSpec", "MeasuredCeilings"]

@@ -1,10 +1,21 @@
-"""Shared test configuration: GPU tests skip, with a reason, where there is no usable GPU."""
+"""Shared test configuration: GPU tests skip, with a reason, where there is no usable GPU; hypothesis runs
+derandomised, without an example database and without deadlines, so a run's outcome depends on the code alone
+(never on the machine's load: no test asserts on time)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+try:                                    # the test extra has hypothesis; a GPU machine's bare run may not
+    from hypothesis import HealthCheck, settings
+except ImportError:
+    pass
+else:
+    settings.register_profile("rooflab", derandomize=True, database=None, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("rooflab")
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 

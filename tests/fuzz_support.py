@@ -42,8 +42,9 @@ HARDWARE = ROOT / "hardware"
 MODELS = ROOT / "models"
 MEASUREMENTS = ROOT / "measurements"
 
-#: Seconds one CLI call may take before it counts as a hang (a plot or a fit takes about one).
-CALL_LIMIT_S = 10.0
+#: Seconds after which a call counts as hung: a watchdog for work that never ends (an unbounded loop), not a
+#: speed bound. Speed targets live in benchmarks/ and RESULTS.md; no test here fails because a call was slow.
+HANG_S = 120.0
 #: Bytes of address space a call may add to what the process already holds.
 MEMORY_HEADROOM_BYTES = 2 << 30
 #: stderr of a refused call is one or two lines; more than this many characters is not "a line or two".
@@ -51,8 +52,8 @@ MAX_ERROR_CHARS = 4000
 
 
 def fuzz_settings(max_examples: int, **kw: Any) -> settings:
-    """Deterministic settings for CI: derandomized, no example database, no hypothesis deadline (the
-    checker enforces its own time bound, which does not flake the way a first-run deadline does), no
+    """Deterministic settings for CI: derandomized, no example database, no hypothesis deadline (no test
+    asserts on time; a watchdog of HANG_S catches work that never ends), no
     shrinking (a failing example is reported as drawn, in bounded time).
 
     ROOFLAB_FUZZ_SCALE=10 runs ten times the examples (a local deep run); ROOFLAB_FUZZ_COLLECT=FILE
@@ -113,8 +114,8 @@ def _vm_size_bytes() -> int:
 
 
 @contextlib.contextmanager
-def bounded(limit_s: float = CALL_LIMIT_S, headroom_bytes: int = MEMORY_HEADROOM_BYTES):
-    """Run the body under an alarm of `limit_s` (raising Hang) and an address-space limit `headroom_bytes` above now."""
+def bounded(limit_s: float = HANG_S, headroom_bytes: int = MEMORY_HEADROOM_BYTES):
+    """Run the body under a watchdog alarm of `limit_s` (raising Hang) and an address-space limit `headroom_bytes` above now."""
 
     def on_alarm(signum, frame):  # noqa: ARG001
         raise Hang(f"still running after {limit_s:g} s")
@@ -141,7 +142,7 @@ def bounded(limit_s: float = CALL_LIMIT_S, headroom_bytes: int = MEMORY_HEADROOM
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def invoke(args: Sequence[str], cwd: Path, limit_s: float = CALL_LIMIT_S, env: Optional[dict] = None) -> Outcome:
+def invoke(args: Sequence[str], cwd: Path, limit_s: float = HANG_S, env: Optional[dict] = None) -> Outcome:
     """`rooflab *args` in this process (typer's CliRunner), in folder `cwd`, bounded in time and memory."""
     from typer.testing import CliRunner
 
@@ -167,7 +168,7 @@ def invoke(args: Sequence[str], cwd: Path, limit_s: float = CALL_LIMIT_S, env: O
     return Outcome(args, result.exit_code, result.stdout, result.stderr, elapsed, escaped)
 
 
-def run_subprocess(args: Sequence[str], cwd: Path, limit_s: float = 30.0,
+def run_subprocess(args: Sequence[str], cwd: Path, limit_s: float = HANG_S,
                    memory_bytes: int = 2 << 30) -> Outcome:
     """`python -m rooflab.cli *args` in a child process with RLIMIT_AS of `memory_bytes` and a timeout."""
 
@@ -288,7 +289,6 @@ class Case:
     inputs: list[Path] = dataclasses.field(default_factory=list)
     json: bool = False
     table: bool = True
-    limit_s: float = CALL_LIMIT_S
     note: str = ""
 
 
@@ -334,8 +334,6 @@ def problems_of(case: Case, out: Outcome, before: dict[str, tuple[int, str]], af
         problems.append(f"exit status {out.code} (only 0 and 2 are allowed)")
     if case.expect is not None and out.code in (0, 2) and out.code != case.expect:
         problems.append(f"exit {out.code} where {case.expect} was expected ({case.note or 'see the case'})")
-    if out.elapsed_s > case.limit_s:
-        problems.append(f"took {out.elapsed_s:.1f} s (bound {case.limit_s:g} s)")
     if "Traceback" in out.stderr or "Traceback" in out.stdout:
         problems.append("a traceback in the output")
     if out.code == 2:
@@ -402,7 +400,7 @@ def check_cli(case: Case, folder: Path) -> Outcome:
     """Run `case` in `folder` and assert every invariant; the assertion message shows the call and what broke."""
     inputs = {Path(p): digest(Path(p)) for p in case.inputs}
     before = snapshot(folder)
-    out = invoke(case.args, folder, case.limit_s * 1.5)
+    out = invoke(case.args, folder)
     after = snapshot(folder)
     problems = problems_of(case, out, before, after, folder, inputs)
     if problems and _collect(problems, out.describe()):
@@ -434,17 +432,16 @@ def check_outcome(case: Case, out: Outcome, folder: Path, before: dict, input_di
 # --- the Python API ------------------------------------------------------------------------------------------
 
 def check_api(call: Callable[[], Any], idents: Sequence[str] = (), expect_error: Optional[bool] = None,
-              limit_s: float = CALL_LIMIT_S, what: str = "") -> Any:
+              what: str = "") -> Any:
     """Call `call`: it returns, or raises a RooflabError naming one of `idents`; never another exception type.
 
     expect_error True: it must raise; False: it must return. Returns the value or the error.
     """
     from rooflab.errors import RooflabError
 
-    start = time.perf_counter()
     problem, value = None, None
     try:
-        with bounded(limit_s):
+        with bounded():
             value = call()
     except Hang as exc:
         problem = f"hang: {exc}"
@@ -471,9 +468,6 @@ def check_api(call: Callable[[], Any], idents: Sequence[str] = (), expect_error:
     else:
         if expect_error is True:
             problem = f"accepted bad input, returned {value!r:.300}"
-    elapsed = time.perf_counter() - start
-    if problem is None and elapsed > limit_s:
-        problem = f"took {elapsed:.1f} s"
     if problem is not None:
         if _collect([problem], what or "api call"):
             return value

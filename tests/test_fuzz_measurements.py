@@ -341,7 +341,7 @@ def check_validate(fc: FileCase, extra: list[str], json_out: bool, with_output: 
         # a refusal must name the file; the content's own words (line, column) are welcome but the file is the must
         case = Case(args, [path.name, str(path)] if fc.must_fail is not False else [],
                     None if fc.must_fail is None else (2 if fc.must_fail else 0),
-                    outputs=[out] if with_output else [], inputs=[path], json=json_out, limit_s=12.0, note=fc.what)
+                    outputs=[out] if with_output else [], inputs=[path], json=json_out, note=fc.what)
         result = check_cli(case, folder)
         if with_output and result.code == 0 and out.exists():
             assert out.read_text() == result.stdout, "validate -o wrote something else than it printed"
@@ -369,8 +369,7 @@ def test_fuzz_plot_measurements(fc, chart):
         args = (["plot", "roofline", "--measurements", str(path)] if chart == "roofline" else
                 ["plot", "validation", str(path)]) + ["-o", str(target)]
         case = Case(args, [path.name] if fc.must_fail is not False else [],
-                    None if fc.must_fail is None else (2 if fc.must_fail else 0), outputs=[target], inputs=[path],
-                    limit_s=12.0, note=fc.what)
+                    None if fc.must_fail is None else (2 if fc.must_fail else 0), outputs=[target], inputs=[path], note=fc.what)
         check_cli(case, folder)
 
 
@@ -434,7 +433,7 @@ def test_validate_gpu_option_against_the_file(gpu, must_fail):
         path = folder / "sweep.csv"
         path.write_text(BASE_TEXT)
         check_cli(Case(["validate", str(path), "--gpu", gpu, "-f", "json"], ["--gpu", gpu, "h200", path.name],
-                       2 if must_fail else 0, inputs=[path], json=True, limit_s=12.0, note=f"--gpu {gpu!r}"), folder)
+                       2 if must_fail else 0, inputs=[path], json=True, note=f"--gpu {gpu!r}"), folder)
 
 
 @pytest.mark.parametrize("impl", ["$x$", "\\frac{a}{b}", "a_b^c", "{}"])
@@ -445,7 +444,7 @@ def test_plot_roofline_with_mathtext_in_an_implementation_name(impl):
         path.write_text(_with_cell(0, "impl", impl))
         target = folder / "x.png"
         check_cli(Case(["plot", "roofline", "--measurements", str(path), "-o", str(target)], [path.name], 0,
-                       outputs=[target], inputs=[path], limit_s=12.0, note=f"impl {impl!r}"), folder)
+                       outputs=[target], inputs=[path], note=f"impl {impl!r}"), folder)
 
 
 def test_validate_output_equal_to_its_input_is_refused():

@@ -3,13 +3,16 @@
 Each notebook is executed with nbclient exactly as notebooks/refresh.py does, and every code
 cell's text outputs (printed streams and the plain-text form of results) must equal the ones
 committed, so the outputs a reader sees when browsing the repository are what the code produces.
-Images are compared by presence only (their bytes depend on the matplotlib and FreeType build).
+A stream is compared as its whole text: the kernel may deliver one print as one chunk or several,
+depending on the machine's load, so consecutive chunks of one stream are joined first. Images are
+compared by presence and pixel size (their bytes depend on the matplotlib and FreeType build).
 After changing a notebook or anything it prints, run `python notebooks/refresh.py`.
 """
 
 from __future__ import annotations
 
 import ast
+import base64
 import copy
 import importlib.util
 import re
@@ -35,16 +38,44 @@ def _refresh_module():
 
 
 def _text(outputs) -> list[tuple]:
-    """The comparable part of a cell's outputs: stream text, plain-text results, and which MIME types."""
-    out = []
+    """The comparable part of a cell's outputs: each stream's joined text, plain-text results, which MIME types,
+    and each PNG's width and height."""
+    out: list[tuple] = []
     for o in outputs:
         if o.output_type == "stream":
-            out.append(("stream", o.name, _lines(o.text)))
+            if out and out[-1][0] == "stream" and out[-1][1] == o.name:
+                out[-1] = ("stream", o.name, out[-1][2] + o.text)
+            else:
+                out.append(("stream", o.name, o.text))
         elif o.output_type in ("execute_result", "display_data"):
-            out.append((o.output_type, sorted(o.data), _lines(o.data.get("text/plain", ""))))
+            out.append((o.output_type, sorted(o.data), _lines(o.data.get("text/plain", "")),
+                        _png_size(o.data.get("image/png"))))
         else:
             out.append((o.output_type, getattr(o, "ename", ""), getattr(o, "evalue", "")))
-    return out
+    return [("stream", item[1], _lines(item[2])) if item[0] == "stream" else item for item in out]
+
+
+#: How far a chart's width or height may move between matplotlib / FreeType builds (a tight bounding box follows
+#: the fonts' metrics by a few pixels); a chart of another layout moves far more.
+SIZE_TOLERANCE = 0.05
+
+
+def _without_size(item: tuple) -> tuple:
+    return item[:-1] if item[0] in ("execute_result", "display_data") else item
+
+
+def _same_size(old: tuple, new: tuple) -> bool:
+    if old[0] not in ("execute_result", "display_data") or old[-1] is None or new[-1] is None:
+        return old[-1] == new[-1] if old[0] in ("execute_result", "display_data") else True
+    return all(abs(a - b) <= SIZE_TOLERANCE * a for a, b in zip(old[-1], new[-1]))
+
+
+def _png_size(data) -> tuple[int, int] | None:
+    """A base64 PNG's (width, height) from its IHDR chunk; None where there is no PNG."""
+    if not data:
+        return None
+    head = base64.b64decode(data[:64] if isinstance(data, str) else data)
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
 def _lines(text: str) -> str:
@@ -67,9 +98,13 @@ def test_notebook_runs_and_committed_outputs_are_current(path, tmp_path):
     assert code_cells
     for i, (old, new) in enumerate(code_cells):
         assert not any(o.output_type == "error" for o in new.outputs)
-        assert _text(old.outputs) == _text(new.outputs), (
+        before, after = _text(old.outputs), _text(new.outputs)
+        assert [_without_size(o) for o in before] == [_without_size(o) for o in after], (
             f"{path.name}, code cell {i}: committed outputs differ from a fresh run; "
             "run `python notebooks/refresh.py` and commit the notebooks")
+        for o_old, o_new in zip(before, after):
+            assert _same_size(o_old, o_new), f"{path.name}, code cell {i}: a chart's size changed ({o_old[-1]} px " \
+                                             f"committed, {o_new[-1]} now)"
     assert all(c.outputs for c, _ in code_cells), f"{path.name}: a code cell has no output"
     assert all(c.execution_count == n for n, (c, _) in enumerate(code_cells, 1)), "not run top to bottom"
 

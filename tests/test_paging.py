@@ -111,14 +111,12 @@ def test_shared_prefix_saved_slots():
 
 def test_continuous_batching_is_counted_by_events_not_rounds():
     """[10**9] * 5 on one slot looped 5 * 10**9 rounds; the event count gives the same answer at once."""
-    import time
-
+    from fuzz_support import bounded
     from rooflab.paging import continuous_batching_rounds
 
-    start = time.perf_counter()
-    assert continuous_batching_rounds([10**9] * 5, 1) == 5 * 10**9
+    with bounded():         # a watchdog for a loop of 5e9 rounds, not a speed bound
+        assert continuous_batching_rounds([10**9] * 5, 1) == 5 * 10**9
     assert continuous_batching_rounds([3, 1, 1, 2], 2) == 4
-    assert time.perf_counter() - start < 1
 
 
 @pytest.mark.parametrize("call, named", [

@@ -88,11 +88,11 @@ def same_architecture(model: ModelSpec, bundled: ModelSpec) -> bool:
 def with_published_count(spec: ModelSpec, label: str) -> ModelSpec:
     """The spec with its derived parameter count in display_name, and, where a bundled model has the same
     architecture, that model's published count (and what it includes) beside it."""
-    from ..load import available, load_model
+    from ..load import available, bundled_model
 
     derived = fmt_params(spec.derived_parameters)
     for bundled_name in available("models"):
-        bundled = load_model(bundled_name)
+        bundled = bundled_model(bundled_name)
         if bundled.num_parameters is not None and same_architecture(spec, bundled):
             shown = (f"{label} (config.json: {derived} parameters derived; published "
                      f"{fmt_params(bundled.num_parameters)} as bundled '{bundled_name}')")
