@@ -11,16 +11,21 @@ temporary file in the same folder and a rename, so a failure leaves no partial f
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import enum
+import errno
 import io
 import json
 import math
 import os
+import secrets
 import shutil
+import signal
+import stat
 import sys
-import tempfile
 import textwrap
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -237,48 +242,137 @@ def _check_finite(value: Any, where: str) -> None:
 def check_writable(path: Path | str, inputs: Sequence[Path | str] = (), option: str = "-o") -> Path:
     """The checks write_atomic makes before it writes, for a command to make before long work (a benchmark):
     an OutputError naming `option` for a folder, a missing folder, something that is not a regular file (a
-    FIFO, a device: an atomic rename would replace it), or one of `inputs`."""
+    FIFO, a device: an atomic rename would replace it), one of `inputs`, or a path the system refuses to look at
+    (a name too long, a folder without permission)."""
     path = Path(path).expanduser()
+    try:
+        return _check_writable(path, inputs, option)
+    except OSError as exc:
+        raise OutputError(f"{option} {_shown_path(path)}: {exc.strerror or exc}") from None
+
+
+def _check_writable(path: Path, inputs: Sequence[Path | str], option: str) -> Path:
     target = _resolve(path)
     for source in inputs:
-        if source is not None and _resolve(Path(source).expanduser()) == target:
+        if source is not None and _same_file(_resolve(Path(source).expanduser()), target):
             raise OutputError(f"{option} {path}: the output would overwrite an input file; choose another")
     if path.is_dir():
         raise OutputError(f"{option} {path}: is a folder; give a file name")
     if path.exists() and not path.is_file():
         raise OutputError(f"{option} {path}: not a regular file (a pipe or a device); write to a file")
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"{option} {path}: the folder {folder} does not exist")
     return path
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """`a` and `b` are one file: the same path, or the same inode (a hard link)."""
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _shown_path(path: Path) -> str:
+    from .errors import clip
+
+    return clip(str(path), 120)
+
+
+#: Signals that end a process by default and can arrive during a write (a `kill`, a closed terminal).
+_CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived while write_atomic held a temporary file (raised by its handler)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """Within the body, SIGTERM and SIGHUP raise _Signalled (where they would have ended the process at once), so
+    that a `finally` can remove a temporary file; afterwards the signal is delivered again under its old handler.
+    Only where the handler is the default and in the main thread (signal handlers can be set nowhere else)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):  # noqa: ARG001
+        raise _Signalled(signum)
+
+    old = {}
+    for signum in _CLEANUP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            old[signum] = signal.signal(signum, handler)
+    try:
+        yield
+    except _Signalled as exc:
+        for signum, previous in old.items():
+            signal.signal(signum, previous)
+        old.clear()
+        signal.raise_signal(exc.signum)      # ends the process as the signal would have
+        raise
+    finally:
+        for signum, previous in old.items():
+            signal.signal(signum, previous)
+
+
 def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | str] = ()) -> Path:
     """Write `data` to `path` through a temporary file in the same folder and a rename.
 
-    A failure removes the temporary file and leaves `path` as it was. Refused with an OutputError
-    (check_writable): a path that is a folder, a missing folder, something that is not a regular file,
-    and a path equal to one of `inputs` (so a command never overwrites the file it reads).
+    The file gets the mode the umask gives a new file (0666 & ~umask), or keeps the mode of the file it replaces.
+    A symbolic link is kept: the file it points to is written. A failure, SIGTERM or SIGHUP removes the temporary
+    file and leaves `path` as it was. Refused with an OutputError (check_writable): a path that is a folder, a
+    missing folder, something that is not a regular file, a path equal to one of `inputs` (so a command never
+    overwrites the file it reads), and any OSError, named with the path.
     """
     path = check_writable(path, inputs)
-    folder = path.parent if str(path.parent) else Path(".")
+    target = _resolve(path)            # through symbolic links: the link stays, its target is written
+    with _signals_raise():
+        try:
+            _replace(target, data.encode() if isinstance(data, str) else data)
+        except OSError as exc:
+            raise OutputError(f"cannot write {_shown_path(path)}: {exc.strerror or exc}") from None
+    return path
+
+
+def _replace(target: Path, data: bytes) -> None:
+    """`data` into a new file beside `target`, then renamed over it; the new file is removed on any failure."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:       # a read-only folder, or one such as /proc that takes no new files
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc} (in the folder {folder})") from None
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp, fd = _create_temporary(target)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException as exc:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
-    return path
+
+
+def _create_temporary(target: Path) -> tuple[Path, int]:
+    """A new file '.<name>.<random>.tmp' beside `target`, created with mode 0666 so that the umask applies (mkstemp
+    makes 0600 whatever the umask)."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target))
 
 
 def _resolve(path: Path) -> Path:

@@ -13,13 +13,18 @@ The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import shutil
+import signal
+import stat
+import subprocess
 import sys
 
 import pytest
 
-from rooflab.output import Column, Format, Frame, OutputError, json_text, render, table, terminal_width, write_atomic
+from rooflab.output import Column, Format, Frame, OutputError, check_writable, json_text, render, table, terminal_width, write_atomic
 
 
 HEADERS = ["variant", "FLOPs", "HBM bytes", "FLOP/byte", "t_compute", "t_memory", "t_floor", "bound"]
@@ -150,12 +155,133 @@ def test_atomic_write_refuses_input_folder_and_missing_folder(tmp_path):
 
 def test_atomic_write_into_a_folder_that_takes_no_files_is_an_output_error(tmp_path, monkeypatch):
     """`-o /proc/x.png`: the temporary file cannot be made; an OutputError naming the path, not a traceback."""
-    import tempfile
+    import rooflab.output as output
 
-    def refuse(*args, **kwargs):
+    def refuse(target):
         raise FileNotFoundError(2, "No such file or directory")
 
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(output, "_create_temporary", refuse)
     with pytest.raises(OutputError, match="x.png"):
         write_atomic(tmp_path / "x.png", b"data")
     assert list(tmp_path.iterdir()) == []
+
+
+# --- the one atomic writer: mode, links, signals, OS errors -----------------------------------------------------
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664), (0o000, 0o666)])
+def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path, umask, mode):
+    """mkstemp made every -o file 0600 whatever the umask; a new file is 0666 & ~umask, as `>` would make it."""
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "out.csv", "a,b\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "out.csv").st_mode) == mode
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path):
+    target = tmp_path / "out.yaml"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    write_atomic(target, "new")
+    assert target.read_text() == "new" and stat.S_IMODE(os.stat(target).st_mode) == 0o640
+
+
+def test_writing_through_a_symbolic_link_keeps_the_link_and_writes_its_target(tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "fits.yaml"
+    target.write_text("old")
+    link = tmp_path / "fits.yaml"
+    link.symlink_to(target)
+    write_atomic(link, "new")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "new"
+    dangling = tmp_path / "chart.svg"
+    dangling.symlink_to(tmp_path / "real" / "chart.svg")        # a link to a file not made yet
+    write_atomic(dangling, "<svg/>")
+    assert dangling.is_symlink() and (tmp_path / "real" / "chart.svg").read_text() == "<svg/>"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["chart.svg", "fits.yaml"]
+
+
+_SIGNAL_CHILD = """
+import os, signal, sys
+import rooflab.output as output
+target = sys.argv[1]
+real_fdopen = os.fdopen
+class Slow:
+    def __init__(self, handle): self.handle = handle
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.handle.close()
+    def fileno(self): return self.handle.fileno()
+    def write(self, data):
+        self.handle.write(data[:10])
+        os.kill(os.getpid(), getattr(signal, sys.argv[2]))    # the signal arrives half-way through the write
+        self.handle.write(data[10:])
+output.os.fdopen = lambda fd, mode: Slow(real_fdopen(fd, mode))
+output.write_atomic(target, "x" * 100000)
+print("survived")
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_signal_during_a_write_removes_the_temporary_file_and_ends_the_process(tmp_path, name):
+    """SIGTERM (a kill) or SIGHUP (a closed terminal) half-way through a write: the process still ends by that
+    signal, the temporary file is gone and the old file is untouched."""
+    target = tmp_path / "out.csv"
+    target.write_text("old")
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_CHILD, str(target), name], capture_output=True, text=True)
+    assert proc.returncode == -getattr(signal, name), proc.stderr
+    assert "survived" not in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"] and target.read_text() == "old"
+
+
+def test_an_ignored_or_handled_signal_is_left_to_its_handler(tmp_path):
+    """write_atomic takes over SIGTERM / SIGHUP only where they have the default action, and gives them back."""
+    seen = []
+    old = signal.signal(signal.SIGTERM, lambda *a: seen.append(a[0]))
+    try:
+        write_atomic(tmp_path / "a.txt", "x")
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+        os.kill(os.getpid(), signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert seen == [signal.SIGTERM]
+
+
+@pytest.mark.parametrize("error", [
+    OSError(errno.ENOSPC, "No space left on device"),
+    OSError(errno.EROFS, "Read-only file system"),
+    PermissionError(errno.EACCES, "Permission denied"),
+    OSError(errno.EIO, "Input/output error"),
+])
+def test_an_os_error_while_writing_is_an_output_error_naming_the_path(tmp_path, monkeypatch, error):
+    import rooflab.output as output
+
+    class Failing:
+        def __init__(self, fd): os.close(fd)
+        def __enter__(self): return self
+        def __exit__(self, *exc): return False
+        def fileno(self): return -1
+        def write(self, data): raise error
+
+    monkeypatch.setattr(output.os, "fdopen", lambda fd, mode: Failing(fd))
+    with pytest.raises(OutputError, match=f"out.csv: {error.strerror}"):
+        write_atomic(tmp_path / "out.csv", "data")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_name_longer_than_the_system_allows_is_an_output_error(tmp_path):
+    with pytest.raises(OutputError, match="File name too long"):
+        write_atomic(tmp_path / ("a" * 300 + ".csv"), "data")
+    with pytest.raises(OutputError, match="--output .*File name too long"):
+        check_writable(tmp_path / ("b" * 300) / "x.csv", option="--output")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_hard_link_to_an_input_is_the_input(tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("data")
+    os.link(source, tmp_path / "same.csv")
+    with pytest.raises(OutputError, match="overwrite an input"):
+        write_atomic(tmp_path / "same.csv", "new", inputs=[source])
+    assert source.read_text() == "data"
