@@ -342,14 +342,49 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text)
 
 
+#: The board forms a GPU name may state; a name stating one never resolves to a GPU of another (a PCIe card's
+#: clocks, bandwidth and links differ from the SXM module's of the same chip).
+_FORM_FACTORS = ("pcie", "sxm", "nvl")
+
+
+def _form_factors(norm: str) -> frozenset[str]:
+    """The board forms a normalised name states ('a10080gbpcie' -> {'pcie'}); none for a name that covers all."""
+    return frozenset(f for f in _FORM_FACTORS if f in norm)
+
+
+@dataclasses.dataclass(frozen=True)
+class _GpuNames:
+    """One bundled GPU's normalised names (file name, display name, aliases) and the board forms its own file and
+    display name state (empty: a spec that covers every form, as a100-40gb does)."""
+
+    spelled: tuple[str, ...]
+    forms: frozenset[str]
+
+    def takes(self, stated: frozenset[str]) -> bool:
+        """Whether a name stating the board forms `stated` may mean this GPU."""
+        return not stated or not self.forms or bool(stated & self.forms)
+
+
 @lru_cache(maxsize=1)
-def _gpu_names() -> dict[str, tuple[str, ...]]:
-    """Each bundled GPU's normalised names: its file name, display name and aliases (read from the YAML)."""
+def _gpu_names() -> dict[str, _GpuNames]:
+    """Each bundled GPU's names, read from the YAML.
+
+    An alias stating a board form its GPU's own file or display name contradicts ('NVIDIA A100 80GB PCIe' on
+    a100-sxm-80gb) is a SpecError naming the file: it would send a PCIe card's name to the SXM part.
+    """
     out = {}
     for name in available("hardware"):
-        data = read_yaml(data_dir("hardware") / f"{name}.yaml")
-        spelled = [name, str(data.get("display_name", "")), *[str(a) for a in data.get("aliases") or ()]]
-        out[name] = tuple(dict.fromkeys(_norm(x) for x in spelled if _norm(x)))
+        path = data_dir("hardware") / f"{name}.yaml"
+        data = read_yaml(path)
+        display, aliases = str(data.get("display_name", "")), [str(a) for a in data.get("aliases") or ()]
+        forms = _form_factors(_norm(name)) | _form_factors(_norm(display))
+        for alias in aliases:
+            stated = _form_factors(_norm(alias))
+            if forms and stated and not stated & forms:
+                raise SpecError(str(path), "aliases", alias, f"names a {'/'.join(sorted(stated))} part; this GPU "
+                                f"is {'/'.join(sorted(forms))}: give that card its own YAML")
+        spelled = tuple(dict.fromkeys(_norm(x) for x in [name, display, *aliases] if _norm(x)))
+        out[name] = _GpuNames(spelled, forms)
     return out
 
 
@@ -367,10 +402,13 @@ def resolve_gpu_name(text: str, label: str = "GPU") -> str:
     ('h200' -> h200-sxm; 'b20' names none).
 
     Several GPUs starting with it (`H100`: h100-sxm, h100-pcie) or none: UnknownNameError listing the
-    candidates, suggesting only within the family the name starts with.
+    candidates, suggesting only within the family the name starts with. A name stating a board form ('PCIe',
+    'SXM', 'NVL') is matched only against GPUs whose file or display name states the same form or none
+    ('A100 PCIe' is never the SXM4 part).
     """
     key = _norm(text)
-    table = _gpu_names()
+    stated = _form_factors(key)
+    table = {name: gpu.spelled for name, gpu in _gpu_names().items() if gpu.takes(stated)}
     exact = [name for name, spelled in table.items() if key in spelled]
     if len(exact) == 1:
         return exact[0]
@@ -384,7 +422,7 @@ def resolve_gpu_name(text: str, label: str = "GPU") -> str:
     pool = same or list(table)
     close = difflib.get_close_matches(key, [s for n in pool for s in table[n]], n=1, cutoff=0.4)
     suggestion = next((n for n in pool if close and close[0] in table[n]), None)
-    raise UnknownNameError(label, text, list(table), suggestion)
+    raise UnknownNameError(label, text, list(_gpu_names()), suggestion)
 
 
 @lru_cache(maxsize=64)

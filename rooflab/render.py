@@ -64,7 +64,7 @@ def report_frame(r: Report) -> Frame:
         records.append(_record(r, row.label or row.variant, "", row, ridge_text(row.ridge_ratio), row.layer_type, layers))
         records += [_record(r, row.label or row.variant, k.kernel, k, "", row.layer_type, layers) for k in row.kernels]
     hybrid = len({row.layer_type for row in r.rows}) > 1
-    floor = ("t_floor: the physical bound (datasheet roofs, ideal overlap)" if r.ceilings == "datasheet" else
+    floor = (f"t_floor: the physical bound ({r.ceilings} roofs, ideal overlap)" if r.ceilings != "calibrated" else
              "t_floor: the roofline at measured ceilings, a model, not a physical bound")
     roof = (f"ridge point {r.ridge_flop_per_byte:.1f} FLOP/byte = {fmt_rate(r.matmul_flop_per_s, 'FLOP/s')} "
             f"{r.dtype} / {fmt_rate(r.bandwidth_bytes_per_s, 'B/s')}; figures per layer, "

@@ -13,8 +13,11 @@ For one kernel launch with F FLOP on a pipe of rate pi, E exponentials and Q byt
     bound     = the roof with the largest time (compute, exp or memory)
     intensity I = F / Q,  ridge I* = pi / beta
 
-A floor is physical: a bound no implementation can beat, from datasheet roofs with ideal overlap and
-every SM busy. How a real kernel falls short of it (launch parallelism, exp work that does not
+A floor is physical: a bound no implementation can beat, from the GPU's floor roofs with ideal overlap and
+every SM busy. The roofs come in three sources (CeilingSource): the datasheet's rated figures (the chapters'),
+the physical ones (the driver's maximum SM clock x the per-clock tensor rate, in the fastest accumulate mode the
+operands have), and calibrated (measured, a model). A GPU's floors default to the datasheet's, or to the physical
+roofs where a published run beat the rated figures (GpuSpec.floor_source; CHANGELOG.md says why). How a real kernel falls short of it (launch parallelism, exp work that does not
 overlap the matrix work, efficiency, overhead) is a prediction (predict.py), never folded into a floor.
 A variant made of several launches (naive attention) runs them one after another, so its floor is the
 sum of the kernels' floors, never less than either total.
@@ -52,19 +55,26 @@ class Ceilings:
     #: Calibrated only: read bandwidth with n SMs streaming, (n, bytes/s) ascending, the last n = all SMs
     #: (`rooflab calibrate`); the parallelism model's per-SM rate where measured (busy_share).
     stream: tuple[tuple[int, float], ...] = ()
+    #: The tensor mode the matrix roof is ('fp16', 'fp16_acc16': fp16 operands accumulating in fp16, 'fp32 vector').
+    matmul_mode: str = ""
 
     @classmethod
-    def of(cls, gpu: GpuSpec, dtype: DType, source: CeilingSource = CeilingSource.datasheet) -> Ceilings:
+    def of(cls, gpu: GpuSpec, dtype: DType, source: CeilingSource = CeilingSource.floor) -> Ceilings:
         """Ceilings for `dtype` operands; calibrated ones fall back to the datasheet for what was not measured.
 
         `dtype` and `source` may be given as their values ('fp16', 'calibrated'); anything else is an InputError.
+        `floor` (the default) is the GPU's own choice, gpu.floor_source, and the result names the one taken.
         Measured ceilings are models, not bounds (reads alone outrun the measured copy rate): floors use the
-        datasheet's.
+        datasheet's or the physical ones.
         """
         try:
             dtype, source = DType(dtype), CeilingSource(source)
         except ValueError as exc:
             raise InputError(str(exc)) from None
+        if source is CeilingSource.floor:
+            source = gpu.floor_source
+        if source is CeilingSource.physical:
+            return cls._physical(gpu, dtype)
         bandwidth = gpu.hbm_bandwidth_bytes_per_s
         matmul = gpu.matmul_flop_per_s(dtype)
         exp = gpu.exp_per_s
@@ -78,8 +88,19 @@ class Ceilings:
             exp = m.exp_per_s or exp
             stream = tuple(sorted((int(n), float(b)) for n, b in (m.stream_bytes_per_s or {}).items()))
             if stream and gpu.num_sms is not None and stream[-1][0] == gpu.num_sms:
-                return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp, stream)
-        return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp)
+                return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp, stream, dtype.rate_key)
+        return cls(source, bandwidth, matmul, gpu.vector_fp32_flop_per_s, exp, matmul_mode=dtype.rate_key)
+
+    @classmethod
+    def _physical(cls, gpu: GpuSpec, dtype: DType) -> Ceilings:
+        """The highest rates the part runs: the fastest accumulate mode of `dtype` at the maximum SM clock; the
+        vector and exp rates, quoted at the boost clock, scaled to it; the datasheet's bandwidth (a memory clock
+        the part does not exceed)."""
+        matmul, mode = gpu.physical_matmul_flop_per_s(dtype)
+        headroom = gpu.clock_headroom
+        exp = gpu.exp_per_s * headroom if gpu.exp_per_s else gpu.exp_per_s
+        return cls(CeilingSource.physical, gpu.hbm_bandwidth_bytes_per_s, matmul,
+                   gpu.vector_fp32_flop_per_s * headroom, exp, matmul_mode=mode)
 
     def busy_share(self, fraction: np.ndarray | float) -> np.ndarray:
         """The share of the GPU's bandwidth a launch draws when the parallelism model keeps `fraction` of it busy.

@@ -198,8 +198,12 @@ _WEIGHT_BITS = {
     WeightFormat.nvfp4: 4.0 + 8.0 / 16,
 }
 
-#: The keys a GPU spec may use for dense tensor-core rates.
-RATE_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+#: The keys a GPU spec may use for dense tensor-core rates: an operand type accumulating in fp32 (fp4: the block-scaled
+#: 4-bit formats, NVFP4 and MXFP4), or `<type>_acc16`, the same operands accumulating in fp16, which GeForce and some
+#: workstation parts run at twice their fp32-accumulate rate (NVIDIA Ada Lovelace architecture whitepaper, appendix A).
+RATE_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "fp16_acc16", "fp8_acc16")
+#: The operand type of each accumulate mode (the rate key of the dtype it multiplies); a plain key is its own.
+ACCUMULATE_MODES = {"fp16_acc16": "fp16", "fp8_acc16": "fp8"}
 
 #: Bytes of one fp32 scalar: LSEs and split-KV partial outputs are always fp32.
 FP32_BYTES = DType.fp32.bytes

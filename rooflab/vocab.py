@@ -4,7 +4,7 @@
     Variant        an attention implementation the cost model prices (naive, flash, paged, ...)
     Pipe           the compute roof a kernel's FLOPs sit under (tensor cores or the fp32 vector units)
     Bound          the roof that sets a floor (compute, memory)
-    CeilingSource  datasheet roofs, or the ones `rooflab calibrate` measured
+    CeilingSource  datasheet roofs, the physical ones at the maximum clock, or the ones `rooflab calibrate` measured
     Kernel         what a measurement row timed; KernelFamily groups them as `rooflab bench -k` selects them
 
 DType, with every fact about an element type, lives in units.py.
@@ -84,10 +84,20 @@ class Bound(_Named):
 
 
 class CeilingSource(_Named):
-    """Datasheet figures, or the ceilings `rooflab calibrate` measured (the GPU's `measured:` section)."""
+    """Which roofs a floor or prediction is made against.
+
+    datasheet   the rated figures (`dense_tensor_flop_per_s`, fp32 accumulate): the chapters' roofs (H100 ridge 295)
+    physical    the highest rate the part can run: the driver's maximum SM clock x the per-clock tensor rate, in the
+                fastest accumulate mode the operands have (GeForce fp16 accumulate), datasheet bandwidth
+    floor       the GPU's own default: physical where a published run beat the rated figures (the YAML's
+                `rated_beaten_by`), else datasheet (GpuSpec.floor_source; CHANGELOG.md says why)
+    calibrated  the ceilings `rooflab calibrate` measured (the GPU's `measured:` section): a model, not a bound
+    """
 
     datasheet = "datasheet"
     calibrated = "calibrated"
+    physical = "physical"
+    floor = "floor"
 
 
 class LayerKind(_Named):

@@ -209,7 +209,7 @@ CausalOpt = Annotated[bool, typer.Option("--causal/--no-causal", help="Prefill: 
 ImplOpt = Annotated[Optional[str], typer.Option("--impl", help="Predict with this implementation's fitted model "
                                                      "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
                                                      "fastest fitted one that held on its held-out rows).")]
-CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="Datasheet ceilings, or the GPU YAML's measured: section.")]
+CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="floor (default): the GPU's own, physical where a published run beat its datasheet, else datasheet; datasheet: the rated figures; physical: the maximum SM clock x the per-clock rate, fastest accumulate mode; calibrated: the GPU YAML's measured: section.")]
 WeightDTypeOpt = Annotated[Optional[WeightFormat], typer.Option(
     "--weight-dtype", help="Format of the linear layers' weights (default: as the checkpoint ships them; embeddings "
                            "and norms stay in the checkpoint's dtype).")]

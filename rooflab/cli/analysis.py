@@ -42,7 +42,7 @@ def report(
     prefill_chunk: Annotated[Optional[int], typer.Option("--prefill-chunk", parser=params.count(1, MAX_TOKENS), metavar="N",
                                                          help="Decode: a prefill chunk of N tokens in the same step "
                                                               "(chunked prefill), priced with the decode batch as one launch.")] = None,
-    ceilings: CeilingsOpt = CeilingSource.datasheet,
+    ceilings: CeilingsOpt = CeilingSource.floor,
     impl: ImplOpt = None,
     must_fit: Annotated[bool, typer.Option("--must-fit", help="Decode: exit 2 when the weights and the batch's KV "
                                            "cache do not fit in the GPU's memory (default: a warning).")] = False,

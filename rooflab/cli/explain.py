@@ -46,7 +46,7 @@ def explain(
                                             "verification, multi-token prediction).")] = 1,
     mla_sparse_fp8: Annotated[bool, typer.Option("--mla-sparse-fp8/--no-mla-sparse-fp8", help="Decode of an mla layer: price the cache in "
                                                  "DeepSeek-V3.2's sparse fp8 layout (656 bytes per token).")] = False,
-    ceilings: CeilingsOpt = CeilingSource.datasheet,
+    ceilings: CeilingsOpt = CeilingSource.floor,
     impl: ImplOpt = None,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:

@@ -53,7 +53,7 @@ __all__ = ["AGREEMENT_RTOL", "EXPLAINED", "ExplainMismatch", "Explanation", "Lay
 def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
             dtype: DType = DType.fp16, causal: bool = True, context_lens: Sequence[int] | DecodeBatch = (),
             page_size: int = 16, kv_dtype: Optional[DType] = None, splits: Optional[int] = None,
-            ceilings: CeilingSource = CeilingSource.datasheet, layer_type: Optional[str] = None, q_len: int = 1,
+            ceilings: CeilingSource = CeilingSource.floor, layer_type: Optional[str] = None, q_len: int = 1,
             mla_sparse_fp8: bool = False, impl: Optional[str] = None) -> Explanation:
     """The derivation of every figure rooflab reports for `variant` on this workload, for one layer type.
 
