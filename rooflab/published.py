@@ -170,13 +170,12 @@ def _text(text: str) -> str:
 def _model(text: str) -> str:
     if text in available("models") or re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", text):
         return text
-    raise _Bad(f"must be a bundled model ({', '.join(available('models'))}) or a Hugging Face id (org/name)")
+    raise _Bad("must be a bundled model (`rooflab list models`) or a Hugging Face id (org/name)")
 
 
 def _gpu(text: str) -> str:
     if text not in available("hardware"):
-        raise _Bad(f"is not a bundled GPU; bundled: {', '.join(available('hardware'))} (add its YAML to hardware/ "
-                   "first)")
+        raise _Bad("is not a bundled GPU (`rooflab list gpus`; add its YAML to hardware/ first)")
     return text
 
 
@@ -342,7 +341,7 @@ COLUMNS: dict[type, dict[str, tuple[Callable, object]]] = {
         "num_kv_heads": (_HEADS, REQUIRED), "seq_len_q": (_TOKENS, REQUIRED), "seq_len_kv": (_TOKENS, REQUIRED),
         "head_dim": (_DIM, REQUIRED), "head_dim_v": (_DIM, 0), "causal": (_bool, REQUIRED),
         "window": (_TOKENS, 0), "page_size": (_whole(1, MAX_PAGE_SIZE), 0),
-        "metric": (_one_of(KernelMetric), REQUIRED), "value": (_positive_number(MAX_SECONDS), REQUIRED),
+        "metric": (_one_of(KernelMetric), REQUIRED), "value": (_positive_number(1e12), REQUIRED),
         "note": (_text, ""),
     },
     StepRow: {**_ENGINE_RUN, "metric": (_one_of(StepMetric), REQUIRED),
@@ -547,14 +546,15 @@ def load_published(root: Path | None = None) -> Published:
     return Published(sources, found["kernels"], found["steps"], found["serving"])
 
 
-def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource = CeilingSource.datasheet) -> float:
+def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource | None = None) -> float:
     """rooflab's physical floor for the row's shape on `gpu`, in seconds: the roofline of the cost rooflab
     prices the shape with (roofline.predict), as `rooflab report` floors a layer.
 
     A prefill of T_q = T_kv is a FlashAttention forward (cost/flash.py flash_prefill, a window as a Visibility);
     a decode, or a prefill of fewer queries than keys (an append), is a paged decode of T_q new tokens a sequence
     over T_kv keys (cost/paged.py paged_decode, one page a token where the row is not paged, no KV split).
-    No parallelism model: a floor assumes every SM busy.
+    No parallelism model: a floor assumes every SM busy. `ceilings` None: the roofs Ceilings.of takes by default
+    (the GPU's floor roofs).
     """
     visibility = Visibility(row.window or None)
     if row.phase is Phase.prefill and row.seq_len_q == row.seq_len_kv:
@@ -563,7 +563,8 @@ def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource = Ceili
     else:
         cost = paged_decode_uniform(row.heads, row.seq_len_kv, row.batch, row.page_size or 1, row.dtype,
                                     q_len=row.seq_len_q, visibility=visibility)
-    return float(predict(cost, Ceilings.of(gpu, row.dtype, ceilings)).t_floor_s)
+    roofs = Ceilings.of(gpu, row.dtype) if ceilings is None else Ceilings.of(gpu, row.dtype, ceilings)
+    return float(predict(cost, roofs).t_floor_s)
 
 
 __all__ = ["Convention", "DEFECT_PREFIX", "Implementation", "KernelMetric", "KernelRow", "Published", "ServingMetric",
