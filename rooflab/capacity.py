@@ -23,7 +23,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from .cost.common import real_number, whole_number
+from .cost.common import check_flag, real_number, whole_number
+from .deployment import Deployment
 from .cost.naive import naive_max_seq_len
 from .errors import InputError, shown
 from .kvcache import KvLayout, kv_layout, longest_context
@@ -82,6 +83,9 @@ class CapacityPlan:
     window_allocation: str = "hybrid"
     kv_bytes_per_sequence: int = 0
     layers: tuple[LayerCapacity, ...] = ()
+    decode_context_parallel: int = 1      # DCP: each sequence's KV split by position inside the TP group
+    kv_parallel: int = 1                  # KVP (Helix): the same split over extra groups of TP GPUs
+    num_gpus: int = 1                     # GPUs the plan spans: TP x KVP (DCP reuses the TP group's)
 
     @property
     def paging_gain(self) -> float:
@@ -121,7 +125,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                   max_model_len: int | None = None, tensor_parallel: int = 1, shared_prefix_len: int = 0,
                   expert_parallel: int = 1, dp_attention: bool = False,
                   window_allocation: WindowAllocation = WindowAllocation.hybrid,
-                  mla_sparse_fp8: bool = False) -> CapacityPlan:
+                  mla_sparse_fp8: bool = False, deployment: Deployment | None = None) -> CapacityPlan:
     """How many sequences of `context_len` tokens fit on `gpu` serving `model`.
 
     With `tensor_parallel` > 1 the model is split by head over that many GPUs of the same
@@ -133,7 +137,49 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     `shared_prefix_len` is a prefix (a system prompt) every request starts with, shared by the layers
     that keep every token. A workload that does not fit is an answer (0 sequences and the reason);
     inputs out of range and weights that do not fit at all are errors.
+
+    `deployment` (rooflab.Deployment) gives the parallelism, formats, page size, utilisation and window
+    allocation in one value and replaces those keyword arguments (which build one when it is None). Its
+    decode context parallelism (inside TP) or KV parallelism (extra GPUs) splits each sequence's KV by
+    position (context_parallel.dcp_capacity); `num_gpus` in the plan counts the GPUs as the engines do.
     """
+    if deployment is None:
+        if kv_dtype is not None:
+            kv_dtype = DType.of(kv_dtype, "kv_dtype")
+        deployment = Deployment(tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
+                                attention_data_parallel=tensor_parallel if check_flag(dp_attention, "dp_attention")
+                                else 1, page_size=page_size, kv_cache_dtype=kv_dtype, weight_format=weight_dtype,
+                                gpu_memory_utilization=gpu_memory_utilization, window_allocation=window_allocation)
+    elif not isinstance(deployment, Deployment):
+        raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+    deployment.check_model(model)
+    if deployment.pipeline_parallel > 1 or deployment.prefill_context_parallel > 1 or deployment.data_parallel > 1:
+        raise InputError(f"capacity with pipeline, prefill-context or data parallelism is not modelled yet "
+                         f"({deployment.describe()}): plan one replica's TP group (data-parallel attention with "
+                         f"expert parallelism: --dp-attention)")
+    if deployment.attention_data_parallel not in (1, deployment.tensor_parallel):
+        raise InputError(f"capacity models data-parallel attention over the whole TP group (--dp "
+                         f"{deployment.tensor_parallel}); --dp {deployment.attention_data_parallel} is not modelled")
+    plan = _plan(model, gpu, context_len, deployment.weight_format, deployment.kv_cache_dtype,
+                 deployment.gpu_memory_utilization, activation_reserve_bytes, deployment.page_size, max_model_len,
+                 deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel, deployment.dp_attention,
+                 deployment.window_allocation, mla_sparse_fp8)
+    plan = dataclasses.replace(plan, num_gpus=deployment.num_gpus,
+                               decode_context_parallel=deployment.decode_context_parallel,
+                               kv_parallel=deployment.kv_parallel)
+    if deployment.position_split > 1:
+        from .context_parallel import dcp_capacity
+
+        plan = dcp_capacity(plan, model, context_len, deployment.position_split, deployment.page_size,
+                            DType(plan.kv_dtype), deployment.tensor_parallel)
+    return plan
+
+
+def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType | WeightFormat | None,
+          kv_dtype: DType | None, gpu_memory_utilization: float, activation_reserve_bytes: int, page_size: int,
+          max_model_len: int | None, tensor_parallel: int, shared_prefix_len: int, expert_parallel: int,
+          dp_attention: bool, window_allocation: WindowAllocation, mla_sparse_fp8: bool) -> CapacityPlan:
+    """plan_capacity for one TP group without a position split: the arguments as a Deployment gives them."""
     if isinstance(weight_dtype, str) and weight_dtype in DType._value2member_map_:
         weight_dtype = DType(weight_dtype)
     elif weight_dtype is not None and not isinstance(weight_dtype, DType):

@@ -162,7 +162,8 @@ def capacity_frame(plan: "CapacityPlan") -> Frame:
         ("KV per token", f"{fmt_bytes(plan.kv_bytes_per_token)} ({plan.kv_dtype})"),
         ("blocks", f"{plan.num_blocks:,} of {plan.page_size} tokens ({fmt_bytes(plan.block_bytes)} each)"),
         ("sequences, paged", f"{plan.max_sequences_paged:,} ({plan.blocks_per_sequence:,} blocks each)"),
-        ("sequences, contiguous", f"{plan.max_sequences_contiguous:,} (reserving {plan.max_model_len:,} tokens each)"),
+        ("sequences, contiguous", f"{plan.max_sequences_contiguous:,} (reserving "
+                                  f"{max(plan.max_model_len, plan.context_len):,} tokens each)"),
         ("longest single context", f"{plan.max_context_len:,} tokens"),
         ("naive prefill ceiling", f"{plan.naive_prefill_max_seq_len:,} tokens (S and P of one layer beside the weights)"),
     ]
@@ -172,20 +173,32 @@ def capacity_frame(plan: "CapacityPlan") -> Frame:
     if len(plan.layers) > 1 or any(k.kind != "full" for k in plan.layers):
         at = next(i for i, (k, _) in enumerate(lines) if k == "blocks")
         per_type = [(f"  {k.layer_type} x {k.num_layers}", _layer_line(k, plan.page_size)) for k in plan.layers]
-        lines[at:at + 2] = [("KV per sequence", f"{fmt_bytes(plan.kv_bytes_per_sequence)} "
-                                                f"({plan.window_allocation} allocation of windowed layers)"),
+        windowed = any(k.kind in ("sliding", "chunked") for k in plan.layers)
+        how = f" ({plan.window_allocation} allocation of windowed layers)" if windowed else ""
+        lines[at:at + 2] = [("KV per sequence", f"{fmt_bytes(plan.kv_bytes_per_sequence)}{how}"),
                             *per_type,
                             ("sequences, paged", f"{plan.max_sequences_paged:,} "
                                                  f"({fmt_bytes(plan.kv_bytes_per_sequence)} each)")]
-    if plan.expert_parallel > 1 or plan.dp_attention:
-        lines.insert(0, ("parallelism", f"experts split {plan.expert_parallel} ways"
-                                        + ("; data-parallel attention: each GPU holds whole sequences, all heads"
-                                           if plan.dp_attention else "")))
+    split = [f"experts split {plan.expert_parallel} ways"] if plan.expert_parallel > 1 else []
+    if plan.dp_attention:
+        split.append("data-parallel attention: each GPU holds whole sequences, all heads")
+    if plan.decode_context_parallel > 1:
+        split.append(f"decode context parallel {plan.decode_context_parallel}: each sequence's KV split by position "
+                     f"over {plan.decode_context_parallel} GPUs of the TP group")
+    if plan.kv_parallel > 1:
+        split.append(f"KV parallel {plan.kv_parallel}: each sequence's KV split by position over {plan.kv_parallel} "
+                     f"groups of {plan.tensor_parallel} GPU(s), weights on every one")
+    if split:
+        lines.insert(0, ("parallelism", "; ".join(split)))
     where = plan.gpu
+    if plan.num_gpus > 1 or plan.tensor_parallel > 1:
+        where = f"{max(plan.num_gpus, plan.tensor_parallel)} x {plan.gpu}"
     if plan.tensor_parallel > 1:
-        where = f"{plan.tensor_parallel} x {plan.gpu}"
         lines.insert(0, ("tensor parallel", f"{plan.tensor_parallel} GPUs, {plan.kv_heads_per_gpu} KV head(s) each; "
                                             "memory figures are per GPU"))
+    if plan.num_gpus > plan.tensor_parallel:
+        lines.insert(0, ("GPUs", f"{plan.num_gpus} in all; sequences are those the group serves, memory figures "
+                                 "per GPU"))
     title = f"{plan.model} on {where}: sequences of {plan.context_len:,} tokens, page size {plan.page_size}"
     record = plan.to_dict()
     columns = tuple(Column(label, label, lambda _, text=text: text) for label, text in lines)

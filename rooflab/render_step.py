@@ -13,7 +13,8 @@ def _t(x) -> str:
 
 def step_frame(r: StepReport) -> Frame:
     """Rows per component for the whole step on one GPU; title with the deployment, notes with the totals."""
-    split = f", DCP {r.dcp}" if r.dcp > 1 else (f", CP {r.cp} (ring)" if r.cp > 1 else "")
+    split = "".join(text for n, text in ((r.decode_context_parallel, f", DCP {r.decode_context_parallel} (inside TP)"),
+                                         (r.dcp, f", KVP {r.dcp}"), (r.cp, f", PCP {r.cp} (ring)")) if n > 1)
     what = (f"decode step (time per output token), batch {r.batch:,} x context {r.context_len:,}" if r.step == "decode"
             else f"prefill (time to first token), batch {r.batch:,} x prompt {r.context_len:,}")
     title = (f"{r.model_display_name or r.model} on {r.gpus} x {r.gpu_display_name or r.gpu} (TP {r.tp}{split}): "
@@ -22,7 +23,8 @@ def step_frame(r: StepReport) -> Frame:
     for row in r.rows:
         rec = row.to_dict()
         rec.update(model=r.model, gpu=r.gpu, step=r.step, batch=r.batch, context_len=r.context_len, tp=r.tp, dcp=r.dcp,
-                   cp=r.cp)
+                   cp=r.cp, decode_context_parallel=r.decode_context_parallel, kv_parallel=r.dcp,
+                   prefill_context_parallel=r.cp)
         records.append(rec)
     columns = (
         Column("label", "component"),

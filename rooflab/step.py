@@ -15,9 +15,13 @@ One GPU of the deployment does, per step, for a batch of B sequences of context 
                             DCP: the all-gather of B h (d_v + 1) fp32 values a layer; ring: the KV passes
     logits                  the lm_head GEMM for each sequence's last token
 
-Deployment: `tp` GPUs split the heads (KV heads replicated past h_kv; MLA's latent on every rank) and the
-weights; `dcp` (decode) or `cp` (prefill) GPUs split each sequence by position, each holding its own copy
-of the tp-shard of the weights: tp x dcp (or tp x cp) GPUs in all.
+Deployment (rooflab.Deployment, the engines' words): TP GPUs split the heads (KV heads replicated past h_kv;
+MLA's latent on every rank) and the weights. Decode context parallelism (DCP, inside the TP group, as vLLM
+and SGLang mean it) splits each sequence's KV by position over DCP ranks of the group: each computes the
+query heads of DCP ranks (gathered) over 1/DCP of the tokens, and the states are merged; no extra GPUs. KV
+parallelism (KVP, Helix; rooflab 0.1's `dcp`) does the same over KVP extra groups of TP GPUs, each with its own
+copy of the TP shard of the weights. Prefill context parallelism (PCP, widening the world) splits a prompt
+by position: ring attention over PCP GPUs. GPUs in all: TP x KVP x PCP.
 
 Floors are physical: each row's launches at the datasheet roofs, communication at the link's datasheet
 bandwidth; the step's t_floor_s is the largest of its summed compute, memory and communication times
@@ -39,6 +43,7 @@ from .comm import collective_time, interconnect_of
 from .context_parallel import ring_time
 from .cost.batch import DecodeBatch
 from .cost.common import KernelCost, real_number, whole_number
+from .deployment import Deployment
 from .cost.paged import check_page_size
 from .cost.dcp import check_dcp, dcp_decode, merge_pieces, shard_tokens
 from .cost.gemm import GemmCost, gemm
@@ -114,8 +119,8 @@ class StepReport:
     context_len: int
     dtype: str
     tp: int
-    dcp: int
-    cp: int
+    dcp: int                                     # KV parallelism (extra GPUs): rooflab 0.1's `dcp`, kept
+    cp: int                                      # prefill context parallelism (ring)
     rows: tuple[StepRow, ...]
     weight_bytes_per_gpu: float
     kv_bytes_per_gpu: float
@@ -124,9 +129,11 @@ class StepReport:
     model_display_name: str = ""
     gpu_display_name: str = ""
     page_size: int = 16
+    decode_context_parallel: int = 1             # DCP inside the TP group (vLLM / SGLang)
 
     @property
     def gpus(self) -> int:
+        """GPUs of the deployment: TP x KVP x PCP (DCP reuses the TP group's)."""
         return self.tp * self.dcp * self.cp
 
     @property
@@ -150,6 +157,7 @@ class StepReport:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("rows", "notes")}
+        out.update(kv_parallel=self.dcp, prefill_context_parallel=self.cp)   # the old keys dcp, cp kept one release
         out.update(phase="step", gpus=self.gpus, t_floor_s=self.t_floor_s, t_floor_serial_s=self.t_floor_serial_s,
                    t_predicted_s=self.t_predicted_s, notes=list(self.notes), rows=[r.to_dict() for r in self.rows])
         return out
@@ -264,7 +272,7 @@ def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, d
 def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
                 tp: int = 1, dcp: int = 1, cp: int = 1, dtype: DType | None = None, page_size: int = 16,
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
-                gemm_dtype: DType | None = None) -> StepReport:
+                gemm_dtype: DType | None = None, deployment: Deployment | None = None) -> StepReport:
     """One decode step (B sequences at `context_len`) or one prefill (B prompts of `context_len`) of the whole
     model on one GPU of a tp x dcp (decode) or tp x cp (prefill) deployment (the module docstring).
 
@@ -273,8 +281,33 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     `dtype` is the activations', attention's and KV cache's type (default: the checkpoint's, else bf16); the
     weights are read in the formats the checkpoint ships (ModelSpec.weight_format) unless `gemm_dtype` is given:
     then the projection and MLP GEMMs run in it and their weights are stored in it (fp8_e4m3: row-wise fp8).
+
+    `deployment` (rooflab.Deployment) replaces tp, dcp, cp, page_size, dtype, gemm_dtype and the utilisation:
+    its tensor_parallel, kv_parallel (the old `dcp`: extra GPUs), prefill_context_parallel (the old `cp`) and
+    decode_context_parallel (inside TP: the engines' DCP). Without it the keyword arguments build one.
     """
-    batch, context_len, tp, dcp, cp, page_size = _check(model, step, batch, context_len, tp, dcp, cp, page_size)
+    if deployment is None:
+        deployment = Deployment(tensor_parallel=tp, kv_parallel=dcp, prefill_context_parallel=cp, page_size=page_size,
+                                dtype=dtype, gemm_dtype=gemm_dtype, gpu_memory_utilization=gpu_memory_utilization)
+    elif not isinstance(deployment, Deployment):
+        raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+    if not isinstance(model, ModelSpec):
+        raise InputError(f"model must be a ModelSpec (rooflab.load_model), got {shown(model)}")
+    deployment.check_model(model)
+    unmodelled = [what for what, n in (("pipeline", deployment.pipeline_parallel), ("data", deployment.data_parallel),
+                                       ("data-parallel attention", deployment.attention_data_parallel),
+                                       ("expert", deployment.expert_parallel)) if n > 1]
+    if unmodelled:
+        raise InputError(f"the step does not price {', '.join(unmodelled)} parallelism yet ({deployment.describe()})")
+    tp, dcp, cp = deployment.tensor_parallel, deployment.kv_parallel, deployment.prefill_context_parallel
+    inner = deployment.decode_context_parallel
+    page_size, dtype, gemm_dtype = deployment.page_size, deployment.dtype, deployment.gemm_dtype
+    gpu_memory_utilization = deployment.gpu_memory_utilization
+    if step == "prefill" and inner > 1:
+        raise InputError(f"--dcp {inner} splits a decode step's KV; a prefill is split by --pcp (ring attention)")
+    batch, context_len, tp, dcp, cp, page_size = _check(model, step, batch, context_len, tp, dcp * inner, cp,
+                                                        page_size)
+    dcp //= inner
     if not isinstance(gpu, GpuSpec):
         raise InputError(f"gpu must be a GpuSpec (rooflab.load_gpu), got {shown(gpu)}")
     dtype = DType.of(dtype) if dtype is not None else (model.weight_dtype or DType.bf16)
@@ -287,19 +320,19 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     decode = step == "decode"
     tokens = batch if decode else math.ceil(batch * context_len / cp)
     rows = _projections(model, gemms, tokens, tp)
-    rows += _attention(model, pricer, batch, context_len, decode, tp, dcp, cp, page_size)
+    rows += _attention(model, pricer, batch, context_len, decode, tp, dcp * inner, cp, page_size, inner)
     rows += _mlp(model, gemms, tokens, tp)
     rows.append(_small_ops(model, pricer, tokens, tp))
-    rows += _communication(model, gpu, batch, tokens, decode, tp, dcp, pricer.missing)
+    rows += _communication(model, gpu, batch, tokens, decode, tp, dcp * inner, pricer.missing, inner)
     rows.append(_logits(model, gemms, batch, tp))
     weights = model.weight_bytes(weights_as, tp)
-    kv = _kv_bytes(model, batch, context_len, dtype, page_size, tp, dcp if decode else cp)
+    kv = _kv_bytes(model, batch, context_len, dtype, page_size, tp, dcp * inner if decode else cp)
     usable = gpu_memory_utilization * (gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes)
     where = f"{tp * dcp * cp} x {gpu.name}" if tp * dcp * cp > 1 else gpu.name
     if check_memory and weights + kv > usable:
         raise InputError(f"does not fit: {model.name} on {where} needs {fmt_bytes(weights)} of weights and "
                          f"{fmt_bytes(kv)} of KV cache per GPU ({batch} x {context_len:,} tokens), "
-                         f"{fmt_bytes(weights + kv)} > {fmt_bytes(usable)} usable; add GPUs (--tp, --dcp) or shorten "
+                         f"{fmt_bytes(weights + kv)} > {fmt_bytes(usable)} usable; add GPUs (--tp, --kv-parallel) or shorten "
                          f"the batch or context")
     notes = []
     if pricer.missing:
@@ -309,7 +342,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     notes.append("small kernels priced at the launch times measured on an H200 (rooflab.step.SMALL_OPS)")
     return StepReport(model.name, gpu.name, step, batch, context_len, dtype.value, tp, dcp, cp, tuple(rows),
                       float(weights), float(kv), float(usable), tuple(notes), model.display_name, gpu.display_name,
-                      page_size)
+                      page_size, inner)
 
 
 def _kv_bytes(model: ModelSpec, batch: int, context_len: int, dtype: DType, page_size: int, tp: int,
@@ -354,7 +387,8 @@ def _projections(model: ModelSpec, pricer: _Pricer, tokens: int, tp: int) -> lis
 
 
 def _attention(model: ModelSpec, pricer: _Pricer, batch: int, context_len: int, decode: bool, tp: int, dcp: int,
-               cp: int, page_size: int) -> list[StepRow]:
+               cp: int, page_size: int, inner: int = 1) -> list[StepRow]:
+    """Attention rows, one a layer type; `dcp` ways of position split of which `inner` inside the TP group."""
     rows = []
     gpu, dtype = pricer.gpu, pricer.dtype
     for name, count in model.layer_counts.items():
@@ -363,7 +397,7 @@ def _attention(model: ModelSpec, pricer: _Pricer, batch: int, context_len: int, 
         where = dict(layer_type=name, num_layers=count)
         if decode:
             rows.append(_decode_attention(model, pricer, name, layer, batch, context_len, tp, dcp, page_size,
-                                          label, count))
+                                          label, count, inner))
         elif cp > 1 and layer.kind is not LayerKind.linear:
             ring = ring_prefill(layer_heads(model, layer, tp), context_len, cp, batch, dtype, causal=True, gpu=gpu)
             t = ring_time(gpu, ring, dtype)
@@ -392,9 +426,12 @@ def _attention(model: ModelSpec, pricer: _Pricer, batch: int, context_len: int, 
 
 
 def _decode_attention(model, pricer: _Pricer, name: str, layer, batch: int, context_len: int, tp: int, dcp: int,
-                      page_size: int, label: str, count: int) -> StepRow:
+                      page_size: int, label: str, count: int, inner: int = 1) -> StepRow:
+    """One layer type's decode attention on one GPU. With DCP inside the TP group (`inner`) a GPU computes the
+    query heads of `inner` TP ranks (gathered: the heads of TP / inner ranks) over its 1 / dcp of the tokens."""
     gpu, dtype = pricer.gpu, pricer.dtype
     split = dcp > 1 and layer.kind in (LayerKind.full, LayerKind.mla)
+    tp = tp // inner if split else tp
     tokens = shard_tokens(context_len, dcp, page_size) if split else context_len
     lens = DecodeBatch.uniform(tokens, batch)
     n, u = gpu.num_sms, gpu.units_per_sm
@@ -475,7 +512,7 @@ def _small_ops(model: ModelSpec, pricer: _Pricer, tokens: int, tp: int) -> StepR
 
 
 def _communication(model: ModelSpec, gpu: GpuSpec, batch: int, tokens: int, decode: bool, tp: int, dcp: int,
-                   missing: set) -> list[StepRow]:
+                   missing: set, inner: int = 1) -> list[StepRow]:
     rows, b = [], None
     if gpu.interconnect is None:
         return rows
@@ -492,7 +529,7 @@ def _communication(model: ModelSpec, gpu: GpuSpec, batch: int, tokens: int, deco
             layer = model.layer_types[name]
             if layer.kind not in (LayerKind.full, LayerKind.mla):
                 continue
-            heads = layer_heads(model, layer, tp)
+            heads = layer_heads(model, layer, tp // inner)
             d_v = layer.kv_lora_rank if layer.kind is LayerKind.mla else heads.value_dim
             state = batch * heads.num_qo_heads * (d_v + 1) * FP32_BYTES
             rows.append(_comm_row(gpu, Kernel.all_gather, f"DCP [{name}]: all-gather of the (o, lse) states over "

@@ -238,7 +238,8 @@ def test_plan_capacity_bad_input(kwargs, needle):
 
 @pytest.mark.parametrize("kwargs, named", [
     ({"expert_parallel": 0}, "expert parallel"),             # a ZeroDivisionError from Fraction(n, 0) once
-    ({"expert_parallel": 2}, "no routed experts"),           # llama-3-8b is dense: --ep was ignored silently
+    ({"expert_parallel": 2, "tensor_parallel": 2}, "no routed experts"),   # llama-3-8b is dense: --ep was ignored
+    ({"expert_parallel": 2}, "TP x PCP x DP"),               # EP spans GPUs of the TP (x PCP x DP) group
     ({"weight_dtype": "nope"}, "weight_dtype"),              # ValueError from the enum once
     ({"kv_dtype": "nope"}, "kv_dtype"),
     ({"window_allocation": "nope"}, "window_allocation"),
@@ -264,7 +265,7 @@ def test_plan_capacity_takes_numpy_scalars_and_dtype_names():
 
 def test_expert_parallel_past_the_experts_is_refused():
     with pytest.raises(InputError, match="8 routed experts"):
-        plan_capacity(load_model("mixtral-8x7b"), load_gpu("h100-sxm"), 8192, expert_parallel=16)
+        plan_capacity(load_model("mixtral-8x7b"), load_gpu("h100-sxm"), 8192, expert_parallel=16, tensor_parallel=16)
 
 
 @pytest.mark.parametrize("limit", [0, -1, 2.5, 10**12])

@@ -27,7 +27,7 @@ def report(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
     phase: Annotated[Phase, typer.Option("--phase", help="prefill: naive vs flash; decode: paged vs split-KV; step: the "
-                                         "whole model's step on a deployment (--tp, --dcp, --cp).")] = Phase.prefill,
+                                         "whole model's step on a deployment (--tp, --dcp, --pcp).")] = Phase.prefill,
     seq_len: SeqLenOpt = 8192,
     batch: BatchOpt = 1,
     dtype: DTypeOpt = DType.fp16,
@@ -48,12 +48,20 @@ def report(
                                            "cache do not fit in the GPU's memory (default: a warning).")] = False,
     step: Annotated[StepKind, typer.Option("--step", help="Step: decode (time per output token) or prefill (time "
                                            "to first token of --batch prompts of --context-len).")] = StepKind.decode,
-    tp: Annotated[int, typer.Option("--tp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                    help="Step: tensor-parallel GPUs (heads and weights split N ways).")] = 1,
-    dcp: Annotated[int, typer.Option("--dcp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                     help="Step (decode): GPUs each sequence's KV is split over by position.")] = 1,
-    cp: Annotated[int, typer.Option("--cp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                    help="Step (prefill): GPUs a prompt is split over (ring attention).")] = 1,
+    tp: Annotated[int, typer.Option("--tp", "-tp", "--tensor-parallel-size", "--tp-size", parser=params.count(1, MAX_GPUS),
+                                    metavar="N", help="Step: tensor-parallel GPUs (heads and weights split N ways).")] = 1,
+    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
+                                     parser=params.count(1, MAX_GPUS), metavar="N",
+                                     help="Step (decode): decode context parallelism as vLLM and SGLang mean it: each "
+                                          "sequence's KV split by position over N GPUs of the TP group (N divides "
+                                          "--tp, N <= TP / KV heads). rooflab 0.1's --dcp is --kv-parallel.")] = 1,
+    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                             help="Step (decode): KV parallelism (Helix): the KV split by position "
+                                                  "over N groups of --tp GPUs, weights on every one.")] = 1,
+    cp: Annotated[int, typer.Option("--pcp", "-pcp", "--prefill-context-parallel-size", "--cp",
+                                    parser=params.count(1, MAX_GPUS), metavar="N",
+                                    help="Step (prefill): prefill context parallelism: GPUs a prompt is split over "
+                                         "(ring attention); widens the world to TP x N GPUs.")] = 1,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type;
@@ -63,7 +71,7 @@ def report(
     from ..report import decode_report, prefill_report
 
     if phase is not Phase.step:
-        only_for(ctx, "step", "step", "tp", "dcp", "cp")
+        only_for(ctx, "step", "step", "tp", "dcp", "kv_parallel", "cp")
     if phase is Phase.step:
         only_for(ctx, "prefill or decode", "seq_len", "causal", "kv_dtype", "splits", "q_len", "prefill_chunk",
                  "ceilings", "impl", "must_fit")
@@ -74,8 +82,11 @@ def report(
         if len(lens) > 1:
             fail("--phase step takes one --context-len (every sequence of the batch at that length)")
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
-        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, tp, dcp, cp,
-                        dtype if given else None, page_size)
+        from ..deployment import Deployment
+
+        deployment = Deployment(tensor_parallel=tp, decode_context_parallel=dcp, kv_parallel=kv_parallel,
+                                prefill_context_parallel=cp, page_size=page_size, dtype=dtype if given else None)
+        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment)
         typer.echo(render_step(r, fmt), nl=False)
         return
     if phase is Phase.prefill:
@@ -151,9 +162,14 @@ def capacity(
     activation_gib: Annotated[Optional[float], typer.Option("--activation-gib", parser=params.number(0, MAX_GIB),
                                                             metavar="X", help="Engine: vLLM's profiled activation "
                                                                               "peak, GiB; default: modelled.")] = None,
-    dcp: Annotated[int, typer.Option("--dcp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                     help="Decode context parallelism: each sequence's KV split by position over N "
-                                          "GPUs (weights on every one), so long contexts fit.")] = 1,
+    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
+                                     parser=params.count(1, MAX_GPUS), metavar="N",
+                                     help="Decode context parallelism as vLLM and SGLang mean it: each sequence's KV "
+                                          "split by position over N GPUs of the TP group (N divides --tp, N <= TP / "
+                                          "KV heads); no extra GPUs. rooflab 0.1's --dcp is --kv-parallel.")] = 1,
+    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                             help="KV parallelism (Helix): each sequence's KV split by position over "
+                                                  "N groups of --tp GPUs, weights on every one: N x TP GPUs.")] = 1,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type.
@@ -162,6 +178,7 @@ def capacity(
     --engine-log explains a start-up log's KV figure term by term.
     """
     from ..capacity import plan_capacity
+    from ..deployment import Deployment
     from ..engines.request import EngineOptions, bound_aliases, check_modes, engine_frame_for, wants_engine
     from ..load import load_gpu, load_model
     from ..output import render
@@ -176,36 +193,25 @@ def capacity(
         utilization if "utilization" in given else None, mem_fraction_static, max_model_len, max_num_seqs,
         max_num_batched_tokens, cuda_visible, non_torch_gib, activation_gib)
     if wants_engine(given):
-        if dcp > 1:
-            fail("--dcp applies to rooflab's own bound, not to --engine / --engine-log accounting")
+        if dcp > 1 or kv_parallel > 1:
+            fail("--dcp and --kv-parallel apply to rooflab's own bound, not to --engine / --engine-log accounting")
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     check_modes(given)
     kv, sparse_mla, page, tp = bound_aliases(options)
-    plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, weight_dtype, kv, utilization,
-                         int(reserve_gib * GiB), page or page_size, max_model_len, tp or tensor_parallel, shared_prefix,
-                         expert_parallel, dp_attention, window_allocation, mla_sparse_fp8=sparse_mla)
+    deployment = Deployment(tensor_parallel=tp or tensor_parallel, expert_parallel=expert_parallel,
+                            attention_data_parallel=(tp or tensor_parallel) if dp_attention else 1,
+                            decode_context_parallel=dcp, kv_parallel=kv_parallel, page_size=page or page_size,
+                            kv_cache_dtype=kv, weight_format=weight_dtype, gpu_memory_utilization=utilization,
+                            window_allocation=window_allocation)
+    plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, activation_reserve_bytes=int(reserve_gib * GiB),
+                         max_model_len=max_model_len, shared_prefix_len=shared_prefix, mla_sparse_fp8=sparse_mla,
+                         deployment=deployment)
     if dcp > 1:
-        typer.echo(render(_dcp_frame(plan, load_model(model), context_len, dcp, page or page_size,
-                                     tp or tensor_parallel), fmt), nl=False)
-        return
+        typer.echo(f"note: --dcp is decode context parallelism inside the TP group, as in vLLM and SGLang "
+                   f"({deployment.describe()}); rooflab 0.1's --dcp, a KV split over extra GPUs, is --kv-parallel",
+                   err=True)
     typer.echo(render_capacity(plan, fmt), nl=False)
-
-
-def _dcp_frame(plan, model, context_len: int, dcp: int, page_size: int, tp: int):
-    """The capacity plan with its KV split `dcp` ways by position (cost/dcp.dcp_capacity), said in its title."""
-    import dataclasses
-
-    from ..context_parallel import dcp_capacity
-    from ..render import capacity_frame
-
-    plan = dcp_capacity(plan, model, context_len, dcp, page_size, DType(plan.kv_dtype), tp)
-    frame = capacity_frame(plan)
-    doc = dict(frame.doc, decode_context_parallel=dcp, gpus=dcp * plan.tensor_parallel)
-    note = (f"decode context parallel: each sequence's KV split by position over {dcp} GPUs "
-            f"({dcp * plan.tensor_parallel} GPUs in all, weights on every one); sequences are those the group "
-            f"serves, memory figures per GPU")
-    return dataclasses.replace(frame, title=f"{frame.title} (DCP {dcp})", doc=doc, notes=(note, *frame.notes))
 
 
 @app.command()

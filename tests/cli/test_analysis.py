@@ -457,8 +457,11 @@ def test_report_phase_step(capsys):
     assert code == 0
     d = json.loads(out)
     assert d["tp"] == 2 and d["context_len"] == 32768 and d["t_predicted_s"] > d["t_floor_s"] > 0
-    code, out, _ = _run(["report", "--phase", "step", "-g", "h200-sxm", "--dcp", "2", "-L", "128K", "-b", "8"], capsys)
-    assert code == 0 and "DCP 2" in out and "t_predicted" in out
+    code, out, _ = _run(["report", "--phase", "step", "-g", "h200-sxm", "--kvp", "2", "-L", "128K", "-b", "8"], capsys)
+    assert code == 0 and "on 2 x" in out and "KVP 2" in out and "t_predicted" in out
+    code, out, _ = _run(["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "-tp", "8", "-dcp", "8",
+                         "-L", "32K", "-b", "8"], capsys)
+    assert code == 0 and "on 8 x" in out and "DCP 8 (inside TP)" in out
     code, out, _ = _run(["report", "--phase", "step", "-g", "h200-sxm", "--step", "prefill", "--cp", "2", "-L", "32K"],
                         capsys)
     assert code == 0 and "ring over 2 GPUs" in out
@@ -466,7 +469,9 @@ def test_report_phase_step(capsys):
 
 @pytest.mark.parametrize("args, says", [
     (["--phase", "step", "--tp", "3"], "3 does not divide the 32 query heads"),
-    (["--phase", "step", "--dcp", "9", "-L", "128"], "larger than the context in pages"),
+    (["--phase", "step", "--kvp", "9", "-L", "128"], "larger than the context in pages"),
+    (["--phase", "step", "--tp", "8", "--dcp", "3"], "--dcp 3 must divide --tp 8"),
+    (["--phase", "step", "-m", "llama-3-70b", "--tp", "8", "--dcp", "8"], "DCP <= TP / H_kv"),
     (["--phase", "step", "-L", "32K", "-b", "64", "-g", "h200-sxm"], "does not fit"),
     (["--phase", "decode", "--tp", "2"], "--tp applies to --phase step only"),
     (["--phase", "step", "--splits", "4"], "--splits applies to --phase prefill or decode only"),
@@ -480,12 +485,18 @@ def test_report_step_bad_input_exits_2(args, says, capsys):
 def test_capacity_dcp_on_the_command_line(capsys):
     with pytest.raises(SystemExit) as done:
         app(["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "-L", "1048576", "--max-model-len", "1048576",
-             "--dcp", "4"])
+             "--kvp", "4"])
     assert done.value.code in (0, None)
     out = capsys.readouterr().out
-    assert "DCP 4" in out and "decode context parallel" in out
+    assert "on 4 x" in out and "KV parallel 4" in out
     with pytest.raises(SystemExit) as done:
-        app(["capacity", "-m", "llama-3-8b", "-L", "64", "--dcp", "8"])
+        app(["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "-L", "32000", "--tp", "8", "--dcp", "8"])
+    assert done.value.code in (0, None)
+    captured = capsys.readouterr()
+    assert "deepseek-v3 on 8 x h200-sxm" in captured.out and "decode context parallel 8" in captured.out
+    assert "rooflab 0.1's --dcp" in captured.err and "is --kv-parallel" in captured.err
+    with pytest.raises(SystemExit) as done:
+        app(["capacity", "-m", "llama-3-8b", "-L", "64", "--kvp", "8"])
     assert done.value.code == 2
     assert "larger than the context in pages" in capsys.readouterr().err
 
