@@ -24,21 +24,24 @@ from typing import Callable, Optional
 
 from .cost.common import Visibility
 from .cost.flash import flash_prefill
+from .cost.mla import mla_decode
 from .cost.paged import paged_decode_uniform
 from .errors import SpecError
 from .limits import MAX_BATCH, MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .load import available, data_dir, read_text, read_yaml
 from .roofline import Ceilings, predict
-from .specs import GpuSpec
+from .specs import GpuSpec, LayerType
 from .specs.heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .units import DType
-from .vocab import CeilingSource, Phase, _Named
+from .vocab import CeilingSource, LayerKind, Phase, _Named
 
 #: A row whose note starts with this is a measurement defect (an overclocked card, a wrong FLOP count, a timing
 #: bug); the rest of the note says why. Only such a row may beat its floor.
 DEFECT_PREFIX = "defect:"
 #: A published CSV larger than this is refused (the largest bundled one is a few KiB).
 MAX_CSV_BYTES = 4 << 20
+#: MLA's per-head non-rope q.k width (DeepSeek-V3's 128): a LayerType needs it; the absorbed decode never reads it.
+_MLA_NOPE_DIM = 128
 #: No published kernel reaches 100 PFLOP/s, and none takes an hour.
 MAX_TFLOPS = 1e5
 MAX_SECONDS = 3600.0 * 24
@@ -241,6 +244,12 @@ class KernelRow:
     @property
     def heads(self) -> AttentionHeads:
         return AttentionHeads(self.num_qo_heads, self.num_kv_heads, self.head_dim, self.head_dim_v or None)
+
+    @property
+    def is_mla_latent(self) -> bool:
+        """An absorbed-MLA decode: one KV head whose d = d_c + d_R latent serves as K and its first d_v = d_c
+        columns as V (FlashMLA's d 576, d_v 512), so K and V are one tensor, read once."""
+        return (self.phase is Phase.decode and self.num_kv_heads == 1 and 0 < self.head_dim_v < self.head_dim)
 
     @property
     def defect(self) -> str | None:
@@ -550,6 +559,7 @@ def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource | None 
     """rooflab's physical floor for the row's shape on `gpu`, in seconds: the roofline of the cost rooflab
     prices the shape with (roofline.predict), as `rooflab report` floors a layer.
 
+    An absorbed-MLA decode (is_mla_latent) is cost/mla.py's mla_decode over a latent of d = d_c + d_R, read once.
     A prefill of T_q = T_kv is a FlashAttention forward (cost/flash.py flash_prefill, a window as a Visibility);
     a decode, or a prefill of fewer queries than keys (an append), is a paged decode of T_q new tokens a sequence
     over T_kv keys (cost/paged.py paged_decode, one page a token where the row is not paged, no KV split).
@@ -557,7 +567,12 @@ def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource | None 
     (the GPU's floor roofs).
     """
     visibility = Visibility(row.window or None)
-    if row.phase is Phase.prefill and row.seq_len_q == row.seq_len_kv:
+    if row.is_mla_latent:
+        layer = LayerType(kind=LayerKind.mla, kv_lora_rank=row.head_dim_v, qk_rope_head_dim=row.head_dim - row.head_dim_v,
+                          qk_nope_head_dim=_MLA_NOPE_DIM)
+        cost = mla_decode(layer, row.num_qo_heads, [row.seq_len_kv] * row.batch, row.page_size or 64, row.dtype,
+                          q_len=row.seq_len_q)
+    elif row.phase is Phase.prefill and row.seq_len_q == row.seq_len_kv:
         cost = flash_prefill(row.heads, row.seq_len_q, row.batch, row.dtype, row.causal, gpu=gpu,
                              visibility=visibility)
     else:

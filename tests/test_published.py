@@ -269,3 +269,15 @@ def test_the_floor_is_a_flash_prefill_roofline(tmp_path):
     expected = predict(flash_prefill(row.heads, 16384, 1, DType.fp16, False, gpu=gpu), Ceilings.of(gpu, DType.fp16))
     assert kernel_floor_s(row, gpu) == pytest.approx(float(expected.t_floor_s))
     assert kernel_floor_s(row, gpu) >= row.flops(Convention.fa) / Ceilings.of(gpu, DType.fp16).matmul_flop_per_s
+
+
+def test_an_absorbed_mla_decode_is_floored_as_one_latent_read_once(tmp_path):
+    """FlashMLA's shape (h_kv 1, d 576 = d_c 512 + d_R 64, d_v 512): K and V are one latent, read once, so the floor
+    is at least B s_k 576 x 2 bytes over the bandwidth and below what separate K and V (576 + 512) would take.
+    128 sequences of 4096 keys: 603,979,776 latent bytes."""
+    row = _one_row(tmp_path, "demo,h100-sxm,flashmla,decode,bf16,128,16,1,1,4096,576,512,true,,64,time_s,0.000215,")
+    gpu = load_gpu("h100-sxm")
+    latent_bytes = 128 * 4096 * 576 * 2
+    assert row.is_mla_latent and latent_bytes == 603_979_776
+    floor_s = kernel_floor_s(row, gpu)
+    assert latent_bytes / gpu.hbm_bandwidth_bytes_per_s <= floor_s < latent_bytes * 1088 / 576 / gpu.hbm_bandwidth_bytes_per_s
