@@ -171,7 +171,8 @@ def evaluate(case: Case) -> list[Row]:
     for i, log in enumerate(startups, 1):
         text, tokens = _logged(log)
         unit = "GiB" if text.endswith("GiB") else "tokens"
-        figure = (lambda c: c.kv_cache_bytes) if unit == "GiB" else (lambda c: c.kv_cache_tokens)
+        # bytes: the KV term as computed, negative where nothing is left (vLLM then refuses to start)
+        figure = (lambda c: c.term("kv_cache").bytes) if unit == "GiB" else (lambda c: c.kv_cache_tokens)
         replayed = anchored = predicted = None
         note = ""
         if case.model and case.gpu:

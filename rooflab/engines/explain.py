@@ -32,7 +32,7 @@ from .layout import BlockLayout, sglang_cell, vllm_layout
 from .logs import EngineLog
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
-from .vocab import Engine
+from .vocab import Engine, parse_kv_cache_dtype
 
 UNATTRIBUTED = ("unattributed", "what the logged KV figure implies beyond the terms above (the log does not print "
                                 "them all; the others are modelled)")
@@ -72,6 +72,7 @@ class LogExplanation:
     anchored: bool
     what_if: Optional[EngineCapacity] = None
     changes: tuple[str, ...] = ()
+    settings_taken: tuple[str, ...] = ()   # each setting, and whether the log or the options gave it
 
     def check(self, figure: str) -> Optional[Check]:
         return next((c for c in self.checks if c.figure == figure), None)
@@ -79,6 +80,7 @@ class LogExplanation:
     def to_dict(self) -> dict:
         doc = self.reproduced.to_dict()
         doc.update(log=self.log, formats=list(self.formats), anchored=self.anchored,
+                   settings_taken=list(self.settings_taken),
                    checks=[c.to_dict() for c in self.checks], logged={c.figure: c.logged for c in self.checks},
                    modelled={k: getattr(self.modelled, k) for k in ("kv_cache_bytes", "num_blocks", "kv_cache_tokens",
                                                                      "max_concurrency")},
@@ -95,6 +97,7 @@ def explain_log(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: Engine
     what the user did not give (`given`: the EngineSettings fields set explicitly) and contradicts what they did.
     """
     settings = _with_log(log, settings, given)
+    taken = settings_taken(log, settings)
     build = _vllm if log.engine is Engine.vllm else _sglang
     reproduced, terms, anchored = build(log, model, gpu, settings)
     modelled = _modelled(model, gpu, settings)
@@ -104,7 +107,29 @@ def explain_log(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: Engine
         new = dataclasses.replace(settings, **changes)
         what_if = _scaled(model, gpu, settings, new, terms, modelled)
         described = tuple(f"{k.replace('_', '-')}={getattr(v, 'name', v)}" for k, v in changes.items())
-    return LogExplanation(log.name, log.formats, reproduced, checks, modelled, anchored, what_if, described)
+    return LogExplanation(log.name, log.formats, reproduced, checks, modelled, anchored, what_if, described, taken)
+
+
+_SETTING_NAMES = (("tensor_parallel", "TP size"), ("kv_cache_dtype", "KV-cache dtype"), ("block_size", "block size"),
+                  ("max_model_len", "max model len"), ("utilization", "memory utilisation"), ("dtype", "dtype"))
+
+
+def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
+    """One line per setting: its value and whether it came from the log (with the line) or from the options or
+    the engine's default. dtype is reported only (the model spec's dtype is planned; a log that states another
+    says so here)."""
+    lines = []
+    for key, label in _SETTING_NAMES:
+        logged = log.setting(key) if key in ("kv_cache_dtype", "dtype") else log.get(key)
+        value = getattr(settings, key, None)
+        shown = getattr(value, "name", value)
+        if logged is not None:
+            lines.append(f"{label} {logged.value if key in ('kv_cache_dtype', 'dtype') else shown}: from the log "
+                         f"({logged.source})")
+        elif key != "dtype":
+            lines.append(f"{label} {shown if shown is not None else 'default'}: from the options or the "
+                         "engine's default")
+    return tuple(lines)
 
 
 def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> EngineSettings:
@@ -112,9 +137,17 @@ def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -
     if settings.engine is not log.engine:
         raise InputError(f"--engine-log {log.name} is a {log.engine.title} log, but --engine is {settings.engine}")
     updates = {} if "accounting" in given else {"accounting": log.accounting}
+    kv = log.setting("kv_cache_dtype")
+    if kv is not None and kv.value != "auto":
+        logged_kv = parse_kv_cache_dtype(kv.value)
+        if "kv_cache_dtype" in given and settings.kv_cache_dtype.dtype != logged_kv.dtype:
+            raise InputError(f"--kv-cache-dtype {settings.kv_cache_dtype.name} contradicts the log's {kv.value} "
+                             f"({kv.source}); drop the option or use --what-if kv-cache-dtype=...")
+        updates["kv_cache_dtype"] = logged_kv
     for field, key, option in (("tensor_parallel", "tensor_parallel", "--tp"),
                                ("max_model_len", "max_model_len", "--max-model-len"),
-                               ("utilization", "utilization", "--gpu-memory-utilization")):
+                               ("utilization", "utilization", "--gpu-memory-utilization"),
+                               ("block_size", "block_size", "--block-size")):
         logged = log.get(key)
         if logged is None:
             continue

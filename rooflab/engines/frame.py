@@ -52,7 +52,8 @@ def engine_frame(c: EngineCapacity) -> Frame:
 def explanation_frame(x: LogExplanation) -> Frame:
     """A log explained: the terms with the lines they come from, the checks, rooflab's own estimate, a what-if."""
     r = x.reproduced
-    lines = _term_lines(r) + [("rebuilt, as printed", line) for line in r.lines]
+    lines = [("setting", line) for line in x.settings_taken] + _term_lines(r) + \
+        [("rebuilt, as printed", line) for line in r.lines]
     for check in x.checks:
         lines.append((f"check {check.figure}", f"logged {_figure(check.figure, check.logged)}, rebuilt "
                                                f"{_figure(check.figure, check.reproduced)} ({check.rel_error:+.2%})"))

@@ -25,6 +25,20 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
                             GB]", "KV Cache is allocated. [#tokens: N, ]K size: X GB, V size: X GB" (MLA: "KV size:
                             X GB"), "max_total_num_tokens=N" (sglang v0.4.6 model_runner.py, mem_cache/memory_pool.py,
                             managers/scheduler.py)
+    vLLM V1 start-up error  "... (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB).
+                            Based on the available memory, the estimated maximum model length is N." (v0.9 on,
+                            vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
+
+Settings a configuration line states (vLLM "with config:" / "non-default args:", SGLang "server_args=") are read
+too: TP size, dtype, KV-cache dtype, block size, max model len, utilisation (logrules.settings_of).
+
+A log may hold several start-ups (a post pasting two runs): each is an EngineLog of its own, never mixed. A new
+start-up begins where a configuration line follows KV figures, where a figure repeats with another value from the
+same process, or where a figure of an earlier stage follows a later one. The same figure from several ranks
+('TP0', 'TP1', worker pids) is one start-up: the smallest is kept, as the engine sizes by it. A line a terminal
+wrapped (a rule's phrase without its fields) is joined with up to two following lines. A negative
+'Available KV cache memory' (vLLM V1 when nothing is left) is read as printed. Reading is linear in the log's
+size (logrules.py).
 """
 
 from __future__ import annotations
@@ -38,6 +52,7 @@ from typing import Callable, Optional
 from ..errors import InputError
 from ..load import read_bounded
 from ..units import GiB
+from .logrules import ANCHORS, Hit, incomplete, rank_of, read_line, settings_of
 from .vocab import Accounting, Engine
 
 #: A start-up log larger than this is refused (the lines that matter are a few hundred bytes).
@@ -49,7 +64,7 @@ PROVENANCE = "# source:"
 #: What a reader looks for, as named in the error for a log with none of it.
 LOOKED_FOR = ("'# GPU blocks: N'", "'Memory profiling results'", "'the rest of the memory reserved for KV Cache is'",
               "'Available KV cache memory'", "'GPU KV cache size: N tokens'", "'KV Cache is allocated'",
-              "'max_total_num_tokens='")
+              "'max_total_num_tokens='", "'the estimated maximum model length is'")
 
 
 @dataclass(frozen=True)
@@ -68,13 +83,18 @@ class Logged:
 
 @dataclass(frozen=True)
 class EngineLog:
-    """The figures a start-up log prints, each with its line; `formats` names the formats recognised."""
+    """One start-up's figures, each with its line; `formats` names the formats recognised, `settings` the engine
+    settings a configuration line states (as text: 'fp8_e5m2', 'float16', '2'), `startup` which start-up of the
+    file this is (1 for the first) and `ranks` how many ranks printed its KV figure."""
 
     name: str
     engine: Engine
     accounting: Accounting
     formats: tuple[str, ...]
     figures: dict[str, Logged] = field(default_factory=dict)
+    settings: dict[str, Logged] = field(default_factory=dict)
+    startup: int = 1
+    ranks: int = 1
 
     def get(self, key: str) -> Optional[Logged]:
         return self.figures.get(key)
@@ -82,6 +102,9 @@ class EngineLog:
     def value(self, key: str) -> Optional[float]:
         figure = self.figures.get(key)
         return None if figure is None else figure.value
+
+    def setting(self, key: str) -> Optional[Logged]:
+        return self.settings.get(key)
 
 
 def _gib(text: str) -> int:
@@ -92,80 +115,28 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-# (format name, engine, pattern, {figure: (group, converter)})
-_Rule = tuple[str, Engine, "re.Pattern[str]", dict[str, tuple[int, Callable[[str], float]]]]
-_F = r"([0-9][0-9.]*)"
-_RULES: list[_Rule] = [
-    ("vLLM V0 v0.6.5+ budget line", Engine.vllm,
-     re.compile(rf"total_gpu_memory \({_F}\s*GiB\) x gpu_memory_utilization \({_F}\) = {_F}\s*GiB"),
-     {"total": (1, _gib), "utilization": (2, float), "budget": (3, _gib)}),
-    ("vLLM V0 v0.6.5+ terms line", Engine.vllm,
-     re.compile(rf"the rest of the memory reserved for KV Cache is {_F}\s*GiB"), {"kv_bytes": (1, _gib)}),
-    ("vLLM PR #10511 table", Engine.vllm, re.compile(rf"total_gpu_memory\s+{_F}\s*GiB"), {"total": (1, _gib)}),
-    ("vLLM PR #10511 table", Engine.vllm, re.compile(rf"gpu_memory_utilization\s+{_F}\s*$"),
-     {"utilization": (1, float)}),
-    ("vLLM PR #10511 table", Engine.vllm, re.compile(rf"the current vLLM instance can use\s+{_F}\s*GiB"),
-     {"budget": (1, _gib)}),
-    ("vLLM PR #10511 table", Engine.vllm, re.compile(rf"available_kv_cache_memory\s+{_F}\s*GiB"),
-     {"kv_bytes": (1, _gib)}),
-    ("vLLM V0 memory terms", Engine.vllm, re.compile(rf"model weights take\s+{_F}\s*GiB"), {"weights": (1, _gib)}),
-    ("vLLM V0 memory terms", Engine.vllm, re.compile(rf"non_torch_memory(?:\s+takes)?\s+{_F}\s*GiB"),
-     {"non_torch": (1, _gib)}),
-    ("vLLM V0 memory terms", Engine.vllm, re.compile(rf"PyTorch activation peak memory(?:\s+takes)?\s+{_F}\s*GiB"),
-     {"activation": (1, _gib)}),
-    ("vLLM V0 v0.6.4 results line", Engine.vllm, re.compile(
-        rf"Memory profiling results: total_gpu_memory={_F}GiB.*?peak_torch_memory={_F}GiB.*?"
-        rf"non_torch_memory={_F}GiB kv_cache_size={_F}GiB gpu_memory_utilization={_F}", re.I),
-     {"total": (1, _gib), "peak_torch": (2, _gib), "non_torch": (3, _gib), "kv_bytes": (4, _gib),
-      "utilization": (5, float)}),
-    ("vLLM V0 block counts", Engine.vllm, re.compile(r"(?:^|[\s#\]])(?!CPU\b)([A-Za-z]+) blocks: (\d+)", re.I),
-     {"gpu_blocks": (2, _int)}),
-    ("vLLM V0 block counts", Engine.vllm, re.compile(r"CPU blocks: (\d+)"), {"cpu_blocks": (1, _int)}),
-    ("vLLM weights line", Engine.vllm, re.compile(rf"(?:Loading model weights|Model loading) took {_F}\s*Gi?B"),
-     {"weights": (1, _gib)}),
-    ("vLLM concurrency line", Engine.vllm,
-     re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([0-9.]+)x"),
-     {"max_model_len": (1, _int), "concurrency": (2, float)}),
-    ("vLLM start-up error", Engine.vllm,
-     re.compile(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV "
-                r"cache \((\d+)\)"), {"max_model_len": (1, _int), "kv_tokens": (2, _int)}),
-    ("vLLM V1 tokens line", Engine.vllm, re.compile(r"GPU KV cache size: ([\d,]+) tokens"), {"kv_tokens": (1, _int)}),
-    ("vLLM V1 available line", Engine.vllm, re.compile(rf"Available KV cache memory: {_F}\s*GiB"),
-     {"kv_bytes": (1, _gib)}),
-    ("vLLM V1 DEBUG lines", Engine.vllm, re.compile(rf"Requested memory: {_F} \(util\), {_F}\s*GiB"),
-     {"utilization": (1, float), "budget": (2, _gib)}),
-    ("vLLM V1 DEBUG lines", Engine.vllm, re.compile(rf"memory snapshot:.*total_memory={_F}GiB"), {"total": (1, _gib)}),
-    ("vLLM V1 DEBUG lines", Engine.vllm, re.compile(
-        rf"torch peak memory increase: {_F}\s*GiB; non-torch forward increase memory: {_F}\s*GiB; "
-        rf"weights memory: {_F}\s*GiB"), {"activation": (1, _gib), "non_torch": (2, _gib), "weights": (3, _gib)}),
-    ("vLLM V1 start-up check", Engine.vllm, re.compile(rf"Free memory on device \({_F}/{_F} GiB\)"),
-     {"total": (2, _gib)}),
-    ("vLLM config line", Engine.vllm, re.compile(r"LLM engine \(v[^)]*\) with config:.*?tensor_parallel_size=(\d+)"),
-     {"tensor_parallel": (1, _int)}),
-    ("SGLang weights lines", Engine.sglang, re.compile(rf"Load weight begin\. avail mem={_F} GB"),
-     {"free_before_load": (1, _gib)}),
-    ("SGLang weights lines", Engine.sglang, re.compile(rf"Load weight end\..*avail mem={_F} GB"),
-     {"free_after_load": (1, _gib)}),
-    ("SGLang weights lines", Engine.sglang, re.compile(rf"Load weight end\..*mem usage={_F} GB"),
-     {"weights": (1, _gib)}),
-    ("SGLang pool line", Engine.sglang, re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)"),
-     {"kv_tokens": (1, _int)}),
-    ("SGLang pool line", Engine.sglang, re.compile(rf"KV Cache is allocated\..*?K size: {_F} GB, V size: {_F} GB"),
-     {"k_size": (1, _gib), "v_size": (2, _gib)}),
-    ("SGLang pool line", Engine.sglang, re.compile(rf"KV Cache is allocated\..*?\bKV size: {_F} GB"),
-     {"kv_size": (1, _gib)}),
-    ("SGLang scheduler line", Engine.sglang, re.compile(r"max_total_num_tokens=(\d+)"), {"kv_tokens": (1, _int)}),
-    ("SGLang scheduler line", Engine.sglang, re.compile(r"max_total_num_tokens=\d+.*?context_len=(\d+)"),
-     {"max_model_len": (1, _int)}),
-]
+_CONVERT: dict[str, Callable[[str], float]] = {"gib": _gib, "count": _int, "fraction": float, "fraction_any": float}
 
-#: Figures that carry a KV-cache size: a log with none of them is not recognised.
-_KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks")
+#: Figures that carry a KV-cache size: a start-up with none of them is not recognised.
+_KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks", "estimated_max_len")
+#: Figures each rank prints for itself: the engine sizes by the smallest (vLLM the minimum over workers, SGLang
+#: the minimum free memory), so the reader keeps the smallest and its line.
+_PER_RANK_MIN = ("kv_bytes", "kv_tokens", "gpu_blocks", "free_before_load", "free_after_load", "estimated_max_len")
+#: Where in a start-up each figure is printed (3 where not listed): a figure of an earlier stage after a later
+#: one, from the same process, begins the next start-up.
+_STAGE = {"weights": 1, "total": 1, "budget": 1, "utilization": 1, "free_before_load": 1, "free_after_load": 1,
+          "activation": 2, "non_torch": 2, "peak_torch": 2, "concurrency": 4, "kv_needed": 5}
+#: The most lines a terminal's wrap is joined back from.
+_MAX_WRAP_LINES = 3
+#: Settings read as numbers (into figures, where explain.py takes them); the others stay text.
+_NUMERIC_SETTINGS = {"tensor_parallel": "count", "block_size": "count", "max_model_len": "count",
+                     "utilization": "fraction"}
 
 
-def read_log(path: Path | str) -> EngineLog:
-    """Read and parse a start-up log file; unreadable, binary or oversized files are InputErrors naming the file."""
-    path = Path(path).expanduser()
+def read_log(path: Path | str, startup: Optional[int] = None) -> EngineLog:
+    """Read and parse a start-up log file (parse_log); unreadable, binary or oversized files are InputErrors naming
+    the file. 'FILE@N' (a file of that name not existing) picks start-up N of a log that holds several."""
+    path, startup = _split_startup(Path(path).expanduser(), startup)
     try:
         raw = read_bounded(path, MAX_LOG_BYTES)
     except OSError as exc:
@@ -174,7 +145,20 @@ def read_log(path: Path | str) -> EngineLog:
         raise InputError(f"--engine-log {path}: larger than {MAX_LOG_BYTES >> 20} MiB; pass the start-up part")
     if b"\0" in raw[:4096]:
         raise InputError(f"--engine-log {path}: a binary file, not a text log")
-    return parse_log(raw.decode("utf-8", errors="replace"), str(path))
+    return parse_log(raw.decode("utf-8", errors="replace"), str(path), startup)
+
+
+def read_startups(path: Path | str) -> tuple[EngineLog, ...]:
+    """Every start-up of a log file, each explained on its own (parse_startups)."""
+    first = read_log(path, 1)
+    return (first,) + tuple(read_log(path, n) for n in range(2, _count_startups(first) + 1))
+
+
+def _split_startup(path: Path, startup: Optional[int]) -> tuple[Path, Optional[int]]:
+    match = re.fullmatch(r"(.+)@(\d{1,4})", path.name)
+    if startup is None and match and not path.exists():
+        return path.with_name(match.group(1)), int(match.group(2))
+    return path, startup
 
 
 #: Largest figure a log line may carry: bytes (1 PiB on one GPU) and counts (tokens, blocks, GPUs); past these the
@@ -183,49 +167,161 @@ _MAX_LOGGED_BYTES = 1 << 50
 _MAX_LOGGED_COUNT = 1 << 40
 
 
-def _checked(key: str, convert: Callable[[str], float], text: str, name: str, line_no: int) -> float:
+def _checked(key: str, kind: str, text: str, name: str, line_no: int) -> float:
     """One figure converted and checked, or InputError naming the log, the line and the figure."""
     where = f"--engine-log {name} line {line_no}: {key.replace('_', ' ')} {text[:40]}"
     try:
-        value = convert(text)
+        value = _CONVERT[kind](text)
     except (ValueError, OverflowError):
         raise InputError(f"{where} is not a number rooflab can read") from None
     if not math.isfinite(value):
         raise InputError(f"{where} is not a finite number")
-    if key == "utilization" and not 0 < value <= 1:
+    if kind == "fraction" and not 0 < value <= 1:
         raise InputError(f"{where}: a memory utilisation must be in (0, 1]")
-    limit = _MAX_LOGGED_BYTES if convert is _gib else _MAX_LOGGED_COUNT
-    if key != "utilization" and value > limit:
-        raise InputError(f"{where} is past any real GPU (at most {limit:,}{' bytes' if convert is _gib else ''})")
+    limit = _MAX_LOGGED_BYTES if kind == "gib" else _MAX_LOGGED_COUNT
+    if kind != "fraction" and abs(value) > limit:
+        raise InputError(f"{where} is past any real GPU (at most {limit:,}{' bytes' if kind == 'gib' else ''})")
+    if value < 0 and key != "kv_bytes":
+        raise InputError(f"{where} is negative")
     return value
 
 
-def parse_log(text: str, name: str = "log") -> EngineLog:
-    """The figures of a vLLM or SGLang start-up log (module docstring), the first occurrence of each.
+def _lines(text: str):
+    """(line number, line) with provenance notes skipped and lines a terminal wrapped joined back."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line, used = lines[i], 1
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if not line.startswith(PROVENANCE) and any(a in line + nxt and a not in nxt for a in ANCHORS):
+            fields = len(read_line(line))
+            for extra in range(1, _MAX_WRAP_LINES):
+                if i + extra >= len(lines) or any(a in lines[i + extra] for a in ANCHORS):
+                    break
+                tail = "".join(lines[i + 1:i + extra + 1])
+                joined = max((line + tail, line.rstrip() + " " + tail.lstrip()), key=lambda j: len(read_line(j)))
+                if len(read_line(joined)) > fields and not incomplete(joined) or \
+                        incomplete(line) and not incomplete(joined):
+                    line, used = joined, extra + 1
+                    break
+        if not line.startswith(PROVENANCE):
+            yield i + 1, line
+        i += used
+
+
+@dataclass
+class _Startup:
+    """A start-up being read: its figures, formats, settings and where it stands."""
+
+    figures: dict[str, Logged] = field(default_factory=dict)
+    ranks: dict[str, set] = field(default_factory=dict)     # figure -> ranks that printed it
+    owner: dict[str, Optional[str]] = field(default_factory=dict)   # figure -> rank of its first line
+    formats: dict[str, None] = field(default_factory=dict)
+    engines: set = field(default_factory=set)
+    settings: dict[str, Logged] = field(default_factory=dict)
+    stage: dict[Optional[str], int] = field(default_factory=dict)   # rank -> latest stage
+
+    @property
+    def has_kv(self) -> bool:
+        return any(k in self.figures for k in _KV_FIGURES)
+
+    def starts_anew(self, hit: Hit, value: float, rank: Optional[str]) -> bool:
+        """Whether this figure belongs to the next start-up (module docstring)."""
+        if not self.has_kv:
+            return False
+        old = self.figures.get(hit.key)
+        if old is not None and old.value != value and (rank in self.ranks.get(hit.key, ()) or hit.key not in
+                                                       _PER_RANK_MIN):
+            return True
+        return _stage(hit) < self.stage.get(rank, 0) and hit.key not in self.figures
+
+    def add(self, hit: Hit, value: float, rank: Optional[str], line_no: int, line: str) -> None:
+        self.formats[hit.fmt] = None
+        self.engines.add(hit.engine)
+        self.stage[rank] = max(self.stage.get(rank, 0), _stage(hit))
+        old = self.figures.get(hit.key)
+        self.ranks.setdefault(hit.key, set()).add(rank)
+        if old is None or (hit.key in _PER_RANK_MIN and value < old.value):
+            self.figures[hit.key] = Logged(value, line_no, line.strip())
+
+
+def _stage(hit: Hit) -> int:
+    return 5 if "error" in hit.fmt else _STAGE.get(hit.key, 3)
+
+
+def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
+    """Every start-up of a vLLM or SGLang log (module docstring), each with the first occurrence of its figures
+    (the smallest over ranks for per-rank figures)."""
+    done: list[_Startup] = []
+    cur = _Startup()
+    for line_no, line in _lines(text):
+        stated = settings_of(line)
+        if stated and cur.has_kv:
+            done.append(cur)
+            cur = _Startup()
+        for key, raw in stated.items():
+            value = _checked(key, _NUMERIC_SETTINGS[key], raw, name, line_no) if key in _NUMERIC_SETTINGS else raw
+            cur.settings.setdefault(key, Logged(value, line_no, line.strip()))
+            if key in _NUMERIC_SETTINGS and key not in cur.figures:
+                cur.figures[key] = Logged(value, line_no, line.strip())
+        rank = rank_of(line)
+        hits = [(hit, _checked(hit.key, hit.kind, hit.text, name, line_no)) for hit in read_line(line)]
+        if any(cur.starts_anew(hit, value, rank) for hit, value in hits):   # a line is never split
+            done.append(cur)
+            cur = _Startup()
+        for hit, value in hits:
+            cur.add(hit, value, rank, line_no, line)
+    done.append(cur)
+    found: list[_Startup] = []
+    for s in done:   # a configuration line after the last KV figure, with none after it, belongs to that start-up
+        if s.has_kv or not found:
+            found.append(s)
+        else:
+            for key, logged in s.settings.items():
+                found[-1].settings.setdefault(key, logged)
+                if key in _NUMERIC_SETTINGS:
+                    found[-1].figures.setdefault(key, logged)
+    found = [s for s in found if s.has_kv]
+    if not found:
+        raise InputError(f"--engine-log {name}: no vLLM or SGLang KV-cache line found; looked for "
+                         f"{', '.join(LOOKED_FOR)}")
+    logs = []
+    for n, s in enumerate(found, 1):
+        if len(s.engines) > 1:
+            raise InputError(f"--engine-log {name}: holds lines of both vLLM and SGLang; pass one engine's log")
+        engine = s.engines.pop()
+        formats = tuple(s.formats)
+        ranks = max((len(s.ranks.get(k, ())) for k in _KV_FIGURES), default=1)
+        logs.append(EngineLog(name, engine, _accounting(engine, formats, s.figures), formats, s.figures,
+                              s.settings, n, ranks))
+    return tuple(logs)
+
+
+def parse_log(text: str, name: str = "log", startup: Optional[int] = None) -> EngineLog:
+    """The figures of one start-up of a vLLM or SGLang log (parse_startups): the only one, or start-up `startup`
+    (1-based); a log of several start-ups without `startup` is an InputError listing them.
 
     Lines starting with '# source:' (a provenance note, as rooflab's fixtures carry) are skipped.
     """
-    figures: dict[str, Logged] = {}
-    formats: dict[str, None] = {}
-    engines: set[Engine] = set()
-    for line_no, line in enumerate(text.splitlines(), 1):
-        if line.startswith(PROVENANCE):
-            continue
-        for fmt, engine, pattern, groups in _RULES:
-            for match in pattern.finditer(line):
-                formats[fmt] = None
-                engines.add(engine)
-                for key, (group, convert) in groups.items():
-                    if match.group(group) is not None and key not in figures:
-                        value = _checked(key, convert, match.group(group), name, line_no)
-                        figures[key] = Logged(value, line_no, line.strip())
-    if not any(key in figures for key in _KV_FIGURES):
-        raise InputError(f"--engine-log {name}: no vLLM or SGLang KV-cache line found; looked for "
-                         f"{', '.join(LOOKED_FOR)}")
-    if len(engines) > 1:
-        raise InputError(f"--engine-log {name}: holds lines of both vLLM and SGLang; pass one engine's log")
-    engine = engines.pop()
-    return EngineLog(name, engine, _accounting(engine, tuple(formats), figures), tuple(formats), figures)
+    logs = parse_startups(text, name)
+    if startup is None and len(logs) > 1:
+        where = "; ".join(f"{name}@{log.startup} from line {min(f.line_no for f in log.figures.values())}"
+                          for log in logs)
+        raise InputError(f"--engine-log {name}: holds {len(logs)} start-ups, each explained on its own: {where}")
+    n = startup or 1
+    if not 1 <= n <= len(logs):
+        raise InputError(f"--engine-log {name}@{n}: the log holds {len(logs)} start-up(s)")
+    return dataclass_replace_count(logs[n - 1], len(logs))
+
+
+def dataclass_replace_count(log: EngineLog, count: int) -> EngineLog:
+    """The log with how many start-ups its file holds recorded (read_startups reads the rest)."""
+    object.__setattr__(log, "_count", count)
+    return log
+
+
+def _count_startups(log: EngineLog) -> int:
+    return getattr(log, "_count", 1)
 
 
 def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Logged]) -> Accounting:
@@ -240,6 +336,8 @@ def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Log
     if any(f.startswith(("vLLM V0 v0.6.5", "vLLM PR #10511", "vLLM V0 memory terms")) for f in formats):
         return Accounting.vllm_v0
     blocks = figures.get("gpu_blocks")
+    if blocks is not None and ("kv_cache_utils" in blocks.text or "gpu_model_runner" in blocks.text):
+        return Accounting.vllm_v1   # V1 before v0.7.3 printed '# GPU blocks' from kv_cache_utils.py
     if blocks is not None and re.search(r"cuda blocks", blocks.text, re.I):
         return Accounting.vllm_v0
     if "weights" in figures or "vLLM start-up error" in formats:
@@ -247,4 +345,5 @@ def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Log
     return Accounting.vllm_v0_2
 
 
-__all__ = ["EngineLog", "LOOKED_FOR", "PROVENANCE", "Logged", "MAX_LOG_BYTES", "parse_log", "read_log"]
+__all__ = ["EngineLog", "LOOKED_FOR", "PROVENANCE", "Logged", "MAX_LOG_BYTES", "parse_log", "parse_startups",
+           "read_log", "read_startups"]

@@ -107,7 +107,8 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
     engine = parse_engine(o.engine) if o.engine else log.engine
     settings = _settings(o, engine)
     fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
-              "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static")}
+              "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static"),
+              "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype")}
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
     x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if), chosen)
     return explanation_frame(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)

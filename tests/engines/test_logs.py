@@ -95,3 +95,84 @@ def test_a_named_pipe_without_a_writer_reads_as_empty_not_forever(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="engine.log"):
         read_log(fifo)
+
+
+# --- session 7: negative memory, V1 start-up errors, wrapped lines, several start-ups, settings, linear time -----
+
+from rooflab.engines.logs import parse_startups  # noqa: E402
+from fuzz_support import bounded  # noqa: E402
+
+HELDOUT = DATA / "heldout"
+
+
+def test_negative_available_memory_is_read_as_printed():
+    """vllm#23278: 'Available KV cache memory: -2.14 GiB' was not recognised; it is read, sign included."""
+    log = read_log(HELDOUT / "vllm-v1-gpt-oss-120b-h100-negative.log")
+    assert log.value("kv_bytes") == round(-2.14 * GiB) and log.accounting is Accounting.vllm_v1
+
+
+def test_ranks_keep_the_smallest_figure():
+    """vllm-omni#262: rank 1 -3.86 GiB, rank 0 9.90 GiB; the first-seen rule kept 9.90 (rank 0's, printed second)."""
+    log = read_log(HELDOUT / "vllm-omni-qwen3-omni-tp2-negative.log")
+    assert log.value("kv_bytes") == round(-3.86 * GiB) and log.ranks == 2
+
+
+def test_v1_startup_error_line():
+    log = read_log(HELDOUT / "vllm-v1-deepseek-v4-flash-gh200-tp2-ep.log")
+    assert (log.value("estimated_max_len"), log.value("max_model_len")) == (13528, 30000)
+    assert log.value("kv_bytes") == round(5.44 * GiB) and log.value("kv_needed") == round(6.66 * GiB)
+
+
+def test_several_startups_each_on_its_own():
+    """recipes#12 pastes two runs; vllm#25350 a run and a failed one; vllm#13596 the same run twice."""
+    two = parse_startups((HELDOUT / "vllm-v1-qwen3-coder-480b-fp8-h20-dp8-ep.log").read_text(), "r")
+    assert [s.value("estimated_max_len") for s in two] == [205728, 235296]
+    runs = parse_startups((HELDOUT / "vllm-v1-fp8-kv-two-startups.log").read_text(), "r")
+    assert [(s.value("kv_tokens"), s.value("max_model_len")) for s in runs] == [(230528, 100000), (None, 221000)]
+    with pytest.raises(InputError, match="2 start-ups"):
+        read_log(HELDOUT / "vllm-v1-pr13596-before-after.log")
+    assert read_log(str(HELDOUT / "vllm-v1-pr13596-before-after.log") + "@2").value("kv_tokens") == 2042016
+
+
+def test_repeated_identical_line_is_one_startup():
+    log = read_log(HELDOUT / "vllm-v1-kimi-linear-48b-awq-rtx3090x2.log")
+    assert log.value("kv_tokens") == 75840 and log.value("max_model_len") == 120000
+
+
+@pytest.mark.parametrize("cut", [20, 41, 60])
+def test_a_line_a_terminal_wrapped_is_joined(cut):
+    line = "[2026-07-15 13:14:54] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1669816, K size: 76.44 GB, V size: 76.44 GB"
+    at = line.index("KV Cache") + cut
+    log = parse_log(line[:at] + "\n" + line[at:] + "\n", "w.log")
+    assert log.value("kv_tokens") == 1669816 and log.value("k_size") == round(76.44 * GiB)
+
+
+def test_settings_a_config_line_states():
+    log = read_log(HELDOUT / "vllm-v1-qwen3.6-27b-int4-rtx3090x2-p2p-on.log")
+    assert log.setting("kv_cache_dtype").value == "fp8_e5m2" and log.setting("dtype").value == "float16"
+    assert (log.value("tensor_parallel"), log.value("max_model_len")) == (2, 262144)
+
+
+def test_explanation_says_which_settings_came_from_the_log():
+    from rooflab.engines import EngineSettings
+    from rooflab.engines.explain import explain_log
+    from rooflab.load import load_gpu, load_model
+
+    text = ("INFO non-default args: {'model': 'x', 'kv_cache_dtype': 'fp8', 'max_model_len': 8192}\n"
+            "INFO Available KV cache memory: 50.00 GiB\nINFO GPU KV cache size: 819,200 tokens\n")
+    x = explain_log(parse_log(text, "c.log"), load_model("llama-3-8b"), load_gpu("h100-sxm"),
+                    EngineSettings(accounting=Accounting.vllm_v1))
+    assert x.reproduced.kv_cache_dtype == "fp8"
+    assert any(s.startswith("KV-cache dtype fp8: from the log (line 1") for s in x.settings_taken)
+    assert any(s.startswith("block size") and "options" in s for s in x.settings_taken)
+
+
+@pytest.mark.parametrize("field", ["KV Cache is allocated. ", "Memory profiling results: total_gpu_memory=1GiB ",
+                                   "LLM engine (v1) with config: ", "Load weight end. ", "max_total_num_tokens=1 ",
+                                   "a" * 7 + " ", "Maximum concurrency for "])
+def test_a_line_of_20000_repeats_reads_without_hanging(field):
+    """issue 24: a line of 20,000 repeats of one field made a `.*?` pattern quadratic (killed at 30 s). A watchdog,
+    not a time bound: benchmarks/log_reader_linear.py shows the time linear in the input."""
+    with bounded(60):
+        logs = parse_startups(field * 20000 + "\nGPU KV cache size: 5 tokens\n", "adv.log")
+    assert logs[-1].value("kv_tokens") == 5

@@ -1,0 +1,190 @@
+"""The lines a vLLM or SGLang start-up log prints its KV-cache figures and settings on, and how one line is read.
+
+Each rule names a literal anchor (the phrase the engine prints) and the fields that follow it on the same line,
+each a pattern that starts with a literal. A line is searched for its anchor with `str.find` and each field once
+from there, so reading a line costs time linear in its length whatever it repeats (a pattern with `.*?` between
+two fields rescanned the rest of the line at every occurrence of the first: 20,000 repeats of one field took
+more than 30 s).
+
+The formats and the engine source each follows are listed in logs.py's docstring. The settings a configuration
+line states (vLLM's "with config:" and "non-default args:", SGLang's "server_args=ServerArgs(") are read by
+`settings_of`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from .vocab import Engine
+
+#: A number as the engines print it; the sign only where a figure can be negative (vLLM V1's available memory).
+_F = r"([0-9][0-9.]*)"
+_SIGNED = r"(-?[0-9][0-9.]*)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One format: the anchor phrase, then fields {figure key: (pattern after the anchor, group, kind)}.
+
+    kind is 'gib' (a GiB figure), 'count' (digits, commas allowed) or 'fraction'.
+    """
+
+    fmt: str
+    engine: Engine
+    anchor: str
+    fields: tuple[tuple[str, "re.Pattern[str]", int, str], ...]
+
+
+def _rule(fmt: str, engine: Engine, anchor: str, *fields: tuple[str, str, int, str]) -> Rule:
+    return Rule(fmt, engine, anchor, tuple((k, re.compile(p), g, kind) for k, p, g, kind in fields))
+
+
+_V, _S = Engine.vllm, Engine.sglang
+RULES: tuple[Rule, ...] = (
+    _rule("vLLM V0 v0.6.5+ budget line", _V, "x gpu_memory_utilization (",
+          ("total", rf"total_gpu_memory \({_F}\s*GiB\) x", 1, "gib"),
+          ("utilization", rf"x gpu_memory_utilization \({_F}\)", 1, "fraction"),
+          ("budget", rf"x gpu_memory_utilization \([0-9.]+\) = {_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V0 v0.6.5+ terms line", _V, "the rest of the memory reserved for KV Cache is",
+          ("kv_bytes", rf"the rest of the memory reserved for KV Cache is {_F}\s*GiB", 1, "gib")),
+    _rule("vLLM PR #10511 table", _V, "total_gpu_memory ", ("total", rf"total_gpu_memory\s+{_F}\s*GiB", 1, "gib")),
+    _rule("vLLM PR #10511 table", _V, "gpu_memory_utilization ",
+          ("utilization", rf"gpu_memory_utilization\s+{_F}\s*$", 1, "fraction")),
+    _rule("vLLM PR #10511 table", _V, "the current vLLM instance can use ",
+          ("budget", rf"the current vLLM instance can use\s+{_F}\s*GiB", 1, "gib")),
+    _rule("vLLM PR #10511 table", _V, "available_kv_cache_memory",
+          ("kv_bytes", rf"available_kv_cache_memory\s+{_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V0 memory terms", _V, "model weights take", ("weights", rf"model weights take\s+{_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V0 memory terms", _V, "non_torch_memory",
+          ("non_torch", rf"non_torch_memory(?:\s+takes)?\s+{_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V0 memory terms", _V, "PyTorch activation peak memory",
+          ("activation", rf"PyTorch activation peak memory(?:\s+takes)?\s+{_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V0 v0.6.4 results line", _V, "Memory profiling results: total_gpu_memory=",
+          ("total", rf"total_gpu_memory={_F}GiB", 1, "gib"), ("peak_torch", rf"peak_torch_memory={_F}GiB", 1, "gib"),
+          ("non_torch", rf"non_torch_memory={_F}GiB", 1, "gib"), ("kv_bytes", rf"kv_cache_size={_F}GiB", 1, "gib"),
+          ("utilization", rf"gpu_memory_utilization={_F}", 1, "fraction")),
+    _rule("vLLM V0 block counts", _V, " blocks: ",
+          ("gpu_blocks", r"(?:^|[\s#\]])(?!CPU\b)([A-Za-z]{1,8}) blocks: (\d+)", 2, "count")),
+    _rule("vLLM V0 block counts", _V, "CPU blocks: ", ("cpu_blocks", r"CPU blocks: (\d+)", 1, "count")),
+    _rule("vLLM weights line", _V, " took ",
+          ("weights", rf"(?:Loading model weights|Model loading) took {_F}\s*Gi?B", 1, "gib")),
+    _rule("vLLM concurrency line", _V, "Maximum concurrency for ",
+          ("max_model_len", r"Maximum concurrency for ([\d,]+) tokens per request", 1, "count"),
+          ("concurrency", r"tokens per request: ([0-9.]+)x", 1, "fraction_any")),
+    _rule("vLLM start-up error", _V, "is larger than the maximum number of tokens that can be stored in KV cache",
+          ("max_model_len", r"max seq len \((\d+)\) is larger", 1, "count"),
+          ("kv_tokens", r"stored in KV cache \((\d+)\)", 1, "count")),
+    _rule("vLLM V1 start-up error", _V, "KV cache is needed, which is larger than the available KV cache memory",
+          ("max_model_len", r"max seq len \((\d+)\)", 1, "count"),
+          ("kv_needed", rf"\({_F}\s*GiB KV cache is needed", 1, "gib"),
+          ("kv_bytes", rf"available KV cache memory \({_SIGNED}\s*GiB\)", 1, "gib"),
+          ("estimated_max_len", r"estimated maximum model length is (\d+)", 1, "count")),
+    _rule("vLLM V1 tokens line", _V, "GPU KV cache size: ", ("kv_tokens", r"GPU KV cache size: ([\d,]+) tokens", 1, "count")),
+    _rule("vLLM V1 available line", _V, "Available KV cache memory: ",
+          ("kv_bytes", rf"Available KV cache memory: {_SIGNED}\s*GiB", 1, "gib")),
+    _rule("vLLM V1 DEBUG lines", _V, "Requested memory: ",
+          ("utilization", rf"Requested memory: {_F} \(util\)", 1, "fraction"),
+          ("budget", rf"\(util\), {_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V1 DEBUG lines", _V, "memory snapshot:", ("total", rf"total_memory={_F}GiB", 1, "gib")),
+    _rule("vLLM V1 DEBUG lines", _V, "torch peak memory increase: ",
+          ("activation", rf"torch peak memory increase: {_F}\s*GiB;", 1, "gib"),
+          ("non_torch", rf"non-torch forward increase memory: {_F}\s*GiB;", 1, "gib"),
+          ("weights", rf"; weights memory: {_F}\s*GiB", 1, "gib")),
+    _rule("vLLM V1 start-up check", _V, "Free memory on device (",
+          ("total", rf"Free memory on device \([0-9.]+/{_F} GiB\)", 1, "gib")),
+    _rule("vLLM config line", _V, ") with config:", ("tensor_parallel", r"tensor_parallel_size=(\d+)", 1, "count")),
+    _rule("SGLang weights lines", _S, "Load weight begin. ", ("free_before_load", rf"avail mem={_F} GB", 1, "gib")),
+    _rule("SGLang weights lines", _S, "Load weight end.",
+          ("free_after_load", rf"avail mem={_F} GB", 1, "gib"), ("weights", rf"mem usage={_F} GB", 1, "gib")),
+    _rule("SGLang pool line", _S, "KV Cache is allocated.",
+          ("kv_tokens", r"#tokens: (\d+)", 1, "count"), ("k_size", rf"\bK size: {_F} GB, V size", 1, "gib"),
+          ("v_size", rf"V size: {_F} GB", 1, "gib"), ("kv_size", rf"\bKV size: {_F} GB", 1, "gib")),
+    _rule("SGLang scheduler line", _S, "max_total_num_tokens=",
+          ("kv_tokens", r"max_total_num_tokens=(\d+)", 1, "count"), ("max_model_len", r"context_len=(\d+)", 1, "count")),
+)
+
+#: Phrases that start a rule: a line holding one but matching none of its fields may have been wrapped.
+ANCHORS = tuple(sorted({r.anchor.strip() for r in RULES}))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One field read off one line: its rule's format and engine, the figure key and its text."""
+
+    fmt: str
+    engine: Engine
+    key: str
+    text: str
+    kind: str
+
+
+def read_line(line: str) -> list[Hit]:
+    """Every field of every rule whose anchor the line holds (the first occurrence of each), in linear time."""
+    hits = []
+    for rule in RULES:
+        pos = line.find(rule.anchor)
+        if pos < 0:
+            continue
+        start = 0   # fields may sit before the anchor ("total_gpu_memory (X GiB) x ...")
+        for key, pattern, group, kind in rule.fields:
+            match = pattern.search(line, start)
+            if match is not None:
+                hits.append(Hit(rule.fmt, rule.engine, key, match.group(group), kind))
+    return hits
+
+
+def incomplete(line: str) -> bool:
+    """Whether the line holds a rule's anchor but lacks one of that rule's fields (cut by a terminal's wrap)."""
+    for rule in RULES:
+        pos = line.find(rule.anchor)
+        if pos >= 0 and rule.fmt not in _OPTIONAL_FIELDS:
+            start = 0
+            if any(pattern.search(line, start) is None for _, pattern, _, _ in rule.fields):
+                return True
+    return False
+
+
+#: Rules whose fields are alternatives (a line prints some of them), so a missing one is not a cut.
+_OPTIONAL_FIELDS = {"SGLang pool line", "SGLang weights lines", "SGLang scheduler line", "vLLM config line",
+                    "vLLM V0 block counts", "vLLM weights line", "vLLM PR #10511 table", "vLLM V0 memory terms"}
+
+
+# --- settings a configuration line states --------------------------------------------------------------------------
+
+#: Lines that state an engine's settings (vLLM V0/V1 config lines and arguments, SGLang's server arguments).
+CONFIG_MARKERS = (") with config:", "non-default args:", "server_args=ServerArgs(", "args: Namespace(")
+_Q = r"""['"]?"""
+_SETTING_PATTERNS = {
+    "tensor_parallel": re.compile(rf"\b(?:tensor_parallel_size|tp_size){_Q}\s*[:=]\s*(\d+)"),
+    "kv_cache_dtype": re.compile(rf"\bkv_cache_dtype{_Q}\s*[:=]\s*{_Q}([A-Za-z0-9_]+)"),
+    "dtype": re.compile(rf"(?<![A-Za-z_]){_Q}dtype{_Q}\s*[:=]\s*{_Q}(?:torch\.)?([A-Za-z0-9_]+)"),
+    "block_size": re.compile(rf"\b(?:block_size|page_size){_Q}\s*[:=]\s*(\d+)"),
+    "max_model_len": re.compile(rf"\b(?:max_model_len|max_seq_len|context_length){_Q}\s*[:=]\s*(\d+)"),
+    "utilization": re.compile(rf"\b(?:gpu_memory_utilization|mem_fraction_static){_Q}\s*[:=]\s*([0-9.]+)"),
+}
+
+
+def settings_of(line: str) -> dict[str, str]:
+    """The settings a configuration line states ({} for any other line), as text; None values are not stated."""
+    if not any(marker in line for marker in CONFIG_MARKERS):
+        return {}
+    found = {}
+    for key, pattern in _SETTING_PATTERNS.items():
+        match = pattern.search(line)
+        if match is not None:
+            found[key] = match.group(1)
+    return found
+
+
+def rank_of(line: str) -> Optional[str]:
+    """The worker a line's prefix names ('TP1', 'pid=1786'), or None for the main process."""
+    match = _RANK.search(line[:120])
+    return (match.group(1) or match.group(2)) if match else None
+
+
+_RANK = re.compile(r"(?:Worker_|\s|\[)(TP\d+)\b|\((?:VllmWorkerProcess|VllmWorker[^)]*?) (pid=\d+)\)")
+
+
+__all__ = ["ANCHORS", "CONFIG_MARKERS", "Hit", "RULES", "Rule", "incomplete", "rank_of", "read_line", "settings_of"]
