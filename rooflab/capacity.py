@@ -152,6 +152,15 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                                 gpu_memory_utilization=gpu_memory_utilization, window_allocation=window_allocation)
     elif not isinstance(deployment, Deployment):
         raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+    else:
+        given = [name for name, value, default in (
+            ("weight_dtype", weight_dtype, None), ("kv_dtype", kv_dtype, None),
+            ("gpu_memory_utilization", gpu_memory_utilization, 0.9), ("page_size", page_size, 16),
+            ("tensor_parallel", tensor_parallel, 1), ("expert_parallel", expert_parallel, 1),
+            ("dp_attention", dp_attention, False), ("window_allocation", window_allocation, WindowAllocation.hybrid))
+            if value is not default and value != default]
+        if given:
+            raise InputError(f"give {', '.join(given)} in the Deployment, not beside it (the deployment holds them)")
     deployment.check_model(model)
     if deployment.pipeline_parallel > 1 or deployment.prefill_context_parallel > 1 or deployment.data_parallel > 1:
         raise InputError(f"capacity with pipeline, prefill-context or data parallelism is not modelled yet "

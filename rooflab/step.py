@@ -291,6 +291,13 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                                 dtype=dtype, gemm_dtype=gemm_dtype, gpu_memory_utilization=gpu_memory_utilization)
     elif not isinstance(deployment, Deployment):
         raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+    else:
+        given = [name for name, value, default in (("tp", tp, 1), ("dcp", dcp, 1), ("cp", cp, 1), ("dtype", dtype, None),
+                                                   ("page_size", page_size, 16), ("gemm_dtype", gemm_dtype, None),
+                                                   ("gpu_memory_utilization", gpu_memory_utilization, 0.9))
+                 if value is not default and value != default]
+        if given:
+            raise InputError(f"give {', '.join(given)} in the Deployment, not beside it (the deployment holds them)")
     if not isinstance(model, ModelSpec):
         raise InputError(f"model must be a ModelSpec (rooflab.load_model), got {shown(model)}")
     deployment.check_model(model)

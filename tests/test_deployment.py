@@ -112,3 +112,13 @@ def test_step_keyword_dcp_keeps_its_old_meaning():
     old = step_report(model, gpu, 8, 32768, tp=1, dcp=2)
     new = step_report(model, gpu, 8, 32768, deployment=Deployment(kv_parallel=2))
     assert old.to_dict() == new.to_dict() and old.gpus == 2
+
+
+def test_a_setting_beside_a_deployment_is_refused_not_ignored():
+    model, gpu = load_model("llama-3-8b"), load_gpu("h200-sxm")
+    with pytest.raises(InputError, match="give gemm_dtype in the Deployment"):
+        step_report(model, gpu, 1, 8192, gemm_dtype="fp8_e4m3", deployment=Deployment())
+    with pytest.raises(InputError, match="give page_size, tensor_parallel in the Deployment"):
+        plan_capacity(model, gpu, 8192, tensor_parallel=2, page_size=32, deployment=Deployment())
+    with pytest.raises(InputError, match="deployment must be a rooflab.Deployment"):
+        plan_capacity(model, gpu, 8192, deployment={"tensor_parallel": 2})
