@@ -9,15 +9,21 @@ so that they register. Heavy modules are imported inside the command functions, 
 """
 
 
+import errno
 import functools
 import importlib
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Callable, Optional
 
-import typer
-from typer.core import TyperGroup
+with warnings.catch_warnings():
+    # typer 0.19 imports click.utils.get_binary_stream, which click 8.2+ deprecates: under PYTHONWARNINGS=error that
+    # warning was an exception at import and every command failed. It concerns typer's code, not the user's.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import typer
+    from typer.core import TyperGroup
 
 # The click that typer itself runs on: the click package (typer < 0.20, as pinned) or the copy recent typer vendors
 # as typer._click. Asking typer which one (where its BadParameter lives) keeps the errors caught below the ones the
@@ -43,25 +49,202 @@ def _one_line(message: str) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+#: Exit status after an interrupt (Ctrl-C), as shells report a process ended by SIGINT: 128 + 2.
+EXIT_INTERRUPTED = 130
+#: Exit status when the reader of standard output went away (`rooflab list models | head -n 1`): 128 + SIGPIPE, the
+#: status `cat` or `seq` end with in the same pipeline, so `set -o pipefail` scripts see rooflab as they see them.
+EXIT_BROKEN_PIPE = 141
+
+
+class StdoutError(RooflabError):
+    """Standard output cannot take the result: closed, full, an I/O error, or an encoding that cannot show it."""
+
+
+class _BrokenPipe(BaseException):
+    """The reader of standard output has gone: end quietly (a BaseException, so no `except Exception` hides it)."""
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C while a command ran, carried past click's own KeyboardInterrupt handling (which prints a blank line)."""
+
+
+class _GuardedStdout:
+    """sys.stdout while a command runs: the one place a failed write to standard output is read.
+
+    A broken pipe becomes _BrokenPipe (a quiet exit); any other OSError (a full device, an I/O error) and a
+    character the stream's encoding cannot hold (PYTHONIOENCODING=latin-1:strict) become a StdoutError, a one-line
+    error with exit 2. After the first failure the real descriptor is pointed at /dev/null, so Python's flush at exit
+    does not fail a second time ("Exception ignored ... BrokenPipeError"). It has no `buffer`, so click writes through
+    it instead of re-wrapping the bytes underneath.
+    """
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self._failed = False
+
+    @property
+    def encoding(self):
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self):
+        return getattr(self._stream, "errors", None) or "strict"
+
+    def __getattr__(self, name: str):
+        if name == "buffer":
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):       # click probes a stream with b"" to learn whether it takes bytes
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self._failed or not text:        # nothing to write (/dev/full fails even an empty write)
+            return len(text)
+        return self._guard(lambda: self._stream.write(text))
+
+    def flush(self) -> None:
+        if not self._failed:
+            self._guard(self._stream.flush)
+
+    def _guard(self, call):
+        try:
+            return call()
+        except UnicodeEncodeError as exc:
+            raise StdoutError(f"standard output's encoding ({self.encoding}) cannot show "
+                              f"{exc.object[exc.start:exc.end]!r}; set PYTHONIOENCODING=utf-8") from None
+        except OSError as exc:
+            self._failed = True
+            self._silence()
+            if exc.errno == errno.EPIPE or isinstance(exc, BrokenPipeError):
+                raise _BrokenPipe() from None
+            raise StdoutError(f"cannot write standard output: {exc.strerror or exc}") from None
+
+    def _silence(self) -> None:
+        try:
+            fd = self._stream.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+        except (AttributeError, OSError, ValueError):    # not a real descriptor (a test's stream)
+            return
+        os.dup2(null, fd)
+        os.close(null)
+
+
+def _stdout_closed() -> bool:
+    """Standard output is closed (`>&-`): Python then starts with sys.stdout None, and click would print nothing."""
+    if sys.stdout is None:
+        return True
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):     # a stream with no descriptor (a test's): open
+        return False
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def _environment_error(args) -> Optional[str]:
+    """What in the environment a command cannot run with, read before it runs: an unknown MPLBACKEND for the
+    `plot` commands (matplotlib refuses it at import with a ValueError, which read as a bug in rooflab)."""
+    words = list(args[0]) if args and args[0] is not None else sys.argv[1:]
+    if words[:1] != ["plot"] or not os.environ.get("MPLBACKEND"):
+        return None
+    try:
+        import matplotlib  # noqa: F401  (reads MPLBACKEND)
+    except ValueError:
+        return (f"MPLBACKEND={os.environ['MPLBACKEND']!r} is not a matplotlib backend; unset it or set "
+                "MPLBACKEND=Agg")
+    return None
+
+
+class _HelpFormatter(importlib.import_module(f"{_CLICK}.formatting").HelpFormatter):
+    """click's help formatter, showing '[default: ...]' as written: typer escapes the bracket for rich markup
+    whenever rich is installed (`\\[default: 8192]`), even where rich does not render the help (rich_markup_mode
+    None, as here), so the backslash was printed."""
+
+    def write_dl(self, rows, *args, **kwargs):
+        rows = [(term, text.replace("\\[", "[")) for term, text in rows]
+        return super().write_dl(rows, *args, **kwargs)
+
+
+class _Context(importlib.import_module(f"{_CLICK}.core").Context):
+    formatter_class = _HelpFormatter
+
+
+def _plain_help(command) -> None:
+    """Every command under `command` prints its help with _HelpFormatter."""
+    command.context_class = _Context
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
+
+
 class _ShortErrors(TyperGroup):
-    """Usage errors as two lines on stderr (the message, then where to get help), exit 2."""
+    """The one wrapper every command runs in: usage errors as two lines on stderr (the message, then where to get
+    help), exit 2; standard output watched by _GuardedStdout (closed, full or a bad encoding: one line, exit 2; a
+    broken pipe: a quiet exit 141); Ctrl-C: one line, exit 130."""
+
+    def make_context(self, *args, **kwargs):
+        try:                                 # options are parsed (and --help printed) here
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:            # typer would turn it into a silent exit 130
+            raise _Interrupted() from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
 
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
+        _plain_help(self)
+        if _stdout_closed():
+            _error("standard output is closed; redirect it to a file or to /dev/null")
+            sys.exit(EXIT_BAD_INPUT)
+        problem = _environment_error(args)
+        if problem:
+            _error(problem)
+            sys.exit(EXIT_BAD_INPUT)
+        original = sys.stdout
+        guarded = original if isinstance(original, _GuardedStdout) else _GuardedStdout(original)
+        sys.stdout = guarded
         try:
             rv = super().main(*args, **kwargs)
+            guarded.flush()
         except UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "rooflab"
-            typer.echo(f"error: {_one_line(exc.format_message())}", err=True)
+            _error(_one_line(exc.format_message()))
             typer.echo(f"see '{where} --help'", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except ClickException as exc:
-            typer.echo(f"error: {_one_line(exc.format_message())}", err=True)
+            _error(_one_line(exc.format_message()))
             sys.exit(exc.exit_code)
-        except typer.Abort:
-            typer.echo("aborted", err=True)
+        except StdoutError as exc:
+            _error(str(exc))
+            sys.exit(EXIT_BAD_INPUT)
+        except _BrokenPipe:
+            sys.exit(EXIT_BROKEN_PIPE)
+        except (_Interrupted, KeyboardInterrupt):
+            _error("interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+        except typer.Abort as exc:
+            if isinstance(exc.__context__, KeyboardInterrupt):      # Ctrl-C while click parsed the options
+                _error("interrupted")
+                sys.exit(EXIT_INTERRUPTED)
+            _error("aborted")
             sys.exit(1)
+        finally:
+            sys.stdout = original
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _error(message: str) -> None:
+    """One 'error:' line on stderr (nothing when stderr is closed too)."""
+    try:
+        typer.echo(f"error: {message}", err=True)
+    except (OSError, UnicodeEncodeError):
+        pass
 
 
 app = typer.Typer(
@@ -108,8 +291,8 @@ EXIT_BUG = 70
 
 
 def friendly(fn: Callable) -> Callable:
-    """The one error path: RooflabError (bad input) -> its message on stderr, exit 2; any other exception is a
-    bug in rooflab -> two lines saying so and how to report it, exit 70 (ROOFLAB_TRACEBACK=1 shows the traceback)."""
+    """The one error path: RooflabError (bad input) and an OSError on a path (too long, a folder, no space,
+    read-only, no permission) -> one line on stderr naming it, exit 2; any other exception is a bug in rooflab -> two lines saying so and how to report it, exit 70 (ROOFLAB_TRACEBACK=1 shows the traceback)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -123,16 +306,36 @@ def friendly(fn: Callable) -> Callable:
         except MemoryError:
             typer.echo("error: out of memory; the workload is too large for this machine", err=True)
             raise typer.Exit(EXIT_BAD_INPUT)
+        except OSError as exc:
+            if exc.filename is None:          # not about a path the user gave: a bug, below
+                _internal(exc)
+            fail(path_error(exc))
         except Exception as exc:
-            if os.environ.get("ROOFLAB_TRACEBACK"):
-                raise
-            first = (str(exc).splitlines() or [""])[0][:200]
-            typer.echo(f"error: internal error in rooflab ({type(exc).__name__}: {first})", err=True)
-            typer.echo("this is a bug: please report it with the command line; ROOFLAB_TRACEBACK=1 shows where",
-                       err=True)
-            raise typer.Exit(EXIT_BUG)
+            _internal(exc)
 
     return wrapper
+
+
+def path_error(exc: OSError) -> str:
+    """An OSError on a path as one line naming the path: 'cannot use <path>: File name too long'."""
+    from ..errors import clip
+
+    def text(name) -> str:
+        return clip(os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name), 120)
+
+    other = f" -> {text(exc.filename2)}" if exc.filename2 is not None else ""
+    return f"cannot use {text(exc.filename)}{other}: {exc.strerror or exc}"
+
+
+def _internal(exc: Exception) -> None:
+    """An unexpected exception: a bug in rooflab -> two lines saying so and how to report it, exit 70."""
+    if os.environ.get("ROOFLAB_TRACEBACK"):
+        raise exc
+    first = (str(exc).splitlines() or [""])[0][:200]
+    typer.echo(f"error: internal error in rooflab ({type(exc).__name__}: {first})", err=True)
+    typer.echo("this is a bug: please report it with the command line; ROOFLAB_TRACEBACK=1 shows where",
+               err=True)
+    raise typer.Exit(EXIT_BUG)
 
 
 def _refuse_empty(kwargs: dict) -> None:
