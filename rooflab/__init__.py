@@ -6,11 +6,31 @@ prediction (roofline.py) -> rows (rows.py) -> report / plot / bench.
 """
 
 from .errors import RooflabError, SpecError
-from .load import available, load_gpu, load_model
-from .specs import AttentionHeads, GpuSpec, ModelSpec
-from .units import DType
 
 __version__ = "0.1.0"
+
+#: Names loaded on first use (PEP 562), so that `import rooflab` is quick: the console script's interrupt handling
+#: (rooflab._entry) starts before NumPy and the specs load.
+_LAZY = {"available": "load", "load_gpu": "load", "load_model": "load", "AttentionHeads": "specs",
+         "GpuSpec": "specs", "ModelSpec": "specs", "DType": "units"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):              # a submodule, as `import rooflab` once loaded load, specs and units
+        import importlib
+
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module 'rooflab' has no attribute {name!r}")
 
 __all__ = ["AttentionHeads", "DType", "GpuSpec", "ModelSpec", "RooflabError", "SpecError",
            "available", "load_gpu", "load_model", "__version__"]
