@@ -9,27 +9,27 @@ The facts are computed by prefill_facts and decode_facts, which explain and the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .cost.flash import flash_prefill
 from .cost.model import decode_step
-from .cost.naive import naive_ceiling, naive_prefill
+from .cost.naive import naive_ceiling
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import LaunchCost, check_dtypes, check_flag, fused, whole_number
-from .cost.layers import layer_decode, layer_prefill, layer_splits
+from .cost.common import Cost, LaunchCost, check_dtypes, check_flag, fused, whole_number
+from .cost.layers import layer_decode, layer_prefill, layer_splits, layer_walk, main_attention
 from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
 from .errors import InputError, shown
 from .limits import MAX_BATCH, MAX_RAGGED, MAX_TOKENS
 from .kvcache import BatchMemory, batch_memory
 from .roofline import Ceilings
 from .rows import Row, make_row
-from .specs import GpuSpec, ModelSpec
+from .specs import GpuSpec, LayerType, ModelSpec
 from .units import DType
-from .predict import decode_kernel, predict_time, prefill_kernel
-from .vocab import CeilingSource, LayerKind, Phase, Variant
+from .predict import PredictedTime, decode_kernel, predict_time, prefill_kernel
+from .vocab import CeilingSource, Phase, Variant
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,8 @@ class ModelTotal:
     flops: float
     hbm_bytes: float
     t_floor_s: float
+    #: The rows' predicted times over the model (a fitted model, not a bound); None unless every row has one.
+    t_predicted_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -166,18 +168,46 @@ class Report:
 
 def prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
                   dtype: DType = DType.fp16, causal: bool = True) -> PrefillFacts:
-    """Whether naive prefill of `seq_len` tokens fits beside the weights, and flash's intensity over naive's."""
+    """Whether naive prefill of `seq_len` tokens fits beside the weights, and flash's intensity over naive's (one
+    layer of the model's main softmax layer type, priced by rooflab.cost.layers as the report's rows are)."""
     seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
     causal = check_flag(causal, "causal")
+    main = main_attention(model)
+    return _prefill_facts(model, gpu, seq_len, batch, dtype,
+                          layer_prefill(model, main, seq_len, batch, dtype, causal, naive=True),
+                          layer_prefill(model, main, seq_len, batch, dtype, causal, gpu=gpu))
+
+
+def _prefill_facts(model: ModelSpec, gpu: GpuSpec, seq_len: int, batch: int, dtype: DType, naive: Cost,
+                   flash: Cost) -> PrefillFacts:
+    """The facts from the main layer type's naive and flash costs, already built."""
     ceiling = naive_ceiling(model, gpu, batch, dtype)
-    naive = naive_prefill(model, seq_len, batch, dtype, causal)
-    flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
     ratio = (flash.flops / flash.hbm_bytes) / (naive.flops / naive.hbm_bytes)
     return PrefillFacts(
         weights_bytes=ceiling.weights_bytes, hbm_capacity_bytes=ceiling.capacity_bytes,
         naive_working_set_bytes=float(naive.working_set_bytes), naive_max_seq_len=ceiling.max_seq_len,
         naive_fits=ceiling.fits(seq_len), flash_over_naive_intensity=float(ratio),
     )
+
+
+def once(price: Callable[..., Cost]) -> Callable[..., Cost]:
+    """`price` remembering what it built: a report prices each distinct cost once (per layer type, shape and
+    launch), its rows, facts, split search and predictions sharing them."""
+    return functools.lru_cache(maxsize=None)(price)
+
+
+def prefill_prediction(gpu: GpuSpec, layer: LayerType, price: Callable[[Optional[int], float], Cost], dtype: DType,
+                       impl: Optional[str] = None, naive: bool = False) -> Optional[PredictedTime]:
+    """The predicted time of one layer's prefill (rooflab.predict.predict_time for this layer type's kernel), or
+    None where the GPU has no fit: what a prefill report's row and the time chart's predicted line show."""
+    return predict_time(gpu, prefill_kernel(layer, naive=naive), price, dtype, impl, optional=True)
+
+
+def decode_prediction(gpu: GpuSpec, layer: LayerType, price: Callable[[Optional[int], float], Cost], dtype: DType,
+                      splits: int = 1, q_len: int = 1, impl: Optional[str] = None) -> Optional[PredictedTime]:
+    """The predicted time of one layer's decode step with `splits` splits, or None where the GPU has no fit: what a
+    decode report's row and the decode chart's predicted line show."""
+    return predict_time(gpu, decode_kernel(layer, splits, q_len), price, dtype, impl, optional=True)
 
 
 def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
@@ -188,42 +218,47 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
 
     Each row carries the predicted time of `impl` (or of the fastest implementation fitted on the GPU)
     where the GPU YAML has a fitted model for that kernel (rooflab.predict), beside its physical floor.
+    Each distinct cost is built once (rows, facts and predictions share them).
     """
     seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
     causal = check_flag(causal, "causal")
     roofs = Ceilings.of(gpu, dtype, ceilings)
+
+    @once
+    def build(name: str, naive: bool, num_sms: Optional[int], units_per_sm: float) -> Cost:
+        launch = {} if naive else dict(gpu=gpu, num_sms=num_sms, units_per_sm=units_per_sm)
+        return layer_prefill(model, name, seq_len, batch, dtype, causal, naive=naive, **launch)
+
+    def price(name: str, naive: bool, num_sms: Optional[int] = None, units_per_sm: float = 1.0) -> Cost:
+        return build(name, naive, None, 1.0) if naive else build(name, naive, num_sms, float(units_per_sm))
+
     rows = []
-    for name, count in model.layer_counts.items():
-        layer = model.layer_types[name]
+    for name, layer, count in layer_walk(model):
         tag = _tag(model, name)
         where = dict(layer_type=name, num_layers=count)
-        if layer.kind is LayerKind.linear:
-            cost = layer_prefill(model, name, seq_len, batch, dtype, causal)
-            rows.append(make_row(cost, roofs, label=f"recurrent{tag}", **where))
+        if not layer.is_attention:
+            rows.append(make_row(price(name, False), roofs, label=f"recurrent{tag}", **where))
             continue
-        naive = layer_prefill(model, name, seq_len, batch, dtype, causal, naive=True)
-        flash = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu)
+        naive, flash = price(name, True), price(name, False)
         rows += [
             make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
                      peak_extra_bytes=naive.peak_extra_bytes, label=f"naive{tag}" if tag else None,
                      intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where).predicted(
-                predict_time(gpu, prefill_kernel(layer, naive=True), lambda n, k, name=name: layer_prefill(
-                    model, name, seq_len, batch, dtype, causal, naive=True), dtype, impl, optional=True)),
+                prefill_prediction(gpu, layer, lambda n, k, name=name: price(name, True), dtype, impl, naive=True)),
             make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
                      intensity_tiled_flop_per_byte=flash.intensity_tiled, label=f"flash{tag}" if tag else None,
                      tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead,
                      **where).predicted(
-                predict_time(gpu, prefill_kernel(layer),
-                             lambda n, k, name=name: layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu,
-                                                                   num_sms=n, units_per_sm=k), dtype, impl,
-                             optional=True)),
+                prefill_prediction(gpu, layer, lambda n, k, name=name: price(name, False, n, k), dtype, impl)),
         ]
+    main = main_attention(model)
     return Report(
         model=model.name, gpu=gpu.name, phase=Phase.prefill, seq_len=int(seq_len), batch=int(batch),
         dtype=dtype.value, causal=causal, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte,
         bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s, matmul_flop_per_s=roofs.matmul_flop_per_s,
-        rows=tuple(rows), facts=prefill_facts(model, gpu, seq_len, batch, dtype, causal),
+        rows=tuple(rows), facts=_prefill_facts(model, gpu, seq_len, batch, dtype, price(main, True),
+                                               price(main, False)),
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
         totals=model_totals(rows, (Variant.naive, Variant.flash)),
     )
@@ -261,27 +296,27 @@ def model_totals(rows: Sequence[Row], variants: Sequence[Variant]) -> tuple[Mode
         chosen = [r for r in rows if r.variant in (variant.value, Variant.recurrent.value)]
         if not any(r.variant == variant.value for r in chosen):
             continue
+        predicted = None if any(r.t_predicted_s is None for r in chosen) else \
+            sum(r.t_predicted_s * (r.num_layers or 1) for r in chosen)
         out.append(ModelTotal(variant.value, sum(r.num_layers for r in chosen),
                               sum(r.flops * r.num_layers for r in chosen),
                               sum(r.hbm_bytes * r.num_layers for r in chosen),
-                              sum(r.model_t_floor_s for r in chosen)))
+                              sum(r.model_t_floor_s for r in chosen), predicted))
     return tuple(out)
 
 
-def _mixed_row(model: ModelSpec, name: str, lens: DecodeBatch, page_size: int, dtype: DType, kv_dtype: DType,
-               q_len: int, chunk: int, roofs: Ceilings, tag: str, where: dict) -> Row:
-    """The decode batch and a `chunk`-token prefill chunk in one launch (chunked prefill): one row."""
-    decode = layer_decode(model, name, lens, page_size, dtype, kv_dtype, 1, q_len)
+def _mixed_row(model: ModelSpec, name: str, decode: Cost, chunk: int, dtype: DType, roofs: Ceilings, tag: str,
+               where: dict) -> Row:
+    """The decode batch (its unsplit cost) and a `chunk`-token prefill chunk in one launch (chunked prefill): one
+    row."""
     prefill = layer_prefill(model, name, chunk, 1, dtype, causal=True)
     cost = LaunchCost(fused("mixed_step", (decode.attention, prefill.kernel)), Variant.mixed)
     return make_row(cost, roofs, breakdown=False, label=f"mixed (+{chunk:,}-token chunk){tag}",
                     kv_bytes=decode.kv_bytes, **where)
 
 
-def _main_attention(model: ModelSpec) -> str:
-    """The softmax layer type most of the model's layers have: the one decode facts describe."""
-    softmax = {n: c for n, c in model.layer_counts.items() if model.layer_types[n].kind is not LayerKind.linear}
-    return max(softmax, key=softmax.get)
+#: The main softmax layer type, under its old name (explain imported it from here).
+_main_attention = main_attention
 
 
 def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
@@ -290,14 +325,20 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | D
     intensity of the model's main attention layer type)."""
     dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     lens = _decode_batch(context_lens)
-    k = gpu.units_per_sm
-    main = _main_attention(model)
-    unsplit = layer_decode(model, main, lens, page_size, dtype, kv_dtype, 1, q_len, gpu.num_sms, k)
+    main, k = main_attention(model), gpu.units_per_sm
+    price = once(lambda s: layer_decode(model, main, lens, page_size, dtype, kv_dtype, s, q_len, gpu.num_sms, k))
+    best = layer_splits(model, main, lens, gpu.num_sms, page_size, dtype, kv_dtype, k, q_len=q_len, price=price)
+    return _decode_facts(model, gpu, lens, kv_dtype, price(1), best)
+
+
+def _decode_facts(model: ModelSpec, gpu: GpuSpec, lens: DecodeBatch, kv_dtype: DType, unsplit: Cost,
+                  recommended: int) -> DecodeFacts:
+    """The facts from the main layer type's unsplit cost and recommended split count, already found."""
     step = decode_step(model, int(round(lens.mean_len)), lens.size, None, kv_dtype)
     return DecodeFacts(
-        recommended_splits=layer_splits(model, main, lens, gpu.num_sms, page_size, dtype, kv_dtype, k, q_len=q_len),
+        recommended_splits=recommended,
         decode_intensity_flop_per_byte=float(unsplit.intensity_kv),
-        work_units_unsplit=int(unsplit.work_units), num_sms=gpu.num_sms, units_per_sm=k,
+        work_units_unsplit=int(unsplit.work_units), num_sms=gpu.num_sms, units_per_sm=gpu.units_per_sm,
         attention_flop_share=step.attention_flop_share, flops_per_token=step.flops_per_token,
         weight_bytes_per_step=step.weight_bytes_per_step, kv_bytes_per_step=step.kv_bytes_per_step,
     )
@@ -316,7 +357,8 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
     defaults, per layer type, to the fastest count, at least 2 so the row shows split-KV. With
     `prefill_chunk` C each layer type gains a `mixed` row: the unsplit decode batch and a C-token
     prefill chunk (a new sequence's first chunk, causal) in one launch, its floor that of the summed
-    FLOPs and bytes, not the sum of two floors.
+    FLOPs and bytes, not the sum of two floors. Each distinct cost is built once: the split search runs once
+    per layer type, and the rows, facts and predictions share its costs.
     """
     dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     lens = _decode_batch(context_lens)
@@ -324,32 +366,40 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
     q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
     if prefill_chunk:
         prefill_chunk = whole_number(prefill_chunk, "prefill_chunk", maximum=MAX_TOKENS)
+    if splits is not None:
+        splits = check_splits(splits)
     roofs = Ceilings.of(gpu, dtype, ceilings)
     listed = tuple(int(x) for x in context_lens) if not isinstance(context_lens, DecodeBatch) else \
         (lens.expanded() if lens.size <= MAX_RAGGED else None)
-    k = gpu.units_per_sm
-    facts = decode_facts(model, gpu, lens, page_size, dtype, kv_dtype, q_len)
-    rows = []
-    for name, count in model.layer_counts.items():
+    k, main = gpu.units_per_sm, main_attention(model)
+
+    @once
+    def build(name: str, s: int, num_sms: Optional[int], units_per_sm: float) -> Cost:
+        return layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len, num_sms, units_per_sm)
+
+    def price(name: str, s: int, num_sms: Optional[int] = gpu.num_sms, units_per_sm: float = k) -> Cost:
+        return build(name, s, num_sms, float(units_per_sm))
+
+    rows, recommended = [], {}
+    for name, layer, count in layer_walk(model):
         tag, where = _tag(model, name), dict(layer_type=name, num_layers=count)
-        if model.layer_types[name].kind is LayerKind.linear:
-            cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, q_len=q_len)
-            rows.append(make_row(cost, roofs, label=f"recurrent{tag}", **where))
+        if not layer.is_attention:
+            rows.append(make_row(price(name, 1, None, 1.0), roofs, label=f"recurrent{tag}", **where))
             continue
-        chosen = check_splits(splits) if splits is not None else \
-            layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, k, recommended=False, q_len=q_len)
+        if splits is None or name == main:
+            recommended[name] = layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, k,
+                                             q_len=q_len, price=lambda s, name=name: price(name, s))
+        chosen = splits if splits is not None else max(2, recommended[name])
         for s in (1, chosen):
-            cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len, gpu.num_sms, k)
+            cost = price(name, s)
             label = ("paged" if s == 1 else f"split_kv ({s} splits)") + tag
             row = make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
                            parallel_fraction=cost.parallel_fraction, **where)
-            price = (lambda n, u, name=name, s=s: layer_decode(model, name, lens, page_size, dtype, kv_dtype, s, q_len,
-                                                               n, u))
-            rows.append(row.predicted(predict_time(gpu, decode_kernel(model.layer_types[name], s, q_len), price,
-                                                   dtype, impl, optional=True)))
+            rows.append(row.predicted(decode_prediction(gpu, layer, lambda n, u, name=name, s=s: price(name, s, n, u),
+                                                        dtype, s, q_len, impl)))
         if prefill_chunk:
-            rows.append(_mixed_row(model, name, lens, page_size, dtype, kv_dtype, q_len, prefill_chunk, roofs, tag,
-                                   where))
+            rows.append(_mixed_row(model, name, price(name, 1), prefill_chunk, dtype, roofs, tag, where))
+    facts = _decode_facts(model, gpu, lens, kv_dtype, price(main, 1), recommended[main])
     notes = []
     if facts.recommended_splits == 1 and splits is None:
         notes.append("split-KV does not pay here: the unsplit launch already fills the GPU; "
@@ -367,5 +417,5 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
     )
 
 
-__all__ = ["DecodeFacts", "PrefillFacts", "Report", "decode_facts", "decode_report", "prefill_facts",
-           "prefill_report"]
+__all__ = ["DecodeFacts", "ModelTotal", "PrefillFacts", "Report", "decode_facts", "decode_prediction", "decode_report",
+           "model_totals", "prefill_facts", "prefill_prediction", "prefill_report"]

@@ -112,8 +112,8 @@ def roofs(h100):
 
 def test_ridge_distances(llama, roofs):
     # chapter 1, "22x past the ridge", "4.7x left of it", "a factor of 103"
-    naive = predict(naive_prefill(llama, 8192), roofs)
-    flash = predict(flash_prefill(llama, 8192), roofs)
+    naive = predict(naive_prefill(llama.heads, 8192), roofs)
+    flash = predict(flash_prefill(llama.heads, 8192), roofs)
     assert round(float(flash.ridge_ratio)) == 22
     assert round(1 / float(naive.ridge_ratio), 1) == 4.7
     assert round(float(flash.intensity_flop_per_byte / naive.intensity_flop_per_byte)) == 103
@@ -121,7 +121,7 @@ def test_ridge_distances(llama, roofs):
 
 def test_memory_bound_time(llama, roofs):
     # chapter 1, "at 3.35 TB/s, 16.156 GiB per layer is 5.18 ms, or 165.7 ms for all 32 layers"
-    naive = predict(naive_prefill(llama, 8192), roofs)
+    naive = predict(naive_prefill(llama.heads, 8192), roofs)
     assert float(naive.t_memory_s) * 1e3 == pytest.approx(5.18, abs=0.005)
     assert float(naive.t_floor_s) * llama.num_layers * 1e3 == pytest.approx(165.7, abs=0.05)
     assert str(naive.bound) == "memory"
@@ -129,8 +129,8 @@ def test_memory_bound_time(llama, roofs):
 
 def test_compute_floor(llama, roofs):
     # chapter 1, "F/pi = 1.0995e12 x 32 / 989.4e12 = 35.6 ms"
-    naive = predict(naive_prefill(llama, 8192), roofs)
-    flash = predict(flash_prefill(llama, 8192), roofs)
+    naive = predict(naive_prefill(llama.heads, 8192), roofs)
+    flash = predict(flash_prefill(llama.heads, 8192), roofs)
     assert float(naive.t_compute_s) * llama.num_layers * 1e3 == pytest.approx(35.6, abs=0.05)
     assert float(flash.t_floor_s) * llama.num_layers * 1e3 == pytest.approx(35.6, abs=0.05)
     assert str(flash.bound) == "compute"
@@ -158,8 +158,8 @@ def test_floors_ignore_the_parallelism_model():
 
     h100, model = load_gpu("h100-sxm"), load_model("llama-3-8b")
     roofs = Ceilings.of(h100, DType.fp16)
-    launched = paged_decode(model, [32768], num_sms=h100.num_sms)          # 8 units on 132 SMs
-    ideal = paged_decode(model, [32768])
+    launched = paged_decode(model.heads, [32768], num_sms=h100.num_sms)          # 8 units on 132 SMs
+    ideal = paged_decode(model.heads, [32768])
     assert float(launched.parallel_fraction) < 0.1
     assert float(predict_kernel(launched.attention, roofs).t_floor_s) == float(predict_kernel(ideal.attention, roofs).t_floor_s)
 

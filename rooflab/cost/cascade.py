@@ -22,10 +22,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..limits import MAX_RAGGED, MAX_TOKENS
-from ..specs import AttentionHeads, ModelSpec
+from ..specs import AttentionHeads
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
-from .common import ArrayLike, KernelCost, as_array, check_dtypes, whole_number
+from .common import ArrayLike, KernelCost, as_array, check_dtypes, check_heads, whole_number
 from .merge import merge_pair
 from .paged import paged_decode
 
@@ -58,14 +58,14 @@ class CascadeCost:
         return self.plain_bytes - self.hbm_bytes
 
 
-def cascade_decode(heads: AttentionHeads | ModelSpec, prefix_len: int, suffix_lens: ArrayLike,
+def cascade_decode(heads: AttentionHeads, prefix_len: int, suffix_lens: ArrayLike,
                    page_size: int = 16, dtype: DType = DType.fp16,
                    kv_dtype: DType | None = None) -> CascadeCost:
     """Cascade against plain paged decode for len(suffix_lens) requests sharing `prefix_len` tokens.
 
     A suffix of length 0 is allowed (a request that has produced no private tokens yet).
     """
-    heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    heads = check_heads(heads, "cascade_decode")
     prefix_len = whole_number(prefix_len, "shared prefix length", maximum=MAX_TOKENS)
     suffixes = as_array(suffix_lens, "suffix lengths", minimum=0, maximum=MAX_TOKENS - prefix_len).reshape(-1)
     if suffixes.size > MAX_RAGGED:
@@ -91,7 +91,7 @@ def cascade_decode(heads: AttentionHeads | ModelSpec, prefix_len: int, suffix_le
     return CascadeCost(prefix, suffix, merge, plain.hbm_bytes)
 
 
-def breakeven_prefix_len(heads: AttentionHeads | ModelSpec, num_requests: int, page_size: int = 16,
+def breakeven_prefix_len(heads: AttentionHeads, num_requests: int, page_size: int = 16,
                          dtype: DType = DType.fp16, kv_dtype: DType | None = None) -> int:
     """Shortest shared prefix for which cascade moves fewer bytes than plain paged decode.
 
@@ -99,7 +99,7 @@ def breakeven_prefix_len(heads: AttentionHeads | ModelSpec, num_requests: int, p
     partial outputs, their LSEs and the merge): P* = floor(overhead / ((N - 1) kv_token)) + 1,
     up to the block-table bytes. Returns 0 when no prefix pays (N = 1).
     """
-    heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    heads = check_heads(heads, "breakeven_prefix_len")
     num_requests = whole_number(num_requests, "number of requests", maximum=MAX_RAGGED)
     dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     if num_requests < 2:

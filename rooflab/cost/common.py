@@ -17,6 +17,7 @@ from typing import Protocol, Union
 import numpy as np
 
 from ..errors import InputError, shown
+from ..specs import AttentionHeads, ModelSpec
 from ..units import DType
 from ..vocab import Pipe, Variant
 
@@ -172,6 +173,22 @@ def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None
         far = " (far past any real workload)" if maximum is not None and number > maximum else ""
         raise InputError(f"{what} must be a whole number{bounds}{far}, got {shown(value)}")
     return number
+
+
+#: What prices a whole model, named where a kernel cost function is handed one.
+AGGREGATOR = ("rooflab.cost.layers.model_prefill / model_decode (a whole model, every layer type as itself) or "
+              "layer_prefill / layer_decode (one layer type)")
+
+
+def check_heads(heads: object, function: str) -> AttentionHeads:
+    """`heads` as AttentionHeads, or InputError naming `function`. A ModelSpec is refused: its layers may differ
+    (windows, MLA, linear attention, their own heads), and only rooflab.cost.layers walks them."""
+    if isinstance(heads, ModelSpec):
+        raise InputError(f"{function} prices one layer's AttentionHeads, not a model ({heads.name}); price the model "
+                         f"with {AGGREGATOR}, or pass model.heads for the heads of a single layer type")
+    if not isinstance(heads, AttentionHeads):
+        raise InputError(f"{function} takes AttentionHeads (a layer's heads), got {shown(heads)}")
+    return heads
 
 
 def check_layer(layer: object, kind: object = None, what: str = "layer"):

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..specs import AttentionHeads, GpuSpec, ModelSpec
+from ..specs import AttentionHeads, GpuSpec
 from ..specs.heads import MAX_HEAD_DIM
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, real_number,
-                     whole_number)
+from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, check_heads,
+                     real_number, whole_number)
 from .parallel import check_parallelism, schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
@@ -117,7 +117,7 @@ class FlashCost(SingleKernel):
         return 1.0 / self.tile.block_kv
 
 
-def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
+def flash_prefill(heads: AttentionHeads, seq_len: ArrayLike, batch: ArrayLike = 1,
                   dtype: DType = DType.fp16, causal: bool = False,
                   tile: FlashTile | None = None, gpu: GpuSpec | None = None,
                   write_lse: bool = True, num_sms: int | None = None, units_per_sm: float = 1.0,
@@ -136,7 +136,7 @@ def flash_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     a head the heaviest (causal: the last) query tile first, each taking time in proportion to
     the keys it visits, rounded up to whole B_c tiles.
     """
-    heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    heads = check_heads(heads, "flash_prefill")
     causal = causal or not visibility.is_full
     dtype = DType.of(dtype)
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)

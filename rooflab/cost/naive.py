@@ -25,7 +25,7 @@ from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import Pipe, Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, whole_number
+from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_heads, whole_number
 
 #: Vector FLOPs per element of S in a row softmax: max compare, subtract, sum add, normalising multiply.
 SOFTMAX_FLOPS_PER_ELEMENT = 4
@@ -76,7 +76,7 @@ class NaiveCost:
         return self.peak_extra_bytes + self.qkvo_bytes
 
 
-def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: ArrayLike = 1,
+def naive_prefill(heads: AttentionHeads, seq_len: ArrayLike, batch: ArrayLike = 1,
                   dtype: DType = DType.fp16, causal: bool = False,
                   visibility: Visibility = FULL_VISIBILITY) -> NaiveCost:
     """Naive attention over T tokens for one layer.
@@ -85,7 +85,7 @@ def naive_prefill(heads: AttentionHeads | ModelSpec, seq_len: ArrayLike, batch: 
     window or chunk); the bytes of S and P are the full T x T either way, because the naive
     kernels materialise the whole matrix and mask it.
     """
-    heads = heads.heads if isinstance(heads, ModelSpec) else heads
+    heads = check_heads(heads, "naive_prefill")
     causal = causal or not visibility.is_full
     t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)
     b = as_array(batch, "batch", maximum=MAX_BATCH)

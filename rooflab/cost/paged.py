@@ -26,11 +26,12 @@ import numpy as np
 from ..errors import InputError
 from ..limits import MAX_BATCH, MAX_PAGE_SIZE, MAX_TOKENS
 from ..limits import MAX_SPLITS as LIMIT_SPLITS
-from ..specs import AttentionHeads, ModelSpec
+from ..specs import AttentionHeads
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import Variant
 from .batch import DecodeBatch, context_lengths, decode_batch
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_dtypes, whole_number
+from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_dtypes, check_heads,
+                     whole_number)
 from .merge import MergeCost, merge_splits
 from .parallel import check_parallelism, parallel_fraction
 
@@ -110,10 +111,6 @@ def _split_tokens(lens: np.ndarray, num_splits: int, page_size: int) -> np.ndarr
     return np.clip(lens[:, None] - starts, 0, span[:, None])
 
 
-def _heads(heads: AttentionHeads | ModelSpec) -> AttentionHeads:
-    return heads.heads if isinstance(heads, ModelSpec) else heads
-
-
 def _decode(heads: AttentionHeads, tokens: np.ndarray, pairs: np.ndarray, pages: np.ndarray, batch: np.ndarray,
             q_len: int, num_splits: int, units: np.ndarray, longest: np.ndarray, num_sms: int | None,
             units_per_sm: float, dtype: DType, kv_dtype: DType, sinks: bool) -> DecodeCost:
@@ -145,7 +142,7 @@ def _pages_read(lens: np.ndarray, read: np.ndarray, page_size: int) -> np.ndarra
     return np.ceil(lens / page_size) - np.floor((lens - read) / page_size)
 
 
-def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, page_size: int = 16,
+def paged_decode(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: DType | None = None, num_splits: int = 1,
                  num_sms: int | None = None, units_per_sm: float = 1.0, q_len: int = 1,
                  visibility: Visibility = FULL_VISIBILITY, sinks: bool = False) -> DecodeCost:
@@ -157,7 +154,7 @@ def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | De
     the new tokens see, and the pages to those that hold them. With `num_sms` the parallelism model
     limits the attention launch's bandwidth; without, the launch is ideal (the pure roofline).
     """
-    heads = _heads(heads)
+    heads = check_heads(heads, "paged_decode")
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
     q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
@@ -176,13 +173,13 @@ def paged_decode(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | De
                    num_splits, units, unit_tokens.max(), num_sms, units_per_sm, dtype, kv_dtype, sinks)
 
 
-def paged_decode_uniform(heads: AttentionHeads | ModelSpec, context_len: ArrayLike, batch: ArrayLike = 1,
+def paged_decode_uniform(heads: AttentionHeads, context_len: ArrayLike, batch: ArrayLike = 1,
                          page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
                          num_splits: int = 1, num_sms: int | None = None, units_per_sm: float = 1.0,
                          q_len: int = 1, visibility: Visibility = FULL_VISIBILITY,
                          sinks: bool = False) -> DecodeCost:
     """A decode step for `batch` sequences of one length each, vectorised over both (for sweeps)."""
-    heads = _heads(heads)
+    heads = check_heads(heads, "paged_decode_uniform")
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
     q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
@@ -213,7 +210,7 @@ def best_splits(make_cost: Callable[[int], DecodeCost], limit: int) -> int:
     return best
 
 
-def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int | None,
+def recommend_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, num_sms: int | None,
                      page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
                      units_per_sm: float = 1.0, q_len: int = 1, visibility: Visibility = FULL_VISIBILITY) -> int:
     """The split count with the smallest predicted memory time, between 1 and MAX_SPLITS.
@@ -223,6 +220,7 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike 
     S that fills it wins; with a full GPU already (a large batch), S = 1. `num_sms` None (a GPU spec that does not
     give its SMs): every launch is taken to fill the GPU, so S = 1.
     """
+    heads = check_heads(heads, "recommend_splits")
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     batch = decode_batch(context_lens)
     read = float(visibility.read_tokens(batch.max_len, q_len))
@@ -231,8 +229,9 @@ def recommend_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike 
                                               q_len, visibility), limit)
 
 
-def default_splits(heads: AttentionHeads | ModelSpec, context_lens: ArrayLike | DecodeBatch, num_sms: int, page_size: int = 16,
+def default_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, num_sms: int, page_size: int = 16,
                    dtype: DType = DType.fp16, kv_dtype: DType | None = None, units_per_sm: float = 1.0) -> int:
     """The split count a report's split-KV row shows when none is asked for: the recommended one, at least 2
     (so the row shows split-KV even where it does not pay)."""
+    heads = check_heads(heads, "default_splits")
     return max(2, recommend_splits(heads, context_lens, num_sms, page_size, dtype, kv_dtype, units_per_sm))

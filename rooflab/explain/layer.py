@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..cost.common import Visibility
+from ..cost.layers import main_attention
 from ..errors import InputError
-from ..report import _main_attention
 from ..specs import AttentionHeads, LayerType, ModelSpec
 from ..vocab import LayerKind, Variant
 
@@ -96,7 +96,7 @@ def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str]) -> Lay
         return Layer(model, name, model.layer_types[name])
     if len(linear) == len(model.layer_counts):
         raise InputError(f"{model.name} has no softmax attention layer; derive its layers with --variant recurrent")
-    name = name or _main_attention(model)
+    name = name or main_attention(model)
     if name not in model.layer_counts:
         raise InputError(f"--layer-type: no layer of {model.name} has type '{name}'")
     if model.layer_types[name].kind is LayerKind.linear:

@@ -160,8 +160,8 @@ def _check_limit(ceiling: NaiveCeiling, model: ModelSpec, dtype: DType, batch: i
     limit, free = ceiling.max_seq_len, ceiling.free_bytes
     if limit < 1:
         return
-    at = float(naive_prefill(model, limit, batch, dtype).working_set_bytes)
-    past = float(naive_prefill(model, limit + 1, batch, dtype).working_set_bytes)
+    at = float(naive_prefill(model.heads, limit, batch, dtype).working_set_bytes)   # the ceiling's heads
+    past = float(naive_prefill(model.heads, limit + 1, batch, dtype).working_set_bytes)
     if not at <= free < past:
         raise ExplainMismatch(f"naive_max_seq_len gives {limit}, but the working set there is {at} and at "
                               f"{limit + 1} is {past} against {free} free")

@@ -1,7 +1,8 @@
 """Specs + workload -> the roofline chart's numbers: each GPU's roofs and the attention kernels as points.
 
 No matplotlib here, and no formula of its own: every point is a cost function's kernel placed by
-roofline.predict_kernel. roofline_chart (roofline.py) draws a RooflineData.
+roofline.predict_kernel, one layer of the model's main softmax layer type priced through rooflab.cost.layers
+as the report's rows are (a point's intensity is its row's). roofline_chart (roofline.py) draws a RooflineData.
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..bench.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
+from ..cost.batch import DecodeBatch
 from ..cost.common import KernelCost
-from ..cost.flash import flash_prefill
+from ..cost.layers import layer_decode, layer_heads, layer_prefill, main_attention
 from ..cost.merge import merge_pair
-from ..cost.naive import naive_prefill
-from ..cost.paged import paged_decode_uniform
 from ..errors import InputError
 from ..predict import model_time
 from ..roofline import Ceilings, predict, predict_kernel
@@ -113,7 +113,8 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
                   merge_tokens: int = MERGE_TOKENS, flash_tiled: bool = False) -> RooflineData:
     """Roofs of every GPU in `gpus`; the points are placed against the first GPU's datasheet roofs.
 
-    Points: naive attention (whole, and its QK^T, softmax and PV kernels), flash (compulsory bytes;
+    Points (one layer of the main softmax layer type, main_attention): naive attention (whole, and its QK^T,
+    softmax and PV kernels), flash (compulsory bytes;
     with `flash_tiled` also the tiled upper bound on bytes, which lands next to the naive kernels),
     paged decode of `decode_batch` sequences of `seq_len` tokens (on an ideal launch, and as
     launched with the parallelism model when that cannot fill the GPU), and the LSE merge of two
@@ -124,12 +125,14 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
         raise InputError("give at least one GPU")
     gpu = gpus[0]
     roofs = Ceilings.of(gpu, dtype)
-    naive = naive_prefill(model, seq_len, batch, dtype, causal)
-    flash = flash_prefill(model, seq_len, batch, dtype, causal, gpu=gpu)
-    decode = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype)
-    launched = paged_decode_uniform(model, seq_len, decode_batch, dtype=dtype, num_sms=gpu.num_sms,
-                                    units_per_sm=gpu.units_per_sm)
-    merge = merge_pair(merge_tokens, model.num_qo_heads, model.head_dim, dtype)
+    main = main_attention(model)
+    naive = layer_prefill(model, main, seq_len, batch, dtype, causal, naive=True)
+    flash = layer_prefill(model, main, seq_len, batch, dtype, causal, gpu=gpu)
+    lens = DecodeBatch.uniform(seq_len, decode_batch)
+    decode = layer_decode(model, main, lens, dtype=dtype)
+    launched = layer_decode(model, main, lens, dtype=dtype, num_sms=gpu.num_sms, units_per_sm=gpu.units_per_sm)
+    heads = layer_heads(model, model.layer_types[main])
+    merge = merge_pair(merge_tokens, heads.num_qo_heads, heads.value_dim, dtype)
     whole = predict(naive, roofs)
     tiled = KernelCost("flash_tiled", flash.flops, flash.hbm_bytes_tiled, exp_ops=flash.kernel.exp_ops)
     fraction = float(launched.parallel_fraction)

@@ -1,7 +1,10 @@
 """Specs + workload -> the numbers each sweep chart draws. No matplotlib here, and no formula of its own.
 
-Every series comes from rooflab's cost functions and roofline (cost/, roofline.py, capacity.py);
-this module only chooses the lengths (grid.py: the default grid, or the user's) and sweeps them.
+Every series comes from rooflab's cost functions and roofline (cost/, roofline.py, capacity.py), each model
+priced through rooflab.cost.layers (model_prefill / model_decode, every layer type as itself, summed by
+model_total), the same code the reports use, so a chart's point equals the report's total for the same
+workload. This module only chooses the lengths (grid.py: the default grid, or the user's) and sweeps them.
+Floors and predictions are apart: a series is one or the other (the frames' `kind` column), never both.
 Each function returns a frozen dataclass that a chart function in this package turns into a
 Figure, and whose to_frame() gives the numbers as a pandas DataFrame, so a notebook can inspect
 or change them before drawing. The roofline chart's numbers are in points.py.
@@ -15,13 +18,14 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..capacity import CapacityPlan, plan_capacity
+from ..cost.batch import DecodeBatch
 from ..cost.common import KernelCost
-from ..cost.flash import flash_prefill
+from ..cost.layers import layer_decode, layer_prefill, main_attention, model_decode, model_prefill, model_total
 from ..cost.model import decode_step
-from ..cost.naive import naive_ceiling, naive_max_seq_len, naive_prefill
-from ..cost.paged import paged_decode_uniform
+from ..cost.naive import naive_ceiling, naive_max_seq_len
 from ..errors import InputError
 from ..predict import model_time
+from ..report import decode_prediction
 from ..roofline import Ceilings, predict, predict_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
@@ -30,6 +34,9 @@ from .grid import batch_sizes, length_grid, pow2_at_least, user_lengths
 
 #: Batches the decode chart draws by default.
 DECODE_BATCHES = (1, 8, 32, 128)
+
+#: The frames' `kind` of a series: a physical floor, or a prediction (a model of how a kernel runs).
+FLOOR, PREDICTION = "floor", "prediction"
 
 
 # --- sweeps over a length ------------------------------------------------------------
@@ -50,7 +57,8 @@ class MemoryLine:
 
 @dataclass(frozen=True)
 class MemorySweep:
-    """Bytes of S and P of one layer against sequence length, and each GPU's room for them."""
+    """Bytes of S and P of one layer (of the model's main softmax layer type) against sequence length, and each
+    GPU's room for them."""
 
     model: str
     dtype: DType
@@ -62,8 +70,9 @@ class MemorySweep:
     def to_frame(self):
         """Long format, one row per (series, seq_len): columns model, gpu, series, seq_len (tokens), bytes.
 
-        Series: 'sp_bytes' (S and P of one layer alive together; gpu None) and, per GPU, 'free_bytes'
-        (its capacity minus the weights, the same at every length). Each GPU's naive limit is in `lines`.
+        Series: 'sp_bytes' (S and P of one layer alive together, the report's naive peak_extra_bytes; gpu None)
+        and, per GPU, 'free_bytes' (its capacity minus the weights, the same at every length). Each GPU's naive
+        limit is in `lines`.
         """
         import pandas as pd
 
@@ -90,13 +99,15 @@ def memory_sweep(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtyp
         hi = max_seq_len if max_seq_len is not None else max(pow2_at_least(4 * longest),
                                                              4 * pow2_at_least(model.max_context_len))
         lens = length_grid(256, hi)
-    naive = naive_prefill(model, lens, batch, dtype)
+    naive = layer_prefill(model, main_attention(model), lens, batch, dtype, naive=True)
     return MemorySweep(model.display_name, dtype, int(batch), lens, naive.peak_extra_bytes, tuple(lines))
 
 
 @dataclass(frozen=True)
 class TimeSweep:
-    """Time floors of naive and flash prefill for all layers against sequence length, on one GPU."""
+    """Time floors of naive and flash prefill for all layers against sequence length, on one GPU: at each length
+    the prefill report's naive and flash totals (every layer type priced as itself, linear layers' scans in
+    both)."""
 
     model: str
     gpu: str
@@ -111,11 +122,13 @@ class TimeSweep:
     marked_seq_len: Optional[int] = None
 
     def to_frame(self):
-        """Long format, one row per (series, seq_len): columns model, gpu, series ('naive', 'flash'), seq_len
-        (tokens), time_s (the floor of all layers, seconds) and fits (whether that variant's prefill fits in
-        memory: naive's S and P beside the weights; flash always)."""
+        """Long format, one row per (series, seq_len): columns model, gpu, series ('naive', 'flash'), kind ('floor':
+        both are physical floors), seq_len (tokens), time_s (the floor of all layers, seconds: the report's total)
+        and fits (whether that variant's prefill fits in memory: naive's S and P beside the weights; flash
+        always)."""
         frame = long_frame("seq_len", self.seq_lens, {"naive": self.naive_s, "flash": self.flash_s}, "time_s",
                            model=self.model, gpu=self.gpu)
+        frame.insert(frame.columns.get_loc("series") + 1, "kind", FLOOR)
         frame["fits"] = (frame["series"] == "flash") | (frame["seq_len"] <= self.naive_max_seq_len)
         return frame
 
@@ -129,7 +142,8 @@ def _time_upper(model: ModelSpec, gpu: GpuSpec, batch: int, dtype: DType) -> int
 def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DType.fp16, causal: bool = True,
                max_seq_len: Optional[int] = None, marked_seq_len: Optional[int] = 8192,
                seq_lens: Optional[Sequence[int]] = None) -> TimeSweep:
-    """predict(naive) and predict(flash) over a length grid, times the number of layers.
+    """The naive and flash floors of the whole model over a length grid: model_prefill (every layer type as
+    itself) summed by model_total, as prefill_report's totals.
 
     The grid is `seq_lens` (whole token counts, sorted and without repeats), or from 256 tokens to
     `max_seq_len` (default: past both naive's memory limit and the model's context window) with
@@ -145,11 +159,13 @@ def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DT
             lens = np.union1d(lens, [float(marked_seq_len)])
     elif marked_seq_len not in lens:
         marked_seq_len = None
-    naive = predict(naive_prefill(model, lens, batch, dtype, causal), roofs)
-    flash = predict(flash_prefill(model, lens, batch, dtype, causal, gpu=gpu), roofs)
-    layers = model.num_layers
-    return TimeSweep(model.display_name, gpu.display_name, dtype, int(batch), causal, layers, lens,
-                     layers * naive.t_floor_s, layers * flash.t_floor_s, limit, marked_seq_len)
+    def floor(cost):
+        return predict(cost, roofs).t_floor_s
+
+    naive = model_total(model_prefill(model, lens, batch, dtype, causal, naive=True), floor)
+    flash = model_total(model_prefill(model, lens, batch, dtype, causal, gpu=gpu), floor)
+    return TimeSweep(model.display_name, gpu.display_name, dtype, int(batch), causal, model.num_layers, lens,
+                     naive, flash, limit, marked_seq_len)
 
 
 def time_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtype: DType = DType.fp16,
@@ -165,7 +181,13 @@ def time_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], batch: int = 1, dtype
 
 @dataclass(frozen=True)
 class DecodeSweep:
-    """Attention time of one decode step, all layers, against context length, one line per batch."""
+    """Attention time of one decode step, all layers, against context length, one line per batch.
+
+    At each (batch, context) the decode report's paged totals: `floor_s` its floor, `predicted_s` its
+    predicted time (the fitted models; None where the GPU lacks a fit for some layer type), and `launched_s`
+    the parallelism model at the datasheet roofs (rooflab.predict.model_time of the same costs: a model, not a
+    floor).
+    """
 
     model: str
     gpu: str
@@ -177,27 +199,43 @@ class DecodeSweep:
     context_lens: np.ndarray
     batches: tuple[int, ...]
     launched_s: tuple[np.ndarray, ...]
-    ideal_s: tuple[np.ndarray, ...]
+    floor_s: tuple[np.ndarray, ...]
     weights_s: float
+    predicted_s: Optional[tuple[np.ndarray, ...]] = None
+
+    @property
+    def ideal_s(self) -> tuple[np.ndarray, ...]:
+        """The floors under their old name (the 'ideal' launch that fills every SM)."""
+        return self.floor_s
 
     def to_frame(self):
-        """Long format, one row per (batch, series, context_len): columns model, gpu, batch, series ('launched':
-        the parallelism model's time, a model; 'ideal': the floor on a launch that fills the GPU), context_len
-        (tokens per sequence) and time_s (attention of one decode step, all layers, seconds). `weights_s`,
+        """Long format, one row per (batch, series, context_len): columns model, gpu, batch, series ('floor': the
+        physical floor, every SM busy; 'launched': the parallelism model as launched; 'predicted': the fitted
+        models, where the GPU has them), kind ('floor' or 'prediction'), context_len (tokens per sequence) and
+        time_s (attention of one decode step, all layers, seconds: the decode report's paged total). `weights_s`,
         the same for every row, is an attribute."""
         import pandas as pd
 
-        return pd.concat([long_frame("context_len", self.context_lens, {"launched": launched, "ideal": ideal},
-                                     "time_s", model=self.model, gpu=self.gpu, batch=b)
-                          for b, launched, ideal in zip(self.batches, self.launched_s, self.ideal_s)],
-                         ignore_index=True)
+        parts = []
+        for i, b in enumerate(self.batches):
+            series = {"floor": self.floor_s[i], "launched": self.launched_s[i]}
+            if self.predicted_s is not None:
+                series["predicted"] = self.predicted_s[i]
+            parts.append(long_frame("context_len", self.context_lens, series, "time_s", model=self.model,
+                                    gpu=self.gpu, batch=b))
+        frame = pd.concat(parts, ignore_index=True)
+        frame.insert(frame.columns.get_loc("series") + 1, "kind",
+                     np.where(frame["series"] == "floor", FLOOR, PREDICTION))
+        return frame
 
 
 def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE_BATCHES, page_size: int = 16,
                  dtype: DType = DType.fp16, kv_dtype: Optional[DType] = None,
                  max_context_len: Optional[int] = None, context_lens: Optional[Sequence[int]] = None) -> DecodeSweep:
-    """Paged decode (one launch, no splits) as launched on this GPU (the parallelism model: rooflab.predict's
-    t_model on datasheet roofs, a model) and on an ideal launch that fills it (the floor).
+    """Paged decode (one launch, no splits) of the whole model, every layer type as itself (model_decode): its
+    floor, the parallelism model as launched on this GPU (rooflab.predict's t_model on datasheet roofs, a model)
+    and, where the GPU has fitted models for every layer type, the predicted time: each the decode report's
+    paged total for that batch and context.
 
     The grid is `context_lens` (whole token counts), or from 256 tokens to `max_context_len` (default four
     times the model's context window). `batches` are sorted and repeats dropped. `weights_s` is the time to
@@ -210,17 +248,39 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
     if lens is None:
         lens = length_grid(256, max_context_len if max_context_len is not None
                            else 4 * pow2_at_least(model.max_context_len))
-    launched, ideal = [], []
+    launched, floors, predicted = [], [], []
     for b in batches:
-        as_launched = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
-                                           units_per_sm=gpu.units_per_sm)
-        filled = paged_decode_uniform(model, lens, b, page_size, dtype, kv_dtype)
-        launched.append(model.num_layers * model_time(as_launched, roofs))
-        ideal.append(model.num_layers * predict(filled, roofs).t_floor_s)
+        points = [_decode_point(model, gpu, DecodeBatch.uniform(int(n), b), page_size, dtype, kv_dtype, roofs)
+                  for n in lens]
+        floors.append(np.array([p[0] for p in points]))
+        launched.append(np.array([p[1] for p in points]))
+        predicted.append(None if any(p[2] is None for p in points) else np.array([p[2] for p in points]))
     weights = KernelCost("weights", np.float64(0.0), np.float64(decode_step(model, 1, 1, dtype).weight_bytes_per_step))
     return DecodeSweep(model.display_name, gpu.display_name, dtype, kv_dtype, int(page_size), model.num_layers,
-                       gpu.num_sms, lens, batches, tuple(launched), tuple(ideal),
-                       float(predict_kernel(weights, roofs).t_floor_s))
+                       gpu.num_sms, lens, batches, tuple(launched), tuple(floors),
+                       float(predict_kernel(weights, roofs).t_floor_s),
+                       None if any(p is None for p in predicted) else tuple(predicted))
+
+
+def _decode_point(model: ModelSpec, gpu: GpuSpec, batch: DecodeBatch, page_size: int, dtype: DType,
+                  kv_dtype: DType, roofs: Ceilings) -> tuple[float, float, Optional[float]]:
+    """One (batch, context): the paged floor, the parallelism model as launched and the predicted time (None
+    without a fit for every layer type) of the whole model, from one model_decode."""
+    layers = model_decode(model, batch, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
+                          units_per_sm=gpu.units_per_sm)
+    floor = float(model_total(layers, lambda c: predict(c, roofs).t_floor_s))
+    launched = float(model_total(layers, lambda c: model_time(c, roofs)))
+    predicted = 0.0
+    for item in layers:
+        def price(n, u, item=item):
+            if (n, u) == (gpu.num_sms, gpu.units_per_sm):
+                return item.cost
+            return layer_decode(model, item.name, batch, page_size, dtype, kv_dtype, 1, 1, n, u)
+        p = decode_prediction(gpu, item.layer, price, dtype) if item.layer.is_attention else None
+        if p is None:
+            return floor, launched, None
+        predicted += item.num_layers * p.t_predicted_s
+    return floor, launched, predicted
 
 
 def decode_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], batches: Sequence[int] = DECODE_BATCHES,

@@ -169,7 +169,7 @@ def _draw_decode(ax: Axes, sweep: DecodeSweep, notes_in_legend: bool) -> None:
     """The batches' lines; their coincidences named in the legend (one panel) or in a note (several)."""
     same = _same_as(sweep)
     dots = _marker(sweep.context_lens)
-    for i, (b, launched, ideal) in enumerate(zip(sweep.batches, sweep.launched_s, sweep.ideal_s)):
+    for i, (b, launched, floor) in enumerate(zip(sweep.batches, sweep.launched_s, sweep.floor_s)):
         color = BATCH_COLORS[i % len(BATCH_COLORS)]
         covered = any(np.allclose(other, launched) for other in sweep.launched_s[i + 1:])
         note = f" (as launched, same as batch {same[b]}: fewer work units than SMs)" if b in same and notes_in_legend \
@@ -177,8 +177,11 @@ def _draw_decode(ax: Axes, sweep: DecodeSweep, notes_in_legend: bool) -> None:
         # a line that a later, equal one covers is drawn wide, so it shows as a band around it
         ax.plot(sweep.context_lens, launched, color=color, lw=6 if covered else 2.2, **dots,
                 gid=f"series:launched:{b}", label=f"batch {b}{note}", zorder=2 + i)
-        if not np.allclose(launched, ideal):
-            ax.plot(sweep.context_lens, ideal, color=color, lw=1.2, ls="--", gid=f"series:ideal:{b}", **dots)
+        if not np.allclose(launched, floor):
+            ax.plot(sweep.context_lens, floor, color=color, lw=1.2, ls="--", gid=f"series:floor:{b}", **dots)
+        if sweep.predicted_s is not None:
+            ax.plot(sweep.context_lens, sweep.predicted_s[i], color=color, lw=1.4, ls=":", gid=f"series:predicted:{b}",
+                    **dots)
     if same and not notes_in_legend:
         pairs = ", ".join(f"{b} = {a}" for b, a in same.items())
         ax.annotate(f"as launched, batch {pairs}:\nfewer work units than {sweep.num_sms} SMs", (1, 0),
@@ -195,7 +198,8 @@ def _draw_decode(ax: Axes, sweep: DecodeSweep, notes_in_legend: bool) -> None:
 
 @chart
 def decode_chart(sweeps: DecodeSweep | Sequence[DecodeSweep]) -> Figure:
-    """Attention time of one decode step (all layers) against context, per batch, as launched and ideal.
+    """Attention time of one decode step (all layers) against context, per batch: the floor, the parallelism model
+    as launched and, where the GPU has fitted models, the prediction.
 
     Several sweeps (decode_sweeps, one per GPU) are drawn one panel a GPU, sharing both axes; a batch has
     the same colour in every panel and one legend under the panels names them."""
@@ -204,15 +208,18 @@ def decode_chart(sweeps: DecodeSweep | Sequence[DecodeSweep]) -> Figure:
     for ax, sweep in zip(axes, sweeps):
         _draw_decode(ax, sweep, notes_in_legend=len(sweeps) == 1)
     first = sweeps[0]
-    styles = [("paged decode as launched (one block per sequence x KV head)", "-", 2.2),
-              ("a launch that fills all SMs (what split-KV approaches)", "--", 1.2)]
+    styles = [("as launched: the parallelism model (a prediction, not a floor; one block per sequence x KV head)",
+               "-", 2.2),
+              ("floor: a launch that fills all SMs (what split-KV approaches)", "--", 1.2)]
+    if first.predicted_s is not None:
+        styles.append(("predicted: the GPU's fitted kernel models (a prediction)", ":", 1.4))
     for label, ls, lw in styles:
         axes[0].plot([], [], color="#444444", lw=lw, ls=ls, label=label)
     axes[0].set_ylabel(f"attention time per decode step, all {first.num_layers} layers (s)")
     kv = f", KV cache {first.kv_dtype.value}" if first.kv_dtype != first.dtype else ""
-    _heading(fig, axes, f"Decode attention time floor: {first.model} on {_where(sweeps)}",
-             f"{first.dtype.value}{kv}, page size {first.page_size}; decode intensity is 2h/(b h_kv) FLOP/byte at "
-             f"any context and batch: all memory time", [f"{s.gpu} ({s.num_sms} SMs)" for s in sweeps])
+    _heading(fig, axes, f"Decode attention time, floors and predictions: {first.model} on {_where(sweeps)}",
+             f"{first.dtype.value}{kv}, page size {first.page_size}; every layer type priced as itself (the decode "
+             f"report's paged totals)", [f"{s.gpu} ({s.num_sms} SMs)" for s in sweeps])
     if len(axes) == 1:
         axes[0].legend(loc="upper left", fontsize=9, framealpha=0.92)
     else:

@@ -87,6 +87,11 @@ class LayerType:
         return self.kind is not LayerKind.linear
 
     @property
+    def is_latent(self) -> bool:
+        """One cached latent shared by every query head, decoded in absorbed form (mla)."""
+        return self.kind is LayerKind.mla
+
+    @property
     def latent_dim(self) -> int:
         """mla: d_c + d_R, the elements cached per token (576 for DeepSeek-V3)."""
         return self.kv_lora_rank + self.qk_rope_head_dim

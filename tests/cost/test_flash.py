@@ -108,16 +108,16 @@ def llama():
 
 def test_flops_per_layer(llama):
     # chapter 1, "F = 4 x 32 x 8192^2 x 128 = 1.0995 x 10^12 FLOP per layer"
-    assert float(naive_prefill(llama, 8192).flops) == pytest.approx(1.0995e12, rel=REL)
-    assert float(flash_prefill(llama, 8192).flops) == pytest.approx(1.0995e12, rel=REL)
+    assert float(naive_prefill(llama.heads, 8192).flops) == pytest.approx(1.0995e12, rel=REL)
+    assert float(flash_prefill(llama.heads, 8192).flops) == pytest.approx(1.0995e12, rel=REL)
 
 
 def test_intensity_compulsory_6553_6(llama):
     # chapter 1, "I_compulsory = 2hT / (b(h + h_kv))" = 6553.6 with K/V shared across the group
-    cost = naive_prefill(llama, 8192)
+    cost = naive_prefill(llama.heads, 8192)
     assert float(cost.flops / cost.qkvo_bytes) == pytest.approx(6553.6, rel=1e-9)
     # the flash kernel without its LSE write moves exactly the compulsory bytes
-    flash = flash_prefill(llama, 8192, write_lse=False)
+    flash = flash_prefill(llama.heads, 8192, write_lse=False)
     assert float(flash.flops / flash.hbm_bytes) == pytest.approx(6553.6, rel=1e-9)
 
 

@@ -51,7 +51,7 @@ def h100():
 @pytest.mark.parametrize("seq_len, gib", [(8192, 4.00), (32768, 64.0)])
 def test_s_size(llama, seq_len, gib):
     # chapter 1, "At T = 8192 ... Four gibibytes" and "32 x 32768^2 x 2 = 64.0 GiB for S alone"
-    cost = naive_prefill(llama, seq_len)
+    cost = naive_prefill(llama.heads, seq_len)
     assert float(cost.s_bytes) / GiB == pytest.approx(gib, rel=REL)
     assert float(cost.p_bytes) == float(cost.s_bytes)  # P is a second allocation of the same size
     assert float(cost.peak_extra_bytes) / GiB == pytest.approx(2 * gib, rel=REL)
@@ -59,12 +59,12 @@ def test_s_size(llama, seq_len, gib):
 
 def test_naive_traffic_16_156_gib(llama):
     # chapter 1, three-kernel compulsory traffic at T = 8192: 16.156 GiB per layer
-    assert float(naive_prefill(llama, 8192).hbm_bytes) / GiB == pytest.approx(16.156, rel=REL)
+    assert float(naive_prefill(llama.heads, 8192).hbm_bytes) / GiB == pytest.approx(16.156, rel=REL)
 
 
 def test_intensity_materialised_63(llama):
     # chapter 1, "I_materialised ... 63"
-    cost = naive_prefill(llama, 8192)
+    cost = naive_prefill(llama.heads, 8192)
     assert round(float(cost.flops / cost.hbm_bytes)) == 63
 
 
@@ -88,13 +88,13 @@ def test_32k_naive_prefill_does_not_fit(llama, h100):
     weights = llama.total_parameters * DType.fp16.bytes
     assert weights / GiB == pytest.approx(15, abs=0.1)
     assert 80 * GB <= h100.hbm_capacity_bytes <= 80 * GiB
-    assert float(naive_prefill(llama, 32768).working_set_bytes) > h100.hbm_capacity_bytes - weights
+    assert float(naive_prefill(llama.heads, 32768).working_set_bytes) > h100.hbm_capacity_bytes - weights
     longest = naive_max_seq_len(llama, h100)
     assert 8192 < longest < 32768
     # the ceiling is tight: one more token does not fit
     free = h100.hbm_capacity_bytes - weights
-    assert float(naive_prefill(llama, longest).working_set_bytes) <= free
-    assert float(naive_prefill(llama, longest + 1).working_set_bytes) > free
+    assert float(naive_prefill(llama.heads, longest).working_set_bytes) <= free
+    assert float(naive_prefill(llama.heads, longest + 1).working_set_bytes) > free
 
 
 heads_st = st.builds(
@@ -160,7 +160,7 @@ def test_naive_ceiling_is_the_longest_prefill_that_fits(llama, h100, batch):
     free = ceiling.free_bytes
     t = ceiling.max_seq_len
     if t:
-        assert naive_prefill(llama, t, batch).working_set_bytes <= free
+        assert naive_prefill(llama.heads, t, batch).working_set_bytes <= free
     # exact: a T^2 + l T > free one token further
     assert ceiling.quadratic_bytes * (t + 1) ** 2 + ceiling.linear_bytes * (t + 1) > free
 

@@ -41,7 +41,7 @@ H100 = load_gpu("h100-sxm")
 def test_decode_intensity_is_4_for_llama3_8b_fp16(lens):
     # chapter 1, "Keep this in proportion": decode attention has "a fixed intensity of
     # I = 2h/(b h_kv) = 4 FLOP/byte, invariant in both context length and batch size"
-    cost = paged_decode(LLAMA, lens)
+    cost = paged_decode(LLAMA.heads, lens)
     assert float(cost.flops / cost.kv_bytes) == pytest.approx(4.0, rel=1e-12)
     # the block table, lengths, Q and O move the whole-kernel figure by well under 1% once L >= 128
     if min(lens) >= 128:
@@ -49,21 +49,21 @@ def test_decode_intensity_is_4_for_llama3_8b_fp16(lens):
 
 
 def test_fp8_kv_doubles_decode_intensity():
-    cost = paged_decode(LLAMA, [4096] * 8, kv_dtype=DType.fp8_e4m3)
+    cost = paged_decode(LLAMA.heads, [4096] * 8, kv_dtype=DType.fp8_e4m3)
     assert float(cost.flops / cost.kv_bytes) == pytest.approx(8.0)
 
 
 def test_one_sequence_cannot_fill_132_sms():
     # one sequence with 8 KV heads cannot fill 132 SMs -> 8/132 of the bandwidth; recommend a split
-    cost = paged_decode(LLAMA, [32768], num_sms=H100.num_sms)
+    cost = paged_decode(LLAMA.heads, [32768], num_sms=H100.num_sms)
     assert float(cost.parallel_fraction) == pytest.approx(8 / 132)
-    splits = recommend_splits(LLAMA, [32768], H100.num_sms)
+    splits = recommend_splits(LLAMA.heads, [32768], H100.num_sms)
     assert splits == 17  # the fewest splits with 8 x S >= 132 work units
-    assert float(paged_decode(LLAMA, [32768], num_splits=splits, num_sms=H100.num_sms).parallel_fraction) == 1.0
+    assert float(paged_decode(LLAMA.heads, [32768], num_splits=splits, num_sms=H100.num_sms).parallel_fraction) == 1.0
 
 
 def test_large_batch_needs_no_split():
-    assert recommend_splits(LLAMA, [8192] * 128, H100.num_sms) == 1
+    assert recommend_splits(LLAMA.heads, [8192] * 128, H100.num_sms) == 1
 
 
 # --- invariants -------------------------------------------------------------------------
@@ -75,7 +75,7 @@ page_st = st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256])
 @settings(max_examples=100, deadline=None)
 @given(lens_st, page_st)
 def test_split_kv_traffic_grows_with_split_count(lens, page):
-    bytes_by_splits = [float(paged_decode(LLAMA, lens, page, num_splits=s).hbm_bytes) for s in (1, 2, 4, 8, 16)]
+    bytes_by_splits = [float(paged_decode(LLAMA.heads, lens, page, num_splits=s).hbm_bytes) for s in (1, 2, 4, 8, 16)]
     assert all(a < b for a, b in zip(bytes_by_splits, bytes_by_splits[1:]))
 
 
@@ -83,8 +83,8 @@ def test_split_kv_traffic_grows_with_split_count(lens, page):
 @given(lens_st, page_st)
 def test_uniform_and_ragged_agree(lens, page):
     length = lens[0]
-    ragged = paged_decode(LLAMA, [length] * len(lens), page, num_sms=132, num_splits=3)
-    uniform = paged_decode_uniform(LLAMA, length, len(lens), page, num_sms=132, num_splits=3)
+    ragged = paged_decode(LLAMA.heads, [length] * len(lens), page, num_sms=132, num_splits=3)
+    uniform = paged_decode_uniform(LLAMA.heads, length, len(lens), page, num_sms=132, num_splits=3)
     assert float(uniform.hbm_bytes) == pytest.approx(float(ragged.hbm_bytes), rel=1e-12)
     assert float(uniform.parallel_fraction) == pytest.approx(float(ragged.parallel_fraction), rel=1e-12)
 

@@ -50,7 +50,7 @@ def test_memory_chart(model_name, gpu_name):
     assert np.asarray(limit.get_xdata())[0] == naive_max_seq_len(model, gpu)
     assert ax.get_xlim()[0] <= 256 and ax.get_xlim()[1] > naive_max_seq_len(model, gpu)
     i = int(np.flatnonzero(sweep.seq_lens == 8192)[0])
-    assert sweep.sp_bytes[i] == float(naive_prefill(model, 8192).peak_extra_bytes)
+    assert sweep.sp_bytes[i] == float(naive_prefill(model.heads, 8192).peak_extra_bytes)
 
 
 def test_memory_chart_llama_8k_is_8_gib_and_several_gpus():
