@@ -48,6 +48,11 @@ class FittedModel:
 
     def __post_init__(self) -> None:
         validate_fields(self)
+        if self.held_out_rows > self.rows:
+            from ..errors import SpecError
+
+            raise SpecError(f"fitted {self.kernel.value}/{self.impl}", "held_out_rows", self.held_out_rows,
+                            f"is more than rows ({self.rows}): the held-out rows are a share of the rows measured")
 
     @property
     def key(self) -> tuple[Kernel, str]:

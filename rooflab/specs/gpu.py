@@ -65,6 +65,52 @@ class MeasuredCeilings:
         validate_fields(self)
 
 
+#: How far above its datasheet (or physical) roof a measured ceiling may come: clocks above the quoted boost and
+#: rounding give a few percent (the H200's cuDNN flash fit reaches 1.15x the calibrated GEMM rate); a figure 10x
+#: or 1000x above is a unit slip (GB/s written as B/s) or another GPU's measurement, and would price everything
+#: from it that far off.
+MAX_MEASURED_OVER_ROOF = 1.5
+#: How far a stream_bytes_per_s entry for fewer SMs may beat the entry for the most SMs (measurement noise near
+#: saturation); more means the table is not one device's (one SM cannot read faster than all of them).
+MAX_STREAM_OVER_ALL = 1.25
+
+
+def _check_measured(gpu: "GpuSpec", m: MeasuredCeilings) -> None:
+    """Measured ceilings agree with the spec's datasheet figures: none far above its roof, stream_bytes_per_s
+    keyed by SM counts the GPU has, and no entry for fewer SMs faster than the one for the most."""
+    roofs = gpu.physical_tensor_flop_per_s
+    checks = [("measured.copy_bytes_per_s", m.copy_bytes_per_s, "hbm_bandwidth_bytes_per_s",
+               gpu.hbm_bandwidth_bytes_per_s)]
+    checks += [(f"measured.gemm_flop_per_s.{k}", v, f"dense_tensor_flop_per_s.{k}", roofs[k])
+               for k, v in m.gemm_flop_per_s.items() if k in roofs]
+    if m.exp_per_s is not None and gpu.exp_per_s is not None:
+        checks.append(("measured.exp_per_s", m.exp_per_s, "exp_per_s", gpu.exp_per_s * gpu.clock_headroom))
+    stream = {}
+    for key, rate in (m.stream_bytes_per_s or {}).items():
+        try:
+            n = int(str(key))
+        except ValueError:
+            n = 0
+        if n < 1 or (gpu.num_sms is not None and n > gpu.num_sms):
+            raise SpecError(gpu.name, f"measured.stream_bytes_per_s.{key}", rate,
+                            f"is keyed by {key!r} SMs; keys are SM counts from 1 to num_sms ({gpu.num_sms})")
+        stream[n] = rate
+        checks.append((f"measured.stream_bytes_per_s.{key}", rate, "hbm_bandwidth_bytes_per_s",
+                       gpu.hbm_bandwidth_bytes_per_s))
+    for field, value, roof_field, roof in checks:
+        if value > roof * MAX_MEASURED_OVER_ROOF:
+            raise SpecError(gpu.name, field, value,
+                            f"is {value / roof:.3g}x {roof_field} ({roof:.4g}); a measured ceiling above "
+                            f"{MAX_MEASURED_OVER_ROOF:g}x its datasheet roof is a unit slip or another GPU's")
+    if len(stream) > 1:
+        most = max(stream)
+        for n, rate in stream.items():
+            if rate > stream[most] * MAX_STREAM_OVER_ALL:
+                raise SpecError(gpu.name, f"measured.stream_bytes_per_s.{n}", rate,
+                                f"{n} SM(s) faster than {most} SMs ({stream[most]:.4g} B/s): fewer SMs cannot "
+                                f"read faster than more")
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     """One GPU: datasheet ceilings (dense, never the sparsity figures) and on-chip sizes.
@@ -140,6 +186,12 @@ class GpuSpec:
                             "must give at least the fp16 rate")
         self._check_modes()
         self._check_physical()
+        if self.cuda_visible_bytes is not None and self.cuda_visible_bytes > self.hbm_capacity_bytes:
+            raise SpecError(self.name, "cuda_visible_bytes", self.cuda_visible_bytes,
+                            f"exceeds hbm_capacity_bytes ({self.hbm_capacity_bytes:,}): CUDA sees part of the "
+                            f"device's memory, never more")
+        if self.measured is not None:
+            _check_measured(self, self.measured)
         keys = [f.key for f in self.fitted]
         twice = sorted({f"{k.value}/{i}" for k, i in keys if keys.count((k, i)) > 1})
         if twice:

@@ -65,6 +65,9 @@ class CollectiveFit:
         ends = [b.up_to_bytes for b in self.bands]
         if ends != sorted(set(ends)):
             raise SpecError("collective fit", "bands", ends, "must ascend strictly by up_to_bytes")
+        if self.held_out_rows > self.rows:
+            raise SpecError("collective fit", "held_out_rows", self.held_out_rows,
+                            f"is more than rows ({self.rows}): the held-out rows are a share of the rows measured")
 
     @property
     def key(self) -> tuple[Kernel, int, str]:

@@ -112,6 +112,15 @@ class ModelSpec:
                             "one full, sliding, chunked or mla layer")
         if self.num_experts == 1 and (self.first_dense_layers or self.num_shared_experts):
             raise SpecError(self.name, "num_experts", 1, "first_dense_layers and num_shared_experts need a MoE")
+        if self.num_experts == 1 and self.dense_ffn_size not in (None, self.ffn_size):
+            raise SpecError(self.name, "dense_ffn_size", self.dense_ffn_size,
+                            f"is a MoE's dense-layer MLP size; this model has no experts, so it would replace "
+                            f"ffn_size ({self.ffn_size}) in every layer: give the size as ffn_size")
+        if self.num_experts > 1 and not any(self.is_moe_layer(i) for i in range(self.num_layers)):
+            field = "first_dense_layers" if self.first_dense_layers >= self.num_layers else "moe_layer_step"
+            raise SpecError(self.name, field, getattr(self, field),
+                            f"leaves no MoE layer among the {self.num_layers} layers, though num_experts is "
+                            f"{self.num_experts}")
 
     # --- the stack ---------------------------------------------------------------------------------------
 
