@@ -314,4 +314,6 @@ def parse_bytes(text: str) -> int:
         quoted = text[:20] + "..." if len(text) > _MAX_NUMBER_CHARS else text
         raise ValueError(f"'{quoted}' is not a size (e.g. 80GiB, 192GB, 512MiB)")
     value = Decimal(match.group(1).replace("_", "")) * int(_SIZE_UNITS[(match.group(2) or "b").lower()])
-    return int(value.to_integral_value())
+    if value != value.to_integral_value():      # '0.5B' rounded to 0 bytes; '1.5KB' = 1,500 is whole
+        raise ValueError(f"'{text}' is not a whole number of bytes")
+    return int(value)

@@ -61,3 +61,15 @@ def test_weight_format_of_takes_formats_and_dtypes_by_name():
 
     assert WeightFormat.of("mxfp4") is WeightFormat.mxfp4 and WeightFormat.of("fp8_e5m2") is WeightFormat.fp8
     assert WeightFormat.of(DType.tf32) is WeightFormat.fp32
+
+
+@pytest.mark.parametrize("text", ["0.5B", "0.5", "1.5", "0.0001KB", "1.0000001KiB"])
+def test_a_size_that_is_not_a_whole_number_of_bytes_is_refused(text):
+    """'0.5B' was rounded to 0 bytes; a fraction of a byte is refused, naming the text."""
+    with pytest.raises(ValueError, match="whole number of bytes"):
+        parse_bytes(text)
+
+
+@pytest.mark.parametrize("text, value", [("1.5KB", 1500), ("0.5KiB", 512), ("2.5GB", 2_500_000_000), ("7B", 7)])
+def test_a_fraction_of_a_unit_that_makes_whole_bytes_is_kept(text, value):
+    assert parse_bytes(text) == value
