@@ -178,32 +178,36 @@ def capacity(
     --engine-log explains a start-up log's KV figure term by term.
     """
     from ..capacity import plan_capacity
-    from ..deployment import Deployment
-    from ..engines.request import EngineOptions, bound_aliases, check_modes, engine_frame_for, wants_engine
+    from ..engines.request import DeploymentWords, EngineOptions, check_modes, engine_frame_for, wants_engine
     from ..load import load_gpu, load_model
     from ..output import render
     from ..render import render_capacity
     from ..units import GiB
 
     given = {p.name for p in ctx.command.params if ctx.get_parameter_source(p.name).name == "COMMANDLINE"}
-    options = EngineOptions(
-        model, gpu[0], engine, engine_version, engine_log, tuple(what_if or ()), kv_dtype.value if kv_dtype else None,
-        kv_cache_dtype, page_size if "page_size" in given else None, block_size,
-        tensor_parallel if "tensor_parallel" in given else None, tensor_parallel_size,
-        utilization if "utilization" in given else None, mem_fraction_static, max_model_len, max_num_seqs,
-        max_num_batched_tokens, cuda_visible, non_torch_gib, activation_gib)
+    check_modes(given)
+    words = DeploymentWords(kv_dtype=kv_dtype.value if kv_dtype else None, kv_cache_dtype=kv_cache_dtype,
+                            page_size=page_size if "page_size" in given else None, block_size=block_size,
+                            tensor_parallel=tensor_parallel if "tensor_parallel" in given else None,
+                            tensor_parallel_size=tensor_parallel_size,
+                            utilization=utilization if "utilization" in given else None,
+                            mem_fraction_static=mem_fraction_static)
+    deployment, set_fields, kv = words.resolve(
+        expert_parallel=expert_parallel, attention_data_parallel=tensor_parallel if dp_attention else 1,
+        decode_context_parallel=dcp, kv_parallel=kv_parallel, weight_format=weight_dtype,
+        window_allocation=window_allocation)
     if wants_engine(given):
         if dcp > 1 or kv_parallel > 1:
             fail("--dcp and --kv-parallel apply to rooflab's own bound, not to --engine / --engine-log accounting")
+        options = EngineOptions(model=model, gpu=gpu[0], deployment=deployment, given=set_fields, kv_cache=kv,
+                                engine=engine, engine_version=engine_version, engine_log=engine_log,
+                                what_if=tuple(what_if or ()), max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                                max_num_batched_tokens=max_num_batched_tokens, cuda_visible=cuda_visible,
+                                non_torch_gib=non_torch_gib, activation_gib=activation_gib,
+                                mem_fraction_static=mem_fraction_static)
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
-    check_modes(given)
-    kv, sparse_mla, page, tp = bound_aliases(options)
-    deployment = Deployment(tensor_parallel=tp or tensor_parallel, expert_parallel=expert_parallel,
-                            attention_data_parallel=(tp or tensor_parallel) if dp_attention else 1,
-                            decode_context_parallel=dcp, kv_parallel=kv_parallel, page_size=page or page_size,
-                            kv_cache_dtype=kv, weight_format=weight_dtype, gpu_memory_utilization=utilization,
-                            window_allocation=window_allocation)
+    sparse_mla = bool(kv and kv.mla_sparse_fp8)
     plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, activation_reserve_bytes=int(reserve_gib * GiB),
                          max_model_len=max_model_len, shared_prefix_len=shared_prefix, mla_sparse_fp8=sparse_mla,
                          deployment=deployment)

@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+from ..deployment import Deployment
 from ..errors import InputError
 from ..load import load_gpu, load_model
 from ..output import Frame
@@ -40,28 +41,56 @@ BOUND_ONLY = {"context_len": "--context-len", "reserve_gib": "--activation-reser
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """The `capacity` options the engine modes read, as parsed by the CLI (None: not given)."""
+    """The `capacity` options the engine modes read: the deployment, which of its fields the user set (the rest
+    take the engine's defaults), and what only an engine has (None: not given)."""
 
     model: str
     gpu: str
+    deployment: Deployment = Deployment()
+    given: frozenset = frozenset()                  # Deployment fields set on the command line
+    kv_cache: Optional[KvCacheDtype] = None         # the KV-cache dtype as the engine names it (fp8_ds_mla too)
     engine: Optional[str] = None
     engine_version: Optional[str] = None
     engine_log: Optional[str] = None
     what_if: tuple[str, ...] = ()
-    kv_dtype: Optional[str] = None              # rooflab's --kv-dtype (a DType value)
-    kv_cache_dtype: Optional[str] = None
-    page_size: Optional[int] = None
-    block_size: Optional[int] = None
-    tensor_parallel: Optional[int] = None
-    tensor_parallel_size: Optional[int] = None
-    utilization: Optional[float] = None
-    mem_fraction_static: Optional[float] = None
     max_model_len: Optional[int] = None
     max_num_seqs: Optional[int] = None
     max_num_batched_tokens: Optional[int] = None
     cuda_visible: Optional[str] = None
     non_torch_gib: Optional[float] = None
     activation_gib: Optional[float] = None
+    mem_fraction_static: Optional[float] = None     # SGLang's spelling of the utilisation, if that was typed
+
+
+@dataclass(frozen=True)
+class DeploymentWords:
+    """A deployment as typed, in rooflab's and the engines' words (module docstring), before the aliases agree."""
+
+    kv_dtype: Optional[str] = None                  # rooflab's --kv-dtype (a DType value)
+    kv_cache_dtype: Optional[str] = None            # the engines' --kv-cache-dtype
+    page_size: Optional[int] = None
+    block_size: Optional[int] = None
+    tensor_parallel: Optional[int] = None
+    tensor_parallel_size: Optional[int] = None
+    utilization: Optional[float] = None
+    mem_fraction_static: Optional[float] = None
+
+    def resolve(self, **fixed) -> tuple[Deployment, frozenset, Optional[KvCacheDtype]]:
+        """(the Deployment, the fields the words set, the KV-cache dtype as the engine names it); two names for one
+        setting with two values are an error naming both. `fixed` are further Deployment fields (given or default)."""
+        kv = _one("--kv-dtype", self.kv_dtype and kv_cache_dtype_of(_dtype(self.kv_dtype)), "--kv-cache-dtype",
+                  self.kv_cache_dtype and parse_kv_cache_dtype(self.kv_cache_dtype), key=lambda k: k.dtype)
+        values = {"page_size": _one("--page-size", self.page_size, "--block-size", self.block_size),
+                  "tensor_parallel": _one("--tp", self.tensor_parallel, "--tensor-parallel-size",
+                                          self.tensor_parallel_size),
+                  "gpu_memory_utilization": _one("--gpu-memory-utilization", self.utilization,
+                                                 "--mem-fraction-static", self.mem_fraction_static),
+                  "kv_cache_dtype": kv.dtype if kv else None}
+        given = frozenset(k for k, v in values.items() if v is not None)
+        chosen = {k: v for k, v in values.items() if v is not None}
+        if "tensor_parallel" in chosen and fixed.get("attention_data_parallel", 1) > 1:
+            fixed["attention_data_parallel"] = chosen["tensor_parallel"]
+        return Deployment(**{**fixed, **chosen}), given, kv
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -114,30 +143,19 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
     return explanation_frame(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
 
 
-def bound_aliases(o: EngineOptions):
-    """(kv dtype or None, sparse fp8 MLA layout, page size or None, tp or None) for rooflab's bound, the engines'
-    names included; two names with two values are an error."""
-    kv = _one("--kv-dtype", o.kv_dtype and kv_cache_dtype_of(_dtype(o.kv_dtype)), "--kv-cache-dtype",
-              o.kv_cache_dtype and parse_kv_cache_dtype(o.kv_cache_dtype), key=lambda k: k.dtype)
-    block = _one("--page-size", o.page_size, "--block-size", o.block_size)
-    tp = _one("--tp", o.tensor_parallel, "--tensor-parallel-size", o.tensor_parallel_size)
-    return (kv.dtype if kv else None), bool(kv and kv.mla_sparse_fp8), block, tp
-
-
 def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
-    """EngineSettings from the options, after the aliases agree."""
+    """EngineSettings from the options: the deployment's fields the user set, the engine's defaults for the rest."""
     accounting = parse_accounting(engine, o.engine_version)
-    kv = _one("--kv-dtype", o.kv_dtype and kv_cache_dtype_of(_dtype(o.kv_dtype)), "--kv-cache-dtype",
-              o.kv_cache_dtype and parse_kv_cache_dtype(o.kv_cache_dtype), key=lambda k: k.dtype)
-    _, _, block, tp = bound_aliases(o)
     if o.mem_fraction_static is not None and engine is Engine.vllm:
         raise InputError(f"--mem-fraction-static {o.mem_fraction_static:g} is SGLang's; vLLM's is "
                          "--gpu-memory-utilization")
-    utilization = _one("--gpu-memory-utilization", o.utilization, "--mem-fraction-static", o.mem_fraction_static)
+    d = o.deployment
     return EngineSettings(
-        accounting=accounting, tensor_parallel=tp or 1, kv_cache_dtype=kv or KvCacheDtype("auto", None),
-        block_size=block, max_model_len=o.max_model_len, utilization=utilization, max_num_seqs=o.max_num_seqs,
-        max_num_batched_tokens=o.max_num_batched_tokens, cuda_visible_bytes=_size(o.cuda_visible),
+        accounting=accounting, tensor_parallel=d.tensor_parallel, kv_cache_dtype=o.kv_cache or KvCacheDtype("auto", None),
+        block_size=d.page_size if "page_size" in o.given else None, max_model_len=o.max_model_len,
+        utilization=d.gpu_memory_utilization if "gpu_memory_utilization" in o.given else None,
+        max_num_seqs=o.max_num_seqs, max_num_batched_tokens=o.max_num_batched_tokens,
+        cuda_visible_bytes=_size(o.cuda_visible),
         activation_bytes=None if o.activation_gib is None else int(o.activation_gib * GiB),
         non_torch_bytes=None if o.non_torch_gib is None else int(o.non_torch_gib * GiB))
 
@@ -204,5 +222,5 @@ def _what_if_value(field: str, value: str, item: str):
         raise InputError(f"--what-if '{item}': {exc}") from None
 
 
-__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "EngineOptions", "bound_aliases", "check_modes", "engine_frame_for", "parse_what_if",
+__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "DeploymentWords", "EngineOptions", "check_modes", "engine_frame_for", "parse_what_if",
            "wants_engine"]
