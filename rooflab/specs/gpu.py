@@ -7,6 +7,7 @@ rules live in `check()` and raise SpecError naming the field.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
@@ -19,6 +20,10 @@ from .interconnect import InterconnectSpec
 
 
 _GB = 1e9
+#: compute_capability's text, and the range a real GPU falls in (Kepler's 3.0 to well past Blackwell's 12.x).
+_COMPUTE_CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])")
+MIN_COMPUTE_CAPABILITY = (3, 0)
+MAX_COMPUTE_CAPABILITY = (19, 9)
 _T = 1e12
 #: Most SMs (compute units) a GPU may have: num_sms's range, checked too where a cost function takes num_sms.
 MAX_SMS = 100_000
@@ -158,7 +163,11 @@ class GpuSpec:
                                                 "tensor_flop_per_clock_per_sm)", default=None)
     exp_per_s: Optional[float] = spec_field(1e9, 1e17, "exp/s", "special-function (exp) rate", default=None)
     interconnect_bytes_per_s: Optional[float] = spec_field(1e6, 100 * _T, "B/s", default=None)
-    compute_capability: Optional[str] = spec_field(default=None)
+    compute_capability: Optional[str] = spec_field(doc="'major.minor' as torch.cuda.get_device_capability reports "
+                                                   "it (NVIDIA's CUDA GPUs list; ROCm: the gfx9xx target's digits, "
+                                                   "gfx942 -> 9.4), cited in source: engines' --dtype auto picks "
+                                                   "bf16 from 8.0 (without it: taken as 8.0 or newer)",
+                                               default=None)
     cuda_visible_bytes: Optional[int] = spec_field(100e6, 100e12, "bytes", "the total CUDA reports "
                                                    "(cudaMemGetInfo): engines multiply it by their memory utilisation",
                                                    default=None)
@@ -186,6 +195,8 @@ class GpuSpec:
                             "must give at least the fp16 rate")
         self._check_modes()
         self._check_physical()
+        if self.compute_capability is not None:
+            self._check_compute_capability()
         if self.cuda_visible_bytes is not None and self.cuda_visible_bytes > self.hbm_capacity_bytes:
             raise SpecError(self.name, "cuda_visible_bytes", self.cuda_visible_bytes,
                             f"exceeds hbm_capacity_bytes ({self.hbm_capacity_bytes:,}): CUDA sees part of the "
@@ -206,6 +217,25 @@ class GpuSpec:
                     raise SpecError(self.name, f"{table}.{mode}", rates[mode],
                                     f"is an accumulate mode of {operand}; give the {operand} (fp32-accumulate) "
                                     f"rate too")
+
+    def _check_compute_capability(self) -> None:
+        text = self.compute_capability
+        match = _COMPUTE_CAPABILITY.fullmatch(text)
+        if not match:
+            raise SpecError(self.name, "compute_capability", text,
+                            "must be 'major.minor' (whole numbers, e.g. '8.0', '9.0', '10.0'), quoted in YAML")
+        if not MIN_COMPUTE_CAPABILITY <= self.compute_capability_version <= MAX_COMPUTE_CAPABILITY:
+            raise SpecError(self.name, "compute_capability", text,
+                            f"must be between {'.'.join(map(str, MIN_COMPUTE_CAPABILITY))} and "
+                            f"{'.'.join(map(str, MAX_COMPUTE_CAPABILITY))} (Kepler to well past Blackwell)")
+
+    @property
+    def compute_capability_version(self) -> Optional[tuple[int, int]]:
+        """compute_capability as (major, minor), None where the spec gives none."""
+        if self.compute_capability is None:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
 
     def _check_physical(self) -> None:
         """The maximum clock is at least the boost clock; the physical roofs need their clock and SMs and are
