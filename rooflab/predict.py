@@ -30,6 +30,7 @@ import numpy as np
 
 from .cost.common import Cost, KernelCost, Visibility, check_flag, check_layer, real_number, whole_number
 from .cost.flash import FlashCost
+from .cost.mla import MlaDecodeCost
 from .cost.paged import MAX_Q_LEN
 from .errors import InputError
 from .limits import MAX_SPLITS
@@ -59,10 +60,12 @@ def priced_launches(cost: Cost, unit_overhead_tiles: float | None = None) -> tup
     `unit_overhead_tiles` key tiles a query tile)."""
     if not hasattr(cost, "kernels"):
         raise InputError(f"a model prices a Cost (a cost function's result), got {type(cost).__name__}")
-    if unit_overhead_tiles is None or not isinstance(cost, FlashCost):
+    if unit_overhead_tiles is None or not isinstance(cost, (FlashCost, MlaDecodeCost)):
         return cost.kernels
     scale = cost.tile_work(unit_overhead_tiles)
-    return tuple(replace(k, flops=k.flops * scale, exp_ops=k.exp_ops * scale) for k in cost.kernels)
+    tiled = cost.attention if isinstance(cost, MlaDecodeCost) else None       # MLA: the attention launch, not the merge
+    return tuple(replace(k, flops=k.flops * scale, exp_ops=k.exp_ops * scale) if tiled is None or k is tiled else k
+                 for k in cost.kernels)
 
 
 def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0,

@@ -44,9 +44,16 @@ DECODE_VARIANTS = (Kernel.paged_window, Kernel.paged_multi)
 #: key tiles that cost is worth chosen from UNIT_OVERHEAD_GRID. On the H200's windowed rows (W 1024 runs 20% slower per visible pair than W 4096) this
 #: took the held-out error from 6.3% / 11.2% to the figures RESULTS.md 8c gives. Full flash keeps its model
 #: (many key tiles a query tile: the efficiency absorbs these few per cent).
-TILE_KERNELS = (Kernel.flash_window,)
+#: Session 7 added full flash (short causal prefills in batches: the diagonal's whole tiles are a large share of a
+#: short sequence's work, and the gap campaign's causal T 256-1024 rows ran 20-50% slower than the visible pairs
+#: priced) and MLA decode, whose units compute whole 16-, 32- or 64-row tiles plus a fixed cost a cached token
+#: (MlaDecodeCost.tile_work: the mma.sync kernel's time per token and wave is 38 / 54 / 80 ns for 16 / 32 / 64 rows
+#: with a bf16 latent, measurements/h200-mla-sweep.csv, not proportional to its rows).
+TILE_KERNELS = (Kernel.flash_window, Kernel.flash, Kernel.mla_decode)
 #: Key tiles' worth of fixed cost a query tile, tried for TILE_KERNELS (None: no tile term, visible pairs only).
 UNIT_OVERHEAD_GRID = (None, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
+#: For MLA decode the tile term counts rows: a unit's fixed cost a cached token in rows' worth of its work.
+MLA_ROW_OVERHEAD_GRID = (None, 0.0, 8.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0)
 #: Kernels whose exp work is large against their matrix work (an exp per visible pair).
 EXP_KERNELS = (Kernel.flash, Kernel.flash_window, Kernel.mla_decode)
 #: A group needs this many fitted rows.
@@ -105,7 +112,8 @@ def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray
     ks = ((gpu.units_per_sm,) if kernel in DECODE_VARIANTS
           else UNITS_PER_SM_GRID if kernel in PARALLEL_KERNELS else (None,))
     alphas = EXP_OVERLAP_GRID if kernel in EXP_KERNELS else (0.0,)
-    tiles = UNIT_OVERHEAD_GRID if kernel in TILE_KERNELS else (None,)
+    tiles = (MLA_ROW_OVERHEAD_GRID if kernel is Kernel.mla_decode else UNIT_OVERHEAD_GRID) if kernel in TILE_KERNELS \
+        else (None,)
     if int(np.sum(fitted)) < MIN_ROWS_TO_FIT:
         return None, model_times(members, gpu, None)[0]
     best: tuple[float, Optional[Fit], np.ndarray] = (np.inf, None, np.array([]))
@@ -119,6 +127,7 @@ def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray
     return best[1], best[2]
 
 
-__all__ = ["DECODE_VARIANTS", "EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "PARALLEL_KERNELS", "TILE_KERNELS",
+__all__ = ["DECODE_VARIANTS", "EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "MLA_ROW_OVERHEAD_GRID", "PARALLEL_KERNELS",
+           "TILE_KERNELS",
            "UNIT_OVERHEAD_GRID", "UNITS_PER_SM_GRID", "fit_group",
            "fit_overhead_efficiency", "model_times"]

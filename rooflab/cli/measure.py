@@ -37,6 +37,8 @@ def calibrate(
     With --collectives: NCCL's collectives between this machine's GPUs, fitted into the `interconnect:` section."""
     from ..load import spec_path
 
+    if fp8 and (collectives or from_files):
+        raise typer.BadParameter("--fp8 and --collectives are separate runs; give one")
     if collectives or from_files:
         from ..bench.comm_fit import calibrate_collectives
 
@@ -57,8 +59,6 @@ def calibrate(
                        f"held-out error median / worst {err}")
         typer.echo(f"wrote {target}")
         return
-    if fp8 and collectives:
-        raise typer.BadParameter("--fp8 and --collectives are separate runs; give one")
     from ..bench.calibrate import calibrate as run_calibration
     from ..bench.calibrate import describe, write_spec
     from ..bench.device import check_spec_matches, default_spec, device_name
@@ -102,6 +102,7 @@ def validate(
     fmt: FormatOpt = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the result to this file.")] = None,
     fit_from: Annotated[Optional[list[Path]], typer.Option("--fit-from", metavar="FILE", help="Fit the time model on these campaigns (repeat) and hold out every row of FILE: the out-of-campaign error.")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Table and markdown: every column (achieved rates, each fitted constant); CSV and JSON always have them.")] = False,
 ) -> None:
     """Measured against predicted: fraction of the floor per kernel, and the time model's held-out error."""
     from ..bench.dist_validate import validate_any
@@ -111,7 +112,7 @@ def validate(
 
     fit_from = tuple(fit_from or ())
     result = validate_dataset(None, gpu, fit_from=fit_from) if file is None else validate_any(file, gpu, fit_from)
-    text = render_validation(result, fmt)
+    text = render_validation(result, fmt, wide)
     if output is not None:
         write_atomic(output, text, inputs=[*(bundled_dataset() if file is None else (file,)), *fit_from])
     typer.echo(text, nl=False)

@@ -35,6 +35,9 @@ from .parallel import check_parallelism, parallel_fraction
 
 #: Query rows (heads x new tokens) one FlashMLA-style work unit holds: a 64-row tile.
 MLA_ROWS_PER_UNIT = 64
+#: Rows a unit computes for q_len x h rows of a sequence: up to 16 and 32 rows a unit of 16 or 32 (rooflab's mma.sync
+#: kernel, kernels/mla.py mla_row_tiles), else 64-row tiles, the last padded (both of rooflab's MLA kernels).
+MLA_UNIT_ROWS = ((16, 16), (32, 32))
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,19 @@ class MlaDecodeCost(SplitDecode):
     num_splits: int
     work_units: np.ndarray
     longest_unit_tokens: np.ndarray
+    rows_per_sequence: int = 1
+    tiles_per_sequence: int = 1
+    unit_rows: int = MLA_ROWS_PER_UNIT
+
+    def tile_work(self, unit_overhead_rows: float = 0.0) -> np.ndarray:
+        """The work the units do over the work of the real rows (>= 1): every unit computes `unit_rows` rows (the
+        last tile of a sequence padded), plus a fixed cost a cached token of `unit_overhead_rows` rows' worth (the
+        latent tile's load, an fp8 tile's conversion, the softmax bookkeeping: work a unit does whatever its rows).
+        A model of the implementation, for predictions (rooflab.predict); the floor counts real rows only."""
+        from .common import real_number
+
+        overhead = real_number(unit_overhead_rows, "unit_overhead_tiles (rows a unit)", 0.0, 64.0, lo_open=False)
+        return np.float64(self.tiles_per_sequence * (self.unit_rows + overhead) / self.rows_per_sequence)
 
 
 def mla_latent_bytes(layer: LayerType, kv_dtype: DType, sparse_fp8: bool = False) -> int:
@@ -87,17 +103,21 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     partial = rows * num_splits * (d_c + 1) * FP32_BYTES * split
     out_bytes = partial if split else rows * d_c * dtype.bytes + rows * FP32_BYTES
     flops = 2 * (d_lat + d_c) * h * pairs
+    unit_rows = next((rows_ for most, rows_ in MLA_UNIT_ROWS if q_len * h <= most), MLA_ROWS_PER_UNIT)
     tiles = np.ceil(q_len * h / MLA_ROWS_PER_UNIT)
     split_len = np.ceil(np.ceil(batch.lengths / page_size) / num_splits) * page_size
     busy_splits = np.minimum(num_splits, np.ceil(batch.lengths / split_len))
     units = np.float64((busy_splits * batch.counts).sum() * tiles)
     longest = np.float64(np.minimum(split_len, batch.lengths).max())
     fraction = parallel_fraction(tiles * tokens, longest, num_sms, units_per_sm)
+    if num_sms is not None:                     # whole waves: U units on S slots take ceil(U / S) rounds
+        slots = num_sms * units_per_sm
+        fraction = np.minimum(fraction, units / (slots * np.ceil(units / slots)))
     name = "mla_split_decode" if split else "mla_decode"
     attention = KernelCost(name, flops, kv_bytes + table_bytes + q_bytes + out_bytes, exp_ops=h * pairs,
                            parallel_fraction=fraction)
     merge = merge_splits(rows, num_splits, d_c, dtype, write_lse=True) if split else None
-    return MlaDecodeCost(attention, merge, kv_bytes, num_splits, units, longest)
+    return MlaDecodeCost(attention, merge, kv_bytes, num_splits, units, longest, int(q_len * h), int(tiles), unit_rows)
 
 
 __all__ = ["MLA_ROWS_PER_UNIT", "MlaDecodeCost", "mla_decode", "mla_latent_bytes"]

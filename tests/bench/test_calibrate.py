@@ -6,6 +6,8 @@ fractions are known exactly); the real H200 data lives in measurements/ and has 
 
 from __future__ import annotations
 
+import pytest
+
 from rooflab import DType, load_gpu
 from rooflab.bench.calibrate import with_measured
 from rooflab.load import data_dir
@@ -32,3 +34,53 @@ def test_measured_section_is_written_and_read_back(tmp_path):
     # writing again replaces the section instead of adding a second one
     again = with_measured(text, m)
     assert again.count("measured:") == 1
+
+
+# ---------------------------------------------------------------- fp8 rates (`rooflab calibrate --fp8`), no GPU
+
+def _fp8_rates(gemm=1.4872e15, attention=None):
+    from rooflab.bench.calibrate import Fp8Rates
+
+    meta = {"date": "2026-12-01T20:33:57Z", "device_name": "NVIDIA H200", "driver": "580.159.04",
+            "torch": "2.11.0+cu130", "git_commit": "fb9b8c4", "command": "rooflab calibrate --fp8 -g h200-sxm"}
+    return Fp8Rates(gemm, attention, "torch._scaled_mm e4m3", "no back end takes e4m3 (cudnn: refused)", meta)
+
+
+def test_fp8_rates_join_the_measured_section_and_keep_every_other_ceiling(tmp_path):
+    from rooflab.bench.calibrate import with_fp8, write_spec
+    from rooflab.load import data_dir, load_gpu
+
+    source = data_dir("hardware") / "h200-sxm.yaml"
+    before = load_gpu("h200-sxm").measured
+    target = tmp_path / "h200-sxm.yaml"
+    write_spec(source, target, with_fp8(before, _fp8_rates()))
+    after = load_gpu(str(target)).measured
+    assert after.fp8_gemm_flop_per_s == pytest.approx(1.4872e15, rel=1e-4)
+    assert after.fp8_attention_flop_per_s is None
+    assert "fb9b8c4" in after.fp8_provenance and "no back end" in after.fp8_provenance
+    assert after.copy_bytes_per_s == before.copy_bytes_per_s and after.gemm_flop_per_s == before.gemm_flop_per_s
+    assert after.stream_bytes_per_s == before.stream_bytes_per_s and after.command == before.command
+    text = target.read_text()
+    assert text.count("measured:") >= 1 and "fitted:" in text           # the sections after measured: are kept
+    assert load_gpu(str(target)).fitted == load_gpu("h200-sxm").fitted
+
+
+def test_an_fp8_rate_outside_the_measured_range_is_refused_naming_the_field():
+    import dataclasses
+
+    from rooflab.errors import SpecError
+    from rooflab.load import load_gpu
+
+    measured = load_gpu("h200-sxm").measured
+    for bad in (0.0, -1.0, float("nan"), 1e30):
+        with pytest.raises(SpecError, match="fp8_gemm_flop_per_s"):
+            dataclasses.replace(measured, fp8_gemm_flop_per_s=bad)
+
+
+def test_fp8_and_collectives_together_are_refused():
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    result = CliRunner().invoke(app, ["calibrate", "--fp8", "--collectives"])
+    assert result.exit_code != 0 and "--fp8" in result.output

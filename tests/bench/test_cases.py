@@ -277,3 +277,31 @@ def test_recommended_splits_are_near_the_fastest_measured():
             out.append(by_splits[s] / best)
     assert max(fitted) < 1.10, fitted
     assert max(plain) > 1.25 and sum(fitted) < sum(plain)
+
+
+# ---------------------------------------------------------------- session 7: the gap campaign and the MLA sweep
+
+def test_gap_campaign_splits_reach_the_recommended_count():
+    from rooflab.bench.cases import GAP_SPLIT_WORKLOADS, LLAMA3_8B, gap_campaign_cases
+    from rooflab.cost.paged import recommend_splits
+
+    gpu = load_gpu("h200-sxm")
+    for batch, length, splits in GAP_SPLIT_WORKLOADS:
+        assert max(splits) == recommend_splits(LLAMA3_8B, [length] * batch, gpu.num_sms, 16,
+                                               units_per_sm=gpu.units_per_sm)
+    cases = gap_campaign_cases()
+    flash = [c for c in cases if c.kernel is Kernel.flash]
+    assert {c.batch for c in flash} >= {1, 32} and min(c.seq_len for c in flash) == 256
+    assert max(c.seq_len for c in flash) == 4096 and {c.heads.head_dim for c in flash} == {64, 128}
+    assert {c.heads.group_size for c in flash} == {4, 8} and {c.causal for c in flash} == {False, True}
+    paged = [c for c in cases if c.kernel is Kernel.paged]
+    assert {c.batch for c in paged} >= {1, 64} and {c.context_lens[0] for c in paged} >= {1024, 131072}
+    assert len({c.label() for c in cases}) == len(cases)
+
+
+def test_mla_sweep_covers_heads_q_len_and_latent_dtypes():
+    from rooflab.bench.cases import mla_sweep_cases
+
+    cases = mla_sweep_cases()
+    assert {c.heads.num_qo_heads for c in cases} == {16, 32, 64, 128} and {c.q_len for c in cases} == {1, 2, 3, 4}
+    assert {c.kv_dtype for c in cases} == {None, DType.fp8_e4m3} and len({c.label() for c in cases}) == len(cases)

@@ -7,6 +7,7 @@ fractions are known exactly); the real H200 data lives in measurements/ and has 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rooflab.bench.validate import fit_overhead_efficiency
 
@@ -59,7 +60,7 @@ def test_windowed_flash_fits_a_tile_term_it_was_given():
     from rooflab.load import load_gpu
     from rooflab.vocab import Kernel
 
-    assert TILE_KERNELS == (Kernel.flash_window,)
+    assert TILE_KERNELS == (Kernel.flash_window, Kernel.flash, Kernel.mla_decode)
     gpu = load_gpu("h200-sxm")
     _, rows = read_measurements(Path(__file__).resolve().parents[2] / "measurements" / "h200-new-kernels.csv")
     members = [m for m in rows if m.kernel is Kernel.flash_window]
@@ -71,3 +72,25 @@ def test_windowed_flash_fits_a_tile_term_it_was_given():
     assert np.allclose(fit(t_model), [m.time_s for m in synthetic], rtol=1e-6)
     real, _ = fit_group(Kernel.flash_window, members, fitted, gpu)
     assert real.unit_overhead_tiles is not None
+
+
+# ---------------------------------------------------------------- session 7: MLA's unit rows and whole waves
+
+def test_mla_units_compute_whole_row_tiles_and_run_in_whole_waves():
+    from rooflab.cost.mla import mla_decode
+    from rooflab.load import load_model
+    from rooflab.predict import priced_launches
+
+    layer = load_model("deepseek-v3").layer_types["mla"]
+    h16_q1 = mla_decode(layer, 16, [4096] * 32, num_sms=132)
+    assert h16_q1.unit_rows == 16 and float(h16_q1.tile_work(0.0)) == 1.0
+    assert float(h16_q1.tile_work(16.0)) == 2.0                              # a fixed cost of 16 rows a token
+    h16_q3 = mla_decode(layer, 16, [4096] * 32, q_len=3, num_sms=132)
+    assert h16_q3.unit_rows == 64 and float(h16_q3.tile_work(0.0)) == pytest.approx(64 / 48)
+    # 192 units on 132 SMs take two waves: the share of the GPU busy is 192 / 264, not 1
+    h128_q3 = mla_decode(layer, 128, [4096] * 32, q_len=3, num_sms=132)
+    assert float(h128_q3.work_units) == 192 and float(h128_q3.attention.parallel_fraction) == pytest.approx(192 / 264)
+    split = mla_decode(layer, 16, [4096] * 32, num_splits=4, num_sms=132)
+    scaled = priced_launches(split, 16.0)
+    assert scaled[0].flops == pytest.approx(2 * split.attention.flops)          # the attention launch scaled ...
+    assert all(a == b for a, b in zip(scaled[1:], split.kernels[1:]))          # ... the merge as it was
