@@ -50,11 +50,17 @@ def test_prediction_uses_it_and_the_floor_does_not():
 
 
 def test_the_automatic_choice_skips_a_fit_that_did_not_hold():
-    """mla_decode/rooflab (mma.sync) missed its held-out rows by ~59%: without --impl, the rows use a fit that held."""
+    """A fit that missed its held-out rows (mla_decode/rooflab, mma.sync, missed by 48% until session 7's refit; here
+    given a 59% median): without --impl, the rows use a fit that held."""
+    import dataclasses
+
     from rooflab.predict import MAX_AUTO_ERROR, predict_time
     from rooflab.vocab import Kernel
 
-    fits = {f.impl: f for f in H200.fitted_for(Kernel.mla_decode)}
+    gpu = dataclasses.replace(H200, fitted=tuple(
+        dataclasses.replace(f, median_error=0.59) if (f.kernel, f.impl) == (Kernel.mla_decode, "rooflab") else f
+        for f in H200.fitted))
+    fits = {f.impl: f for f in gpu.fitted_for(Kernel.mla_decode)}
     assert fits["rooflab"].median_error > MAX_AUTO_ERROR >= fits["rooflab_hopper"].median_error
     from rooflab.cost.batch import DecodeBatch
     from rooflab.cost.layers import layer_decode
@@ -62,9 +68,9 @@ def test_the_automatic_choice_skips_a_fit_that_did_not_hold():
     ds = load_model("deepseek-v3")
     price = (lambda n, u: layer_decode(ds, "mla", DecodeBatch.uniform(8192, 64), 64, DType.bf16, DType.bf16, 1, 1,
                                        n, u))
-    auto = predict_time(H200, Kernel.mla_decode, price, DType.bf16)
+    auto = predict_time(gpu, Kernel.mla_decode, price, DType.bf16)
     assert auto.impl != "rooflab"
-    named = predict_time(H200, Kernel.mla_decode, price, DType.bf16, impl="rooflab")
+    named = predict_time(gpu, Kernel.mla_decode, price, DType.bf16, impl="rooflab")
     assert named.impl == "rooflab" and named.median_error > MAX_AUTO_ERROR
 
 
