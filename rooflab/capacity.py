@@ -162,6 +162,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
         if given:
             raise InputError(f"give {', '.join(given)} in the Deployment, not beside it (the deployment holds them)")
     deployment.check_model(model)
+    model = model.as_loaded(gpu.compute_capability_version, deployment.dtype)   # --dtype, else the engines' auto
     if deployment.pipeline_parallel > 1 or deployment.prefill_context_parallel > 1 or deployment.data_parallel > 1:
         raise InputError(f"capacity with pipeline, prefill-context or data parallelism is not modelled yet "
                          f"({deployment.describe()}): plan one replica's TP group (data-parallel attention with "

@@ -276,7 +276,9 @@ def _one_gpu(values: list[str]) -> list[str]:
 GpuOpt = Annotated[list[str], typer.Option("--gpu", "-g", metavar="GPU", callback=_one_gpu,
                                            help="Bundled GPU name (see `rooflab list gpus`), an alias (h200, "
                                                 "'NVIDIA H100 80GB HBM3') or a path to a GPU YAML; one GPU.")]
-DTypeOpt = Annotated[DType, typer.Option("--dtype", help="Element type of Q, K, V, O and of the matrix arithmetic.")]
+DTypeOpt = Annotated[DType, typer.Option("--dtype", parser=params.dtype(), metavar="DTYPE", help="Element type of Q, "
+                                         "K, V, O and of the matrix arithmetic: fp16 (float16, half), bf16 (bfloat16), "
+                                         "fp32 (float32), tf32, fp8_e4m3 (fp8), fp8_e5m2.")]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 
 
@@ -398,8 +400,11 @@ ContextOpt = Annotated[Optional[list[str]], typer.Option(
                                 "option or give a comma list for a ragged batch (default 8192).")]
 PageOpt = Annotated[int, typer.Option("--page-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
                                       help="Tokens per KV-cache page (block).")]
-KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", help="Element type of the KV cache (default: --dtype; "
-                                                     "capacity: the checkpoint's dtype, as engines' auto).")]
+KvDTypeOpt = Annotated[Optional[DType], typer.Option("--kv-dtype", parser=params.dtype(auto=True), metavar="DTYPE",
+                                                     help="Element type of the KV cache: auto, fp8 (= fp8_e4m3), "
+                                                          "fp8_e5m2, bf16, fp16, fp32 and the engines' spellings "
+                                                          "(default auto: --dtype; capacity: the checkpoint's dtype "
+                                                          "as the engines load it).")]
 TensorParallelOpt = Annotated[int, typer.Option("--tensor-parallel", "--tp", parser=params.count(1, MAX_GPUS), metavar="N",
                                                 help="GPUs the model is split over by head; memory figures are per GPU.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
@@ -413,9 +418,13 @@ ImplOpt = Annotated[Optional[str], typer.Option("--impl", help="Predict with thi
                                                      "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
                                                      "fastest fitted one that held on its held-out rows).")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="floor (default): the GPU's own, physical where a published run beat its datasheet, else datasheet; datasheet: the rated figures; physical: the maximum SM clock x the per-clock rate, fastest accumulate mode; calibrated: the GPU YAML's measured: section.")]
-WeightDTypeOpt = Annotated[Optional[WeightFormat], typer.Option(
-    "--weight-dtype", help="Format of the linear layers' weights (default: as the checkpoint ships them; embeddings "
-                           "and norms stay in the checkpoint's dtype).")]
+#: Typed str for typer (a WeightFormat is a str): typer maps an Enum-typed option's value through the members it
+#: lists, which would turn a parametric format (int4_g128_zp) into None; params.weight_format returns the format.
+WeightDTypeOpt = Annotated[Optional[str], typer.Option(
+    "--weight-dtype", parser=params.weight_format, metavar="FORMAT",
+    help="Format of the linear layers' weights: auto (as the checkpoint ships them, the default), a dtype (bf16, "
+         "fp8 = fp8_e4m3, ...), fp8_block, mxfp4, nvfp4, int4_g128[_zp], nf4[_dq]; embeddings, LM head, norms "
+         "and router stay in the checkpoint's dtype.")]
 ExpertParallelOpt = Annotated[int, typer.Option("--expert-parallel", "--ep", parser=params.count(1, MAX_GPUS), metavar="N",
                                                 help="GPUs the routed experts are split over (MoE).")]
 DpAttentionOpt = Annotated[bool, typer.Option("--dp-attention/--no-dp-attention",

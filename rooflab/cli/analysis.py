@@ -221,7 +221,7 @@ def capacity(
 @app.command()
 @friendly
 def numerics(
-    dtype: Annotated[DType, typer.Option("--dtype", help="Storage type whose exp range is examined (tf32 is refused: use fp32).")] = DType.fp16,
+    dtype: Annotated[DType, typer.Option("--dtype", parser=params.dtype(), metavar="DTYPE", help="Storage type whose exp range is examined (tf32 is refused: use fp32).")] = DType.fp16,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(2, MAX_TOKENS), metavar="N",
                                          help="Logits in one softmax row (keys), at least 2.")] = 8192,
     logit_std: Annotated[float, typer.Option("--logit-std", parser=params.number(0, MAX_LOGIT_STD, lo_open=True), metavar="X",

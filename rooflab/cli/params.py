@@ -11,7 +11,8 @@ from typing import Callable
 
 import typer
 
-from ..units import parse_count
+from ..errors import InputError
+from ..units import DType, WeightFormat, parse_count
 
 
 def count(lo: int, hi: int, what: str = "") -> Callable[[str], int]:
@@ -75,4 +76,32 @@ def counts(text: str, option: str, lo: int, hi: int) -> list[int]:
     return out
 
 
-__all__ = ["count", "counts", "number"]
+def dtype(auto: bool = False) -> Callable[[str], "DType | None"]:
+    """A parser for a dtype option in the one vocabulary (DType.of: fp16, float16, half, bf16, bfloat16, fp32,
+    float32, fp8 = fp8_e4m3, fp8_e5m2, ...); with `auto`, 'auto' gives None (the checkpoint's dtype)."""
+
+    def parse(text: str) -> "DType | None":
+        try:
+            return DType.or_auto(text, "the dtype") if auto else DType.of(text, "the dtype")
+        except InputError as exc:
+            raise typer.BadParameter(str(exc)) from None
+
+    parse.__name__ = "DTYPE"
+    return parse
+
+
+def weight_format(text: str) -> "WeightFormat | None":
+    """A parser for --weight-dtype: 'auto' (as shipped: None), a dtype in DType.of's vocabulary, or a weight
+    format by name (fp8, fp8_block, mxfp4, nvfp4, int4_g128_zp, nf4, ...; WeightFormat.of)."""
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        return None
+    try:
+        return WeightFormat.of(text, "the weight format")
+    except InputError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+weight_format.__name__ = "FORMAT"
+
+
+__all__ = ["count", "counts", "dtype", "number", "weight_format"]

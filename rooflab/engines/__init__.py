@@ -22,7 +22,9 @@ from .vocab import Accounting, Engine, KvCacheDtype, parse_accounting, parse_eng
 
 
 def engine_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
-    """The KV cache `settings.accounting`'s engine would allocate for `model` on `gpu` (per GPU)."""
+    """The KV cache `settings.accounting`'s engine would allocate for `model` on `gpu` (per GPU), the model in
+    the dtype the engine's --dtype auto loads it in on that GPU (ModelSpec.as_loaded)."""
+    model = model.as_loaded(gpu.compute_capability_version)
     if settings.engine is Engine.vllm:
         from .vllm import vllm_capacity
 

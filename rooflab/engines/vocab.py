@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..units import DType
+from ..units import DTYPE_ALIASES, DType
 
 
 class Engine(str, enum.Enum):
@@ -122,23 +122,30 @@ class KvCacheDtype:
         return self.dtype or model_dtype
 
 
-#: vLLM's and SGLang's --kv-cache-dtype names, and rooflab's own dtype names. 'fp8' is e4m3 in both engines
-#: (vLLM: vllm/config/cache.py CacheDType; SGLang: server_args.py kv_cache_dtype choices); fp8_inc is
-#: Intel Gaudi's e4m3; fp8_ds_mla is DeepSeek-V3.2's 656-byte sparse MLA layout (e4m3 latent, fp32 scales,
-#: bf16 rope).
-_KV_NAMES = {
-    "auto": None, "fp8": DType.fp8_e4m3, "fp8_e4m3": DType.fp8_e4m3, "fp8_inc": DType.fp8_e4m3,
-    "fp8_e5m2": DType.fp8_e5m2, "fp8_ds_mla": DType.fp8_e4m3, "bfloat16": DType.bf16, "bf16": DType.bf16,
-    "float16": DType.fp16, "fp16": DType.fp16, "half": DType.fp16, "float32": DType.fp32, "fp32": DType.fp32,
-}
+#: --kv-cache-dtype names beyond the one dtype vocabulary (units.DType.of: fp8 = fp8_e4m3 in both engines, vLLM's
+#: vllm/config/cache.py CacheDType): auto (the model's dtype), fp8_inc (Intel Gaudi's e4m3) and fp8_ds_mla
+#: (DeepSeek-V3.2's 656-byte sparse MLA layout: e4m3 latent, fp32 scales, bf16 rope).
+_KV_SPECIAL = {"auto": None, "fp8_inc": DType.fp8_e4m3, "fp8_ds_mla": DType.fp8_e4m3}
+#: SGLang's --kv-cache-dtype choices (python/sglang/srt/server_args.py, add_cli_args, main at commit 469c63e):
+#: auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1. It refuses 'fp8', 'float16' and 'fp16'.
+SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
 
 
-def parse_kv_cache_dtype(text: str) -> KvCacheDtype:
-    """An engine's or rooflab's KV-cache dtype name; anything else is an error listing the names accepted."""
+def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDtype:
+    """An engine's or rooflab's KV-cache dtype name (units.DType.of's vocabulary, auto, fp8_inc, fp8_ds_mla);
+    for `engine` SGLang only the names SGLang takes. Anything else is an error listing the names accepted."""
     key = str(text).strip().lower()
-    if key not in _KV_NAMES:
-        raise InputError(f"--kv-cache-dtype '{text}' is not a KV-cache dtype; choose one of {', '.join(_KV_NAMES)}")
-    return KvCacheDtype(key, _KV_NAMES[key], mla_sparse_fp8=key == "fp8_ds_mla")
+    if engine is Engine.sglang and key not in SGLANG_KV_CACHE_DTYPES:
+        raise InputError(f"--kv-cache-dtype '{text}' is not one SGLang takes (server_args.py choices: "
+                         f"{', '.join(SGLANG_KV_CACHE_DTYPES)}; fp4_e2m1 is not modelled)"
+                         + ("; SGLang spells vLLM's fp8 as fp8_e4m3" if key == "fp8" else ""))
+    if key in _KV_SPECIAL:
+        return KvCacheDtype(key, _KV_SPECIAL[key], mla_sparse_fp8=key == "fp8_ds_mla")
+    try:
+        return KvCacheDtype(key, DType.of(key, "--kv-cache-dtype"))
+    except InputError:
+        names = ", ".join(list(_KV_SPECIAL) + [d.value for d in DType if d is not DType.tf32] + list(DTYPE_ALIASES))
+        raise InputError(f"--kv-cache-dtype '{text}' is not a KV-cache dtype; choose one of {names}") from None
 
 
 def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:

@@ -28,6 +28,11 @@ from .families import ARCHITECTURES
 from .read import Fields, is_hf_reference, locate, read_json
 
 
+#: model_type values vLLM refuses to run in fp16 (vllm/config/model.py, _FLOAT16_NOT_SUPPORTED_MODELS, main at
+#: commit 0052a5b: "Numerical instability"); --dtype auto never picks fp16 for them (units.loaded_dtype).
+FP16_NOT_SUPPORTED = ("gemma2", "gemma3", "gemma3_text", "plamo2", "glm4")
+
+
 def architecture(data: dict, where: str) -> str:
     """The config's architecture (the first of `architectures`), which must be one rooflab reads."""
     listed = data.get("architectures")
@@ -58,6 +63,7 @@ def from_hf_config(data: dict, where: str, name: Optional[str] = None) -> ModelS
         if not isinstance(text, dict):
             raise SpecError(where, "text_config", text, f"missing: {arch} keeps its text model there")
     fields = family.read(Fields(text, where, prefix, data if family.nested else {}, family.defaults))
+    fields.setdefault("fp16_supported", data.get("model_type") not in FP16_NOT_SUPPORTED)
     label = name or str(data.get("_name_or_path") or "").rstrip("/").split("/")[-1] or arch
     try:
         return ModelSpec(name=label, display_name=label, source=where, **fields)

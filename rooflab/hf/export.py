@@ -66,7 +66,14 @@ def export_hf_config(model: ModelSpec, architecture: Optional[str] = None) -> di
     arch = architecture or choose_architecture(model)
     if arch not in WRITERS:
         raise SpecError(model.name, "architecture", arch, f"the exporter writes {', '.join(WRITERS)}")
-    return WRITERS[arch](model)
+    out = WRITERS[arch](model)
+    from . import FP16_NOT_SUPPORTED
+
+    if (out.get("model_type") not in FP16_NOT_SUPPORTED) != model.fp16_supported:
+        raise SpecError(model.name, "fp16_supported", model.fp16_supported,
+                        f"{arch} (model_type {out.get('model_type')}) is "
+                        f"{'' if model.fp16_supported else 'not '}refused in fp16 by vLLM; this spec says otherwise")
+    return out
 
 
 __all__ = ["WRITERS", "choose_architecture", "export_hf_config"]

@@ -20,14 +20,18 @@ from typing import ClassVar, Optional
 from ..errors import SpecError
 from ..fields import FrozenDict, spec_field, validate_fields
 from ..limits import MAX_TOKENS
-from ..units import DType, WeightFormat
+from ..units import DType, WeightFormat, loaded_dtype
 from ..vocab import LayerKind
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .layers import FULL, LayerType
 
-#: Components whose format a checkpoint's quantization may set; embeddings, lm_head, norms and the router
-#: always stay in the checkpoint's own dtype.
+#: Components whose format a checkpoint's quantization (or --weight-dtype) may set; embeddings, lm_head, norms
+#: and the router always stay in the checkpoint's dtype as loaded (vLLM's quantization methods replace linear
+#: layers only: the embedding and the LM head are VocabParallelEmbedding / ParallelLMHead, left unquantized by
+#: every method rooflab reads, as are the norms and, by the checkpoints' own exclusion lists, the MoE router).
 QUANTIZABLE = ("linear", "attention", "mlp", "experts", "shared_experts")
+#: Components whose parameters a checkpoint's exclusion list may keep unquantized (unquantized_parameters).
+UNQUANTIZED_KEYS = ("attention", "dense_mlp", "experts", "shared_experts")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,15 @@ class ModelSpec:
     weight_dtype: Optional[DType] = spec_field(doc="the checkpoint's dtype (torch_dtype)", default=None)
     quantization: dict[str, WeightFormat] = spec_field(doc="formats of quantized components, as shipped",
                                                       keys=QUANTIZABLE, default=FrozenDict())
+    unquantized_parameters: dict[str, int] = spec_field(
+        0, 1e16, "parameters", "parameters of quantized components a checkpoint keeps in its dtype (the modules "
+        "its ignored_layers / modules_to_not_convert / ignore list names)", keys=UNQUANTIZED_KEYS,
+        default=FrozenDict())
+    fp16_supported: bool = spec_field(doc="false for models vLLM refuses to run in fp16 (Gemma 2 and 3, GLM-4: "
+                                      "_FLOAT16_NOT_SUPPORTED_MODELS); 'auto' then never picks fp16", default=True)
+    vision_parameters: int = spec_field(0, 1e16, "parameters", "a vision-language model's vision tower and "
+                                        "projector, held in the checkpoint's dtype (the language model is what "
+                                        "is planned)", default=0)
     parameters_note: Optional[str] = spec_field(doc="what the published count includes", default=None)
 
     #: YAML keys read under their old spelling: old -> new.
@@ -116,6 +129,11 @@ class ModelSpec:
             raise SpecError(self.name, "dense_ffn_size", self.dense_ffn_size,
                             f"is a MoE's dense-layer MLP size; this model has no experts, so it would replace "
                             f"ffn_size ({self.ffn_size}) in every layer: give the size as ffn_size")
+        counts = self.parameters.by_component() if self.unquantized_parameters else {}
+        for component, kept in self.unquantized_parameters.items():
+            if kept > counts[component]:
+                raise SpecError(self.name, f"unquantized_parameters.{component}", kept,
+                                f"exceeds the component's {counts[component]:,} parameters")
         if self.num_experts > 1 and not any(self.is_moe_layer(i) for i in range(self.num_layers)):
             field = "first_dense_layers" if self.first_dense_layers >= self.num_layers else "moe_layer_step"
             raise SpecError(self.name, field, getattr(self, field),
@@ -178,8 +196,8 @@ class ModelSpec:
 
     @property
     def derived_parameters(self) -> int:
-        """Parameter count from the architecture, all experts included."""
-        return self.parameters.total
+        """Parameter count from the architecture, all experts (and a vision tower) included."""
+        return self.parameters.total + self.vision_parameters
 
     @property
     def total_parameters(self) -> int:
@@ -202,8 +220,9 @@ class ModelSpec:
 
     def weight_format(self, component: str, override: DType | WeightFormat | None = None) -> WeightFormat:
         """The format `component` is stored in: `override` for quantizable components where given, else the
-        checkpoint's quantization, else its dtype (bf16 where the spec names none and no override is given)."""
-        own = WeightFormat.of(self.weight_dtype) if self.weight_dtype else None
+        checkpoint's quantization, else its dtype. Embeddings, lm_head, norms and the router keep the checkpoint's
+        dtype whatever `override` says (bf16 where the spec names none)."""
+        own = WeightFormat.of(self.weight_dtype or DType.bf16)
         if component in QUANTIZABLE or component == "dense_mlp":
             if override is not None:
                 return WeightFormat.of(override)
@@ -211,29 +230,54 @@ class ModelSpec:
             for name in (key, "linear"):
                 if name in self.quantization:
                     return self.quantization[name]
-        return own or (WeightFormat.of(override) if override is not None else WeightFormat.bf16)
+        return own
+
+    def loaded_dtype(self, compute_capability: tuple[int, int] | None) -> DType:
+        """The dtype vLLM's `--dtype auto` loads this checkpoint in on a GPU of `compute_capability`
+        (units.loaded_dtype: fp32 checkpoints in bf16 from 8.0, in fp16 below unless fp16_supported is false)."""
+        return loaded_dtype(self.weight_dtype, compute_capability, self.fp16_supported)
+
+    def as_loaded(self, compute_capability: tuple[int, int] | None, dtype: DType | str | None = None) -> "ModelSpec":
+        """This spec with the dtype its unquantized weights, activations and 'auto' KV cache take when served:
+        `dtype` (an engine's --dtype) where given, else `loaded_dtype` (--dtype auto). The same spec where that
+        is already its dtype."""
+        chosen = DType.or_auto(dtype, "dtype") or self.loaded_dtype(compute_capability)
+        if chosen is self.weight_dtype:
+            return self
+        import dataclasses
+
+        return dataclasses.replace(self, weight_dtype=chosen)
 
     def weight_bytes(self, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
                      expert_parallel: int = 1, replicate_attention: bool = False) -> int:
         """Bytes of every parameter (all experts) per GPU, each component in its format (weight_format).
 
-        `dtype` overrides the formats of the quantizable components (and of everything, for a spec that
-        names no dtype of its own). Split `tensor_parallel` ways (norms and embeddings counted as split
-        too, a few hundred MB at most), the routed experts also `expert_parallel` ways; with
-        `replicate_attention` (data-parallel attention) every GPU holds all attention weights. Rounded up.
-        A spec that gives a published count scales the derived components to it.
+        `dtype` overrides the formats of the quantizable components only: embeddings, lm_head, norms and
+        the router stay in the checkpoint's dtype, and so do the parameters a checkpoint's exclusion list
+        keeps (unquantized_parameters; with an override every linear layer is converted). Split
+        `tensor_parallel` ways (norms and embeddings counted as split too, a few hundred MB at most), the
+        routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention)
+        every GPU holds all attention weights. A vision tower (vision_parameters) is counted whole on every
+        GPU in the checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound).
+        Rounded up. A spec that gives a published count scales the derived components to it.
         """
         counts = self.parameters
+        own_bits = Fraction(WeightFormat.of(self.weight_dtype or DType.bf16).bits_per_weight)
         sharded = replicated = Fraction(0)
         for component, n in counts.by_component().items():
-            share = Fraction(n, expert_parallel) if component == "experts" else Fraction(n)
-            bits = share * Fraction(self.weight_format(component, dtype).bits_per_weight)
+            fmt = self.weight_format(component, dtype)
+            kept = self.unquantized_parameters.get(component, 0) if dtype is None and fmt.is_quantized else 0
+            bits = Fraction(n - kept) * Fraction(fmt.bits_per_weight) + Fraction(kept) * own_bits
+            if component == "experts":
+                bits /= expert_parallel
             if replicate_attention and component == "attention":
                 replicated += bits
             else:
                 sharded += bits
-        scale = Fraction(self.total_parameters, counts.total)      # exact: no float rounding
-        return math.ceil((sharded / tensor_parallel + replicated) * scale / 8)
+        scale = Fraction(self.total_parameters - self.vision_parameters, counts.total) if \
+            self.num_parameters is not None else Fraction(1)
+        vision = Fraction(self.vision_parameters) * own_bits
+        return math.ceil(((sharded / tensor_parallel + replicated) * scale + vision) / 8)
 
     # --- the KV cache --------------------------------------------------------------------------------------
 
