@@ -21,6 +21,21 @@ engines' own option names (vLLM: `vllm serve --help`; SGLang: `python -m sglang.
 | gemm_dtype | DType or None | None = the weights' | (follows --quantization) | (follows --quantization) |
 | gpu_memory_utilization | fraction in (0, 1] | 0.9 | --gpu-memory-utilization | --mem-fraction-static |
 | window_allocation | WindowAllocation | hybrid | hybrid KV cache manager (on unless --disable-hybrid-kv-cache-manager) | (its SWA pool) |
+| speculative | Speculative or None | None = no drafting | --speculative-config '{"method": ..., "num_speculative_tokens": k}' | --speculative-algorithm, --speculative-num-draft-tokens (k + 1) |
+| cuda_graphs | bool | True | off with --enforce-eager | off with --disable-cuda-graph |
+| fused_elementwise | bool or None | None = fused under graphs, unfused eager | torch.compile's fusions (off with --enforce-eager) | its fused add-RMSNorm and SiLU-and-mul kernels |
+
+`fused_elementwise` False is rooflab's own torch reference layer (nine small launches a layer: two RMSNorms, two
+residual adds, SiLU x up, the q copy and two KV appends), which the bundled measured step (measurements/
+h200x2-step.csv) ran, in a graph: `Deployment(fused_elementwise=False)`.
+
+A `Speculative` is the drafting: `method` (SpecMethod: mtp, eagle, eagle3, draft_model, ngram; the engines'
+spellings deepseek_mtp, nextn, standalone are read as their names), `num_speculative_tokens` k (vLLM's key; SGLang's
+--speculative-num-draft-tokens counts the verified tokens, k + 1, with --speculative-eagle-topk 1), the
+per-position acceptance rate a in [0, 1) (tokens per step (1 - a^(k+1)) / (1 - a); Leviathan et al., "Fast
+Inference from Transformers via Speculative Decoding", arXiv 2211.17192, section 3.1, eq. 1, with a the
+per-position acceptance), and `draft_model` (a bundled model name: the draft's decode steps are that model's;
+required for draft_model, refused otherwise).
 
 How the degrees combine, as the engines define them (vLLM's `vllm/config/parallel.py`: `ParallelConfig`'s
 validator, its field docs and `world_size_across_dp`, on the main branch at commit 00193b8, 2026; SGLang's
@@ -51,7 +66,81 @@ from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_PAGE_SIZE
 from .specs import ModelSpec
 from .units import DType, WeightFormat
-from .vocab import LayerKind, WindowAllocation
+from .vocab import LayerKind, WindowAllocation, _Named
+
+
+class SpecMethod(_Named):
+    """How draft tokens are made: an MTP head or an EAGLE head (one decoder layer of the target's width), a separate
+    draft model, or n-gram lookup in the prompt (host-side, no GPU work priced)."""
+
+    mtp = "mtp"
+    eagle = "eagle"
+    eagle3 = "eagle3"
+    draft_model = "draft_model"
+    ngram = "ngram"
+
+
+#: The engines' other spellings of a method (vLLM: deepseek_mtp, qwen3_next_mtp ...; SGLang: NEXTN, STANDALONE).
+SPEC_ALIASES = {"deepseek_mtp": "mtp", "nextn": "mtp", "standalone": "draft_model", "draft": "draft_model",
+                "eagle-3": "eagle3"}
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding as deployed (the module docstring): method, k draft tokens, acceptance a, draft model."""
+
+    method: SpecMethod
+    num_speculative_tokens: int
+    acceptance_rate: float = 0.7
+    draft_model: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        method = self.method
+        if isinstance(method, str) and not isinstance(method, SpecMethod):
+            method = SPEC_ALIASES.get(method.lower(), method.lower())
+            if method.endswith("_mtp"):
+                method = "mtp"
+        object.__setattr__(self, "method", SpecMethod.of(method, "speculative method"))
+        object.__setattr__(self, "num_speculative_tokens", whole_number(
+            self.num_speculative_tokens, "num_speculative_tokens (--speculative-config)", maximum=64))
+        a = real_number(self.acceptance_rate, "acceptance rate (--acceptance-rate)", 0, 1)
+        if a >= 1:
+            raise InputError(f"acceptance rate (--acceptance-rate) must be below 1 (every draft accepted has no "
+                             f"finite (1 - a^(k+1)) / (1 - a) form worth pricing), got {a}")
+        object.__setattr__(self, "acceptance_rate", a)
+        if self.method is SpecMethod.draft_model and not self.draft_model:
+            raise InputError("speculative method draft_model needs the draft model's name (\"model\" in "
+                             "--speculative-config, --speculative-draft-model-path)")
+        if self.method is not SpecMethod.draft_model and self.draft_model:
+            raise InputError(f"a draft model ({self.draft_model}) is for method draft_model, not {self.method.value}")
+
+    @property
+    def query_tokens(self) -> int:
+        """Tokens a sequence's verify step scores: the k drafts and the one after them."""
+        return self.num_speculative_tokens + 1
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens a verify step emits: sum_{i=0..k} a^i = (1 - a^(k+1)) / (1 - a)."""
+        a, k = self.acceptance_rate, self.num_speculative_tokens
+        return (1 - a ** (k + 1)) / (1 - a)
+
+    @classmethod
+    def of_config(cls, text: str, acceptance_rate: float = 0.7) -> "Speculative":
+        """vLLM's --speculative-config JSON: {"method": ..., "num_speculative_tokens": k[, "model": name]}."""
+        import json
+
+        try:
+            cfg = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"--speculative-config must be JSON, got {shown(text)}: {exc}") from None
+        if not isinstance(cfg, dict) or "num_speculative_tokens" not in cfg:
+            raise InputError(f"--speculative-config needs \"num_speculative_tokens\", got {shown(text)}")
+        method = cfg.get("method") or ("draft_model" if cfg.get("model") else None)
+        if method is None:
+            raise InputError(f"--speculative-config needs \"method\" (or a draft \"model\"), got {shown(text)}")
+        draft = cfg.get("model") if SPEC_ALIASES.get(str(method).lower(), method) == "draft_model" else None
+        return cls(method, cfg["num_speculative_tokens"], acceptance_rate, draft)
 
 #: Each degree's name and the option a user knows it by (errors name both).
 DEGREES = {
@@ -89,6 +178,9 @@ class Deployment:
     gemm_dtype: Optional[DType] = None
     gpu_memory_utilization: float = 0.9
     window_allocation: WindowAllocation = WindowAllocation.hybrid
+    speculative: Optional[Speculative] = None
+    cuda_graphs: bool = True
+    fused_elementwise: Optional[bool] = None
 
     def __post_init__(self) -> None:
         for name, option in DEGREES.items():
@@ -107,6 +199,12 @@ class Deployment:
             self.gpu_memory_utilization, "GPU memory utilisation (--gpu-memory-utilization)", 0, 1, lo_open=True))
         object.__setattr__(self, "window_allocation", WindowAllocation.of(self.window_allocation,
                                                                           "window_allocation"))
+        if self.speculative is not None and not isinstance(self.speculative, Speculative):
+            raise InputError(f"speculative must be a rooflab.deployment.Speculative, got {shown(self.speculative)}")
+        for name in ("cuda_graphs", "fused_elementwise"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (name == "fused_elementwise" and value is None):
+                raise InputError(f"{name} must be True or False, got {shown(value)}")
         problem = self._rule_broken()
         if problem:
             raise InputError(problem)
@@ -188,6 +286,21 @@ class Deployment:
         return self.tensor_parallel // self.attention_data_parallel
 
     @property
+    def fused(self) -> bool:
+        """Whether elementwise work is fused: as given, else under CUDA graphs (engines compile) and not eager."""
+        return self.cuda_graphs if self.fused_elementwise is None else self.fused_elementwise
+
+    @property
+    def data_ranks(self) -> int:
+        """Ranks a step's sequences are spread over: vLLM's DP replicas or SGLang's data-parallel attention ranks."""
+        return self.data_parallel * self.attention_data_parallel
+
+    @property
+    def expert_tensor_parallel(self) -> int:
+        """Ways each routed expert's width is split: the expert group (TP x PCP x DP GPUs) over EP."""
+        return self.tensor_parallel * self.prefill_context_parallel * self.data_parallel // self.expert_parallel
+
+    @property
     def dp_attention(self) -> bool:
         """Whether attention runs data-parallel inside the TP group (SGLang's --enable-dp-attention)."""
         return self.attention_data_parallel > 1
@@ -209,6 +322,9 @@ class Deployment:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, Speculative):
+                value = {"method": value.method.value, "num_speculative_tokens": value.num_speculative_tokens,
+                         "acceptance_rate": value.acceptance_rate, "draft_model": value.draft_model}
             out[f.name] = value.value if hasattr(value, "value") else value
         out["num_gpus"] = self.num_gpus
         return out
@@ -223,4 +339,4 @@ def of(value: object = None, **kw) -> Deployment:
     return Deployment(**kw)
 
 
-__all__ = ["DEGREES", "Deployment"]
+__all__ = ["DEGREES", "Deployment", "SPEC_ALIASES", "SpecMethod", "Speculative"]

@@ -8,6 +8,7 @@ import pytest
 
 from rooflab.bench.records import read_measurements
 from rooflab.capacity import tensor_parallel_sizes
+from rooflab.deployment import Deployment
 from rooflab.errors import InputError
 from rooflab.load import available, data_dir, load_gpu, load_model
 from rooflab.step import SMALL_OPS, _kv_bytes, small_op_time, step_report
@@ -48,7 +49,7 @@ def test_json_contract():
             assert key in row
     comm = [row for row in d["rows"] if row["bound"] == "communication"]
     assert comm and all(row["intensity_flop_per_byte"] is None for row in comm)
-    assert comm[0]["calls"] == 64                                              # 2 all-reduces x 32 layers
+    assert sum(row["calls"] for row in comm if row["variant"] == "all_reduce") == 64   # 2 all-reduces x 32 layers
 
 
 def test_no_fits_no_prediction():
@@ -70,7 +71,7 @@ def test_dcp_splits_the_kv_and_adds_the_gather():
     one = step_report(LLAMA, H200, 4, 131072, dtype=DType.fp16)
     two = step_report(LLAMA, H200, 4, 131072, dcp=2, dtype=DType.fp16)
     assert two.kv_bytes_per_gpu == pytest.approx(one.kv_bytes_per_gpu / 2)
-    assert two.gpus == 2 and any("DCP" in row.label for row in two.rows)
+    assert two.gpus == 2 and any("KVP" in row.label for row in two.rows)   # dcp= is KV parallelism
     assert two.t_predicted_s < one.t_predicted_s                   # attention dominates at 128k: DCP pays
 
 
@@ -109,7 +110,8 @@ def test_the_bundled_decode_steps_are_predicted_within_15_percent():
     errors = []
     for m in rows:
         length, batch = map(int, m.context_lens.split("x"))
-        r = step_report(LLAMA, H200, batch, length, dtype=DType(m.dtype), check_memory=False)
+        torch_layer = Deployment(dtype=DType(m.dtype), fused_elementwise=False)   # the bench's unfused layer, a graph
+        r = step_report(LLAMA, H200, batch, length, deployment=torch_layer, check_memory=False)
         errors.append(abs(r.t_predicted_s / m.time_s - 1))
         assert r.t_floor_s < m.time_s                                 # no measurement beats its floor
     assert max(errors) <= 0.15
