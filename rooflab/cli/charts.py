@@ -1,4 +1,4 @@
-"""`rooflab plot ...`: the charts, written as .png, .svg or .pdf."""
+"""`rooflab plot ...`: the charts, written as .png, .svg or .pdf, and with --data their numbers as .csv or .json."""
 
 
 from pathlib import Path
@@ -35,6 +35,23 @@ def _image_path(text: str) -> Path:
     return Path(text)
 
 
+def _data_path(text: str) -> Path:
+    """--data as a Path; an empty value is refused here, as for -o."""
+    if isinstance(text, Path):
+        return text
+    if not str(text).strip():
+        raise typer.BadParameter("is empty; give a file name ending .csv or .json")
+    if Path(text).suffix.lower() not in (".csv", ".json"):
+        raise typer.BadParameter(f"{text}: give a file name ending .csv or .json (the extension picks the format)")
+    return Path(text)
+
+
+DataOpt = Annotated[Optional[Path], typer.Option(
+    "--data", parser=_data_path, metavar="FILE",
+    help="Also write the numbers the chart draws: .csv or .json (strict JSON), one row a point, the sweep's "
+         "to_frame() columns; floors and predictions apart (the 'estimate' column).")]
+
+
 def _output_opt(default: str):
     return Annotated[Optional[Path], typer.Option("--output", "-o", parser=_image_path, metavar="FILE",
                                                   help=f"Image to write: .png, .svg or .pdf (default {default}).")]
@@ -65,10 +82,20 @@ def _lengths(values: list[str] | None, right_end: int | None, right_flag: str) -
     return parse_lengths(values, "--lengths") or None
 
 
-def _save(fig, output: Path | None, default: str) -> None:
-    from ..plot import save_figure
+def _save(fig, output: Path | None, default: str, frame=None, data: Path | None = None) -> None:
+    """The image, and with --data the chart's numbers beside it (`frame`: a callable giving the DataFrame)."""
+    from ..plot import save_data, save_figure
 
     typer.echo(f"wrote {save_figure(fig, output or Path(default))}")
+    if data is not None:
+        typer.echo(f"wrote {save_data(frame(), data)}")
+
+
+def _frames(sweeps) -> "object":
+    """One sweep's to_frame(), or several GPUs' concatenated (each row names its GPU)."""
+    import pandas as pd
+
+    return pd.concat([s.to_frame() for s in sweeps], ignore_index=True)
 
 
 @plot_app.command("roofline")
@@ -88,6 +115,7 @@ def plot_roofline(
     exp_roof: Annotated[bool, typer.Option("--exp-roof/--no-exp-roof", help="Also draw the exp roof of this attention on the first GPU (its exp rate x the FLOPs an exp at the model's head dim).")] = False,
     measurements: Annotated[Optional[Path], typer.Option("--measurements", metavar="FILE", help="Measurement CSV from `rooflab bench`: its kernels as points; taken on the first --gpu (default: the file's).")] = None,
     output: _output_opt("roofline.png") = None,
+    data_file: DataOpt = None,
 ) -> None:
     """Roofline chart: memory and compute roofs, the ridge, naive (and its kernels), flash, paged decode, merge."""
     from ..bench.validate import measured_points, validate
@@ -102,7 +130,8 @@ def plot_roofline(
         names = names if gpu else [validation.gpu]
     gpus = [load_gpu(name) for name in names]
     data = roofline_data(load_model(model), gpus, seq_len, dtype, batch, causal, decode_batch, flash_tiled=flash_tiled)
-    _save(roofline_chart(data, measured, exp_roof), output, "roofline.png")
+    _save(roofline_chart(data, measured, exp_roof), output, "roofline.png",
+          lambda: data.chart_frame(measured, exp_roof), data_file)
 
 
 @plot_app.command("memory")
@@ -117,6 +146,7 @@ def plot_memory(
                                                        help="Right end of the length axis (default: past where naive stops fitting).")] = None,
     lengths: LengthsOpt = None,
     output: _output_opt("memory.png") = None,
+    data_file: DataOpt = None,
 ) -> None:
     """Bytes of S and P against sequence length, with each GPU's capacity minus weights: where naive prefill stops fitting."""
     from ..load import load_gpu, load_model
@@ -124,8 +154,8 @@ def plot_memory(
 
     seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    _save(memory_chart(memory_sweep(load_model(model), gpus, batch, dtype, max_seq_len, seq_lens)), output,
-          "memory.png")
+    sweep = memory_sweep(load_model(model), gpus, batch, dtype, max_seq_len, seq_lens)
+    _save(memory_chart(sweep), output, "memory.png", sweep.to_frame, data_file)
 
 
 @plot_app.command("time")
@@ -143,6 +173,7 @@ def plot_time(
                                                        help="Right end of the length axis.")] = None,
     lengths: LengthsOpt = None,
     output: _output_opt("time.png") = None,
+    data_file: DataOpt = None,
 ) -> None:
     """Naive and flash prefill time floors (all layers) against sequence length; several GPUs side by side."""
     from ..load import load_gpu, load_model
@@ -151,7 +182,7 @@ def plot_time(
     seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
     sweeps = time_sweeps(load_model(model), gpus, batch, dtype, causal, max_seq_len, seq_len, seq_lens)
-    _save(time_chart(sweeps), output, "time.png")
+    _save(time_chart(sweeps), output, "time.png", lambda: _frames(sweeps), data_file)
 
 
 @plot_app.command("decode")
@@ -167,6 +198,7 @@ def plot_decode(
                                                            metavar="N", help="Right end of the context axis.")] = None,
     lengths: LengthsOpt = None,
     output: _output_opt("decode.png") = None,
+    data_file: DataOpt = None,
 ) -> None:
     """Attention time of one decode step (all layers) against context length, one line per batch size; several
     GPUs side by side."""
@@ -177,7 +209,7 @@ def plot_decode(
     batches = parse_lengths(batch, "--batch", MAX_BATCH) or list(DECODE_BATCHES)
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
     sweeps = decode_sweeps(load_model(model), gpus, batches, page_size, dtype, kv_dtype, max_context_len, context_lens)
-    _save(decode_chart(sweeps), output, "decode.png")
+    _save(decode_chart(sweeps), output, "decode.png", lambda: _frames(sweeps), data_file)
 
 
 @plot_app.command("capacity")
@@ -193,6 +225,7 @@ def plot_capacity(
     tensor_parallel: TensorParallelOpt = 1,
     lengths: LengthsOpt = None,
     output: _output_opt("capacity.png") = None,
+    data_file: DataOpt = None,
 ) -> None:
     """Concurrent sequences against context length: paged KV cache against contiguous max-length reservation;
     several GPUs side by side."""
@@ -203,7 +236,7 @@ def plot_capacity(
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
     sweeps = capacity_sweeps(load_model(model), gpus, page_size, weight_dtype, kv_dtype, utilization,
                              max_model_len, tensor_parallel, context_lens)
-    _save(capacity_chart(sweeps), output, "capacity.png")
+    _save(capacity_chart(sweeps), output, "capacity.png", lambda: _frames(sweeps), data_file)
 
 
 @plot_app.command("validation")
@@ -212,6 +245,7 @@ def plot_validation(
     file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset).")] = None,
     peers: Annotated[bool, typer.Option("--peers/--no-peers", help="Also draw PyTorch's backends.")] = False,
     output: _output_opt("validation.png") = None,
+    data_file: DataOpt = None,
 ) -> None:
     """Measured time against the calibrated model's prediction, held-out rows filled."""
     from ..bench.validate import validate
@@ -219,4 +253,14 @@ def plot_validation(
 
     v = validate(file)
     impls = tuple(sorted({g.impl for g in v.groups})) if peers else None
-    _save(validation_chart(v, impls), output, "validation.png")
+    _save(validation_chart(v, impls), output, "validation.png", lambda: _validation_frame(v, impls), data_file)
+
+
+def _validation_frame(v, impls: tuple[str, ...] | None):
+    """The rows validation_chart draws (rooflab's own implementations, or `impls`; those with a prediction):
+    rows_frame()'s columns; estimate 'prediction' for predicted_s beside the measured time."""
+    frame = v.rows_frame()
+    drawn = impls if impls is not None else tuple(sorted({r.impl for r in v.rows if r.impl.startswith("rooflab")}))
+    frame = frame[frame["impl"].isin(drawn) & frame["predicted_s"].notna()].reset_index(drop=True)
+    frame.insert(0, "estimate", "prediction")
+    return frame

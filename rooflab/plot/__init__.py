@@ -15,11 +15,12 @@ decode_chart and capacity_chart draw a sequence of them as one panel per GPU.
 
 Figures are matplotlib.figure.Figure objects built without pyplot (a subclass that shows itself as a PNG
 when it is the last expression of a notebook cell, without %matplotlib inline). `save_figure` (save.py)
-writes one to .png, .svg or .pdf for the CLI.
+writes one to .png, .svg or .pdf for the CLI, and `save_data` a chart's numbers (its to_frame()) to .csv or
+.json (`rooflab plot ... --data FILE`).
 """
 
 from .roofline import roofline_chart
-from .save import FORMATS, save_figure
+from .save import DATA_FORMATS, FORMATS, save_data, save_figure
 from .points import MERGE_TOKENS, GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, gpu_roofs, roofline_data
 from .series import (DECODE_BATCHES, CapacitySweep, DecodeSweep, MemoryLine, MemorySweep, TimeSweep, capacity_sweep,
                      capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep, time_sweeps)
@@ -29,7 +30,7 @@ from .validation import validation_chart
 
 __all__ = [
     "roofline_data", "roofline_chart", "memory_sweep", "memory_chart", "time_sweep", "time_chart",
-    "time_sweeps", "decode_sweep", "decode_sweeps", "decode_chart", "capacity_sweep", "capacity_sweeps", "capacity_chart", "budget_chart", "save_figure", "FORMATS",
+    "time_sweeps", "decode_sweep", "decode_sweeps", "decode_chart", "capacity_sweep", "capacity_sweeps", "capacity_chart", "budget_chart", "save_figure", "FORMATS", "save_data", "DATA_FORMATS",
     "MeasuredPoint", "RooflinePoint", "RooflineData", "GpuRoofs", "gpu_roofs", "MemorySweep", "MemoryLine",
     "TimeSweep", "DecodeSweep", "CapacitySweep", "DECODE_BATCHES", "MERGE_TOKENS", "validation_chart",
 ]

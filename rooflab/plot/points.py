@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+import numpy as np
+
 from ..bench.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
 from ..cost.batch import DecodeBatch
 from ..cost.common import KernelCost
@@ -83,6 +85,36 @@ class RooflineData:
         return pd.DataFrame([dict(model=self.model, gpu=gpu, label=p.label, kind=p.kind, pipe=p.pipe.value,
                                   intensity_flop_per_byte=p.intensity_flop_per_byte, flop_per_s=p.flop_per_s,
                                   ridge_ratio=p.ridge_ratio) for p in self.points])
+
+    def chart_frame(self, measured: Sequence[MeasuredPoint] = (), exp_roof: bool = False):
+        """Everything roofline_chart(self, measured, exp_roof) draws, one row each (what `rooflab plot roofline
+        --data` writes): the points (series 'point': to_frame()'s columns; estimate 'floor' at F / t_floor, or
+        'prediction' for the launched decode point at the parallelism model's rate), each GPU's roofs (series
+        'roof': roofs_frame()'s columns; estimate 'floor' for the datasheet's, 'measured' for the calibrated), the exp
+        roofs where drawn (series 'exp_roof' with FMA emulation, 'exp_units' without) and the measured kernels
+        (series 'measured', estimate 'measured')."""
+        import pandas as pd
+
+        points = self.to_frame()
+        points.insert(0, "series", "point")
+        points.insert(1, "estimate", np.where(points["kind"] == "paged_launched", "prediction", "floor"))
+        roofs = self.roofs_frame()
+        roofs.insert(0, "series", "roof")
+        roofs.insert(1, "estimate", np.where(roofs["source"] == CeilingSource.calibrated.value, "measured",
+                                             "floor"))
+        parts = [points, roofs]
+        if exp_roof and self.exp_roof_flop_per_s is not None:
+            parts.append(pd.DataFrame([dict(series=series, estimate="floor", model=self.model,
+                                            gpu=self.roofs[0].display_name, flop_per_s=rate,
+                                            flop_per_exp=self.flop_per_exp)
+                                       for series, rate in (("exp_roof", self.exp_roof_flop_per_s),
+                                                            ("exp_units", self.exp_units_flop_per_s)) if rate]))
+        if measured:
+            parts.append(pd.DataFrame([dict(series="measured", estimate="measured", model=self.model,
+                                            gpu=self.roofs[0].display_name, label=m.label, kind=m.kernel,
+                                            impl=m.impl, intensity_flop_per_byte=m.intensity_flop_per_byte,
+                                            flop_per_s=m.achieved_flop_per_s) for m in measured]))
+        return pd.concat(parts, ignore_index=True)
 
     def roofs_frame(self):
         """One row per GPU and ceiling source (datasheet, and calibrated where measured): bandwidth_bytes_per_s,

@@ -4,7 +4,7 @@ Every series comes from rooflab's cost functions and roofline (cost/, roofline.p
 priced through rooflab.cost.layers (model_prefill / model_decode, every layer type as itself, summed by
 model_total), the same code the reports use, so a chart's point equals the report's total for the same
 workload. This module only chooses the lengths (grid.py: the default grid, or the user's) and sweeps them.
-Floors and predictions are apart: a series is one or the other (the frames' `kind` column), never both.
+Floors and predictions are apart: a series is one or the other (the frames' `estimate` column), never both.
 Each function returns a frozen dataclass that a chart function in this package turns into a
 Figure, and whose to_frame() gives the numbers as a pandas DataFrame, so a notebook can inspect
 or change them before drawing. The roofline chart's numbers are in points.py.
@@ -35,7 +35,7 @@ from .grid import batch_sizes, length_grid, pow2_at_least, user_lengths
 #: Batches the decode chart draws by default.
 DECODE_BATCHES = (1, 8, 32, 128)
 
-#: The frames' `kind` of a series: a physical floor, or a prediction (a model of how a kernel runs).
+#: The frames' `estimate` of a series: a physical floor, or a prediction (a model of how a kernel runs).
 FLOOR, PREDICTION = "floor", "prediction"
 
 
@@ -122,13 +122,13 @@ class TimeSweep:
     marked_seq_len: Optional[int] = None
 
     def to_frame(self):
-        """Long format, one row per (series, seq_len): columns model, gpu, series ('naive', 'flash'), kind ('floor':
+        """Long format, one row per (series, seq_len): columns model, gpu, series ('naive', 'flash'), estimate ('floor':
         both are physical floors), seq_len (tokens), time_s (the floor of all layers, seconds: the report's total)
         and fits (whether that variant's prefill fits in memory: naive's S and P beside the weights; flash
         always)."""
         frame = long_frame("seq_len", self.seq_lens, {"naive": self.naive_s, "flash": self.flash_s}, "time_s",
                            model=self.model, gpu=self.gpu)
-        frame.insert(frame.columns.get_loc("series") + 1, "kind", FLOOR)
+        frame.insert(frame.columns.get_loc("series") + 1, "estimate", FLOOR)
         frame["fits"] = (frame["series"] == "flash") | (frame["seq_len"] <= self.naive_max_seq_len)
         return frame
 
@@ -211,7 +211,7 @@ class DecodeSweep:
     def to_frame(self):
         """Long format, one row per (batch, series, context_len): columns model, gpu, batch, series ('floor': the
         physical floor, every SM busy; 'launched': the parallelism model as launched; 'predicted': the fitted
-        models, where the GPU has them), kind ('floor' or 'prediction'), context_len (tokens per sequence) and
+        models, where the GPU has them), estimate ('floor' or 'prediction'), context_len (tokens per sequence) and
         time_s (attention of one decode step, all layers, seconds: the decode report's paged total). `weights_s`,
         the same for every row, is an attribute."""
         import pandas as pd
@@ -224,7 +224,7 @@ class DecodeSweep:
             parts.append(long_frame("context_len", self.context_lens, series, "time_s", model=self.model,
                                     gpu=self.gpu, batch=b))
         frame = pd.concat(parts, ignore_index=True)
-        frame.insert(frame.columns.get_loc("series") + 1, "kind",
+        frame.insert(frame.columns.get_loc("series") + 1, "estimate",
                      np.where(frame["series"] == "floor", FLOOR, PREDICTION))
         return frame
 

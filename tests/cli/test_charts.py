@@ -247,3 +247,59 @@ def test_plot_validation_cli(tmp_path):
     assert out.read_text().lstrip().startswith("<?xml") and "<svg" in out.read_text()[:2000]
     bad = CliRunner().invoke(app, ["plot", "validation", str(tmp_path / "missing.csv")])
     assert bad.exit_code == 2 and "cannot read" in bad.stderr and not (tmp_path / "validation.png").exists()
+
+
+# --- --data: every chart writes the numbers it draws --------------------------------------------------------------
+
+DATA_COMMANDS = [
+    ["roofline", "-T", "8k"],
+    ["memory", "--lengths", "4k,8k"],
+    ["time", "--lengths", "4k,8k"],
+    ["decode", "--lengths", "4k,8k", "-b", "1,8"],
+    ["capacity", "--lengths", "4k,8k"],
+    ["validation"],
+]
+
+
+@pytest.mark.parametrize("args", DATA_COMMANDS, ids=lambda a: a[0])
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_cli_every_chart_writes_its_data(tmp_path, args, suffix):
+    """--data holds the chart's frame, strict JSON or CSV with the frame's columns; a chart of times has an
+    'estimate' column that keeps floors and predictions apart (memory and capacity count bytes and sequences)."""
+    import csv
+    import json
+
+    image, data = tmp_path / "chart.png", tmp_path / f"chart{suffix}"
+    result = runner.invoke(app, ["plot", *args, "-o", str(image), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert image.read_bytes().startswith(PNG_MAGIC)
+    text = data.read_text()
+    records = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON {c}")) if suffix == ".json" else \
+        list(csv.DictReader(text.splitlines()))
+    assert records
+    if args[0] not in ("memory", "capacity"):
+        assert {r["estimate"] for r in records} <= {"floor", "prediction", "measured"}
+
+
+def test_cli_data_numbers_are_the_sweeps(tmp_path):
+    import json
+
+    from rooflab.load import load_model
+    from rooflab.plot import decode_sweep
+
+    data = tmp_path / "decode.json"
+    result = runner.invoke(app, ["plot", "decode", "-m", "deepseek-v3", "-g", "h200-sxm", "--lengths", "32K",
+                                 "-b", "8", "-o", str(tmp_path / "d.png"), "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    got = {r["series"]: r["time_s"] for r in json.loads(data.read_text())}
+    sweep = decode_sweep(load_model("deepseek-v3"), load_gpu("h200-sxm"), batches=(8,), context_lens=[32768])
+    assert got == {"floor": sweep.floor_s[0][0], "launched": sweep.launched_s[0][0],
+                   "predicted": sweep.predicted_s[0][0]}
+
+
+@pytest.mark.parametrize("name, needle", [("chart.txt", ".csv or .json"), ("", "empty"), ("chart.png", ".csv or .json")])
+def test_cli_data_refuses_a_bad_file(tmp_path, monkeypatch, name, needle):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plot", "time", "--lengths", "8k", "-o", "chart.png", "--data", name])
+    assert result.exit_code != 0 and needle in result.output
+    assert not (tmp_path / "chart.png").exists()        # refused before any drawing

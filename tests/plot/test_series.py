@@ -27,8 +27,8 @@ H200 = load_gpu("h200-sxm")
 def test_time_sweep_frame_is_long_and_holds_the_arrays():
     sweep = time_sweep(LLAMA8, H100, causal=False)
     frame = sweep.to_frame()
-    assert list(frame.columns) == ["model", "gpu", "series", "kind", "seq_len", "time_s", "fits"]
-    assert set(frame.kind) == {"floor"}
+    assert list(frame.columns) == ["model", "gpu", "series", "estimate", "seq_len", "time_s", "fits"]
+    assert set(frame.estimate) == {"floor"}
     assert len(frame) == 2 * len(sweep.seq_lens)
     naive = frame[frame.series == "naive"]
     assert np.array_equal(naive.seq_len.to_numpy(), sweep.seq_lens.astype(np.int64))
@@ -48,14 +48,14 @@ def test_sweep_frames_of_several_gpus_concatenate():
 def test_decode_sweep_frame():
     sweep = decode_sweep(LLAMA8, H100, batches=(1, 64), context_lens=[1024, 32768])
     frame = sweep.to_frame()
-    assert list(frame.columns) == ["model", "gpu", "batch", "series", "kind", "context_len", "time_s"]
+    assert list(frame.columns) == ["model", "gpu", "batch", "series", "estimate", "context_len", "time_s"]
     assert len(frame) == 2 * 2 * 2           # no fitted models on the H100: floor and launched only
     row = frame[(frame.batch == 64) & (frame.series == "launched") & (frame.context_len == 32768)]
     assert row.time_s.item() == sweep.launched_s[1][1]
     floor = frame[frame.series == "floor"].time_s.to_numpy()
     launched = frame[frame.series == "launched"].time_s.to_numpy()
     assert np.all(launched >= floor)
-    assert set(frame[frame.series == "floor"].kind) == {"floor"} and set(frame[frame.series != "floor"].kind) == \
+    assert set(frame[frame.series == "floor"].estimate) == {"floor"} and set(frame[frame.series != "floor"].estimate) == \
         {"prediction"}
     assert sweep.ideal_s is sweep.floor_s            # the old name, readable for one release
 
@@ -64,7 +64,7 @@ def test_decode_sweep_on_a_fitted_gpu_draws_the_prediction():
     sweep = decode_sweep(LLAMA8, H200, batches=(8,), context_lens=[32768])
     frame = sweep.to_frame()
     assert set(frame.series) == {"floor", "launched", "predicted"}
-    assert frame[frame.series == "predicted"].kind.item() == "prediction"
+    assert frame[frame.series == "predicted"].estimate.item() == "prediction"
 
 
 def test_capacity_sweep_frame_counts_are_whole():
