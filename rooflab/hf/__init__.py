@@ -24,7 +24,8 @@ from ..errors import SpecError
 from ..specs import ModelSpec
 from ..units import fmt_params
 from .export import export_hf_config
-from .families import ARCHITECTURES
+from .families import ARCHITECTURES, EXCLUDED
+from .quant import unquantized_parameters
 from .read import Fields, is_hf_reference, locate, read_json
 
 
@@ -64,11 +65,31 @@ def from_hf_config(data: dict, where: str, name: Optional[str] = None) -> ModelS
             raise SpecError(where, "text_config", text, f"missing: {arch} keeps its text model there")
     fields = family.read(Fields(text, where, prefix, data if family.nested else {}, family.defaults))
     fields.setdefault("fp16_supported", data.get("model_type") not in FP16_NOT_SUPPORTED)
+    excluded = fields.pop(EXCLUDED, ())
     label = name or str(data.get("_name_or_path") or "").rstrip("/").split("/")[-1] or arch
     try:
-        return ModelSpec(name=label, display_name=label, source=where, **fields)
+        spec = ModelSpec(name=label, display_name=label, source=where, **fields)
+        return _with_exclusions(spec, excluded) if excluded else spec
     except SpecError as exc:
         raise exc.at(where) from None
+
+
+def _with_exclusions(spec: ModelSpec, excluded: tuple[str, ...]) -> ModelSpec:
+    """The spec with the parameters its exclusion list keeps unquantized: a component kept whole leaves the
+    formats (its layers stay in the dtype), one kept in part is counted in unquantized_parameters."""
+    kept = unquantized_parameters(spec, excluded)
+    counts = spec.parameters.by_component()
+    whole = {c for c, n in kept.items() if n == counts[c]}
+    formats = dict(spec.quantization)
+    if whole and "linear" in formats:
+        fmt = formats.pop("linear")
+        formats.update({c: fmt for c in ("attention", "mlp", "experts", "shared_experts")})
+    for component in whole:
+        formats.pop({"dense_mlp": "mlp"}.get(component, component), None)
+    if set(formats) == {"attention", "mlp", "experts", "shared_experts"} and len(set(formats.values())) == 1:
+        formats = {"linear": formats["attention"]}
+    partial = {c: n for c, n in kept.items() if c not in whole}
+    return dataclasses.replace(spec, quantization=formats, unquantized_parameters=partial)
 
 
 def load_hf_config(ref: str | os.PathLike) -> ModelSpec:

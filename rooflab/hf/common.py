@@ -12,7 +12,7 @@ shortest prefix plus period that reproduces it.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..errors import SpecError
 from ..specs import LayerType, ModelSpec
@@ -28,10 +28,7 @@ HF_NAMES = {kind: name for name, kind in HF_KINDS.items()}
 #: torch_dtype values and the element types they name.
 TORCH_DTYPES = {"bfloat16": DType.bf16, "float16": DType.fp16, "float32": DType.fp32}
 
-#: Components a quantization_config's modules_to_not_convert keeps unconverted, by the start of the last part
-#: of the module path it gives (a whole MLP holds its experts), and the paths the exporter writes.
-_MODULES = (("self_attn", ("attention",)), ("shared_expert", ("shared_experts",)), ("experts", ("experts",)),
-            ("mlp", ("mlp", "experts", "shared_experts")))
+#: The module paths the exporter writes in modules_to_not_convert.
 _MODULE_PATHS = {"attention": "model.layers.*.self_attn", "mlp": "model.layers.*.mlp",
                  "experts": "model.layers.*.mlp.experts", "shared_experts": "model.layers.*.mlp.shared_experts"}
 #: Modules gpt-oss's mxfp4 quantization_config lists besides attention (unconverted whatever the list says).
@@ -166,66 +163,13 @@ def weight_dtype(c: Fields) -> Optional[DType]:
     return None
 
 
-def quantization(c: Fields) -> dict[str, WeightFormat]:
-    """Weight formats by component from quantization_config (embeddings, norms and router keep the dtype).
-
-    fp8 with weight_block_size [128, 128] -> fp8_block (DeepSeek-V3's scales); fp8 without -> fp8 (one scale
-    per tensor); mxfp4 -> the routed experts only (transformers' Mxfp4 quantizer converts the expert
-    tensors; gpt-oss). modules_to_not_convert takes components out ('self_attn' keeps attention as is).
-    """
-    config, key = c.either("quantization_config")
-    if config is None:
-        return {}
-    if not isinstance(config, dict):
-        raise c.error_at(key, config, "must be a mapping")
-    method = config.get("quant_method")
-    if method == "mxfp4":
-        fmt, covered = WeightFormat.mxfp4, ("experts",)
-    elif method == "fp8":
-        fmt, covered = _fp8_format(c, key, config), _LINEAR
-    else:
-        raise c.error_at(f"{key}.quant_method", method, "rooflab reads fp8 (per tensor or 128 x 128 blocks) "
-                                                           "and mxfp4")
-    kept = _not_converted(c, key, config.get("modules_to_not_convert"))
-    chosen = [name for name in covered if name not in kept]
-    if tuple(chosen) == _LINEAR:
-        return {"linear": fmt}
-    return {name: fmt for name in chosen}
-
-
-def _fp8_format(c: Fields, key: str, config: dict) -> WeightFormat:
-    if config.get("fmt", "e4m3") != "e4m3":
-        raise c.error_at(f"{key}.fmt", config.get("fmt"), "rooflab's fp8 weight formats are e4m3")
-    block = config.get("weight_block_size")
-    if block is None:
-        return WeightFormat.fp8
-    if block != [128, 128]:
-        raise c.error_at(f"{key}.weight_block_size", block, "rooflab's fp8_block has 128 x 128 blocks")
-    return WeightFormat.fp8_block
-
-
-def _not_converted(c: Fields, key: str, modules: Any) -> set[str]:
-    """Components modules_to_not_convert keeps in the checkpoint's dtype, by the last part of each module path
-    ('model.layers.*.self_attn' -> attention; '...mlp' -> the whole MLP, experts included); a module named
-    for some layers counts for all. Embeddings, lm_head and the router stay unconverted whatever it says."""
-    if modules is None:
-        return set()
-    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise c.error_at(f"{key}.modules_to_not_convert", modules, "must be a list of module names")
-    kept = set()
-    for module in modules:
-        last = module.split(".")[-1]
-        for part, components in _MODULES:
-            if last.startswith(part):
-                kept.update(components)
-                break
-    return kept
-
-
 def quantization_config(m: ModelSpec) -> Optional[dict]:
     """The quantization_config of a spec's weight formats (the exporter's side of `quantization`)."""
     if not m.quantization:
         return None
+    if m.unquantized_parameters:
+        raise SpecError(m.name, "unquantized_parameters", dict(m.unquantized_parameters),
+                        "the exporter writes exclusions of whole components only")
     given = dict(m.quantization)
     formats = set(given.values())
     if len(formats) > 1:
@@ -251,5 +195,5 @@ def quantization_config(m: ModelSpec) -> Optional[dict]:
 
 
 __all__ = ["HF_KINDS", "HF_NAMES", "MAX_PERIOD", "TORCH_DTYPES", "chunk_type", "compress", "layer_kinds",
-           "linear_type", "moe", "moe_layout", "quantization", "quantization_config", "sparse_step_layers", "stack",
+           "linear_type", "moe", "moe_layout", "quantization_config", "sparse_step_layers", "stack",
            "weight_dtype", "window_type"]

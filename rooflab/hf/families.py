@@ -31,14 +31,20 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from ..specs import LayerType, ModelSpec
 from ..vocab import LayerKind
-from .common import (HF_NAMES, chunk_type, layer_kinds, linear_type, moe, quantization, sparse_step_layers, stack,
-                     weight_dtype, window_type)
+from .common import (HF_NAMES, chunk_type, layer_kinds, linear_type, moe, sparse_step_layers, stack, weight_dtype,
+                     window_type)
+from .quant import quantization
 from .read import Fields
 
 FULL, SLIDING, CHUNKED, LINEAR = LayerKind.full, LayerKind.sliding, LayerKind.chunked, LayerKind.linear
 
 #: ModelSpec's bound on num_layers, checked before the stack is built layer by layer (10**12 layers would not end).
 MAX_LAYERS = int(next(f for f in dataclasses.fields(ModelSpec) if f.name == "num_layers").metadata["range"].hi)
+
+
+#: The key under which a family's fields carry the quantization_config's exclusion list to from_hf_config
+#: (which counts the parameters it keeps once the spec is built: quant.unquantized_parameters).
+EXCLUDED = "_excluded_modules"
 
 
 # --- what every family reads alike --------------------------------------------------------------------------
@@ -54,7 +60,7 @@ def base(c: Fields) -> dict:
             "num_kv_heads": kv, "head_dim": head_dim(c, hidden, heads), "vocab_size": c.count("vocab_size"),
             "max_context_len": c.count("max_position_embeddings"), "tie_word_embeddings": tied(c),
             "attention_bias": c.flag("attention_bias", False), "weight_dtype": weight_dtype(c),
-            "quantization": quantization(c)}
+            **dict(zip(("quantization", EXCLUDED), quantization(c)))}
 
 
 def head_dim(c: Fields, hidden: int, heads: int) -> int:
