@@ -726,6 +726,16 @@ def step_rows(ctx: _Ctx, work: StepWork) -> list[StepRow]:
     return rows + _logits(ctx, work.logit_rows)
 
 
+def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0) -> _Ctx:
+    """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked."""
+    dtype = deployment.dtype or model.weight_dtype or DType.bf16
+    kv_dtype = deployment.kv_cache_dtype or dtype
+    weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
+    pricer = _Pricer(gpu, dtype, eager=not deployment.cuda_graphs)
+    return _Ctx(model, gpu, deployment, dtype, kv_dtype, weights_as, pricer, expert_imbalance,
+                deployment.prefill_context_parallel)
+
+
 def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, dcp: int, cp: int,
            page_size: int) -> tuple[int, int, int, int, int, int]:
     """Every problem of the deployment's shape as an InputError naming the value (heads, experts, pages); the
@@ -814,11 +824,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     pp = deployment.pipeline_parallel
     micro = pp if micro_batches is None else whole_number(micro_batches, "micro-batches (--micro-batches)",
                                                           maximum=MAX_BATCH)
-    dtype = deployment.dtype or model.weight_dtype or DType.bf16
-    kv_dtype = deployment.kv_cache_dtype or dtype
-    weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
-    pricer = _Pricer(gpu, dtype, eager=not deployment.cuda_graphs)
-    ctx = _Ctx(model, gpu, deployment, dtype, kv_dtype, weights_as, pricer, imbalance, cp)
+    ctx = step_context(model, gpu, deployment, imbalance)
+    dtype, kv_dtype, pricer = ctx.dtype, ctx.kv_dtype, ctx.pricer
     ranks = deployment.data_ranks
     per_rank = math.ceil(batch / ranks)
     per_micro = math.ceil(per_rank / micro)
@@ -918,5 +925,5 @@ def _kv_bytes(model: ModelSpec, batch: int, context_len: int, dtype: DType, page
 
 
 __all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "SMALL_OPS", "STEPS",
-           "StepReport", "StepRow", "StepWork", "gemm_ceilings", "overlapped_floor_s", "small_op_time", "step_report",
-           "step_rows"]
+           "StepReport", "StepRow", "StepWork", "gemm_ceilings", "overlapped_floor_s", "small_op_time", "step_context",
+           "step_report", "step_rows"]

@@ -1,0 +1,173 @@
+"""The whole-model step time as a vectorised function, tabulated once: for a scheduler that asks millions of times.
+
+    table = StepTable.build(model, gpu, deployment)          # a few seconds: the step model on a grid
+    floor_s, predicted_s = table.time_s(decodes, context_tokens, prefill_tokens)   # arrays, microseconds per million
+
+`decodes` D are the sequences decoding on one data rank (each scoring the deployment's query tokens: 1, or k + 1
+verifying speculative drafts), `context_tokens` C their summed context, `prefill_tokens` P a fresh prefill chunk
+in the same step (one prompt; P = 0 for none). Any shapes that broadcast.
+
+How: a grid plus interpolation of the step model's own rows (rooflab.step.step_rows), not a fitted closed form,
+so the table reproduces step_report at its grid points exactly and nothing is fitted to anything. The step splits
+into four parts by what each row scales with (StepRow.part):
+
+    tokens      GEMMs, elementwise, TP / EP collectives     m = D q + P rows    1-D grid in m, linear in m
+    sequences   lm_head and its all-gather                  n = D q + [P > 0]   1-D grid in n, linear in n
+    decode      decode attention (+ DCP gathers, drafts)    (D, C / D)          2-D grid, bilinear in (D, mean context)
+    prefill     the chunk's attention                       P                   1-D grid in P, linear in P
+
+Bilinear interpolation in (D, mean context) is exact for the a + b D + c L + e D L form paged decode's bytes take
+(e D L the KV read); the grids are geometric (ratio GRID_RATIO, DECODE_GRID_RATIO for the decode grid), so the GEMMs' piecewise-linear time between points
+errs by well under a percent except across a split-count or tile change (tests/test_step_table.py pins 3% off the
+grid). Each part keeps its compute, memory and communication floors apart, so the step's floor is the same
+max(sum compute, sum memory, sum communication) step_report takes. Outside the grid: refused (InputError).
+
+Pipeline parallelism is refused (a stage's rows and the bubble depend on the micro-batching: use step_report); the
+memory check is the scheduler's (rooflab.capacity).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cost.common import real_number, whole_number
+from .deployment import Deployment
+from .errors import InputError, shown
+from .limits import MAX_BATCH, MAX_TOKENS
+from .specs import GpuSpec, ModelSpec
+from .step import StepRow, StepWork, _decode_attention, _draft, _layer_rows, _logits, _prefill_attention, step_context
+
+#: Ratio of neighbouring grid points of the 1-D grids (tokens, sequences, prefill tokens) and of the 2-D decode grid
+#: (decodes and mean context: bilinear there is exact for the KV read, so a coarser grid suffices).
+GRID_RATIO = 1.25
+DECODE_GRID_RATIO = 1.5
+
+
+def _grid(lo: int, hi: int, ratio: float = GRID_RATIO) -> np.ndarray:
+    n = max(2, math.ceil(math.log(max(hi, lo + 1) / lo) / math.log(ratio)) + 1)
+    return np.unique(np.round(np.geomspace(lo, hi, n))).astype(np.int64)
+
+
+def _sums(rows: list[StepRow]) -> np.ndarray:
+    """[compute, memory, communication, predicted] of rows (predicted NaN where any row has none)."""
+    comp = sum(max(r.t_compute_s, r.t_exp_s) for r in rows if not r.is_communication)
+    mem = sum(r.t_memory_s for r in rows if not r.is_communication)
+    comm = sum(r.t_floor_s for r in rows if r.is_communication)
+    pred = math.nan if any(r.t_predicted_s is None for r in rows) else sum(r.t_predicted_s for r in rows)
+    return np.array([comp, mem, comm, pred], dtype=float)
+
+
+@dataclass(frozen=True)
+class StepTable:
+    """The step on one deployment, tabulated (the module docstring). Build with StepTable.build."""
+
+    model: str
+    gpu: str
+    deployment: Deployment
+    q_len: int
+    tokens_grid: np.ndarray           # m
+    tokens_parts: np.ndarray          # [len(m), 4]: compute, memory, communication floors, predicted
+    sequences_grid: np.ndarray
+    sequences_parts: np.ndarray
+    decodes_grid: np.ndarray          # D
+    context_grid: np.ndarray          # mean context L
+    decode_parts: np.ndarray          # [len(D), len(L), 4]
+    prefill_grid: np.ndarray          # P
+    prefill_parts: np.ndarray
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: GpuSpec, deployment: Deployment | None = None, max_decodes: int = 1024,
+              max_context: int = 131072, max_prefill: int = 16384, expert_imbalance: float = 1.0) -> "StepTable":
+        """Price the step model on the grids: tokens 1 .. max_decodes q + max_prefill, decodes 1 .. max_decodes,
+        mean context page_size .. max_context, prefill 1 .. max_prefill."""
+        deployment = Deployment() if deployment is None else deployment
+        if not isinstance(deployment, Deployment):
+            raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+        if not isinstance(model, ModelSpec) or not isinstance(gpu, GpuSpec):
+            raise InputError(f"StepTable.build takes a ModelSpec and a GpuSpec, got {shown(model)}, {shown(gpu)}")
+        deployment.check_model(model)
+        if deployment.pipeline_parallel > 1:
+            raise InputError("StepTable does not tabulate pipeline parallelism (a stage's rows depend on the "
+                             "micro-batching): use rooflab.step.step_report")
+        max_decodes = whole_number(max_decodes, "max_decodes", maximum=MAX_BATCH)
+        max_context = whole_number(max_context, "max_context", maximum=MAX_TOKENS)
+        max_prefill = whole_number(max_prefill, "max_prefill", maximum=MAX_TOKENS)
+        imbalance = real_number(expert_imbalance, "expert_imbalance", 1, 1e3)
+        ctx = step_context(model, gpu, deployment, imbalance)
+        spec = deployment.speculative
+        q = spec.query_tokens if spec is not None else 1
+        page = deployment.page_size
+        tokens = _grid(1, max_decodes * q + max_prefill)
+        seqs = _grid(1, max_decodes * q + 1)
+        decodes = _grid(1, max_decodes, DECODE_GRID_RATIO)
+        context = _grid(page, max(max_context, 2 * page), DECODE_GRID_RATIO)
+        prefill = _grid(1, max_prefill)
+        tok = np.array([_sums([r for r in _layer_rows(ctx, StepWork(int(m), 1, page)) if r.part == "tokens"])
+                        for m in tokens])
+        seq = np.array([_sums(_logits(ctx, int(n))) for n in seqs])
+        dec = np.empty((len(decodes), len(context), 4))
+        for i, d in enumerate(decodes):
+            for j, length in enumerate(context):
+                rows = _decode_attention(ctx, int(d), q, int(length))
+                if spec is not None:
+                    rows += _draft(ctx, int(d), int(length))
+                dec[i, j] = _sums(rows)
+        pre = np.array([_sums(_prefill_attention(ctx, 1, int(p))) for p in prefill])
+        return cls(model.name, gpu.name, deployment, q, tokens, tok, seqs, seq, decodes, context, dec, prefill, pre)
+
+    def time_s(self, decodes, context_tokens, prefill_tokens=0) -> tuple[np.ndarray, np.ndarray]:
+        """(floor, predicted) seconds of a step with D decodes of summed context C and a P-token prefill chunk.
+
+        Broadcast arrays; D = 0 is a prefill-only step, P = 0 a decode-only one. The floor: the largest of the summed
+        compute, memory and communication floors (everything overlapped); predicted NaN where the GPU lacks a fit.
+        """
+        d = np.asarray(decodes, dtype=float)
+        c = np.asarray(context_tokens, dtype=float)
+        p = np.asarray(prefill_tokens, dtype=float)
+        d, c, p = np.broadcast_arrays(d, c, p)
+        if np.any(d < 0) or np.any(p < 0) or np.any(c < 0) or not np.all(np.isfinite(d + c + p)):
+            raise InputError("decodes, context_tokens and prefill_tokens must be finite and >= 0")
+        m = d * self.q_len + p
+        n = d * self.q_len + (p > 0)
+        if np.any(m < 1):
+            raise InputError("a step needs at least one decode or one prefill token")
+        mean = np.where(d > 0, c / np.maximum(d, 1), self.context_grid[0])
+        self._inside("tokens", m, self.tokens_grid)
+        self._inside("decodes", d[d > 0], self.decodes_grid)
+        self._inside("mean context", mean[d > 0], self.context_grid, low_ok=True)
+        self._inside("prefill tokens", p[p > 0], self.prefill_grid)
+        total = (_lerp(self.tokens_grid, self.tokens_parts, m) + _lerp(self.sequences_grid, self.sequences_parts, n)
+                 + np.where((d > 0)[..., None], self._decode(d, mean), 0.0)
+                 + np.where((p > 0)[..., None], _lerp(self.prefill_grid, self.prefill_parts, np.maximum(p, 1)), 0.0))
+        floor = np.max(total[..., :3], axis=-1)
+        return floor, total[..., 3]
+
+    def _decode(self, d: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        gd, gl = self.decodes_grid.astype(float), self.context_grid.astype(float)
+        dc = np.clip(d, gd[0], gd[-1])
+        lc = np.clip(mean, gl[0], gl[-1])
+        i = np.clip(np.searchsorted(gd, dc, side="right") - 1, 0, len(gd) - 2)
+        j = np.clip(np.searchsorted(gl, lc, side="right") - 1, 0, len(gl) - 2)
+        u = ((dc - gd[i]) / (gd[i + 1] - gd[i]))[..., None]
+        v = ((lc - gl[j]) / (gl[j + 1] - gl[j]))[..., None]
+        t = self.decode_parts
+        return ((1 - u) * (1 - v) * t[i, j] + u * (1 - v) * t[i + 1, j] + (1 - u) * v * t[i, j + 1]
+                + u * v * t[i + 1, j + 1])
+
+    @staticmethod
+    def _inside(what: str, x: np.ndarray, grid: np.ndarray, low_ok: bool = False) -> None:
+        if x.size and (np.max(x) > grid[-1] or (not low_ok and np.min(x) < grid[0])):
+            raise InputError(f"{what} {np.max(x):,.0f} is outside the table's grid ({grid[0]:,} .. {grid[-1]:,}): "
+                             f"build it with a larger max_decodes / max_context / max_prefill")
+
+
+def _lerp(grid: np.ndarray, parts: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """parts [len(grid), 4] interpolated linearly at x (any shape) -> [..., 4]."""
+    g = grid.astype(float)
+    return np.stack([np.interp(x, g, parts[:, k]) for k in range(parts.shape[1])], axis=-1)
+
+
+__all__ = ["DECODE_GRID_RATIO", "GRID_RATIO", "StepTable"]

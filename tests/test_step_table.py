@@ -1,0 +1,82 @@
+"""rooflab.step_table: the tabulated step against step_report itself, at grid points (equal) and off the grid
+(within OFF_GRID: linear interpolation between geometric grid points, a split-count or tile change the largest
+error), vectorised, and its refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rooflab.deployment import Deployment, Speculative
+from rooflab.errors import InputError
+from rooflab.load import load_gpu, load_model
+from rooflab.step import step_report
+from rooflab.step_table import StepTable
+
+H200 = load_gpu("h200-sxm")
+LLAMA = load_model("llama-3-8b")
+#: Off-grid tolerance: interpolating between grid points 1.25x (tokens) and 1.5x (decode grid) apart.
+OFF_GRID = 0.03
+
+
+@pytest.fixture(scope="module")
+def table():
+    return StepTable.build(LLAMA, H200, Deployment(), max_decodes=64, max_context=8192, max_prefill=2048)
+
+
+def _report(d, length, p, dep=Deployment()):
+    if d == 0:
+        return step_report(LLAMA, H200, 1, p, "prefill", deployment=dep, check_memory=False)
+    return step_report(LLAMA, H200, d, length, deployment=dep, prefill_tokens=p, check_memory=False)
+
+
+def test_grid_points_reproduce_step_report(table):
+    on_all = sorted(set(table.decodes_grid) & set(table.tokens_grid) & set(table.sequences_grid))
+    for d in on_all[:3] + on_all[-1:]:
+        for length in table.context_grid[::4]:
+            floor, pred = table.time_s(d, d * length, 0)
+            r = _report(int(d), int(length), 0)
+            assert float(floor) == pytest.approx(r.t_floor_s, rel=1e-9)
+            assert float(pred) == pytest.approx(r.t_predicted_s, rel=1e-9)
+    for p in sorted(set(table.prefill_grid) & set(table.tokens_grid))[::5]:
+        floor, pred = table.time_s(0, 0, p)
+        r = _report(0, 0, int(p))
+        assert float(pred) == pytest.approx(r.t_predicted_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("d, length, p", [(3, 1000, 0), (37, 3000, 0), (50, 7000, 0), (13, 5000, 700),
+                                          (0, 0, 1500), (20, 2500, 333)])
+def test_off_grid_within_tolerance(table, d, length, p):
+    floor, pred = table.time_s(d, d * length, p)
+    r = _report(d, length, p)
+    assert float(floor) == pytest.approx(r.t_floor_s, rel=OFF_GRID)
+    assert float(pred) == pytest.approx(r.t_predicted_s, rel=OFF_GRID)
+
+
+def test_vectorised_and_broadcast(table):
+    d = np.array([[1, 8], [16, 64]])
+    floor, pred = table.time_s(d, d * 4096, 0)
+    assert floor.shape == pred.shape == (2, 2)
+    assert np.all(np.diff(pred.ravel()) > 0) and np.all(floor < pred)
+    one = [float(table.time_s(x, x * 4096, 0)[1]) for x in d.ravel()]
+    assert np.allclose(pred.ravel(), one)
+
+
+def test_speculative_table_matches_the_verify_step():
+    dep = Deployment(speculative=Speculative("eagle", 3, 0.7))
+    t = StepTable.build(LLAMA, H200, dep, max_decodes=16, max_context=4096, max_prefill=64)
+    assert t.q_len == 4
+    pred = float(t.time_s(5, 5 * 3000, 0)[1])
+    assert pred == pytest.approx(step_report(LLAMA, H200, 5, 3000, deployment=dep, check_memory=False).t_predicted_s,
+                                 rel=OFF_GRID)
+
+
+def test_refusals(table):
+    with pytest.raises(InputError, match="outside the table's grid"):
+        table.time_s(65, 65 * 100, 0)
+    with pytest.raises(InputError, match="at least one"):
+        table.time_s(0, 0, 0)
+    with pytest.raises(InputError, match=">= 0"):
+        table.time_s(-1, 10, 0)
+    with pytest.raises(InputError, match="pipeline"):
+        StepTable.build(load_model("llama-3-70b"), H200, Deployment(pipeline_parallel=2))
