@@ -78,6 +78,7 @@ class Frame:
     notes: tuple[str, ...] = ()
     vertical: bool = False
     csv_keys: tuple[str, ...] = field(default=())
+    key_columns: int = 1        # leading columns that name a row: each block of a wrapped table repeats them
 
     def json_doc(self) -> Any:
         return [dict(r) for r in self.records] if self.doc is None else self.doc
@@ -101,7 +102,7 @@ def render(frame: Frame, fmt: Format = Format.table, width: int | None = None) -
         body = _vertical(frame, md, width)
     else:
         body = table([c.header for c in frame.columns], [[c.cell(r) for c in frame.columns] for r in frame.records],
-                     markdown=md, width=width)
+                     markdown=md, width=width, key_columns=frame.key_columns)
     parts = []
     if frame.title:
         parts += [f"## {frame.title}" if md else _wrap(frame.title, width), *([""] if md or not frame.vertical else [])]
@@ -151,11 +152,12 @@ def _vertical(frame: Frame, markdown: bool, width: int | None = None) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool = False,
-          width: int | None = None) -> str:
+          width: int | None = None, key_columns: int = 1) -> str:
     """Align columns (numbers right, text left); a GitHub table when `markdown`.
 
-    Wider than `width` (plain tables only): the columns after the first are split into blocks that fit,
-    stacked with a blank line between them, each block led by the first column again.
+    Wider than `width` (plain tables only): the columns after the first `key_columns` (those that name a row:
+    kernel and implementation) are split into blocks that fit, stacked with a blank line between them, each block
+    led by the key columns again, so every block's rows can be told apart.
     """
     cells = [list(map(str, headers))] + [list(map(str, r)) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
@@ -171,23 +173,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool 
                               for i in cols) + "|"
         return "\n".join([line(cells[0], cols), rule] + [line(r, cols) for r in cells[1:]])
     blocks = []
-    for cols in _column_blocks(widths, width):
+    for cols in _column_blocks(widths, width, key_columns):
         blocks.append("\n".join([line(cells[0], cols), "  ".join("-" * widths[i] for i in cols)]
                                 + [line(r, cols) for r in cells[1:]]))
     return "\n\n".join(blocks)
 
 
-def _column_blocks(widths: Sequence[int], width: int | None) -> list[list[int]]:
-    """Column indices per block: all of them when they fit in `width` (or no width is given); else the first
-    column, then as many of the next as fit beside it (at least one a block)."""
+def _column_blocks(widths: Sequence[int], width: int | None, key_columns: int = 1) -> list[list[int]]:
+    """Column indices per block: all of them when they fit in `width` (or no width is given); else the
+    `key_columns` first columns, then as many of the next as fit beside them (at least one a block)."""
     full = sum(widths) + 2 * (len(widths) - 1)
+    keys = list(range(max(1, min(key_columns, len(widths) - 1))))
     if width is None or full <= width or len(widths) < 2:
         return [list(range(len(widths)))]
-    blocks, block, used = [], [0], widths[0]
-    for i in range(1, len(widths)):
-        if len(block) > 1 and used + 2 + widths[i] > width:
+    lead = sum(widths[i] for i in keys) + 2 * (len(keys) - 1)
+    blocks, block, used = [], list(keys), lead
+    for i in range(len(keys), len(widths)):
+        if len(block) > len(keys) and used + 2 + widths[i] > width:
             blocks.append(block)
-            block, used = [0], widths[0]
+            block, used = list(keys), lead
         block.append(i)
         used += 2 + widths[i]
     blocks.append(block)

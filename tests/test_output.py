@@ -285,3 +285,16 @@ def test_a_hard_link_to_an_input_is_the_input(tmp_path):
     with pytest.raises(OutputError, match="overwrite an input"):
         write_atomic(tmp_path / "same.csv", "new", inputs=[source])
     assert source.read_text() == "data"
+
+
+@pytest.mark.parametrize("width", [40, 60, 90])
+def test_a_wrapped_table_repeats_every_key_column(width):
+    """validate's table wrapped with `kernel` alone in each block, so four flash rows of different impls could not
+    be told apart; with key_columns=2 each block repeats kernel and impl."""
+    headers = ["kernel", "impl", *HEADERS[1:]]
+    rows = [["flash", impl, *row[1:]] for impl, row in zip(["rooflab", "torch_flash", "torch_cudnn"], ROWS)]
+    blocks = _blocks(table(headers, rows, width=width, key_columns=2))
+    assert len(blocks) > 1
+    for block in blocks:
+        assert block[0].split()[:2] == ["kernel", "impl"]
+        assert [line.split()[1] for line in block[2:]] == ["rooflab", "torch_flash", "torch_cudnn"]

@@ -173,10 +173,47 @@ class _Context(importlib.import_module(f"{_CLICK}.core").Context):
 
 
 def _plain_help(command) -> None:
-    """Every command under `command` prints its help with _HelpFormatter."""
+    """Every command under `command` prints its help with _HelpFormatter and takes a single-value option once."""
     command.context_class = _Context
-    for sub in getattr(command, "commands", {}).values():
+    subs = getattr(command, "commands", None)
+    for sub in (subs or {}).values():
         _plain_help(sub)
+    if subs is None and not getattr(command, "_rooflab_once", False):
+        parse = command.parse_args
+
+        def parse_args(ctx, args, command=command, parse=parse):
+            _refuse_repeats(command, ctx, args)
+            return parse(ctx, args)
+
+        command.parse_args = parse_args
+        command._rooflab_once = True
+
+
+def _refuse_repeats(command, ctx, args) -> None:
+    """A single-value option given twice (`-b 4 -b 8`, `--causal --no-causal`) is a usage error naming it: click
+    keeps the last silently. Options that take a list (--context-len, --gpu, --fit-from) may repeat."""
+    spellings = {}
+    for param in command.params:
+        if getattr(param, "multiple", False) or getattr(param, "count", False) or not getattr(param, "opts", None):
+            continue
+        for opt in (*param.opts, *getattr(param, "secondary_opts", ())):
+            spellings[opt] = param
+    seen: dict[str, list[str]] = {}
+    for token in args:
+        if token == "--":
+            break
+        if not token.startswith("-") or len(token) < 2:
+            continue
+        name = token.split("=", 1)[0]
+        if name not in spellings and not token.startswith("--"):
+            name = token[:2]                  # a short option with its value attached: -b4
+        param = spellings.get(name)
+        if param is not None:
+            seen.setdefault(param.name, []).append(name)
+    for names in seen.values():
+        if len(names) > 1:
+            shown = " and ".join(dict.fromkeys(names))
+            raise UsageError(f"{shown} given {len(names)} times; the option takes one value: give it once", ctx)
 
 
 class _ShortErrors(TyperGroup):

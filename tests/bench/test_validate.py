@@ -183,10 +183,10 @@ def test_campaigns_of_two_gpus_are_not_validated_together(tmp_path):
         validate([data_dir("measurements") / "h200-sweep.csv", other])
 
 
-def test_validation_frames():
+def test_validation_frames(validation):
     path = data_dir("measurements") / "h200-sweep.csv"
     _, measurements = read_measurements(path)
-    v = validate(path)
+    v = validation
     summary = v.summary_frame()
     assert len(summary) == len(v.groups)
     for g in v.groups:
@@ -209,8 +209,59 @@ def test_validation_frames():
     assert "measurement" not in v.to_dict()["rows"][0]
 
 
-def test_validation_frame():
-    v = validate(data_dir("measurements") / "h200-sweep.csv")
+def test_validation_frame(validation):
+    v = validation
     summary, rows = v.to_frame(), v.to_frame(rows=True)
     assert summary.equals(v.summary_frame()) and rows.equals(v.rows_frame())
     assert len(summary) == len(v.groups) and len(rows) == len(v.rows)
+
+
+# --- the default view: one row per kernel and implementation, failing fits in the headline --------------------
+
+def _view(v, width=None, wide=False):
+    from rooflab.output import render
+    from rooflab.render_validation import validation_frame
+
+    return render(validation_frame(v, wide), width=width)
+
+
+def test_the_default_view_is_one_row_per_kernel_and_impl_and_repeats_both_when_it_wraps(validation):
+    text = _view(validation, width=70)
+    blocks = [b.splitlines() for b in text.split("\n\n") if b.startswith("kernel")]
+    assert len(blocks) > 1
+    pairs = [(g.kernel.value, g.impl) for g in validation.groups]
+    for block in blocks:
+        assert block[0].split()[:2] == ["kernel", "impl"]
+        assert [tuple(line.split()[:2]) for line in block[2:]] == pairs
+    narrow = _view(validation)
+    assert max(len(line) for line in narrow.splitlines() if line.startswith(("kernel", "flash"))) <= 120
+    assert "fit: units/SM" not in narrow and "fit: units/SM" in _view(validation, wide=True)
+
+
+def test_a_failing_fit_is_named_in_the_headline(validation):
+    import dataclasses
+
+    first = validation.groups[0]
+    held = [dataclasses.replace(g, median_error=0.01) if g.median_error is not None else g for g in validation.groups]
+    v = dataclasses.replace(validation, groups=(dataclasses.replace(first, median_error=0.477), *held[1:]))
+    head = _view(v).split("\n\n")[0].replace("\n  ", " ")
+    assert f"1 fit does not hold" in head and f"{first.kernel.value}/{first.impl} 47.7%" in head
+    table = _view(v)
+    assert any(line.split()[:2] == [first.kernel.value, first.impl] and line.rstrip().endswith("NO")
+               for line in table.splitlines())
+    assert "every fit holds" in _view(dataclasses.replace(validation, groups=tuple(held))).split("\n\n")[0]
+
+
+def test_an_efficiency_above_100_percent_is_explained(validation):
+    import dataclasses
+
+    fitted = [g for g in validation.groups if g.fit is not None]
+    below = [dataclasses.replace(g, fit=dataclasses.replace(g.fit, efficiency=0.9)) if g.fit else g
+             for g in validation.groups]
+    assert "efficiency above 100%" not in _view(dataclasses.replace(validation, groups=tuple(below)))
+    index = validation.groups.index(fitted[0])
+    above = [dataclasses.replace(g, fit=dataclasses.replace(g.fit, efficiency=1.154)) if i == index else g
+             for i, g in enumerate(below)]
+    text = _view(dataclasses.replace(validation, groups=tuple(above))).replace("\n  ", " ")
+    assert f"efficiency above 100% ({fitted[0].kernel.value}/{fitted[0].impl})" in text
+    assert "not a share of the hardware" in text
