@@ -17,8 +17,24 @@ def step_frame(r: StepReport) -> Frame:
                                          (r.dcp, f", KVP {r.dcp}"), (r.cp, f", PCP {r.cp} (ring)")) if n > 1)
     what = (f"decode step (time per output token), batch {r.batch:,} x context {r.context_len:,}" if r.step == "decode"
             else f"prefill (time to first token), batch {r.batch:,} x prompt {r.context_len:,}")
-    title = (f"{r.model_display_name or r.model} on {r.gpus} x {r.gpu_display_name or r.gpu} (TP {r.tp}{split}): "
-             f"{what}, {r.dtype}; figures for one GPU, whole step (all layers)")
+    if r.prefill_tokens:
+        what += f" + a prefill chunk of {r.prefill_tokens:,}"
+    if r.q_len > 1:
+        what += f", {r.q_len} query tokens a sequence (drafts verified)"
+    where = f"TP {r.tp}{split}"
+    if r.deployment:
+        from .deployment import Deployment, Speculative
+
+        fields = {k: v for k, v in r.deployment.items() if k in Deployment.__dataclass_fields__
+                  and k not in ("speculative", "kv_cache_dtype", "dtype", "weight_format", "gemm_dtype",
+                                "window_allocation")}
+        where = Deployment(**fields).describe().rsplit(" (", 1)[0]
+        if not r.deployment.get("cuda_graphs", True):
+            where += ", eager"
+    kv = f", KV {r.kv_dtype}" if r.kv_dtype and r.kv_dtype != r.dtype else ""
+    title = (f"{r.model_display_name or r.model} on {r.gpus} x {r.gpu_display_name or r.gpu} ({where}): "
+             f"{what}, {r.dtype}{kv}; figures for one GPU, whole step (all layers)"
+             + ("; rows: one pipeline stage, one micro-batch" if r.pipeline_parallel > 1 else ""))
     records = []
     for row in r.rows:
         rec = row.to_dict()
@@ -41,7 +57,9 @@ def step_frame(r: StepReport) -> Frame:
     pred = r.t_predicted_s
     notes = [f"step: t_floor {fmt_seconds(r.t_floor_s)} (compute, memory and communication overlapped; "
              f"{fmt_seconds(r.t_floor_serial_s)} one component after another), t_predicted "
-             f"{_t(pred)}" + (f" = {r.batch / pred:,.0f} tokens/s per replica" if pred and r.step == "decode" else ""),
+             f"{_t(pred)}" + (f" = {r.batch * r.tokens_per_step / pred:,.0f} tokens/s for the deployment"
+                              + (f", {_t(r.t_per_output_token_s)} a token" if r.tokens_per_step != 1 else "")
+                              if pred and r.step == "decode" else ""),
              f"memory per GPU: weights {fmt_bytes(r.weight_bytes_per_gpu)} + KV cache {fmt_bytes(r.kv_bytes_per_gpu)} "
              f"of {fmt_bytes(r.usable_bytes_per_gpu)} usable", *r.notes]
     return Frame(columns, tuple(records), doc=r.to_dict(), title=title, notes=tuple(notes),

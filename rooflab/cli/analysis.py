@@ -62,6 +62,60 @@ def report(
                                     parser=params.count(1, MAX_GPUS), metavar="N",
                                     help="Step (prefill): prefill context parallelism: GPUs a prompt is split over "
                                          "(ring attention); widens the world to TP x N GPUs.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", "-pp", "--pipeline-parallel-size", "--pp-size",
+                                    parser=params.count(1, MAX_GPUS), metavar="N",
+                                    help="Step: pipeline stages (the layers split N ways; a send between stages).")] = 1,
+    micro_batches: Annotated[Optional[int], typer.Option("--micro-batches", parser=params.count(1, MAX_TOKENS),
+                                                         metavar="M", help="Step with --pp: micro-batches in flight "
+                                                                           "(default: --pp).")] = None,
+    dp: Annotated[int, typer.Option("--dp", "-dp", "--data-parallel-size", "--dp-size",
+                                    parser=params.count(1, MAX_GPUS), metavar="N",
+                                    help="Step: data-parallel ranks; vLLM's replicas (more GPUs), or with "
+                                         "--enable-dp-attention SGLang's attention DP inside --tp. --batch counts "
+                                         "every rank's sequences.")] = 1,
+    dp_attention: Annotated[bool, typer.Option("--enable-dp-attention", help="Step: --dp is data-parallel "
+                                               "attention inside the TP group (SGLang).")] = False,
+    ep: Annotated[int, typer.Option("--ep", "--ep-size", "--expert-parallel", parser=params.count(1, MAX_GPUS),
+                                    metavar="N", help="Step (MoE): GPUs the routed experts are split over.")] = 1,
+    enable_ep: Annotated[bool, typer.Option("--enable-expert-parallel", help="Step (MoE): vLLM's switch: EP = TP x "
+                                            "DP.")] = False,
+    expert_imbalance: Annotated[float, typer.Option("--expert-imbalance", parser=params.number(1, 1e3), metavar="F",
+                                                    help="Step (MoE): the busiest GPU's experts receive F x the "
+                                                         "balanced token-expert pairs.")] = 1.0,
+    quantization: Annotated[Optional[str], typer.Option("--quantization", "--weight-dtype", "-q",
+                                                        parser=params.weight_format, metavar="FORMAT",
+                                                        help="Step: the weights' format (auto: as shipped; fp8, "
+                                                             "fp8_block, mxfp4, nvfp4, int4_g128, ...).")] = None,
+    gemm_dtype: Annotated[Optional[DType], typer.Option("--gemm-dtype", parser=params.dtype(), metavar="DTYPE",
+                                                        help="Step: the GEMMs' arithmetic (default: fp8 for fp8 "
+                                                             "weights, else --dtype).")] = None,
+    kv_cache_dtype: Annotated[Optional[DType], typer.Option("--kv-cache-dtype", parser=params.dtype(auto=True),
+                                                            metavar="DTYPE", help="Step: the KV cache's element type "
+                                                                                  "(auto: --dtype); --kv-dtype too.")] = None,
+    speculative_config: Annotated[Optional[str], typer.Option("--speculative-config", metavar="JSON",
+                                                              help="Step (decode): vLLM's '{\"method\": \"eagle\", "
+                                                                   "\"num_speculative_tokens\": 3}' (method mtp, "
+                                                                   "eagle, eagle3, ngram, or \"model\" for a draft "
+                                                                   "model).")] = None,
+    speculative_algorithm: Annotated[Optional[str], typer.Option("--speculative-algorithm", metavar="NAME",
+                                                                 help="Step (decode): SGLang's EAGLE, EAGLE3, NEXTN, "
+                                                                      "STANDALONE, NGRAM.")] = None,
+    speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-num-draft-tokens",
+                                                              parser=params.count(2, 65), metavar="N",
+                                                              help="Step (decode): SGLang's verified tokens, k + 1.")] = None,
+    draft_model: Annotated[Optional[str], typer.Option("--speculative-draft-model-path", metavar="MODEL",
+                                                       help="Step (decode): the draft model (a bundled name).")] = None,
+    acceptance: Annotated[float, typer.Option("--acceptance-rate", parser=params.number(0, 1), metavar="A",
+                                              help="Step (decode, speculative): per-position acceptance rate a; "
+                                                   "tokens a step (1 - a^(k+1)) / (1 - a).")] = 0.7,
+    eager: Annotated[bool, typer.Option("--enforce-eager", "--disable-cuda-graph", help="Step: no CUDA graphs "
+                                        "(launches at their eager issue times; elementwise work unfused).")] = False,
+    fused: Annotated[Optional[bool], typer.Option("--fused-elementwise/--unfused-elementwise", help="Step: "
+                                                  "elementwise work fused (default: fused under CUDA graphs, "
+                                                  "unfused eager; unfused is rooflab's torch layer).")] = None,
+    utilization: Annotated[float, typer.Option("--gpu-memory-utilization", "--mem-fraction-static",
+                                               parser=params.number(0, 1, lo_open=True), metavar="X",
+                                               help="Step: share of device memory for weights and KV cache.")] = 0.9,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type;
@@ -70,11 +124,14 @@ def report(
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
+    step_only = ("step", "tp", "dcp", "kv_parallel", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep",
+                 "enable_ep", "expert_imbalance", "quantization", "gemm_dtype", "kv_cache_dtype", "speculative_config",
+                 "speculative_algorithm", "speculative_tokens", "draft_model", "acceptance", "eager", "fused",
+                 "utilization")
     if phase is not Phase.step:
-        only_for(ctx, "step", "step", "tp", "dcp", "kv_parallel", "cp")
+        only_for(ctx, "step", *step_only)
     if phase is Phase.step:
-        only_for(ctx, "prefill or decode", "seq_len", "causal", "kv_dtype", "splits", "q_len", "prefill_chunk",
-                 "ceilings", "impl", "must_fit")
+        only_for(ctx, "prefill or decode", "seq_len", "causal", "splits", "q_len", "ceilings", "impl", "must_fit")
         from ..render_step import render_step
         from ..step import step_report
 
@@ -82,11 +139,13 @@ def report(
         if len(lens) > 1:
             fail("--phase step takes one --context-len (every sequence of the batch at that length)")
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
-        from ..deployment import Deployment
-
-        deployment = Deployment(tensor_parallel=tp, decode_context_parallel=dcp, kv_parallel=kv_parallel,
-                                prefill_context_parallel=cp, page_size=page_size, dtype=dtype if given else None)
-        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment)
+        deployment = _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size,
+                                      dtype if given else None, kv_cache_dtype or kv_dtype, quantization, gemm_dtype,
+                                      utilization, eager, fused, speculative_config, speculative_algorithm,
+                                      speculative_tokens, draft_model, acceptance)
+        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment,
+                        prefill_tokens=prefill_chunk or 0, expert_imbalance=expert_imbalance,
+                        micro_batches=micro_batches)
         typer.echo(render_step(r, fmt), nl=False)
         return
     if phase is Phase.prefill:
@@ -104,6 +163,36 @@ def report(
             fail(f"--must-fit: {r.batch:,} sequences do not fit on {r.gpu}: weights {fmt_bytes(m.weights_bytes)} + "
                  f"KV cache {fmt_bytes(m.kv_bytes)} > {fmt_bytes(m.hbm_bytes)}")
     typer.echo(render_report(r, fmt), nl=False)
+
+
+def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,
+                     quantization, gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,
+                     draft_model, acceptance):
+    """The step's Deployment from the engines' options (vLLM's and SGLang's spellings; rooflab.deployment)."""
+    from ..deployment import Deployment, Speculative
+
+    if spec_config and (spec_algorithm or spec_tokens):
+        fail("give --speculative-config (vLLM) or --speculative-algorithm / --speculative-num-draft-tokens (SGLang)")
+    speculative = None
+    if spec_config:
+        speculative = Speculative.of_config(spec_config, acceptance)
+        if draft_model and speculative.draft_model is None:
+            speculative = Speculative(speculative.method, speculative.num_speculative_tokens, acceptance, draft_model)
+    elif spec_algorithm or spec_tokens:
+        if not (spec_algorithm and spec_tokens):
+            fail("--speculative-algorithm and --speculative-num-draft-tokens go together (SGLang)")
+        speculative = Speculative(spec_algorithm, spec_tokens - 1, acceptance, draft_model)
+    elif draft_model:
+        fail("--speculative-draft-model-path needs --speculative-config or --speculative-algorithm")
+    if enable_ep and ep > 1:
+        fail("--enable-expert-parallel sets EP = TP x DP (vLLM); --ep N sets it (SGLang): give one")
+    expert = tp * cp * (1 if dp_attention else dp) if enable_ep else ep
+    return Deployment(tensor_parallel=tp, decode_context_parallel=dcp, kv_parallel=kv_parallel,
+                      prefill_context_parallel=cp, pipeline_parallel=pp,
+                      data_parallel=1 if dp_attention else dp, attention_data_parallel=dp if dp_attention else 1,
+                      expert_parallel=expert, page_size=page_size, dtype=dtype, kv_cache_dtype=kv_dtype,
+                      weight_format=quantization, gemm_dtype=gemm_dtype, gpu_memory_utilization=utilization,
+                      cuda_graphs=not eager, fused_elementwise=fused, speculative=speculative)
 
 
 @app.command()
