@@ -1,0 +1,92 @@
+"""One replica of a deployment under load: model, GPU, deployment, the engine's scheduler, the workload, the
+step-time function and the KV capacity, built once and shared by the closed form, the simulation and the sweeps.
+
+The KV capacity is rooflab's bound (rooflab.capacity.plan_capacity with the Deployment): the pages the usable
+memory holds after the weights, in tokens (num_blocks x page_size; with data-parallel attention, each attention
+rank's pool). An engine's own accounting (rooflab.engines) is smaller by its activation and graph reserves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..deployment import Deployment
+from ..errors import InputError, shown
+from ..specs import GpuSpec, ModelSpec
+from .scheduler import Engine, Scheduler
+from .steptime import StepTimes, step_times
+from .workload import Workload
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Everything a serving estimate needs for one replica (counts and tokens per replica)."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    deployment: Deployment
+    scheduler: Scheduler
+    workload: Workload
+    steps: StepTimes
+    kv_tokens: int                     # tokens of KV the replica's pages hold
+    page_size: int
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, workload: Workload,
+              scheduler: Optional[Scheduler] = None, engine: Engine | str = Engine.vllm,
+              steps: Optional[StepTimes] = None, max_concurrency: Optional[int] = None) -> "Replica":
+        """`scheduler` None: the engine's defaults for this GPU. `steps` None: rooflab's step-time function,
+        tabulated up to `max_concurrency` decodes (default the scheduler's or the KV limit, at most 4096)."""
+        from ..capacity import plan_capacity
+
+        for name, value, kind in (("model", model, ModelSpec), ("gpu", gpu, GpuSpec),
+                                  ("deployment", deployment, Deployment), ("workload", workload, Workload)):
+            if not isinstance(value, kind):
+                raise InputError(f"{name} must be a {kind.__name__}, got {shown(value)}")
+        memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
+        scheduler = scheduler if scheduler is not None else Scheduler.default(engine, memory)
+        if not isinstance(scheduler, Scheduler):
+            raise InputError(f"scheduler must be a rooflab.serve.Scheduler, got {shown(scheduler)}")
+        plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len, deployment=deployment)
+        kv_tokens = int(plan.num_blocks) * deployment.page_size * deployment.attention_data_parallel
+        context = workload.input.mean + workload.output.moment(2) / max(2.0 * workload.output.mean, 1.0)
+        most = [4096, kv_tokens // max(1, int(context)) + 1]
+        if scheduler.max_num_seqs is not None:
+            most.append(scheduler.max_num_seqs)
+        if max_concurrency is not None:
+            most.append(int(max_concurrency))
+        top = max(1, min(most))
+        if steps is None:
+            steps = step_times(model, gpu, deployment, context, scheduler.prefill_tokens(workload.input.mean),
+                               top, top + scheduler.max_num_batched_tokens)
+        return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
+
+    @property
+    def num_gpus(self) -> int:
+        return self.deployment.num_gpus
+
+    @property
+    def mean_context_tokens(self) -> float:
+        """A running request's mean KV length over its decode steps: E[I] + E[O (O - 1) / 2] / E[O - 1]."""
+        o = self.workload.output
+        decodes = max(o.mean - 1.0, 1e-9)
+        return self.workload.input.mean + (o.moment(2) - o.mean) / (2.0 * decodes)
+
+    @property
+    def kv_limit(self) -> int:
+        """Requests the KV pages hold at once at the mean context (each rounded up to whole pages)."""
+        per_request = self.mean_context_tokens + self.page_size / 2.0
+        return max(0, int(self.kv_tokens // per_request))
+
+    @property
+    def running_limit(self) -> int:
+        """Most requests running at once: the scheduler's limit and the KV limit."""
+        limits = [self.kv_limit]
+        if self.scheduler.max_num_seqs is not None:
+            limits.append(self.scheduler.max_num_seqs)
+        return max(0, min(limits))
+
+    def describe(self) -> str:
+        return (f"{self.model.display_name or self.model.name} on {self.gpu.display_name or self.gpu.name}, "
+                f"{self.deployment.describe()}; {self.scheduler.describe()}; {self.workload.describe()}")

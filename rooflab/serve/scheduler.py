@@ -1,0 +1,173 @@
+"""The engines' schedulers, in their own option names and defaults, as rooflab models them.
+
+One frozen `Scheduler` holds what decides the shape of every step under load:
+
+| field | vLLM V1 (`vllm serve`) | SGLang (`python -m sglang.launch_server`) | TensorRT-LLM (`trtllm-serve`, `trtllm-bench`) |
+| --- | --- | --- | --- |
+| max_num_seqs | --max-num-seqs | --max-running-requests | --max_batch_size |
+| max_num_batched_tokens | --max-num-batched-tokens | --chunked-prefill-size | --max_num_tokens |
+| mixed | chunked prefill: always on in V1 | --enable-mixed-chunk (off by default) | in-flight batching: on |
+| prefix_cache_hit_rate | --enable-prefix-caching (on); the share of prompt tokens found cached | radix cache (on unless --disable-radix-cache) | --enable_block_reuse |
+
+Defaults, read from the engines' source:
+
+- vLLM (vllm-project/vllm, vllm/engine/arg_utils.py, `EngineArgs.get_batch_defaults`, at commit 99d7eb5d, the
+  V1 engine): a GPU with at least 70 GiB that is not an A100 gets max_num_seqs 1024 and max_num_batched_tokens
+  8192 for the OpenAI server (16384 for the offline `LLM` class); smaller GPUs and the A100 get 256 and 2048
+  (8192 offline). Chunked prefill is on for generative models (`_set_default_chunked_prefill_and_prefix_caching_args`).
+  The V1 scheduler (vllm/v1/core/sched/scheduler.py) spends one token budget a step: running requests first
+  (a decode is one token, an unfinished prefill its next chunk), then waiting requests in arrival order while
+  the budget, max_num_seqs and free KV blocks allow; when a running request cannot get a block, the request
+  scheduled last is preempted (its blocks freed, recomputed later).
+- SGLang (sgl-project/sglang, python/sglang/srt/server_args.py, `_handle_chunked_prefill_size`, v0.5):
+  chunked_prefill_size 2048 below 35 GiB, 8192 below 160 GiB (H100, H200, A100), 16384 above (B200, MI300);
+  --max-running-requests, when not given, follows the KV pool (rooflab: the KV limit). Without
+  --enable-mixed-chunk a step is either a prefill (extend) batch or a decode batch, and a waiting request is
+  prefilled first, so decodes wait while a prefill runs.
+- TensorRT-LLM (trtllm-bench throughput, docs/source/performance/perf-overview.md at v1.0): in-flight batching
+  with context chunks mixed into generation steps; max_batch_size and max_num_tokens are set by trtllm-bench
+  per run; rooflab's defaults (2048 sequences, 8192 tokens) are TensorRT-LLM's `BuildConfig` defaults, stated.
+
+What is modelled is exactly this: which requests and how many tokens each step holds. The step's time comes
+from a step-time function (rooflab.serve.steptime).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+from ..cost.common import real_number, whole_number
+from ..errors import InputError, shown
+from ..limits import MAX_TOKENS
+from ..units import GiB
+
+
+class Engine(str, enum.Enum):
+    """The engines whose schedulers rooflab models."""
+
+    vllm = "vllm"
+    sglang = "sglang"
+    trtllm = "tensorrt-llm"
+
+    @classmethod
+    def of(cls, value, what: str = "engine") -> "Engine":
+        if isinstance(value, cls):
+            return value
+        text = str(value).strip().lower() if isinstance(value, str) else None
+        aliases = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
+        text = aliases.get(text, text)
+        if text not in cls._value2member_map_:
+            raise InputError(f"{what}: {shown(value)} is not an engine rooflab models; use vllm, sglang or "
+                             f"tensorrt-llm")
+        return cls(text)
+
+
+#: The version whose defaults each engine's scheduler follows (the module docstring's sources).
+VERSIONS = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """How an engine fills each step (the module docstring's table; counts per replica).
+
+    max_num_seqs: most requests running at once (vLLM --max-num-seqs; SGLang --max-running-requests; None: the
+        KV cache decides). max_num_batched_tokens: tokens a step may hold (vLLM --max-num-batched-tokens;
+        SGLang --chunked-prefill-size: the prefill batch's budget). mixed: decodes and prefill chunks share a
+        step (vLLM V1 always; SGLang --enable-mixed-chunk). prefix_cache_hit_rate: the share of each prompt's
+        tokens found in the prefix cache, in [0, 1): those are not computed (KV is still held for them).
+    """
+
+    engine: Engine = Engine.vllm
+    max_num_seqs: Optional[int] = 1024
+    max_num_batched_tokens: int = 8192
+    mixed: bool = True
+    prefix_cache_hit_rate: float = 0.0
+    version: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "engine", Engine.of(self.engine))
+        if self.max_num_seqs is not None:
+            object.__setattr__(self, "max_num_seqs", whole_number(self.max_num_seqs, _seqs_option(self.engine),
+                                                                  maximum=MAX_TOKENS))
+        object.__setattr__(self, "max_num_batched_tokens", whole_number(
+            self.max_num_batched_tokens, _tokens_option(self.engine), maximum=MAX_TOKENS))
+        if not isinstance(self.mixed, bool):
+            raise InputError(f"mixed must be True or False, got {shown(self.mixed)}")
+        object.__setattr__(self, "prefix_cache_hit_rate", real_number(
+            self.prefix_cache_hit_rate, "prefix cache hit rate (--prefix-cache-hit-rate)", 0, 1))
+        if self.prefix_cache_hit_rate >= 1:
+            raise InputError("prefix cache hit rate (--prefix-cache-hit-rate) must be below 1: the last prompt "
+                             "token is always computed")
+        if not self.version:
+            object.__setattr__(self, "version", VERSIONS[self.engine])
+
+    @classmethod
+    def vllm(cls, gpu_memory_bytes: float, max_num_seqs: Optional[int] = None,
+             max_num_batched_tokens: Optional[int] = None, offline: bool = False,
+             prefix_cache_hit_rate: float = 0.0, a100: bool = False) -> "Scheduler":
+        """vLLM V1's scheduler with `vllm serve`'s defaults for a GPU of `gpu_memory_bytes` (offline: the LLM
+        class's); chunked prefill on."""
+        big = gpu_memory_bytes >= 70 * GiB and not a100
+        seqs = max_num_seqs if max_num_seqs is not None else (1024 if big else 256)
+        tokens = max_num_batched_tokens if max_num_batched_tokens is not None else (
+            (16384 if offline else 8192) if big else (8192 if offline else 2048))
+        return cls(Engine.vllm, seqs, tokens, True, prefix_cache_hit_rate)
+
+    @classmethod
+    def sglang(cls, gpu_memory_bytes: float, max_running_requests: Optional[int] = None,
+               chunked_prefill_size: Optional[int] = None, enable_mixed_chunk: bool = False,
+               prefix_cache_hit_rate: float = 0.0) -> "Scheduler":
+        """SGLang's scheduler with launch_server's defaults for a GPU of `gpu_memory_bytes`."""
+        if chunked_prefill_size is None:
+            chunked_prefill_size = (2048 if gpu_memory_bytes < 35 * GiB else
+                                    8192 if gpu_memory_bytes < 160 * GiB else 16384)
+        return cls(Engine.sglang, max_running_requests, chunked_prefill_size, enable_mixed_chunk,
+                   prefix_cache_hit_rate)
+
+    @classmethod
+    def trtllm(cls, max_batch_size: Optional[int] = None, max_num_tokens: Optional[int] = None,
+               prefix_cache_hit_rate: float = 0.0) -> "Scheduler":
+        """TensorRT-LLM's in-flight batching (context chunks mixed into generation steps)."""
+        return cls(Engine.trtllm, 2048 if max_batch_size is None else max_batch_size,
+                   8192 if max_num_tokens is None else max_num_tokens, True, prefix_cache_hit_rate)
+
+    @classmethod
+    def default(cls, engine, gpu_memory_bytes: float, **options) -> "Scheduler":
+        """The engine's scheduler with its defaults; `options` in the engine's own names (underscored)."""
+        engine = Engine.of(engine)
+        build = {Engine.vllm: cls.vllm, Engine.sglang: cls.sglang, Engine.trtllm: cls.trtllm}[engine]
+        if engine is Engine.trtllm:
+            return build(**options)
+        return build(gpu_memory_bytes, **options)
+
+    def prefill_tokens(self, prompt_len: float) -> float:
+        """Prompt tokens a request computes: those the prefix cache does not hold (at least one)."""
+        return max(1.0, prompt_len * (1.0 - self.prefix_cache_hit_rate))
+
+    def replace(self, **changes) -> "Scheduler":
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        seqs = "KV-limited" if self.max_num_seqs is None else f"{self.max_num_seqs:,}"
+        return (f"{self.engine.value} {self.version}: {_seqs_option(self.engine)} {seqs}, "
+                f"{_tokens_option(self.engine)} {self.max_num_batched_tokens:,}, "
+                f"{'mixed' if self.mixed else 'prefill and decode steps apart'}"
+                + (f", prefix hits {self.prefix_cache_hit_rate:.0%}" if self.prefix_cache_hit_rate else ""))
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["engine"] = self.engine.value
+        return out
+
+
+def _seqs_option(engine: Engine) -> str:
+    return {Engine.vllm: "--max-num-seqs", Engine.sglang: "--max-running-requests",
+            Engine.trtllm: "--max_batch_size"}[engine]
+
+
+def _tokens_option(engine: Engine) -> str:
+    return {Engine.vllm: "--max-num-batched-tokens", Engine.sglang: "--chunked-prefill-size",
+            Engine.trtllm: "--max_num_tokens"}[engine]

@@ -1,0 +1,191 @@
+"""The fixed-concurrency steady state in closed form: continuous batching with chunked prefill, as a formula.
+
+A closed loop of c requests (`--max-concurrency c`, every request queued): R = min(c, max_num_seqs, KV limit)
+run at once, the rest wait. Of the running ones, D decode and W are in their prefill. Per request: P prompt
+tokens computed (after prefix-cache hits), O output tokens, the first from the prefill's last step, O - 1 decode
+steps. With τ the mean step time a decoding request sees and T_pre the time from admission to the first token:
+
+    completions per step   m = D / (O - 1)                    (each decode step finishes 1 / (O - 1) of a request)
+    throughput             X = D / ((O - 1) τ)   requests/s;  output tokens/s = X E[O]
+    Little's law           R = D + X T_pre   ->   D = R / (1 + T_pre / ((O - 1) τ))
+    queue (c > R)          T_queue = (c - R) / X
+
+The n requests that enter in a step (Poisson with mean m; a closed loop's completions are nearly independent once
+lengths vary) bring n P prefill tokens:
+
+    mixed (vLLM V1, SGLang --enable-mixed-chunk, TensorRT-LLM)   a step holds D decodes and min(B - D, n P)
+        prefill tokens (B: --max-num-batched-tokens); τ = E_n[t(D, D L, min(B - D, n P))]; a prompt longer than
+        B - D takes ceil(n P / (B - D)) steps; past B (O - 1) / (P + O - 1) decodes the prefill budget binds.
+    apart (SGLang's default)   a decode step t(D, D L, 0), then, when n > 0, prefill steps of up to B tokens
+        each (decodes wait): τ = t(D, D L, 0) + E_n[ceil(n P / B) t(0, 0, min(B, n P))].
+
+L is the mean context a decode step reads (Replica.mean_context_tokens). T_pre is the size-biased mean of the
+prefill steps a request waits for (a request is likelier to enter in a step with many). The equations are
+solved by fixed-point iteration. Metrics as vllm bench serve defines them (rooflab.serve.metrics): TTFT =
+T_queue + T_pre, TPOT = τ, ITL mean τ, E2E = TTFT + E[O - 1] τ; per user: 1 / TPOT (InferenceX's interactivity).
+
+Preemption: when R would exceed the pages the KV cache holds, R is held at the KV limit (Replica.kv_limit) and the
+rest queue; vLLM gets there by preempting (recomputing) the request scheduled last, which the simulation models
+and this closed form does not price (the recomputed prefill is left out; `kv_bound` says when it applies).
+Each figure comes twice: from the step floors (physical, for this schedule) and from the step predictions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ..cost.common import whole_number
+from ..limits import MAX_TOKENS
+from .replica import Replica
+from .scheduler import Scheduler
+
+ESTIMATES = ("floor", "predicted")
+
+
+@dataclass(frozen=True)
+class Steady:
+    """The steady state of one estimate (floor or predicted) at one concurrency; seconds and tokens/s."""
+
+    estimate: str
+    concurrency: int
+    running: float                    # R: requests running at once
+    decodes_per_step: float           # D
+    prefill_tokens_per_step: float
+    step_s: float                     # τ: the mean step a decoding request sees
+    ttft_s: float
+    tpot_s: float
+    itl_s: float
+    e2e_s: float
+    queue_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    kv_bound: bool                    # R held at the KV limit (preemption would occur beyond it)
+    prefill_bound: bool               # the step's token budget limits the prefills
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Floor and prediction at one concurrency (`predicted` None where the GPU lacks fits)."""
+
+    replica_label: str
+    num_gpus: int
+    floor: Steady
+    predicted: Optional[Steady]
+    kv_limit: int
+    running_limit: int
+
+    def to_dict(self) -> dict:
+        return {"replica": self.replica_label, "num_gpus": self.num_gpus, "kv_limit": self.kv_limit,
+                "running_limit": self.running_limit, "floor": dataclasses.asdict(self.floor),
+                "predicted": None if self.predicted is None else dataclasses.asdict(self.predicted)}
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = [dataclasses.asdict(s) for s in (self.floor, self.predicted) if s is not None]
+        frame = pd.DataFrame(rows)
+        frame.insert(0, "replica", self.replica_label)
+        frame["num_gpus"] = self.num_gpus
+        return frame
+
+
+def _step_fn(replica: Replica, estimate: str):
+    if estimate == "floor":
+        return replica.steps.floor_s
+    fn = replica.steps.predicted_s
+    probe = fn(np.array([1.0]), np.array([1.0]), np.array([0.0]))
+    return None if probe is None else fn
+
+
+def _poisson(m: float, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """n = 0..top and P(n) for a Poisson of mean m, the tail folded into top."""
+    n = np.arange(top + 1, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        logp = n * math.log(m) - m - np.array([math.lgamma(k + 1) for k in range(top + 1)]) if m > 0 else \
+            np.where(n == 0, 0.0, -np.inf)
+    p = np.exp(logp)
+    p[-1] += max(0.0, 1.0 - p.sum())
+    return n, p
+
+
+def _mix(t, scheduler: Scheduler, d: float, context: float, prompt: float,
+         decodes: float) -> tuple[float, float, float, bool]:
+    """(τ, T_pre, prefill tokens a step, prefill-bound) at D decodes, `decodes` = E[O] - 1 a request."""
+    budget = float(scheduler.max_num_batched_tokens)
+    m = d / max(1e-9, decodes)
+    top = int(max(8, m + 8 * math.sqrt(m + 1) + 2))
+    n, p = _poisson(m, top)
+    if scheduler.mixed:
+        room = max(1.0, budget - d)
+        tokens = np.minimum(room, n * prompt)
+        steps = np.maximum(1.0, np.ceil(n * prompt / room))
+        t_n = np.asarray(t(np.full_like(n, d), np.full_like(n, d * context), tokens), dtype=np.float64)
+        tau = float(np.sum(p * t_n))
+        wait = (steps + 1) / 2 * t_n                      # a request's share of a multi-step prefill
+        bound = m * prompt > room
+    else:
+        tokens = np.minimum(budget, n * prompt)
+        steps = np.where(n > 0, np.ceil(n * prompt / budget), 0.0)
+        t_pre = np.asarray(t(np.zeros_like(n), np.zeros_like(n), tokens), dtype=np.float64) * steps
+        t_dec = float(np.asarray(t(np.array([d]), np.array([d * context]), np.array([0.0])))[0]) if d > 0 else 0.0
+        tau = t_dec + float(np.sum(p * t_pre))
+        wait = t_pre
+        bound = False
+    size = n * p
+    t_first = float(np.sum(size * wait) / np.sum(size)) if np.sum(size) > 0 else float(wait[min(1, len(wait) - 1)])
+    return tau, t_first, float(np.sum(p * tokens)), bool(bound)
+
+
+def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Optional[Steady]:
+    """One estimate's steady state at `concurrency` (None: no prediction for this GPU)."""
+    concurrency = whole_number(concurrency, "concurrency (--max-concurrency)", maximum=MAX_TOKENS)
+    t = _step_fn(replica, estimate)
+    if t is None:
+        return None
+    w = replica.workload
+    decodes = max(w.output.mean - 1.0, 1e-9)
+    prompt = replica.scheduler.prefill_tokens(w.input.mean)
+    context = replica.mean_context_tokens
+    running = float(min(concurrency, replica.running_limit))
+    if running < 1:
+        raise_kv(replica)
+    d = running * decodes / (decodes + 1.0)
+    budget = replica.scheduler.max_num_batched_tokens
+    cap = budget * decodes / (prompt + decodes) if replica.scheduler.mixed else float("inf")
+    for _ in range(200):
+        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes)
+        target = min(running / (1.0 + t_pre / (decodes * tau)), cap, running)
+        if abs(target - d) < 1e-9 * max(1.0, d):
+            d = target
+            break
+        d = 0.5 * d + 0.5 * target
+    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes)
+    x = d / (decodes * tau)
+    queue = (concurrency - running) / x if concurrency > running else 0.0
+    ttft = queue + t_pre
+    e2e = ttft + decodes * tau
+    out = concurrency / e2e * w.output.mean
+    return Steady(estimate, concurrency, running, d, p_step, tau, ttft, tau, tau, e2e, queue, concurrency / e2e,
+                  out, out / replica.num_gpus, 1.0 / tau, running < concurrency and running == replica.kv_limit,
+                  bool(bound or d >= cap * (1 - 1e-6)))
+
+
+def raise_kv(replica: Replica) -> None:
+    from ..errors import InputError
+
+    raise InputError(f"no request fits: the KV cache holds {replica.kv_tokens:,} tokens, a request needs "
+                     f"{replica.mean_context_tokens:,.0f} on average ({replica.describe()})")
+
+
+def steady_state(replica: Replica, concurrency: int) -> SteadyState:
+    """Floor and prediction at `concurrency`."""
+    floor = solve(replica, concurrency, "floor")
+    return SteadyState(replica.describe(), replica.num_gpus, floor, solve(replica, concurrency, "predicted"),
+                       replica.kv_limit, replica.running_limit)
