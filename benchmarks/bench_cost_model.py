@@ -37,7 +37,7 @@ def time_grid(repeats: int = 5) -> float:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for cost in (naive_prefill(model, seq, batch), flash_prefill(model, seq, batch, gpu=gpu)):
+        for cost in (naive_prefill(model.heads, seq, batch), flash_prefill(model.heads, seq, batch, gpu=gpu)):
             p = predict(cost, roofs)
             assert p.t_floor_s.shape == (1000, 1000)
         times.append(time.perf_counter() - t0)

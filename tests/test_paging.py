@@ -84,17 +84,17 @@ def test_reuse_never_exceeds_common_prefix(prefix, page):
 # --- bad input --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call", [
-    lambda: paged_decode(LLAMA, [100], page_size=0),
-    lambda: paged_decode(LLAMA, [100], page_size=-16),
-    lambda: paged_decode(LLAMA, []),
-    lambda: paged_decode(LLAMA, [100, -1]),
-    lambda: paged_decode(LLAMA, [10.5]),
-    lambda: paged_decode(LLAMA, [100], num_splits=0),
+    lambda: paged_decode(LLAMA.heads, [100], page_size=0),
+    lambda: paged_decode(LLAMA.heads, [100], page_size=-16),
+    lambda: paged_decode(LLAMA.heads, []),
+    lambda: paged_decode(LLAMA.heads, [100, -1]),
+    lambda: paged_decode(LLAMA.heads, [10.5]),
+    lambda: paged_decode(LLAMA.heads, [100], num_splits=0),
     lambda: block_usage([5, 3], 0),
     lambda: block_usage([], 4),
     lambda: reusable_prefix_len(-1, 4),
     lambda: continuous_batching_rounds([1, 2], 0),
-    lambda: cascade_decode(LLAMA, 0, [1]),
+    lambda: cascade_decode(LLAMA.heads, 0, [1]),
     lambda: fragmentation([10], 4, 5),
 ])
 def test_bad_decode_input_raises(call):

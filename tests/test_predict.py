@@ -83,12 +83,12 @@ def test_split_kv_pays_at_batch_1():
     from rooflab.predict import model_time
 
     roofs = Ceilings.of(H100, DType.fp16)
-    plain = model_time(paged_decode(LLAMA, [32768], num_sms=H100.num_sms), roofs)
-    split = model_time(paged_decode(LLAMA, [32768], num_splits=17, num_sms=H100.num_sms), roofs)
+    plain = model_time(paged_decode(LLAMA.heads, [32768], num_sms=H100.num_sms), roofs)
+    split = model_time(paged_decode(LLAMA.heads, [32768], num_splits=17, num_sms=H100.num_sms), roofs)
     assert float(split) < float(plain) / 10
     # the physical floors: splitting never pays (it only adds the partials' traffic)
-    floor_plain = predict(paged_decode(LLAMA, [32768], num_sms=H100.num_sms), roofs).t_floor_s
-    floor_split = predict(paged_decode(LLAMA, [32768], num_splits=17, num_sms=H100.num_sms), roofs).t_floor_s
+    floor_plain = predict(paged_decode(LLAMA.heads, [32768], num_sms=H100.num_sms), roofs).t_floor_s
+    floor_split = predict(paged_decode(LLAMA.heads, [32768], num_splits=17, num_sms=H100.num_sms), roofs).t_floor_s
     assert float(floor_split) > float(floor_plain)
 
 
