@@ -152,3 +152,33 @@ def test_small_op_time_names_a_bad_argument(args, named):
     """An unknown op raised KeyError; a bandwidth of 0 divided by zero past the table, NaN gave NaN."""
     with pytest.raises(InputError, match=named):
         small_op_time(*args)
+
+
+def test_deployed_settings_by_hand():
+    """Hand computations of the deployed step (rooflab/step.py's module docstring)."""
+    from rooflab.deployment import Speculative
+    from rooflab.step import EAGER_HOST_S, gemm_ceilings
+
+    # speculative: tokens a step (1 - a^(k+1)) / (1 - a) (Leviathan et al., arXiv 2211.17192, eq. 1): k 3, a 0.7
+    spec = Speculative("eagle", 3, 0.7)
+    assert spec.tokens_per_step == pytest.approx((1 - 0.7 ** 4) / 0.3) and spec.query_tokens == 4
+    r = step_report(LLAMA, H200, 4, 4096, deployment=Deployment(speculative=spec))
+    assert r.q_len == 4 and r.t_per_output_token_s == pytest.approx(r.t_predicted_s / spec.tokens_per_step)
+    assert any(row.variant == "draft" for row in r.rows)
+    # fp8 GEMMs at the measured fp8 rate (hardware/h200-sxm.yaml measured.fp8_gemm_flop_per_s)
+    roofs, note = gemm_ceilings(H200, DType.fp8_e4m3)
+    assert roofs.matmul_flop_per_s == H200.measured.fp8_gemm_flop_per_s and note is None
+    # MoE under EP 8 with attention DP 8: each GPU's 256 / 8 experts receive M k / EP pairs, M = 8 ranks x 4 tokens
+    ds = load_model("deepseek-v3")
+    r = step_report(ds, H200, 32, 1024, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8,
+                                                              expert_parallel=8))
+    moe = next(row for row in r.rows if row.label.startswith("MoE ("))
+    assert f"{32 * 8 // 8:,} token-expert pairs" in moe.label and "of 32 experts" in moe.label
+    assert sum(row.calls for row in r.rows if row.variant == "all_to_all") == 2 * ds.num_moe_layers
+    # eager: every launch at least its host issue time
+    r = step_report(LLAMA, H200, 1, 1024, deployment=Deployment(cuda_graphs=False))
+    proj = r.rows[0]
+    assert proj.t_predicted_s >= proj.calls * EAGER_HOST_S
+    # pipeline 2 stages, 2 micro-batches: a decode step is max(M, PP) stage times
+    r = step_report(load_model("llama-3-70b"), H200, 8, 1024, deployment=Deployment(pipeline_parallel=2))
+    assert r.stage_slots == 2 and r.t_predicted_s == pytest.approx(2 * sum(x.t_predicted_s for x in r.rows))
