@@ -22,7 +22,7 @@ from ..specs import ModelSpec
 from ..units import DType, WeightFormat
 from .batch import DecodeBatch
 from .common import whole_number
-from .layers import layer_decode
+from .layers import model_decode, model_total
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,9 @@ def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
         (weight_dtype if isinstance(weight_dtype, DType) else (model.weight_dtype or DType.fp16))
     attn_dtype = kv_dtype if kv_dtype.bytes >= 2 else DType.bf16
     one = DecodeBatch.uniform(context_len, 1)
-    attention = kv = 0.0
-    for name, count in model.layer_counts.items():
-        cost = layer_decode(model, name, one, dtype=attn_dtype, kv_dtype=kv_dtype)
-        attention += count * float(cost.flops)
-        kv += count * float(cost.kv_bytes if hasattr(cost, "kv_bytes") else cost.state_bytes)
+    layers = model_decode(model, one, dtype=attn_dtype, kv_dtype=kv_dtype)
+    attention = float(model_total(layers, lambda cost: cost.flops))
+    kv = float(model_total(layers, lambda cost: cost.kv_bytes if hasattr(cost, "kv_bytes") else cost.state_bytes))
     return DecodeStep(
         batch=batch,
         context_len=context_len,
