@@ -10,6 +10,7 @@ from ..units import DType
 from ..vocab import CeilingSource, Phase, StepKind, WindowAllocation
 from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_TOKENS
+from . import deployment_options as dopt
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
                GpuOpt, KvDTypeOpt, WindowAllocationOpt,
                MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
@@ -203,14 +204,14 @@ def capacity(
     gpu: GpuOpt = ["h100-sxm"],
     context_len: Annotated[int, typer.Option("--context-len", "-L", parser=params.count(1, MAX_TOKENS), metavar="N",
                                              help="Tokens per sequence (prompt plus output): 8192, 32k, 128K.")] = 8192,
-    page_size: PageOpt = 16,
-    weight_dtype: WeightDTypeOpt = None,
-    kv_dtype: KvDTypeOpt = None,
-    utilization: UtilizationOpt = 0.9,
+    page_size: dopt.PageSizeOpt = None,
+    weight_dtype: dopt.WeightDTypeOpt = None,
+    kv_dtype: dopt.KvDTypeOpt = None,
+    utilization: dopt.UtilizationOpt = None,
     reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", parser=params.number(0, MAX_GIB), metavar="X",
                                                help="Memory kept for activations and workspace, GiB.")] = 0.0,
-    max_model_len: MaxModelLenOpt = None,
-    tensor_parallel: TensorParallelOpt = 1,
+    max_model_len: dopt.MaxModelLenOpt = None,
+    tensor_parallel: dopt.TensorParallelOpt = None,
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", parser=params.count(0, MAX_TOKENS), metavar="N",
                                                help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
     expert_parallel: ExpertParallelOpt = 1,
@@ -226,17 +227,12 @@ def capacity(
     what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "
                                                          "kv-cache-dtype=fp8, tp=2, block-size=32, max-model-len=32k or "
                                                          "gpu-memory-utilization=0.95 (repeat for several).")] = None,
-    kv_cache_dtype: Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="NAME", help="--kv-dtype as "
-                                                          "vLLM and SGLang spell it: auto, fp8 (= fp8_e4m3), fp8_e5m2, "
-                                                          "fp8_ds_mla, bfloat16, float16.")] = None,
-    block_size: Annotated[Optional[int], typer.Option("--block-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
-                                                      help="--page-size as the engines spell it.")] = None,
-    tensor_parallel_size: Annotated[Optional[int], typer.Option("--tensor-parallel-size", "-tp", metavar="N",
-                                                                parser=params.count(1, MAX_GPUS),
-                                                                help="--tp as the engines spell it.")] = None,
-    mem_fraction_static: Annotated[Optional[float], typer.Option("--mem-fraction-static", metavar="X",
-                                                                 parser=params.number(0, 1, lo_open=True),
-                                                                 help="SGLang's memory fraction.")] = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
+    block_size: dopt.BlockSizeOpt = None,
+    tensor_parallel_size: dopt.TensorParallelSizeOpt = None,
+    mem_fraction_static: dopt.MemFractionStaticOpt = None,
+    quantization: dopt.QuantizationOpt = None,
+    dtype: dopt.DTypeAutoOpt = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", parser=params.count(1, MAX_TOKENS), metavar="N",
                                                         help="Engine: sequences in vLLM's profile run.")] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", metavar="N",
@@ -267,7 +263,8 @@ def capacity(
     --engine-log explains a start-up log's KV figure term by term.
     """
     from ..capacity import plan_capacity
-    from ..engines.request import DeploymentWords, EngineOptions, check_modes, engine_frame_for, wants_engine
+    from ..engines.request import EngineOptions, check_modes, engine_frame_for, wants_engine
+    from ..engines.vocab import parse_engine
     from ..load import load_gpu, load_model
     from ..output import render
     from ..render import render_capacity
@@ -275,15 +272,11 @@ def capacity(
 
     given = {p.name for p in ctx.command.params if ctx.get_parameter_source(p.name).name == "COMMANDLINE"}
     check_modes(given)
-    words = DeploymentWords(kv_dtype=kv_dtype.value if kv_dtype else None, kv_cache_dtype=kv_cache_dtype,
-                            page_size=page_size if "page_size" in given else None, block_size=block_size,
-                            tensor_parallel=tensor_parallel if "tensor_parallel" in given else None,
-                            tensor_parallel_size=tensor_parallel_size,
-                            utilization=utilization if "utilization" in given else None,
-                            mem_fraction_static=mem_fraction_static)
-    deployment, set_fields, kv = words.resolve(
-        expert_parallel=expert_parallel, attention_data_parallel=tensor_parallel if dp_attention else 1,
-        decode_context_parallel=dcp, kv_parallel=kv_parallel, weight_format=weight_dtype,
+    loaded = load_model(model)
+    deployment, set_fields, kv = dopt.words_of(ctx).resolve(
+        engine=parse_engine(engine) if engine else None, checkpoint_quantized=bool(loaded.quantization),
+        expert_parallel=expert_parallel, attention_data_parallel=(tensor_parallel or tensor_parallel_size or 1)
+        if dp_attention else 1, decode_context_parallel=dcp, kv_parallel=kv_parallel,
         window_allocation=window_allocation)
     if wants_engine(given):
         if dcp > 1 or kv_parallel > 1:
@@ -297,7 +290,7 @@ def capacity(
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     sparse_mla = bool(kv and kv.mla_sparse_fp8)
-    plan = plan_capacity(load_model(model), load_gpu(gpu[0]), context_len, activation_reserve_bytes=int(reserve_gib * GiB),
+    plan = plan_capacity(loaded, load_gpu(gpu[0]), context_len, activation_reserve_bytes=int(reserve_gib * GiB),
                          max_model_len=max_model_len, shared_prefix_len=shared_prefix, mla_sparse_fp8=sparse_mla,
                          deployment=deployment)
     if dcp > 1:

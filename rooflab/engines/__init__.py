@@ -23,8 +23,8 @@ from .vocab import Accounting, Engine, KvCacheDtype, parse_accounting, parse_eng
 
 def engine_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
     """The KV cache `settings.accounting`'s engine would allocate for `model` on `gpu` (per GPU), the model in
-    the dtype the engine's --dtype auto loads it in on that GPU (ModelSpec.as_loaded)."""
-    model = model.as_loaded(gpu.compute_capability_version)
+    the dtype --dtype names, else the one --dtype auto loads it in on that GPU (ModelSpec.as_loaded)."""
+    model = model.as_loaded(gpu.compute_capability_version, settings.dtype)
     if settings.engine is Engine.vllm:
         from .vllm import vllm_capacity
 

@@ -63,12 +63,14 @@ def rotary_cache_bytes(model: ModelSpec) -> int:
     return model.max_context_len * max(dims, default=0) * model_dtype(model).bytes
 
 
-def engine_weight_bytes(model: ModelSpec, tensor_parallel: int) -> tuple[int, str]:
-    """Weights as an engine measures them on one GPU, and how they were counted."""
-    params = model.weight_bytes(None, tensor_parallel)
+def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None) -> tuple[int, str]:
+    """Weights as an engine measures them on one GPU, and how they were counted; `weight_format` is what
+    --quantization fp8 quantises an unquantised checkpoint's linear layers to at load (None: as shipped)."""
+    params = model.weight_bytes(weight_format, tensor_parallel)
     rope = rotary_cache_bytes(model)
     split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
-    return params + rope, (f"modelled: {model.total_parameters / 1e9:.2f} B parameters as shipped{split}, "
+    return params + rope, (f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
+                           f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")
 
 

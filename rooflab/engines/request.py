@@ -1,6 +1,7 @@
 """`rooflab capacity --engine ... / --engine-log ...`: the options as typed -> settings -> a Frame.
 
-rooflab's own option names and the engines' (vLLM's and SGLang's) are both accepted:
+rooflab's own option names and the engines' (vLLM's and SGLang's) are both accepted (rooflab/deployment_words.py,
+`DeploymentWords`, which every command shares, resolves them into one Deployment):
 
     rooflab                      engines
     --kv-dtype bf16              --kv-cache-dtype auto | fp8 (= fp8_e4m3) | fp8_e5m2 | fp8_ds_mla | bfloat16 | ...
@@ -20,18 +21,18 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..deployment import Deployment
+from ..deployment_words import DeploymentWords
 from ..errors import InputError
 from ..load import load_gpu, load_model
 from ..output import Frame
 from ..units import GiB, parse_bytes, parse_count
 from .settings import EngineSettings
-from .vocab import Engine, KvCacheDtype, kv_cache_dtype_of, parse_accounting, parse_engine, parse_kv_cache_dtype
+from .vocab import Engine, KvCacheDtype, parse_accounting, parse_engine, parse_kv_cache_dtype
 
 #: Options that only the engine modes read (as the CLI names its parameters).
 ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "max_num_seqs": "--max-num-seqs",
                "max_num_batched_tokens": "--max-num-batched-tokens", "cuda_visible": "--cuda-visible-memory",
-               "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib",
-               "mem_fraction_static": "--mem-fraction-static"}
+               "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib"}
 #: Options of rooflab's bound that an engine's accounting has no place for.
 BOUND_ONLY = {"context_len": "--context-len", "reserve_gib": "--activation-reserve-gib",
               "shared_prefix": "--shared-prefix", "expert_parallel": "--expert-parallel",
@@ -60,37 +61,6 @@ class EngineOptions:
     non_torch_gib: Optional[float] = None
     activation_gib: Optional[float] = None
     mem_fraction_static: Optional[float] = None     # SGLang's spelling of the utilisation, if that was typed
-
-
-@dataclass(frozen=True)
-class DeploymentWords:
-    """A deployment as typed, in rooflab's and the engines' words (module docstring), before the aliases agree."""
-
-    kv_dtype: Optional[str] = None                  # rooflab's --kv-dtype (a DType value)
-    kv_cache_dtype: Optional[str] = None            # the engines' --kv-cache-dtype
-    page_size: Optional[int] = None
-    block_size: Optional[int] = None
-    tensor_parallel: Optional[int] = None
-    tensor_parallel_size: Optional[int] = None
-    utilization: Optional[float] = None
-    mem_fraction_static: Optional[float] = None
-
-    def resolve(self, **fixed) -> tuple[Deployment, frozenset, Optional[KvCacheDtype]]:
-        """(the Deployment, the fields the words set, the KV-cache dtype as the engine names it); two names for one
-        setting with two values are an error naming both. `fixed` are further Deployment fields (given or default)."""
-        kv = _one("--kv-dtype", self.kv_dtype and kv_cache_dtype_of(_dtype(self.kv_dtype)), "--kv-cache-dtype",
-                  self.kv_cache_dtype and parse_kv_cache_dtype(self.kv_cache_dtype), key=lambda k: k.dtype)
-        values = {"page_size": _one("--page-size", self.page_size, "--block-size", self.block_size),
-                  "tensor_parallel": _one("--tp", self.tensor_parallel, "--tensor-parallel-size",
-                                          self.tensor_parallel_size),
-                  "gpu_memory_utilization": _one("--gpu-memory-utilization", self.utilization,
-                                                 "--mem-fraction-static", self.mem_fraction_static),
-                  "kv_cache_dtype": kv.dtype if kv else None}
-        given = frozenset(k for k, v in values.items() if v is not None)
-        chosen = {k: v for k, v in values.items() if v is not None}
-        if "tensor_parallel" in chosen and fixed.get("attention_data_parallel", 1) > 1:
-            fixed["attention_data_parallel"] = chosen["tensor_parallel"]
-        return Deployment(**{**fixed, **chosen}), given, kv
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -122,6 +92,7 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
     check_modes(given)
     model, gpu = load_model(o.model), load_gpu(o.gpu)
     if o.engine_log is None:
+        _engine_names(o, parse_engine(o.engine), given)
         if o.what_if:
             raise InputError("--what-if applies with --engine-log only (a prediction takes the options directly)")
         from . import engine_capacity
@@ -134,13 +105,21 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
 
     log = read_log(o.engine_log)
     engine = parse_engine(o.engine) if o.engine else log.engine
+    _engine_names(o, engine, given)
     settings = _settings(o, engine)
     fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
               "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static"),
               "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype")}
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
-    x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if), chosen)
+    x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if, engine), chosen)
     return explanation_frame(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
+
+
+def _engine_names(o: EngineOptions, engine: Engine, given: set[str]) -> None:
+    """The engine's own refusals of its options' values, once the engine is known (from --engine or the log):
+    SGLang's --kv-cache-dtype takes SGLang's names only (fp8, fp16, float16 refused: engines/vocab.py)."""
+    if o.kv_cache is not None and "kv_cache_dtype" in given:
+        parse_kv_cache_dtype(o.kv_cache.name, engine)
 
 
 def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
@@ -157,21 +136,9 @@ def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
         max_num_seqs=o.max_num_seqs, max_num_batched_tokens=o.max_num_batched_tokens,
         cuda_visible_bytes=_size(o.cuda_visible),
         activation_bytes=None if o.activation_gib is None else int(o.activation_gib * GiB),
-        non_torch_bytes=None if o.non_torch_gib is None else int(o.non_torch_gib * GiB))
-
-
-def _one(name_a: str, a, name_b: str, b, key=lambda v: v):
-    """The value of a setting given under two names: either one, or both agreeing; else an error naming both."""
-    if a is not None and b is not None and key(a) != key(b):
-        shown = lambda v: getattr(v, "name", v)  # noqa: E731
-        raise InputError(f"{name_a} {shown(a)} and {name_b} {shown(b)} name one setting with two values; give one")
-    return b if b is not None else a
-
-
-def _dtype(text: str):
-    from ..units import DType
-
-    return DType(text)
+        non_torch_bytes=None if o.non_torch_gib is None else int(o.non_torch_gib * GiB),
+        dtype=d.dtype if "dtype" in o.given else None,
+        weight_format=d.weight_format if "weight_format" in o.given else None)
 
 
 def _size(text: Optional[str]) -> Optional[int]:
@@ -190,8 +157,9 @@ _WHAT_IF = {"kv-cache-dtype": "kv_cache_dtype", "kv-dtype": "kv_cache_dtype", "t
             "gpu-memory-utilization": "utilization", "mem-fraction-static": "utilization"}
 
 
-def parse_what_if(items: tuple[str, ...] | list[str]) -> dict:
-    """['kv-cache-dtype=fp8', 'tp=2'] -> EngineSettings changes; unknown keys, bad values, a setting twice: errors."""
+def parse_what_if(items: tuple[str, ...] | list[str], engine: Engine | None = None) -> dict:
+    """['kv-cache-dtype=fp8', 'tp=2'] -> EngineSettings changes; unknown keys, bad values, a setting twice: errors.
+    `engine` applies its refusals (SGLang's kv-cache-dtype names)."""
     changes: dict = {}
     for item in items or ():
         key, sep, value = str(item).partition("=")
@@ -201,14 +169,14 @@ def parse_what_if(items: tuple[str, ...] | list[str]) -> dict:
         field = _WHAT_IF[key]
         if field in changes:
             raise InputError(f"--what-if '{item}': {field.replace('_', '-')} is already set by another --what-if")
-        changes[field] = _what_if_value(field, value.strip(), item)
+        changes[field] = _what_if_value(field, value.strip(), item, engine)
     return changes
 
 
-def _what_if_value(field: str, value: str, item: str):
+def _what_if_value(field: str, value: str, item: str, engine: Engine | None = None):
     try:
         if field == "kv_cache_dtype":
-            return parse_kv_cache_dtype(value)
+            return parse_kv_cache_dtype(value, engine)
         if field == "utilization":
             number = float(value)
             if not 0 < number <= 1:

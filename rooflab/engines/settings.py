@@ -52,6 +52,8 @@ class EngineSettings:
     cuda_visible_bytes: Optional[int] = None
     activation_bytes: Optional[int] = None       # overrides the modelled profile-run peak
     non_torch_bytes: Optional[int] = None        # overrides the default non-torch memory
+    dtype: Optional[DType] = None                # --dtype (None: auto, as the engine loads the checkpoint)
+    weight_format: Optional[object] = None       # --quantization fp8 on an unquantised checkpoint (None: as shipped)
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {

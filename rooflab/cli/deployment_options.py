@@ -1,0 +1,126 @@
+"""The deployment options every command shares, in rooflab's and the engines' spellings, and `words_of`.
+
+A command declares the settings it takes with these types and names its parameters after the
+`DeploymentWords` fields (rooflab/deployment_words.py: which name is whose, and how two names of one
+setting agree); `words_of(ctx)` collects the ones given on the command line, and
+`DeploymentWords.resolve` makes the one `Deployment`:
+
+    def serve(ctx: typer.Context, tensor_parallel: TensorParallelOpt = None,
+              tensor_parallel_size: TensorParallelSizeOpt = None, page_size: PageSizeOpt = None,
+              block_size: BlockSizeOpt = None, ...):
+        deployment, given, kv = words_of(ctx).resolve(engine=...)
+
+Values are checked here at parse time (counts in range, fractions in (0, 1], names in the one dtype
+vocabulary), so a bad value is a usage error naming the option; `resolve` checks again for callers that
+build DeploymentWords themselves.
+"""
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..deployment_words import DeploymentWords
+from ..errors import InputError
+from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
+from ..units import DType, WeightFormat
+from . import params
+
+
+def _checked(check, metavar: str):
+    """A parser that keeps the text (stripped) once `check(text)` accepts it; its InputError a usage error."""
+
+    def parse(text: str) -> str:
+        if not isinstance(text, str):
+            return text
+        if len(text) > 64:
+            raise typer.BadParameter(f"a name of at most 64 characters, got {len(text):,}")
+        try:
+            check(text.strip())
+        except InputError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return text.strip()
+
+    parse.__name__ = metavar
+    return parse
+
+
+def _kv_cache_name(text: str) -> None:
+    from ..engines.vocab import parse_kv_cache_dtype
+
+    parse_kv_cache_dtype(text)
+
+
+def _weights(text: str) -> None:
+    if text.lower() != "auto":
+        WeightFormat.of(text, "the weight format")
+
+
+def _quantization(text: str) -> None:
+    from ..deployment_words import CHECKPOINT_QUANTIZATION, ONLINE_QUANTIZATION
+
+    if text.lower() not in CHECKPOINT_QUANTIZATION and text.lower() not in ONLINE_QUANTIZATION:
+        names = ", ".join(sorted(set(ONLINE_QUANTIZATION) | set(CHECKPOINT_QUANTIZATION)))
+        raise InputError(f"'{text}' is not a quantization method rooflab prices; choose one of {names}")
+
+
+TensorParallelOpt = Annotated[Optional[int], typer.Option(
+    "--tp", "--tensor-parallel", parser=params.count(1, MAX_GPUS), metavar="N",
+    help="Tensor-parallel GPUs (heads and weights split N ways; memory figures per GPU; default 1).")]
+TensorParallelSizeOpt = Annotated[Optional[int], typer.Option(
+    "--tensor-parallel-size", "-tp", "--tp-size", parser=params.count(1, MAX_GPUS), metavar="N",
+    help="--tp as vLLM (--tensor-parallel-size, -tp) and SGLang (--tp-size) spell it.")]
+PageSizeOpt = Annotated[Optional[int], typer.Option(
+    "--page-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
+    help="Tokens per KV-cache page (block; SGLang's --page-size; default 16).")]
+BlockSizeOpt = Annotated[Optional[int], typer.Option(
+    "--block-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N", help="--page-size as vLLM spells it.")]
+KvDTypeOpt = Annotated[Optional[str], typer.Option(
+    "--kv-dtype", parser=_checked(lambda t: DType.or_auto(t, "the KV dtype"), "DTYPE"), metavar="DTYPE",
+    help="Element type of the KV cache: auto (the default: the model's dtype as served), fp8 (= fp8_e4m3), "
+         "fp8_e5m2, bf16 (bfloat16), fp16 (float16, half), fp32 (float32).")]
+KvCacheDTypeOpt = Annotated[Optional[str], typer.Option(
+    "--kv-cache-dtype", parser=_checked(_kv_cache_name, "NAME"), metavar="NAME",
+    help="--kv-dtype as vLLM and SGLang spell it: auto, fp8 (= fp8_e4m3; SGLang refuses it), fp8_e5m2, "
+         "fp8_e4m3, fp8_ds_mla, bfloat16, float16.")]
+DTypeAutoOpt = Annotated[Optional[DType], typer.Option(
+    "--dtype", parser=params.dtype(auto=True), metavar="DTYPE",
+    help="Element type of activations, Q, K, V and the arithmetic: auto (the checkpoint's dtype as vLLM loads it "
+         "on this GPU: fp32 checkpoints in bf16 from compute capability 8.0), fp16 (float16, half), bf16 "
+         "(bfloat16), fp32 (float32), tf32, fp8_e4m3 (fp8), fp8_e5m2.")]
+UtilizationOpt = Annotated[Optional[float], typer.Option(
+    "--gpu-memory-utilization", parser=params.number(0, 1, lo_open=True), metavar="X",
+    help="Share of device memory for weights and KV cache, in (0, 1] (default 0.9).")]
+MemFractionStaticOpt = Annotated[Optional[float], typer.Option(
+    "--mem-fraction-static", parser=params.number(0, 1, lo_open=True), metavar="X",
+    help="--gpu-memory-utilization as SGLang spells it.")]
+WeightDTypeOpt = Annotated[Optional[str], typer.Option(
+    "--weight-dtype", parser=_checked(_weights, "FORMAT"), metavar="FORMAT",
+    help="Format of the linear layers' weights: auto (as the checkpoint ships them, the default), a dtype (bf16, "
+         "fp8 = fp8_e4m3, ...), fp8_block, mxfp4, nvfp4, int4_g128[_zp], nf4[_dq]; embeddings, LM head, norms "
+         "and router stay in the checkpoint's dtype.")]
+QuantizationOpt = Annotated[Optional[str], typer.Option(
+    "--quantization", "-q", parser=_checked(_quantization, "METHOD"), metavar="METHOD",
+    help="The engines' --quantization: fp8 quantises an unquantised checkpoint at load; awq, gptq, bitsandbytes, "
+         "compressed-tensors, modelopt, mxfp4, ... must name the checkpoint's own quantization_config method "
+         "(weights then as shipped).")]
+MaxModelLenOpt = Annotated[Optional[int], typer.Option(
+    "--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",
+    help="Longest request (vLLM's --max-model-len; default: as vLLM derives it from the model's config).")]
+
+
+def words_of(ctx: typer.Context) -> DeploymentWords:
+    """The DeploymentWords the user typed: each field from the command's parameter of the same name, where that
+    parameter was given on the command line (defaults are not words: the engines' defaults apply)."""
+    values = {}
+    for name in DeploymentWords.__dataclass_fields__:
+        if name in ctx.params and ctx.get_parameter_source(name).name == "COMMANDLINE":
+            value = ctx.params[name]
+            if value is None and name in ("dtype", "kv_dtype", "weight_dtype"):
+                value = "auto"                      # the parsers give None for 'auto', the default typed
+            values[name] = value.value if isinstance(value, (DType, WeightFormat)) else value
+    return DeploymentWords(**values)
+
+
+__all__ = ["BlockSizeOpt", "DTypeAutoOpt", "KvCacheDTypeOpt", "KvDTypeOpt", "MaxModelLenOpt", "MemFractionStaticOpt",
+           "PageSizeOpt", "QuantizationOpt", "TensorParallelOpt", "TensorParallelSizeOpt", "UtilizationOpt",
+           "WeightDTypeOpt", "words_of"]
