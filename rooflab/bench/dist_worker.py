@@ -236,8 +236,14 @@ def as_cupy_cached(t):
     view = _VIEWS.get(key)
     if view is None:
         import cupy
+        import torch
 
-        view = _VIEWS[key] = cupy.asarray(t)
+        if t.dtype == torch.bfloat16:           # torch's CUDA array interface has no bf16: its bits, as CuPy's bf16
+            from ..kernels.testing import resolve_dtype
+
+            view = _VIEWS[key] = cupy.asarray(t.view(torch.int16)).view(resolve_dtype("bf16"))
+        else:
+            view = _VIEWS[key] = cupy.asarray(t)
     return view
 
 
