@@ -443,7 +443,10 @@ def parse_bytes(text: str) -> int:
     if not match:
         quoted = text[:20] + "..." if len(text) > _MAX_NUMBER_CHARS else text
         raise ValueError(f"'{quoted}' is not a size (e.g. 80GiB, 192GB, 512MiB)")
-    value = Decimal(match.group(1).replace("_", "")) * int(_SIZE_UNITS[(match.group(2) or "b").lower()])
-    if value != value.to_integral_value():      # '0.5B' rounded to 0 bytes; '1.5KB' = 1,500 is whole
-        raise ValueError(f"'{text}' is not a whole number of bytes")
-    return int(value)
+    unit = (match.group(2) or "b").lower()
+    value = Decimal(match.group(1).replace("_", "")) * int(_SIZE_UNITS[unit])
+    whole = value.to_integral_value()
+    if value != whole and (_SIZE_UNITS[unit] == 1 or whole == 0):
+        raise ValueError(f"'{text}' is not a whole number of bytes")    # '0.5B' was read as 0 bytes
+    # a larger unit with decimals is a rounded display ('23.55GiB' in an engine's log): the nearest byte
+    return int(whole)

@@ -63,13 +63,20 @@ def test_weight_format_of_takes_formats_and_dtypes_by_name():
     assert WeightFormat.of(DType.tf32) is WeightFormat.fp32
 
 
-@pytest.mark.parametrize("text", ["0.5B", "0.5", "1.5", "0.0001KB", "1.0000001KiB"])
+@pytest.mark.parametrize("text", ["0.5B", "0.5", "1.5", "0.0001KB", "0.4B"])
 def test_a_size_that_is_not_a_whole_number_of_bytes_is_refused(text):
-    """'0.5B' was rounded to 0 bytes; a fraction of a byte is refused, naming the text."""
+    """'0.5B' was rounded to 0 bytes; a fraction of a byte, or a size that rounds to none, is refused."""
     with pytest.raises(ValueError, match="whole number of bytes"):
         parse_bytes(text)
 
 
 @pytest.mark.parametrize("text, value", [("1.5KB", 1500), ("0.5KiB", 512), ("2.5GB", 2_500_000_000), ("7B", 7)])
 def test_a_fraction_of_a_unit_that_makes_whole_bytes_is_kept(text, value):
+    assert parse_bytes(text) == value
+
+
+@pytest.mark.parametrize("text, value", [("23.55GiB", round(23.55 * 2**30)), ("1.0000001KiB", 1024),
+                                         ("79.22GiB", round(79.22 * 2**30))])
+def test_a_rounded_size_as_engines_print_it_is_the_nearest_byte(text, value):
+    """vLLM and SGLang print sizes to two decimals ('Available KV cache memory: 23.55 GiB'): the nearest byte."""
     assert parse_bytes(text) == value
