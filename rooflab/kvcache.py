@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .cost.batch import DecodeBatch, decode_batch
 from .cost.common import check_flag, real_number, whole_number
 from .errors import InputError, shown
@@ -74,14 +76,37 @@ def pages_kept(layer: LayerType, context_len: int, page_size: int,
     context_len = whole_number(context_len, "context length", minimum=0, maximum=MAX_TOKENS)
     page_size = whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)
     allocation = WindowAllocation.of(allocation, "allocation")
+    return int(pages_array(layer, np.asarray(context_len, dtype=np.int64), page_size, allocation))
+
+
+def pages_array(layer: LayerType, context_lens: np.ndarray, page_size: int,
+                allocation: WindowAllocation = WindowAllocation.hybrid) -> np.ndarray:
+    """pages_kept at each of `context_lens` (int64 tokens, checked by the caller): the one formula, vectorised."""
+    lens = np.asarray(context_lens, dtype=np.int64)
     if layer.kind is LayerKind.linear:
-        return 0
-    full = -(-context_len // page_size)
+        return np.zeros_like(lens)
+    full = -(-lens // page_size)
     if allocation is WindowAllocation.full or layer.kind in (LayerKind.full, LayerKind.mla):
         return full
     if layer.kind is LayerKind.sliding:
-        return min(full, -(-layer.window // page_size) + 1)
-    return min(full, -(-layer.chunk // page_size) + (1 if layer.chunk % page_size else 0))
+        return np.minimum(full, -(-layer.window // page_size) + 1)
+    return np.minimum(full, -(-layer.chunk // page_size) + (1 if layer.chunk % page_size else 0))
+
+
+def sequence_bytes(layout: "KvLayout", model: ModelSpec, context_lens: np.ndarray,
+                   allocation: WindowAllocation = WindowAllocation.hybrid, position_split: int = 1) -> np.ndarray:
+    """KvLayout.bytes_per_sequence at each of `context_lens` in closed form: `layout`'s bytes per token and states
+    (they do not depend on the length), each length's pages (pages_array), a 1 / position_split share of the
+    pages of every layer that has pages (decode context or KV parallelism: ceil(pages / split) on the fullest
+    GPU). int64 bytes, one GPU."""
+    lens = np.asarray(context_lens, dtype=np.int64)
+    total = np.zeros(lens.shape, dtype=np.int64)
+    for k in layout.layers:
+        pages = pages_array(model.layer_types[k.name], lens, layout.page_size, allocation)
+        if position_split > 1 and k.kind is not LayerKind.linear:
+            pages = -(-pages // position_split)
+        total += k.num_layers * (pages * layout.page_size * k.bytes_per_token + k.state_bytes)
+    return total
 
 
 def kv_layout(model: ModelSpec, context_len: int, kv_dtype: DType, page_size: int = 16, tensor_parallel: int = 1,

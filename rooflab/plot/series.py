@@ -17,7 +17,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..capacity import CapacityPlan, plan_capacity
+from ..capacity import CapacityPlan, capacity_curve, plan_capacity
+from ..deployment import Deployment
 from ..cost.batch import DecodeBatch
 from ..cost.common import KernelCost
 from ..cost.layers import layer_decode, layer_prefill, main_attention, model_decode, model_prefill, model_total
@@ -330,23 +331,25 @@ def _capacity_upper(first: CapacityPlan) -> int:
 def capacity_sweep(model: ModelSpec, gpu: GpuSpec, page_size: int = 16, weight_dtype: DType | WeightFormat | None = None,
                    kv_dtype: Optional[DType] = None, gpu_memory_utilization: float = 0.9,
                    max_model_len: Optional[int] = None, tensor_parallel: int = 1,
-                   context_lens: Optional[Sequence[int]] = None, max_context_len: Optional[int] = None) -> CapacitySweep:
-    """plan_capacity at each context length of `context_lens`, or from 256 tokens to `max_context_len` (default:
-    past the longest single context that fits and twice the max model length)."""
-    options = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization,
-                   page_size=page_size, max_model_len=max_model_len, tensor_parallel=tensor_parallel)
-    first = plan_capacity(model, gpu, 256, **options)
+                   context_lens: Optional[Sequence[int]] = None, max_context_len: Optional[int] = None,
+                   deployment: Optional[Deployment] = None) -> CapacitySweep:
+    """plan_capacity's sequences at each context length of `context_lens`, or from 256 tokens to `max_context_len`
+    (default: past the longest single context that fits and twice the max model length), in closed form
+    (capacity.capacity_curve: the same figures as plan_capacity point by point). `deployment` replaces page_size,
+    weight_dtype, kv_dtype, gpu_memory_utilization and tensor_parallel."""
+    if deployment is None:
+        deployment = Deployment(tensor_parallel=tensor_parallel, page_size=page_size, weight_format=weight_dtype,
+                                kv_cache_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization)
+    first = plan_capacity(model, gpu, 256, max_model_len=max_model_len, deployment=deployment)
     lens = user_lengths(context_lens, "context_lens", max_context_len, "max_context_len")
     if lens is None:
         lens = length_grid(256, max_context_len if max_context_len is not None else _capacity_upper(first),
                            per_octave=32)
-    plans = [plan_capacity(model, gpu, int(n), **options) for n in lens]
+    curve = capacity_curve(model, gpu, lens, deployment, max_model_len=max_model_len)
     return CapacitySweep(model.display_name, gpu.display_name, first.weight_dtype, first.kv_dtype,
-                         int(page_size), first.max_model_len, gpu_memory_utilization,
-                         float(first.kv_budget_bytes), lens,
-                         np.array([p.max_sequences_paged for p in plans], dtype=np.float64),
-                         np.array([p.max_sequences_contiguous for p in plans], dtype=np.float64),
-                         first.max_context_len, tensor_parallel)
+                         deployment.page_size, first.max_model_len, deployment.gpu_memory_utilization,
+                         float(first.kv_budget_bytes), lens, curve.paged.astype(np.float64),
+                         curve.contiguous.astype(np.float64), first.max_context_len, deployment.tensor_parallel)
 
 
 def capacity_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], page_size: int = 16,
