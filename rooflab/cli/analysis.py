@@ -9,12 +9,11 @@ from ..output import Format
 from ..units import DType
 from ..vocab import CeilingSource, Phase, StepKind, WindowAllocation
 from ..cost.paged import MAX_Q_LEN
-from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_PAGE_SIZE, MAX_TOKENS
+from ..limits import MAX_GIB, MAX_GPUS, MAX_LOGIT_STD, MAX_TOKENS
 from . import deployment_options as dopt
-from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt, FormatOpt,
-               GpuOpt, KvDTypeOpt, WindowAllocationOpt,
-               MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt, TensorParallelOpt, UtilizationOpt,
-               ImplOpt, WeightDTypeOpt, app, decode_lengths, fail, friendly, only_for, params, parse_lengths)
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, ExpertParallelOpt, FormatOpt, GpuOpt,
+               ImplOpt, ModelOpt, SeqLenOpt, SplitsOpt, WindowAllocationOpt, app, decode_lengths, fail, friendly,
+               only_for, params, parse_lengths)
 
 list_app = typer.Typer(help="List the bundled GPU and model specs.", add_completion=False, no_args_is_help=True,
                        rich_markup_mode=None)
@@ -31,11 +30,12 @@ def report(
                                          "whole model's step on a deployment (--tp, --dcp, --pcp).")] = Phase.prefill,
     seq_len: SeqLenOpt = 8192,
     batch: BatchOpt = 1,
-    dtype: DTypeOpt = DType.fp16,
+    dtype: dopt.DTypeAutoOpt = DType.fp16,
     causal: CausalOpt = True,
     context_len: ContextOpt = None,
-    page_size: PageOpt = 16,
-    kv_dtype: KvDTypeOpt = None,
+    page_size: dopt.PageSizeOpt = None,
+    block_size: dopt.BlockSizeOpt = None,
+    kv_dtype: dopt.KvDTypeOpt = None,
     splits: SplitsOpt = None,
     q_len: Annotated[int, typer.Option("--q-len", parser=params.count(1, MAX_Q_LEN), metavar="N",
                                        help="Decode: new tokens per sequence, causal among themselves "
@@ -90,9 +90,7 @@ def report(
     gemm_dtype: Annotated[Optional[DType], typer.Option("--gemm-dtype", parser=params.dtype(), metavar="DTYPE",
                                                         help="Step: the GEMMs' arithmetic (default: fp8 for fp8 "
                                                              "weights, else --dtype).")] = None,
-    kv_cache_dtype: Annotated[Optional[DType], typer.Option("--kv-cache-dtype", parser=params.dtype(auto=True),
-                                                            metavar="DTYPE", help="Step: the KV cache's element type "
-                                                                                  "(auto: --dtype); --kv-dtype too.")] = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
     speculative_config: Annotated[Optional[str], typer.Option("--speculative-config", metavar="JSON",
                                                               help="Step (decode): vLLM's '{\"method\": \"eagle\", "
                                                                    "\"num_speculative_tokens\": 3}' (method mtp, "
@@ -125,8 +123,11 @@ def report(
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
+    words, _, _ = dopt.words_of(ctx).resolve()          # rooflab's and the engines' names of one setting agree
+    page_size, kv_dtype = words.page_size, words.kv_cache_dtype
+
     step_only = ("step", "tp", "dcp", "kv_parallel", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep",
-                 "enable_ep", "expert_imbalance", "quantization", "gemm_dtype", "kv_cache_dtype", "speculative_config",
+                 "enable_ep", "expert_imbalance", "quantization", "gemm_dtype", "speculative_config",
                  "speculative_algorithm", "speculative_tokens", "draft_model", "acceptance", "eager", "fused",
                  "utilization")
     if phase is not Phase.step:
@@ -141,7 +142,7 @@ def report(
             fail("--phase step takes one --context-len (every sequence of the batch at that length)")
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
         deployment = _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size,
-                                      dtype if given else None, kv_cache_dtype or kv_dtype, quantization, gemm_dtype,
+                                      dtype if given else None, kv_dtype, quantization, gemm_dtype,
                                       utilization, eager, fused, speculative_config, speculative_algorithm,
                                       speculative_tokens, draft_model, acceptance)
         r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment,
@@ -150,12 +151,16 @@ def report(
         typer.echo(render_step(r, fmt), nl=False)
         return
     if phase is Phase.prefill:
-        only_for(ctx, "decode", "context_len", "page_size", "kv_dtype", "splits", "q_len", "prefill_chunk", "must_fit")
-        r = prefill_report(load_model(model), load_gpu(gpu[0]), seq_len, batch, dtype, causal, ceilings, impl)
+        only_for(ctx, "decode", "context_len", "page_size", "block_size", "kv_dtype", "kv_cache_dtype", "splits", "q_len", "prefill_chunk", "must_fit")
+        m, g = load_model(model), load_gpu(gpu[0])
+        dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
+        r = prefill_report(m, g, seq_len, batch, dtype, causal, ceilings, impl)
     else:
         only_for(ctx, "prefill", "seq_len", "causal")
         lens = decode_lengths(context_len, batch)
-        r = decode_report(load_model(model), load_gpu(gpu[0]), lens, page_size, dtype, kv_dtype, splits, ceilings,
+        m, g = load_model(model), load_gpu(gpu[0])
+        dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
+        r = decode_report(m, g, lens, page_size, dtype, kv_dtype, splits, ceilings,
                           q_len=q_len, prefill_chunk=prefill_chunk, impl=impl)
         if must_fit and not r.fits:
             from ..units import fmt_bytes
