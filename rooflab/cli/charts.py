@@ -9,8 +9,8 @@ import typer
 from ..units import DType
 from ..errors import RooflabError
 from ..limits import MAX_BATCH, MAX_TOKENS
-from . import (DTypeOpt, KvDTypeOpt, MaxModelLenOpt, ModelOpt, PageOpt, TensorParallelOpt, UtilizationOpt,
-               WeightDTypeOpt, app, friendly, params, parse_lengths)
+from . import deployment_options as dopt
+from . import ModelOpt, app, friendly, params, parse_lengths
 
 plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
                        add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -61,6 +61,11 @@ def _output_opt(default: str):
 MAX_CHART_GPUS = 32
 
 
+def _dtype(dtype, model, gpus):
+    """--dtype, or for auto the checkpoint's dtype as vLLM loads it on the first GPU (ModelSpec.loaded_dtype)."""
+    return dtype or model.loaded_dtype(gpus[0].compute_capability_version)
+
+
 def _names(values: list[str] | None, default: str) -> list[str]:
     """GPU names from repeated options and comma lists; an empty entry is an error, no option the default."""
     if not values:
@@ -107,7 +112,7 @@ def plot_roofline(
                                          help="Prefill tokens; also the decode context of the paged point.")] = 8192,
     batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
                                        help="Prefill sequences in the batch.")] = 1,
-    dtype: DTypeOpt = DType.fp16,
+    dtype: dopt.DTypeAutoOpt = DType.fp16,
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask for the prefill points (decoders prefill causally; --no-causal for the chapter's figures).")] = True,
     decode_batch: Annotated[int, typer.Option("--decode-batch", parser=params.count(1, MAX_BATCH), metavar="N",
                                               help="Sequences of the paged-decode point.")] = 1,
@@ -129,7 +134,8 @@ def plot_roofline(
         measured = measured_points(validation)
         names = names if gpu else [validation.gpu]
     gpus = [load_gpu(name) for name in names]
-    data = roofline_data(load_model(model), gpus, seq_len, dtype, batch, causal, decode_batch, flash_tiled=flash_tiled)
+    m = load_model(model)
+    data = roofline_data(m, gpus, seq_len, _dtype(dtype, m, gpus), batch, causal, decode_batch, flash_tiled=flash_tiled)
     _save(roofline_chart(data, measured, exp_roof), output, "roofline.png",
           lambda: data.chart_frame(measured, exp_roof), data_file)
 
@@ -141,7 +147,7 @@ def plot_memory(
     gpu: GpusOpt = None,
     batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
                                        help="Sequences prefilled together.")] = 1,
-    dtype: DTypeOpt = DType.fp16,
+    dtype: dopt.DTypeAutoOpt = DType.fp16,
     max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", parser=params.count(512, MAX_TOKENS), metavar="N",
                                                        help="Right end of the length axis (default: past where naive stops fitting).")] = None,
     lengths: LengthsOpt = None,
@@ -154,7 +160,8 @@ def plot_memory(
 
     seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    sweep = memory_sweep(load_model(model), gpus, batch, dtype, max_seq_len, seq_lens)
+    m = load_model(model)
+    sweep = memory_sweep(m, gpus, batch, _dtype(dtype, m, gpus), max_seq_len, seq_lens)
     _save(memory_chart(sweep), output, "memory.png", sweep.to_frame, data_file)
 
 
@@ -165,7 +172,7 @@ def plot_time(
     gpu: GpusOpt = None,
     batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
                                        help="Sequences prefilled together.")] = 1,
-    dtype: DTypeOpt = DType.fp16,
+    dtype: dopt.DTypeAutoOpt = DType.fp16,
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask (decoders prefill causally; --no-causal for the chapter's figures).")] = True,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
                                          help="Length marked with both times and their ratio (with --lengths: marked when it is one of them).")] = 8192,
@@ -181,19 +188,23 @@ def plot_time(
 
     seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    sweeps = time_sweeps(load_model(model), gpus, batch, dtype, causal, max_seq_len, seq_len, seq_lens)
+    m = load_model(model)
+    sweeps = time_sweeps(m, gpus, batch, _dtype(dtype, m, gpus), causal, max_seq_len, seq_len, seq_lens)
     _save(time_chart(sweeps), output, "time.png", lambda: _frames(sweeps), data_file)
 
 
 @plot_app.command("decode")
 @friendly
 def plot_decode(
+    ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
     batch: Annotated[Optional[list[str]], typer.Option("--batch", "-b", metavar="N[,N...]", help="Batch sizes, one line each; repeat or give a comma list (default 1,8,32,128).")] = None,
-    page_size: PageOpt = 16,
-    dtype: DTypeOpt = DType.fp16,
-    kv_dtype: KvDTypeOpt = None,
+    page_size: dopt.PageSizeOpt = None,
+    block_size: dopt.BlockSizeOpt = None,
+    dtype: dopt.DTypeAutoOpt = DType.fp16,
+    kv_dtype: dopt.KvDTypeOpt = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
     max_context_len: Annotated[Optional[int], typer.Option("--max-context-len", parser=params.count(512, MAX_TOKENS),
                                                            metavar="N", help="Right end of the context axis.")] = None,
     lengths: LengthsOpt = None,
@@ -208,21 +219,30 @@ def plot_decode(
     context_lens = _lengths(lengths, max_context_len, "--max-context-len")
     batches = parse_lengths(batch, "--batch", MAX_BATCH) or list(DECODE_BATCHES)
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    sweeps = decode_sweeps(load_model(model), gpus, batches, page_size, dtype, kv_dtype, max_context_len, context_lens)
+    d, _, _ = dopt.words_of(ctx).resolve()
+    m = load_model(model)
+    sweeps = decode_sweeps(m, gpus, batches, d.page_size, _dtype(dtype, m, gpus), d.kv_cache_dtype, max_context_len,
+                           context_lens)
     _save(decode_chart(sweeps), output, "decode.png", lambda: _frames(sweeps), data_file)
 
 
 @plot_app.command("capacity")
 @friendly
 def plot_capacity(
+    ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
-    page_size: PageOpt = 16,
-    weight_dtype: WeightDTypeOpt = None,
-    kv_dtype: KvDTypeOpt = None,
-    utilization: UtilizationOpt = 0.9,
-    max_model_len: MaxModelLenOpt = None,
-    tensor_parallel: TensorParallelOpt = 1,
+    page_size: dopt.PageSizeOpt = None,
+    block_size: dopt.BlockSizeOpt = None,
+    weight_dtype: dopt.WeightDTypeOpt = None,
+    quantization: dopt.QuantizationOpt = None,
+    kv_dtype: dopt.KvDTypeOpt = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
+    utilization: dopt.UtilizationOpt = None,
+    mem_fraction_static: dopt.MemFractionStaticOpt = None,
+    max_model_len: dopt.MaxModelLenOpt = None,
+    tensor_parallel: dopt.TensorParallelOpt = None,
+    tensor_parallel_size: dopt.TensorParallelSizeOpt = None,
     lengths: LengthsOpt = None,
     output: _output_opt("capacity.png") = None,
     data_file: DataOpt = None,
@@ -234,8 +254,10 @@ def plot_capacity(
 
     context_lens = _lengths(lengths, None, "")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    sweeps = capacity_sweeps(load_model(model), gpus, page_size, weight_dtype, kv_dtype, utilization,
-                             max_model_len, tensor_parallel, context_lens)
+    m = load_model(model)
+    d, _, _ = dopt.words_of(ctx).resolve(checkpoint_quantized=bool(m.quantization))
+    sweeps = capacity_sweeps(m, gpus, d.page_size, d.weight_format, d.kv_cache_dtype, d.gpu_memory_utilization,
+                             max_model_len, d.tensor_parallel, context_lens)
     _save(capacity_chart(sweeps), output, "capacity.png", lambda: _frames(sweeps), data_file)
 
 

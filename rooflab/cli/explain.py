@@ -10,8 +10,9 @@ from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_TOKENS
 from ..units import DType
 from ..vocab import EXPLAINED, CeilingSource, Variant
-from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DTypeOpt, GpuOpt, ImplOpt, KvDTypeOpt, ModelOpt,
-               PageOpt, SplitsOpt, app, decode_lengths, friendly, params)
+from . import deployment_options as dopt
+from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, GpuOpt, ImplOpt, ModelOpt, SplitsOpt, app, decode_lengths,
+               friendly, params)
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
 #: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
@@ -28,6 +29,7 @@ class ExplainFormat(str, enum.Enum):
 @app.command()
 @friendly
 def explain(
+    ctx: typer.Context,
     variant: Annotated[ExplainVariant, typer.Option("--variant", "-v", help="Which variant's figures to derive (merge: --seq-len tokens x batch; recurrent: a linear-attention layer's decode step and prefill).")] = ExplainVariant.naive,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
@@ -35,11 +37,13 @@ def explain(
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
                                          help="Prefill: tokens in the sequence; merge: tokens merged.")] = 8192,
     batch: BatchOpt = 1,
-    dtype: DTypeOpt = DType.fp16,
+    dtype: dopt.DTypeAutoOpt = DType.fp16,
     causal: CausalOpt = True,
     context_len: ContextOpt = None,
-    page_size: PageOpt = 16,
-    kv_dtype: KvDTypeOpt = None,
+    page_size: dopt.PageSizeOpt = None,
+    block_size: dopt.BlockSizeOpt = None,
+    kv_dtype: dopt.KvDTypeOpt = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
     splits: SplitsOpt = None,
     q_len: Annotated[int, typer.Option("--q-len", parser=params.count(1, MAX_Q_LEN), metavar="N",
                                        help="Decode: new tokens per sequence, causal among themselves (speculative "
@@ -56,7 +60,10 @@ def explain(
     from ..load import load_gpu, load_model
 
     lens = decode_lengths(context_len, batch)
-    e = derive(Variant(variant.value), load_model(model), load_gpu(gpu[0]), seq_len, batch, dtype, causal, lens,
-               page_size, kv_dtype, splits, ceilings, layer_type=layer_type, q_len=q_len,
-               mla_sparse_fp8=mla_sparse_fp8, impl=impl)
+    d, _, kv = dopt.words_of(ctx).resolve()
+    m, g = load_model(model), load_gpu(gpu[0])
+    dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
+    e = derive(Variant(variant.value), m, g, seq_len, batch, dtype, causal, lens, d.page_size, d.kv_cache_dtype,
+               splits, ceilings, layer_type=layer_type, q_len=q_len,
+               mla_sparse_fp8=mla_sparse_fp8 or bool(kv and kv.mla_sparse_fp8), impl=impl)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)
