@@ -638,6 +638,16 @@ REGRESSIONS = [
           ["--kv-cache-dtype", "fp8_ds_mla"], note="DeepSeek's sparse MLA layout on a model without MLA: priced as fp8"),
     _case(["plot", "roofline", "-g", ",".join(["h100-sxm"] * 500), "-o", "r.png"], ["--gpu"],
           note="500 GPUs on one chart ran for minutes"),
+    # session 7 (issue 24): paths the system refuses, repeated single-value options
+    _case(["report", "-m", "m" * 300], ["m" * 100, "File name too long"],
+          note="a model name longer than the system allows: exit 70 (OSError from Path.exists)"),
+    _case(["validate", str(SMALL_CSV), "-o", "v" * 300 + ".csv"], ["v" * 100, "--output", "-o"],
+          inputs=[SMALL_CSV], note="an output name longer than the system allows: exit 70"),
+    _case(["report", "-b", "4", "-b", "8"], ["-b given 2 times"], note="click kept the last silently"),
+    _case(["report", "--causal", "--no-causal"], ["--causal and --no-causal"], note="the last switch won silently"),
+    _case(["report", "-T", "1k", "--seq-len=2k"], ["-T and --seq-len"]),
+    _case(["validate", str(SMALL_CSV), "-f", "csv", "--format", "json"], ["-f and --format"], inputs=[SMALL_CSV]),
+    _case(["report", "--phase", "decode", "-L", "1k", "-L", "2k"], expect=0, note="a list option still repeats"),
 ]
 
 
