@@ -214,7 +214,7 @@ def validate(path: Path | Sequence[Path] | None = None, gpu_ref: Optional[str] =
                                                      tuple(Path(p) for p in path))
     meta, rows, spec = read_campaigns(files, gpu_ref)
     gpu = load_gpu(spec)
-    others = _campaign_rows(fit_from, gpu.name, files[0]) if fit_from else None
+    others = _campaign_rows(fit_from, gpu.name, files, rows) if fit_from else None
     try:
         return validate_rows(meta, rows, gpu, fit, others, tuple(str(p) for p in fit_from))
     except RooflabError as exc:       # a row rooflab cannot price: say which file
@@ -242,17 +242,25 @@ def _groups(rows: Sequence[Measurement]) -> dict[tuple[Kernel, str], list[Measur
     return groups
 
 
-def _campaign_rows(paths: Sequence[Path], gpu_name: str, target: Path) -> dict[tuple[Kernel, str], list[Measurement]]:
-    """Every row of the other campaigns, by group; each must be measured on `gpu_name` and not be `target`."""
+def _campaign_rows(paths: Sequence[Path], gpu_name: str, targets: Sequence[Path],
+                   target_rows: Sequence[Measurement] = ()) -> dict[tuple[Kernel, str], list[Measurement]]:
+    """Every row of the other campaigns, by group; each must be measured on `gpu_name` and share no row with the
+    files being validated (`targets`): a copy or a hard link of a target under another name is the same campaign,
+    and fitting on it would hold out the very rows it fitted (compared by rows, not by path)."""
+    own = set(target_rows)
     out: dict[tuple[Kernel, str], list[Measurement]] = {}
     for other in paths:
-        if Path(other).resolve() == Path(target).resolve():
+        if any(Path(other).resolve() == Path(t).resolve() for t in targets):
             raise InputError(f"--fit-from {other}: is the file being validated; fit on other campaigns")
         meta, rows = read_measurements(Path(other))
         spec = check_gpu(meta, None, str(other))
         if spec != gpu_name:
             raise InputError(f"--fit-from {other}: measured on {meta.get('device_name', spec)} (spec {spec}), "
                              f"not on {gpu_name}")
+        shared = sum(1 for m in rows if m in own)
+        if shared:
+            raise InputError(f"--fit-from {other}: {shared:,} of its {len(rows):,} rows are rows of "
+                             f"{', '.join(map(str, targets))} (a copy or a link of it?); fit on other campaigns")
         for key, members in _groups(rows).items():
             out.setdefault(key, []).extend(members)
     return out

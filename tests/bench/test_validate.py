@@ -265,3 +265,21 @@ def test_an_efficiency_above_100_percent_is_explained(validation):
     text = _view(dataclasses.replace(validation, groups=tuple(above))).replace("\n  ", " ")
     assert f"efficiency above 100% ({fitted[0].kernel.value}/{fitted[0].impl})" in text
     assert "not a share of the hardware" in text
+
+
+@pytest.mark.parametrize("how", ["copy", "hard link"])
+def test_fit_from_a_copy_or_link_of_the_validated_file_is_refused(tmp_path, how):
+    """A copy or a hard link of FILE under another name passed the path check, and its own rows were reported as
+    the out-of-campaign error; rows are compared, not paths."""
+    import os
+    import shutil
+
+    from rooflab.errors import InputError
+
+    small = data_dir("measurements") / "h200-fp8-decode.csv"
+    target = tmp_path / "a.csv"
+    shutil.copy(small, target)
+    other = tmp_path / "b.csv"
+    shutil.copy(target, other) if how == "copy" else os.link(target, other)
+    with pytest.raises(InputError, match=r"--fit-from .*b.csv: 8 of its 8 rows are rows of .*a.csv"):
+        validate(target, fit_from=[other])
