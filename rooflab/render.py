@@ -28,6 +28,8 @@ def _lens(r: Report) -> str:
     if not lens:
         runs = r.context_len_counts or ()
         return ", ".join(f"{n:,} x {c:,}" for n, c in runs[:6]) + (", ..." if len(runs) > 6 else "")
+    if len(set(lens)) == 1:
+        return f"{lens[0]:,} x {len(lens):,}" if len(lens) > 1 else f"{lens[0]:,}"
     return ", ".join(map(str, lens[:6])) + (f", ... ({len(lens)} sequences)" if len(lens) > 6 else "")
 
 
@@ -143,8 +145,10 @@ def _facts(r: Report) -> list[str]:
                 f"next to {fmt_bytes(f.weights_bytes)} of weights in {fmt_bytes(f.hbm_capacity_bytes)}; "
                 f"longest T that fits: {f.naive_max_seq_len:,}",
                 f"materialising S costs a factor of {f.flash_over_naive_intensity:.0f} in arithmetic intensity"]
-    return [f"decode intensity 2h/(b h_kv) = {f.decode_intensity_flop_per_byte:.1f} FLOP/byte whatever the "
-            f"context or batch; {f.work_units_unsplit} work units (sequences x KV heads) for "
+    formula, units = (("2h (d_qk + d_v) / (b d_latent)", "sequences x query-row tiles") if f.layer_kind == "mla"
+                      else ("2h/(b h_kv)", "sequences x KV heads"))
+    return [f"decode intensity {formula} = {f.decode_intensity_flop_per_byte:.1f} FLOP/byte whatever the "
+            f"context or batch; {f.work_units_unsplit} work units ({units}) for "
             f"{f.num_sms if f.num_sms is not None else 'an unknown number of'} SMs; "
             f"recommended split count: {f.recommended_splits}",
             f"whole model per step: {fmt_flops(f.flops_per_token)} per token, attention "

@@ -43,9 +43,9 @@ class PrefillFacts:
     naive_fits: bool
     flash_over_naive_intensity: float    # flash's intensity over naive's: the factor S through HBM costs
 
-    #: Output keys under their old spelling, kept readable: old -> new. (The old name said "naive over
-    #: flash" of a number that is flash over naive.)
-    RENAMED = {"naive_over_flash_intensity": "flash_over_naive_intensity"}
+    #: Output keys under their old spelling, kept readable: old -> new. (None now: the old
+    #: "naive_over_flash_intensity" held flash over naive, the inverse of its name, and is gone.)
+    RENAMED = {}  # type: ignore[var-annotated]
 
     def to_dict(self) -> dict:
         return _with_old_names(self)
@@ -56,14 +56,15 @@ class DecodeFacts:
     """What a decode report adds to its rows: the split recommendation, the launch's work units, the whole step."""
 
     recommended_splits: int
-    decode_intensity_flop_per_byte: float   # 2h / (b_kv h_kv): F over the KV bytes, fixed by the heads
-    work_units_unsplit: int                 # sequences x KV heads
+    decode_intensity_flop_per_byte: float   # F over the KV bytes, fixed by the heads (2h / (b_kv h_kv) for GQA)
+    work_units_unsplit: int                 # the unsplit launch's work units (sequences x KV heads for GQA)
     num_sms: int
     units_per_sm: float
     attention_flop_share: float
     flops_per_token: float
     weight_bytes_per_step: float
     kv_bytes_per_step: float
+    layer_kind: str = "full"                # the kind of the main layer type these facts describe
 
     RENAMED = {"decode_units_per_sm": "units_per_sm"}
 
@@ -341,6 +342,7 @@ def _decode_facts(model: ModelSpec, gpu: GpuSpec, lens: DecodeBatch, kv_dtype: D
         work_units_unsplit=int(unsplit.work_units), num_sms=gpu.num_sms, units_per_sm=gpu.units_per_sm,
         attention_flop_share=step.attention_flop_share, flops_per_token=step.flops_per_token,
         weight_bytes_per_step=step.weight_bytes_per_step, kv_bytes_per_step=step.kv_bytes_per_step,
+        layer_kind=model.layer_types[main_attention(model)].kind.value,
     )
 
 

@@ -203,3 +203,22 @@ def test_causal_must_be_a_switch(causal):
     for call in (prefill_report, prefill_facts):
         with pytest.raises(InputError, match="causal"):
             call(model, gpu, causal=causal)
+
+
+# --- labels that said something else than their figures ---------------------------------------------------------
+
+def test_prefill_facts_json_has_no_key_naming_the_inverse_of_its_value():
+    """facts held flash_over_naive_intensity and naive_over_flash_intensity, both 102.76: the second named the
+    inverse of its value."""
+    facts = prefill_report(load_model("llama-3-8b"), load_gpu("h100-sxm")).to_dict()["facts"]
+    assert "naive_over_flash_intensity" not in facts and facts["flash_over_naive_intensity"] > 1
+
+
+def test_mla_decode_facts_say_the_mla_intensity_formula():
+    from rooflab.render import render_report
+
+    text = render_report(decode_report(load_model("deepseek-v3"), load_gpu("h200-sxm"), DecodeBatch.uniform(32000, 8)))
+    assert "2h (d_qk + d_v) / (b d_latent)" in text and "2h/(b h_kv)" not in text
+    assert "context 32,000 x 8" in text                       # a uniform batch, not the length eight times
+    gqa = render_report(decode_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), [8192, 4096]))
+    assert "2h/(b h_kv) = 4.0 FLOP/byte" in gqa and "context 8192, 4096" in gqa

@@ -461,7 +461,7 @@ def test_report_phase_step(capsys):
     assert code == 0 and "on 2 x" in out and "KVP 2" in out and "t_predicted" in out
     code, out, _ = _run(["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "-tp", "8", "-dcp", "8",
                          "-L", "32K", "-b", "8"], capsys)
-    assert code == 0 and "on 8 x" in out and "DCP 8 (inside TP)" in out
+    assert code == 0 and "on 8 x" in out and "(TP 8, DCP 8)" in out
     code, out, _ = _run(["report", "--phase", "step", "-g", "h200-sxm", "--step", "prefill", "--cp", "2", "-L", "32K"],
                         capsys)
     assert code == 0 and "ring over 2 GPUs" in out
