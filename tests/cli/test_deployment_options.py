@@ -1,0 +1,136 @@
+"""Every spelling of a deployment setting on every command that takes it (rooflab/deployment_words.py's table):
+rooflab's name and the engines' give the same output; two names with two values are an error naming both; a bad
+value is a usage error naming the option."""
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab.cli import app
+from rooflab.deployment_words import DeploymentWords
+from rooflab.engines.vocab import Engine
+from rooflab.errors import InputError
+from rooflab.units import DType, WeightFormat
+
+runner = CliRunner()
+
+#: The commands and a fixed workload each (JSON output where the command has one; plots write --data).
+COMMANDS = {
+    "capacity": ["capacity", "-m", "qwen2.5-7b", "-g", "h100-sxm", "-f", "json"],
+    "capacity-engine": ["capacity", "-m", "qwen2.5-7b", "-g", "h100-sxm", "--engine", "vllm", "-f", "json"],
+    "report-decode": ["report", "--phase", "decode", "-m", "llama-3-8b", "-L", "4096", "-f", "json"],
+    "report-step": ["report", "--phase", "step", "-m", "llama-3-8b", "-g", "h100-sxm", "-L", "4096", "-f", "json"],
+    "explain": ["explain", "-v", "paged", "-m", "llama-3-8b", "-L", "4096"],
+    "plot-decode": ["plot", "decode", "-m", "llama-3-8b", "--lengths", "1000,4000"],
+    "plot-capacity": ["plot", "capacity", "-m", "qwen2.5-7b", "--lengths", "1000,4000"],
+}
+
+#: (commands, rooflab's spelling, the engines' spelling, a third spelling or None).
+SPELLINGS = [
+    (("capacity", "capacity-engine", "plot-capacity"), ["--tp", "2"], ["-tp", "2"], ["--tp-size", "2"]),
+    (("capacity", "capacity-engine", "plot-capacity"), ["--tensor-parallel", "2"], ["--tensor-parallel-size", "2"],
+     None),
+    (("report-step",), ["--tp", "2"], ["-tp", "2"], ["--tensor-parallel-size", "2"]),
+    (("capacity", "report-decode", "report-step", "explain", "plot-decode", "plot-capacity"),
+     ["--kv-dtype", "fp8_e4m3"], ["--kv-cache-dtype", "fp8"], ["--kv-dtype", "fp8"]),
+    # the engine mode echoes the KV-cache dtype by the name typed: fp8 and fp8_e4m3 are one dtype, two labels
+    (("capacity-engine",), ["--kv-dtype", "fp8_e4m3"], ["--kv-cache-dtype", "fp8_e4m3"], None),
+    (("capacity", "capacity-engine", "report-decode", "report-step", "explain", "plot-decode", "plot-capacity"),
+     ["--page-size", "256"], ["--block-size", "256"], None),
+    (("capacity", "capacity-engine", "report-decode", "explain", "plot-decode"),
+     ["--dtype", "bf16"], ["--dtype", "bfloat16"], ["--dtype", "auto"]),
+    (("report-decode", "explain"), ["--dtype", "fp16"], ["--dtype", "float16"], ["--dtype", "half"]),
+    (("capacity", "plot-capacity"), ["--gpu-memory-utilization", "0.8"], ["--mem-fraction-static", "0.8"], None),
+    (("report-step",), ["--gpu-memory-utilization", "0.8"], ["--mem-fraction-static", "0.8"], None),
+    (("capacity", "capacity-engine"), ["--max-model-len", "4096"], ["--max-model-len", "4K"], None),
+    (("capacity", "plot-capacity"), ["--weight-dtype", "fp8"], ["--quantization", "fp8"], ["-q", "fp8"]),
+    (("report-step",), ["--weight-dtype", "fp8"], ["--quantization", "fp8"], ["-q", "fp8"]),
+]
+
+
+def _out(command: str, extra: list[str], tmp_path) -> str:
+    args = COMMANDS[command] + extra
+    if command.startswith("plot"):
+        data = tmp_path / f"{command}.csv"
+        r = runner.invoke(app, args + ["-o", str(tmp_path / "x.png"), "--data", str(data)])
+        assert r.exit_code == 0, r.output
+        return data.read_text()
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+@pytest.mark.parametrize("command,ours,theirs,third", [(c, o, t, x) for cs, o, t, x in SPELLINGS for c in cs],
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))
+def test_every_spelling_gives_the_same_answer(command, ours, theirs, third, tmp_path):
+    expected = _out(command, ours, tmp_path)
+    assert _out(command, theirs, tmp_path) == expected
+    if third is not None:
+        assert _out(command, third, tmp_path) == expected
+    if ours[0] != theirs[0] and ours[0] != "--dtype":   # the setting changes the answer (else it is not read)
+        assert _out(command, [], tmp_path) != expected
+
+
+@pytest.mark.parametrize("command,args,message", [
+    ("capacity", ["--tp", "2", "-tp", "4"], "--tp 2 and --tensor-parallel-size 4"),
+    ("capacity", ["--page-size", "16", "--block-size", "32"], "--page-size 16 and --block-size 32"),
+    ("report-decode", ["--page-size", "16", "--block-size", "32"], "--page-size 16 and --block-size 32"),
+    ("explain", ["--kv-dtype", "bf16", "--kv-cache-dtype", "fp8"], "--kv-dtype"),
+    ("plot-capacity", ["--gpu-memory-utilization", "0.9", "--mem-fraction-static", "0.8"], "two values"),
+    ("capacity", ["--weight-dtype", "bf16", "--quantization", "fp8"], "--weight-dtype"),
+])
+def test_two_values_of_one_setting_are_refused(command, args, message, tmp_path):
+    extra = ["-o", str(tmp_path / "x.png")] if command.startswith("plot") else []
+    r = runner.invoke(app, COMMANDS[command] + args + extra)
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+@pytest.mark.parametrize("args", [["--tp", "0"], ["-tp", "-1"], ["--tp-size", "1e300"], ["--block-size", "0"],
+                                  ["--block-size", "99999999999999999999999"], ["--page-size", "nan"],
+                                  ["--mem-fraction-static", "0"], ["--mem-fraction-static", "nan"],
+                                  ["--gpu-memory-utilization", "inf"], ["--gpu-memory-utilization", "1e300"],
+                                  ["--gpu-memory-utilization", "-0.5"], ["--kv-cache-dtype", ""],
+                                  ["--kv-cache-dtype", "fp7"], ["--dtype", ""], ["--dtype", "x" * 1000],
+                                  ["--quantization", ""], ["--quantization", "awq2"], ["--weight-dtype", ""],
+                                  ["--max-model-len", "0"], ["--max-model-len", "1e300"],
+                                  ["--max-model-len", "99999999999999999999999"]])
+def test_bad_values_are_usage_errors_naming_the_option(args):
+    r = runner.invoke(app, COMMANDS["capacity"] + args)
+    assert r.exit_code == 2 and args[0] in r.output and "Traceback" not in r.output, r.output
+
+
+def test_sglang_refuses_fp8_from_the_command_line():
+    """SGLang's --kv-cache-dtype choices exclude 'fp8' (server_args.py); rooflab's --kv-dtype fp8 is its own name."""
+    base = ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", "--engine", "sglang"]
+    r = runner.invoke(app, base + ["--kv-cache-dtype", "fp8"])
+    assert r.exit_code == 2 and "not one SGLang takes" in r.output and "fp8_e4m3" in r.output
+    assert runner.invoke(app, base + ["--kv-cache-dtype", "fp8_e4m3"]).exit_code == 0
+    assert runner.invoke(app, base + ["--kv-dtype", "fp8"]).exit_code == 0
+    assert runner.invoke(app, ["capacity", "-m", "llama-3-8b", "--engine", "vllm",
+                               "--kv-cache-dtype", "fp8"]).exit_code == 0
+
+
+def test_quantization_follows_the_checkpoint():
+    """fp8 quantises an unquantised checkpoint at load (vLLM's Fp8Config); a method for a quantised checkpoint on
+    an unquantised one is refused; on a quantised checkpoint the weights stay as shipped."""
+    d, given, _ = DeploymentWords(quantization="fp8").resolve(checkpoint_quantized=False)
+    assert d.weight_format is WeightFormat.fp8 and "weight_format" in given
+    with pytest.raises(InputError, match="ships unquantised"):
+        DeploymentWords(quantization="awq").resolve(checkpoint_quantized=False)
+    d, given, _ = DeploymentWords(quantization="gptq_marlin").resolve(checkpoint_quantized=True)
+    assert d.weight_format is None and "weight_format" in given
+    r = runner.invoke(app, ["capacity", "-m", "gpt-oss-20b", "--quantization", "mxfp4", "-f", "json"])
+    assert r.exit_code == 0 and r.stdout == runner.invoke(app, ["capacity", "-m", "gpt-oss-20b", "-f", "json"]).stdout
+
+
+def test_words_resolve_checks_values_where_they_enter():
+    for words in (DeploymentWords(tensor_parallel=0), DeploymentWords(block_size=True),
+                  DeploymentWords(utilization=float("nan")), DeploymentWords(mem_fraction_static=1e300),
+                  DeploymentWords(dtype=""), DeploymentWords(kv_cache_dtype=" "), DeploymentWords(page_size=10**30),
+                  DeploymentWords(weight_dtype="x" * 100), DeploymentWords(max_model_len=-1)):
+        with pytest.raises(InputError):
+            words.resolve()
+            words.max_model_len_checked
+    d, given, kv = DeploymentWords(dtype="auto", kv_cache_dtype="auto").resolve(engine=Engine.sglang)
+    assert d.dtype is None and d.kv_cache_dtype is None and given == {"dtype", "kv_cache_dtype"}
+    d, _, _ = DeploymentWords(dtype="bfloat16", tensor_parallel_size=4).resolve()
+    assert d.dtype is DType.bf16 and d.tensor_parallel == 4
