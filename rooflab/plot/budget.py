@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from ..capacity import CapacityPlan
 from ..units import GiB
-from .style import chart, VARIANT_COLORS, new_figure, title
+from .style import chart, VARIANT_COLORS, new_figure
 
 
 #: Colours of the parts of one GPU's memory in budget_chart.
@@ -47,7 +47,8 @@ def budget_chart(plans: Sequence[CapacityPlan]) -> Figure:
     ax.set_xlim(0, max(p.hbm_bytes for p in plans) / GiB * 1.32)
     ax.set_xlabel("memory of one GPU (GiB)")
     ax.grid(False, axis="y")
-    title(ax, "Where each GPU's memory goes", "weights per GPU, then the KV cache; the label counts the "
-              "sequences the KV budget holds (paged)")
+    # on the figure, not the axes: long deployment labels narrow the axes, and an axes title ran off the right edge
+    fig.suptitle("Where each GPU's memory goes\nweights per GPU, then the KV cache; the label counts the sequences "
+                 "the KV budget holds (paged)", x=0.01, ha="left", fontsize=11)
     fig.legend(loc="outside lower center", fontsize=9, ncols=4, frameon=False)
     return fig

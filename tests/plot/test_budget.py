@@ -37,3 +37,19 @@ def test_budget_chart_bars_are_the_plans():
     assert labels == ["llama-3-8b on h100-sxm", "llama-3-70b on 4 x h200-sxm"]
     with pytest.raises(ValueError):
         budget_chart([])
+
+
+def test_budget_chart_title_stays_inside_the_figure_with_a_long_label():
+    """The title sat on the axes, which a long deployment label narrows: its second line ran off the right edge."""
+    from rooflab.capacity import plan_capacity
+    from rooflab.load import load_gpu, load_model
+    from rooflab.plot import budget_chart
+
+    fig = budget_chart([plan_capacity(load_model("qwen3-next-80b-a3b"), load_gpu("a100-pcie-80gb"), 8192,
+                                      tensor_parallel=4)])
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    box, page = fig._suptitle.get_window_extent(renderer), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and "KV budget holds (paged)" in fig._suptitle.get_text()
