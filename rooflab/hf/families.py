@@ -33,6 +33,7 @@ from ..specs import LayerType, ModelSpec
 from ..vocab import LayerKind
 from .common import (HF_NAMES, chunk_type, layer_kinds, linear_type, moe, sparse_step_layers, stack, weight_dtype,
                      window_type)
+from .context import vllm_max_model_len
 from .quant import quantization
 from .read import Fields
 
@@ -58,7 +59,7 @@ def base(c: Fields) -> dict:
     hidden = c.count("hidden_size")
     return {"num_layers": c.count("num_hidden_layers", hi=MAX_LAYERS), "hidden_size": hidden, "num_qo_heads": heads,
             "num_kv_heads": kv, "head_dim": head_dim(c, hidden, heads), "vocab_size": c.count("vocab_size"),
-            "max_context_len": c.count("max_position_embeddings"), "tie_word_embeddings": tied(c),
+            "max_context_len": vllm_max_model_len(c), "tie_word_embeddings": tied(c),
             "attention_bias": c.flag("attention_bias", False), "weight_dtype": weight_dtype(c),
             **dict(zip(("quantization", EXCLUDED), quantization(c)))}
 
