@@ -19,6 +19,14 @@ cuDNN's forward on Hopper measured close to 1), c0 a fixed overhead per call and
 A flash kernel fitted with a tile term (bench/fitting.TILE_KERNELS: windowed and chunked prefill, where a
 query tile visits few key tiles) prices F and E at the work its tiles do: whole B_r x B_c tiles, plus a
 fixed cost of n key tiles a query tile (FlashCost.tile_work; n fitted, `unit_overhead_tiles`).
+MLA decode's fit counts rows instead (MlaDecodeCost.tile_work: whole 16-, 32- or 64-row tiles, n rows' worth a
+cached token, and `fp8_overhead_rows` more with an fp8 latent), and may have a memory efficiency of its own:
+
+    t_pred = c0 + max(t_mem / eta_mem, max(t_mat, t_exp) + a min(t_mat, t_exp)) / (eta f)     (eta_mem <= 1)
+
+(t_mem divided by the ratio eta_mem / eta inside the max): the mma.sync MLA kernel streams its latent at close to
+the copy bandwidth where the memory binds (16 rows a unit) but reaches well under half the bf16 MMA rate where
+the compute does (32 and 64 rows), which one efficiency dividing both cannot hold.
 """
 
 from __future__ import annotations
@@ -40,38 +48,52 @@ from .units import DType
 from .vocab import CeilingSource, Kernel, LayerKind, Pipe
 
 
-def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float = 0.0) -> np.ndarray:
-    """One launch's modelled time before efficiency and overhead (the module docstring's max(...))."""
+def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float = 0.0,
+                      memory_ratio: float = 1.0) -> np.ndarray:
+    """One launch's modelled time before efficiency and overhead (the module docstring's max(...)); the memory
+    term divided by `memory_ratio` (a fit's memory_efficiency / efficiency: 1 where one efficiency divides both)."""
     if not isinstance(kernel, KernelCost) or not isinstance(ceilings, Ceilings):
         raise InputError(f"launch_model_time takes a KernelCost and Ceilings, got {type(kernel).__name__} and "
                          f"{type(ceilings).__name__}")
     exp_overlap = real_number(exp_overlap, "exp_overlap", 0.0, 1.0)
+    memory_ratio = real_number(memory_ratio, "memory_ratio (memory_efficiency / efficiency)", 0.0, 100.0)
     rate = ceilings.matmul_flop_per_s if kernel.pipe is Pipe.tensor else ceilings.vector_flop_per_s
     t_mat = kernel.flops / rate
     t_exp = kernel.exp_ops / ceilings.exp_per_s if ceilings.exp_per_s else np.zeros_like(np.asarray(t_mat))
     compute = np.maximum(t_mat, t_exp) + exp_overlap * np.minimum(t_mat, t_exp)
-    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s, compute) / \
+    return np.maximum(kernel.hbm_bytes / ceilings.bandwidth_bytes_per_s / memory_ratio, compute) / \
         ceilings.busy_share(kernel.parallel_fraction)
 
 
-def priced_launches(cost: Cost, unit_overhead_tiles: float | None = None) -> tuple[KernelCost, ...]:
+def priced_launches(cost: Cost, unit_overhead_tiles: float | None = None,
+                    fp8_overhead_rows: float | None = None) -> tuple[KernelCost, ...]:
     """The launches a model prices: the cost's own, or, for a flash kernel fitted with a tile term, its launch with
     FLOPs and exps scaled to the work its tiles do (FlashCost.tile_work: whole tiles and a fixed cost of
-    `unit_overhead_tiles` key tiles a query tile)."""
+    `unit_overhead_tiles` key tiles a query tile; MLA decode's MlaDecodeCost.tile_work in rows, with
+    `fp8_overhead_rows` more a cached token of an fp8 latent)."""
     if not hasattr(cost, "kernels"):
         raise InputError(f"a model prices a Cost (a cost function's result), got {type(cost).__name__}")
     if unit_overhead_tiles is None or not isinstance(cost, (FlashCost, MlaDecodeCost)):
         return cost.kernels
-    scale = cost.tile_work(unit_overhead_tiles)
+    scale = (cost.tile_work(unit_overhead_tiles, fp8_overhead_rows) if isinstance(cost, MlaDecodeCost)
+             else cost.tile_work(unit_overhead_tiles))
     tiled = cost.attention if isinstance(cost, MlaDecodeCost) else None       # MLA: the attention launch, not the merge
     return tuple(replace(k, flops=k.flops * scale, exp_ops=k.exp_ops * scale) if tiled is None or k is tiled else k
                  for k in cost.kernels)
 
 
-def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0,
-               unit_overhead_tiles: float | None = None) -> np.ndarray:
-    """Every launch of `cost`, one after another (with a tile term: priced_launches)."""
-    return sum(launch_model_time(k, ceilings, exp_overlap) for k in priced_launches(cost, unit_overhead_tiles))
+def model_time(cost: Cost, ceilings: Ceilings, exp_overlap: float = 0.0, unit_overhead_tiles: float | None = None,
+               memory_ratio: float = 1.0, fp8_overhead_rows: float | None = None) -> np.ndarray:
+    """Every launch of `cost`, one after another (with a tile term: priced_launches; a fit's own memory efficiency
+    as `memory_ratio`, launch_model_time)."""
+    return sum(launch_model_time(k, ceilings, exp_overlap, memory_ratio)
+               for k in priced_launches(cost, unit_overhead_tiles, fp8_overhead_rows))
+
+
+def fitted_model_time(cost: Cost, ceilings: Ceilings, fitted: FittedModel) -> np.ndarray:
+    """model_time with every term of the fit `fitted` (its exp overlap, tile term, memory ratio, fp8 rows)."""
+    return model_time(cost, ceilings, fitted.exp_overlap, fitted.unit_overhead_tiles, fitted.memory_ratio,
+                      fitted.fp8_overhead_rows)
 
 
 @dataclass(frozen=True)
@@ -92,8 +114,7 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     ceilings = Ceilings.of(gpu, dtype, source)
     k = fitted.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t = fitted.overhead_s + float(np.asarray(model_time(cost, ceilings, fitted.exp_overlap,
-                                                      fitted.unit_overhead_tiles))) / fitted.efficiency
+    t = fitted.overhead_s + float(np.asarray(fitted_model_time(cost, ceilings, fitted))) / fitted.efficiency
     return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel)
 
 
@@ -157,6 +178,7 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
     return Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
 
 
-__all__ = ["MAX_AUTO_ERROR", "OWN", "PredictedTime", "decode_kernel", "launch_model_time", "model_time",
+__all__ = ["MAX_AUTO_ERROR", "OWN", "PredictedTime", "decode_kernel", "fitted_model_time", "launch_model_time",
+           "model_time",
            "priced_launches",
            "predict_time", "predict_with", "prefill_kernel"]

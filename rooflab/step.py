@@ -62,7 +62,7 @@ from .cost.ring import check_cp, ring_prefill
 from .errors import InputError, shown
 from .kvcache import kv_layout
 from .limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
-from .predict import MAX_AUTO_ERROR, OWN, decode_kernel, model_time, predict_time, prefill_kernel
+from .predict import MAX_AUTO_ERROR, OWN, decode_kernel, fitted_model_time, predict_time, prefill_kernel
 from .roofline import Ceilings, predict_kernel
 from .specs import GpuSpec, ModelSpec
 from .specs.parameters import attention_parameters
@@ -283,8 +283,7 @@ class _Pricer:
         roofs, note = gemm_ceilings(self.gpu, arithmetic)
         if note and note not in self.notes:
             self.notes.append(note)
-        best = min(f.overhead_s + float(np.asarray(model_time(cost, roofs, f.exp_overlap, f.unit_overhead_tiles)))
-                   / f.efficiency for f in fits)
+        best = min(f.overhead_s + float(np.asarray(fitted_model_time(cost, roofs, f))) / f.efficiency for f in fits)
         return self.launch(best)
 
     def gemms(self, costs: list[GemmCost], times: float = 1.0, arithmetic: Optional[DType] = None) -> Optional[float]:

@@ -141,3 +141,29 @@ def test_launch_model_time_refuses_an_exp_overlap_outside_0_to_1(overlap):
     kernel = paged_decode(load_model("llama-3-8b").heads, [8192], 16).kernels[0]
     with pytest.raises(InputError, match="exp_overlap"):
         launch_model_time(kernel, Ceilings.of(gpu, DType.fp16, CeilingSource.calibrated), overlap)
+
+
+def test_mla_memory_efficiency_and_fp8_rows():
+    """MLA decode's own memory efficiency divides the memory term alone, and an fp8 latent's rows add to its tile
+    work (session 7: the mma.sync kernel's fit, hardware/h200-sxm.yaml)."""
+    from rooflab import load_gpu, load_model
+    from rooflab.cost.mla import mla_decode
+    from rooflab.predict import model_time
+    from rooflab.roofline import Ceilings
+    from rooflab.units import DType
+    from rooflab.vocab import CeilingSource
+
+    gpu = load_gpu("h200-sxm")
+    layer = next(iter(load_model("deepseek-v3").layer_types.values()))
+    roofs = Ceilings.of(gpu, DType.bf16, CeilingSource.calibrated)
+    bf16 = mla_decode(layer, 16, [4096] * 100, num_sms=gpu.num_sms)
+    fp8 = mla_decode(layer, 16, [4096] * 100, kv_dtype=DType.fp8_e4m3, num_sms=gpu.num_sms)
+    assert not bf16.kv_fp8 and fp8.kv_fp8
+    assert float(fp8.tile_work(24.0, 8.0)) == float(fp8.tile_work(32.0))
+    assert float(bf16.tile_work(24.0, 8.0)) == float(bf16.tile_work(24.0))
+    one = float(model_time(bf16, roofs, 1.0, 24.0))
+    fast = float(model_time(bf16, roofs, 1.0, 24.0, memory_ratio=2.0))
+    assert fast <= one and fast >= one / 2 - 1e-15       # only the memory term is halved
+    fit = [f for f in gpu.fitted if f.kernel.value == "mla_decode" and f.impl == "rooflab"][0]
+    assert fit.memory_efficiency is not None and fit.memory_efficiency <= 1.0
+    assert fit.memory_ratio == fit.memory_efficiency / fit.efficiency

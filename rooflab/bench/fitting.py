@@ -2,6 +2,8 @@
 
     t_predicted = c0 + t_model(units_per_sm, exp_overlap, unit_overhead_tiles) / eta
 
+(MLA decode also: its own memory efficiency, MLA_MEMORY_RATIO_GRID, and an fp8 latent's rows, MLA_FP8_ROWS_GRID).
+
 For each (kernel, implementation) the parallelism model's units per SM (kernels whose launches it
 limits; the paged decode kernel's variants take the GPU's decode value instead), the exp overlap (kernels
 whose exps compete with their matrix work) and the tile term (windowed flash: TILE_KERNELS) are chosen from
@@ -54,6 +56,17 @@ TILE_KERNELS = (Kernel.flash_window, Kernel.flash, Kernel.mla_decode)
 UNIT_OVERHEAD_GRID = (None, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 #: For MLA decode the tile term counts rows: a unit's fixed cost a cached token in rows' worth of its work.
 MLA_ROW_OVERHEAD_GRID = (None, 0.0, 8.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0)
+#: MLA decode's own memory efficiency, as the ratio eta_mem / eta tried (None: one efficiency for memory and compute;
+#: a candidate whose eta_mem = eta x ratio passes 1, faster than the calibrated copy, is refused). The mma.sync kernel
+#: streams the latent near the copy bandwidth at 16 rows a unit (38 ns a token and wave against 35 at the copy rate,
+#: bf16) while its 32- and 64-row units reach well under half the MMA rate: one efficiency for both held out at
+#: 14.6% / 60.0%, the 16-head bf16 rows 42-62% slow.
+MLA_MEMORY_RATIO_GRID = (None, 1.5, 2.0, 2.25, 2.5, 3.0)
+#: An fp8 latent's extra fixed cost a cached token, in rows' worth of a unit's work (its widening to bf16: the
+#: mma.sync kernel takes 7-10 ns more a token and wave with fp8 than bf16 at 16, 32 and 64 rows), tried for MLA.
+MLA_FP8_ROWS_GRID = (None, 4.0, 8.0, 12.0, 16.0)
+#: The most memory efficiency a fit may have: the calibrated copy bandwidth is the memory roof.
+MAX_MEMORY_EFFICIENCY = 1.0
 #: Kernels whose exp work is large against their matrix work (an exp per visible pair).
 EXP_KERNELS = (Kernel.flash, Kernel.flash_window, Kernel.mla_decode)
 #: A group needs this many fitted rows.
@@ -69,9 +82,16 @@ class Fit:
     units_per_sm: Optional[float] = None
     exp_overlap: float = 0.0
     unit_overhead_tiles: Optional[float] = None
+    memory_ratio: Optional[float] = None         # eta_mem / eta (MLA decode); None: one efficiency
+    fp8_overhead_rows: Optional[float] = None    # MLA decode: an fp8 latent's extra rows a cached token
 
     def __call__(self, model_s: np.ndarray) -> np.ndarray:
         return self.overhead_s + model_s / self.efficiency
+
+    @property
+    def memory_efficiency(self) -> Optional[float]:
+        """eta_mem, the share of the copy bandwidth the bytes reach (None: the efficiency divides both)."""
+        return None if self.memory_ratio is None else self.efficiency * self.memory_ratio
 
 
 def fit_overhead_efficiency(model_s: np.ndarray, measured_s: np.ndarray) -> Fit:
@@ -90,16 +110,31 @@ def fit_overhead_efficiency(model_s: np.ndarray, measured_s: np.ndarray) -> Fit:
     return Fit(float(c0), float(1 / a))
 
 
-def model_times(members: Sequence[Measurement], gpu: GpuSpec, units_per_sm: Optional[float],
-                exp_overlaps: Sequence[float] = (0.0,), unit_overhead_tiles: Optional[float] = None
-                ) -> list[np.ndarray]:
-    """t_model of each row against the GPU's calibrated ceilings (datasheet where none were measured), one array
-    per exp overlap (the costs are priced once for the units per SM), with the tile term where one is given."""
+def priced_rows(members: Sequence[Measurement], gpu: GpuSpec, units_per_sm: Optional[float]) -> list:
+    """(cost, ceilings) of each row, priced once for the units per SM, against the GPU's calibrated ceilings
+    (datasheet where none were measured)."""
     source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
-    priced = [(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0),
-               Ceilings.of(gpu, DType(m.dtype), source)) for m in members]
-    return [np.array([float(np.asarray(model_time(cost, roofs, alpha, unit_overhead_tiles)))
+    return [(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0),
+             Ceilings.of(gpu, DType(m.dtype), source)) for m in members]
+
+
+def model_times(members: Sequence[Measurement], gpu: GpuSpec, units_per_sm: Optional[float],
+                exp_overlaps: Sequence[float] = (0.0,), unit_overhead_tiles: Optional[float] = None,
+                memory_ratio: Optional[float] = None, fp8_overhead_rows: Optional[float] = None,
+                priced: Optional[list] = None) -> list[np.ndarray]:
+    """t_model of each row, one array per exp overlap, with the tile term, memory ratio and fp8 rows where given
+    (`priced`: priced_rows for these units per SM, to price the rows once for many terms)."""
+    priced = priced_rows(members, gpu, units_per_sm) if priced is None else priced
+    ratio = 1.0 if memory_ratio is None else memory_ratio
+    return [np.array([float(np.asarray(model_time(cost, roofs, alpha, unit_overhead_tiles, ratio,
+                                                  fp8_overhead_rows)))
                       for cost, roofs in priced]) for alpha in exp_overlaps]
+
+
+def fit_model_times(fit: Fit, members: Sequence[Measurement], gpu: GpuSpec) -> np.ndarray:
+    """t_model of each row under every term of `fit` (to predict rows the fit was not fitted on)."""
+    return model_times(members, gpu, fit.units_per_sm, (fit.exp_overlap,), fit.unit_overhead_tiles,
+                       fit.memory_ratio, fit.fp8_overhead_rows)[0]
 
 
 def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray, gpu: GpuSpec
@@ -114,20 +149,28 @@ def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray
     alphas = EXP_OVERLAP_GRID if kernel in EXP_KERNELS else (0.0,)
     tiles = (MLA_ROW_OVERHEAD_GRID if kernel is Kernel.mla_decode else UNIT_OVERHEAD_GRID) if kernel in TILE_KERNELS \
         else (None,)
+    mla = kernel is Kernel.mla_decode
     if int(np.sum(fitted)) < MIN_ROWS_TO_FIT:
         return None, model_times(members, gpu, None)[0]
     best: tuple[float, Optional[Fit], np.ndarray] = (np.inf, None, np.array([]))
-    for n in tiles:
-        for k in ks:
-            for alpha, t in zip(alphas, model_times(members, gpu, k, alphas, n)):
-                fit = fit_overhead_efficiency(t[fitted], measured[fitted])
-                loss = float(np.sum((fit(t[fitted]) / measured[fitted] - 1) ** 2))
-                if loss < best[0] * (1 - 1e-12):
-                    best = (loss, Fit(fit.overhead_s, fit.efficiency, k, alpha, n), t)
+    for k in ks:
+        priced = priced_rows(members, gpu, k)
+        for n in tiles:
+            extra = [(r, f8) for r in MLA_MEMORY_RATIO_GRID for f8 in MLA_FP8_ROWS_GRID] if mla and n is not None \
+                else [(None, None)]
+            for ratio, f8 in extra:
+                for alpha, t in zip(alphas, model_times(members, gpu, k, alphas, n, ratio, f8, priced)):
+                    fit = fit_overhead_efficiency(t[fitted], measured[fitted])
+                    if ratio is not None and fit.efficiency * ratio > MAX_MEMORY_EFFICIENCY:
+                        continue
+                    loss = float(np.sum((fit(t[fitted]) / measured[fitted] - 1) ** 2))
+                    if loss < best[0] * (1 - 1e-12):
+                        best = (loss, Fit(fit.overhead_s, fit.efficiency, k, alpha, n, ratio, f8), t)
     return best[1], best[2]
 
 
-__all__ = ["DECODE_VARIANTS", "EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "MLA_ROW_OVERHEAD_GRID", "PARALLEL_KERNELS",
+__all__ = ["DECODE_VARIANTS", "EXP_KERNELS", "EXP_OVERLAP_GRID", "Fit", "MAX_MEMORY_EFFICIENCY", "MLA_FP8_ROWS_GRID",
+           "MLA_MEMORY_RATIO_GRID", "MLA_ROW_OVERHEAD_GRID", "PARALLEL_KERNELS", "fit_model_times", "priced_rows",
            "TILE_KERNELS",
            "UNIT_OVERHEAD_GRID", "UNITS_PER_SM_GRID", "fit_group",
            "fit_overhead_efficiency", "model_times"]

@@ -37,6 +37,10 @@ def fitted_yaml(models: Sequence[FittedModel]) -> str:
             bits.append(f"units_per_sm: {m.units_per_sm:g}")
         if m.unit_overhead_tiles is not None:
             bits.append(f"unit_overhead_tiles: {m.unit_overhead_tiles:g}")
+        if m.memory_efficiency is not None:
+            bits.append(f"memory_efficiency: {m.memory_efficiency:.4f}")
+        if m.fp8_overhead_rows is not None:
+            bits.append(f"fp8_overhead_rows: {m.fp8_overhead_rows:g}")
         bits += [f"rows: {m.rows}", f"held_out_rows: {m.held_out_rows}"]
         if m.median_error is not None:
             bits += [f"median_error: {m.median_error:.4f}", f"worst_error: {m.worst_error:.4f}"]

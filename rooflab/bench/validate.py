@@ -33,7 +33,7 @@ from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .costs import measurement_cost
 from .device import spec_for_device
-from .fitting import Fit, fit_group, fit_overhead_efficiency, model_times  # noqa: F401  (Fit, fit_overhead_efficiency: API)
+from .fitting import Fit, fit_group, fit_model_times, fit_overhead_efficiency, model_times  # noqa: F401  (Fit, fit_overhead_efficiency: API)
 from .records import Measurement, read_measurements
 
 
@@ -277,8 +277,7 @@ def _validate_group(kernel: Kernel, impl: str, members: list[Measurement], train
         held = np.ones(len(members), dtype=bool)
         fit, _ = fit_group(kernel, train, np.ones(len(train), dtype=bool), gpu) if train else (None, None)
         if fit is not None:
-            predicted = fit(model_times(members, gpu, fit.units_per_sm, (fit.exp_overlap,),
-                                        fit.unit_overhead_tiles)[0])
+            predicted = fit(fit_model_times(fit, members, gpu))
     elif with_fit:
         held = np.arange(len(members)) % 2 == 1
         fit, t_model = fit_group(kernel, members, ~held, gpu)
@@ -317,6 +316,7 @@ def fitted_models(v: Validation, campaigns: Sequence[str]) -> tuple[FittedModel,
         out.append(FittedModel(kernel=g.kernel, impl=g.impl, overhead_s=g.fit.overhead_s,
                                efficiency=g.fit.efficiency, exp_overlap=g.fit.exp_overlap,
                                units_per_sm=g.fit.units_per_sm, unit_overhead_tiles=g.fit.unit_overhead_tiles,
+                               memory_efficiency=g.fit.memory_efficiency, fp8_overhead_rows=g.fit.fp8_overhead_rows,
                                rows=g.fitted_rows, held_out_rows=g.held_out_rows,
                                median_error=g.median_error, worst_error=g.worst_error, campaigns=tuple(campaigns)))
     return tuple(out)

@@ -53,15 +53,21 @@ class MlaDecodeCost(SplitDecode):
     rows_per_sequence: int = 1
     tiles_per_sequence: int = 1
     unit_rows: int = MLA_ROWS_PER_UNIT
+    kv_fp8: bool = False
 
-    def tile_work(self, unit_overhead_rows: float = 0.0) -> np.ndarray:
+    def tile_work(self, unit_overhead_rows: float = 0.0, fp8_overhead_rows: float | None = None) -> np.ndarray:
         """The work the units do over the work of the real rows (>= 1): every unit computes `unit_rows` rows (the
         last tile of a sequence padded), plus a fixed cost a cached token of `unit_overhead_rows` rows' worth (the
-        latent tile's load, an fp8 tile's conversion, the softmax bookkeeping: work a unit does whatever its rows).
-        A model of the implementation, for predictions (rooflab.predict); the floor counts real rows only."""
+        latent tile's load and the softmax bookkeeping: work a unit does whatever its rows), and with an fp8
+        latent `fp8_overhead_rows` more (widening the token's 576 codes to bf16 before the MMAs: on the H200 the
+        mma.sync kernel takes 7-10 ns more a token and wave with fp8 than with bf16 at every row count,
+        measurements/h200-mla-sweep.csv). A model of the implementation, for predictions (rooflab.predict); the
+        floor counts real rows only."""
         from .common import real_number
 
         overhead = real_number(unit_overhead_rows, "unit_overhead_tiles (rows a unit)", 0.0, 64.0, lo_open=False)
+        if self.kv_fp8 and fp8_overhead_rows is not None:
+            overhead += real_number(fp8_overhead_rows, "fp8_overhead_rows", 0.0, 64.0, lo_open=False)
         return np.float64(self.tiles_per_sequence * (self.unit_rows + overhead) / self.rows_per_sequence)
 
 
@@ -117,7 +123,8 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     attention = KernelCost(name, flops, kv_bytes + table_bytes + q_bytes + out_bytes, exp_ops=h * pairs,
                            parallel_fraction=fraction)
     merge = merge_splits(rows, num_splits, d_c, dtype, write_lse=True) if split else None
-    return MlaDecodeCost(attention, merge, kv_bytes, num_splits, units, longest, int(q_len * h), int(tiles), unit_rows)
+    return MlaDecodeCost(attention, merge, kv_bytes, num_splits, units, longest, int(q_len * h), int(tiles), unit_rows,
+                         kv_fp8=sparse_fp8 or kv_dtype.bytes == 1)
 
 
 __all__ = ["MLA_ROWS_PER_UNIT", "MlaDecodeCost", "mla_decode", "mla_latent_bytes"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cost.common import Cost
 from ..cost.flash import FlashCost
-from ..predict import model_time, predict_time
+from ..predict import fitted_model_time, predict_time
 from ..roofline import Ceilings
 from ..specs import GpuSpec
 from ..units import DType, fmt_seconds
@@ -36,8 +36,7 @@ def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Call
     source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
     k = fit.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t_model = float(np.asarray(model_time(cost, Ceilings.of(gpu, dtype, source), fit.exp_overlap,
-                                          fit.unit_overhead_tiles)))
+    t_model = float(np.asarray(fitted_model_time(cost, Ceilings.of(gpu, dtype, source), fit)))
     campaigns = ", ".join(fit.campaigns) if len(fit.campaigns) <= 2 else f"{len(fit.campaigns)} campaigns"
     d.section(f"Predicted time ({p.impl}: a model fitted on {campaigns}, not a bound)")
     parallel = f"{k:g} work units an SM" if k else "no parallelism term"

@@ -8,7 +8,9 @@ One entry per (kernel, implementation) in the GPU YAML's `fitted:` list:
 with calibrated ceilings, f the parallelism model's busy share with `units_per_sm` (cost/parallel.py;
 1 without), and exp_overlap 0 when the exps hide under the matrix work, 1 when the two run one after
 the other (rooflab.predict). A flash fit with `unit_overhead_tiles` prices FLOPs and exps at the work
-its tiles do (whole tiles, and that many key tiles' worth a query tile: cost/flash.FlashCost.tile_work). `rows`, `campaigns` and the held-out errors say what the fit rests on.
+its tiles do (whole tiles, and that many key tiles' worth a query tile: cost/flash.FlashCost.tile_work); an MLA
+decode fit may have its own `memory_efficiency` (t_memory / memory_efficiency against t_compute / efficiency, the
+larger over f) and `fp8_overhead_rows` (cost/mla.MlaDecodeCost.tile_work). `rows`, `campaigns` and the held-out errors say what the fit rests on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ class FittedModel:
     unit_overhead_tiles: Optional[float] = spec_field(0, 64.0, doc="flash kernels: FLOPs and exps at whole tiles "
                                                       "plus this fixed cost a query tile, in key tiles of work",
                                                       lo_open=False, default=None)
+    memory_efficiency: Optional[float] = spec_field(0, 1.0, doc="MLA decode: the share of the calibrated copy bandwidth "
+                                                    "the bytes reach, apart from `efficiency` (which then divides "
+                                                    "the compute alone); None: one efficiency for both",
+                                                    lo_open=True, default=None)
+    fp8_overhead_rows: Optional[float] = spec_field(0, 64.0, doc="MLA decode: a unit's extra fixed cost a cached token "
+                                                    "of an fp8 latent (its widening), in rows' worth of work",
+                                                    lo_open=False, default=None)
     rows: int = spec_field(1, 1_000_000, doc="measurements fitted", default=1)
     held_out_rows: int = spec_field(0, 1_000_000, default=0, lo_open=False)
     median_error: Optional[float] = spec_field(0, 100.0, doc="held-out relative error, median", lo_open=False,
@@ -53,6 +62,12 @@ class FittedModel:
 
             raise SpecError(f"fitted {self.kernel.value}/{self.impl}", "held_out_rows", self.held_out_rows,
                             f"is more than rows ({self.rows}): the held-out rows are a share of the rows measured")
+
+    @property
+    def memory_ratio(self) -> float:
+        """memory_efficiency / efficiency: how much faster than `efficiency` alone the bytes stream (1: one
+        efficiency for memory and compute)."""
+        return 1.0 if self.memory_efficiency is None else self.memory_efficiency / self.efficiency
 
     @property
     def key(self) -> tuple[Kernel, str]:
