@@ -76,13 +76,13 @@ SMALL_OPS = {"rms_norm": (4.42e-6, 4.49e-6, 4.57e-6), "residual_add": (1.25e-6, 
              "silu_mul": (2.92e-6, 4.63e-6, 7.37e-6), "q_copy": (1.18e-6, 2.13e-6, 2.28e-6),
              "kv_append": (2.93e-6, 3.01e-6, 3.17e-6)}
 #: The same kernels issued eagerly (200 back to back from Python, one synchronize, wall time a call) on an H200:
-#: measurements/h200-eager-launch.csv (benchmarks/eager_launch.py, 2026-12-01). PyTorch's dispatch and the launch
+#: measurements/launch/h200-eager-launch.csv (benchmarks/eager_launch.py, 2026-12-01). PyTorch's dispatch and the launch
 #: bound them: 9.5-30 us a call against 1.1-7.5 in a graph.
 EAGER_SMALL_OPS = {"rms_norm": (1.486e-5, 1.437e-5, 1.498e-5), "residual_add": (9.64e-6, 9.47e-6, 1.001e-5),
                    "silu_mul": (2.846e-5, 2.878e-5, 3.046e-5), "q_copy": (1.604e-5, 1.679e-5, 1.679e-5),
                    "kv_append": (2.316e-5, 2.196e-5, 2.154e-5)}
 #: Host issue time of one eager GEMM or attention launch: torch.mm of a [b, 4096] x [4096, 6144] bf16 GEMM issued
-#: eagerly, 17.8-18.5 us a call against 13.3-15.3 us in a graph (measurements/h200-eager-launch.csv, the largest of
+#: eagerly, 17.8-18.5 us a call against 13.3-15.3 us in a graph (measurements/launch/h200-eager-launch.csv, the largest of
 #: batch 1, 8, 64). Attention and merge launches are given the GEMM's (a transfer: not measured apart); other GPUs
 #: the H200's (an assumption: a host-bound time, of the CPU and driver more than the GPU).
 EAGER_HOST_S = 1.848e-5
@@ -521,7 +521,7 @@ def _small_ops(ctx: _Ctx, tokens: int) -> StepRow:
         calls += round(n)
     what = ("fused add-RMSNorm, SiLU-and-mul, KV write" if ctx.dep.fused else
             "RMSNorm, adds, SiLU x up, q copy, KV append, unfused")
-    source = ("measured small kernels " + ("issued eagerly (measurements/h200-eager-launch.csv)" if eager else
+    source = ("measured small kernels " + ("issued eagerly (measurements/launch/h200-eager-launch.csv)" if eager else
                                            "in a CUDA graph (measurements/h200x2-gemm.csv)") + ", H200")
     return _row(pricer, "elementwise", f"norms and elementwise ({what})", kernels, 1.0, predicted,
                 "torch_eager" if eager else "torch_graph", num_layers=layers, calls=calls, source=source)
