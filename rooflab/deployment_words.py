@@ -108,8 +108,6 @@ class DeploymentWords:
         # 'auto' (and --quantization naming the checkpoint's method) is a setting given whose value is the default
         typed = {"kv_cache_dtype": kv, "dtype": self.dtype, "weight_format": weights}
         given = frozenset(chosen) | frozenset(k for k, v in typed.items() if v is not None)
-        if "tensor_parallel" in chosen and fixed.get("attention_data_parallel", 1) > 1:
-            fixed["attention_data_parallel"] = chosen["tensor_parallel"]
         return Deployment(**{**fixed, **chosen}), given, kv
 
     @property

@@ -221,6 +221,9 @@ def capacity(
                                                help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
     expert_parallel: ExpertParallelOpt = 1,
     dp_attention: DpAttentionOpt = False,
+    data_parallel: dopt.DataParallelOpt = None,
+    enable_dp_attention: dopt.EnableDpAttentionOpt = False,
+    enable_expert_parallel: dopt.EnableExpertParallelOpt = False,
     window_allocation: WindowAllocationOpt = WindowAllocation.hybrid,
     engine: Annotated[Optional[str], typer.Option("--engine", metavar="vllm|sglang", help="Follow an engine's own "
                                                   "memory accounting (default: rooflab's bound).")] = None,
@@ -278,11 +281,13 @@ def capacity(
     given = {p.name for p in ctx.command.params if ctx.get_parameter_source(p.name).name == "COMMANDLINE"}
     check_modes(given)
     loaded = load_model(model)
+    tp = tensor_parallel or tensor_parallel_size or 1
+    dp, attention_dp, ep = dopt.parallel_degrees(tp, data_parallel, dp_attention or enable_dp_attention,
+                                                 enable_expert_parallel, expert_parallel)
     deployment, set_fields, kv = dopt.words_of(ctx).resolve(
         engine=parse_engine(engine) if engine else None, checkpoint_quantized=bool(loaded.quantization),
-        expert_parallel=expert_parallel, attention_data_parallel=(tensor_parallel or tensor_parallel_size or 1)
-        if dp_attention else 1, decode_context_parallel=dcp, kv_parallel=kv_parallel,
-        window_allocation=window_allocation)
+        expert_parallel=ep, attention_data_parallel=attention_dp, data_parallel=dp, decode_context_parallel=dcp,
+        kv_parallel=kv_parallel, window_allocation=window_allocation)
     if wants_engine(given):
         if dcp > 1 or kv_parallel > 1:
             fail("--dcp and --kv-parallel apply to rooflab's own bound, not to --engine / --engine-log accounting")

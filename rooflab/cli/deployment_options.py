@@ -107,6 +107,31 @@ MaxModelLenOpt = Annotated[Optional[int], typer.Option(
     "--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",
     help="Longest request (vLLM's --max-model-len; default: as vLLM derives it from the model's config).")]
 
+DataParallelOpt = Annotated[Optional[int], typer.Option(
+    "--dp", "-dp", "--data-parallel-size", "--dp-size", parser=params.count(1, MAX_GPUS), metavar="N",
+    help="Data-parallel ranks: vLLM's --data-parallel-size (replicas, each its own KV cache), or with "
+         "--enable-dp-attention SGLang's attention DP inside --tp.")]
+EnableDpAttentionOpt = Annotated[bool, typer.Option(
+    "--enable-dp-attention", help="SGLang: --dp is data-parallel attention inside the TP group (each rank whole "
+                                  "KV heads over TP / DP GPUs).")]
+EnableExpertParallelOpt = Annotated[bool, typer.Option(
+    "--enable-expert-parallel", help="vLLM's switch (MoE): experts split over EP = TP x DP GPUs, whole.")]
+
+
+def parallel_degrees(tp: int, dp: Optional[int], dp_attention: bool, enable_ep: bool,
+                     ep: int) -> tuple[int, int, int]:
+    """(data parallel, attention data parallel, expert parallel) as the engines' switches set them: vLLM's
+    --enable-expert-parallel makes EP = TP x DP; SGLang's --enable-dp-attention makes --dp attention DP inside TP
+    (without --dp, DP = TP, as SGLang's recipes run it); --ep N sets EP directly (SGLang's --ep-size)."""
+    if enable_ep and ep > 1:
+        raise typer.BadParameter("--enable-expert-parallel sets EP = TP x DP (vLLM); --ep N sets it (SGLang): "
+                                 "give one")
+    if dp_attention:
+        attention = dp or tp
+        return 1, attention, tp if enable_ep else ep
+    replicas = dp or 1
+    return replicas, 1, tp * replicas if enable_ep else ep
+
 
 def words_of(ctx: typer.Context) -> DeploymentWords:
     """The DeploymentWords the user typed: each field from the command's parameter of the same name, where that
@@ -121,6 +146,6 @@ def words_of(ctx: typer.Context) -> DeploymentWords:
     return DeploymentWords(**values)
 
 
-__all__ = ["BlockSizeOpt", "DTypeAutoOpt", "KvCacheDTypeOpt", "KvDTypeOpt", "MaxModelLenOpt", "MemFractionStaticOpt",
+__all__ = ["BlockSizeOpt", "DataParallelOpt", "EnableDpAttentionOpt", "EnableExpertParallelOpt", "parallel_degrees", "DTypeAutoOpt", "KvCacheDTypeOpt", "KvDTypeOpt", "MaxModelLenOpt", "MemFractionStaticOpt",
            "PageSizeOpt", "QuantizationOpt", "TensorParallelOpt", "TensorParallelSizeOpt", "UtilizationOpt",
            "WeightDTypeOpt", "words_of"]

@@ -98,7 +98,7 @@ def sglang_cell(model: ModelSpec, s: Resolved) -> BlockLayout:
 
 def _layers(model: ModelSpec, s: Resolved) -> list[tuple[str, int, int]]:
     """(layer type, layers, bytes per token per layer on one GPU) for every attention layer type."""
-    layout = kv_layout(model, 1, s.kv_dtype, s.block_size, s.tensor_parallel,
+    layout = kv_layout(model, 1, s.kv_dtype, s.block_size, s.attention_tensor_parallel,
                        mla_sparse_fp8=s.kv_cache_dtype.mla_sparse_fp8)
     linear = [k.name for k in layout.layers if k.kind is LayerKind.linear]
     if linear:

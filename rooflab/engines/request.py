@@ -35,8 +35,7 @@ ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "ma
                "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib"}
 #: Options of rooflab's bound that an engine's accounting has no place for.
 BOUND_ONLY = {"context_len": "--context-len", "reserve_gib": "--activation-reserve-gib",
-              "shared_prefix": "--shared-prefix", "expert_parallel": "--expert-parallel",
-              "dp_attention": "--dp-attention", "window_allocation": "--window-allocation",
+              "shared_prefix": "--shared-prefix", "window_allocation": "--window-allocation",
               "weight_dtype": "--weight-dtype"}
 
 
@@ -138,7 +137,8 @@ def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
         activation_bytes=None if o.activation_gib is None else int(o.activation_gib * GiB),
         non_torch_bytes=None if o.non_torch_gib is None else int(o.non_torch_gib * GiB),
         dtype=d.dtype if "dtype" in o.given else None,
-        weight_format=d.weight_format if "weight_format" in o.given else None)
+        weight_format=d.weight_format if "weight_format" in o.given else None,
+        expert_parallel=d.expert_parallel, attention_data_parallel=d.attention_data_parallel)
 
 
 def _size(text: Optional[str]) -> Optional[int]:

@@ -53,6 +53,14 @@ class EngineSettings:
     activation_bytes: Optional[int] = None       # overrides the modelled profile-run peak
     non_torch_bytes: Optional[int] = None        # overrides the default non-torch memory
     dtype: Optional[DType] = None                # --dtype (None: auto, as the engine loads the checkpoint)
+    #: GPUs an expert layer spans (vLLM --enable-expert-parallel: TP x DP; SGLang --ep-size); each GPU holds
+    #: 1/EP of the routed experts, whole (vllm/model_executor/layers/fused_moe/layer.py, determine_expert_map)
+    expert_parallel: int = 1
+    #: SGLang's --enable-dp-attention with --dp N: attention runs N ways data-parallel inside the TP group, each
+    #: rank with TP / N of the attention heads (python/sglang/srt/layers/dp_attention.py, compute_dp_attention_
+    #: world_info: attn_tp_size = tp_size // dp_size); vLLM's --data-parallel-size needs no field here: every
+    #: DP rank is an engine of its own with the same per-GPU cache
+    attention_data_parallel: int = 1
     weight_format: Optional[object] = None       # --quantization fp8 on an unquantised checkpoint (None: as shipped)
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
@@ -60,13 +68,19 @@ class EngineSettings:
         "tensor_parallel": "--tp", "block_size": "--block-size", "max_model_len": "--max-model-len",
         "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
         "cuda_visible_bytes": "--cuda-visible-memory", "activation_bytes": "--activation-gib",
-        "non_torch_bytes": "--non-torch-gib"}
+        "non_torch_bytes": "--non-torch-gib", "expert_parallel": "--ep / --enable-expert-parallel",
+        "attention_data_parallel": "--enable-dp-attention --dp"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
 
     def __post_init__(self) -> None:
         whole_number(self.tensor_parallel, self._label("tensor_parallel"), maximum=MAX_GPUS)
+        whole_number(self.expert_parallel, self._label("expert_parallel"), maximum=MAX_GPUS)
+        whole_number(self.attention_data_parallel, self._label("attention_data_parallel"), maximum=MAX_GPUS)
+        if self.tensor_parallel % self.attention_data_parallel:
+            raise InputError(f"--dp {self.attention_data_parallel} must divide --tp {self.tensor_parallel} with "
+                             "--enable-dp-attention (SGLang's server_args.py check)")
         for name, hi in (("block_size", MAX_PAGE_SIZE), ("max_model_len", MAX_TOKENS), ("max_num_seqs", MAX_TOKENS),
                          ("max_num_batched_tokens", MAX_TOKENS)):
             value = getattr(self, name)
@@ -99,6 +113,13 @@ class Resolved:
     cuda_visible_bytes: int
     cuda_visible_source: str
     utilization: Optional[float]
+    expert_parallel: int = 1
+    attention_data_parallel: int = 1
+
+    @property
+    def attention_tensor_parallel(self) -> int:
+        """GPUs one rank's attention heads (and KV heads) are split over: TP / attention DP."""
+        return self.tensor_parallel // self.attention_data_parallel
 
 
 def model_dtype(model: ModelSpec) -> DType:
@@ -118,7 +139,8 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
         kv_dtype=settings.kv_cache_dtype.resolve(model_dtype(model)),
         block_size=settings.block_size or engine_default_block, max_model_len=max_len,
         max_num_seqs=seqs, max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source,
-        utilization=settings.utilization)
+        utilization=settings.utilization, expert_parallel=settings.expert_parallel,
+        attention_data_parallel=settings.attention_data_parallel)
 
 
 def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:

@@ -33,7 +33,8 @@ from .vocab import Accounting
 def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
     """How SGLang would size its KV pool for `model` on `gpu` (module docstring)."""
     s = resolve(settings, model, gpu)
-    weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format)
+    weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
+                                              s.attention_data_parallel)
     if settings.non_torch_bytes is not None:
         before, before_src = settings.non_torch_bytes, "--non-torch-gib"
     else:

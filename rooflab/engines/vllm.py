@@ -46,7 +46,8 @@ def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> E
     itself refuses."""
     s = resolve(settings, model, gpu)
     _check(s, model)
-    weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format)
+    weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
+                                              s.attention_data_parallel)
     profile = profile_run(model, s)
     activation = settings.activation_bytes if settings.activation_bytes is not None else profile.peak_bytes
     activation_src = "--activation-gib" if settings.activation_bytes is not None else profile.describe()

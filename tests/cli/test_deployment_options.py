@@ -134,3 +134,19 @@ def test_words_resolve_checks_values_where_they_enter():
     assert d.dtype is None and d.kv_cache_dtype is None and given == {"dtype", "kv_cache_dtype"}
     d, _, _ = DeploymentWords(dtype="bfloat16", tensor_parallel_size=4).resolve()
     assert d.dtype is DType.bf16 and d.tensor_parallel == 4
+
+
+def test_engine_mode_takes_dp_attention_and_expert_parallel():
+    """SGLang --tp 8 --enable-dp-attention --dp 8 --ep 8 (DeepSeek-V3): every GPU holds all attention weights
+    (attn_tp_size = tp / dp = 1) and 1/8 of the experts; vLLM --enable-expert-parallel: EP = TP x DP."""
+    import json
+
+    base = ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "-f", "json"]
+    tp_only = json.loads(runner.invoke(app, base + ["--engine", "sglang"]).stdout)
+    dp_attn = json.loads(runner.invoke(app, base + ["--engine", "sglang", "--enable-dp-attention", "--dp", "8",
+                                                    "--ep", "8"]).stdout)
+    assert dp_attn != tp_only and "DP attention" in json.dumps(dp_attn)
+    r = runner.invoke(app, base + ["--engine", "vllm", "--enable-expert-parallel", "--ep", "8"])
+    assert r.exit_code == 2 and "give one" in r.output
+    r = runner.invoke(app, base + ["--engine", "sglang", "--enable-dp-attention", "--dp", "3"])
+    assert r.exit_code == 2 and "must divide" in r.output
