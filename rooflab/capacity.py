@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Optional
 
 import numpy as np
@@ -218,7 +219,8 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
     heads = model.heads.shard(tensor_parallel) if not dp_attention else model.heads
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = model.weight_bytes(weight_dtype, tensor_parallel, expert_parallel, replicate_attention=dp_attention)
+    weights = model.weight_bytes(weight_dtype, tensor_parallel, busiest_expert_split(model, expert_parallel, tensor_parallel),
+                                 replicate_attention=dp_attention)
     shipped = describe_weights(model, weight_dtype)
     if weights >= usable:
         split = f" split {tensor_parallel} ways" if tensor_parallel > 1 else ""
@@ -296,6 +298,20 @@ def capacity_curve(model: ModelSpec, gpu: GpuSpec, context_lens, deployment: Dep
     else:
         contiguous = paged
     return CapacityCurve(plan, lens, paged.astype(np.int64), np.asarray(contiguous, dtype=np.int64))
+
+
+def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel: int) -> Fraction:
+    """What ModelSpec.weight_bytes divides the routed experts' bytes by (besides `tensor_parallel`, which it
+    applies to every component) to leave the busiest GPU's experts: E / (ceil(E / EP) x TP) under EP, 1 without.
+
+    Under expert parallelism the experts are dealt whole over the EP GPUs and not split again by TP, so the
+    busiest GPU holds ceil(E / EP) of the E experts (8 experts over EP 3: 3, 3 and 2): what must fit is its
+    memory, not the average GPU's E / EP.
+    """
+    if expert_parallel <= 1:
+        return Fraction(1)
+    experts = model.num_experts
+    return Fraction(experts, -(-experts // expert_parallel) * tensor_parallel)
 
 
 def describe_weights(model: ModelSpec, override: DType | WeightFormat | None) -> str:

@@ -24,6 +24,8 @@ bad input, and capacity --dcp.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -31,6 +33,7 @@ from hypothesis import given, settings, strategies as st
 from rooflab.capacity import plan_capacity, smallest_deployment, tensor_parallel_sizes
 from rooflab.context_parallel import dcp_capacity
 from rooflab.cost.paged import paged_decode
+from rooflab.engines.memory import engine_weight_bytes
 from rooflab.errors import InputError
 from rooflab.load import available, load_gpu, load_model
 from rooflab.paging import shared_prefix_blocks
@@ -267,6 +270,21 @@ def test_plan_capacity_takes_numpy_scalars_and_dtype_names():
 def test_expert_parallel_past_the_experts_is_refused():
     with pytest.raises(InputError, match="8 routed experts"):
         plan_capacity(load_model("mixtral-8x7b"), load_gpu("h100-sxm"), 8192, expert_parallel=16, tensor_parallel=16)
+
+
+def test_expert_parallel_weights_are_the_busiest_gpus():
+    """Experts are dealt whole and not split again by TP: 6 experts over EP 4 put 2 on the busiest GPU (not the
+    average 1.5), and the rest of the model splits TP 4 ways. Mixtral's components by hand (bf16, 2 bytes):
+    embeddings and lm_head 131,072,000 each, attention 1,342,177,280, router 786,432, norms 266,240 parameters
+    (/4), experts 33,822,867,456 for 6 experts (x 2/6). Before: experts / (EP x TP) = 1/16, the average GPU's
+    share divided by TP once more (DeepSeek-V3 --tp 8 --ep 8 planned 11.7 GiB of weights a GPU, not 78)."""
+    model = dataclasses.replace(load_model("mixtral-8x7b"), num_experts=6, num_parameters=None)
+    plan = plan_capacity(model, load_gpu("h200"), 4096, tensor_parallel=4, expert_parallel=4)
+    rest = (2 * 131_072_000 + 1_342_177_280 + 786_432 + 266_240) * 2 // 4
+    assert plan.weights_bytes == rest + 33_822_867_456 * 2 * 2 // 6
+    deepseek = plan_capacity(load_model("deepseek-v3"), load_gpu("h200"), 4096, tensor_parallel=8, expert_parallel=8)
+    engine = engine_weight_bytes(load_model("deepseek-v3"), 8, None, 8)[0]
+    assert abs(deepseek.weights_bytes - engine) < 0.001 * engine     # the engines' count, less the rotary cache
 
 
 @pytest.mark.parametrize("limit", [0, -1, 2.5, 10**12])
