@@ -1,0 +1,203 @@
+"""A fit measured on one GPU, predicting another: each fitted constant in hardware terms.
+
+A fit (specs/fitted.FittedModel) holds its constants against the calibrated ceilings of the GPU it was measured
+on (predict.py):  t_pred = c0 + t_model(calibrated roofs, SMs) / eta.  Those constants are already hardware terms
+except the roofs themselves, so a fit transfers by re-deriving the roofs the kernel meets on the target:
+
+    beta_T   = B_T x (beta_S / B_S)                  the copy bandwidth's measured fraction of the datasheet HBM rate
+    pi_T     = P_T x (pi_S / P_S) x (s_T / s_S)      the GEMM's measured fraction of the dense tensor roof, times the
+                                                     share s of that roof the kernel's instruction path reaches
+                                                     (TensorPath: mma.sync on Hopper reaches 2/3 of it)
+    eps_T    = E_T x (eps_S / E_S)                   the exp units' measured fraction
+    curve_T  = the per-SM read-bandwidth curve (n SMs streaming -> bytes/s) at the target's clock, capped at the
+               whole GPU's streaming rate beta_stream,S / B_S x B_T
+    f, c0, a, eta, units per SM, tile terms          kept: the launch model (cost/parallel.py with the target's SM
+                                                     count and its shared memory), the per-call overhead, how exp
+                                                     work composes with matrix work, the efficiency
+
+(B, P, E the datasheet roofs; S the source, T the target). What it assumes, said in every transferred row: the same
+fractions of each roof on the target (the same library and code path, the same memory-system efficiency), launch
+overheads as measured on the source, and the instruction path's share from MMA_SYNC_SHARE. A kernel transfers only
+where it runs: wgmma kernels on Hopper alone; FA2-class kernels, cuDNN's fused attention and rooflab's mma.sync
+kernels on NVIDIA compute capability 8.0 and later; eager PyTorch (cuBLAS GEMMs and a softmax) on any NVIDIA GPU.
+No fit transfers to AMD parts (another ISA, other libraries).
+
+The same derivation with fewer SMs of one GPU (fewer_sms) is the SM-scaling check of issue 31 item 5: the roofs
+scale with the SM count, the bandwidth follows the per-SM read curve.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .errors import InputError
+from .roofline import Ceilings
+from .specs import FittedModel, GpuSpec
+from .units import DType
+from .vocab import CeilingSource, _Named
+
+
+class TensorPath(_Named):
+    """Which tensor-core instruction a fitted implementation's matrix work runs on."""
+
+    mma_sync = "mma_sync"      # Ampere's warp-level MMA: FlashAttention 2.x, PyTorch's flash and efficient back ends
+    wgmma = "wgmma"            # Hopper's warpgroup MMA: runs on compute capability 9.0 only
+    native = "native"          # the library picks the architecture's own (cuBLAS, cuDNN)
+
+
+#: The instruction path of every implementation id a bundled fit names (bench/torch_peers.py, bench/ours.py).
+IMPL_PATH: dict[str, TensorPath] = {
+    "rooflab": TensorPath.mma_sync, "rooflab_hopper": TensorPath.wgmma, "rooflab_hopper_tile": TensorPath.wgmma,
+    "torch_flash": TensorPath.mma_sync, "torch_flash_dense": TensorPath.mma_sync,
+    "torch_efficient": TensorPath.mma_sync, "torch_cudnn": TensorPath.native, "torch_cudnn_dense": TensorPath.native,
+    "torch_eager": TensorPath.native, "torch_bmm_dense": TensorPath.native, "torch_cublas": TensorPath.native,
+}
+
+#: Hopper's mma.sync reaches about 2/3 of the dense tensor roof, which wgmma alone reaches: FlashAttention-3
+#: (Shah et al., arXiv 2407.08608), section 2.2, "the older mma.sync instruction can only reach about 2/3 the peak
+#: throughput of the Hopper Tensor Cores". On Ampere, Ada and Turing mma.sync is the native path (share 1).
+HOPPER_MMA_SYNC_SHARE = 2.0 / 3.0
+#: Hopper's fp16 dense rate a clock an SM (H100 whitepaper: 4096 FLOP) times that share: the mma.sync rate a clock an
+#: SM that datacenter Blackwell is ASSUMED to keep (its native path is tcgen05; no published figure of its mma.sync
+#: rate is bundled), so its share of Blackwell's roof is this over Blackwell's own per-clock rate.
+MMA_SYNC_FLOP_PER_CLOCK_PER_SM = HOPPER_MMA_SYNC_SHARE * 4096
+
+#: Architectures whose fused attention kernels (FA2-class, cuDNN, rooflab's) run: compute capability 8.0 and later.
+_ATTENTION_MIN_CC = (8, 0)
+
+
+def mma_sync_share(gpu: GpuSpec) -> tuple[float, str]:
+    """The share of `gpu`'s dense fp16 tensor roof an mma.sync kernel reaches, and where the figure comes from."""
+    arch = (gpu.architecture or "").lower()
+    if arch == "hopper":
+        return HOPPER_MMA_SYNC_SHARE, "mma.sync at 2/3 of Hopper's roof (FlashAttention-3, arXiv 2407.08608, 2.2)"
+    if arch == "blackwell":
+        per_clock = (gpu.tensor_flop_per_clock_per_sm or {}).get("fp16")
+        if per_clock is None or gpu.num_sms is None or gpu.boost_clock_hz is None:
+            raise InputError(f"{gpu.name}: transferring an mma.sync fit to Blackwell needs num_sms, boost_clock_hz and "
+                             f"tensor_flop_per_clock_per_sm.fp16")
+        return MMA_SYNC_FLOP_PER_CLOCK_PER_SM / per_clock, (
+            f"ASSUMED: Blackwell runs mma.sync at Hopper's {MMA_SYNC_FLOP_PER_CLOCK_PER_SM:.0f} FLOP a clock an SM "
+            f"({MMA_SYNC_FLOP_PER_CLOCK_PER_SM / per_clock:.0%} of its tcgen05 roof)")
+    return 1.0, "mma.sync is the native tensor path"
+
+
+def path_share(gpu: GpuSpec, path: TensorPath) -> float:
+    return mma_sync_share(gpu)[0] if path is TensorPath.mma_sync else 1.0
+
+
+def why_not(source: GpuSpec, target: GpuSpec, fitted: FittedModel) -> Optional[str]:
+    """Why `fitted` (measured on `source`) cannot predict `target`, or None where it transfers."""
+    path = IMPL_PATH.get(fitted.impl)
+    if path is None:
+        return f"{fitted.impl}'s instruction path is not known to rooflab.transfer"
+    if (target.vendor or "").lower() != "nvidia":
+        return f"no fit transfers to {target.vendor or 'this vendor'}'s {target.name} (another ISA and libraries)"
+    cc = target.compute_capability_version
+    if path is TensorPath.wgmma and (target.architecture or "").lower() != "hopper":
+        return f"{fitted.impl} is a wgmma kernel: it runs on Hopper only ({target.name} is {target.architecture})"
+    if fitted.impl != "torch_eager" and fitted.impl != "torch_cublas" and (cc is None or cc < _ATTENTION_MIN_CC):
+        return f"{fitted.impl} needs compute capability 8.0 or later ({target.name}: {target.compute_capability})"
+    if source.measured is None:
+        return f"{source.name} has no calibration to take the roofs' fractions from"
+    return None
+
+
+def matmul_fraction(gpu: GpuSpec, dtype: DType) -> tuple[float, Optional[str]]:
+    """The measured GEMM rate of `dtype` as a fraction of the datasheet's, and a note where it is not measured.
+
+    An fp8 (or fp4) rate never measured is priced at the bf16 GEMM's measured fraction: no precision is priced
+    above a measured precision's achieved fraction without a calibration behind it."""
+    m = gpu.measured
+    if m is None:
+        raise InputError(f"{gpu.name} has no measured: section")
+    dtype = DType.of(dtype)
+    if dtype.is_fp8 and m.fp8_gemm_flop_per_s:
+        return float(m.fp8_gemm_flop_per_s) / gpu.matmul_flop_per_s(dtype), None
+    measured = m.gemm_flop_per_s.get(dtype.rate_key)
+    if measured:
+        return measured / gpu.matmul_flop_per_s(dtype), None
+    bf16 = m.gemm_flop_per_s.get("bf16") or m.gemm_flop_per_s.get("fp16")
+    key = "bf16" if m.gemm_flop_per_s.get("bf16") else "fp16"
+    share = bf16 / gpu.matmul_flop_per_s(DType(key))
+    return share, (f"{dtype.value} at {key}'s measured GEMM fraction ({share:.0%}) of the datasheet rate: {gpu.name} "
+                   f"has no measured {dtype.value} rate")
+
+
+def calibrated_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
+    """The calibrated ceilings a fit on `gpu` predicts against, with the matrix rate never above a measured fraction
+    (an fp8 attention or GEMM without an fp8 calibration at bf16's measured fraction), and a note where transferred."""
+    roofs = Ceilings.of(gpu, dtype, CeilingSource.calibrated)
+    share, note = matmul_fraction(gpu, dtype)
+    return dataclasses.replace(roofs, matmul_flop_per_s=share * gpu.matmul_flop_per_s(dtype)), note
+
+
+def _stream_curve(source: GpuSpec, target: GpuSpec) -> tuple[tuple[int, float], ...]:
+    """The source's per-SM read curve at the target's clock, capped at the target's whole-GPU streaming rate."""
+    stream = tuple(sorted((int(n), float(b)) for n, b in (source.measured.stream_bytes_per_s or {}).items()))
+    if not stream or target.num_sms is None or stream[-1][0] != source.num_sms:
+        return ()
+    clock = (target.boost_clock_hz / source.boost_clock_hz) if target.boost_clock_hz and source.boost_clock_hz else 1.0
+    cap = stream[-1][1] / source.hbm_bandwidth_bytes_per_s * target.hbm_bandwidth_bytes_per_s
+    return tuple((n, min(b * clock, cap)) for n, b in stream if n < target.num_sms) + ((target.num_sms, cap),)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """The roofs a fit from `source` meets on `target`, and what the transfer assumes (one line a row can print)."""
+
+    ceilings: Ceilings
+    assumes: str
+
+
+def transferred_ceilings(source: GpuSpec, target: GpuSpec, dtype: DType, path: TensorPath) -> Transfer:
+    """The module docstring's beta_T, pi_T, eps_T and curve_T for operands of `dtype` on the `path` instruction."""
+    dtype = DType.of(dtype)
+    cal = Ceilings.of(source, dtype, CeilingSource.calibrated)
+    gemm, fp_note = matmul_fraction(source, dtype)
+    copy = cal.bandwidth_bytes_per_s / source.hbm_bandwidth_bytes_per_s
+    exp = (cal.exp_per_s / source.exp_per_s) if cal.exp_per_s and source.exp_per_s else 1.0
+    share_s, share_t = path_share(source, path), path_share(target, path)
+    matmul = target.matmul_flop_per_s(dtype) * gemm * share_t / share_s
+    roofs = Ceilings(CeilingSource.calibrated, target.hbm_bandwidth_bytes_per_s * copy, matmul,
+                     target.vector_fp32_flop_per_s, target.exp_per_s * exp if target.exp_per_s else None,
+                     _stream_curve(source, target), dtype.rate_key)
+    said = [f"{source.name}'s measured fractions of each roof (copy {copy:.0%}, {dtype.rate_key} GEMM {gemm:.0%}, "
+            f"exp {exp:.0%}) on {target.name}'s datasheet roofs"]
+    if path is TensorPath.mma_sync and share_t != share_s:
+        said.append(mma_sync_share(target)[1] + f" against {share_s:.0%} on {source.architecture}")
+    if fp_note:
+        said.append(fp_note)
+    return Transfer(roofs, "; ".join(said))
+
+
+def fewer_sms(ceilings: Ceilings, total_sms: int, num_sms: int) -> Ceilings:
+    """`ceilings` of a whole GPU of `total_sms` SMs, seen by a launch confined to `num_sms` of them (a green context):
+    the matrix, vector and exp roofs x num_sms / total_sms; the bandwidth the read curve gives num_sms SMs (the
+    copy bandwidth x curve(n) / curve(all); x n / all without a curve), the curve cut at n."""
+    if not 1 <= num_sms <= total_sms:
+        raise InputError(f"num_sms {num_sms}: a launch runs on 1 to {total_sms} SMs")
+    share = num_sms / total_sms
+    stream = ceilings.stream
+    if stream:
+        sms = np.array([n for n, _ in stream], float)
+        rate = np.array([b for _, b in stream], float)
+        at_n = float(np.exp(np.interp(np.log(num_sms), np.log(sms), np.log(rate)))) if num_sms >= sms[0] \
+            else rate[0] * num_sms / sms[0]
+        bandwidth = ceilings.bandwidth_bytes_per_s * at_n / rate[-1]
+        stream = tuple((n, b) for n, b in stream if n < num_sms) + ((num_sms, at_n),)
+    else:
+        bandwidth = ceilings.bandwidth_bytes_per_s * share
+    exp = ceilings.exp_per_s * share if ceilings.exp_per_s else ceilings.exp_per_s
+    return dataclasses.replace(ceilings, bandwidth_bytes_per_s=bandwidth, matmul_flop_per_s=ceilings.matmul_flop_per_s
+                               * share, vector_flop_per_s=ceilings.vector_flop_per_s * share, exp_per_s=exp,
+                               stream=stream)
+
+
+__all__ = ["HOPPER_MMA_SYNC_SHARE", "IMPL_PATH", "MMA_SYNC_FLOP_PER_CLOCK_PER_SM", "TensorPath", "Transfer",
+           "calibrated_ceilings", "fewer_sms", "matmul_fraction", "mma_sync_share", "path_share",
+           "transferred_ceilings", "why_not"]
