@@ -96,26 +96,54 @@ def fitted_model_time(cost: Cost, ceilings: Ceilings, fitted: FittedModel) -> np
                       fitted.fp8_overhead_rows)
 
 
+#: PredictedTime.provenance of a fit measured on the GPU it predicts.
+MEASURED_HERE = "measured on this GPU"
+
+
 @dataclass(frozen=True)
 class PredictedTime:
-    """A named implementation's predicted time, and how well its model held on held-out measurements."""
+    """A named implementation's predicted time, and how well its model held on held-out measurements.
+
+    `provenance`: MEASURED_HERE or 'transferred from <gpu>' (rooflab.transfer); `assumes`: what the prediction takes
+    for granted (a transfer's roofs, an fp8 rate at a measured precision's fraction), '' where nothing;
+    `error_band`: the relative error to expect (rooflab.transfer.error_band: held-out, and cross-GPU where
+    transferred), with `band_note` saying where it comes from."""
 
     t_predicted_s: float
     impl: str
     median_error: float | None
     kernel: Kernel
+    provenance: str = MEASURED_HERE
+    assumes: str = ""
+    error_band: float | None = None
+    band_note: str = ""
+    worst_error: float | None = None
 
 
 def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec,
-                 dtype: DType) -> PredictedTime:
+                 dtype: DType, source: GpuSpec | None = None) -> PredictedTime:
     """`fitted`'s time for the workload `price(num_sms, units_per_sm)` prices (the cost function, with the
-    parallelism model where the fit has one), against the GPU's calibrated ceilings."""
-    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
-    ceilings = Ceilings.of(gpu, dtype, source)
+    parallelism model where the fit has one), against the GPU's calibrated ceilings (an fp8 matrix rate never above
+    a measured fraction: transfer.calibrated_ceilings); with `source`, the GPU the fit was measured on, against the
+    roofs it transfers to `gpu` (transfer.transferred_ceilings)."""
+    from .transfer import IMPL_PATH, calibrated_ceilings, error_band, transferred_ceilings
+
+    assumes = ""
+    if source is not None:
+        moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl])
+        ceilings, assumes = moved.ceilings, moved.assumes
+    elif gpu.measured is not None:
+        ceilings, note = calibrated_ceilings(gpu, dtype)
+        assumes = note or ""
+    else:
+        ceilings = Ceilings.of(gpu, dtype, CeilingSource.datasheet)
     k = fitted.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
     t = fitted.overhead_s + float(np.asarray(fitted_model_time(cost, ceilings, fitted))) / fitted.efficiency
-    return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel)
+    band, band_note = error_band(fitted, source, gpu)
+    return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel,
+                         MEASURED_HERE if source is None else f"transferred from {source.name}", assumes, band,
+                         band_note, fitted.worst_error)
 
 
 #: rooflab's own kernels, whichever is fastest: the ids "rooflab" (mma.sync) and "rooflab_hopper" (wgmma).
@@ -133,16 +161,22 @@ def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, floa
     An `impl` with no fit is an InputError naming the ones there are, unless `optional` (a report row of a
     kernel `impl` does not implement: None). `impl=OWN` means rooflab's own kernels, whichever of them
     (mma.sync or wgmma) is fastest here."""
+    source = None
     fits = gpu.fitted_for(kernel)
+    if not fits and not any(f.impl == impl for f in gpu.fitted):
+        from .transfer import transfer_source
+
+        source, fits = transfer_source(gpu, kernel)
     if impl == OWN:
         fits = tuple(f for f in fits if f.impl.startswith(OWN.rstrip("*")))
         impl = None
     if impl is not None:
         chosen = [f for f in fits if f.impl == impl]
-        if not chosen and optional and any(f.impl == impl for f in gpu.fitted):
+        owner = gpu if source is None else source
+        if not chosen and optional and any(f.impl == impl for f in owner.fitted):
             return None
         if not chosen:
-            known = sorted({f.impl for f in gpu.fitted})
+            known = sorted({f.impl for f in owner.fitted})
             raise InputError(f"--impl {impl}: {gpu.name} has no fitted {kernel.value} model for it; fitted "
                              f"implementations: {', '.join(known) or 'none (run rooflab fit)'}")
         fits = tuple(chosen)
@@ -151,7 +185,22 @@ def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, floa
         fits = trusted or fits
     if not fits:
         return None
-    return min((predict_with(f, price, gpu, dtype) for f in fits), key=lambda p: p.t_predicted_s)
+    return min((predict_with(f, price, gpu, dtype, source) for f in fits), key=lambda p: p.t_predicted_s)
+
+
+def no_prediction_reason(gpu: GpuSpec, kernel: Kernel, impl: str | None = None) -> str:
+    """Why predict_time gives `gpu` no time for `kernel` (a report's note beside a blank t_predicted)."""
+    from .transfer import transfer_source, why_not
+
+    if gpu.fitted_for(kernel):
+        return f"{impl or 'the implementation'} has no fitted {kernel.value} model on {gpu.name}"
+    source, fits = transfer_source(gpu, kernel, keep_refused=True)
+    if source is None:
+        return f"no bundled GPU has a fitted {kernel.value} model to transfer"
+    reasons = sorted({why_not(source, gpu, f) or "" for f in fits if impl is None or f.impl == impl} - {""})
+    if not reasons:
+        return f"{impl} has no fitted {kernel.value} model on {source.name} to transfer"
+    return f"no {kernel.value} fit transfers from {source.name}: " + "; ".join(reasons)
 
 
 
@@ -178,7 +227,7 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
     return Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
 
 
-__all__ = ["MAX_AUTO_ERROR", "OWN", "PredictedTime", "decode_kernel", "fitted_model_time", "launch_model_time",
+__all__ = ["MAX_AUTO_ERROR", "MEASURED_HERE", "OWN", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
            "model_time",
            "priced_launches",
            "predict_time", "predict_with", "prefill_kernel"]

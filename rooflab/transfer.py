@@ -29,6 +29,7 @@ scale with the SM count, the bandwidth follows the per-SM read curve.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -38,7 +39,7 @@ from .errors import InputError
 from .roofline import Ceilings
 from .specs import FittedModel, GpuSpec
 from .units import DType
-from .vocab import CeilingSource, _Named
+from .vocab import CeilingSource, Kernel, _Named
 
 
 class TensorPath(_Named):
@@ -198,6 +199,63 @@ def fewer_sms(ceilings: Ceilings, total_sms: int, num_sms: int) -> Ceilings:
                                stream=stream)
 
 
-__all__ = ["HOPPER_MMA_SYNC_SHARE", "IMPL_PATH", "MMA_SYNC_FLOP_PER_CLOCK_PER_SM", "TensorPath", "Transfer",
+@functools.lru_cache(maxsize=1)
+def _fitted_gpus() -> tuple[GpuSpec, ...]:
+    """The bundled GPUs with a fitted: list, the sources a transfer can take (loaded once)."""
+    from .load import available, load_gpu
+
+    return tuple(g for g in (load_gpu(name) for name in available("hardware")) if g.fitted)
+
+
+def transfer_source(target: GpuSpec, kernel: Kernel, keep_refused: bool = False
+                    ) -> tuple[Optional[GpuSpec], tuple[FittedModel, ...]]:
+    """The bundled GPU whose fits of `kernel` predict `target` (one of the same architecture first, then the one with
+    most fits), and those of its fits that transfer (why_not); every fit of the kernel with `keep_refused`.
+    (None, ()) where no other bundled GPU has a fit of `kernel`."""
+    arch = (target.architecture or "").lower()
+    sources = sorted((g for g in _fitted_gpus() if g.name != target.name and g.fitted_for(kernel)),
+                     key=lambda g: ((g.architecture or "").lower() != arch, -len(g.fitted), g.name))
+    if not sources:
+        return None, ()
+    source = sources[0]
+    fits = source.fitted_for(kernel)
+    return source, fits if keep_refused else tuple(f for f in fits if why_not(source, target, f) is None)
+
+
+#: Cross-GPU errors of the transferred fits against published measurements (rooflab validate --published; fitted on
+#: by nothing): (fitted implementation, target architecture) -> (median, worst, rows). tests/bench/
+#: test_published_check.py recomputes them from measurements/published/, so they cannot drift from the data.
+CROSS_GPU_ERROR: dict[tuple[str, str], tuple[float, float, int]] = {
+    ("torch_cudnn", "hopper"): (0.2090, 0.3126, 35),
+    ("torch_eager", "blackwell"): (0.1795, 0.3027, 5),
+    ("torch_eager", "hopper"): (0.1851, 0.9805, 20),
+    ("torch_flash", "ampere"): (0.0974, 0.1696, 2),
+    ("torch_flash", "blackwell"): (0.1243, 0.2199, 14),
+    ("torch_flash", "hopper"): (0.0537, 0.2281, 38),
+}
+
+
+def error_band(fitted: FittedModel, source: Optional[GpuSpec], target: GpuSpec) -> tuple[Optional[float], str]:
+    """The relative error to expect of `fitted`'s prediction on `target`, and where it comes from: the held-out
+    median on the GPU it was measured on; where transferred, the larger of that and the median of the transferred
+    fit against published rows on that architecture (CROSS_GPU_ERROR), or a note that none was checked."""
+    held = fitted.median_error
+    where = source.name if source is not None else target.name
+    held_text = (f"held-out median {held:.1%}" + (f", worst {fitted.worst_error:.1%}" if fitted.worst_error is not None
+                                                 else "") + f" ({fitted.held_out_rows} rows on {where})"
+                 if held is not None else f"no held-out rows on {where}")
+    if source is None:
+        return held, held_text
+    cross = CROSS_GPU_ERROR.get((fitted.impl, (target.architecture or "").lower()))
+    if cross is None:
+        return held, held_text + f"; no published {target.architecture} rows checked for {fitted.impl}: the band " \
+                                 f"is the source's alone"
+    median, worst, rows = cross
+    band = median if held is None else max(held, median)
+    return band, held_text + f"; cross-GPU median {median:.1%}, worst {worst:.1%} over {rows} published " \
+                             f"{target.architecture} rows"
+
+
+__all__ = ["CROSS_GPU_ERROR", "error_band", "transfer_source", "HOPPER_MMA_SYNC_SHARE", "IMPL_PATH", "MMA_SYNC_FLOP_PER_CLOCK_PER_SM", "TensorPath", "Transfer",
            "calibrated_ceilings", "fewer_sms", "matmul_fraction", "mma_sync_share", "path_share",
            "transferred_ceilings", "why_not"]

@@ -103,8 +103,23 @@ def validate(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also write the result to this file.")] = None,
     fit_from: Annotated[Optional[list[Path]], typer.Option("--fit-from", metavar="FILE", help="Fit the time model on these campaigns (repeat) and hold out every row of FILE: the out-of-campaign error.")] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Table and markdown: every column (achieved rates, each fitted constant); CSV and JSON always have them.")] = False,
+    published: Annotated[bool, typer.Option("--published", help="The published kernel measurements (measurements/published/kernels/) instead: floors beaten, each named, and the prediction error per source, GPU and implementation family (fitted on by nothing).")] = False,
 ) -> None:
     """Measured against predicted: fraction of the floor per kernel, and the time model's held-out error."""
+    if published:
+        from ..bench.published_check import published_text
+
+        given = [name for name, value in (("FILE", file), ("--gpu", gpu), ("--fit-from", fit_from), ("--wide", wide))
+                 if value]
+        if given:
+            raise typer.BadParameter(f"--published checks the bundled published rows; it takes no {', '.join(given)}")
+        text = published_text(fmt)
+        if output is not None:
+            from ..output import write_atomic
+
+            write_atomic(output, text)
+        typer.echo(text, nl=False)
+        return
     from ..bench.dist_validate import validate_any
     from ..bench.validate import bundled_dataset, validate as validate_dataset
     from ..output import write_atomic
