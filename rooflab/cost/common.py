@@ -95,25 +95,57 @@ class Cost(Protocol):
     def kernels(self) -> tuple[KernelCost, ...]: ...
 
 
-def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | None = None) -> np.ndarray:
-    """A workload argument as a float64 array, refusing values below `minimum`, above `maximum` or not finite,
-    and what is not numbers (text, booleans, complex)."""
-    if isinstance(value, (str, bytes)) or _is_bool(value):
+#: The dtype kinds a workload array may hold: signed and unsigned integers, floats. Not booleans ('b'), complex
+#: ('c'), text ('U', 'S'), dates and durations ('M', 'm'), raw bytes or records ('V'); objects ('O') element by element.
+_NUMBER_KINDS = "iuf"
+#: Scalars an object array (a Python list) may hold, booleans excepted.
+_NUMBER_TYPES = (int, float, np.integer, np.floating, Fraction, Decimal)
+
+
+def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | None = None,
+             lo_open: bool = False) -> np.ndarray:
+    """A workload argument as a float64 array, refusing values below `minimum` (at it too with `lo_open`), above
+    `maximum` or not finite, and what is not real numbers: text, raw bytes (bytes, bytearray, memoryview),
+    booleans, complex numbers, dates and durations, records, masked entries, ragged or nested containers."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or _is_bool(value):
         raise InputError(f"{name} must be numbers, got {shown(value)}")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError, ArithmeticError):
-        raise InputError(f"{name} must be numbers, got {shown(value)}") from None
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
-        raise InputError(f"{name} must be numbers, got {shown(value)} (a boolean is not a count)")
+    if isinstance(value, np.ma.MaskedArray):
+        if np.ma.is_masked(value):
+            masked = int(np.ma.count_masked(value))
+            raise InputError(f"{name} has {masked:,} masked (missing) value(s) of {value.size:,}; give numbers only")
+        value = np.ma.getdata(value)
+    arr = _real_array(value, name)
     if arr.size == 0:
         raise InputError(f"{name} must not be empty")
-    bad = ~np.isfinite(arr) | (arr < minimum)
+    bad = ~np.isfinite(arr) | (arr < minimum) | ((arr == minimum) if lo_open else False)
     if np.any(bad):
-        raise InputError(f"{name} must be >= {minimum:g}, got {arr[bad].flat[0]:g}")
+        raise InputError(f"{name} must be {'>' if lo_open else '>='} {minimum:g}, got {arr[bad].flat[0]:g}")
     if maximum is not None and np.any(arr > maximum):
         raise InputError(f"{name} must be <= {maximum:,.0f} (far past any real workload), got {arr[arr > maximum].flat[0]:g}")
     return arr
+
+
+def _real_array(value: object, name: str) -> np.ndarray:
+    """`value` as float64 if it holds real numbers only (what as_array lists), else InputError naming `name`."""
+    refused = InputError(f"{name} must be numbers, got {shown(value)}")
+    try:
+        raw = np.array(value, dtype=object) if isinstance(value, (list, tuple)) else np.asarray(value)
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        raise refused from None
+    if raw.dtype.kind == "O":
+        for item in raw.flat:
+            if isinstance(item, (bool, np.bool_)):
+                raise InputError(f"{name} must be numbers, got {shown(value)} (a boolean is not a count)")
+            if not isinstance(item, _NUMBER_TYPES):
+                raise refused
+    elif raw.dtype.kind not in _NUMBER_KINDS:
+        raise refused
+    try:
+        return raw.astype(np.float64)
+    except OverflowError:                       # a Python int past float64 (10**400)
+        raise InputError(f"{name} must be finite numbers, got {shown(value)}") from None
+    except (TypeError, ValueError, ArithmeticError):
+        raise refused from None
 
 
 def _is_bool(value: object) -> bool:
@@ -233,6 +265,11 @@ class Visibility:
     window: int | None = None
     chunk: int | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("window", "chunk"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, whole_number(getattr(self, name), f"Visibility {name} (tokens)"))
+
     @classmethod
     def of(cls, layer: object | None) -> Visibility:
         """The visibility of a LayerType (or of full attention for None)."""
@@ -306,6 +343,14 @@ class Visibility:
 
 
 FULL_VISIBILITY = Visibility()
+
+
+def check_visibility(visibility: object, what: str = "visibility") -> Visibility:
+    """`visibility` as a Visibility, or InputError naming `what` (a window length or a layer is not one)."""
+    if not isinstance(visibility, Visibility):
+        raise InputError(f"{what} must be a rooflab.cost.common.Visibility (Visibility.of(layer)), got "
+                         f"{shown(visibility)}")
+    return visibility
 
 
 def causal_pairs(q_len: np.ndarray, kv_len: np.ndarray, causal: bool) -> np.ndarray:

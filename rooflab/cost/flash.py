@@ -18,17 +18,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..specs import AttentionHeads, GpuSpec
 from ..specs.heads import MAX_HEAD_DIM
 from ..units import FP32_BYTES, DType
 from ..vocab import Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, check_heads,
-                     real_number, whole_number)
+from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, SingleKernel, Visibility, as_array, check_flag,
+                     check_heads, check_visibility, real_number, whole_number)
 from .parallel import check_parallelism, schedule_fraction
 
 _TILE_CHOICES = (128, 64, 32, 16)
+#: The most rows or columns a tile may have (a thread block holds at most 1,024 threads, one row each at most).
+MAX_TILE_ROWS = 1024
 #: K and V tiles are double-buffered so the next tile loads while this one is used.
 KV_STAGES = 2
 
@@ -39,6 +41,11 @@ class FlashTile:
 
     block_q: int
     block_kv: int
+
+    def __post_init__(self) -> None:      # a tile of 0 rows divided by zero in every count
+        for name in ("block_q", "block_kv"):
+            object.__setattr__(self, name, whole_number(getattr(self, name), f"FlashTile {name}",
+                                                        maximum=MAX_TILE_ROWS))
 
     def smem_bytes(self, head_dim: int, dtype: DType) -> int:
         """Q tile plus double-buffered K and V tiles: (B_r + 2 * stages * B_c) * d * b."""
@@ -137,9 +144,13 @@ def flash_prefill(heads: AttentionHeads, seq_len: ArrayLike, batch: ArrayLike = 
     the keys it visits, rounded up to whole B_c tiles.
     """
     heads = check_heads(heads, "flash_prefill")
-    causal = causal or not visibility.is_full
+    visibility = check_visibility(visibility)
+    causal = check_flag(causal, "causal") or not visibility.is_full
+    write_lse, sinks = check_flag(write_lse, "write_lse"), check_flag(sinks, "sinks")
     dtype = DType.of(dtype)
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
+    if tile is not None and not isinstance(tile, FlashTile):
+        raise InputError(f"tile must be a FlashTile (or None: chosen for the GPU), got {shown(tile)}")
     if tile is None:
         tile = choose_tile(gpu, heads.head_dim, dtype) if gpu is not None else FlashTile(128, 128)
     t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)

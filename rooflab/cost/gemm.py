@@ -43,7 +43,7 @@ def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, na
     grouped GEMM (a MoE layer's experts): G weights of [n, k] each read once, the m rows spread over them.
     """
     m, n, k = (as_array(v, f"GEMM {what}", maximum=MAX_GEMM_DIM) for v, what in ((m, "m"), (n, "n"), (k, "k")))
-    g = as_array(groups, "GEMM groups", minimum=0, maximum=MAX_GEMM_DIM)
+    g = as_array(groups, "GEMM groups", minimum=0, maximum=MAX_GEMM_DIM, lo_open=True)   # G > 0: 0 was no weights
     dtype = DType.of(dtype)
     bits = dtype.bytes * 8 if weight_bits is None else real_number(weight_bits, "weight_bits", 0, 64, lo_open=True)
     weight = g * n * k * bits / 8                                # G x W [n, k], read once

@@ -25,7 +25,8 @@ from ..specs import AttentionHeads, GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import Pipe, Variant
 from ..limits import MAX_BATCH, MAX_TOKENS
-from .common import FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_heads, whole_number
+from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_flag, check_heads,
+                     check_visibility, whole_number)
 
 #: Vector FLOPs per element of S in a row softmax: max compare, subtract, sum add, normalising multiply.
 SOFTMAX_FLOPS_PER_ELEMENT = 4
@@ -86,7 +87,8 @@ def naive_prefill(heads: AttentionHeads, seq_len: ArrayLike, batch: ArrayLike = 
     kernels materialise the whole matrix and mask it.
     """
     heads = check_heads(heads, "naive_prefill")
-    causal = causal or not visibility.is_full
+    visibility = check_visibility(visibility)
+    causal = check_flag(causal, "causal") or not visibility.is_full
     t = as_array(seq_len, "seq_len", maximum=MAX_TOKENS)
     b = as_array(batch, "batch", maximum=MAX_BATCH)
     dtype = DType.of(dtype)

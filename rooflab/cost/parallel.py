@@ -21,9 +21,10 @@ from typing import Iterable
 
 import numpy as np
 
+from ..errors import InputError, shown
 from ..specs.fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM
 from ..specs.gpu import MAX_SMS
-from .common import real_number, whole_number
+from .common import as_array, real_number, whole_number
 
 
 def check_parallelism(num_sms: object, units_per_sm: object) -> tuple[int | None, float]:
@@ -53,17 +54,36 @@ def parallel_fraction(total_unit_work: np.ndarray | float, longest_unit_work: np
 def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per_sm: float = 1.0) -> float:
     """f for units issued in launch order to the first free slot (greedy list scheduling).
 
-    Fractional `units_per_sm` rounds the slot count to the nearest whole number (at least 1).
+    Fractional `units_per_sm` rounds the slot count to the nearest whole number (at least 1). In closed form
+    where one exists: U <= slots units run in one wave (f = total / (slots x longest)); U equal units of work w
+    take ceil(U / slots) waves (f = U / (slots ceil(U / slots))). Otherwise the makespan of list scheduling
+    (_list_makespan).
     """
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     if num_sms is None:
         return 1.0
-    work = np.asarray(list(unit_work), dtype=np.float64)
+    if not isinstance(unit_work, (np.ndarray, list, tuple)):
+        try:
+            unit_work = list(unit_work)
+        except TypeError:
+            raise InputError(f"unit_work (each work unit's work) must be numbers, got {shown(unit_work)}") from None
+    work = as_array(unit_work, "unit_work (each work unit's work)", minimum=0, lo_open=True).ravel()
     slots = max(1, int(round(num_sms * units_per_sm)))
+    longest = float(work.max())
     if work.size <= slots:
-        return float(work.sum() / (slots * work.max()))
-    finish = list(work[:slots])
+        return float(work.sum() / (slots * longest))
+    if float(work.min()) == longest:
+        waves = -(-work.size // slots)
+        return work.size / (slots * waves)
+    return float(work.sum() / (slots * _list_makespan(work, slots)))
+
+
+def _list_makespan(work: np.ndarray, slots: int) -> float:
+    """When the last of `work`'s units ends, each issued in order to the slot that frees first (a min-heap of the
+    slots' finish times; the first `slots` units start at 0). Exact; Python floats and one heapreplace a unit."""
+    finish = work[:slots].tolist()
     heapq.heapify(finish)
-    for w in work[slots:]:
-        heapq.heappush(finish, heapq.heappop(finish) + w)
-    return float(work.sum() / (slots * max(finish)))
+    replace = heapq.heapreplace
+    for w in work[slots:].tolist():
+        replace(finish, finish[0] + w)
+    return max(finish)

@@ -90,3 +90,44 @@ def test_parallel_fraction_bounds():
     assert parallel_fraction(1, 1, None) == 1.0
     # a ragged batch is held back by its longest unit
     assert parallel_fraction(200 + 10 * 10, 200, 4) == pytest.approx(300 / 800)
+
+
+def _heap_schedule_fraction(work: list[float], slots: int) -> float:
+    """The oracle: list scheduling simulated unit by unit with a heap of the slots' finish times, as
+    schedule_fraction was written before its closed forms (issue 24)."""
+    import heapq
+
+    if len(work) <= slots:
+        return sum(work) / (slots * max(work))
+    finish = list(work[:slots])
+    heapq.heapify(finish)
+    for w in work[slots:]:
+        heapq.heappush(finish, heapq.heappop(finish) + w)
+    return sum(work) / (slots * max(finish))
+
+
+def _flash_like(rng, causal: bool) -> list[float]:
+    """Units as flash's launches issue them: ceil(T / B_r) query tiles a head, the heaviest first when causal."""
+    t, block, heads = int(rng.integers(1, 5000)), int(rng.choice([16, 64, 128])), int(rng.integers(1, 80))
+    tiles = np.arange(1, -(-t // block) + 1) * block if causal else np.full(-(-t // block), -(-t // block) * block)
+    return np.tile(tiles[::-1], heads).astype(float).tolist()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_schedule_fraction_equals_the_heap_simulation(seed):
+    """The closed forms (one wave; equal units in whole waves) and the faster list scheduling give the heap
+    simulation's answer on random work: uniform, random, flash-shaped causal and non-causal, ties, tiny and huge."""
+    rng = np.random.default_rng(seed)
+    sms, k = int(rng.integers(1, 200)), float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0, 8.0]))
+    slots = max(1, int(round(sms * k)))
+    n = int(rng.integers(1, 4 * slots + 50))
+    cases = [[float(rng.integers(1, 9))] * n, rng.uniform(0.1, 100, n).tolist(), rng.integers(1, 4, n).astype(float).tolist(),
+             (rng.uniform(1, 2, n) * 10.0 ** rng.integers(-200, 200)).tolist(), _flash_like(rng, True), _flash_like(rng, False)]
+    for work in cases:
+        assert schedule_fraction(work, sms, k) == pytest.approx(_heap_schedule_fraction(work, slots), rel=1e-12)
+        assert schedule_fraction(np.asarray(work), sms, k) == pytest.approx(_heap_schedule_fraction(work, slots), rel=1e-12)
+
+
+@pytest.mark.parametrize("work", [[], [0.0, 1.0], [-1.0], [math.nan], ["1"], [1 + 0j], None, [True]])
+def test_schedule_fraction_refuses_work_that_is_not_positive_numbers(work):
+    refused(lambda: schedule_fraction(work, 132), "unit_work")
