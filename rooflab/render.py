@@ -87,17 +87,37 @@ def report_frame(r: Report) -> Frame:
     if any(row.t_predicted_s is not None for row in r.rows):
         columns += (Column("t_predicted_s", "t_predicted",
                            lambda x: fmt_seconds(x["t_predicted_s"]) if x.get("t_predicted_s") is not None else ""),
-                    Column("predicted_impl", "impl", lambda x: x.get("predicted_impl") or ""))
+                    Column("predicted_impl", "impl", lambda x: x.get("predicted_impl") or ""),
+                    Column("predicted_from", "fitted on", lambda x: _fitted_on(x.get("predicted_from"))))
     totals = [f"whole model, {t.variant} for the softmax layers: {fmt_flops(t.flops)}, {fmt_bytes(t.hbm_bytes)}, "
               f"t_floor {fmt_seconds(t.t_floor_s)} over {t.num_layers} layers" for t in r.totals] if hybrid else []
     return Frame(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
-                 notes=tuple(_warnings(r) + totals + _details(r) + _facts(r) + _fitting(r) + list(r.notes)),
+                 notes=tuple(_warnings(r) + totals + _details(r) + _facts(r) + _fitting(r) + _predictions(r)
+                             + list(r.notes)),
                  csv_keys=_CSV_KEYS)
+
+
+def _fitted_on(provenance: str | None) -> str:
+    """The 'fitted on' cell: 'this GPU' or the GPU a transferred fit was measured on."""
+    if not provenance:
+        return ""
+    return provenance.removeprefix("transferred from ") if provenance.startswith("transferred") else "this GPU"
+
+
+def _predictions(r: Report) -> list[str]:
+    """One note a distinct prediction provenance: its error band and assumptions, or why a row has no t_predicted."""
+    lines: dict[str, list[str]] = {}
+    for row in r.rows:
+        if row.predicted_note:
+            head = (f"t_predicted {row.predicted_impl} {row.predicted_from}" if row.t_predicted_s is not None
+                    else "t_predicted blank")
+            lines.setdefault(f"{head}: {row.predicted_note}", []).append(row.label or row.variant)
+    return [f"{text} [{', '.join(dict.fromkeys(labels))}]" for text, labels in lines.items()]
 
 
 _CSV_KEYS = ("model", "gpu", "phase", "seq_len", "batch", "dtype", "causal", "variant", "kernel", "flops",
              "hbm_bytes", "intensity_flop_per_byte", "t_compute_s", "t_exp_s", "t_memory_s", "t_floor_s", "bound",
-             "layer_type", "num_layers", "t_predicted_s", "predicted_impl")
+             "layer_type", "num_layers", "t_predicted_s", "predicted_impl", "predicted_from")
 
 
 def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_type: str | None, layers: int) -> dict:
@@ -110,6 +130,7 @@ def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_typ
             "t_exp_s": figures.t_exp_s,
             "ridge": ridge, "model_t_floor_s": figures.t_floor_s * layers,
             "t_predicted_s": getattr(figures, "t_predicted_s", None), "predicted_impl": getattr(figures, "predicted_impl", None),
+            "predicted_from": getattr(figures, "predicted_from", None),
             "layer_type": layer_type, "num_layers": layers}
 
 

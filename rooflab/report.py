@@ -28,7 +28,7 @@ from .roofline import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, LayerType, ModelSpec
 from .units import DType
-from .predict import PredictedTime, decode_kernel, predict_time, prefill_kernel
+from .predict import PredictedTime, decode_kernel, no_prediction_reason, predict_time, prefill_kernel
 from .vocab import CeilingSource, Phase, Variant
 
 
@@ -211,6 +211,18 @@ def decode_prediction(gpu: GpuSpec, layer: LayerType, price: Callable[[Optional[
     return predict_time(gpu, decode_kernel(layer, splits, q_len), price, dtype, impl, optional=True)
 
 
+#: A prefill of more query rows (T x B x query heads) than this gets no t_predicted: the parallelism model
+#: (cost/flash.py _unit_work) lists every (head, query tile) unit.
+_MAX_SCHEDULED_ROWS = 2 ** 34
+
+
+def _with_prediction(row: Row, prediction: Optional[PredictedTime], gpu: GpuSpec, kernel, impl: Optional[str]) -> Row:
+    """`row` with its prediction, or with the reason it has none (a blank t_predicted never goes without a note)."""
+    if prediction is not None:
+        return row.predicted(prediction)
+    return dataclasses.replace(row, predicted_note=no_prediction_reason(gpu, kernel, impl))
+
+
 def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: int = 1,
                    dtype: DType = DType.fp16, causal: bool = True,
                    ceilings: CeilingSource = CeilingSource.datasheet, impl: str | None = None) -> Report:
@@ -244,14 +256,23 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
         rows += [
             make_row(naive, roofs, breakdown=True, s_bytes=naive.s_bytes, p_bytes=naive.p_bytes,
                      peak_extra_bytes=naive.peak_extra_bytes, label=f"naive{tag}" if tag else None,
-                     intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where).predicted(
-                prefill_prediction(gpu, layer, lambda n, k, name=name: price(name, True), dtype, impl, naive=True)),
+                     intensity_compulsory_flop_per_byte=naive.intensity_compulsory, **where),
             make_row(flash, roofs, hbm_bytes_tiled=flash.hbm_bytes_tiled,
                      intensity_tiled_flop_per_byte=flash.intensity_tiled, label=f"flash{tag}" if tag else None,
                      tile=(flash.tile.block_q, flash.tile.block_kv), rescale_overhead=flash.rescale_overhead,
-                     **where).predicted(
-                prefill_prediction(gpu, layer, lambda n, k, name=name: price(name, False, n, k), dtype, impl)),
+                     **where),
         ]
+        if seq_len * batch * (layer.num_qo_heads or model.num_qo_heads) > _MAX_SCHEDULED_ROWS:     # the launch schedule is walked unit by unit
+            why = (f"the parallelism model walks its {seq_len * batch * (layer.num_qo_heads or model.num_qo_heads):.2e} query rows' tiles one "
+                   f"by one; above {_MAX_SCHEDULED_ROWS:.0e} no prediction is made")
+            rows[-2:] = [dataclasses.replace(r, predicted_note=why) for r in rows[-2:]]
+            continue
+        rows[-2] = _with_prediction(rows[-2], prefill_prediction(gpu, layer, lambda n, k, name=name: price(name, True),
+                                                                 dtype, impl, naive=True),
+                                    gpu, prefill_kernel(layer, naive=True), impl)
+        rows[-1] = _with_prediction(rows[-1], prefill_prediction(gpu, layer, lambda n, k, name=name: price(name, False,
+                                                                                                            n, k),
+                                                                 dtype, impl), gpu, prefill_kernel(layer), impl)
     main = main_attention(model)
     return Report(
         model=model.name, gpu=gpu.name, phase=Phase.prefill, seq_len=int(seq_len), batch=int(batch),
@@ -397,8 +418,10 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
             label = ("paged" if s == 1 else f"split_kv ({s} splits)") + tag
             row = make_row(cost, roofs, breakdown=s > 1, label=label, kv_bytes=cost.kv_bytes, splits=s,
                            parallel_fraction=cost.parallel_fraction, **where)
-            rows.append(row.predicted(decode_prediction(gpu, layer, lambda n, u, name=name, s=s: price(name, s, n, u),
-                                                        dtype, s, q_len, impl)))
+            rows.append(_with_prediction(row, decode_prediction(gpu, layer, lambda n, u, name=name, s=s: price(name, s, n,
+                                                                                                           u),
+                                                                dtype, s, q_len, impl),
+                                         gpu, decode_kernel(layer, s, q_len), impl))
         if prefill_chunk:
             rows.append(_mixed_row(model, name, price(name, 1), prefill_chunk, dtype, roofs, tag, where))
     facts = _decode_facts(model, gpu, lens, kv_dtype, price(main, 1), recommended[main])

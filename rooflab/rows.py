@@ -75,6 +75,8 @@ class Row:
     t_predicted_s: Optional[float] = None         # a named implementation's modelled time (rooflab/predict.py)
     predicted_impl: Optional[str] = None
     predicted_error_median: Optional[float] = None  # that model's held-out error where it was fitted
+    predicted_from: Optional[str] = None          # 'measured on this GPU' / 'transferred from h200-sxm' (rooflab.transfer)
+    predicted_note: Optional[str] = None          # the error band and what the prediction assumes, or why there is none
     kernels: tuple[KernelRow, ...] = ()
 
     #: Fields written to JSON even when empty (null): the prediction, so a reader sees where there is none.
@@ -90,7 +92,9 @@ class Row:
         if prediction is None:
             return self
         return dataclasses.replace(self, t_predicted_s=prediction.t_predicted_s, predicted_impl=prediction.impl,
-                                   predicted_error_median=prediction.median_error)
+                                   predicted_error_median=prediction.median_error,
+                                   predicted_from=getattr(prediction, "provenance", None),
+                                   predicted_note=_prediction_note(prediction))
 
     def to_dict(self) -> dict:
         out = {}
@@ -104,6 +108,16 @@ class Row:
                 value = {"block_q": value[0], "block_kv": value[1]}
             out[f.name] = value
         return out
+
+
+def _prediction_note(prediction) -> Optional[str]:
+    """'error band +-5.2% (held-out ...); assumes ...' of a PredictedTime (rooflab.predict)."""
+    band = getattr(prediction, "error_band", None)
+    if band is None and not getattr(prediction, "assumes", ""):
+        return None
+    text = (f"error band +-{band:.1%} ({prediction.band_note})" if band is not None else
+            f"no error band: {prediction.band_note}")
+    return text + (f"; assumes {prediction.assumes}" if prediction.assumes else "")
 
 
 def kernel_row(kernel: KernelCost, ceilings: Ceilings) -> KernelRow:
