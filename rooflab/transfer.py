@@ -134,6 +134,9 @@ def calibrated_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[
     (an fp8 attention or GEMM without an fp8 calibration at bf16's measured fraction), and a note where transferred."""
     roofs = Ceilings.of(gpu, dtype, CeilingSource.calibrated)
     share, note = matmul_fraction(gpu, dtype)
+    if DType.of(dtype).is_fp8 and note is None and not gpu.measured.fp8_attention_flop_per_s:
+        note = (f"fp8 matrix work at the measured fp8 GEMM rate ({share:.0%} of the datasheet's): {gpu.name} has no "
+                f"fp8 attention calibrated")
     return dataclasses.replace(roofs, matmul_flop_per_s=share * gpu.matmul_flop_per_s(dtype)), note
 
 

@@ -167,3 +167,56 @@ def test_mla_memory_efficiency_and_fp8_rows():
     fit = [f for f in gpu.fitted if f.kernel.value == "mla_decode" and f.impl == "rooflab"][0]
     assert fit.memory_efficiency is not None and fit.memory_efficiency <= 1.0
     assert fit.memory_ratio == fit.memory_efficiency / fit.efficiency
+
+
+# --- transfer (rooflab/transfer.py): a fit measured on the H200 predicting another GPU --------------------------
+
+def test_transfer_provenance_band_and_refusals():
+    from rooflab.load import load_gpu
+    from rooflab.predict import no_prediction_reason, predict_time
+    from rooflab.specs import AttentionHeads
+    from rooflab.cost.flash import flash_prefill
+    from rooflab.units import DType
+    from rooflab.vocab import Kernel
+
+    heads = AttentionHeads(32, 8, 128)
+    for name, ok in (("h100-sxm", True), ("a100-pcie-80gb", True), ("b200", True), ("t4", False), ("mi300x", False)):
+        gpu = load_gpu(name)
+        price = lambda n, k, gpu=gpu: flash_prefill(heads, 4096, 1, DType.fp16, True, gpu=gpu, num_sms=n,
+                                                     units_per_sm=k)
+        p = predict_time(gpu, Kernel.flash, price, DType.fp16, optional=True)
+        assert (p is not None) is ok, name
+        if ok:
+            assert p.provenance == "transferred from h200-sxm" and p.assumes and p.error_band is not None
+            assert p.impl != "rooflab_hopper" or gpu.architecture == "hopper"        # wgmma on Hopper only
+        else:
+            assert name in no_prediction_reason(gpu, Kernel.flash)
+
+
+def test_fewer_sms_scales_roofs_and_follows_the_read_curve():
+    from rooflab.load import load_gpu
+    from rooflab.transfer import calibrated_ceilings, fewer_sms
+    from rooflab.units import DType
+
+    gpu = load_gpu("h200-sxm")
+    full, _ = calibrated_ceilings(gpu, DType.fp16)
+    part = fewer_sms(full, gpu.num_sms, 16)
+    assert part.matmul_flop_per_s == pytest.approx(full.matmul_flop_per_s * 16 / 132)
+    # the measured curve: 16 SMs draw 344 of the 2451 GB/s all 132 draw
+    assert part.bandwidth_bytes_per_s == pytest.approx(full.bandwidth_bytes_per_s * 3.4404e11 / 2.4512e12)
+    assert fewer_sms(full, gpu.num_sms, 132).bandwidth_bytes_per_s == pytest.approx(full.bandwidth_bytes_per_s)
+    with pytest.raises(Exception):
+        fewer_sms(full, gpu.num_sms, 0)
+
+
+def test_fp8_never_above_a_measured_fraction():
+    from rooflab.load import load_gpu
+    from rooflab.transfer import calibrated_ceilings, matmul_fraction
+    from rooflab.units import DType
+
+    h200 = load_gpu("h200-sxm")
+    roofs, note = calibrated_ceilings(h200, DType.fp8_e4m3)
+    assert roofs.matmul_flop_per_s == pytest.approx(h200.measured.fp8_gemm_flop_per_s)
+    assert "no fp8 attention" in note
+    share, note = matmul_fraction(h200, DType.bf16)
+    assert note is None and share < 1
