@@ -10,6 +10,7 @@ and v_head_dim (d_c).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -19,7 +20,7 @@ from ..cost.merge import merge_pair
 from ..cost.mla import mla_decode
 from ..cost.naive import naive_prefill
 from ..cost.paged import paged_decode, recommend_splits
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..specs import AttentionHeads, GpuSpec, LayerType
 from ..units import DType
 from ..vocab import Kernel, LayerKind, Variant
@@ -117,9 +118,24 @@ COST_OF: dict[Kernel, Callable[[_Workload], Cost]] = {
 }
 
 
+#: Rows x units-per-SM values priced at most once a process: the fit's grid search asks for each row's cost at
+#: each units-per-SM value for every exp overlap, tile term and refit (10,078 calls for 2,078 distinct ones).
+COST_CACHE_SIZE = 1 << 15
+
+
 def measurement_cost(m: Measurement, gpu: GpuSpec, num_sms: int | None = None, units_per_sm: float = 1.0) -> Cost:
     """The cost of the configuration a measurement row describes; with `num_sms`, the parallelism model's
-    busy share with `units_per_sm` (cost/parallel.py) is priced into its launches."""
+    busy share with `units_per_sm` (cost/parallel.py) is priced into its launches.
+
+    Priced once for each (row, GPU, num_sms, units_per_sm) and then shared (rows and GPU specs are frozen, and so
+    are costs: a caller that wants another cost builds one, as predict.priced_launches does with replace)."""
+    if not isinstance(m, Measurement) or not isinstance(gpu, GpuSpec):
+        raise InputError(f"measurement_cost takes a Measurement and a GpuSpec, got {shown(m)} and {shown(gpu)}")
+    return _cost(m, gpu, num_sms, units_per_sm)
+
+
+@functools.lru_cache(maxsize=COST_CACHE_SIZE)
+def _cost(m: Measurement, gpu: GpuSpec, num_sms: int | None, units_per_sm: float) -> Cost:
     try:
         dtype = DType(m.dtype)
         kv_dtype = DType(m.kv_dtype) if m.kv_dtype else dtype

@@ -194,6 +194,8 @@ def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None
     """`value` as an int, or InputError naming `what`, the bounds and the value if it is not a whole number in
     [minimum, maximum]. Any size of int, NumPy scalars, Fraction and Decimal are read exactly; booleans, text and
     containers are refused."""
+    if type(value) is int and value >= minimum and (maximum is None or value <= maximum):
+        return value                    # the common case
     bounds = _bounds(minimum, maximum)
     value = _plain(value)
     number = _real(value, what, "a whole number", bounds)
@@ -246,6 +248,8 @@ def real_number(value: object, what: str, minimum: float, maximum: float, lo_ope
                 unit: str = "") -> float:
     """`value` as a float in [minimum, maximum] ((minimum, maximum] with `lo_open`), or InputError naming `what`,
     the bounds and the value; booleans, text, containers, NaN and infinities are refused."""
+    if type(value) is float and (minimum < value or (value == minimum and not lo_open)) and value <= maximum:
+        return value                    # the common case, checked in a few comparisons (NaN fails them all)
     bounds = f" in {'(' if lo_open else '['}{minimum:g}, {maximum:g}]{unit}"
     value = _plain(value)
     number = _real(value, what, "a number", bounds)
