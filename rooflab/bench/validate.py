@@ -190,15 +190,29 @@ def read_campaigns(files: Sequence[Path], gpu_ref: Optional[str] = None) -> tupl
     rows: list[Measurement] = []
     meta: dict = {}
     spec = None
+    seen: dict[Measurement, Path] = {}            # each row read so far, and the file it came from
     for path in files:
         file_meta, file_rows = read_measurements(Path(path))
         this = check_gpu(file_meta, gpu_ref, str(path))
         if spec is not None and this != spec:
             raise InputError(f"{path}: measured on {file_meta.get('device_name', this)} (spec {this}), but "
                              f"{files[0]} on {spec}: one GPU at a time")
+        _refuse_shared_rows(Path(path), file_rows, seen)
         spec, meta = this, meta or file_meta
         rows += file_rows
+        seen.update((m, Path(path)) for m in file_rows)
     return meta, rows, spec
+
+
+def _refuse_shared_rows(path: Path, rows: Sequence[Measurement], seen: dict[Measurement, Path]) -> None:
+    """InputError naming both files where rows of `path` were already read from another input (the same file given
+    twice, a copy or a link): counted twice, they weigh double in the fit and its held-out half holds rows it fitted."""
+    shared = [seen[m] for m in rows if m in seen]
+    if shared:
+        first = shared[0]
+        same = " (the same file given twice)" if first.resolve() == path.resolve() else " (a copy or a link of it?)"
+        raise InputError(f"{path}: {len(shared):,} of its {len(rows):,} rows are rows of {first}{same}; give each "
+                         f"campaign once")
 
 
 def validate(path: Path | Sequence[Path] | None = None, gpu_ref: Optional[str] = None, fit: bool = True,

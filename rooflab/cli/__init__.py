@@ -497,3 +497,4 @@ def main() -> None:
 
 # The commands register themselves on `app` when imported; the order here is the order of `rooflab --help`.
 from . import analysis, measure, fit, explain, charts, schema  # noqa: E402,F401  (after everything they import from here)
+from . import serve  # noqa: E402,F401  (rooflab serve, rooflab plot serve)

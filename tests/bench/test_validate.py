@@ -283,3 +283,31 @@ def test_fit_from_a_copy_or_link_of_the_validated_file_is_refused(tmp_path, how)
     shutil.copy(target, other) if how == "copy" else os.link(target, other)
     with pytest.raises(InputError, match=r"--fit-from .*b.csv: 8 of its 8 rows are rows of .*a.csv"):
         validate(target, fit_from=[other])
+
+
+def test_a_campaign_given_twice_is_refused_naming_both_files(tmp_path):
+    """`rooflab fit a.csv a.csv` (or a copy of a.csv beside it) counted every row twice: the fit's efficiency
+    left its range with a message naming neither file. Now refused before fitting, naming both and the count."""
+    import os
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from rooflab.bench.validate import read_campaigns
+    from rooflab.cli import app
+    from support import refused
+
+    a = tmp_path / "a.csv"
+    shutil.copy(data_dir("measurements") / "h200-mla-seesaw.csv", a)
+    n = len(read_measurements(a)[1])
+    b = tmp_path / "b.csv"
+    shutil.copy(a, b)
+    refused(lambda: read_campaigns([a, a]), "a.csv", f"{n} of its {n} rows", "the same file given twice")
+    refused(lambda: read_campaigns([a, b]), "a.csv", "b.csv", "a copy or a link")
+    meta, rows = read_measurements(a)
+    part = tmp_path / "part.csv"
+    write_measurements(part, rows[:3], meta)            # three of its rows in another file
+    refused(lambda: read_campaigns([a, part]), "part.csv", "3 of its 3 rows", "a.csv")
+    result = CliRunner().invoke(app, ["fit", str(a), str(b), "-o", str(tmp_path / "out.yaml")])
+    assert result.exit_code == 2 and "b.csv" in result.output and "a.csv" in result.output
+    assert not os.path.exists(tmp_path / "out.yaml")

@@ -1,0 +1,27 @@
+"""Benchmark (not a timed test): 10,000 requests through rooflab.serve's SimPy simulation.
+
+Issue 30's target: under 2 s on a two-core machine. Llama-3-8B bf16 on one H200, 1k/1k drawn as InferenceX draws
+them ([819, 1024]), vLLM V1 defaults; a closed loop at concurrency 64 and a Poisson rate of 8 requests/s.
+Run: python benchmarks/serve_simulation.py (prints CPU seconds per run).
+"""
+
+import time
+
+from rooflab import load_gpu, load_model
+from rooflab.deployment import Deployment
+from rooflab.serve import ClosedLoop, Lengths, Replica, RequestRate, Workload, simulate
+
+
+def main() -> None:
+    replica = Replica.build(load_model("llama-3-8b"), load_gpu("h200-sxm"), Deployment(),
+                            Workload(Lengths.inferencex_random(1024, 0.8), Lengths.inferencex_random(1024, 0.8)))
+    for load in (ClosedLoop(64), RequestRate(8.0)):
+        start = time.process_time()
+        sim = simulate(replica, load, num_requests=10_000)
+        cpu = time.process_time() - start
+        print(f"{load.describe():32s} 10,000 requests: {cpu:.2f} s CPU, {sim.steps:,} steps, "
+              f"{sim.output_tokens_per_s:,.0f} tok/s, mean TPOT {sim.tpot.mean_s * 1e3:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

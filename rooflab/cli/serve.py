@@ -1,0 +1,289 @@
+"""`rooflab serve` (the throughput-interactivity curve, a simulated benchmark run, an SLO search) and
+`rooflab plot serve` (the curve as a chart): parse -> call rooflab.serve -> render. No arithmetic here.
+
+Options keep the engines' and the benchmark harnesses' names: vLLM's --max-num-seqs and
+--max-num-batched-tokens, SGLang's --max-running-requests, --chunked-prefill-size and --enable-mixed-chunk,
+vllm bench serve's --max-concurrency, --request-rate, --burstiness, --num-prompts, --random-range-ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
+from ..output import Format
+from . import FormatOpt, GpuOpt, ModelOpt, app, friendly, params, parse_lengths
+from .charts import DataOpt, GpusOpt, _names, _output_opt, plot_app
+
+MAX_PROMPTS = 10_000_000
+
+
+def _rate(text: str) -> float:
+    """--request-rate: a positive number of requests/s, or inf."""
+    if isinstance(text, float):
+        return text
+    if str(text).strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return params.number(0, 1e9, lo_open=True)(text)
+
+
+def _slo(text: str) -> float:
+    """An SLO in seconds, or with a unit: 200ms, 0.2s, 30ms."""
+    if isinstance(text, float):
+        return text
+    raw = str(text).strip().lower()
+    scale = 1e-3 if raw.endswith("ms") else 1.0
+    raw = raw[:-2] if raw.endswith("ms") else raw[:-1] if raw.endswith("s") else raw
+    return params.number(0, 1e6, lo_open=True)(raw) * scale
+
+
+EngineOpt = Annotated[str, typer.Option("--engine", metavar="vllm|sglang|tensorrt-llm",
+                                        help="Whose scheduler and defaults: vllm (V1), sglang or tensorrt-llm.")]
+TpOpt = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", "--tp", "--tp-size",
+                                    parser=params.count(1, MAX_GPUS), metavar="N", help="Tensor-parallel GPUs.")]
+QuantOpt = Annotated[Optional[str], typer.Option("--quantization", "-q", metavar="fp8",
+                                                 help="Weights and GEMMs in fp8 (the engines' --quantization fp8); "
+                                                      "default: as the checkpoint ships.")]
+KvOpt = Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="auto|fp8|bf16|fp16",
+                                              help="KV cache element type (auto: the activations' dtype).")]
+InOpt = Annotated[int, typer.Option("--input-len", "--random-input-len", parser=params.count(1, MAX_TOKENS),
+                                    metavar="N", help="Prompt tokens (1k = 1,000, 1K = 1,024).")]
+OutOpt = Annotated[int, typer.Option("--output-len", "--random-output-len", parser=params.count(1, MAX_TOKENS),
+                                     metavar="N", help="Output tokens a request.")]
+RatioOpt = Annotated[float, typer.Option("--random-range-ratio", parser=params.number(0, 1), metavar="R",
+                                         help="Lengths uniform around --input-len / --output-len (see --lengths).")]
+StyleOpt = Annotated[str, typer.Option("--lengths", metavar="vllm|inferencex",
+                                       help="How --random-range-ratio draws: vllm ([L(1-R), L(1+R)], vllm bench "
+                                            "serve) or inferencex ([L R, L], InferenceX and SGLang bench_serving).")]
+PageOpt = Annotated[int, typer.Option("--block-size", "--page-size", parser=params.count(1, MAX_PAGE_SIZE),
+                                      metavar="N", help="Tokens per KV page.")]
+UtilOpt = Annotated[float, typer.Option("--gpu-memory-utilization", "--mem-fraction-static",
+                                        parser=params.number(0, 1, lo_open=True), metavar="X",
+                                        help="Share of device memory for weights and KV cache.")]
+SeqsOpt = Annotated[Optional[int], typer.Option("--max-num-seqs", "--max-running-requests", "--max_batch_size",
+                                                parser=params.count(1, MAX_TOKENS), metavar="N",
+                                                help="Requests running at once (default: the engine's).")]
+TokensOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", "--chunked-prefill-size",
+                                                  "--max_num_tokens", parser=params.count(1, MAX_TOKENS),
+                                                  metavar="N", help="Tokens a step holds (default: the engine's).")]
+MixedOpt = Annotated[bool, typer.Option("--enable-mixed-chunk/--no-mixed-chunk",
+                                        help="SGLang: prefill chunks share steps with decodes (vLLM and "
+                                             "TensorRT-LLM always mix).")]
+HitOpt = Annotated[float, typer.Option("--prefix-cache-hit-rate", parser=params.number(0, 0.999), metavar="X",
+                                       help="Share of prompt tokens found in the prefix cache, in [0, 1).")]
+
+
+def _replica(model, gpu, engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio, style,
+             page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None):
+    from ..deployment import Deployment
+    from ..errors import InputError
+    from ..load import load_gpu, load_model
+    from ..serve import Engine, Lengths, Replica, Scheduler, Workload
+    from ..units import DType
+
+    if quantization not in (None, "fp8", "fp8_e4m3"):
+        raise InputError(f"--quantization: {quantization!r}; rooflab serve prices fp8 weights (or none)")
+    kv = None if kv_cache_dtype in (None, "auto") else DType.of("fp8_e4m3" if kv_cache_dtype == "fp8"
+                                                                else kv_cache_dtype, "--kv-cache-dtype")
+    spec, g = load_model(model), load_gpu(gpu)
+    act = spec.weight_dtype if spec.weight_dtype in (DType.bf16, DType.fp16) else DType.bf16
+    fp8 = DType.fp8_e4m3 if quantization else None
+    deployment = Deployment(tensor_parallel=tp, page_size=page_size, gpu_memory_utilization=utilization,
+                            gemm_dtype=fp8, weight_format=fp8, dtype=kv or act, kv_cache_dtype=kv or act)
+    if style not in ("vllm", "inferencex"):
+        raise InputError(f"--lengths: {style!r}; use vllm or inferencex")
+    draw = Lengths.vllm_random if style == "vllm" else Lengths.inferencex_random
+    workload = Workload(draw(input_len, range_ratio), draw(output_len, range_ratio)) if range_ratio else \
+        Workload.fixed(input_len, output_len)
+    eng = Engine.of(engine, "--engine")
+    memory = g.cuda_visible_bytes or g.hbm_capacity_bytes
+    options = {Engine.vllm: dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens),
+               Engine.sglang: dict(max_running_requests=max_num_seqs, chunked_prefill_size=max_tokens,
+                                   enable_mixed_chunk=mixed),
+               Engine.trtllm: dict(max_batch_size=max_num_seqs, max_num_tokens=max_tokens)}[eng]
+    scheduler = Scheduler.default(eng, memory, prefix_cache_hit_rate=hit_rate, **options)
+    return Replica.build(spec, g, deployment, workload, scheduler, max_concurrency=top)
+
+
+def _num(x, digits=3):
+    return "" if x is None else f"{x:,.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def _ms(x):
+    return "" if x is None else f"{x * 1e3:,.2f}"
+
+
+def sweep_frame(sweep):
+    from ..output import Column, Frame
+
+    rec = sweep.to_frame().to_dict(orient="records")
+    cols = (Column("concurrency", "concurrency"), Column("estimate", "estimate"),
+            Column("ttft_s", "TTFT ms", lambda r: _ms(r["ttft_s"])),
+            Column("tpot_s", "TPOT ms", lambda r: _ms(r["tpot_s"])),
+            Column("e2e_s", "E2E s", lambda r: _num(r["e2e_s"])),
+            Column("output_tokens_per_s_per_gpu", "tok/s/GPU", lambda r: _num(r["output_tokens_per_s_per_gpu"])),
+            Column("output_tokens_per_s_per_user", "tok/s/user", lambda r: _num(r["output_tokens_per_s_per_user"])),
+            Column("running", "running", lambda r: f"{r['running']:,.0f}" + (" KV" if r["kv_bound"] else "")))
+    notes = (f"KV cache: {sweep.kv_limit:,} requests at the mean context; running limit {sweep.running_limit:,}",
+             "floor: every step at its physical floor under this schedule; predicted: rooflab's fitted step "
+             "(none where the GPU has no fits). TPOT excludes the first token; tok/s/user = 1 / TPOT.")
+    doc = {"replica": sweep.label, "kv_limit": sweep.kv_limit, "running_limit": sweep.running_limit,
+           "points": rec}
+    return Frame(cols, tuple(rec), doc=doc, title=sweep.label, notes=notes)
+
+
+def simulation_frame(label, sims):
+    from ..output import Column, Frame
+
+    rec = []
+    for sim in sims:
+        rec += sim.to_frame().to_dict(orient="records")
+    cols = (Column("estimate", "estimate"), Column("metric", "metric"), Column("statistic", "statistic"),
+            Column("value", "value", lambda r: _ms(r["value"]) + " ms" if r["metric"].endswith("_s")
+                   else _num(r["value"])))
+    notes = tuple(f"{s.estimate}: {s.num_requests:,} requests over {s.duration_s:,.1f} s, {s.steps:,} steps, "
+                  f"{s.preemptions:,} preemptions" for s in sims)
+    doc = {"replica": label, "runs": [s.to_dict() for s in sims]}
+    return Frame(cols, tuple(rec), doc=doc, title=f"{label}; {sims[0].load}", notes=notes)
+
+
+def slo_frame(label, answers):
+    from ..output import Column, Frame
+
+    rec = []
+    for a in answers:
+        r = a.to_frame().to_dict(orient="records")[0]
+        rec.append(r)
+    cols = (Column("estimate", "estimate"), Column("concurrency", "largest concurrency",
+                                                   lambda r: "none" if r["concurrency"] is None else
+                                                   f"{r['concurrency']:,}"),
+            Column("binding", "binds"), Column("replicas", "replicas", lambda r: "" if r["replicas"] is None
+                                               else f"{r['replicas']:,}"),
+            Column("gpus", "GPUs", lambda r: "" if r["gpus"] is None else f"{r['gpus']:,}"),
+            Column("at_ttft_s", "TTFT ms", lambda r: _ms(r.get("at_ttft_s"))),
+            Column("at_tpot_s", "TPOT ms", lambda r: _ms(r.get("at_tpot_s"))),
+            Column("at_requests_per_s", "req/s a replica", lambda r: _num(r.get("at_requests_per_s"))))
+    return Frame(cols, tuple(rec), doc={"replica": label, "answers": rec}, title=label,
+                 notes=("mean TTFT and TPOT of the closed form against the SLOs",))
+
+
+@app.command()
+@friendly
+def serve(
+    model: ModelOpt = "llama-3-70b",
+    gpu: GpuOpt = ["h100-sxm"],
+    engine: EngineOpt = "vllm",
+    tp: TpOpt = 1,
+    quantization: QuantOpt = None,
+    kv_cache_dtype: KvOpt = None,
+    input_len: InOpt = 1024,
+    output_len: OutOpt = 1024,
+    range_ratio: RatioOpt = 0.0,
+    style: StyleOpt = "vllm",
+    max_concurrency: Annotated[Optional[list[str]], typer.Option(
+        "--max-concurrency", metavar="N[,N...]", help="Closed-loop concurrencies (default: 1, 2, 4, ... to the KV "
+                                                       "limit).")] = None,
+    request_rate: Annotated[Optional[float], typer.Option("--request-rate", parser=_rate, metavar="R|inf",
+                                                          help="Simulate requests arriving at R/s instead.")] = None,
+    burstiness: Annotated[float, typer.Option("--burstiness", parser=params.number(0, 1e6, lo_open=True),
+                                              metavar="B", help="Gamma shape of the arrival gaps (1: Poisson).")] = 1.0,
+    num_prompts: Annotated[Optional[int], typer.Option("--num-prompts", parser=params.count(1, MAX_PROMPTS),
+                                                       metavar="N", help="Requests to simulate (default 1,000 at a "
+                                                                         "rate, 10 x the concurrency with "
+                                                                         "--simulate).")] = None,
+    simulate_: Annotated[bool, typer.Option("--simulate", help="Simulate the --max-concurrency run (one value) "
+                                                               "instead of the closed form.")] = False,
+    seed: Annotated[int, typer.Option("--seed", parser=params.count(0, 2**31), metavar="N")] = 0,
+    ttft_slo: Annotated[Optional[float], typer.Option("--ttft-slo", parser=_slo, metavar="T",
+                                                      help="Mean TTFT SLO (200ms, 0.2s).")] = None,
+    tpot_slo: Annotated[Optional[float], typer.Option("--tpot-slo", parser=_slo, metavar="T",
+                                                      help="Mean TPOT SLO (30ms).")] = None,
+    target_rate: Annotated[Optional[float], typer.Option("--target-rate", parser=params.number(0, 1e12, lo_open=True),
+                                                         metavar="R", help="With an SLO: requests/s to serve; "
+                                                                           "answers replicas and GPUs.")] = None,
+    page_size: PageOpt = 16,
+    utilization: UtilOpt = 0.9,
+    max_num_seqs: SeqsOpt = None,
+    max_tokens: TokensOpt = None,
+    mixed: MixedOpt = False,
+    hit_rate: HitOpt = 0.0,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """Serving under load: the throughput-interactivity curve (closed form), a simulated benchmark run at a
+    request rate (or --simulate at one concurrency), or the largest concurrency an SLO allows."""
+    from ..errors import InputError
+    from ..output import render
+    from ..serve import ClosedLoop, RequestRate, concurrency_sweep, simulate, slo_search
+
+    concurrencies = parse_lengths(max_concurrency, "--max-concurrency") or None
+    if request_rate is not None and (concurrencies and not simulate_ or simulate_):
+        pass
+    top = max(concurrencies) if concurrencies else None
+    replica = _replica(model, gpu[0], engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio,
+                       style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top)
+    if ttft_slo is not None or tpot_slo is not None:
+        answers = [a for a in (slo_search(replica, ttft_slo, tpot_slo, target_rate, e) for e in ("floor", "predicted"))
+                   if a is not None]
+        typer.echo(render(slo_frame(replica.describe(), answers), fmt), nl=False)
+        return
+    if target_rate is not None:
+        raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
+    if request_rate is not None or simulate_:
+        if request_rate is None and (not concurrencies or len(concurrencies) != 1):
+            raise InputError("--simulate takes one --max-concurrency")
+        load = RequestRate(request_rate, burstiness, top) if request_rate is not None else ClosedLoop(top)
+        sims = [s for s in (simulate(replica, load, num_prompts, seed, e) for e in ("floor", "predicted"))
+                if s is not None]
+        typer.echo(render(simulation_frame(replica.describe(), sims), fmt), nl=False)
+        return
+    typer.echo(render(sweep_frame(concurrency_sweep(replica, concurrencies)), fmt), nl=False)
+
+
+@plot_app.command("serve")
+@friendly
+def plot_serve(
+    model: ModelOpt = "llama-3-70b",
+    gpu: GpusOpt = None,
+    engine: EngineOpt = "vllm",
+    tp: Annotated[Optional[list[str]], typer.Option("--tensor-parallel-size", "-tp", "--tp", metavar="N[,N...]",
+                                                    help="Tensor-parallel GPUs; several: one curve each.")] = None,
+    quantization: QuantOpt = None,
+    kv_cache_dtype: KvOpt = None,
+    input_len: InOpt = 1024,
+    output_len: OutOpt = 1024,
+    range_ratio: RatioOpt = 0.0,
+    style: StyleOpt = "vllm",
+    max_concurrency: Annotated[Optional[list[str]], typer.Option("--max-concurrency", metavar="N[,N...]",
+                                                                 help="Concurrencies (default 1 .. KV limit).")] = None,
+    page_size: PageOpt = 16,
+    utilization: UtilOpt = 0.9,
+    max_num_seqs: SeqsOpt = None,
+    max_tokens: TokensOpt = None,
+    mixed: MixedOpt = False,
+    hit_rate: HitOpt = 0.0,
+    output: _output_opt("serve.png") = None,
+    data: DataOpt = None,
+) -> None:
+    """The throughput-interactivity curve: output tokens/s per GPU against tokens/s per user, floors beside
+    predictions; one curve per GPU and TP degree."""
+    from ..plot.save import save_data, save_figure
+    from ..plot.serve import serve_chart, sweeps_frame
+    from ..serve import concurrency_sweep
+
+    concurrencies = parse_lengths(max_concurrency, "--max-concurrency") or None
+    tps = parse_lengths(tp, "--tp", MAX_GPUS) or [1]
+    sweeps = []
+    for name in _names(gpu, "h100-sxm"):
+        for degree in tps:
+            replica = _replica(model, name, engine, degree, quantization, kv_cache_dtype, input_len, output_len,
+                               range_ratio, style, page_size, utilization, max_num_seqs, max_tokens, mixed,
+                               hit_rate, max(concurrencies) if concurrencies else None)
+            sweeps.append(concurrency_sweep(replica, concurrencies))
+    path = save_figure(serve_chart(sweeps), output or Path("serve.png"))
+    if data is not None:
+        save_data(sweeps_frame(sweeps), data)
+    typer.echo(f"wrote {path}")

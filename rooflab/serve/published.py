@@ -1,0 +1,189 @@
+"""The published serving rows (measurements/published/serving/, read by rooflab.published) against rooflab's
+serving floors and predictions. Nothing is fitted on these rows.
+
+Each row becomes a replica: the bundled model of the same architecture (a Hugging Face id mapped below), the
+row's GPU, TP, weight format (fp8: fp8 GEMMs and weights) and KV dtype, the engine's scheduler with its
+defaults, and the workload the row's note states (the harness's uniform length ranges; fixed lengths for
+trtllm-bench). Concurrency rows and request-rate rows with a finite rate are simulated (simulate.py) with the
+prompts the note states (default: 10 x the concurrency, or 1,000); rate inf (every request at once: trtllm-bench
+and the offline runs) is the steady state at the running limit (the closed form). A row rooflab cannot express
+(expert parallelism, a model not bundled, a format the step does not price) is skipped with the reason.
+
+A floor must not be beaten: latencies at least the floor's, throughputs at most the floor's (a rate row's
+throughput is the offered rate's, not a bound, and is left out of the floor check).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+from ..errors import RooflabError
+from .replica import Replica
+from .scheduler import Engine, Scheduler
+from .simulate import simulate
+from .steady import solve
+from .workload import ClosedLoop, Lengths, RequestRate, Workload
+
+#: Hugging Face ids of the rows -> the bundled model of the same architecture.
+MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3-70b", "meta-llama/Llama-3.1-8B-Instruct": "llama-3-8b",
+          "deepseek-ai/DeepSeek-R1-0528": "deepseek-v3"}
+_RANGES = re.compile(r"input lengths uniform in \[(\d+), (\d+)\], output in \[(\d+), (\d+)\]")
+_PROMPTS = re.compile(r"(\d+) prompts")
+LATENCIES = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One published row beside rooflab's floor and prediction of the same metric and statistic."""
+
+    source: str
+    gpu: str
+    model: str
+    engine: str
+    tp: int
+    input_len: int
+    output_len: int
+    concurrency: Optional[int]
+    request_rate: Optional[float]
+    metric: str
+    statistic: str
+    measured: float
+    floor: Optional[float]
+    predicted: Optional[float]
+    how: str                           # 'simulated' or 'closed form'
+    skipped: str = ""
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """predicted / measured."""
+        return None if self.predicted is None else self.predicted / self.measured
+
+    @property
+    def beats_floor(self) -> bool:
+        if self.floor is None or (self.request_rate is not None and not math.isinf(self.request_rate)
+                                  and self.metric not in LATENCIES):
+            return False
+        if self.metric in LATENCIES:
+            return self.measured < self.floor * (1 - 1e-9)
+        return self.measured > self.floor * (1 + 1e-9)
+
+
+def _deployment(row):
+    from ..deployment import Deployment
+    from ..units import DType
+
+    gemm = {"fp8": DType.fp8_e4m3, "bf16": None, "fp16": None}
+    if row.weight_format not in gemm:
+        raise RooflabError(f"weight format {row.weight_format} is not priced by the step")
+    if row.ep > 1 or row.dp > 1 or row.pp > 1 or row.dp_attention:
+        raise RooflabError("expert, data, pipeline or attention-data parallelism is not priced by the step")
+    kv = DType.of(row.kv_cache_dtype)
+    return Deployment(tensor_parallel=row.tp, gemm_dtype=gemm[row.weight_format], weight_format=gemm[row.weight_format],
+                      dtype=kv, kv_cache_dtype=kv)
+
+
+def _workload(row) -> Workload:
+    m = _RANGES.search(row.note)
+    if m:
+        a, b, c, d = map(int, m.groups())
+        return Workload(Lengths(a, b), Lengths(c, d))
+    return Workload.fixed(row.input_len, row.output_len)
+
+
+def _scheduler(row, gpu) -> Scheduler:
+    memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
+    engine = Engine.of(row.engine)
+    if engine is Engine.sglang and "max running requests" in row.note:
+        pass
+    return Scheduler.default(engine, memory)
+
+
+@lru_cache(maxsize=None)
+def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine: str, ranges: tuple) -> Replica:
+    from ..load import load_gpu, load_model
+
+    class _Row:                                    # the fields _deployment reads
+        pass
+
+    row = _Row()
+    row.tp, row.weight_format, row.kv_cache_dtype, row.ep, row.dp, row.pp, row.dp_attention = \
+        tp, weight_format, kv, 1, 1, 1, False
+    g = load_gpu(gpu)
+    workload = Workload(Lengths(*ranges[:2]), Lengths(*ranges[2:]))
+    return Replica.build(load_model(model), g, _deployment(row), workload,
+                         Scheduler.default(Engine.of(engine), g.cuda_visible_bytes or g.hbm_capacity_bytes))
+
+
+_RUNS: dict = {}
+
+
+def _run(replica: Replica, concurrency: Optional[int], rate: Optional[float], prompts: int, estimate: str):
+    key = (id(replica), concurrency, rate, prompts, estimate)
+    if key not in _RUNS:
+        _RUNS[key] = _run_once(replica, concurrency, rate, prompts, estimate)
+    return _RUNS[key]
+
+
+def _run_once(replica: Replica, concurrency: Optional[int], rate: Optional[float], prompts: int, estimate: str):
+    if rate is not None and math.isinf(rate):
+        return solve(replica, max(1, replica.running_limit), estimate)
+    load = ClosedLoop(concurrency) if concurrency else RequestRate(rate)
+    return simulate(replica, load, num_requests=prompts, estimate=estimate)
+
+
+def _value(result, metric: str, statistic: str) -> Optional[float]:
+    if result is None:
+        return None
+    if hasattr(result, "ttft"):                    # a Simulation
+        if metric in LATENCIES:
+            dist = getattr(result, metric[:-2])
+            return dist.p50_s if statistic in ("median", "p50") else getattr(dist, f"{statistic}_s", dist.mean_s)
+        return getattr(result, metric) if metric != "output_tokens_per_s_per_user" else 1.0 / result.tpot.mean_s
+    return getattr(result, metric)                 # a Steady: means only
+
+
+def compare(rows=None) -> list[Comparison]:
+    """Every serving row beside rooflab's floor and prediction (skipped rows carry the reason)."""
+    from ..published import load_published
+
+    rows = load_published().serving if rows is None else rows
+    out = []
+    for row in rows:
+        metric, stat = row.metric.value, row.statistic.value if row.statistic else ""
+        rate = row.request_rate if row.request_rate and not math.isnan(row.request_rate) else None
+        conc = row.concurrency or None
+        base = dict(source=row.source, gpu=row.gpu, model=row.model, engine=row.engine, tp=row.tp,
+                    input_len=row.input_len, output_len=row.output_len, concurrency=conc, request_rate=rate,
+                    metric=metric, statistic=stat, measured=row.value)
+        try:
+            workload = _workload(row)
+            ranges = (workload.input.low, workload.input.high, workload.output.low, workload.output.high)
+            replica = _replica(MODELS.get(row.model, row.model), row.gpu, row.tp, row.weight_format,
+                               row.kv_cache_dtype, row.engine, ranges)
+            m = _PROMPTS.search(row.note)
+            prompts = int(m.group(1)) if m else (10 * conc if conc else 1000)
+            floor = _value(_run(replica, conc, rate, prompts, "floor"), metric, stat)
+            predicted = _value(_run(replica, conc, rate, prompts, "predicted"), metric, stat)
+        except RooflabError as exc:
+            out.append(Comparison(**base, floor=None, predicted=None, how="", skipped=str(exc).splitlines()[0]))
+            continue
+        how = "closed form" if rate is not None and math.isinf(rate) else "simulated"
+        out.append(Comparison(**base, floor=floor, predicted=predicted, how=how))
+    return out
+
+
+def to_frame(comparisons: list[Comparison]):
+    import dataclasses
+
+    import pandas as pd
+
+    rows = []
+    for c in comparisons:
+        row = dataclasses.asdict(c)
+        row.update(ratio=c.ratio, beats_floor=c.beats_floor)
+        rows.append(row)
+    return pd.DataFrame(rows)
