@@ -232,7 +232,8 @@ class _Engine:
                     self.first[i] = now
                 if self.gen[i] >= self.out[i]:
                     done.append(i)
-        self.last_token_step_end = now
+        if len(ids) or self.mixed:                                    # a prefill-only step stalls the decodes
+            self.last_token_step_end = now
         if done:
             self._finish(done)
             yield self.env.timeout(0)                                 # let the clients resubmit first
