@@ -118,6 +118,7 @@ class PredictedTime:
     error_band: float | None = None
     band_note: str = ""
     worst_error: float | None = None
+    fitted_on: GpuSpec | None = None          # the GPU the fit was measured on, where transferred (None: this one)
 
 
 def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec,
@@ -126,24 +127,32 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     parallelism model where the fit has one), against the GPU's calibrated ceilings (an fp8 matrix rate never above
     a measured fraction: transfer.calibrated_ceilings); with `source`, the GPU the fit was measured on, against the
     roofs it transfers to `gpu` (transfer.transferred_ceilings)."""
-    from .transfer import IMPL_PATH, calibrated_ceilings, error_band, transferred_ceilings
+    from .transfer import error_band
 
-    assumes = ""
-    if source is not None:
-        moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl])
-        ceilings, assumes = moved.ceilings, moved.assumes
-    elif gpu.measured is not None:
-        ceilings, note = calibrated_ceilings(gpu, dtype)
-        assumes = note or ""
-    else:
-        ceilings = Ceilings.of(gpu, dtype, CeilingSource.datasheet)
+    ceilings, assumes = prediction_roofs(fitted, gpu, dtype, source)
     k = fitted.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
     t = fitted.overhead_s + float(np.asarray(fitted_model_time(cost, ceilings, fitted))) / fitted.efficiency
     band, band_note = error_band(fitted, source, gpu)
     return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel,
                          MEASURED_HERE if source is None else f"transferred from {source.name}", assumes, band,
-                         band_note, fitted.worst_error)
+                         band_note, fitted.worst_error, source)
+
+
+def prediction_roofs(fitted: FittedModel, gpu: GpuSpec, dtype: DType,
+                     source: GpuSpec | None = None) -> tuple[Ceilings, str]:
+    """(the roofs a fit's time is priced against on `gpu`, what they assume): the GPU's calibrated ceilings (an fp8
+    matrix rate never above a measured fraction), its datasheet's where it has no calibration, or with `source`
+    (the GPU the fit was measured on) the roofs it transfers to `gpu` (transfer.transferred_ceilings)."""
+    from .transfer import IMPL_PATH, calibrated_ceilings, transferred_ceilings
+
+    if source is not None:
+        moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl])
+        return moved.ceilings, moved.assumes
+    if gpu.measured is not None:
+        ceilings, note = calibrated_ceilings(gpu, dtype)
+        return ceilings, note or ""
+    return Ceilings.of(gpu, dtype, CeilingSource.datasheet), ""
 
 
 #: rooflab's own kernels, whichever is fastest: the ids "rooflab" (mma.sync) and "rooflab_hopper" (wgmma).

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..cost.paged import MAX_Q_LEN
-from ..limits import MAX_TOKENS
+from ..limits import MAX_GPUS, MAX_TOKENS
 from ..units import DType
 from ..vocab import EXPLAINED, CeilingSource, Variant
 from . import deployment_options as dopt
@@ -52,6 +52,15 @@ def explain(
                                                  "DeepSeek-V3.2's sparse fp8 layout (656 bytes per token).")] = False,
     ceilings: CeilingsOpt = CeilingSource.floor,
     impl: ImplOpt = None,
+    tensor_parallel: dopt.TensorParallelOpt = None,
+    tensor_parallel_size: dopt.TensorParallelSizeOpt = None,
+    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
+                                     parser=params.count(1, MAX_GPUS), metavar="N",
+                                     help="Decode: decode context parallelism inside the TP group, as vLLM and SGLang "
+                                          "mean it (N divides --tp, N <= TP / KV heads): one GPU's share.")] = 1,
+    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                             help="Decode: KV parallelism (Helix): the KV split by position over N "
+                                                  "groups of --tp GPUs; one GPU's share.")] = 1,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
@@ -60,10 +69,10 @@ def explain(
     from ..load import load_gpu, load_model
 
     lens = decode_lengths(context_len, batch)
-    d, _, kv = dopt.words_of(ctx).resolve()
+    d, _, kv = dopt.words_of(ctx).resolve(decode_context_parallel=dcp, kv_parallel=kv_parallel)
     m, g = load_model(model), load_gpu(gpu[0])
     dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
     e = derive(Variant(variant.value), m, g, seq_len, batch, dtype, causal, lens, d.page_size, d.kv_cache_dtype,
                splits, ceilings, layer_type=layer_type, q_len=q_len,
-               mla_sparse_fp8=mla_sparse_fp8 or bool(kv and kv.mla_sparse_fp8), impl=impl)
+               mla_sparse_fp8=mla_sparse_fp8 or bool(kv and kv.mla_sparse_fp8), impl=impl, deployment=d)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)

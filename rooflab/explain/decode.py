@@ -58,7 +58,7 @@ def explain_decode_step(d: _Derivation, variant: Variant, layer: Layer, gpu: Gpu
     else:
         chosen = check_splits(splits) if splits is not None else \
             layer_splits(layer.model, layer.name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm,
-                         recommended=False, q_len=q_len)
+                         recommended=False, q_len=q_len, tensor_parallel=layer.tensor_parallel)
     if layer.kind is LayerKind.mla:
         tail = explain_mla_decode(d, layer, gpu, roofs, lens, page_size, dtype, kv_dtype, chosen, q_len,
                                   mla_sparse_fp8)
@@ -66,14 +66,15 @@ def explain_decode_step(d: _Derivation, variant: Variant, layer: Layer, gpu: Gpu
         tail = explain_decode(d, layer, gpu, roofs, lens, page_size, dtype, kv_dtype, chosen, q_len)
     tail += explain_prediction(d, gpu, decode_kernel(layer.spec, chosen, q_len), lambda n, k: layer_decode(
         layer.model, layer.name, lens, page_size, dtype, kv_dtype, chosen, q_len, n, k,
-        mla_sparse_fp8=mla_sparse_fp8), dtype, impl)
+        tensor_parallel=layer.tensor_parallel, mla_sparse_fp8=mla_sparse_fp8), dtype, impl)
     return tail, decode_workload(lens, q_len, dtype, kv_dtype, page_size, chosen)
 
 
 def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, lens: DecodeBatch,
                    page_size: int, dtype: DType, kv_dtype: DType, splits: int, q_len: int = 1) -> tuple[str, ...]:
     model, name = layer.model, layer.name
-    cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, splits, q_len, gpu.num_sms, gpu.units_per_sm)
+    cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, splits, q_len, gpu.num_sms, gpu.units_per_sm,
+                        tensor_parallel=layer.tensor_parallel)
     pred = predict(cost, roofs)
     attn = predict_kernel(cost.attention, roofs)
     plain = q_len == 1 and not layer.windowed and not layer.spec.sinks
@@ -163,7 +164,8 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
 
     d.section(layer.whole_model_title())
     d.step("t_model", "L * t_floor", layer.count * pred.t_floor_s, Unit.seconds, "attention of one decode step")
-    best = layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm, q_len=q_len)
+    best = layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm, q_len=q_len,
+                        tensor_parallel=layer.tensor_parallel)
     return (f"{int(cost.work_units)} work units for {gpu.sms_text} keep {float(cost.parallel_fraction):.0%} of "
             f"the GPU busy; rooflab recommends {best} split(s) here (attention {fmt_seconds(t_attn)} per layer)",)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..cost.common import Visibility
-from ..cost.layers import main_attention
+from ..cost.layers import layer_heads, main_attention
 from ..errors import InputError
 from ..specs import AttentionHeads, LayerType, ModelSpec
 from ..vocab import LayerKind, Variant
@@ -25,6 +25,7 @@ class Layer:
     model: ModelSpec
     name: str
     spec: LayerType
+    tensor_parallel: int = 1          # the heads one GPU of a TP group computes (AttentionHeads.shard)
 
     @property
     def kind(self) -> LayerKind:
@@ -32,8 +33,9 @@ class Layer:
 
     @property
     def heads(self) -> AttentionHeads:
-        """The heads this type computes with: its own where the spec gives them, else the model's."""
-        return self.spec.heads(self.model.heads)
+        """The heads this type computes with on one GPU: its own where the spec gives them, else the model's, split
+        tensor_parallel ways (cost.layers.layer_heads, as the report and the step split them)."""
+        return layer_heads(self.model, self.spec, self.tensor_parallel)
 
     @property
     def count(self) -> int:
@@ -79,8 +81,9 @@ class Layer:
         return "layers"
 
 
-def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str]) -> Layer:
-    """The layer type `variant` is derived for: `name`, or the default; InputError where it does not apply."""
+def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str], tensor_parallel: int = 1) -> Layer:
+    """The layer type `variant` is derived for: `name`, or the default, as one GPU of a `tensor_parallel` group
+    computes it; InputError where it does not apply."""
     types = ", ".join(f"{n} ({t.kind.value})" for n, t in model.layer_types.items())
     if name is not None and name not in model.layer_types:
         raise InputError(f"--layer-type: {model.name} has no layer type '{name}'; it has {types}")
@@ -93,7 +96,7 @@ def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str]) -> Lay
         if model.layer_types[name].kind is not LayerKind.linear:
             raise InputError(f"--variant recurrent needs a linear layer type; '{name}' is "
                              f"{model.layer_types[name].kind.value} (linear: {', '.join(linear)})")
-        return Layer(model, name, model.layer_types[name])
+        return Layer(model, name, model.layer_types[name], tensor_parallel)
     if len(linear) == len(model.layer_counts):
         raise InputError(f"{model.name} has no softmax attention layer; derive its layers with --variant recurrent")
     name = name or main_attention(model)
@@ -102,4 +105,4 @@ def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str]) -> Lay
     if model.layer_types[name].kind is LayerKind.linear:
         raise InputError(f"layer type '{name}' is linear attention (a recurrent state, no KV cache): "
                          f"use --variant recurrent, not {variant.value}")
-    return Layer(model, name, model.layer_types[name])
+    return Layer(model, name, model.layer_types[name], tensor_parallel)

@@ -36,7 +36,7 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
                        sparse_fp8: bool) -> tuple[str, ...]:
     model, name = layer.model, layer.name
     cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, splits, q_len, gpu.num_sms, gpu.units_per_sm,
-                        mla_sparse_fp8=sparse_fp8)
+                        tensor_parallel=layer.tensor_parallel, mla_sparse_fp8=sparse_fp8)
     pred = predict(cost, roofs)
     attn = predict_kernel(cost.attention, roofs)
     h = layer.heads.num_qo_heads
@@ -114,7 +114,8 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
 
     d.section(layer.whole_model_title())
     d.step("t_model", "L * t_floor", layer.count * pred.t_floor_s, Unit.seconds, "attention of one decode step")
-    best = layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm, q_len=q_len)
+    best = layer_splits(model, name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm, q_len=q_len,
+                        tensor_parallel=layer.tensor_parallel)
     intensity, ridge = float(pred.intensity_flop_per_byte), roofs.ridge_flop_per_byte
     bound = str(np.asarray(pred.bound).reshape(()))
     relation = ">" if intensity > ridge else ("=" if intensity == ridge else "<")

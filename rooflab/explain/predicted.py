@@ -16,11 +16,10 @@ import numpy as np
 
 from ..cost.common import Cost
 from ..cost.flash import FlashCost
-from ..predict import fitted_model_time, predict_time
-from ..roofline import Ceilings
+from ..predict import fitted_model_time, predict_time, prediction_roofs
 from ..specs import GpuSpec
 from ..units import DType, fmt_seconds
-from ..vocab import CeilingSource, Kernel
+from ..vocab import Kernel
 from .derivation import Unit, _Derivation
 
 
@@ -32,13 +31,14 @@ def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Call
     if p is None:
         return (f"no fitted {kernel.value} model on {gpu.name}: only the floor (measure with `rooflab bench`, "
                 f"fit with `rooflab fit`)",)
-    fit = gpu.fitted_model(kernel, p.impl)
-    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    fit = (p.fitted_on or gpu).fitted_model(kernel, p.impl)
+    roofs, assumes = prediction_roofs(fit, gpu, dtype, p.fitted_on)
     k = fit.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t_model = float(np.asarray(fitted_model_time(cost, Ceilings.of(gpu, dtype, source), fit)))
+    t_model = float(np.asarray(fitted_model_time(cost, roofs, fit)))
     campaigns = ", ".join(fit.campaigns) if len(fit.campaigns) <= 2 else f"{len(fit.campaigns)} campaigns"
-    d.section(f"Predicted time ({p.impl}: a model fitted on {campaigns}, not a bound)")
+    where = "" if p.fitted_on is None else f", {p.provenance}"
+    d.section(f"Predicted time ({p.impl}: a model fitted on {campaigns}{where}, not a bound)")
     parallel = f"{k:g} work units an SM" if k else "no parallelism term"
     if fit.unit_overhead_tiles is not None and isinstance(cost, FlashCost):
         tile = cost.tile
@@ -46,8 +46,9 @@ def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Call
                 f"the work the kernel's {tile.block_q} x {tile.block_kv} tiles do over the visible pairs: whole "
                 f"tiles, and {fit.unit_overhead_tiles:g} key tiles a query tile (fitted); F and E are priced x "
                 "w_tiles (FlashCost.tile_work)")
-    d.given("t_launch", t_model, f"the launches at {source.value} roofs ({parallel}, exp overlap "
-                                f"{fit.exp_overlap:g}; rooflab.predict.model_time)")
+    d.given("t_launch", t_model, f"the launches at {roofs.source.value} roofs ({parallel}, exp overlap "
+                                f"{fit.exp_overlap:g}; rooflab.predict.model_time)"
+                                + (f"; {assumes}" if assumes else ""))
     d.given("c0", fit.overhead_s, "fixed overhead a call (fitted)")
     d.given("eta", fit.efficiency, "efficiency against the model (fitted)")
     t = d.step("t_predicted", "c0 + t_launch / eta", p.t_predicted_s, Unit.seconds)

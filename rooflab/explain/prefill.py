@@ -170,7 +170,7 @@ def _check_limit(ceiling: NaiveCeiling, model: ModelSpec, dtype: DType, batch: i
 def explain_flash(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, seq_len: int, batch: int,
                   dtype: DType, causal: bool) -> tuple[str, ...]:
     model, name = layer.model, layer.name
-    cost = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu)
+    cost = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu, tensor_parallel=layer.tensor_parallel)
     causal = causal or layer.windowed
     pred = predict(cost, roofs)
     tile = cost.tile
@@ -184,7 +184,8 @@ def explain_flash(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, s
            "Q tile and double-buffered K, V tiles; the largest tile that fits smem")
 
     d.section("HBM traffic (compulsory)")
-    qkvo = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu, write_lse=False).hbm_bytes
+    qkvo = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu, write_lse=False,
+                         tensor_parallel=layer.tensor_parallel).hbm_bytes
     d.step("Q_qkvo", qkvo_formula(layer), qkvo, Unit.bytes,
            "Q, K, V, O once each" + ("; every key is seen by some query, so a window reads them all" if
                                      layer.windowed else ""))

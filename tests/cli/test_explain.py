@@ -166,3 +166,17 @@ def test_cli_layer_errors(args, needle):
 def test_cli_bad_layer_type_lists_the_models_types(yaml_models):
     r = runner.invoke(app, ["explain", "-m", str(yaml_models["gemma3"]), "--layer-type", "glob"])
     assert r.exit_code == 2 and "'glob'" in r.stderr and "local (sliding), global (full)" in r.stderr
+
+
+@pytest.mark.parametrize("args, code, needle", [
+    (["-v", "paged", "-m", "deepseek-v3", "-g", "h200-sxm", "-b", "8", "-L", "32k", "-tp", "8", "-dcp", "8"], 0,
+     "one GPU of 8 x NVIDIA H200 SXM 141GB (TP 8, DCP 8)"),
+    (["-v", "flash", "-m", "llama-3-70b", "--tensor-parallel-size", "4"], 0, "(TP 4)"),
+    (["-v", "paged", "-m", "llama-3-70b", "--tp", "8", "--dcp", "8"], 2, "DCP <= TP / H_kv"),
+    (["-v", "paged", "--tp", "8", "--dcp", "3"], 2, "--dcp 3 must divide --tp 8"),
+    (["-v", "flash", "-m", "llama-3-70b", "--tp", "3"], 2, "does not divide the 64 query heads"),
+    (["-v", "paged", "--kvp", "0"], 2, "--kv-parallel"),
+])
+def test_explain_takes_the_engines_parallelism_and_refuses_what_they_refuse(args, code, needle):
+    r = runner.invoke(app, ["explain", *args])
+    assert r.exit_code == code and needle in (r.output if code == 0 else r.stderr), r.output + r.stderr

@@ -407,3 +407,38 @@ def test_b200_exp_units_tie_the_tensor_cores_at_d128():
     # t_exp_sfu / t_compute = (1 / 4.65e12) / (4 x 128 / 2.25e15) per pair = 0.945
     assert 0.9 <= steps["exp_over_tensor"] <= 1.1
     assert steps["exp_over_tensor"] == pytest.approx(2.25e15 / (4 * 128) / 4.65e12, rel=1e-3)
+
+
+# --- one GPU of a deployment --------------------------------------------------------------------------------------
+
+def test_explain_derives_one_gpu_of_a_tp_group_with_the_reports_heads():
+    """--tp 8: each GPU computes 1/8 of the query heads (cost.layers.layer_heads, as the step splits them); with
+    DCP 8 inside the group the fullest GPU holds ceil(2,000 pages / 8) = 250 pages of each 32,000-token sequence
+    and computes the query heads of all 8 ranks (TP / DCP = 1 rank's shard: all 128)."""
+    from rooflab.cost.batch import DecodeBatch
+    from rooflab.deployment import Deployment
+
+    gpu, lens = load_gpu("h200-sxm"), DecodeBatch.uniform(32000, 8)
+    ds = load_model("deepseek-v3")
+    tp = explain(Variant.paged, ds, gpu, context_lens=lens, deployment=Deployment(tensor_parallel=8))
+    dcp = explain(Variant.paged, ds, gpu, context_lens=lens,
+                  deployment=Deployment(tensor_parallel=8, decode_context_parallel=8))
+    assert int(_symbols(tp)["h"]) == 16 and int(_symbols(dcp)["h"]) == 128
+    assert "context 4,000" in dcp.title and "(TP 8, DCP 8)" in dcp.title and "one GPU of 8 x" in dcp.title
+    llama = load_model("llama-3-70b")
+    flash = explain(Variant.flash, llama, gpu, deployment=Deployment(tensor_parallel=4))
+    assert int(_symbols(flash)["h"]) == 16 and int(_symbols(flash)["h_kv"]) == 2
+
+
+@pytest.mark.parametrize("variant, kw, needle", [
+    (Variant.paged, dict(tensor_parallel=8, decode_context_parallel=8), "DCP <= TP / H_kv"),
+    (Variant.flash, dict(tensor_parallel=3), "does not divide the 64 query heads"),
+    (Variant.flash, dict(kv_parallel=2), "apply to --variant paged or split_kv"),
+    (Variant.naive, dict(tensor_parallel=2), "--tp applies to the flash"),
+    (Variant.paged, dict(tensor_parallel=2, pipeline_parallel=2), "pipeline parallelism is the step's"),
+])
+def test_explain_refuses_deployments_it_does_not_derive(variant, kw, needle):
+    from rooflab.deployment import Deployment
+
+    with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        explain(variant, load_model("llama-3-70b"), load_gpu("h200-sxm"), deployment=Deployment(**kw))
