@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from .cost.common import check_flag, real_number, whole_number
+from .cost.common import check_flag, check_spec, real_number, whole_number
 from .deployment import Deployment
 from .cost.naive import naive_max_seq_len
 from .errors import InputError, shown
@@ -146,6 +146,8 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     decode context parallelism (inside TP) or KV parallelism (extra GPUs) splits each sequence's KV by
     position (context_parallel.dcp_capacity); `num_gpus` in the plan counts the GPUs as the engines do.
     """
+    check_spec(model, ModelSpec, "model")
+    check_spec(gpu, GpuSpec, "gpu")
     if deployment is None:
         if kv_dtype is not None:
             kv_dtype = DType.of(kv_dtype, "kv_dtype")

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from .cost.common import whole_number
 from .errors import InputError, shown
-from .limits import MAX_TOKENS
+from .limits import MAX_PAGE_SIZE, MAX_TOKENS
 from .units import INT32_BYTES
 
 
@@ -34,7 +34,7 @@ def _lengths(lengths: Sequence[int], name: str = "request lengths", minimum: int
 
 
 def _page(page_size: int) -> int:
-    return whole_number(page_size, "page size")
+    return whole_number(page_size, "page size", maximum=MAX_PAGE_SIZE)   # 10**400 was taken
 
 
 @dataclass(frozen=True)

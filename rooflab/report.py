@@ -18,7 +18,7 @@ import numpy as np
 from .cost.model import decode_step
 from .cost.naive import naive_ceiling
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import Cost, LaunchCost, check_dtypes, check_flag, fused, whole_number
+from .cost.common import Cost, LaunchCost, check_dtypes, check_flag, check_spec, fused, whole_number
 from .cost.layers import layer_decode, layer_prefill, layer_splits, layer_walk, main_attention
 from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
 from .errors import InputError, shown
@@ -233,6 +233,7 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
     where the GPU YAML has a fitted model for that kernel (rooflab.predict), beside its physical floor.
     Each distinct cost is built once (rows, facts and predictions share them).
     """
+    model, gpu = check_spec(model, ModelSpec, "model"), check_spec(gpu, GpuSpec, "gpu")
     seq_len, batch, dtype = _prefill_workload(seq_len, batch, dtype)
     causal = check_flag(causal, "causal")
     roofs = Ceilings.of(gpu, dtype, ceilings)
@@ -383,6 +384,7 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
     FLOPs and bytes, not the sum of two floors. Each distinct cost is built once: the split search runs once
     per layer type, and the rows, facts and predictions share its costs.
     """
+    model, gpu = check_spec(model, ModelSpec, "model"), check_spec(gpu, GpuSpec, "gpu")
     dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
     lens = _decode_batch(context_lens)
     page_size = check_page_size(page_size)

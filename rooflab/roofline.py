@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost.common import Cost, KernelCost
-from .errors import InputError
+from .cost.common import Cost, KernelCost, check_spec, real_number
+from .errors import InputError, shown
 from .specs import GpuSpec
 from .units import DType
 from .vocab import Bound, CeilingSource, Pipe
@@ -41,6 +41,10 @@ from .vocab import Bound, CeilingSource, Pipe
 #: counted as FMA pipe work (the exponent insertion runs on the integer units). A floor wants the least
 #: cost, so the most exps the FMA units could add.
 EMULATED_EXP_FLOP = 8.0
+
+
+#: The largest roof a Ceilings may hold (bytes or operations a second): 10^21, far past any GPU's 10^15-10^16.
+MAX_ROOF = 1e21
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,14 @@ class Ceilings:
     #: The tensor mode the matrix roof is ('fp16', 'fp16_acc16': fp16 operands accumulating in fp16, 'fp32 vector').
     matmul_mode: str = ""
 
+    def __post_init__(self) -> None:      # zero roofs divided by zero in every floor and the ridge point
+        if not isinstance(self.source, CeilingSource):
+            raise InputError(f"Ceilings source must be a CeilingSource, got {shown(self.source)}")
+        for name in ("bandwidth_bytes_per_s", "matmul_flop_per_s", "vector_flop_per_s", "exp_per_s"):
+            value = getattr(self, name)
+            if value is not None or name != "exp_per_s":
+                object.__setattr__(self, name, real_number(value, f"Ceilings {name}", 0.0, MAX_ROOF, lo_open=True))
+
     @classmethod
     def of(cls, gpu: GpuSpec, dtype: DType, source: CeilingSource = CeilingSource.floor) -> Ceilings:
         """Ceilings for `dtype` operands; calibrated ones fall back to the datasheet for what was not measured.
@@ -67,10 +79,13 @@ class Ceilings:
         Measured ceilings are models, not bounds (reads alone outrun the measured copy rate): floors use the
         datasheet's or the physical ones.
         """
+        gpu = check_spec(gpu, GpuSpec, "gpu")
+        dtype = DType.of(dtype)
         try:
-            dtype, source = DType(dtype), CeilingSource(source)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+            source = CeilingSource(source)
+        except ValueError:
+            raise InputError(f"source must be one of {', '.join(s.value for s in CeilingSource)}, got "
+                             f"{shown(source)}") from None
         if source is CeilingSource.floor:
             source = gpu.floor_source
         if source is CeilingSource.physical:
@@ -192,6 +207,7 @@ def shared_fma_time(flops: np.ndarray, exps: np.ndarray, ceilings: Ceilings) -> 
 
 def predict_kernel(kernel: KernelCost, ceilings: Ceilings) -> Prediction:
     """One launch's three roofs and its physical floor (the module docstring's table)."""
+    kernel, ceilings = check_spec(kernel, KernelCost, "kernel"), check_spec(ceilings, Ceilings, "ceilings")
     t_flops = kernel.flops / ceilings.rate(kernel.pipe)
     eps = ceilings.exp_roof_per_s
     t_exp = kernel.exp_ops / eps if eps else np.zeros_like(np.asarray(t_flops, dtype=np.float64))
@@ -212,6 +228,9 @@ def predict(cost: Cost, ceilings: Ceilings) -> Prediction:
     compute floor); t_exp all the exps over the exp roof; t_memory all bytes over the bandwidth. The floor,
     a sum of per-kernel maxima, is never below any of them.
     """
+    ceilings = check_spec(ceilings, Ceilings, "ceilings")
+    if not isinstance(getattr(cost, "kernels", None), tuple):
+        raise InputError(f"cost must be a Cost (a cost function's result), got {shown(cost)}")
     floor = sum(predict_kernel(k, ceilings).t_floor_s for k in cost.kernels)
     t_compute = cost.flops / ceilings.matmul_flop_per_s if _on_tensor(cost) else \
         cost.flops / ceilings.vector_flop_per_s

@@ -114,7 +114,7 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | N
             masked = int(np.ma.count_masked(value))
             raise InputError(f"{name} has {masked:,} masked (missing) value(s) of {value.size:,}; give numbers only")
         value = np.ma.getdata(value)
-    arr = _real_array(value, name)
+    arr = real_array(value, name)
     if arr.size == 0:
         raise InputError(f"{name} must not be empty")
     bad = ~np.isfinite(arr) | (arr < minimum) | ((arr == minimum) if lo_open else False)
@@ -125,8 +125,9 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | N
     return arr
 
 
-def _real_array(value: object, name: str) -> np.ndarray:
-    """`value` as float64 if it holds real numbers only (what as_array lists), else InputError naming `name`."""
+def real_array(value: object, name: str) -> np.ndarray:
+    """`value` as float64 if it holds real numbers only (what as_array lists; NaN and infinities kept, for callers
+    with their own rule), else InputError naming `name`."""
     refused = InputError(f"{name} must be numbers, got {shown(value)}")
     try:
         raw = np.array(value, dtype=object) if isinstance(value, (list, tuple)) else np.asarray(value)
@@ -212,6 +213,19 @@ def whole_number(value: object, what: str, minimum: int = 1, maximum: int | None
 #: What prices a whole model, named where a kernel cost function is handed one.
 AGGREGATOR = ("rooflab.cost.layers.model_prefill / model_decode (a whole model, every layer type as itself) or "
               "layer_prefill / layer_decode (one layer type)")
+
+
+#: How to get each spec class a name is not: a GPU or model name given where the spec is expected.
+_SPEC_HINT = {"GpuSpec": "rooflab.load_gpu(name) loads one", "ModelSpec": "rooflab.load_model(name) loads one"}
+
+
+def check_spec(value: object, kind: type, what: str):
+    """`value` if it is a `kind` (GpuSpec, ModelSpec, Ceilings, ...), else InputError naming `what`, the class and, for a
+    spec, how to load one (a GPU name where a GpuSpec is expected was an AttributeError deep inside)."""
+    if isinstance(value, kind):
+        return value
+    hint = f" ({_SPEC_HINT[kind.__name__]})" if kind.__name__ in _SPEC_HINT else ""
+    raise InputError(f"{what} must be a {kind.__name__}{hint}, got {shown(value)}")
 
 
 def check_heads(heads: object, function: str) -> AttentionHeads:

@@ -27,7 +27,7 @@ from ..errors import InputError
 from ..specs import LayerType, ModelSpec
 from ..units import DType
 from .batch import DecodeBatch, decode_batch
-from .common import ArrayLike, Cost, Visibility, check_layer
+from .common import ArrayLike, Cost, Visibility, check_layer, check_spec
 from .flash import flash_prefill
 from .linear import linear_decode, linear_prefill
 from .mla import mla_decode
@@ -48,6 +48,7 @@ class LayerCost:
 def layer_walk(model: ModelSpec) -> tuple[tuple[str, LayerType, int], ...]:
     """(name, layer type, layers of that type) for each of the model's layer types, in the model's order: the one
     walk over a model's layers."""
+    check_spec(model, ModelSpec, "model")
     return tuple((name, model.layer_types[name], count) for name, count in model.layer_counts.items())
 
 

@@ -46,8 +46,8 @@ def parallel_fraction(total_unit_work: np.ndarray | float, longest_unit_work: np
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     if num_sms is None:
         return np.float64(1.0)
-    total = np.asarray(total_unit_work, dtype=np.float64)
-    longest = np.asarray(longest_unit_work, dtype=np.float64)
+    total = as_array(total_unit_work, "total_unit_work", minimum=0)
+    longest = as_array(longest_unit_work, "longest_unit_work", minimum=0, lo_open=True)
     return np.minimum(1.0, total / (longest * num_sms * units_per_sm))
 
 

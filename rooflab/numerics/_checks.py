@@ -29,11 +29,17 @@ def check_index(value: object, name: str) -> int:
 
 def as_fp64(x: object, name: str) -> np.ndarray:
     """Convert to a float64 array; complex numbers, strings and ragged lists are refused."""
+    from ..cost.common import real_array
+
     if np.iscomplexobj(x):
         raise NumericsError(f"{name} must be real, got complex values")
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        raise NumericsError(f"{name} has masked (missing) values")
+    if isinstance(x, (str, bytes, bytearray, memoryview)):
+        raise NumericsError(f"{name} must be an array of real numbers, got text or bytes")
     try:
-        return np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        return real_array(np.ma.getdata(x) if isinstance(x, np.ma.MaskedArray) else x, name)
+    except InputError as exc:
         raise NumericsError(f"{name} must be an array of real numbers: {exc}") from None
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cost.common import real_number, whole_number
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..limits import MAX_LOGIT_STD, MAX_TOKENS
 from ..units import DType, FloatFormat
 from ._checks import NumericsError, check_index
@@ -63,13 +63,24 @@ class DTypeLimits:
 
 def dtype_limits(dtype: DType) -> DTypeLimits:
     """The exp range limits of a storage dtype (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2), from its format bits."""
-    return DTypeLimits(DType(dtype), float_format(dtype))
+    try:
+        dtype = DType.of(dtype)
+    except InputError as exc:
+        raise NumericsError(str(exc)) from None
+    return DTypeLimits(dtype, float_format(dtype))
+
+
+#: The most samples the expected maximum is asked for: the quadrature's tails are bounded up to 10**12
+#: (expected_max_normal_exact); a larger n overflowed a float.
+MAX_SAMPLES = 10**12
 
 
 def _check_samples(n: int) -> int:
     n = check_index(n, "n")
     if n < 2:
         raise NumericsError(f"the expected maximum needs n >= 2 samples, got {n}")
+    if n > MAX_SAMPLES:
+        raise NumericsError(f"n (samples) must be at most {MAX_SAMPLES:,} (the quadrature's bound), got {shown(n)}")
     return n
 
 
