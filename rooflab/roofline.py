@@ -25,6 +25,9 @@ sum of the kernels' floors, never less than either total.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,6 +132,8 @@ class Ceilings:
         f = np.asarray(fraction, dtype=np.float64)
         if not self.stream:
             return f
+        if f.ndim == 0:                 # one launch's share, as the fit asks 10^5-10^6 times: the same sum in floats
+            return np.float64(self._busy_share_one(float(f)))
         sms = np.array([n for n, _ in self.stream], dtype=np.float64)
         rate = np.array([b for _, b in self.stream], dtype=np.float64)
         active = np.clip(f * sms[-1], 1e-9, sms[-1])
@@ -136,6 +141,30 @@ class Ceilings:
         logged = np.exp(np.interp(np.log(np.maximum(active, sms[0])), np.log(sms), np.log(rate)))
         reached = np.where(below, rate[0] * active / sms[0], logged)
         return np.where(f >= 1.0, 1.0, np.minimum(1.0, np.maximum(f, reached / rate[-1])))
+
+    def _busy_share_one(self, f: float) -> float:
+        """busy_share for one fraction: the same interpolation (np.interp on the logs) with Python floats."""
+        if f >= 1.0:
+            return 1.0
+        sms, rate = self._stream_logs
+        top_sms, top_rate = self.stream[-1]
+        active = min(max(f * top_sms, 1e-9), top_sms)
+        if active < self.stream[0][0]:
+            reached = self.stream[0][1] * active / self.stream[0][0]
+        else:
+            x = math.log(active)
+            i = bisect.bisect_right(sms, x) - 1
+            if i >= len(sms) - 1:
+                y = rate[-1]
+            else:
+                y = rate[i] + (x - sms[i]) * (rate[i + 1] - rate[i]) / (sms[i + 1] - sms[i])
+            reached = math.exp(y)
+        return min(1.0, max(f, reached / top_rate))
+
+    @functools.cached_property
+    def _stream_logs(self) -> tuple[list[float], list[float]]:
+        """log SMs and log bytes/s of the streaming curve, for _busy_share_one."""
+        return [math.log(n) for n, _ in self.stream], [math.log(b) for _, b in self.stream]
 
     @property
     def exp_roof_per_s(self) -> float | None:

@@ -199,3 +199,19 @@ def test_kernel_floors_sum_to_at_least_both_roofs():
 def test_calibrated_ceilings_need_a_measured_section():
     with pytest.raises(InputError, match="rooflab calibrate"):
         Ceilings.of(load_gpu("a100-40gb"), DType.fp16, CeilingSource.calibrated)
+
+
+def test_busy_share_of_one_fraction_equals_the_array_form():
+    """busy_share's scalar path (Python floats, for the fit's grid search) gives the array path's np.interp
+    answer to rounding, on a fine grid, near zero, at the measured SM counts and past 1."""
+    import numpy as np
+
+    from rooflab import load_gpu
+    from rooflab.roofline import Ceilings
+    from rooflab.vocab import CeilingSource
+
+    c = Ceilings.of(load_gpu("h200"), "bf16", CeilingSource.calibrated)
+    assert c.stream
+    fs = np.concatenate([np.linspace(0, 1.2, 2001), np.geomspace(1e-12, 1, 200), [n / 132 for n, _ in c.stream]])
+    one = np.array([float(c.busy_share(float(f))) for f in fs])
+    assert np.allclose(one, c.busy_share(fs), rtol=1e-12, atol=0)
