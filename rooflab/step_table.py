@@ -80,9 +80,12 @@ class StepTable:
 
     @classmethod
     def build(cls, model: ModelSpec, gpu: GpuSpec, deployment: Deployment | None = None, max_decodes: int = 1024,
-              max_context: int = 131072, max_prefill: int = 16384, expert_imbalance: float = 1.0) -> "StepTable":
+              max_context: int = 131072, max_prefill: int = 16384, expert_imbalance: float = 1.0,
+              min_context: int | None = None) -> "StepTable":
         """Price the step model on the grids: tokens 1 .. max_decodes q + max_prefill, decodes 1 .. max_decodes,
-        mean context page_size .. max_context, prefill 1 .. max_prefill."""
+        mean context min_context (default page_size) .. max_context, prefill 1 .. max_prefill. A mean context
+        below min_context is priced at min_context (a caller that knows no decode reads less, e.g. a serving
+        workload's shortest prompt, tabulates fewer points)."""
         deployment = Deployment() if deployment is None else deployment
         if not isinstance(deployment, Deployment):
             raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
@@ -96,6 +99,8 @@ class StepTable:
         max_context = whole_number(max_context, "max_context", maximum=MAX_TOKENS)
         max_prefill = whole_number(max_prefill, "max_prefill", maximum=MAX_TOKENS)
         imbalance = real_number(expert_imbalance, "expert_imbalance", 1, 1e3)
+        low = deployment.page_size if min_context is None else max(deployment.page_size, whole_number(
+            min_context, "min_context", maximum=MAX_TOKENS))
         ctx = step_context(model, gpu, deployment, imbalance)
         spec = deployment.speculative
         q = spec.query_tokens if spec is not None else 1
@@ -103,7 +108,7 @@ class StepTable:
         tokens = _grid(1, max_decodes * q + max_prefill)
         seqs = _grid(1, max_decodes * q + 1)
         decodes = _grid(1, max_decodes, DECODE_GRID_RATIO)
-        context = _grid(page, max(max_context, 2 * page), DECODE_GRID_RATIO)
+        context = _grid(low, max(max_context, 2 * low), DECODE_GRID_RATIO)
         prefill = _grid(1, max_prefill)
         tok = np.array([_sums([r for r in _layer_rows(ctx, StepWork(int(m), 1, page)) if r.part == "tokens"])
                         for m in tokens])

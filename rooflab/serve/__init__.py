@@ -18,11 +18,11 @@ published.py (the published serving rows against the floors and predictions).
 
 from .scheduler import Engine, Scheduler
 from .workload import ClosedLoop, Lengths, RequestRate, Workload
-from .steptime import ReportStepTimes, StepTimes, step_times
+from .steptime import StepTimes, TableStepTimes, step_times
 from .replica import Replica
 from .steady import Steady, SteadyState, steady_state
 from .simulate import Simulation, simulate
 from .sweep import ConcurrencySweep, SloAnswer, concurrency_sweep, slo_search
 
-__all__ = ["Simulation", "simulate", "ConcurrencySweep", "SloAnswer", "concurrency_sweep", "slo_search", "Engine", "Scheduler", "ClosedLoop", "Lengths", "RequestRate", "Workload", "ReportStepTimes",
+__all__ = ["Simulation", "simulate", "ConcurrencySweep", "SloAnswer", "concurrency_sweep", "slo_search", "Engine", "Scheduler", "ClosedLoop", "Lengths", "RequestRate", "Workload", "TableStepTimes",
            "StepTimes", "step_times", "Replica", "Steady", "SteadyState", "steady_state"]

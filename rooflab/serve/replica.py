@@ -36,8 +36,10 @@ class Replica:
     def build(cls, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, workload: Workload,
               scheduler: Optional[Scheduler] = None, engine: Engine | str = Engine.vllm,
               steps: Optional[StepTimes] = None, max_concurrency: Optional[int] = None) -> "Replica":
-        """`scheduler` None: the engine's defaults for this GPU. `steps` None: rooflab's step-time function,
-        tabulated up to `max_concurrency` decodes (default the scheduler's or the KV limit, at most 4096)."""
+        """`scheduler` None: the engine's defaults for this GPU. `steps` None: rooflab's step (StepTable via
+        steptime.step_times), tabulated up to `max_concurrency` decodes (default the most that can run at once:
+        the scheduler's limit or the requests of the shortest prompt the KV pages hold, at most 4096), mean
+        contexts from the shortest prompt to the longest request, prefill chunks up to the step's token budget."""
         from ..capacity import plan_capacity
 
         for name, value, kind in (("model", model, ModelSpec), ("gpu", gpu, GpuSpec),
@@ -50,16 +52,16 @@ class Replica:
             raise InputError(f"scheduler must be a rooflab.serve.Scheduler, got {shown(scheduler)}")
         plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len, deployment=deployment)
         kv_tokens = int(plan.num_blocks) * deployment.page_size * deployment.attention_data_parallel
-        context = workload.input.mean + workload.output.moment(2) / max(2.0 * workload.output.mean, 1.0)
-        most = [4096, kv_tokens // max(1, int(context)) + 1]
+        shortest = workload.input.low + 1                     # a running request holds at least its prompt
+        most = [4096, kv_tokens // shortest + 1]
         if scheduler.max_num_seqs is not None:
             most.append(scheduler.max_num_seqs)
         if max_concurrency is not None:
             most.append(int(max_concurrency))
         top = max(1, min(most))
         if steps is None:
-            steps = step_times(model, gpu, deployment, context, scheduler.prefill_tokens(workload.input.mean),
-                               top, top + scheduler.max_num_batched_tokens)
+            steps = step_times(model, gpu, deployment, max_decodes=top, min_context=workload.input.low,
+                               max_context=workload.max_len, max_prefill=scheduler.max_num_batched_tokens)
         return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
 
     @property

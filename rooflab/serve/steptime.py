@@ -2,42 +2,51 @@
 tokens) and P prefill tokens, for arrays of (D, C, P).
 
 `StepTimes` is the interface the closed form and the simulation call (millions of times: it must be vectorised).
-`ReportStepTimes` is rooflab's adapter over `rooflab.step.step_report`, tabulated once:
+`TableStepTimes` is the one implementation: rooflab's whole-model step (`rooflab.step`, what `rooflab report
+--phase step` prints) tabulated once by `rooflab.step_table.StepTable`, so a serving figure and the step report
+get the same step time for the same deployment and batch by construction (exact at the table's grid points,
+within the table's interpolation elsewhere: tests/test_step_table.py, tests/serve/test_steptime.py).
 
-    t(D, C, P) = rest(D + P) + attention_decode(D) x C + attention_prefill x P
-
-- rest(N): every row of a decode step of N sequences except attention (projections, MLP or MoE, norms and
-  elementwise, communication, logits): tabulated at N = 1, 4, 16, ... and interpolated linearly in N (the
-  GEMMs' weights are read once a step, so a mixed step's N is its decodes plus its prefill tokens).
-- attention_decode(D): a decode step's attention rows at batch D and the workload's mean decode context,
-  per KV token (attention streams the KV, so its time is linear in the summed context at a batch);
-  tabulated at D = 1, 8, 64, ... and interpolated in log D.
-- attention_prefill: a causal prefill of the mean prompt's attention rows, per prompt token (a chunked prompt's
-  chunks together do one causal prefill's work).
+What a scheduler's step is, in the table's words: D decodes of summed context C (mean C / D) and a prefill chunk
+of P tokens priced as one prompt's chunk (StepTable's definition: several prompts chunked into one step are
+priced as one P-token causal prefill, which overstates their attention by at most the quadratic term; a later
+chunk of a long prompt is priced without the context before it, which understates it). Two conventions of the
+closed form, stated: a fractional D between 0 and 1 (a mean over steps) is priced as one decode at the same mean
+context; a step of no tokens (D = 0, P = 0) takes no time.
 
 The floor of a step is the largest of its summed compute, memory and communication floors (everything
 overlapped, as rooflab.step's t_floor_s); the prediction is the sum of the rows' predictions, None where the GPU
-lacks a fit (then `predicted_s` returns None). Assumptions, stated: a prefill token's logits are not computed
-except the last (one lm_head row per decode only); the prefill's attention per token is the mean prompt's.
-When the step-table of issue 29 item 7 exists (`rooflab.step_table.StepTable`), `step_times` uses it instead.
+lacks a fit (then `predicted_s` returns None and `provenance` names what is missing).
+
+`one(estimate)` and `run(estimate)` are the simulation's fast paths: the same numbers as `floor_s` /
+`predicted_s` (tested), one step priced in plain Python (numpy's per-call overhead is some hundreds of
+microseconds, and a simulation prices a step per event) and a run of decode-only steps at a fixed batch priced
+in one interpolation over the context grid.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Protocol
 
 import numpy as np
 
 from ..deployment import Deployment
 from ..errors import InputError, shown
+from ..limits import MAX_BATCH
 from ..specs import GpuSpec, ModelSpec
+from ..step_table import StepTable
+
+ESTIMATES = ("floor", "predicted")
+_COLUMNS = {"floor": (0, 1, 2), "predicted": (3,)}
 
 
 class StepTimes(Protocol):
     """Seconds of a step: `floor_s` and `predicted_s` of arrays of decodes, summed context and prefill tokens."""
+
+    provenance: str
 
     def floor_s(self, decodes, context_tokens, prefill_tokens) -> np.ndarray: ...
 
@@ -45,185 +54,150 @@ class StepTimes(Protocol):
 
 
 @dataclass(frozen=True)
-class _Parts:
-    """Compute, memory and communication floors and the prediction (None: no fit) of some rows."""
+class TableStepTimes:
+    """The step model on one deployment through a StepTable (the module docstring)."""
 
-    compute_s: float
-    memory_s: float
-    comm_s: float
-    predicted_s: Optional[float]
-
-    @classmethod
-    def of(cls, rows) -> "_Parts":
-        compute = sum(max(r.t_compute_s, r.t_exp_s) for r in rows if not r.is_communication)
-        memory = sum(r.t_memory_s for r in rows if not r.is_communication)
-        comm = sum(r.t_floor_s for r in rows if r.is_communication)
-        predicted = None if any(r.t_predicted_s is None for r in rows) else sum(r.t_predicted_s for r in rows)
-        return cls(compute, memory, comm, predicted)
-
-
-def _grid(top: int, factor: int) -> list[int]:
-    out, n = [], 1
-    while n < top:
-        out.append(n)
-        n *= factor
-    return out + [top]
-
-
-@dataclass(frozen=True)
-class ReportStepTimes:
-    """step_report tabulated (the module docstring): arrays over the `rest` grid (tokens) and the attention grid
-    (decodes), plus the prefill attention per token."""
-
-    rest_tokens: np.ndarray
-    rest: np.ndarray                 # [len(rest_tokens), 4]: compute, memory, comm, predicted (nan: none)
-    att_decodes: np.ndarray
-    att_per_token: np.ndarray        # [len(att_decodes), 4] per KV token
-    prefill_per_token: np.ndarray    # [4] per prompt token
-    label: str = ""
-
-    @classmethod
-    def build(cls, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, context_len: int, prompt_len: int,
-              max_decodes: int, max_tokens: int) -> "ReportStepTimes":
-        """Tabulate for decodes up to `max_decodes` at mean context `context_len`, steps up to `max_tokens`
-        tokens, and prompts of mean length `prompt_len`."""
-        from ..step import step_report
-
-        if not isinstance(deployment, Deployment):
-            raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
-        context_len, prompt_len = max(1, int(round(context_len))), max(1, int(round(prompt_len)))
-        max_tokens = max(int(max_tokens), int(max_decodes), 1)
-
-        def report(batch, length, step="decode"):
-            return step_report(model, gpu, batch=batch, context_len=length, step=step, deployment=deployment,
-                               check_memory=False)
-
-        small = deployment.page_size
-        rest_tokens = _grid(max_tokens, 4)
-        rest = [_Parts.of([r for r in report(n, small).rows if r.layer_type is None]) for n in rest_tokens]
-        att_decodes = _grid(max(1, int(max_decodes)), 8)
-        att = []
-        for d in att_decodes:
-            parts = _Parts.of([r for r in report(d, context_len).rows if r.layer_type is not None])
-            att.append(_scaled(parts, 1.0 / (d * context_len)))
-        pre = _Parts.of([r for r in report(1, prompt_len, "prefill").rows if r.layer_type is not None])
-        label = f"step_report tabulated ({len(rest_tokens)} + {len(att_decodes)} + 1 steps)"
-        return cls(np.asarray(rest_tokens, dtype=np.float64), _array(rest), np.asarray(att_decodes, np.float64),
-                   _array(att), _array([_scaled(pre, 1.0 / prompt_len)])[0], label)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_predicts", not (np.isnan(self.rest[:, 3]).any()
-                                                   or np.isnan(self.att_per_token[:, 3]).any()
-                                                   or np.isnan(self.prefill_per_token[3])))
-        object.__setattr__(self, "_log_decodes", np.log(self.att_decodes))
+    table: StepTable
+    provenance: str                   # where the predictions come from, or why there are none
 
     @property
     def has_prediction(self) -> bool:
-        return self._predicts
+        return not np.isnan(self.table.tokens_parts[:, 3]).any()
 
-    def _terms(self, decodes, context_tokens, prefill_tokens, columns) -> np.ndarray:
-        """The rows' terms in `columns` (0 compute, 1 memory, 2 communication, 3 predicted): [len(D), columns]."""
-        d = np.asarray(decodes, dtype=np.float64).reshape(-1)
-        c = np.asarray(context_tokens, dtype=np.float64).reshape(-1)
-        p = np.asarray(prefill_tokens, dtype=np.float64).reshape(-1)
-        n = d + p
-        rest = _lerp(self.rest_tokens, self.rest[:, columns], n)          # linear past the grid's end too
-        att = _lerp(self._log_decodes, self.att_per_token[:, columns], np.log(np.maximum(d, 1.0)), clamp=True)
-        return (np.where(n > 0, 1.0, 0.0)[:, None] * rest + np.where(d > 0, c, 0.0)[:, None] * att
-                + p[:, None] * self.prefill_per_token[columns])
+    def _times(self, decodes, context_tokens, prefill_tokens) -> tuple[np.ndarray, np.ndarray]:
+        d = np.atleast_1d(np.asarray(decodes, dtype=np.float64))
+        c = np.atleast_1d(np.asarray(context_tokens, dtype=np.float64))
+        p = np.atleast_1d(np.asarray(prefill_tokens, dtype=np.float64))
+        d, c, p = np.broadcast_arrays(d, c, p)
+        part = (d > 0) & (d < 1)                                  # a mean below one decode: one decode
+        c = np.where(part, c / np.where(part, d, 1.0), c)
+        d = np.where(part, 1.0, d)
+        empty = (d == 0) & (p == 0)
+        floor, predicted = self.table.time_s(d, c, np.where(empty, 1.0, p))
+        return np.where(empty, 0.0, floor), np.where(empty, 0.0, predicted)
 
     def floor_s(self, decodes, context_tokens, prefill_tokens) -> np.ndarray:
-        return self._terms(decodes, context_tokens, prefill_tokens, slice(0, 3)).max(axis=1)
+        return self._times(decodes, context_tokens, prefill_tokens)[0]
 
     def predicted_s(self, decodes, context_tokens, prefill_tokens) -> Optional[np.ndarray]:
-        if not self._predicts:
+        if not self.has_prediction:
             return None
-        return self._terms(decodes, context_tokens, prefill_tokens, slice(3, 4))[:, 0]
-
-
-    def _coefficients(self, estimate: str):
-        """A plain-Python function (decodes, prefill tokens) -> per column (rest, attention per KV token, prefill
-        per token) lists: the terms of a step are rest + attention x context + prefill x tokens, column by
-        column (floor: compute, memory, communication; predicted: one)."""
-        rest_x, att_x = self.rest_tokens.tolist(), self._log_decodes.tolist()
-        cols = (0, 1, 2) if estimate == "floor" else (3,)
-        rest = [self.rest[:, k].tolist() for k in cols]
-        att = [self.att_per_token[:, k].tolist() for k in cols]
-        pre = [float(self.prefill_per_token[k]) for k in cols]
-
-        def at(xs, ys, i, x, clamp):
-            if len(xs) == 1:
-                return ys[0]
-            w = (x - xs[i]) / (xs[i + 1] - xs[i])
-            w = min(max(w, 0.0), 1.0) if clamp else max(w, 0.0)
-            return ys[i] + w * (ys[i + 1] - ys[i])
-
-        def coefficients(d: float, p: float):
-            n = d + p
-            i = min(max(bisect.bisect_right(rest_x, n) - 1, 0), max(len(rest_x) - 2, 0))
-            ld = math.log(max(d, 1.0))
-            j = min(max(bisect.bisect_right(att_x, ld) - 1, 0), max(len(att_x) - 2, 0))
-            a = [at(rest_x, ys, i, n, False) if n > 0 else 0.0 for ys in rest]
-            b = [at(att_x, ys, j, ld, True) if d > 0 else 0.0 for ys in att]
-            return a, b, pre
-
-        return coefficients
+        return self._times(decodes, context_tokens, prefill_tokens)[1]
 
     def one(self, estimate: str):
-        """A plain-Python function (decodes, context_tokens, prefill_tokens) -> seconds of one step, for callers
-        that price steps one at a time (the simulation); the same numbers as floor_s / predicted_s (None: no
-        prediction)."""
-        if estimate != "floor" and not self._predicts:
+        """A plain-Python function (decodes, context_tokens, prefill_tokens) -> seconds of one step (whole decodes;
+        None: no prediction); the table's interpolation done with bisect over lists."""
+        if estimate == "predicted" and not self.has_prediction:
             return None
-        coefficients = self._coefficients(estimate)
+        t, cols = self.table, _COLUMNS[estimate]
+        tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
+        seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
+        pre = _Line(t.prefill_grid, t.prefill_parts, cols)
+        dg, lg = t.decodes_grid.tolist(), t.context_grid.tolist()
+        dec = [[[float(t.decode_parts[i, j, k]) for k in cols] for j in range(len(lg))] for i in range(len(dg))]
+        q = t.q_len
 
         def time_s(d: float, c: float, p: float) -> float:
-            a, b, pre = coefficients(d, p)
-            return max(a[k] + b[k] * c + pre[k] * p for k in range(len(a)))
+            if d == 0 and p == 0:
+                return 0.0
+            m, n = d * q + p, d * q + (1 if p > 0 else 0)
+            total = [a + b for a, b in zip(tokens.at(m), seqs.at(n))]
+            if p > 0:
+                total = [a + b for a, b in zip(total, pre.at(p))]
+            if d > 0:
+                if d > dg[-1] or d < dg[0]:
+                    raise InputError(f"decodes {d:,.0f} is outside the table's grid ({dg[0]:,} .. {dg[-1]:,})")
+                mean = max(c / d, lg[0])
+                if mean > lg[-1]:
+                    raise InputError(f"mean context {mean:,.0f} is outside the table's grid (.. {lg[-1]:,})")
+                i = min(bisect.bisect_right(dg, d) - 1, len(dg) - 2)
+                j = min(bisect.bisect_right(lg, mean) - 1, len(lg) - 2)
+                u = (d - dg[i]) / (dg[i + 1] - dg[i])
+                v = (mean - lg[j]) / (lg[j + 1] - lg[j])
+                a, b, e, f = dec[i][j], dec[i + 1][j], dec[i][j + 1], dec[i + 1][j + 1]
+                total = [x + (1 - u) * (1 - v) * a[k] + u * (1 - v) * b[k] + (1 - u) * v * e[k] + u * v * f[k]
+                         for k, x in enumerate(total)]
+            return max(total)
 
         return time_s
 
     def run(self, estimate: str):
-        """A function (decodes, first context, steps) -> seconds of each of `steps` decode-only steps whose summed
-        context grows by `decodes` a step: at a fixed batch every term is a + b x context, so one evaluation of
-        the coefficients serves the whole run (None: no prediction)."""
-        if estimate != "floor" and not self._predicts:
+        """A function (decodes, first summed context, steps) -> seconds of each of `steps` decode-only steps whose
+        summed context grows by `decodes` a step (None: no prediction). At a fixed batch the tokens and sequences
+        parts are constant and the decode part is linear in the mean context between grid points."""
+        if estimate == "predicted" and not self.has_prediction:
             return None
-        coefficients = self._coefficients(estimate)
+        t, cols = self.table, list(_COLUMNS[estimate])
+        dg = t.decodes_grid.astype(np.float64)
+        lg = t.context_grid.astype(np.float64)
+        tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
+        seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
 
         def times_s(d: float, c0: float, steps: int) -> np.ndarray:
-            a, b, _ = coefficients(d, 0.0)
-            contexts = c0 + d * np.arange(steps, dtype=np.float64)
-            out = a[0] + b[0] * contexts
-            for k in range(1, len(a)):
-                out = np.maximum(out, a[k] + b[k] * contexts)
+            if d > dg[-1] or d < dg[0]:
+                raise InputError(f"decodes {d:,.0f} is outside the table's grid ({dg[0]:,.0f} .. {dg[-1]:,.0f})")
+            i = min(int(np.searchsorted(dg, d, side="right")) - 1, len(dg) - 2)
+            u = (d - dg[i]) / (dg[i + 1] - dg[i])
+            row = (1 - u) * t.decode_parts[i][:, cols] + u * t.decode_parts[i + 1][:, cols]     # [len(L), cols]
+            const = [a + b for a, b in zip(tokens.at(d * t.q_len), seqs.at(d * t.q_len))]
+            means = (c0 + d * np.arange(steps, dtype=np.float64)) / d
+            out = None
+            for k in range(len(cols)):
+                column = const[k] + np.interp(means, lg, row[:, k])
+                out = column if out is None else np.maximum(out, column)
             return out
 
         return times_s
 
 
-def _lerp(xs: np.ndarray, ys: np.ndarray, x: np.ndarray, clamp: bool = False) -> np.ndarray:
-    """Piecewise-linear ys[:, k] at x: clamped at the ends (`clamp`), else clamped below and extended from the last
-    two points above."""
-    if len(xs) == 1:
-        return np.broadcast_to(ys[0], (len(x), ys.shape[1]))
-    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
-    w = (x - xs[i]) / (xs[i + 1] - xs[i])
-    w = np.clip(w, 0.0, 1.0) if clamp else np.maximum(w, 0.0)
-    return ys[i] + w[:, None] * (ys[i + 1] - ys[i])
+class _Line:
+    """One 1-D part of the table (grid, [len(grid), 4]) in plain Python: linear interpolation of `cols` at x."""
+
+    def __init__(self, grid: np.ndarray, parts: np.ndarray, cols):
+        self.x = grid.astype(float).tolist()
+        self.y = [[float(parts[i, k]) for k in cols] for i in range(len(self.x))]
+        self.top = len(self.x) - 2
+
+    def at(self, x: float) -> list[float]:
+        xs = self.x
+        if x > xs[-1] or x < xs[0]:
+            raise InputError(f"{x:,.0f} tokens is outside the table's grid ({xs[0]:,.0f} .. {xs[-1]:,.0f})")
+        i = min(bisect.bisect_right(xs, x) - 1, self.top)
+        w = (x - xs[i]) / (xs[i + 1] - xs[i])
+        lo, hi = self.y[i], self.y[i + 1]
+        return [a + w * (b - a) for a, b in zip(lo, hi)]
 
 
-def _scaled(parts: _Parts, k: float) -> _Parts:
-    return _Parts(parts.compute_s * k, parts.memory_s * k, parts.comm_s * k,
-                  None if parts.predicted_s is None else parts.predicted_s * k)
+def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts: bool) -> str:
+    """Where the step's predictions come from (the step report's notes at one decode), or why there are none."""
+    from ..step import step_report
+
+    report = step_report(model, gpu, batch=1, context_len=deployment.page_size, deployment=deployment,
+                         check_memory=False)
+    missing = [n for n in report.notes if n.startswith("no prediction")]
+    if not predicts:
+        return missing[0] if missing else "no prediction: the step has rows without a fit"
+    sources = sorted({r.source for r in report.rows if r.source})
+    return f"rooflab's step model fitted on {gpu.name} (rooflab report --phase step): " + "; ".join(sources)
 
 
-def _array(parts: list[_Parts]) -> np.ndarray:
-    return np.asarray([[p.compute_s, p.memory_s, p.comm_s, np.nan if p.predicted_s is None else p.predicted_s]
-                       for p in parts], dtype=np.float64)
+@lru_cache(maxsize=32)
+def _table(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
+           max_context: int, max_prefill: int) -> TableStepTimes:
+    table = StepTable.build(model, gpu, deployment, max_decodes=max_decodes, max_context=max_context,
+                            max_prefill=max_prefill, min_context=min_context)
+    predicts = not np.isnan(table.tokens_parts[:, 3]).any()
+    return TableStepTimes(table, _provenance(model, gpu, deployment, predicts))
 
 
-def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, context_len: int, prompt_len: int,
-               max_decodes: int, max_tokens: int) -> StepTimes:
-    """The step-time function for a deployment: issue 29's StepTable where it exists, else ReportStepTimes."""
-    return ReportStepTimes.build(model, gpu, deployment, context_len, prompt_len, max_decodes, max_tokens)
+def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
+               max_context: int, max_prefill: int) -> TableStepTimes:
+    """The step-time function for a deployment: rooflab's step tabulated for up to `max_decodes` decodes of mean
+    context `min_context` .. `max_context` (a decode reading less is priced at min_context) and prefill chunks of
+    up to `max_prefill` tokens. Tables are kept (up to 32) for the same model, GPU, deployment and limits."""
+    if not isinstance(deployment, Deployment):
+        raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+    max_decodes = max(1, min(int(max_decodes), MAX_BATCH))
+    min_context = max(1, int(min_context))
+    return _table(model, gpu, deployment, max_decodes, min_context, max(int(max_context), min_context + 1),
+                  max(1, int(max_prefill)))

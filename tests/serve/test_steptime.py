@@ -1,0 +1,81 @@
+"""The serving step time is rooflab's step (StepTable over step_report): equal at the table's grid points, the
+closed form's mixed step against step_report's at the same deployment and batch, and the simulation's fast paths
+(one, run) against the table's own time_s."""
+
+import numpy as np
+import pytest
+
+from rooflab.serve import TableStepTimes
+from rooflab.serve.steady import _mix, solve
+from rooflab.step import step_report
+
+#: StepTable's off-grid tolerance (tests/test_step_table.py: interpolating between geometric grid points 1.25x
+#: apart for tokens and 1.5x for the decode grid), plus rounding the closed form's mean decodes to a whole batch.
+OFF_GRID = 0.03
+
+
+def _report(replica, d, length, p):
+    if d == 0:
+        return step_report(replica.model, replica.gpu, 1, p, "prefill", deployment=replica.deployment,
+                           check_memory=False)
+    return step_report(replica.model, replica.gpu, d, length, deployment=replica.deployment, prefill_tokens=p,
+                       check_memory=False)
+
+
+def test_the_replica_prices_steps_with_the_step_table(replica):
+    assert isinstance(replica.steps, TableStepTimes)
+    assert replica.steps.has_prediction and "h200-sxm" in replica.steps.provenance
+
+
+def test_grid_points_are_step_report(replica):
+    table = replica.steps.table
+    decodes = sorted(set(table.decodes_grid) & set(table.tokens_grid) & set(table.sequences_grid))
+    for d in decodes[1:3] + decodes[-1:]:
+        for length in table.context_grid[:: max(1, len(table.context_grid) // 2)]:
+            report = _report(replica, int(d), int(length), 0)
+            assert replica.steps.floor_s(d, d * length, 0)[0] == pytest.approx(report.t_floor_s, rel=1e-9)
+            assert replica.steps.predicted_s(d, d * length, 0)[0] == pytest.approx(report.t_predicted_s, rel=1e-9)
+
+
+def test_the_closed_forms_step_at_a_steady_mix_is_step_reports(replica):
+    """The closed form's mean step tau is E_n[t(D, D L, prefill tokens of n arrivals)] with t the replica's step
+    function; with t = step_report itself at the same (whole) batch, the same mix within the table's tolerance."""
+    steady = solve(replica, 64, "predicted")
+    w, s = replica.workload, replica.scheduler
+    decodes_per_request = w.output.mean - 1
+    prompt, context = s.prefill_tokens(w.input.mean), replica.mean_context_tokens
+    tau = _mix(replica.steps.predicted_s, s, steady.decodes_per_step, context, prompt, decodes_per_request)[0]
+    assert steady.step_s == pytest.approx(tau, rel=1e-9)
+
+    def reported(d, c, p):
+        return np.array([_report(replica, int(round(di)), int(round(ci / di)) if di else 0, int(pi)).t_predicted_s
+                         for di, ci, pi in zip(d, c, p)])
+
+    batch = round(steady.decodes_per_step)
+    ours = _mix(replica.steps.predicted_s, s, batch, context, prompt, decodes_per_request)[0]
+    theirs = _mix(reported, s, batch, context, prompt, decodes_per_request)[0]
+    assert ours == pytest.approx(theirs, rel=OFF_GRID)
+
+
+@pytest.mark.parametrize("estimate", ["floor", "predicted"])
+def test_fast_paths_are_the_tables_numbers(replica, estimate):
+    steps = replica.steps
+    vector = steps.floor_s if estimate == "floor" else steps.predicted_s
+    one, run = steps.one(estimate), steps.run(estimate)
+    rng = np.random.default_rng(3)
+    top = int(steps.table.decodes_grid[-1])
+    for _ in range(200):
+        d = int(rng.integers(0, min(top, 200) + 1))
+        c = float(d * rng.uniform(replica.workload.input.low, replica.workload.max_len))
+        p = float(rng.integers(0 if d else 1, replica.scheduler.max_num_batched_tokens - d + 1))
+        assert one(d, c, p) == pytest.approx(float(vector(d, c, p)[0]), rel=1e-12, abs=1e-15)
+    d, c0 = 48.0, 48.0 * replica.workload.input.low
+    times = run(d, c0, 500)
+    expected = vector(np.full(500, d), c0 + d * np.arange(500), np.zeros(500))
+    assert np.allclose(times, expected, rtol=1e-12)
+
+
+def test_a_fractional_decode_is_one_decode_and_nothing_takes_no_time(replica):
+    steps = replica.steps
+    assert steps.floor_s(0.5, 0.5 * 1500, 0)[0] == steps.floor_s(1, 1500, 0)[0]
+    assert steps.floor_s(0, 0, 0)[0] == 0.0
