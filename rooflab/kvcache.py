@@ -25,6 +25,7 @@ import numpy as np
 
 from .cost.batch import DecodeBatch, decode_batch
 from .cost.common import check_flag, real_number, whole_number
+from .cost.layers import layer_walk
 from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .specs import GpuSpec, LayerType, ModelSpec
@@ -128,12 +129,8 @@ def kv_layout(model: ModelSpec, context_len: int, kv_dtype: DType, page_size: in
                          f"{model.name} has no MLA layer")
     tp = 1 if dp_attention else whole_number(tensor_parallel, "tensor parallel size (--tp)", maximum=MAX_GPUS)
     layers = []
-    for name, count in model.layer_counts.items():
-        t = model.layer_types[name]
-        heads = t.heads(model.heads)
-        if t.kind not in (LayerKind.mla, LayerKind.linear) and tp > 1:
-            heads = heads.shard(tp)
-        per_token = t.kv_bytes_per_token(heads, kv_dtype, mla_sparse_fp8)
+    for name, t, count in layer_walk(model):
+        per_token = t.kv_bytes_per_token(t.cached_heads(model.heads, tp), kv_dtype, mla_sparse_fp8)
         state = t.state_bytes_per_sequence(kv_dtype)
         if t.kind is LayerKind.linear and tp > 1:
             state = math.ceil(state / tp)           # linear heads divide like attention heads

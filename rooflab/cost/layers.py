@@ -49,7 +49,7 @@ def layer_walk(model: ModelSpec) -> tuple[tuple[str, LayerType, int], ...]:
     """(name, layer type, layers of that type) for each of the model's layer types, in the model's order: the one
     walk over a model's layers."""
     check_spec(model, ModelSpec, "model")
-    return tuple((name, model.layer_types[name], count) for name, count in model.layer_counts.items())
+    return model.layer_walk()
 
 
 def main_attention(model: ModelSpec) -> str:

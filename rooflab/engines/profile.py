@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cost.layers import layer_walk
 from ..specs import ModelSpec
 from ..vocab import LayerKind
 from .settings import Resolved, model_dtype
@@ -109,8 +110,7 @@ def _moe_elements(model: ModelSpec, tp: int) -> int:
 def _attention_elements(model: ModelSpec, tp: int) -> int:
     """Per token: q, k, v and the output of the widest layer type, split tp ways (MLA prefill: k and v per head)."""
     widest = 0
-    for name in model.layer_counts:
-        t = model.layer_types[name]
+    for _, t, _ in layer_walk(model):
         if t.kind is LayerKind.linear:
             continue
         h = t.heads(model.heads)

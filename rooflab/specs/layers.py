@@ -105,6 +105,15 @@ class LayerType:
                               self.head_dim or model_heads.head_dim,
                               None if self.head_dim else model_heads.v_head_dim)
 
+    def cached_heads(self, model_heads: AttentionHeads, tensor_parallel: int = 1) -> AttentionHeads:
+        """The heads whose K and V one GPU of a `tensor_parallel` group caches: a softmax type's KV heads split
+        (replicated past h_kv, AttentionHeads.shard); an mla latent is the same on every rank, and a linear
+        layer caches none, so neither splits."""
+        heads = self.heads(model_heads)
+        if tensor_parallel > 1 and self.kind not in (LayerKind.mla, LayerKind.linear):
+            return heads.shard(tensor_parallel)
+        return heads
+
     def kv_bytes_per_token(self, heads: AttentionHeads, kv_dtype: DType, mla_sparse_fp8: bool = False) -> int:
         """Bytes one cached token takes in one layer of this type (0 for a linear layer: it keeps a state).
 

@@ -281,6 +281,11 @@ class ModelSpec:
 
     # --- the KV cache --------------------------------------------------------------------------------------
 
+    def layer_walk(self) -> tuple[tuple[str, LayerType, int], ...]:
+        """(name, layer type, layers of that type) for each layer type, in the model's order: the one walk over a
+        model's layers (cost.layers.layer_walk is the same walk for the cost side)."""
+        return tuple((name, self.layer_types[name], count) for name, count in self.layer_counts.items())
+
     def kv_bytes_per_token(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
         """Cached bytes of one token across all layers, on one GPU of `tensor_parallel`, every layer keeping
         every token (windows ignored; capacity.py counts what each layer type keeps).
@@ -290,12 +295,8 @@ class ModelSpec:
         """
         kv_dtype = DType.of(kv_dtype, "kv_dtype")
         total = 0
-        for name, count in self.layer_counts.items():
-            t = self.layer_types[name]
-            heads = t.heads(self.heads)
-            if t.kind not in (LayerKind.mla, LayerKind.linear):
-                heads = heads.shard(tensor_parallel)
-            total += count * t.kv_bytes_per_token(heads, kv_dtype)
+        for _, t, count in self.layer_walk():
+            total += count * t.kv_bytes_per_token(t.cached_heads(self.heads, tensor_parallel), kv_dtype)
         return total
 
 

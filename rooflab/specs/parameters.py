@@ -82,8 +82,8 @@ def count_parameters(model: "ModelSpec") -> ParameterCount:
     """The model's parameters by component, every expert included."""
     h = model.hidden_size
     by_type = []
-    for name, layers in model.layer_counts.items():
-        per_layer = attention_parameters(model.layer_types[name], model.heads, h, model.attention_bias)
+    for name, layer, layers in model.layer_walk():
+        per_layer = attention_parameters(layer, model.heads, h, model.attention_bias)
         by_type.append((name, layers * per_layer))
     dense_ffn = model.dense_ffn_size or model.ffn_size
     moe_layers = model.num_moe_layers
