@@ -26,7 +26,7 @@ from .cost.common import Visibility
 from .cost.flash import flash_prefill
 from .cost.mla import mla_decode
 from .cost.paged import paged_decode_uniform
-from .errors import SpecError
+from .errors import InputError, SpecError
 from .limits import MAX_BATCH, MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .load import available, data_dir, read_text, read_yaml
 from .roofline import Ceilings, predict
@@ -208,6 +208,17 @@ class Source:
     note: str = ""
 
 
+def convention_flops(convention: Convention, batch: int, num_qo_heads: int, seq_len_q: int, seq_len_kv: int,
+                     head_dim: int, value_dim: int, causal: bool) -> float:
+    """The FLOPs a published rate of `convention` counts for one attention launch: 2 B H T_q T_kv (d + d_v), halved
+    when causal under `fa` (Convention's docstring cites each). `time` gives no count (InputError)."""
+    convention = Convention.of(convention, "convention")
+    if convention is Convention.time:
+        raise InputError("convention 'time' gives times, not a FLOP count: a rate needs fa or fa_no_half")
+    matmul_flops = 2.0 * batch * num_qo_heads * seq_len_q * seq_len_kv * (head_dim + value_dim)   # QK^T, PV
+    return matmul_flops / 2 if (causal and convention is Convention.fa) else matmul_flops
+
+
 @dataclass(frozen=True)
 class KernelRow:
     """One published attention launch: its exact shape, what timed it, and the number as published.
@@ -264,9 +275,8 @@ class KernelRow:
         if convention is Convention.time:
             raise SpecError(self.where, "metric", self.metric.value, "the source's convention is 'time': "
                                                                      "it gives no FLOP count")
-        matmul_flops = 2.0 * self.batch * self.num_qo_heads * self.seq_len_q * self.seq_len_kv * (
-            self.head_dim + self.value_dim)        # QK^T (d) and PV (d_v), 2 FLOP a multiply-add
-        return matmul_flops / 2 if (self.causal and convention is Convention.fa) else matmul_flops
+        return convention_flops(convention, self.batch, self.num_qo_heads, self.seq_len_q, self.seq_len_kv,
+                                self.head_dim, self.value_dim, self.causal)
 
     def time_s(self, convention: Convention) -> float:
         """The launch's time in seconds: the value itself, or the convention's FLOPs over the rate."""
@@ -582,6 +592,6 @@ def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource | None 
     return float(predict(cost, roofs).t_floor_s)
 
 
-__all__ = ["Convention", "DEFECT_PREFIX", "Implementation", "KernelMetric", "KernelRow", "Published", "ServingMetric",
+__all__ = ["Convention", "convention_flops", "DEFECT_PREFIX", "Implementation", "KernelMetric", "KernelRow", "Published", "ServingMetric",
            "ServingRow", "Source", "Statistic", "StepMetric", "StepRow", "kernel_floor_s", "load_published", "published_dir",
            "read_rows", "read_sources"]

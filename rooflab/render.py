@@ -69,8 +69,9 @@ def report_frame(r: Report) -> Frame:
     floor = (f"t_floor: the physical bound ({r.ceilings} roofs, ideal overlap)" if r.ceilings != "calibrated" else
              "t_floor: the roofline at measured ceilings, a model, not a physical bound")
     roof = (f"ridge point {r.ridge_flop_per_byte:.1f} FLOP/byte = {fmt_rate(r.matmul_flop_per_s, 'FLOP/s')} "
-            f"{r.dtype} / {fmt_rate(r.bandwidth_bytes_per_s, 'B/s')}; figures per layer, "
-            f"'model t_floor' for all {r.num_layers} layers; {floor}")
+            f"{r.dtype} / {fmt_rate(r.bandwidth_bytes_per_s, 'B/s')}; "
+            + ("figures for the one attention layer of the shape; " if r.bare_shape else
+               f"figures per layer, 'model t_floor' for all {r.num_layers} layers; ") + floor)
     columns = (
         Column("variant", "variant", lambda x: f"  {x['kernel']}" if x["kernel"] else x["variant"]),
         Column("flops", "FLOPs", lambda x: fmt_flops(x["flops"]) + ("" if x["pipe"] == "tensor" else " (vec)")),
@@ -139,8 +140,31 @@ def render_report(r: Report, fmt: Format = Format.table) -> str:
 
 
 def _warnings(r: Report) -> list[str]:
-    """Decode: a batch that does not fit, first among the notes."""
-    return _memory(r) if r.memory is not None and not r.memory.fits else []
+    """Decode: a batch that does not fit, first among the notes; a --published-tflops rate set against the floor."""
+    return (_memory(r) if r.memory is not None and not r.memory.fits else []) + _published(r)
+
+
+#: How each FLOP convention counts, for the published line (rooflab.published.Convention cites each).
+_CONVENTION_TEXT = {"fa": "2 B H T_q T_kv (d + d_v) (4 B H T^2 d at d_v = d), halved when causal",
+                    "fa_no_half": "2 B H T_q T_kv (d + d_v), never halved"}
+
+
+def _published(r: Report) -> list[str]:
+    """--published-tflops: the rate as time under its convention, where it sits against the floor and prediction."""
+    p = r.published
+    if p is None:
+        return []
+    line = (f"published {p.tflops:g} TFLOP/s under the {p.convention} convention ({_CONVENTION_TEXT[p.convention]}: "
+            f"{fmt_flops(p.flops)}) = {fmt_seconds(p.t_published_s)} a launch; {p.floor_row} t_floor "
+            f"{fmt_seconds(p.t_floor_s)} is {p.floor_over_published:.0%} of it")
+    if p.t_predicted_s is not None:
+        line += f"; t_predicted {fmt_seconds(p.t_predicted_s)} ({p.predicted_impl}) is " \
+                f"{p.t_predicted_s / p.t_published_s:.0%} of it"
+    if p.beats_floor:
+        line = ("BEATS THE FLOOR: " + line + ". No run is faster than its floor: either the spec's roofs are too low "
+                "(a spec defect: check the GPU YAML's clock and accumulate mode, --ceilings physical) or the "
+                "measurement is (an overclocked card, another FLOP count or convention, a timing bug)")
+    return [line]
 
 
 def _fitting(r: Report) -> list[str]:

@@ -15,11 +15,11 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .cost.model import decode_step
+from .cost.model import DecodeStep, decode_step
 from .cost.naive import naive_ceiling
 from .cost.batch import DecodeBatch, decode_batch
-from .cost.common import Cost, LaunchCost, check_dtypes, check_flag, check_spec, fused, whole_number
-from .cost.layers import layer_decode, layer_prefill, layer_splits, layer_walk, main_attention
+from .cost.common import Cost, LaunchCost, check_dtypes, check_flag, check_spec, fused, real_number, whole_number
+from .cost.layers import layer_decode, layer_prefill, layer_splits, layer_walk, main_attention, model_decode, model_total
 from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
 from .errors import InputError, shown
 from .limits import MAX_BATCH, MAX_RAGGED, MAX_TOKENS
@@ -29,6 +29,7 @@ from .rows import Row, make_row
 from .specs import GpuSpec, LayerType, ModelSpec
 from .units import DType
 from .predict import PredictedTime, decode_kernel, no_prediction_reason, predict_time, prefill_kernel
+from .shape import AttentionShape, BareAttention
 from .vocab import CeilingSource, Phase, Variant
 
 
@@ -96,6 +97,39 @@ class ModelTotal:
 
 
 @dataclass(frozen=True)
+class PublishedTime:
+    """A published rate for a report's --shape, as time under its source's FLOP convention, beside the floor.
+
+    t_published_s = flops / (tflops 10^12), flops the convention's count (rooflab.published.convention_flops:
+    2 B H T_q T_kv (d + d_v), halved when causal under `fa`, never under `fa_no_half`), not rooflab's own (which
+    counts the T(T + 1) / 2 pairs a causal mask keeps). `floor_row` is the report's row with the lowest floor (the
+    fused kernel's: flash in prefill, paged in decode), no run's time can be below its t_floor_s."""
+
+    tflops: float
+    convention: str
+    flops: float
+    t_published_s: float
+    floor_row: str
+    t_floor_s: float
+    t_predicted_s: Optional[float] = None
+    predicted_impl: Optional[str] = None
+
+    @property
+    def beats_floor(self) -> bool:
+        """Faster than the physical floor: a spec defect or a measurement defect, never a result."""
+        return self.t_published_s < self.t_floor_s
+
+    @property
+    def floor_over_published(self) -> float:
+        """t_floor / t_published: the share of the floor the published run reached (above 1: it beat it)."""
+        return self.t_floor_s / self.t_published_s
+
+    def to_dict(self) -> dict:
+        return dict(dataclasses.asdict(self), beats_floor=self.beats_floor,
+                    floor_over_published=self.floor_over_published)
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything `rooflab report` prints: the workload, the ceilings, one row per variant and the facts."""
 
@@ -123,6 +157,8 @@ class Report:
     totals: tuple[ModelTotal, ...] = ()
     q_len: int = 1
     memory: Optional[BatchMemory] = None       # decode: weights + the batch's KV against the GPU's memory
+    published: Optional[PublishedTime] = None  # --shape with --published-tflops: that rate as time, against the floor
+    bare_shape: bool = False                   # a --shape (rooflab.shape.BareAttention): one layer, no model
 
     @property
     def fits(self) -> Optional[bool]:
@@ -131,7 +167,10 @@ class Report:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name not in ("rows", "notes", "facts", "totals", "memory") and getattr(self, f.name) is not None}
+               if f.name not in ("rows", "notes", "facts", "totals", "memory", "published")
+               and getattr(self, f.name) is not None}
+        if self.published is not None:
+            out["published"] = self.published.to_dict()
         if self.memory is not None:
             out["fits"] = self.memory.fits
             out["memory"] = self.memory.to_dict()
@@ -283,7 +322,7 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
         rows=tuple(rows), facts=_prefill_facts(model, gpu, seq_len, batch, dtype, price(main, True),
                                                price(main, False)),
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
-        totals=model_totals(rows, (Variant.naive, Variant.flash)),
+        totals=model_totals(rows, (Variant.naive, Variant.flash)), bare_shape=isinstance(model, BareAttention),
     )
 
 
@@ -357,7 +396,8 @@ def decode_facts(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | D
 def _decode_facts(model: ModelSpec, gpu: GpuSpec, lens: DecodeBatch, kv_dtype: DType, unsplit: Cost,
                   recommended: int) -> DecodeFacts:
     """The facts from the main layer type's unsplit cost and recommended split count, already found."""
-    step = decode_step(model, int(round(lens.mean_len)), lens.size, None, kv_dtype)
+    step = _attention_step(model, int(round(lens.mean_len)), lens.size, kv_dtype) if isinstance(model, BareAttention) \
+        else decode_step(model, int(round(lens.mean_len)), lens.size, None, kv_dtype)
     return DecodeFacts(
         recommended_splits=recommended,
         decode_intensity_flop_per_byte=float(unsplit.intensity_kv),
@@ -366,6 +406,15 @@ def _decode_facts(model: ModelSpec, gpu: GpuSpec, lens: DecodeBatch, kv_dtype: D
         weight_bytes_per_step=step.weight_bytes_per_step, kv_bytes_per_step=step.kv_bytes_per_step,
         layer_kind=model.layer_types[main_attention(model)].kind.value,
     )
+
+
+def _attention_step(shape: BareAttention, context_len: int, batch: int, kv_dtype: DType) -> DecodeStep:
+    """A --shape's decode step as decode_step counts a model's, with no weights: its attention FLOPs a token and KV
+    bytes a step (the layer through cost.layers' walk, as decode_step prices each layer type), no linear layers."""
+    attn_dtype = kv_dtype if kv_dtype.bytes >= 2 else DType.bf16          # decode_step's choice
+    layers = model_decode(shape, DecodeBatch.uniform(context_len, 1), dtype=attn_dtype, kv_dtype=kv_dtype)
+    return DecodeStep(batch, context_len, 0.0, float(model_total(layers, lambda cost: cost.flops)), 0.0,
+                      batch * float(model_total(layers, lambda cost: cost.kv_bytes)))
 
 
 def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | DecodeBatch, page_size: int = 16,
@@ -440,9 +489,38 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
         context_lens=listed, context_len_counts=tuple((int(n), int(c)) for n, c in zip(lens.lengths, lens.counts)),
         kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes), q_len=q_len,
         totals=model_totals(rows, (Variant.paged, Variant.split_kv)),
-        memory=batch_memory(model, gpu, lens, kv_dtype, page_size, q_len),
+        memory=batch_memory(model, gpu, lens, kv_dtype, page_size, q_len), bare_shape=isinstance(model, BareAttention),
     )
 
 
-__all__ = ["DecodeFacts", "ModelTotal", "PrefillFacts", "Report", "decode_facts", "decode_prediction", "decode_report",
-           "model_totals", "prefill_facts", "prefill_prediction", "prefill_report"]
+#: No published attention kernel reaches 100 PFLOP/s (rooflab.published.MAX_TFLOPS).
+MAX_PUBLISHED_TFLOPS = 1e5
+
+
+def with_published_rate(report: Report, shape: AttentionShape, tflops: float, convention: str = "fa") -> Report:
+    """`report` (of `shape`: report --shape) with a published rate for that shape as time under `convention` (fa:
+    the FlashAttention papers' 4 B H T^2 d, halved when causal; fa_no_half: FlashMLA's, never halved), set against
+    the report's lowest floor and that row's prediction (PublishedTime). Decode: T_q = the report's q_len new tokens
+    over T_kv = the context, never halved (every query sees the whole context)."""
+    from .published import Convention, convention_flops
+
+    if not isinstance(report, Report) or not isinstance(shape, AttentionShape):
+        raise InputError(f"with_published_rate takes a Report and an AttentionShape, got {type(report).__name__} and "
+                         f"{type(shape).__name__}")
+    tflops = real_number(tflops, "--published-tflops (TFLOP/s)", 0, MAX_PUBLISHED_TFLOPS, lo_open=True)
+    chosen = Convention.of(convention, "--convention")
+    if chosen is Convention.time:
+        raise InputError("--convention time: a source that gives times has no rate to convert; give fa or fa_no_half")
+    h = shape.heads
+    prefill = report.phase is Phase.prefill
+    seq_q, causal = (shape.seq_len, report.causal) if prefill else (report.q_len, False)
+    flops = convention_flops(chosen, shape.batch, h.num_qo_heads, seq_q, shape.seq_len, h.head_dim, h.value_dim,
+                             causal)
+    floor = min((r for r in report.rows if r.variant != Variant.mixed.value), key=lambda r: r.t_floor_s)
+    published = PublishedTime(float(tflops), chosen.value, flops, flops / (tflops * 1e12), floor.label or floor.variant,
+                              float(floor.t_floor_s), floor.t_predicted_s, floor.predicted_impl)
+    return dataclasses.replace(report, published=published)
+
+
+__all__ = ["DecodeFacts", "MAX_PUBLISHED_TFLOPS", "ModelTotal", "PrefillFacts", "PublishedTime", "Report", "decode_facts", "decode_prediction", "decode_report",
+           "model_totals", "prefill_facts", "prefill_prediction", "prefill_report", "with_published_rate"]

@@ -20,6 +20,39 @@ list_app = typer.Typer(help="List the bundled GPU and model specs.", add_complet
 app.add_typer(list_app, name="list")
 
 
+#: --shape: a bare attention shape (rooflab.shape) instead of a model.
+ShapeOpt = Annotated[Optional[str], typer.Option(
+    "--shape", metavar="B,H,H_kv,T,d[,d_v]", help="A bare attention shape instead of --model: batch, query heads, KV "
+    "heads, tokens (decode: the context), head dim, and optionally the value head dim (default d); one "
+    "full-attention layer, no weights. E.g. 1,32,8,8192,128.")]
+
+
+def shape_of(ctx: typer.Context, text: Optional[str], *also: str):
+    """The --shape given (rooflab.shape.AttentionShape), or None; with --model, --seq-len, --batch, --context-len
+    (or the options named in `also`) it is an error naming both."""
+    if text is None:
+        return None
+    from ..shape import parse_shape
+
+    shape = parse_shape(text)
+    clash = [p.opts[0] for p in ctx.command.params
+             if p.name in ("model", "seq_len", "batch", "context_len", *also)
+             and ctx.get_parameter_source(p.name).name == "COMMANDLINE"]
+    if clash:
+        fail(f"--shape gives the heads, B and T in place of --model, --seq-len, --batch and --context-len; drop "
+             f"{', '.join(clash)} (or --shape)")
+    return shape
+
+
+def only_for_shape(ctx: typer.Context, *names: str) -> None:
+    """Options that need a --shape, refused without one."""
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name in names and ctx.get_parameter_source(p.name).name == "COMMANDLINE"]
+    if given:
+        fail(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to a --shape only (the FLOP convention "
+             f"counts one attention launch)")
+
+
 @app.command()
 @friendly
 def report(
@@ -45,6 +78,15 @@ def report(
                                                               "(chunked prefill), priced with the decode batch as one launch.")] = None,
     ceilings: CeilingsOpt = CeilingSource.floor,
     impl: ImplOpt = None,
+    shape: ShapeOpt = None,
+    published_tflops: Annotated[Optional[float], typer.Option("--published-tflops", parser=params.number(0, 1e5, lo_open=True),
+                                                              metavar="X", help="With --shape: a published rate for "
+                                                              "the shape (TFLOP/s), printed as time under --convention "
+                                                              "and set against the floor and the prediction.")] = None,
+    convention: Annotated[str, typer.Option("--convention", metavar="fa|fa_no_half", help="With --published-tflops: "
+                                            "the source's FLOP count. fa (FlashAttention's papers, tritonbench): "
+                                            "4 B H T^2 d, halved when causal; fa_no_half (FlashMLA): never "
+                                            "halved.")] = "fa",
     must_fit: Annotated[bool, typer.Option("--must-fit", help="Decode: exit 2 when the weights and the batch's KV "
                                            "cache do not fit in the GPU's memory (default: a warning).")] = False,
     step: Annotated[StepKind, typer.Option("--step", help="Step: decode (time per output token) or prefill (time "
@@ -125,6 +167,13 @@ def report(
 
     words, _, _ = dopt.words_of(ctx).resolve()          # rooflab's and the engines' names of one setting agree
     page_size, kv_dtype = words.page_size, words.kv_cache_dtype
+    bare = shape_of(ctx, shape)
+    if bare is None:
+        only_for_shape(ctx, "published_tflops", "convention")
+    elif published_tflops is None and ctx.get_parameter_source("convention").name == "COMMANDLINE":
+        fail("--convention says how --published-tflops counts FLOPs; give the rate too")
+    elif phase is Phase.step:
+        fail("--shape prices one attention layer (--phase prefill or decode); --phase step needs a --model")
 
     step_only = ("step", "tp", "dcp", "kv_parallel", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep",
                  "enable_ep", "expert_imbalance", "quantization", "gemm_dtype", "speculative_config",
@@ -152,13 +201,17 @@ def report(
         return
     if phase is Phase.prefill:
         only_for(ctx, "decode", "context_len", "page_size", "block_size", "kv_dtype", "kv_cache_dtype", "splits", "q_len", "prefill_chunk", "must_fit")
-        m, g = load_model(model), load_gpu(gpu[0])
+        m, g = (bare.layer if bare else load_model(model)), load_gpu(gpu[0])
         dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
+        if bare:
+            seq_len, batch = bare.seq_len, bare.batch
         r = prefill_report(m, g, seq_len, batch, dtype, causal, ceilings, impl)
     else:
         only_for(ctx, "prefill", "seq_len", "causal")
-        lens = decode_lengths(context_len, batch)
-        m, g = load_model(model), load_gpu(gpu[0])
+        from ..cost.batch import DecodeBatch
+
+        lens = DecodeBatch.uniform(bare.seq_len, bare.batch) if bare else decode_lengths(context_len, batch)
+        m, g = (bare.layer if bare else load_model(model)), load_gpu(gpu[0])
         dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
         r = decode_report(m, g, lens, page_size, dtype, kv_dtype, splits, ceilings,
                           q_len=q_len, prefill_chunk=prefill_chunk, impl=impl)
@@ -168,7 +221,12 @@ def report(
             m = r.memory
             fail(f"--must-fit: {r.batch:,} sequences do not fit on {r.gpu}: weights {fmt_bytes(m.weights_bytes)} + "
                  f"KV cache {fmt_bytes(m.kv_bytes)} > {fmt_bytes(m.hbm_bytes)}")
+    if published_tflops is not None:
+        from ..report import with_published_rate
+
+        r = with_published_rate(r, bare, published_tflops, convention)
     typer.echo(render_report(r, fmt), nl=False)
+
 
 
 def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,

@@ -11,6 +11,7 @@ from ..limits import MAX_GPUS, MAX_TOKENS
 from ..units import DType
 from ..vocab import EXPLAINED, CeilingSource, Variant
 from . import deployment_options as dopt
+from .analysis import ShapeOpt, shape_of
 from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, GpuOpt, ImplOpt, ModelOpt, SplitsOpt, app, decode_lengths,
                friendly, params)
 
@@ -52,6 +53,7 @@ def explain(
                                                  "DeepSeek-V3.2's sparse fp8 layout (656 bytes per token).")] = False,
     ceilings: CeilingsOpt = CeilingSource.floor,
     impl: ImplOpt = None,
+    shape: ShapeOpt = None,
     tensor_parallel: dopt.TensorParallelOpt = None,
     tensor_parallel_size: dopt.TensorParallelSizeOpt = None,
     dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
@@ -68,9 +70,14 @@ def explain(
     from ..explain import render_explanation
     from ..load import load_gpu, load_model
 
-    lens = decode_lengths(context_len, batch)
+    bare = shape_of(ctx, shape)                  # --shape B,H,H_kv,T,d[,d_v]: one attention layer, no model
+    if bare is not None:
+        from ..cost.batch import DecodeBatch
+
+        seq_len, batch = bare.seq_len, bare.batch
+    lens = DecodeBatch.uniform(bare.seq_len, bare.batch) if bare else decode_lengths(context_len, batch)
     d, _, kv = dopt.words_of(ctx).resolve(decode_context_parallel=dcp, kv_parallel=kv_parallel)
-    m, g = load_model(model), load_gpu(gpu[0])
+    m, g = (bare.layer if bare else load_model(model)), load_gpu(gpu[0])
     dtype = dtype or m.loaded_dtype(g.compute_capability_version)      # --dtype auto: as vLLM loads it
     e = derive(Variant(variant.value), m, g, seq_len, batch, dtype, causal, lens, d.page_size, d.kv_cache_dtype,
                splits, ceilings, layer_type=layer_type, q_len=q_len,

@@ -517,3 +517,72 @@ def test_cli_tables_fit_columns_80(monkeypatch, args):
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
     assert _words(narrow.stdout) == _words(full.stdout)      # the same words, only laid out again
     assert narrow.stdout != full.stdout or max(len(line) for line in full.stdout.splitlines()) <= 80
+
+
+# --- report --shape: a bare attention shape for kernel engineers (rooflab/shape.py) -------------------------------
+
+def _rows_json(args: list[str]) -> list[dict]:
+    r = runner.invoke(app, ["report", *args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return [{k: v for k, v in row.items() if k not in ("num_layers", "model_t_floor_s")}
+            for row in json.loads(r.stdout)["rows"]]
+
+
+@pytest.mark.parametrize("phase", [[], ["--no-causal"], ["--phase", "decode"]])
+def test_report_shape_equals_the_model_per_layer(phase):
+    # Llama-3-8B (32 query heads, 8 KV heads, d 128) at T 8192: --shape 1,32,8,8192,128 is one of its layers
+    model = ["-m", "llama-3-8b"] + (["-L", "8192"] if "decode" in phase else ["-T", "8192"])
+    assert _rows_json(["--shape", "1,32,8,8192,128", *phase]) == _rows_json([*model, *phase])
+
+
+def test_report_shape_text_names_the_shape_and_no_weights():
+    r = runner.invoke(app, ["report", "--shape", "2,16,16,4096,192,128", "-g", "h200-sxm"])
+    assert r.exit_code == 0, r.output
+    assert "attention H 16, H_kv 16, d 192, d_v 128 (one layer, no model)" in r.stdout
+    assert "T=4096, batch 2" in r.stdout and "next to 0 B of weights" in r.stdout
+
+
+@pytest.mark.parametrize("value, says", [
+    ("0,32,8,8192,128", "B (sequences in the batch) = 0"), ("-4,32,8,8192,128", "B"), ("nan,32,8,8192,128", "nan"),
+    ("1,32,8,184467440737095516160,128", "T"), ("1,32,6,8192,128", "multiple of H_kv"), ("", "--shape"),
+    ("1,32,8,8192", "4 fields"), ("1,32,8,8192,128,128,1", "7 fields"), ("1,32,8,,128", "T"),
+])
+def test_report_shape_refuses_bad_values_naming_shape(value, says):
+    r = runner.invoke(app, ["report", "--shape", value])
+    assert r.exit_code == 2 and "--shape" in r.output and says in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("extra", [["-m", "llama-3-8b"], ["--model", "qwen3-8b"], ["-T", "4096"], ["-b", "2"],
+                                   ["--phase", "decode", "-L", "4096"], ["--phase", "step"]])
+def test_report_shape_refuses_what_it_replaces(extra):
+    r = runner.invoke(app, ["report", "--shape", "1,32,8,8192,128", *extra])
+    assert r.exit_code == 2 and "--shape" in r.output
+
+
+def test_report_published_rate_against_the_floor():
+    # 169.3 TFLOP/s: FlashAttention-2 on an RTX 4090 at T 2048, d 128, fp16, non-causal (the figure, as
+    # measurements/published/ records it); here it is only an argument to convert under the fa convention
+    r = runner.invoke(app, ["report", "--shape", "1,32,32,2048,128", "--no-causal", "-g", "rtx-4090",
+                            "--published-tflops", "169.3", "--convention", "fa"])
+    assert r.exit_code == 0, r.output
+    assert "published 169.3 TFLOP/s under the fa convention" in r.stdout and "BEATS" not in r.stdout
+    fast = runner.invoke(app, ["report", "--shape", "1,32,32,2048,128", "--no-causal", "-g", "rtx-4090",
+                               "--published-tflops", "5000", "-f", "json"])
+    out = json.loads(fast.stdout)["published"]
+    assert out["beats_floor"] is True and out["convention"] == "fa"
+    text = runner.invoke(app, ["report", "--shape", "1,32,32,2048,128", "-g", "rtx-4090", "--published-tflops",
+                               "5000"]).stdout
+    assert "BEATS THE FLOOR" in text
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--published-tflops", "100"], "--shape"), (["--convention", "fa"], "--shape"),
+    (["--shape", "1,32,8,2048,128", "--convention", "fa_no_half"], "--published-tflops"),
+    (["--shape", "1,32,8,2048,128", "--published-tflops", "0"], "--published-tflops"),
+    (["--shape", "1,32,8,2048,128", "--published-tflops", "nan"], "--published-tflops"),
+    (["--shape", "1,32,8,2048,128", "--published-tflops", "100", "--convention", "time"], "--convention"),
+    (["--shape", "1,32,8,2048,128", "--published-tflops", "100", "--convention", "x"], "--convention"),
+])
+def test_report_published_rate_refused(args, says):
+    r = runner.invoke(app, ["report", *args])
+    assert r.exit_code == 2 and says in r.output

@@ -442,3 +442,36 @@ def test_explain_refuses_deployments_it_does_not_derive(variant, kw, needle):
 
     with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         explain(variant, load_model("llama-3-70b"), load_gpu("h200-sxm"), deployment=Deployment(**kw))
+
+
+# --- explain --shape: a bare attention shape derives as one layer of its model ------------------------------------
+
+@pytest.mark.parametrize("variant", [Variant.naive, Variant.flash, Variant.paged, Variant.split_kv])
+def test_a_shape_derives_the_figures_of_one_model_layer(variant):
+    # Llama-3-8B's heads (32 / 8 x 128): the shape's derivation finds the same numbers as the model's, section by
+    # section, except what counts the model's layers or weights (L, t_model, W, free, T_max, and what follows them)
+    from rooflab.shape import parse_shape
+
+    shape, h100 = parse_shape("4,32,8,4096,128"), load_gpu("h100-sxm")
+    lens = [4096] * 4
+    bare = explain(variant, shape.layer, h100, shape.seq_len, shape.batch, context_lens=lens)
+    model = explain(variant, load_model("llama-3-8b"), h100, 4096, 4, context_lens=lens)
+    layer_wide = {"L", "t_model", "t_model_compute", "W", "N", "free", "T_max", "slowdown"}
+    ours, theirs = _steps(bare), _steps(model)
+    common = set(ours) & set(theirs) - layer_wide
+    assert common and all(ours[k] == theirs[k] for k in common)
+    assert "(one layer, no model)" in bare.title
+
+
+def test_explain_shape_cli():
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["explain", "--shape", "1,32,8,8192,128", "-v", "flash"])
+    assert ok.exit_code == 0 and "attention H 32, H_kv 8, d 128 (one layer, no model)" in ok.stdout
+    for args in (["--shape", "1,32,8,8192"], ["--shape", "1,32,8,8192,128", "-m", "llama-3-8b"],
+                 ["--shape", "1,32,3,8192,128"], ["--shape", "1,32,8,8192,128", "-T", "1024"]):
+        r = runner.invoke(app, ["explain", *args])
+        assert r.exit_code == 2 and "--shape" in r.output
