@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from .output import Column, Format, Frame, render
+from .predict import MEASURED_HERE
 from .step import StepReport
 from .units import fmt_bytes, fmt_flops, fmt_seconds
 
 
 def _t(x) -> str:
     return "-" if x is None else fmt_seconds(x)
+
+
+def _fitted_on(provenance) -> str:
+    """'this GPU', the GPU a transferred prediction was fitted on, or '-' (the notes say why)."""
+    if not provenance:
+        return "-"
+    return ", ".join("this GPU" if p.strip() == MEASURED_HERE else p.strip().removeprefix("transferred from ")
+                     for p in provenance.split(","))
 
 
 def step_frame(r: StepReport) -> Frame:
@@ -53,6 +62,7 @@ def step_frame(r: StepReport) -> Frame:
         Column("t_floor_s", "t_floor", lambda x: _t(x["t_floor_s"])),
         Column("bound", "bound"),
         Column("t_predicted_s", "t_predicted", lambda x: _t(x["t_predicted_s"])),
+        Column("predicted_from", "fitted on", lambda x: _fitted_on(x.get("predicted_from"))),
     )
     pred = r.t_predicted_s
     notes = [f"step: t_floor {fmt_seconds(r.t_floor_s)} (compute, memory and communication overlapped; "
@@ -66,7 +76,7 @@ def step_frame(r: StepReport) -> Frame:
                  csv_keys=("model", "gpu", "step", "batch", "context_len", "tp", "dcp", "cp", "variant", "label",
                            "layer_type", "num_layers", "calls", "flops", "hbm_bytes", "comm_bytes", "weight_bytes",
                            "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound",
-                           "t_predicted_s"))
+                           "t_predicted_s", "predicted_from"))
 
 
 def render_step(r: StepReport, fmt: Format = Format.table) -> str:

@@ -62,7 +62,8 @@ from .cost.ring import check_cp, ring_prefill
 from .errors import InputError, shown
 from .kvcache import kv_layout
 from .limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
-from .predict import MAX_AUTO_ERROR, OWN, decode_kernel, fitted_model_time, predict_time, prefill_kernel
+from .predict import (MEASURED_HERE, OWN, PredictedTime, decode_kernel, no_prediction_reason, predict_time,
+                      prefill_kernel)
 from .roofline import Ceilings, predict_kernel
 from .specs import GpuSpec, ModelSpec
 from .specs.parameters import attention_parameters
@@ -86,6 +87,9 @@ EAGER_SMALL_OPS = {"rms_norm": (1.486e-5, 1.437e-5, 1.498e-5), "residual_add": (
 #: batch 1, 8, 64). Attention and merge launches are given the GEMM's (a transfer: not measured apart); other GPUs
 #: the H200's (an assumption: a host-bound time, of the CPU and driver more than the GPU).
 EAGER_HOST_S = 1.848e-5
+#: The GPU SMALL_OPS, EAGER_SMALL_OPS and EAGER_HOST_S were measured on (measurements/h200x2-gemm.csv,
+#: measurements/launch/h200-eager-launch.csv): other GPUs take them as they are (transferred, an assumption).
+SMALL_OPS_GPU = "h200-sxm"
 SMALL_OP_BATCHES = (1, 8, 64)
 #: The small kernels of rooflab's torch reference layer (unfused): (op, calls).
 LAYER_SMALL_OPS = (("rms_norm", 2), ("residual_add", 2), ("silu_mul", 1), ("q_copy", 1), ("kv_append", 2))
@@ -121,6 +125,7 @@ class StepRow:
     t_exp_s: float = 0.0
     part: str = "tokens"
     source: str = ""                             # where the prediction comes from (rooflab explain)
+    predicted_from: Optional[str] = None         # 'measured on this GPU' / 'transferred from <gpu>' (PredictedTime)
 
     @property
     def is_communication(self) -> bool:
@@ -243,14 +248,20 @@ def gemm_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
 
 @dataclass
 class _Pricer:
-    """Prices launches for one report: floors at the datasheet roofs, predictions from the GPU's fits."""
+    """Prices launches for one report: floors at the datasheet roofs, predictions from the fits (rooflab.predict.
+    predict_time: the GPU's own, else a bundled GPU's transferred with its provenance, rooflab.transfer).
+
+    `missing` names each piece without a prediction and why (the step's note); `provenance` each distinct
+    (implementation, provenance) a prediction came from, with its error band and what it assumes."""
 
     gpu: GpuSpec
     dtype: DType
     eager: bool = False
     roofs: Ceilings = None
-    missing: set = field(default_factory=set)
+    missing: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
+    gemm_from: Optional[str] = None              # the GEMM fit's provenance, once a GEMM is predicted
 
     def __post_init__(self) -> None:
         self.roofs = Ceilings.of(self.gpu, self.dtype)
@@ -266,25 +277,44 @@ class _Pricer:
         """One launch's time as issued: in a graph as fitted; eager never below the host's issue time."""
         return None if t is None else (max(t, EAGER_HOST_S) if self.eager else t)
 
-    def fitted(self, kernel: Kernel, price: Callable, impl: Optional[str] = None) -> Optional[float]:
-        p = predict_time(self.gpu, kernel, price, self.dtype, impl, optional=True) if self.gpu.fitted_for(kernel) \
-            else None
+    def miss(self, what: str, why: str) -> None:
+        self.missing.setdefault(what, why)
+
+    def predicted(self, kernel: Kernel, price: Callable, dtype: Optional[DType] = None,
+                  impl: Optional[str] = None) -> Optional[PredictedTime]:
+        """predict_time for `kernel` (transferred where the GPU has no fit of its own), its provenance recorded; None
+        with the reason recorded where no fit predicts it here."""
+        p = predict_time(self.gpu, kernel, price, dtype or self.dtype, impl, optional=True)
         if p is None:
-            self.missing.add(f"{kernel.value}" + (f" ({impl})" if impl else ""))
+            self.miss(kernel.value + (f" ({impl})" if impl and impl != OWN else ""),
+                      no_prediction_reason(self.gpu, kernel, None if impl == OWN else impl))
             return None
-        return self.launch(p.t_predicted_s)
+        key = (p.impl, p.provenance)
+        if key not in self.provenance:
+            self.provenance[key] = p
+        return p
+
+    def fitted(self, kernel: Kernel, price: Callable, impl: Optional[str] = None) -> Optional[float]:
+        p = self.predicted(kernel, price, impl=impl)
+        return None if p is None else self.launch(p.t_predicted_s)
 
     def gemm_time(self, cost: GemmCost, arithmetic: DType) -> Optional[float]:
-        """A GEMM's predicted time: the fitted GEMM family (torch_cublas) against its arithmetic's measured rate."""
-        fits = [f for f in self.gpu.fitted_for(Kernel.gemm) if f.median_error is None or f.median_error <= MAX_AUTO_ERROR]
-        if not fits:
-            self.missing.add(Kernel.gemm.value)
+        """A GEMM's predicted time: the fitted GEMM family (torch_cublas) against its arithmetic's measured rate (the
+        GPU's own fit, or a bundled GPU's transferred: rooflab.predict.predict_time)."""
+        p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic)
+        if p is None:
             return None
-        roofs, note = gemm_ceilings(self.gpu, arithmetic)
-        if note and note not in self.notes:
-            self.notes.append(note)
-        best = min(f.overhead_s + float(np.asarray(fitted_model_time(cost, roofs, f))) / f.efficiency for f in fits)
-        return self.launch(best)
+        if p.fitted_on is None:
+            _, note = gemm_ceilings(self.gpu, arithmetic)     # the own fit's roofs say how an fp8 rate was priced
+            if note and note not in self.notes:
+                self.notes.append(note)
+        self.gemm_from = p.provenance
+        return self.launch(p.t_predicted_s)
+
+    @property
+    def sources(self) -> str:
+        """The provenance of every prediction made so far, one phrase ('transferred from h200-sxm'), or ''."""
+        return ", ".join(sorted({p.provenance for p in self.provenance.values()}))
 
     def gemms(self, costs: list[GemmCost], times: float = 1.0, arithmetic: Optional[DType] = None) -> Optional[float]:
         total = 0.0
@@ -302,20 +332,24 @@ def _row(pricer: _Pricer, variant: str, label: str, kernels: list[KernelCost], t
     flops = times * float(sum(k.flops for k in kernels))
     nbytes = times * float(sum(k.hbm_bytes for k in kernels))
     bound = "memory" if mem >= max(comp, exp) else ("exp" if exp >= comp else "compute")
+    if variant == "gemm" and predicted is not None and "predicted_from" not in extra:
+        extra["predicted_from"] = pricer.gemm_from
     return StepRow(variant, label, flops, nbytes, comp, mem, floor, bound, predicted, impl, t_exp_s=exp, **extra)
 
 
 def _comm_row(gpu: GpuSpec, kernel: Kernel, label: str, bytes_per_rank: float, world: int, calls: float,
-              missing: set, timing: str = "graph", part: str = "tokens") -> StepRow:
+              missing: dict, timing: str = "graph", part: str = "tokens") -> StepRow:
     t = collective_time(gpu, kernel, bytes_per_rank, world, timing)
     if t.t_predicted_s is None:
-        missing.add(f"{kernel.value} (interconnect collectives)")
+        missing.setdefault(f"{kernel.value} (interconnect collectives)",
+                           f"{gpu.name} has no {timing} {kernel.value} fit of its link (collectives are fitted per "
+                           f"interconnect and not transferred)")
     predicted = None if t.t_predicted_s is None else calls * t.t_predicted_s
     source = (f"{kernel.value} fit over {t.fitted_world_size} GPUs ({timing})" + (", scaled" if t.scaled else "")
               if t.fitted_world_size else "no fit")
     return StepRow(kernel.value, label, 0.0, 0.0, 0.0, 0.0, calls * t.t_floor_s, "communication", predicted,
                    "nccl" if predicted is not None else None, calls=int(round(calls)), comm_bytes=calls * t.bus_bytes,
-                   part=part, source=source)
+                   part=part, source=source, predicted_from=MEASURED_HERE if predicted is not None else None)
 
 
 def _scaled(row: StepRow, share: float) -> StepRow:
@@ -524,7 +558,14 @@ def _small_ops(ctx: _Ctx, tokens: int) -> StepRow:
     source = ("measured small kernels " + ("issued eagerly (measurements/launch/h200-eager-launch.csv)" if eager else
                                            "in a CUDA graph (measurements/h200x2-gemm.csv)") + ", H200")
     return _row(pricer, "elementwise", f"norms and elementwise ({what})", kernels, 1.0, predicted,
-                "torch_eager" if eager else "torch_graph", num_layers=layers, calls=calls, source=source)
+                "torch_eager" if eager else "torch_graph", num_layers=layers, calls=calls, source=source,
+                predicted_from=small_ops_from(pricer.gpu))
+
+
+def small_ops_from(gpu: GpuSpec) -> str:
+    """The provenance of the small kernels' times on `gpu`: measured on SMALL_OPS_GPU, transferred as they are
+    to any other GPU (launch- and host-bound kernels; an assumption, said in the step's notes)."""
+    return MEASURED_HERE if gpu.name == SMALL_OPS_GPU else f"transferred from {SMALL_OPS_GPU}"
 
 
 def _communication(ctx: _Ctx, tokens: int) -> list[StepRow]:
@@ -608,10 +649,11 @@ def _decode_attention(ctx: _Ctx, decodes: int, q_len: int, context_len: int) -> 
 
         cost = price(n, u)
         kernels = list(cost.kernels)
-        t = None
         kernel = decode_kernel(layer, splits, q_len)
-        if layer.kind is not LayerKind.linear:
-            t = pricer.fitted(kernel, price, OWN)
+        p = pricer.predicted(kernel, price, impl=OWN) if layer.kind is not LayerKind.linear else None
+        t = None if p is None else pricer.launch(p.t_predicted_s)
+        if layer.kind is LayerKind.linear:
+            pricer.miss(f"{name} (linear attention)", "no fitted model of a linear layer's state update")
         if split:                                                 # the gathered states' unpack and merge
             heads = layer_heads(model, layer, tp)
             d_v = layer.kv_lora_rank if layer.kind is LayerKind.mla else heads.value_dim
@@ -625,7 +667,8 @@ def _decode_attention(ctx: _Ctx, decodes: int, q_len: int, context_len: int) -> 
         rows.append(_row(pricer, cost.variant.value, what, kernels, count, None if t is None else count * t,
                          "rooflab" if t is not None else None, layer_type=name, num_layers=count,
                          calls=count * len(kernels), part="decode",
-                         source=f"fitted {kernel.value} model (rooflab's kernels), {splits} split(s)"))
+                         source=f"fitted {kernel.value} model (rooflab's kernels), {splits} split(s)",
+                         predicted_from=None if t is None else p.provenance))
         if split and gpu.interconnect is not None:
             heads = layer_heads(model, layer, tp)
             d_v = layer.kv_lora_rank if layer.kind is LayerKind.mla else heads.value_dim
@@ -648,7 +691,8 @@ def _prefill_attention(ctx: _Ctx, prompts: int, length: int) -> list[StepRow]:
             ring = ring_prefill(layer_heads(model, layer, tp), length, cp, prompts, dtype, causal=True, gpu=gpu)
             t = ring_time(gpu, ring, dtype)
             if t.t_predicted_s is None:
-                pricer.missing.add("flash / send_recv / merge (ring)")
+                pricer.miss("flash / send_recv / merge (ring)", f"ring prefill needs {gpu.name}'s own flash, send_recv "
+                                                                     f"and merge fits (not transferred)")
             comp = count * ring.flops / pricer.roofs.matmul_flop_per_s
             rows.append(StepRow("ring_prefill", f"{label} ring over {cp} GPUs (KV passes overlapped)",
                                 count * ring.flops, 0.0, comp, count * t.t_floor_s, count * t.t_floor_s, "compute",
@@ -660,15 +704,14 @@ def _prefill_attention(ctx: _Ctx, prompts: int, length: int) -> list[StepRow]:
         kernel = prefill_kernel(layer)
         price = (lambda n, u, name=name: layer_prefill(model, name, length, prompts, dtype, True, gpu=gpu,
                                                        tensor_parallel=tp, num_sms=n, units_per_sm=u))
-        t, impl = None, None
-        if layer.kind is not LayerKind.linear:
-            p = predict_time(gpu, kernel, price, dtype, optional=True)
-            t, impl = (None, None) if p is None else (pricer.launch(p.t_predicted_s), p.impl)
-            if p is None:
-                pricer.missing.add(kernel.value)
+        p = pricer.predicted(kernel, price) if layer.kind is not LayerKind.linear else None
+        t = None if p is None else pricer.launch(p.t_predicted_s)
+        if layer.kind is LayerKind.linear:
+            pricer.miss(f"{name} (linear attention)", "no fitted model of a linear layer's scan")
         rows.append(_row(pricer, cost.variant.value, label, list(cost.kernels), count,
-                         None if t is None else count * t, None if t is None else impl, calls=count,
-                         source=f"fitted {kernel.value} model ({impl})", **where))
+                         None if t is None else count * t, None if p is None else p.impl, calls=count,
+                         source=f"fitted {kernel.value} model ({None if p is None else p.impl})",
+                         predicted_from=None if p is None else p.provenance, **where))
     return rows
 
 
@@ -700,7 +743,9 @@ def _draft(ctx: _Ctx, decodes: int, context_len: int) -> list[StepRow]:
     return [StepRow("draft", what, scale * sum(r.flops for r in one), scale * sum(r.hbm_bytes for r in one), comp,
                     mem, floor, "memory" if mem >= comp else "compute", pred, "rooflab", calls=int(scale * sum(
                         r.calls for r in one)), weight_bytes=scale * sum(r.weight_bytes for r in one), part="decode",
-                    source=f"the step's own rows for the draft ({sub.model.name}), {k} times")]
+                    source=f"the step's own rows for the draft ({sub.model.name}), {k} times",
+                    predicted_from=None if pred is None else ", ".join(sorted({r.predicted_from for r in one
+                                                                                if r.predicted_from})) or None)]
 
 
 def _layer_rows(ctx: _Ctx, work: StepWork) -> list[StepRow]:
@@ -776,6 +821,18 @@ def _deployment(tp, dcp, cp, dtype, page_size, gpu_memory_utilization, gemm_dtyp
     return deployment
 
 
+def _provenance_notes(pricer: _Pricer) -> list[str]:
+    """One note for each (implementation, provenance) a transferred prediction came from: its error band (held-out,
+    and cross-GPU where checked) and what the transfer assumes (rooflab.transfer)."""
+    out = []
+    for (impl, provenance), p in sorted(pricer.provenance.items()):
+        if p.fitted_on is None:
+            continue
+        band = f"error band +-{p.error_band:.1%} ({p.band_note})" if p.error_band is not None else p.band_note
+        out.append(f"t_predicted {impl} {provenance}: {band}" + (f"; assumes {p.assumes}" if p.assumes else ""))
+    return out
+
+
 def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
                 tp: int = 1, dcp: int = 1, cp: int = 1, dtype: DType | None = None, page_size: int = 16,
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
@@ -848,13 +905,17 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     else:
         slots, micro = 1, 1
     weights, kv, usable = _memory(ctx, batch, context_len, per_rank, check_memory, decode)
-    if pricer.missing:
-        notes.append("no prediction: the GPU has no fit for " + ", ".join(sorted(pricer.missing)))
+    notes += [f"no prediction for {what}: {why}" for what, why in sorted(pricer.missing.items())]
+    notes += _provenance_notes(pricer)
     if gpu.interconnect is None and deployment.num_gpus > 1:
         notes.append(f"{gpu.name} has no interconnect: section; communication is not priced")
     notes += pricer.notes
-    notes.append("small kernels priced at the launch times measured on an H200 (rooflab.step.SMALL_OPS"
-                 + (", EAGER_SMALL_OPS; eager launches at least EAGER_HOST_S)" if not deployment.cuda_graphs else ")"))
+    tables = "SMALL_OPS" + (", EAGER_SMALL_OPS; eager launches at least EAGER_HOST_S" if not deployment.cuda_graphs
+                            else "")
+    notes.append(f"small kernels priced at the launch times measured on an H200 (rooflab.step.{tables})" +
+                 ("" if gpu.name == SMALL_OPS_GPU else
+                  f", transferred to {gpu.name} as measured: the same launch and host issue times assumed (not "
+                  f"measured on {gpu.name}; past batch 64 the extra bytes stream at its bandwidth)"))
     if spec is not None:
         notes.append(f"speculative: {spec.method.value}, k = {spec.num_speculative_tokens}, acceptance "
                      f"{spec.acceptance_rate:g}: {spec.tokens_per_step:.3f} tokens a step "

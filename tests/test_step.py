@@ -8,6 +8,7 @@ import pytest
 
 from rooflab.bench.records import read_measurements
 from rooflab.capacity import tensor_parallel_sizes
+from rooflab.cost.batch import DecodeBatch
 from rooflab.deployment import Deployment
 from rooflab.errors import InputError
 from rooflab.load import available, data_dir, load_gpu, load_model
@@ -52,10 +53,12 @@ def test_json_contract():
     assert sum(row["calls"] for row in comm if row["variant"] == "all_reduce") == 64   # 2 all-reduces x 32 layers
 
 
-def test_no_fits_no_prediction():
+def test_no_collective_fits_no_prediction_and_a_note_says_why():
     r = step_report(LLAMA, load_gpu("h100-sxm"), 8, 8192, tp=2)
-    assert r.t_predicted_s is None and any("no fit" in n for n in r.notes)
-    assert r.t_floor_s > 0
+    assert r.t_predicted_s is None and r.t_floor_s > 0
+    blank = [row for row in r.rows if row.t_predicted_s is None]
+    assert blank and all(row.variant in ("all_reduce", "all_gather") for row in blank)
+    assert any(n.startswith("no prediction for all_reduce") and "not transferred" in n for n in r.notes)
 
 
 @pytest.mark.parametrize("name", available("models"))
@@ -182,3 +185,48 @@ def test_deployed_settings_by_hand():
     # pipeline 2 stages, 2 micro-batches: a decode step is max(M, PP) stage times
     r = step_report(load_model("llama-3-70b"), H200, 8, 1024, deployment=Deployment(pipeline_parallel=2))
     assert r.stage_slots == 2 and r.t_predicted_s == pytest.approx(2 * sum(x.t_predicted_s for x in r.rows))
+
+
+# --- predictions transferred from the H200 (rooflab.predict.predict_time, rooflab.transfer) -----------------------
+
+def test_a_step_on_a_gpu_without_fits_is_predicted_from_the_h200s_with_provenance():
+    from rooflab.render_step import render_step
+
+    h100 = load_gpu("h100-sxm")
+    r = step_report(LLAMA, h100, 8, 8192)
+    assert r.t_predicted_s is not None and all(row.t_predicted_s is not None for row in r.rows)
+    assert {row.predicted_from for row in r.rows} == {"transferred from h200-sxm"}
+    assert any("transferred to h100-sxm as measured" in n for n in r.notes)          # the small kernels' tables
+    bands = [n for n in r.notes if n.startswith("t_predicted ") and "error band" in n]
+    assert {n.split()[1] for n in bands} == {"rooflab", "torch_cublas"} and all("assumes" in n for n in bands)
+    text = render_step(r)
+    assert "fitted on" in text and "h200-sxm" in text and "t_predicted -" not in text
+
+
+def test_the_h200_step_is_its_own_fits_unchanged():
+    r = step_report(LLAMA, H200, 8, 8192)
+    assert {row.predicted_from for row in r.rows} == {"measured on this GPU"}
+    assert not any("transferred" in n for n in r.notes)
+
+
+def test_a_transferred_step_row_is_the_report_rows_prediction():
+    # the step's attention row goes through predict_time as the report's rows do: the same transferred time
+    from rooflab.cost.layers import layer_decode, layer_splits
+    from rooflab.predict import OWN, decode_kernel, predict_time
+
+    h100, lens = load_gpu("h100-sxm"), DecodeBatch.uniform(8192, 8)
+    s = layer_splits(LLAMA, "full", lens, h100.num_sms, 16, DType.bf16, DType.bf16, h100.units_per_sm)
+    p = predict_time(h100, decode_kernel(LLAMA.layer_types["full"], s), lambda n, u: layer_decode(
+        LLAMA, "full", lens, 16, DType.bf16, DType.bf16, s, 1, n, u), DType.bf16, OWN)
+    row = next(r for r in step_report(LLAMA, h100, 8, 8192).rows if r.variant in ("paged", "split_kv"))
+    assert row.t_predicted_s == pytest.approx(LLAMA.num_layers * p.t_predicted_s)
+    assert row.predicted_from == p.provenance == "transferred from h200-sxm"
+
+
+def test_where_nothing_transfers_every_blank_row_has_its_reason():
+    r = step_report(LLAMA, load_gpu("mi300x"), 8, 8192)
+    assert r.t_predicted_s is None
+    blank = [n for n in r.notes if n.startswith("no prediction for")]
+    assert any(n.startswith("no prediction for gemm") and "mi300x" in n for n in blank)
+    assert any(n.startswith("no prediction for split_kv") and "mi300x" in n for n in blank)
+    assert all(row.t_predicted_s is not None or row.predicted_from is None for row in r.rows)
