@@ -37,8 +37,14 @@ def _slo(text: str) -> float:
         return text
     raw = str(text).strip().lower()
     scale = 1e-3 if raw.endswith("ms") else 1.0
-    raw = raw[:-2] if raw.endswith("ms") else raw[:-1] if raw.endswith("s") else raw
-    return params.number(0, 1e6, lo_open=True)(raw) * scale
+    number = raw[:-2] if raw.endswith("ms") else raw[:-1] if raw.endswith("s") else raw
+    if not number.strip():
+        raise typer.BadParameter(f"{text!r} is not a time (200ms, 0.2s, 0.2)")
+    try:
+        float(number)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a time (200ms, 0.2s, 0.2)") from None
+    return params.number(0, 1e6, lo_open=True)(number) * scale
 
 
 EngineOpt = Annotated[str, typer.Option("--engine", metavar="vllm|sglang|tensorrt-llm",
@@ -129,14 +135,15 @@ def sweep_frame(sweep):
             Column("output_tokens_per_s_per_user", "tok/s/user", lambda r: _num(r["output_tokens_per_s_per_user"])),
             Column("running", "running", lambda r: f"{r['running']:,.0f}" + (" KV" if r["kv_bound"] else "")))
     notes = (f"KV cache: {sweep.kv_limit:,} requests at the mean context; running limit {sweep.running_limit:,}",
-             "floor: every step at its physical floor under this schedule; predicted: rooflab's fitted step "
-             "(none where the GPU has no fits). TPOT excludes the first token; tok/s/user = 1 / TPOT.")
+             "floor: every step at its physical floor under this schedule; predicted: rooflab's fitted step. "
+             "TPOT excludes the first token; tok/s/user = 1 / TPOT.",
+             f"predicted: {sweep.provenance}")
     doc = {"replica": sweep.label, "kv_limit": sweep.kv_limit, "running_limit": sweep.running_limit,
-           "points": rec}
+           "predicted_from": sweep.provenance, "points": rec}
     return Frame(cols, tuple(rec), doc=doc, title=sweep.label, notes=notes)
 
 
-def simulation_frame(label, sims):
+def simulation_frame(label, sims, provenance=""):
     from ..output import Column, Frame
 
     rec = []
@@ -146,12 +153,12 @@ def simulation_frame(label, sims):
             Column("value", "value", lambda r: _ms(r["value"]) + " ms" if r["metric"].endswith("_s")
                    else _num(r["value"])))
     notes = tuple(f"{s.estimate}: {s.num_requests:,} requests over {s.duration_s:,.1f} s, {s.steps:,} steps, "
-                  f"{s.preemptions:,} preemptions" for s in sims)
-    doc = {"replica": label, "runs": [s.to_dict() for s in sims]}
+                  f"{s.preemptions:,} preemptions" for s in sims) + (f"predicted: {provenance}",)
+    doc = {"replica": label, "predicted_from": provenance, "runs": [s.to_dict() for s in sims]}
     return Frame(cols, tuple(rec), doc=doc, title=f"{label}; {sims[0].load}", notes=notes)
 
 
-def slo_frame(label, answers):
+def slo_frame(label, answers, provenance=""):
     from ..output import Column, Frame
 
     rec = []
@@ -167,8 +174,9 @@ def slo_frame(label, answers):
             Column("at_ttft_s", "TTFT ms", lambda r: _ms(r.get("at_ttft_s"))),
             Column("at_tpot_s", "TPOT ms", lambda r: _ms(r.get("at_tpot_s"))),
             Column("at_requests_per_s", "req/s a replica", lambda r: _num(r.get("at_requests_per_s"))))
-    return Frame(cols, tuple(rec), doc={"replica": label, "answers": rec}, title=label,
-                 notes=("mean TTFT and TPOT of the closed form against the SLOs",))
+    return Frame(cols, tuple(rec), doc={"replica": label, "predicted_from": provenance, "answers": rec},
+                 title=label, notes=("mean TTFT and TPOT of the closed form against the SLOs",
+                                     f"predicted: {provenance}"))
 
 
 @app.command()
@@ -189,8 +197,9 @@ def serve(
                                                        "limit).")] = None,
     request_rate: Annotated[Optional[float], typer.Option("--request-rate", parser=_rate, metavar="R|inf",
                                                           help="Simulate requests arriving at R/s instead.")] = None,
-    burstiness: Annotated[float, typer.Option("--burstiness", parser=params.number(0, 1e6, lo_open=True),
-                                              metavar="B", help="Gamma shape of the arrival gaps (1: Poisson).")] = 1.0,
+    burstiness: Annotated[Optional[float], typer.Option("--burstiness", parser=params.number(0, 1e6, lo_open=True),
+                                                        metavar="B", help="With --request-rate: the gamma shape of "
+                                                                          "the arrival gaps (default 1: Poisson).")] = None,
     num_prompts: Annotated[Optional[int], typer.Option("--num-prompts", parser=params.count(1, MAX_PROMPTS),
                                                        metavar="N", help="Requests to simulate (default 1,000 at a "
                                                                          "rate, 10 x the concurrency with "
@@ -220,25 +229,38 @@ def serve(
     from ..serve import ClosedLoop, RequestRate, concurrency_sweep, simulate, slo_search
 
     concurrencies = parse_lengths(max_concurrency, "--max-concurrency") or None
-    if request_rate is not None and (concurrencies and not simulate_ or simulate_):
-        pass
+    simulated = request_rate is not None or simulate_
+    slo = ttft_slo is not None or tpot_slo is not None
+    if simulated and concurrencies and len(concurrencies) != 1:
+        raise InputError("--max-concurrency: a simulated run (--request-rate or --simulate) takes one value, got "
+                         f"{len(concurrencies):,}")
+    if simulate_ and request_rate is None and not concurrencies:
+        raise InputError("--simulate takes one --max-concurrency (or give --request-rate)")
+    if slo and simulated:
+        raise InputError("--ttft-slo / --tpot-slo search the closed form over concurrency: not with "
+                         "--request-rate or --simulate")
+    if not simulated and (num_prompts is not None or burstiness is not None):
+        raise InputError(f"{'--num-prompts' if num_prompts is not None else '--burstiness'} goes with "
+                         "--request-rate or --simulate")
+    if burstiness is not None and request_rate is None:
+        raise InputError("--burstiness goes with --request-rate")
+    if target_rate is not None and not slo:
+        raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
     top = max(concurrencies) if concurrencies else None
     replica = _replica(model, gpu[0], engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio,
                        style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top)
-    if ttft_slo is not None or tpot_slo is not None:
-        answers = [a for a in (slo_search(replica, ttft_slo, tpot_slo, target_rate, e) for e in ("floor", "predicted"))
-                   if a is not None]
-        typer.echo(render(slo_frame(replica.describe(), answers), fmt), nl=False)
+    provenance = replica.steps.provenance
+    if slo:
+        answers = [a for a in (slo_search(replica, ttft_slo, tpot_slo, target_rate, e, top)
+                               for e in ("floor", "predicted")) if a is not None]
+        typer.echo(render(slo_frame(replica.describe(), answers, provenance), fmt), nl=False)
         return
-    if target_rate is not None:
-        raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
-    if request_rate is not None or simulate_:
-        if request_rate is None and (not concurrencies or len(concurrencies) != 1):
-            raise InputError("--simulate takes one --max-concurrency")
-        load = RequestRate(request_rate, burstiness, top) if request_rate is not None else ClosedLoop(top)
+    if simulated:
+        load = RequestRate(request_rate, 1.0 if burstiness is None else burstiness, top) \
+            if request_rate is not None else ClosedLoop(top)
         sims = [s for s in (simulate(replica, load, num_prompts, seed, e) for e in ("floor", "predicted"))
                 if s is not None]
-        typer.echo(render(simulation_frame(replica.describe(), sims), fmt), nl=False)
+        typer.echo(render(simulation_frame(replica.describe(), sims, provenance), fmt), nl=False)
         return
     typer.echo(render(sweep_frame(concurrency_sweep(replica, concurrencies)), fmt), nl=False)
 

@@ -96,10 +96,7 @@ def _workload(row) -> Workload:
 
 def _scheduler(row, gpu) -> Scheduler:
     memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
-    engine = Engine.of(row.engine)
-    if engine is Engine.sglang and "max running requests" in row.note:
-        pass
-    return Scheduler.default(engine, memory)
+    return Scheduler.default(Engine.of(row.engine), memory)
 
 
 @lru_cache(maxsize=None)

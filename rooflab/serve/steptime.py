@@ -169,16 +169,19 @@ class _Line:
 
 
 def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts: bool) -> str:
-    """Where the step's predictions come from (the step report's notes at one decode), or why there are none."""
+    """Where the step's predictions come from (the step report's own notes at one decode: measured on this GPU, or
+    transferred with the error band), or why there are none."""
     from ..step import step_report
 
     report = step_report(model, gpu, batch=1, context_len=deployment.page_size, deployment=deployment,
                          check_memory=False)
-    missing = [n for n in report.notes if n.startswith("no prediction")]
     if not predicts:
-        return missing[0] if missing else "no prediction: the step has rows without a fit"
-    sources = sorted({r.source for r in report.rows if r.source})
-    return f"rooflab's step model fitted on {gpu.name} (rooflab report --phase step): " + "; ".join(sources)
+        missing = [n for n in report.notes if n.startswith("no prediction")]
+        return "; ".join(missing) if missing else "no prediction: the step has rows without a fit"
+    moved = [n.removeprefix("t_predicted ") for n in report.notes if "transferred" in n]
+    if moved:
+        return f"rooflab's step model (rooflab report --phase step) on {gpu.name}: " + "; ".join(moved)
+    return f"rooflab's step model (rooflab report --phase step) fitted on {gpu.name}"
 
 
 @lru_cache(maxsize=32)

@@ -45,6 +45,7 @@ class ConcurrencySweep:
     states: tuple[SteadyState, ...]
     kv_limit: int
     running_limit: int
+    provenance: str = ""              # where the predictions come from, or why there are none
 
     def series(self, estimate: str) -> list[Steady]:
         return [s.floor if estimate == "floor" else s.predicted for s in self.states
@@ -75,7 +76,8 @@ def concurrency_sweep(replica: Replica, concurrencies: Optional[Sequence[int]] =
     if not grid:
         raise InputError("concurrency: give at least one")
     states = tuple(steady_state(replica, c) for c in grid)
-    return ConcurrencySweep(replica.describe(), replica.gpu.name, replica.num_gpus, states, replica.kv_limit, limit)
+    return ConcurrencySweep(replica.describe(), replica.gpu.name, replica.num_gpus, states, replica.kv_limit, limit,
+                            getattr(replica.steps, "provenance", ""))
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class SloAnswer:
     replicas: Optional[int]
     gpus: Optional[int]
     gpus_per_replica: int
-    binding: str                      # what stops a larger concurrency: 'ttft', 'tpot', 'kv' or 'running limit'
+    binding: str                      # what stops a larger concurrency: 'ttft', 'tpot', 'kv', 'running limit' or 'max concurrency'
 
     def to_dict(self) -> dict:
         import dataclasses
@@ -110,9 +112,11 @@ class SloAnswer:
 
 
 def slo_search(replica: Replica, ttft_slo_s: Optional[float] = None, tpot_slo_s: Optional[float] = None,
-               target_requests_per_s: Optional[float] = None, estimate: str = "predicted") -> Optional[SloAnswer]:
-    """The largest concurrency (1 .. running limit) whose mean TTFT <= ttft_slo_s and TPOT <= tpot_slo_s, by
-    `estimate` (None where there is no prediction); with a target rate, the replicas and GPUs it needs."""
+               target_requests_per_s: Optional[float] = None, estimate: str = "predicted",
+               max_concurrency: Optional[int] = None) -> Optional[SloAnswer]:
+    """The largest concurrency (1 .. the running limit, or `max_concurrency` if smaller) whose mean TTFT <=
+    ttft_slo_s and TPOT <= tpot_slo_s, by `estimate` (None where there is no prediction); with a target rate, the
+    replicas and GPUs it needs."""
     if estimate not in ESTIMATES:
         raise InputError(f"estimate must be floor or predicted, got {estimate!r}")
     if ttft_slo_s is None and tpot_slo_s is None:
@@ -131,6 +135,8 @@ def slo_search(replica: Replica, ttft_slo_s: Optional[float] = None, tpot_slo_s:
         return s, why
 
     limit = replica.running_limit
+    if max_concurrency is not None:
+        limit = min(limit, whole_number(max_concurrency, "--max-concurrency", maximum=MAX_TOKENS))
     first, why = meets(1)
     if first is None:
         return None
@@ -141,7 +147,8 @@ def slo_search(replica: Replica, ttft_slo_s: Optional[float] = None, tpot_slo_s:
     top, top_why = meets(hi)
     if not top_why:
         lo, best = hi, top
-        binding = "kv" if limit == replica.kv_limit else "running limit"
+        binding = ("kv" if limit == replica.kv_limit else "running limit" if limit == replica.running_limit
+                   else "max concurrency")
     else:
         best, binding = first, top_why
         while lo < hi - 1:

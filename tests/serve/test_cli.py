@@ -1,0 +1,125 @@
+"""`rooflab serve` (rooflab/cli/serve.py): every option's bad values are usage errors (exit 2) whose first line names
+the option; the curve, a simulated run and an SLO search print strict JSON; options that do not go together are
+refused; the predictions' provenance is printed (and why there are none on a GPU without fits)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab.cli import app
+
+runner = CliRunner()
+
+#: A small, fast case: Llama-3-8B on one H200 (fitted), a short table (concurrency up to 8).
+BASE = ["serve", "-m", "llama-3-8b", "-g", "h200-sxm", "--input-len", "512", "--output-len", "64",
+        "--max-concurrency", "8"]
+HUGE = "9" * 30
+
+#: Values every numeric option refuses (exceptions below: those where the value is valid).
+BAD_NUMBERS = ["0", "-1", "nan", "inf", "1e300", "", HUGE]
+NUMERIC = ["--tp", "--input-len", "--output-len", "--random-range-ratio", "--request-rate", "--burstiness",
+           "--num-prompts", "--seed", "--ttft-slo", "--tpot-slo", "--target-rate", "--block-size",
+           "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--prefix-cache-hit-rate",
+           "--max-concurrency"]
+VALID = {("--random-range-ratio", "0"), ("--request-rate", "inf"), ("--seed", "0"),
+         ("--prefix-cache-hit-rate", "0")}
+TEXT = {"--engine": ["", "tgi"], "--lengths": ["", "sharegpt"], "--quantization": ["", "awq"],
+        "--kv-cache-dtype": ["", "fp7"], "--model": ["", "no-such-model"], "--gpu": ["", "no-such-gpu"],
+        "--format": ["", "xml"]}
+CASES = [(o, v) for o in NUMERIC for v in BAD_NUMBERS if (o, v) not in VALID]
+CASES += [(o, v) for o, values in TEXT.items() for v in values]
+CASES += [("--random-range-ratio", "1.5"), ("--prefix-cache-hit-rate", "1"), ("--ttft-slo", "ms"),
+          ("--tpot-slo", "30xs"), ("--max-concurrency", ","), ("--max-concurrency", "4,,8")]
+
+
+def _strict(text: str):
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("option, value", CASES)
+def test_a_bad_value_is_a_usage_error_naming_the_option(option, value):
+    r = runner.invoke(app, BASE + [option, value])
+    first = r.output.strip().splitlines()[0] if r.output.strip() else ""
+    assert r.exit_code == 2, (option, value, r.output)
+    assert "Traceback" not in r.output and first.startswith("error"), r.output
+    named = option if option not in ("--model", "--gpu") else option.lstrip("-")
+    assert named in first or (option == "--format" and "format" in r.output), r.output
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--request-rate", "2", "--max-concurrency", "16"], "takes one value"),
+    (["--simulate", "--max-concurrency", "16"], "takes one value"),
+    (["--simulate", "--tpot-slo", "30ms"], "not with --request-rate or --simulate"),
+    (["--request-rate", "2", "--ttft-slo", "1"], "not with --request-rate or --simulate"),
+    (["--num-prompts", "100"], "--num-prompts goes with"),
+    (["--burstiness", "0.5"], "--burstiness goes with"),
+    (["--simulate", "--burstiness", "0.5"], "--burstiness goes with --request-rate"),
+    (["--target-rate", "10"], "--target-rate goes with"),
+])
+def test_options_that_do_not_go_together(extra, message):
+    r = runner.invoke(app, BASE + extra)
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_simulate_needs_a_concurrency():
+    r = runner.invoke(app, ["serve", "-m", "llama-3-8b", "-g", "h200-sxm", "--simulate"])
+    assert r.exit_code == 2 and "--simulate takes one --max-concurrency" in r.output
+
+
+@pytest.mark.parametrize("extra", [
+    [],
+    ["--max-concurrency", "1,2,4"],
+    ["--simulate", "--num-prompts", "40"],
+    ["--request-rate", "4", "--num-prompts", "60", "--burstiness", "0.5"],
+    ["--request-rate", "inf", "--num-prompts", "30"],
+    ["--tpot-slo", "30ms", "--ttft-slo", "0.5s", "--target-rate", "12"],
+    ["--ttft-slo", "1e-6"],                          # nothing meets it: nulls, not NaN
+    ["--engine", "sglang", "--enable-mixed-chunk", "--prefix-cache-hit-rate", "0.5"],
+    ["--engine", "tensorrt-llm", "--max-num-seqs", "4", "--max-num-batched-tokens", "1024"],
+])
+def test_json_is_strict(extra):
+    r = runner.invoke(app, BASE + extra + ["-f", "json"])
+    assert r.exit_code == 0, r.output
+    doc = _strict(r.stdout)
+    assert doc["predicted_from"] == "rooflab's step model (rooflab report --phase step) fitted on h200-sxm"
+
+
+def test_the_curve_has_floors_and_predictions_and_names_its_source():
+    r = runner.invoke(app, BASE + ["--max-concurrency", "1,8", "-f", "json"])
+    points = _strict(r.stdout)["points"]
+    assert {(p["concurrency"], p["estimate"]) for p in points} == {(c, e) for c in (1, 8)
+                                                                   for e in ("floor", "predicted")}
+    for c in (1, 8):
+        floor, predicted = (next(p for p in points if p["concurrency"] == c and p["estimate"] == e)
+                            for e in ("floor", "predicted"))
+        assert floor["tpot_s"] <= predicted["tpot_s"]
+        assert floor["output_tokens_per_s_per_gpu"] >= predicted["output_tokens_per_s_per_gpu"]
+
+
+def test_a_gpu_without_fits_shows_transferred_predictions_or_says_why_not():
+    """The H100 has no fits of its own: its kernels' and GEMMs' predictions transfer from the H200 (rooflab.transfer,
+    with their error band); collectives are fitted per interconnect and do not, so TP > 1 prints floors and why."""
+    r = runner.invoke(app, ["serve", "-m", "llama-3-8b", "-g", "h100-sxm", "--max-concurrency", "1,4", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    doc = _strict(r.stdout)
+    assert "transferred from h200-sxm: error band" in doc["predicted_from"]
+    assert {p["estimate"] for p in doc["points"]} == {"floor", "predicted"}
+    r = runner.invoke(app, ["serve", "-m", "llama-3-8b", "-g", "h100-sxm", "--tp", "2", "--max-concurrency", "1,4"])
+    assert r.exit_code == 0, r.output
+    assert "predicted: no prediction for" in r.stdout and "no prediction for all_reduce" in r.stdout
+    assert " predicted " not in r.stdout
+
+
+def test_the_slo_search_answers_replicas_and_gpus():
+    r = runner.invoke(app, ["serve", "-m", "llama-3-8b", "-g", "h200-sxm", "--tp", "2", "--input-len", "512",
+                            "--output-len", "64", "--max-concurrency", "32", "--tpot-slo", "1s",
+                            "--target-rate", "1000", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    for answer in _strict(r.stdout)["answers"]:
+        assert answer["concurrency"] == 32 and answer["binding"] == "max concurrency"
+        assert answer["gpus"] == 2 * answer["replicas"]
+        assert answer["replicas"] * answer["at_requests_per_s"] >= 1000

@@ -1,0 +1,82 @@
+"""The throughput-interactivity chart (rooflab/plot/serve.py) and `rooflab plot serve`: several GPUs and TP degrees
+on one chart, the numbers it draws written by --data (rooflab.plot.save_data: CSV, strict JSON), bad values
+refused naming the option."""
+
+import csv
+import json
+
+import pytest
+from matplotlib.figure import Figure
+from typer.testing import CliRunner
+
+from rooflab import load_gpu, load_model
+from rooflab.cli import app
+from rooflab.deployment import Deployment
+from rooflab.plot.serve import serve_chart, sweeps_frame
+from rooflab.serve import Replica, Workload, concurrency_sweep
+
+runner = CliRunner()
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+BASE = ["plot", "serve", "-m", "llama-3-8b", "--input-len", "512", "--output-len", "64", "--max-concurrency",
+        "1,4,16"]
+
+
+@pytest.fixture(scope="module")
+def sweeps():
+    model, workload = load_model("llama-3-8b"), Workload.fixed(512, 64)
+    out = []
+    for gpu, tp in (("h200-sxm", 1), ("h200-sxm", 2), ("h100-sxm", 1)):
+        replica = Replica.build(model, load_gpu(gpu), Deployment(tensor_parallel=tp), workload, max_concurrency=16)
+        out.append(concurrency_sweep(replica, [1, 4, 16]))
+    return out
+
+
+def test_one_curve_per_replica_and_estimate(sweeps):
+    fig = serve_chart(sweeps)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    # the H200 (TP 1 and 2: its collectives are fitted) and the H100 (predictions transferred) have both
+    assert sum(label.endswith(": floor") for label in labels) == 3
+    assert sum(label.endswith(": predicted") for label in labels) == 3
+    assert len(set(labels)) == 6
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    for line in ax.get_lines():
+        assert len(line.get_xdata()) == 3
+
+
+def test_the_frame_is_what_the_chart_draws(sweeps):
+    frame = sweeps_frame(sweeps)
+    assert len(frame) == 3 * 3 * 2
+    fig = serve_chart(sweeps)
+    drawn = sorted(y for line in fig.axes[0].get_lines() for y in line.get_ydata())
+    assert drawn == pytest.approx(sorted(frame.output_tokens_per_s_per_gpu))
+
+
+@pytest.mark.parametrize("suffix", ["csv", "json"])
+def test_plot_serve_writes_the_image_and_its_data(tmp_path, suffix):
+    image, data = tmp_path / "serve.png", tmp_path / f"serve.{suffix}"
+    r = runner.invoke(app, BASE + ["-g", "h200-sxm", "-g", "h100-sxm", "--tp", "1,2", "-o", str(image),
+                                   "--data", str(data)])
+    assert r.exit_code == 0, r.output
+    assert image.read_bytes()[:8] == PNG_MAGIC
+    text = data.read_text()
+    if suffix == "json":
+        rows = json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    else:
+        rows = list(csv.DictReader(text.splitlines()))
+    replicas = {(row["gpu"], row["replica"]) for row in rows}
+    assert len(replicas) == 4 and {gpu for gpu, _ in replicas} == {"h200-sxm", "h100-sxm"}
+    assert {row["estimate"] for row in rows} == {"floor", "predicted"}
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--tp", "0"], "--tp"), (["--tp", ""], "--tensor-parallel-size"), (["--tp", "nan"], "--tp"), (["--tp", "9" * 30], "--tp"),
+    (["--max-concurrency", "-1"], "--max-concurrency"), (["--max-concurrency", "1e300"], "--max-concurrency"),
+    (["--input-len", "inf"], "--input-len"), (["--gpu-memory-utilization", "0"], "--gpu-memory-utilization"),
+    (["-o", "chart.txt"], "chart.txt"), (["--data", "numbers.xlsx"], "numbers.xlsx"), (["-g", ""], "gpu"),
+])
+def test_bad_values_are_refused(tmp_path, args, option):
+    extra = [] if "-o" in args else ["-o", str(tmp_path / "x.png")]
+    r = runner.invoke(app, BASE + args + extra)
+    assert r.exit_code == 2 and option in r.output.strip().splitlines()[0] and "Traceback" not in r.output, r.output
