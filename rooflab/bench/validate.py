@@ -351,6 +351,14 @@ class MeasuredPoint:
     achieved_flop_per_s: float
     kernel: str = ""
     impl: str = ""
+    measured_s: Optional[float] = None     # the row's time, and its floor at the GPU's floor roofs (the chart's):
+    floor_s: Optional[float] = None        # a row faster than its floor is named on the chart (beats_floor)
+    row: str = ""                          # the row itself, as validate describes it
+
+    @property
+    def beats_floor(self) -> bool:
+        """Faster than its physical floor: a spec or measurement defect to name, never a point among others."""
+        return self.measured_s is not None and self.floor_s is not None and self.measured_s < self.floor_s
 
     def __post_init__(self) -> None:
         for name in ("intensity_flop_per_byte", "achieved_flop_per_s"):
@@ -361,5 +369,14 @@ class MeasuredPoint:
 
 def measured_points(validation: Validation) -> list[MeasuredPoint]:
     """Every measured row as a point for the roofline chart (rooflab.plot.roofline_chart)."""
-    return [MeasuredPoint(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s, r.kernel, r.impl)
+    gpu = load_gpu(validation.gpu)
+    return [MeasuredPoint(f"{r.kernel} ({r.impl})", r.flops / r.hbm_bytes, r.flops / r.measured_s, r.kernel, r.impl,
+                          r.measured_s, _floor_s(r, gpu), r.config)
             for r in validation.rows]
+
+
+def _floor_s(r: RowResult, gpu: GpuSpec) -> float:
+    """A row's floor at the GPU's floor roofs (CeilingSource.floor: the roofline chart's), from its measurement."""
+    if r.measurement is None:
+        return r.floor_datasheet_s
+    return float(predict_measurement(r.measurement, gpu, CeilingSource.floor).t_floor_s)

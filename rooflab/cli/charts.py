@@ -133,6 +133,10 @@ def plot_roofline(
         validation = validate(measurements, names[0] if gpu else None, fit=False)  # refuses another GPU's file
         measured = measured_points(validation)
         names = names if gpu else [validation.gpu]
+        from ..plot.points import beaten_text, floor_beaters
+
+        for m in floor_beaters(measured):      # named on the chart too; a defect to explain, never a point among others
+            typer.echo(f"warning: beats its floor: {beaten_text(m)}", err=True)
     gpus = [load_gpu(name) for name in names]
     m = load_model(model)
     data = roofline_data(m, gpus, seq_len, _dtype(dtype, m, gpus), batch, causal, decode_batch, flash_tiled=flash_tiled)

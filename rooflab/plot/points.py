@@ -113,7 +113,8 @@ class RooflineData:
             parts.append(pd.DataFrame([dict(series="measured", estimate="measured", model=self.model,
                                             gpu=self.roofs[0].display_name, label=m.label, kind=m.kernel,
                                             impl=m.impl, intensity_flop_per_byte=m.intensity_flop_per_byte,
-                                            flop_per_s=m.achieved_flop_per_s) for m in measured]))
+                                            flop_per_s=m.achieved_flop_per_s, row=m.row, measured_s=m.measured_s,
+                                            floor_s=m.floor_s, beats_floor=m.beats_floor) for m in measured]))
         return pd.concat(parts, ignore_index=True)
 
     def roofs_frame(self):
@@ -125,6 +126,20 @@ class RooflineData:
                                   bandwidth_bytes_per_s=c.bandwidth_bytes_per_s, matmul_flop_per_s=c.matmul_flop_per_s,
                                   vector_flop_per_s=c.vector_flop_per_s, ridge_flop_per_byte=c.ridge_flop_per_byte)
                              for r in self.roofs for c in (r.datasheet, r.measured) if c is not None])
+
+
+def floor_beaters(measured: Sequence[MeasuredPoint]) -> tuple[MeasuredPoint, ...]:
+    """The measured rows faster than their physical floor (MeasuredPoint.beats_floor), each to be named: a spec
+    defect (roofs too low) or a measurement defect (an overclocked card, a timing bug), never averaged away."""
+    return tuple(m for m in measured if m.beats_floor)
+
+
+def beaten_text(m: MeasuredPoint) -> str:
+    """'flash/rooflab 32/8x128 fp16 T=4096 b=1: 80.0 us, its floor 96.0 us (1.20x faster than possible)'."""
+    from ..units import fmt_seconds
+
+    return (f"{m.row or m.label}: {fmt_seconds(m.measured_s)}, its floor {fmt_seconds(m.floor_s)} "
+            f"({m.floor_s / m.measured_s:.2f}x faster than the floor allows)")
 
 
 def gpu_roofs(gpu: GpuSpec, dtype: DType) -> GpuRoofs:

@@ -7,8 +7,11 @@ the (dashed) vector roof. A GPU whose YAML has a measured: section also gets its
 roofs (dotted). Measured kernels are small markers, one style and one legend entry per
 (kernel, implementation): colour by kernel, filled for rooflab's own, hollow for PyTorch's.
 Roofs are listed under the chart, the model's points in the lower right, the one corner a
-roofline leaves empty, measured groups to the right. Artists carry gids ("roof:<gpu>",
-"vector_roof:<gpu>", "ridge:<gpu>[:measured]", "point:<label>", "measured:<label>") so tests
+roofline leaves empty, measured groups to the right. A measured row faster than its physical floor
+(MeasuredPoint.beats_floor) is ringed, labelled and listed by name: a defect to explain, never a point
+among others. Artists carry gids ("roof:<gpu>",
+"vector_roof:<gpu>", "ridge:<gpu>[:measured]", "point:<label>", "measured:<label>",
+"beats_floor:<row>") so tests
 and notebooks can find them.
 """
 
@@ -25,7 +28,7 @@ from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
 from ..roofline import Ceilings
 from ..units import fmt_rate, ridge_text
-from .points import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint
+from .points import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, floor_beaters
 from .style import (chart, FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
                     intensity_text, new_figure, plain_log_formatter, title)
 
@@ -46,6 +49,8 @@ _RIDGE_RATIO_SHOWN = ("naive", "flash")
 
 #: Measured points: the implementation picks the marker (rooflab's own filled, PyTorch's hollow), the kernel the colour.
 _OURS = "rooflab"
+#: The ring and label of a measured row faster than its floor.
+_BEATEN_COLOR = "#D55E00"
 #: A measured point that names neither kernel nor implementation: an orange star.
 _UNNAMED_COLOR, _UNNAMED_MARKER = "#E69F00", "*"
 #: Extra figure width (inches) for the legend of measured groups, right of the chart, and its title.
@@ -148,13 +153,25 @@ def _measured_style(m: MeasuredPoint) -> tuple[str, str, bool]:
     return KERNEL_COLORS.get(m.kernel, _UNNAMED_COLOR), IMPL_MARKERS.get(m.impl, OTHER_MARKER), m.impl.startswith(_OURS) or not m.impl
 
 
-def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> None:
-    """One line of markers per group (gid "measured:<label>"), named once in the legend with its count."""
+def _draw_measured(ax, measured: Sequence[MeasuredPoint]) -> list[Annotation]:
+    """One line of markers per group (gid "measured:<label>"), named once in the legend with its count; every row
+    faster than its floor ringed in red and named (gid "beats_floor:<row>", a legend entry and a label each).
+    Returns the beaten rows' labels (placed clear of lines with the points')."""
     for label, members in _groups(measured).items():
         color, marker, filled = _measured_style(members[0])
         ax.plot([m.intensity_flop_per_byte for m in members], [m.achieved_flop_per_s for m in members], marker,
                 ms=11 if marker == _UNNAMED_MARKER else 6, color=color, mfc=color if filled else "none", mew=1.3,
                 alpha=0.85, ls="none", zorder=4, label=f"{label}: {len(members)}", gid=f"measured:{label}")
+    labels = []
+    for m in floor_beaters(measured):
+        xy = (m.intensity_flop_per_byte, m.achieved_flop_per_s)
+        ax.plot([xy[0]], [xy[1]], "o", ms=14, mfc="none", mec=_BEATEN_COLOR, mew=2.0, ls="none", zorder=9,
+                gid=f"beats_floor:{m.row or m.label}",
+                label=f"BEATS ITS FLOOR ({m.floor_s / m.measured_s:.2f}x):\n{m.row or m.label}")
+        labels.append(ax.annotate(f"beats its floor: {m.row or m.label}", xy, xytext=(10, 8), textcoords="offset points",
+                                  ha="left", va="bottom", fontsize=8, color=_BEATEN_COLOR, fontweight="bold", zorder=9,
+                                  path_effects=[withStroke(linewidth=3, foreground="white")]))
+    return labels
 
 
 @chart
@@ -194,7 +211,7 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = (), e
         labels.append(ax.annotate(text, (p.intensity_flop_per_byte, p.flop_per_s),
                                   xytext=offset, textcoords="offset points", ha=ha, va=va, fontsize=9, color=color,
                                   fontweight="bold", zorder=7, path_effects=halo))
-    _draw_measured(ax, measured)
+    beaten = _draw_measured(ax, measured)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
@@ -213,9 +230,10 @@ def roofline_chart(data: RooflineData, measured: Sequence[MeasuredPoint] = (), e
     where = f"; points on the {data.roofs[0].display_name}" if several else ""
     title(ax, f"Roofline of attention: {data.model} on {gpus}",
           f"{data.dtype.value}, T = {data.seq_len:,} tokens, batch {data.batch}"
-          f"{', causal' if data.causal else ''}, one layer; labels give FLOP/byte{where}")
+          f"{', causal' if data.causal else ''}, one layer; labels give FLOP/byte{where}"
+          + (f"; {len(beaten)} measured row(s) beat their floor (ringed, named)" if beaten else ""))
     _legends(fig, ax)
-    _clear_of_lines(fig, ax, labels + ridges)     # the points' labels first: they say more
+    _clear_of_lines(fig, ax, beaten + labels + ridges)     # a row beating its floor first, then the points' labels
     return fig
 
 
@@ -277,7 +295,8 @@ def _legends(fig: Figure, ax) -> None:
     roofs, points, measured = [], [], []
     for handle, label in zip(*ax.get_legend_handles_labels()):
         kind = str(handle.get_gid()).split(":")[0]
-        group = roofs if kind in ("roof", "vector_roof") else measured if kind == "measured" else points
+        group = roofs if kind in ("roof", "vector_roof") else measured if kind in ("measured", "beats_floor") \
+            else points
         group.append((handle, label))
     fig.set_size_inches(FIGSIZE_IN[0] + (_MEASURED_LEGEND_IN if measured else 0.0), FIGSIZE_IN[1] + 0.2 * len(roofs))
     fig.legend(*_unzip(roofs), loc="outside lower left", fontsize=8, frameon=False)

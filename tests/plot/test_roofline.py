@@ -168,3 +168,66 @@ def test_roofline_point_labels_cross_no_line(model_name, gpus, seq_len, causal):
         crossed = [str(line.get_gid()) for line in lines
                    if line.get_transform().transform_path(line.get_path()).intersects_bbox(box, filled=False)]
         assert not crossed, f"label {label.get_text()!r} crosses {crossed}"
+
+
+# --- rows faster than their floor are named (issue 27 item 1) ------------------------------------------------------
+
+def _fixture_faster_than_the_floor(tmp_path, speedup: float = 4.0):
+    """TEST FIXTURE, NOT A MEASUREMENT: measurements/h200-sweep.csv's header and its first flash rows, the time of
+    the first divided by `speedup` so that it beats its floor (no real row does). Written to tmp_path only."""
+    lines = (data_dir("measurements") / "h200-sweep.csv").read_text().splitlines()
+    head = [line for line in lines if line.startswith("#")]
+    columns = next(line for line in lines if not line.startswith("#"))
+    flash = [line for line in lines if line.startswith("flash,rooflab,")][:3]
+    names = columns.split(",")
+    first = dict(zip(names, flash[0].split(",")))
+    t = float(first["time_s"]) / speedup
+    first.update(time_s=repr(t), time_p10_s=repr(t * 0.99), time_p90_s=repr(t * 1.01))
+    rows = [",".join(first[n] for n in names)] + flash[1:]
+    path = tmp_path / "TEST-FIXTURE-faster-than-floor.csv"
+    path.write_text("\n".join(head + ["# note: TEST FIXTURE (tests/plot/test_roofline.py): one time divided by "
+                                      f"{speedup:g}, not a measurement", columns] + rows) + "\n")
+    return path
+
+
+def test_a_row_faster_than_its_floor_is_ringed_and_named(tmp_path):
+    from rooflab.bench.validate import measured_points, validate
+    from rooflab.plot.points import beaten_text, floor_beaters
+
+    points = measured_points(validate(_fixture_faster_than_the_floor(tmp_path), fit=False))
+    beaten = floor_beaters(points)
+    assert len(beaten) == 1 and beaten[0].measured_s < beaten[0].floor_s and beaten[0].row.startswith("flash/")
+    assert "faster than the floor allows" in beaten_text(beaten[0])
+    data = roofline_data(load_model("llama-3-8b"), [load_gpu("h200-sxm")], seq_len=8192)
+    fig = roofline_chart(data, points)
+    ax = fig.axes[0]
+    rings = _by_gid(ax, "beats_floor:")
+    assert [r.get_gid() for r in rings] == [f"beats_floor:{beaten[0].row}"]
+    named = [t.get_text() for t in ax.texts]
+    assert f"beats its floor: {beaten[0].row}" in named
+    legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any(t.startswith("BEATS ITS FLOOR (") and t.endswith(beaten[0].row) for t in legend)
+    assert "1 measured row(s) beat their floor (ringed, named)" in ax.get_title(loc="left")
+    frame = data.chart_frame(points)
+    assert frame[frame.series == "measured"].beats_floor.sum() == 1
+
+
+def test_no_bundled_row_beats_its_floor_on_the_chart():
+    from rooflab.bench.validate import measured_points, validate
+    from rooflab.plot.points import floor_beaters
+
+    points = measured_points(validate(data_dir("measurements") / "h200-sweep.csv", fit=False))
+    assert points and all(p.floor_s > 0 for p in points) and floor_beaters(points) == ()
+    fig = roofline_chart(roofline_data(load_model("llama-3-8b"), [load_gpu("h200-sxm")]), points)
+    assert not _by_gid(fig.axes[0], "beats_floor:")
+
+
+def test_plot_roofline_warns_naming_the_row_beating_its_floor(tmp_path):
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    r = CliRunner().invoke(app, ["plot", "roofline", "--measurements", str(_fixture_faster_than_the_floor(tmp_path)),
+                                 "-o", str(tmp_path / "roofline.png")])
+    assert r.exit_code == 0, r.output
+    assert "warning: beats its floor: flash/rooflab" in r.output and (tmp_path / "roofline.png").is_file()
