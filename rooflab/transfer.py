@@ -204,10 +204,15 @@ def fewer_sms(ceilings: Ceilings, total_sms: int, num_sms: int) -> Ceilings:
 
 @functools.lru_cache(maxsize=1)
 def _fitted_gpus() -> tuple[GpuSpec, ...]:
-    """The bundled GPUs with a fitted: list, the sources a transfer can take (loaded once)."""
-    from .load import available, load_gpu
+    """The bundled GPUs with a fitted: list, the sources a transfer can take (loaded once). Only the files whose text
+    has a top-level `fitted:` key are parsed: reading all twenty GPU specs took most of `rooflab report`'s time."""
+    from .load import available, data_dir, load_gpu
 
-    return tuple(g for g in (load_gpu(name) for name in available("hardware")) if g.fitted)
+    def has_fits(name: str) -> bool:
+        text = (data_dir("hardware") / f"{name}.yaml").read_text(encoding="utf-8", errors="replace")
+        return text.startswith("fitted:") or "\nfitted:" in text
+
+    return tuple(g for g in (load_gpu(name) for name in available("hardware") if has_fits(name)) if g.fitted)
 
 
 def transfer_source(target: GpuSpec, kernel: Kernel, keep_refused: bool = False

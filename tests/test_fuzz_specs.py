@@ -357,9 +357,9 @@ def test_a_bundled_yaml_loaded_by_path_and_edited_is_read_again():
         path = folder / "gpu.yaml"
         path.write_text(H100)
         first = load_gpu(path)
-        path.write_text(set_key(H100, "num_sms", "100"))
+        path.write_text(set_key(H100, "hbm_capacity_bytes", "90000000000"))   # above the CUDA-visible total, as it must be
         again = load_gpu(path)
-        assert again.num_sms == 100, f"read {again.num_sms} SMs from a file that now says 100 (a stale cache)"
+        assert again.hbm_capacity_bytes == 90_000_000_000, "read the old capacity from a rewritten file (a stale cache)"
         path.write_text(set_key(H100, "num_sms", "0132"))
         check_api(lambda: load_gpu(path), ["num_sms"], expect_error=True)
         assert first.num_sms == 132
@@ -505,6 +505,8 @@ def test_fuzz_gpu_constructor(field, value):
     kwargs = _full_kwargs(GpuSpec, _gpu())
     kwargs[field] = value
     optional = GPU_DOCS[field]["optional"]
+    if kwargs.get("tensor_flop_per_clock_per_sm") and field in ("num_sms", "max_sm_clock_hz"):
+        optional = False                 # the per-clock rates need both: a physical roof is rate x SMs x max clock
     check_api(lambda: GpuSpec(**kwargs), [field], expect_error=not (value is None and optional),
               what=f"GpuSpec({field}={value!r:.60})")
 
