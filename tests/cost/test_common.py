@@ -67,7 +67,10 @@ def test_whole_number_refuses_what_is_not_one_whole_number(value):
 def test_cost_functions_take_a_dtype_by_name(make, none_ok):
     by_name, by_enum = make("bf16"), make(DType.bf16)
     assert by_name.flops == by_enum.flops and by_name.hbm_bytes == by_enum.hbm_bytes
-    for bad in [2, "FP16", " fp16", "fp99", [DType.fp16]] + ([] if none_ok else [None]):
+    for spelled in ("BF16", " bfloat16"):            # the one dtype vocabulary (units.DType.of): the engines' words
+        again = make(spelled)
+        assert again.flops == by_enum.flops and again.hbm_bytes == by_enum.hbm_bytes
+    for bad in [2, "fp99", "", [DType.fp16]] + ([] if none_ok else [None]):
         refused(lambda: make(bad), "dtype", "fp16, bf16")
 
 
