@@ -46,6 +46,10 @@ class Replica:
                                   ("deployment", deployment, Deployment), ("workload", workload, Workload)):
             if not isinstance(value, kind):
                 raise InputError(f"{name} must be a {kind.__name__}, got {shown(value)}")
+        if deployment.data_ranks > 1:
+            raise InputError(f"serving over {deployment.data_ranks} data ranks (data parallelism or data-parallel "
+                             "attention) is not modelled: the step table prices one rank's batch, and a replica's "
+                             "scheduler would have to deal requests over the ranks; serve one rank's deployment")
         memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
         scheduler = scheduler if scheduler is not None else Scheduler.default(engine, memory)
         if not isinstance(scheduler, Scheduler):

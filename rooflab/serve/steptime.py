@@ -40,6 +40,8 @@ from ..specs import GpuSpec, ModelSpec
 from ..step_table import StepTable
 
 ESTIMATES = ("floor", "predicted")
+#: Decode runs up to this many steps are priced step by step in plain Python (faster than numpy's calls).
+SHORT_RUN = 16
 _COLUMNS = {"floor": (0, 1, 2), "predicted": (3,)}
 
 
@@ -84,40 +86,63 @@ class TableStepTimes:
             return None
         return self._times(decodes, context_tokens, prefill_tokens)[1]
 
+    def _at_decodes(self, cols) -> "callable":
+        """decodes -> (the tokens and sequences parts of a decode-only step, the decode part blended to that
+        many decodes over the context grid [len(L), cols]); cached per decode count (a simulation asks the same
+        few hundred counts again and again)."""
+        t = self.table
+        dg = t.decodes_grid.astype(np.float64)
+        tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
+        seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
+        cache: dict = {}
+
+        def at(d: float):
+            hit = cache.get(d)
+            if hit is None:
+                if d > dg[-1] or d < dg[0]:
+                    raise InputError(f"decodes {d:,.0f} is outside the table's grid ({dg[0]:,.0f} .. "
+                                     f"{dg[-1]:,.0f})")
+                i = min(int(np.searchsorted(dg, d, side="right")) - 1, len(dg) - 2)
+                u = (d - dg[i]) / (dg[i + 1] - dg[i])
+                row = (1 - u) * t.decode_parts[i][:, cols] + u * t.decode_parts[i + 1][:, cols]
+                const = np.array([a + b for a, b in zip(tokens.at(d * t.q_len), seqs.at(d * t.q_len))])
+                hit = cache[d] = (const, row, row.tolist())
+            return hit
+
+        return at
+
     def one(self, estimate: str):
         """A plain-Python function (decodes, context_tokens, prefill_tokens) -> seconds of one step (whole decodes;
         None: no prediction); the table's interpolation done with bisect over lists."""
         if estimate == "predicted" and not self.has_prediction:
             return None
-        t, cols = self.table, _COLUMNS[estimate]
+        t, cols = self.table, list(_COLUMNS[estimate])
         tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
         seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
         pre = _Line(t.prefill_grid, t.prefill_parts, cols)
-        dg, lg = t.decodes_grid.tolist(), t.context_grid.tolist()
-        dec = [[[float(t.decode_parts[i, j, k]) for k in cols] for j in range(len(lg))] for i in range(len(dg))]
+        lg = t.context_grid.astype(float).tolist()
+        top = len(lg) - 2
+        decodes = self._at_decodes(cols)
         q = t.q_len
 
         def time_s(d: float, c: float, p: float) -> float:
             if d == 0 and p == 0:
                 return 0.0
-            m, n = d * q + p, d * q + (1 if p > 0 else 0)
-            total = [a + b for a, b in zip(tokens.at(m), seqs.at(n))]
-            if p > 0:
-                total = [a + b for a, b in zip(total, pre.at(p))]
-            if d > 0:
-                if d > dg[-1] or d < dg[0]:
-                    raise InputError(f"decodes {d:,.0f} is outside the table's grid ({dg[0]:,} .. {dg[-1]:,})")
+            if d > 0:                                              # tokens: D q + P rows; sequences D q (+1)
                 mean = max(c / d, lg[0])
                 if mean > lg[-1]:
                     raise InputError(f"mean context {mean:,.0f} is outside the table's grid (.. {lg[-1]:,})")
-                i = min(bisect.bisect_right(dg, d) - 1, len(dg) - 2)
-                j = min(bisect.bisect_right(lg, mean) - 1, len(lg) - 2)
-                u = (d - dg[i]) / (dg[i + 1] - dg[i])
+                j = min(bisect.bisect_right(lg, mean) - 1, top)
                 v = (mean - lg[j]) / (lg[j + 1] - lg[j])
-                a, b, e, f = dec[i][j], dec[i + 1][j], dec[i][j + 1], dec[i + 1][j + 1]
-                total = [x + (1 - u) * (1 - v) * a[k] + u * (1 - v) * b[k] + (1 - u) * v * e[k] + u * v * f[k]
-                         for k, x in enumerate(total)]
-            return max(total)
+                lo, hi = decodes(d)[2][j:j + 2]
+                total = [a + v * (b - a) for a, b in zip(lo, hi)]
+                if p == 0:
+                    const = decodes(d)[0]
+                    return max(x + y for x, y in zip(total, const))
+            else:
+                total = [0.0] * len(cols)
+            parts = zip(total, tokens.at(d * q + p), seqs.at(d * q + 1), pre.at(p))
+            return max(a + b + e + f for a, b, e, f in parts)
 
         return time_s
 
@@ -127,25 +152,18 @@ class TableStepTimes:
         parts are constant and the decode part is linear in the mean context between grid points."""
         if estimate == "predicted" and not self.has_prediction:
             return None
-        t, cols = self.table, list(_COLUMNS[estimate])
-        dg = t.decodes_grid.astype(np.float64)
-        lg = t.context_grid.astype(np.float64)
-        tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
-        seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
+        lg = self.table.context_grid.astype(np.float64)
+        decodes = self._at_decodes(list(_COLUMNS[estimate]))
+        one = self.one(estimate)
 
         def times_s(d: float, c0: float, steps: int) -> np.ndarray:
-            if d > dg[-1] or d < dg[0]:
-                raise InputError(f"decodes {d:,.0f} is outside the table's grid ({dg[0]:,.0f} .. {dg[-1]:,.0f})")
-            i = min(int(np.searchsorted(dg, d, side="right")) - 1, len(dg) - 2)
-            u = (d - dg[i]) / (dg[i + 1] - dg[i])
-            row = (1 - u) * t.decode_parts[i][:, cols] + u * t.decode_parts[i + 1][:, cols]     # [len(L), cols]
-            const = [a + b for a, b in zip(tokens.at(d * t.q_len), seqs.at(d * t.q_len))]
-            means = (c0 + d * np.arange(steps, dtype=np.float64)) / d
-            out = None
-            for k in range(len(cols)):
-                column = const[k] + np.interp(means, lg, row[:, k])
-                out = column if out is None else np.maximum(out, column)
-            return out
+            if steps <= SHORT_RUN:                                 # numpy's per-call cost exceeds the work
+                return np.array([one(d, c0 + d * k, 0.0) for k in range(steps)])
+            const, row, _ = decodes(d)
+            means = np.clip((c0 + d * np.arange(steps, dtype=np.float64)) / d, lg[0], lg[-1])
+            j = np.minimum(np.searchsorted(lg, means, side="right") - 1, len(lg) - 2)
+            v = ((means - lg[j]) / (lg[j + 1] - lg[j]))[:, None]
+            return (row[j] * (1 - v) + row[j + 1] * v + const).max(axis=1)
 
         return times_s
 
