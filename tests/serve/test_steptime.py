@@ -80,3 +80,14 @@ def test_a_fractional_decode_is_one_decode_and_nothing_takes_no_time(replica):
     steps = replica.steps
     assert steps.floor_s(0.5, 0.5 * 1500, 0)[0] == steps.floor_s(1, 1500, 0)[0]
     assert steps.floor_s(0, 0, 0)[0] == 0.0
+
+
+def test_several_data_ranks_are_refused(replica):
+    from rooflab import load_model
+    from rooflab.deployment import Deployment
+    from rooflab.errors import InputError
+    from rooflab.serve import Replica
+
+    with pytest.raises(InputError, match="data ranks"):
+        Replica.build(load_model("deepseek-v3"), replica.gpu, Deployment(tensor_parallel=8, attention_data_parallel=8,
+                                                                        expert_parallel=8), replica.workload)
