@@ -239,3 +239,30 @@ def test_a_hybrid_report_prices_each_layer_type_once(monkeypatch):
         assert len(made) == len(set(made)), f"{name} priced the same cost twice"
     assert len(calls["linear_prefill"]) == 1
     assert len(calls["linear_decode"]) == 2       # the report's batch, and the facts' whole step of one sequence
+
+
+@pytest.mark.parametrize("name", available("models"))
+def test_the_steps_attention_rows_are_the_reports_rows(name):
+    """rooflab.step prices each layer type's decode attention through the same cost.layers calls as the decode
+    report: on one GPU, batch 8 x 4,096, its attention row (all layers of the type, the split count it chose) has
+    the report's row of that layer type and split count times the layer count, in bytes and in the floor."""
+    import re
+
+    from rooflab.deployment import Deployment
+    from rooflab.step import step_report
+
+    model = load_model(name)
+    step = step_report(model, H200, 8, 4096, deployment=Deployment(dtype="fp16"), check_memory=False)
+    report = decode_report(model, H200, DecodeBatch.uniform(4096, 8), dtype="fp16")
+    compared = 0
+    for row in step.rows:
+        found = re.match(r"attention \[(\w+)\], (\d+) split", row.label)
+        if not found:
+            continue
+        same = [r for r in report.rows if r.layer_type == found.group(1) and r.splits == int(found.group(2))]
+        if not same:
+            continue                                   # a split count the report does not show (it shows 1 and its own)
+        assert row.hbm_bytes == pytest.approx(same[0].hbm_bytes * same[0].num_layers, rel=REL)
+        assert row.t_floor_s == pytest.approx(same[0].t_floor_s * same[0].num_layers, rel=REL)
+        compared += 1
+    assert compared or not any(t.is_attention for _, t, _ in model.layer_walk())
