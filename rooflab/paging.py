@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from .cost.common import whole_number
 from .errors import InputError, shown
 from .limits import MAX_PAGE_SIZE, MAX_TOKENS
@@ -23,8 +25,12 @@ from .units import INT32_BYTES
 def _lengths(lengths: Sequence[int], name: str = "request lengths", minimum: int = 1) -> list[int]:
     """Whole numbers in [minimum, MAX_TOKENS]; text, NaN or 1e30 is an InputError naming `name` (plain ints, the
     common case, are checked in one pass; anything else one by one)."""
-    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+    if isinstance(lengths, (str, bytes, bytearray)) or not hasattr(lengths, "__iter__") \
+            or getattr(lengths, "ndim", 1) == 0:      # a 0-d NumPy array has __iter__ but iterating it is a TypeError
         raise InputError(f"{name} must be a list of whole numbers, got {shown(lengths)}")
+    mask = getattr(lengths, "mask", None)            # a masked array's list() keeps the masked entries' data
+    if mask is not None and bool(np.any(mask)):
+        raise InputError(f"{name} has {int(np.sum(mask))} masked (missing) value(s); give numbers only")
     items = list(lengths)
     if not items:
         raise InputError(f"{name} must not be empty")
