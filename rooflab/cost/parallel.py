@@ -62,6 +62,8 @@ def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
     if num_sms is None:
         return 1.0
+    if isinstance(unit_work, (str, bytes, bytearray)):     # list(b"4096") is four small numbers, priced once
+        raise InputError(f"unit_work (each work unit's work) must be numbers, got {shown(unit_work)}")
     if not isinstance(unit_work, (np.ndarray, list, tuple)):
         try:
             unit_work = list(unit_work)
