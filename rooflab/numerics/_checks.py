@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, shown
 
 
 class NumericsError(InputError, ValueError):
@@ -14,16 +14,21 @@ class NumericsError(InputError, ValueError):
 def check_block(block: object, name: str = "block") -> int:
     """Return `block` as an int if it is an integer >= 1; bools, floats and strings are refused."""
     if isinstance(block, (bool, np.bool_)) or not isinstance(block, (int, np.integer)):
-        raise NumericsError(f"{name} must be an integer >= 1, got {block!r} ({type(block).__name__})")
+        raise NumericsError(f"{name} must be an integer >= 1, got {_one_line(block)} ({type(block).__name__})")
     if block < 1:
         raise NumericsError(f"{name} must be an integer >= 1, got {block}")
     return int(block)
 
 
+def _one_line(value: object) -> str:
+    """shown(value) on one line (a NumPy array's repr spans several)."""
+    return " ".join(shown(value).split())
+
+
 def check_index(value: object, name: str) -> int:
     """Return `value` as an int if it is an integer (not a bool)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise NumericsError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        raise NumericsError(f"{name} must be an integer, got {_one_line(value)} ({type(value).__name__})")
     return int(value)
 
 
