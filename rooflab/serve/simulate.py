@@ -112,8 +112,9 @@ class _Engine:
         self.wake: Optional[simpy.Event] = None
         self.next_arrival = math.inf                                  # set by the arrival process
         self.preemptions = 0
-        self.itl_gaps: list[np.ndarray] = []
-        self.itl_weights: list[np.ndarray] = []
+        self.itl_gaps: list = []                                      # arrays (decode runs) and one-gap lists
+        self.itl_counts: list[int] = []                               # gaps of each entry of itl_gaps
+        self.itl_weights: list[int] = []                              # requests that received a token at each
         self.steps = 0
         self.decode_steps_tokens = 0
         self.last_token_step_end = 0.0
@@ -220,8 +221,9 @@ class _Engine:
         now = self.env.now
         if len(ids):
             self.gen[ids] += 1
-            self.itl_gaps.append(np.array([now - self.last_token_step_end]))
-            self.itl_weights.append(np.array([len(ids)]))
+            self.itl_gaps.append([now - self.last_token_step_end])
+            self.itl_counts.append(1)
+            self.itl_weights.append(len(ids))
         done = [int(i) for i in ids[self.gen[ids] >= self.out[ids]]]
         for i, chunk in prefill:
             self.todo[i] -= chunk
@@ -239,9 +241,10 @@ class _Engine:
             yield self.env.timeout(0)                                 # let the clients resubmit first
 
     def _decode_run(self, ids: np.ndarray):
-        left = self.out[ids] - self.gen[ids]
+        gen = self.gen[ids]
+        left = self.out[ids] - gen
         k = int(min(MAX_RUN, left.min()))
-        lens = self.prompt[ids] + self.gen[ids]                       # KV once this step's token is appended
+        lens = self.prompt[ids] + gen                                 # KV once this step's token is appended
         held = int(self.pages[ids].sum())
 
         def need(steps: int) -> int:
@@ -278,10 +281,11 @@ class _Engine:
         gaps = times[:k].copy()
         gaps[0] += start - self.last_token_step_end
         self.itl_gaps.append(gaps)
-        self.itl_weights.append(np.full(k, len(ids)))
-        self.gen[ids] += k
+        self.itl_counts.append(k)
+        self.itl_weights.append(len(ids))
+        self.gen[ids] = gen + k
         self.last_token_step_end = self.env.now
-        done = ids[self.gen[ids] >= self.out[ids]]
+        done = ids[left == k]
         if len(done):
             self._finish(done.tolist())
             yield self.env.timeout(0)                                 # let the clients resubmit first
@@ -371,7 +375,7 @@ def _result(replica: Replica, e: _Engine, load, estimate: str) -> Simulation:
     tpot = tpot_of(e2e, ttft, e.out)
     duration = float(np.nanmax(e.done_at) - np.nanmin(e.sent))
     gaps = np.concatenate(e.itl_gaps) if e.itl_gaps else np.zeros(0)
-    weights = np.concatenate(e.itl_weights) if e.itl_weights else np.zeros(0)
+    weights = np.repeat(np.asarray(e.itl_weights, np.float64), e.itl_counts) if e.itl_weights else np.zeros(0)
     total_out = float(e.out.sum())
     rate = total_out / duration if duration > 0 else 0.0
     decode_steps = float(weights.sum())

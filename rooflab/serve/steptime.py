@@ -41,7 +41,7 @@ from ..step_table import StepTable
 
 ESTIMATES = ("floor", "predicted")
 #: Decode runs up to this many steps are priced step by step in plain Python (faster than numpy's calls).
-SHORT_RUN = 16
+SHORT_RUN = 4
 _COLUMNS = {"floor": (0, 1, 2), "predicted": (3,)}
 
 
