@@ -56,7 +56,7 @@ from .deployment import Deployment, SpecMethod
 from .cost.paged import check_page_size
 from .cost.dcp import check_dcp, merge_pieces, shard_tokens
 from .cost.gemm import GemmCost, gemm
-from .cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits
+from .cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits, layer_walk
 from .cost.model import experts_touched
 from .cost.ring import check_cp, ring_prefill
 from .errors import InputError, shown
@@ -465,8 +465,7 @@ def _projections(ctx: _Ctx, tokens: int) -> list[StepRow]:
     model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
     hidden, bits = model.hidden_size, ctx.bits("attention")
     kernels, predicted, calls, weight = [], 0.0, 0, 0.0
-    for name, count in model.layer_counts.items():
-        layer = model.layer_types[name]
+    for name, layer, count in layer_walk(model):
         if layer.kind in (LayerKind.mla, LayerKind.linear):
             params = attention_parameters(layer, model.heads, hidden, model.attention_bias) / tp
             costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
@@ -536,7 +535,7 @@ def _small_ops(ctx: _Ctx, tokens: int) -> StepRow:
     RMSNorm; the floor counts the bytes the fused kernels move (what a fused engine must move)."""
     model, pricer, eager = ctx.model, ctx.pricer, not ctx.dep.cuda_graphs
     hidden, b = model.hidden_size, pricer.dtype.bytes
-    heads = layer_heads(model, model.layer_types[next(iter(model.layer_counts))], ctx.attn_tp)
+    heads = layer_heads(model, layer_walk(model)[0][1], ctx.attn_tp)
     ffn = (model.dense_ffn_size or model.ffn_size) // ctx.dep.tensor_parallel
     bw = pricer.gpu.measured.copy_bytes_per_s if pricer.gpu.measured else pricer.gpu.hbm_bandwidth_bytes_per_s
     kv_elems = 2 * heads.num_kv_heads * heads.head_dim
@@ -634,8 +633,7 @@ def _decode_attention(ctx: _Ctx, decodes: int, q_len: int, context_len: int) -> 
     dtype, kv, page_size = ctx.dtype, ctx.kv_dtype, dep.page_size
     inner, split_ways = dep.decode_context_parallel, dep.position_split
     rows = []
-    for name, count in model.layer_counts.items():
-        layer = model.layer_types[name]
+    for name, layer, count in layer_walk(model):
         split = split_ways > 1 and layer.kind in (LayerKind.full, LayerKind.mla)
         tp = ctx.attn_tp // inner if split else ctx.attn_tp
         tokens = shard_tokens(context_len, split_ways, page_size) if split else context_len
@@ -683,8 +681,7 @@ def _prefill_attention(ctx: _Ctx, prompts: int, length: int) -> list[StepRow]:
     """Every layer type's prefill attention (causal flash; PCP: ring attention over PCP GPUs)."""
     model, pricer, gpu, dtype, cp = ctx.model, ctx.pricer, ctx.gpu, ctx.dtype, ctx.cp
     rows, tp = [], ctx.attn_tp
-    for name, count in model.layer_counts.items():
-        layer = model.layer_types[name]
+    for name, layer, count in layer_walk(model):
         label = f"attention [{name}], prefill of {prompts:,} x {length:,}"
         where = dict(layer_type=name, num_layers=count, part="prefill")
         if cp > 1 and layer.kind is not LayerKind.linear:
@@ -798,8 +795,8 @@ def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, d
         raise InputError(f"--cp {cp} splits a prefill (ring attention); a decode step splits its KV with --dcp")
     if step == "prefill" and dcp > 1:
         raise InputError(f"--dcp {dcp} splits a decode step's KV; a prefill is split by --cp (ring attention)")
-    for name in model.layer_counts:
-        layer_heads(model, model.layer_types[name], tp)              # raises naming tp and the heads
+    for _, layer, _ in layer_walk(model):
+        layer_heads(model, layer, tp)                                # raises naming tp and the heads
     for what, width in (("MLP", model.dense_ffn_size or model.ffn_size), ("expert MLP", model.ffn_size)):
         if width % tp:
             raise InputError(f"--tp {tp} does not divide the {width:,}-wide {what} of {model.name}")
