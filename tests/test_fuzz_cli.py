@@ -182,6 +182,47 @@ MAXLEN = count_opt(("--max-model-len",), 1, MAX_TOKENS)
 TP = dataclasses.replace(count_opt(("--tensor-parallel", "--tp"), 1, MAX_GPUS, 16), words=("tensor parallel",))
 WDT = choice_opt(("--weight-dtype",), WEIGHTS)
 
+# the deployment's spellings (rooflab's, vLLM's, SGLang's: rooflab/cli/deployment_options.py), shared by the commands
+#: --tp as capacity, explain and plot capacity spell it apart from the engines' --tensor-parallel-size
+TP_SIZE = dataclasses.replace(count_opt(("--tensor-parallel-size", "--tp-size", "-tp"), 1, MAX_GPUS, 16),
+                              words=("tensor parallel",))
+#: report --phase step and serve: one option with every spelling
+TP_ANY = dataclasses.replace(count_opt(("--tp", "--tensor-parallel-size", "--tp-size", "-tp"), 1, MAX_GPUS, 16),
+                             words=("tensor parallel", "tp"))
+DCP = dataclasses.replace(count_opt(("--dcp", "--decode-context-parallel-size", "--dcp-size", "-dcp"), 1, MAX_GPUS,
+                                    16), words=("decode context parallel", "dcp"))
+KVP = dataclasses.replace(count_opt(("--kv-parallel", "--kvp"), 1, MAX_GPUS, 16), words=("KV parallel",))
+PCP = dataclasses.replace(count_opt(("--pcp", "--prefill-context-parallel-size", "--cp", "-pcp"), 1, MAX_GPUS, 16),
+                          words=("prefill context parallel", "pcp"))
+DP = dataclasses.replace(count_opt(("--dp", "--data-parallel-size", "--dp-size", "-dp"), 1, MAX_GPUS, 16),
+                         words=("data parallel", "data-parallel"))
+EP = dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",))
+ENABLE_DP_ATTENTION = switch("--enable-dp-attention")
+ENABLE_EP = switch("--enable-expert-parallel")
+BLOCK = count_opt(("--block-size",), 1, MAX_PAGE_SIZE, 4096)
+KV_CACHE = Opt(("--kv-cache-dtype",), st.sampled_from(["auto", "fp8", "fp8_e5m2", "fp8_e4m3", "fp8_ds_mla", "bfloat16",
+                                                       "float16"]),
+               st.sampled_from(["", " ", "fp4", "FP8x", "$", "{}", "int8", "nan", "\U0001f4a5", "a" * 65]),
+               st.sampled_from(["FP8", "bf16", "half", " fp8 "]), checked_late=True,
+               words=("kv-cache-dtype", "cache dtype", "KV dtype"))
+#: the engines' --quantization: fp8 online, or the checkpoint's own method (so a valid name may not fit the model)
+QUANT = Opt(("--quantization", "-q"), st.sampled_from(["fp8", "awq", "gptq", "mxfp4", "compressed-tensors", "modelopt",
+                                                       "bitsandbytes", "w8a8_fp8"]),
+            st.sampled_from(["", " ", "fp4", "int3", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 65, "fp8,awq"]),
+            st.sampled_from(["FP8", "AWQ", " fp8 ", "compressed_tensors"]), checked_late=True,
+            words=("quantization",))
+MEM_FRAC = dataclasses.replace(float_opt(("--mem-fraction-static",), 0, 1, lo_open=True),
+                               words=("utilisation", "utilization"))
+#: report --phase step and serve: --gpu-memory-utilization and --mem-fraction-static as one option
+UTIL_ANY = dataclasses.replace(float_opt(("--gpu-memory-utilization", "--mem-fraction-static"), 0, 1, lo_open=True),
+                               words=("utilisation", "utilization"))
+SHAPE = Opt(("--shape",), st.sampled_from(["1,32,8,8192,128", "4,32,8,1k,128,128", "1,128,1,4096,576,512",
+                                           "2,8,8,512,64", "1,1,1,1,1"]),
+            st.sampled_from(["", " ", ",", "1,32,8", "1,32,8,8192", "0,32,8,8192,128", "1,32,7,8192,128",
+                             "1,32,8,8192,128,128,1", "a,b,c,d,e", "1,32,8,1e400,128", "1,-32,8,8192,128",
+                             "1,32,8,,128", "1,32,8,8192,0", "1,32,8,99999999999999999999,128", "$", "{}"]),
+            st.sampled_from(["1, 32, 8, 8k, 128", "1,32,8,8192,128,"]), checked_late=True, words=("--shape",))
+
 ENGINE_LOGS = sorted((Path(__file__).parent / "data" / "engine_logs").glob("*.log"))
 BAD_PATHS = ["", " ", "missing.log", ".", "/etc/passwd", str(HARDWARE / "h100-sxm.yaml"), str(MEASUREMENTS), "/dev/null",
              "\U0001f4a5.log"]
@@ -200,12 +241,7 @@ ENGINE_OPTS = [
         st.sampled_from(["", "=", "tp", "tp=", "tp=0", "tp=-1", "nope=1", "tp=1e400", "max-model-len=nan",
                          "gpu-memory-utilization=2", "$=1", "block-size=0", "kv-cache-dtype=fp4", "tp=2=3"]),
         st.sampled_from(["TP=2", " tp = 2 "]), checked_late=True, words=("what-if",)),
-    Opt(("--kv-cache-dtype",), st.sampled_from(["auto", "fp8", "fp8_e5m2", "fp8_ds_mla", "bfloat16", "float16"]),
-        st.sampled_from(["", " ", "fp4", "FP8x", "$", "{}", "int8", "nan", "\U0001f4a5"]),
-        st.sampled_from(["FP8", "fp8_e4m3", "bf16"]), checked_late=True, words=("kv-cache-dtype", "cache dtype")),
-    count_opt(("--block-size",), 1, MAX_PAGE_SIZE, 4096),
-    dataclasses.replace(count_opt(("--tensor-parallel-size", "-tp"), 1, MAX_GPUS, 16), words=("tensor parallel",)),
-    float_opt(("--mem-fraction-static",), 0, 1, lo_open=True),
+    KV_CACHE, BLOCK, TP_SIZE, MEM_FRAC,
     count_opt(("--max-num-seqs",), 1, MAX_TOKENS, 4096),
     count_opt(("--max-num-batched-tokens",), 1, MAX_TOKENS),
     Opt(("--cuda-visible-memory",), st.sampled_from(["79.22GiB", "85GB", "80 GiB", "81559MiB"]),
@@ -216,25 +252,100 @@ ENGINE_OPTS = [
     float_opt(("--activation-gib",), 0, MAX_GIB),
 ]
 
+#: `serve` and `plot serve` (rooflab/cli/serve.py): the engines' scheduler options and the benchmark's workload
+MAX_PROMPTS = 10_000_000
+SERVE_QUANT = Opt(("--quantization", "-q"), st.sampled_from(["fp8", "fp8_e4m3"]),
+                  st.sampled_from(["", " ", "awq", "fp4", "nope", "$", "{}", "\U0001f4a5"]),
+                  st.sampled_from(["FP8", " fp8 "]), checked_late=True, words=("quantization",))
+SERVE_KV = Opt(("--kv-cache-dtype",), st.sampled_from(["auto", "fp8", "bf16", "fp16"]),
+               st.sampled_from(["", " ", "fp4", "int8", "nope", "$", "{}", "\U0001f4a5", "a" * 300]),
+               st.sampled_from(["FP8", "bfloat16", "float16", "fp8_e5m2", "fp8_ds_mla", "auto "]), checked_late=True,
+               words=("kv-cache-dtype", "KV"))
+SERVE_OPTS = [
+    Opt(("--engine",), st.sampled_from(["vllm", "sglang", "tensorrt-llm"]),
+        st.sampled_from(["", " ", "trt", "vllm,sglang", "nope", "$", "{}", "\U0001f4a5", "a" * 300]),
+        st.sampled_from(["VLLM", "SGLang", "trtllm", "tensorrt_llm", " vllm "]), checked_late=True, words=("engine",)),
+    dataclasses.replace(count_opt(("--input-len", "--random-input-len"), 1, MAX_TOKENS, 8192), words=("input",)),
+    dataclasses.replace(count_opt(("--output-len", "--random-output-len"), 1, MAX_TOKENS, 2048), words=("output",)),
+    dataclasses.replace(float_opt(("--random-range-ratio",), 0, 1), words=("ratio", "range")),
+    dataclasses.replace(choice_opt(("--lengths",), ["vllm", "inferencex"]), checked_late=True, words=("lengths",)),
+    dataclasses.replace(count_opt(("--block-size", "--page-size"), 1, MAX_PAGE_SIZE, 4096), words=("page",)),
+    UTIL_ANY,
+    count_opt(("--max-num-seqs", "--max-running-requests", "--max_batch_size"), 1, MAX_TOKENS, 4096),
+    count_opt(("--max-num-batched-tokens", "--chunked-prefill-size", "--max_num_tokens"), 1, MAX_TOKENS),
+    switch("--enable-mixed-chunk", "--no-mixed-chunk"),
+    dataclasses.replace(float_opt(("--prefix-cache-hit-rate",), 0, 0.999), words=("prefix", "hit rate")),
+]
+
 IMPL = Opt(("--impl",), st.sampled_from(["rooflab", "rooflab_hopper", "torch_cudnn", "torch_flash"]),
            st.sampled_from(["", " ", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 300, "rooflab "]),
            st.sampled_from(["ROOFLAB", "torch_eager"]), checked_late=True)
 
 #: Every command and its options; test_every_option_is_fuzzed holds this against `--help`.
 COMMANDS: dict[str, list[Opt]] = {
-    "report": [MODEL, GPU, choice_opt(("--phase",), ["prefill", "decode"]), SEQ, BATCH, DTYPE, CAUSAL, CTX_LIST, PAGE,
-               KV, SPLITS, count_opt(("--q-len",), 1, MAX_Q_LEN, 64), count_opt(("--prefill-chunk",), 1, MAX_TOKENS),
-               CEIL, IMPL,
+    "report": [MODEL, GPU, choice_opt(("--phase",), ["prefill", "decode", "step", "step"]), SEQ, BATCH, DTYPE, CAUSAL,
+               CTX_LIST, PAGE, BLOCK, KV, KV_CACHE, SPLITS, count_opt(("--q-len",), 1, MAX_Q_LEN, 64),
+               count_opt(("--prefill-chunk",), 1, MAX_TOKENS), CEIL, IMPL, SHAPE,
+               dataclasses.replace(float_opt(("--published-tflops",), 0, 1e5, lo_open=True), words=("--shape",)),
+               dataclasses.replace(choice_opt(("--convention",), ["fa", "fa_no_half"]), checked_late=True,
+                                   words=("--shape", "--published-tflops", "convention")),
                switch("--must-fit", "--no-must-fit"), choice_opt(("--step",), ["decode", "prefill"]),
-               dataclasses.replace(count_opt(("--tp",), 1, MAX_GPUS, 16), words=("tensor parallel", "tp")),
-               count_opt(("--dcp",), 1, MAX_GPUS, 16), count_opt(("--cp",), 1, MAX_GPUS, 16),
+               # --phase step's deployment (each refused, naming itself, in another phase)
+               TP_ANY, DCP, KVP, PCP,
+               dataclasses.replace(count_opt(("--pp", "--pipeline-parallel-size", "--pp-size", "-pp"), 1, MAX_GPUS,
+                                             16), words=("pipeline parallel",)),
+               dataclasses.replace(count_opt(("--micro-batches",), 1, MAX_TOKENS, 64), words=("micro-batch", "--pp")),
+               DP, ENABLE_DP_ATTENTION,
+               dataclasses.replace(EP, flags=("--ep", "--ep-size", "--expert-parallel")), ENABLE_EP,
+               dataclasses.replace(float_opt(("--expert-imbalance",), 1, 1e3), words=("imbalance",)),
+               # report's --quantization is the weight format (params.weight_format), --weight-dtype its other name
+               dataclasses.replace(choice_opt(("--quantization", "--weight-dtype", "-q"), ["auto"] + WEIGHTS),
+                                   checked_late=True, words=("weight format", "quantization")),
+               dataclasses.replace(choice_opt(("--gemm-dtype",), DTYPES), checked_late=True, words=("dtype", "GEMM")),
+               Opt(("--speculative-config",),
+                   st.sampled_from(['{"method": "eagle", "num_speculative_tokens": 3}',
+                                    '{"method": "mtp", "num_speculative_tokens": 1}',
+                                    '{"method": "ngram", "num_speculative_tokens": 4}',
+                                    '{"method": "eagle3", "num_speculative_tokens": 2}',
+                                    '{"model": "llama-3-8b", "num_speculative_tokens": 4}']),
+                   st.sampled_from(["", " ", "{}", "[]", "null", "{", "3", '"eagle"', '{"method": "eagle"}',
+                                    '{"num_speculative_tokens": 3}', '{"method": "nope", "num_speculative_tokens": 3}',
+                                    '{"method": "eagle", "num_speculative_tokens": 0}',
+                                    '{"method": "eagle", "num_speculative_tokens": -1}',
+                                    '{"method": "eagle", "num_speculative_tokens": 1e400}',
+                                    '{"method": "eagle", "num_speculative_tokens": NaN}',
+                                    '{"method": "eagle", "num_speculative_tokens": "3"}',
+                                    '{"method": "eagle", "num_speculative_tokens": true}',
+                                    '{"method": "eagle", "num_speculative_tokens": 2.5}',
+                                    '{"method": "eagle", "num_speculative_tokens": 10000000000000000000}',
+                                    '{"method": ["eagle"], "num_speculative_tokens": 3}',
+                                    '{"method": null, "num_speculative_tokens": 3}',
+                                    '{"method": "draft_model", "num_speculative_tokens": 3}',
+                                    '{"model": "nope", "num_speculative_tokens": 3}',
+                                    '{"model": 7, "num_speculative_tokens": 3}', "$", "\U0001f4a5"]),
+                   st.sampled_from(['{"method": "EAGLE", "num_speculative_tokens": 3}',
+                                    '{"method": "deepseek_mtp", "num_speculative_tokens": 1}',
+                                    '{"method": "eagle", "num_speculative_tokens": 3, "extra": 1}',
+                                    '{"method": "eagle", "num_speculative_tokens": 64}']),
+                   checked_late=True, words=("speculative", "num_speculative_tokens", "method", "draft")),
+               dataclasses.replace(choice_opt(("--speculative-algorithm",), ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE",
+                                                                             "NGRAM"]),
+                                   checked_late=True, words=("speculative",)),
+               dataclasses.replace(count_opt(("--speculative-num-draft-tokens",), 2, 65, 65), words=("speculative",)),
+               dataclasses.replace(Opt(("--speculative-draft-model-path",), *_name_values("models", MODEL_NAMES)),
+                                   kind_word="model", checked_late=True, words=("speculative", "draft")),
+               dataclasses.replace(float_opt(("--acceptance-rate",), 0, 1), words=("acceptance",)),
+               switch("--enforce-eager", "--disable-cuda-graph"),
+               switch("--fused-elementwise", "--unfused-elementwise"), UTIL_ANY,
                FMT],
     "capacity": [MODEL, GPU, dataclasses.replace(count_opt(("--context-len", "-L"), 1, MAX_TOKENS),
                                                  words=("context length",)), PAGE, WDT, KV, UTIL,
                  float_opt(("--activation-reserve-gib",), 0, MAX_GIB), MAXLEN, TP,
-                 dataclasses.replace(count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), words=("shared prefix",)), dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",)),
-                 switch("--dp-attention", "--no-dp-attention"), choice_opt(("--window-allocation",), ["hybrid", "full"]),
-                 count_opt(("--dcp",), 1, MAX_GPUS, 16), *ENGINE_OPTS, FMT],
+                 dataclasses.replace(count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), words=("shared prefix",)),
+                 EP, switch("--dp-attention", "--no-dp-attention"), DP, ENABLE_DP_ATTENTION, ENABLE_EP,
+                 choice_opt(("--window-allocation",), ["hybrid", "full"]), DCP, KVP, QUANT,
+                 dataclasses.replace(choice_opt(("--dtype",), ["auto"] + DTYPES), words=("dtype",)),
+                 *ENGINE_OPTS, FMT],
     "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),
                  FMT],
     "explain": [choice_opt(("--variant", "-v"), [v.value for v in EXPLAINED]), MODEL, GPU, SEQ, BATCH,
@@ -242,7 +353,8 @@ COMMANDS: dict[str, list[Opt]] = {
                 Opt(("--layer-type",), st.sampled_from(["full"]), st.sampled_from(["", " ", "nope", "$", "{}", "\\",
                                                                                   "FULL", "full ", "\U0001f4a5"]),
                     st.sampled_from(["sliding", "mla", "linear"]), checked_late=True, words=("layer type",)),
-                count_opt(("--q-len",), 1, MAX_Q_LEN, 64), switch("--mla-sparse-fp8", "--no-mla-sparse-fp8"), IMPL],
+                count_opt(("--q-len",), 1, MAX_Q_LEN, 64), switch("--mla-sparse-fp8", "--no-mla-sparse-fp8"), IMPL,
+                BLOCK, KV_CACHE, SHAPE, TP, TP_SIZE, DCP, KVP],
     "list gpus": [FMT],
     "list models": [FMT],
     "plot roofline": [MODEL, GPU_LIST, SEQ, BATCH, DTYPE, CAUSAL, count_opt(("--decode-batch",), 1, MAX_BATCH, 4096),
@@ -254,25 +366,49 @@ COMMANDS: dict[str, list[Opt]] = {
                     count_opt(("--max-seq-len",), 512, MAX_TOKENS)],
     "plot time": [MODEL, GPU, count_opt(("--batch", "-b"), 1, MAX_BATCH, 4096), DTYPE, CAUSAL, SEQ,
                   count_opt(("--max-seq-len",), 512, MAX_TOKENS)],
-    "plot decode": [MODEL, GPU, list_opt(("--batch", "-b"), 1, MAX_BATCH, 4096), PAGE, DTYPE, KV,
+    "plot decode": [MODEL, GPU, list_opt(("--batch", "-b"), 1, MAX_BATCH, 4096), PAGE, BLOCK, DTYPE, KV, KV_CACHE,
                     count_opt(("--max-context-len",), 512, MAX_TOKENS)],
-    "plot capacity": [MODEL, GPU, PAGE, WDT, KV, UTIL, MAXLEN, TP],
+    "plot capacity": [MODEL, GPU, PAGE, BLOCK, WDT, QUANT, KV, KV_CACHE, UTIL, MEM_FRAC, MAXLEN, TP, TP_SIZE],
     "plot validation": [switch("--peers", "--no-peers")],
     "fit": [GPU, FMT],
     "schema": [],
     "validate": [GPU, FMT, Opt(("--fit-from",), st.sampled_from([str(MEASUREMENTS / "h200-splits.csv")]),
                                st.sampled_from(["", "missing.csv", ".", str(HARDWARE / "h100-sxm.yaml"), "/etc/passwd",
-                                                str(MEASUREMENTS)]), checked_late=True)],
+                                                str(MEASUREMENTS)]), checked_late=True),
+                 switch("--wide"), switch("--published")],
     "calibrate": [GPU, float_opt(("--copy-gib",), 0.01, 64), switch("--collectives"),
+                  dataclasses.replace(switch("--fp8"), never=True),      # times fp8 GEMMs through PyTorch on the GPU
                   count_opt(("--nproc",), 2, 64, 8),
                   Opt(("--from",), st.sampled_from([str(SMALL_CSV)]), st.sampled_from(BAD_PATHS), checked_late=True)],
     "bench": [GPU, choice_opt(("--kernel", "-k"), ["naive", "flash", "paged", "merge"]), switch("--quick"),
               switch("--torch", "--no-torch"), count_opt(("--repeats",), 3, 10_000, 50), switch("--second-campaign"), switch("--new-kernels"),
+              # each a campaign on the GPU, not a modifier: never drawn
+              dataclasses.replace(switch("--gap-campaign"), never=True),
+              dataclasses.replace(switch("--mla-sweep"), never=True),
               # --distributed launches torchrun (with --cpu, on this machine's CPUs): never drawn
               dataclasses.replace(switch("--distributed"), never=True), dataclasses.replace(switch("--cpu"), never=True),
               dataclasses.replace(count_opt(("--nproc",), 1, 64, 8), never=True),
               dataclasses.replace(Opt(("--section",), st.sampled_from(["check"]), st.sampled_from(["nope"])),
                                   never=True)],
+    "serve": [MODEL, GPU, *SERVE_OPTS, TP_ANY, SERVE_QUANT, SERVE_KV,
+              list_opt(("--max-concurrency",), 1, MAX_TOKENS, 256),
+              Opt(("--request-rate",), st.sampled_from(["1", "0.5", "20", "inf", "1e3", "Infinity"]),
+                  st.sampled_from(NOT_NUMBERS[:9] + ["0", "-1", "1e10", "1e400", "-inf", "1,5", "$", "5e-324x"]),
+                  st.sampled_from(["INF", " inf ", "1e-300", "5e-324", "1e9"]), words=("rate",)),
+              dataclasses.replace(float_opt(("--burstiness",), 0, 1e6, lo_open=True), words=("--request-rate",)),
+              dataclasses.replace(count_opt(("--num-prompts",), 1, MAX_PROMPTS, 200), words=("--request-rate",)),
+              switch("--simulate"), count_opt(("--seed",), 0, 2**31),
+              *(Opt((flag,), st.sampled_from(["200ms", "0.2s", "0.2", "30ms", "1s", "5e-3"]),
+                    st.sampled_from(["", " ", "ms", "s", "0ms", "0", "-1s", "nan", "nanms", "infms", "inf", "1e400s",
+                                     "abc", "1h", "200 millis", "$", "{}", "\U0001f4a5", "2e6s"]),
+                    st.sampled_from(["200 ms", "0.2 s", "1e-300s", "1000000s", "200MS"]), words=("time",))
+                for flag in ("--ttft-slo", "--tpot-slo")),
+              dataclasses.replace(float_opt(("--target-rate",), 0, 1e12, lo_open=True), words=("--ttft-slo",)),
+              FMT],
+    "plot serve": [MODEL, GPU_LIST, *SERVE_OPTS,
+                   dataclasses.replace(list_opt(("--tensor-parallel-size", "--tp", "-tp"), 1, MAX_GPUS, 16),
+                                       words=("tensor parallel", "--tp")),
+                   SERVE_QUANT, SERVE_KV, list_opt(("--max-concurrency",), 1, MAX_TOKENS, 256)],
 }
 # every chart with a length axis takes --lengths (a comma list, instead of the default grid)
 for _chart in ("plot memory", "plot time", "plot decode", "plot capacity"):
@@ -283,7 +419,9 @@ PLOTS = [c for c in COMMANDS if c.startswith("plot ")]
 OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench", "fit", "schema"]}
 DEFAULT_OUTPUT = {"plot roofline": "roofline.png", "plot memory": "memory.png", "plot time": "time.png",
                   "plot decode": "decode.png", "plot capacity": "capacity.png", "plot validation": "validation.png",
-                  "bench": "rooflab-bench.csv", "fit": "h200-sxm.yaml"}
+                  "plot serve": "serve.png", "bench": "rooflab-bench.csv", "fit": "h200-sxm.yaml"}
+#: Commands that also write the chart's numbers (--data: .csv or .json, the suffix picks; no default name).
+DATA_FLAGS = {c: ("--data",) for c in PLOTS}
 #: Time bound of one call per command (CI has 2 slow cores; a plot or a fit takes about a second here).
 
 
@@ -333,6 +471,26 @@ def _output_case(data, command: str, folder: Path) -> tuple[list[str], list[Path
     return ["-o", bad_path], [], idents, 2
 
 
+def _data_case(data, command: str, folder: Path) -> tuple[list[str], list[Path], list[str], Optional[int]]:
+    """--data for the charts: none, a good .csv or .json, or a bad one (must be refused, the image not left behind)."""
+    if command not in DATA_FLAGS:
+        return [], [], [], None
+    kind = data.draw(st.sampled_from(["none", "none", "csv", "json", "odd-name", "bad-ext", "no-ext", "empty",
+                                      "missing-folder", "folder", "image"]), "data kind")
+    if kind == "none":
+        return [], [], [], None
+    if kind in ("csv", "json"):
+        return ["--data", f"numbers.{kind.upper() if data.draw(st.booleans(), 'upper') else kind}"], \
+            [folder / f"numbers.{kind}"], [], None
+    if kind == "odd-name":
+        name = data.draw(st.sampled_from(["$x{}.csv", "a b.json", "\u00e9\U0001f4a5.csv", "-dash.json"]), "name")
+        return [f"--data={name}"], [folder / name], [], None
+    (folder / "existing.csv").mkdir(exist_ok=True)
+    bad_path = {"bad-ext": "numbers.txt", "no-ext": "numbers", "empty": "", "missing-folder": "no/such/folder/d.csv",
+                "folder": "existing.csv", "image": "numbers.png"}[kind]
+    return [f"--data={bad_path}"], [], ["--data", "numbers", "existing.csv", "no/such/folder", "empty", ".csv"], 2
+
+
 def build_case(data, command: str, folder: Path) -> Case:
     """A generated call of `command`: up to three valid options and at most one bad or odd one."""
     opts = [o for o in COMMANDS[command] if not o.never]
@@ -372,6 +530,12 @@ def build_case(data, command: str, folder: Path) -> Case:
     args += extra
     if out_expect is not None:
         idents += out_idents
+        expect = expect if expect is not None else None if mode == "odd" else 2
+    extra, data_outputs, data_idents, data_expect = _data_case(data, command, folder)
+    args += extra
+    outputs = outputs + data_outputs if out_expect is None and data_expect is None else []
+    if data_expect is not None:
+        idents += data_idents
         expect = expect if expect is not None else None if mode == "odd" else 2
     inputs = [SMALL_CSV] if any(a.startswith(str(MEASUREMENTS)) for a in args) else []
     if command in ("validate", "plot validation", "fit"):
@@ -492,9 +656,10 @@ def test_every_option_is_fuzzed():
             out = invoke([*command.split(), "--help"], folder)
             assert out.code == 0, out.describe()
             defined = [line for line in out.stdout.splitlines() if re.match(r"\s{1,4}(-\w+, )?--[a-z]", line)]
-            listed = {m for line in defined for m in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line.split("  ")[1]
+            listed = {m for line in defined for m in re.findall(r"(?<![\w-])(--[a-z][a-z0-9_-]*)", line.split("  ")[1]
                                                                if line.startswith("  -") else line)} - {"--help"}
-            known = {f for o in opts for f in o.flags} | {"--output"} | {f"--no-{f[2:]}" for o in opts for f in o.flags}
+            known = {f for o in opts for f in o.flags} | {"--output", *DATA_FLAGS.get(command, ())} | \
+                {f"--no-{f[2:]}" for o in opts for f in o.flags}
             missing = sorted(listed - known)
             assert not missing, f"rooflab {command}: options not in the fuzz catalog: {missing}"
 
