@@ -333,6 +333,10 @@ LLAMA = (MODELS / "llama-3-8b.yaml").read_text()
     (set_key(LLAMA, "num_layers", "1e400"), ["num_layers"], True),
     (set_key(LLAMA, "max_context_len", "9999999999999999999999"), ["max_context_len"], True),
     (set_key(LLAMA, "num_parameters", "1e16"), [], None),
+    # the hostile round (issue 24): a published count its layers contradict priced Llama-3-8B's weights at 2 bytes
+    (set_key(LLAMA, "num_parameters", "1"), ["num_parameters"], True),
+    (set_key(LLAMA, "num_parameters", "80302612480"), ["num_parameters"], True),
+    (set_key(LLAMA, "num_parameters", "8100000000"), [], False),
     (set_key(LLAMA, "name", "9" * 400), ["name"], None),
     (set_key(LLAMA, "display_name", "-" + "9" * 400), ["display_name"], None),
     (set_key(H100, "units_per_sm", "5e-324"), ["units_per_sm"], True),
