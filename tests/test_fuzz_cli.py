@@ -786,6 +786,10 @@ REGRESSIONS = [
           inputs=[SMALL_CSV]),
     _case(["plot", "roofline", "-o", "x.txt"], ["x.txt"]),
     _case(["plot", "roofline", "-o", "no/such/folder/x.png"], ["no/such/folder"]),
+    _case(["plot", "roofline", "-o", "r.png", "--data", "no/such/folder/d.csv"], ["--data", "no/such/folder"],
+          note="a refused --data left the image behind and was named as -o"),
+    _case(["plot", "serve", "-m", "llama-3-8b", "--max-concurrency", "1,4", "-o", "s.png", "--data", "existing"],
+          ["--data", "existing"], note="--data without .csv or .json"),
     _case(["plot", "memory", "-o", "/proc/x.png"], ["/proc/x.png"],
           note="a folder that takes no new files: the temporary file failed inside rooflab once"),
     # a hostile run's finds: a silently ignored option, a list that took minutes

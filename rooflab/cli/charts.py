@@ -88,9 +88,14 @@ def _lengths(values: list[str] | None, right_end: int | None, right_flag: str) -
 
 
 def _save(fig, output: Path | None, default: str, frame=None, data: Path | None = None) -> None:
-    """The image, and with --data the chart's numbers beside it (`frame`: a callable giving the DataFrame)."""
+    """The image, and with --data the chart's numbers beside it (`frame`: a callable giving the DataFrame). --data's
+    path is checked before the image is written, so a refused --data leaves no image behind and is named as
+    --data (write_atomic's own check names -o)."""
+    from ..output import check_writable
     from ..plot import save_data, save_figure
 
+    if data is not None:
+        check_writable(data, option="--data")
     typer.echo(f"wrote {save_figure(fig, output or Path(default))}")
     if data is not None:
         typer.echo(f"wrote {save_data(frame(), data)}")

@@ -9,7 +9,6 @@ vllm bench serve's --max-concurrency, --request-rate, --burstiness, --num-prompt
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -17,7 +16,7 @@ import typer
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
 from . import FormatOpt, GpuOpt, ModelOpt, app, friendly, params, parse_lengths
-from .charts import DataOpt, GpusOpt, _names, _output_opt, plot_app
+from .charts import DataOpt, GpusOpt, _names, _output_opt, _save, plot_app
 
 MAX_PROMPTS = 10_000_000
 
@@ -292,7 +291,6 @@ def plot_serve(
 ) -> None:
     """The throughput-interactivity curve: output tokens/s per GPU against tokens/s per user, floors beside
     predictions; one curve per GPU and TP degree."""
-    from ..plot.save import save_data, save_figure
     from ..plot.serve import serve_chart, sweeps_frame
     from ..serve import concurrency_sweep
 
@@ -305,7 +303,4 @@ def plot_serve(
                                range_ratio, style, page_size, utilization, max_num_seqs, max_tokens, mixed,
                                hit_rate, max(concurrencies) if concurrencies else None)
             sweeps.append(concurrency_sweep(replica, concurrencies))
-    path = save_figure(serve_chart(sweeps), output or Path("serve.png"))
-    if data is not None:
-        save_data(sweeps_frame(sweeps), data)
-    typer.echo(f"wrote {path}")
+    _save(serve_chart(sweeps), output, "serve.png", lambda: sweeps_frame(sweeps), data)
