@@ -94,7 +94,12 @@ def test_the_predicted_time_is_derived_beside_the_floor():
     assert any(line.startswith("predicted ") and row.predicted_impl in line for line in e.conclusion)
     named = derive(Variant.flash, LLAMA, h200, impl="rooflab_hopper")
     assert "rooflab_hopper" in named.sections[-1].title
-    none = derive(Variant.flash, LLAMA, H100)
+    moved = derive(Variant.flash, LLAMA, H100)         # no fits of its own: the H200's transfer (rooflab.transfer)
+    assert "transferred from h200-sxm" in moved.sections[-1].title
+    (step,) = moved.sections[-1].steps
+    h100_row = next(r for r in prefill_report(LLAMA, H100).rows if r.variant == "flash")
+    assert step.value == pytest.approx(h100_row.t_predicted_s, rel=1e-12) and "h200-sxm" in h100_row.predicted_from
+    none = derive(Variant.flash, LLAMA, load_gpu("mi300x"))   # nothing transfers to AMD: only the floor
     assert not none.sections[-1].title.startswith("Predicted") and any("only the floor" in t for t in none.conclusion)
     r = runner.invoke(app, ["explain", "-v", "paged", "-g", "h200", "--impl", "nope"])
     assert r.exit_code == 2 and "--impl nope" in r.stderr
