@@ -790,6 +790,9 @@ REGRESSIONS = [
           note="a refused --data left the image behind and was named as -o"),
     _case(["plot", "serve", "-m", "llama-3-8b", "--max-concurrency", "1,4", "-o", "s.png", "--data", "existing"],
           ["--data", "existing"], note="--data without .csv or .json"),
+    _case(["serve", "-f", "json"], expect=0, fmt_json=True,
+          note="the defaults (llama-3-70b on one H100) did not fit: `rooflab serve` alone was refused"),
+    _case(["plot", "serve", "-o", "s.png"], expect=0, outputs=["s.png"], note="the defaults fit"),
     _case(["plot", "memory", "-o", "/proc/x.png"], ["/proc/x.png"],
           note="a folder that takes no new files: the temporary file failed inside rooflab once"),
     # a hostile run's finds: a silently ignored option, a list that took minutes

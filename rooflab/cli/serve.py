@@ -181,7 +181,7 @@ def slo_frame(label, answers, provenance=""):
 @app.command()
 @friendly
 def serve(
-    model: ModelOpt = "llama-3-70b",
+    model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
     engine: EngineOpt = "vllm",
     tp: TpOpt = 1,
@@ -267,7 +267,7 @@ def serve(
 @plot_app.command("serve")
 @friendly
 def plot_serve(
-    model: ModelOpt = "llama-3-70b",
+    model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
     engine: EngineOpt = "vllm",
     tp: Annotated[Optional[list[str]], typer.Option("--tensor-parallel-size", "-tp", "--tp", metavar="N[,N...]",
