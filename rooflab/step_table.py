@@ -156,8 +156,8 @@ class StepTable:
         lc = np.clip(mean, gl[0], gl[-1])
         i = np.clip(np.searchsorted(gd, dc, side="right") - 1, 0, len(gd) - 2)
         j = np.clip(np.searchsorted(gl, lc, side="right") - 1, 0, len(gl) - 2)
-        u = ((dc - gd[i]) / (gd[i + 1] - gd[i]))[..., None]
-        v = ((lc - gl[j]) / (gl[j + 1] - gl[j]))[..., None]
+        u = _fraction(dc, gd[i], gd[i + 1])[..., None]
+        v = _fraction(lc, gl[j], gl[j + 1])[..., None]
         t = self.decode_parts
         return ((1 - u) * (1 - v) * t[i, j] + u * (1 - v) * t[i + 1, j] + (1 - u) * v * t[i, j + 1]
                 + u * v * t[i + 1, j + 1])
@@ -176,3 +176,10 @@ def _lerp(grid: np.ndarray, parts: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["DECODE_GRID_RATIO", "GRID_RATIO", "StepTable"]
+
+
+def _fraction(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Where x lies between grid points lo and hi, 0..1; 0 where the grid has one point on that axis (lo == hi:
+    --max-num-seqs 1 gives one decode count, and 0 / 0 was NaN, refused as a non-finite step time)."""
+    span = hi - lo
+    return np.where(span > 0, (x - lo) / np.where(span > 0, span, 1.0), 0.0)
