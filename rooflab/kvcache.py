@@ -82,16 +82,8 @@ def pages_kept(layer: LayerType, context_len: int, page_size: int,
 
 def pages_array(layer: LayerType, context_lens: np.ndarray, page_size: int,
                 allocation: WindowAllocation = WindowAllocation.hybrid) -> np.ndarray:
-    """pages_kept at each of `context_lens` (int64 tokens, checked by the caller): the one formula, vectorised."""
-    lens = np.asarray(context_lens, dtype=np.int64)
-    if layer.kind is LayerKind.linear:
-        return np.zeros_like(lens)
-    full = -(-lens // page_size)
-    if allocation is WindowAllocation.full or layer.kind in (LayerKind.full, LayerKind.mla):
-        return full
-    if layer.kind is LayerKind.sliding:
-        return np.minimum(full, -(-layer.window // page_size) + 1)
-    return np.minimum(full, -(-layer.chunk // page_size) + (1 if layer.chunk % page_size else 0))
+    """pages_kept at each of `context_lens` (int64 tokens, checked by the caller): LayerType.pages_kept."""
+    return layer.pages_kept(context_lens, page_size, allocation)
 
 
 def sequence_bytes(layout: "KvLayout", model: ModelSpec, context_lens: np.ndarray,
@@ -104,7 +96,7 @@ def sequence_bytes(layout: "KvLayout", model: ModelSpec, context_lens: np.ndarra
     total = np.zeros(lens.shape, dtype=np.int64)
     for k in layout.layers:
         pages = pages_array(model.layer_types[k.name], lens, layout.page_size, allocation)
-        if position_split > 1 and k.kind is not LayerKind.linear:
+        if position_split > 1 and model.layer_types[k.name].splits_by_position:
             pages = -(-pages // position_split)
         total += k.num_layers * (pages * layout.page_size * k.bytes_per_token + k.state_bytes)
     return total

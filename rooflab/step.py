@@ -60,7 +60,7 @@ from .cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits,
 from .cost.model import experts_touched
 from .cost.ring import check_cp, ring_prefill
 from .errors import InputError, shown
-from .kvcache import kv_layout
+from .kvcache import kv_layout, sequence_bytes
 from .limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from .predict import (MEASURED_HERE, OWN, PredictedTime, decode_kernel, no_prediction_reason, predict_time,
                       prefill_kernel)
@@ -634,7 +634,7 @@ def _decode_attention(ctx: _Ctx, decodes: int, q_len: int, context_len: int) -> 
     inner, split_ways = dep.decode_context_parallel, dep.position_split
     rows = []
     for name, layer, count in layer_walk(model):
-        split = split_ways > 1 and layer.kind in (LayerKind.full, LayerKind.mla)
+        split = split_ways > 1 and layer.splits_by_position
         tp = ctx.attn_tp // inner if split else ctx.attn_tp
         tokens = shard_tokens(context_len, split_ways, page_size) if split else context_len
         lens = DecodeBatch.uniform(tokens, decodes)
@@ -654,7 +654,7 @@ def _decode_attention(ctx: _Ctx, decodes: int, q_len: int, context_len: int) -> 
             pricer.miss(f"{name} (linear attention)", "no fitted model of a linear layer's state update")
         if split:                                                 # the gathered states' unpack and merge
             heads = layer_heads(model, layer, tp)
-            d_v = layer.kv_lora_rank if layer.kind is LayerKind.mla else heads.value_dim
+            d_v = layer.value_width(heads)
             unpack, merge = merge_pieces(decodes * q_len * heads.num_qo_heads, d_v, split_ways, dtype)
             kernels += [unpack.kernel, merge.kernel]
             for piece in (unpack, merge):
@@ -669,7 +669,7 @@ def _decode_attention(ctx: _Ctx, decodes: int, q_len: int, context_len: int) -> 
                          predicted_from=None if t is None else p.provenance))
         if split and gpu.interconnect is not None:
             heads = layer_heads(model, layer, tp)
-            d_v = layer.kv_lora_rank if layer.kind is LayerKind.mla else heads.value_dim
+            d_v = layer.value_width(heads)
             state = decodes * q_len * heads.num_qo_heads * (d_v + 1) * FP32_BYTES
             label = "DCP" if inner > 1 else "KVP"
             rows.append(_comm_row(gpu, Kernel.all_gather, f"{label} [{name}]: all-gather of the (o, lse) states over "
@@ -972,13 +972,10 @@ def _memory(ctx: _Ctx, batch: int, context_len: int, per_rank: int, check: bool,
 
 def _kv_bytes(model: ModelSpec, batch: int, context_len: int, dtype: DType, page_size: int, tp: int,
               split: int) -> float:
-    """KV cache one GPU holds: each layer type's pages for the batch, a 1 / split share of every sequence's."""
+    """KV cache one GPU holds: each layer type's pages for the batch, a 1 / split share of every sequence's
+    (kvcache.sequence_bytes, the capacity plan's count)."""
     layout = kv_layout(model, context_len, dtype, page_size, tp)
-    total = 0.0
-    for k in layout.layers:
-        pages = k.pages_per_sequence if k.kind is LayerKind.linear else math.ceil(k.pages_per_sequence / split)
-        total += k.num_layers * (pages * page_size * k.bytes_per_token + k.state_bytes)
-    return batch * total
+    return batch * float(sequence_bytes(layout, model, [context_len], position_split=split)[0])
 
 
 __all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "SMALL_OPS", "STEPS",

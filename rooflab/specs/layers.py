@@ -21,11 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from ..errors import SpecError
 from ..fields import spec_field, validate_fields
 from ..limits import MAX_TOKENS
 from ..units import FP32_BYTES, DType
-from ..vocab import LayerKind
+from ..vocab import LayerKind, WindowAllocation
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 
 #: DeepSeek-V3.2's fp8 sparse-attention cache layout, bytes per token per layer: 512 e4m3 latent values,
@@ -90,6 +92,33 @@ class LayerType:
     def is_latent(self) -> bool:
         """One cached latent shared by every query head, decoded in absorbed form (mla)."""
         return self.kind is LayerKind.mla
+
+    @property
+    def splits_by_position(self) -> bool:
+        """Whether a KV split by position (decode context or KV parallelism) shares this type's cache out: every
+        softmax type's pages (ceil(pages / N) on the fullest GPU, each GPU attending over its share); a linear
+        layer's fixed state stays whole on every GPU."""
+        return self.kind is not LayerKind.linear
+
+    def value_width(self, heads: AttentionHeads) -> int:
+        """The width of what one head's attention returns, and its partial state carries: d_v, or for mla the
+        latent's d_c (the absorbed form attends in the latent)."""
+        return self.kv_lora_rank if self.kind is LayerKind.mla else heads.value_dim
+
+    def pages_kept(self, context_lens, page_size: int, allocation: WindowAllocation = WindowAllocation.hybrid):
+        """Pages one layer of this type keeps for sequences of `context_lens` tokens (int64 array, vectorised):
+        full and mla every page; sliding the pages the last `window` tokens touch (ceil(W / P) + 1); chunked the
+        current chunk's (ceil(C / P), one more where a chunk can start inside a page); linear none (a state);
+        under WindowAllocation.full every softmax type keeps every page."""
+        lens = np.asarray(context_lens, dtype=np.int64)
+        if self.kind is LayerKind.linear:
+            return np.zeros_like(lens)
+        full = -(-lens // page_size)
+        if allocation is WindowAllocation.full or self.kind in (LayerKind.full, LayerKind.mla):
+            return full
+        if self.kind is LayerKind.sliding:
+            return np.minimum(full, -(-self.window // page_size) + 1)
+        return np.minimum(full, -(-self.chunk // page_size) + (1 if self.chunk % page_size else 0))
 
     @property
     def latent_dim(self) -> int:
