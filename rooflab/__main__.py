@@ -1,7 +1,6 @@
-"""`python -m rooflab ...`: the same as the `rooflab` console script."""
+"""`python -m rooflab ...`: the same as the `rooflab` console script, through the same first code (rooflab._entry:
+Ctrl-C while the CLI's modules load ends as one line and exit 130, not a KeyboardInterrupt traceback)."""
 
-import sys
+from ._entry import main
 
-from .cli import main
-
-sys.exit(main())
+main()

@@ -491,8 +491,13 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Ctrl-C before the command's own handler is in place (typer building the command
+    tree, the environment check importing matplotlib for `plot`: about a second) ends as one line, exit 130."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        _error("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
 
 
 # The commands register themselves on `app` when imported; the order here is the order of `rooflab --help`.
