@@ -12,7 +12,9 @@ and free KV pages allow. SGLang without --enable-mixed-chunk: a prefill step (ne
 --chunked-prefill-size tokens) whenever one can be admitted, else a decode step of everything running.
 KV pages: a request holds ceil(tokens / page_size) pages; when a decode cannot get a page, the request scheduled
 last is preempted (vLLM's recompute: its pages freed, back to the front of the queue, its prompt and the tokens
-it had generated prefilled again), counted in `preemptions`.
+it had generated prefilled again), counted in `preemptions`; no waiting request is admitted again until the running
+decodes have taken a step (vLLM V1 schedules no waiting request in a step that preempted; SGLang retracts decodes
+and raises its reserve for them), which is what keeps a full cache from re-admitting its victim forever.
 
 Runs of decode-only steps between events (an arrival, a finish, a page shortage) are advanced together, their
 step times from one vectorised call, which is what makes 10,000 requests take about a second
@@ -112,6 +114,7 @@ class _Engine:
         self.wake: Optional[simpy.Event] = None
         self.next_arrival = math.inf                                  # set by the arrival process
         self.preemptions = 0
+        self.hold_admission = False                                   # set by a preemption until decodes advance
         self.itl_gaps: list = []                                      # arrays (decode runs) and one-gap lists
         self.itl_counts: list[int] = []                               # gaps of each entry of itl_gaps
         self.itl_weights: list[int] = []                              # requests that received a token at each
@@ -143,6 +146,19 @@ class _Engine:
         self.todo[i] = self.compute[i] + self.gen[i]                  # recompute prompt and generated tokens
         self.waiting.appendleft(i)
         self.preemptions += 1
+        self.hold_admission = True
+
+    def _next_chunk(self, i: int, room: int) -> int:
+        """The next chunk of a running request's unfinished prompt: at most `room` tokens and what its pages and the
+        free pages hold; its pages taken."""
+        held = int(self.cached[i] + self.compute[i] + self.gen[i] - self.todo[i])    # KV tokens it already has
+        fits = (int(self.pages[i]) + self.free_pages) * self.page - held
+        chunk = int(min(self.todo[i], room, fits))
+        if chunk > 0:
+            need = int(self._pages_for(held + chunk))
+            self.free_pages -= need - int(self.pages[i])
+            self.pages[i] = need
+        return chunk
 
     # ---- one scheduling decision
     def _admit(self, room: int, prefill: list) -> int:
@@ -177,15 +193,18 @@ class _Engine:
             prefill: list = []
             room = self.budget
             for i in ids[todo > 0]:                                   # unfinished prompts, in admission order
-                chunk = int(min(self.todo[i], room))
+                chunk = self._next_chunk(int(i), room)
                 if chunk > 0:
                     prefill.append((int(i), chunk))
                     room -= chunk
             decodes = ids[todo == 0]
+            admit = not (self.hold_admission and len(decodes))         # after a preemption: decode first
             if self.mixed:
-                self._admit(room - len(decodes), prefill)
+                if admit:
+                    self._admit(room - len(decodes), prefill)
             else:
-                self._admit(room, prefill)
+                if admit:
+                    self._admit(room, prefill)
                 if prefill:
                     decodes = decodes[:0]
             if not len(decodes) and not prefill:                      # nothing admissible: KV full of prefills
@@ -220,6 +239,7 @@ class _Engine:
         self.steps += 1
         now = self.env.now
         if len(ids):
+            self.hold_admission = False
             self.gen[ids] += 1
             self.itl_gaps.append([now - self.last_token_step_end])
             self.itl_counts.append(1)
@@ -277,6 +297,7 @@ class _Engine:
         self.pages[ids] = after
         start = self.env.now
         yield self.env.timeout(float(ends[k - 1]))
+        self.hold_admission = False
         self.steps += k
         gaps = times[:k].copy()
         gaps[0] += start - self.last_token_step_end

@@ -48,3 +48,13 @@ def test_bad_load_is_refused(replica):
         simulate(replica, 8)
     with pytest.raises(InputError):
         simulate(replica, ClosedLoop(4), estimate="best")
+
+
+def test_a_full_kv_cache_under_sglang_still_progresses():
+    """SGLang without mixed chunks prefills before it decodes: a victim re-admitted at once after its preemption
+    would be preempted again at the next decode, for ever; decodes take a step first (the module docstring)."""
+    gpu, model = load_gpu("h100-sxm"), load_model("llama-3-8b")
+    small = Replica.build(model, gpu, Deployment(gpu_memory_utilization=0.25), Workload.fixed(4096, 4096),
+                          Scheduler.sglang(80e9))
+    sim = simulate(small, ClosedLoop(small.kv_limit * 2), num_requests=small.kv_limit * 3, estimate="floor")
+    assert sim.preemptions > 0 and sim.num_requests == small.kv_limit * 3
