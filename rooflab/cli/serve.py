@@ -6,7 +6,6 @@ Options keep the engines' and the benchmark harnesses' names: vLLM's --max-num-s
 vllm bench serve's --max-concurrency, --request-rate, --burstiness, --num-prompts, --random-range-ratio.
 """
 
-from __future__ import annotations
 
 import math
 from typing import Annotated, Optional
