@@ -256,6 +256,8 @@ def check_writable(path: Path | str, inputs: Sequence[Path | str] = (), option: 
 
 
 def _check_writable(path: Path, inputs: Sequence[Path | str], option: str) -> Path:
+    if "\x00" in str(path):
+        raise OutputError(f"{option} {_shown_path(path)}: a file name cannot hold a NUL character")
     target = _resolve(path)
     for source in inputs:
         if source is not None and _same_file(_resolve(Path(source).expanduser()), target):

@@ -298,3 +298,12 @@ def test_a_wrapped_table_repeats_every_key_column(width):
     for block in blocks:
         assert block[0].split()[:2] == ["kernel", "impl"]
         assert [line.split()[1] for line in block[2:]] == ["rooflab", "torch_flash", "torch_cudnn"]
+
+
+def test_a_nul_character_in_an_output_name_is_refused_naming_the_option(tmp_path):
+    """The hostile round (issue 24): a NUL in an -o name was exit 70 for the plots and a bare ValueError for
+    validate (os.stat refuses it with ValueError, not OSError)."""
+    from rooflab.output import OutputError, check_writable
+
+    with pytest.raises(OutputError, match="-o .*cannot hold a NUL"):
+        check_writable(tmp_path / "a\x00b.csv")

@@ -14,7 +14,7 @@ import typer
 
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
-from . import FormatOpt, GpuOpt, ModelOpt, app, friendly, params, parse_lengths
+from . import FormatOpt, GpuOpt, ModelOpt, app, fail, friendly, params, parse_lengths
 from .charts import DataOpt, GpusOpt, _names, _output_opt, _save, plot_app
 
 MAX_PROMPTS = 10_000_000
@@ -177,6 +177,18 @@ def slo_frame(label, answers, provenance=""):
                                      f"predicted: {provenance}"))
 
 
+#: Concurrencies one serve call sweeps at most (each is a closed-form steady state; a curve needs a few dozen).
+MAX_CONCURRENCIES = 1024
+
+
+def _concurrencies(values: Optional[list[str]]) -> Optional[list[int]]:
+    """--max-concurrency's values (comma lists and repeats), at most MAX_CONCURRENCIES of them; None: the default."""
+    found = parse_lengths(values, "--max-concurrency") or None
+    if found is not None and len(found) > MAX_CONCURRENCIES:
+        fail(f"--max-concurrency: {len(found):,} values; a sweep takes at most {MAX_CONCURRENCIES:,}")
+    return found
+
+
 @app.command()
 @friendly
 def serve(
@@ -226,7 +238,7 @@ def serve(
     from ..output import render
     from ..serve import ClosedLoop, RequestRate, concurrency_sweep, simulate, slo_search
 
-    concurrencies = parse_lengths(max_concurrency, "--max-concurrency") or None
+    concurrencies = _concurrencies(max_concurrency)
     simulated = request_rate is not None or simulate_
     slo = ttft_slo is not None or tpot_slo is not None
     if simulated and concurrencies and len(concurrencies) != 1:
@@ -293,7 +305,7 @@ def plot_serve(
     from ..plot.serve import serve_chart, sweeps_frame
     from ..serve import concurrency_sweep
 
-    concurrencies = parse_lengths(max_concurrency, "--max-concurrency") or None
+    concurrencies = _concurrencies(max_concurrency)
     tps = parse_lengths(tp, "--tp", MAX_GPUS) or [1]
     sweeps = []
     for name in _names(gpu, "h100-sxm"):

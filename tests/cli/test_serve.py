@@ -123,3 +123,11 @@ def test_the_slo_search_answers_replicas_and_gpus():
         assert answer["concurrency"] == 32 and answer["binding"] == "max concurrency"
         assert answer["gpus"] == 2 * answer["replicas"]
         assert answer["replicas"] * answer["at_requests_per_s"] >= 1000
+
+
+def test_max_concurrency_takes_at_most_a_bounded_sweep():
+    """The hostile round (issue 24): 5,001 --max-concurrency values ran past its 120 s watchdog."""
+    from rooflab.cli.serve import MAX_CONCURRENCIES
+
+    result = CliRunner().invoke(app, ["serve", "--max-concurrency", ",".join(map(str, range(1, MAX_CONCURRENCIES + 2)))])
+    assert result.exit_code == 2 and "a sweep takes at most 1,024" in result.stderr
