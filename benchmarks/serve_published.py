@@ -21,6 +21,11 @@ def main() -> None:
     for reason, n in frame[frame.skipped != ""].skipped.value_counts().items():
         print(f"  {n:3d}  {reason}")
     print(f"rows beating the floor: {int(done.beats_floor.sum())} of {len(done)}")
+    by = done[done.predicted.notna()].assign(err=lambda f: (f.ratio - 1).abs())
+    print("\nmedian |predicted/measured - 1| (and ratio range) by source, GPU and metric:")
+    for (source, gpu, metric), part in by.groupby(["source", "gpu", "metric"]):
+        print(f"  {source:34s} {gpu:9s} {metric:28s} {len(part):3d} rows  {np.median(part.err):6.1%}  "
+              f"{part.ratio.min():.2f}-{part.ratio.max():.2f}")
     h200 = done[(done.gpu == "h200-sxm") & done.predicted.notna()]
     for name, metrics in (("TPOT (tpot_s, itl_s)", ("tpot_s", "itl_s")),
                           ("throughput per GPU", ("output_tokens_per_s", "output_tokens_per_s_per_gpu"))):

@@ -4,9 +4,15 @@ serving floors and predictions. Nothing is fitted on these rows.
 Each row becomes a replica: the bundled model of the same architecture (a Hugging Face id mapped below), the
 row's GPU, TP, weight format (fp8: fp8 GEMMs and weights) and KV dtype, the engine's scheduler with its
 defaults, and the workload the row's note states (the harness's uniform length ranges; fixed lengths for
-trtllm-bench). Concurrency rows and request-rate rows with a finite rate are simulated (simulate.py) with the
-prompts the note states (default: 10 x the concurrency, or 1,000); rate inf (every request at once: trtllm-bench
-and the offline runs) is the steady state at the running limit (the closed form). A row rooflab cannot express
+trtllm-bench). Concurrency rows and request-rate rows are simulated (simulate.py) with the prompts the note
+states (default: 10 x the concurrency, or 1,000), rate inf (every request at once) too where the note states how
+many (sglang.bench_serving's offline runs: their medians include the queue); a rate-inf row that states none
+(trtllm-bench throughput) is the steady state at the running limit (the closed form).
+
+Where the source does not state the KV cache's dtype (the note says "KV dtype not set by the page": the TensorRT-LLM
+tables, whose fp8 checkpoints may carry an fp8 cache), the floor is priced with an fp8 cache, which holds the most
+requests and reads the fewest bytes: a floor must hold whichever the engine chose. The prediction keeps the row's
+recorded dtype. A row rooflab cannot express
 (expert parallelism, a model not bundled, a format the step does not price) is skipped with the reason.
 
 A floor must not be beaten: latencies at least the floor's, throughputs at most the floor's (a rate row's
@@ -34,6 +40,8 @@ MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3-70b", "meta-llama/Llama-
 _RANGES = re.compile(r"input lengths uniform in \[(\d+), (\d+)\], output in \[(\d+), (\d+)\]")
 _PROMPTS = re.compile(r"(\d+) prompts")
 LATENCIES = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+#: A note's words for a KV dtype the source does not state (the floor then takes the cache that holds the most).
+KV_UNSTATED = "KV dtype not set by the page"
 
 
 @dataclass(frozen=True)
@@ -94,11 +102,6 @@ def _workload(row) -> Workload:
     return Workload.fixed(row.input_len, row.output_len)
 
 
-def _scheduler(row, gpu) -> Scheduler:
-    memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
-    return Scheduler.default(Engine.of(row.engine), memory)
-
-
 @lru_cache(maxsize=None)
 def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine: str, ranges: tuple) -> Replica:
     from ..load import load_gpu, load_model
@@ -125,8 +128,9 @@ def _run(replica: Replica, concurrency: Optional[int], rate: Optional[float], pr
     return _RUNS[key]
 
 
-def _run_once(replica: Replica, concurrency: Optional[int], rate: Optional[float], prompts: int, estimate: str):
-    if rate is not None and math.isinf(rate):
+def _run_once(replica: Replica, concurrency: Optional[int], rate: Optional[float], prompts: Optional[int],
+              estimate: str):
+    if rate is not None and math.isinf(rate) and prompts is None:
         return solve(replica, max(1, replica.running_limit), estimate)
     load = ClosedLoop(concurrency) if concurrency else RequestRate(rate)
     return simulate(replica, load, num_requests=prompts, estimate=estimate)
@@ -159,16 +163,18 @@ def compare(rows=None) -> list[Comparison]:
         try:
             workload = _workload(row)
             ranges = (workload.input.low, workload.input.high, workload.output.low, workload.output.high)
-            replica = _replica(MODELS.get(row.model, row.model), row.gpu, row.tp, row.weight_format,
-                               row.kv_cache_dtype, row.engine, ranges)
+            model = MODELS.get(row.model, row.model)
+            replica = _replica(model, row.gpu, row.tp, row.weight_format, row.kv_cache_dtype, row.engine, ranges)
+            floor_kv = "fp8_e4m3" if KV_UNSTATED in row.note else row.kv_cache_dtype
+            floored = _replica(model, row.gpu, row.tp, row.weight_format, floor_kv, row.engine, ranges)
             m = _PROMPTS.search(row.note)
-            prompts = int(m.group(1)) if m else (10 * conc if conc else 1000)
-            floor = _value(_run(replica, conc, rate, prompts, "floor"), metric, stat)
+            prompts = int(m.group(1)) if m else (10 * conc if conc else None if rate and math.isinf(rate) else 1000)
+            floor = _value(_run(floored, conc, rate, prompts, "floor"), metric, stat)
             predicted = _value(_run(replica, conc, rate, prompts, "predicted"), metric, stat)
         except RooflabError as exc:
             out.append(Comparison(**base, floor=None, predicted=None, how="", skipped=str(exc).splitlines()[0]))
             continue
-        how = "closed form" if rate is not None and math.isinf(rate) else "simulated"
+        how = "closed form" if rate is not None and math.isinf(rate) and prompts is None else "simulated"
         out.append(Comparison(**base, floor=floor, predicted=predicted, how=how))
     return out
 

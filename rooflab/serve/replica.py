@@ -57,9 +57,7 @@ class Replica:
         plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len, deployment=deployment)
         kv_tokens = int(plan.num_blocks) * deployment.page_size * deployment.attention_data_parallel
         shortest = workload.input.low + 1                     # a running request holds at least its prompt
-        most = [4096, kv_tokens // shortest + 1]
-        if scheduler.max_num_seqs is not None:
-            most.append(scheduler.max_num_seqs)
+        most = [4096, kv_tokens // shortest + 1, scheduler.running_cap]
         if max_concurrency is not None:
             most.append(int(max_concurrency))
         top = max(1, min(most))
@@ -88,10 +86,7 @@ class Replica:
     @property
     def running_limit(self) -> int:
         """Most requests running at once: the scheduler's limit and the KV limit."""
-        limits = [self.kv_limit]
-        if self.scheduler.max_num_seqs is not None:
-            limits.append(self.scheduler.max_num_seqs)
-        return max(0, min(limits))
+        return max(0, min(self.kv_limit, self.scheduler.running_cap))
 
     def describe(self) -> str:
         return (f"{self.model.display_name or self.model.name} on {self.gpu.display_name or self.gpu.name}, "

@@ -21,7 +21,9 @@ Defaults, read from the engines' source:
   scheduled last is preempted (its blocks freed, recomputed later).
 - SGLang (sgl-project/sglang, python/sglang/srt/server_args.py, `_handle_chunked_prefill_size`, v0.5):
   chunked_prefill_size 2048 below 35 GiB, 8192 below 160 GiB (H100, H200, A100), 16384 above (B200, MI300);
-  --max-running-requests, when not given, follows the KV pool (rooflab: the KV limit). Without
+  --max-running-requests, when not given, follows the KV pool (rooflab: the KV limit), and is at most 4096
+  (SGLANG_MAX_RUNNING: the request pool's size, min(max(KV tokens / context_len x 512, 2048), 4096),
+  python/sglang/srt/model_executor/model_runner.py, v0.5). Without
   --enable-mixed-chunk a step is either a prefill (extend) batch or a decode batch, and a waiting request is
   prefilled first, so decodes wait while a prefill runs.
 - TensorRT-LLM (trtllm-bench throughput, docs/source/performance/perf-overview.md at v1.0): in-flight batching
@@ -64,6 +66,10 @@ class Engine(str, enum.Enum):
                              f"tensorrt-llm")
         return cls(text)
 
+
+#: Most requests SGLang runs at once when --max-running-requests is not given (its request pool's upper bound);
+#: rooflab takes it for any scheduler whose max_num_seqs is None.
+SGLANG_MAX_RUNNING = 4096
 
 #: The version whose defaults each engine's scheduler follows (the module docstring's sources).
 VERSIONS = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
@@ -142,6 +148,11 @@ class Scheduler:
         if engine is Engine.trtllm:
             return build(**options)
         return build(gpu_memory_bytes, **options)
+
+    @property
+    def running_cap(self) -> int:
+        """Most requests running at once: max_num_seqs, or SGLang's default pool bound where it is None."""
+        return SGLANG_MAX_RUNNING if self.max_num_seqs is None else self.max_num_seqs
 
     def prefill_tokens(self, prompt_len: float) -> float:
         """Prompt tokens a request computes: those the prefix cache does not hold (at least one)."""

@@ -93,7 +93,7 @@ class _Engine:
                                                                  np.zeros(k)), dtype=np.float64))
         s = replica.scheduler
         self.budget = s.max_num_batched_tokens
-        self.max_running = replica.scheduler.max_num_seqs or 1 << 62
+        self.max_running = replica.scheduler.running_cap
         self.mixed = s.mixed
         self.page = replica.page_size
         self.free_pages = replica.kv_tokens // self.page
