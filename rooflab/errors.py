@@ -55,6 +55,18 @@ def clip(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def clip_words(text: str, limit: int = 160) -> str:
+    """`text` with every run of more than `limit` non-space characters (a 5,000-character path, a pasted blob) cut
+    to its start and end around '...': an error line stays a line, and still says where and why."""
+    import re
+
+    def cut(match: "re.Match[str]") -> str:
+        word = match.group(0)
+        return word[:limit - 43] + "..." + word[-40:]
+
+    return re.sub(r"\S{%d,}" % (limit + 1), cut, str(text))
+
+
 class _BoundedRepr(reprlib.Repr):
     """repr() whose work is bounded whatever the value's size: a few levels and items of a container (in their
     own order), the first characters of a string, the size of a huge integer or array instead of its digits."""

@@ -35,3 +35,14 @@ def test_every_refusal_above_is_a_rooflab_error():
     """NumericsError stays a ValueError for library callers, and an InputError for the CLI."""
     assert issubclass(NumericsError, InputError) and issubclass(NumericsError, ValueError)
     assert issubclass(InputError, RooflabError) and issubclass(SpecError, RooflabError)
+
+
+def test_a_very_long_word_in_an_error_line_is_cut_at_both_ends():
+    """The hostile round (issue 24): a 5,000-character path was quoted whole in validate's and --engine-log's
+    errors (5,050 characters on stderr); the CLI's error line keeps its start and end."""
+    from rooflab.errors import clip_words
+
+    path = "a" * 5000 + ".csv"
+    line = clip_words(f"--engine-log {path}: cannot read it (File name too long)")
+    assert len(line) < 250 and line.startswith("--engine-log aaa") and ".csv: cannot read it (File name too long)" in line
+    assert clip_words("short words stay whole") == "short words stay whole"

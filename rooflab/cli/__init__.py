@@ -278,8 +278,10 @@ class _ShortErrors(TyperGroup):
 
 def _error(message: str) -> None:
     """One 'error:' line on stderr (nothing when stderr is closed too)."""
+    from ..errors import clip_words
+
     try:
-        typer.echo(f"error: {message}", err=True)
+        typer.echo(f"error: {clip_words(message)}", err=True)
     except (OSError, UnicodeEncodeError):
         pass
 
@@ -320,8 +322,10 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format
 
 
 def fail(message: str) -> None:
-    """Print a one- or two-line error on stderr and exit 2."""
-    typer.echo(f"error: {message}", err=True)
+    """Print a one- or two-line error on stderr and exit 2 (a very long word of it, a path, cut: errors.clip_words)."""
+    from ..errors import clip_words
+
+    typer.echo(f"error: {clip_words(message)}", err=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
