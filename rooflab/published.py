@@ -286,8 +286,9 @@ class KernelRow:
 
 
 @dataclass(frozen=True)
-class StepRow:
-    """A whole-model engine run at a fixed batch: tokens per step and what the source measured."""
+class EngineRun:
+    """What every engine run states: its source, the deployment and the workload (the columns steps/ and serving/
+    share)."""
 
     source: str
     gpu: str
@@ -306,6 +307,12 @@ class StepRow:
     batch: int
     input_len: int
     output_len: int
+
+
+@dataclass(frozen=True)
+class StepRow(EngineRun):
+    """A whole-model engine run at a fixed batch: tokens per step and what the source measured."""
+
     metric: StepMetric
     value: float
     note: str
@@ -313,26 +320,9 @@ class StepRow:
 
 
 @dataclass(frozen=True)
-class ServingRow:
+class ServingRow(EngineRun):
     """An engine run under a load: exactly one of concurrency and request_rate (inf: every request at once)."""
 
-    source: str
-    gpu: str
-    num_gpus: int
-    engine: str
-    engine_version: str
-    model: str
-    weight_format: str
-    kv_cache_dtype: str
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    dp_attention: bool
-    speculative: str
-    batch: int
-    input_len: int
-    output_len: int
     concurrency: int
     request_rate: float
     metric: ServingMetric
@@ -507,7 +497,7 @@ def _check_kernel(row: KernelRow, source: Source) -> None:
         raise SpecError(at, "value", row.value, f"longer than {MAX_SECONDS:g} s")
 
 
-def _check_engine_run(row: StepRow | ServingRow, source: Source) -> None:
+def _check_engine_run(row: EngineRun, source: Source) -> None:
     if row.tp * row.pp > row.num_gpus:
         raise SpecError(row.where, "num_gpus", row.num_gpus, f"fewer than tp x pp = {row.tp * row.pp}")
 
@@ -593,5 +583,5 @@ def kernel_floor_s(row: KernelRow, gpu: GpuSpec, ceilings: CeilingSource | None 
 
 
 __all__ = ["Convention", "convention_flops", "DEFECT_PREFIX", "Implementation", "KernelMetric", "KernelRow", "Published", "ServingMetric",
-           "ServingRow", "Source", "Statistic", "StepMetric", "StepRow", "kernel_floor_s", "load_published", "published_dir",
+           "EngineRun", "ServingRow", "Source", "Statistic", "StepMetric", "StepRow", "kernel_floor_s", "load_published", "published_dir",
            "read_rows", "read_sources"]
