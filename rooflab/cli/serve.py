@@ -177,6 +177,10 @@ def slo_frame(label, answers, provenance=""):
                                      f"predicted: {provenance}"))
 
 
+ConcurrencyOpt = Annotated[Optional[list[str]], typer.Option(
+    "--max-concurrency", metavar="N[,N...]", help="Closed-loop concurrencies (default: 1, 2, 4, ... to the KV "
+                                                   "limit).")]
+
 #: Concurrencies one serve call sweeps at most (each is a closed-form steady state; a curve needs a few dozen).
 MAX_CONCURRENCIES = 1024
 
@@ -202,9 +206,7 @@ def serve(
     output_len: OutOpt = 1024,
     range_ratio: RatioOpt = 0.0,
     style: StyleOpt = "vllm",
-    max_concurrency: Annotated[Optional[list[str]], typer.Option(
-        "--max-concurrency", metavar="N[,N...]", help="Closed-loop concurrencies (default: 1, 2, 4, ... to the KV "
-                                                       "limit).")] = None,
+    max_concurrency: ConcurrencyOpt = None,
     request_rate: Annotated[Optional[float], typer.Option("--request-rate", parser=_rate, metavar="R|inf",
                                                           help="Simulate requests arriving at R/s instead.")] = None,
     burstiness: Annotated[Optional[float], typer.Option("--burstiness", parser=params.number(0, 1e6, lo_open=True),
@@ -289,8 +291,7 @@ def plot_serve(
     output_len: OutOpt = 1024,
     range_ratio: RatioOpt = 0.0,
     style: StyleOpt = "vllm",
-    max_concurrency: Annotated[Optional[list[str]], typer.Option("--max-concurrency", metavar="N[,N...]",
-                                                                 help="Concurrencies (default 1 .. KV limit).")] = None,
+    max_concurrency: ConcurrencyOpt = None,
     page_size: PageOpt = 16,
     utilization: UtilOpt = 0.9,
     max_num_seqs: SeqsOpt = None,
