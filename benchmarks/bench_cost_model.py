@@ -26,7 +26,7 @@ from rooflab import DType, load_gpu, load_model
 from rooflab.cost.flash import flash_prefill
 from rooflab.cost.layers import model_prefill
 from rooflab.cost.naive import naive_prefill
-from rooflab.roofline import Ceilings, predict
+from rooflab.floors import Ceilings, floor
 
 
 def time_grid(repeats: int = 5) -> float:
@@ -38,7 +38,7 @@ def time_grid(repeats: int = 5) -> float:
     for _ in range(repeats):
         t0 = time.perf_counter()
         for cost in (naive_prefill(model.heads, seq, batch), flash_prefill(model.heads, seq, batch, gpu=gpu)):
-            p = predict(cost, roofs)
+            p = floor(cost, roofs)
             assert p.t_floor_s.shape == (1000, 1000)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
@@ -55,7 +55,7 @@ def time_hybrid_grid(name: str, repeats: int = 5) -> float:
         t0 = time.perf_counter()
         for naive in (True, False):
             for layer in model_prefill(model, seq, batch, DType.bf16, causal=True, naive=naive, gpu=gpu):
-                p = predict(layer.cost, roofs)
+                p = floor(layer.cost, roofs)
                 assert p.t_floor_s.shape == (1000, 1000)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)

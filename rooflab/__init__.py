@@ -1,8 +1,9 @@
 """rooflab: an analytical roofline and memory calculator for LLM attention.
 
 The data flow reads straight through:
-YAML (hardware/, models/) -> specs (load.py, specs.py) -> cost (cost/) ->
-prediction (roofline.py) -> rows (rows.py) -> report / plot / bench.
+YAML (hardware/, models/) -> specs (specs/, read by load) -> cost (cost/) -> physical floors (floors)
+beside fitted times (predict) -> rows (rows) -> the answers (report, capacity, step, ...) -> render / plot / cli.
+The README's "How it is built" maps every module in its layer.
 """
 
 from .errors import RooflabError, SpecError

@@ -25,7 +25,7 @@ from .limits import MAX_GPUS, MAX_TOKENS
 from .cost.paged import check_page_size
 from .kvcache import kv_layout
 from .predict import predict_time
-from .roofline import Ceilings, predict_kernel
+from .floors import Ceilings, floor_kernel
 from .specs import AttentionHeads, GpuSpec, ModelSpec
 from .units import DType
 from .vocab import Kernel
@@ -94,7 +94,7 @@ def dcp_time(gpu: GpuSpec, heads: AttentionHeads, context_len: int, batch: int, 
         merge = _fitted(gpu, Kernel.merge, lambda n, u: cost.merge, dtype)
         t_merge = None if unpack is None or merge is None else unpack + merge
     roofs = Ceilings.of(gpu, dtype)
-    parts = [predict_kernel(k, roofs) for k in cost.kernels]
+    parts = [floor_kernel(k, roofs) for k in cost.kernels]
     floor = max(sum(float(p.t_memory_s) for p in parts), sum(float(np.maximum(p.t_compute_s, p.t_exp_s))
                                                               for p in parts), comm_floor)
     return DcpTime(cost, t_local, t_gather, t_merge, floor)
@@ -252,8 +252,8 @@ def ring_time(gpu: GpuSpec, ring: RingPrefill, dtype: DType = DType.fp16, impl: 
         comm = collective_time(gpu, Kernel.send_recv, ring.kv_bytes_per_step, n, timing)
         transfer, link_floor = comm.t_predicted_s, comm.t_floor_s
     roofs = Ceilings.of(gpu, dtype)
-    step = predict_kernel(ring.step.kernel, roofs)
-    merge_floor = predict_kernel(ring.merge.kernel, roofs)
+    step = floor_kernel(ring.step.kernel, roofs)
+    merge_floor = floor_kernel(ring.merge.kernel, roofs)
     compute = n * c * float(max(step.t_compute_s, step.t_exp_s))
     memory = n * float(step.t_memory_s) + (n - 1) * float(merge_floor.t_memory_s)
     floor = max(compute, memory, (n - 1) * link_floor)

@@ -1,4 +1,4 @@
-"""Cost x ceilings -> floors: three roofs, the bound, and where a kernel sits against the ridge.
+"""Cost x ceilings -> Floors: three roofs, the bound, and where a kernel sits against the ridge.
 
 For one kernel launch with F FLOP on a pipe of rate pi, E exponentials and Q bytes at bandwidth beta:
 
@@ -182,8 +182,8 @@ class Ceilings:
 
 
 @dataclass(frozen=True)
-class Prediction:
-    """The roofs and the floor of one cost (arrays broadcast like the cost's)."""
+class Floors:
+    """The roofs and the floor of one cost (arrays broadcast like the cost's): physical bounds, never a fitted time."""
 
     flops: np.ndarray
     hbm_bytes: np.ndarray
@@ -234,7 +234,7 @@ def shared_fma_time(flops: np.ndarray, exps: np.ndarray, ceilings: Ceilings) -> 
                       (exps - x) / ceilings.exp_per_s)
 
 
-def predict_kernel(kernel: KernelCost, ceilings: Ceilings) -> Prediction:
+def floor_kernel(kernel: KernelCost, ceilings: Ceilings) -> Floors:
     """One launch's three roofs and its physical floor (the module docstring's table)."""
     kernel, ceilings = check_spec(kernel, KernelCost, "kernel"), check_spec(ceilings, Ceilings, "ceilings")
     t_flops = kernel.flops / ceilings.rate(kernel.pipe)
@@ -246,11 +246,10 @@ def predict_kernel(kernel: KernelCost, ceilings: Ceilings) -> Prediction:
     else:
         t_work = np.maximum(t_flops, t_exp)
     t_floor = np.maximum(t_work, t_memory)
-    return Prediction(kernel.flops, kernel.hbm_bytes, t_flops, t_memory, t_floor, ceilings.ridge_flop_per_byte,
-                      t_exp)
+    return Floors(kernel.flops, kernel.hbm_bytes, t_flops, t_memory, t_floor, ceilings.ridge_flop_per_byte, t_exp)
 
 
-def predict(cost: Cost, ceilings: Ceilings) -> Prediction:
+def floor(cost: Cost, ceilings: Ceilings) -> Floors:
     """The floor of a whole variant: its headline FLOPs and bytes, and the sum of its kernels' floors.
 
     t_compute is the headline FLOPs over the pipe's rate (for naive attention, F / pi: the chapter's
@@ -260,17 +259,21 @@ def predict(cost: Cost, ceilings: Ceilings) -> Prediction:
     ceilings = check_spec(ceilings, Ceilings, "ceilings")
     if not isinstance(getattr(cost, "kernels", None), tuple):
         raise InputError(f"cost must be a Cost (a cost function's result), got {shown(cost)}")
-    floor = sum(predict_kernel(k, ceilings).t_floor_s for k in cost.kernels)
+    t_floor = sum(floor_kernel(k, ceilings).t_floor_s for k in cost.kernels)
     t_compute = cost.flops / ceilings.matmul_flop_per_s if _on_tensor(cost) else \
         cost.flops / ceilings.vector_flop_per_s
     eps = ceilings.exp_roof_per_s
     exps = sum(k.exp_ops for k in cost.kernels)
     t_exp = exps / eps if eps else np.zeros_like(np.asarray(t_compute, dtype=np.float64))
     t_memory = cost.hbm_bytes / ceilings.bandwidth_bytes_per_s
-    floor = np.maximum(floor, np.maximum(np.maximum(t_compute, t_memory), t_exp))   # equal or larger; rounding
-    return Prediction(np.asarray(cost.flops), np.asarray(cost.hbm_bytes), np.asarray(t_compute),
-                      np.asarray(t_memory), np.asarray(floor), ceilings.ridge_flop_per_byte, np.asarray(t_exp))
+    t_floor = np.maximum(t_floor, np.maximum(np.maximum(t_compute, t_memory), t_exp))   # equal or larger; rounding
+    return Floors(np.asarray(cost.flops), np.asarray(cost.hbm_bytes), np.asarray(t_compute),
+                  np.asarray(t_memory), np.asarray(t_floor), ceilings.ridge_flop_per_byte, np.asarray(t_exp))
 
 
 def _on_tensor(cost: Cost) -> bool:
     return any(k.pipe is Pipe.tensor for k in cost.kernels)
+
+
+__all__ = ["EMULATED_EXP_FLOP", "MAX_ROOF", "Ceilings", "Floors", "emulated_exps", "floor", "floor_kernel",
+           "shared_fma_time"]

@@ -42,7 +42,7 @@ from .cost.mla import MlaDecodeCost
 from .cost.paged import MAX_Q_LEN
 from .errors import InputError
 from .limits import MAX_SPLITS
-from .roofline import Ceilings
+from .floors import Ceilings
 from .specs import FittedModel, GpuSpec, LayerType
 from .units import DType
 from .vocab import CeilingSource, Kernel, LayerKind, Pipe

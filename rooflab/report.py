@@ -24,7 +24,7 @@ from .cost.paged import MAX_Q_LEN, check_page_size, check_splits
 from .errors import InputError, shown
 from .limits import MAX_BATCH, MAX_RAGGED, MAX_TOKENS
 from .kvcache import BatchMemory, batch_memory
-from .roofline import Ceilings
+from .floors import Ceilings
 from .rows import Row, make_row
 from .specs import GpuSpec, LayerType, ModelSpec
 from .units import DType

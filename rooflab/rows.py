@@ -14,10 +14,10 @@ from typing import Any, Optional
 import numpy as np
 
 from .cost.common import Cost, KernelCost
-from .roofline import Ceilings, Prediction, predict, predict_kernel
+from .floors import Ceilings, Floors, floor, floor_kernel
 
 
-def _bound(p: Prediction) -> str:
+def _bound(p: Floors) -> str:
     return str(np.asarray(p.bound).reshape(()))
 
 
@@ -121,7 +121,7 @@ def _prediction_note(prediction) -> Optional[str]:
 
 
 def kernel_row(kernel: KernelCost, ceilings: Ceilings) -> KernelRow:
-    p = predict_kernel(kernel, ceilings)
+    p = floor_kernel(kernel, ceilings)
     return KernelRow(kernel.name, kernel.pipe.value, _scalar(p.flops), _scalar(p.hbm_bytes),
                      _scalar(p.intensity_flop_per_byte), _scalar(p.t_compute_s), _scalar(p.t_memory_s),
                      _scalar(p.t_floor_s), _bound(p), _scalar(p.t_exp_s))
@@ -129,7 +129,7 @@ def kernel_row(kernel: KernelCost, ceilings: Ceilings) -> KernelRow:
 
 def make_row(cost: Cost, ceilings: Ceilings, breakdown: bool = False, **extras: Any) -> Row:
     """A row from a scalar cost; `extras` fills the variant-specific optional fields."""
-    p: Prediction = predict(cost, ceilings)
+    p: Floors = floor(cost, ceilings)
     kernels = tuple(kernel_row(k, ceilings) for k in cost.kernels) if breakdown else ()
     extras = {k: (_scalar(v) if isinstance(v, (np.ndarray, np.floating)) else v) for k, v in extras.items()}
     return Row(

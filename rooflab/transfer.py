@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 
 from .errors import InputError
-from .roofline import Ceilings
+from .floors import Ceilings
 from .specs import FittedModel, GpuSpec
 from .units import DType
 from .vocab import CeilingSource, Kernel, _Named

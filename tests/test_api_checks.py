@@ -106,7 +106,7 @@ def _entry_points():
                                   softmax_headroom)
     from rooflab.paging import block_usage, fragmentation, pages_for, reusable_prefix_len, shared_prefix_blocks
     from rooflab.report import decode_report, prefill_report
-    from rooflab.roofline import Ceilings, predict
+    from rooflab.floors import Ceilings, floor
     from rooflab.units import DType
 
     gpu, model, h = load_gpu("h200"), load_model("llama-3-8b"), heads()
@@ -141,7 +141,7 @@ def _entry_points():
         ("schedule_fraction", schedule_fraction, dict(unit_work=[1.0, 2.0, 3.0], num_sms=2, units_per_sm=1.0),
          {"num_sms": optional, "unit_work": arrays}),
         ("Ceilings.of", Ceilings.of, dict(gpu=gpu, dtype="bf16"), {}),
-        ("predict", predict, dict(cost=cost, ceilings=ceilings), {}),
+        ("floor", floor, dict(cost=cost, ceilings=ceilings), {}),
         ("plan_capacity", plan_capacity, dict(model=model, gpu=gpu, context_len=8192, page_size=16,
                                               gpu_memory_utilization=0.9, tensor_parallel=1, shared_prefix_len=0),
          {"shared_prefix_len": {"zero"}}),
@@ -216,7 +216,7 @@ ALIASES: dict[tuple[str, str], tuple[str, ...]] = {
 
 def test_zero_ceilings_are_refused():
     """Ceilings of 0 bytes or FLOPs a second divided by zero in the floors and the ridge point."""
-    from rooflab.roofline import Ceilings
+    from rooflab.floors import Ceilings
     from rooflab.vocab import CeilingSource
 
     refused(lambda: Ceilings(CeilingSource.datasheet, 0.0, 1e15, 1e14, None), "bandwidth_bytes_per_s")
@@ -229,7 +229,7 @@ def test_a_gpu_name_where_a_spec_is_expected_is_named():
     """A GPU name where a GpuSpec is expected was an AttributeError ('str' object has no attribute ...)."""
     from rooflab import load_model
     from rooflab.capacity import plan_capacity
-    from rooflab.roofline import Ceilings
+    from rooflab.floors import Ceilings
 
     for call in (lambda: Ceilings.of("h200", "bf16"), lambda: plan_capacity(load_model("llama-3-8b"), "h200", 4096)):
         refused(call, "gpu", "GpuSpec", "load_gpu")

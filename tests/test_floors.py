@@ -1,4 +1,4 @@
-"""Tests of rooflab/roofline.py.
+"""Tests of rooflab/floors.py.
 
 From the suites this file gathers:
 
@@ -50,7 +50,7 @@ from rooflab.cost.naive import naive_prefill
 from rooflab.cost.paged import paged_decode_uniform
 from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
-from rooflab.roofline import Ceilings, EMULATED_EXP_FLOP, predict, predict_kernel, shared_fma_time
+from rooflab.floors import Ceilings, EMULATED_EXP_FLOP, floor, floor_kernel, shared_fma_time
 from rooflab.specs import AttentionHeads, MeasuredCeilings
 from rooflab.units import DType
 from rooflab.vocab import CeilingSource, Pipe
@@ -112,8 +112,8 @@ def roofs(h100):
 
 def test_ridge_distances(llama, roofs):
     # chapter 1, "22x past the ridge", "4.7x left of it", "a factor of 103"
-    naive = predict(naive_prefill(llama.heads, 8192), roofs)
-    flash = predict(flash_prefill(llama.heads, 8192), roofs)
+    naive = floor(naive_prefill(llama.heads, 8192), roofs)
+    flash = floor(flash_prefill(llama.heads, 8192), roofs)
     assert round(float(flash.ridge_ratio)) == 22
     assert round(1 / float(naive.ridge_ratio), 1) == 4.7
     assert round(float(flash.intensity_flop_per_byte / naive.intensity_flop_per_byte)) == 103
@@ -121,7 +121,7 @@ def test_ridge_distances(llama, roofs):
 
 def test_memory_bound_time(llama, roofs):
     # chapter 1, "at 3.35 TB/s, 16.156 GiB per layer is 5.18 ms, or 165.7 ms for all 32 layers"
-    naive = predict(naive_prefill(llama.heads, 8192), roofs)
+    naive = floor(naive_prefill(llama.heads, 8192), roofs)
     assert float(naive.t_memory_s) * 1e3 == pytest.approx(5.18, abs=0.005)
     assert float(naive.t_floor_s) * llama.num_layers * 1e3 == pytest.approx(165.7, abs=0.05)
     assert str(naive.bound) == "memory"
@@ -129,8 +129,8 @@ def test_memory_bound_time(llama, roofs):
 
 def test_compute_floor(llama, roofs):
     # chapter 1, "F/pi = 1.0995e12 x 32 / 989.4e12 = 35.6 ms"
-    naive = predict(naive_prefill(llama.heads, 8192), roofs)
-    flash = predict(flash_prefill(llama.heads, 8192), roofs)
+    naive = floor(naive_prefill(llama.heads, 8192), roofs)
+    flash = floor(flash_prefill(llama.heads, 8192), roofs)
     assert float(naive.t_compute_s) * llama.num_layers * 1e3 == pytest.approx(35.6, abs=0.05)
     assert float(flash.t_floor_s) * llama.num_layers * 1e3 == pytest.approx(35.6, abs=0.05)
     assert str(flash.bound) == "compute"
@@ -140,7 +140,7 @@ def test_the_exp_roof_can_bind():
     roofs = Ceilings.of(load_gpu("h100-sxm"), DType.fp16)
     # one exp per 8 FLOP on the tensor pipe: t_exp = E / (4.18e12 + 66.9e12 / 8) is above F / 989.4e12
     kernel = KernelCost("exp_heavy", np.float64(8e12), np.float64(1e6), Pipe.tensor, np.float64(1e12))
-    p = predict_kernel(kernel, roofs)
+    p = floor_kernel(kernel, roofs)
     assert str(p.bound) == "exp" and float(p.t_floor_s) == pytest.approx(1e12 / (4.18e12 + 66.9e12 / EMULATED_EXP_FLOP))
 
 
@@ -161,7 +161,7 @@ def test_floors_ignore_the_parallelism_model():
     launched = paged_decode(model.heads, [32768], num_sms=h100.num_sms)          # 8 units on 132 SMs
     ideal = paged_decode(model.heads, [32768])
     assert float(launched.parallel_fraction) < 0.1
-    assert float(predict_kernel(launched.attention, roofs).t_floor_s) == float(predict_kernel(ideal.attention, roofs).t_floor_s)
+    assert float(floor_kernel(launched.attention, roofs).t_floor_s) == float(floor_kernel(ideal.attention, roofs).t_floor_s)
 
 
 def test_ceilings_take_their_names_and_refuse_others():
@@ -184,15 +184,15 @@ def test_calibrated_ceilings_are_bundled():
 
 
 def test_kernel_floors_sum_to_at_least_both_roofs():
-    # predict() takes the variant's floor as the sum of its launches' floors; that sum must already be at
-    # least the headline compute and memory times (predict clamps only float rounding, so check before it)
+    # floor() takes the variant's floor as the sum of its launches' floors; that sum must already be at
+    # least the headline compute and memory times (floor clamps only float rounding, so check before it)
     g = load_gpu("h200-sxm")
     roofs = Ceilings.of(g, DType.bf16)
     t = np.geomspace(16, 131072, 50)
     for cost in (naive_prefill(AttentionHeads(64, 8, 128), t, causal=True), flash_prefill(AttentionHeads(64, 8, 128), t),
                  paged_decode_uniform(AttentionHeads(64, 8, 128), t, 4, num_splits=8)):
-        kernels = sum(predict_kernel(k, roofs).t_floor_s for k in cost.kernels)
-        p = predict(cost, roofs)
+        kernels = sum(floor_kernel(k, roofs).t_floor_s for k in cost.kernels)
+        p = floor(cost, roofs)
         assert np.all(kernels >= p.t_compute_s * (1 - 1e-12)) and np.all(kernels >= p.t_memory_s * (1 - 1e-12))
 
 
@@ -207,7 +207,7 @@ def test_busy_share_of_one_fraction_equals_the_array_form():
     import numpy as np
 
     from rooflab import load_gpu
-    from rooflab.roofline import Ceilings
+    from rooflab.floors import Ceilings
     from rooflab.vocab import CeilingSource
 
     c = Ceilings.of(load_gpu("h200"), "bf16", CeilingSource.calibrated)

@@ -554,7 +554,7 @@ def test_fuzz_measured_ceilings(field, value):
 @example("h100-sxm", DType.fp16, "calibrated")
 @example("a100-40gb", DType.fp16, "calibrated")
 def test_fuzz_ceilings_of(gpu_name, dtype, source):
-    from rooflab.roofline import Ceilings
+    from rooflab.floors import Ceilings
     from rooflab.vocab import CeilingSource
 
     gpu = load_gpu(gpu_name)
@@ -592,31 +592,31 @@ def _api_calls():
     from rooflab.cost.paged import DecodeBatch, paged_decode, recommend_splits
     from rooflab.numerics import softmax_headroom
     from rooflab.report import decode_report, prefill_report
-    from rooflab.roofline import Ceilings, predict
+    from rooflab.floors import Ceilings, floor
 
     gpu, model, heads = _gpu(), _model(), _heads()
     roofs = Ceilings.of(gpu, DType.fp16)
     return {
-        "naive_prefill seq_len": (lambda v: predict(naive_prefill(heads, v), roofs), ["seq_len"]),
-        "naive_prefill batch": (lambda v: predict(naive_prefill(heads, 8192, v), roofs), ["batch"]),
-        "flash_prefill seq_len": (lambda v: predict(flash_prefill(heads, v, gpu=gpu), roofs), ["seq_len"]),
-        "flash_prefill num_sms": (lambda v: predict(flash_prefill(heads, 8192, num_sms=v), roofs), ["num_sms", "SM"]),
-        "flash_prefill units_per_sm": (lambda v: predict(flash_prefill(heads, 8192, num_sms=132, units_per_sm=v),
+        "naive_prefill seq_len": (lambda v: floor(naive_prefill(heads, v), roofs), ["seq_len"]),
+        "naive_prefill batch": (lambda v: floor(naive_prefill(heads, 8192, v), roofs), ["batch"]),
+        "flash_prefill seq_len": (lambda v: floor(flash_prefill(heads, v, gpu=gpu), roofs), ["seq_len"]),
+        "flash_prefill num_sms": (lambda v: floor(flash_prefill(heads, 8192, num_sms=v), roofs), ["num_sms", "SM"]),
+        "flash_prefill units_per_sm": (lambda v: floor(flash_prefill(heads, 8192, num_sms=132, units_per_sm=v),
                                                          roofs), ["units_per_sm", "units"]),
-        "paged_decode context_lens": (lambda v: predict(paged_decode(heads, v), roofs), ["context", "length"]),
-        "paged_decode page_size": (lambda v: predict(paged_decode(heads, [8192], v), roofs), ["page_size", "page"]),
-        "paged_decode num_splits": (lambda v: predict(paged_decode(heads, [8192], 16, num_splits=v), roofs),
+        "paged_decode context_lens": (lambda v: floor(paged_decode(heads, v), roofs), ["context", "length"]),
+        "paged_decode page_size": (lambda v: floor(paged_decode(heads, [8192], v), roofs), ["page_size", "page"]),
+        "paged_decode num_splits": (lambda v: floor(paged_decode(heads, [8192], 16, num_splits=v), roofs),
                                     ["split"]),
-        "paged_decode num_sms": (lambda v: predict(paged_decode(heads, [8192], 16, num_splits=4, num_sms=v), roofs),
+        "paged_decode num_sms": (lambda v: floor(paged_decode(heads, [8192], 16, num_splits=4, num_sms=v), roofs),
                                  ["num_sms", "SM"]),
-        "paged_decode q_len": (lambda v: predict(paged_decode(heads, [8192], 16, q_len=v), roofs), ["q_len"]),
+        "paged_decode q_len": (lambda v: floor(paged_decode(heads, [8192], 16, q_len=v), roofs), ["q_len"]),
         "recommend_splits num_sms": (lambda v: recommend_splits(heads, [8192], v), ["num_sms", "SM"]),
         "recommend_splits context_lens": (lambda v: recommend_splits(heads, v, 132), ["context", "length"]),
         "DecodeBatch.uniform length": (lambda v: DecodeBatch.uniform(v, 4), ["context", "length"]),
         "DecodeBatch.uniform batch": (lambda v: DecodeBatch.uniform(8192, v), ["batch"]),
-        "merge_pair tokens": (lambda v: predict(merge_pair(v, 32, 128), roofs), ["tokens"]),
-        "merge_pair num_heads": (lambda v: predict(merge_pair(8192, v, 128), roofs), ["num_heads", "heads"]),
-        "merge_pair head_dim": (lambda v: predict(merge_pair(8192, 32, v), roofs), ["head_dim"]),
+        "merge_pair tokens": (lambda v: floor(merge_pair(v, 32, 128), roofs), ["tokens"]),
+        "merge_pair num_heads": (lambda v: floor(merge_pair(8192, v, 128), roofs), ["num_heads", "heads"]),
+        "merge_pair head_dim": (lambda v: floor(merge_pair(8192, 32, v), roofs), ["head_dim"]),
         "plan_capacity context_len": (lambda v: plan_capacity(model, gpu, v), ["context"]),
         "plan_capacity utilization": (lambda v: plan_capacity(model, gpu, 8192, gpu_memory_utilization=v),
                                       ["utilization", "utilisation"]),

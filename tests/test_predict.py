@@ -19,7 +19,7 @@ import pytest
 from rooflab.cost.paged import paged_decode
 from rooflab.load import load_gpu, load_model
 from rooflab.predict import launch_model_time
-from rooflab.roofline import Ceilings, predict, predict_kernel
+from rooflab.floors import Ceilings, floor, floor_kernel
 from rooflab.specs import MeasuredCeilings
 from rooflab.units import DType
 from rooflab.vocab import CeilingSource
@@ -45,7 +45,7 @@ def test_prediction_uses_it_and_the_floor_does_not():
     t_plain = float(launch_model_time(cost.attention, plain))
     t_curved = float(launch_model_time(cost.attention, curved))
     assert t_curved == pytest.approx(t_plain * (8 / 132) / (470e9 / 4.3e12))
-    floor = predict_kernel(cost.attention, Ceilings.of(gpu, DType.fp16))
+    floor = floor_kernel(cost.attention, Ceilings.of(gpu, DType.fp16))
     assert float(floor.t_floor_s) < t_curved                   # the floor: every SM busy, datasheet roofs
 
 
@@ -87,8 +87,8 @@ def test_split_kv_pays_at_batch_1():
     split = model_time(paged_decode(LLAMA.heads, [32768], num_splits=17, num_sms=H100.num_sms), roofs)
     assert float(split) < float(plain) / 10
     # the physical floors: splitting never pays (it only adds the partials' traffic)
-    floor_plain = predict(paged_decode(LLAMA.heads, [32768], num_sms=H100.num_sms), roofs).t_floor_s
-    floor_split = predict(paged_decode(LLAMA.heads, [32768], num_splits=17, num_sms=H100.num_sms), roofs).t_floor_s
+    floor_plain = floor(paged_decode(LLAMA.heads, [32768], num_sms=H100.num_sms), roofs).t_floor_s
+    floor_split = floor(paged_decode(LLAMA.heads, [32768], num_splits=17, num_sms=H100.num_sms), roofs).t_floor_s
     assert float(floor_split) > float(floor_plain)
 
 
@@ -149,7 +149,7 @@ def test_mla_memory_efficiency_and_fp8_rows():
     from rooflab import load_gpu, load_model
     from rooflab.cost.mla import mla_decode
     from rooflab.predict import model_time
-    from rooflab.roofline import Ceilings
+    from rooflab.floors import Ceilings
     from rooflab.units import DType
     from rooflab.vocab import CeilingSource
 

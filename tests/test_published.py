@@ -263,10 +263,10 @@ def test_the_floor_is_a_flash_prefill_roofline(tmp_path):
     """Non-causal H100 row of 2.2 PFLOP (rooflab's count equals the fa count there): its floor is that over the
     H100's floor-roof fp16 rate, or the bytes over the bandwidth, whichever is longer."""
     from rooflab.cost.flash import flash_prefill
-    from rooflab.roofline import Ceilings, predict
+    from rooflab.floors import Ceilings, floor
 
     row, gpu = _one_row(tmp_path), load_gpu("h100-sxm")
-    expected = predict(flash_prefill(row.heads, 16384, 1, DType.fp16, False, gpu=gpu), Ceilings.of(gpu, DType.fp16))
+    expected = floor(flash_prefill(row.heads, 16384, 1, DType.fp16, False, gpu=gpu), Ceilings.of(gpu, DType.fp16))
     assert kernel_floor_s(row, gpu) == pytest.approx(float(expected.t_floor_s))
     assert kernel_floor_s(row, gpu) >= row.flops(Convention.fa) / Ceilings.of(gpu, DType.fp16).matmul_flop_per_s
 

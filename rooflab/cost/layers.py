@@ -156,7 +156,7 @@ def model_decode(model: ModelSpec, context_lens: ArrayLike | DecodeBatch, page_s
 
 def model_total(layers: Sequence[LayerCost], per_layer: Callable[[Cost], Any]) -> np.ndarray:
     """A whole-model figure: the sum over layer types of (layers of that type) x per_layer(that type's cost), e.g.
-    per_layer = lambda c: predict(c, ceilings).t_floor_s for the model's floor (arrays broadcast)."""
+    per_layer = lambda c: floor(c, ceilings).t_floor_s for the model's floor (arrays broadcast)."""
     return sum(item.num_layers * np.asarray(per_layer(item.cost), dtype=np.float64) for item in layers)
 
 

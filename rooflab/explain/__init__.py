@@ -29,7 +29,7 @@ from ..cost.layers import layer_prefill
 from ..deployment import Deployment
 from ..errors import InputError, shown
 from ..predict import prefill_kernel
-from ..roofline import Ceilings
+from ..floors import Ceilings
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from ..vocab import EXPLAINED as _VOCAB_EXPLAINED

@@ -18,7 +18,7 @@ from ..cost.merge import merge_pair
 from ..cost.paged import check_splits
 from ..predict import decode_kernel
 from ..errors import InputError
-from ..roofline import Ceilings, predict, predict_kernel
+from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType, fmt_seconds
 from ..vocab import Kernel, LayerKind, Variant
@@ -75,8 +75,8 @@ def explain_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, 
     model, name = layer.model, layer.name
     cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, splits, q_len, gpu.num_sms, gpu.units_per_sm,
                         tensor_parallel=layer.tensor_parallel)
-    pred = predict(cost, roofs)
-    attn = predict_kernel(cost.attention, roofs)
+    pred = floor(cost, roofs)
+    attn = floor_kernel(cost.attention, roofs)
     plain = q_len == 1 and not layer.windowed and not layer.spec.sinks
     d.given("B", lens.size, "sequences in the batch")
     d.given("sum_ctx", lens.total_tokens, "context tokens, summed over the batch")
@@ -174,7 +174,7 @@ def explain_merge(d: _Derivation, layer: Layer, roofs: Ceilings, tokens: int, dt
                   gpu: Optional[GpuSpec] = None, impl: Optional[str] = None) -> tuple[str, ...]:
     heads = layer.heads
     cost = merge_pair(tokens, heads.num_qo_heads, heads.value_dim, dtype)
-    kernel = predict_kernel(cost.kernel, roofs)
+    kernel = floor_kernel(cost.kernel, roofs)
     dv = layer.dv
     d.given("N_tok", tokens, "tokens whose two partial states (O, LSE) are merged")
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
-from ..roofline import EMULATED_EXP_FLOP, Ceilings, emulated_exps, predict_kernel
+from ..floors import EMULATED_EXP_FLOP, Ceilings, emulated_exps, floor_kernel
 from ..specs import GpuSpec
 from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds, ridge_text
 from ..vocab import LayerKind
@@ -270,7 +270,7 @@ def merge_floor(d: _Derivation, cost, roofs: Ceilings, pred, rows: str, width: s
     `rows` and `width` are the merge's rows ('B * h') and output width ('d') in the derivation's symbols.
     """
     if cost.merge is not None:
-        merge = predict_kernel(cost.merge.kernel, roofs)
+        merge = floor_kernel(cost.merge.kernel, roofs)
         d.given("pi_vec", roofs.vector_flop_per_s, "FLOP/s, fp32 vector rate: the merge's FLOPs run there")
         d.step("F_merge", f"{rows} * (n_split * (2 * {width} + 3) + {width})", cost.merge.flops, Unit.flop,
                "on the fp32 vector units")

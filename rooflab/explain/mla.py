@@ -13,7 +13,7 @@ import numpy as np
 from ..cost.batch import DecodeBatch
 from ..cost.layers import layer_decode, layer_splits
 from ..cost.mla import MLA_ROWS_PER_UNIT, mla_latent_bytes
-from ..roofline import Ceilings, predict, predict_kernel
+from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType, fmt_seconds
 from .derivation import Unit, _Derivation, floor_formula, merge_floor, roof_symbols
@@ -37,8 +37,8 @@ def explain_mla_decode(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilin
     model, name = layer.model, layer.name
     cost = layer_decode(model, name, lens, page_size, dtype, kv_dtype, splits, q_len, gpu.num_sms, gpu.units_per_sm,
                         tensor_parallel=layer.tensor_parallel, mla_sparse_fp8=sparse_fp8)
-    pred = predict(cost, roofs)
-    attn = predict_kernel(cost.attention, roofs)
+    pred = floor(cost, roofs)
+    attn = floor_kernel(cost.attention, roofs)
     h = layer.heads.num_qo_heads
     d.given("B", lens.size, "sequences in the batch")
     d.given("q", q_len, "new tokens per sequence, causal among themselves (1: plain decode)")

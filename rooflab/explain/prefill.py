@@ -16,7 +16,7 @@ from ..capacity import describe_weights
 from ..cost.flash import KV_STAGES
 from ..cost.layers import layer_prefill
 from ..cost.naive import NaiveCeiling, naive_ceiling, naive_prefill
-from ..roofline import Ceilings, predict, predict_kernel
+from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import FP32_BYTES, DType, fmt_bytes, ridge_text
 from .derivation import ExplainMismatch, Unit, _Derivation, floor_formula, number, vector_floor
@@ -42,8 +42,8 @@ def explain_naive(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, s
                   dtype: DType, causal: bool) -> tuple[str, ...]:
     cost = layer_prefill(layer.model, layer.name, seq_len, batch, dtype, causal, naive=True)
     causal = causal or layer.windowed
-    pred = predict(cost, roofs)
-    qk, sm, pv = (predict_kernel(k, roofs) for k in cost.kernels)
+    pred = floor(cost, roofs)
+    qk, sm, pv = (floor_kernel(k, roofs) for k in cost.kernels)
     dv = layer.dv
 
     d.section("The intermediates S and P (one layer)")
@@ -172,7 +172,7 @@ def explain_flash(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceilings, s
     model, name = layer.model, layer.name
     cost = layer_prefill(model, name, seq_len, batch, dtype, causal, gpu=gpu, tensor_parallel=layer.tensor_parallel)
     causal = causal or layer.windowed
-    pred = predict(cost, roofs)
+    pred = floor(cost, roofs)
     tile = cost.tile
     d.given("B_r", tile.block_q, "query rows per tile (choose_tile)")
     d.given("B_c", tile.block_kv, "key columns per tile")

@@ -13,7 +13,7 @@ import numpy as np
 from ..cost.batch import DecodeBatch
 from ..cost.layers import layer_decode, layer_prefill
 from ..cost.linear import RECURRENT_FLOPS_PER_KV
-from ..roofline import Ceilings, predict
+from ..floors import Ceilings, floor
 from ..specs import GpuSpec
 from ..units import DType, fmt_bytes, ridge_text
 from .derivation import Unit, _Derivation, floor_formula, roof_symbols
@@ -44,7 +44,7 @@ def explain_recurrent(d: _Derivation, layer: Layer, gpu: GpuSpec, roofs: Ceiling
     step = layer_decode(model, name, lens, dtype=dtype, kv_dtype=kv_dtype, q_len=q_len)
     fill = layer_prefill(model, name, seq_len, batch, dtype)
     fill_state = layer.spec.state_bytes_per_sequence(dtype)      # layer_prefill writes the state in the compute dtype
-    step_pred, fill_pred = predict(step, roofs), predict(fill, roofs)
+    step_pred, fill_pred = floor(step, roofs), floor(fill, roofs)
     d.given("B", lens.size, "sequences in the decode batch (their context lengths do not matter)")
     d.given("q", q_len, "new tokens per sequence in the decode step")
     d.given("T", seq_len, "tokens per sequence (prefill)")

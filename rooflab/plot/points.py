@@ -1,7 +1,7 @@
 """Specs + workload -> the roofline chart's numbers: each GPU's roofs and the attention kernels as points.
 
 No matplotlib here, and no formula of its own: every point is a cost function's kernel placed by
-roofline.predict_kernel, one layer of the model's main softmax layer type priced through rooflab.cost.layers
+floors.floor_kernel, one layer of the model's main softmax layer type priced through rooflab.cost.layers
 as the report's rows are (a point's intensity is its row's). roofline_chart (roofline.py) draws a RooflineData.
 """
 
@@ -19,7 +19,7 @@ from ..cost.layers import layer_decode, layer_heads, layer_prefill, main_attenti
 from ..cost.merge import merge_pair
 from ..errors import InputError
 from ..predict import model_time
-from ..roofline import Ceilings, predict, predict_kernel
+from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from ..vocab import CeilingSource, Pipe
@@ -45,7 +45,7 @@ class RooflinePoint:
 
     `kind` picks the marker: naive, naive_kernel, naive_softmax, flash, flash_tiled, paged,
     paged_launched, merge. `pipe` says which roof its FLOPs sit under; `ridge_ratio` is I / I*
-    against the tensor ridge (Prediction.ridge_ratio).
+    against the tensor ridge (Floors.ridge_ratio).
     """
 
     label: str
@@ -150,7 +150,7 @@ def gpu_roofs(gpu: GpuSpec, dtype: DType) -> GpuRoofs:
 
 
 def _point(label: str, kind: str, kernel: KernelCost, roofs: Ceilings) -> RooflinePoint:
-    p = predict_kernel(kernel, roofs)
+    p = floor_kernel(kernel, roofs)
     return RooflinePoint(label, kind, float(p.intensity_flop_per_byte), float(p.achieved_flop_per_s), kernel.pipe,
                          float(p.ridge_ratio))
 
@@ -180,7 +180,7 @@ def roofline_data(model: ModelSpec, gpus: Sequence[GpuSpec], seq_len: int = 8192
     launched = layer_decode(model, main, lens, dtype=dtype, num_sms=gpu.num_sms, units_per_sm=gpu.units_per_sm)
     heads = layer_heads(model, model.layer_types[main])
     merge = merge_pair(merge_tokens, heads.num_qo_heads, heads.value_dim, dtype)
-    whole = predict(naive, roofs)
+    whole = floor(naive, roofs)
     tiled = KernelCost("flash_tiled", flash.flops, flash.hbm_bytes_tiled, exp_ops=flash.kernel.exp_ops)
     fraction = float(launched.parallel_fraction)
     points = (

@@ -1,6 +1,6 @@
 """Specs + workload -> the numbers each sweep chart draws. No matplotlib here, and no formula of its own.
 
-Every series comes from rooflab's cost functions and roofline (cost/, roofline.py, capacity.py), each model
+Every series comes from rooflab's cost functions and floors (cost/, floors.py, capacity.py), each model
 priced through rooflab.cost.layers (model_prefill / model_decode, every layer type as itself, summed by
 model_total), the same code the reports use, so a chart's point equals the report's total for the same
 workload. This module only chooses the lengths (grid.py: the default grid, or the user's) and sweeps them.
@@ -27,7 +27,7 @@ from ..cost.naive import naive_ceiling, naive_max_seq_len
 from ..errors import InputError
 from ..predict import model_time
 from ..report import decode_prediction
-from ..roofline import Ceilings, predict, predict_kernel
+from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
 from .frames import long_frame
@@ -160,11 +160,11 @@ def time_sweep(model: ModelSpec, gpu: GpuSpec, batch: int = 1, dtype: DType = DT
             lens = np.union1d(lens, [float(marked_seq_len)])
     elif marked_seq_len not in lens:
         marked_seq_len = None
-    def floor(cost):
-        return predict(cost, roofs).t_floor_s
+    def t_floor(cost):
+        return floor(cost, roofs).t_floor_s
 
-    naive = model_total(model_prefill(model, lens, batch, dtype, causal, naive=True), floor)
-    flash = model_total(model_prefill(model, lens, batch, dtype, causal, gpu=gpu), floor)
+    naive = model_total(model_prefill(model, lens, batch, dtype, causal, naive=True), t_floor)
+    flash = model_total(model_prefill(model, lens, batch, dtype, causal, gpu=gpu), t_floor)
     return TimeSweep(model.display_name, gpu.display_name, dtype, int(batch), causal, model.num_layers, lens,
                      naive, flash, limit, marked_seq_len)
 
@@ -259,7 +259,7 @@ def decode_sweep(model: ModelSpec, gpu: GpuSpec, batches: Sequence[int] = DECODE
     weights = KernelCost("weights", np.float64(0.0), np.float64(decode_step(model, 1, 1, dtype).weight_bytes_per_step))
     return DecodeSweep(model.display_name, gpu.display_name, dtype, kv_dtype, int(page_size), model.num_layers,
                        gpu.num_sms, lens, batches, tuple(launched), tuple(floors),
-                       float(predict_kernel(weights, roofs).t_floor_s),
+                       float(floor_kernel(weights, roofs).t_floor_s),
                        None if any(p is None for p in predicted) else tuple(predicted))
 
 
@@ -269,7 +269,7 @@ def _decode_point(model: ModelSpec, gpu: GpuSpec, batch: DecodeBatch, page_size:
     without a fit for every layer type) of the whole model, from one model_decode."""
     layers = model_decode(model, batch, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
                           units_per_sm=gpu.units_per_sm)
-    floor = float(model_total(layers, lambda c: predict(c, roofs).t_floor_s))
+    t_floor = float(model_total(layers, lambda c: floor(c, roofs).t_floor_s))
     launched = float(model_total(layers, lambda c: model_time(c, roofs)))
     predicted = 0.0
     for item in layers:
@@ -279,9 +279,9 @@ def _decode_point(model: ModelSpec, gpu: GpuSpec, batch: DecodeBatch, page_size:
             return layer_decode(model, item.name, batch, page_size, dtype, kv_dtype, 1, 1, n, u)
         p = decode_prediction(gpu, item.layer, price, dtype) if item.layer.is_attention else None
         if p is None:
-            return floor, launched, None
+            return t_floor, launched, None
         predicted += item.num_layers * p.t_predicted_s
-    return floor, launched, predicted
+    return t_floor, launched, predicted
 
 
 def decode_sweeps(model: ModelSpec, gpus: Sequence[GpuSpec], batches: Sequence[int] = DECODE_BATCHES,

@@ -131,7 +131,7 @@ def test_measured_roofs_and_points(tmp_path):
 def test_the_exp_roof_of_an_attention_at_its_head_dim():
     """--exp-roof: the exp roof times the FLOPs an exp (4 d per pair at d_v = d: 512 at d 128). On B200 the exp
     units alone cap d-128 attention at 1 / 0.945 of the tensor roof (the ratio explain derives)."""
-    from rooflab.roofline import Ceilings
+    from rooflab.floors import Ceilings
 
     gpu = load_gpu("b200")
     data = roofline_data(load_model("llama-3-8b"), [gpu], dtype=DType.bf16)

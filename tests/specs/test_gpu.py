@@ -47,7 +47,7 @@ def test_ridge_point_is_295(h100):
 # --- physical roofs: the maximum SM clock x the per-clock rate, every accumulate mode (issue 27) ----------------
 
 from rooflab.load import available
-from rooflab.roofline import Ceilings
+from rooflab.floors import Ceilings
 from rooflab.vocab import CeilingSource
 from support import HUGE
 from rooflab import load_model
