@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from .load import available, load_gpu, load_model
-from .output import Column, Format, Frame, render
+from .output import Column, Format, Table, render
 from .units import DType, fmt_bytes, fmt_params, fmt_rate
 
 
-def gpu_frame() -> Frame:
+def gpus_table() -> Table:
     """One record per bundled GPU: headline ceilings, capacity, the fp16 ridge and on-chip sizes."""
     records = []
     for name in available("hardware"):
@@ -29,10 +29,10 @@ def gpu_frame() -> Frame:
         Column("smem_per_sm_bytes", "smem/SM",
                lambda r: "-" if r["smem_per_sm_bytes"] is None else fmt_bytes(r["smem_per_sm_bytes"])),
     )
-    return Frame(columns, tuple(records))
+    return Table(columns, tuple(records))
 
 
-def model_frame() -> Frame:
+def models_table() -> Table:
     """One record per bundled model: parameters, layers, attention shape, KV bytes per token, max context."""
     records = []
     for name in available("models"):
@@ -54,12 +54,20 @@ def model_frame() -> Frame:
         Column("kv_bytes_per_token_fp16", "KV per token fp16", lambda r: fmt_bytes(r["kv_bytes_per_token_fp16"])),
         Column("max_context_len", "max context", lambda r: f"{r['max_context_len']:,}"),
     )
-    return Frame(columns, tuple(records))
+    return Table(columns, tuple(records))
 
 
-def gpu_table(fmt: Format = Format.table) -> str:
-    return render(gpu_frame(), fmt)
+def render_gpus(fmt: Format = Format.table) -> str:
+    return render(gpus_table(), fmt)
 
 
-def model_table(fmt: Format = Format.table) -> str:
-    return render(model_frame(), fmt)
+def render_models(fmt: Format = Format.table) -> str:
+    return render(models_table(), fmt)
+
+
+#: The old names (the *_frame builders returned a text Table, not a pandas frame; gpu_table and model_table
+#: the rendered text, as render_* does elsewhere), kept for one release.
+gpu_frame = gpus_table
+model_frame = models_table
+gpu_table = render_gpus
+model_table = render_models

@@ -1,8 +1,10 @@
 """Results -> text and files: the one tabular path (table, markdown, CSV, JSON), strict JSON, the one atomic writer.
 
-Every result rooflab prints is first a Frame: raw records in SI units (what CSV writes), the
+Every result rooflab prints is first a Table: raw records in SI units (what CSV writes), the
 columns a person reads (header and how each cell is shown), and the JSON document. `render`
-turns a Frame into any of the four formats; nothing else in rooflab writes CSV or JSON text.
+turns a Table into any of the four formats; nothing else in rooflab writes CSV or JSON text.
+(A Table is text to print; a result's `to_frame()` is a pandas DataFrame. `Frame` is Table's old
+name, kept for one release.)
 
 JSON is strict: a NaN or an infinity anywhere in a document is an error naming where it is
 (json.dumps would print the non-JSON tokens NaN and Infinity). Files are written through a
@@ -65,7 +67,7 @@ class Column:
 
 
 @dataclass(frozen=True)
-class Frame:
+class Table:
     """A result ready to render: `records` (raw values; CSV writes every key), `columns` (the table), `doc` (JSON).
 
     `vertical` shows a single record as label / value lines (a plan, a list of limits).
@@ -84,8 +86,8 @@ class Frame:
         return [dict(r) for r in self.records] if self.doc is None else self.doc
 
 
-def render(frame: Frame, fmt: Format = Format.table, width: int | None = None) -> str:
-    """The frame as text in `fmt`; JSON and CSV refuse non-finite numbers (OutputError names where).
+def render(result: Table, fmt: Format = Format.table, width: int | None = None) -> str:
+    """The table as text in `fmt`; JSON and CSV refuse non-finite numbers (OutputError names where).
 
     A table wider than `width` characters (default: terminal_width(), None when printing to a pipe
     or a file) is split into blocks of columns stacked one under another, each repeating the first
@@ -93,22 +95,22 @@ def render(frame: Frame, fmt: Format = Format.table, width: int | None = None) -
     """
     fmt = Format(fmt)
     if fmt is Format.json:
-        return json_text(frame.json_doc())
+        return json_text(result.json_doc())
     if fmt is Format.csv:
-        return csv_text(frame.records, frame.csv_keys)
+        return csv_text(result.records, result.csv_keys)
     md = fmt is Format.markdown
     width = None if md else (terminal_width() if width is None else width)
-    if frame.vertical:
-        body = _vertical(frame, md, width)
+    if result.vertical:
+        body = _vertical(result, md, width)
     else:
-        body = table([c.header for c in frame.columns], [[c.cell(r) for c in frame.columns] for r in frame.records],
-                     markdown=md, width=width, key_columns=frame.key_columns)
+        body = table([c.header for c in result.columns], [[c.cell(r) for c in result.columns] for r in result.records],
+                     markdown=md, width=width, key_columns=result.key_columns)
     parts = []
-    if frame.title:
-        parts += [f"## {frame.title}" if md else _wrap(frame.title, width), *([""] if md or not frame.vertical else [])]
+    if result.title:
+        parts += [f"## {result.title}" if md else _wrap(result.title, width), *([""] if md or not result.vertical else [])]
     parts.append(body)
-    if frame.notes:
-        parts += ["", *[("- " if md else "") + _wrap(n, width) for n in frame.notes]]
+    if result.notes:
+        parts += ["", *[("- " if md else "") + _wrap(n, width) for n in result.notes]]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -135,9 +137,9 @@ def _wrap(text: str, width: int | None) -> str:
                      for line in text.split("\n"))
 
 
-def _vertical(frame: Frame, markdown: bool, width: int | None = None) -> str:
-    record = frame.records[0] if frame.records else {}
-    pairs = [(c.header, c.cell(record)) for c in frame.columns]
+def _vertical(result: Table, markdown: bool, width: int | None = None) -> str:
+    record = result.records[0] if result.records else {}
+    pairs = [(c.header, c.cell(record)) for c in result.columns]
     if markdown:
         return "\n".join(["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in pairs])
     label = max((len(k) for k, _ in pairs), default=0)
@@ -388,5 +390,8 @@ def _resolve(path: Path) -> Path:
         return path.absolute()
 
 
-__all__ = ["Column", "Format", "Frame", "OutputError", "check_writable", "csv_text", "json_text", "render", "table", "terminal_width",
+#: Table's old name, kept for one release.
+Frame = Table
+
+__all__ = ["Column", "Format", "Frame", "OutputError", "Table", "check_writable", "csv_text", "json_text", "render", "table", "terminal_width",
            "write_atomic"]

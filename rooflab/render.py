@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .output import Column, Format, Frame, render
+from .output import Column, Format, Table, render
 from .report import PrefillFacts, Report
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds, ridge_text
 from .vocab import Phase
@@ -58,8 +58,8 @@ def _details(r: Report) -> list[str]:
     return lines
 
 
-def report_frame(r: Report) -> Frame:
-    """The report as a Frame: a row per variant (and per kernel launch), the title, the details and facts."""
+def report_table(r: Report) -> Table:
+    """The report as a Table: a row per variant (and per kernel launch), the title, the details and facts."""
     records = []
     for row in r.rows:
         layers = row.num_layers or r.num_layers
@@ -92,7 +92,7 @@ def report_frame(r: Report) -> Frame:
                     Column("predicted_from", "fitted on", lambda x: _fitted_on(x.get("predicted_from"))))
     totals = [f"whole model, {t.variant} for the softmax layers: {fmt_flops(t.flops)}, {fmt_bytes(t.hbm_bytes)}, "
               f"t_floor {fmt_seconds(t.t_floor_s)} over {t.num_layers} layers" for t in r.totals] if hybrid else []
-    return Frame(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
+    return Table(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
                  notes=tuple(_warnings(r) + totals + _details(r) + _facts(r) + _fitting(r) + _predictions(r)
                              + list(r.notes)),
                  csv_keys=_CSV_KEYS)
@@ -136,7 +136,7 @@ def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_typ
 
 
 def render_report(r: Report, fmt: Format = Format.table) -> str:
-    return render(report_frame(r), fmt)
+    return render(report_table(r), fmt)
 
 
 def _warnings(r: Report) -> list[str]:
@@ -201,8 +201,8 @@ def _facts(r: Report) -> list[str]:
             f"and {fmt_bytes(f.kv_bytes_per_step)} of KV cache"]
 
 
-def capacity_frame(plan: "CapacityPlan") -> Frame:
-    """The capacity plan as a vertical Frame: label and value lines; CSV one row and JSON one object of every field."""
+def capacity_table(plan: "CapacityPlan") -> Table:
+    """The capacity plan as a vertical Table: label and value lines; CSV one row and JSON one object of every field."""
     lines = [
         ("usable memory", f"{fmt_bytes(plan.usable_bytes)} ({plan.gpu_memory_utilization:.0%} of the device)"),
         ("weights", f"{fmt_bytes(plan.weights_bytes)} ({plan.weight_dtype})"),
@@ -252,7 +252,7 @@ def capacity_frame(plan: "CapacityPlan") -> Frame:
     record = plan.to_dict()
     columns = tuple(Column(label, label, lambda _, text=text: text) for label, text in lines)
     notes = ((f"answer: {plan.reason}",) if plan.reason else ()) + (BOUND_NOTE,)
-    return Frame(columns, (record,), doc=record, title=title, notes=notes, vertical=True,
+    return Table(columns, (record,), doc=record, title=title, notes=notes, vertical=True,
                  csv_keys=tuple(k for k in record if k != "layers"))
 
 
@@ -271,4 +271,9 @@ def _layer_line(k, page_size: int) -> str:
 
 def render_capacity(plan: "CapacityPlan", fmt: Format = Format.table) -> str:
     """The capacity plan as label / value lines, markdown, CSV (one row) or JSON."""
-    return render(capacity_frame(plan), fmt)
+    return render(capacity_table(plan), fmt)
+
+
+#: The old names (they returned a text Table, not a pandas frame), kept for one release.
+report_frame = report_table
+capacity_frame = capacity_table

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .numerics import SoftmaxHeadroom, StateErrorRow
-from .output import Column, Format, Frame, csv_text, render
+from .output import Column, Format, Table, csv_text, render
 
 
 def _headroom_records(h: SoftmaxHeadroom) -> list[tuple[str, str, float | int]]:
@@ -38,7 +38,7 @@ def _number(x: float | int) -> str:
     return f"{x:.4f}" if 1e-3 <= abs(x) < 1e6 else f"{x:.6g}"
 
 
-def headroom_frame(h: SoftmaxHeadroom) -> Frame:
+def headroom_table(h: SoftmaxHeadroom) -> Table:
     """The exp range limits of a dtype and naive softmax's headroom: quantity / value lines; CSV and JSON one record."""
     figures = _headroom_records(h)
     record = {"dtype": h.limits.dtype.value, **{key: value for key, _, value in figures}}
@@ -47,19 +47,19 @@ def headroom_frame(h: SoftmaxHeadroom) -> Frame:
     note = ("logits assumed N(0, std^2); trained models have heavier tails, so the headroom is an "
             "upper bound. Safe and online softmax subtract the row max and never overflow.")
     rows = tuple({"quantity": label, "value": _number(value)} for _, label, value in figures)
-    return Frame((Column("quantity", "quantity"), Column("value", "value")), rows, doc=record, title=title,
+    return Table((Column("quantity", "quantity"), Column("value", "value")), rows, doc=record, title=title,
                  notes=(note,), csv_keys=tuple(record))
 
 
 def render_headroom(h: SoftmaxHeadroom, fmt: Format = Format.table) -> str:
     """The exp range limits of a dtype and naive softmax's headroom, as a table, markdown, CSV or JSON."""
-    frame = headroom_frame(h)
+    shown = headroom_table(h)
     if Format(fmt) is Format.csv:   # CSV is the one record, not the displayed lines
-        return csv_text([frame.doc], frame.csv_keys)
-    return render(frame, fmt)
+        return csv_text([shown.doc], shown.csv_keys)
+    return render(shown, fmt)
 
 
-def state_error_frame(rows: Sequence[StateErrorRow]) -> Frame:
+def state_error_table(rows: Sequence[StateErrorRow]) -> Table:
     """The state-precision error study: one record per (sequence length, precision)."""
     records = tuple({"seq_len": r.seq_len, "precision": r.precision.value, "max_rel_error": r.max_rel_error,
                      "median_rel_error": r.median_rel_error, "storage_rel_error": r.storage_rel_error}
@@ -68,9 +68,14 @@ def state_error_frame(rows: Sequence[StateErrorRow]) -> Frame:
                Column("max_rel_error", "max rel. error", lambda r: f"{r['max_rel_error']:.2e}"),
                Column("median_rel_error", "median rel. error", lambda r: f"{r['median_rel_error']:.2e}"),
                Column("storage_rel_error", "storing o alone", lambda r: f"{r['storage_rel_error']:.2e}"))
-    return Frame(columns, records)
+    return Table(columns, records)
 
 
 def render_state_errors(rows: Sequence[StateErrorRow], fmt: Format = Format.table) -> str:
     """The state-precision error study: one line per (sequence length, precision)."""
-    return render(state_error_frame(rows), fmt)
+    return render(state_error_table(rows), fmt)
+
+
+#: The old names (they returned a text Table, not a pandas frame), kept for one release.
+headroom_frame = headroom_table
+state_error_frame = state_error_table

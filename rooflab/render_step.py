@@ -1,8 +1,8 @@
-"""A whole-model step report (rooflab.step) -> a Frame: one line per component, the step's floor and prediction."""
+"""A whole-model step report (rooflab.step) -> a Table: one line per component, the step's floor and prediction."""
 
 from __future__ import annotations
 
-from .output import Column, Format, Frame, render
+from .output import Column, Format, Table, render
 from .predict import MEASURED_HERE
 from .step import StepReport
 from .units import fmt_bytes, fmt_flops, fmt_seconds
@@ -20,7 +20,7 @@ def _fitted_on(provenance) -> str:
                      for p in provenance.split(","))
 
 
-def step_frame(r: StepReport) -> Frame:
+def step_report_table(r: StepReport) -> Table:
     """Rows per component for the whole step on one GPU; title with the deployment, notes with the totals."""
     split = "".join(text for n, text in ((r.decode_context_parallel, f", DCP {r.decode_context_parallel} (inside TP)"),
                                          (r.dcp, f", KVP {r.dcp}"), (r.cp, f", PCP {r.cp} (ring)")) if n > 1)
@@ -72,7 +72,7 @@ def step_frame(r: StepReport) -> Frame:
                               if pred and r.step == "decode" else ""),
              f"memory per GPU: weights {fmt_bytes(r.weight_bytes_per_gpu)} + KV cache {fmt_bytes(r.kv_bytes_per_gpu)} "
              f"of {fmt_bytes(r.usable_bytes_per_gpu)} usable", *r.notes]
-    return Frame(columns, tuple(records), doc=r.to_dict(), title=title, notes=tuple(notes),
+    return Table(columns, tuple(records), doc=r.to_dict(), title=title, notes=tuple(notes),
                  csv_keys=("model", "gpu", "step", "batch", "context_len", "tp", "dcp", "cp", "variant", "label",
                            "layer_type", "num_layers", "calls", "flops", "hbm_bytes", "comm_bytes", "weight_bytes",
                            "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound",
@@ -80,7 +80,10 @@ def step_frame(r: StepReport) -> Frame:
 
 
 def render_step(r: StepReport, fmt: Format = Format.table) -> str:
-    return render(step_frame(r), fmt)
+    return render(step_report_table(r), fmt)
 
 
-__all__ = ["render_step", "step_frame"]
+#: The old names (they returned a text Table, not a pandas frame), kept for one release.
+step_frame = step_report_table
+
+__all__ = ["render_step", "step_report_table"]

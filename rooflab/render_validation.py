@@ -1,10 +1,10 @@
-"""Validation results -> a Frame: one record per (kernel, implementation), rendered by output.py."""
+"""Validation results -> a Table: one record per (kernel, implementation), rendered by output.py."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .output import Column, Format, Frame, render
+from .output import Column, Format, Table, render
 from .predict import MAX_AUTO_ERROR
 from .units import fmt_rate, fmt_seconds
 
@@ -43,7 +43,7 @@ def _holds(r: dict[str, Any]) -> str:
     return "yes" if r["median_error"] <= MAX_AUTO_ERROR else "NO"
 
 
-def validation_frame(v: "Validation", wide: bool = False) -> Frame:
+def validation_table(v: "Validation", wide: bool = False) -> Table:
     """Per kernel and implementation: floor fractions, the fit and its held-out error (`wide`: achieved rates and
     every fitted constant too). The title names each fit that does not hold (held-out median error above
     predict.MAX_AUTO_ERROR, so never chosen automatically); a note explains an efficiency above 100%."""
@@ -99,9 +99,13 @@ def validation_frame(v: "Validation", wide: bool = False) -> Frame:
                      "predicts at the calibrated ceilings: the model's terms (exps serial after the matrix work, "
                      "the parallelism model's idle SMs, whole tiles) over-price it, or it beats the calibrated "
                      "rates (one cuBLAS GEMM shape and one device copy, not the peak). Floors never use eta")
-    return Frame(columns, tuple({**_record(g), "holds": None} for g in v.groups), doc=v.to_dict(), title=head,
+    return Table(columns, tuple({**_record(g), "holds": None} for g in v.groups), doc=v.to_dict(), title=head,
                  notes=tuple(notes), csv_keys=_CSV_KEYS, key_columns=2)
 
 
 def render_validation(v: "Validation", fmt: Format = Format.table, wide: bool = False) -> str:
-    return render(validation_frame(v, wide), fmt)
+    return render(validation_table(v, wide), fmt)
+
+
+#: The old names (they returned a text Table, not a pandas frame), kept for one release.
+validation_frame = validation_table

@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from rooflab.output import Column, Format, Frame, OutputError, check_writable, json_text, render, table, terminal_width, write_atomic
+from rooflab.output import Column, Format, Table, OutputError, check_writable, json_text, render, table, terminal_width, write_atomic
 
 
 HEADERS = ["variant", "FLOPs", "HBM bytes", "FLOP/byte", "t_compute", "t_memory", "t_floor", "bound"]
@@ -34,10 +34,10 @@ ROWS = [["naive", "549.823 GFLOP", "16.156 GiB", "31.7", "555.713 us", "5.178 ms
 FULL_WIDTH = max(len(line) for line in table(HEADERS, ROWS).splitlines())
 
 
-def _frame(**kw) -> Frame:
+def _table(**kw) -> Table:
     columns = tuple(Column(str(i), h) for i, h in enumerate(HEADERS))
     records = tuple({str(i): cell for i, cell in enumerate(row)} for row in ROWS)
-    return Frame(columns, records, title="a title " * 20, notes=("a note " * 30,), **kw)
+    return Table(columns, records, title="a title " * 20, notes=("a note " * 30,), **kw)
 
 
 @pytest.fixture
@@ -81,14 +81,14 @@ def test_a_column_wider_than_the_terminal_gets_a_block_of_its_own():
 
 
 def test_render_wraps_only_in_a_terminal_or_under_columns(monkeypatch, no_terminal):
-    frame = _frame()
-    full = render(frame)
+    shown = _table()
+    full = render(shown)
     assert terminal_width() is None
     assert max(len(line) for line in full.splitlines()) > 80        # so wrapping would show
-    assert full == render(frame, width=10_000)
+    assert full == render(shown, width=10_000)
     monkeypatch.setenv("COLUMNS", "80")
     assert terminal_width() == 80
-    wrapped = render(frame)
+    wrapped = render(shown)
     assert wrapped != full and max(len(line) for line in wrapped.splitlines()) <= 80
     assert _words(wrapped) == _words(full)        # laid out again, nothing dropped
 
@@ -102,7 +102,7 @@ def _words(text: str) -> set[str]:
 def test_a_columns_value_that_is_not_a_width_is_ignored(monkeypatch, no_terminal, value):
     monkeypatch.setenv("COLUMNS", value)
     assert terminal_width() is None
-    assert render(_frame()) == render(_frame(), width=10_000)
+    assert render(_table()) == render(_table(), width=10_000)
 
 
 def test_a_terminal_is_asked_its_width(monkeypatch):
@@ -114,21 +114,21 @@ def test_a_terminal_is_asked_its_width(monkeypatch):
     monkeypatch.setattr(sys, "stdout", Tty())
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, **k: shutil.os.terminal_size((70, 24)))
     assert terminal_width() == 70
-    assert max(len(line) for line in render(_frame()).splitlines()) <= 70
+    assert max(len(line) for line in render(_table()).splitlines()) <= 70
 
 
 @pytest.mark.parametrize("fmt", [Format.markdown, Format.csv, Format.json])
 def test_other_formats_never_wrap(monkeypatch, no_terminal, fmt):
-    frame = _frame()
-    unwrapped = render(frame, fmt)
+    shown = _table()
+    unwrapped = render(shown, fmt)
     monkeypatch.setenv("COLUMNS", "40")
-    assert render(frame, fmt) == unwrapped
+    assert render(shown, fmt) == unwrapped
 
 
-def test_a_vertical_frame_wraps_its_values_under_the_value_column():
+def test_a_vertical_table_wraps_its_values_under_the_value_column():
     long = "one two three four five six seven eight nine ten eleven twelve thirteen"
-    frame = Frame((Column("a", "short"), Column("b", "a longer label")), ({"a": "x", "b": long},), vertical=True)
-    text = render(frame, width=50)
+    shown = Table((Column("a", "short"), Column("b", "a longer label")), ({"a": "x", "b": long},), vertical=True)
+    text = render(shown, width=50)
     lines = text.splitlines()
     assert all(len(line) <= 50 for line in lines)
     assert " ".join(text.split()[text.split().index("label") + 1:]) == long
@@ -307,3 +307,30 @@ def test_a_nul_character_in_an_output_name_is_refused_naming_the_option(tmp_path
 
     with pytest.raises(OutputError, match="-o .*cannot hold a NUL"):
         check_writable(tmp_path / "a\x00b.csv")
+
+
+@pytest.mark.parametrize("module, old, new", [
+    ("rooflab.output", "Frame", "Table"),
+    ("rooflab.render", "report_frame", "report_table"), ("rooflab.render", "capacity_frame", "capacity_table"),
+    ("rooflab.render_step", "step_frame", "step_report_table"),
+    ("rooflab.render_validation", "validation_frame", "validation_table"),
+    ("rooflab.render_numerics", "headroom_frame", "headroom_table"),
+    ("rooflab.render_numerics", "state_error_frame", "state_error_table"),
+    ("rooflab.catalog", "gpu_frame", "gpus_table"), ("rooflab.catalog", "model_frame", "models_table"),
+    ("rooflab.catalog", "gpu_table", "render_gpus"), ("rooflab.catalog", "model_table", "render_models"),
+    ("rooflab.engines.frame", "engine_frame", "engine_table"),
+    ("rooflab.engines.frame", "explanation_frame", "explanation_table"),
+    ("rooflab.engines.request", "engine_frame_for", "engine_table_for"),
+])
+def test_a_text_table_s_old_frame_name_is_kept_for_one_release(module, old, new):
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert getattr(mod, old) is getattr(mod, new)
+
+
+def test_a_catalog_table_is_a_table():
+    from rooflab.catalog import gpus_table, render_gpus
+
+    assert isinstance(gpus_table(), Table) and "h200" in render_gpus().lower()
+    assert render_gpus(Format.csv) == render(gpus_table(), Format.csv)

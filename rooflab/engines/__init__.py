@@ -10,7 +10,7 @@ log (profile.py: the activation peak; memory.py: weights as loaded, non-torch me
     engine_capacity(model, gpu, settings)           -> EngineCapacity (terms, blocks, tokens, concurrency, lines)
     logs.read_log(path), logs.parse_log(text, name)  -> EngineLog (each recognised figure with its line)
     explain.explain_log(log, model, gpu, settings)   -> LogExplanation (rebuilt, checks, modelled, what-if)
-    request.engine_frame_for(options, given)         -> the Frame `rooflab capacity --engine/--engine-log` prints
+    request.engine_table_for(options, given)         -> the Table `rooflab capacity --engine/--engine-log` prints
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..output import Column, Frame
+from ..output import Column, Table
 from ..units import GiB, fmt_bytes
 from .explain import LogExplanation
 from .result import EngineCapacity, Role
@@ -38,18 +38,18 @@ def _csv_record(c: EngineCapacity) -> dict:
     return record
 
 
-def engine_frame(c: EngineCapacity) -> Frame:
+def engine_table(c: EngineCapacity) -> Table:
     """An engine-faithful capacity as label / value lines: the terms, then the figures as the engine logs them."""
     lines = _term_lines(c) + [("engine prints", line) for line in c.lines]
     notes = (f"engine-faithful estimate: {c.releases}'s own accounting with its unlogged terms modelled; "
              "without --engine, `rooflab capacity` prints rooflab's bound instead",) + c.notes
     record = _csv_record(c)
     columns = tuple(Column(f"{i}", label, lambda _, text=text: text) for i, (label, text) in enumerate(lines))
-    return Frame(columns, (record,), doc=c.to_dict(), title=_title(c), notes=notes, vertical=True,
+    return Table(columns, (record,), doc=c.to_dict(), title=_title(c), notes=notes, vertical=True,
                  csv_keys=tuple(record))
 
 
-def explanation_frame(x: LogExplanation) -> Frame:
+def explanation_table(x: LogExplanation) -> Table:
     """A log explained: the terms with the lines they come from, the checks, rooflab's own estimate, a what-if."""
     r = x.reproduced
     lines = [("setting", line) for line in x.settings_taken] + _term_lines(r) + \
@@ -79,7 +79,7 @@ def explanation_frame(x: LogExplanation) -> Frame:
     record = _csv_record(r)
     columns = tuple(Column(f"{i}", label, lambda _, text=text: text) for i, (label, text) in enumerate(lines))
     title = f"{x.log}: {_title(r)}"
-    return Frame(columns, (record,), doc=x.to_dict(), title=title, notes=tuple(notes), vertical=True,
+    return Table(columns, (record,), doc=x.to_dict(), title=title, notes=tuple(notes), vertical=True,
                  csv_keys=tuple(record))
 
 
@@ -96,4 +96,8 @@ def _figure(name: str, value: float) -> str:
     return f"{int(value):,}"
 
 
-__all__ = ["engine_frame", "explanation_frame"]
+#: The old names (they returned a text Table, not a pandas frame), kept for one release.
+engine_frame = engine_table
+explanation_frame = explanation_table
+
+__all__ = ["engine_table", "explanation_table"]

@@ -1,4 +1,4 @@
-"""`rooflab capacity --engine ... / --engine-log ...`: the options as typed -> settings -> a Frame.
+"""`rooflab capacity --engine ... / --engine-log ...`: the options as typed -> settings -> a Table.
 
 rooflab's own option names and the engines' (vLLM's and SGLang's) are both accepted (rooflab/deployment_words.py,
 `DeploymentWords`, which every command shares, resolves them into one Deployment):
@@ -11,7 +11,7 @@ rooflab's own option names and the engines' (vLLM's and SGLang's) are both accep
 
 Two names for one setting given different values, options of the other mode (the bound's --shared-prefix with
 --engine, --max-num-seqs without it), an engine version of the other engine: each is a one- or two-line error
-naming the values. Nothing here prints; the CLI renders the Frame.
+naming the values. Nothing here prints; the CLI renders the Table.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..deployment import Deployment
 from ..deployment_words import DeploymentWords
 from ..errors import InputError
 from ..load import load_gpu, load_model
-from ..output import Frame
+from ..output import Table
 from ..units import GiB, parse_bytes, parse_count
 from .settings import EngineSettings
 from .vocab import Engine, KvCacheDtype, parse_accounting, parse_engine, parse_kv_cache_dtype
@@ -84,9 +84,9 @@ def _verb(flags: list[str]) -> str:
     return "applies" if len(flags) == 1 else "apply"
 
 
-def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
-    """The Frame `rooflab capacity` prints in an engine mode (module docstring)."""
-    from .frame import engine_frame, explanation_frame
+def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
+    """The Table `rooflab capacity` prints in an engine mode (module docstring)."""
+    from .frame import engine_table, explanation_table
 
     check_modes(given)
     model, gpu = load_model(o.model), load_gpu(o.gpu)
@@ -96,7 +96,7 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
             raise InputError("--what-if applies with --engine-log only (a prediction takes the options directly)")
         from . import engine_capacity
 
-        return engine_frame(engine_capacity(model, gpu, _settings(o, parse_engine(o.engine))))
+        return engine_table(engine_capacity(model, gpu, _settings(o, parse_engine(o.engine))))
     if "model" not in given:
         raise InputError("--engine-log needs --model: the model the logged run served")
     from .explain import explain_log
@@ -111,7 +111,7 @@ def engine_frame_for(o: EngineOptions, given: set[str]) -> Frame:
               "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype")}
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
     x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if, engine), chosen)
-    return explanation_frame(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
+    return explanation_table(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
 
 
 def _engine_names(o: EngineOptions, engine: Engine, given: set[str]) -> None:
@@ -190,5 +190,8 @@ def _what_if_value(field: str, value: str, item: str, engine: Engine | None = No
         raise InputError(f"--what-if '{item}': {exc}") from None
 
 
-__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "DeploymentWords", "EngineOptions", "check_modes", "engine_frame_for", "parse_what_if",
+#: The old names (they returned a text Table, not a pandas frame), kept for one release.
+engine_frame_for = engine_table_for
+
+__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "DeploymentWords", "EngineOptions", "check_modes", "engine_table_for", "parse_what_if",
            "wants_engine"]
