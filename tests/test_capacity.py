@@ -1,25 +1,10 @@
-"""Tests of rooflab/capacity.py.
+"""Tests of rooflab/capacity.py: the capacity planner.
 
-From the suites this file gathers:
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
-
-The capacity planner, and the CLI for `rooflab report --phase decode` and `rooflab capacity`.
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
-
-to_frame() on every result object (sweeps, roofline data, capacity plans, validations), and sweeps on the
-user's own grid of lengths and batches (checked: a bad grid is an InputError naming the argument).
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
-
-Decode context parallelism (cost/dcp.py) and ring / Ulysses prefill (cost/ring.py): formulas by hand, invariants,
-bad input, and capacity --dcp.
+Tensor-parallel plans per GPU (70B needs two H100s), the smallest deployment when nothing fits, shared
+prefixes, paging and fp8 KV, a workload that does not fit as an answer and weights that do not fit as an
+error, DCP sharding the KV, expert parallelism counted on the busiest GPU, the capacity curve equal to the
+plan at every point, frames; bad arguments (numbers past 2**64, long lists, NaN, prefixes as long as the
+context, a runaway split search) refused naming the argument, and NumPy scalars and dtype names accepted.
 """
 
 from __future__ import annotations

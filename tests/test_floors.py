@@ -1,40 +1,10 @@
-"""Tests of rooflab/floors.py.
+"""Tests of rooflab/floors.py: physical floors and the roofs they come from.
 
-From the suites this file gathers:
-
-The prediction model (rooflab/predict.py) and the calibrated ceilings it runs on: the per-SM streaming curve.
-
-Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated.
-
-Every number here is derived in the chapter "Naive attention and the online softmax",
-in the opening part (cited as "chapter 1, <passage>"): the S tensor, the
-three-kernel traffic count, the intensity reconciliation and the time floors.
-rooflab computes them from the YAML specs; nothing below is fed in but the workload.
-
-Three roofs and physical floors: the exp roof, the bound it can set, floors no measurement beats.
-
-Sources: the H200's measured rows (measurements/, RESULTS.md); NVIDIA's Blackwell datasheet, HGX B200 column
-(2.25 PFLOP/s dense fp16); 16 exps per clock per SM (CUDA C++ Programming Guide, throughput table) at
-148 SMs x 1.965 GHz = 4.65e12 exp/s; FlashAttention-4 (the exp units tie the tensor cores at d 128 on B200).
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
-
-`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
-
-The data are real runs (RESULTS.md says when, where and with which command). These tests pin
-what the committed data and the current cost model say together: every bundled kernel was
-measured, its metadata is complete, and the calibrated model predicts the held-out half of the
-sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
-fixed files, so nothing here depends on the speed of the machine running the tests.
-
-Invariants of the prefill cost model across random shapes (STYLE.md habit 9).
-
-The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
+Memory- and compute-bound floors (golden figures for one layer of Llama-3-8B on an H100 SXM in fp16; "chapter 1" = the
+chapter "Naive attention and the online softmax"), ridge distances, the exp roof and the bound it can set (16 exps per
+clock per SM, CUDA C++ Programming Guide; vector exps share the FMA units), floors that ignore the parallelism
+model and that no measurement beats, the per-SM streaming curve (busy SMs to bandwidth), and calibrated
+ceilings: bundled, named, needing a measured section.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Tests of rooflab/kvcache.py.
+"""Tests of rooflab/kvcache.py: KV bytes per token and per sequence, and what a batch holds.
 
-From the suites this file gathers:
-
-Every bundled model: its parameter count against the published one, the round trip through a config.json,
-the real config.json files in tests/data/hf_configs loading to the bundled specs, KV golden values, and the CLI.
-
-Published counts and what each includes are in each YAML's comment and parameters_note; the config.json
-files and where they were copied from are listed in tests/data/hf_configs/SOURCES.md.
-
-Honest reports: the decode report says whether the batch fits (weights + KV on one GPU).
+Golden values: DeepSeek-V3's latent cache (technical report, section 2.1.1: 512 + 64 per token per layer),
+Gemma-3-27B and others at 64k tokens in 16-token pages; windows and fp8 shrinking a batch; a sparse MLA layout
+on a model without MLA refused; bad arguments named; lists of lengths.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""Tests of rooflab/output.py.
+"""Tests of rooflab/output.py: tables and the atomic writer.
 
-From the suites this file gathers:
-
-Tables that fit the terminal: wide tables split into stacked column blocks, each led by the label column.
-
-Only a terminal (or $COLUMNS) triggers wrapping; a pipe, a file and the test runner keep the full width.
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
+Tables that fit the terminal (wide ones split into column blocks that repeat every key column; only a terminal
+or $COLUMNS wraps), JSON refusing non-finite numbers; write_atomic: modes from the umask, kept modes and
+symbolic links, signals during a write, OS errors, long or NUL-carrying names and hard links to an input
+as OutputErrors naming the path.
 """
 
 from __future__ import annotations

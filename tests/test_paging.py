@@ -1,13 +1,6 @@
-"""Tests of rooflab/paging.py.
-
-From the suites this file gathers:
-
-Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
-
-Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
-"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
+"""Tests of rooflab/paging.py: pages, blocks and slots (chapter 2, "FlashAttention and PagedAttention: what
+does each save?"), reusable and shared prefixes, continuous batching counted by events, paging never reserving
+more than contiguous allocation, and bad arguments named.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""Tests of rooflab/units.py.
+"""Tests of rooflab/units.py: dtypes, weight formats, counts and sizes.
 
-From the suites this file gathers:
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
-
-Bundled specs load, and every kind of bad spec is an error naming the file, the field and the value.
+One dtype vocabulary (the engines' spellings, auto, vLLM's --dtype auto as loaded_dtype: Gemma-2-2B's float32
+config plans in bf16 on Ampere and newer), weight formats (fp8 keeps Qwen2.5-7B's embeddings and head in
+bf16; parametric integer formats), counts and sizes (a fraction of a byte refused, engines' rounded sizes read
+to the nearest byte), SGLang's --kv-cache-dtype choices, and bad values refused naming the argument.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
-"""Tests of rooflab/bench/validate.py.
+"""Tests of rooflab/bench/validate.py: predicted against measured, on the bundled H200 dataset and on fixtures.
 
-From the suites this file gathers:
-
-`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
-
-The data are real runs (RESULTS.md says when, where and with which command). These tests pin
-what the committed data and the current cost model say together: every bundled kernel was
-measured, its metadata is complete, and the calibrated model predicts the held-out half of the
-sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
-fixed files, so nothing here depends on the speed of the machine running the tests.
-
-The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
-
-to_frame() on every result object (sweeps, roofline data, capacity plans, validations), and sweeps on the
-user's own grid of lengths and batches (checked: a bad grid is an InputError naming the argument).
+The bundled data are real runs (RESULTS.md says when, where and with which command): every rooflab kernel is
+predicted within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel) on held-out rows the fit
+never sees. Fixture files built from rooflab's own predictions check that validation recovers a known
+efficiency and overhead. Also: campaigns of two GPUs are not validated together, the frames and the default
+view, the headline naming a failing fit, an efficiency above 100% explained, and a campaign given twice (or
+a copy of the validated file) refused. The data are fixed files: nothing depends on the machine's speed.
 """
 
 from __future__ import annotations

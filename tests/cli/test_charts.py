@@ -1,13 +1,8 @@
-"""Tests of rooflab/cli/charts.py.
+"""Tests of rooflab/cli/charts.py: `rooflab plot` under the Agg backend.
 
-From the suites this file gathers:
-
-Charts (rooflab.plot) under the Agg backend, and `rooflab plot`: scales, labels, limits, ridge, files.
-
-Charts of several GPUs (one panel a GPU), `rooflab plot ... -g A -g B` and --lengths, figures that show
-themselves in a fresh Jupyter kernel, and roofline labels clear of the lines.
-
-The predicted-against-measured chart on the bundled H200 data (Agg backend).
+Each chart writes its file (the default name, -o, --data as strict JSON or CSV of the chart's frame, whose
+numbers are the sweeps'), several GPUs (-g A -g B) and --lengths, charts of measurement files and the
+predicted-against-measured chart on the bundled H200 data, help, and bad input (exit 2, nothing written).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Tests of rooflab/cli/explain.py.
+"""Tests of rooflab/cli/explain.py: `rooflab explain` from the command line.
 
-From the suites this file gathers:
-
-`rooflab explain`: the chapter's figures, formulas that agree with the cost functions, and the CLI.
-
-`rooflab explain` on layer types: windows, chunks, sinks, MLA, linear layers, several query tokens per sequence.
-
-Every variant that applies to a layer type derives without ExplainMismatch (each shown formula agrees with
-the cost function to AGREEMENT_RTOL) on every bundled model and on five architectures written here as YAML,
-across workloads below and above the window, ragged batches and q_len 1 and 4; golden figures carry their
-source; explain and the report price the same layer.
+The chapter's figures in text and markdown, decode options, layer types (--layer, the decode variants each
+allows, a type the model lacks listed with the model's own), the engines' parallelism and what they refuse,
+the predicted time derived beside the floor where the GPU has a fitted model, and bad input (exit 2).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Tests of rooflab/cli/__init__.py.
+"""Tests of rooflab/cli/__init__.py: what every command shares.
 
-From the suites this file gathers:
-
-`rooflab report` and `rooflab list`: output, the JSON contract, and bad input (stderr, exit 2).
-
-Hugging Face config.json as a model spec: the configs' own rules, strict reading, and errors naming file,
-field and value (exit 2 from the CLI).
-
-Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
-the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_bundled_spec).
-
-GPU YAMLs need only what a roofline needs, report every problem at once, and JSON Schemas ship.
+GPU and model names (aliases, nvidia-smi names, ambiguous prefixes, suggestions), bad options and bad spec
+files (YAML and config.json: one line naming file, field and value, exit 2), a minimal GPU YAML running every
+command, help texts and their defaults, repeated options, --version and `python -m rooflab`; and the process
+edges: a full, closed or broken standard output, Ctrl-C while loading or running, a strict encoding, an
+unknown matplotlib backend, and warnings as errors.
 """
 
 from __future__ import annotations

@@ -1,33 +1,9 @@
-"""Tests of rooflab/cli/measure.py.
+"""Tests of rooflab/cli/measure.py: `rooflab validate` and `rooflab bench` on a machine without a GPU.
 
-From the suites this file gathers:
-
-The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
-
-The benchmark's parts that need no GPU: the sweep, the measurement rows it makes, and the
-one-line error where CuPy or a device is missing.
-
-`rooflab bench --new-kernels`: the attention variants' cases, their costs, their rows and the CLI, without a GPU;
-one GPU test (marker gpu) runs a tiny case of each new kernel through the bench end to end.
-
-The hand-computed examples below count visible (query, key) pairs from the masks' definitions
-(rooflab.cost.common.Visibility; numerics.visible_keys) and check the cost model's FLOPs against
-them: attention does 2 FLOPs a multiply-add over d for Q K^T and over d_v for P V, per visible pair
-and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kernels.mla.mla_flops).
-
-`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
-
-The data are real runs (RESULTS.md says when, where and with which command). These tests pin
-what the committed data and the current cost model say together: every bundled kernel was
-measured, its metadata is complete, and the calibrated model predicts the held-out half of the
-sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
-fixed files, so nothing here depends on the speed of the machine running the tests.
-
-The whole-model step (rooflab.step): its rows by hand, invariants, the measured step it predicts, bad input, the
-CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes).
+validate on fixture files built from rooflab's own predictions and on the bundled dataset (JSON, bad or
+missing files, another GPU's measurements, outputs that cannot be written or would overwrite the input);
+bench and the distributed bench saying what is missing, without hanging; `bench --new-kernels` handing its
+cases to the runner (the device calls replaced).
 """
 
 from __future__ import annotations

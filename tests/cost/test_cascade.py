@@ -1,16 +1,5 @@
-"""Tests of rooflab/cost/cascade.py.
-
-From the suites this file gathers:
-
-Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
-
-Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
-"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+"""Tests of rooflab/cost/cascade.py: cascade decode reads a shared prefix once; its break-even against plain
+paged decode, and its lengths checked (an InputError naming the argument).
 """
 
 from __future__ import annotations

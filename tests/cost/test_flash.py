@@ -1,17 +1,10 @@
-"""Tests of rooflab/cost/flash.py.
+"""Tests of rooflab/cost/flash.py: the FlashAttention prefill cost.
 
-From the suites this file gathers:
-
-Invariants of the prefill cost model across random shapes (STYLE.md habit 9).
-
-The parallelism model (cost/parallel.py): launches whose work units cannot fill the GPU.
-
-Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated.
-
-Every number here is derived in the chapter "Naive attention and the online softmax",
-in the opening part (cited as "chapter 1, <passage>"): the S tensor, the
-three-kernel traffic count, the intensity reconciliation and the time floors.
-rooflab computes them from the YAML specs; nothing below is fed in but the workload.
+Invariants across random shapes (STYLE.md habit 9): flash FLOPs equal naive FLOPs, flash bytes never exceed
+naive, a tiled causal pass reads about half the KV, the tile fits shared memory; the parallel fraction; golden
+figures for one layer of Llama-3-8B on an H100 SXM in fp16 ("chapter 1" = the chapter "Naive attention and the
+online softmax": FLOPs per layer, compulsory intensity 6553.6); tile work counted by hand for full and windowed attention; bad
+arguments refused by name.
 """
 
 from __future__ import annotations

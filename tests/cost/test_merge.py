@@ -1,16 +1,8 @@
-"""Tests of rooflab/cost/merge.py.
+"""Tests of rooflab/cost/merge.py: merging partial attention states.
 
-From the suites this file gathers:
-
-Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
-
-Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
-"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+Bytes, FLOPs and intensity against "chapter 1" (the chapter "Naive attention and the online softmax"), their
+scaling with tokens, heads and head_dim, an S-way merge reading every partial, and bad heads or token
+counts refused naming the argument.
 """
 
 from __future__ import annotations

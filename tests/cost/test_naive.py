@@ -1,22 +1,10 @@
-"""Tests of rooflab/cost/naive.py.
+"""Tests of rooflab/cost/naive.py: the materialised-S prefill cost.
 
-From the suites this file gathers:
-
-Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated.
-
-Every number here is derived in the chapter "Naive attention and the online softmax",
-in the opening part (cited as "chapter 1, <passage>"): the S tensor, the
-three-kernel traffic count, the intensity reconciliation and the time floors.
-rooflab computes them from the YAML specs; nothing below is fed in but the workload.
-
-Invariants of the prefill cost model across random shapes (STYLE.md habit 9).
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
+Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated, derived in the
+chapter "Naive attention and the online softmax" (cited "chapter 1, <passage>"): the S tensor, the three-kernel
+traffic (16.156 GiB), intensity 63 (4096 without GQA sharing), per-head figures and the 32k prefill that does
+not fit; invariants across random shapes (causal halves the FLOPs, costs linear in batch, vectorised calls
+equal scalar ones); the naive ceiling (with tensor parallelism, per GPU); bad workloads refused by name.
 """
 
 from __future__ import annotations

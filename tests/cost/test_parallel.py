@@ -1,18 +1,8 @@
-"""Tests of rooflab/cost/parallel.py.
+"""Tests of rooflab/cost/parallel.py: the parallelism model of launches whose work units cannot fill the GPU.
 
-From the suites this file gathers:
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
-
-The parallelism model (cost/parallel.py): launches whose work units cannot fill the GPU.
-
-Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
-
-Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
-"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+Fewer units than slots, the tail of list scheduling, the closed forms of the schedule fraction against a heap
+simulation, and the bounds of both fractions; num_sms, units_per_sm and the work refused where they are not
+positive counts, and the same answer for every numeric form of a valid one.
 """
 
 from __future__ import annotations

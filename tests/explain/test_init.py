@@ -1,21 +1,13 @@
-"""Tests of rooflab/explain/__init__.py.
+"""Tests of rooflab/explain/__init__.py: explain's derivations agree with the cost functions.
 
-From the suites this file gathers:
-
-`rooflab explain` on layer types: windows, chunks, sinks, MLA, linear layers, several query tokens per sequence.
-
-Every variant that applies to a layer type derives without ExplainMismatch (each shown formula agrees with
-the cost function to AGREEMENT_RTOL) on every bundled model and on five architectures written here as YAML,
-across workloads below and above the window, ragged batches and q_len 1 and 4; golden figures carry their
-source; explain and the report price the same layer.
-
-`rooflab explain`: the chapter's figures, formulas that agree with the cost functions, and the CLI.
-
-Three roofs and physical floors: the exp roof, the bound it can set, floors no measurement beats.
-
-Sources: the H200's measured rows (measurements/, RESULTS.md); NVIDIA's Blackwell datasheet, HGX B200 column
-(2.25 PFLOP/s dense fp16); 16 exps per clock per SM (CUDA C++ Programming Guide, throughput table) at
-148 SMs x 1.965 GHz = 4.65e12 exp/s; FlashAttention-4 (the exp units tie the tensor cores at d 128 on B200).
+Every variant that applies to a layer type derives without ExplainMismatch (each shown formula agrees with the
+cost function to AGREEMENT_RTOL) on every bundled model and on architectures written here as YAML, on random
+shapes, below and above a window, ragged batches and q_len 1 and 4; visible pairs of windows and chunks by
+hand; MLA (intensity, 64-row work units, the 656-byte sparse fp8 latent, un-absorbed prefill) and linear
+layers' state; explain and the report price the same layer, per GPU of a TP group, and a bare shape.
+Sources: the chapters; NVIDIA's Blackwell datasheet, HGX B200 column (2.25 PFLOP/s dense fp16); 16 exps per
+clock per SM (CUDA C++ Programming Guide, throughput table) at 148 SMs x 1.965 GHz; FlashAttention-4 (the exp
+units tie the tensor cores at d 128 on B200).
 """
 
 from __future__ import annotations

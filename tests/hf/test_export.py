@@ -1,18 +1,5 @@
-"""Tests of rooflab/hf/export.py.
-
-From the suites this file gathers:
-
-Hugging Face config.json as a model spec: the configs' own rules, strict reading, and errors naming file,
-field and value (exit 2 from the CLI).
-
-Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
-the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_bundled_spec).
-
-Every bundled model: its parameter count against the published one, the round trip through a config.json,
-the real config.json files in tests/data/hf_configs loading to the bundled specs, KV golden values, and the CLI.
-
-Published counts and what each includes are in each YAML's comment and parameters_note; the config.json
-files and where they were copied from are listed in tests/data/hf_configs/SOURCES.md.
+"""Tests of rooflab/hf/export.py: a spec written as a config.json reads back as the same spec, and what no
+config.json can hold is refused.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""Tests of rooflab/numerics/limits.py.
+"""Tests of rooflab/numerics/limits.py: where exp overflows and underflows in each dtype, and softmax headroom.
 
-From the suites this file gathers:
-
-Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
-
-Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
-"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+Golden figures (chapter "Naive attention and the online softmax"): fp16 exp overflows at 11.09 and underflows
+below -17.33, bf16 and fp32 overflow at 88.72, the expected max of 8192 normal logits is 3.7; the thresholds
+are the edges of rounding; tf32 is refused with a reason; bad logit std or seq_len refused by name, and the
+same answer for every form of a valid argument.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Tests of rooflab/plot/points.py.
-
-From the suites this file gathers:
-
-Charts (rooflab.plot) under the Agg backend, and `rooflab plot`: scales, labels, limits, ridge, files.
-
-to_frame() on every result object (sweeps, roofline data, capacity plans, validations), and sweeps on the
-user's own grid of lengths and batches (checked: a bad grid is an InputError naming the argument).
+"""Tests of rooflab/plot/points.py: roofline points sit on their roofs, a dtype without a rate is a clear
+error, and the roofline data's frames.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Tests of rooflab/plot/roofline.py.
-
-From the suites this file gathers:
-
-Charts (rooflab.plot) under the Agg backend, and `rooflab plot`: scales, labels, limits, ridge, files.
-
-Charts of several GPUs (one panel a GPU), `rooflab plot ... -g A -g B` and --lengths, figures that show
-themselves in a fresh Jupyter kernel, and roofline labels clear of the lines.
+"""Tests of rooflab/plot/roofline.py under the Agg backend: axes, labels, title and ridge; the non-causal
+chapter picture; several GPUs' roofs; measured roofs and points; the exp roof at a head dim; labels that
+cross no line; and a row faster than its floor ringed, named and warned about.
 """
 
 from __future__ import annotations

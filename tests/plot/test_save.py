@@ -1,11 +1,5 @@
-"""Tests of rooflab/plot/save.py.
-
-From the suites this file gathers:
-
-Charts (rooflab.plot) under the Agg backend, and `rooflab plot`: scales, labels, limits, ridge, files.
-
-Charts of several GPUs (one panel a GPU), `rooflab plot ... -g A -g B` and --lengths, figures that show
-themselves in a fresh Jupyter kernel, and roofline labels clear of the lines.
+"""Tests of rooflab/plot/save.py: charts saved as valid images, bad paths refused leaving nothing, and a chart
+displaying itself as an image in a fresh Jupyter kernel.
 """
 
 from __future__ import annotations

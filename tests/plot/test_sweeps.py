@@ -1,13 +1,6 @@
-"""Tests of rooflab/plot/sweeps.py.
-
-From the suites this file gathers:
-
-Charts (rooflab.plot) under the Agg backend, and `rooflab plot`: scales, labels, limits, ridge, files.
-
-Charts of several GPUs (one panel a GPU), `rooflab plot ... -g A -g B` and --lengths, figures that show
-themselves in a fresh Jupyter kernel, and roofline labels clear of the lines.
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
+"""Tests of rooflab/plot/sweeps.py under the Agg backend: the memory, time, decode and capacity charts
+(Llama-3-8B's KV at 8k is 8 GiB), one panel a GPU, one sweep in a list drawn as the single chart, sweeps of
+different models refused, tensor-parallel capacity, and a chart that shows itself as PNG.
 """
 
 from __future__ import annotations

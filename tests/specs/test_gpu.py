@@ -1,17 +1,11 @@
-"""Tests of rooflab/specs/gpu.py.
+"""Tests of rooflab/specs/gpu.py: GpuSpec's checks and the bundled GPUs' figures.
 
-From the suites this file gathers:
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
-
-Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated.
-
-Every number here is derived in the chapter "Naive attention and the online softmax",
-in the opening part (cited as "chapter 1, <passage>"): the S tensor, the
-three-kernel traffic count, the intensity reconciliation and the time floors.
-rooflab computes them from the YAML specs; nothing below is fed in but the workload.
+The ridge point (295 on the H100; "chapter 1" = the chapter "Naive attention and the online softmax"), clocks and per-clock
+rates, physical roofs against rated ones (the RTX 4090 in fp16 accumulate, the B200's fp4), datasheet values
+of the new GPUs, compute capabilities; and the cross-field checks, each refusing a self-contradicting spec
+naming the field: calibrated ceilings far above the datasheet, stream rates for more SMs than the GPU has,
+a capacity below the CUDA-visible memory, fit metadata with more held-out rows than rows, MoE and dense FFN
+settings that contradict.
 """
 
 from __future__ import annotations

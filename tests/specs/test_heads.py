@@ -1,17 +1,5 @@
-"""Tests of rooflab/specs/heads.py.
-
-From the suites this file gathers:
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
-
-Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
-
-Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
-"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+"""Tests of rooflab/specs/heads.py: sharding heads across tensor-parallel ranks (query heads split, KV heads
+replicated past H_kv), and head counts that are not counts, do not divide, or cannot split evenly refused.
 """
 
 from __future__ import annotations

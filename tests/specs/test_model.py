@@ -1,15 +1,5 @@
-"""Tests of rooflab/specs/model.py.
-
-From the suites this file gathers:
-
-Bundled specs load, and every kind of bad spec is an error naming the file, the field and the value.
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
-
-Decode, paging, split-KV, the merge and cascade: golden figures from the chapters, and invariants.
-
-Citations: "chapter 1" is the chapter "Naive attention and the online softmax",
-"chapter 2" is the chapter "FlashAttention and PagedAttention: what does each save?".
+"""Tests of rooflab/specs/model.py: parameter counts from the architecture (Mixtral's active ones), KV bytes
+per token (Llama-3-8B; per GPU under tensor parallelism), and a stack with no softmax layer refused.
 """
 
 from __future__ import annotations
