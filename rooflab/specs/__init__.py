@@ -2,6 +2,7 @@
 
     gpu.py         GpuSpec (datasheet roofs, sizes) and MeasuredCeilings (what `rooflab calibrate` measured)
     fitted.py      FittedModel: one kernel implementation's time model on a GPU (`rooflab fit`)
+    launch.py      LaunchTimes: a GPU's measured small-kernel and eager launch times (measured.launch)
     heads.py       AttentionHeads: query and KV heads, head dims; sharding by tensor parallelism
     layers.py      LayerType: full, sliding, chunked, mla, linear; what each keeps per token or sequence
     model.py       ModelSpec: the layer stack, MLP (dense / MoE), weight formats, KV bytes per token
@@ -11,9 +12,10 @@
 from .fitted import FittedModel
 from .gpu import GpuSpec, MeasuredCeilings
 from .heads import AttentionHeads
+from .launch import LaunchTimes
 from .layers import FULL, MLA_SPARSE_FP8_BYTES, LayerType
 from .model import QUANTIZABLE, ModelSpec
 from .parameters import ParameterCount, count_parameters
 
-__all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "FittedModel", "GpuSpec", "LayerType",
-           "MeasuredCeilings", "ModelSpec", "ParameterCount", "count_parameters"]
+__all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "FittedModel", "GpuSpec", "LaunchTimes",
+           "LayerType", "MeasuredCeilings", "ModelSpec", "ParameterCount", "count_parameters"]

@@ -17,6 +17,7 @@ from ..units import ACCUMULATE_MODES, RATE_KEYS, DType
 from ..vocab import CeilingSource, Kernel
 from .fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM, FittedModel
 from .interconnect import InterconnectSpec
+from .launch import LaunchTimes
 
 
 _GB = 1e9
@@ -65,6 +66,8 @@ class MeasuredCeilings:
     cuda: Optional[str] = spec_field(default=None)
     cupy: Optional[str] = spec_field(default=None)
     command: Optional[str] = spec_field(default=None)
+    launch: Optional[LaunchTimes] = spec_field(doc="the small kernels' and an eager launch's measured times "
+                                               "(specs/launch.py; read by rooflab.step)", default=None)
 
     def __post_init__(self) -> None:
         validate_fields(self)
