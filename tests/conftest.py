@@ -1,6 +1,7 @@
 """Shared test configuration: GPU tests skip, with a reason, where there is no usable GPU; hypothesis runs
 derandomised, without an example database and without deadlines, so a run's outcome depends on the code alone
-(never on the machine's load: no test asserts on time)."""
+(never on the machine's load: no test asserts on time); where pytest-xdist is installed (the test extra has it)
+a CPU run spreads over the machine's cores."""
 
 from __future__ import annotations
 
@@ -18,6 +19,26 @@ else:
     settings.load_profile("rooflab")
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _wants_workers(config) -> bool:
+    """Spread the run over worker processes: xdist is loaded, no -n / -p no:xdist was given, this is not a
+    worker, and the run is not a GPU run (GPU tests must not share the GPU: their timings would interfere)."""
+    if not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return False
+    if getattr(config.option, "numprocesses", None) is not None:   # -n N (or -n 0) was given
+        return False
+    if "gpu" in (config.option.markexpr or "") or config.option.collectonly or config.option.usepdb:
+        return False
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Runs before xdist's own pytest_cmdline_main (a conftest registers after the plugin), which turns
+    numprocesses into workers; at least 2, one a core beyond that (PYTEST_XDIST_AUTO_NUM_WORKERS overrides)."""
+    if _wants_workers(config):
+        config.option.numprocesses = max(2, config.hook.pytest_xdist_auto_num_workers(config=config))
 
 
 def _gpu_unavailable_reason() -> str | None:
