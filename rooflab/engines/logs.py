@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import InputError
-from ..load import read_bounded
+from ..files import read_text
 from ..units import GiB
 from .logrules import ANCHORS, Hit, incomplete, rank_of, read_line, settings_of
 from .vocab import Accounting, Engine
@@ -137,15 +137,9 @@ def read_log(path: Path | str, startup: Optional[int] = None) -> EngineLog:
     """Read and parse a start-up log file (parse_log); unreadable, binary or oversized files are InputErrors naming
     the file. 'FILE@N' (a file of that name not existing) picks start-up N of a log that holds several."""
     path, startup = _split_startup(Path(path).expanduser(), startup)
-    try:
-        raw = read_bounded(path, MAX_LOG_BYTES)
-    except OSError as exc:
-        raise InputError(f"--engine-log {path}: cannot read it ({exc.strerror or exc})") from None
-    if len(raw) > MAX_LOG_BYTES:
-        raise InputError(f"--engine-log {path}: larger than {MAX_LOG_BYTES >> 20} MiB; pass the start-up part")
-    if b"\0" in raw[:4096]:
-        raise InputError(f"--engine-log {path}: a binary file, not a text log")
-    return parse_log(raw.decode("utf-8", errors="replace"), str(path), startup)
+    text = read_text(path, MAX_LOG_BYTES, "a text log", lambda problem: InputError(f"--engine-log {path}: {problem}"),
+                     too_large="pass the start-up part", lenient=True)
+    return parse_log(text, str(path), startup)
 
 
 def read_startups(path: Path | str) -> tuple[EngineLog, ...]:

@@ -7,31 +7,29 @@
     writers.py   one config.json writer per architecture
 
     from_hf_config(data, where)   a parsed config.json -> ModelSpec (errors name `where`, the field, the value)
-    load_hf_config(ref)           a path, folder or cached 'org/name' id -> ModelSpec; the derived parameter
-                                  count shown in display_name, beside the published one where a bundled
-                                  model has the same architecture (its published count is then used)
+    locate(ref), read_json(path)  a path, folder or cached 'org/name' id -> the config.json file, its mapping
+    same_architecture(a, b)       whether two specs differ only in names, source and the published count
     export_hf_config(model)       ModelSpec -> a config.json mapping that from_hf_config reads back to the
                                   same spec (up to name, display_name, source and the published count)
+
+rooflab.load.load_hf_config(ref) reads a config.json as a model with the published count of the bundled model of
+the same architecture: the bundled specs live in rooflab.load, which imports rooflab.hf, never the other way.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Optional
 
 from ..errors import SpecError
 from ..specs import ModelSpec
-from ..units import fmt_params
+from .common import FP16_NOT_SUPPORTED
 from .export import export_hf_config
 from .families import ARCHITECTURES, EXCLUDED
 from .quant import unquantized_parameters
 from .read import Fields, is_hf_reference, locate, read_json
 
 
-#: model_type values vLLM refuses to run in fp16 (vllm/config/model.py, _FLOAT16_NOT_SUPPORTED_MODELS, main at
-#: commit 0052a5b: "Numerical instability"); --dtype auto never picks fp16 for them (units.loaded_dtype).
-FP16_NOT_SUPPORTED = ("gemma2", "gemma3", "gemma3_text", "plamo2", "glm4")
 
 
 def architecture(data: dict, where: str) -> str:
@@ -92,13 +90,6 @@ def _with_exclusions(spec: ModelSpec, excluded: tuple[str, ...]) -> ModelSpec:
     return dataclasses.replace(spec, quantization=formats, unquantized_parameters=partial)
 
 
-def load_hf_config(ref: str | os.PathLike) -> ModelSpec:
-    """A model from a config.json path, a folder holding one, or an 'org/name' id in the local Hugging Face cache."""
-    found = locate(ref)
-    spec = from_hf_config(read_json(found.path), str(found.path), found.name)
-    return with_published_count(spec, found.label)
-
-
 def same_architecture(model: ModelSpec, bundled: ModelSpec) -> bool:
     """Equal but for name, display_name, source and the published count; the dtype counts only where both
     name one (older bundled YAMLs leave it out, and gpt-oss's config.json gives none)."""
@@ -112,21 +103,21 @@ def same_architecture(model: ModelSpec, bundled: ModelSpec) -> bool:
     return key(model) == key(bundled)
 
 
-def with_published_count(spec: ModelSpec, label: str) -> ModelSpec:
-    """The spec with its derived parameter count in display_name, and, where a bundled model has the same
-    architecture, that model's published count (and what it includes) beside it."""
-    from ..load import available, bundled_model
-
-    derived = fmt_params(spec.derived_parameters)
-    for bundled_name in available("models"):
-        bundled = bundled_model(bundled_name)
-        if bundled.num_parameters is not None and same_architecture(spec, bundled):
-            shown = (f"{label} (config.json: {derived} parameters derived; published "
-                     f"{fmt_params(bundled.num_parameters)} as bundled '{bundled_name}')")
-            return dataclasses.replace(spec, display_name=shown, num_parameters=bundled.num_parameters,
-                                       parameters_note=bundled.parameters_note)
-    return dataclasses.replace(spec, display_name=f"{label} (config.json: {derived} parameters derived)")
+#: Names that moved to rooflab.load (which holds the bundled models' published counts), kept here for one release.
+_MOVED = {"load_hf_config": "rooflab.load.models", "with_published_count": "rooflab.load.models"}
 
 
-__all__ = ["ARCHITECTURES", "export_hf_config", "from_hf_config", "is_hf_reference", "load_hf_config",
-           "same_architecture", "with_published_count"]
+def __getattr__(name: str):
+    """rooflab.hf.load_hf_config and with_published_count, moved to rooflab.load, for one release (a warning says
+    where). rooflab.load imports rooflab.hf, never the other way, so the old name is looked up only when used."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(f"rooflab.hf.{name} moved to rooflab.load.{name}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(_MOVED[name]), name)
+
+
+__all__ = ["ARCHITECTURES", "export_hf_config", "from_hf_config", "is_hf_reference", "locate", "read_json",
+           "same_architecture"]

@@ -20,6 +20,10 @@ from ..units import DType, WeightFormat
 from ..vocab import LayerKind
 from .read import Fields
 
+#: model_type values vLLM refuses to run in fp16 (vllm/config/model.py, _FLOAT16_NOT_SUPPORTED_MODELS, main at
+#: commit 0052a5b: "Numerical instability"); --dtype auto never picks fp16 for them (units.loaded_dtype).
+FP16_NOT_SUPPORTED = ("gemma2", "gemma3", "gemma3_text", "plamo2", "glm4")
+
 #: Hugging Face's layer_types values and the kinds they name.
 HF_KINDS = {"full_attention": LayerKind.full, "sliding_attention": LayerKind.sliding,
             "chunked_attention": LayerKind.chunked, "linear_attention": LayerKind.linear}

@@ -27,6 +27,7 @@ from typing import Optional
 from ..errors import SpecError
 from ..specs import ModelSpec
 from ..vocab import LayerKind
+from .common import FP16_NOT_SUPPORTED
 from .writers import WRITERS, kinds
 
 FULL, SLIDING, CHUNKED, LINEAR, MLA = (LayerKind.full, LayerKind.sliding, LayerKind.chunked, LayerKind.linear,
@@ -67,8 +68,6 @@ def export_hf_config(model: ModelSpec, architecture: Optional[str] = None) -> di
     if arch not in WRITERS:
         raise SpecError(model.name, "architecture", arch, f"the exporter writes {', '.join(WRITERS)}")
     out = WRITERS[arch](model)
-    from . import FP16_NOT_SUPPORTED
-
     if (out.get("model_type") not in FP16_NOT_SUPPORTED) != model.fp16_supported:
         raise SpecError(model.name, "fp16_supported", model.fp16_supported,
                         f"{arch} (model_type {out.get('model_type')}) is "

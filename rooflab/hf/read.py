@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ..errors import SpecError
-from ..load import MAX_SPEC_FILE_BYTES, read_text
+from ..files import MAX_SPEC_FILE_BYTES, read_text
 
 #: config.json files larger than this are refused before they are parsed (the largest bundled one is 2 KiB).
 MAX_CONFIG_BYTES = MAX_SPEC_FILE_BYTES

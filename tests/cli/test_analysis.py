@@ -322,7 +322,7 @@ LOG = str(DATA / "vllm-llama-3-8b-h100-tp1.log")
      "--gpu-memory-utilization 0.95 contradicts the log's 0.9"),
     (["--engine-log", LOG, "--model", "llama-3-8b", "--engine", "sglang"], "is a vLLM log, but --engine is sglang"),
     (["--engine-log", str(DATA / "SOURCES.md"), "--model", "llama-3-8b"], "no vLLM or SGLang KV-cache line found"),
-    (["--engine-log", str(DATA / "missing.log"), "--model", "llama-3-8b"], "cannot read it"),
+    (["--engine-log", str(DATA / "missing.log"), "--model", "llama-3-8b"], "cannot read file"),
 ])
 def test_bad_engine_input(args, needle):
     _short_engine_error(_invoke(*args), needle)

@@ -244,3 +244,16 @@ def test_kimi_k2_reads_as_deepseek_v3_with_its_own_numbers():
     assert k2.layer_types == v3.layer_types
     assert k2.kv_bytes_per_token(DType.bf16) == v3.kv_bytes_per_token(DType.bf16) == 70_272
     assert k2.derived_parameters / 1e12 == pytest.approx(1.026, abs=1e-3)  # "1T" on its model card
+
+
+def test_the_moved_loader_is_still_reachable_from_hf_for_one_release():
+    """load_hf_config and with_published_count moved to rooflab.load (which knows the bundled published counts);
+    the old names still answer, with a warning saying where they went."""
+    import rooflab.hf
+    from rooflab import load
+
+    for name in ("load_hf_config", "with_published_count"):
+        with pytest.warns(DeprecationWarning, match=f"rooflab.load.{name}"):
+            assert getattr(rooflab.hf, name) is getattr(load, name)
+    with pytest.raises(AttributeError):
+        rooflab.hf.not_a_name

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from rooflab import SpecError
-from rooflab.hf import load_hf_config
+from rooflab.load import load_hf_config
 from rooflab.hf.read import MAX_CONFIG_BYTES, parse_json
 
 
