@@ -2,28 +2,27 @@
 
 The costs (what each rank moves and computes) live in cost/dcp.py and cost/ring.py; this module puts
 them against a GPU: each piece's predicted time from the GPU's fitted models (rooflab.predict) and its
-collectives' fits (rooflab.comm), beside the physical floor (rooflab.roofline), where DCP stops paying,
+collectives' fits (rooflab.comm), beside the physical floor (rooflab.floors), where DCP stops paying,
 and what a DCP group holds (rooflab.kvcache). It sits above the cost layer, beside predict.py and step.py.
+What a DCP group holds in memory is capacity/position_split.py's dcp_capacity (re-exported here for one release).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
+from .capacity.position_split import dcp_capacity   # moved to capacity/; this name kept for one release
 from .comm import collective_time
 from .cost.common import check_dtypes, whole_number
-from .cost.dcp import DcpDecode, check_dcp, dcp_decode
+from .cost.dcp import DcpDecode, dcp_decode
 from .cost.flash import flash_prefill
 from .cost.ring import RingPrefill
 from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_TOKENS
 from .cost.paged import check_page_size
-from .kvcache import kv_layout
 from .predict import predict_time
 from .floors import Ceilings, floor_kernel
 from .specs import AttentionHeads, GpuSpec, ModelSpec
@@ -140,61 +139,6 @@ def dcp_threshold(gpu: GpuSpec, heads: AttentionHeads, batch: int, world_size: i
     except LookupError:
         return None
 
-
-
-
-# ------------------------------------------------------------------ capacity: the KV split by position
-
-def dcp_capacity(plan, model, context_len: int, dcp: int, page_size: int, kv_dtype: DType, tensor_parallel: int = 1):
-    """A capacity plan (rooflab.capacity.CapacityPlan) with each sequence's KV split by position over `dcp` GPUs.
-
-    Every GPU of the group holds the same weights (the plan's, per GPU) and 1/dcp of every sequence's pages
-    of the layers that keep every token or a window (ceil(pages / dcp) on the fullest GPU); linear layers'
-    fixed states stay whole on each. Sequences are those the group serves together: the KV budget of one GPU
-    over one sequence's share. The longest context grows about dcp-fold.
-    """
-    from .capacity import CapacityPlan
-
-    if not isinstance(plan, CapacityPlan):
-        raise InputError(f"plan must be a CapacityPlan (rooflab.capacity.plan_capacity), got {shown(plan)}")
-    n = check_dcp(dcp, context_len, page_size)
-    if n == 1:
-        return plan
-    if plan.shared_prefix_len or plan.dp_attention:
-        raise InputError("--dcp does not combine with --shared-prefix or --dp-attention (not modelled)")
-
-    def share(tokens: int) -> int:
-        layout = kv_layout(model, tokens, kv_dtype, page_size, tensor_parallel)
-        return sum(k.num_layers * ((k.pages_per_sequence if k.kind.value == "linear" else
-                                    math.ceil(k.pages_per_sequence / n)) * page_size * k.bytes_per_token
-                                   + k.state_bytes) for k in layout.layers)
-
-    budget = plan.kv_budget_bytes
-    per_seq = share(context_len)
-    paged = budget // per_seq if per_seq else 0
-    reserve = max(plan.max_model_len, context_len)
-    contiguous = budget // share(reserve) if per_seq else paged
-    lo, hi = 0, 1 << 31
-    while hi - lo > 1:                                   # the longest context whose share fits the budget
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if share(mid) <= budget else (lo, mid)
-    reason = None
-    if budget == 0:
-        reason = plan.reason
-    elif paged == 0:
-        reason = (f"one sequence of {context_len:,} tokens needs {per_seq:,} bytes of KV cache per GPU even split "
-                  f"{n} ways; the longest that fits is {lo:,} tokens")
-    layers = tuple(dataclasses.replace(k, pages_per_sequence=k.pages_per_sequence if k.kind == "linear" else
-                                       math.ceil(k.pages_per_sequence / n),
-                                       bytes_per_sequence=k.num_layers * ((k.pages_per_sequence if k.kind == "linear"
-                                                                           else math.ceil(k.pages_per_sequence / n))
-                                                                          * page_size * k.bytes_per_token
-                                                                          + k.state_bytes))
-                   for k in plan.layers)
-    return dataclasses.replace(plan, blocks_per_sequence=math.ceil(plan.blocks_per_sequence / n),
-                               max_sequences_paged=int(paged), max_sequences_contiguous=int(contiguous),
-                               max_context_len=int(lo), reason=reason, kv_bytes_per_sequence=int(per_seq),
-                               layers=layers)
 
 
 

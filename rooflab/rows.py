@@ -2,7 +2,7 @@
 
 Each row has at least variant, flops, hbm_bytes, intensity_flop_per_byte, t_compute_s,
 t_memory_s, t_floor_s and bound, all per layer in SI units: the row contract of
-`rooflab report`'s JSON (report.py builds the Report around them).
+`rooflab report`'s JSON (report/ builds the Report around them).
 """
 
 from __future__ import annotations

@@ -1,125 +1,23 @@
-"""What fits: the KV budget, concurrent sequences (paged and contiguous), the longest context.
-
-For a GPU of capacity C, a memory-utilisation fraction u, an activation reserve A and
-weights W (all parameters, every expert, in the weight dtype), with the model split
-`tp` ways by head (tensor parallelism; every figure below is per GPU):
-
-    KV budget      = u C - W / tp - A
-    KV per token   = 2 L (h_kv / tp) d b_kv     (128 KiB for Llama-3-8B in fp16, tp = 1;
-                                                 h_kv / tp is 1 once tp > h_kv: KV heads are replicated)
-    paged          sequences = floor(budget / (page x KV per token)) // ceil(context / page)
-    contiguous     sequences = floor(budget / (max_len x KV per token)), max_len reserved per request
-    shared prefix  sequences = (blocks - floor(P / page)) // ceil((context - floor(P / page) page) / page)
-                   when every request starts with the same P-token prefix, stored once in whole blocks
-    longest        one sequence using every block: floor(budget / block) x page
-
-Sources: the chapter "FlashAttention and PagedAttention: what does each save?" (paging avoids reserving a
-contiguous maximum-length region per request) and the foundation's naive-prefill ceiling.
-"""
+"""plan_capacity: what fits on a GPU (or a TP group) serving a model; smallest_deployment, the fewest GPUs that serve
+one sequence. The formulas are the package docstring's (rooflab.capacity)."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional
 
-import numpy as np
-
-from .cost.common import check_flag, check_spec, real_number, whole_number
-from .deployment import Deployment
-from .cost.naive import naive_max_seq_len
-from .errors import InputError, shown
-from .kvcache import KvLayout, kv_layout, longest_context, sequence_bytes
-from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
-from .paging import pages_for
-from .specs import GpuSpec, ModelSpec
-from .units import DType, WeightFormat, fmt_bytes
-from .vocab import LayerKind, WindowAllocation
-
-
-@dataclass(frozen=True)
-class LayerCapacity:
-    """One layer type's share of a sequence's cache on one GPU (kvcache.LayerKv, as plain numbers)."""
-
-    layer_type: str
-    kind: str
-    num_layers: int
-    bytes_per_token: int
-    pages_per_sequence: int
-    state_bytes: int
-    bytes_per_sequence: int
-
-
-@dataclass(frozen=True)
-class CapacityPlan:
-    """The answers `rooflab capacity` prints; bytes in SI units (bytes), counts as integers."""
-
-    model: str
-    gpu: str
-    weight_dtype: str
-    kv_dtype: str
-    gpu_memory_utilization: float
-    activation_reserve_bytes: int
-    page_size: int
-    context_len: int
-    max_model_len: int
-    usable_bytes: int
-    weights_bytes: int
-    kv_bytes_per_token: int
-    kv_budget_bytes: int
-    block_bytes: int
-    num_blocks: int
-    blocks_per_sequence: int
-    max_sequences_paged: int
-    max_sequences_contiguous: int
-    max_context_len: int
-    naive_prefill_max_seq_len: int
-    tensor_parallel: int = 1
-    kv_heads_per_gpu: int = 0
-    hbm_bytes: int = 0
-    shared_prefix_len: int = 0
-    max_sequences_shared_prefix: int = 0
-    reason: Optional[str] = None
-    expert_parallel: int = 1
-    dp_attention: bool = False
-    window_allocation: str = "hybrid"
-    kv_bytes_per_sequence: int = 0
-    layers: tuple[LayerCapacity, ...] = ()
-    decode_context_parallel: int = 1      # DCP: each sequence's KV split by position inside the TP group
-    kv_parallel: int = 1                  # KVP (Helix): the same split over extra groups of TP GPUs
-    num_gpus: int = 1                     # GPUs the plan spans: TP x KVP (DCP reuses the TP group's)
-
-    @property
-    def paging_gain(self) -> float:
-        """Concurrent sequences with paging over those with contiguous reservation."""
-        if self.max_sequences_contiguous == 0:
-            return float("inf") if self.max_sequences_paged else 1.0
-        return self.max_sequences_paged / self.max_sequences_contiguous
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    def to_frame(self, layers: bool = False):
-        """The plan as a pandas DataFrame: one row, or with `layers` one row per layer type.
-
-        One row: every field of the plan except `layers` (bytes in bytes, lengths in tokens, counts as
-        integers; weight_dtype and kv_dtype as the names the plan prints), and paging_gain (paged over
-        contiguous sequences). With `layers`: model, gpu, context_len, then LayerCapacity's fields:
-        layer_type, kind (full, sliding, chunked, mla, linear), num_layers, bytes_per_token (one layer, one
-        GPU), pages_per_sequence (one layer), state_bytes (one layer, one sequence: linear layers) and
-        bytes_per_sequence (all of that type's layers, one sequence of context_len tokens), indexed by
-        layer_type.
-        """
-        import pandas as pd  # pandas is slow to import and only notebooks need it
-
-        if layers:
-            records = [dict(model=self.model, gpu=self.gpu, context_len=self.context_len, **dataclasses.asdict(k))
-                       for k in self.layers]
-            return pd.DataFrame(records).set_index("layer_type")
-        record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "layers"}
-        record["paging_gain"] = self.paging_gain
-        return pd.DataFrame([record])
+from ..cost.common import check_flag, check_spec, real_number, whole_number
+from ..cost.naive import naive_max_seq_len
+from ..deployment import Deployment
+from ..errors import InputError, shown
+from ..kvcache import KvLayout, kv_layout, longest_context
+from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
+from ..paging import pages_for
+from ..specs import GpuSpec, ModelSpec
+from ..units import DType, WeightFormat, fmt_bytes
+from ..vocab import LayerKind, WindowAllocation
+from .position_split import dcp_capacity
+from .result import CapacityPlan, LayerCapacity
 
 
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
@@ -144,7 +42,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     `deployment` (rooflab.Deployment) gives the parallelism, formats, page size, utilisation and window
     allocation in one value and replaces those keyword arguments (which build one when it is None). Its
     decode context parallelism (inside TP) or KV parallelism (extra GPUs) splits each sequence's KV by
-    position (context_parallel.dcp_capacity); `num_gpus` in the plan counts the GPUs as the engines do.
+    position (position_split.dcp_capacity); `num_gpus` in the plan counts the GPUs as the engines do.
     """
     check_spec(model, ModelSpec, "model")
     check_spec(gpu, GpuSpec, "gpu")
@@ -183,8 +81,6 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                                decode_context_parallel=deployment.decode_context_parallel,
                                kv_parallel=deployment.kv_parallel)
     if deployment.position_split > 1:
-        from .context_parallel import dcp_capacity
-
         plan = dcp_capacity(plan, model, context_len, deployment.position_split, deployment.page_size,
                             DType(plan.kv_dtype), deployment.tensor_parallel)
     return plan
@@ -257,49 +153,6 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
         layers=tuple(LayerCapacity(k.name, k.kind.value, k.num_layers, k.bytes_per_token, k.pages_per_sequence,
                                    k.state_bytes, k.bytes_per_sequence) for k in layout.layers),
     )
-
-
-@dataclass(frozen=True)
-class CapacityCurve:
-    """Sequences that fit at each context length: plan_capacity's two counts over a grid, and the plan at the first."""
-
-    plan: CapacityPlan               # at the first length: budget, formats, per-token bytes, longest context
-    context_lens: np.ndarray         # tokens per sequence, int64
-    paged: np.ndarray                # max_sequences_paged at each length
-    contiguous: np.ndarray           # max_sequences_contiguous at each length
-
-
-def capacity_curve(model: ModelSpec, gpu: GpuSpec, context_lens, deployment: Deployment | None = None,
-                   activation_reserve_bytes: int = 0, max_model_len: int | None = None,
-                   mla_sparse_fp8: bool = False) -> CapacityCurve:
-    """plan_capacity's max_sequences_paged and max_sequences_contiguous at every length of `context_lens`, in closed
-    form: the budget, the formats and each layer type's bytes per token do not depend on the length; only the pages
-    each layer type keeps do (kvcache.sequence_bytes). Equal to plan_capacity point by point (a test holds them)."""
-    lens = np.asarray(context_lens)
-    if lens.ndim != 1 or lens.size == 0 or lens.dtype.kind not in "iu" and not (
-            lens.dtype.kind == "f" and np.all(np.isfinite(lens)) and np.all(lens == np.round(lens))):
-        raise InputError(f"context_lens must be a non-empty list of whole token counts, got {shown(context_lens)}")
-    lens = lens.astype(np.int64)
-    if lens.min() < 1 or lens.max() > MAX_TOKENS:
-        raise InputError(f"context_lens must be whole numbers from 1 to {MAX_TOKENS:,}, got {int(lens.min()):,} to "
-                         f"{int(lens.max()):,}")
-    deployment = Deployment() if deployment is None else deployment
-    plan = plan_capacity(model, gpu, int(lens[0]), activation_reserve_bytes=activation_reserve_bytes,
-                         max_model_len=max_model_len, mla_sparse_fp8=mla_sparse_fp8, deployment=deployment)
-    layout = kv_layout(model, 1, DType(plan.kv_dtype), deployment.page_size, deployment.tensor_parallel,
-                       deployment.window_allocation, mla_sparse_fp8, deployment.dp_attention)
-    budget, split = plan.kv_budget_bytes, deployment.position_split
-    per_sequence = sequence_bytes(layout, model, lens, deployment.window_allocation, split)
-    reserve = np.maximum(plan.max_model_len, lens)
-    group = deployment.tensor_parallel if deployment.dp_attention else 1
-    paged = np.where(per_sequence > 0, group * (budget // np.maximum(per_sequence, 1)), 0)
-    if split > 1:                                   # context_parallel.dcp_capacity's reservation: the split share
-        contiguous = budget // np.maximum(sequence_bytes(layout, model, reserve, deployment.window_allocation, split), 1)
-    elif layout.bytes_per_token_full:
-        contiguous = group * (budget // (reserve * layout.bytes_per_token_full))
-    else:
-        contiguous = paged
-    return CapacityCurve(plan, lens, paged.astype(np.int64), np.asarray(contiguous, dtype=np.int64))
 
 
 def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel: int) -> Fraction:

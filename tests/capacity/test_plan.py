@@ -1,9 +1,9 @@
-"""Tests of rooflab/capacity.py: the capacity planner.
+"""Tests of rooflab/capacity/plan.py: the capacity planner (test_curve.py and test_position_split.py hold the
+closed-form curve's and the position split's).
 
 Tensor-parallel plans per GPU (70B needs two H100s), the smallest deployment when nothing fits, shared
 prefixes, paging and fp8 KV, a workload that does not fit as an answer and weights that do not fit as an
-error, DCP sharding the KV, expert parallelism counted on the busiest GPU, the capacity curve equal to the
-plan at every point, frames; bad arguments (numbers past 2**64, long lists, NaN, prefixes as long as the
+error, expert parallelism counted on the busiest GPU, frames; bad arguments (numbers past 2**64, long lists, NaN, prefixes as long as the
 context, a runaway split search) refused naming the argument, and NumPy scalars and dtype names accepted.
 """
 
@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from rooflab.capacity import plan_capacity, smallest_deployment, tensor_parallel_sizes
-from rooflab.context_parallel import dcp_capacity
 from rooflab.cost.paged import paged_decode
 from rooflab.engines.memory import engine_weight_bytes
 from rooflab.errors import InputError
-from rooflab.load import available, load_gpu, load_model
+from rooflab.load import load_gpu, load_model
 from rooflab.paging import shared_prefix_blocks
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType, GiB, KiB
@@ -201,19 +199,6 @@ def test_capacity_refuses_a_prefix_as_long_as_the_context_and_nan_reserves():
             plan_capacity(model, gpu, 8192, activation_reserve_bytes=reserve)
 
 
-# ------------------------------------------------------------------ capacity --dcp
-
-def test_capacity_dcp_shards_the_kv():
-    model = load_model("llama-3-8b")
-    plan = plan_capacity(model, H200, 1 << 20, max_model_len=1 << 20)
-    assert plan.max_sequences_paged == 0                     # 1M tokens do not fit one H200 unsplit
-    four = dcp_capacity(plan, model, 1 << 20, 4, 16, DType(plan.kv_dtype))
-    assert four.max_sequences_paged >= 3 and four.reason is None
-    assert four.kv_bytes_per_sequence == pytest.approx(plan.kv_bytes_per_sequence / 4, rel=1e-3)
-    assert 3.9 * plan.max_context_len < four.max_context_len <= 4 * plan.max_context_len + 64
-    assert dcp_capacity(plan, model, 1 << 20, 1, 16, DType(plan.kv_dtype)) is plan
-
-
 @pytest.mark.parametrize("kwargs, needle", [
     (dict(gpu_memory_utilization=0), "utilisation"),
     (dict(gpu_memory_utilization=1.01), "utilisation"),
@@ -279,44 +264,3 @@ def test_split_search_limit_is_checked(limit):
         tensor_parallel_sizes(load_model("llama-3-8b"), limit)
     with pytest.raises(InputError, match="limit"):
         smallest_deployment(load_model("llama-3-8b"), load_gpu("h100-sxm"), 8192, limit=limit)
-
-
-# --- the closed-form curve: plan_capacity's counts over a grid, equal point by point ---------------------------
-
-def _deployments(name: str):
-    from rooflab.deployment import Deployment
-
-    out = [Deployment(), Deployment(tensor_parallel=8), Deployment(tensor_parallel=8, attention_data_parallel=8)]
-    if name == "deepseek-v3":
-        out += [Deployment(tensor_parallel=8, decode_context_parallel=8), Deployment(tensor_parallel=8, kv_parallel=4)]
-    return out
-
-
-@pytest.mark.parametrize("name", available("models"))
-def test_capacity_curve_equals_plan_capacity_at_every_point(name):
-    """capacity_curve prices every length at once (kvcache.sequence_bytes); plan_capacity one at a time: the same
-    paged and contiguous counts at lengths on and between page boundaries, windows and max-model-length edges."""
-    from rooflab.capacity import capacity_curve
-
-    model, gpu = load_model(name), load_gpu("h200-sxm")
-    lens = np.array([1, 15, 16, 17, 1000, 4095, 4096, 4097, 8192, 32768, 131071, 1 << 20])
-    tried = 0
-    for deployment in _deployments(name):
-        try:
-            plan_capacity(model, gpu, 1, deployment=deployment)
-        except InputError:
-            continue                          # does not fit, or the heads do not split that way
-        tried += 1
-        curve = capacity_curve(model, gpu, lens, deployment)
-        plans = [plan_capacity(model, gpu, int(n), deployment=deployment) for n in lens]
-        assert list(curve.paged) == [p.max_sequences_paged for p in plans]
-        assert list(curve.contiguous) == [p.max_sequences_contiguous for p in plans]
-    assert tried
-
-
-@pytest.mark.parametrize("lens", [[], [0], [2.5], [float("nan")], ["8k"], [[1, 2]], [1 << 62]])
-def test_capacity_curve_refuses_lengths_that_are_not_token_counts(lens):
-    from rooflab.capacity import capacity_curve
-
-    with pytest.raises(InputError, match="context_lens"):
-        capacity_curve(load_model("llama-3-8b"), load_gpu("h200-sxm"), lens)
