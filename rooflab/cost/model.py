@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import ModelSpec
+from ..specs.weights import bytes_read_per_step
 from ..units import DType, WeightFormat
 from .batch import DecodeBatch
 from .common import whole_number
@@ -89,13 +90,8 @@ def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
 
 def weights_read(model: ModelSpec, batch: int, weight_dtype: DType | WeightFormat | None = None) -> float:
     """Bytes of weights one decode step of `batch` tokens reads: everything but the routed experts, and the
-    experts the batch routes to (experts_touched), each component in its format."""
+    experts the batch routes to (experts_touched), each component in its format (specs.weights, which prices
+    what a GPU holds with the same loop)."""
     batch = whole_number(batch, "batch", maximum=MAX_BATCH)
-    counts = model.parameters.by_component()
-    scale = model.total_parameters / model.parameters.total
     touched = experts_touched(model, batch) / model.num_experts if model.is_moe else 1.0
-    bits = 0.0
-    for component, n in counts.items():
-        share = n * touched if component == "experts" else n
-        bits += share * model.weight_format(component, weight_dtype).bits_per_weight
-    return bits * scale / 8
+    return bytes_read_per_step(model, touched, weight_dtype)

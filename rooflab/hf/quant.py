@@ -195,7 +195,7 @@ def modules(m: ModelSpec) -> Iterator[tuple[str, str, int]]:
     """(module path, component, parameters) of every quantizable linear module, Hugging Face's names
     (model.layers.<i>.self_attn.q_proj, ...mlp.experts.<e>.down_proj); MLA and linear-attention layers as one
     module each (model.layers.<i>.self_attn / .linear_attn)."""
-    from ..specs.parameters import attention_parameters
+    from ..specs.weights import attention_parameters
 
     h = m.hidden_size
     for i, name in enumerate(m.layer_type_names):

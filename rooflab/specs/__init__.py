@@ -6,7 +6,7 @@
     heads.py       AttentionHeads: query and KV heads, head dims; sharding by tensor parallelism
     layers.py      LayerType: full, sliding, chunked, mla, linear; what each keeps per token or sequence
     model.py       ModelSpec: the layer stack, MLP (dense / MoE), weight formats, KV bytes per token
-    parameters.py  parameter counts by component
+    weights.py     parameters by component, weight bytes per GPU, bytes a step reads (parameters.py: its old name)
 """
 
 from .fitted import FittedModel
@@ -15,7 +15,7 @@ from .heads import AttentionHeads
 from .launch import LaunchTimes
 from .layers import FULL, MLA_SPARSE_FP8_BYTES, LayerType
 from .model import QUANTIZABLE, ModelSpec
-from .parameters import ParameterCount, count_parameters
+from .weights import ParameterCount, count_parameters
 
 __all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "FittedModel", "GpuSpec", "LaunchTimes",
            "LayerType", "MeasuredCeilings", "ModelSpec", "ParameterCount", "count_parameters"]

@@ -5,15 +5,13 @@ layers by index, and the first layers where they differ; on the MLP side, the de
 which later layers are mixtures of experts. A YAML with only the flat fields (num_qo_heads, ...)
 describes a model whose every layer is full attention with a dense MLP, as before.
 
-Parameter counts (parameters.py) follow each architecture's projections; tests check every bundled
+Parameter counts and weight bytes (weights.py) follow each architecture's projections; tests check every bundled
 model within 1% of its published count.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 from typing import ClassVar, Optional
 
@@ -24,6 +22,8 @@ from ..units import DType, WeightFormat, loaded_dtype
 from ..vocab import LayerKind
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .layers import FULL, LayerType
+from . import weights
+from .weights import ParameterCount, count_parameters
 
 #: Components whose format a checkpoint's quantization (or --weight-dtype) may set; embeddings, lm_head, norms
 #: and the router always stay in the checkpoint's dtype as loaded (vLLM's quantization methods replace linear
@@ -188,10 +188,8 @@ class ModelSpec:
     # --- weights --------------------------------------------------------------------------------------------
 
     @cached_property
-    def parameters(self):
-        """Parameters by component (parameters.ParameterCount), every expert included."""
-        from .parameters import count_parameters
-
+    def parameters(self) -> ParameterCount:
+        """Parameters by component (weights.ParameterCount), every expert included."""
         return count_parameters(self)
 
     @property
@@ -250,34 +248,17 @@ class ModelSpec:
 
     def weight_bytes(self, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
                      expert_parallel: int = 1, replicate_attention: bool = False) -> int:
-        """Bytes of every parameter (all experts) per GPU, each component in its format (weight_format).
+        """Bytes of every parameter (all experts) per GPU, each component in its format (weight_format); see
+        weights.weight_bytes.
 
         `dtype` overrides the formats of the quantizable components only: embeddings, lm_head, norms and
         the router stay in the checkpoint's dtype, and so do the parameters a checkpoint's exclusion list
         keeps (unquantized_parameters; with an override every linear layer is converted). Split
-        `tensor_parallel` ways (norms and embeddings counted as split too, a few hundred MB at most), the
-        routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention)
-        every GPU holds all attention weights. A vision tower (vision_parameters) is counted whole on every
-        GPU in the checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound).
+        `tensor_parallel` ways, the routed experts also `expert_parallel` ways; with `replicate_attention`
+        (data-parallel attention) every GPU holds all attention weights; a vision tower whole on every GPU.
         Rounded up. A spec that gives a published count scales the derived components to it.
         """
-        counts = self.parameters
-        own_bits = Fraction(WeightFormat.of(self.weight_dtype or DType.bf16).bits_per_weight)
-        sharded = replicated = Fraction(0)
-        for component, n in counts.by_component().items():
-            fmt = self.weight_format(component, dtype)
-            kept = self.unquantized_parameters.get(component, 0) if dtype is None and fmt.is_quantized else 0
-            bits = Fraction(n - kept) * Fraction(fmt.bits_per_weight) + Fraction(kept) * own_bits
-            if component == "experts":
-                bits /= expert_parallel
-            if replicate_attention and component == "attention":
-                replicated += bits
-            else:
-                sharded += bits
-        scale = Fraction(self.total_parameters - self.vision_parameters, counts.total) if \
-            self.num_parameters is not None else Fraction(1)
-        vision = Fraction(self.vision_parameters) * own_bits
-        return math.ceil(((sharded / tensor_parallel + replicated) * scale + vision) / 8)
+        return weights.weight_bytes(self, dtype, tensor_parallel, expert_parallel, replicate_attention)
 
     # --- the KV cache --------------------------------------------------------------------------------------
 

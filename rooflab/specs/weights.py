@@ -1,0 +1,159 @@
+"""A model's weights: parameters by component, the bytes they take on each GPU, and the bytes one step reads.
+
+The one loop over a model's components (_component_bits) prices each in its format (ModelSpec.weight_format);
+ModelSpec.weight_bytes (what a GPU holds) and cost.model.weights_read (what a decode step reads) both use it. A
+spec that gives a published count scales the derived components to it. The functions take a ModelSpec, which
+imports this module (so it is named here in words, not imported).
+
+Parameters per layer, with hidden size H (biases where the spec says, small terms named below):
+
+    softmax attention  q H h d + k H h_kv d + v H h_kv d_v + o h d_v H      (+ h sink logits)
+    mla                q: H r_q + r_q + r_q h (d_nope + d_R), or H h (d_nope + d_R) without a q rank;
+                       kv_a: H (d_c + d_R) + d_c; kv_b: d_c h (d_nope + d_v); o: h d_v H
+    linear (GDN)       in_proj H (2 h_k d_k + 2 h_v d_v) + H 2 h_v; conv (2 h_k d_k + h_v d_v) K;
+                       2 h_v (decay and bias) + d_v (norm); out h_v d_v H
+    dense MLP          3 H F                 (gate, up, down)
+    MoE MLP            E 3 H F_e + S 3 H F_s + H E (router)
+    norms              2 H per layer, H at the end; embeddings V H, lm_head V H unless tied
+
+The small per-layer terms a checkpoint may add (q/k norms, output gates, expert biases) are below
+0.2% of any bundled model and are left out; tests hold every bundled model within 1% of its
+published count. Sources: each architecture's Hugging Face modeling code (the projections' shapes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterator
+
+from ..units import DType, WeightFormat
+from ..vocab import LayerKind
+from .heads import AttentionHeads
+from .layers import LayerType
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    """Parameters by component; `attention` sums every layer type (`attention_by_type` splits it)."""
+
+    embeddings: int
+    lm_head: int
+    attention: int
+    dense_mlp: int
+    experts: int
+    shared_experts: int
+    router: int
+    norms: int
+    attention_by_type: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_component().values())
+
+    def by_component(self) -> dict[str, int]:
+        """{component: parameters}, the components weight formats are given for (specs.model.QUANTIZABLE)."""
+        return {"embeddings": self.embeddings, "lm_head": self.lm_head, "attention": self.attention,
+                "dense_mlp": self.dense_mlp, "experts": self.experts, "shared_experts": self.shared_experts,
+                "router": self.router, "norms": self.norms}
+
+
+def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias: bool) -> int:
+    """One layer's attention parameters for layer type `t` with the model's `heads` (see the module docstring)."""
+    h = hidden
+    if t.kind is LayerKind.mla:
+        qk = t.qk_nope_head_dim + t.qk_rope_head_dim
+        hq, dv = heads.num_qo_heads, heads.value_dim
+        q = (h * t.q_lora_rank + t.q_lora_rank + t.q_lora_rank * hq * qk) if t.q_lora_rank else h * hq * qk
+        kv_a = h * (t.kv_lora_rank + t.qk_rope_head_dim) + t.kv_lora_rank
+        kv_b = t.kv_lora_rank * hq * (t.qk_nope_head_dim + dv)
+        return q + kv_a + kv_b + hq * dv * h
+    if t.kind is LayerKind.linear:
+        key_dim = t.linear_num_key_heads * t.linear_key_head_dim
+        value_dim = t.linear_num_value_heads * t.linear_value_head_dim
+        in_proj = h * (2 * key_dim + 2 * value_dim) + h * 2 * t.linear_num_value_heads
+        conv = (2 * key_dim + value_dim) * t.linear_conv_kernel
+        return in_proj + conv + 2 * t.linear_num_value_heads + t.linear_value_head_dim + value_dim * h
+    own = t.heads(heads)
+    q_out, kv_out = own.num_qo_heads * own.head_dim, own.num_kv_heads * own.head_dim
+    v_out, o_in = own.num_kv_heads * own.value_dim, own.num_qo_heads * own.value_dim
+    weights = h * q_out + h * kv_out + h * v_out + o_in * h
+    biases = (q_out + kv_out + v_out) if bias else 0
+    return weights + biases + (own.num_qo_heads if t.sinks else 0)
+
+
+def count_parameters(model) -> ParameterCount:
+    """A ModelSpec's parameters by component, every expert included."""
+    h = model.hidden_size
+    by_type = []
+    for name, layer, layers in model.layer_walk():
+        per_layer = attention_parameters(layer, model.heads, h, model.attention_bias)
+        by_type.append((name, layers * per_layer))
+    dense_ffn = model.dense_ffn_size or model.ffn_size
+    moe_layers = model.num_moe_layers
+    shared_ffn = model.shared_expert_ffn_size or model.ffn_size
+    return ParameterCount(
+        embeddings=model.vocab_size * h,
+        lm_head=0 if model.tie_word_embeddings else model.vocab_size * h,
+        attention=sum(n for _, n in by_type),
+        dense_mlp=model.num_dense_layers * 3 * h * dense_ffn,
+        experts=moe_layers * model.num_experts * model.expert_parameters if model.is_moe else 0,
+        shared_experts=moe_layers * model.num_shared_experts * 3 * h * shared_ffn,
+        router=moe_layers * h * model.num_experts if model.is_moe else 0,
+        norms=model.num_layers * 2 * h + h,
+        attention_by_type=tuple(by_type),
+    )
+
+
+def _component_bits(model, dtype: DType | WeightFormat | None) -> Iterator[tuple[str, Fraction]]:
+    """(component, bits of its parameters) for each component, each in its format: `dtype` overrides the
+    quantizable components' formats (ModelSpec.weight_format); without an override, the parameters a checkpoint's
+    exclusion list keeps (unquantized_parameters) stay in the checkpoint's dtype."""
+    own_bits = Fraction(WeightFormat.of(model.weight_dtype or DType.bf16).bits_per_weight)
+    for component, n in model.parameters.by_component().items():
+        fmt = model.weight_format(component, dtype)
+        kept = model.unquantized_parameters.get(component, 0) if dtype is None and fmt.is_quantized else 0
+        yield component, Fraction(n - kept) * Fraction(fmt.bits_per_weight) + Fraction(kept) * own_bits
+
+
+def _published_scale(model) -> Fraction:
+    """Published text parameters over derived ones: 1 where the spec gives no published count."""
+    if model.num_parameters is None:
+        return Fraction(1)
+    return Fraction(model.total_parameters - model.vision_parameters, model.parameters.total)
+
+
+def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
+                 expert_parallel: int = 1, replicate_attention: bool = False) -> int:
+    """Bytes of every parameter (all experts) per GPU, each component in its format (_component_bits).
+
+    Split `tensor_parallel` ways (norms and embeddings counted as split too, a few hundred MB at most), the
+    routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention) every GPU
+    holds all attention weights. A vision tower (vision_parameters) is counted whole on every GPU in the
+    checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound). Rounded up.
+    """
+    sharded = replicated = Fraction(0)
+    for component, bits in _component_bits(model, dtype):
+        if component == "experts":
+            bits /= expert_parallel
+        if replicate_attention and component == "attention":
+            replicated += bits
+        else:
+            sharded += bits
+    vision = Fraction(model.vision_parameters) * Fraction(WeightFormat.of(model.weight_dtype or DType.bf16)
+                                                          .bits_per_weight)
+    return math.ceil(((sharded / tensor_parallel + replicated) * _published_scale(model) + vision) / 8)
+
+
+def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat | None = None) -> float:
+    """Bytes of weights one step of the text model reads on one GPU holding them all: every component once,
+    the routed experts' `experts_read` share of them (cost.model.experts_touched over num_experts), each in its
+    format. The vision tower is not read by a text step."""
+    bits = Fraction(0)
+    for component, component_bits in _component_bits(model, dtype):
+        bits += component_bits * Fraction(experts_read) if component == "experts" else component_bits
+    return float(bits * _published_scale(model) / 8)
+
+
+__all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "weight_bytes"]

@@ -1,0 +1,116 @@
+"""A model's weights (rooflab/specs/weights.py): every bundled model's parameter count against the published one,
+and the bytes its weights take on a GPU and a step reads, from one loop over the components.
+
+Published counts and what each includes are in each YAML's comment and parameters_note; the config.json
+files and where they were copied from are listed in tests/data/hf_configs/SOURCES.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rooflab import available, load_model
+from rooflab.specs.weights import bytes_read_per_step
+from rooflab.units import DType
+
+
+BUNDLED = available("models")
+
+
+#: Published counts are rounded figures (671B, 80B) or exact ones; the derived count leaves out small terms
+#: (q/k norms, output gates, expert biases: below 0.6% of any bundled model). 1% holds them all.
+PARAMETER_TOLERANCE = 0.01
+
+
+def llama4_scout_vision_parameters() -> int:
+    """Llama 4 Scout's vision encoder and projector: counted in the published 109B, not modelled by rooflab.
+
+    The shapes of transformers' Llama4VisionModel and Llama4MultiModalProjector for Scout's vision_config
+    (width 1408, 34 layers with biases, MLP 5632, 14-pixel patches of 336-pixel images, a pixel-shuffle
+    MLP 4 x 1408 -> 4096 -> 4096, a projector 4096 -> the text model's 5120): 871,932,416 parameters.
+    """
+    d, layers, mlp, positions = 1408, 34, 5632, (336 // 14) ** 2 + 1
+    embeddings = d + positions * d + 3 * 14 * 14 * d + 2 * 2 * d   # class token, positions, patches, 2 norms
+    layer = 4 * (d * d + d) + (d * mlp + mlp) + (mlp * d + d) + 2 * 2 * d
+    adapter = 4 * d * 4096 + 4096 * 4096
+    projector = 4096 * 5120
+    return embeddings + layers * layer + adapter + projector
+
+
+#: Parameters a published count includes that rooflab's spec does not describe.
+NOT_MODELLED = {"llama-4-scout": llama4_scout_vision_parameters()}
+
+
+# --- parameter counts -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_derived_parameters_within_1_percent_of_the_published_count(name):
+    m = load_model(name)
+    assert m.name == name and m.num_parameters is not None, "every bundled model gives its published count"
+    derived = m.derived_parameters + NOT_MODELLED.get(name, 0)
+    assert derived == pytest.approx(m.num_parameters, rel=PARAMETER_TOLERANCE)
+
+
+def test_what_the_published_count_includes_is_stated():
+    new = ("deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "gemma-3-27b", "qwen3-32b", "qwen3-235b-a22b",
+           "llama-4-scout", "qwen3-next-80b-a3b", "mistral-7b-v0.1")
+    assert all(load_model(name).parameters_note for name in new)
+
+
+def test_llama4_scout_vision_tower_by_its_shapes():
+    assert llama4_scout_vision_parameters() == 871_932_416
+    derived = load_model("llama-4-scout").derived_parameters
+    assert derived == 107_769_861_120                           # the text model
+    assert (derived + llama4_scout_vision_parameters()) / 1e9 == pytest.approx(108.64, abs=0.01)  # "109B"
+
+
+# --- weight bytes: what a GPU holds and what a step reads, one loop -------------------------------------------
+
+def test_weight_bytes_per_gpu():
+    # every parameter in the weight dtype, split evenly and rounded up per GPU
+    m = load_model("llama-3-70b")
+    assert m.weight_bytes(DType.fp16) == 2 * m.total_parameters
+    # an fp8 override converts the linear layers only: embeddings, LM head and norms stay in bf16 (issue 28)
+    kept = m.parameters.embeddings + m.parameters.lm_head + m.parameters.norms
+    scale = m.total_parameters / m.derived_parameters
+    assert m.weight_bytes(DType.fp8_e4m3, 3) == pytest.approx((m.total_parameters + kept * scale) / 3, abs=2)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_a_step_reading_every_expert_reads_what_one_gpu_holds(name):
+    """The two prices of the weights come from one loop: with every expert read, a step reads the bytes a single
+    GPU holds (up to weight_bytes' rounding up), in the checkpoint's formats and under an override alike."""
+    m = load_model(name)
+    for dtype in (None, DType.fp8_e4m3):
+        assert bytes_read_per_step(m, 1.0, dtype) == pytest.approx(m.weight_bytes(dtype), abs=1)
+    if m.is_moe:
+        share = m.num_experts_per_token / m.num_experts
+        routed = m.parameters.experts * (1 - share) * m.weight_format("experts").bits_per_weight / 8
+        scale = m.total_parameters / m.derived_parameters
+        assert bytes_read_per_step(m, share) == pytest.approx(m.weight_bytes() - routed * scale, rel=1e-9)
+
+
+def test_kept_unquantized_parameters_are_held_and_read_in_the_checkpoint_dtype():
+    """gpt-oss's experts are mxfp4 (4.25 bits); parameters a checkpoint keeps unquantized stay in bf16 for both."""
+    oss = load_model("gpt-oss-120b")
+    kept = dataclasses.replace(oss, unquantized_parameters={"experts": 10**9})
+    extra = 10**9 * (16 - 4.25) / 8 * (oss.total_parameters / oss.derived_parameters)
+    assert kept.weight_bytes() - oss.weight_bytes() == pytest.approx(extra, abs=2)
+    assert bytes_read_per_step(kept, 1.0) - bytes_read_per_step(oss, 1.0) == pytest.approx(extra, rel=1e-9)
+    assert kept.weight_bytes(DType.fp8_e4m3) == oss.weight_bytes(DType.fp8_e4m3)   # an override converts them too
+
+
+def test_a_vision_tower_is_held_on_every_gpu_but_not_read_by_a_text_step():
+    text = dataclasses.replace(load_model("llama-3-8b"), num_parameters=None)
+    vlm = dataclasses.replace(text, vision_parameters=10**9)
+    assert vlm.weight_bytes(tensor_parallel=2) - text.weight_bytes(tensor_parallel=2) == 2 * 10**9
+    assert bytes_read_per_step(vlm, 1.0) == bytes_read_per_step(text, 1.0) == text.weight_bytes()
+
+
+def test_the_old_module_name_still_answers():
+    from rooflab.specs import parameters, weights
+
+    assert parameters.count_parameters is weights.count_parameters
+    assert parameters.attention_parameters is weights.attention_parameters
