@@ -1,8 +1,8 @@
 """Quick timings of rooflab's kernels on the performance-target shapes, next to same-run ceilings.
 
 Run on a GPU machine from the repository root:  python3 benchmarks/kernels_quick.py [--json out.json]
-Timings: rooflab.bench.timing (CUDA events, warm-up first, the L2 flushed before every repeat, the
-median), or CUDA-graph replays (kernels.testing.graph_time_ms) where the launcher's Python would
+Timings: rooflab.measure.timing (CUDA events, warm-up first, the L2 flushed before every repeat, the
+median), or CUDA-graph replays (measure.timing.time_cupy_graph) where the launcher's Python would
 show; inputs of split-KV are also rotated among several copies. FLOPs and bytes are rooflab's cost
 functions' (cost/merge.py, naive.py, paged.py, flash.py): compulsory bytes (each input read once,
 each output written once), FLOPs over the visible pairs (half of the square when causal, also for
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy as cp  # noqa: E402
 
 from rooflab import kernels as K  # noqa: E402
-from rooflab.bench.timing import L2Flusher, time_gpu  # noqa: E402
+from rooflab.measure.timing import L2Flusher, time_cupy_graph, time_gpu  # noqa: E402
 from rooflab.cost.flash import flash_prefill  # noqa: E402
 from rooflab.cost.merge import merge_pair  # noqa: E402
 from rooflab.cost.naive import naive_prefill  # noqa: E402
@@ -43,7 +43,7 @@ _FLUSH: list[L2Flusher] = []
 
 
 def bench_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
-    """Median milliseconds of fn(i) (i counts the calls), timed by rooflab.bench.timing.time_gpu."""
+    """Median milliseconds of fn(i) (i counts the calls), timed by rooflab.measure.timing.time_gpu."""
     if not _FLUSH:
         _FLUSH.append(L2Flusher())
     calls = iter(range(1 << 62))
@@ -51,7 +51,7 @@ def bench_ms(fn, warmup: int = 3, repeat: int = 15) -> float:
 
 
 def graph_ms(fn, calls: int = 20, replays: int = 10) -> float:
-    return kt.graph_time_ms(fn, calls, replays)
+    return time_cupy_graph(fn, calls, replays).median_s * 1e3
 
 
 def host_us(fn, calls: int = 300) -> float:

@@ -30,10 +30,10 @@ from ..roofline import Ceilings, predict_kernel
 from ..specs import AttentionHeads, GpuSpec
 from ..units import DType
 from ..vocab import Kernel, KernelFamily
-from .comm_fit import held_out
+from ..fit.comm_fit import held_out
 from .fitting import Fit, fit_overhead_efficiency
-from .gemm import model_times as gemm_model_times
-from .records import Measurement
+from ..fit.gemm_fit import model_times as gemm_model_times
+from ..fit.records import Measurement
 from .validate import GroupSummary, RowResult
 
 #: Kernels this module validates (the rest go to bench/validate.py).

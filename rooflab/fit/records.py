@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import InputError
+from ..errors import InputError, UnknownNameError
 from ..limits import MAX_BATCH, MAX_TOKENS
-from ..load import read_bounded
+from ..files import read_text
+from ..load import resolve_gpu_name
 from ..specs.heads import MAX_HEAD_DIM, MAX_HEADS
 from ..units import DType
 from ..output import write_atomic
@@ -225,21 +226,19 @@ def read_measurements(path: Path) -> tuple[dict[str, str], list[Measurement]]:
 
 
 def _read_text(path: Path, where: str) -> str:
+    return read_text(path, MAX_FILE_BYTES, "a measurement file", lambda problem: InputError(f"{where}: {problem}"),
+                     too_large="not a measurement file")
+
+
+def spec_for_device(name: str) -> str | None:
+    """The bundled spec that describes a device CUDA names `name` (the GPU YAMLs' aliases), or None."""
     try:
-        raw = read_bounded(path, MAX_FILE_BYTES)
-    except OSError as exc:
-        raise InputError(f"{where}: cannot read file ({exc.strerror or exc})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"{where}: larger than {MAX_FILE_BYTES >> 20} MiB; not a measurement file")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+        return resolve_gpu_name(name)
+    except UnknownNameError:
+        return None
 
 
 def _check_meta(meta: dict[str, str], where: str) -> None:
-    from .device import spec_for_device
-
     device, spec = meta.get("device_name"), meta.get("gpu_spec")
     if not (device and spec):
         return
@@ -254,7 +253,6 @@ def _bundled_kind(path: str, where: str) -> str | None:
     """The bundled GPU a GPU YAML describes (by its name, display name or aliases), or None for a GPU rooflab
     does not bundle. A relative path is read beside the measurement file."""
     from ..load import read_yaml
-    from .device import spec_for_device
 
     p = Path(path)
     if not p.is_absolute():

@@ -185,35 +185,6 @@ def nan_like(x: Any) -> Any:
     return poison(cupy.empty_like(x))
 
 
-def graph_time_ms(fn: Any, calls: int = 20, replays: int = 10) -> float:
-    """Median GPU time of one fn(i) call, timed as replays of a captured CUDA graph of `calls` calls.
-
-    Takes the launchers' Python overhead (tens of microseconds a call) out of the timing of
-    microsecond-scale kernels. fn must not allocate while captured: pass out= buffers.
-    """
-    cupy = cupy_module()
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        for i in range(3):
-            fn(i)
-        stream.synchronize()
-        stream.begin_capture()
-        for i in range(calls):
-            fn(i)
-        graph = stream.end_capture()
-        graph.launch(stream)
-        stream.synchronize()
-        times = []
-        for _ in range(replays):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(stream)
-            graph.launch(stream)
-            end.record(stream)
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / calls)
-    return float(np.median(times))
-
-
 @dataclass(frozen=True)
 class PagedCache:
     """A random paged KV cache: pages scattered over shuffled physical pages.

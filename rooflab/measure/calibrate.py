@@ -24,7 +24,7 @@ import numpy as np
 from ..progress import Progress
 from ..specs import MeasuredCeilings
 from .device import device_name, metadata, require_cupy
-from .timing import Timing, time_gpu
+from .timing import Timing, read_kernel, time_gpu, time_torch
 
 # cuBLAS and CUDA enum values (cublas_api.h, library_types.h)
 _CUDA_R_16F, _CUDA_R_16BF, _CUDA_R_32F = 2, 14, 0
@@ -48,19 +48,6 @@ extern "C" __global__ void exp_chains(float* out, int iters) {
 """
 _EXP_CHAINS = 8
 
-# One block of 512 threads an SM streams (reads) its slice of a buffer with 16-byte loads: the read bandwidth
-# `blocks` SMs reach when nothing else runs (the XOR keeps the loads; the guarded store never runs).
-_STREAM_KERNEL = r"""
-extern "C" __global__ void stream_read(const uint4* __restrict__ p, unsigned long long n, unsigned* sink) {
-    unsigned acc = 0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9E3779B9u) *sink = acc;
-}
-"""
 #: SM counts the per-SM streaming curve is measured at (and the whole GPU).
 STREAM_SMS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -163,7 +150,7 @@ def measure_stream(nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]
     what a launch whose work units keep only some SMs busy can draw (the parallelism model's per-unit rate)."""
     cupy = require_cupy()
     sms = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"]
-    kernel = cupy.RawKernel(_STREAM_KERNEL, "stream_read")
+    kernel = read_kernel()                 # one block of 512 threads an SM, each reading its slice
     buf = cupy.zeros(nbytes // 16 * 16, dtype=cupy.uint8)
     sink = cupy.zeros(1, dtype=cupy.uint32)
     n = np.uint64(buf.size // 16)
@@ -201,8 +188,6 @@ def measure_fp8_gemm(n: int = FP8_GEMM_N, repeats: int = 10) -> tuple[float, Tim
     2 n^3 over the median time. Random operands (never zeros), checked against a bf16 product of the same values."""
     import torch
 
-    from .timing import time_torch
-
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn((n, n), device="cuda", generator=gen).to(torch.float8_e4m3fn)
     b = torch.randn((n, n), device="cuda", generator=gen).to(torch.float8_e4m3fn).t()     # column-major, as cuBLASLt wants
@@ -228,8 +213,6 @@ def measure_fp8_attention(shape: tuple[int, int, int, int] = FP8_ATTENTION_SHAPE
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
-
-    from .timing import time_torch
 
     batch, heads, t, d = shape
     gen = torch.Generator(device="cuda").manual_seed(1)

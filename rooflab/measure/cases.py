@@ -15,7 +15,7 @@ from ..kernels.mla import MLA_LATENT_DIM, MLA_PAGE_SIZE, MLA_VALUE_DIM
 from ..specs import AttentionHeads
 from ..units import DType
 from ..vocab import Kernel, KernelFamily
-from .records import Measurement, format_context_lens
+from ..fit.records import Measurement, format_context_lens
 
 LLAMA3_8B = AttentionHeads(32, 8, 128)
 

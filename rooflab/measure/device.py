@@ -9,7 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..fit.records import spec_for_device
 from ..load import available, load_gpu
+
 
 def require_cupy():
     """CuPy with a usable CUDA device, or MissingGpuError saying what is missing and how to install it."""
@@ -23,17 +25,6 @@ def device_name() -> str:
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     name = props["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
-
-
-def spec_for_device(name: str) -> str | None:
-    """The bundled spec that describes a device CUDA names `name` (the GPU YAMLs' aliases), or None."""
-    from ..errors import UnknownNameError
-    from ..load import resolve_gpu_name
-
-    try:
-        return resolve_gpu_name(name)
-    except UnknownNameError:
-        return None
 
 
 def check_spec_matches(spec_name: str, device: str) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from ..progress import Progress
 from ..vocab import Kernel
 from .cases import Case
-from .records import Measurement, write_measurements
+from ..fit.records import Measurement, write_measurements
 from .timing import L2Flusher, time_gpu, time_torch
 
 

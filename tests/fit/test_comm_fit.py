@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rooflab.bench.comm_fit import fit_bands, held_out, interconnect_yaml, with_interconnect
-from rooflab.bench.records import Measurement, read_measurements
+from rooflab.fit.comm_fit import fit_bands, held_out, interconnect_yaml, with_interconnect
+from rooflab.fit.records import Measurement, read_measurements
 from rooflab.comm import bus_bytes
 from rooflab.load import data_dir, load_gpu, parse_yaml, spec_from_mapping
 from rooflab.specs import GpuSpec
@@ -55,19 +55,3 @@ def test_section_round_trips_through_the_yaml():
     # a GPU without the section gets it before measured: / fitted:, or at the end
     bare = "name: x\n"
     assert with_interconnect(bare, gpu.interconnect).endswith(interconnect_yaml(gpu.interconnect))
-
-
-def test_calibrating_from_several_files_names_each_fits_file(tmp_path):
-    """Two campaigns (2 and 4 GPUs) into one YAML: it loads again (the campaign names were once written unquoted,
-    and 'a.csv, b.csv' in a flow mapping made a key of the second), and each fit names the file its rows came from."""
-    from rooflab.bench.comm_fit import calibrate_collectives
-
-    files = [data_dir("measurements") / f"h200x{n}-collectives.csv" for n in (2, 4)]
-    out = tmp_path / "h200.yaml"
-    link, target = calibrate_collectives("h200-sxm", out, 2, files, "rooflab calibrate --collectives (test)")
-    assert target == out
-    again = load_gpu(out).interconnect
-    assert [c.key for c in again.collectives] == [c.key for c in link.collectives]
-    assert {c.world_size for c in again.collectives} == {2, 4}
-    for c in again.collectives:
-        assert c.campaign == f"h200x{c.world_size}-collectives.csv"

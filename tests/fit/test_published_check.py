@@ -1,5 +1,5 @@
 """rooflab validate --published: every published kernel row against its floor and, for the predicted families, the
-H200 fits transferred (rooflab/bench/published_check.py). Nothing here fits on a published row."""
+H200 fits transferred (rooflab/fit/published_check.py). Nothing here fits on a published row."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from rooflab.bench.published_check import FAMILY_FIT, Family, by_family, check_rows, render_check, summarise
+from rooflab.fit.published_check import FAMILY_FIT, Family, by_family, check_rows, render_check, summarise
 from rooflab.cli import app
 from rooflab.load import load_gpu
 from rooflab.predict import MEASURED_HERE
@@ -79,7 +79,7 @@ def test_cli_published_and_its_refusals():
 
 def test_measured_here_provenance_on_the_h200():
     from rooflab.published import Implementation, KernelRow, KernelMetric
-    from rooflab.bench.published_check import predict_row
+    from rooflab.fit.published_check import predict_row
     from rooflab.units import DType
     from rooflab.vocab import Phase
 

@@ -1,4 +1,4 @@
-"""Tests of rooflab/bench/records.py.
+"""Tests of rooflab/fit/records.py.
 
 From the suites this file gathers:
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from rooflab.bench.records import (FORMAT_LINE, Measurement, V1_FIELDS, format_context_lens, parse_context_lens,
+from rooflab.fit.records import (FORMAT_LINE, Measurement, V1_FIELDS, format_context_lens, parse_context_lens,
                                    read_measurements, write_measurements)
 from rooflab.load import data_dir
 from rooflab.vocab import Kernel
@@ -69,7 +69,7 @@ def _file(*rows: str, head: str = f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n", he
 
 def test_the_good_row_reads():
     # the mutations below start from this file, so it must be valid itself
-    from rooflab.bench.records import read_measurements
+    from rooflab.fit.records import read_measurements
 
     meta, rows = read_measurements(Path(_write_text(Path(tempfile.mkdtemp()), _file(GOOD_ROW))))
     assert rows[0].seq_len == 4096 and rows[0].kernel == "flash" and meta["gpu_spec"] == "h100-sxm"

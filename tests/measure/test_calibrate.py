@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rooflab import DType, load_gpu
-from rooflab.bench.calibrate import with_measured
+from rooflab.measure.calibrate import with_measured
 from rooflab.load import data_dir
 from rooflab.roofline import Ceilings
 from rooflab.specs import MeasuredCeilings
@@ -39,7 +39,7 @@ def test_measured_section_is_written_and_read_back(tmp_path):
 # ---------------------------------------------------------------- fp8 rates (`rooflab calibrate --fp8`), no GPU
 
 def _fp8_rates(gemm=1.4872e15, attention=None):
-    from rooflab.bench.calibrate import Fp8Rates
+    from rooflab.measure.calibrate import Fp8Rates
 
     meta = {"date": "2026-12-01T20:33:57Z", "device_name": "NVIDIA H200", "driver": "580.159.04",
             "torch": "2.11.0+cu130", "git_commit": "fb9b8c4", "command": "rooflab calibrate --fp8 -g h200-sxm"}
@@ -47,7 +47,7 @@ def _fp8_rates(gemm=1.4872e15, attention=None):
 
 
 def test_fp8_rates_join_the_measured_section_and_keep_every_other_ceiling(tmp_path):
-    from rooflab.bench.calibrate import with_fp8, write_spec
+    from rooflab.measure.calibrate import with_fp8, write_spec
     from rooflab.load import data_dir, load_gpu
 
     source = data_dir("hardware") / "h200-sxm.yaml"

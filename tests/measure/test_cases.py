@@ -1,4 +1,4 @@
-"""Tests of rooflab/bench/cases.py.
+"""Tests of rooflab/measure/cases.py.
 
 From the suites this file gathers:
 
@@ -28,9 +28,9 @@ import math
 
 import pytest
 
-from rooflab.bench.cases import Case, mla_heads, new_kernel_cases, sweep
+from rooflab.measure.cases import Case, mla_heads, new_kernel_cases, sweep
 from rooflab.bench.costs import measurement_cost
-from rooflab.bench.records import FIELDS, Measurement, V1_FIELDS, read_measurements, write_measurements
+from rooflab.fit.records import FIELDS, Measurement, V1_FIELDS, read_measurements, write_measurements
 from rooflab.bench.validate import predict_measurement
 from rooflab.errors import InputError
 from rooflab.load import data_dir, load_gpu
@@ -223,7 +223,7 @@ def test_every_case_has_a_prediction():
 
 
 def test_fp8_decode_cases_pair_fp16_and_fp8_at_the_recommended_splits():
-    from rooflab.bench.cases import LLAMA3_8B, fp8_decode_cases
+    from rooflab.measure.cases import LLAMA3_8B, fp8_decode_cases
     from rooflab.cost.paged import recommend_splits
     from rooflab.units import DType
 
@@ -240,7 +240,7 @@ def test_fp8_decode_cases_pair_fp16_and_fp8_at_the_recommended_splits():
 
 
 def test_fp8_kv_rows_are_predicted_with_half_the_kv_bytes():
-    from rooflab.bench.cases import fp8_decode_cases
+    from rooflab.measure.cases import fp8_decode_cases
 
     gpu = load_gpu("h200-sxm")
     fp16, fp8 = fp8_decode_cases()[:2]                          # batch 128 x 8192
@@ -259,7 +259,7 @@ def test_recommended_splits_are_near_the_fastest_measured():
     # measurements/h200-splits.csv times split-KV over a grid of counts for seven decode workloads
     # (benchmarks/split_recommendation.py); with the fitted value the recommended count is within
     # 10% of the fastest measured one everywhere, with units_per_sm = 1 it is up to 49% slower
-    from rooflab.bench.cases import LLAMA3_8B
+    from rooflab.measure.cases import LLAMA3_8B
     from rooflab.cost.paged import recommend_splits
 
     meta, rows = read_measurements(SPLITS)
@@ -282,7 +282,7 @@ def test_recommended_splits_are_near_the_fastest_measured():
 # ---------------------------------------------------------------- session 7: the gap campaign and the MLA sweep
 
 def test_gap_campaign_splits_reach_the_recommended_count():
-    from rooflab.bench.cases import GAP_SPLIT_WORKLOADS, LLAMA3_8B, gap_campaign_cases
+    from rooflab.measure.cases import GAP_SPLIT_WORKLOADS, LLAMA3_8B, gap_campaign_cases
     from rooflab.cost.paged import recommend_splits
 
     gpu = load_gpu("h200-sxm")
@@ -300,7 +300,7 @@ def test_gap_campaign_splits_reach_the_recommended_count():
 
 
 def test_mla_sweep_covers_heads_q_len_and_latent_dtypes():
-    from rooflab.bench.cases import mla_sweep_cases
+    from rooflab.measure.cases import mla_sweep_cases
 
     cases = mla_sweep_cases()
     assert {c.heads.num_qo_heads for c in cases} == {16, 32, 64, 128} and {c.q_len for c in cases} == {1, 2, 3, 4}

@@ -1,4 +1,4 @@
-"""GPU tests of rooflab/bench/ours.py: a measurement names the kernel that ran (the wgmma flash kernel on sm_90).
+"""GPU tests of rooflab/measure/ours.py: a measurement names the kernel that ran (the wgmma flash kernel on sm_90).
 
 Skipped, with a reason, where CuPy or a CUDA device is missing (tests/conftest.py); the `hopper` fixture
 (tests/kernels/gpu_support.py) skips off sm_90.
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.gpu
 
 def test_bench_names_the_flash_implementation_that_runs(hopper):
     # measurements must say which kernel was timed: the wgmma one (d 128 on sm_90) or the mma.sync one
-    from rooflab.bench.cases import Case
-    from rooflab.bench.ours import impl_name
+    from rooflab.measure.cases import Case
+    from rooflab.measure.ours import impl_name
     from rooflab.specs import AttentionHeads
     from rooflab.units import DType
     from rooflab.vocab import Kernel

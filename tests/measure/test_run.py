@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.bench.cases import Case, mla_heads
-from rooflab.bench.records import read_measurements
+from rooflab.measure.cases import Case, mla_heads
+from rooflab.fit.records import read_measurements
 from rooflab.bench.validate import predict_measurement
 from rooflab.load import load_gpu
 from rooflab.specs import AttentionHeads
@@ -39,7 +39,7 @@ TINY = [
 @pytest.mark.gpu
 def test_tiny_new_kernel_cases_end_to_end(tmp_path):
     """Each new kernel checked against its fp64 oracle and timed by bench.run, written, read back and priced."""
-    from rooflab.bench.run import run, save, tolerance
+    from rooflab.measure.run import run, save, tolerance
 
     gpu = load_gpu("h200-sxm")
     result = run(TINY, gpu.l2_bytes, with_torch=False, repeats=3, progress=None)

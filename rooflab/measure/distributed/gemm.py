@@ -9,20 +9,29 @@ stream past the L2 (a decode step reads every weight from HBM), as an engine's c
 Beside them, the small kernels a torch decode layer launches (RMSNorm, residual add, SiLU x up, the
 q copy and the KV append) are timed the same way and written as notes: the step model prices them.
 
-The fitted model of the family is rooflab.predict's: t = c0 + max(F / pi, Q / beta) / eta against the
-calibrated ceilings (cost/gemm.py prices F and Q); `fit_gemm` fits it on alternate rows.
+The shapes are the model's (ops.MODEL, models/llama-3-8b.yaml). The fitted model of the family is
+rooflab.fit.gemm_fit's.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..vocab import Kernel
-from .dist_worker import Ctx, free_memory, time_best
-from .records import Measurement
+from ...fit.records import Measurement
+from ...specs import ModelSpec
+from ...vocab import Kernel
+from .context import Ctx, free_memory, time_best
+from .ops import MODEL
 
-SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336),
-          "lm_head": (128256, 4096)}
+
+def model_shapes(model: ModelSpec) -> dict[str, tuple[int, int]]:
+    """(n, k) of each projection and MLP GEMM of a dense decoder layer, and of the logits."""
+    h, d = model.hidden_size, model.head_dim
+    return {"qkv": ((model.num_qo_heads + 2 * model.num_kv_heads) * d, h), "o": (h, model.num_qo_heads * d),
+            "gate_up": (2 * model.ffn_size, h), "down": (h, model.ffn_size), "lm_head": (model.vocab_size, h)}
+
+
+SHAPES = model_shapes(MODEL)
 TINY_SHAPES = {"qkv": (96, 64), "down": (64, 128)}
 M_BF16 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
 M_FP16 = (1, 8, 64, 256, 4096)
@@ -76,7 +85,9 @@ def _small_ops(ctx: Ctx) -> None:
     import torch
     import torch.nn.functional as F
 
-    hidden, ffn, heads, kv_heads, d = (4096, 14336, 32, 8, 128) if ctx.cuda else (64, 128, 4, 2, 16)
+    m = MODEL
+    hidden, ffn, heads, kv_heads, d = ((m.hidden_size, m.ffn_size, m.num_qo_heads, m.num_kv_heads, m.head_dim)
+                                       if ctx.cuda else (64, 128, 4, 2, 16))
     dtype = torch.float16 if ctx.cuda else torch.float32
     dev = ctx.device
     for b in SMALL_BATCHES:
@@ -100,45 +111,3 @@ def _small_ops(ctx: Ctx) -> None:
             ctx.note("small_op", {"op": name, "batch": b, "seconds": t.median_s, "timing": t.timing})
             ctx.log(f"small op {name:12s} batch {b:3d}: {t.median_s * 1e6:7.2f} us")
         free_memory(ctx)
-
-
-# ------------------------------------------------------------------ the family's time model
-
-IMPL = "torch_cublas"
-
-
-def model_times(rows, gpu) -> "np.ndarray":
-    """t_model of each GEMM row (rooflab.predict.model_time of cost/gemm.py's cost) against the calibrated ceilings."""
-    import numpy as np
-
-    from ..cost.gemm import gemm
-    from ..predict import model_time
-    from ..roofline import Ceilings
-    from ..units import DType
-    from ..vocab import CeilingSource
-
-    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
-    return np.array([float(model_time(gemm(m.m, m.n, m.k, DType(m.dtype)), Ceilings.of(gpu, DType(m.dtype), source)))
-                     for m in rows])
-
-
-def fit_gemm(rows, gpu, campaign: str = ""):
-    """The family's FittedModel (c0 + t_model / eta, fitted on every row) with the held-out errors of the fit on
-    alternate rows (sweep order: alternate m within each shape); None with fewer than 4 rows."""
-    import numpy as np
-
-    from ..specs import FittedModel
-    from .fitting import fit_overhead_efficiency
-
-    rows = [m for m in rows if m.kernel is Kernel.gemm]
-    if len(rows) < 4:
-        return None
-    t = model_times(rows, gpu)
-    y = np.array([m.time_s for m in rows])
-    held = np.arange(len(rows)) % 2 == 1
-    half = fit_overhead_efficiency(t[~held], y[~held])
-    errors = np.abs(half(t[held]) / y[held] - 1)
-    full = fit_overhead_efficiency(t, y)
-    return FittedModel(kernel=Kernel.gemm, impl=rows[0].impl, overhead_s=full.overhead_s, efficiency=full.efficiency,
-                       rows=len(rows), held_out_rows=int(held.sum()), median_error=float(np.median(errors)),
-                       worst_error=float(errors.max()), campaigns=(campaign,) if campaign else ())

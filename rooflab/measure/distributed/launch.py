@@ -1,7 +1,7 @@
 """`rooflab bench --distributed --nproc N`: launch the distributed bench with torchrun, then bundle what the ranks wrote.
 
     launch(nproc, out)   checks there are N GPUs (an error, not a hang, where there are fewer), starts
-                         `torchrun --standalone --nproc-per-node N -m rooflab.bench.dist_worker` with NVLink
+                         `torchrun --standalone --nproc-per-node N -m rooflab.measure.distributed.worker` with NVLink
                          multicast off (NCCL_NVLS_ENABLE=0 and its PyTorch / NVSHMEM switches) and a wall-clock
                          limit, and assembles the ranks' rows into measurement files:
 
@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..errors import InputError
-from ..vocab import Kernel, KernelFamily
-from .records import FIELDS, Measurement, write_measurements
+from ...errors import InputError
+from ...fit.records import FIELDS, Measurement, write_measurements
+from ...vocab import Kernel, KernelFamily
+from .step import LLAMA_3_8B
+from .worker import SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Environment every rank gets: NVLink multicast off (it can take a shared host's GPUs out of service), CuPy
@@ -98,10 +100,12 @@ def launch(nproc: int, out: Path, sections: Sequence[str] = (), cpu: bool = Fals
         shutil.rmtree(work)
     work.mkdir(parents=True)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "-m", "rooflab.bench.dist_worker", "--out", str(work), "--deadline-s", str(deadline_s),
+           "-m", "rooflab.measure.distributed.worker", "--out", str(work), "--deadline-s", str(deadline_s),
            "--scale", "tiny" if cpu else "full"]
     for s in sections:
         cmd += ["--section", s]
+    if gpu_spec:
+        cmd += ["--gpu", str(gpu_spec)]
     env = {**os.environ, **SAFE_ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                                                  os.environ.get("PYTHONPATH")]))}
     if cpu:
@@ -161,7 +165,7 @@ def assemble(work: Path, out: Path, prefix: str, nproc: int, command: str, gpu_s
         if name in ("gemm", "step"):
             file_meta["world_size"] = "1"
             if name == "step":
-                file_meta["model"] = "llama-3-8b"            # the layer stack step_bench.py times
+                file_meta["model"] = LLAMA_3_8B.name          # the layer stack step.py times
             file_meta["ran_on"] = f"one GPU of the {nproc}-GPU run (the others were busy with the other section)"
         for key, text in _notes_for(name, notes).items():
             file_meta[key] = text
@@ -196,8 +200,8 @@ def _notes_for(name: str, notes: list[dict]) -> dict[str, str]:
 
 def run_metadata(command: str, gpu_spec: Optional[str], nproc: int, cpu: bool) -> dict[str, str]:
     """Where and how the run was measured (no CUDA context is created here)."""
-    from .. import __version__
-    from .device import _git_commit, _nvidia_smi, spec_for_device
+    from ... import __version__
+    from ..device import _git_commit, _nvidia_smi, spec_for_device
 
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "gpu_spec": gpu_spec or ("none (CPU)" if cpu else "unknown"), "world_size": str(nproc)}
@@ -234,7 +238,7 @@ def topology() -> str:
 def summary(rows: Sequence[Measurement]) -> str:
     """A short text table of a run: bus bandwidth of the collectives, DCP and TP against one GPU, ring prefill,
     decode steps and a few GEMMs (what the device run prints last)."""
-    from ..comm import bus_bytes
+    from ...comm import bus_bytes
 
     lines = []
     coll = [m for m in rows if m.kernel.is_collective]
@@ -265,7 +269,6 @@ def launch_cli(nproc: int, output: Path, cpu: bool, sections: Sequence[str], gpu
                command: str) -> RunResult:
     """`rooflab bench --distributed`: `output` names the files' prefix (rooflab-bench.csv -> rooflab-bench-*.csv),
     unknown sections are refused, the GPU spec is --gpu or (run_metadata) the one nvidia-smi's name resolves to."""
-    from .dist_worker import SECTIONS
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         raise InputError(f"--section {unknown[0]}: unknown; sections are {', '.join(SECTIONS)}")

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable
 
-from ..vocab import Kernel
-from .dist_attention import PAGE, ops_for, recommended_splits
-from .dist_worker import Ctx, Times, free_memory, time_best, time_eager
-from .records import Measurement
+from ...fit.records import Measurement
+from ...load import load_model
+from ...specs import ModelSpec
+from ...vocab import Kernel
+from .context import Ctx, Times, free_memory, time_best, time_eager
+from .ops import PAGE, ops_for, recommended_splits
 
 
 @dataclass(frozen=True)
@@ -61,14 +63,22 @@ class StepModel:
         return replace(self, layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=32 if self.is_moe else 128,
                        vocab=256, experts=8 if self.is_moe else 0, top_k=2 if self.is_moe else 0)
 
+    @classmethod
+    def of(cls, spec: ModelSpec, qk_norm: bool = False) -> "StepModel":
+        """The layer stack of a bundled model's spec (models/<name>.yaml); `qk_norm`: a fact of the architecture
+        the spec does not carry."""
+        moe = spec.num_experts > 1
+        return cls(spec.name, spec.num_layers, spec.hidden_size, spec.num_qo_heads, spec.num_kv_heads, spec.head_dim,
+                   spec.ffn_size, spec.vocab_size, experts=spec.num_experts if moe else 0,
+                   top_k=spec.num_experts_per_token if moe else 0, qk_norm=qk_norm)
 
-#: Llama-3-8B: https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json
-LLAMA_3_8B = StepModel("llama-3-8b", 32, 4096, 32, 8, 128, 14336, 128256)
-#: Qwen3-30B-A3B: 48 layers, every one a MoE of 128 experts of width 768 (8 a token, renormalised, no shared
-#: expert), q/k RMSNorm: https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json
-QWEN3_30B_A3B = StepModel("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 768, 151936, experts=128, top_k=8, qk_norm=True)
+
+#: Llama-3-8B (models/llama-3-8b.yaml).
+LLAMA_3_8B = StepModel.of(load_model("llama-3-8b"))
+#: Qwen3-30B-A3B (models/qwen3-30b-a3b.yaml): 48 layers, every one a MoE of 128 experts of width 768 (8 a token,
+#: renormalised, no shared expert), and q/k RMSNorm (Qwen3's architecture).
+QWEN3_30B_A3B = StepModel.of(load_model("qwen3-30b-a3b"), qk_norm=True)
 MODELS = {m.name: m for m in (LLAMA_3_8B, QWEN3_30B_A3B)}
-FULL = dict(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256)
 CONFIGS = tuple((b, c) for b in (1, 8, 64) for c in (1024, 8192, 32768))
 #: Issue 31 item 4: both models, graph and eager, at batch 1 / 8 / 64 and context 1k / 8k.
 MODEL_CONFIGS = tuple((b, c) for b in (1, 8, 64) for c in (1024, 8192))

@@ -1,5 +1,5 @@
-"""The whole-model step (rooflab.step): its rows by hand, invariants, the measured step it predicts, bad input, the
-CLI, and the distributed bench's code paths on CPU (gloo, tiny shapes).
+"""The distributed bench's launcher (rooflab.measure.distributed.launch) on CPU: two gloo ranks run every section at
+tiny shapes through the same code paths as on GPUs, and the files they assemble read back with the right answers.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rooflab.bench.records import read_measurements
+from rooflab.fit.records import read_measurements
 
 
 # ------------------------------------------------------------------ the distributed code paths on CPU (gloo)
@@ -17,7 +17,7 @@ def test_distributed_bench_on_cpu_with_gloo(tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         pytest.skip("this PyTorch has no gloo backend")
-    from rooflab.bench.distributed import launch
+    from rooflab.measure.distributed.launch import launch
 
     result = launch(2, tmp_path, cpu=True, timeout_s=240, prefix="cpu")
     assert result.returncode == 0, (tmp_path / "cpu-ranks" / "torchrun.log").read_text()[-2000:]
