@@ -1,19 +1,5 @@
-"""Tests of rooflab/fit/records.py.
-
-From the suites this file gathers:
-
-The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
-
-`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
-
-The data are real runs (RESULTS.md says when, where and with which command). These tests pin
-what the committed data and the current cost model say together: every bundled kernel was
-measured, its metadata is complete, and the calibrated model predicts the held-out half of the
-sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
-fixed files, so nothing here depends on the speed of the machine running the tests.
+"""Tests of rooflab/fit/records.py: the measurement format (context lengths, a write read back, a good row)
+and the metadata the bundled H200 dataset (measurements/) ships with.
 """
 
 from __future__ import annotations

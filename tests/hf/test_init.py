@@ -1,18 +1,10 @@
-"""Tests of rooflab/hf/__init__.py.
+"""Tests of rooflab/hf/__init__.py: a Hugging Face config.json as a model spec.
 
-From the suites this file gathers:
-
-Hugging Face config.json as a model spec: the configs' own rules, strict reading, and errors naming file,
-field and value (exit 2 from the CLI).
-
-Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
-the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_bundled_spec).
-
-Every bundled model: its parameter count against the published one, the round trip through a config.json,
-the real config.json files in tests/data/hf_configs loading to the bundled specs, KV golden values, and the CLI.
-
-Published counts and what each includes are in each YAML's comment and parameters_note; the config.json
-files and where they were copied from are listed in tests/data/hf_configs/SOURCES.md.
+Each family's rules (Llama, Qwen's windows, Mistral, Gemma 2 and 3, Llama 4's chunked layers, Qwen3-Next's
+linear layers, DeepSeek's MLA and MoE, Kimi K2), quantization configs, and errors naming the field and value.
+Configs are small dicts written for the rule under test, or real files from tests/data/hf_configs (sources in
+its SOURCES.md); each real file loads to its bundled spec. A test whose real file is not in the repository
+skips, naming the file.
 """
 
 from __future__ import annotations

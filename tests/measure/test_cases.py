@@ -1,25 +1,10 @@
-"""Tests of rooflab/measure/cases.py.
+"""Tests of rooflab/measure/cases.py: the benchmark's cases, without a GPU.
 
-From the suites this file gathers:
-
-`rooflab bench --new-kernels`: the attention variants' cases, their costs, their rows and the CLI, without a GPU;
-one GPU test (marker gpu) runs a tiny case of each new kernel through the bench end to end.
-
-The hand-computed examples below count visible (query, key) pairs from the masks' definitions
-(rooflab.cost.common.Visibility; numerics.visible_keys) and check the cost model's FLOPs against
-them: attention does 2 FLOPs a multiply-add over d for Q K^T and over d_v for P V, per visible pair
-and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kernels.mla.mla_flops).
-
-The benchmark's parts that need no GPU: the sweep, the measurement rows it makes, and the
-one-line error where CuPy or a device is missing.
-
-`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
-
-The data are real runs (RESULTS.md says when, where and with which command). These tests pin
-what the committed data and the current cost model say together: every bundled kernel was
-measured, its metadata is complete, and the calibrated model predicts the held-out half of the
-sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
-fixed files, so nothing here depends on the speed of the machine running the tests.
+The campaign grid and the new kernels' cases (window, chunk, multi-token and MLA decode, fp8 KV), each priced
+with finite figures, predicted, and within the sweep's GPU-time budget; the rows they make round-trip and need
+their kernel's columns. FLOPs are checked against visible (query, key) pairs counted by hand from the masks'
+definitions (rooflab.cost.common.Visibility): 2 FLOPs a multiply-add over d for Q K^T and over d_v for P V, per
+visible pair and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kernels.mla.mla_flops).
 """
 
 from __future__ import annotations

@@ -1,35 +1,11 @@
 """Tests of rooflab/report/ through its public names (rooflab.report); the published rate's are in
 test_published_rate.py.
 
-From the suites this file gathers:
-
-Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
-
-Honest reports: the decode report says whether the batch fits (weights + KV on one GPU).
-
-Bad input at the Python API's doors: specs, the YAML schema, counts and sizes, writes, bounded work.
-
-The CLI's share is in the fuzz suite (tests/test_fuzz_*.py); these pin each door's behaviour once.
-
-`rooflab validate` on the bundled H200 dataset (measurements/), on a machine without a GPU.
-
-The data are real runs (RESULTS.md says when, where and with which command). These tests pin
-what the committed data and the current cost model say together: every bundled kernel was
-measured, its metadata is complete, and the calibrated model predicts the held-out half of the
-sweep within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel). The data are
-fixed files, so nothing here depends on the speed of the machine running the tests.
-
-Tensor-parallel capacity, prefix sharing in the planner, and the DataFrame views notebooks use.
-
-Golden figures for one layer of Llama-3-8B on an H100 SXM in fp16, T = 8192 unless stated.
-
-Every number here is derived in the chapter "Naive attention and the online softmax",
-in the opening part (cited as "chapter 1, <passage>"): the S tensor, the
-three-kernel traffic count, the intensity reconciliation and the time floors.
-rooflab computes them from the YAML specs; nothing below is fed in but the workload.
+Prefill and decode reports: whether a decode batch fits one GPU (Llama-3-70B, 64 x 8192 tokens, does not fit
+an H100), huge batches priced in closed form, the fitted parallelism, rows and frames carrying the chapter's
+figures (chapter "Naive attention and the online softmax": Llama-3-8B on an H100 SXM in fp16), facts whose
+keys say what their values are, MLA's intensity formula, a bare shape as one layer of its model; bad batches
+and switches refused by name, and the same answer for every form of a valid one.
 """
 
 from __future__ import annotations
