@@ -94,6 +94,13 @@ class LayerType:
         return self.kind is LayerKind.mla
 
     @property
+    def has_qkv_projections(self) -> bool:
+        """Whether its projections are the Q, K, V and O GEMMs of its heads (full, sliding, chunked); an mla layer's
+        (low-rank q and kv) and a linear layer's (gated in-projection and convolution) are priced as one GEMM of
+        their weights (specs.parameters.attention_parameters)."""
+        return self.kind not in (LayerKind.mla, LayerKind.linear)
+
+    @property
     def splits_by_position(self) -> bool:
         """Whether a KV split by position (decode context or KV parallelism) shares this type's cache out: every
         softmax type's pages (ceil(pages / N) on the fullest GPU, each GPU attending over its share); a linear

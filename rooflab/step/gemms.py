@@ -1,0 +1,117 @@
+"""The step's GEMMs: the attention projections, the dense MLP and the MoE layers, and the logits.
+
+    attention projections   per layer type: the QKV and O GEMMs over the GPU's heads (MLA and linear layers: one
+                            GEMM of their projection weights), m = the rank's tokens (decodes x query tokens +
+                            the prefill chunk); heads split by TP / attention-DP
+    MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
+                            gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
+                            token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
+                            weights read once for each touched expert; shared experts as a dense MLP
+    logits                  the lm_head GEMM for each sequence's scored tokens (and the chunk's last)
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..cost.gemm import gemm
+from ..cost.layers import layer_heads, layer_walk
+from ..cost.model import experts_touched
+from ..specs.parameters import attention_parameters
+from ..vocab import Kernel
+from .pricing import StepContext, comm_row, gemm_row, priced_row
+from .rows import StepRow
+
+
+def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
+    """The attention projections of every layer: QKV and O GEMMs (one GEMM of the projection weights for MLA and
+    linear layers), one row for the model; heads split over the attention TP (TP / attention DP)."""
+    model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
+    hidden, bits = model.hidden_size, ctx.bits("attention")
+    kernels, predicted, calls, weight = [], 0.0, 0, 0.0
+    for name, layer, count in layer_walk(model):
+        if layer.has_qkv_projections:
+            h = layer_heads(model, layer, tp)
+            qkv = h.num_qo_heads * h.head_dim + h.num_kv_heads * (h.head_dim + h.value_dim)
+            costs = [gemm(tokens, qkv, hidden, dtype, "qkv", bits),
+                     gemm(tokens, hidden, h.num_qo_heads * h.value_dim, dtype, "o", bits)]
+        else:
+            params = attention_parameters(layer, model.heads, hidden, model.attention_bias) / tp
+            costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
+        t = ctx.pricer.gemms(costs, count, dtype)
+        predicted = None if t is None or predicted is None else predicted + t
+        kernels += [c.kernel for c in costs for _ in range(count)]
+        calls += len(costs) * count
+        weight += count * sum(float(c.weight_bytes) for c in costs)
+    return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, "torch_cublas",
+                       dtype, num_layers=model.num_layers, calls=calls, weight_bytes=weight,
+                       source=f"GEMM fit (torch_cublas) at the measured {dtype.value} rate")]
+
+
+def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
+    """Dense MLP layers and MoE layers (router, this GPU's experts at the pairs they receive, shared experts)."""
+    model, dep = ctx.model, ctx.dep
+    hidden, rows, tp = model.hidden_size, [], dep.tensor_parallel
+    dense_tokens = tokens * dep.attention_data_parallel          # SGLang gathers the TP group's tokens
+    if model.num_dense_layers:
+        width = (model.dense_ffn_size or model.ffn_size) // tp
+        bits, a = ctx.bits("dense_mlp"), ctx.arithmetic("dense_mlp")
+        costs = [gemm(dense_tokens, 2 * width, hidden, a, "gate_up", bits),
+                 gemm(dense_tokens, hidden, width, a, "down", bits)]
+        rows.append(gemm_row(ctx, "MLP (gate/up, down)", costs, model.num_dense_layers, "dense_mlp",
+                             num_layers=model.num_dense_layers))
+    if model.num_moe_layers:
+        rows.append(_experts(ctx, tokens))
+        if model.num_shared_experts:
+            shared = model.num_shared_experts * (model.shared_expert_ffn_size or model.ffn_size) // tp
+            sb, sa = ctx.bits("shared_experts"), ctx.arithmetic("shared_experts")
+            scosts = [gemm(dense_tokens, 2 * shared, hidden, sa, "shared_gate_up", sb),
+                      gemm(dense_tokens, hidden, shared, sa, "shared_down", sb)]
+            rows.append(gemm_row(ctx, "shared experts (gate/up, down)", scosts, model.num_moe_layers,
+                                 "shared_experts", num_layers=model.num_moe_layers))
+    return rows
+
+
+def _experts(ctx: StepContext, tokens: int) -> StepRow:
+    """The MoE layers' router and the experts this GPU holds, at the token-expert pairs they receive."""
+    model, dep, dtype = ctx.model, ctx.dep, ctx.dtype
+    hidden, count = model.hidden_size, model.num_moe_layers
+    e, k = model.num_experts, model.num_experts_per_token
+    ep, etp = dep.expert_parallel, dep.expert_tensor_parallel
+    group = tokens * dep.data_ranks                              # tokens the expert group routes
+    pairs = math.ceil(ctx.imbalance * group * k / ep)            # token-expert pairs this GPU's experts receive
+    touched = experts_touched(model, group) / ep
+    width = model.ffn_size // etp
+    bits, a = ctx.bits("experts"), ctx.arithmetic("experts")
+    costs = [gemm(tokens, e, hidden, dtype, "router"),
+             gemm(pairs, 2 * width, hidden, a, "experts_gate_up", bits, touched),
+             gemm(pairs, hidden, width, a, "experts_down", bits, touched)]
+    t = ctx.pricer.gemms(costs[:1], count, dtype)
+    t2 = ctx.pricer.gemms(costs[1:], count, a)
+    where = f" over EP {ep}" if ep > 1 else ""
+    imb = f", imbalance {ctx.imbalance:g}" if ctx.imbalance != 1 else ""
+    return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
+                                          f"token-expert pairs{imb})", [c.kernel for c in costs], count,
+                      None if t is None or t2 is None else t + t2, "torch_cublas", a, num_layers=count,
+                      calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
+                      source=f"GEMM fit (torch_cublas) at the measured {a.value} rate; pairs f x M k / EP")
+
+
+def logits(ctx: StepContext, logit_rows: int) -> list[StepRow]:
+    """The lm_head GEMM (vocabulary split over the attention TP) and the all-gather of the logits."""
+    model, atp = ctx.model, ctx.attn_tp
+    cost = gemm(logit_rows, math.ceil(model.vocab_size / atp), model.hidden_size, ctx.dtype, "lm_head",
+                ctx.bits("lm_head"))
+    rows = [priced_row(ctx.pricer, "gemm", f"logits (lm_head, {logit_rows:,} rows)", [cost.kernel], 1.0,
+                       ctx.pricer.gemms([cost], 1, ctx.dtype), "torch_cublas", calls=1,
+                       weight_bytes=float(cost.weight_bytes), part="sequences",
+                       source=f"GEMM fit (torch_cublas) at the measured {ctx.dtype.value} rate")]
+    if atp > 1 and ctx.gpu.interconnect is not None:
+        rows.append(comm_row(ctx.gpu, Kernel.all_gather, f"logits: all-gather of {logit_rows:,} x "
+                             f"{model.vocab_size:,} over {atp} GPUs",
+                             logit_rows * math.ceil(model.vocab_size / atp) * 2, atp, 1, ctx.pricer.missing,
+                             ctx.timing, "sequences"))
+    return rows
+
+
+__all__ = ["logits", "mlp", "projections"]

@@ -1,0 +1,266 @@
+"""Pricing a step's launches: floors at the datasheet roofs, predictions from the fits, and one report's fixed parts.
+
+Floors are physical: each row's launches at the datasheet roofs (fp8 GEMMs at the fp8 tensor rate), communication at
+the link's datasheet bandwidth. Predictions are models: the GPU's fitted GEMM family against the measured rate of the
+GEMM's arithmetic (gemm_ceilings), attention kernels, merge and collectives (graph or eager timings), summed launch
+by launch; eager launches never faster than the GPU's measured host issue time (its measured.launch.eager_host_s,
+launch_times). Where a piece has no fit, its prediction is None and the Pricer records why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..comm import collective_time
+from ..cost.common import KernelCost
+from ..cost.gemm import GemmCost
+from ..deployment import Deployment
+from ..floors import Ceilings, Floors, floor_kernel
+from ..predict import MEASURED_HERE, OWN, PredictedTime, no_prediction_reason, predict_time
+from ..specs import GpuSpec, LaunchTimes, ModelSpec
+from ..units import DType, WeightFormat
+from ..vocab import CeilingSource, Kernel
+from .rows import StepRow, floor_row, link_row
+
+_FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
+
+
+def gemm_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
+    """The ceilings a GEMM of `dtype` arithmetic is predicted against, and a note where its rate is transferred.
+
+    The calibrated ceilings (the datasheet's where the GPU has no measured: section). An fp8 GEMM runs at the measured
+    fp8 GEMM rate (measured.fp8_gemm_flop_per_s, torch._scaled_mm) where calibrated; else at the datasheet fp8 rate
+    times the measured bf16 GEMM rate's fraction of the datasheet bf16 rate (never above a measured fraction)."""
+    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
+    roofs = Ceilings.of(gpu, dtype, source)
+    if dtype not in _FP8:
+        return roofs, None
+    m = gpu.measured
+    if m is not None and m.fp8_gemm_flop_per_s:
+        return dataclasses.replace(roofs, matmul_flop_per_s=float(m.fp8_gemm_flop_per_s)), None
+    bf16 = (m.gemm_flop_per_s.get("bf16") or m.gemm_flop_per_s.get("fp16")) if m is not None else None
+    if bf16:
+        share = bf16 / gpu.matmul_flop_per_s(DType.bf16)
+        rate = share * gpu.matmul_flop_per_s(dtype)
+        return dataclasses.replace(roofs, matmul_flop_per_s=rate), (
+            f"fp8 GEMMs at the bf16 GEMM's measured fraction ({share:.0%}) of the datasheet fp8 rate "
+            f"({rate / 1e12:,.0f} TFLOP/s): {gpu.name} has no measured fp8 GEMM rate")
+    return roofs, f"fp8 GEMMs at the datasheet fp8 rate: {gpu.name} has no measured GEMM rate"
+
+
+@functools.lru_cache(maxsize=1)
+def _measured_launch_gpus() -> tuple[GpuSpec, ...]:
+    """The bundled GPUs whose YAML holds a measured.launch section (loaded once; only files that mention it)."""
+    from ..load import available, data_dir, load_gpu
+
+    names = [n for n in available("hardware")
+             if "\n  launch:" in (data_dir("hardware") / f"{n}.yaml").read_text(encoding="utf-8", errors="replace")]
+    return tuple(g for g in map(load_gpu, names) if g.measured is not None and g.measured.launch is not None)
+
+
+@dataclass(frozen=True)
+class Launches:
+    """The launch times a step prices `gpu`'s small kernels and eager launches at: its own measured.launch, else a
+    bundled NVIDIA GPU's (one of the same architecture first) as measured, a transfer said so; none for other
+    vendors (another driver and launch path: no launch time transfers), `why` saying so."""
+
+    times: Optional[LaunchTimes]
+    measured_on: Optional[str]                   # the GPU the times were measured on
+    provenance: Optional[str]                    # 'measured on this GPU' / 'transferred from <gpu>' (PredictedTime)
+    why: str = ""                                # why there are none
+
+
+def launch_times(gpu: GpuSpec) -> Launches:
+    """`gpu`'s launch times and where they come from (Launches)."""
+    if gpu.measured is not None and gpu.measured.launch is not None:
+        return Launches(gpu.measured.launch, gpu.name, MEASURED_HERE)
+    if (gpu.vendor or "").lower() != "nvidia":
+        return Launches(None, None, None, f"no launch times transfer to {gpu.vendor or 'this vendor'}'s {gpu.name} "
+                                          f"(another driver and launch path), and none are measured on it")
+    arch = (gpu.architecture or "").lower()
+    sources = sorted((g for g in _measured_launch_gpus() if g.name != gpu.name),
+                     key=lambda g: ((g.architecture or "").lower() != arch, g.name))
+    if not sources:
+        return Launches(None, None, None, f"no bundled GPU has measured launch times, nor has {gpu.name}")
+    return Launches(sources[0].measured.launch, sources[0].name, f"transferred from {sources[0].name}")
+
+
+@dataclass
+class Pricer:
+    """Prices launches for one report: floors at the datasheet roofs, predictions from the fits (rooflab.predict.
+    predict_time: the GPU's own, else a bundled GPU's transferred with its provenance, rooflab.transfer).
+
+    `missing` names each piece without a prediction and why (the step's note); `provenance` each distinct
+    (implementation, provenance) a prediction came from, with its error band and what it assumes."""
+
+    gpu: GpuSpec
+    dtype: DType
+    eager: bool = False
+    roofs: Ceilings = None
+    launches: Launches = None
+    missing: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
+    gemm_from: Optional[str] = None              # the GEMM fit's provenance, once a GEMM is predicted
+
+    def __post_init__(self) -> None:
+        self.roofs = Ceilings.of(self.gpu, self.dtype)
+        self.launches = launch_times(self.gpu)
+
+    def floors(self, kernels: list[KernelCost], times: float = 1.0, dtype: Optional[DType] = None) -> Floors:
+        """The floors of launches run one after another, times `times`: each launch's (rooflab.floors.floor_kernel)
+        summed, FLOPs and bytes too."""
+        roofs = self.roofs if dtype is None or dtype is self.dtype else Ceilings.of(self.gpu, dtype)
+        parts = [floor_kernel(k, roofs) for k in kernels]
+        return Floors(np.float64(times * float(sum(k.flops for k in kernels))),
+                      np.float64(times * float(sum(k.hbm_bytes for k in kernels))),
+                      times * sum(float(p.t_compute_s) for p in parts), times * sum(float(p.t_memory_s) for p in parts),
+                      times * sum(float(p.t_floor_s) for p in parts), roofs.ridge_flop_per_byte,
+                      times * sum(float(p.t_exp_s) for p in parts))
+
+    def launch(self, t: Optional[float]) -> Optional[float]:
+        """One launch's time as issued: in a graph as fitted; eager never below the host's issue time."""
+        if t is None or not self.eager:
+            return t
+        if self.launches.times is None:
+            self.miss("eager launches", self.launches.why)
+            return None
+        return max(t, self.launches.times.eager_host_s)
+
+    def miss(self, what: str, why: str) -> None:
+        self.missing.setdefault(what, why)
+
+    def predicted(self, kernel: Kernel, price: Callable, dtype: Optional[DType] = None,
+                  impl: Optional[str] = None) -> Optional[PredictedTime]:
+        """predict_time for `kernel` (transferred where the GPU has no fit of its own), its provenance recorded; None
+        with the reason recorded where no fit predicts it here."""
+        p = predict_time(self.gpu, kernel, price, dtype or self.dtype, impl, optional=True)
+        if p is None:
+            self.miss(kernel.value + (f" ({impl})" if impl and impl != OWN else ""),
+                      no_prediction_reason(self.gpu, kernel, None if impl == OWN else impl))
+            return None
+        key = (p.impl, p.provenance)
+        if key not in self.provenance:
+            self.provenance[key] = p
+        return p
+
+    def fitted(self, kernel: Kernel, price: Callable, impl: Optional[str] = None) -> Optional[float]:
+        p = self.predicted(kernel, price, impl=impl)
+        return None if p is None else self.launch(p.t_predicted_s)
+
+    def gemm_time(self, cost: GemmCost, arithmetic: DType) -> Optional[float]:
+        """A GEMM's predicted time: the fitted GEMM family (torch_cublas) against its arithmetic's measured rate (the
+        GPU's own fit, or a bundled GPU's transferred: rooflab.predict.predict_time)."""
+        p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic)
+        if p is None:
+            return None
+        if p.fitted_on is None:
+            _, note = gemm_ceilings(self.gpu, arithmetic)     # the own fit's roofs say how an fp8 rate was priced
+            if note and note not in self.notes:
+                self.notes.append(note)
+        self.gemm_from = p.provenance
+        return self.launch(p.t_predicted_s)
+
+    @property
+    def sources(self) -> str:
+        """The provenance of every prediction made so far, one phrase ('transferred from h200-sxm'), or ''."""
+        return ", ".join(sorted({p.provenance for p in self.provenance.values()}))
+
+    def gemms(self, costs: list[GemmCost], times: float = 1.0, arithmetic: Optional[DType] = None) -> Optional[float]:
+        total = 0.0
+        for cost in costs:
+            t = self.gemm_time(cost, arithmetic or self.dtype)
+            if t is None:
+                return None
+            total += t
+        return times * total
+
+
+@dataclass
+class StepContext:
+    """One report's fixed parts: the model, GPU, deployment and formats, and the pricer."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    dep: Deployment
+    dtype: DType                                 # activations and attention
+    kv_dtype: DType
+    weights_as: object                           # DType / WeightFormat override of the quantizable weights, or None
+    pricer: Pricer
+    imbalance: float = 1.0
+    cp: int = 1
+
+    def arithmetic(self, component: str) -> DType:
+        """A component's GEMM arithmetic: --gemm-dtype, else fp8 for fp8-stored weights, else the activations'."""
+        if self.dep.gemm_dtype is not None:
+            return self.dep.gemm_dtype
+        fmt = self.model.weight_format(component, self.weights_as)
+        return DType.fp8_e4m3 if fmt in (WeightFormat.fp8, WeightFormat.fp8_block) else self.dtype
+
+    def bits(self, component: str) -> float:
+        return self.model.weight_format(component, self.weights_as).bits_per_weight
+
+    @property
+    def attn_tp(self) -> int:
+        return self.dep.attention_tensor_parallel
+
+    @property
+    def timing(self) -> str:
+        return "graph" if self.dep.cuda_graphs else "eager"
+
+
+def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0
+                 ) -> StepContext:
+    """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked."""
+    dtype = deployment.dtype or model.weight_dtype or DType.bf16
+    weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
+    return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
+                       kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
+                       pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
+                       cp=deployment.prefill_context_parallel)
+
+
+def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,
+               predicted: Optional[float], impl: Optional[str] = None, dtype: Optional[DType] = None,
+               **fields) -> StepRow:
+    """A row of `kernels` run `times` over: their floors at the pricer's roofs (`dtype`'s where given), the
+    prediction as given."""
+    if variant == "gemm" and predicted is not None and "predicted_from" not in fields:
+        fields["predicted_from"] = pricer.gemm_from
+    return floor_row(variant, label, pricer.floors(kernels, times, dtype), predicted, predicted_impl=impl, **fields)
+
+
+def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, component: str, **fields) -> StepRow:
+    """GEMMs of one component for `count` layers, at the component's arithmetic and weight format."""
+    arith = ctx.arithmetic(component)
+    return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, ctx.pricer.gemms(costs, count, arith),
+                      "torch_cublas", arith, calls=len(costs) * count,
+                      weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
+                      source=f"GEMM fit (torch_cublas) at the measured {arith.value} rate", **fields)
+
+
+def comm_row(gpu: GpuSpec, kernel: Kernel, label: str, bytes_per_rank: float, world: int, calls: float,
+             missing: dict, timing: str = "graph", part: str = "tokens") -> StepRow:
+    """A collective `calls` times over `world` GPUs: its floor at the link's datasheet bandwidth, its prediction from
+    the link's fit (rooflab.comm.collective_time; None, recorded in `missing`, where the link has none)."""
+    t = collective_time(gpu, kernel, bytes_per_rank, world, timing)
+    if t.t_predicted_s is None:
+        missing.setdefault(f"{kernel.value} (interconnect collectives)",
+                           f"{gpu.name} has no {timing} {kernel.value} fit of its link (collectives are fitted per "
+                           f"interconnect and not transferred)")
+    predicted = None if t.t_predicted_s is None else calls * t.t_predicted_s
+    source = (f"{kernel.value} fit over {t.fitted_world_size} GPUs ({timing})" + (", scaled" if t.scaled else "")
+              if t.fitted_world_size else "no fit")
+    return link_row(kernel.value, label, calls * t.t_floor_s, predicted,
+                    predicted_impl="nccl" if predicted is not None else None, calls=int(round(calls)),
+                    comm_bytes=calls * t.bus_bytes, part=part, source=source,
+                    predicted_from=MEASURED_HERE if predicted is not None else None)
+
+
+__all__ = ["Launches", "Pricer", "StepContext", "comm_row", "gemm_row", "gemm_ceilings", "launch_times",
+           "priced_row", "step_context"]
