@@ -1,7 +1,7 @@
 """Validating spec fields from their annotations: one door for every value that enters a spec.
 
 A spec dataclass (GpuSpec, ModelSpec, ...) calls `validate_fields(self)` in __post_init__, so a
-spec is checked on every construction: from YAML (load.py), from a Hugging Face config, from
+spec is checked on every construction: from YAML (load/build.py), from a Hugging Face config, from
 Python, and by `dataclasses.replace`. Each field's annotation says its type; `spec_field(...)`
 adds a plausibility range (a bandwidth of 1e-300 B/s is not a GPU), a unit and a one-line
 meaning, which also feed the JSON Schema of the YAML formats. All problems are collected and

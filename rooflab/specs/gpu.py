@@ -1,6 +1,6 @@
 """A GPU: datasheet roofs, on-chip sizes and, where `rooflab calibrate` ran, measured ceilings.
 
-Specs are data: every figure comes from a YAML file (see load.py), with a `source`. Derived
+Specs are data: every figure comes from a YAML file (see load/), with a `source`. Derived
 values are properties. Every field is checked on construction (fields.py); the cross-field
 rules live in `check()` and raise SpecError naming the field.
 """
