@@ -23,8 +23,8 @@ os.environ.update({"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": 
 
 
 def main() -> None:
-    from rooflab.bench.device import spec_for_device
-    from rooflab.bench.distributed import launch, summary, topology
+    from rooflab.measure.device import spec_for_device
+    from rooflab.measure.distributed.launch import launch, summary, topology
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)

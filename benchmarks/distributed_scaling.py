@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rooflab.bench.dist_validate import validate_any  # noqa: E402
-from rooflab.bench.records import read_measurements  # noqa: E402
+from rooflab.fit.records import read_measurements  # noqa: E402
 from rooflab.comm import collective_time, interconnect_of  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
 from rooflab.vocab import Kernel, KernelFamily  # noqa: E402

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy as cp  # noqa: E402
 
-from rooflab.bench.timing import L2Flusher, time_gpu, time_torch  # noqa: E402
+from rooflab.measure.timing import L2Flusher, time_gpu, time_torch  # noqa: E402
 from rooflab.cost.flash import flash_prefill  # noqa: E402
 from rooflab.kernels import flash_attention, testing as kt  # noqa: E402
 from rooflab.kernels._runtime import compile_all  # noqa: E402

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rooflab.bench.cases import LLAMA3_8B, Case, fp8_decode_cases  # noqa: E402
-from rooflab.bench.device import default_spec, device_name  # noqa: E402
-from rooflab.bench.records import format_context_lens  # noqa: E402
-from rooflab.bench.run import run_to_file  # noqa: E402
+from rooflab.measure.cases import LLAMA3_8B, Case, fp8_decode_cases  # noqa: E402
+from rooflab.measure.device import default_spec, device_name  # noqa: E402
+from rooflab.fit.records import format_context_lens  # noqa: E402
+from rooflab.measure.run import run_to_file  # noqa: E402
 from rooflab.bench.validate import predict_measurement  # noqa: E402
 from rooflab.cost.paged import paged_decode  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
@@ -69,7 +69,7 @@ def time_configs(cases: list[Case], l2_bytes: int, repeats: int) -> list[str]:
     """The fp8 kernel at each (warps, stages) of CONFIGS, on the given fp8 cases: one line a case."""
     import cupy
 
-    from rooflab.bench.timing import L2Flusher
+    from rooflab.measure.timing import L2Flusher
 
     flush = L2Flusher(l2_bytes)
     lines = [f"{'workload':>16s} " + " ".join(f"{f'({w},{s}) us':>11s}" for w, s in CONFIGS)]
@@ -83,8 +83,8 @@ def time_configs(cases: list[Case], l2_bytes: int, repeats: int) -> list[str]:
 def _config_times(case: Case, flush, repeats: int) -> list[float]:
     import cupy
 
-    from rooflab.bench.ours import FP8_BENCH_SCALE
-    from rooflab.bench.timing import time_gpu
+    from rooflab.measure.ours import FP8_BENCH_SCALE
+    from rooflab.measure.timing import time_gpu
     from rooflab.kernels import paged_decode as decode
     from rooflab.kernels.testing import FP8_KV, make_paged_cache, nan_like, poison, random_normal
 

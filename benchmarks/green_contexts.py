@@ -42,11 +42,11 @@ def main(out_path: str) -> int:
     import cupy
     import torch
 
-    from rooflab.bench.cases import Case, LLAMA3_8B
-    from rooflab.bench import ours
-    from rooflab.bench.device import metadata
-    from rooflab.bench.records import write_measurements
-    from rooflab.bench.timing import L2Flusher, time_gpu
+    from rooflab.measure.cases import Case, LLAMA3_8B
+    from rooflab.measure import ours
+    from rooflab.measure.device import metadata
+    from rooflab.fit.records import write_measurements
+    from rooflab.measure.timing import L2Flusher, time_gpu
     from rooflab.load import load_gpu
     from rooflab.units import DType
     from rooflab.vocab import Kernel

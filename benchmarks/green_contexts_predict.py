@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rooflab.bench.costs import measurement_cost  # noqa: E402
-from rooflab.bench.records import read_measurements  # noqa: E402
+from rooflab.fit.records import read_measurements  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
 from rooflab.predict import fitted_model_time  # noqa: E402
 from rooflab.transfer import calibrated_ceilings, fewer_sms  # noqa: E402

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cupy as cp  # noqa: E402
 import torch  # noqa: E402
 
-from rooflab.bench.timing import L2Flusher, time_gpu, time_torch  # noqa: E402
+from rooflab.measure.timing import L2Flusher, time_gpu, time_torch  # noqa: E402
 from rooflab.kernels import (flash_attention, merge_states, mla_decode, paged_decode, precompile,  # noqa: E402
                              testing as kt)
 from rooflab.kernels.mla import mla_flops  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rooflab.bench.published_check import published_text  # noqa: E402
+from rooflab.fit.published_check import published_text  # noqa: E402
 
 if __name__ == "__main__":
     sys.stdout.write(published_text())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rooflab.bench.records import read_measurements
+from rooflab.fit.records import read_measurements
 from rooflab.bench.validate import predict_measurement, validate
 from rooflab.load import load_gpu
 from rooflab.vocab import CeilingSource

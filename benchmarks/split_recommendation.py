@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rooflab.bench.cases import LLAMA3_8B, Case  # noqa: E402
-from rooflab.bench.device import default_spec, device_name  # noqa: E402
-from rooflab.bench.run import run_to_file  # noqa: E402
+from rooflab.measure.cases import LLAMA3_8B, Case  # noqa: E402
+from rooflab.measure.device import default_spec, device_name  # noqa: E402
+from rooflab.measure.run import run_to_file  # noqa: E402
 from rooflab.cost.paged import recommend_splits  # noqa: E402
 from rooflab.load import load_gpu  # noqa: E402
 from rooflab.units import DType  # noqa: E402

@@ -45,7 +45,7 @@ def predicted(model, gpu, batch: int, context: int, dtype: str, graphs: bool):
 
 def compare_files(paths) -> str:
     from rooflab import load_gpu, load_model
-    from rooflab.bench.records import read_measurements
+    from rooflab.fit.records import read_measurements
 
     gpu = load_gpu("h200-sxm")
     steps = ["| model | batch | context | graph measured | predicted | error | eager measured | predicted | error |",

@@ -27,10 +27,10 @@ os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 def main() -> None:
     import torch
 
-    from rooflab.bench.dist_worker import Ctx
-    from rooflab.bench.distributed import read_ranks, run_metadata
-    from rooflab.bench.records import write_measurements
-    from rooflab.bench.step_bench import MODELS, section_models
+    from rooflab.measure.distributed.context import Ctx
+    from rooflab.measure.distributed.launch import read_ranks, run_metadata
+    from rooflab.fit.records import write_measurements
+    from rooflab.measure.distributed.step import MODELS, section_models
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
