@@ -57,6 +57,23 @@ def test_core_imports_no_heavy_library():
     assert _first_offenders(_modules("rooflab.cli", "rooflab.plot"), HEAVY) == {}
 
 
+def test_the_sweeps_compute_without_matplotlib():
+    """rooflab.sweeps (every chart's numbers) imports and runs where matplotlib cannot be imported at all."""
+    code = (
+        "import sys\n"
+        "sys.modules['matplotlib'] = None        # as if not installed: any import of it raises ImportError\n"
+        "from rooflab import load_gpu, load_model\n"
+        "from rooflab.sweeps import decode_sweep, roofline_data, time_sweep\n"
+        "model, gpu = load_model('llama-3-8b'), load_gpu('h200')\n"
+        "assert decode_sweep(model, gpu, context_lens=[1024, 8192], batches=[1, 8]).context_lens.size == 2\n"
+        "assert time_sweep(model, gpu, seq_lens=[1024, 4096]).seq_lens.size == 2\n"
+        "assert roofline_data(model, [gpu]).points\n"
+        "assert sys.modules['matplotlib'] is None and 'pandas' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_charts_import_no_cli_gpu_or_dataframe_library():
     assert _first_offenders(_modules("rooflab.cli"), ("typer", "pandas", "cupy", "torch")) == {}
 

@@ -1,7 +1,8 @@
 """rooflab's charts: results -> matplotlib Figure. Nothing here shows or saves a figure.
 
 Each chart is two calls: a `*_data` / `*_sweep` function computes the numbers from specs with
-rooflab's cost functions (points.py and series.py, no matplotlib), and a `*_chart` function draws them:
+rooflab's cost functions (rooflab.sweeps, which imports no matplotlib: use it where matplotlib is not
+installed), and a `*_chart` function draws them:
 
     from rooflab import load_gpu, load_model
     from rooflab.plot import roofline_data, roofline_chart
@@ -21,9 +22,11 @@ writes one to .png, .svg or .pdf for the CLI, and `save_data` a chart's numbers 
 
 from .roofline import roofline_chart
 from .save import DATA_FORMATS, FORMATS, save_data, save_figure
-from .points import MERGE_TOKENS, GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, gpu_roofs, roofline_data
-from .series import (DECODE_BATCHES, CapacitySweep, DecodeSweep, MemoryLine, MemorySweep, TimeSweep, capacity_sweep,
-                     capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep, time_sweeps)
+from ..sweeps.points import (MERGE_TOKENS, GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, gpu_roofs,
+                             roofline_data)
+from ..sweeps.series import (DECODE_BATCHES, CapacitySweep, DecodeSweep, MemoryLine, MemorySweep, TimeSweep,
+                             capacity_sweep, capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep,
+                             time_sweeps)
 from .budget import budget_chart
 from .sweeps import capacity_chart, decode_chart, memory_chart, time_chart
 from .validation import validation_chart

@@ -26,9 +26,9 @@ from matplotlib.text import Annotation
 from matplotlib.patheffects import withStroke
 from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
-from ..roofline import Ceilings
+from ..floors import Ceilings
 from ..units import fmt_rate, ridge_text
-from .points import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, floor_beaters
+from ..sweeps.points import GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, floor_beaters
 from .style import (chart, FIGSIZE_IN, GPU_COLORS, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, VARIANT_COLORS,
                     intensity_text, new_figure, plain_log_formatter, title)
 

@@ -17,7 +17,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 
 from ..errors import InputError
 from ..units import fmt_bytes, fmt_seconds
-from .series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
+from ..sweeps.series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
 from .style import (chart, GPU_COLORS, VARIANT_COLORS, bytes_formatter, new_figure, new_panels, plain_log_formatter,
                     seconds_formatter, title, token_axis)
 

@@ -1,5 +1,6 @@
-"""to_frame() on every result object (sweeps, roofline data, capacity plans, validations), and sweeps on the
-user's own grid of lengths and batches (checked: a bad grid is an InputError naming the argument).
+"""Tests of rooflab/sweeps/series.py: to_frame() on every result object (sweeps, roofline data, capacity plans,
+validations), and sweeps on the user's own grid of lengths and batches (checked: a bad grid is an InputError naming
+the argument).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import pytest
 from rooflab import load_gpu, load_model
 from rooflab.capacity import plan_capacity
 from rooflab.errors import InputError
-from rooflab.plot import (capacity_sweep, capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep,
-                          time_sweeps)
+from rooflab.sweeps import (capacity_sweep, capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep,
+                            time_sweeps)
 
 
 pd = pytest.importorskip("pandas", reason="to_frame needs pandas (the notebook extra)")

@@ -1,4 +1,4 @@
-"""Tests of rooflab/plot/points.py: roofline points sit on their roofs, a dtype without a rate is a clear
+"""Tests of rooflab/sweeps/points.py: roofline points sit on their roofs, a dtype without a rate is a clear
 error, and the roofline data's frames.
 """
 
@@ -8,7 +8,7 @@ import pytest
 
 from rooflab import DType, load_gpu, load_model
 from rooflab.errors import RooflabError
-from rooflab.plot import roofline_data
+from rooflab.sweeps import roofline_data
 
 
 def test_points_sit_on_their_roofs():
