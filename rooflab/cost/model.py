@@ -1,4 +1,7 @@
-"""A whole decode step, so attention can be seen in proportion to the rest of the model.
+"""A whole model's decode work, so attention can be seen in proportion to the rest of the model: DecodeTotals.
+
+Not a timed step: the FLOPs a generated token takes and the bytes a step reads, for the model alone (no
+deployment, no GPU). The timed step of a deployment on a GPU is rooflab.step.step_report(step="decode").
 
 Source: the chapter "Naive attention and the online softmax", "Keep this in
 proportion": attention is about 7% of decode FLOPs for Llama-3-8B at a 2.5k
@@ -27,8 +30,9 @@ from .layers import model_decode, model_total
 
 
 @dataclass(frozen=True)
-class DecodeStep:
-    """One decode step of the whole model for `batch` sequences of `context_len` tokens."""
+class DecodeTotals:
+    """A whole-model decode's FLOPs per token and bytes per step for `batch` sequences of `context_len` tokens (no
+    deployment, no times: rooflab.step.step_report prices the timed step)."""
 
     batch: int
     context_len: int
@@ -61,9 +65,9 @@ def experts_touched(model: ModelSpec, batch: int) -> float:
     return e * (1 - (1 - k / e) ** batch)
 
 
-def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
-                weight_dtype: DType | WeightFormat | None = None, kv_dtype: DType | None = None) -> DecodeStep:
-    """FLOPs per token and bytes per step of a whole-model decode step, every layer type priced as itself.
+def decode_totals(model: ModelSpec, context_len: int, batch: int = 1,
+                  weight_dtype: DType | WeightFormat | None = None, kv_dtype: DType | None = None) -> DecodeTotals:
+    """FLOPs per token and bytes per step of a whole-model decode, every layer type priced as itself.
 
     `weight_dtype` None: the weights as the checkpoint ships them (ModelSpec.weight_format), bf16 for a spec
     that names no format. Attention FLOPs and KV bytes sum each layer type's decode cost (a window reads its
@@ -78,7 +82,7 @@ def decode_step(model: ModelSpec, context_len: int, batch: int = 1,
     layers = model_decode(model, one, dtype=attn_dtype, kv_dtype=kv_dtype)
     attention = float(model_total(layers, lambda cost: cost.flops))
     kv = float(model_total(layers, lambda cost: cost.kv_bytes if hasattr(cost, "kv_bytes") else cost.state_bytes))
-    return DecodeStep(
+    return DecodeTotals(
         batch=batch,
         context_len=context_len,
         linear_flops_per_token=2.0 * model.active_parameters,
@@ -95,3 +99,8 @@ def weights_read(model: ModelSpec, batch: int, weight_dtype: DType | WeightForma
     batch = whole_number(batch, "batch", maximum=MAX_BATCH)
     touched = experts_touched(model, batch) / model.num_experts if model.is_moe else 1.0
     return bytes_read_per_step(model, touched, weight_dtype)
+
+
+#: The old names, kept one release: a "decode step" here was the model's totals, not the timed step of rooflab.step.
+DecodeStep = DecodeTotals
+decode_step = decode_totals
