@@ -1,6 +1,6 @@
 """Predicted time: the model of how long a named implementation takes, beside the physical floor.
 
-A floor (roofline.py) is a bound no measurement beats: datasheet roofs, perfect overlap, every SM
+A floor (floors.py) is a bound no measurement beats: datasheet roofs, perfect overlap, every SM
 busy. A prediction is a model of one implementation on one GPU, its constants fitted to
 measurements (`rooflab fit`, stored in the GPU YAML's `fitted:` list):
 

@@ -7,7 +7,7 @@
     CeilingSource  datasheet roofs, the physical ones at the maximum clock, or the ones `rooflab calibrate` measured
     Kernel         what a measurement row timed; KernelFamily groups them as `rooflab bench -k` selects them
 
-DType, with every fact about an element type, lives in units.py.
+DType, with every fact about an element type, lives in dtypes.py.
 """
 
 from __future__ import annotations

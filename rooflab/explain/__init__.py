@@ -4,7 +4,7 @@ The derivation follows the chapter "Naive attention and the online softmax":
 S and P, the traffic of each kernel, the total, F, the intensity, the compulsory intensity,
 the floors, the ridge and the distance from it, whole-model times, and whether it fits.
 
-Each value shown is the one rooflab's cost functions and roofline compute. The formula beside
+Each value shown is the one rooflab's cost functions and floors compute. The formula beside
 it is evaluated independently from the symbols, and the two must agree: a disagreement is a
 bug in rooflab (ExplainMismatch), never something to round away.
 

@@ -227,7 +227,7 @@ def roof_symbols(d: _Derivation, gpu: GpuSpec, roofs: Ceilings, dtype: DType, ve
     """pi, beta (and pi_vec, the exp roof eps where used): the roofs of this GPU.
 
     eps = eps_sfu + pi_vec / c: the exp units, plus the exps the FMA units can emulate at c FLOP each
-    (roofline.EMULATED_EXP_FLOP; FlashAttention-4's scheme), so the floor stays a bound.
+    (floors.EMULATED_EXP_FLOP; FlashAttention-4's scheme), so the floor stays a bound.
     """
     d.given("pi", roofs.matmul_flop_per_s, f"FLOP/s, dense {dtype.value} tensor rate ({gpu.display_name}, "
                                            f"{roofs.source.value})")
@@ -255,7 +255,7 @@ def floor_formula(flops: str, rate: str, exps: Optional[str], bytes_: str, roofs
 def vector_floor(d: _Derivation, name: str, flops: str, exps: str, bytes_: str, kernel, roofs: Ceilings,
                  value: object) -> float:
     """The floor of a vector-pipe launch whose exps share the FMA units with its FLOPs: x exps emulated
-    (rooflab's roofline.emulated_exps), then max((F + c x) / pi_vec, (E - x) / eps_sfu, Q / beta)."""
+    (rooflab.floors.emulated_exps), then max((F + c x) / pi_vec, (E - x) / eps_sfu, Q / beta)."""
     if not roofs.exp_per_s:
         return d.step(name, floor_formula(flops, "pi_vec", None, bytes_, roofs), value, Unit.seconds)
     d.given(f"x_{name}", float(np.asarray(emulated_exps(kernel.flops, kernel.exp_ops, roofs))),

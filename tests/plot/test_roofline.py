@@ -187,7 +187,7 @@ def _fixture_faster_than_the_floor(tmp_path, speedup: float = 4.0):
 
 def test_a_row_faster_than_its_floor_is_ringed_and_named(tmp_path):
     from rooflab.bench.validate import measured_points, validate
-    from rooflab.plot.points import beaten_text, floor_beaters
+    from rooflab.sweeps.points import beaten_text, floor_beaters
 
     points = measured_points(validate(_fixture_faster_than_the_floor(tmp_path), fit=False))
     beaten = floor_beaters(points)
@@ -209,7 +209,7 @@ def test_a_row_faster_than_its_floor_is_ringed_and_named(tmp_path):
 
 def test_no_bundled_row_beats_its_floor_on_the_chart():
     from rooflab.bench.validate import measured_points, validate
-    from rooflab.plot.points import floor_beaters
+    from rooflab.sweeps.points import floor_beaters
 
     points = measured_points(validate(data_dir("measurements") / "h200-sweep.csv", fit=False))
     assert points and all(p.floor_s > 0 for p in points) and floor_beaters(points) == ()
