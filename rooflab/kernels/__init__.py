@@ -25,8 +25,8 @@ Launchers (CuPy arrays in and out; shapes in each docstring):
 softmax_rows, naive_attention (and its three pieces attention_scores, masked_softmax,
 attention_values), flash_attention, paged_decode, paged_decode_partial, merge_partials,
 merge_states, mla_decode; precompile() builds the common instantiations in parallel. Helpers for tests
-and benchmarks (random inputs, NaN poisoning, paged caches, the e4m3 codec, tolerances, CUDA-graph timing)
-are in rooflab.kernels.testing.
+and benchmarks (random inputs, NaN poisoning, paged caches, the e4m3 codec, tolerances) are in
+rooflab.kernels.testing; timing (CUDA events, CUDA graphs) is rooflab.measure.timing.
 """
 
 from .attention import (FLASH_VARIANTS, attention_scores, attention_values, flash_attention, masked_softmax,

@@ -94,6 +94,10 @@ def softmax_rows(s: Any, out: Any = None) -> Any:
     s: cupy [..., N] fp16 / bf16 / fp32, C-contiguous; out: same shape and dtype (may be s).
     A row whose entries are all -inf gives zeros. N up to 65536 (more for fp32 and at
     16-byte alignment: see softmax_config).
+
+    Tensors (CuPy arrays, C-contiguous):
+        s        [..., N]  fp16 / bf16 / fp32
+        out      [..., N]  s's dtype (may be s itself)
     """
     cupy = cupy_module()
     check_array(cupy, s, "s", ("float16", "bfloat16", "float32"))
@@ -158,6 +162,11 @@ def attention_scores(q: Any, k: Any) -> Any:
 
     GQA costs no copy: q viewed as [B, h_kv, g * Tq, d] meets each KV head's keys once, and
     the rows of S come out in [B, h, Tq, Tk] order.
+
+    Tensors (CuPy arrays, C-contiguous):
+        q        [B, h, Tq, d]  fp16 / bf16 / fp32
+        k        [B, h_kv, Tk, d]  q's dtype; h a multiple of h_kv
+        returns  S [B, h, Tq, Tk]  q's dtype
     """
     cupy = cupy_module()
     batch, heads, q_len, head_dim, kv_heads, kv_len = _check_qkv(cupy, q, k, k, ("float16", "bfloat16", "float32"))
@@ -170,7 +179,13 @@ def attention_scores(q: Any, k: Any) -> Any:
 
 
 def attention_values(p: Any, v: Any) -> Any:
-    """O = P V, [B, h, Tq, d] from P [B, h, Tq, Tk] and v [B, h_kv, Tk, d]: one strided-batched GEMM."""
+    """O = P V, [B, h, Tq, d] from P [B, h, Tq, Tk] and v [B, h_kv, Tk, d]: one strided-batched GEMM.
+
+    Tensors (CuPy arrays, C-contiguous):
+        p        [B, h, Tq, Tk]  fp16 / bf16 / fp32
+        v        [B, h_kv, Tk, d]  p's dtype; h a multiple of h_kv
+        returns  O [B, h, Tq, d]  p's dtype
+    """
     cupy = cupy_module()
     check_array(cupy, p, "p", ("float16", "bfloat16", "float32"), ndim=4)
     check_array(cupy, v, "v", (dtype_name(p),), ndim=4)
@@ -187,7 +202,13 @@ def attention_values(p: Any, v: Any) -> Any:
 
 
 def masked_softmax(s: Any, scale: float, causal: bool = False, out: Any = None) -> Any:
-    """P = softmax(scale S) over the last axis of S [B, h, Tq, Tk]; causal masks key j > i + Tk - Tq."""
+    """P = softmax(scale S) over the last axis of S [B, h, Tq, Tk]; causal masks key j > i + Tk - Tq.
+
+    Tensors (CuPy arrays, C-contiguous):
+        s        [B, h, Tq, Tk]  fp16 / bf16 / fp32
+        out      [B, h, Tq, Tk]  s's dtype (optional, preallocated)
+        returns  P [B, h, Tq, Tk]  s's dtype
+    """
     cupy = cupy_module()
     check_array(cupy, s, "s", ("float16", "bfloat16", "float32"), ndim=4)
     p = cupy.empty_like(s) if out is None else out
@@ -204,6 +225,11 @@ def naive_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
     -inf), so S [B, h, Tq, Tk] and P are both fully materialised in the input dtype.
     dtypes fp16, bf16, fp32. Returns o [B, h, Tq, d]. The three pieces are attention_scores,
     masked_softmax and attention_values, for timing one at a time.
+
+    Tensors (CuPy arrays, C-contiguous):
+        q        [B, h, Tq, d]  fp16 / bf16 / fp32
+        k, v     [B, h_kv, Tk, d]  q's dtype; h a multiple of h_kv
+        returns  o [B, h, Tq, d]  q's dtype
     """
     cupy = cupy_module()
     _, _, _, head_dim, _, _ = _check_qkv(cupy, q, k, v, ("float16", "bfloat16", "float32"))
@@ -259,6 +285,14 @@ def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float |
     allow it, else "mma". variant: a tuning override, (MT, NW, KN) for "mma" (FLASH_VARIANTS),
     (NWG, BN, PIPE[, NST]) for "hopper" (flash_hopper.HOPPER_VARIANTS; windows and chunks need the
     warp-specialized 4-tuple); with impl None a variant means "mma".
+
+    Tensors (CuPy arrays, C-contiguous):
+        q        [B, h, Tq, d]  fp16 / bf16, d 64 or 128
+        k, v     [B, h_kv, Tk, d]  q's dtype; h a multiple of h_kv
+        sinks    [h]  fp32 (optional)
+        out      [B, h, Tq, d]  q's dtype (optional, preallocated)
+        out_lse  [B, h, Tq]  fp32 (optional, preallocated)
+        returns  (o [B, h, Tq, d] q's dtype, lse [B, h, Tq] fp32 or None)
     """
     cupy = cupy_module()
     batch, heads, q_len, head_dim, kv_heads, kv_len = _check_qkv(cupy, q, k, v, HALF_TYPES)

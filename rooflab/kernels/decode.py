@@ -155,6 +155,17 @@ def paged_decode_partial(q: Any, k_cache: Any, v_cache: Any, block_table: Any, c
     an empty split; split 0 carries the sinks).
 
     k_scale, v_scale: the per-tensor scales of an fp8 cache; window, chunk, sinks: see this module's docstring.
+
+    Tensors (CuPy arrays, C-contiguous):
+        q             [B, h, d] or [B, q_len, h, d]  fp16 / bf16
+        k_cache       [num_pages, h_kv, page_size, d]  q's dtype, or uint8 e4m3 codes (an fp8 cache)
+        v_cache       [num_pages, h_kv, page_size, d]  k_cache's dtype
+        block_table   [B, max_pages_per_seq]  int32
+        context_lens  [B]  int32
+        sinks         [h]  fp32 (optional)
+        out           [S, *q.shape]  fp32 (optional, preallocated)
+        out_lse       [S, *q.shape[:-1]]  fp32 (optional, preallocated)
+        returns       (o [S, *q.shape] fp32, lse [S, *q.shape[:-1]] fp32)
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
@@ -190,6 +201,17 @@ def paged_decode(q: Any, k_cache: Any, v_cache: Any, block_table: Any, context_l
     keys j <= p with floor(j / C) == floor(p / C); pages outside every token's keys are not read.
     sinks: fp32 [h], a logit per query head in each row's denominator (gpt-oss), counted once.
     config: (warps, stages) override for tuning.
+
+    Tensors (CuPy arrays, C-contiguous):
+        q             [B, h, d] or [B, q_len, h, d]  fp16 / bf16
+        k_cache       [num_pages, h_kv, page_size, d]  q's dtype, or uint8 e4m3 codes (an fp8 cache)
+        v_cache       [num_pages, h_kv, page_size, d]  k_cache's dtype
+        block_table   [B, max_pages_per_seq]  int32
+        context_lens  [B]  int32
+        sinks         [h]  fp32 (optional)
+        out           q's shape  q's dtype (optional, preallocated)
+        out_lse       q.shape[:-1]  fp32 (optional, preallocated)
+        returns       o q's shape and dtype, or (o, lse q.shape[:-1] fp32)
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)
@@ -219,6 +241,13 @@ def merge_partials(o_part: Any, lse_part: Any, dtype: Any = None, return_lse: bo
 
     o in `dtype` (fp16, bf16 or fp32; default fp32). Guards as merge_states: +inf and -inf
     LSEs are empty splits whose o is never read; all-empty rows give o = 0, lse = -inf.
+
+    Tensors (CuPy arrays, C-contiguous):
+        o_part    [S, ..., d]  fp32
+        lse_part  [S, ...]  fp32
+        out       [..., d]  `dtype` (optional, preallocated)
+        out_lse   [...]  fp32 (optional, preallocated)
+        returns   (o [..., d] `dtype`, lse [...] fp32 or None)
     """
     cupy = cupy_module()
     check_array(cupy, o_part, "o_part", ("float32",))
@@ -261,6 +290,13 @@ def merge_states(o_a: Any, lse_a: Any, o_b: Any, lse_b: Any, out: Any = None, ou
     [tokens, heads]. fp32 arithmetic; 16-byte loads when d and the pointers allow; 64-bit
     indices. +inf marks an empty side like -inf; both empty give o = 0 and lse = -inf.
     rows_per_thread (1, 2 or 4): rows whose loads a thread issues together (a tuning knob).
+
+    Tensors (CuPy arrays, C-contiguous):
+        o_a, o_b      [..., d]  fp16 / bf16 / fp32, one dtype
+        lse_a, lse_b  o_a.shape[:-1]  fp32
+        out           o_a's shape and dtype (optional, preallocated)
+        out_lse       o_a.shape[:-1]  fp32 (optional, preallocated)
+        returns       (o o_a's shape and dtype, lse fp32 or None)
     """
     cupy = cupy_module()
     for name, x in (("o_a", o_a), ("o_b", o_b)):

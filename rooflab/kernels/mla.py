@@ -205,6 +205,15 @@ def mla_decode(q: Any, latent_cache: Any, block_table: Any, context_lens: Any, n
     schedule), "hopper_tile" (the same kernel's earlier one-phase schedule), "hopper_tma" (the seesaw loading its
     tiles by TMA) or None
     (mla_default_impl: the wgmma kernel on sm_90 for a 16-bit cache and >= 64 rows a sequence, else mma.sync).
+
+    Tensors (CuPy arrays, C-contiguous):
+        q             [B, q_len, h, 576]  fp16 / bf16
+        latent_cache  [num_pages, 64, 576]  q's dtype, or uint8 e4m3 codes (an fp8 cache)
+        block_table   [B, max_pages]  int32
+        context_lens  [B]  int32
+        out           [B, q_len, h, 512]  q's dtype (optional, preallocated)
+        out_lse       [B, q_len, h]  fp32 (optional, preallocated)
+        returns       (o [B, q_len, h, 512] q's dtype, lse [B, q_len, h] fp32 or None)
     """
     cupy = cupy_module()
     num_splits = _check_splits(num_splits)

@@ -1,14 +1,15 @@
 """One rank of `rooflab bench --distributed`: torchrun starts one of these per GPU (or per CPU process, with gloo).
 
-    torchrun --standalone --nproc-per-node N -m rooflab.measure.distributed.worker --out DIR [--section S ...] [--scale tiny] [--gpu SPEC]
+    torchrun --standalone --nproc-per-node N -m rooflab.measure.distributed.worker --out DIR [--section S ...]
+        [--scale tiny] [--gpu SPEC]
 
 Each rank appends its measurements to DIR/rank<r>.jsonl (one Measurement per line, and `note` lines) and logs
 to DIR/rank<r>.log; the launcher (launch.py) assembles the measurement files from them. Sections,
 in this order, each one's failure logged without stopping the others:
 
-    check        NCCL (collectives.py) between the ranks: an all-reduce and an all-gather give the right values
+    check        NCCL between the ranks: an all-reduce and an all-gather give the right values (collectives.py)
     collectives  all-reduce, all-gather, reduce-scatter, all-to-all, send/recv, 64 KiB .. 1 GiB per rank,
-                 timed eagerly and as CUDA-graph replays
+                 timed eagerly and as CUDA-graph replays (collectives.py)
     dcp          decode context parallelism against one GPU on the same total KV (dcp.py)
     gemm, step   one GPU each, run side by side: the GEMM family on the last rank (gemm.py), the
                  Llama-3-8B decode step on rank 0 (step.py)
