@@ -313,8 +313,9 @@ def test_a_nul_character_in_an_output_name_is_refused_naming_the_option(tmp_path
     ("rooflab.render_numerics", "state_error_frame", "state_error_table"),
     ("rooflab.catalog", "gpu_frame", "gpus_table"), ("rooflab.catalog", "model_frame", "models_table"),
     ("rooflab.catalog", "gpu_table", "render_gpus"), ("rooflab.catalog", "model_table", "render_models"),
+    ("rooflab.engines.tables", "engine_frame", "engine_table"),
+    ("rooflab.engines.tables", "explanation_frame", "explanation_table"),
     ("rooflab.engines.frame", "engine_frame", "engine_table"),
-    ("rooflab.engines.frame", "explanation_frame", "explanation_table"),
     ("rooflab.engines.request", "engine_frame_for", "engine_table_for"),
 ])
 def test_a_text_table_s_old_frame_name_is_kept_for_one_release(module, old, new):
@@ -322,6 +323,12 @@ def test_a_text_table_s_old_frame_name_is_kept_for_one_release(module, old, new)
 
     mod = importlib.import_module(module)
     assert getattr(mod, old) is getattr(mod, new)
+
+
+def test_engines_frame_is_the_old_path_of_engines_tables():
+    from rooflab.engines import frame, tables
+
+    assert frame.engine_table is tables.engine_table and frame.explanation_table is tables.explanation_table
 
 
 def test_a_catalog_table_is_a_table():

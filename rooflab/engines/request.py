@@ -86,7 +86,7 @@ def _verb(flags: list[str]) -> str:
 
 def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
     """The Table `rooflab capacity` prints in an engine mode (module docstring)."""
-    from .frame import engine_table, explanation_table
+    from .tables import engine_table, explanation_table
 
     check_modes(given)
     model, gpu = load_model(o.model), load_gpu(o.gpu)
