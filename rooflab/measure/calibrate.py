@@ -289,20 +289,38 @@ def calibrate(command: str, spec_name: str, copy_bytes: int = 2 << 30, gemm_n: i
 # --- writing the measured: section -----------------------------------------------------
 
 def measured_yaml(m: MeasuredCeilings) -> str:
-    """The `measured:` block, as the last section of a GPU YAML."""
+    """The `measured:` block, as the last section of a GPU YAML (a nested section, such as `launch:`, indented
+    under it)."""
     lines = ["measured:                                # written by `rooflab calibrate`; do not edit by hand"]
-    for f in dataclasses.fields(m):
-        value = getattr(m, f.name)
+    return "\n".join(lines + _fields_yaml(m, "  ")) + "\n"
+
+
+def _fields_yaml(obj: object, indent: str) -> list[str]:
+    """One YAML line a field of a dataclass (a dict or a nested dataclass as an indented block); None left out."""
+    lines = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
         if value is None:
             continue
-        if isinstance(value, dict):
-            lines.append(f"  {f.name}:")
-            lines += [f"    {k}: {v:.4e}" for k, v in value.items()]
-        elif isinstance(value, float):
-            lines.append(f"  {f.name}: {value:.4e}")
+        if dataclasses.is_dataclass(value):
+            lines += [f"{indent}{f.name}:", *_fields_yaml(value, indent + "  ")]
+        elif isinstance(value, dict):
+            lines.append(f"{indent}{f.name}:")
+            lines += [f"{indent}  {k}: {_scalar(v)}" for k, v in value.items()]
         else:
-            lines.append(f"  {f.name}: {_quote(str(value))}")
-    return "\n".join(lines) + "\n"
+            lines.append(f"{indent}{f.name}: {_scalar(value)}")
+    return lines
+
+
+def _scalar(value: object) -> str:
+    """A number (floats as 4-digit scientific), a flow list of numbers, or a quoted string."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_scalar(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:.4e}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _quote(str(value))
 
 
 def _quote(text: str) -> str:
