@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 #: Names loaded on first use (PEP 562), so that `import rooflab` is quick: the console script's interrupt handling
 #: (rooflab._entry) starts before NumPy and the specs load.
 _LAZY = {"available": "load", "load_gpu": "load", "load_model": "load", "AttentionHeads": "specs",
-         "GpuSpec": "specs", "ModelSpec": "specs", "DType": "units"}
+         "GpuSpec": "specs", "ModelSpec": "specs", "DType": "dtypes"}
 
 
 def __getattr__(name: str):
