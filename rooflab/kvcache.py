@@ -18,7 +18,6 @@ full length, 5.41 GiB with its windows (52 sliding layers keep 65 pages each).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,16 +115,14 @@ def kv_layout(model: ModelSpec, context_len: int, kv_dtype: DType, page_size: in
     kv_dtype = DType.of(kv_dtype, "kv_dtype")
     allocation = WindowAllocation.of(allocation, "allocation")
     mla_sparse_fp8, dp_attention = check_flag(mla_sparse_fp8, "mla_sparse_fp8"), check_flag(dp_attention, "dp_attention")
-    if mla_sparse_fp8 and not any(t.kind is LayerKind.mla for t in model.layer_types.values()):
+    if mla_sparse_fp8 and not any(t.is_latent for t in model.layer_types.values()):
         raise InputError(f"mla_sparse_fp8 (--kv-cache-dtype fp8_ds_mla) is DeepSeek's sparse MLA cache layout; "
                          f"{model.name} has no MLA layer")
     tp = 1 if dp_attention else whole_number(tensor_parallel, "tensor parallel size (--tp)", maximum=MAX_GPUS)
     layers = []
     for name, t, count in layer_walk(model):
         per_token = t.kv_bytes_per_token(t.cached_heads(model.heads, tp), kv_dtype, mla_sparse_fp8)
-        state = t.state_bytes_per_sequence(kv_dtype)
-        if t.kind is LayerKind.linear and tp > 1:
-            state = math.ceil(state / tp)           # linear heads divide like attention heads
+        state = t.state_bytes_per_sequence(kv_dtype, tp)        # linear heads divide like attention heads
         layers.append(LayerKv(name, t.kind, count, per_token, pages_kept(t, context_len, page_size, allocation),
                               state, page_size))
     return KvLayout(context_len, page_size, tuple(layers))

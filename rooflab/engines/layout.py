@@ -25,13 +25,11 @@ modelled); linear-attention (Mamba-style) layers are refused.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..errors import InputError
 from ..kvcache import kv_layout
 from ..specs import ModelSpec
-from ..vocab import LayerKind
 from .settings import Resolved
 
 
@@ -88,9 +86,7 @@ def sglang_cell(model: ModelSpec, s: Resolved) -> BlockLayout:
     cell = sum(count * b for _, count, b in layers)
     k = 0
     for name, count, b in layers:
-        t = model.layer_types[name]
-        k += count * (b if t.kind is LayerKind.mla else b * t.heads(model.heads).head_dim
-                      // (t.heads(model.heads).head_dim + t.heads(model.heads).value_dim))
+        k += count * model.layer_types[name].key_bytes(b, model.heads)
     page = s.block_size
     return BlockLayout(page, page * cell, 1, -(-s.max_model_len // page), sum(c for _, c, _ in layers), False,
                        k_bytes_per_token=k)
@@ -100,7 +96,7 @@ def _layers(model: ModelSpec, s: Resolved) -> list[tuple[str, int, int]]:
     """(layer type, layers, bytes per token per layer on one GPU) for every attention layer type."""
     layout = kv_layout(model, 1, s.kv_dtype, s.block_size, s.attention_tensor_parallel,
                        mla_sparse_fp8=s.kv_cache_dtype.mla_sparse_fp8)
-    linear = [k.name for k in layout.layers if k.kind is LayerKind.linear]
+    linear = [k.name for k in layout.layers if not model.layer_types[k.name].is_attention]
     if linear:
         raise InputError(f"{model.name}: the engines' state caches for linear-attention layers ({linear[0]}) are "
                          "not modelled; rooflab models their KV caches for softmax and MLA layers only")
@@ -108,19 +104,12 @@ def _layers(model: ModelSpec, s: Resolved) -> list[tuple[str, int, int]]:
 
 
 def _kind_key(model: ModelSpec, name: str) -> tuple:
-    t = model.layer_types[name]
-    return (LayerKind.full if t.kind is LayerKind.mla else t.kind, t.window, t.chunk)
+    return model.layer_types[name].allocator_group
 
 
 def _request_pages(model: ModelSpec, name: str, s: Resolved) -> int:
     """Pages one max_model_len request holds in one layer of this type (V1's max_memory_usage_bytes / page)."""
-    t = model.layer_types[name]
-    block, length = s.block_size, s.max_model_len
-    if t.kind is LayerKind.sliding:
-        return math.ceil(min(t.window - 1 + s.max_num_batched_tokens, length) / block) + 1
-    if t.kind is LayerKind.chunked:
-        return math.ceil(min(t.chunk + s.max_num_batched_tokens, length) / block)
-    return math.ceil(length / block)
+    return model.layer_types[name].request_pages(s.max_model_len, s.max_num_batched_tokens, s.block_size)
 
 
 __all__ = ["BlockLayout", "sglang_cell", "vllm_layout"]

@@ -29,7 +29,6 @@ from fractions import Fraction
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..units import GiB
-from ..vocab import LayerKind
 from .settings import model_dtype
 from .vocab import Accounting, Engine
 
@@ -61,8 +60,7 @@ def non_torch_name(engine: Engine) -> str:
 
 def rotary_cache_bytes(model: ModelSpec) -> int:
     """One cos/sin cache: max_context_len x rotary dim (head_dim; MLA: the rope dims) in the model's dtype."""
-    dims = [t.qk_rope_head_dim if t.kind is LayerKind.mla else t.heads(model.heads).head_dim
-            for t in model.layer_types.values() if t.kind is not LayerKind.linear]
+    dims = [t.rotary_dim(model.heads) for t in model.layer_types.values()]
     return model.max_context_len * max(dims, default=0) * model_dtype(model).bytes
 
 

@@ -164,11 +164,13 @@ class LayerType:
             return self.latent_dim * kv_dtype.bytes
         return self.heads(heads).kv_bytes_per_token(kv_dtype)
 
-    def state_bytes_per_sequence(self, kv_dtype: DType) -> int:
+    def state_bytes_per_sequence(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
         """linear: the recurrent state and the convolution state one sequence keeps in one layer; 0 otherwise.
 
         state  h_v d_k d_v elements (one d_k x d_v matrix per value head)
         conv   (K - 1) (2 h_k d_k + h_v d_v) elements (the last K - 1 inputs of q, k and v)
+
+        Under `tensor_parallel` one GPU keeps ceil(1 / TP) of it: linear heads divide like attention heads.
         """
         if self.kind is not LayerKind.linear:
             return 0
@@ -176,7 +178,46 @@ class LayerType:
         state = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
         conv = (self.linear_conv_kernel - 1) * (2 * self.linear_num_key_heads * self.linear_key_head_dim
                                                 + self.linear_num_value_heads * self.linear_value_head_dim)
-        return (state + conv) * b
+        total = (state + conv) * b
+        return -(-total // tensor_parallel) if tensor_parallel > 1 else total
+
+    def key_bytes(self, token_bytes: int, heads: AttentionHeads) -> int:
+        """Of the `token_bytes` one cached token takes in a layer of this type, the keys': d / (d + d_v) of a softmax
+        type's K and V; all of an mla latent (SGLang sizes its K buffer by the latent and keeps no V buffer)."""
+        if self.kind is LayerKind.mla:
+            return token_bytes
+        own = self.heads(heads)
+        return token_bytes * own.head_dim // (own.head_dim + own.value_dim)
+
+    @property
+    def allocator_group(self) -> tuple:
+        """What vLLM's hybrid allocator groups this type's pages by (its KV cache spec: kind, window, chunk): mla
+        with full (vLLM's MLAAttentionSpec is a FullAttentionSpec)."""
+        return (LayerKind.full if self.kind is LayerKind.mla else self.kind, self.window, self.chunk)
+
+    def request_tokens(self, max_model_len: int, max_num_batched_tokens: int) -> int:
+        """Tokens one max_model_len request holds in one layer of this type, as vLLM V1's max_memory_usage_bytes
+        counts them (vllm/v1/kv_cache_interface.py): a sliding window W - 1 + the batched tokens, a chunk C + the
+        batched tokens, each at most the length; every other type the whole length. The pages: ceil(tokens / P),
+        one more for a window (request_pages)."""
+        if self.kind is LayerKind.sliding:
+            return min(self.window - 1 + max_num_batched_tokens, max_model_len)
+        if self.kind is LayerKind.chunked:
+            return min(self.chunk + max_num_batched_tokens, max_model_len)
+        return max_model_len
+
+    def request_pages(self, max_model_len: int, max_num_batched_tokens: int, page_size: int) -> int:
+        """Pages one max_model_len request holds in one layer of this type (vLLM V1's max_memory_usage_bytes / page:
+        request_tokens in pages, and one more for a sliding window, whose first page may be partly out of it)."""
+        pages = -(-self.request_tokens(max_model_len, max_num_batched_tokens) // page_size)
+        return pages + 1 if self.kind is LayerKind.sliding else pages
+
+    def rotary_dim(self, heads: AttentionHeads) -> int:
+        """The width rotary embeddings turn a head by: the head dim; mla its rope dims d_R; 0 for a linear layer
+        (no positions)."""
+        if self.kind is LayerKind.linear:
+            return 0
+        return self.qk_rope_head_dim if self.kind is LayerKind.mla else self.heads(heads).head_dim
 
     def kept_tokens(self, context_len: int) -> int:
         """Tokens of a `context_len`-token sequence this layer's next query can see, so must keep."""

@@ -19,7 +19,6 @@ from ..errors import SpecError
 from ..fields import FrozenDict, spec_field, validate_fields
 from ..limits import MAX_TOKENS
 from ..units import DType, WeightFormat, loaded_dtype
-from ..vocab import LayerKind
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .layers import FULL, LayerType
 from . import weights
@@ -114,12 +113,12 @@ class ModelSpec:
             raise SpecError(self.name, "first_layers", len(self.first_layers),
                             f"lists more layers than num_layers ({self.num_layers})")
         for name, t in self.layer_types.items():
-            if t.kind is LayerKind.mla and t.qk_nope_head_dim + t.qk_rope_head_dim != self.head_dim:
+            if t.is_latent and t.qk_nope_head_dim + t.qk_rope_head_dim != self.head_dim:
                 raise SpecError(self.name, f"layer_types.{name}.qk_nope_head_dim", t.qk_nope_head_dim,
                                 f"qk_nope_head_dim + qk_rope_head_dim ({t.qk_rope_head_dim}) must equal head_dim "
                                 f"({self.head_dim}), the un-absorbed q.k width")
         used = set(self.first_layers) | set(self.layer_pattern[:max(0, self.num_layers - len(self.first_layers))])
-        if used and all(self.layer_types[t].kind is LayerKind.linear for t in used if t in self.layer_types):
+        if used and all(not self.layer_types[t].is_attention for t in used if t in self.layer_types):
             raise SpecError(self.name, "layer_pattern", ", ".join(sorted(used)),
                             "every layer is linear attention; rooflab prices softmax attention and needs at least "
                             "one full, sliding, chunked or mla layer")

@@ -29,7 +29,6 @@ from fractions import Fraction
 from typing import Iterator
 
 from ..units import DType, WeightFormat
-from ..vocab import LayerKind
 from .heads import AttentionHeads
 from .layers import LayerType
 
@@ -62,14 +61,14 @@ class ParameterCount:
 def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias: bool) -> int:
     """One layer's attention parameters for layer type `t` with the model's `heads` (see the module docstring)."""
     h = hidden
-    if t.kind is LayerKind.mla:
+    if t.is_latent:
         qk = t.qk_nope_head_dim + t.qk_rope_head_dim
         hq, dv = heads.num_qo_heads, heads.value_dim
         q = (h * t.q_lora_rank + t.q_lora_rank + t.q_lora_rank * hq * qk) if t.q_lora_rank else h * hq * qk
         kv_a = h * (t.kv_lora_rank + t.qk_rope_head_dim) + t.kv_lora_rank
         kv_b = t.kv_lora_rank * hq * (t.qk_nope_head_dim + dv)
         return q + kv_a + kv_b + hq * dv * h
-    if t.kind is LayerKind.linear:
+    if not t.is_attention:
         key_dim = t.linear_num_key_heads * t.linear_key_head_dim
         value_dim = t.linear_num_value_heads * t.linear_value_head_dim
         in_proj = h * (2 * key_dim + 2 * value_dim) + h * 2 * t.linear_num_value_heads

@@ -1,0 +1,71 @@
+"""Tests of rooflab/specs/layers.py: the per-kind questions a LayerType answers for the rest of the package (issue 25:
+no `kind is ...` branch outside this module), each pinned against the formula it stands for."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab import load_model
+from rooflab.specs import AttentionHeads, LayerType
+from rooflab.units import DType
+from rooflab.vocab import LayerKind
+
+HEADS = AttentionHeads(32, 8, 128)
+FULL = LayerType(LayerKind.full)
+SLIDING = LayerType(LayerKind.sliding, window=1024)
+CHUNKED = LayerType(LayerKind.chunked, chunk=8192)
+MLA = LayerType(LayerKind.mla, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128)
+LINEAR = LayerType(LayerKind.linear, linear_num_key_heads=16, linear_num_value_heads=32, linear_key_head_dim=128,
+                   linear_value_head_dim=128, linear_conv_kernel=4)
+
+
+def test_which_kinds_project_as_qkv_and_o():
+    assert FULL.has_qkv_projections and SLIDING.has_qkv_projections and CHUNKED.has_qkv_projections
+    assert not MLA.has_qkv_projections and not LINEAR.has_qkv_projections
+
+
+def test_key_bytes_are_the_keys_share_or_the_whole_latent():
+    assert FULL.key_bytes(8 * 256 * 2, HEADS) == 8 * 128 * 2           # K of K and V: d / (d + d_v)
+    mixed = AttentionHeads(16, 16, 192, 128)                             # d 192, d_v 128
+    assert FULL.key_bytes(16 * 320 * 2, mixed) == 16 * 192 * 2
+    assert MLA.key_bytes(1152, HEADS) == 1152                             # SGLang: the latent is the K buffer
+
+
+def test_vllm_groups_mla_with_full_and_windows_by_their_size():
+    assert MLA.allocator_group == FULL.allocator_group == (LayerKind.full, None, None)
+    assert SLIDING.allocator_group == (LayerKind.sliding, 1024, None)
+    assert CHUNKED.allocator_group == (LayerKind.chunked, None, 8192)
+
+
+@pytest.mark.parametrize("layer, length, batched, page, pages", [
+    (FULL, 32768, 8192, 16, 2048),                                 # ceil(L / P)
+    (MLA, 32768, 8192, 64, 512),
+    (SLIDING, 32768, 2048, 16, -(-(1024 - 1 + 2048) // 16) + 1),  # ceil((W - 1 + batched) / P) + 1
+    (SLIDING, 1000, 2048, 16, -(-1000 // 16) + 1),                # at most the length
+    (CHUNKED, 32768, 2048, 16, (8192 + 2048) // 16),              # ceil((C + batched) / P)
+    (CHUNKED, 4096, 2048, 16, 4096 // 16),
+])
+def test_request_pages_as_vllm_v1_counts_them(layer, length, batched, page, pages):
+    assert layer.request_pages(length, batched, page) == pages
+
+
+def test_rotary_dims():
+    assert FULL.rotary_dim(HEADS) == 128 and MLA.rotary_dim(HEADS) == 64 and LINEAR.rotary_dim(HEADS) == 0
+
+
+def test_a_linear_state_divides_over_tensor_parallel_rounding_up():
+    whole = LINEAR.state_bytes_per_sequence(DType.bf16)
+    assert whole == (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2
+    assert LINEAR.state_bytes_per_sequence(DType.bf16, 3) == -(-whole // 3)
+    assert FULL.state_bytes_per_sequence(DType.bf16, 4) == 0
+
+
+def test_qwen3_next_keeps_its_state_split_over_tp():
+    """kvcache.kv_layout asks the layer type for the state one GPU keeps (it once branched on the kind itself)."""
+    from rooflab.kvcache import kv_layout
+
+    model = load_model("qwen3-next-80b-a3b")
+    one, two = (kv_layout(model, 4096, DType.bf16, 16, tp) for tp in (1, 2))
+    linear = [k for k in one.layers if k.state_bytes]
+    assert linear and all(b.state_bytes == -(-a.state_bytes // 2) for a, b in zip(one.layers, two.layers)
+                          if a.state_bytes)
