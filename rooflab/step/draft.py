@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..deployment import SpecMethod
+from ..load import load_model
 from .gemms import logits
 from .pricing import StepContext
 from .rows import StepRow, scaled, summed
@@ -23,8 +24,6 @@ def draft_rows(ctx: StepContext, decodes: int, context_len: int) -> list[StepRow
     if spec.method is SpecMethod.ngram:
         return []
     if spec.method is SpecMethod.draft_model:
-        from ..load import load_model
-
         draft = load_model(spec.draft_model)
         sub = dataclasses.replace(ctx, model=draft, weights_as=None)
         one = layer_rows(sub, StepWork(decodes, 1, context_len)) + logits(sub, decodes)

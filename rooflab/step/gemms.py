@@ -17,7 +17,7 @@ import math
 from ..cost.gemm import gemm
 from ..cost.layers import layer_heads, layer_walk
 from ..cost.model import experts_touched
-from ..specs.parameters import attention_parameters
+from ..specs.weights import attention_parameters
 from ..vocab import Kernel
 from .pricing import StepContext, comm_row, gemm_row, priced_row
 from .rows import StepRow

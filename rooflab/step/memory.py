@@ -7,6 +7,7 @@ capacity plan's count) against the usable memory.
 
 from __future__ import annotations
 
+from ..capacity import plan_capacity
 from ..deployment import Deployment
 from ..errors import InputError
 from ..kvcache import kv_layout, sequence_bytes
@@ -25,8 +26,6 @@ def step_memory(ctx: StepContext, batch: int, context_len: int, per_rank: int, c
                 decode: bool) -> tuple[float, float, float]:
     """(weights, KV, usable) bytes per GPU, and the one memory check (the module docstring): an InputError saying
     what does not fit where `check`."""
-    from ..capacity import plan_capacity
-
     model, gpu, dep = ctx.model, ctx.gpu, ctx.dep
     split = dep.position_split if decode else dep.prefill_context_parallel
     kv = kv_bytes(model, per_rank, context_len, ctx.kv_dtype, dep.page_size, ctx.attn_tp, split)

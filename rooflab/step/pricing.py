@@ -21,6 +21,7 @@ from ..cost.common import KernelCost
 from ..cost.gemm import GemmCost
 from ..deployment import Deployment
 from ..floors import Ceilings, Floors, floor_kernel
+from ..load import available, data_dir, load_gpu
 from ..predict import MEASURED_HERE, OWN, PredictedTime, no_prediction_reason, predict_time
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
@@ -56,8 +57,6 @@ def gemm_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
 @functools.lru_cache(maxsize=1)
 def _measured_launch_gpus() -> tuple[GpuSpec, ...]:
     """The bundled GPUs whose YAML holds a measured.launch section (loaded once; only files that mention it)."""
-    from ..load import available, data_dir, load_gpu
-
     names = [n for n in available("hardware")
              if "\n  launch:" in (data_dir("hardware") / f"{n}.yaml").read_text(encoding="utf-8", errors="replace")]
     return tuple(g for g in map(load_gpu, names) if g.measured is not None and g.measured.launch is not None)

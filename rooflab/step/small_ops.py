@@ -15,9 +15,10 @@ from typing import Optional
 import numpy as np
 
 from ..cost.common import KernelCost, real_number, whole_number
+from ..cost.layers import layer_heads, layer_walk
 from ..errors import InputError, shown
 from ..limits import MAX_BATCH, MAX_TOKENS
-from ..cost.layers import layer_heads, layer_walk
+from ..load import load_gpu
 from ..specs import GpuSpec, LaunchTimes
 from ..specs.launch import SMALL_OP_NAMES
 from ..vocab import Pipe
@@ -37,8 +38,6 @@ FUSED_SMALL_OPS = (("rms_norm", 2), ("silu_mul", 1), ("kv_append", 1))
 
 def reference_launch() -> LaunchTimes:
     """The launch times measured on SMALL_OPS_GPU (its YAML's measured.launch)."""
-    from ..load import load_gpu
-
     return load_gpu(SMALL_OPS_GPU).measured.launch
 
 
