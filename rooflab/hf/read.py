@@ -210,8 +210,10 @@ class Fields:
         return None if value is None else self._whole(key, value, lo)
 
     def _whole(self, key: str, value: Any, lo: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             raise self.error(key, value, "must be a whole number")
+        if abs(value) > 2**63:
+            raise self.error(key, value, "is past what rooflab computes with (2^63)")
         if value != int(value):
             raise self.error(key, value, "must be a whole number")
         if value < lo:

@@ -37,3 +37,17 @@ def test_oversized_file_is_refused_before_parsing(tmp_path):
     path.write_text(json.dumps({**LLAMA, "padding": "x" * MAX_CONFIG_BYTES}))
     with pytest.raises(SpecError, match="larger than"):
         load_hf_config(path)
+
+
+@pytest.mark.parametrize("window", [1e308, 10**30, 2**63 + 1])
+def test_a_count_past_two_to_the_63_is_refused_naming_the_file_and_its_field(tmp_path, window):
+    """A sliding_window past 2^63 was refused as "LayerType: field 'window'", naming neither the file nor the
+    key it wrote (the session-7 hostile round); the reader now refuses it at the key."""
+    config = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+              "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": window,
+              "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(SpecError, match=r"config\.json.*'sliding_window'.*2\^63"):
+        load_hf_config(path)
