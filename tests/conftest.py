@@ -41,6 +41,38 @@ def pytest_cmdline_main(config):
         config.option.numprocesses = max(2, config.hook.pytest_xdist_auto_num_workers(config=config))
 
 
+# Specs and validations several test files read, built once per test process (each is frozen).
+@pytest.fixture(scope="session")
+def h100():
+    from rooflab.load import load_gpu
+
+    return load_gpu("h100-sxm")
+
+
+@pytest.fixture(scope="session")
+def llama():
+    from rooflab.load import load_model
+
+    return load_model("llama-3-8b")
+
+
+@pytest.fixture(scope="session")
+def validation():
+    """The bundled H200 sweep (measurements/h200-sweep.csv) validated: what the chart and validate tests read."""
+    from rooflab.bench.validate import validate
+    from rooflab.load import data_dir
+
+    return validate(data_dir("measurements") / "h200-sweep.csv")
+
+
+@pytest.fixture(scope="session")
+def bundled_validation():
+    """validate() on the whole bundled dataset (BUNDLED_DATASET), as `rooflab validate` with no file reads it."""
+    from rooflab.bench.validate import validate
+
+    return validate()
+
+
 def _gpu_unavailable_reason() -> str | None:
     try:
         import cupy  # noqa: F401

@@ -3,8 +3,14 @@
 - `refused`: an API call's bad-input error, its type, a short message naming what was wrong (the CLI's
   equivalent, exit 2 and one or two lines on stderr, lives with the CLI tests and the fuzz suites);
 - model specs written for a layer type's rule (GEMMA3, DEEPSEEK), each citing its source;
-- measurement rows of the bench's cases without a GPU (`_row`, `_impl`, META);
-- the engine start-up logs and benchmarks/engine_capacity.py, loaded once.
+- measurement rows of the bench's cases without a GPU (`_row`, `_impl`, META), and hand-made rows and files
+  for the records, validate and CLI tests (`_flash`, `_merge`, `_at_fraction`, `_file`, `_write_text`);
+- the engine start-up logs and benchmarks/engine_capacity.py, loaded once;
+- running the CLI (`invoke` through typer's CliRunner, `run_in_process` as the console script exits), reading
+  a chart (`_by_gid`, `_texts`, `_legend_texts`), a table's words (`_words`), Llama-3-8B's heads (`heads`) and a
+  config dict read as a spec (`read_config`).
+
+Fixtures shared the same way (h100, llama, the bundled sweep's validation) live in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rooflab.bench.cases import Case
-from rooflab.bench.records import Measurement
+from rooflab.bench.records import FORMAT_LINE, Measurement, V1_FIELDS
 from rooflab.errors import InputError
 from rooflab.vocab import Kernel
 
@@ -107,3 +113,94 @@ def engine_capacity_bench():
     sys.modules["engine_capacity"] = module        # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
+
+
+# Hand-made measurement rows and files (the records, validate and CLI tests share them).
+FULL_HEADER = ",".join(V1_FIELDS)   # the first campaigns' columns: the later ones are optional
+GOOD_ROW = "flash,rooflab,fp16,0.001,,1,32,8,128,4096,,0,0,1,0,,,20,0.001"
+
+
+def _flash(t: int, time_s: float, impl: str = "rooflab") -> Measurement:
+    return Measurement(kernel="flash", impl=impl, dtype="fp16", time_s=time_s, batch=1, num_qo_heads=32,
+                       num_kv_heads=8, head_dim=128, seq_len=t)
+
+
+def _merge(tokens: int, time_s: float) -> Measurement:
+    return Measurement(kernel="merge", impl="rooflab", dtype="bf16", time_s=time_s, num_qo_heads=32,
+                       num_kv_heads=32, head_dim=128, tokens=tokens)
+
+
+def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
+                 units_per_sm: float | None = None) -> Measurement:
+    """A row timed exactly as the model says: overhead + t_model / fraction (h100-sxm has no measured ceilings,
+    so the model runs on its datasheet roofs; units_per_sm None: no parallelism term)."""
+    from rooflab.bench.fitting import model_times
+    from rooflab.load import load_gpu
+
+    t_model = float(model_times([m], load_gpu("h100-sxm"), units_per_sm)[0][0])
+    return Measurement(**{**m.__dict__, "time_s": overhead + t_model / fraction})
+
+
+def _write_text(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def _file(*rows: str, head: str = f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n", header: str = FULL_HEADER) -> str:
+    return head + header + "\n" + "".join(r + "\n" for r in rows)
+
+
+# Running the CLI.
+def invoke(*args: str):
+    """`rooflab ARGS` through typer's CliRunner: the result's exit_code, stdout and stderr."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def run_in_process(args, capsys) -> tuple[int, str, str]:
+    """`rooflab ARGS` as the console script runs it, in this process: (exit code, stdout, stderr)."""
+    from rooflab.cli import app
+
+    with pytest.raises(SystemExit) as done:
+        app(args)
+    out = capsys.readouterr()
+    return done.value.code or 0, out.out, out.err
+
+
+# Reading what a chart or a table shows.
+def _by_gid(ax, prefix: str) -> list:
+    return [line for line in ax.lines if str(line.get_gid()).startswith(prefix)]
+
+
+def _texts(fig) -> str:
+    return "\n".join(t.get_text() for t in fig.axes[0].texts)
+
+
+def _legend_texts(fig) -> list[str]:
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def _words(text: str) -> set[str]:
+    """The words of a rendered table, its rules of dashes aside."""
+    return {w for w in text.split() if set(w) != {"-"}}
+
+
+# Specs.
+def heads():
+    """Llama-3-8B's attention heads: 32 query heads, 8 KV heads of 128."""
+    from rooflab.specs import AttentionHeads
+
+    return AttentionHeads(32, 8, 128)
+
+
+def read_config(data: dict, where: str = "config.json"):
+    """A config.json's dict read as a model spec (a copy: the reader never sees the caller's dict change)."""
+    import copy
+
+    from rooflab.hf import from_hf_config
+
+    return from_hf_config(copy.deepcopy(data), where)

@@ -24,11 +24,7 @@ from rooflab.cost.gemm import gemm
 from rooflab.cost.naive import naive_prefill
 from rooflab.errors import InputError
 from rooflab.specs import AttentionHeads
-from support import refused
-
-
-def heads() -> AttentionHeads:
-    return AttentionHeads(32, 8, 128)
+from support import heads, refused
 
 
 # --- numbers read wrongly instead of refused ---------------------------------------------------------------------

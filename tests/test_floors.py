@@ -66,16 +66,6 @@ def test_a_curve_for_another_sm_count_is_ignored():
 
 
 @pytest.fixture(scope="module")
-def llama():
-    return load_model("llama-3-8b")
-
-
-@pytest.fixture(scope="module")
-def h100():
-    return load_gpu("h100-sxm")
-
-
-@pytest.fixture(scope="module")
 def roofs(h100):
     return Ceilings.of(h100, DType.fp16)
 

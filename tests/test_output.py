@@ -20,6 +20,7 @@ import sys
 import pytest
 
 from rooflab.output import Column, Format, Table, OutputError, check_writable, json_text, render, table, terminal_width, write_atomic
+from support import _words
 
 
 HEADERS = ["variant", "FLOPs", "HBM bytes", "FLOP/byte", "t_compute", "t_memory", "t_floor", "bound"]
@@ -86,11 +87,6 @@ def test_render_wraps_only_in_a_terminal_or_under_columns(monkeypatch, no_termin
     wrapped = render(shown)
     assert wrapped != full and max(len(line) for line in wrapped.splitlines()) <= 80
     assert _words(wrapped) == _words(full)        # laid out again, nothing dropped
-
-
-def _words(text: str) -> set[str]:
-    """The words of a rendered table, its rules of dashes aside."""
-    return {w for w in text.split() if set(w) != {"-"}}
 
 
 @pytest.mark.parametrize("value", ["", "abc", "0", "-5"])

@@ -13,10 +13,11 @@ from __future__ import annotations
 import pytest
 
 from rooflab import load_gpu
-from rooflab.bench.records import Measurement, read_measurements, write_measurements
+from rooflab.bench.records import read_measurements, write_measurements
 from rooflab.bench.validate import validate
 from rooflab.load import data_dir
 from rooflab.vocab import Kernel
+from support import _at_fraction, _flash, _merge
 
 
 SWEEP = data_dir("measurements") / "h200-sweep.csv"
@@ -25,11 +26,6 @@ META_KEYS = ("date", "gpu_spec", "device_name", "driver", "cuda_runtime", "cupy"
 
 #: The kernels of the first campaigns: the bundled sweep measures each of them (later kernels join as measured).
 FIRST_ROUND = {Kernel.naive, Kernel.naive_softmax, Kernel.flash, Kernel.paged, Kernel.split_kv, Kernel.merge}
-
-
-@pytest.fixture(scope="module")
-def validation():
-    return validate(SWEEP)
 
 
 def test_every_rooflab_kernel_is_predicted_within_bounds(validation):
@@ -114,26 +110,6 @@ def test_fp8_decode_file_pairs_each_workload_and_is_predicted_with_its_kv_dtype(
 
 
 META = {"gpu_spec": "h100-sxm", "device_name": "NVIDIA H100 80GB HBM3", "date": "fixture"}
-
-
-def _flash(t: int, time_s: float, impl: str = "rooflab") -> Measurement:
-    return Measurement(kernel="flash", impl=impl, dtype="fp16", time_s=time_s, batch=1, num_qo_heads=32,
-                       num_kv_heads=8, head_dim=128, seq_len=t)
-
-
-def _merge(tokens: int, time_s: float) -> Measurement:
-    return Measurement(kernel="merge", impl="rooflab", dtype="bf16", time_s=time_s, num_qo_heads=32,
-                       num_kv_heads=32, head_dim=128, tokens=tokens)
-
-
-def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
-                 units_per_sm: float | None = None) -> Measurement:
-    """A row timed exactly as the model says: overhead + t_model / fraction (h100-sxm has no measured ceilings,
-    so the model runs on its datasheet roofs; units_per_sm None: no parallelism term)."""
-    from rooflab.bench.fitting import model_times
-
-    t_model = float(model_times([m], load_gpu("h100-sxm"), units_per_sm)[0][0])
-    return Measurement(**{**m.__dict__, "time_s": overhead + t_model / fraction})
 
 
 def test_validate_recovers_a_known_efficiency_and_overhead(tmp_path):

@@ -20,9 +20,8 @@ from rooflab.engines.memory import engine_weight_bytes
 from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.paging import shared_prefix_blocks
-from rooflab.specs import AttentionHeads
 from rooflab.units import DType, GiB, KiB
-from support import HUGE, refused
+from support import HUGE, heads, refused
 
 
 LLAMA8 = load_model("llama-3-8b")
@@ -132,20 +131,6 @@ def test_weights_that_do_not_fit_are_an_error():
 
 
 LONG_LIST = [8192] * (2**16 + 1)
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return load_model("llama-3-8b")
-
-
-@pytest.fixture(scope="module")
-def h100():
-    return load_gpu("h100-sxm")
-
-
-def heads() -> AttentionHeads:
-    return AttentionHeads(32, 8, 128)
 
 
 @pytest.mark.parametrize("argument, name", [("context_len", "context length"), ("page_size", "page size"),

@@ -9,30 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
 import rooflab.plot
 from rooflab import load_gpu
-from rooflab.bench.validate import validate
 from rooflab.cli import app
 from rooflab.load import data_dir
+from support import _by_gid, _legend_texts, _texts
 
 
 runner = CliRunner()
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def _by_gid(ax, prefix: str) -> list:
-    return [line for line in ax.lines if str(line.get_gid()).startswith(prefix)]
-
-
-def _texts(fig: Figure) -> str:
-    return "\n".join(t.get_text() for t in fig.axes[0].texts)
-
-
-def _legend_texts(fig: Figure) -> list[str]:
-    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
 
 
 # --- CLI ---------------------------------------------------------------------------------------
@@ -128,12 +115,12 @@ def test_cli_measurements_default_gpu_is_the_files(measured_cli):
     assert _by_gid(fig.axes[0], "roof:h200-sxm:measured")        # the calibrated roofs the points are held to
 
 
-def test_measured_points_one_style_and_one_legend_entry_per_group(measured_cli):
-    from rooflab.bench.validate import measured_points, validate
+def test_measured_points_one_style_and_one_legend_entry_per_group(measured_cli, validation):
+    from rooflab.bench.validate import measured_points
 
     _, _, fig = measured_cli
     ax = fig.axes[0]
-    expected = measured_points(validate(BUNDLED_SWEEP))
+    expected = measured_points(validation)          # the bundled sweep's validation (tests/conftest.py)
     groups: dict[str, list[tuple[float, float]]] = {}
     for p in expected:
         groups.setdefault(p.label, []).append((p.intensity_flop_per_byte, p.achieved_flop_per_s))
@@ -224,11 +211,6 @@ def test_cli_bad_lengths_and_gpus(tmp_path, monkeypatch, args, needle):
     assert r.exit_code == 2, r.output
     assert 1 <= len(r.stderr.strip().splitlines()) <= 2 and needle in r.stderr and "Traceback" not in r.output
     assert list(tmp_path.iterdir()) == []
-
-
-@pytest.fixture(scope="module")
-def validation():
-    return validate(data_dir("measurements") / "h200-sweep.csv")
 
 
 def test_plot_validation_cli(tmp_path):

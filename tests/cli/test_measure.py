@@ -10,35 +10,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from rooflab.bench.cases import new_kernel_cases
-from rooflab.bench.records import FORMAT_LINE, Measurement, V1_FIELDS, write_measurements
+from rooflab.bench.records import FORMAT_LINE, write_measurements
 from rooflab.cli import app
-from rooflab.load import load_gpu
 from rooflab.vocab import Kernel
+from support import FULL_HEADER, GOOD_ROW, _at_fraction, _file, _flash, run_in_process, _write_text
 
 
 runner = CliRunner()
 META = {"gpu_spec": "h100-sxm", "device_name": "NVIDIA H100 80GB HBM3", "date": "fixture"}
-
-
-def _flash(t: int, time_s: float, impl: str = "rooflab") -> Measurement:
-    return Measurement(kernel="flash", impl=impl, dtype="fp16", time_s=time_s, batch=1, num_qo_heads=32,
-                       num_kv_heads=8, head_dim=128, seq_len=t)
-
-
-def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
-                 units_per_sm: float | None = None) -> Measurement:
-    """A row timed exactly as the model says: overhead + t_model / fraction (h100-sxm has no measured ceilings,
-    so the model runs on its datasheet roofs; units_per_sm None: no parallelism term)."""
-    from rooflab.bench.fitting import model_times
-
-    t_model = float(model_times([m], load_gpu("h100-sxm"), units_per_sm)[0][0])
-    return Measurement(**{**m.__dict__, "time_s": overhead + t_model / fraction})
 
 
 def _cli(*args):
@@ -63,20 +47,6 @@ def test_validate_cli_json(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["gpu"] == "h100-sxm" and doc["groups"][0]["fraction_of_floor_datasheet"] == pytest.approx(0.5)
     assert json.loads(out.read_text()) == doc
-
-
-def _write_text(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "bad.csv"
-    path.write_text(text)
-    return str(path)
-
-
-FULL_HEADER = ",".join(V1_FIELDS)   # the first campaigns' columns: the later ones are optional
-GOOD_ROW = "flash,rooflab,fp16,0.001,,1,32,8,128,4096,,0,0,1,0,,,20,0.001"
-
-
-def _file(*rows: str, head: str = f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n", header: str = FULL_HEADER) -> str:
-    return head + header + "\n" + "".join(r + "\n" for r in rows)
 
 
 @pytest.mark.parametrize("body, needles", [
@@ -128,22 +98,24 @@ def test_missing_file(tmp_path):
     _short_error(_cli(str(tmp_path / "absent.csv")), "cannot read")
 
 
-def test_the_default_dataset_holds_the_new_kernels_too():
+@pytest.fixture(scope="module")
+def bundled_validate_json():
+    """`rooflab validate --format json` on the bundled dataset, run once for the tests that read it."""
+    return runner.invoke(app, ["validate", "--format", "json"])
+
+
+def test_the_default_dataset_holds_the_new_kernels_too(bundled_validation, bundled_validate_json):
     """`rooflab validate` with no file reads the bundled sweep, the new kernels' campaign and the seesaw MLA kernel's
     rows together: the wgmma MLA kernel that ships (rooflab_hopper) beside the schedule it replaced."""
-    from typer.testing import CliRunner
+    from rooflab.bench.validate import BUNDLED_DATASET
 
-    from rooflab.bench.validate import BUNDLED_DATASET, validate
-    from rooflab.cli import app
-    from rooflab.vocab import Kernel
-
-    v = validate()
+    v = bundled_validation                  # validate() on the bundled dataset (tests/conftest.py)
     kernels = {g.kernel for g in v.groups}
     assert {Kernel.flash, Kernel.paged, Kernel.flash_window, Kernel.paged_window, Kernel.paged_multi,
             Kernel.mla_decode} <= kernels
     assert BUNDLED_DATASET == ("h200-sweep.csv", "h200-new-kernels.csv", "h200-mla-seesaw.csv")
     assert {g.impl for g in v.groups if g.kernel is Kernel.mla_decode} >= {"rooflab_hopper", "rooflab_hopper_tile"}
-    r = CliRunner().invoke(app, ["validate", "-f", "json"])
+    r = bundled_validate_json
     assert r.exit_code == 0 and "mla_decode" in r.stdout
 
 
@@ -189,8 +161,8 @@ def test_bench_new_kernels_runs_the_new_cases(monkeypatch, tmp_path):
     assert "--new-kernels" in CliRunner().invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).output
 
 
-def test_validate_cli_on_bundled_data():
-    r = CliRunner().invoke(app, ["validate", "--format", "json"])
+def test_validate_cli_on_bundled_data(bundled_validate_json):
+    r = bundled_validate_json
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["gpu"] == "h200-sxm" and doc["ceilings"] == "calibrated"
@@ -200,18 +172,11 @@ def test_validate_cli_on_bundled_data():
 
 # ------------------------------------------------------------------ the CLI
 
-def _run(args, capsys):
-    with pytest.raises(SystemExit) as done:
-        app(args)
-    out = capsys.readouterr()
-    return done.value.code or 0, out.out, out.err
-
-
 def test_distributed_bench_without_gpus_is_an_error_not_a_hang(capsys, tmp_path):
     pytest.importorskip("torch")
     import torch
 
     if torch.cuda.device_count() >= 2:
         pytest.skip("this machine has the GPUs")
-    code, _, err = _run(["bench", "--distributed", "--nproc", "2", "-o", str(tmp_path / "x.csv")], capsys)
+    code, _, err = run_in_process(["bench", "--distributed", "--nproc", "2", "-o", str(tmp_path / "x.csv")], capsys)
     assert code == 2 and "needs 2 GPUs" in err

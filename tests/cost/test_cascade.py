@@ -9,8 +9,7 @@ import pytest
 from rooflab.cost.cascade import breakeven_prefix_len, cascade_decode
 from rooflab.cost.paged import paged_decode
 from rooflab.load import load_model
-from rooflab.specs import AttentionHeads
-from support import refused
+from support import heads, refused
 
 
 LLAMA = load_model("llama-3-8b")
@@ -31,10 +30,6 @@ def test_cascade_breakeven():
     assert float(cascade_decode(LLAMA.heads, p, [1] * 8).saved_bytes) > 0
     assert float(cascade_decode(LLAMA.heads, p - 1, [1] * 8).saved_bytes) <= 0
     assert breakeven_prefix_len(LLAMA.heads, 1) == 0
-
-
-def heads() -> AttentionHeads:
-    return AttentionHeads(32, 8, 128)
 
 
 def test_cascade_checks_its_lengths():

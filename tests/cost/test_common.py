@@ -20,16 +20,11 @@ from rooflab.cost.merge import merge_pair
 from rooflab.cost.naive import naive_prefill
 from rooflab.cost.paged import DecodeBatch, paged_decode
 from rooflab.limits import MAX_TOKENS
-from rooflab.specs import AttentionHeads
 from rooflab.units import DType
-from support import HUGE, refused
+from support import HUGE, heads, refused
 
 
 LONG_LIST = [8192] * (2**16 + 1)
-
-
-def heads() -> AttentionHeads:
-    return AttentionHeads(32, 8, 128)
 
 
 # --- whole_number: the one validator of whole-number arguments ---------------------------------------------------

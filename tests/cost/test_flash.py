@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rooflab import AttentionHeads, DType, load_gpu, load_model
+from rooflab import AttentionHeads, DType, load_gpu
 from rooflab.cost.flash import FlashTile, choose_tile, flash_prefill
 from rooflab.cost.naive import naive_prefill
 
@@ -92,11 +92,6 @@ def test_flash_fraction_is_elementwise():
 
 # The chapter prints three or four significant figures; compare at that precision.
 REL = 5e-4
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return load_model("llama-3-8b")
 
 
 def test_flops_per_layer(llama):

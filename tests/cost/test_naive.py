@@ -26,16 +26,6 @@ from support import HUGE, refused
 REL = 5e-4
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return load_model("llama-3-8b")
-
-
-@pytest.fixture(scope="module")
-def h100():
-    return load_gpu("h100-sxm")
-
-
 @pytest.mark.parametrize("seq_len, gib", [(8192, 4.00), (32768, 64.0)])
 def test_s_size(llama, seq_len, gib):
     # chapter 1, "At T = 8192 ... Four gibibytes" and "32 x 32768^2 x 2 = 64.0 GiB for S alone"

@@ -17,7 +17,7 @@ from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType
-from support import HUGE, refused
+from support import HUGE, heads, refused
 
 
 LLAMA = load_model("llama-3-8b")
@@ -101,10 +101,6 @@ def test_workloads_past_any_deployment_are_refused_with_the_limit(call, needle):
         call(AttentionHeads(32, 8, 128))
 
 
-def heads() -> AttentionHeads:
-    return AttentionHeads(32, 8, 128)
-
-
 # --- values past 2^64 through the API (item 6) --------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, name", [
@@ -116,3 +112,21 @@ def heads() -> AttentionHeads:
 ])
 def test_cost_functions_refuse_ints_past_2_64(call, name):
     refused(call, name)
+
+
+# --- the split search stops where the launch fills the GPU (issue 24, validate speed) ---------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 40_000), min_size=1, max_size=6), st.sampled_from([1, 2, 4, 8, 32]),
+       st.sampled_from([16, 64]), st.sampled_from([0.5, 1.0, 1.5, 4.0, 8.0]), st.integers(1, 3),
+       st.sampled_from([None, 512, 4096]))
+def test_recommended_splits_are_the_search_over_every_split_count(lens, kv_heads, page, k, q_len, window):
+    """recommend_splits stops at the first split count that fills the GPU; the search over every count agrees."""
+    from rooflab.cost.common import Visibility
+    from rooflab.cost.paged import MAX_SPLITS, best_splits
+
+    h, vis = AttentionHeads(32, kv_heads, 128), Visibility(window)
+    lens = [max(n, q_len) for n in lens]
+    limit = int(min(MAX_SPLITS, np.ceil(float(vis.read_tokens(max(lens), q_len)) / page)))
+    every = best_splits(lambda s: paged_decode(h, lens, page, DType.fp16, None, s, 132, k, q_len, vis), limit)
+    assert recommend_splits(h, lens, 132, page, DType.fp16, None, k, q_len, vis) == every

@@ -18,12 +18,7 @@ from hypothesis import given, settings, strategies as st
 from rooflab.cost.flash import flash_prefill
 from rooflab.cost.paged import paged_decode, recommend_splits
 from rooflab.cost.parallel import parallel_fraction, schedule_fraction
-from rooflab.specs import AttentionHeads
-from support import HUGE, refused
-
-
-def heads() -> AttentionHeads:
-    return AttentionHeads(32, 8, 128)
+from support import HUGE, heads, refused
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, 5e-324, 1e18, math.nan, math.inf, "132", [132, 66], Decimal("nan"),
@@ -121,3 +116,21 @@ def test_schedule_fraction_equals_the_heap_simulation(seed):
 @pytest.mark.parametrize("work", [[], [0.0, 1.0], [-1.0], [math.nan], ["1"], [1 + 0j], None, [True]])
 def test_schedule_fraction_refuses_work_that_is_not_positive_numbers(work):
     refused(lambda: schedule_fraction(work, 132), "unit_work")
+
+
+def test_a_remembered_schedule_is_the_simulation_itself():
+    """Launches of up to MEMO_MAX_UNITS units have their makespan remembered by their work's bytes: the same value
+    as simulating them again, for the same work given anew, and none shared between different work or slots; a
+    larger launch is simulated each time, to the same answer."""
+    from rooflab.cost.parallel import MEMO_MAX_UNITS, _list_makespan, _remembered_makespan
+
+    rng = np.random.default_rng(7)
+    work = np.tile(np.arange(64, 0, -1) * 128.0, 40)
+    for slots in (66, 132, 1056):
+        first = schedule_fraction(work, 132, slots / 132)
+        assert first == schedule_fraction(work.copy(), 132, slots / 132) == float(
+            work.sum() / (slots * _list_makespan(work, slots)))
+    shuffled = rng.permutation(work)
+    assert _remembered_makespan(shuffled.tobytes(), 132) == _list_makespan(shuffled, 132)
+    big = rng.integers(1, 50, MEMO_MAX_UNITS + 1).astype(float)
+    assert schedule_fraction(big, 132) == pytest.approx(_heap_schedule_fraction(big.tolist(), 132), rel=1e-12)

@@ -7,23 +7,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from rooflab.fit.records import (FORMAT_LINE, Measurement, V1_FIELDS, format_context_lens, parse_context_lens,
-                                   read_measurements, write_measurements)
+from rooflab.fit.records import format_context_lens, parse_context_lens, read_measurements, write_measurements
 from rooflab.load import data_dir
 from rooflab.vocab import Kernel
+from support import GOOD_ROW, _file, _flash, _merge, _write_text
 
 
 META = {"gpu_spec": "h100-sxm", "device_name": "NVIDIA H100 80GB HBM3", "date": "fixture"}
-
-
-def _flash(t: int, time_s: float, impl: str = "rooflab") -> Measurement:
-    return Measurement(kernel="flash", impl=impl, dtype="fp16", time_s=time_s, batch=1, num_qo_heads=32,
-                       num_kv_heads=8, head_dim=128, seq_len=t)
-
-
-def _merge(tokens: int, time_s: float) -> Measurement:
-    return Measurement(kernel="merge", impl="rooflab", dtype="bf16", time_s=time_s, num_qo_heads=32,
-                       num_kv_heads=32, head_dim=128, tokens=tokens)
 
 
 def test_context_lens_round_trip():
@@ -37,20 +27,6 @@ def test_write_then_read(tmp_path):
     write_measurements(path, rows, META)
     meta, back = read_measurements(path)
     assert meta["gpu_spec"] == "h100-sxm" and back == rows
-
-
-def _write_text(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "bad.csv"
-    path.write_text(text)
-    return str(path)
-
-
-FULL_HEADER = ",".join(V1_FIELDS)   # the first campaigns' columns: the later ones are optional
-GOOD_ROW = "flash,rooflab,fp16,0.001,,1,32,8,128,4096,,0,0,1,0,,,20,0.001"
-
-
-def _file(*rows: str, head: str = f"# {FORMAT_LINE}\n# gpu_spec: h100-sxm\n", header: str = FULL_HEADER) -> str:
-    return head + header + "\n" + "".join(r + "\n" for r in rows)
 
 
 def test_the_good_row_reads():

@@ -9,7 +9,6 @@ skips, naming the file.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -20,6 +19,7 @@ from rooflab import SpecError, load_model
 from rooflab.hf import from_hf_config, same_architecture
 from rooflab.hf.read import read_json
 from rooflab.units import DType, WeightFormat
+from support import read_config
 
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
@@ -32,13 +32,9 @@ GEMMA3_TEXT = {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
 GEMMA3 = {"architectures": ["Gemma3ForConditionalGeneration"], "torch_dtype": "bfloat16", "text_config": GEMMA3_TEXT}
 
 
-def read(data: dict, where: str = "config.json"):
-    return from_hf_config(copy.deepcopy(data), where)
-
-
 def error(data: dict) -> SpecError:
     with pytest.raises(SpecError) as caught:
-        read(data)
+        read_config(data)
     return caught.value
 
 
@@ -49,7 +45,7 @@ def kinds(m) -> list[str]:
 # --- the configs' rules -----------------------------------------------------------------------------------
 
 def test_a_plain_llama_config():
-    m = read(LLAMA)
+    m = read_config(LLAMA)
     assert (m.num_layers, m.num_qo_heads, m.num_kv_heads, m.head_dim, m.ffn_size) == (32, 32, 8, 128, 14336)
     assert kinds(m) == ["full"] * 32 and m.weight_dtype is DType.bf16 and not m.tie_word_embeddings
 
@@ -57,17 +53,17 @@ def test_a_plain_llama_config():
 def test_layer_types_win_over_the_family_rule():
     # Gemma 2's rule makes layer 0 sliding; the file's own layer_types say otherwise, and win
     listed = ["full_attention", "sliding_attention"] * 21
-    m = read({**load_json("gemma-2-9b.json"), "layer_types": listed})
+    m = read_config({**load_json("gemma-2-9b.json"), "layer_types": listed})
     assert kinds(m)[:4] == ["full", "sliding", "full", "sliding"]
-    assert kinds(read({**QWEN3, "layer_types": ["full_attention"] * 8, "use_sliding_window": True})) == ["full"] * 8
+    assert kinds(read_config({**QWEN3, "layer_types": ["full_attention"] * 8, "use_sliding_window": True})) == ["full"] * 8
 
 
 def test_qwen_window_counts_only_when_use_sliding_window_is_true():
-    assert kinds(read(QWEN3)) == ["full"] * 8                 # sliding_window 4096 is there, but switched off
-    m = read({**QWEN3, "use_sliding_window": True, "max_window_layers": 5})
+    assert kinds(read_config(QWEN3)) == ["full"] * 8                 # sliding_window 4096 is there, but switched off
+    m = read_config({**QWEN3, "use_sliding_window": True, "max_window_layers": 5})
     assert kinds(m) == ["full"] * 5 + ["sliding"] * 3 and m.layer_types["sliding"].window == 4096
     assert m.first_layers == ("full",) * 5                  # the stack keeps its prefix
-    assert kinds(read({**QWEN3, "use_sliding_window": True})) == ["full"] * 8  # max_window_layers = all layers
+    assert kinds(read_config({**QWEN3, "use_sliding_window": True})) == ["full"] * 8  # max_window_layers = all layers
 
 
 def test_qwen_sliding_layer_types_with_the_window_off_contradict():
@@ -76,22 +72,22 @@ def test_qwen_sliding_layer_types_with_the_window_off_contradict():
 
 
 def test_mistral_window_on_every_layer_unless_null():
-    assert kinds(read({**LLAMA, "architectures": ["MistralForCausalLM"], "sliding_window": 4096})) == ["sliding"] * 32
-    assert kinds(read({**LLAMA, "architectures": ["MistralForCausalLM"], "sliding_window": None})) == ["full"] * 32
-    absent = read({**LLAMA, "architectures": ["MistralForCausalLM"]})        # MistralConfig's default: 4096
+    assert kinds(read_config({**LLAMA, "architectures": ["MistralForCausalLM"], "sliding_window": 4096})) == ["sliding"] * 32
+    assert kinds(read_config({**LLAMA, "architectures": ["MistralForCausalLM"], "sliding_window": None})) == ["full"] * 32
+    absent = read_config({**LLAMA, "architectures": ["MistralForCausalLM"]})        # MistralConfig's default: 4096
     assert absent.layer_types["sliding"].window == 4096
 
 
 def test_gemma3_nests_its_text_model_and_takes_transformers_defaults():
-    m = read(GEMMA3)
+    m = read_config(GEMMA3)
     assert (m.vocab_size, m.max_context_len, m.tie_word_embeddings) == (262_208, 131_072, True)
     assert kinds(m).count("full") == 10 and kinds(m)[5] == "full" and kinds(m)[60:] == ["sliding", "sliding"]
-    flat = read({**GEMMA3_TEXT, "architectures": ["Gemma3ForCausalLM"], "torch_dtype": "bfloat16"})
+    flat = read_config({**GEMMA3_TEXT, "architectures": ["Gemma3ForCausalLM"], "torch_dtype": "bfloat16"})
     assert dataclasses.replace(flat, name=m.name, display_name=m.display_name) == m
 
 
 def test_gemma3_sliding_window_pattern():
-    m = read({**GEMMA3, "text_config": {**GEMMA3_TEXT, "sliding_window_pattern": 2, "num_hidden_layers": 6}})
+    m = read_config({**GEMMA3, "text_config": {**GEMMA3_TEXT, "sliding_window_pattern": 2, "num_hidden_layers": 6}})
     assert kinds(m) == ["sliding", "full"] * 3
 
 
@@ -105,10 +101,10 @@ def test_nested_fields_are_named_with_their_prefix():
 def test_llama4_chunked_rope_layers_and_nope_globals():
     text = {**load_json("llama-4-scout.partial.json")["text_config"], "num_hidden_layers": 8,
             "interleave_moe_layer_step": 2}
-    m = read({"architectures": ["Llama4ForConditionalGeneration"], "text_config": text})
+    m = read_config({"architectures": ["Llama4ForConditionalGeneration"], "text_config": text})
     assert kinds(m) == ["chunked", "chunked", "chunked", "full"] * 2
     assert [i for i in range(8) if m.is_moe_layer(i)] == [1, 3, 5, 7] and m.dense_ffn_size == 16384
-    explicit = read({"architectures": ["Llama4ForCausalLM"], **text, "no_rope_layers": [0, 1] * 4,
+    explicit = read_config({"architectures": ["Llama4ForCausalLM"], **text, "no_rope_layers": [0, 1] * 4,
                      "moe_layers": [3, 4, 5, 6, 7], "interleave_moe_layer_step": 1})
     assert kinds(explicit) == ["full", "chunked"] * 4 and explicit.first_dense_layers == 3
     e = error({"architectures": ["Llama4ForCausalLM"], **text, "moe_layers": [0, 5]})
@@ -119,26 +115,26 @@ def test_llama4_chunked_rope_layers_and_nope_globals():
 
 
 def test_qwen3_next_linear_layers():
-    m = read(load_json("qwen3-next-80b-a3b-thinking.json"))
+    m = read_config(load_json("qwen3-next-80b-a3b-thinking.json"))
     linear = m.layer_types["linear"]
     assert linear.state_bytes_per_sequence(DType.bf16) == (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2
     assert m.kv_bytes_per_token(DType.bf16) == 12 * 2 * 2 * 256 * 2
 
 
 def test_deepseek_mla_and_moe_layout():
-    m = read(load_json("deepseek-v3.json"))
+    m = read_config(load_json("deepseek-v3.json"))
     assert (m.head_dim, m.v_head_dim, m.num_kv_heads) == (192, 128, 128)
     assert m.num_moe_layers == 58 and m.dense_ffn_size == 18432 and m.num_shared_experts == 1
     assert m.quantization == {"linear": WeightFormat.fp8_block}
-    written = read({**load_json("deepseek-v3.json"), "head_dim": 64})   # transformers writes qk_rope_head_dim there
+    written = read_config({**load_json("deepseek-v3.json"), "head_dim": 64})   # transformers writes qk_rope_head_dim there
     assert written == m
 
 
 def test_quantization_configs():
-    assert read(load_json("gpt-oss-120b.json")).quantization == {"experts": WeightFormat.mxfp4}
-    per_tensor = read({**LLAMA, "quantization_config": {"quant_method": "fp8"}})
+    assert read_config(load_json("gpt-oss-120b.json")).quantization == {"experts": WeightFormat.mxfp4}
+    per_tensor = read_config({**LLAMA, "quantization_config": {"quant_method": "fp8"}})
     assert per_tensor.quantization == {"linear": WeightFormat.fp8}
-    kept = read({**LLAMA, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128],
+    kept = read_config({**LLAMA, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128],
                                                   "modules_to_not_convert": ["model.layers.*.self_attn"]}})
     assert kept.weight_format("attention") is WeightFormat.bf16 and kept.weight_format("mlp") is WeightFormat.fp8_block
     e = error({**LLAMA, "quantization_config": {"quant_method": "awq"}})

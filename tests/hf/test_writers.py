@@ -7,17 +7,13 @@ the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 
 from rooflab import SpecError, available, load_model
-from rooflab.hf import export_hf_config, from_hf_config
+from rooflab.hf import export_hf_config
 from rooflab.hf.writers import WRITERS
-
-
-def read(data: dict, where: str = "config.json"):
-    return from_hf_config(copy.deepcopy(data), where)
+from support import read_config
 
 
 def test_every_writer_that_takes_a_bundled_model_writes_it_back_exactly():
@@ -30,7 +26,7 @@ def test_every_writer_that_takes_a_bundled_model_writes_it_back_exactly():
                 data = export_hf_config(m, arch)
             except SpecError:
                 continue                                          # the architecture cannot hold it: refused
-            back = read(json.loads(json.dumps(data)))
+            back = read_config(json.loads(json.dumps(data)))
             assert dataclasses.replace(back, name=m.name, display_name=m.display_name, source=m.source,
                                        num_parameters=m.num_parameters, parameters_note=m.parameters_note) == m
             written += 1

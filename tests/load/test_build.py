@@ -144,16 +144,6 @@ def test_every_problem_is_reported_at_once():
     assert "3 problems" in str(err.value)
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return load_model("llama-3-8b")
-
-
-@pytest.fixture(scope="module")
-def h100():
-    return load_gpu("h100-sxm")
-
-
 def test_a_20k_character_name_is_cut_in_the_error(llama):
     message = refused(lambda: dataclasses.replace(llama, name="x" * 20_001), "name", "10,000", error=SpecError)
     assert "..." in message

@@ -15,6 +15,7 @@ from rooflab import DType, load_gpu, load_model
 from rooflab.errors import InputError
 from rooflab.load import data_dir
 from rooflab.plot import MeasuredPoint, roofline_chart, roofline_data
+from support import _by_gid, _legend_texts, _texts
 
 
 # (model, gpu, dtype): several vendors, GQA ratios and dtypes
@@ -26,20 +27,8 @@ WORKLOADS = [
 ]
 
 
-def _by_gid(ax, prefix: str) -> list:
-    return [line for line in ax.lines if str(line.get_gid()).startswith(prefix)]
-
-
 def _point(line) -> tuple[float, float]:
     return float(np.asarray(line.get_xdata())[0]), float(np.asarray(line.get_ydata())[0])
-
-
-def _texts(fig: Figure) -> str:
-    return "\n".join(t.get_text() for t in fig.axes[0].texts)
-
-
-def _legend_texts(fig: Figure) -> list[str]:
-    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
 
 
 # --- roofline ----------------------------------------------------------------------------------

@@ -16,14 +16,7 @@ from rooflab.errors import InputError
 from rooflab.plot import (capacity_chart, capacity_sweep, capacity_sweeps, decode_chart, decode_sweep, decode_sweeps,
                           memory_chart, memory_sweep, time_chart, time_sweep, time_sweeps)
 from rooflab.units import GiB
-
-
-def _by_gid(ax, prefix: str) -> list:
-    return [line for line in ax.lines if str(line.get_gid()).startswith(prefix)]
-
-
-def _texts(fig: Figure) -> str:
-    return "\n".join(t.get_text() for t in fig.axes[0].texts)
+from support import _by_gid, _texts
 
 
 # --- sweeps ------------------------------------------------------------------------------------

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.bench.validate import validate
-from rooflab.load import data_dir
 from rooflab.plot import save_figure, validation_chart
-
-
-@pytest.fixture(scope="module")
-def validation():
-    return validate(data_dir("measurements") / "h200-sweep.csv")
 
 
 def test_validation_chart_axes_and_points(validation):

@@ -27,16 +27,6 @@ from fuzz_support import bounded
 from support import HUGE, refused
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return load_model("llama-3-8b")
-
-
-@pytest.fixture(scope="module")
-def h100():
-    return load_gpu("h100-sxm")
-
-
 @pytest.mark.parametrize("argument, name", [("page_size", "page size"), ("splits", "splits")])
 def test_decode_report_refuses_ints_past_2_64(llama, h100, argument, name):
     refused(lambda: decode_report(llama, h100, [8192], **{argument: HUGE}), name)

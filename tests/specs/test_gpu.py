@@ -27,11 +27,6 @@ def test_replace_checks_the_new_value():
     assert err.value.field == "hbm_bandwidth_bytes_per_s"
 
 
-@pytest.fixture(scope="module")
-def h100():
-    return load_gpu("h100-sxm")
-
-
 def test_ridge_point_is_295(h100):
     # chapter 1, "Against the H100 SXM ridge point of I* = 295 FLOP/byte fixed in section 0.4"
     assert h100.ridge_flop_per_byte(DType.fp16) == pytest.approx(989.4e12 / 3.35e12)
