@@ -66,7 +66,7 @@ from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_PAGE_SIZE
 from .specs import ModelSpec
 from .units import DType, WeightFormat
-from .vocab import LayerKind, WindowAllocation, _Named
+from .vocab import WindowAllocation, _Named
 
 
 class SpecMethod(_Named):
@@ -247,10 +247,10 @@ class Deployment:
             raise InputError(f"model must be a ModelSpec (rooflab.load_model), got {shown(model)}")
         tp, dcp = self.tensor_parallel, self.decode_context_parallel
         for name, layer in model.layer_types.items():
-            if layer.kind is LayerKind.linear:
+            if not layer.is_attention:
                 continue
             heads = layer.heads(model.heads)
-            kv_heads = 1 if layer.kind is LayerKind.mla else heads.num_kv_heads
+            kv_heads = 1 if layer.is_latent else heads.num_kv_heads
             if tp > 1:
                 heads.shard(tp)                                 # names the sizes that split them
             if dcp > 1 and dcp * kv_heads > tp:

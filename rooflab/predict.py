@@ -45,7 +45,7 @@ from .limits import MAX_SPLITS
 from .floors import Ceilings
 from .specs import FittedModel, GpuSpec, LayerType
 from .units import DType
-from .vocab import CeilingSource, Kernel, LayerKind, Pipe
+from .vocab import CeilingSource, Kernel, Pipe
 
 
 def launch_model_time(kernel: KernelCost, ceilings: Ceilings, exp_overlap: float = 0.0,
@@ -219,7 +219,7 @@ def decode_kernel(layer: LayerType, splits: int = 1, q_len: int = 1) -> Kernel:
     layer = check_layer(layer)
     splits = whole_number(splits, "splits", maximum=MAX_SPLITS)
     q_len = whole_number(q_len, "q_len (new tokens a sequence)", maximum=MAX_Q_LEN)
-    if layer.kind is LayerKind.mla:
+    if layer.is_latent:
         return Kernel.mla_decode
     if not Visibility.of(layer).is_full:
         return Kernel.paged_window

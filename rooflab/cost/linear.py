@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import LayerType
 from ..units import DType
-from ..vocab import LayerKind, Variant
+from ..vocab import Variant
 from .common import ArrayLike, KernelCost, SingleKernel, as_array, check_dtypes, check_layer, whole_number
 
 #: FLOPs per token and value head, in units of d_k d_v: decay, delta-rule update and readout.
@@ -42,7 +42,7 @@ class LinearCost(SingleKernel):
 
 def _check(layer: LayerType) -> None:
     check_layer(layer)
-    if layer.kind is not LayerKind.linear:
+    if layer.is_attention:
         raise InputError(f"a linear-attention cost needs a linear layer type, not {layer.kind.value}")
 
 

@@ -86,7 +86,7 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     latent pages once for the tile's rows.
     """
     check_layer(layer)
-    if layer.kind is not LayerKind.mla:
+    if not layer.is_latent:
         raise InputError(f"mla_decode needs an mla layer type, not {layer.kind.value}")
     h = whole_number(num_qo_heads, "num_qo_heads")
     page_size, num_splits = check_page_size(page_size), check_splits(num_splits)

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 from ..cost.layers import layer_walk
 from ..specs import ModelSpec
-from ..vocab import LayerKind
 from .settings import Resolved, model_dtype
 from .vocab import Accounting
 
@@ -111,10 +110,10 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     """Per token: q, k, v and the output of the widest layer type, split tp ways (MLA prefill: k and v per head)."""
     widest = 0
     for _, t, _ in layer_walk(model):
-        if t.kind is LayerKind.linear:
+        if not t.is_attention:
             continue
         h = t.heads(model.heads)
-        kv_heads = h.num_qo_heads if t.kind is LayerKind.mla else h.num_kv_heads
+        kv_heads = h.num_qo_heads if t.is_latent else h.num_kv_heads
         widest = max(widest, h.num_qo_heads * (h.head_dim + h.value_dim) + kv_heads * (h.head_dim + h.value_dim))
     return widest // tp
 

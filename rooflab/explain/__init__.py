@@ -33,7 +33,7 @@ from ..floors import Ceilings
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from ..vocab import EXPLAINED as _VOCAB_EXPLAINED
-from ..vocab import CeilingSource, LayerKind, Variant
+from ..vocab import CeilingSource, Variant
 from .decode import decode_lens, explain_decode_step, explain_merge
 from .derivation import (AGREEMENT_RTOL, ExplainMismatch, Explanation, Section, Step, Unit, _Derivation, evaluate,
                          format_result, heads_and_roofs, number, substitute)
@@ -110,7 +110,7 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
                          f"not {variant.value}")
     tensor_parallel, context_lens = _per_gpu(variant, model, deployment, context_lens, batch, page_size)
     layer = choose_layer(model, variant, layer_type, tensor_parallel)
-    if mla_sparse_fp8 and not (layer.kind is LayerKind.mla and variant in (Variant.paged, Variant.split_kv)):
+    if mla_sparse_fp8 and not (layer.spec.is_latent and variant in (Variant.paged, Variant.split_kv)):
         raise InputError("--mla-sparse-fp8 applies to paged or split_kv decode of an mla layer type")
     roofs = Ceilings.of(gpu, dtype, ceilings)
     kv_dtype = kv_dtype or dtype
@@ -120,7 +120,7 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
         d.given("T", seq_len, "tokens per sequence (prefill)")
     if variant is Variant.recurrent:
         recurrent_symbols(d, layer, gpu, roofs, dtype, kv_dtype)
-    elif layer.kind is LayerKind.mla and variant in (Variant.paged, Variant.split_kv):
+    elif layer.spec.is_latent and variant in (Variant.paged, Variant.split_kv):
         mla_symbols(d, layer, gpu, roofs, dtype)
     else:
         heads_and_roofs(d, layer, gpu, roofs, dtype, variant in (Variant.naive, Variant.merge))

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec
 from ..units import FP32_BYTES, INT32_BYTES, DType, fmt_seconds
-from ..vocab import Kernel, LayerKind, Variant
+from ..vocab import Kernel, Variant
 from .derivation import Unit, _Derivation, floor_formula, merge_floor, number, vector_floor
 from .layer import Layer
 from .predicted import explain_prediction
@@ -59,7 +59,7 @@ def explain_decode_step(d: _Derivation, variant: Variant, layer: Layer, gpu: Gpu
         chosen = check_splits(splits) if splits is not None else \
             layer_splits(layer.model, layer.name, lens, gpu.num_sms, page_size, dtype, kv_dtype, gpu.units_per_sm,
                          recommended=False, q_len=q_len, tensor_parallel=layer.tensor_parallel)
-    if layer.kind is LayerKind.mla:
+    if layer.spec.is_latent:
         tail = explain_mla_decode(d, layer, gpu, roofs, lens, page_size, dtype, kv_dtype, chosen, q_len,
                                   mla_sparse_fp8)
     else:

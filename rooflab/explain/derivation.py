@@ -21,7 +21,6 @@ import numpy as np
 from ..floors import EMULATED_EXP_FLOP, Ceilings, emulated_exps, floor_kernel
 from ..specs import GpuSpec
 from ..units import DType, fmt_bytes, fmt_flops, fmt_seconds, ridge_text
-from ..vocab import LayerKind
 
 if TYPE_CHECKING:
     from .layer import Layer
@@ -205,8 +204,8 @@ def heads_and_roofs(d: _Derivation, layer: "Layer", gpu: GpuSpec, roofs: Ceiling
     heads, model = layer.heads, layer.model
     d.given("h", heads.num_qo_heads, f"query heads ({model.display_name})")
     d.given("h_kv", heads.num_kv_heads, "key/value heads" + (" (un-absorbed MLA: one per query head)"
-                                                             if layer.kind is LayerKind.mla else ""))
-    if layer.kind is LayerKind.mla:
+                                                             if layer.spec.is_latent else ""))
+    if layer.spec.is_latent:
         d.given("d_nope", layer.spec.qk_nope_head_dim, "each head's q.k width without rope (qk_nope_head_dim)")
         d.given("d_R", layer.spec.qk_rope_head_dim, "the rope part of q.k (qk_rope_head_dim)")
         d.given("d", heads.head_dim, "head dimension of q and k: d_nope + d_R")

@@ -64,7 +64,7 @@ class Layer:
     @property
     def is_plain(self) -> bool:
         """Full attention without sinks in a model of one layer type: explain shows it as it always has."""
-        return self.kind is LayerKind.full and not self.spec.sinks and not self.model.is_hybrid
+        return self.spec.is_full and not self.spec.sinks and not self.model.is_hybrid
 
     def described(self) -> str:
         """", 'local' layers (sliding (window 1024))": for a title; empty for a plain model."""
@@ -87,13 +87,13 @@ def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str], tensor
     types = ", ".join(f"{n} ({t.kind.value})" for n, t in model.layer_types.items())
     if name is not None and name not in model.layer_types:
         raise InputError(f"--layer-type: {model.name} has no layer type '{name}'; it has {types}")
-    linear = [n for n in model.layer_counts if model.layer_types[n].kind is LayerKind.linear]
+    linear = [n for n in model.layer_counts if not model.layer_types[n].is_attention]
     if variant is Variant.recurrent:
         if not linear:
             raise InputError(f"--variant recurrent derives a linear-attention layer; {model.name} has none "
                              f"(its layer types: {types})")
         name = name or max(linear, key=model.layer_counts.get)
-        if model.layer_types[name].kind is not LayerKind.linear:
+        if model.layer_types[name].is_attention:
             raise InputError(f"--variant recurrent needs a linear layer type; '{name}' is "
                              f"{model.layer_types[name].kind.value} (linear: {', '.join(linear)})")
         return Layer(model, name, model.layer_types[name], tensor_parallel)
@@ -102,7 +102,7 @@ def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str], tensor
     name = name or main_attention(model)
     if name not in model.layer_counts:
         raise InputError(f"--layer-type: no layer of {model.name} has type '{name}'")
-    if model.layer_types[name].kind is LayerKind.linear:
+    if not model.layer_types[name].is_attention:
         raise InputError(f"layer type '{name}' is linear attention (a recurrent state, no KV cache): "
                          f"use --variant recurrent, not {variant.value}")
     return Layer(model, name, model.layer_types[name], tensor_parallel)

@@ -202,7 +202,7 @@ def modules(m: ModelSpec) -> Iterator[tuple[str, str, int]]:
         t = m.layer_types[name]
         prefix = f"model.layers.{i}"
         if t.kind in (LayerKind.mla, LayerKind.linear):
-            part = "linear_attn" if t.kind is LayerKind.linear else "self_attn"
+            part = "self_attn" if t.is_attention else "linear_attn"
             yield f"{prefix}.{part}", "attention", attention_parameters(t, m.heads, h, m.attention_bias)
         else:
             own = t.heads(m.heads)

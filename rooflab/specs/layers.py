@@ -89,6 +89,11 @@ class LayerType:
         return self.kind is not LayerKind.linear
 
     @property
+    def is_full(self) -> bool:
+        """Every earlier token through its own K and V heads (full): not a window, a chunk, a latent or a state."""
+        return self.kind is LayerKind.full
+
+    @property
     def is_latent(self) -> bool:
         """One cached latent shared by every query head, decoded in absorbed form (mla)."""
         return self.kind is LayerKind.mla

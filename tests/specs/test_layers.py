@@ -19,6 +19,12 @@ LINEAR = LayerType(LayerKind.linear, linear_num_key_heads=16, linear_num_value_h
                    linear_value_head_dim=128, linear_conv_kernel=4)
 
 
+def test_which_kinds_are_full_latent_or_attention():
+    assert FULL.is_full and not SLIDING.is_full and not MLA.is_full and not LINEAR.is_full
+    assert MLA.is_latent and not FULL.is_latent
+    assert all(t.is_attention for t in (FULL, SLIDING, CHUNKED, MLA)) and not LINEAR.is_attention
+
+
 def test_which_kinds_project_as_qkv_and_o():
     assert FULL.has_qkv_projections and SLIDING.has_qkv_projections and CHUNKED.has_qkv_projections
     assert not MLA.has_qkv_projections and not LINEAR.has_qkv_projections
