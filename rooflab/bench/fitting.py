@@ -116,8 +116,9 @@ def priced_rows(members: Sequence[Measurement], gpu: GpuSpec, units_per_sm: Opti
     """(cost, ceilings) of each row, priced once for the units per SM, against the GPU's calibrated ceilings
     (datasheet where none were measured)."""
     source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
-    return [(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0),
-             Ceilings.of(gpu, DType(m.dtype), source)) for m in members]
+    ceilings = {dtype: Ceilings.of(gpu, DType(dtype), source) for dtype in {m.dtype for m in members}}
+    return [(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0), ceilings[m.dtype])
+            for m in members]
 
 
 @dataclass(frozen=True)

@@ -128,25 +128,27 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | N
 def real_array(value: object, name: str) -> np.ndarray:
     """`value` as float64 if it holds real numbers only (what as_array lists; NaN and infinities kept, for callers
     with their own rule), else InputError naming `name`."""
-    refused = InputError(f"{name} must be numbers, got {shown(value)}")
+    def refused() -> InputError:          # built only when raised: shown() costs more than the checks
+        return InputError(f"{name} must be numbers, got {shown(value)}")
+
     try:
         raw = np.array(value, dtype=object) if isinstance(value, (list, tuple)) else np.asarray(value)
     except (TypeError, ValueError, OverflowError, ArithmeticError):
-        raise refused from None
+        raise refused() from None
     if raw.dtype.kind == "O":
         for item in raw.flat:
             if isinstance(item, (bool, np.bool_)):
                 raise InputError(f"{name} must be numbers, got {shown(value)} (a boolean is not a count)")
             if not isinstance(item, _NUMBER_TYPES):
-                raise refused
+                raise refused()
     elif raw.dtype.kind not in _NUMBER_KINDS:
-        raise refused
+        raise refused()
     try:
         return raw.astype(np.float64)
     except OverflowError:                       # a Python int past float64 (10**400)
         raise InputError(f"{name} must be finite numbers, got {shown(value)}") from None
     except (TypeError, ValueError, ArithmeticError):
-        raise refused from None
+        raise refused() from None
 
 
 def _is_bool(value: object) -> bool:

@@ -14,6 +14,7 @@ Two byte counts bracket a real kernel:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,19 +101,14 @@ class FlashCost(SingleKernel):
         """
         overhead = real_number(unit_overhead_tiles, "unit_overhead_tiles", 0.0, 64.0, lo_open=False)
         t = np.asarray(self.seq_len, dtype=np.float64)
+        if not t.shape:                         # one sequence length (a measured row)
+            return np.float64(self._tile_work_one(int(t), overhead))
         values, inverse = np.unique(t, return_inverse=True)
         ratio = np.array([self._tile_work_one(int(v), overhead) for v in values])
         return ratio[inverse].reshape(t.shape) if t.shape else np.float64(ratio[0])
 
     def _tile_work_one(self, t: int, overhead: float) -> float:
-        b_r, b_c = self.tile.block_q, self.tile.block_kv
-        n = -(-t // b_r)
-        tiles = 0                   # query tiles in slices of a million: bounded memory up to MAX_TOKENS (about 2 s)
-        for start in range(0, n, 1 << 20):
-            q0 = np.arange(start, min(n, start + (1 << 20)), dtype=np.int64) * b_r
-            tiles += int(np.sum(_key_tiles(q0, t, self.tile, self.causal, self.visibility)))
-        computed = (tiles + n * overhead) * b_r * b_c
-        return computed / float(self.visibility.pairs(t, t, self.causal))
+        return _tile_work_ratio(t, self.tile, self.causal, self.visibility, overhead)
 
     @property
     def intensity_tiled(self) -> np.ndarray:
@@ -175,6 +171,20 @@ def flash_prefill(heads: AttentionHeads, seq_len: ArrayLike, batch: ArrayLike = 
     exps = pairs + (b * h * t if sinks else 0)
     kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=exps, parallel_fraction=fraction)
     return FlashCost(kernel, tiled, tile, rescale_flops, seq_len=t, causal=causal, visibility=visibility)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _tile_work_ratio(t: int, tile: FlashTile, causal: bool, visibility: Visibility, overhead: float) -> float:
+    """FlashCost.tile_work for one sequence length T, computed once a (T, tile, mask, overhead): the fit asks for it
+    at every units-per-SM value and tile term of its grid."""
+    b_r, b_c = tile.block_q, tile.block_kv
+    n = -(-t // b_r)
+    tiles = 0                   # query tiles in slices of a million: bounded memory up to MAX_TOKENS (about 2 s)
+    for start in range(0, n, 1 << 20):
+        q0 = np.arange(start, min(n, start + (1 << 20)), dtype=np.int64) * b_r
+        tiles += int(np.sum(_key_tiles(q0, t, tile, causal, visibility)))
+    computed = (tiles + n * overhead) * b_r * b_c
+    return computed / float(visibility.pairs(t, t, causal))
 
 
 def _fraction(t: np.ndarray, b: np.ndarray, heads: int, tile: FlashTile, causal: bool, num_sms: int | None,

@@ -196,9 +196,11 @@ def paged_decode_uniform(heads: AttentionHeads, context_len: ArrayLike, batch: A
                    longest, num_sms, units_per_sm, dtype, kv_dtype, sinks)
 
 
-def best_splits(make_cost: Callable[[int], DecodeCost], limit: int) -> int:
+def best_splits(make_cost: Callable[[int], DecodeCost], limit: int, stop_when_full: bool = False) -> int:
     """The split count in 1..limit whose step is fastest in units of 1 / beta: attention bytes / fraction(S) +
-    merge bytes (the smallest S on ties). `make_cost(S)` prices the step with S splits."""
+    merge bytes (the smallest S on ties). `make_cost(S)` prices the step with S splits. `stop_when_full`: stop at
+    the first S whose launch fills the GPU (fraction 1), for costs whose bytes and merge bytes grow with S
+    (paged_decode's: no larger S can be faster, so the answer is the same)."""
     best, best_time = 1, np.inf
     for s in range(1, max(1, limit) + 1):
         cost = make_cost(s)
@@ -207,6 +209,8 @@ def best_splits(make_cost: Callable[[int], DecodeCost], limit: int) -> int:
             t += float(cost.merge.hbm_bytes)
         if t < best_time * (1 - 1e-9):
             best, best_time = s, t
+        if stop_when_full and float(cost.attention.parallel_fraction) >= 1.0:
+            break
     return best
 
 
@@ -217,8 +221,9 @@ def recommend_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatc
 
     Time of a step with S splits, in units of 1 / beta: attention bytes / fraction(S) + merge bytes. Past
     the point where the units fill the GPU, more splits only add partial traffic, so the smallest
-    S that fills it wins; with a full GPU already (a large batch), S = 1. `num_sms` None (a GPU spec that does not
-    give its SMs): every launch is taken to fill the GPU, so S = 1.
+    S that fills it wins (the search stops there: the K/V, Q and block-table bytes do not change with S, the
+    partials and the merge's bytes grow with it); with a full GPU already (a large batch), S = 1. `num_sms` None
+    (a GPU spec that does not give its SMs): every launch is taken to fill the GPU, so S = 1.
     """
     heads = check_heads(heads, "recommend_splits")
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
@@ -226,7 +231,7 @@ def recommend_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatc
     read = float(visibility.read_tokens(batch.max_len, q_len))
     limit = int(min(MAX_SPLITS, np.ceil(read / check_page_size(page_size))))
     return best_splits(lambda s: paged_decode(heads, batch, page_size, dtype, kv_dtype, s, num_sms, units_per_sm,
-                                              q_len, visibility), limit)
+                                              q_len, visibility), limit, stop_when_full=True)
 
 
 def default_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, num_sms: int, page_size: int = 16,

@@ -16,6 +16,7 @@ SM, and how many it takes to saturate one); `rooflab validate` fits it per kerne
 
 from __future__ import annotations
 
+import functools
 import heapq
 from typing import Iterable
 
@@ -77,7 +78,20 @@ def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per
     if float(work.min()) == longest:
         waves = -(-work.size // slots)
         return work.size / (slots * waves)
+    if work.size <= MEMO_MAX_UNITS:
+        return float(work.sum() / (slots * _remembered_makespan(work.tobytes(), slots)))
     return float(work.sum() / (slots * _list_makespan(work, slots)))
+
+
+#: Launches of at most this many units have their makespan remembered (a few hundred kilobytes at most each): the fit
+#: prices one launch at each units-per-SM value for rows of one shape and dtype (peers, head dims, fp8 and bf16).
+MEMO_MAX_UNITS = 1 << 16
+
+
+@functools.lru_cache(maxsize=512)
+def _remembered_makespan(work: bytes, slots: int) -> float:
+    """_list_makespan of float64 work given as its bytes, computed once for each (work, slots)."""
+    return _list_makespan(np.frombuffer(work, dtype=np.float64), slots)
 
 
 def _list_makespan(work: np.ndarray, slots: int) -> float:

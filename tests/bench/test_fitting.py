@@ -94,3 +94,91 @@ def test_mla_units_compute_whole_row_tiles_and_run_in_whole_waves():
     scaled = priced_launches(split, 16.0)
     assert scaled[0].flops == pytest.approx(2 * split.attention.flops)          # the attention launch scaled ...
     assert all(a == b for a, b in zip(scaled[1:], split.kernels[1:]))          # ... the merge as it was
+
+
+# ---------------------------------------------------------------- issue 24: the grid priced at once, the same floats
+
+def _bundled_groups():
+    from rooflab.bench.validate import _groups, bundled_dataset, read_campaigns
+    from rooflab.load import load_gpu
+
+    _, rows, spec = read_campaigns(bundled_dataset())
+    return _groups(rows), load_gpu(spec)
+
+
+def _reference_fit_group(kernel, members, fitted, gpu):
+    """The oracle: the grid search choice by choice, each row priced by predict.model_time and every choice fitted
+    by least squares, as fit_group was written before it priced the grid at once (issue 24)."""
+    from rooflab.bench.fitting import (MAX_MEMORY_EFFICIENCY, MIN_ROWS_TO_FIT, MLA_FP8_ROWS_GRID, MLA_MEMORY_RATIO_GRID,
+                                       Fit, _grid, fit_overhead_efficiency, priced_rows)
+    from rooflab.predict import model_time
+    from rooflab.vocab import Kernel
+
+    measured = np.array([m.time_s for m in members])
+    if int(np.sum(fitted)) < MIN_ROWS_TO_FIT:
+        return None, np.array([float(np.asarray(model_time(c, r))) for c, r in priced_rows(members, gpu, None)])
+    ks, alphas, tiles = _grid(kernel, gpu)
+    best = (np.inf, None, np.array([]))
+    for k in ks:
+        priced = priced_rows(members, gpu, k)
+        for n in tiles:
+            extra = ([(r, f8) for r in MLA_MEMORY_RATIO_GRID for f8 in MLA_FP8_ROWS_GRID]
+                     if kernel is Kernel.mla_decode and n is not None else [(None, None)])
+            for ratio, f8 in extra:
+                for alpha in alphas:
+                    t = np.array([float(np.asarray(model_time(cost, roofs, alpha, n, 1.0 if ratio is None else ratio,
+                                                              f8))) for cost, roofs in priced])
+                    fit = fit_overhead_efficiency(t[fitted], measured[fitted])
+                    if ratio is not None and fit.efficiency * ratio > MAX_MEMORY_EFFICIENCY:
+                        continue
+                    loss = float(np.sum((fit(t[fitted]) / measured[fitted] - 1) ** 2))
+                    if loss < best[0] * (1 - 1e-12):
+                        best = (loss, Fit(fit.overhead_s, fit.efficiency, k, alpha, n, ratio, f8), t)
+    return best[1], best[2]
+
+
+def test_model_times_are_predict_model_time_row_by_row():
+    """Every term of the grid on the bundled rows of each kernel: exactly predict.model_time's floats."""
+    from rooflab.bench.fitting import model_times, priced_rows
+    from rooflab.predict import model_time
+
+    groups, gpu = _bundled_groups()
+    terms = [(0.0, None, None, None), (0.75, 2.0, None, None), (1.0, 16.0, 2.25, 8.0), (0.25, 0.5, 3.0, None)]
+    for (kernel, impl), members in groups.items():
+        for k in (None, 0.5, 3.0):
+            priced = priced_rows(members, gpu, k)
+            for alpha, n, ratio, f8 in terms:
+                got = model_times(members, gpu, k, (alpha,), n, ratio, f8)[0]
+                want = [float(np.asarray(model_time(c, r, alpha, n, 1.0 if ratio is None else ratio, f8)))
+                        for c, r in priced]
+                assert got.tolist() == want, (kernel, impl, k, alpha, n, ratio, f8)
+
+
+def test_fit_group_chooses_what_the_search_choice_by_choice_chooses(monkeypatch):
+    """fit_group against the oracle (_reference_fit_group) on bundled groups of each kind and on groups where many
+    choices tie: 2 fitted rows (every free fit is exact), rows timed as the model itself (several choices fit
+    exactly), and the MLA grid's memory ratios that pass the copy bandwidth; the same Fit and the same times."""
+    import dataclasses
+
+    import rooflab.bench.fitting as fitting
+    from rooflab.bench.fitting import fit_group, model_times
+    from rooflab.vocab import Kernel
+
+    monkeypatch.setattr(fitting, "UNITS_PER_SM_GRID", (0.5, 1.5, 4.0))        # the oracle is slow: a smaller grid
+    groups, gpu = _bundled_groups()
+    cases = []
+    for key in [(Kernel.flash_window, "rooflab_hopper"), (Kernel.mla_decode, "rooflab_hopper"),
+                (Kernel.paged, "torch_flash_dense"), (Kernel.naive, "rooflab"), (Kernel.merge, "torch_eager"),
+                (Kernel.flash, "rooflab"), (Kernel.flash, "torch_efficient")]:
+        cases.append((key[0], groups[key], np.arange(len(groups[key])) % 2 == 0))
+    window = groups[(Kernel.flash_window, "rooflab_hopper")]
+    exact = model_times(window, gpu, 1.5, (0.5,), 2.0)[0]
+    timed = [dataclasses.replace(m, time_s=4e-6 + x / 0.8) for m, x in zip(window, exact)]
+    cases += [(Kernel.flash_window, timed, np.arange(len(timed)) % 2 == 0),
+              (Kernel.flash_window, window[:4], np.array([True, False, True, False]))]
+    mla = next(m for (k, _), m in groups.items() if k is Kernel.mla_decode and len(m) <= 10)
+    cases.append((Kernel.mla_decode, mla[:3], np.array([True, True, True])))
+    for kernel, members, fitted in cases:
+        fit, t = fit_group(kernel, members, fitted, gpu)
+        want_fit, want_t = _reference_fit_group(kernel, members, fitted, gpu)
+        assert fit == want_fit and t.tolist() == want_t.tolist(), (kernel, members[0].impl, len(members))
