@@ -28,7 +28,6 @@ from ..errors import InputError
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, DType
-from ..vocab import LayerKind
 from .vocab import Accounting, Engine, KvCacheDtype
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
@@ -164,7 +163,7 @@ def _batch_defaults(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec, ma
         mnbt = settings.max_num_batched_tokens or (8192 if large else 2048)
         seqs = settings.max_num_seqs or min(1024 if large else 256, mnbt)
         return mnbt, seqs
-    windowed = any(t.kind in (LayerKind.sliding, LayerKind.chunked) for t in model.layer_types.values())
+    windowed = any(t.is_windowed for t in model.layer_types.values())
     chunked = a is not Accounting.vllm_v0_2 and max_len > 32768 and not windowed
     if settings.max_num_batched_tokens:
         mnbt = settings.max_num_batched_tokens

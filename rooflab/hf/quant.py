@@ -32,7 +32,6 @@ from typing import Any, Iterator, Optional
 
 from ..specs import ModelSpec
 from ..units import WeightFormat
-from ..vocab import LayerKind
 from .read import Fields
 
 _LINEAR = ("attention", "mlp", "experts", "shared_experts")
@@ -201,7 +200,7 @@ def modules(m: ModelSpec) -> Iterator[tuple[str, str, int]]:
     for i, name in enumerate(m.layer_type_names):
         t = m.layer_types[name]
         prefix = f"model.layers.{i}"
-        if t.kind in (LayerKind.mla, LayerKind.linear):
+        if not t.has_qkv_projections:
             part = "self_attn" if t.is_attention else "linear_attn"
             yield f"{prefix}.{part}", "attention", attention_parameters(t, m.heads, h, m.attention_bias)
         else:

@@ -94,6 +94,11 @@ class LayerType:
         return self.kind is LayerKind.full
 
     @property
+    def is_windowed(self) -> bool:
+        """Attends to a bounded span of recent keys (sliding: a window; chunked: the query's chunk)."""
+        return self.kind in (LayerKind.sliding, LayerKind.chunked)
+
+    @property
     def is_latent(self) -> bool:
         """One cached latent shared by every query head, decoded in absorbed form (mla)."""
         return self.kind is LayerKind.mla

@@ -22,6 +22,7 @@ LINEAR = LayerType(LayerKind.linear, linear_num_key_heads=16, linear_num_value_h
 def test_which_kinds_are_full_latent_or_attention():
     assert FULL.is_full and not SLIDING.is_full and not MLA.is_full and not LINEAR.is_full
     assert MLA.is_latent and not FULL.is_latent
+    assert SLIDING.is_windowed and CHUNKED.is_windowed and not FULL.is_windowed and not MLA.is_windowed
     assert all(t.is_attention for t in (FULL, SLIDING, CHUNKED, MLA)) and not LINEAR.is_attention
 
 
