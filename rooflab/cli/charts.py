@@ -10,11 +10,10 @@ from ..units import DType
 from ..errors import RooflabError
 from ..limits import MAX_BATCH, MAX_TOKENS
 from . import deployment_options as dopt
-from . import ModelOpt, app, friendly, params, parse_lengths
-
-plot_app = typer.Typer(help="Draw rooflab's charts as .png, .svg or .pdf (the extension of -o picks the format).",
-                       add_completion=False, no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(plot_app, name="plot")
+from . import params
+from .error_path import friendly
+from .lengths import parse_lengths
+from .options import ModelOpt
 
 GpusOpt = Annotated[Optional[list[str]], typer.Option(
     "--gpu", "-g", metavar="GPU", help="Bundled GPU name, an alias (h200, 'NVIDIA H100 80GB HBM3') or a path to a GPU "
@@ -108,7 +107,6 @@ def _frames(sweeps) -> "object":
     return pd.concat([s.to_frame() for s in sweeps], ignore_index=True)
 
 
-@plot_app.command("roofline")
 @friendly
 def plot_roofline(
     model: ModelOpt = "llama-3-8b",
@@ -149,7 +147,6 @@ def plot_roofline(
           lambda: data.chart_frame(measured, exp_roof), data_file)
 
 
-@plot_app.command("memory")
 @friendly
 def plot_memory(
     model: ModelOpt = "llama-3-8b",
@@ -174,7 +171,6 @@ def plot_memory(
     _save(memory_chart(sweep), output, "memory.png", sweep.to_frame, data_file)
 
 
-@plot_app.command("time")
 @friendly
 def plot_time(
     model: ModelOpt = "llama-3-8b",
@@ -202,7 +198,6 @@ def plot_time(
     _save(time_chart(sweeps), output, "time.png", lambda: _frames(sweeps), data_file)
 
 
-@plot_app.command("decode")
 @friendly
 def plot_decode(
     ctx: typer.Context,
@@ -235,7 +230,6 @@ def plot_decode(
     _save(decode_chart(sweeps), output, "decode.png", lambda: _frames(sweeps), data_file)
 
 
-@plot_app.command("capacity")
 @friendly
 def plot_capacity(
     ctx: typer.Context,
@@ -270,7 +264,6 @@ def plot_capacity(
     _save(capacity_chart(sweeps), output, "capacity.png", lambda: _frames(sweeps), data_file)
 
 
-@plot_app.command("validation")
 @friendly
 def plot_validation(
     file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset).")] = None,

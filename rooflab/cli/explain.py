@@ -11,9 +11,11 @@ from ..limits import MAX_GPUS, MAX_TOKENS
 from ..units import DType
 from ..vocab import EXPLAINED, CeilingSource, Variant
 from . import deployment_options as dopt
-from .analysis import ShapeOpt, shape_of
-from . import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, GpuOpt, ImplOpt, ModelOpt, SplitsOpt, app, decode_lengths,
-               friendly, params)
+from . import params
+from .error_path import friendly
+from .lengths import decode_lengths
+from .options import BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, GpuOpt, ImplOpt, ModelOpt, SplitsOpt
+from .report import ShapeOpt, shape_of
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
 #: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
@@ -27,7 +29,6 @@ class ExplainFormat(str, enum.Enum):
     markdown = "markdown"
 
 
-@app.command()
 @friendly
 def explain(
     ctx: typer.Context,

@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from ..output import Format
-from . import FormatOpt, app, friendly
+from .error_path import friendly
+from .options import FormatOpt
 
 
-@app.command()
 @friendly
 def fit(
     files: Annotated[list[Path], typer.Argument(help="Measurement CSVs from `rooflab bench` (one or more campaigns on one GPU).")],

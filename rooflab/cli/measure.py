@@ -10,11 +10,12 @@ import typer
 from ..errors import RooflabError
 from ..output import Format, check_writable
 from ..vocab import KernelFamily
-from . import FormatOpt, app, friendly, params
+from . import params
+from .error_path import friendly
+from .options import FormatOpt
 
 
 
-@app.command()
 @friendly
 def calibrate(
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected from the device name).")] = None,
@@ -94,7 +95,6 @@ def calibrate(
     typer.echo(f"wrote {target}")
 
 
-@app.command()
 @friendly
 def validate(
     file: Annotated[Optional[Path], typer.Argument(help="Measurement CSV from `rooflab bench` (default: the bundled H200 dataset, the sweep and the new kernels' campaign).")] = None,
@@ -133,7 +133,6 @@ def validate(
     typer.echo(text, nl=False)
 
 
-@app.command()
 @friendly
 def bench(
     gpu: Annotated[Optional[str], typer.Option("--gpu", "-g", help="Spec of this machine's GPU (default: detected); a calibrated YAML records its ceilings beside the data.")] = None,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import app, friendly
+from .error_path import friendly
 
 
 class SchemaFormat(str, enum.Enum):
@@ -17,7 +17,6 @@ class SchemaFormat(str, enum.Enum):
     model = "model"
 
 
-@app.command()
 @friendly
 def schema(
     which: Annotated[SchemaFormat, typer.Argument(help="gpu (hardware/*.yaml) or model (models/*.yaml).")],

@@ -14,8 +14,8 @@ import typer
 
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
-from . import FormatOpt, GpuOpt, ModelOpt, app, fail, friendly, params, parse_lengths
-from .charts import DataOpt, GpusOpt, _names, _output_opt, _save, plot_app
+from . import FormatOpt, GpuOpt, ModelOpt, fail, friendly, params, parse_lengths
+from .charts import DataOpt, GpusOpt, _names, _output_opt, _save
 
 MAX_PROMPTS = 10_000_000
 
@@ -193,7 +193,6 @@ def _concurrencies(values: Optional[list[str]]) -> Optional[list[int]]:
     return found
 
 
-@app.command()
 @friendly
 def serve(
     model: ModelOpt = "llama-3-8b",
@@ -277,7 +276,6 @@ def serve(
     typer.echo(render(sweep_frame(concurrency_sweep(replica, concurrencies)), fmt), nl=False)
 
 
-@plot_app.command("serve")
 @friendly
 def plot_serve(
     model: ModelOpt = "llama-3-8b",

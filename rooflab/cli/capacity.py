@@ -1,0 +1,121 @@
+"""`rooflab capacity`: how many sequences fit (rooflab's bound), or an engine's own accounting and start-up log."""
+
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..output import Format
+from ..vocab import WindowAllocation
+from ..limits import MAX_GIB, MAX_GPUS, MAX_TOKENS
+from . import deployment_options as dopt
+from . import params
+from .error_path import fail, friendly
+from .options import DpAttentionOpt, ExpertParallelOpt, FormatOpt, GpuOpt, ModelOpt, WindowAllocationOpt
+
+@friendly
+def capacity(
+    ctx: typer.Context,
+    model: ModelOpt = "llama-3-8b",
+    gpu: GpuOpt = ["h100-sxm"],
+    context_len: Annotated[int, typer.Option("--context-len", "-L", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                             help="Tokens per sequence (prompt plus output): 8192, 32k, 128K.")] = 8192,
+    page_size: dopt.PageSizeOpt = None,
+    weight_dtype: dopt.WeightDTypeOpt = None,
+    kv_dtype: dopt.KvDTypeOpt = None,
+    utilization: dopt.UtilizationOpt = None,
+    reserve_gib: Annotated[float, typer.Option("--activation-reserve-gib", parser=params.number(0, MAX_GIB), metavar="X",
+                                               help="Memory kept for activations and workspace, GiB.")] = 0.0,
+    max_model_len: dopt.MaxModelLenOpt = None,
+    tensor_parallel: dopt.TensorParallelOpt = None,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", parser=params.count(0, MAX_TOKENS), metavar="N",
+                                               help="Tokens every request shares (a system prompt), stored once in whole pages.")] = 0,
+    expert_parallel: ExpertParallelOpt = 1,
+    dp_attention: DpAttentionOpt = False,
+    data_parallel: dopt.DataParallelOpt = None,
+    enable_dp_attention: dopt.EnableDpAttentionOpt = False,
+    enable_expert_parallel: dopt.EnableExpertParallelOpt = False,
+    window_allocation: WindowAllocationOpt = WindowAllocation.hybrid,
+    engine: Annotated[Optional[str], typer.Option("--engine", metavar="vllm|sglang", help="Follow an engine's own "
+                                                  "memory accounting (default: rooflab's bound).")] = None,
+    engine_version: Annotated[Optional[str], typer.Option("--engine-version", metavar="V", help="The engine's "
+                                                          "accounting: vLLM v0.2, v0.6.4, v0 or v1 (default); "
+                                                          "SGLang v0.4 or v0.5 (default).")] = None,
+    engine_log: Annotated[Optional[str], typer.Option("--engine-log", metavar="FILE", help="Explain a vLLM or SGLang "
+                                                      "start-up log: its KV figure term by term (with --model).")] = None,
+    what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "
+                                                         "kv-cache-dtype=fp8, tp=2, block-size=32, max-model-len=32k or "
+                                                         "gpu-memory-utilization=0.95 (repeat for several).")] = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
+    block_size: dopt.BlockSizeOpt = None,
+    tensor_parallel_size: dopt.TensorParallelSizeOpt = None,
+    mem_fraction_static: dopt.MemFractionStaticOpt = None,
+    quantization: dopt.QuantizationOpt = None,
+    dtype: dopt.DTypeAutoOpt = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", parser=params.count(1, MAX_TOKENS), metavar="N",
+                                                        help="Engine: sequences in vLLM's profile run.")] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", metavar="N",
+                                                                  parser=params.count(1, MAX_TOKENS),
+                                                                  help="Engine: tokens in vLLM's profile run.")] = None,
+    cuda_visible: Annotated[Optional[str], typer.Option("--cuda-visible-memory", metavar="SIZE", help="Engine: the "
+                                                        "CUDA-visible total (79.22GiB, 85GB); default: the GPU "
+                                                        "YAML's cuda_visible_bytes.")] = None,
+    non_torch_gib: Annotated[Optional[float], typer.Option("--non-torch-gib", parser=params.number(0, MAX_GIB), metavar="X",
+                                                           help="Engine: non-torch memory (SGLang: memory in use "
+                                                                "before start), GiB; default by version and TP.")] = None,
+    activation_gib: Annotated[Optional[float], typer.Option("--activation-gib", parser=params.number(0, MAX_GIB),
+                                                            metavar="X", help="Engine: vLLM's profiled activation "
+                                                                              "peak, GiB; default: modelled.")] = None,
+    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
+                                     parser=params.count(1, MAX_GPUS), metavar="N",
+                                     help="Decode context parallelism as vLLM and SGLang mean it: each sequence's KV "
+                                          "split by position over N GPUs of the TP group (N divides --tp, N <= TP / "
+                                          "KV heads); no extra GPUs. rooflab 0.1's --dcp is --kv-parallel.")] = 1,
+    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
+                                             help="KV parallelism (Helix): each sequence's KV split by position over "
+                                                  "N groups of --tp GPUs, weights on every one: N x TP GPUs.")] = 1,
+    fmt: FormatOpt = Format.table,
+) -> None:
+    """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type.
+
+    Without --engine this is rooflab's bound; --engine vllm|sglang follows the engine's own accounting, and
+    --engine-log explains a start-up log's KV figure term by term.
+    """
+    from ..capacity import plan_capacity
+    from ..engines.request import EngineOptions, check_modes, engine_frame_for, wants_engine
+    from ..engines.vocab import parse_engine
+    from ..load import load_gpu, load_model
+    from ..output import render
+    from ..render import render_capacity
+    from ..units import GiB
+
+    given = {p.name for p in ctx.command.params if ctx.get_parameter_source(p.name).name == "COMMANDLINE"}
+    check_modes(given)
+    loaded = load_model(model)
+    tp = tensor_parallel or tensor_parallel_size or 1
+    dp, attention_dp, ep = dopt.parallel_degrees(tp, data_parallel, dp_attention or enable_dp_attention,
+                                                 enable_expert_parallel, expert_parallel)
+    deployment, set_fields, kv = dopt.words_of(ctx).resolve(
+        engine=parse_engine(engine) if engine else None, checkpoint_quantized=bool(loaded.quantization),
+        expert_parallel=ep, attention_data_parallel=attention_dp, data_parallel=dp, decode_context_parallel=dcp,
+        kv_parallel=kv_parallel, window_allocation=window_allocation)
+    if wants_engine(given):
+        if dcp > 1 or kv_parallel > 1:
+            fail("--dcp and --kv-parallel apply to rooflab's own bound, not to --engine / --engine-log accounting")
+        options = EngineOptions(model=model, gpu=gpu[0], deployment=deployment, given=set_fields, kv_cache=kv,
+                                engine=engine, engine_version=engine_version, engine_log=engine_log,
+                                what_if=tuple(what_if or ()), max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                                max_num_batched_tokens=max_num_batched_tokens, cuda_visible=cuda_visible,
+                                non_torch_gib=non_torch_gib, activation_gib=activation_gib,
+                                mem_fraction_static=mem_fraction_static)
+        typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
+        return
+    sparse_mla = bool(kv and kv.mla_sparse_fp8)
+    plan = plan_capacity(loaded, load_gpu(gpu[0]), context_len, activation_reserve_bytes=int(reserve_gib * GiB),
+                         max_model_len=max_model_len, shared_prefix_len=shared_prefix, mla_sparse_fp8=sparse_mla,
+                         deployment=deployment)
+    if dcp > 1:
+        typer.echo(f"note: --dcp is decode context parallelism inside the TP group, as in vLLM and SGLang "
+                   f"({deployment.describe()}); rooflab 0.1's --dcp, a KV split over extra GPUs, is --kv-parallel",
+                   err=True)
+    typer.echo(render_capacity(plan, fmt), nl=False)

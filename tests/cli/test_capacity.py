@@ -1,0 +1,199 @@
+"""Tests of rooflab/cli/capacity.py: `rooflab capacity`, rooflab's bound (tensor parallel, prefix sharing, --dcp) and
+the engines' accounting (--engine, --engine-log with the public start-up logs of tests/data/engine_logs), and bad
+input (stderr, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab.cli import app
+from rooflab.units import GiB
+
+
+runner = CliRunner()
+
+
+# --- CLI ------------------------------------------------------------------------------
+
+def _short_error(result, needle):
+    assert result.exit_code == 2, result.output
+    assert 1 <= len(result.stderr.strip().splitlines()) <= 2 and needle in result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
+
+
+def test_capacity_cli_json():
+    r = runner.invoke(app, ["capacity", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--context-len", "2000",
+                            "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    for key in ("weights_bytes", "kv_bytes_per_token", "kv_budget_bytes", "max_sequences_paged",
+                "max_sequences_contiguous", "max_context_len"):
+        assert key in doc
+    assert doc["kv_bytes_per_token"] == 131072
+    assert doc["max_sequences_paged"] > doc["max_sequences_contiguous"] == 56
+
+
+def test_capacity_cli_table_and_zero_answer():
+    out = runner.invoke(app, ["capacity", "--activation-reserve-gib", "70"]).stdout
+    assert "sequences, paged" in out and "answer: no memory left" in out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
+    (["--gpu-memory-utilization", "0"], "--gpu-memory-utilization"),
+    (["--gpu-memory-utilization", "nan"], "--gpu-memory-utilization"),
+    (["--page-size", "0"], "--page-size"),
+    (["--context-len", "-1"], "--context-len"),
+    (["--activation-reserve-gib", "inf"], "--activation-reserve-gib"),
+    (["--model", "llama-3.1-405b"], "do not fit"),
+    (["--kv-dtype", "int3"], "--kv-dtype"),
+])
+def test_capacity_bad_input(args, needle):
+    _short_error(runner.invoke(app, ["capacity", *args]), needle)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+DATA = ROOT / "tests" / "data" / "engine_logs"
+
+
+def _invoke(*args: str):
+    return runner.invoke(app, ["capacity", *args])
+
+
+def _short_engine_error(result, needle: str) -> str:
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip().splitlines()
+    assert 1 <= len(err) <= 2 and err[0].startswith("error:"), result.stderr
+    assert needle in result.stderr, result.stderr
+    return result.stderr
+
+
+# --- the CLI --------------------------------------------------------------------------------------------------------
+
+def test_default_capacity_says_it_is_a_bound():
+    out = _invoke().stdout
+    assert "a bound: utilisation x the nvidia-smi total" in out and "--engine vllm|sglang" in out
+
+
+def test_engine_json_fields():
+    r = _invoke("--engine", "vllm", "--engine-version", "v0", "-f", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert {"num_blocks", "kv_cache_tokens", "max_concurrency", "terms", "lines"} <= set(doc)
+    assert [t["name"] for t in doc["terms"]] == ["cuda_visible_total", "margin", "weights", "activation_peak",
+                                                 "non_torch", "kv_cache"]
+    assert all({"name", "bytes", "source"} <= set(t) for t in doc["terms"])
+    assert doc["lines"][0] == f"# GPU blocks: {doc['num_blocks']}, # CPU blocks: 2048"
+
+
+def test_engine_table_prints_the_engines_lines():
+    out = _invoke("--engine", "vllm", "--max-model-len", "8k").stdout
+    assert "GPU KV cache size:" in out and "Maximum concurrency for 8,000 tokens per request:" in out
+    assert "engine-faithful estimate" in out
+    out = _invoke("--engine", "sglang", "--mem-fraction-static", "0.88").stdout
+    assert "KV Cache is allocated. #tokens:" in out
+
+
+def test_engine_log_cli_json():
+    r = _invoke("--engine-log", str(DATA / "vllm-llama-3-8b-h100-tp1.log"), "--model", "llama-3-8b",
+                "--what-if", "kv-cache-dtype=fp8", "-f", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    terms = {t["name"]: t for t in doc["terms"]}
+    assert terms["weights"]["source"].startswith("model weights: line 7:")
+    assert round(terms["kv_cache"]["bytes"] / GiB, 2) == pytest.approx(53.29, abs=0.02)
+    assert abs(doc["num_blocks"] - 27284) <= 10 and doc["largest_term"] == "weights"
+    assert doc["what_if"]["num_blocks"] == pytest.approx(2 * doc["num_blocks"], abs=2)
+    assert doc["what_if"]["changes"] == ["kv-cache-dtype=fp8"]
+
+
+def test_engine_log_cli_table():
+    out = _invoke("--engine-log", str(DATA / "vllm-llama-3.2-11b-vision-h100-tp1.log"), "--model",
+                  str(DATA / "models" / "llama-3.2-11b-vision.yaml")).stdout
+    assert "check num_blocks" in out and "logged 6,001" in out and "largest term" in out
+
+
+def test_engine_vocabulary_in_the_bound():
+    ours = _invoke("--kv-dtype", "fp8_e4m3", "--page-size", "32", "--tp", "2", "-f", "json").stdout
+    theirs = _invoke("--kv-cache-dtype", "fp8", "--block-size", "32", "-tp", "2", "-f", "json").stdout
+    assert json.loads(ours) == json.loads(theirs)
+
+
+LOG = str(DATA / "vllm-llama-3-8b-h100-tp1.log")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "tgi"], "--engine 'tgi' is not an engine"),
+    (["--engine", "vllm", "--engine-version", "sglang-v0.5"], "is SGLang's, but --engine is vllm"),
+    (["--engine", "vllm", "--kv-dtype", "bf16", "--kv-cache-dtype", "fp8"], "--kv-dtype bf16 and --kv-cache-dtype fp8"),
+    (["--engine", "vllm", "--tp", "2", "-tp", "4"], "--tp 2 and --tensor-parallel-size 4"),
+    (["--engine", "vllm", "--mem-fraction-static", "0.9"], "is SGLang's; vLLM's is --gpu-memory-utilization"),
+    (["--engine", "vllm", "--kv-cache-dtype", "fp4"], "'fp4' is not a KV-cache dtype"),
+    (["--engine", "vllm", "--shared-prefix", "100"], "--shared-prefix applies to rooflab's bound"),
+    (["--engine", "vllm", "--what-if", "tp=2"], "--what-if applies with --engine-log only"),
+    (["--engine", "vllm", "--cuda-visible-memory", "lots"], "--cuda-visible-memory: 'lots' is not a size"),
+    (["--engine", "vllm", "--max-num-seqs", "512", "--max-num-batched-tokens", "256"], "below --max-num-seqs"),
+    (["--max-num-seqs", "128"], "--max-num-seqs applies with --engine or --engine-log only"),
+    (["--engine-version", "v1"], "--engine-version applies with --engine or --engine-log only"),
+    (["--engine-log", LOG], "--engine-log needs --model"),
+    (["--engine-log", LOG, "--model", "llama-3-8b", "--what-if", "heads=4"], "give KEY=VALUE with KEY one of"),
+    (["--engine-log", LOG, "--model", "llama-3-8b", "--what-if", "tp=0"], "--what-if 'tp=0': 0 is below 1"),
+    (["--engine-log", LOG, "--model", "llama-3-8b", "--what-if", "tp=2", "--what-if", "-tp=4"], "already set"),
+    (["--engine-log", LOG, "--model", "llama-3-8b", "--gpu-memory-utilization", "0.95"],
+     "--gpu-memory-utilization 0.95 contradicts the log's 0.9"),
+    (["--engine-log", LOG, "--model", "llama-3-8b", "--engine", "sglang"], "is a vLLM log, but --engine is sglang"),
+    (["--engine-log", str(DATA / "SOURCES.md"), "--model", "llama-3-8b"], "no vLLM or SGLang KV-cache line found"),
+    (["--engine-log", str(DATA / "missing.log"), "--model", "llama-3-8b"], "cannot read file"),
+])
+def test_bad_engine_input(args, needle):
+    _short_engine_error(_invoke(*args), needle)
+
+
+# --- CLI -----------------------------------------------------------------------------------
+
+def test_capacity_cli_tensor_parallel_and_prefix():
+    r = runner.invoke(app, ["capacity", "-m", "llama-3-70b", "-g", "h100-sxm", "--tp", "4",
+                            "--shared-prefix", "1000", "-L", "4096", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["tensor_parallel"] == 4 and data["kv_heads_per_gpu"] == 2
+    assert data["max_sequences_shared_prefix"] > data["max_sequences_paged"]
+    table = runner.invoke(app, ["capacity", "-m", "llama-3-70b", "--tp", "8"]).stdout
+    assert "8 x h100-sxm" in table and "per GPU" in table
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--tp", "3"], "does not divide the 32 query heads"),
+    (["--shared-prefix", "9000"], "shared prefix"),
+    (["-m", "llama-3-70b"], "do not fit"),
+])
+def test_capacity_cli_bad_sharding(args, needle):
+    r = runner.invoke(app, ["capacity", *args])
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert 1 <= len(lines) <= 2 and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_capacity_dcp_on_the_command_line(capsys):
+    with pytest.raises(SystemExit) as done:
+        app(["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "-L", "1048576", "--max-model-len", "1048576",
+             "--kvp", "4"])
+    assert done.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert "on 4 x" in out and "KV parallel 4" in out
+    with pytest.raises(SystemExit) as done:
+        app(["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "-L", "32000", "--tp", "8", "--dcp", "8"])
+    assert done.value.code in (0, None)
+    captured = capsys.readouterr()
+    assert "deepseek-v3 on 8 x h200-sxm" in captured.out and "decode context parallel 8" in captured.out
+    assert "rooflab 0.1's --dcp" in captured.err and "is --kv-parallel" in captured.err
+    with pytest.raises(SystemExit) as done:
+        app(["capacity", "-m", "llama-3-8b", "-L", "64", "--kvp", "8"])
+    assert done.value.code == 2
+    assert "larger than the context in pages" in capsys.readouterr().err
