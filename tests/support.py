@@ -8,7 +8,7 @@
 - the engine start-up logs and benchmarks/engine_capacity.py, loaded once;
 - running the CLI (`invoke` through typer's CliRunner, `run_in_process` as the console script exits), reading
   a chart (`_by_gid`, `_texts`, `_legend_texts`), a table's words (`_words`), Llama-3-8B's heads (`heads`) and a
-  config dict read as a spec (`read_config`).
+  config dict read as a spec (`read_config`), engine settings at a version (`vllm`, `sglang`).
 
 Fixtures shared the same way (h100, llama, the bundled sweep's validation) live in tests/conftest.py.
 """
@@ -204,3 +204,16 @@ def read_config(data: dict, where: str = "config.json"):
     from rooflab.hf import from_hf_config
 
     return from_hf_config(copy.deepcopy(data), where)
+
+
+# Engine settings as the engines' tests write them: an engine's accounting at a version, then its options.
+def vllm(version: str = "v1", **kw):
+    from rooflab.engines import Engine, EngineSettings, parse_accounting
+
+    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
+
+
+def sglang(version: str = "v0.4", **kw):
+    from rooflab.engines import Engine, EngineSettings, parse_accounting
+
+    return EngineSettings(parse_accounting(Engine.sglang, version), **kw)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from rooflab import load_gpu, load_model
-from rooflab.engines import Engine, EngineSettings, Role, engine_capacity, parse_accounting, parse_kv_cache_dtype
+from rooflab.engines import Role, engine_capacity, parse_kv_cache_dtype
 from rooflab.errors import InputError
 from rooflab.units import GiB
+from support import sglang, vllm
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "engine_logs"
@@ -27,14 +28,6 @@ LLAMA31 = load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml")
 
 #: Logs print GiB with two decimals: a figure rebuilt from several of them is off by up to a few of 0.005 GiB.
 LOGGED_GIB = 0.02 * GiB
-
-
-def vllm(version: str = "v1", **kw) -> EngineSettings:
-    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
-
-
-def sglang(version: str = "v0.4", **kw) -> EngineSettings:
-    return EngineSettings(parse_accounting(Engine.sglang, version), **kw)
 
 
 def test_linear_attention_is_refused():

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rooflab import load_gpu, load_model
-from rooflab.engines import Engine, EngineSettings, parse_accounting
 from rooflab.engines.layout import sglang_cell, vllm_layout
 from rooflab.engines.settings import resolve
 from rooflab.units import GiB
+from support import sglang, vllm
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "engine_logs"
@@ -23,14 +23,6 @@ H100 = load_gpu("h100-sxm")
 
 
 LLAMA31 = load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml")
-
-
-def vllm(version: str = "v1", **kw) -> EngineSettings:
-    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
-
-
-def sglang(version: str = "v0.4", **kw) -> EngineSettings:
-    return EngineSettings(parse_accounting(Engine.sglang, version), **kw)
 
 
 # --- layouts ----------------------------------------------------------------------------------------------------

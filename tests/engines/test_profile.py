@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rooflab import load_gpu, load_model
-from rooflab.engines import Engine, EngineSettings, parse_accounting
 from rooflab.engines.profile import profile_run
 from rooflab.engines.settings import resolve
 from rooflab.units import GiB
+from support import vllm
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "engine_logs"
@@ -27,10 +27,6 @@ RTX3090 = load_gpu(DATA / "hardware" / "rtx-3090.yaml")
 
 #: The modelled activation peak against a logged one: the sampler's bytes per logit are one constant per version.
 ACTIVATION_REL = 0.05
-
-
-def vllm(version: str = "v1", **kw) -> EngineSettings:
-    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
 
 
 # --- the profile run ------------------------------------------------------------------------------------------------

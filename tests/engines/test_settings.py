@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooflab import load_gpu, load_model
-from rooflab.engines import Engine, EngineSettings, parse_accounting
 from rooflab.engines.settings import resolve
+from support import vllm
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "engine_logs"
@@ -19,10 +19,6 @@ H100 = load_gpu("h100-sxm")
 A100 = load_gpu("a100-sxm-80gb")
 LLAMA3 = load_model("llama-3-8b")
 LLAMA31 = load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml")
-
-
-def vllm(version: str = "v1", **kw) -> EngineSettings:
-    return EngineSettings(parse_accounting(Engine.vllm, version), **kw)
 
 
 def test_v1_defaults_follow_the_gpu():
