@@ -9,6 +9,7 @@ workload arguments (sequence length, batch, ...), float64.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -102,6 +103,13 @@ _NUMBER_KINDS = "iuf"
 _NUMBER_TYPES = (int, float, np.integer, np.floating, Fraction, Decimal)
 
 
+def _masked_array_type() -> type | tuple:
+    """np.ma.MaskedArray if numpy.ma is loaded, else () (isinstance of nothing): no masked array exists before it
+    is, and `np.ma` would load it (about 20 ms of every command's start-up)."""
+    masked = sys.modules.get("numpy.ma")
+    return masked.MaskedArray if masked is not None else ()
+
+
 def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | None = None,
              lo_open: bool = False) -> np.ndarray:
     """A workload argument as a float64 array, refusing values below `minimum` (at it too with `lo_open`), above
@@ -109,7 +117,7 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | N
     booleans, complex numbers, dates and durations, records, masked entries, ragged or nested containers."""
     if isinstance(value, (str, bytes, bytearray, memoryview)) or _is_bool(value):
         raise InputError(f"{name} must be numbers, got {shown(value)}")
-    if isinstance(value, np.ma.MaskedArray):
+    if isinstance(value, _masked_array_type()):
         if np.ma.is_masked(value):
             masked = int(np.ma.count_masked(value))
             raise InputError(f"{name} has {masked:,} masked (missing) value(s) of {value.size:,}; give numbers only")
