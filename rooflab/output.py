@@ -107,7 +107,8 @@ def render(result: Table, fmt: Format = Format.table, width: int | None = None) 
                      markdown=md, width=width, key_columns=result.key_columns)
     parts = []
     if result.title:
-        parts += [f"## {result.title}" if md else _wrap(result.title, width), *([""] if md or not result.vertical else [])]
+        heading = f"## {result.title}" if md else _wrap(result.title, width)
+        parts += [heading, *([""] if md or not result.vertical else [])]
     parts.append(body)
     if result.notes:
         parts += ["", *[("- " if md else "") + _wrap(n, width) for n in result.notes]]
@@ -393,5 +394,5 @@ def _resolve(path: Path) -> Path:
 #: Table's old name, kept for one release.
 Frame = Table
 
-__all__ = ["Column", "Format", "Frame", "OutputError", "Table", "check_writable", "csv_text", "json_text", "render", "table", "terminal_width",
-           "write_atomic"]
+__all__ = ["Column", "Format", "Frame", "OutputError", "Table", "check_writable", "csv_text", "json_text", "render",
+           "table", "terminal_width", "write_atomic"]

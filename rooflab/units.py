@@ -137,7 +137,7 @@ def parse_bytes(text: str) -> int:
     return int(whole)
 
 
-__all__ = ["ACCUMULATE_MODES", "BF16_MIN_COMPUTE_CAPABILITY", "DTYPE_ALIASES", "FP16_MIN_COMPUTE_CAPABILITY", "FP32_BYTES",
-           "GB", "GiB", "INT32_BYTES", "KB", "KiB", "MB", "MiB", "RATE_KEYS", "TB", "DType", "FloatFormat",
+__all__ = ["ACCUMULATE_MODES", "BF16_MIN_COMPUTE_CAPABILITY", "DTYPE_ALIASES", "FP16_MIN_COMPUTE_CAPABILITY",
+           "FP32_BYTES", "GB", "GiB", "INT32_BYTES", "KB", "KiB", "MB", "MiB", "RATE_KEYS", "TB", "DType", "FloatFormat",
            "WeightFormat", "fmt_bytes", "fmt_flops", "fmt_params", "fmt_rate", "fmt_seconds", "loaded_dtype",
            "parse_bytes", "parse_count", "ridge_text", "to_gb", "to_gib"]
