@@ -14,7 +14,7 @@ from ..roofline import Ceilings
 from ..specs import FittedModel, GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
-from ..bench.fitting import fit_overhead_efficiency
+from .fitting import fit_overhead_efficiency
 from .records import Measurement
 
 #: The implementation the gemm section measures (torch's cuBLAS).

@@ -14,9 +14,9 @@ import math
 import pytest
 
 from rooflab.measure.cases import Case, mla_heads, new_kernel_cases, sweep
-from rooflab.bench.costs import measurement_cost
+from rooflab.fit.costs import measurement_cost
 from rooflab.fit.records import FIELDS, Measurement, V1_FIELDS, read_measurements, write_measurements
-from rooflab.bench.validate import predict_measurement
+from rooflab.fit.validate import predict_measurement
 from rooflab.errors import InputError
 from rooflab.load import data_dir, load_gpu
 from rooflab.specs import AttentionHeads

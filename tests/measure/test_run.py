@@ -13,7 +13,7 @@ import pytest
 
 from rooflab.measure.cases import Case, mla_heads
 from rooflab.fit.records import read_measurements
-from rooflab.bench.validate import predict_measurement
+from rooflab.fit.validate import predict_measurement
 from rooflab.load import load_gpu
 from rooflab.specs import AttentionHeads
 from rooflab.units import DType

@@ -9,8 +9,8 @@ and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kern
 
 from __future__ import annotations
 
-from rooflab.bench.cases import new_kernel_cases
-from rooflab.bench.records import Measurement, write_measurements
+from rooflab.measure.cases import new_kernel_cases
+from rooflab.fit.records import Measurement, write_measurements
 from rooflab.load import load_gpu
 from rooflab.vocab import Kernel
 from support import META, _impl, _row
@@ -18,8 +18,8 @@ from support import META, _impl, _row
 
 def test_new_rows_fit_a_model_for_each_kernel_and_implementation(tmp_path):
     """Rows timed as 4 us + t_model / 0.8 (t_model at 1.5 units per SM): `rooflab fit` recovers each group's model."""
-    from rooflab.bench.fitting import model_times
-    from rooflab.bench.fitting_io import fit_campaigns
+    from rooflab.fit.fitting import model_times
+    from rooflab.fit.fitting_io import fit_campaigns
 
     gpu = load_gpu("h200-sxm")
     rows = [_row(c, _impl(c)) for c in new_kernel_cases()]

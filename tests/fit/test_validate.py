@@ -1,4 +1,4 @@
-"""Tests of rooflab/bench/validate.py: predicted against measured, on the bundled H200 dataset and on fixtures.
+"""Tests of rooflab/fit/validate.py: predicted against measured, on the bundled H200 dataset and on fixtures.
 
 The bundled data are real runs (RESULTS.md says when, where and with which command): every rooflab kernel is
 predicted within the bounds rooflab claims (median <= 10%, worst <= 25% per kernel) on held-out rows the fit
@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from rooflab import load_gpu
-from rooflab.bench.records import read_measurements, write_measurements
-from rooflab.bench.validate import validate
+from rooflab.fit.records import read_measurements, write_measurements
+from rooflab.fit.validate import validate
 from rooflab.load import data_dir
 from rooflab.vocab import Kernel
 from support import _at_fraction, _flash, _merge
@@ -45,7 +45,7 @@ def test_the_fit_never_sees_held_out_rows(tmp_path):
     # (only the reported errors do), or the "held-out" error would be an in-sample one
     from dataclasses import replace
 
-    from rooflab.bench.records import write_measurements
+    from rooflab.fit.records import write_measurements
 
     meta, rows = read_measurements(SWEEP)
     seen: dict[tuple, int] = {}
@@ -134,7 +134,7 @@ def test_validate_recovers_a_known_efficiency_and_overhead(tmp_path):
 
 
 def test_campaigns_of_two_gpus_are_not_validated_together(tmp_path):
-    from rooflab.bench.validate import validate
+    from rooflab.fit.validate import validate
     from rooflab.errors import InputError
     from rooflab.load import data_dir
 
@@ -256,7 +256,7 @@ def test_a_campaign_given_twice_is_refused_naming_both_files(tmp_path):
 
     from typer.testing import CliRunner
 
-    from rooflab.bench.validate import read_campaigns
+    from rooflab.fit.validate import read_campaigns
     from rooflab.cli import app
     from support import refused
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.bench.costs import measurement_cost
-from rooflab.bench.records import Measurement
+from rooflab.fit.costs import measurement_cost
+from rooflab.fit.records import Measurement
 from rooflab.errors import InputError
 from rooflab.load import load_gpu
 from rooflab.vocab import Kernel

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rooflab.bench.validate import fit_overhead_efficiency
+from rooflab.fit.validate import fit_overhead_efficiency
 
 
 def test_fit_handles_negative_overhead():
@@ -30,8 +30,8 @@ def test_decode_variants_take_the_gpus_units_per_sm_and_paged_decode_fits_its_ow
     import dataclasses
     from pathlib import Path
 
-    from rooflab.bench.fitting import DECODE_VARIANTS, UNITS_PER_SM_GRID, fit_group
-    from rooflab.bench.records import read_measurements
+    from rooflab.fit.fitting import DECODE_VARIANTS, UNITS_PER_SM_GRID, fit_group
+    from rooflab.fit.records import read_measurements
     from rooflab.load import load_gpu
     from rooflab.vocab import Kernel
 
@@ -55,8 +55,8 @@ def test_windowed_flash_fits_a_tile_term_it_was_given():
     import dataclasses
     from pathlib import Path
 
-    from rooflab.bench.fitting import TILE_KERNELS, fit_group, model_times
-    from rooflab.bench.records import read_measurements
+    from rooflab.fit.fitting import TILE_KERNELS, fit_group, model_times
+    from rooflab.fit.records import read_measurements
     from rooflab.load import load_gpu
     from rooflab.vocab import Kernel
 
@@ -99,7 +99,7 @@ def test_mla_units_compute_whole_row_tiles_and_run_in_whole_waves():
 # ---------------------------------------------------------------- issue 24: the grid priced at once, the same floats
 
 def _bundled_groups():
-    from rooflab.bench.validate import _groups, bundled_dataset, read_campaigns
+    from rooflab.fit.validate import _groups, bundled_dataset, read_campaigns
     from rooflab.load import load_gpu
 
     _, rows, spec = read_campaigns(bundled_dataset())
@@ -109,7 +109,7 @@ def _bundled_groups():
 def _reference_fit_group(kernel, members, fitted, gpu):
     """The oracle: the grid search choice by choice, each row priced by predict.model_time and every choice fitted
     by least squares, as fit_group was written before it priced the grid at once (issue 24)."""
-    from rooflab.bench.fitting import (MAX_MEMORY_EFFICIENCY, MIN_ROWS_TO_FIT, MLA_FP8_ROWS_GRID, MLA_MEMORY_RATIO_GRID,
+    from rooflab.fit.fitting import (MAX_MEMORY_EFFICIENCY, MIN_ROWS_TO_FIT, MLA_FP8_ROWS_GRID, MLA_MEMORY_RATIO_GRID,
                                        Fit, _grid, fit_overhead_efficiency, priced_rows)
     from rooflab.predict import model_time
     from rooflab.vocab import Kernel
@@ -139,7 +139,7 @@ def _reference_fit_group(kernel, members, fitted, gpu):
 
 def test_model_times_are_predict_model_time_row_by_row():
     """Every term of the grid on the bundled rows of each kernel: exactly predict.model_time's floats."""
-    from rooflab.bench.fitting import model_times, priced_rows
+    from rooflab.fit.fitting import model_times, priced_rows
     from rooflab.predict import model_time
 
     groups, gpu = _bundled_groups()
@@ -160,8 +160,8 @@ def test_fit_group_chooses_what_the_search_choice_by_choice_chooses(monkeypatch)
     exactly), and the MLA grid's memory ratios that pass the copy bandwidth; the same Fit and the same times."""
     import dataclasses
 
-    import rooflab.bench.fitting as fitting
-    from rooflab.bench.fitting import fit_group, model_times
+    import rooflab.fit.fitting as fitting
+    from rooflab.fit.fitting import fit_group, model_times
     from rooflab.vocab import Kernel
 
     monkeypatch.setattr(fitting, "UNITS_PER_SM_GRID", (0.5, 1.5, 4.0))        # the oracle is slow: a smaller grid

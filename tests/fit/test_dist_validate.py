@@ -10,15 +10,15 @@ from __future__ import annotations
 import pytest
 
 from rooflab import load_gpu
-from rooflab.bench.records import read_measurements
-from rooflab.bench.validate import predict_measurement
+from rooflab.fit.records import read_measurements
+from rooflab.fit.validate import predict_measurement
 from rooflab.load import data_dir
 from rooflab.vocab import CeilingSource
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in data_dir("measurements").glob("*.csv")))
 def test_no_measured_row_runs_faster_than_its_floor(name):
-    from rooflab.bench.dist_validate import distributed_floor, is_distributed
+    from rooflab.fit.dist_validate import distributed_floor, is_distributed
 
     meta, rows = read_measurements(data_dir("measurements") / name)
     gpu = load_gpu(meta["gpu_spec"])
