@@ -1,7 +1,9 @@
-"""The communication model (rooflab.comm), its YAML section and its fit: golden values by hand, invariants, round trips.
+"""Tests of rooflab/comm.py: the communication model.
 
-Bus bytes follow nccl-tests' bus-bandwidth convention (its PERFORMANCE notes): all-reduce 2 (N - 1) / N S,
-all-gather and reduce-scatter (N - 1) S with S each rank's share, all-to-all (N - 1) / N S, send/recv S.
+Bus bytes by hand, following nccl-tests' bus-bandwidth convention (its PERFORMANCE notes): all-reduce
+2 (N - 1) / N S, all-gather and reduce-scatter (N - 1) S with S each rank's share, all-to-all (N - 1) / N S,
+send/recv S; ring steps; the floor at the link's datasheet bandwidth; a prediction from a fitted band by hand,
+never beating the floor and growing with the message; collectives by name; bad arguments named.
 """
 
 from __future__ import annotations

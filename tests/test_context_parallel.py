@@ -1,5 +1,6 @@
-"""Decode context parallelism (cost/dcp.py) and ring / Ulysses prefill (cost/ring.py): formulas by hand, invariants,
-bad input, and capacity --dcp.
+"""Tests of rooflab/context_parallel.py: context-parallel decode and prefill on a GPU. One rank is
+single-GPU decode, the speedup model on the H200, the floor never above the prediction, ring overlap monotone
+in tokens a GPU and equal to flash on one GPU, and the threshold's limit and the specs checked.
 """
 
 from __future__ import annotations

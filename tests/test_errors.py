@@ -1,7 +1,6 @@
-"""Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
-
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+"""Tests of rooflab/errors.py: describing a bad value stays bounded whatever its size, many problems are
+counted rather than listed, every refusal is a rooflab error (NumericsError also a ValueError), and a very
+long word in an error line is cut at both ends.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
+"""Tests of rooflab/cli/fit.py: `rooflab fit` refits the kernels its campaigns measure and keeps the fits of
+other files (fixtures built from rooflab's own predictions, so the expected fits are known exactly).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""GPU YAMLs need only what a roofline needs, report every problem at once, and JSON Schemas ship.
+"""Tests of rooflab/cli/schema.py: the JSON Schemas shipped in rooflab/schemas are what the specs derive
+(regenerated with `rooflab schema NAME -o rooflab/schemas/NAME.schema.json`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""Bad input to the Python API: each refused with rooflab's own error, naming the argument (and its limit), in a
-short message; and the same answers as before for every form a valid value may take.
+"""Tests of rooflab/cost/common.py: the cost functions' argument checks.
 
-The fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found, one by one.
+Whole numbers in every numeric form (huge values refused with the limit), dtypes by name, booleans and text
+that are not workloads, arrays kept in every valid form, and layer types checked (None, a string or heads
+where a LayerType goes, an MLA-only question on another layer) with an InputError naming the argument. The
+fuzz suite (tests/test_fuzz_*.py) draws such values at random; these pin the cases it found.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Decode context parallelism (cost/dcp.py) and ring / Ulysses prefill (cost/ring.py): formulas by hand, invariants,
-bad input, and capacity --dcp.
+"""Tests of rooflab/cost/dcp.py: decode context parallelism. The KV shard as whole pages dealt out, the
+pieces by hand, DCP halving the KV a rank reads, and more ranks than pages or bad arguments refused by name.
 """
 
 from __future__ import annotations

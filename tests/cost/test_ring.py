@@ -1,5 +1,5 @@
-"""Decode context parallelism (cost/dcp.py) and ring / Ulysses prefill (cost/ring.py): formulas by hand, invariants,
-bad input, and capacity --dcp.
+"""Tests of rooflab/cost/ring.py: ring and Ulysses prefill. The pieces and the overlap threshold by hand,
+Ulysses needing the KV heads to divide, and bad rates or switches refused by name.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
-vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
-
-Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
-with their reason.
+"""Tests of rooflab/engines/layout.py: the engines' block layouts. vLLM v1 reproduces v0.19's token lines,
+v0 counts every layer at full length, and SGLang's 'K size' line (sglang#4760). Golden figures cite the public log they come from (tests/data/engine_logs/SOURCES.md).
 """
 
 from __future__ import annotations

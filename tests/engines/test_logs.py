@@ -1,8 +1,10 @@
-"""Engine start-up logs (rooflab/engines/logs.py, explain.py) and `rooflab capacity --engine / --engine-log`.
+"""Tests of rooflab/engines/logs.py: reading vLLM's and SGLang's start-up logs.
 
-The fixtures are lines of public start-up logs (tests/data/engine_logs/SOURCES.md); their settings, as rooflab
-options, are in cases.yaml, which benchmarks/engine_capacity.py evaluates for RESULTS.md. The synthetic lines below
-follow each format as the engines' source prints it (the format strings are cited in logs.py).
+Each fixture format (public logs, tests/data/engine_logs/SOURCES.md; synthetic lines follow the format strings
+cited in logs.py), term-by-term tables, several start-ups in one paste, wrapped lines, settings a config line
+states; and what is refused or read as printed: an unrecognised or mixed log, a corrupt figure (named with its
+line), a named pipe, negative available memory, ranks that disagree, and a line of 20,000 repeats read
+without hanging.
 """
 
 from __future__ import annotations

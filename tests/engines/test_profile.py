@@ -1,8 +1,5 @@
-"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
-vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
-
-Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
-with their reason.
+"""Tests of rooflab/engines/profile.py: the modelled profile run. vLLM v0's sampler (vllm#10511) and forward
+pass (vllm#10517) and v1's activation peak against v0.19's logs. Golden figures cite the public log they come from (tests/data/engine_logs/SOURCES.md).
 """
 
 from __future__ import annotations

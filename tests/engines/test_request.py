@@ -1,8 +1,5 @@
-"""Engine start-up logs (rooflab/engines/logs.py, explain.py) and `rooflab capacity --engine / --engine-log`.
-
-The fixtures are lines of public start-up logs (tests/data/engine_logs/SOURCES.md); their settings, as rooflab
-options, are in cases.yaml, which benchmarks/engine_capacity.py evaluates for RESULTS.md. The synthetic lines below
-follow each format as the engines' source prints it (the format strings are cited in logs.py).
+"""Tests of rooflab/engines/request.py: what-if questions on a logged start-up scale the logged terms, and
+predict another log of the same run (vllm#10517's two max_model_len runs; tests/data/engine_logs/SOURCES.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
-vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
-
-Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
-with their reason.
+"""Tests of rooflab/engines/settings.py: vLLM v1's defaults follow the GPU, and v0 chunks prefill for long
+contexts.
 """
 
 from __future__ import annotations

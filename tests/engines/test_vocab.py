@@ -1,8 +1,5 @@
-"""Engine-faithful capacity (rooflab/engines): the engines' vocabulary, the modelled profile run, the block layouts,
-vLLM's and SGLang's sums, golden figures from public logs, and invariants across models, versions and TP sizes.
-
-Golden figures cite the log they come from (tests/data/engine_logs/SOURCES.md); tolerances are written once below
-with their reason.
+"""Tests of rooflab/engines/vocab.py: the engines' KV-cache dtype names (an unknown one lists them) and
+their accountings by version (bad ones refused).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The communication model (rooflab.comm), its YAML section and its fit: golden values by hand, invariants, round trips.
-
-Bus bytes follow nccl-tests' bus-bandwidth convention (its PERFORMANCE notes): all-reduce 2 (N - 1) / N S,
-all-gather and reduce-scatter (N - 1) S with S each rank's share, all-to-all (N - 1) / N S, send/recv S.
+"""Tests of rooflab/fit/comm_fit.py: the communication fit recovers the bands it was made from, the bundled
+collectives meet their target, and the fitted section round-trips through the GPU YAML.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""Hugging Face config.json as a model spec: the configs' own rules, strict reading, and errors naming file,
-field and value (exit 2 from the CLI).
-
-Configs here are small dicts written for the rule under test (a real file's fields where one is at hand);
-the real files are read in tests/hf/test_init.py (test_real_config_loads_to_the_bundled_spec).
-"""
+"""Tests of rooflab/hf/common.py: compressing a layer stack into a pattern reproduces every stack."""
 
 from __future__ import annotations
 

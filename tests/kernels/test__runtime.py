@@ -1,4 +1,5 @@
-"""rooflab.kernels on a machine without CuPy: imports work, calls say what is missing and how to install it.
+"""Tests of rooflab/kernels/_runtime.py without CuPy: each source holds one kernel and inlines the common
+header, and visibility arguments are checked before anything else.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""rooflab.kernels on a machine without CuPy: imports work, calls say what is missing and how to install it.
+"""Tests of rooflab/kernels/attention.py without CuPy: the softmax kernel's configuration and plan (long
+aligned rows streamed; rows it cannot hold refused).
 """
 
 from __future__ import annotations

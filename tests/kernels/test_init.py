@@ -1,4 +1,6 @@
-"""rooflab.kernels on a machine without CuPy: imports work, calls say what is missing and how to install it.
+"""Tests of rooflab/kernels/__init__.py without CuPy: the package imports in a fresh interpreter, the
+launchers raise an error saying what is missing and how to install it, and the kernel files are the ones
+the package lists.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
+"""Tests of rooflab/measure/calibrate.py without a GPU: the calibrated-ceilings writer's measured section
+written and read back, fp8 rates joining it and kept within the measured range, and fp8 with collectives
+refused.
 """
 
 from __future__ import annotations

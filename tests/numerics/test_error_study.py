@@ -1,7 +1,5 @@
-"""Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
-
-Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
-"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
+"""Tests of rooflab/numerics/error_study.py: the error study's running state must be fp32 ("naive" = the
+chapter "Naive attention and the online softmax", its section "What has to be fp32").
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
-
-Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
-"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
+"""Tests of rooflab/numerics/formats.py: the floating-point formats. fp8 formats match their definitions,
+the others NumPy's, rounding agrees with NumPy's casts (bf16 on fp32 inputs too), and e4m3 rounds past 448
+to NaN.
 """
 
 from __future__ import annotations

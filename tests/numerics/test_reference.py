@@ -1,7 +1,8 @@
-"""Golden figures of the float64 numerics oracles, their error cases, and `rooflab numerics`.
+"""Tests of rooflab/numerics/reference.py: the float64 attention oracle.
 
-Chapters cited by short name and section title: "naive" = the chapter "Naive attention and the online softmax",
-"flash" = the chapter "FlashAttention and PagedAttention: what does each save?".
+Golden figures ("flash" = the chapter "FlashAttention and PagedAttention: what does each save?": one attention
+row gives 25/3), a dense computation, causal rows with no visible key, GQA's head mapping, chunked rows, a few
+thousand tokens, and inputs checked.
 """
 
 from __future__ import annotations

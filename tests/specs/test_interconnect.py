@@ -1,8 +1,4 @@
-"""The communication model (rooflab.comm), its YAML section and its fit: golden values by hand, invariants, round trips.
-
-Bus bytes follow nccl-tests' bus-bandwidth convention (its PERFORMANCE notes): all-reduce 2 (N - 1) / N S,
-all-gather and reduce-scatter (N - 1) S with S each rank's share, all-to-all (N - 1) / N S, send/recv S.
-"""
+"""Tests of rooflab/specs/interconnect.py: the GPU YAML's interconnect section and its checks."""
 
 from __future__ import annotations
 
