@@ -1,9 +1,9 @@
 """Tests of rooflab/engines/__init__.py: engine-faithful capacity, term by term.
 
-vLLM's and SGLang's sums against public logs (vllm#10511, vllm PR #2031, sglang#4760), the terms adding up and
-the blocks following, fp8 caches holding twice the tokens, more utilisation giving more blocks, the estimated
-CUDA total said, and linear attention and options vLLM refuses refused. Golden figures cite the public log they come from (tests/data/engine_logs/SOURCES.md); tolerances are
-written once with their reason.
+vLLM's and SGLang's sums against public logs (vllm#10511, vllm PR #2031, sglang#4760), the terms adding up and the
+blocks following, fp8 caches holding twice the tokens, more utilisation giving more blocks, the estimated CUDA total
+said, and linear attention and options vLLM refuses refused. Golden figures cite the public log they come from
+(tests/data/engine_logs/SOURCES.md); tolerances are written once with their reason.
 """
 
 from __future__ import annotations

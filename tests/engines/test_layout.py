@@ -1,5 +1,6 @@
-"""Tests of rooflab/engines/layout.py: the engines' block layouts. vLLM v1 reproduces v0.19's token lines,
-v0 counts every layer at full length, and SGLang's 'K size' line (sglang#4760). Golden figures cite the public log they come from (tests/data/engine_logs/SOURCES.md).
+"""Tests of rooflab/engines/layout.py: the engines' block layouts. vLLM v1 reproduces v0.19's token lines, v0 counts
+every layer at full length, and SGLang's 'K size' line (sglang#4760). Golden figures cite the public log they come
+from (tests/data/engine_logs/SOURCES.md).
 """
 
 from __future__ import annotations

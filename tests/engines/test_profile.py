@@ -1,5 +1,6 @@
-"""Tests of rooflab/engines/profile.py: the modelled profile run. vLLM v0's sampler (vllm#10511) and forward
-pass (vllm#10517) and v1's activation peak against v0.19's logs. Golden figures cite the public log they come from (tests/data/engine_logs/SOURCES.md).
+"""Tests of rooflab/engines/profile.py: the modelled profile run. vLLM v0's sampler (vllm#10511) and forward pass
+(vllm#10517) and v1's activation peak against v0.19's logs. Golden figures cite the public log they come from
+(tests/data/engine_logs/SOURCES.md).
 """
 
 from __future__ import annotations

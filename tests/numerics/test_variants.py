@@ -1,6 +1,6 @@
-"""Tests of rooflab/numerics/variants.py: the float64 oracle on the attention variants. Windows of one and
-past the context, a dominant sink, rows whose window holds no key, chunks and partials merging into the whole,
-and MLA as attention with the latent as keys.
+"""Tests of rooflab/numerics/variants.py: the float64 oracle on the attention variants. Windows of one and past the
+context, a dominant sink, rows whose window holds no key, chunks and partials merging into the whole, and MLA as
+attention with the latent as keys.
 """
 
 from __future__ import annotations
