@@ -6,6 +6,7 @@ a CPU run spreads over the machine's cores."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -28,9 +29,14 @@ def _wants_workers(config) -> bool:
         return False
     if getattr(config.option, "numprocesses", None) is not None:   # -n N (or -n 0) was given
         return False
-    if "gpu" in (config.option.markexpr or "") or config.option.collectonly or config.option.usepdb:
+    if _selects_gpu_tests(config.option.markexpr or "") or config.option.collectonly or config.option.usepdb:
         return False
     return True
+
+
+def _selects_gpu_tests(markexpr: str) -> bool:
+    """-m gpu (or any expression naming gpu other than `not gpu`) selects the GPU tests."""
+    return re.search(r"(?<!not )\bgpu\b", markexpr) is not None
 
 
 @pytest.hookimpl(tryfirst=True)
