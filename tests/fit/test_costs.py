@@ -1,11 +1,5 @@
-"""`rooflab bench --new-kernels`: the attention variants' cases, their costs, their rows and the CLI, without a GPU;
-one GPU test (marker gpu) runs a tiny case of each new kernel through the bench end to end.
-
-The hand-computed examples below count visible (query, key) pairs from the masks' definitions
-(rooflab.cost.common.Visibility; numerics.visible_keys) and check the cost model's FLOPs against
-them: attention does 2 FLOPs a multiply-add over d for Q K^T and over d_v for P V, per visible pair
-and query head; MLA as FlashMLA counts it, 2 (576 + 512) per pair and head (kernels.mla.mla_flops).
-"""
+"""rooflab.fit.costs: the cost a measurement row is priced at (measurement_cost): an MLA row without its value
+part is refused naming it, and rows of one workload share one cost while decode peers keep their own splits."""
 
 from __future__ import annotations
 

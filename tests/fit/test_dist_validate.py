@@ -1,9 +1,5 @@
-"""Three roofs and physical floors: the exp roof, the bound it can set, floors no measurement beats.
-
-Sources: the H200's measured rows (measurements/, RESULTS.md); NVIDIA's Blackwell datasheet, HGX B200 column
-(2.25 PFLOP/s dense fp16); 16 exps per clock per SM (CUDA C++ Programming Guide, throughput table) at
-148 SMs x 1.965 GHz = 4.65e12 exp/s; FlashAttention-4 (the exp units tie the tensor cores at d 128 on B200).
-"""
+"""rooflab.fit.dist_validate: no row of any bundled measurement file (measurements/) runs faster than its physical
+floor (distributed_floor for the distributed, collective, GEMM and step rows; the datasheet floor for the rest)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""The measurement format, `rooflab validate` and the calibrated-ceilings writer, without a GPU.
-
-The files written here are test fixtures built from rooflab's own predictions (so the expected
-fractions are known exactly); the real H200 data lives in measurements/ and has its own test.
-"""
+"""rooflab.fit.fitting: the fitted time models (c0 + t_model / eta and the parallelism model) on fixtures built from
+rooflab's own predictions (so the fitted values are known exactly) and on the bundled H200 rows: negative overheads,
+refused efficiencies, the decode variants' units per SM, windowed flash's tile term, MLA's whole waves, and the
+grid search against its choice-by-choice reference."""
 
 from __future__ import annotations
 
