@@ -71,23 +71,23 @@ from .work import STEPS, StepWork, layer_rows
 _decode_attention, _prefill_attention, _draft, _layer_rows, _logits = (decode_attention, prefill_attention,
                                                                        draft_rows, layer_rows, logits)
 _kv_bytes = kv_bytes
-SMALL_OP_BATCHES = (1, 8, 64)            # the H200's measured.launch batches; a GPU's own are its measured.launch's
 
 #: The old module-level tables, now the H200's measured.launch (hardware/h200-sxm.yaml): read on first use.
 _OLD_TABLES = {"SMALL_OPS": lambda t: dict(t.graph_s), "EAGER_SMALL_OPS": lambda t: dict(t.eager_s),
-               "EAGER_HOST_S": lambda t: t.eager_host_s}
+               "EAGER_HOST_S": lambda t: t.eager_host_s, "SMALL_OP_BATCHES": lambda t: t.batches}
 
 
 def __getattr__(name: str):
-    """SMALL_OPS, EAGER_SMALL_OPS and EAGER_HOST_S: deprecated, kept one release; the times live in the GPU YAML's
-    measured.launch section now (rooflab.specs.LaunchTimes; these are the H200's)."""
+    """SMALL_OPS, EAGER_SMALL_OPS, EAGER_HOST_S and SMALL_OP_BATCHES: deprecated, kept one release; the times live
+    in the GPU YAML's measured.launch section now (rooflab.specs.LaunchTimes; these are the H200's)."""
     if name in _OLD_TABLES:
         return _OLD_TABLES[name](reference_launch())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "SMALL_OPS", "SMALL_OPS_GPU",
-           "STEPS", "Launches", "Pricer", "StepContext", "StepReport", "StepRow", "StepWork", "capacity_models",
+__all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "SMALL_OPS", "SMALL_OP_BATCHES",
+           "SMALL_OPS_GPU", "STEPS", "Launches", "Pricer", "StepContext", "StepReport", "StepRow", "StepWork",
+           "capacity_models",
            "communication", "decode_attention", "draft_rows", "gemm_ceilings", "kv_bytes", "launch_times",
            "layer_rows", "logits", "mlp", "overlapped_floor_s", "pipeline_send", "prefill_attention", "projections",
            "reference_launch", "small_op_time", "small_ops_from", "small_ops_row", "step_context", "step_memory",

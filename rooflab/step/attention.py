@@ -56,7 +56,8 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
                 m = pricer.fitted(Kernel.merge, lambda n_, u_, piece=piece: piece, OWN)
                 t = None if t is None or m is None else t + m
         what = (f"attention [{name}], {splits} split(s)" + (f", {q_len} query tokens" if q_len > 1 else "")
-                + (f", KV {kv.value}" if kv is not dtype else "") + (f", 1/{split_ways} of the KV + merge" if split else ""))
+                + (f", KV {kv.value}" if kv is not dtype else "")
+                + (f", 1/{split_ways} of the KV + merge" if split else ""))
         rows.append(priced_row(pricer, cost.variant.value, what, kernels, count, None if t is None else count * t,
                                "rooflab" if t is not None else None, layer_type=name, num_layers=count,
                                calls=count * len(kernels), part="decode",

@@ -41,11 +41,12 @@ def step_memory(ctx: StepContext, batch: int, context_len: int, per_rank: int, c
                 raise InputError(f"does not fit: {exc}") from None
         if plan is not None:
             if check and batch > plan.max_sequences_paged:
-                raise InputError(f"does not fit: {model.name} on {where} holds {plan.max_sequences_paged:,} sequences "
-                                 f"of {context_len:,} tokens (rooflab capacity: weights {fmt_bytes(plan.weights_bytes)}"
-                                 f", KV budget {fmt_bytes(plan.kv_budget_bytes)} a GPU of {fmt_bytes(plan.usable_bytes)}"
-                                 f" usable at {dep.gpu_memory_utilization:g}), not {batch:,}; add GPUs (--tp, --dcp, "
-                                 f"--kv-parallel) or shorten the batch or context")
+                raise InputError(
+                    f"does not fit: {model.name} on {where} holds {plan.max_sequences_paged:,} sequences of "
+                    f"{context_len:,} tokens (rooflab capacity: weights {fmt_bytes(plan.weights_bytes)}, KV budget "
+                    f"{fmt_bytes(plan.kv_budget_bytes)} a GPU of {fmt_bytes(plan.usable_bytes)} usable at "
+                    f"{dep.gpu_memory_utilization:g}), not {batch:,}; add GPUs (--tp, --dcp, --kv-parallel) or "
+                    f"shorten the batch or context")
             return plan.weights_bytes, kv, plan.usable_bytes
     ep = dep.expert_parallel if model.is_moe else 1
     weights = model.weight_bytes(ctx.weights_as, dep.tensor_parallel, ep, dep.dp_attention) / dep.pipeline_parallel

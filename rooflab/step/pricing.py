@@ -237,9 +237,9 @@ def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCos
 def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, component: str, **fields) -> StepRow:
     """GEMMs of one component for `count` layers, at the component's arithmetic and weight format."""
     arith = ctx.arithmetic(component)
-    return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, ctx.pricer.gemms(costs, count, arith),
-                      "torch_cublas", arith, calls=len(costs) * count,
-                      weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
+    predicted = ctx.pricer.gemms(costs, count, arith)
+    return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, predicted, "torch_cublas", arith,
+                      calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
                       source=f"GEMM fit (torch_cublas) at the measured {arith.value} rate", **fields)
 
 
