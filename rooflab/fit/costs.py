@@ -11,9 +11,11 @@ and v_head_dim (d_c).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..cost.batch import DecodeBatch, decode_batch
 from ..cost.common import Cost, LaunchCost, Visibility
 from ..cost.flash import flash_prefill
 from ..cost.merge import merge_pair
@@ -24,7 +26,7 @@ from ..errors import InputError, shown
 from ..specs import AttentionHeads, GpuSpec, LayerType
 from ..units import DType
 from ..vocab import Kernel, LayerKind, Variant
-from .records import Measurement
+from .records import Measurement, parse_context_lens
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def _decode(w: _Workload) -> Cost:
     page in the kernel starts at the first visible key's page while the model deals the `read` keys from a
     page boundary, so split lengths (the parallelism model's longest unit) may differ by under one page.
     """
-    lens, splits, vis = w.m.lengths(), w.m.splits, _visibility(w.m)
+    lens, splits, vis = _lengths(w.m), w.m.splits, _visibility(w.m)
     if _priced_impl(w.m) != "rooflab" and w.num_sms is not None:
         splits = recommend_splits(w.heads, lens, w.num_sms, w.m.page_size, w.dtype, w.kv_dtype, w.units_per_sm,
                                   w.m.q_len, vis)
@@ -100,10 +102,37 @@ def _mla(w: _Workload) -> Cost:
     if not 0 < d_c < d_lat:
         raise InputError(f"measurement '{w.m.describe()}': an mla_decode row's head_dim (the latent, {d_lat}) must "
                          f"exceed its v_head_dim (d_c, {d_c})")
-    layer = LayerType(kind=LayerKind.mla, kv_lora_rank=d_c, qk_rope_head_dim=d_lat - d_c,
-                      qk_nope_head_dim=_MLA_NOPE_DIM)
-    return mla_decode(layer, w.m.num_qo_heads, w.m.lengths(), w.m.page_size, w.dtype, w.kv_dtype, w.m.splits,
+    return mla_decode(_mla_layer(d_c, d_lat), w.m.num_qo_heads, _lengths(w.m), w.m.page_size, w.dtype, w.kv_dtype, w.m.splits,
                       w.m.q_len, w.num_sms, w.units_per_sm)
+
+
+@functools.lru_cache(maxsize=64)
+def _mla_layer(d_c: int, d_lat: int) -> LayerType:
+    """The MLA layer type of a latent of d_lat = d_c + d_R (built once a shape: a LayerType checks its fields)."""
+    return LayerType(kind=LayerKind.mla, kv_lora_rank=d_c, qk_rope_head_dim=d_lat - d_c,
+                     qk_nope_head_dim=_MLA_NOPE_DIM)
+
+
+def _lengths(m: Measurement) -> DecodeBatch | list[int]:
+    """The row's context lengths as a DecodeBatch, built once a context_lens text (the fit prices each row at
+    every units-per-SM value); the list itself where that is refused, for the cost function to say why."""
+    try:
+        return _decode_batch(m.context_lens)
+    except InputError:
+        return m.lengths()
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode_batch(context_lens: str) -> DecodeBatch:
+    batch = decode_batch(parse_context_lens(context_lens))
+    batch.lengths.flags.writeable = batch.counts.flags.writeable = False     # shared by every cost priced from it
+    return batch
+
+
+@functools.lru_cache(maxsize=4096)
+def _heads(num_qo_heads: int, num_kv_heads: int, head_dim: int, value_dim: Optional[int]) -> AttentionHeads:
+    """AttentionHeads built once a shape (they check their fields)."""
+    return AttentionHeads(num_qo_heads, num_kv_heads, head_dim, value_dim)
 
 
 def _merge(w: _Workload) -> Cost:
@@ -160,8 +189,7 @@ def _cost(m: Measurement, gpu: GpuSpec, num_sms: int | None, units_per_sm: float
     try:
         dtype = DType(m.dtype)
         kv_dtype = DType(m.kv_dtype) if m.kv_dtype else dtype
-        heads = AttentionHeads(m.num_qo_heads, m.num_kv_heads or m.num_qo_heads, m.head_dim or 1,
-                               m.v_head_dim or None)
+        heads = _heads(m.num_qo_heads, m.num_kv_heads or m.num_qo_heads, m.head_dim or 1, m.v_head_dim or None)
     except Exception as exc:
         raise InputError(f"measurement '{m.describe()}': {exc}") from None
     if m.kernel not in COST_OF:

@@ -161,15 +161,11 @@ class PricedGroup:
     def tile_scale(self, unit_overhead_tiles: Optional[float], fp8_overhead_rows: Optional[float] = None
                    ) -> np.ndarray:
         """[L, R] the factor predict.priced_launches scales each launch's FLOPs and exps by (1: none)."""
-        scale = np.ones(self.flops.shape)
         if unit_overhead_tiles is None:
-            return scale
-        for r, (cost, _) in enumerate(self.priced):
-            if isinstance(cost, MlaDecodeCost):
-                scale[self.tiled[:, r], r] = float(cost.tile_work(unit_overhead_tiles, fp8_overhead_rows))
-            elif isinstance(cost, FlashCost):
-                scale[self.tiled[:, r], r] = float(cost.tile_work(unit_overhead_tiles))
-        return scale
+            return np.ones(self.flops.shape)
+        work = np.array([_tile_work(cost, unit_overhead_tiles, fp8_overhead_rows)
+                         if isinstance(cost, (MlaDecodeCost, FlashCost)) else 1.0 for cost, _ in self.priced])
+        return np.where(self.tiled, work, 1.0)
 
     def times(self, exp_overlaps: Sequence[float], scales: np.ndarray, memory_ratios: Sequence[float]) -> np.ndarray:
         """t_model [ratio, scale, overlap, row]: each memory ratio x each tile scale ([S, L, R], tile_scale) x each
@@ -184,6 +180,27 @@ class PricedGroup:
         for j in range(1, launch.shape[3]):         # launch by launch, as model_time's sum adds them
             total = total + launch[:, :, :, j]
         return np.swapaxes(total, 1, 2)             # [Q, S, A, R]
+
+
+#: Tile work remembered by cost (the object itself, held so that its id names no other) and term: rows of one
+#: workload share one cost across groups (fit/costs.py: peers timed on one shape), and each group's grid asks for it
+#: at every term.
+_tile_works: dict[tuple, tuple[object, float]] = {}
+_TILE_WORKS_SIZE = 1 << 16
+
+
+def _tile_work(cost, unit_overhead_tiles: float, fp8_overhead_rows: Optional[float]) -> float:
+    """cost.tile_work for the term (MlaDecodeCost's with the fp8 rows), computed once a (cost, term)."""
+    key = (id(cost), unit_overhead_tiles, fp8_overhead_rows)
+    held = _tile_works.get(key)
+    if held is not None and held[0] is cost:
+        return held[1]
+    value = float(cost.tile_work(unit_overhead_tiles, fp8_overhead_rows) if isinstance(cost, MlaDecodeCost)
+                  else cost.tile_work(unit_overhead_tiles))
+    if len(_tile_works) >= _TILE_WORKS_SIZE:
+        del _tile_works[next(iter(_tile_works))]        # the oldest
+    _tile_works[key] = (cost, value)
+    return value
 
 
 def _tiled_launch(cost) -> object:
