@@ -82,11 +82,12 @@ class DeploymentWords:
         --quantization fp8 quantises an unquantised one at load, a method for a quantised checkpoint needs one
         (the spec keeps its formats, not the method's name, so the method itself is not matched); `fixed` are
         further Deployment fields."""
-        from .engines.vocab import kv_cache_dtype_of, parse_kv_cache_dtype
+        rooflab_kv, engine_kv = self.kv_dtype, self.kv_cache_dtype
+        if rooflab_kv or engine_kv:          # engines/ loaded only when a KV dtype is given (the report's start-up)
+            from .engines.vocab import kv_cache_dtype_of, parse_kv_cache_dtype
 
-        rooflab_kv = self.kv_dtype and kv_cache_dtype_of(DType.or_auto(self.kv_dtype, "--kv-dtype"))
-        engine_kv = self.kv_cache_dtype and parse_kv_cache_dtype(_text(self.kv_cache_dtype, "--kv-cache-dtype"),
-                                                                 engine)
+            rooflab_kv = rooflab_kv and kv_cache_dtype_of(DType.or_auto(rooflab_kv, "--kv-dtype"))
+            engine_kv = engine_kv and parse_kv_cache_dtype(_text(engine_kv, "--kv-cache-dtype"), engine)
         kv = _one("--kv-dtype", rooflab_kv, "--kv-cache-dtype", engine_kv, key=lambda k: k.dtype)
         weights = _one("--weight-dtype", _weight_dtype(self.weight_dtype), "--quantization",
                        _quantization(self.quantization, checkpoint_quantized))

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .output import Column, Format, Table, render
-from .report import PrefillFacts, Report
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds, ridge_text
 from .vocab import Phase
 
 if TYPE_CHECKING:
     from .capacity import CapacityPlan
+    from .report import Report
 
 
 def _title(r: Report) -> str:
@@ -184,7 +184,7 @@ def _memory(r: Report) -> list[str]:
 
 def _facts(r: Report) -> list[str]:
     f = r.facts
-    if isinstance(f, PrefillFacts):
+    if r.phase is Phase.prefill:          # PrefillFacts (report.Report's facts follow its phase)
         verdict = "fits" if f.naive_fits else "does NOT fit"
         return [f"naive prefill at T={r.seq_len} {verdict}: working set {fmt_bytes(f.naive_working_set_bytes)} "
                 f"next to {fmt_bytes(f.weights_bytes)} of weights in {fmt_bytes(f.hbm_capacity_bytes)}; "
