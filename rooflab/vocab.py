@@ -109,6 +109,17 @@ class LayerKind(_Named):
     mla = "mla"            # multi-head latent attention: one d_c + d_R latent per token (DeepSeek-V3, Kimi K2)
     linear = "linear"      # linear attention / recurrent state of fixed size (Gated DeltaNet, Mamba)
 
+    @property
+    def keeps_every_token(self) -> bool:
+        """Its cache holds every earlier token (full, mla): the layers a shared prefix's pages serve."""
+        return self in (LayerKind.full, LayerKind.mla)
+
+    @property
+    def splits_by_position(self) -> bool:
+        """A KV split by position (decode context or KV parallelism) shares its cache out: every softmax kind's
+        pages; a linear layer's fixed state stays whole on every GPU."""
+        return self is not LayerKind.linear
+
 
 class WindowAllocation(_Named):
     """How an engine pages windowed layers: only the pages their window intersects (a hybrid allocator,

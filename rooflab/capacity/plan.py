@@ -15,7 +15,7 @@ from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..paging import pages_for
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat, fmt_bytes
-from ..vocab import LayerKind, WindowAllocation
+from ..vocab import WindowAllocation
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
 
@@ -198,7 +198,7 @@ def _with_prefix(layout: KvLayout, budget: int, prefix_len: int) -> int:
     shared = private = 0
     for k in layout.layers:
         per_page = k.num_layers * layout.page_size * k.bytes_per_token
-        if k.kind in (LayerKind.full, LayerKind.mla) and shared_pages:
+        if k.kind.keeps_every_token and shared_pages:
             shared += shared_pages * per_page
             private += (k.pages_per_sequence - shared_pages) * per_page + k.num_layers * k.state_bytes
         else:

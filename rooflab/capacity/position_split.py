@@ -31,7 +31,7 @@ def dcp_capacity(plan, model, context_len: int, dcp: int, page_size: int, kv_dty
 
     def share(tokens: int) -> int:
         layout = kv_layout(model, tokens, kv_dtype, page_size, tensor_parallel)
-        return sum(k.num_layers * ((k.pages_per_sequence if k.kind.value == "linear" else
+        return sum(k.num_layers * ((k.pages_per_sequence if not k.kind.splits_by_position else
                                     math.ceil(k.pages_per_sequence / n)) * page_size * k.bytes_per_token
                                    + k.state_bytes) for k in layout.layers)
 

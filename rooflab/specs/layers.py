@@ -115,7 +115,7 @@ class LayerType:
         """Whether a KV split by position (decode context or KV parallelism) shares this type's cache out: every
         softmax type's pages (ceil(pages / N) on the fullest GPU, each GPU attending over its share); a linear
         layer's fixed state stays whole on every GPU."""
-        return self.kind is not LayerKind.linear
+        return self.kind.splits_by_position
 
     def value_width(self, heads: AttentionHeads) -> int:
         """The width of what one head's attention returns, and its partial state carries: d_v, or for mla the
