@@ -1,7 +1,8 @@
 """The `rooflab` console script's first code: Ctrl-C while the command's modules load ends as one line, exit 130.
 
 Loading the CLI takes about half a second (typer, NumPy, the specs); an interrupt in that window used to end in a
-bare KeyboardInterrupt traceback, since the app's own interrupt handling (cli._ShortErrors) was not loaded yet.
+bare KeyboardInterrupt traceback, since the app's own interrupt handling (cli.error_path.guarded) was not loaded
+yet.
 This module imports nothing heavy itself, and the package's __init__ loads its names lazily, so the window before
 the handler below is Python's own start-up.
 """

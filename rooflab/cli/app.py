@@ -11,9 +11,11 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Union
 
-from .click_compat import Context, plain_help, typer
-from .error_path import EXIT_INTERRUPTED, Interrupted, error, guarded
+import typer
 from typer.core import TyperGroup
+
+from .click_compat import Context, plain_help
+from .error_path import EXIT_INTERRUPTED, Interrupted, error, guarded
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ class LazyGroup(TyperGroup):
 
 
 def build(name: str, target: "Union[str, Group]"):
-    """The click command (or group) `target` names, built as typer builds a registered one."""
+    """The click command (or group) `target` names, built as typer builds a registered one (typer.main's
+    get_group and get_command_from_info, what `app()` calls for each command it holds)."""
     if isinstance(target, Group):
         sub = typer.Typer(help=target.help, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                           cls=LazyGroup)

@@ -23,7 +23,7 @@ def test_the_cli_catches_the_errors_of_the_click_typer_runs_on():
 
 # --- `--help` of every command shows its defaults as '[default: ...]', never the rich-markup escape '\[default: ...]' (test_help.py until session 7) ----------
 # typer escapes the bracket for rich markup whenever rich is installed, even where rich does not render the help
-# (rooflab runs with rich_markup_mode None); rooflab/cli/__init__.py's _HelpFormatter shows the text as written.
+# (rooflab runs with rich_markup_mode None); rooflab/cli/click_compat.py's HelpFormatter shows the text as written.
 
 def _command_paths() -> list[list[str]]:
     out = []
@@ -54,7 +54,7 @@ def test_every_command_with_a_default_shows_it():
 
 
 # --- A single-value option given twice is refused naming it (click kept the last silently): every option of every (test_repeats.py until session 7) ----------
-# command (rooflab/cli/__init__.py: _refuse_repeats). Options that take lists (--context-len, --gpu of the charts,
+# command (rooflab/cli/click_compat.py: refuse_repeats). Options that take lists (--context-len, --gpu of the charts,
 # --fit-from) may repeat.
 
 def _single_value_options():
