@@ -316,8 +316,13 @@ def fit_group(kernel: Kernel, members: Sequence[Measurement], fitted: np.ndarray
     ratios = np.array([np.nan if c[3] is None else c[3] for c in choices])
     contenders = np.flatnonzero(_contenders(times[:, fitted], measured[fitted], ratios))
     best: tuple[float, Optional[Fit], np.ndarray] = (np.inf, None, np.array([]))
+    weighed = set()             # (fitted rows' times, ratio) fitted already: the same fit and loss, never lower
     for i in contenders:
         (k, alpha, n, ratio, f8), t = choices[i], times[i]
+        seen = (t[fitted].tobytes(), ratio)
+        if seen in weighed:
+            continue
+        weighed.add(seen)
         fit = fit_overhead_efficiency(t[fitted], measured[fitted])
         if ratio is not None and fit.efficiency * ratio > MAX_MEMORY_EFFICIENCY:
             continue
