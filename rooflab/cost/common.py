@@ -110,11 +110,22 @@ def _masked_array_type() -> type | tuple:
     return masked.MaskedArray if masked is not None else ()
 
 
+#: Scalars as_array answers in a few comparisons when they pass (the cost functions' usual arguments; bool is not
+#: among them: type(True) is bool), and the ints among them that an int64 array holds.
+_PLAIN_SCALARS = (float, int, np.float64, np.int64)
+_INT64_END = 2 ** 63
+
+
 def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | None = None,
              lo_open: bool = False) -> np.ndarray:
     """A workload argument as a float64 array, refusing values below `minimum` (at it too with `lo_open`), above
     `maximum` or not finite, and what is not real numbers: text, raw bytes (bytes, bytearray, memoryview),
     booleans, complex numbers, dates and durations, records, masked entries, ragged or nested containers."""
+    if type(value) in _PLAIN_SCALARS and (type(value) is not int or -_INT64_END <= value < _INT64_END):
+        number = float(value)           # one plain number in range: the array the checks below return, at once
+        if math.isfinite(number) and (number > minimum if lo_open else number >= minimum) and (
+                maximum is None or number <= maximum):
+            return np.asarray(number)
     if isinstance(value, (str, bytes, bytearray, memoryview)) or _is_bool(value):
         raise InputError(f"{name} must be numbers, got {shown(value)}")
     if isinstance(value, _masked_array_type()):

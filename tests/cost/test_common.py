@@ -116,3 +116,27 @@ def test_mla_latent_bytes_needs_an_mla_layer():
 
     with pytest.raises(InputError, match="mla"):
         mla_latent_bytes(load_model("llama-3-8b").layer_types["full"], DType.fp16)
+
+
+@pytest.mark.parametrize("value", [1, 7, 2**53 + 1, 2**62, 2**63 - 1, 1.0, 0.5, 1e300, np.float64(3.5), np.int64(9),
+                                   2**63, -(2**63), 0, -1, 0.0, math.nan, math.inf, -math.inf, 1e309 * 0])
+@pytest.mark.parametrize("minimum, maximum, lo_open", [(1, None, False), (0, None, True), (1, MAX_TOKENS, False),
+                                                       (1.0, 2.0**62, True)])
+def test_as_array_answers_plain_numbers_as_the_general_checks_do(value, minimum, maximum, lo_open):
+    """The plain-scalar shortcut of as_array (issue 24: the fit prices thousands of costs) returns what the checks
+    over an array return, a 0-d float64 array of the same value, and refuses with their words otherwise."""
+    from rooflab.errors import InputError
+
+    def general():
+        arr = np.asarray(np.asarray(value).astype(np.float64)).reshape(())
+        bad = not math.isfinite(arr) or arr < minimum or (lo_open and arr == minimum) or (
+            maximum is not None and arr > maximum)
+        return None if bad else arr
+
+    want = general()
+    if want is None:
+        with pytest.raises(InputError, match="count"):
+            as_array(value, "count", minimum, maximum, lo_open)
+    else:
+        got = as_array(value, "count", minimum, maximum, lo_open)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64 and got.shape == () and got == want
