@@ -8,11 +8,13 @@
 - E2E (E2EL): from sending a request to its last token.
 - output throughput: all output tokens over the benchmark's duration (first send to last token).
 - percentiles: numpy.percentile's default (linear interpolation), p50 is the median.
-Seconds inside (the harnesses print milliseconds).
+Seconds inside (the harnesses print milliseconds). `Simulation` is what a simulated run reports
+(rooflab.serve.simulate).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,3 +66,41 @@ def tpot_of(e2e_s: np.ndarray, ttft_s: np.ndarray, output_len: np.ndarray) -> np
     """Per-request TPOT of the requests with more than one output token."""
     many = output_len > 1
     return (e2e_s[many] - ttft_s[many]) / (output_len[many] - 1)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """One simulated benchmark run: per-metric distributions, throughput, and what the scheduler did."""
+
+    estimate: str
+    load: str
+    num_requests: int
+    duration_s: float
+    ttft: Distribution
+    tpot: Distribution
+    itl: Distribution
+    e2e: Distribution
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    requests_per_s: float
+    preemptions: int
+    steps: int
+    mean_decodes_per_step: float
+    num_gpus: int
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for metric in ("ttft", "tpot", "itl", "e2e"):
+            d = getattr(self, metric)
+            for stat in ("mean", "p50", "p90", "p99"):
+                rows.append({"estimate": self.estimate, "load": self.load, "metric": f"{metric}_s",
+                             "statistic": stat, "value": getattr(d, f"{stat}_s")})
+        for metric in ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "requests_per_s"):
+            rows.append({"estimate": self.estimate, "load": self.load, "metric": metric, "statistic": "",
+                         "value": getattr(self, metric)})
+        return pd.DataFrame(rows)

@@ -16,18 +16,17 @@ it had generated prefilled again), counted in `preemptions`; no waiting request 
 decodes have taken a step (vLLM V1 schedules no waiting request in a step that preempted; SGLang retracts decodes
 and raises its reserve for them), which is what keeps a full cache from re-admitting its victim forever.
 
-Runs of decode-only steps between events (an arrival, a finish, a page shortage) are advanced together, their
-step times from one vectorised call, which is what makes 10,000 requests take about a second
-(benchmarks/serve_simulation.py). Metrics per rooflab.serve.metrics (vllm bench serve's definitions); ITL pools
+Runs of decode-only steps between events (an arrival, a finish, a page shortage, an admission) are one timeout,
+their step times from one call; the decoding requests are aggregates that a step updates whatever the batch
+(rooflab.serve.decoding). That is what makes 10,000 requests take about a second (benchmarks/serve_simulation.py).
+Metrics per rooflab.serve.metrics (vllm bench serve's definitions); ITL pools
 every decode step's gap once per request that received a token at its end.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import deque
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -35,7 +34,8 @@ import simpy
 
 from ..cost.common import whole_number
 from ..errors import InputError, shown
-from .metrics import Distribution, tpot_of
+from .decoding import DecodingSet
+from .metrics import Distribution, Simulation, tpot_of
 from .replica import Replica
 from .steady import ESTIMATES
 from .workload import MAX_REQUESTS, ClosedLoop, RequestRate
@@ -44,84 +44,43 @@ from .workload import MAX_REQUESTS, ClosedLoop, RequestRate
 MAX_RUN = 4096
 
 
-@dataclass(frozen=True)
-class Simulation:
-    """One simulated benchmark run: per-metric distributions, throughput, and what the scheduler did."""
-
-    estimate: str
-    load: str
-    num_requests: int
-    duration_s: float
-    ttft: Distribution
-    tpot: Distribution
-    itl: Distribution
-    e2e: Distribution
-    output_tokens_per_s: float
-    output_tokens_per_s_per_gpu: float
-    requests_per_s: float
-    preemptions: int
-    steps: int
-    mean_decodes_per_step: float
-    num_gpus: int
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    def to_frame(self):
-        import pandas as pd
-
-        rows = []
-        for metric in ("ttft", "tpot", "itl", "e2e"):
-            d = getattr(self, metric)
-            for stat in ("mean", "p50", "p90", "p99"):
-                rows.append({"estimate": self.estimate, "load": self.load, "metric": f"{metric}_s",
-                             "statistic": stat, "value": getattr(d, f"{stat}_s")})
-        for metric in ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "requests_per_s"):
-            rows.append({"estimate": self.estimate, "load": self.load, "metric": metric, "statistic": "",
-                         "value": getattr(self, metric)})
-        return pd.DataFrame(rows)
-
-
 class _Engine:
-    """The engine process and its state (arrays per request; `running` in admission order)."""
+    """The engine process and its state: plain-Python lists per request (numpy's per-call cost exceeds the work on
+    a step's few requests); `running` and `prefilling` in admission order (dicts: ordered, O(1) removal); the
+    decoding requests as aggregates (rooflab.serve.decoding), their gen and pages written back when they leave."""
 
     def __init__(self, env: simpy.Environment, replica: Replica, step, inputs: np.ndarray, outputs: np.ndarray,
                  one=None, run=None):
-        self.env, self.r, self.step = env, replica, step
+        self.env, self.r = env, replica
         self.one = one or (lambda d, c, p: float(step(np.array([d]), np.array([c]), np.array([p]))[0]))
-        self.run_times = run or (lambda d, c0, k: np.asarray(step(np.full(k, d), c0 + d * np.arange(k, dtype=np.float64),
-                                                                 np.zeros(k)), dtype=np.float64))
+        self.run_times = run or (lambda d, c0, k: np.asarray(step(np.full(k, d), c0 + d * np.arange(
+            k, dtype=np.float64), np.zeros(k)), dtype=np.float64).tolist())
         s = replica.scheduler
-        self.budget = s.max_num_batched_tokens
-        self.max_running = replica.scheduler.running_cap
-        self.mixed = s.mixed
+        self.budget, self.max_running, self.mixed = s.max_num_batched_tokens, s.running_cap, s.mixed
         self.page = replica.page_size
         self.free_pages = replica.kv_tokens // self.page
         n = len(inputs)
-        self.prompt = inputs.astype(np.int64)                       # KV tokens of the prompt
-        self.compute = np.maximum(1, np.round(inputs * (1 - s.prefix_cache_hit_rate))).astype(np.int64)
-        self.cached = self.prompt - self.compute
-        self.out = outputs.astype(np.int64)
-        self.todo = self.compute.copy()                               # prompt tokens still to compute
-        self.gen = np.zeros(n, np.int64)                              # output tokens emitted
-        self.pages = np.zeros(n, np.int64)
-        self.sent = np.full(n, np.nan)
-        self.first = np.full(n, np.nan)
-        self.done_at = np.full(n, np.nan)
+        prompt = inputs.astype(np.int64)
+        compute = np.maximum(1, np.round(inputs * (1 - s.prefix_cache_hit_rate))).astype(np.int64)
+        self.out_tokens = outputs.astype(np.int64)
+        self.prompt, self.compute = prompt.tolist(), compute.tolist()    # KV tokens of the prompt; computed ones
+        self.cached = (prompt - compute).tolist()
+        self.out = self.out_tokens.tolist()
+        self.todo = list(self.compute)                                # prompt tokens still to compute
+        self.gen, self.pages = [0] * n, [0] * n                       # output tokens emitted; KV pages held
+        self.sent, self.first, self.done_at = [math.nan] * n, [math.nan] * n, [math.nan] * n
         self.events: list[Optional[simpy.Event]] = [None] * n
         self.waiting: deque[int] = deque()
-        self.running: list[int] = []
+        self.running: dict[int, None] = {}                            # dicts as ordered sets
+        self.prefilling: dict[int, None] = {}                         # running, prompt unfinished
+        self.seq, self.admissions = [0] * n, 0                        # admission order
+        self.dec = DecodingSet(self.page)                             # running, prompt computed
         self.wake: Optional[simpy.Event] = None
         self.next_arrival = math.inf                                  # set by the arrival process
-        self.preemptions = 0
         self.hold_admission = False                                   # set by a preemption until decodes advance
-        self.itl_gaps: list = []                                      # arrays (decode runs) and one-gap lists
-        self.itl_counts: list[int] = []                               # gaps of each entry of itl_gaps
+        self.itl_gaps: list[float] = []                               # every decode step's gap
         self.itl_weights: list[int] = []                              # requests that received a token at each
-        self.steps = 0
-        self.decode_steps_tokens = 0
-        self.last_token_step_end = 0.0
-        self.finished = 0
+        self.steps, self.finished, self.preemptions, self.last_token_step_end = 0, 0, 0, 0.0
 
     # ---- clients
     def submit(self, i: int) -> simpy.Event:
@@ -132,51 +91,60 @@ class _Engine:
             self.wake.succeed()
         return ev
 
+    # ---- the decoding set
+    def _stop_decoding(self, i: int) -> None:
+        self.gen[i], self.pages[i] = self.dec.remove(i)
+
+    def _advance(self, steps: int) -> list[int]:
+        """The decoding requests took `steps` steps: the ones that finished, in admission order."""
+        self.hold_admission = False
+        done = self.dec.advance(steps)
+        for i in done:
+            self._stop_decoding(i)
+        return done
+
     # ---- pages
-    def _pages_for(self, tokens) -> np.ndarray:
-        return -(-np.asarray(tokens, np.int64) // self.page)
-
-    def _kv_len(self, i: int) -> int:
-        return int(self.prompt[i] - self.todo[i] + self.gen[i] - (1 if self.gen[i] else 0))
-
-    def _preempt(self) -> None:
-        i = self.running.pop()
-        self.free_pages += int(self.pages[i])
+    def _preempt(self) -> int:
+        i, _ = self.running.popitem()                                 # the request scheduled last
+        if i in self.prefilling:
+            del self.prefilling[i]
+        else:
+            self._stop_decoding(i)
+        self.free_pages += self.pages[i]
         self.pages[i] = 0
         self.todo[i] = self.compute[i] + self.gen[i]                  # recompute prompt and generated tokens
         self.waiting.appendleft(i)
         self.preemptions += 1
         self.hold_admission = True
+        return i
 
     def _next_chunk(self, i: int, room: int) -> int:
         """The next chunk of a running request's unfinished prompt: at most `room` tokens and what its pages and the
         free pages hold; its pages taken."""
-        held = int(self.cached[i] + self.compute[i] + self.gen[i] - self.todo[i])    # KV tokens it already has
-        fits = (int(self.pages[i]) + self.free_pages) * self.page - held
-        chunk = int(min(self.todo[i], room, fits))
+        held = self.cached[i] + self.compute[i] + self.gen[i] - self.todo[i]      # KV tokens it already has
+        fits = (self.pages[i] + self.free_pages) * self.page - held
+        chunk = min(self.todo[i], room, fits)
         if chunk > 0:
-            need = int(self._pages_for(held + chunk))
-            self.free_pages -= need - int(self.pages[i])
+            need = -(-(held + chunk) // self.page)
+            self.free_pages -= need - self.pages[i]
             self.pages[i] = need
         return chunk
 
     # ---- one scheduling decision
-    def _admit(self, room: int, prefill: list) -> int:
+    def _admit(self, room: int, prefill: list) -> None:
         """Admit waiting requests into `prefill` [(id, tokens)] while room, the running limit and pages allow."""
         while self.waiting and room > 0 and len(self.running) < self.max_running:
             i = self.waiting[0]
-            chunk = int(min(self.todo[i], room))
-            need = int(self._pages_for(self.cached[i] + chunk + (self.compute[i] + self.gen[i] - self.todo[i])))
-            need = max(need, 1)
+            chunk, need = self._admission(i, room)
             if need - self.pages[i] > self.free_pages:
                 break
             self.waiting.popleft()
-            self.free_pages -= need - int(self.pages[i])
+            self.free_pages -= need - self.pages[i]
             self.pages[i] = need
-            self.running.append(i)
+            self.running[i] = self.prefilling[i] = None
+            self.seq[i], self.admissions = self.admissions, self.admissions + 1
             prefill.append((i, chunk))
             room -= chunk
-        return room
 
     def run(self):
         env = self.env
@@ -188,140 +156,133 @@ class _Engine:
                 yield self.wake
                 self.wake = None
                 continue
-            ids = np.fromiter(self.running, np.int64, len(self.running))
-            todo = self.todo[ids]
             prefill: list = []
             room = self.budget
-            for i in ids[todo > 0]:                                   # unfinished prompts, in admission order
-                chunk = self._next_chunk(int(i), room)
+            for i in self.prefilling:                                 # unfinished prompts, in admission order
+                chunk = self._next_chunk(i, room)
                 if chunk > 0:
-                    prefill.append((int(i), chunk))
+                    prefill.append((i, chunk))
                     room -= chunk
-            decodes = ids[todo == 0]
-            admit = not (self.hold_admission and len(decodes))         # after a preemption: decode first
+            decodes = self.dec.count
+            admit = not (self.hold_admission and decodes)             # after a preemption: decode first
             if self.mixed:
                 if admit:
-                    self._admit(room - len(decodes), prefill)
+                    self._admit(room - decodes, prefill)
             else:
                 if admit:
                     self._admit(room, prefill)
                 if prefill:
-                    decodes = decodes[:0]
-            if not len(decodes) and not prefill:                      # nothing admissible: KV full of prefills
+                    decodes = 0
+            if not decodes and not prefill:                           # nothing admissible: KV full of prefills
                 if self.running:
                     self._preempt()
                     continue
                 raise InputError("a waiting request cannot be admitted: its prompt needs more KV pages than the "
                                  f"cache holds ({self.r.kv_tokens:,} tokens)")
-            if len(decodes) and not prefill:
-                yield from self._decode_run(decodes)
+            if decodes and not prefill:
+                yield from self._decode_run()
             else:
-                yield from self._mixed_step(decodes, prefill)
+                yield from self._step(decodes > 0, prefill)
 
-    def _mixed_step(self, ids: np.ndarray, prefill: list):
-        if len(ids):                                                  # a decode may need a page for its token
-            lens = self.prompt[ids] + self.gen[ids]
-            need = int(np.sum(self._pages_for(lens) - self.pages[ids]))
+    def _step(self, decodes: bool, prefill: list):
+        """One step of prefill chunks and, with `decodes`, every decoding request's next token."""
+        d = 0
+        if decodes:                                                   # a decode may need a page for its token
+            need = self.dec.need(1)
             while need > self.free_pages and self.running:
-                victim = self.running[-1]
-                self._preempt()
-                ids = ids[ids != victim]
+                victim = self._preempt()
                 prefill = [(i, c) for i, c in prefill if i != victim]
-                lens = self.prompt[ids] + self.gen[ids]
-                need = int(np.sum(self._pages_for(lens) - self.pages[ids])) if len(ids) else 0
-            if len(ids):
-                self.free_pages -= need
-                self.pages[ids] = self._pages_for(lens)
-        context = float(np.sum(self.prompt[ids] + self.gen[ids])) if len(ids) else 0.0
-        tokens = float(sum(c for _, c in prefill))
-        t = self.one(float(len(ids)), context, tokens)
+                need = self.dec.need(1)
+            self.free_pages -= need
+            d = self.dec.count
+        context = float(self.dec.context_tokens) if d else 0.0
+        t = self.one(float(d), context, float(sum(c for _, c in prefill)))
         yield self.env.timeout(t)
         self.steps += 1
         now = self.env.now
-        if len(ids):
-            self.hold_admission = False
-            self.gen[ids] += 1
-            self.itl_gaps.append([now - self.last_token_step_end])
-            self.itl_counts.append(1)
-            self.itl_weights.append(len(ids))
-        done = [int(i) for i in ids[self.gen[ids] >= self.out[ids]]]
+        done = []
+        if d:
+            done = self._advance(1)
+            self.itl_gaps.append(now - self.last_token_step_end)
+            self.itl_weights.append(d)
         for i, chunk in prefill:
             self.todo[i] -= chunk
             if self.todo[i] == 0:
-                if self.gen[i] == 0:
-                    self.gen[i] = 1
-                if np.isnan(self.first[i]):
+                del self.prefilling[i]
+                self.gen[i] = max(self.gen[i], 1)                      # the prefill's token (none if recomputed)
+                if math.isnan(self.first[i]):
                     self.first[i] = now
                 if self.gen[i] >= self.out[i]:
                     done.append(i)
-        if len(ids) or self.mixed:                                    # a prefill-only step stalls the decodes
+                else:
+                    self.dec.add(i, self.prompt[i], self.gen[i], self.pages[i], self.out[i], self.seq[i])
+        if d or self.mixed:                                           # a prefill-only step stalls the decodes
             self.last_token_step_end = now
         if done:
             self._finish(done)
             yield self.env.timeout(0)                                 # let the clients resubmit first
 
-    def _decode_run(self, ids: np.ndarray):
-        gen = self.gen[ids]
-        left = self.out[ids] - gen
-        k = int(min(MAX_RUN, left.min()))
-        lens = self.prompt[ids] + gen                                 # KV once this step's token is appended
-        held = int(self.pages[ids].sum())
-
-        def need(steps: int) -> int:
-            return int(self._pages_for(lens + steps - 1).sum()) - held
-
-        bound = len(ids) * (k // self.page + 1)                      # pages k more tokens could take at most
-        if bound > self.free_pages and need(k) > self.free_pages:
-            if need(1) > self.free_pages:
+    def _decode_run(self):
+        """Decode-only steps up to the next event (a finish, an arrival, a page shortage), in one timeout."""
+        k = min(MAX_RUN, self.dec.steps_to_finish())
+        if self.dec.count * (k // self.page + 1) > self.free_pages and self.dec.need(k) > self.free_pages:
+            if self.dec.need(1) > self.free_pages:
                 self._preempt()
                 return
             lo, hi = 1, k
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if need(mid) <= self.free_pages else (lo, mid - 1)
+                lo, hi = (mid, hi) if self.dec.need(mid) <= self.free_pages else (lo, mid - 1)
             k = lo
-        d = float(len(ids))
-        c0 = float(lens.sum())
+        d = self.dec.count
+        c0 = float(self.dec.context_tokens)
+        start = self.env.now
+        due = self.next_arrival - start
         if self._admissible():
             k = 1
-        elif self.next_arrival < math.inf:                            # steps only grow: due / first step bounds k
-            first = self.one(d, c0, 0.0)
-            k = max(1, min(k, int((self.next_arrival - self.env.now) / max(first, 1e-12)) + 2))
-        times = self.run_times(d, c0, k)
-        ends = np.cumsum(times)
-        if self.next_arrival < math.inf:
-            j = int(np.searchsorted(ends, self.next_arrival - self.env.now, side="left"))
-            k = max(1, min(k, j + 1))
-        after = self._pages_for(lens + k - 1)
-        self.free_pages -= int(after.sum()) - held
-        self.pages[ids] = after
-        start = self.env.now
-        yield self.env.timeout(float(ends[k - 1]))
-        self.hold_admission = False
+        elif due < math.inf:                                          # steps only grow: due / first step bounds k
+            first = self.one(float(d), c0, 0.0)
+            k = max(1, min(k, int(due / max(first, 1e-12)) + 2))
+        times = self.run_times(float(d), c0, k)
+        end, taken = 0.0, 0
+        for t in times:                                               # stop at the step the arrival falls in
+            end += t
+            taken += 1
+            if taken == k or end >= due:
+                break
+        k = taken
+        self.free_pages -= self.dec.need(k)
+        yield self.env.timeout(end)
         self.steps += k
-        gaps = times[:k].copy()
-        gaps[0] += start - self.last_token_step_end
-        self.itl_gaps.append(gaps)
-        self.itl_counts.append(k)
-        self.itl_weights.append(len(ids))
-        self.gen[ids] = gen + k
+        self.itl_gaps.append(times[0] + (start - self.last_token_step_end))
+        self.itl_gaps.extend(times[1:k])
+        self.itl_weights.extend([d] * k)
+        done = self._advance(k)
         self.last_token_step_end = self.env.now
-        done = ids[left == k]
-        if len(done):
-            self._finish(done.tolist())
+        if done:
+            self._finish(done)
             yield self.env.timeout(0)                                 # let the clients resubmit first
 
     def _admissible(self) -> bool:
-        return bool(self.waiting) and len(self.running) < self.max_running and self.free_pages > 0
+        """Whether the next step admits a waiting request (_admit's test). A decode run keeps its batch and only
+        takes pages, so a request that cannot be admitted now cannot be before the run's end."""
+        if not self.waiting or len(self.running) >= self.max_running:
+            return False
+        i, room = self.waiting[0], self.budget - (self.dec.count if self.mixed else 0)
+        return room > 0 and self._admission(i, room)[1] - self.pages[i] <= self.free_pages
+
+    def _admission(self, i: int, room: int) -> tuple[int, int]:
+        """(the chunk waiting request i would be admitted with, the pages it would then hold)."""
+        chunk = min(self.todo[i], room)
+        held = self.cached[i] + self.compute[i] + self.gen[i] - self.todo[i]      # KV tokens it keeps: cached
+        return chunk, max(1, -(-(held + chunk) // self.page))
 
     def _finish(self, ids: list) -> None:
-        if not ids:
-            return
-        gone = set(ids)
-        self.running = [i for i in self.running if i not in gone]
+        now = self.env.now
         for i in ids:
-            self.done_at[i] = self.env.now
-            self.free_pages += int(self.pages[i])
+            del self.running[i]
+            self.done_at[i] = now
+            self.free_pages += self.pages[i]
             self.pages[i] = 0
             self.finished += 1
             self.events[i].succeed()
@@ -391,13 +352,14 @@ def _arrivals(env: simpy.Environment, engine: _Engine, times: np.ndarray, max_co
 
 
 def _result(replica: Replica, e: _Engine, load, estimate: str) -> Simulation:
-    ttft = e.first - e.sent
-    e2e = e.done_at - e.sent
-    tpot = tpot_of(e2e, ttft, e.out)
-    duration = float(np.nanmax(e.done_at) - np.nanmin(e.sent))
-    gaps = np.concatenate(e.itl_gaps) if e.itl_gaps else np.zeros(0)
-    weights = np.repeat(np.asarray(e.itl_weights, np.float64), e.itl_counts) if e.itl_weights else np.zeros(0)
-    total_out = float(e.out.sum())
+    sent, done_at = np.asarray(e.sent), np.asarray(e.done_at)
+    ttft = np.asarray(e.first) - sent
+    e2e = done_at - sent
+    tpot = tpot_of(e2e, ttft, e.out_tokens)
+    duration = float(np.nanmax(done_at) - np.nanmin(sent))
+    gaps = np.asarray(e.itl_gaps, np.float64)
+    weights = np.asarray(e.itl_weights, np.float64)
+    total_out = float(e.out_tokens.sum())
     rate = total_out / duration if duration > 0 else 0.0
     decode_steps = float(weights.sum())
     return Simulation(estimate, load.describe(), len(e.out), duration, Distribution.of(ttft), Distribution.of(tpot),

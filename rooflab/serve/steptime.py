@@ -19,9 +19,9 @@ overlapped, as rooflab.step's t_floor_s); the prediction is the sum of the rows'
 lacks a fit (then `predicted_s` returns None and `provenance` names what is missing).
 
 `one(estimate)` and `run(estimate)` are the simulation's fast paths: the same numbers as `floor_s` /
-`predicted_s` (tested), one step priced in plain Python (numpy's per-call overhead is some hundreds of
-microseconds, and a simulation prices a step per event) and a run of decode-only steps at a fixed batch priced
-in one interpolation over the context grid.
+`predicted_s` (tested), one step priced in plain Python (numpy's per-call overhead is some microseconds an
+operation, and a simulation prices a step per event) and a run of decode-only steps at a fixed batch priced
+along the context grid (plain Python for a short run, numpy past LONG_RUN steps).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from ..step_table import StepTable
 ESTIMATES = ("floor", "predicted")
 #: Decode runs up to this many steps are priced step by step in plain Python (faster than numpy's calls).
 SHORT_RUN = 4
+#: Decode runs longer than this are priced in numpy (shorter ones in plain Python: numpy's calls cost more).
+LONG_RUN = 64
 _COLUMNS = {"floor": (0, 1, 2), "predicted": (3,)}
 
 
@@ -105,8 +107,8 @@ class TableStepTimes:
                 i = min(int(np.searchsorted(dg, d, side="right")) - 1, len(dg) - 2)
                 u = (d - dg[i]) / (dg[i + 1] - dg[i])
                 row = (1 - u) * t.decode_parts[i][:, cols] + u * t.decode_parts[i + 1][:, cols]
-                const = np.array([a + b for a, b in zip(tokens.at(d * t.q_len), seqs.at(d * t.q_len))])
-                hit = cache[d] = (const, row, row.tolist())
+                const = [a + b for a, b in zip(tokens.at(d * t.q_len), seqs.at(d * t.q_len))]
+                hit = cache[d] = (const, row, row.tolist(), row.T.tolist())
             return hit
 
         return at
@@ -147,23 +149,46 @@ class TableStepTimes:
         return time_s
 
     def run(self, estimate: str):
-        """A function (decodes, first summed context, steps) -> seconds of each of `steps` decode-only steps whose
+        """A function (decodes, first summed context, steps) -> [seconds of each of `steps` decode-only steps] whose
         summed context grows by `decodes` a step (None: no prediction). At a fixed batch the tokens and sequences
-        parts are constant and the decode part is linear in the mean context between grid points."""
+        parts are constant and the decode part is linear in the mean context between grid points; the mean grows
+        by one a step, so the grid cell is walked, not searched. Plain Python: a simulation's runs are some ten
+        steps, where numpy's per-call cost exceeds the work (the same arithmetic, in the same order, as
+        `floor_s` / `predicted_s` take on these arrays)."""
         if estimate == "predicted" and not self.has_prediction:
             return None
-        lg = self.table.context_grid.astype(np.float64)
+        grid = self.table.context_grid.astype(np.float64)
+        lg = grid.tolist()
+        low, high, top = lg[0], lg[-1], len(lg) - 2
+        span = [b - a for a, b in zip(lg, lg[1:])]
         decodes = self._at_decodes(list(_COLUMNS[estimate]))
         one = self.one(estimate)
 
-        def times_s(d: float, c0: float, steps: int) -> np.ndarray:
-            if steps <= SHORT_RUN:                                 # numpy's per-call cost exceeds the work
-                return np.array([one(d, c0 + d * k, 0.0) for k in range(steps)])
-            const, row, _ = decodes(d)
-            means = np.clip((c0 + d * np.arange(steps, dtype=np.float64)) / d, lg[0], lg[-1])
-            j = np.minimum(np.searchsorted(lg, means, side="right") - 1, len(lg) - 2)
-            v = ((means - lg[j]) / (lg[j + 1] - lg[j]))[:, None]
-            return (row[j] * (1 - v) + row[j + 1] * v + const).max(axis=1)
+        def times_s(d: float, c0: float, steps: int) -> list[float]:
+            if steps <= SHORT_RUN:
+                return [one(d, c0 + d * k, 0.0) for k in range(steps)]
+            const, rows = decodes(d)[:2]
+            if steps > LONG_RUN:                                   # long enough for numpy's calls to pay
+                means = np.clip((c0 + d * np.arange(steps, dtype=np.float64)) / d, low, high)
+                j = np.minimum(np.searchsorted(lg, means, side="right") - 1, top)
+                v = ((means - grid[j]) / (grid[j + 1] - grid[j]))[:, None]
+                return (rows[j] * (1 - v) + rows[j + 1] * v + np.array(const)).max(axis=1).tolist()
+            columns = decodes(d)[3]
+            out = []
+            j = min(bisect.bisect_right(lg, min(max(c0 / d, low), high)) - 1, top)
+            for k in range(steps):
+                mean = (c0 + d * k) / d
+                mean = low if mean < low else high if mean > high else mean
+                while j < top and lg[j + 1] <= mean:
+                    j += 1
+                v = (mean - lg[j]) / span[j]
+                w = 1 - v
+                if len(const) == 1:
+                    col = columns[0]
+                    out.append(col[j] * w + col[j + 1] * v + const[0])
+                else:
+                    out.append(max([col[j] * w + col[j + 1] * v + e for col, e in zip(columns, const)]))
+            return out
 
         return times_s
 
