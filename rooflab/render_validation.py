@@ -9,7 +9,7 @@ from .predict import MAX_AUTO_ERROR
 from .units import fmt_rate, fmt_seconds
 
 if TYPE_CHECKING:
-    from .bench.validate import GroupSummary, Validation
+    from .fit.validate import GroupSummary, Validation
 
 _CSV_KEYS = ("kernel", "impl", "rows", "fraction_of_floor_datasheet", "fraction_of_floor_calibrated",
              "achieved_bytes_per_s", "achieved_flop_per_s", "overhead_s", "efficiency", "units_per_sm",

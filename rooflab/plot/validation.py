@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from .style import chart, IMPL_MARKERS, KERNEL_COLORS, OTHER_MARKER, new_figure, seconds_formatter, title
 
 if TYPE_CHECKING:
-    from ..bench.validate import Validation
+    from ..fit.validate import Validation
 
 #: The model's claimed bounds, drawn as bands around y = x.
 ERROR_BANDS = (0.10, 0.25)

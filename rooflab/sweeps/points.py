@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..bench.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
+from ..fit.validate import MeasuredPoint  # noqa: F401  (a chart input, defined beside the validation it comes from)
 from ..cost.batch import DecodeBatch
 from ..cost.common import KernelCost
 from ..cost.layers import layer_decode, layer_heads, layer_prefill, main_attention
