@@ -134,3 +134,30 @@ def test_a_remembered_schedule_is_the_simulation_itself():
     assert _remembered_makespan(shuffled.tobytes(), 132) == _list_makespan(shuffled, 132)
     big = rng.integers(1, 50, MEMO_MAX_UNITS + 1).astype(float)
     assert schedule_fraction(big, 132) == pytest.approx(_heap_schedule_fraction(big.tolist(), 132), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_makespan_a_wave_at_a_time_is_the_heap_simulation_exactly(seed):
+    """_wave_makespan (NumPy, a wave of `slots` units a step) and the heap give the oracle's makespan to the last
+    bit: flash-shaped work, random floats, ties, and works so unlike that adding one to another changes nothing."""
+    import heapq
+
+    from rooflab.cost.parallel import WAVE_MIN_SLOTS, _list_makespan, _wave_makespan
+
+    def oracle(work: list[float], slots: int) -> float:
+        finish = list(work[:slots])
+        heapq.heapify(finish)
+        for w in work[slots:]:
+            heapq.heappush(finish, heapq.heappop(finish) + w)
+        return max(finish)
+
+    rng = np.random.default_rng(seed)
+    slots = int(rng.choice([1, 2, 7, 66, 132, WAVE_MIN_SLOTS, 264, 1056]))
+    n = int(rng.integers(slots + 1, 6 * slots + 400))
+    cases = [np.asarray(_flash_like(rng, True)), np.asarray(_flash_like(rng, False)), rng.uniform(0.1, 100, n),
+             rng.integers(1, 4, n).astype(float), rng.choice([1e-20, 1.0, 3.0, 1e20], n)]
+    for work in cases:
+        if work.size <= slots:
+            continue
+        want = oracle(work.tolist(), slots)
+        assert _wave_makespan(work, slots) == want and _list_makespan(work, slots) == want
