@@ -11,7 +11,9 @@ and its output tokens per GPU are B O / (T N), its TPOT (O - 1) t_decode / (O - 
 everything overlapped) and predictions (t_predicted_s) are put through the same formula; a row whose measured time
 is below its floor beats it. The deployment: TP and PP as the row states, the weights in the row's format
 (fp8 rows: fp8 weights, fp8 GEMMs), the KV cache in its dtype, CUDA graphs and fused elementwise work (the engines'
-own kernels), utilisation 0.9, memory checked by rooflab.capacity.
+own kernels), utilisation 0.9, memory checked by rooflab.capacity. A row states its run as a throughput (output or
+total tokens per second) or as the run's wall time (batch_latency_s: vllm bench latency's batch of B; batch1_latency_s:
+a batch of one), all put back to T.
 
     python benchmarks/step_vs_published.py            # the table RESULTS.md holds, and the named cases
 """
@@ -30,7 +32,14 @@ from rooflab.render_step import render_step
 from rooflab.step import step_report
 from rooflab.units import DType
 
-MODELS = {"meta-llama/Llama-2-13b-hf": None}        # not bundled: skipped
+#: A published row's model -> the bundled model priced for it (None: not bundled, skipped). An alias is the same
+#: architecture under another checkpoint name: Llama 3.1 8B has Llama 3 8B's layers, heads and widths (only its RoPE
+#: scaling and context differ, which a 160-token run never reaches); DeepSeek-R1 is DeepSeek-V3's architecture.
+MODELS = {"meta-llama/Llama-2-13b-hf": None,
+          "meta-llama/Meta-Llama-3.1-8B-Instruct": "llama-3-8b",
+          "deepseek-ai/DeepSeek-R1": "deepseek-v3"}
+#: Metrics that are the wall time of the whole static-batch run as the row states it.
+RUN_TIMES = ("batch_latency_s", "batch1_latency_s")
 WEIGHTS = {"fp8": "fp8", "fp16": None, "bf16": None}
 KV = {"fp8_e4m3": DType.fp8_e4m3, "fp8_e5m2": DType.fp8_e5m2, "fp16": DType.fp16, "bf16": DType.bf16}
 
@@ -43,14 +52,19 @@ def run_time(model, gpu, dep, batch, input_len, output_len):
     floor = pre.t_floor_s + steps * dec.t_floor_s
     pred = None if pre.t_predicted_s is None or dec.t_predicted_s is None else \
         pre.t_predicted_s + steps * dec.t_predicted_s
-    heavy = max(dec.rows, key=lambda r: r.t_predicted_s or 0)
     share = steps * dec.t_predicted_s / pred if pred else 0
-    return floor, pred, f"decode {share:.0%} of the run; its largest row: {heavy.label.split(' (')[0]}"
+    phase, report = ("decode", dec) if share >= 0.5 else ("prefill", pre)
+    heavy = max(report.rows, key=lambda r: r.t_predicted_s or 0)
+    return floor, pred, f"decode {share:.0%} of the run; the {phase}'s largest row: {heavy.label.split(' (')[0]}"
 
 
 def measured_time(row):
     """The run's time from what the source states."""
     tokens = row.batch * row.output_len
+    if row.metric.value in RUN_TIMES:
+        return row.value
+    if row.metric.value == "total_tokens_per_s":
+        return row.batch * (row.input_len + row.output_len) / row.value
     if row.metric.value == "output_tokens_per_s_per_gpu":
         return tokens / (row.value * row.num_gpus)
     if row.metric.value == "output_tokens_per_s":
@@ -62,10 +76,11 @@ def table():
     pub = load_published()
     out, errors = [], defaultdict(list)
     for row in pub.steps:
-        if MODELS.get(row.model, row.model) is None or row.speculative:
+        priced = MODELS.get(row.model, row.model)
+        if priced is None or row.speculative:
             continue
         try:
-            model, gpu = load_model(row.model), load_gpu(row.gpu)
+            model, gpu = load_model(priced), load_gpu(row.gpu)
         except Exception:
             continue
         t = measured_time(row)

@@ -40,6 +40,7 @@ class StepMetric(_Named):
     tpot_s = "tpot_s"
     step_s = "step_s"
     batch1_latency_s = "batch1_latency_s"
+    batch_latency_s = "batch_latency_s"    # one static batch of B, prefill and every decode step (vllm bench latency)
     output_tokens_per_s = "output_tokens_per_s"
     output_tokens_per_s_per_gpu = "output_tokens_per_s_per_gpu"
     total_tokens_per_s = "total_tokens_per_s"
