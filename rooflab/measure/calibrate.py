@@ -336,12 +336,20 @@ def with_measured(spec_text: str, m: MeasuredCeilings) -> str:
 
 
 def write_spec(source: Path, target: Path, m: MeasuredCeilings) -> None:
-    """Write `source` with the measured section into `target`, atomically; refuse a file rooflab could not read."""
+    """Write `source` with the measured section into `target`, atomically; refuse a file rooflab could not read.
+
+    Calibrate does not measure launch times (benchmarks/eager_launch.py does): where `m` has none, the source's
+    `measured.launch` is kept, so a fresh calibration does not drop the step's small-kernel times."""
     from ..load import clear_cache, parse_yaml, spec_from_mapping
     from ..output import write_atomic
     from ..specs import GpuSpec
 
-    text = with_measured(source.read_text(), m)
+    original = source.read_text()
+    if m.launch is None:
+        before = spec_from_mapping(GpuSpec, parse_yaml(original, str(source)), str(source)).measured
+        if before is not None and before.launch is not None:
+            m = dataclasses.replace(m, launch=before.launch)
+    text = with_measured(original, m)
     spec_from_mapping(GpuSpec, parse_yaml(text, str(target)), str(target))
     write_atomic(target, text)
     clear_cache()

@@ -83,3 +83,21 @@ def test_fp8_and_collectives_together_are_refused():
 
     result = CliRunner().invoke(app, ["calibrate", "--fp8", "--collectives"])
     assert result.exit_code != 0 and "--fp8" in result.output
+
+
+def test_a_fresh_calibration_keeps_the_specs_measured_launch_times(tmp_path):
+    """Calibrate measures no launch times; writing a fresh measured section (no `launch`) into the H200's spec
+    keeps the spec's `measured.launch`, which the step reads, instead of dropping it."""
+    import dataclasses
+
+    from rooflab.load import data_dir, load_gpu
+    from rooflab.measure.calibrate import write_spec
+
+    before = load_gpu("h200-sxm").measured
+    assert before.launch is not None
+    fresh = dataclasses.replace(before, launch=None, copy_bytes_per_s=before.copy_bytes_per_s * 0.99)
+    target = tmp_path / "h200-sxm.yaml"
+    write_spec(data_dir("hardware") / "h200-sxm.yaml", target, fresh)
+    after = load_gpu(str(target)).measured
+    assert after.launch == before.launch
+    assert after.copy_bytes_per_s == pytest.approx(before.copy_bytes_per_s * 0.99, rel=1e-4)
