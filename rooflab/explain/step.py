@@ -33,7 +33,7 @@ from ..step.pricing import StepContext
 from ..step.rows import StepRow
 from ..units import DType
 from ..vocab import Pipe
-from .derivation import Explanation, Unit, _Derivation
+from .derivation import Explanation, Step, Unit, _Derivation
 
 #: The single-m GEMM rows: label prefix -> (weight component, which rows go through them).
 _GEMM_ROWS = {"attention projections": ("attention", "tokens"), "MLP (gate/up": ("dense_mlp", "gathered"),
@@ -124,10 +124,10 @@ def _shared_symbols(d: _Derivation, r: StepReport, ctx: StepContext) -> None:
         d.given("S", r.stage_slots, "stage times a step takes: max(M, PP) decode, M + PP - 1 prefill")
 
 
-def _given_row(d: _Derivation, name: str, value: float, unit: Unit, note: str) -> None:
-    """A figure taken as the row gives it (no formula of its own here)."""
+def _given_row(d: _Derivation, name: str, field: str, value: float, unit: Unit, note: str) -> None:
+    """A figure as the row gives it, its formula the StepRow field it is (`row.flops`): no working of its own here."""
     d.symbols[name] = float(value)
-    d.step(name, name, value, unit, note)
+    d._steps.append(Step(name, f"row.{field}", f"row.{field}", float(value), unit, note))
 
 
 def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens, pp: int) -> None:
@@ -140,10 +140,10 @@ def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens,
         note = {"draft": "the draft's own rows summed, k times"}.get(row.variant, f"the row's launches{layers}")
         if row.layer_type:
             note += f"; one layer's working: rooflab explain --variant {row.variant} --layer-type {row.layer_type}"
-        _given_row(d, F, row.flops, Unit.flop, note)
-        _given_row(d, Q, row.hbm_bytes, Unit.bytes, note)
+        _given_row(d, F, "flops", row.flops, Unit.flop, note)
+        _given_row(d, Q, "hbm_bytes", row.hbm_bytes, Unit.bytes, note)
         return
-    _given_row(d, W, row.weight_bytes, Unit.bytes, "weight bytes read once a step (the row's)")
+    _given_row(d, W, "weight_bytes", row.weight_bytes, Unit.bytes, "weight bytes read once a step (the row's)")
     if moe:
         _moe_work(d, i, row, ctx, toks)
         return
@@ -172,7 +172,7 @@ def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens,
         d.given(f"L{i}", n_layers, "layers")
         d.step(kn, f"L{i} * (2 * H + 3 * w{i})", n_layers * (2 * model.hidden_size + 3 * width), Unit.count)
     else:
-        _given_row(d, f"A{i}", row.hbm_bytes - row.weight_bytes, Unit.bytes,
+        _given_row(d, f"A{i}", "hbm_bytes - row.weight_bytes", row.hbm_bytes - row.weight_bytes, Unit.bytes,
                    "activation bytes of the QKV and O GEMMs of every layer type (the row's)")
         d.step(Q, f"{W} + A{i}", row.hbm_bytes, Unit.bytes)
         return
@@ -216,28 +216,27 @@ def _floors(d: _Derivation, i: int, row: StepRow, ctx: StepContext) -> None:
         d.given(f"pi{i}", roof[0], roof[1])
         d.step(f"tc{i}", f"F{i} / pi{i}", row.t_compute_s, Unit.seconds)
     else:
-        _given_row(d, f"tc{i}", row.t_compute_s, Unit.seconds, "each launch's FLOPs over its pipe's rate, summed")
+        _given_row(d, f"tc{i}", "t_compute_s", row.t_compute_s, Unit.seconds,
+                   "each launch's FLOPs over its pipe's rate, summed")
     if row.t_exp_s:
-        _given_row(d, f"te{i}", row.t_exp_s, Unit.seconds, "the exps over the exp roof")
-    else:
-        d.symbols[f"te{i}"] = 0.0
+        _given_row(d, f"te{i}", "t_exp_s", row.t_exp_s, Unit.seconds, "the exps over the exp roof")
     d.step(f"tm{i}", f"Q{i} / beta", row.t_memory_s, Unit.seconds)
-    whole = f"max(tc{i}, te{i}, tm{i})"
+    whole = f"max(tc{i}, te{i}, tm{i})" if row.t_exp_s else f"max(tc{i}, tm{i})"
     if math.isclose(max(row.t_compute_s, row.t_exp_s, row.t_memory_s), row.t_floor_s, rel_tol=1e-9):
         d.step(f"tf{i}", whole, row.t_floor_s, Unit.seconds, f"{row.bound} binds")
     else:
-        _given_row(d, f"tf{i}", row.t_floor_s, Unit.seconds, f"each launch's max(compute, exp, memory), summed: "
-                                                             f"above {whole}; {row.bound} binds the most")
+        _given_row(d, f"tf{i}", "t_floor_s", row.t_floor_s, Unit.seconds,
+                   f"each launch's max(compute, exp, memory), summed: above {whole}; {row.bound} binds the most")
 
 
 def _link(d: _Derivation, i: int, row: StepRow, gpu: GpuSpec, gpus: int) -> None:
     """A collective's floor: its bus bytes at the link's datasheet bandwidth."""
-    _given_row(d, f"C{i}", row.comm_bytes, Unit.bytes, f"bus bytes over {row.calls:,} calls (the row's)")
+    _given_row(d, f"C{i}", "comm_bytes", row.comm_bytes, Unit.bytes, f"bus bytes over {row.calls:,} calls (the row's)")
     link = interconnect_of(gpu)
     world = next((w for w in range(2, max(gpus, 2) + 1) if row.t_floor_s and
                   math.isclose(row.comm_bytes / link.link_for(w), row.t_floor_s, rel_tol=1e-9)), None)
     if world is None:
-        _given_row(d, f"tf{i}", row.t_floor_s, Unit.seconds, "the link's floor")
+        _given_row(d, f"tf{i}", "t_floor_s", row.t_floor_s, Unit.seconds, "the link's floor")
         return
     rate = f"beta_link{'' if link.link_for(world) == link.link_for(2) else f'_{world}'}"
     d.given(rate, link.link_for(world), "B/s, the link's datasheet bandwidth" + (
@@ -256,7 +255,7 @@ def _prediction(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _T
     if row.variant == "elementwise" and r.pipeline_parallel == 1 and ctx.pricer.launches.times is not None:
         _small_ops(d, i, row, ctx, toks.tokens, note)
         return
-    _given_row(d, name, row.t_predicted_s, Unit.seconds, note)
+    _given_row(d, name, "t_predicted_s", row.t_predicted_s, Unit.seconds, note)
 
 
 def _small_ops(d: _Derivation, i: int, row: StepRow, ctx: StepContext, tokens: int, note: str) -> None:
@@ -284,7 +283,8 @@ def _totals(d: _Derivation, r: StepReport) -> list[str]:
     idx = range(1, len(r.rows) + 1)
     work = [i for i, x in zip(idx, r.rows) if not x.is_communication]
     link = [i for i, x in zip(idx, r.rows) if x.is_communication]
-    sums = {"T_compute": (" + ".join(f"max(tc{i}, te{i})" for i in work) or "0",
+    tc = [f"max(tc{i}, te{i})" if f"te{i}" in d.symbols else f"tc{i}" for i in work]
+    sums = {"T_compute": (" + ".join(tc) or "0",
                           sum(max(x.t_compute_s, x.t_exp_s) for x in r.rows if not x.is_communication)),
             "T_memory": (" + ".join(f"tm{i}" for i in work) or "0",
                          sum(x.t_memory_s for x in r.rows if not x.is_communication)),
