@@ -413,6 +413,15 @@ COMMANDS: dict[str, list[Opt]] = {
 # every chart with a length axis takes --lengths (a comma list, instead of the default grid)
 for _chart in ("plot memory", "plot time", "plot decode", "plot capacity"):
     COMMANDS[_chart].append(list_opt(("--lengths",), 1, MAX_TOKENS))
+# explain --phase step takes report --phase step's options (declared once, in rooflab/cli/report.py) and --json
+_EXPLAIN_FLAGS = {f for o in COMMANDS["explain"] for f in o.flags}
+COMMANDS["explain"] += [choice_opt(("--phase",), ["step"]), switch("--json")] + [
+    o for o in COMMANDS["report"] if o.flags[0] not in _EXPLAIN_FLAGS and o.flags[0] in {
+        "--step", "--pcp", "--pp", "--micro-batches", "--dp", "--enable-dp-attention", "--ep",
+        "--enable-expert-parallel", "--expert-imbalance", "--quantization", "--gemm-dtype", "--speculative-config",
+        "--speculative-algorithm", "--speculative-num-draft-tokens", "--speculative-draft-model-path",
+        "--acceptance-rate", "--enforce-eager", "--fused-elementwise", "--gpu-memory-utilization",
+        "--prefill-chunk"}]
 
 #: Commands that write an image (-o) or a file.
 PLOTS = [c for c in COMMANDS if c.startswith("plot ")]

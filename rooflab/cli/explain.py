@@ -2,6 +2,7 @@
 
 
 import enum
+import inspect
 from typing import Annotated, Optional
 
 import typer
@@ -14,14 +15,24 @@ from . import deployment_options as dopt
 from . import params
 from .error_path import friendly
 from .lengths import decode_lengths
-from .options import BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, GpuOpt, ImplOpt, ModelOpt, SplitsOpt
-from .report import ShapeOpt, shape_of
+from .options import BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, GpuOpt, ImplOpt, ModelOpt, SplitsOpt, only_for
+from .report import ShapeOpt, report, shape_of
+
+#: --phase step takes `report --phase step`'s options, declared once there: (annotation, default) by name.
+_R = {n: p for n, p in inspect.signature(report).parameters.items()}
+_STEP_ONLY = ("step", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep", "enable_ep", "expert_imbalance",
+              "quantization", "gemm_dtype", "speculative_config", "speculative_algorithm", "speculative_tokens",
+              "draft_model", "acceptance", "eager", "fused", "utilization", "prefill_chunk", "json_out")
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
 #: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
 ExplainVariant = enum.Enum("ExplainVariant", {v.name: v.value for v in
                                               EXPLAINED + tuple(x for x in (Variant.recurrent,) if x not in EXPLAINED)},
                            type=str)
+
+
+class ExplainPhase(str, enum.Enum):
+    step = "step"
 
 
 class ExplainFormat(str, enum.Enum):
@@ -65,12 +76,42 @@ def explain(
                                              help="Decode: KV parallelism (Helix): the KV split by position over N "
                                                   "groups of --tp GPUs; one GPU's share.")] = 1,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
+    phase: Annotated[Optional[ExplainPhase], typer.Option(
+        "--phase", help="step: the whole model's step, row by row, as `report --phase step` prices it (its options; "
+                        "default: the --variant's kernel).")] = None,
+    step: _R["step"].annotation = _R["step"].default,
+    cp: _R["cp"].annotation = _R["cp"].default,
+    pp: _R["pp"].annotation = _R["pp"].default,
+    micro_batches: _R["micro_batches"].annotation = _R["micro_batches"].default,
+    dp: _R["dp"].annotation = _R["dp"].default,
+    dp_attention: _R["dp_attention"].annotation = _R["dp_attention"].default,
+    ep: _R["ep"].annotation = _R["ep"].default,
+    enable_ep: _R["enable_ep"].annotation = _R["enable_ep"].default,
+    expert_imbalance: _R["expert_imbalance"].annotation = _R["expert_imbalance"].default,
+    quantization: _R["quantization"].annotation = _R["quantization"].default,
+    gemm_dtype: _R["gemm_dtype"].annotation = _R["gemm_dtype"].default,
+    speculative_config: _R["speculative_config"].annotation = _R["speculative_config"].default,
+    speculative_algorithm: _R["speculative_algorithm"].annotation = _R["speculative_algorithm"].default,
+    speculative_tokens: _R["speculative_tokens"].annotation = _R["speculative_tokens"].default,
+    draft_model: _R["draft_model"].annotation = _R["draft_model"].default,
+    acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
+    eager: _R["eager"].annotation = _R["eager"].default,
+    fused: _R["fused"].annotation = _R["fused"].default,
+    utilization: _R["utilization"].annotation = _R["utilization"].default,
+    prefill_chunk: _R["prefill_chunk"].annotation = _R["prefill_chunk"].default,
+    json_out: Annotated[bool, typer.Option("--json", help="--phase step: the derivation as strict JSON.")] = False,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
     from ..explain import explain as derive
     from ..explain import render_explanation
     from ..load import load_gpu, load_model
 
+    if phase is ExplainPhase.step:
+        return _explain_step(ctx, model, gpu[0], batch, context_len, dtype, dcp, kv_parallel, fmt, json_out, (
+            step, cp, pp, micro_batches, dp, dp_attention, ep, enable_ep, expert_imbalance, quantization, gemm_dtype,
+            speculative_config, speculative_algorithm, speculative_tokens, draft_model, acceptance, eager, fused,
+            utilization, prefill_chunk))
+    only_for(ctx, "step", *_STEP_ONLY)
     bare = shape_of(ctx, shape)                  # --shape B,H,H_kv,T,d[,d_v]: one attention layer, no model
     if bare is not None:
         from ..cost.batch import DecodeBatch
@@ -84,3 +125,33 @@ def explain(
                splits, ceilings, layer_type=layer_type, q_len=q_len,
                mla_sparse_fp8=mla_sparse_fp8 or bool(kv and kv.mla_sparse_fp8), impl=impl, deployment=d)
     typer.echo(render_explanation(e, markdown=fmt is ExplainFormat.markdown), nl=False)
+
+
+def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, fmt, json_out, opts) -> None:
+    """--phase step: rooflab.explain.step.explain_step for the deployment `report --phase step` builds."""
+    from ..explain import render_explanation
+    from ..explain.step import explain_step
+    from ..load import load_gpu, load_model
+    from ..output import json_text
+    from .lengths import parse_lengths
+    from .error_path import fail
+    from .report import _step_deployment
+
+    only_for(ctx, "prefill or decode (the --variant's kernel)", "variant", "layer_type", "seq_len", "causal",
+             "splits", "q_len", "mla_sparse_fp8", "ceilings", "impl", "shape")
+    (step, cp, pp, micro_batches, dp, dp_attention, ep, enable_ep, imbalance, quantization, gemm_dtype, spec_config,
+     spec_algorithm, spec_tokens, draft_model, acceptance, eager, fused, utilization, prefill_chunk) = opts
+    words, _, _ = dopt.words_of(ctx).resolve()
+    lens = parse_lengths(context_len) or [8192]
+    if len(lens) > 1:
+        fail("--phase step takes one --context-len (every sequence of the batch at that length)")
+    given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
+    deployment = _step_deployment(words.tensor_parallel, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep,
+                                  words.page_size, dtype if given else None, words.kv_cache_dtype, quantization,
+                                  gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,
+                                  draft_model, acceptance)
+    e = explain_step(load_model(model), load_gpu(gpu), batch, lens[0], step.value, deployment=deployment,
+                     prefill_tokens=prefill_chunk or 0, expert_imbalance=imbalance, micro_batches=micro_batches)
+    text = json_text(e.to_dict()) if json_out else render_explanation(e.explanation,
+                                                                     markdown=fmt is ExplainFormat.markdown)
+    typer.echo(text, nl=False)
