@@ -52,7 +52,9 @@ def run_time(model, gpu, dep, batch, input_len, output_len):
     floor = pre.t_floor_s + steps * dec.t_floor_s
     pred = None if pre.t_predicted_s is None or dec.t_predicted_s is None else \
         pre.t_predicted_s + steps * dec.t_predicted_s
-    share = steps * dec.t_predicted_s / pred if pred else 0
+    if pred is None:
+        return floor, None, "no prediction for this deployment on this GPU (a floor only)"
+    share = steps * dec.t_predicted_s / pred
     phase, report = ("decode", dec) if share >= 0.5 else ("prefill", pre)
     heavy = max(report.rows, key=lambda r: r.t_predicted_s or 0)
     return floor, pred, f"decode {share:.0%} of the run; the {phase}'s largest row: {heavy.label.split(' (')[0]}"
