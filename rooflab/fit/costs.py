@@ -102,8 +102,8 @@ def _mla(w: _Workload) -> Cost:
     if not 0 < d_c < d_lat:
         raise InputError(f"measurement '{w.m.describe()}': an mla_decode row's head_dim (the latent, {d_lat}) must "
                          f"exceed its v_head_dim (d_c, {d_c})")
-    return mla_decode(_mla_layer(d_c, d_lat), w.m.num_qo_heads, _lengths(w.m), w.m.page_size, w.dtype, w.kv_dtype, w.m.splits,
-                      w.m.q_len, w.num_sms, w.units_per_sm)
+    return mla_decode(_mla_layer(d_c, d_lat), w.m.num_qo_heads, _lengths(w.m), w.m.page_size, w.dtype, w.kv_dtype,
+                      w.m.splits, w.m.q_len, w.num_sms, w.units_per_sm)
 
 
 @functools.lru_cache(maxsize=64)
