@@ -129,10 +129,10 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     roofs it transfers to `gpu` (transfer.transferred_ceilings)."""
     from .transfer import error_band
 
-    ceilings, assumes = prediction_roofs(fitted, gpu, dtype, source)
     k = fitted.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t = fitted.overhead_s + float(np.asarray(fitted_model_time(cost, ceilings, fitted))) / fitted.efficiency
+    t_model, _, assumes = prediction_model_time(cost, fitted, gpu, dtype, source)
+    t = fitted.overhead_s + float(np.asarray(t_model)) / fitted.efficiency
     band, band_note = error_band(fitted, source, gpu)
     return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel,
                          MEASURED_HERE if source is None else f"transferred from {source.name}", assumes, band,
@@ -147,12 +147,39 @@ def prediction_roofs(fitted: FittedModel, gpu: GpuSpec, dtype: DType,
     from .transfer import IMPL_PATH, calibrated_ceilings, transferred_ceilings
 
     if source is not None:
-        moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl])
+        moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl], fitted.impl)
         return moved.ceilings, moved.assumes
     if gpu.measured is not None:
         ceilings, note = calibrated_ceilings(gpu, dtype)
         return ceilings, note or ""
     return Ceilings.of(gpu, dtype, CeilingSource.datasheet), ""
+
+
+def prediction_model_time(cost: Cost, fitted: FittedModel, gpu: GpuSpec, dtype: DType,
+                          source: GpuSpec | None = None) -> tuple[np.ndarray, Ceilings, str]:
+    """(t_model, the roofs, what they assume): fitted_model_time at prediction_roofs; with `source` (a transfer),
+    each launch the fit's implementation runs SM-bound (transfer.SM_BOUND_LAUNCHES) at its time at the source's roofs
+    x the SM ratio, never under its time at the target's roofs at full speed (x eta here, since t_pred divides by
+    eta), the rest at the target's roofs (transfer's module docstring). On the source itself (ratio 1) every launch
+    keeps its fitted time.
+    The one place predict_with and explain take a fit's modelled time from."""
+    from .transfer import IMPL_PATH, sm_bound_launches, transferred_ceilings
+
+    if source is None:
+        ceilings, assumes = prediction_roofs(fitted, gpu, dtype)
+        return fitted_model_time(cost, ceilings, fitted), ceilings, assumes
+    moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl], fitted.impl)
+    if moved.source_ceilings is None:
+        return fitted_model_time(cost, moved.ceilings, fitted), moved.ceilings, moved.assumes
+    bound = sm_bound_launches(fitted.impl)
+    total = 0.0
+    for k in priced_launches(cost, fitted.unit_overhead_tiles, fitted.fp8_overhead_rows):
+        here = launch_model_time(k, moved.ceilings, fitted.exp_overlap, fitted.memory_ratio)
+        if k.name in bound:        # the SMs' time, scaled; never under the launch at the target's roofs at full speed
+            there = launch_model_time(k, moved.source_ceilings, fitted.exp_overlap, fitted.memory_ratio)
+            here = np.maximum(here * fitted.efficiency, there * moved.sm_ratio)
+        total = total + here
+    return total, moved.ceilings, moved.assumes
 
 
 #: rooflab's own kernels, whichever is fastest: the ids "rooflab" (mma.sync) and "rooflab_hopper" (wgmma).
@@ -239,4 +266,4 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
 __all__ = ["MAX_AUTO_ERROR", "MEASURED_HERE", "OWN", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
            "model_time",
            "priced_launches",
-           "predict_time", "predict_with", "prefill_kernel"]
+           "prediction_model_time", "predict_time", "predict_with", "prefill_kernel"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cost.common import Cost
 from ..cost.flash import FlashCost
-from ..predict import fitted_model_time, predict_time, prediction_roofs
+from ..predict import predict_time, prediction_model_time
 from ..specs import GpuSpec
 from ..units import DType, fmt_seconds
 from ..vocab import Kernel
@@ -32,10 +32,10 @@ def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Call
         return (f"no fitted {kernel.value} model on {gpu.name}: only the floor (measure with `rooflab bench`, "
                 f"fit with `rooflab fit`)",)
     fit = (p.fitted_on or gpu).fitted_model(kernel, p.impl)
-    roofs, assumes = prediction_roofs(fit, gpu, dtype, p.fitted_on)
     k = fit.units_per_sm
     cost = price(gpu.num_sms if k else None, k or 1.0)
-    t_model = float(np.asarray(fitted_model_time(cost, roofs, fit)))
+    t_model, roofs, assumes = prediction_model_time(cost, fit, gpu, dtype, p.fitted_on)
+    t_model = float(np.asarray(t_model))
     campaigns = ", ".join(fit.campaigns) if len(fit.campaigns) <= 2 else f"{len(fit.campaigns)} campaigns"
     where = "" if p.fitted_on is None else f", {p.provenance}"
     d.section(f"Predicted time ({p.impl}: a model fitted on {campaigns}{where}, not a bound)")
