@@ -20,14 +20,16 @@ import time
 
 
 def _forget() -> None:
-    """Empty what a process remembers of costs (validate's workloads, flash's tile work, launches' makespans), so that
-    each run prices everything as a fresh process does."""
-    from rooflab.fit import costs
+    """Empty what a process remembers of costs (validate's workloads and their shapes, the fit's and flash's tile
+    work, launches' makespans), so that each run prices everything as a fresh process does (the specs stay loaded)."""
     from rooflab.cost import flash, parallel
+    from rooflab.fit import costs, fitting
 
     costs._costs.clear()
-    flash._tile_work_ratio.cache_clear()
-    parallel._remembered_makespan.cache_clear()
+    for remembered in (costs._decode_batch, costs._heads, costs._mla_layer, flash._tile_work_ratio,
+                       parallel._remembered_makespan):
+        remembered.cache_clear()
+    fitting._tile_works.clear()
 
 
 def _in_process(runs: int) -> tuple[float, float]:
