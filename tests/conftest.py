@@ -45,6 +45,9 @@ def pytest_cmdline_main(config):
     numprocesses into workers; at least 2, one a core beyond that (PYTEST_XDIST_AUTO_NUM_WORKERS overrides)."""
     if _wants_workers(config):
         config.option.numprocesses = max(2, config.hook.pytest_xdist_auto_num_workers(config=config))
+        if config.option.dist == "no":
+            config.option.dist = "worksteal"   # an idle worker takes queued tests from a busy one: the long
+                                               # fuzz and notebook tests do not leave the other core idle
 
 
 # Specs and validations several test files read, built once per test process (each is frozen).
