@@ -220,7 +220,11 @@ def _floors(d: _Derivation, i: int, row: StepRow, ctx: StepContext) -> None:
                    "each launch's FLOPs over its pipe's rate, summed")
     if row.t_exp_s:
         _given_row(d, f"te{i}", "t_exp_s", row.t_exp_s, Unit.seconds, "the exps over the exp roof")
-    d.step(f"tm{i}", f"Q{i} / beta", row.t_memory_s, Unit.seconds)
+    if math.isclose(row.hbm_bytes / d.symbols["beta"], row.t_memory_s, rel_tol=1e-9):
+        d.step(f"tm{i}", f"Q{i} / beta", row.t_memory_s, Unit.seconds)
+    else:                                       # ring attention: its row carries the ring's floor as memory time
+        _given_row(d, f"tm{i}", "t_memory_s", row.t_memory_s, Unit.seconds,
+                   "not Q / beta: the row's own (ring attention: the ring's floor, the KV passes overlapped)")
     whole = f"max(tc{i}, te{i}, tm{i})" if row.t_exp_s else f"max(tc{i}, tm{i})"
     if math.isclose(max(row.t_compute_s, row.t_exp_s, row.t_memory_s), row.t_floor_s, rel_tol=1e-9):
         d.step(f"tf{i}", whole, row.t_floor_s, Unit.seconds, f"{row.bound} binds")

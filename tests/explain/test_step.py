@@ -130,3 +130,26 @@ def test_step_options_and_kernel_options_refuse_each_other():
 def test_a_step_that_does_not_fit_is_an_input_error():
     r = runner.invoke(app, ["explain", "--phase", "step", "-m", "llama-3-70b", "-g", "h200-sxm", "-b", "64"])
     assert r.exit_code == 2 and "does not fit" in r.output
+
+
+@pytest.mark.parametrize("name, gpu, kwargs", [
+    ("llama-3-70b", "h200-sxm", dict(step="prefill", context_len=8192,
+                                     deployment=Deployment(tensor_parallel=8, prefill_context_parallel=2))),
+    ("llama-3-70b", "h200-sxm", dict(deployment=Deployment(pipeline_parallel=2, cuda_graphs=False))),
+    ("llama-3-70b", "h200-sxm", dict(prefill_tokens=512, deployment=Deployment(tensor_parallel=2,
+                                                                               fused_elementwise=False))),
+    ("llama-3-8b", "h100-sxm", dict(deployment=Deployment())),             # predictions transferred from the H200
+])
+def test_other_deployments_are_the_reports_step_too(name, gpu, kwargs):
+    """PCP ring prefill, pipeline stages issued eagerly, a mixed step unfused, a GPU without fits of its own."""
+    model, g = load_model(name), load_gpu(gpu)
+    kwargs.setdefault("context_len", 4096)
+    e = explain_step(model, g, 8, **kwargs)
+    r = step_report(model, g, 8, **kwargs)
+    assert [x.t_floor_s for x in e.report.rows] == [x.t_floor_s for x in r.rows]
+    assert [x.t_predicted_s for x in e.report.rows] == [x.t_predicted_s for x in r.rows]
+    totals = {st.quantity: st.value for st in e.explanation.sections[-1].steps}
+    assert totals["t_floor"] == pytest.approx(r.t_floor_s, rel=REL)
+    assert totals["t_predicted"] == pytest.approx(r.t_predicted_s, rel=REL)
+    if gpu != "h200-sxm":
+        assert "transferred from h200-sxm" in render_explanation(e.explanation)
