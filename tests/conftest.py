@@ -68,7 +68,7 @@ def llama():
 @pytest.fixture(scope="session")
 def validation():
     """The bundled H200 sweep (measurements/h200-sweep.csv) validated: what the chart and validate tests read."""
-    from rooflab.bench.validate import validate
+    from rooflab.fit.validate import validate
     from rooflab.load import data_dir
 
     return validate(data_dir("measurements") / "h200-sweep.csv")
@@ -77,7 +77,7 @@ def validation():
 @pytest.fixture(scope="session")
 def bundled_validation():
     """validate() on the whole bundled dataset (BUNDLED_DATASET), as `rooflab validate` with no file reads it."""
-    from rooflab.bench.validate import validate
+    from rooflab.fit.validate import validate
 
     return validate()
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflab.bench.cases import Case
-from rooflab.bench.records import FORMAT_LINE, Measurement, V1_FIELDS
 from rooflab.errors import InputError
+from rooflab.fit.records import FORMAT_LINE, Measurement, V1_FIELDS
+from rooflab.measure.cases import Case
 from rooflab.vocab import Kernel
 
 #: A message fits one or two terminal lines; the fuzz suite allows 4,000 characters, this is the intent.
@@ -134,7 +134,7 @@ def _at_fraction(m: Measurement, fraction: float, overhead: float = 0.0,
                  units_per_sm: float | None = None) -> Measurement:
     """A row timed exactly as the model says: overhead + t_model / fraction (h100-sxm has no measured ceilings,
     so the model runs on its datasheet roofs; units_per_sm None: no parallelism term)."""
-    from rooflab.bench.fitting import model_times
+    from rooflab.fit.fitting import model_times
     from rooflab.load import load_gpu
 
     t_model = float(model_times([m], load_gpu("h100-sxm"), units_per_sm)[0][0])
