@@ -29,7 +29,7 @@ memory check is the scheduler's (rooflab.capacity).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,7 +48,8 @@ DECODE_GRID_RATIO = 1.5
 
 def _grid(lo: int, hi: int, ratio: float = GRID_RATIO) -> np.ndarray:
     n = max(2, math.ceil(math.log(max(hi, lo + 1) / lo) / math.log(ratio)) + 1)
-    return np.unique(np.round(np.geomspace(lo, hi, n))).astype(np.int64)
+    points = np.round(np.geomspace(lo, hi, n)).astype(np.int64)        # ascending: unique without np.unique,
+    return points[np.concatenate(([True], points[1:] != points[:-1]))]  # which imports numpy.ma (start-up)
 
 
 def _sums(rows: list[StepRow]) -> np.ndarray:
@@ -58,6 +59,42 @@ def _sums(rows: list[StepRow]) -> np.ndarray:
     comm = sum(r.t_floor_s for r in rows if r.is_communication)
     pred = math.nan if any(r.t_predicted_s is None for r in rows) else sum(r.t_predicted_s for r in rows)
     return np.array([comp, mem, comm, pred], dtype=float)
+
+
+class _Pending:
+    """The grid points a lazily built table has not priced yet: each part's pricing function and which points are
+    known. `cover` prices the points an interpolation reads (both neighbours of each x), on first use."""
+
+    def __init__(self, table: "StepTable", price: dict):
+        self.price = price                                           # part -> (index tuple) -> [4]
+        self.known = {"tokens": np.zeros(len(table.tokens_grid), bool),
+                      "sequences": np.zeros(len(table.sequences_grid), bool),
+                      "decode": np.zeros(table.decode_parts.shape[:2], bool),
+                      "prefill": np.zeros(len(table.prefill_grid), bool)}
+        self.parts = {"tokens": table.tokens_parts, "sequences": table.sequences_parts,
+                      "decode": table.decode_parts, "prefill": table.prefill_parts}
+
+    def fill(self, part: str, points) -> None:
+        known, parts, price = self.known[part], self.parts[part], self.price[part]
+        for k in points:
+            if not known[k]:
+                parts[k] = price(*k) if isinstance(k, tuple) else price(k)
+                known[k] = True
+
+    def cover(self, part: str, grid: np.ndarray, x: np.ndarray) -> None:
+        if x.size:
+            i = np.clip(np.searchsorted(grid, x.ravel(), side="right") - 1, 0, max(len(grid) - 2, 0))
+            self.fill(part, np.unique(np.concatenate([i, np.minimum(i + 1, len(grid) - 1)])).tolist())
+
+    def cover_decode(self, i: np.ndarray, j: np.ndarray, rows: int, cols: int) -> None:
+        if i.size:
+            pairs = {(a + da, b + db) for a, b in zip(i.ravel().tolist(), j.ravel().tolist())
+                     for da in (0, 1) for db in (0, 1) if a + da < rows and b + db < cols}
+            self.fill("decode", sorted(pairs))
+
+    def complete(self) -> None:
+        for part, known in self.known.items():
+            self.fill(part, [tuple(k) if known.ndim > 1 else int(k[0]) for k in np.argwhere(~known)])
 
 
 @dataclass(frozen=True)
@@ -77,15 +114,18 @@ class StepTable:
     decode_parts: np.ndarray          # [len(D), len(L), 4]
     prefill_grid: np.ndarray          # P
     prefill_parts: np.ndarray
+    _pending: _Pending | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(cls, model: ModelSpec, gpu: GpuSpec, deployment: Deployment | None = None, max_decodes: int = 1024,
               max_context: int = 131072, max_prefill: int = 16384, expert_imbalance: float = 1.0,
-              min_context: int | None = None) -> "StepTable":
+              min_context: int | None = None, lazy: bool = False) -> "StepTable":
         """Price the step model on the grids: tokens 1 .. max_decodes q + max_prefill, decodes 1 .. max_decodes,
         mean context min_context (default page_size) .. max_context, prefill 1 .. max_prefill. A mean context
         below min_context is priced at min_context (a caller that knows no decode reads less, e.g. a serving
-        workload's shortest prompt, tabulates fewer points)."""
+        workload's shortest prompt, tabulates fewer points). `lazy`: each grid point is priced when time_s first
+        reads it (a sweep reads some half of them; the same numbers), the first point of each 1-D part at once;
+        complete() prices the rest."""
         deployment = Deployment() if deployment is None else deployment
         if not isinstance(deployment, Deployment):
             raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
@@ -110,18 +150,41 @@ class StepTable:
         decodes = _grid(1, max_decodes, DECODE_GRID_RATIO)
         context = _grid(low, max(max_context, 2 * low), DECODE_GRID_RATIO)
         prefill = _grid(1, max_prefill)
-        tok = np.array([_sums([r for r in _layer_rows(ctx, StepWork(int(m), 1, page)) if r.part == "tokens"])
-                        for m in tokens])
-        seq = np.array([_sums(_logits(ctx, int(n))) for n in seqs])
-        dec = np.empty((len(decodes), len(context), 4))
-        for i, d in enumerate(decodes):
-            for j, length in enumerate(context):
-                rows = _decode_attention(ctx, int(d), q, int(length))
-                if spec is not None:
-                    rows += _draft(ctx, int(d), int(length))
-                dec[i, j] = _sums(rows)
-        pre = np.array([_sums(_prefill_attention(ctx, 1, int(p))) for p in prefill])
-        return cls(model.name, gpu.name, deployment, q, tokens, tok, seqs, seq, decodes, context, dec, prefill, pre)
+
+        def decode(i: int, j: int) -> np.ndarray:
+            rows = _decode_attention(ctx, int(decodes[i]), q, int(context[j]))
+            if spec is not None:
+                rows += _draft(ctx, int(decodes[i]), int(context[j]))
+            return _sums(rows)
+
+        price = {"tokens": lambda k: _sums([r for r in _layer_rows(ctx, StepWork(int(tokens[k]), 1, page))
+                                            if r.part == "tokens"]),
+                 "sequences": lambda k: _sums(_logits(ctx, int(seqs[k]))),
+                 "decode": decode,
+                 "prefill": lambda k: _sums(_prefill_attention(ctx, 1, int(prefill[k])))}
+        nan = math.nan
+        table = cls(model.name, gpu.name, deployment, q, tokens, np.full((len(tokens), 4), nan), seqs,
+                    np.full((len(seqs), 4), nan), decodes, context, np.full((len(decodes), len(context), 4), nan),
+                    prefill, np.full((len(prefill), 4), nan))
+        pending = _Pending(table, price)
+        for part in ("tokens", "sequences", "prefill"):
+            pending.fill(part, [0])
+        pending.fill("decode", [(0, 0)])
+        object.__setattr__(table, "_pending", pending)
+        return table if lazy else table.complete()
+
+    def complete(self) -> "StepTable":
+        """This table with every grid point priced (a lazy table's remaining ones priced now)."""
+        if self._pending is not None:
+            self._pending.complete()
+            object.__setattr__(self, "_pending", None)
+        return self
+
+    @property
+    def predicts(self) -> bool:
+        """Whether the step has a prediction (no row without a fit): read at the tokens part's first point, since a
+        row's kernel, and so whether the GPU has a fit of it, does not depend on the rows' count (a test)."""
+        return not math.isnan(self.tokens_parts[0, 3])
 
     def time_s(self, decodes, context_tokens, prefill_tokens=0) -> tuple[np.ndarray, np.ndarray]:
         """(floor, predicted) seconds of a step with D decodes of summed context C and a P-token prefill chunk.
@@ -144,18 +207,35 @@ class StepTable:
         self._inside("decodes", d[d > 0], self.decodes_grid)
         self._inside("mean context", mean[d > 0], self.context_grid, low_ok=True)
         self._inside("prefill tokens", p[p > 0], self.prefill_grid)
+        if self._pending is not None:
+            self._cover(m, n, d, mean, p)
         total = (_lerp(self.tokens_grid, self.tokens_parts, m) + _lerp(self.sequences_grid, self.sequences_parts, n)
                  + np.where((d > 0)[..., None], self._decode(d, mean), 0.0)
                  + np.where((p > 0)[..., None], _lerp(self.prefill_grid, self.prefill_parts, np.maximum(p, 1)), 0.0))
         floor = np.max(total[..., :3], axis=-1)
         return floor, total[..., 3]
 
-    def _decode(self, d: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    def _cover(self, m, n, d, mean, p) -> None:
+        """A lazy table's grid points that this call's interpolation reads, priced now."""
+        pending, live = self._pending, d > 0
+        pending.cover("tokens", self.tokens_grid, m)
+        pending.cover("sequences", self.sequences_grid, n)
+        pending.cover("prefill", self.prefill_grid, p[p > 0])
+        i, j, _, _ = self._cells(d[live], mean[live])
+        pending.cover_decode(i, j, len(self.decodes_grid), len(self.context_grid))
+
+    def _cells(self, d: np.ndarray, mean: np.ndarray):
+        """(the decode grid's cell of each (D, mean context), clipped to the grid: i, j, D, L)."""
         gd, gl = self.decodes_grid.astype(float), self.context_grid.astype(float)
         dc = np.clip(d, gd[0], gd[-1])
         lc = np.clip(mean, gl[0], gl[-1])
         i = np.clip(np.searchsorted(gd, dc, side="right") - 1, 0, len(gd) - 2)
         j = np.clip(np.searchsorted(gl, lc, side="right") - 1, 0, len(gl) - 2)
+        return i, j, dc, lc
+
+    def _decode(self, d: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        gd, gl = self.decodes_grid.astype(float), self.context_grid.astype(float)
+        i, j, dc, lc = self._cells(d, mean)
         u = _fraction(dc, gd[i], gd[i + 1])[..., None]
         v = _fraction(lc, gl[j], gl[j + 1])[..., None]
         t = self.decode_parts

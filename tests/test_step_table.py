@@ -80,3 +80,31 @@ def test_refusals(table):
         table.time_s(-1, 10, 0)
     with pytest.raises(InputError, match="pipeline"):
         StepTable.build(load_model("llama-3-70b"), H200, Deployment(pipeline_parallel=2))
+
+
+def test_a_lazy_table_prices_the_points_it_reads_and_nothing_else_differs(table):
+    """StepTable.build(lazy=True) prices a grid point when time_s first reads it: the same numbers as the eager
+    table, at grid points and off them, and complete() fills in the rest to the eager table's arrays."""
+    lazy = StepTable.build(LLAMA, H200, Deployment(), max_decodes=64, max_context=8192, max_prefill=2048, lazy=True)
+    assert np.isnan(lazy.tokens_parts[-1]).all()                 # not priced yet
+    rng = np.random.default_rng(5)
+    d = rng.integers(0, 65, 200).astype(float)
+    c = d * rng.uniform(16, 8192, 200)
+    p = np.where(d == 0, rng.integers(1, 2049, 200), rng.integers(0, 2049 - 64, 200)).astype(float)
+    for got, want in zip(lazy.time_s(d, c, p), table.time_s(d, c, p)):
+        assert got.tolist() == want.tolist()
+    lazy.complete()
+    for part in ("tokens_parts", "sequences_parts", "decode_parts", "prefill_parts"):
+        assert np.array_equal(getattr(lazy, part), getattr(table, part), equal_nan=True)
+
+
+@pytest.mark.parametrize("model, gpu, tp", [("llama-3-8b", "h200-sxm", 1), ("llama-3-70b", "h100-sxm", 8),
+                                            ("llama-3-8b", "h100-sxm", 1), ("qwen3-30b-a3b", "h200-sxm", 2)])
+def test_whether_the_tokens_rows_have_fits_does_not_depend_on_their_count(model, gpu, tp):
+    """StepTable.predicts reads the first tokens point only: at every point the predicted column is a number,
+    or at none."""
+    t = StepTable.build(load_model(model), load_gpu(gpu), Deployment(tensor_parallel=tp), max_decodes=32,
+                        max_context=4096, max_prefill=4096)
+    missing = np.isnan(t.tokens_parts[:, 3])
+    assert missing.all() or not missing.any()
+    assert t.predicts == (not missing.any())

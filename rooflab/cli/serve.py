@@ -124,7 +124,7 @@ def _ms(x):
 def sweep_frame(sweep):
     from ..output import Column, Frame
 
-    rec = sweep.to_frame().to_dict(orient="records")
+    rec = sweep.records()
     cols = (Column("concurrency", "concurrency"), Column("estimate", "estimate"),
             Column("ttft_s", "TTFT ms", lambda r: _ms(r["ttft_s"])),
             Column("tpot_s", "TPOT ms", lambda r: _ms(r["tpot_s"])),

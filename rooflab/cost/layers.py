@@ -32,7 +32,7 @@ from .flash import flash_prefill
 from .linear import linear_decode, linear_prefill
 from .mla import mla_decode
 from .naive import naive_prefill
-from .paged import MAX_SPLITS, best_splits, paged_decode
+from .paged import MAX_SPLITS, best_splits, fastest_splits, paged_decode
 
 
 @dataclass(frozen=True)
@@ -128,11 +128,16 @@ def layer_splits(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBa
     if not layer.is_attention or num_sms is None:
         return 1 if recommended or not layer.is_attention else 2
     batch = decode_batch(context_lens)
+    limit = split_limit(model, name, batch, page_size, q_len)
+    if price is None and not layer.is_latent:                 # paged decode: every split count priced at once
+        best = fastest_splits(layer_heads(model, layer, tensor_parallel), batch, limit, num_sms, page_size, dtype,
+                              kv_dtype, units_per_sm, q_len, Visibility.of(layer))
+        return best if recommended else max(2, best)
     if price is None:
         def price(s: int) -> Cost:
             return layer_decode(model, name, batch, page_size, dtype, kv_dtype, s, q_len, num_sms, units_per_sm,
                                 tensor_parallel)
-    best = best_splits(price, split_limit(model, name, batch, page_size, q_len))
+    best = best_splits(price, limit)
     return best if recommended else max(2, best)
 
 

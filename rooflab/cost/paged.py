@@ -201,17 +201,64 @@ def best_splits(make_cost: Callable[[int], DecodeCost], limit: int, stop_when_fu
     merge bytes (the smallest S on ties). `make_cost(S)` prices the step with S splits. `stop_when_full`: stop at
     the first S whose launch fills the GPU (fraction 1), for costs whose bytes and merge bytes grow with S
     (paged_decode's: no larger S can be faster, so the answer is the same)."""
-    best, best_time = 1, np.inf
+    times = []
     for s in range(1, max(1, limit) + 1):
         cost = make_cost(s)
         t = float(cost.attention.hbm_bytes / cost.attention.parallel_fraction)
         if cost.merge is not None:
             t += float(cost.merge.hbm_bytes)
-        if t < best_time * (1 - 1e-9):
-            best, best_time = s, t
+        times.append(t)
         if stop_when_full and float(cost.attention.parallel_fraction) >= 1.0:
             break
+    return first_fastest(times)
+
+
+def first_fastest(times) -> int:
+    """1 + the index of the fastest of `times` (those of S = 1, 2, ...), the smallest S on ties (within 1e-9)."""
+    best, best_time = 1, np.inf
+    for s, t in enumerate(times, start=1):
+        if t < best_time * (1 - 1e-9):
+            best, best_time = s, t
     return best
+
+
+def split_times(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, limit: int, num_sms: int | None,
+                page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
+                units_per_sm: float = 1.0, q_len: int = 1, visibility: Visibility = FULL_VISIBILITY) -> np.ndarray:
+    """best_splits' measure of paged decode for S = 1..limit at once, [limit] in units of 1 / beta: attention bytes /
+    fraction(S) + merge bytes. paged_decode's and merge_splits' arithmetic in the same order over an array of S,
+    so the same numbers as pricing each S (tests/cost/test_paged.py)."""
+    heads = check_heads(heads, "split_times")
+    page_size = check_page_size(page_size)
+    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    batch = decode_batch(context_lens)
+    if batch.lengths.min() < q_len:
+        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
+                         f"{q_len} new tokens")
+    splits = np.arange(1, check_splits(max(1, limit)) + 1, dtype=np.float64)              # [K]
+    read = visibility.read_tokens(batch.lengths, q_len)                                   # [U]
+    span = np.ceil(np.ceil(read / page_size)[:, None] / splits) * page_size              # [U, K] a split's tokens
+    longest = np.minimum(read[:, None], span).max(axis=0)                                # [K]: a first split
+    tokens = np.float64((read * batch.counts).sum())
+    fraction = parallel_fraction(heads.num_kv_heads * tokens, longest, num_sms, units_per_sm)
+    pages = (_pages_read(batch.lengths, read, page_size) * batch.counts).sum()
+    b, h, d, d_v = np.float64(batch.size), heads.num_qo_heads, heads.head_dim, heads.value_dim
+    rows = b * q_len * h
+    fixed = heads.kv_bytes_per_token(kv_dtype) * tokens + INT32_BYTES * (pages + b) + rows * d * dtype.bytes
+    split = splits > 1
+    attention = fixed + np.where(split, rows * splits * (d_v + 1) * FP32_BYTES, rows * d_v * dtype.bytes)
+    merge = rows * splits * (d_v + 1) * FP32_BYTES + rows * (d_v * dtype.bytes + 0)        # merge_splits' read + write
+    return attention / fraction + np.where(split, merge, 0.0)
+
+
+def fastest_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, limit: int, num_sms: int | None,
+                   page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
+                   units_per_sm: float = 1.0, q_len: int = 1, visibility: Visibility = FULL_VISIBILITY) -> int:
+    """best_splits over paged decode's split counts 1..limit, every count priced at once (split_times)."""
+    return first_fastest(split_times(heads, context_lens, limit, num_sms, page_size, dtype, kv_dtype, units_per_sm,
+                                     q_len, visibility).tolist())
 
 
 def recommend_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, num_sms: int | None,
@@ -221,8 +268,8 @@ def recommend_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatc
 
     Time of a step with S splits, in units of 1 / beta: attention bytes / fraction(S) + merge bytes. Past
     the point where the units fill the GPU, more splits only add partial traffic, so the smallest
-    S that fills it wins (the search stops there: the K/V, Q and block-table bytes do not change with S, the
-    partials and the merge's bytes grow with it); with a full GPU already (a large batch), S = 1. `num_sms` None
+    S that fills it wins (the K/V, Q and block-table bytes do not change with S, the partials and the merge's bytes
+    grow with it; every S is priced at once, fastest_splits); with a full GPU already (a large batch), S = 1. `num_sms` None
     (a GPU spec that does not give its SMs): every launch is taken to fill the GPU, so S = 1.
     """
     heads = check_heads(heads, "recommend_splits")
@@ -230,8 +277,7 @@ def recommend_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatc
     batch = decode_batch(context_lens)
     read = float(visibility.read_tokens(batch.max_len, q_len))
     limit = int(min(MAX_SPLITS, np.ceil(read / check_page_size(page_size))))
-    return best_splits(lambda s: paged_decode(heads, batch, page_size, dtype, kv_dtype, s, num_sms, units_per_sm,
-                                              q_len, visibility), limit, stop_when_full=True)
+    return fastest_splits(heads, batch, limit, num_sms, page_size, dtype, kv_dtype, units_per_sm, q_len, visibility)
 
 
 def default_splits(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, num_sms: int, page_size: int = 16,

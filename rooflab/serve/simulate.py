@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import simpy
 
 from ..cost.common import whole_number
 from ..errors import InputError, shown
@@ -39,6 +38,9 @@ from .metrics import Distribution, Simulation, tpot_of
 from .replica import Replica
 from .steady import ESTIMATES
 from .workload import MAX_REQUESTS, ClosedLoop, RequestRate
+
+if TYPE_CHECKING:
+    import simpy
 
 #: Decode steps advanced in one go at most (bounds the vectorised call).
 MAX_RUN = 4096
@@ -308,6 +310,8 @@ def simulate(replica: Replica, load, num_requests: Optional[int] = None, seed: i
     rng = np.random.default_rng(seed)
     inputs = replica.workload.input.draw(rng, n)
     outputs = replica.workload.output.draw(rng, n)
+    import simpy       # here, not at the top: the closed form and `rooflab serve`'s curve never start it
+
     env = simpy.Environment()
     one = replica.steps.one(estimate) if hasattr(replica.steps, "one") else None
     run = replica.steps.run(estimate) if hasattr(replica.steps, "run") else None
@@ -333,6 +337,8 @@ def _closed_loop(env: simpy.Environment, engine: _Engine, concurrency: int, n: i
 
 
 def _arrivals(env: simpy.Environment, engine: _Engine, times: np.ndarray, max_concurrency: Optional[int]):
+    import simpy
+
     slots = simpy.Resource(env, capacity=max_concurrency) if max_concurrency else None
 
     def send(i):

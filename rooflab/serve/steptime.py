@@ -66,7 +66,7 @@ class TableStepTimes:
 
     @property
     def has_prediction(self) -> bool:
-        return not np.isnan(self.table.tokens_parts[:, 3]).any()
+        return self.table.predicts
 
     def _times(self, decodes, context_tokens, prefill_tokens) -> tuple[np.ndarray, np.ndarray]:
         d = np.atleast_1d(np.asarray(decodes, dtype=np.float64))
@@ -92,7 +92,7 @@ class TableStepTimes:
         """decodes -> (the tokens and sequences parts of a decode-only step, the decode part blended to that
         many decodes over the context grid [len(L), cols]); cached per decode count (a simulation asks the same
         few hundred counts again and again)."""
-        t = self.table
+        t = self.table.complete()
         dg = t.decodes_grid.astype(np.float64)
         tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
         seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
@@ -118,7 +118,7 @@ class TableStepTimes:
         None: no prediction); the table's interpolation done with bisect over lists."""
         if estimate == "predicted" and not self.has_prediction:
             return None
-        t, cols = self.table, list(_COLUMNS[estimate])
+        t, cols = self.table.complete(), list(_COLUMNS[estimate])
         tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
         seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
         pre = _Line(t.prefill_grid, t.prefill_parts, cols)
@@ -157,7 +157,7 @@ class TableStepTimes:
         `floor_s` / `predicted_s` take on these arrays)."""
         if estimate == "predicted" and not self.has_prediction:
             return None
-        grid = self.table.context_grid.astype(np.float64)
+        grid = self.table.complete().context_grid.astype(np.float64)
         lg = grid.tolist()
         low, high, top = lg[0], lg[-1], len(lg) - 2
         span = [b - a for a, b in zip(lg, lg[1:])]
@@ -231,9 +231,8 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
 def _table(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
            max_context: int, max_prefill: int) -> TableStepTimes:
     table = StepTable.build(model, gpu, deployment, max_decodes=max_decodes, max_context=max_context,
-                            max_prefill=max_prefill, min_context=min_context)
-    predicts = not np.isnan(table.tokens_parts[:, 3]).any()
-    return TableStepTimes(table, _provenance(model, gpu, deployment, predicts))
+                            max_prefill=max_prefill, min_context=min_context, lazy=True)
+    return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts))
 
 
 def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,

@@ -51,9 +51,8 @@ class ConcurrencySweep:
         return [s.floor if estimate == "floor" else s.predicted for s in self.states
                 if (s.floor if estimate == "floor" else s.predicted) is not None]
 
-    def to_frame(self):
-        import pandas as pd
-
+    def records(self) -> list[dict]:
+        """One dict a (concurrency, estimate): to_frame()'s rows, without pandas (the CLI's table)."""
         rows = []
         for state in self.states:
             for steady in (state.floor, state.predicted):
@@ -63,7 +62,12 @@ class ConcurrencySweep:
                        "estimate": steady.estimate}
                 row.update({k: getattr(steady, k) for k in COLUMNS})
                 rows.append(row)
-        return pd.DataFrame(rows, columns=["replica", "gpu", "num_gpus", "estimate", *COLUMNS])
+        return rows
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.records(), columns=["replica", "gpu", "num_gpus", "estimate", *COLUMNS])
 
 
 def concurrency_sweep(replica: Replica, concurrencies: Optional[Sequence[int]] = None) -> ConcurrencySweep:

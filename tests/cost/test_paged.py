@@ -130,3 +130,52 @@ def test_recommended_splits_are_the_search_over_every_split_count(lens, kv_heads
     limit = int(min(MAX_SPLITS, np.ceil(float(vis.read_tokens(max(lens), q_len)) / page)))
     every = best_splits(lambda s: paged_decode(h, lens, page, DType.fp16, None, s, 132, k, q_len, vis), limit)
     assert recommend_splits(h, lens, 132, page, DType.fp16, None, k, q_len, vis) == every
+
+
+# --- every split count priced at once (issue 30, rooflab serve's speed) ----------------------------------------
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 40_000), min_size=1, max_size=5), st.integers(1, 300), st.sampled_from([1, 2, 8]),
+       st.sampled_from([16, 64]), st.sampled_from([None, 132, 78]), st.sampled_from([0.5, 1.0, 3.0]),
+       st.integers(1, 3), st.sampled_from([(None, None), (512, None), (None, 2048)]),
+       st.sampled_from([None, DType.fp8_e4m3]), st.integers(1, 64))
+def test_split_times_are_each_split_count_priced_alone(lens, copies, kv_heads, page, sms, k, q_len, window_chunk,
+                                                       kv_dtype, limit):
+    """split_times is paged_decode's own arithmetic over an array of S: the same numbers, to the last bit, so
+    fastest_splits answers what best_splits over paged_decode answers, ties included."""
+    from rooflab.cost.common import Visibility
+    from rooflab.cost.paged import best_splits, fastest_splits, split_times
+
+    h, vis = AttentionHeads(32, kv_heads, 128), Visibility(*window_chunk)
+    batch = DecodeBatch(np.array([float(max(n, q_len)) for n in lens]), np.full(len(lens), float(copies)))
+    times = split_times(h, batch, limit, sms, page, DType.bf16, kv_dtype, k, q_len, vis)
+    alone = []
+    for s in range(1, limit + 1):
+        cost = paged_decode(h, batch, page, DType.bf16, kv_dtype, s, sms, k, q_len, vis)
+        alone.append(float(cost.attention.hbm_bytes / cost.attention.parallel_fraction)
+                     + (float(cost.merge.hbm_bytes) if cost.merge is not None else 0.0))
+    assert times.tolist() == alone
+    every = best_splits(lambda s: paged_decode(h, batch, page, DType.bf16, kv_dtype, s, sms, k, q_len, vis), limit)
+    assert fastest_splits(h, batch, limit, sms, page, DType.bf16, kv_dtype, k, q_len, vis) == every
+
+
+@pytest.mark.parametrize("model, tp", [("llama-3-70b", 8), ("gemma-2-9b", 1), ("llama-4-scout", 4), ("qwen3-32b", 2)])
+def test_a_layer_types_split_count_is_the_search_over_every_count(model, tp):
+    """cost.layers.layer_splits prices every count at once for paged layers: the answer of pricing each with
+    layer_decode, over the step table's decode grid."""
+    from rooflab.cost.layers import layer_decode, layer_splits, layer_walk, split_limit
+    from rooflab.cost.paged import best_splits
+
+    spec = load_model(model)
+    for name, layer, _ in layer_walk(spec):
+        for decodes in (1, 3, 17, 256):
+            for length in (100, 1500, 9000, 60_000):
+                batch = DecodeBatch.uniform(length, decodes)
+
+                def price(s, name=name, batch=batch):
+                    return layer_decode(spec, name, batch, 16, DType.bf16, DType.fp8_e4m3, s, 1, H100.num_sms,
+                                        H100.units_per_sm, tp)
+
+                every = best_splits(price, split_limit(spec, name, batch, 16))
+                assert layer_splits(spec, name, batch, H100.num_sms, 16, DType.bf16, DType.fp8_e4m3,
+                                    H100.units_per_sm, tensor_parallel=tp) == every
