@@ -13,7 +13,8 @@ replica of a deployment -> TTFT, TPOT, ITL, E2E and throughput, each as a floor 
 Modules: scheduler.py (the engines' schedulers in their words), workload.py (lengths and arrivals as the
 benchmark harnesses draw them), steptime.py (the step-time function), replica.py, steady.py, simulate.py
 (decoding.py: the simulated engine's decoding requests as aggregates), metrics.py (TTFT, TPOT, ITL, E2E as vllm
-bench serve defines them; a simulated run's results), sweep.py (curves and SLO search), published.py (the published serving rows against the floors and predictions).
+bench serve defines them; a simulated run's results), sweep.py (curves and SLO search), published.py (the
+published serving rows against the floors and predictions).
 """
 
 from .scheduler import Engine, Scheduler
