@@ -61,7 +61,12 @@ IMPL_PATH: dict[str, TensorPath] = {
     "torch_flash": TensorPath.mma_sync, "torch_flash_dense": TensorPath.mma_sync,
     "torch_efficient": TensorPath.mma_sync, "torch_cudnn": TensorPath.native, "torch_cudnn_dense": TensorPath.native,
     "torch_eager": TensorPath.native, "torch_bmm_dense": TensorPath.native, "torch_cublas": TensorPath.native,
+    "torch_grouped_mm": TensorPath.native, "torch_scaled_grouped_mm": TensorPath.native,
 }
+
+#: A MoE layer's experts as one grouped GEMM: the implementation fitted for each arithmetic (rooflab.fit.moe_fit;
+#: benchmarks/moe_gemm.py measures torch._grouped_mm and torch._scaled_grouped_mm, CUTLASS on sm90).
+GROUPED_GEMM_IMPL = {DType.bf16: "torch_grouped_mm", DType.fp8_e4m3: "torch_scaled_grouped_mm"}
 
 #: Hopper's mma.sync reaches about 2/3 of the dense tensor roof, which wgmma alone reaches: FlashAttention-3
 #: (Shah et al., arXiv 2407.08608), section 2.2, "the older mma.sync instruction can only reach about 2/3 the peak
