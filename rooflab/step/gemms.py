@@ -6,7 +6,8 @@
     MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
                             gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
                             token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
-                            weights read once for each touched expert; shared experts as a dense MLP
+                            weights read once for each touched expert, priced as grouped GEMMs (one launch over
+                            the experts: the grouped-GEMM fit, rooflab.fit.moe_fit); shared experts as a dense MLP
     logits                  the lm_head GEMM for each sequence's scored tokens (and the chunk's last)
 """
 
@@ -87,14 +88,19 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
              gemm(pairs, 2 * width, hidden, a, "experts_gate_up", bits, touched),
              gemm(pairs, hidden, width, a, "experts_down", bits, touched)]
     t = ctx.pricer.gemms(costs[:1], count, dtype)
-    t2 = ctx.pricer.gemms(costs[1:], count, a)
+    grouped = [ctx.pricer.grouped_gemm_time(c, a) for c in costs[1:]]
+    t2 = None if any(g is None for g, _ in grouped) else count * sum(g for g, _ in grouped)
+    impl = grouped[0][1]
     where = f" over EP {ep}" if ep > 1 else ""
     imb = f", imbalance {ctx.imbalance:g}" if ctx.imbalance != 1 else ""
+    how = (f"experts: grouped-GEMM fit ({impl}, {pairs / max(touched, 1e-9):.1f} pairs a touched expert)"
+           if impl != "torch_cublas" else "experts: GEMM fit (torch_cublas), no grouped fit here")
     return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
-                      None if t is None or t2 is None else t + t2, "torch_cublas", a, num_layers=count,
+                      None if t is None or t2 is None else t + t2, impl, a, num_layers=count,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
-                      source=f"GEMM fit (torch_cublas) at the measured {a.value} rate; pairs f x M k / EP")
+                      source=f"router: GEMM fit (torch_cublas); {how}, at the measured {a.value} rate; "
+                             f"pairs f x M k / EP")
 
 
 def logits(ctx: StepContext, logit_rows: int) -> list[StepRow]:

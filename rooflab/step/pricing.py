@@ -23,12 +23,15 @@ from ..deployment import Deployment
 from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
 from ..predict import MEASURED_HERE, OWN, PredictedTime, no_prediction_reason, predict_time
+from ..transfer import GROUPED_GEMM_IMPL as GROUPED_IMPL
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
 from .rows import StepRow, floor_row, link_row
 
 _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
+#: The dense GEMM family's implementation (rooflab.fit.gemm_fit.IMPL: torch's cuBLAS).
+DENSE_GEMM_IMPL = "torch_cublas"
 
 
 def gemm_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
@@ -155,7 +158,7 @@ class Pricer:
     def gemm_time(self, cost: GemmCost, arithmetic: DType) -> Optional[float]:
         """A GEMM's predicted time: the fitted GEMM family (torch_cublas) against its arithmetic's measured rate (the
         GPU's own fit, or a bundled GPU's transferred: rooflab.predict.predict_time)."""
-        p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic)
+        p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic, DENSE_GEMM_IMPL)
         if p is None:
             return None
         if p.fitted_on is None:
@@ -164,6 +167,27 @@ class Pricer:
                 self.notes.append(note)
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s)
+
+    def grouped_gemm_time(self, cost: GemmCost, arithmetic: DType) -> tuple[Optional[float], str]:
+        """A MoE layer's expert GEMM as one grouped launch: the grouped-GEMM fit of its arithmetic (rooflab.fit.
+        moe_fit: c0 + max(F / pi, Q / (r beta)) / eta over the touched experts' weights; the GPU's own, else the
+        H200's transferred), and the implementation that priced it. Where no grouped fit predicts it here (fp4 or
+        int arithmetic, a GPU whose own GEMM fits have none, a refused transfer): the dense cuBLAS fit, noted."""
+        impl = GROUPED_IMPL.get(arithmetic, GROUPED_IMPL[DType.bf16] if arithmetic.bytes == 2 else None)
+        own = {f.impl for f in self.gpu.fitted_for(Kernel.gemm)}
+        p = None
+        if impl is not None and (not own or impl in own):
+            p = predict_time(self.gpu, Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic, impl,
+                             optional=True)
+        if p is None:
+            note = (f"MoE experts priced as dense cuBLAS GEMMs: no grouped-GEMM fit ({impl or arithmetic.value}) "
+                    f"predicts {self.gpu.name}")
+            if note not in self.notes:
+                self.notes.append(note)
+            return self.gemm_time(cost, arithmetic), DENSE_GEMM_IMPL
+        self.provenance.setdefault((p.impl, p.provenance), p)
+        self.gemm_from = p.provenance
+        return self.launch(p.t_predicted_s), impl
 
     @property
     def sources(self) -> str:

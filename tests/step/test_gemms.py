@@ -1,0 +1,78 @@
+"""Tests of rooflab/step/gemms.py: the MoE row's experts priced as grouped GEMMs (rooflab.fit.moe_fit's fit in the
+H200's YAML) by hand, fp8 experts at the scaled grouped fit, the transfer to a GPU without fits, and the dense
+fallback with its note."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rooflab.cost.model import experts_touched
+from rooflab.deployment import Deployment
+from rooflab.load import load_gpu, load_model
+from rooflab.step import step_report
+from rooflab.vocab import Kernel
+
+H200 = load_gpu("h200-sxm")
+MIXTRAL = load_model("mixtral-8x7b")
+
+
+def _fit(impl):
+    return next(f for f in H200.fitted if f.kernel is Kernel.gemm and f.impl == impl)
+
+
+def _moe(report):
+    return next(row for row in report.rows if row.label.startswith("MoE ("))
+
+
+def test_mixtral_tp2_moe_row_by_hand():
+    """Mixtral-8x7B TP 2, 64 decodes: each layer's router [64 x 8 x 4096] on cuBLAS, then the experts' gate/up
+    [128 pairs x 14336 x 4096] and down [128 x 4096 x 7168] each one grouped launch over the touched experts:
+    t = c0 + max(F / (eta pi), Q / (eta_mem beta)) (rooflab/fit/moe_fit.py), 32 layers."""
+    r = step_report(MIXTRAL, H200, 64, 2048, deployment=Deployment(tensor_parallel=2))
+    moe = _moe(r)
+    pi, beta = H200.measured.gemm_flop_per_s["bf16"], H200.measured.copy_bytes_per_s
+    touched, pairs, width = experts_touched(MIXTRAL, 64), 64 * 2, 14336 // 2
+    assert touched == pytest.approx(8.0, abs=1e-3) and "128 token-expert pairs" in moe.label
+
+    def t(fit, m, n, k, groups):
+        flops, hbm = 2 * m * n * k, groups * n * k * 2 + (m * k + m * n) * 2
+        return fit.overhead_s + max(flops / pi / fit.efficiency, hbm / beta / (fit.memory_efficiency or fit.efficiency))
+
+    grouped, dense = _fit("torch_grouped_mm"), _fit("torch_cublas")
+    hand = 32 * (t(dense, 64, 8, 4096, 1) + t(grouped, pairs, 2 * width, 4096, touched)
+                 + t(grouped, pairs, 4096, width, touched))
+    assert moe.t_predicted_s == pytest.approx(hand, rel=1e-9)
+    assert moe.predicted_impl == "torch_grouped_mm" and "grouped-GEMM fit (torch_grouped_mm" in moe.source
+    # slower than the same GEMMs priced dense at the cuBLAS fit (the pricing before the grouped fit)
+    old = 32 * (t(dense, 64, 8, 4096, 1) + t(dense, pairs, 2 * width, 4096, touched)
+                + t(dense, pairs, 4096, width, touched))
+    assert moe.t_predicted_s > 1.2 * old
+    # the floor is the same physical bound as before: the grouped fit changes predictions only
+    assert moe.t_floor_s < old
+
+
+def test_deepseek_fp8_experts_use_the_scaled_grouped_fit():
+    ds = load_model("deepseek-v3")
+    r = step_report(ds, H200, 32, 1024, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8,
+                                                              expert_parallel=8))
+    moe = _moe(r)
+    assert moe.predicted_impl == "torch_scaled_grouped_mm" and moe.predicted_from == "measured on this GPU"
+
+
+def test_a_gpu_without_fits_takes_the_h200s_grouped_fit_transferred():
+    r = step_report(MIXTRAL, load_gpu("h100-sxm"), 64, 2048, deployment=Deployment(tensor_parallel=2))
+    moe = _moe(r)
+    assert moe.predicted_impl == "torch_grouped_mm" and moe.predicted_from == "transferred from h200-sxm"
+
+
+def test_a_gpu_whose_gemm_fits_have_no_grouped_one_prices_experts_dense_and_says_so():
+    fitted = tuple(f for f in H200.fitted if "grouped" not in f.impl)
+    gpu = dataclasses.replace(H200, fitted=fitted)
+    r = step_report(MIXTRAL, gpu, 64, 2048, deployment=Deployment(tensor_parallel=2))
+    moe = _moe(r)
+    assert moe.predicted_impl == "torch_cublas" and moe.t_predicted_s is not None
+    assert any("MoE experts priced as dense cuBLAS GEMMs" in n for n in r.notes)
+    assert moe.t_predicted_s < _moe(step_report(MIXTRAL, H200, 64, 2048,
+                                                deployment=Deployment(tensor_parallel=2))).t_predicted_s
