@@ -24,6 +24,9 @@ float32 per-expert reference once a shape (rel_error column).
 
 Run on the GPU: python benchmarks/moe_gemm.py --out DIR [--commit SHA]; writes DIR/h200-moe-gemm.csv with the
 machine's metadata as '# key: value' lines and prints a table last.
+The fit of these rows (hardware/h200-sxm.yaml's torch_grouped_mm and torch_scaled_grouped_mm entries):
+rooflab.fit.moe_fit.fit_moe_campaign(Path('measurements/moe/h200-moe-gemm.csv'), load_gpu('h200-sxm')), written
+with rooflab.fit.fitting_io.fitted_yaml (tests/fit/test_moe_fit.py pins the YAML to it).
 """
 
 from __future__ import annotations

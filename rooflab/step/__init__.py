@@ -14,7 +14,8 @@ data ranks (vLLM's DP replicas, SGLang's data-parallel attention ranks: ceil(B /
     MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
                             gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
                             token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
-                            weights read once for each touched expert; shared experts as a dense MLP
+                            weights read once for each touched expert, each expert GEMM one grouped launch at
+                            the measured grouped-GEMM fit (rooflab/fit/moe_fit.py); shared experts as a dense MLP
     norms and elementwise   fused (engines, CUDA graphs): fused add-RMSNorm x 2, SiLU-and-mul, one KV-cache write a
                             layer; unfused (eager, or rooflab's torch reference layer): 2 RMSNorms, 2 residual adds,
                             SiLU x up, the q copy and 2 KV appends; the floor counts the fused bytes either way
