@@ -20,6 +20,8 @@ else:
     settings.load_profile("rooflab")
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The parsed-spec cache (rooflab/load/disk_cache.py) goes to a folder of this process's own, never the user's.
+os.environ["ROOFLAB_CACHE_DIR"] = __import__("tempfile").mkdtemp(prefix="rooflab-spec-cache-")
 
 
 def _wants_workers(config) -> bool:

@@ -8,6 +8,7 @@ suggests the closest.
     build.py    a parsed mapping -> a spec dataclass, every problem of a file in one SpecError
     names.py    what a reference means: spec_path (a bundled name or a path), resolve_gpu_name (any of a GPU's names)
     cache.py    the cached loaders: load_gpu, bundled_model, yaml_model; clear_cache
+    disk_cache.py  checked specs kept on disk between runs ($ROOFLAB_CACHE_DIR; ROOFLAB_NO_CACHE=1 turns it off)
     models.py   load_model: a bundled name, a YAML or a config.json (rooflab.hf) with the published count
 
 Files are read by rooflab.files (bounded reads, strict YAML); read_yaml, parse_yaml, read_text, read_bounded and

@@ -12,6 +12,7 @@ from ..files import read_yaml
 from ..specs import GpuSpec, ModelSpec
 from .build import spec_from_mapping
 from .bundled import data_dir
+from .disk_cache import cached_spec
 from .names import spec_path
 
 T = TypeVar("T")
@@ -23,7 +24,7 @@ def _spec_from_file(cls: type[T], path: Path) -> T:
 
 @lru_cache(maxsize=64)
 def _load_gpu(path: Path, stamp: tuple[int, int]) -> GpuSpec:
-    return _spec_from_file(GpuSpec, path)
+    return cached_spec(GpuSpec, path, lambda: _spec_from_file(GpuSpec, path))
 
 
 #: How far a model YAML's published num_parameters may lie from the count its layers give (bundled models and
@@ -35,6 +36,10 @@ PUBLISHED_COUNT_FACTOR = 2.0
 
 @lru_cache(maxsize=64)
 def _load_model(path: Path, stamp: tuple[int, int]) -> ModelSpec:
+    return cached_spec(ModelSpec, path, lambda: _checked_model(path))
+
+
+def _checked_model(path: Path) -> ModelSpec:
     model = _spec_from_file(ModelSpec, path)
     if model.num_parameters is not None:
         derived = model.derived_parameters
