@@ -27,11 +27,11 @@ from ..specs import LayerType
 from ..specs.layers import MLA_SPARSE_FP8_BYTES
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import LayerKind
-from .batch import DecodeBatch, decode_batch
-from .common import ArrayLike, KernelCost, check_dtypes, check_layer, whole_number
+from .batch import DecodeBatch
+from .common import ArrayLike, KernelCost, check_layer, whole_number
 from .merge import MergeCost, merge_splits
-from .paged import MAX_Q_LEN, SplitDecode, check_page_size, check_splits
-from .parallel import check_parallelism, parallel_fraction
+from .paged import SplitDecode, decode_arguments
+from .parallel import parallel_fraction
 
 #: Query rows (heads x new tokens) one FlashMLA-style work unit holds: a 64-row tile.
 MLA_ROWS_PER_UNIT = 64
@@ -89,14 +89,8 @@ def mla_decode(layer: LayerType, num_qo_heads: int, context_lens: ArrayLike | De
     if not layer.is_latent:
         raise InputError(f"mla_decode needs an mla layer type, not {layer.kind.value}")
     h = whole_number(num_qo_heads, "num_qo_heads")
-    page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
-    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
-    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
-    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
-    batch = decode_batch(context_lens)
-    if batch.lengths.min() < q_len:
-        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
-                         f"{q_len} new tokens")
+    page_size, num_splits, q_len, dtype, kv_dtype, num_sms, units_per_sm, batch = decode_arguments(
+        context_lens, page_size, dtype, kv_dtype, num_splits, num_sms, units_per_sm, q_len)
     d_lat, d_c = layer.latent_dim, layer.kv_lora_rank
     tokens = np.float64(batch.total_tokens)
     pairs = np.float64((q_len * batch.lengths - q_len * (q_len - 1) / 2) * batch.counts).sum()   # causal new tokens

@@ -29,7 +29,7 @@ from ..limits import MAX_SPLITS as LIMIT_SPLITS
 from ..specs import AttentionHeads
 from ..units import FP32_BYTES, INT32_BYTES, DType
 from ..vocab import Variant
-from .batch import DecodeBatch, context_lengths, decode_batch
+from .batch import DecodeBatch, decode_batch
 from .common import (FULL_VISIBILITY, ArrayLike, KernelCost, Visibility, as_array, check_dtypes, check_heads,
                      whole_number)
 from .merge import MergeCost, merge_splits
@@ -103,6 +103,20 @@ def check_splits(num_splits: int) -> int:
     return whole_number(num_splits, "number of splits", maximum=MAX_SPLITS_ALLOWED)
 
 
+def decode_arguments(context_lens, page_size, dtype, kv_dtype, num_splits, num_sms, units_per_sm, q_len):
+    """A decode launch's arguments checked, as paged_decode and mla_decode take them: (page_size, num_splits,
+    q_len, dtype, kv_dtype, num_sms, units_per_sm, the DecodeBatch); every context holds its q_len new tokens."""
+    page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
+    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
+    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
+    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
+    batch = decode_batch(context_lens)
+    if batch.lengths.min() < q_len:
+        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
+                         f"{q_len} new tokens")
+    return page_size, num_splits, q_len, dtype, kv_dtype, num_sms, units_per_sm, batch
+
+
 def _split_tokens(lens: np.ndarray, num_splits: int, page_size: int) -> np.ndarray:
     """Tokens of each (length, split), [U, S]: whole pages dealt out evenly, the last split shorter."""
     pages_per_split = np.ceil(np.ceil(lens / page_size) / num_splits)
@@ -155,14 +169,8 @@ def paged_decode(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, p
     limits the attention launch's bandwidth; without, the launch is ideal (the pure roofline).
     """
     heads = check_heads(heads, "paged_decode")
-    page_size, num_splits = check_page_size(page_size), check_splits(num_splits)
-    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
-    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
-    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
-    batch = decode_batch(context_lens)
-    if batch.lengths.min() < q_len:
-        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
-                         f"{q_len} new tokens")
+    page_size, num_splits, q_len, dtype, kv_dtype, num_sms, units_per_sm, batch = decode_arguments(
+        context_lens, page_size, dtype, kv_dtype, num_splits, num_sms, units_per_sm, q_len)
     read = visibility.read_tokens(batch.lengths, q_len)                 # [U] keys each sequence reads
     unit_tokens = _split_tokens(read, num_splits, page_size)           # [U, S]; the same for every KV head
     busy = unit_tokens > 0
