@@ -147,12 +147,26 @@ def plot_roofline(
           lambda: data.chart_frame(measured, exp_roof), data_file)
 
 
+def _prefill_inputs(model, gpu, dtype, lengths, max_seq_len):
+    """The prefill charts' (memory, time) model, GPUs (default the H100), dtype as loaded and length axis."""
+    from ..load import load_gpu, load_model
+
+    seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
+    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
+    m = load_model(model)
+    return m, gpus, _dtype(dtype, m, gpus), seq_lens
+
+
+#: --batch of the prefill charts (memory, time).
+PrefillBatchOpt = Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
+                                              help="Sequences prefilled together.")]
+
+
 @friendly
 def plot_memory(
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
-                                       help="Sequences prefilled together.")] = 1,
+    batch: PrefillBatchOpt = 1,
     dtype: dopt.DTypeAutoOpt = DType.fp16,
     max_seq_len: Annotated[Optional[int], typer.Option("--max-seq-len", parser=params.count(512, MAX_TOKENS), metavar="N",
                                                        help="Right end of the length axis (default: past where naive stops fitting).")] = None,
@@ -161,13 +175,10 @@ def plot_memory(
     data_file: DataOpt = None,
 ) -> None:
     """Bytes of S and P against sequence length, with each GPU's capacity minus weights: where naive prefill stops fitting."""
-    from ..load import load_gpu, load_model
     from ..plot import memory_chart, memory_sweep
 
-    seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
-    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    m = load_model(model)
-    sweep = memory_sweep(m, gpus, batch, _dtype(dtype, m, gpus), max_seq_len, seq_lens)
+    m, gpus, dtype, seq_lens = _prefill_inputs(model, gpu, dtype, lengths, max_seq_len)
+    sweep = memory_sweep(m, gpus, batch, dtype, max_seq_len, seq_lens)
     _save(memory_chart(sweep), output, "memory.png", sweep.to_frame, data_file)
 
 
@@ -175,8 +186,7 @@ def plot_memory(
 def plot_time(
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", parser=params.count(1, MAX_BATCH), metavar="N",
-                                       help="Sequences prefilled together.")] = 1,
+    batch: PrefillBatchOpt = 1,
     dtype: dopt.DTypeAutoOpt = DType.fp16,
     causal: Annotated[bool, typer.Option("--causal/--no-causal", help="Causal mask (decoders prefill causally; --no-causal for the chapter's figures).")] = True,
     seq_len: Annotated[int, typer.Option("--seq-len", "-T", parser=params.count(1, MAX_TOKENS), metavar="N",
@@ -188,13 +198,10 @@ def plot_time(
     data_file: DataOpt = None,
 ) -> None:
     """Naive and flash prefill time floors (all layers) against sequence length; several GPUs side by side."""
-    from ..load import load_gpu, load_model
     from ..plot import time_chart, time_sweeps
 
-    seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
-    gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
-    m = load_model(model)
-    sweeps = time_sweeps(m, gpus, batch, _dtype(dtype, m, gpus), causal, max_seq_len, seq_len, seq_lens)
+    m, gpus, dtype, seq_lens = _prefill_inputs(model, gpu, dtype, lengths, max_seq_len)
+    sweeps = time_sweeps(m, gpus, batch, dtype, causal, max_seq_len, seq_len, seq_lens)
     _save(time_chart(sweeps), output, "time.png", lambda: _frames(sweeps), data_file)
 
 
