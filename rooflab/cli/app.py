@@ -113,7 +113,8 @@ class RooflabGroup(LazyGroup):
 
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
-        guarded(lambda: super(RooflabGroup, self).main(*args, **kwargs), args)
+        words = args if args else ((kwargs["args"],) if kwargs.get("args") is not None else ())  # CliRunner: args=
+        guarded(lambda: super(RooflabGroup, self).main(*args, **kwargs), words)
 
 
 app = typer.Typer(

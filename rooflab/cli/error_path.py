@@ -63,6 +63,16 @@ def environment_error(args) -> Optional[str]:
     return None
 
 
+def nul_argument(args) -> Optional[str]:
+    """A command-line word holding a NUL byte, which no file name or value may hold (the system refuses such a
+    path with a ValueError, not an OSError). A shell cannot pass one; a caller in Python (CliRunner) can."""
+    words = list(args[0]) if args and args[0] is not None else sys.argv[1:]
+    for word in words:
+        if isinstance(word, str) and "\x00" in word:
+            return f"{clip(word.replace(chr(0), ' '))!r}: a command-line word cannot hold a NUL character"
+    return None
+
+
 def guarded(run: Callable[[], object], args) -> None:
     """Run the command line (`run`: click's main with `args`) and exit with its status: usage errors as two lines
     on stderr (the message, then where to get help), exit 2; standard output watched by GuardedStdout (closed,
@@ -70,7 +80,7 @@ def guarded(run: Callable[[], object], args) -> None:
     if stdout_closed():
         error("standard output is closed; redirect it to a file or to /dev/null")
         sys.exit(EXIT_BAD_INPUT)
-    problem = environment_error(args)
+    problem = nul_argument(args) or environment_error(args)
     if problem:
         error(problem)
         sys.exit(EXIT_BAD_INPUT)

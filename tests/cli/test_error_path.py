@@ -226,3 +226,17 @@ def test_warnings_as_errors_do_not_fail_every_command():
     proc = _rooflab(["list", "gpus"], stdout=subprocess.PIPE, env={"PYTHONWARNINGS": "error"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("name")
+
+
+@pytest.mark.parametrize("words", [["validate", "-o", "a\x00b.csv"], ["plot", "capacity", "-o", "a\x00b.png"],
+                                   ["report", "-m", "x\x00y"], ["capacity", "--gpu", "h100\x00"]])
+def test_a_nul_in_any_word_is_one_line_and_exit_2(words):
+    """The hostile round left `validate -o 'a\\x00b.csv'` ending in a bare ValueError (click's path check calls
+    os.stat, which raises ValueError, not OSError); every command now refuses such a word before it runs."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    result = CliRunner().invoke(app, words)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert "cannot hold a NUL character" in result.output and "Traceback" not in result.output
