@@ -131,6 +131,16 @@ def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, d
     return batch, context_len, tp, dcp, cp, page_size
 
 
+def _one_name(value, name: str, old_value, old_name: str):
+    """A degree given by its Deployment name or its old spelling (1 when neither), refused when given as both."""
+    if value is None:
+        return old_value
+    if old_value is not 1 and old_value != 1:
+        raise InputError(f"give {name} or its old spelling {old_name}, not both ({name}={shown(value)}, "
+                         f"{old_name}={shown(old_value)})")
+    return value
+
+
 def _deployment(tp, dcp, cp, dtype, page_size, gpu_memory_utilization, gemm_dtype, deployment) -> Deployment:
     if deployment is None:
         return Deployment(tensor_parallel=tp, kv_parallel=dcp, prefill_context_parallel=cp, page_size=page_size,
@@ -198,13 +208,17 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                 tp: int = 1, dcp: int = 1, cp: int = 1, dtype: DType | None = None, page_size: int = 16,
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
                 gemm_dtype: DType | None = None, deployment: Deployment | None = None, prefill_tokens: int = 0,
-                expert_imbalance: float = 1.0, micro_batches: int | None = None) -> StepReport:
+                expert_imbalance: float = 1.0, micro_batches: int | None = None, *,
+                tensor_parallel: int | None = None, kv_parallel: int | None = None,
+                prefill_context_parallel: int | None = None) -> StepReport:
     """One decode step (B sequences at `context_len`, and a prefill chunk of `prefill_tokens` when given) or one
     prefill (B prompts of `context_len`) of the whole model on one GPU of the deployment (rooflab.step).
 
     `deployment` (rooflab.Deployment) holds the parallelism, formats, page size, utilisation, speculative decoding
-    and CUDA graphs; without it the keyword arguments (tp; dcp = KV parallelism over extra GPUs; cp = PCP; dtype;
-    page_size; gemm_dtype; gpu_memory_utilization) build one with the Deployment's defaults (CUDA graphs, fused
+    and CUDA graphs; without it the keyword arguments (tensor_parallel; kv_parallel = KV parallelism over extra
+    GPUs; prefill_context_parallel; dtype; page_size; gemm_dtype; gpu_memory_utilization) build one (the
+    Deployment's names; `tp`, `dcp` and `cp` are their old spellings, kept for one release: `dcp` here is KV
+    parallelism, not the engines' DCP, which only a Deployment spells) with the Deployment's defaults (CUDA graphs, fused
     elementwise work; rooflab's measured torch layer is Deployment(fused_elementwise=False)). B counts every data
     rank's sequences (ceil(B / ranks) a rank).
 
@@ -220,6 +234,9 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     models the deployment; else the weights and the batch's KV against the usable memory) is an InputError saying
     so (unless `check_memory` is False: a measured run that shares one cache across layers).
     """
+    tp = _one_name(tensor_parallel, "tensor_parallel", tp, "tp")
+    dcp = _one_name(kv_parallel, "kv_parallel", dcp, "dcp")
+    cp = _one_name(prefill_context_parallel, "prefill_context_parallel", cp, "cp")
     deployment = _deployment(tp, dcp, cp, dtype, page_size, gpu_memory_utilization, gemm_dtype, deployment)
     if not isinstance(model, ModelSpec):
         raise InputError(f"model must be a ModelSpec (rooflab.load_model), got {shown(model)}")

@@ -198,3 +198,25 @@ def test_where_nothing_transfers_every_blank_row_has_its_reason():
     assert any(n.startswith("no prediction for split_kv") and "mi300x" in n for n in blank)
     assert any(n.startswith("no prediction for norms and elementwise") and "amd" in n for n in blank)
     assert all(row.t_predicted_s is not None or row.predicted_from is None for row in r.rows)
+
+
+def test_the_degrees_take_the_deployments_names_and_their_old_spellings():
+    """step_report's tp / dcp / cp are the Deployment's tensor_parallel / kv_parallel / prefill_context_parallel
+    (one name a degree, issue 26); the old spellings give the same step, and both at once is refused."""
+    import pytest
+
+    from rooflab.errors import InputError
+    from rooflab.load import load_gpu, load_model
+    from rooflab.step import step_report
+
+    model, gpu = load_model("llama-3-70b"), load_gpu("h200-sxm")
+    new = step_report(model, gpu, batch=8, context_len=4096, tensor_parallel=4, kv_parallel=2)
+    old = step_report(model, gpu, batch=8, context_len=4096, tp=4, dcp=2)
+    assert new.to_dict() == old.to_dict()
+    assert new.to_dict()["kv_parallel"] == 2
+    prefill = step_report(model, gpu, batch=1, context_len=8192, step="prefill", tensor_parallel=4,
+                          prefill_context_parallel=2)
+    assert prefill.to_dict() == step_report(model, gpu, batch=1, context_len=8192, step="prefill", tp=4,
+                                            cp=2).to_dict()
+    with pytest.raises(InputError, match="tensor_parallel or its old spelling tp"):
+        step_report(model, gpu, batch=8, context_len=4096, tensor_parallel=4, tp=2)
