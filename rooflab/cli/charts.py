@@ -126,7 +126,7 @@ def plot_roofline(
     data_file: DataOpt = None,
 ) -> None:
     """Roofline chart: memory and compute roofs, the ridge, naive (and its kernels), flash, paged decode, merge."""
-    from ..bench.validate import measured_points, validate
+    from ..fit.validate import measured_points, validate
     from ..load import load_gpu, load_model
     from ..plot import roofline_chart, roofline_data
 
@@ -279,7 +279,7 @@ def plot_validation(
     data_file: DataOpt = None,
 ) -> None:
     """Measured time against the calibrated model's prediction, held-out rows filled."""
-    from ..bench.validate import validate
+    from ..fit.validate import validate
     from ..plot import validation_chart
 
     v = validate(file)

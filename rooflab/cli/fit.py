@@ -24,7 +24,7 @@ def fit(
     others; the GPU YAML keeps the constants with the rows, campaigns and errors they rest on. Fits of
     kernels these files do not measure (a GEMM, collectives) stay as they were.
     """
-    from ..bench.fitting_io import fit_campaigns, write_fitted
+    from ..fit.fitting_io import fit_campaigns, write_fitted
     from ..load import spec_path
     from ..render_validation import render_validation
 

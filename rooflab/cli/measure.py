@@ -41,7 +41,7 @@ def calibrate(
     if fp8 and (collectives or from_files):
         raise typer.BadParameter("--fp8 and --collectives are separate runs; give one")
     if collectives or from_files:
-        from ..bench.comm_fit import calibrate_collectives
+        from ..measure.calibrate_comm import calibrate_collectives
 
         if from_files and not collectives:
             raise typer.BadParameter("--from goes with --collectives")
@@ -60,9 +60,9 @@ def calibrate(
                        f"held-out error median / worst {err}")
         typer.echo(f"wrote {target}")
         return
-    from ..bench.calibrate import calibrate as run_calibration
-    from ..bench.calibrate import describe, write_spec
-    from ..bench.device import check_spec_matches, default_spec, device_name
+    from ..measure.calibrate import calibrate as run_calibration
+    from ..measure.calibrate import describe, write_spec
+    from ..measure.device import check_spec_matches, default_spec, device_name
     from ..units import GiB
 
     if gpu is not None:                                   # the options first, then the device
@@ -74,7 +74,7 @@ def calibrate(
     source = spec_path("hardware", "GPU", spec)
     target = check_writable(output or Path.cwd() / source.name, [source], option="--output")
     if fp8:
-        from ..bench.calibrate import calibrate_fp8, with_fp8
+        from ..measure.calibrate import calibrate_fp8, with_fp8
         from ..load import load_gpu
 
         measured = load_gpu(spec).measured
@@ -107,7 +107,7 @@ def validate(
 ) -> None:
     """Measured against predicted: fraction of the floor per kernel, and the time model's held-out error."""
     if published:
-        from ..bench.published_check import published_text
+        from ..fit.published_check import published_text
 
         given = [name for name, value in (("FILE", file), ("--gpu", gpu), ("--fit-from", fit_from), ("--wide", wide))
                  if value]
@@ -120,8 +120,8 @@ def validate(
             write_atomic(output, text)
         typer.echo(text, nl=False)
         return
-    from ..bench.dist_validate import validate_any
-    from ..bench.validate import bundled_dataset, validate as validate_dataset
+    from ..fit.dist_validate import validate_any
+    from ..fit.validate import bundled_dataset, validate as validate_dataset
     from ..output import write_atomic
     from ..render_validation import render_validation
 
@@ -158,9 +158,9 @@ def bench(
                                                          "ring.")] = None,
 ) -> None:
     """Check every bundled kernel against the fp64 oracle, then time it over a sweep; write a CSV with metadata.
-    --distributed: the multi-GPU bench over --nproc GPUs (rooflab.bench.distributed)."""
+    --distributed: the multi-GPU bench over --nproc GPUs (rooflab.measure.distributed)."""
     if distributed or cpu:
-        from ..bench.distributed import launch_cli
+        from ..measure.distributed.launch import launch_cli
 
         result = launch_cli(nproc, output, cpu, tuple(section or ()), gpu, " ".join(["rooflab", *sys.argv[1:]]))
         for name, path in result.files.items():
@@ -173,9 +173,9 @@ def bench(
         return
     if section:                                           # would be ignored: the single-GPU bench has no sections
         raise RooflabError(f"--section {section[0]}: applies with --distributed (or --cpu) only")
-    from ..bench.cases import gap_campaign_cases, mla_sweep_cases, new_kernel_cases, second_campaign_cases, sweep
-    from ..bench.device import check_spec_matches, default_spec, device_name
-    from ..bench.run import run_to_file
+    from ..measure.cases import gap_campaign_cases, mla_sweep_cases, new_kernel_cases, second_campaign_cases, sweep
+    from ..measure.device import check_spec_matches, default_spec, device_name
+    from ..measure.run import run_to_file
     from ..load import spec_path
 
     if gpu is not None:                                   # the options first, then the device

@@ -26,7 +26,7 @@ from ..cost.paged import paged_decode_uniform, recommend_splits
 from ..cost.batch import DecodeBatch
 from ..cost.ring import ring_prefill
 from ..predict import predict_time
-from ..roofline import Ceilings, predict_kernel
+from ..floors import Ceilings, floor_kernel
 from ..specs import AttentionHeads, GpuSpec
 from ..units import DType
 from ..vocab import Kernel, KernelFamily
@@ -98,8 +98,8 @@ def _gemm(rows: Sequence[Measurement], gpu: GpuSpec) -> tuple[list[GroupSummary]
     results = []
     for i, m in enumerate(rows):
         cost = gemm(m.m, m.n, m.k, DType(m.dtype))
-        ds = predict_kernel(cost.kernel, Ceilings.of(gpu, DType(m.dtype)))
-        cal = predict_kernel(cost.kernel, Ceilings.of(gpu, DType(m.dtype), _source(gpu)))
+        ds = floor_kernel(cost.kernel, Ceilings.of(gpu, DType(m.dtype)))
+        cal = floor_kernel(cost.kernel, Ceilings.of(gpu, DType(m.dtype), _source(gpu)))
         results.append(RowResult(f"gemm/{m.impl} {m.dtype} {m.m}x{m.n}x{m.k}", m.kernel, m.impl, m.time_s,
                                  float(cost.flops), float(cost.hbm_bytes), float(ds.t_floor_s), float(cal.t_floor_s),
                                  bool(held[i]), float(fit(t[i])), f"{m.m}x{m.n}x{m.k}", m))
@@ -150,7 +150,7 @@ def _tp_layer(m: Measurement, gpu: GpuSpec, heads: AttentionHeads, dtype: DType)
         if p is None:
             return None, math.nan, 0.0
         total += p.t_predicted_s
-        floor += float(predict_kernel(c.kernel, roofs).t_floor_s)
+        floor += float(floor_kernel(c.kernel, roofs).t_floor_s)
     splits = recommend_splits(shard, DecodeBatch.uniform(length, batch), gpu.num_sms, m.page_size, dtype,
                               units_per_sm=gpu.units_per_sm)
     price = (lambda s_, u: paged_decode_uniform(shard, length, batch, m.page_size, dtype, dtype, splits, s_, u))
@@ -158,7 +158,7 @@ def _tp_layer(m: Measurement, gpu: GpuSpec, heads: AttentionHeads, dtype: DType)
     if p is None:
         return None, math.nan, 0.0
     total += p.t_predicted_s
-    floor += sum(float(predict_kernel(k, roofs).t_floor_s) for k in price(None, 1.0).kernels)
+    floor += sum(float(floor_kernel(k, roofs).t_floor_s) for k in price(None, 1.0).kernels)
     if n > 1:
         comm = collective_time(gpu, Kernel.all_reduce, batch * hidden * dtype.bytes, n, "graph")
         if comm.t_predicted_s is None:
@@ -232,7 +232,7 @@ def distributed_floor(m: Measurement, gpu: GpuSpec, meta: Optional[dict] = None)
     if m.kernel.is_collective:
         return bus_bytes(m.kernel, m.bytes_per_rank, m.world_size) / gpu.interconnect.link_for(m.world_size)
     if m.kernel is Kernel.gemm:
-        return float(predict_kernel(gemm(m.m, m.n, m.k, DType(m.dtype)).kernel, Ceilings.of(gpu, DType(m.dtype))
+        return float(floor_kernel(gemm(m.m, m.n, m.k, DType(m.dtype)).kernel, Ceilings.of(gpu, DType(m.dtype))
                                     ).t_floor_s)
     return _composed(m, gpu, meta or {})[1]
 

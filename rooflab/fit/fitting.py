@@ -28,7 +28,7 @@ import numpy as np
 from ..cost.common import real_number
 from ..cost.flash import FlashCost
 from ..cost.mla import MlaDecodeCost
-from ..roofline import Ceilings
+from ..floors import Ceilings
 from ..specs import GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel, Pipe

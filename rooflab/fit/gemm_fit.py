@@ -10,7 +10,7 @@ import numpy as np
 
 from ..cost.gemm import gemm
 from ..predict import model_time
-from ..roofline import Ceilings
+from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel

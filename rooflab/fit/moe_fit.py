@@ -29,7 +29,7 @@ import numpy as np
 from ..cost.gemm import GemmCost, gemm
 from ..errors import InputError
 from ..predict import model_time
-from ..roofline import Ceilings
+from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
 from ..transfer import GROUPED_GEMM_IMPL
 from ..units import DType

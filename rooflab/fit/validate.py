@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InputError, RooflabError
 from ..load import load_gpu
-from ..roofline import Ceilings, Prediction, predict
+from ..floors import Ceilings, Floors, floor
 from ..specs import FittedModel, GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
@@ -37,11 +37,11 @@ from .records import Measurement, read_measurements, spec_for_device
 
 
 def predict_measurement(m: Measurement, gpu: GpuSpec, source: CeilingSource,
-                        units_per_sm: float | None = None) -> Prediction:
+                        units_per_sm: float | None = None) -> Floors:
     """The roofline of the configuration a measurement row describes against `source` ceilings (no parallelism
     model unless `units_per_sm` is given)."""
     roofs = Ceilings.of(gpu, DType(m.dtype), source)
-    return predict(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0), roofs)
+    return floor(measurement_cost(m, gpu, gpu.num_sms if units_per_sm else None, units_per_sm or 1.0), roofs)
 
 
 #: The workload fields of a Measurement that Validation.rows_frame adds to each row.
