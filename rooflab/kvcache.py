@@ -24,7 +24,6 @@ import numpy as np
 
 from .cost.batch import DecodeBatch, decode_batch
 from .cost.common import check_flag, real_number, whole_number
-from .cost.layers import layer_walk
 from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .specs import GpuSpec, LayerType, ModelSpec
@@ -120,7 +119,7 @@ def kv_layout(model: ModelSpec, context_len: int, kv_dtype: DType, page_size: in
                          f"{model.name} has no MLA layer")
     tp = 1 if dp_attention else whole_number(tensor_parallel, "tensor parallel size (--tp)", maximum=MAX_GPUS)
     layers = []
-    for name, t, count in layer_walk(model):
+    for name, t, count in model.layer_walk():
         per_token = t.kv_bytes_per_token(t.cached_heads(model.heads, tp), kv_dtype, mla_sparse_fp8)
         state = t.state_bytes_per_sequence(kv_dtype, tp)        # linear heads divide like attention heads
         layers.append(LayerKv(name, t.kind, count, per_token, pages_kept(t, context_len, page_size, allocation),
