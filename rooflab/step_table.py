@@ -170,6 +170,8 @@ class StepTable:
         for part in ("tokens", "sequences", "prefill"):
             pending.fill(part, [0])
         pending.fill("decode", [(0, 0)])
+        if not table.predicts:                   # every predicted sum is NaN: price the other points' floors alone
+            ctx.pricer.floors_only = True
         object.__setattr__(table, "_pending", pending)
         return table if lazy else table.complete()
 

@@ -108,3 +108,33 @@ def test_whether_the_tokens_rows_have_fits_does_not_depend_on_their_count(model,
     missing = np.isnan(t.tokens_parts[:, 3])
     assert missing.all() or not missing.any()
     assert t.predicts == (not missing.any())
+
+
+def test_a_table_without_predictions_prices_floors_alone_and_the_same_floors(monkeypatch):
+    """On an H100 at TP 8 (no collective fit of its link: the step has no prediction) the table stops calling
+    predict_time after its first points, and its floors equal a table priced with every prediction."""
+    import numpy as np
+
+    import rooflab.step.pricing as pricing
+    from rooflab.deployment import Deployment
+    from rooflab.load import load_gpu, load_model
+    from rooflab.step_table import StepTable
+
+    model, gpu = load_model("llama-3-70b"), load_gpu("h100-sxm")
+    deployment = Deployment(tensor_parallel=8)
+    calls = []
+    real = pricing.predict_time
+    monkeypatch.setattr(pricing, "predict_time", lambda *a, **k: calls.append(1) or real(*a, **k))
+    table = StepTable.build(model, gpu, deployment, max_decodes=64, max_context=4096, max_prefill=2048, lazy=True)
+    first = len(calls)
+    assert not table.predicts and first > 0
+    table.complete()
+    assert len(calls) == first                                    # no prediction priced past the first points
+    monkeypatch.setattr(pricing.Pricer, "floors_only", property(lambda self: False, lambda self, v: None))
+    every = StepTable.build(model, gpu, deployment, max_decodes=64, max_context=4096, max_prefill=2048)
+    assert len(calls) > first
+    for part in ("tokens_parts", "sequences_parts", "decode_parts", "prefill_parts"):
+        assert np.array_equal(getattr(table, part)[..., :3], getattr(every, part)[..., :3]), part   # the floors
+    d, c = np.array([1, 8, 64]), np.array([1024, 8 * 2048, 64 * 4096])
+    assert np.array_equal(table.time_s(d, c, 512)[0], every.time_s(d, c, 512)[0])
+    assert np.isnan(table.time_s(d, c, 512)[1]).all() and np.isnan(every.time_s(d, c, 512)[1]).all()

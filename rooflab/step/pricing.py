@@ -109,6 +109,7 @@ class Pricer:
     notes: list = field(default_factory=list)
     provenance: dict = field(default_factory=dict)
     gemm_from: Optional[str] = None              # the GEMM fit's provenance, once a GEMM is predicted
+    floors_only: bool = False                    # StepTable: the step has no prediction, so none is priced
 
     def __post_init__(self) -> None:
         self.roofs = Ceilings.of(self.gpu, self.dtype)
@@ -140,7 +141,10 @@ class Pricer:
     def predicted(self, kernel: Kernel, price: Callable, dtype: Optional[DType] = None,
                   impl: Optional[str] = None) -> Optional[PredictedTime]:
         """predict_time for `kernel` (transferred where the GPU has no fit of its own), its provenance recorded; None
-        with the reason recorded where no fit predicts it here."""
+        with the reason recorded where no fit predicts it here; None at once with `floors_only` (a table whose step
+        has no prediction: its rows' would be thrown away)."""
+        if self.floors_only:
+            return None
         p = predict_time(self.gpu, kernel, price, dtype or self.dtype, impl, optional=True)
         if p is None:
             self.miss(kernel.value + (f" ({impl})" if impl and impl != OWN else ""),
