@@ -84,7 +84,8 @@ class _Pending:
     def cover(self, part: str, grid: np.ndarray, x: np.ndarray) -> None:
         if x.size:
             i = np.clip(np.searchsorted(grid, x.ravel(), side="right") - 1, 0, max(len(grid) - 2, 0))
-            self.fill(part, np.unique(np.concatenate([i, np.minimum(i + 1, len(grid) - 1)])).tolist())
+            lower = i.tolist()                   # sorted distinct points: np.unique would load numpy.ma at start
+            self.fill(part, sorted(set(lower) | {min(k + 1, len(grid) - 1) for k in lower}))
 
     def cover_decode(self, i: np.ndarray, j: np.ndarray, rows: int, cols: int) -> None:
         if i.size:
