@@ -94,3 +94,20 @@ def test_a_table_or_json_command_imports_no_pandas_or_matplotlib(command):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_every_module_compiles_without_a_warning():
+    """A SyntaxWarning (`x is not 1`) is printed once, when a module is first compiled, into whatever runs it: a
+    notebook's stderr, a user's terminal. Every module of the package compiles with warnings as errors."""
+    import warnings
+    from pathlib import Path
+
+    bad = []
+    for path in sorted(Path(rooflab.__file__).parent.rglob("*.py")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                compile(path.read_text(encoding="utf-8"), str(path), "exec")
+            except (SyntaxError, SyntaxWarning, DeprecationWarning) as exc:   # an error-filtered SyntaxWarning is raised as SyntaxError
+                bad.append(f"{path.name}: {exc}")
+    assert not bad, bad

@@ -135,7 +135,7 @@ def _one_name(value, name: str, old_value, old_name: str):
     """A degree given by its Deployment name or its old spelling (1 when neither), refused when given as both."""
     if value is None:
         return old_value
-    if old_value is not 1 and old_value != 1:
+    if old_value != 1:
         raise InputError(f"give {name} or its old spelling {old_name}, not both ({name}={shown(value)}, "
                          f"{old_name}={shown(old_value)})")
     return value
