@@ -145,6 +145,9 @@ NEW_GPUS = [
     ("rtx-3090", "NVIDIA GeForce RTX 3090", 936e9, {"fp16": 71e12, "fp16_acc16": 142e12}, 82, 24576 << 20),
     ("mi325x", "AMD Instinct MI325X", 6e12, {"fp16": 1307.4e12, "fp8": 2614.9e12}, 304, 256 << 30),
     ("mi355x", "AMD Instinct MI355X", 8e12, {"fp16": 2516.6e12, "fp8": 5033.2e12, "fp4": 10066.3e12}, 256, 288 << 30),
+    ("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation", 960e9, {"fp16": 364.25e12, "fp8": 728.5e12}, 142, 49140 << 20),
+    ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 1792e9,
+     {"fp16": 500e12, "fp8": 1000e12, "fp4": 2000e12}, 188, 97887 << 20),
 ]
 
 
