@@ -237,14 +237,8 @@ def split_times(heads: AttentionHeads, context_lens: ArrayLike | DecodeBatch, li
     fraction(S) + merge bytes. paged_decode's and merge_splits' arithmetic in the same order over an array of S,
     so the same numbers as pricing each S (tests/cost/test_paged.py)."""
     heads = check_heads(heads, "split_times")
-    page_size = check_page_size(page_size)
-    q_len = whole_number(q_len, "q_len (new tokens per sequence)", maximum=MAX_Q_LEN)
-    num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
-    dtype, kv_dtype = check_dtypes(dtype, kv_dtype)
-    batch = decode_batch(context_lens)
-    if batch.lengths.min() < q_len:
-        raise InputError(f"q_len (--q-len) {q_len}: a context of {batch.lengths.min():.0f} tokens cannot hold "
-                         f"{q_len} new tokens")
+    page_size, _, q_len, dtype, kv_dtype, num_sms, units_per_sm, batch = decode_arguments(
+        context_lens, page_size, dtype, kv_dtype, 1, num_sms, units_per_sm, q_len)
     splits = np.arange(1, check_splits(max(1, limit)) + 1, dtype=np.float64)              # [K]
     read = visibility.read_tokens(batch.lengths, q_len)                                   # [U]
     span = np.ceil(np.ceil(read / page_size)[:, None] / splits) * page_size              # [U, K] a split's tokens
