@@ -66,14 +66,8 @@ def capacity(
     activation_gib: Annotated[Optional[float], typer.Option("--activation-gib", parser=params.number(0, MAX_GIB),
                                                             metavar="X", help="Engine: vLLM's profiled activation "
                                                                               "peak, GiB; default: modelled.")] = None,
-    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
-                                     parser=params.count(1, MAX_GPUS), metavar="N",
-                                     help="Decode context parallelism as vLLM and SGLang mean it: each sequence's KV "
-                                          "split by position over N GPUs of the TP group (N divides --tp, N <= TP / "
-                                          "KV heads); no extra GPUs. rooflab 0.1's --dcp is --kv-parallel.")] = 1,
-    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                             help="KV parallelism (Helix): each sequence's KV split by position over "
-                                                  "N groups of --tp GPUs, weights on every one: N x TP GPUs.")] = 1,
+    dcp: dopt.DecodeContextParallelOpt = 1,
+    kv_parallel: dopt.KvParallelOpt = 1,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """How many sequences fit: KV budget, paged against contiguous reservation, longest context; per layer type.

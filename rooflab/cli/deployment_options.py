@@ -69,6 +69,14 @@ TensorParallelOpt = Annotated[Optional[int], typer.Option(
 TensorParallelSizeOpt = Annotated[Optional[int], typer.Option(
     "--tensor-parallel-size", "-tp", "--tp-size", parser=params.count(1, MAX_GPUS), metavar="N",
     help="--tp as vLLM (--tensor-parallel-size, -tp) and SGLang (--tp-size) spell it.")]
+DecodeContextParallelOpt = Annotated[int, typer.Option(
+    "--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size", parser=params.count(1, MAX_GPUS), metavar="N",
+    help="Decode context parallelism as vLLM and SGLang mean it: each sequence's KV split by position over N GPUs of "
+         "the TP group (N divides --tp, N <= TP / KV heads); no extra GPUs. rooflab 0.1's --dcp is --kv-parallel.")]
+KvParallelOpt = Annotated[int, typer.Option(
+    "--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
+    help="KV parallelism (Helix): each sequence's KV split by position over N groups of --tp GPUs, weights on every "
+         "one: N x TP GPUs.")]
 PageSizeOpt = Annotated[Optional[int], typer.Option(
     "--page-size", parser=params.count(1, MAX_PAGE_SIZE), metavar="N",
     help="Tokens per KV-cache page (block; SGLang's --page-size; default 16).")]

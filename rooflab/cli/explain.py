@@ -68,13 +68,8 @@ def explain(
     shape: ShapeOpt = None,
     tensor_parallel: dopt.TensorParallelOpt = None,
     tensor_parallel_size: dopt.TensorParallelSizeOpt = None,
-    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
-                                     parser=params.count(1, MAX_GPUS), metavar="N",
-                                     help="Decode: decode context parallelism inside the TP group, as vLLM and SGLang "
-                                          "mean it (N divides --tp, N <= TP / KV heads): one GPU's share.")] = 1,
-    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                             help="Decode: KV parallelism (Helix): the KV split by position over N "
-                                                  "groups of --tp GPUs; one GPU's share.")] = 1,
+    dcp: dopt.DecodeContextParallelOpt = 1,
+    kv_parallel: dopt.KvParallelOpt = 1,
     fmt: Annotated[ExplainFormat, typer.Option("--format", "-f", help="Output format.")] = ExplainFormat.text,
     phase: Annotated[Optional[ExplainPhase], typer.Option(
         "--phase", help="step: the whole model's step, row by row, as `report --phase step` prices it (its options; "

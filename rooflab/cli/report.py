@@ -91,14 +91,8 @@ def report(
                                            "to first token of --batch prompts of --context-len).")] = StepKind.decode,
     tp: Annotated[int, typer.Option("--tp", "-tp", "--tensor-parallel-size", "--tp-size", parser=params.count(1, MAX_GPUS),
                                     metavar="N", help="Step: tensor-parallel GPUs (heads and weights split N ways).")] = 1,
-    dcp: Annotated[int, typer.Option("--dcp", "-dcp", "--decode-context-parallel-size", "--dcp-size",
-                                     parser=params.count(1, MAX_GPUS), metavar="N",
-                                     help="Step (decode): decode context parallelism as vLLM and SGLang mean it: each "
-                                          "sequence's KV split by position over N GPUs of the TP group (N divides "
-                                          "--tp, N <= TP / KV heads). rooflab 0.1's --dcp is --kv-parallel.")] = 1,
-    kv_parallel: Annotated[int, typer.Option("--kv-parallel", "--kvp", parser=params.count(1, MAX_GPUS), metavar="N",
-                                             help="Step (decode): KV parallelism (Helix): the KV split by position "
-                                                  "over N groups of --tp GPUs, weights on every one.")] = 1,
+    dcp: dopt.DecodeContextParallelOpt = 1,
+    kv_parallel: dopt.KvParallelOpt = 1,
     cp: Annotated[int, typer.Option("--pcp", "-pcp", "--prefill-context-parallel-size", "--cp",
                                     parser=params.count(1, MAX_GPUS), metavar="N",
                                     help="Step (prefill): prefill context parallelism: GPUs a prompt is split over "
