@@ -148,6 +148,9 @@ NEW_GPUS = [
     ("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation", 960e9, {"fp16": 364.25e12, "fp8": 728.5e12}, 142, 49140 << 20),
     ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 1792e9,
      {"fp16": 500e12, "fp8": 1000e12, "fp4": 2000e12}, 188, 97887 << 20),
+    # no NVIDIA datasheet: the HGX H20 spec sheet SemiAnalysis published (4.0 TB/s, 148 / 296 / 74 TFLOPS); 78 SMs and
+    # 97871 MiB as torch and nvidia-smi report an "NVIDIA H20" (sources in hardware/h20.yaml)
+    ("h20", "NVIDIA H20", 4.0e12, {"fp16": 148e12, "bf16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 97871 << 20),
 ]
 
 
@@ -159,6 +162,19 @@ def test_new_gpus_match_their_datasheets(name, smi, bandwidth, rates, sms, capac
     for key, rate in rates.items():
         assert g.dense_tensor_flop_per_s[key] == rate, key
     assert load_gpu(smi).name == name                                    # nvidia-smi's exact name finds it
+
+
+def test_h20_is_a_capped_hopper_whose_physical_roofs_are_its_rated_ones():
+    """The H20's 148 TFLOP/s is a cap far below 78 SMs x 4096 FLOP a clock: no per-clock rate or clock is published,
+    so its physical roofs are the rated figures and nothing derives a faster one from the SM count."""
+    g = load_gpu("h20")
+    assert g.architecture == "hopper" and g.compute_capability_version == (9, 0)
+    assert g.tensor_flop_per_clock_per_sm is None and g.max_sm_clock_hz is None and g.boost_clock_hz is None
+    assert g.physical_tensor_flop_per_s == g.dense_tensor_flop_per_s
+    assert g.cuda_visible_bytes == 97285 << 20 and g.vector_fp32_flop_per_s == 44e12
+    assert g.interconnect.link_bytes_per_s * 2 == g.interconnect_bytes_per_s == 900e9
+    assert g.dense_tensor_flop_per_s["bf16"] > 142.3e12                 # the fastest published H20 GEMM (source)
+    assert load_gpu("H20").name == "h20"
 
 
 def test_physical_roofs_of_new_gpus_are_per_clock_x_sms_x_max_clock():
@@ -173,7 +189,7 @@ def test_physical_roofs_of_new_gpus_are_per_clock_x_sms_x_max_clock():
 @pytest.mark.parametrize("name, version", [("a100-sxm-80gb", (8, 0)), ("a10", (8, 6)), ("rtx-3090", (8, 6)),
                                            ("l4", (8, 9)), ("rtx-4090", (8, 9)), ("h100-sxm", (9, 0)),
                                            ("h200-sxm", (9, 0)), ("b200", (10, 0)), ("t4", (7, 5)),
-                                           ("mi300x", (9, 4)), ("mi355x", (9, 5))])
+                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0))])
 def test_bundled_compute_capabilities(name, version):
     assert load_gpu(name).compute_capability_version == version
 
