@@ -151,6 +151,9 @@ NEW_GPUS = [
     # no NVIDIA datasheet: the HGX H20 spec sheet SemiAnalysis published (4.0 TB/s, 148 / 296 / 74 TFLOPS); 78 SMs and
     # 97871 MiB as torch and nvidia-smi report an "NVIDIA H20" (sources in hardware/h20.yaml)
     ("h20", "NVIDIA H20", 4.0e12, {"fp16": 148e12, "bf16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 97871 << 20),
+    # NVIDIA's HGX B300 column / 2 / 8 GPUs; 148 SMs and 275040 MiB as an "NVIDIA B300 SXM6 AC" reports them
+    ("b300", "NVIDIA B300 SXM6 AC", 8e12, {"fp16": 2.25e15, "fp8": 4.5e15, "fp4": 13.125e15, "tf32": 1.125e15}, 148,
+     275040 << 20),
 ]
 
 
@@ -177,6 +180,20 @@ def test_h20_is_a_capped_hopper_whose_physical_roofs_are_its_rated_ones():
     assert load_gpu("H20").name == "h20"
 
 
+def test_b300_roofs_sit_above_every_published_b300_measurement():
+    """Measured on a B300 SXM6 AC (ademeure/QuickRunCUDA, cited in hardware/b300.yaml): cuBLAS FP16 2221, TF32 1109,
+    FP8 4491 TFLOP/s, FFMA 74.6 TFLOP/s, HBM read 7.12 TB/s, MUFU.EX2 9.6e12/s; the rated figures and the physical
+    roofs (per clock x 148 SMs x 2032 MHz) are never below them."""
+    g = load_gpu("b300")
+    assert g.architecture == "blackwell" and g.compute_capability_version == (10, 3)
+    assert g.physical_tensor_flop_per_s["fp4"] == pytest.approx(49152 * 148 * 2.032e9)     # 14.78 PFLOP/s
+    for key, measured in (("fp16", 2221e12), ("tf32", 1109e12), ("fp8", 4491e12)):
+        assert g.dense_tensor_flop_per_s[key] > measured, key
+    assert g.vector_fp32_flop_per_s > 74.6e12 and g.hbm_bandwidth_bytes_per_s > 7.12e12
+    assert g.exp_per_s >= 9.6e12 and g.l2_bytes == 126 << 20
+    assert load_gpu("NVIDIA B300 SXM6 AC").name == "b300" and load_gpu("B200").name == "b200"
+
+
 def test_physical_roofs_of_new_gpus_are_per_clock_x_sms_x_max_clock():
     assert load_gpu("h100-nvl").physical_matmul_flop_per_s(DType.fp16)[0] == pytest.approx(4096 * 132 * 1.785e9)
     assert load_gpu("mi355x").physical_matmul_flop_per_s(DType.fp8_e4m3)[0] == pytest.approx(8192 * 256 * 2.4e9, rel=1e-4)   # the rated 5033.2 rounds it up
@@ -189,7 +206,7 @@ def test_physical_roofs_of_new_gpus_are_per_clock_x_sms_x_max_clock():
 @pytest.mark.parametrize("name, version", [("a100-sxm-80gb", (8, 0)), ("a10", (8, 6)), ("rtx-3090", (8, 6)),
                                            ("l4", (8, 9)), ("rtx-4090", (8, 9)), ("h100-sxm", (9, 0)),
                                            ("h200-sxm", (9, 0)), ("b200", (10, 0)), ("t4", (7, 5)),
-                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0))])
+                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0)), ("b300", (10, 3))])
 def test_bundled_compute_capabilities(name, version):
     assert load_gpu(name).compute_capability_version == version
 
