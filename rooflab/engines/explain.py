@@ -267,10 +267,11 @@ def _checks(log: EngineLog, r: EngineCapacity, k_bytes_per_token: int = 0) -> tu
     """The logged figures beside the rebuilt ones: KV bytes, blocks, tokens, concurrency, SGLang's K size."""
     checks = []
     pairs = [("kv_cache_bytes", "kv_bytes", r.kv_cache_bytes), ("num_blocks", "gpu_blocks", r.num_blocks),
-             ("kv_cache_tokens", "kv_tokens", r.kv_cache_tokens), ("max_concurrency", "concurrency", r.max_concurrency)]
+             ("kv_cache_tokens", "kv_tokens", r.kv_cache_tokens), ("max_concurrency", "concurrency", r.max_concurrency),
+             ("max_running_requests", "max_running_requests", r.max_running_requests)]
     for figure, key, value in pairs:
         logged = log.get(key)
-        if logged is not None:
+        if logged is not None and value is not None:
             checks.append(Check(figure, logged.value, value, logged.source))
     blocks, kv_bytes = log.get("gpu_blocks"), log.get("kv_bytes")
     if blocks is not None and log.get("kv_tokens") is None:

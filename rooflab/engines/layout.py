@@ -20,7 +20,21 @@ SGLang, page_size tokens a page (1 by default): cell = bytes one token takes in 
 (sglang v0.4.6 python/sglang/srt/model_executor/model_runner.py profile_max_num_token); its pool allocates
 (tokens + page_size) slots, so "K size" = (N + page) x K bytes per token (mem_cache/memory_pool.py).
 Sliding-window layers count as full layers in both SGLang accountings modelled (v0.5's separate SWA pool is not
-modelled); linear-attention (Mamba-style) layers are refused.
+modelled). Linear-attention (Gated DeltaNet) layers keep no KV: SGLang's cell counts the attention layers only and
+its state pool is sglang.py's; vLLM V1 keeps their states in the same block pool (hybrid_layout below).
+
+vLLM V1 with linear layers (states.py for the state's bytes S a layer and sequence):
+
+    block     the attention block grows until its page holds a state: 16 ceil(S / (16 x attention bytes per
+              token)) tokens (states.vllm_hybrid_block_size); each state page is padded to the attention page
+    groups    the attention kinds and the linear layers grouped as above (group_size = the fewest layers of one
+              kind): Qwen3-Next's 12 full and 36 linear layers make 1 + 3 groups of 12
+    request   ceil(L / block) blocks per full group, and per linear group 1 block with --mamba-cache-mode none,
+              2 with align (kv_cache_interface.py MambaSpec.max_memory_usage_bytes); the tokens line prints
+              num_blocks // groups x the smallest group block (the state groups' block is max_model_len under
+              none: kv_cache_utils.py _report_kv_cache_config)
+    refusal   every decode sequence needs a state block: vLLM refuses max_num_seqs above num_blocks
+              ("max_num_seqs (N) exceeds available Mamba cache blocks (M)", PR #38270, v0.19; vllm.py notes it)
 """
 
 from __future__ import annotations
@@ -30,7 +44,9 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..kvcache import kv_layout
 from ..specs import ModelSpec
-from .settings import Resolved
+from .settings import Resolved, model_dtype
+from .states import VLLM_STATE_PAGES, StateLayers, state_layers, vllm_hybrid_block_size
+from .vocab import Engine, MambaCacheMode
 
 
 @dataclass(frozen=True)
@@ -44,13 +60,15 @@ class BlockLayout:
     group_size: int
     v1: bool
     k_bytes_per_token: int = 0
+    token_block: int = 0          # the block the tokens line multiplies by (0: block_size)
+    state_groups: int = 0         # vLLM V1: groups of linear layers, each a state page per request
 
     def num_blocks(self, kv_bytes: int) -> int:
         return max(0, kv_bytes) // self.block_bytes
 
     def tokens(self, num_blocks: int) -> int:
         """What the engine logs as its KV-cache size in tokens (V1: per group)."""
-        return num_blocks // self.num_groups * self.block_size
+        return num_blocks // self.num_groups * (self.token_block or self.block_size)
 
     def concurrency(self, num_blocks: int, max_model_len: int) -> float:
         """Requests of max_model_len tokens the blocks hold, as the engine prints it."""
@@ -62,6 +80,9 @@ class BlockLayout:
 def vllm_layout(model: ModelSpec, s: Resolved) -> BlockLayout:
     """vLLM's blocks for `model` with the resolved settings (module docstring)."""
     layers = _layers(model, s)
+    states = engine_states(model, s, Engine.vllm)
+    if states:
+        return hybrid_layout(model, s, layers, states)
     block = s.block_size
     pages = -(-s.max_model_len // block)
     if not s.accounting.is_v1 or len({_kind_key(model, n) for n, _, _ in layers}) == 1:
@@ -80,6 +101,47 @@ def vllm_layout(model: ModelSpec, s: Resolved) -> BlockLayout:
     return BlockLayout(block, block * group_size * sizes.pop(), groups, blocks, group_size, True)
 
 
+def hybrid_layout(model: ModelSpec, s: Resolved, layers: list[tuple[str, int, int]],
+                  states: tuple[StateLayers, ...]) -> BlockLayout:
+    """vLLM V1's blocks for a model with linear-attention layers (module docstring)."""
+    sizes = {b for _, _, b in layers}
+    if len(sizes) != 1:
+        raise InputError(f"{model.name}: vLLM V1's hybrid allocator needs one page size for every attention layer "
+                         f"kind; this model's keep {', '.join(map(str, sorted(sizes)))} bytes per token")
+    per_token = sizes.pop()
+    block = vllm_hybrid_block_size(per_token, max(st.bytes_per_layer for st in states), s.block_size)
+    counts = [count for _, count, _ in layers] + [st.num_layers for st in states]
+    group_size = min(counts)
+    groups = blocks = state_groups = 0
+    for name, count, _ in layers:
+        n = -(-count // group_size)
+        groups += n
+        blocks += n * model.layer_types[name].request_pages(s.max_model_len, s.max_num_batched_tokens, block)
+    for st in states:
+        n = -(-st.num_layers // group_size)
+        groups += n
+        state_groups += n
+        blocks += n * VLLM_STATE_PAGES[s.mamba_cache_mode]
+    token_block = min(block, s.max_model_len) if s.mamba_cache_mode is MambaCacheMode.none else block
+    return BlockLayout(block, block * per_token * group_size, groups, blocks, group_size, True,
+                       token_block=token_block, state_groups=state_groups)
+
+
+def engine_states(model: ModelSpec, s: Resolved, engine: Engine) -> tuple[StateLayers, ...]:
+    """The model's linear layers' states as `engine` allocates them on one GPU (states.py); () for a model
+    without any. An accounting older than the engine's linear-attention support refuses them."""
+    if all(t.is_attention for t in model.layer_types.values()):
+        return ()
+    if engine is Engine.vllm and not s.accounting.is_v1:
+        raise InputError(f"{model.name}: {s.accounting.releases} serves no linear-attention (Gated DeltaNet) model "
+                         "(vLLM added Qwen3-Next in V1, v0.10.2); use --engine-version v1")
+    if engine is Engine.sglang and s.accounting.short == "v0.4":
+        raise InputError(f"{model.name}: {s.accounting.releases} has no linear-attention (Gated DeltaNet) state pool "
+                         "(SGLang added Qwen3-Next in v0.5); use --engine-version v0.5")
+    tp = s.tensor_parallel if engine is Engine.vllm else s.attention_tensor_parallel
+    return state_layers(model, engine, tp, model_dtype(model), s.mamba_ssm_dtype)
+
+
 def sglang_cell(model: ModelSpec, s: Resolved) -> BlockLayout:
     """SGLang's pool: `page_size` tokens a page, every layer (module docstring); K bytes per token for the K-size line."""
     layers = _layers(model, s)
@@ -93,14 +155,12 @@ def sglang_cell(model: ModelSpec, s: Resolved) -> BlockLayout:
 
 
 def _layers(model: ModelSpec, s: Resolved) -> list[tuple[str, int, int]]:
-    """(layer type, layers, bytes per token per layer on one GPU) for every attention layer type."""
+    """(layer type, layers, bytes per token per layer on one GPU) for every attention layer type (linear layers
+    keep states, not KV: engine_states)."""
     layout = kv_layout(model, 1, s.kv_dtype, s.block_size, s.attention_tensor_parallel,
                        mla_sparse_fp8=s.kv_cache_dtype.mla_sparse_fp8)
-    linear = [k.name for k in layout.layers if not model.layer_types[k.name].is_attention]
-    if linear:
-        raise InputError(f"{model.name}: the engines' state caches for linear-attention layers ({linear[0]}) are "
-                         "not modelled; rooflab models their KV caches for softmax and MLA layers only")
-    return [(k.name, k.num_layers, k.bytes_per_token) for k in layout.layers]
+    return [(k.name, k.num_layers, k.bytes_per_token) for k in layout.layers
+            if model.layer_types[k.name].is_attention]
 
 
 def _kind_key(model: ModelSpec, name: str) -> tuple:
@@ -112,4 +172,4 @@ def _request_pages(model: ModelSpec, name: str, s: Resolved) -> int:
     return model.layer_types[name].request_pages(s.max_model_len, s.max_num_batched_tokens, s.block_size)
 
 
-__all__ = ["BlockLayout", "sglang_cell", "vllm_layout"]
+__all__ = ["BlockLayout", "engine_states", "hybrid_layout", "sglang_cell", "vllm_layout"]

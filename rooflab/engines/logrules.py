@@ -102,7 +102,8 @@ RULES: tuple[Rule, ...] = (
           ("kv_tokens", r"#tokens: (\d+)", 1, "count"), ("k_size", rf"\bK size: {_F} GB, V size", 1, "gib"),
           ("v_size", rf"V size: {_F} GB", 1, "gib"), ("kv_size", rf"\bKV size: {_F} GB", 1, "gib")),
     _rule("SGLang scheduler line", _S, "max_total_num_tokens=",
-          ("kv_tokens", r"max_total_num_tokens=(\d+)", 1, "count"), ("max_model_len", r"context_len=(\d+)", 1, "count")),
+          ("kv_tokens", r"max_total_num_tokens=(\d+)", 1, "count"), ("max_model_len", r"context_len=(\d+)", 1, "count"),
+          ("max_running_requests", r"max_running_requests=(\d+)", 1, "count")),
 )
 
 #: Phrases that start a rule: a line holding one but matching none of its fields may have been wrapped.

@@ -41,6 +41,9 @@ _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
     Accounting.sglang_v0_5: (0.60, 1.60),
 }
 
+#: The term name of memory other processes hold when the engine starts (--memory-in-use).
+OTHER_PROCESSES = "other_processes"
+
 _NON_TORCH_WHAT = {
     Engine.vllm: "non-torch memory",
     Engine.sglang: "in use before SGLang measures (CUDA context, NCCL)",
@@ -87,4 +90,4 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")
 
 
-__all__ = ["engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]
+__all__ = ["OTHER_PROCESSES", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]

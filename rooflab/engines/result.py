@@ -66,6 +66,10 @@ class EngineCapacity:
     num_groups: int = 1
     lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: SGLang's max_running_requests (its concurrency cap, sglang.py); None for vLLM, whose cap is max_num_seqs
+    max_running_requests: Optional[int] = None
+    #: SGLang's linear-attention state slots (max_mamba_cache_size); None without linear layers or for vLLM
+    state_slots: Optional[int] = None
 
     def term(self, name: str) -> Optional[Term]:
         return next((t for t in self.terms if t.name == name), None)

@@ -28,7 +28,7 @@ from ..errors import InputError
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, DType
-from .vocab import Accounting, Engine, KvCacheDtype
+from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
@@ -61,6 +61,17 @@ class EngineSettings:
     #: DP rank is an engine of its own with the same per-GPU cache
     attention_data_parallel: int = 1
     weight_format: Optional[object] = None       # --quantization fp8 on an unquantised checkpoint (None: as shipped)
+    #: GPU memory other processes hold when the engine starts (--memory-in-use): vLLM V1 refuses to start when
+    #: what is free is below u x total; SGLang's fraction applies to what is free (vllm.py, sglang.py)
+    memory_in_use_bytes: int = 0
+    #: Linear-attention state caches (states.py): the recurrent state's dtype (None: the engine's default),
+    #: vLLM's --mamba-cache-mode, SGLang's --max-mamba-cache-size and --mamba-full-memory-ratio (None: 0.9)
+    mamba_ssm_dtype: Optional[DType] = None
+    mamba_cache_mode: MambaCacheMode = MambaCacheMode.none
+    max_mamba_cache_size: Optional[int] = None
+    mamba_full_memory_ratio: Optional[float] = None
+    #: SGLang's --max-running-requests (None: derived from the pool, sglang.py)
+    max_running_requests: Optional[int] = None
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -68,7 +79,8 @@ class EngineSettings:
         "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
         "cuda_visible_bytes": "--cuda-visible-memory", "activation_bytes": "--activation-gib",
         "non_torch_bytes": "--non-torch-gib", "expert_parallel": "--ep / --enable-expert-parallel",
-        "attention_data_parallel": "--enable-dp-attention --dp"}
+        "attention_data_parallel": "--enable-dp-attention --dp", "memory_in_use_bytes": "--memory-in-use",
+        "max_mamba_cache_size": "--max-mamba-cache-size", "max_running_requests": "--max-running-requests"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -87,10 +99,20 @@ class EngineSettings:
                 whole_number(value, self._label(name), maximum=hi)
         if self.utilization is not None and not 0 < self.utilization <= 1:
             raise InputError(f"memory utilisation must be in (0, 1], got {self.utilization!r}")
-        for name in ("cuda_visible_bytes", "activation_bytes", "non_torch_bytes"):
+        for name in ("cuda_visible_bytes", "activation_bytes", "non_torch_bytes", "memory_in_use_bytes"):
             value = getattr(self, name)
             if value is not None:
                 whole_number(value, self._label(name), minimum=0, maximum=1 << 50)
+        for name in ("max_mamba_cache_size", "max_running_requests"):
+            if getattr(self, name) is not None:
+                whole_number(getattr(self, name), self._label(name), maximum=MAX_TOKENS)
+        ratio = self.mamba_full_memory_ratio
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 100):
+            raise InputError(f"mamba full memory ratio (--mamba-full-memory-ratio) must be in (0, 100], got {ratio!r}")
+        if not isinstance(self.mamba_cache_mode, MambaCacheMode):
+            raise InputError(f"mamba cache mode (--mamba-cache-mode) must be none or align, got {self.mamba_cache_mode!r}")
+        if self.mamba_ssm_dtype is not None and not isinstance(self.mamba_ssm_dtype, DType):
+            raise InputError(f"mamba ssm dtype (--mamba-ssm-dtype) must be a DType, got {self.mamba_ssm_dtype!r}")
 
     @property
     def engine(self) -> Engine:
@@ -114,6 +136,12 @@ class Resolved:
     utilization: Optional[float]
     expert_parallel: int = 1
     attention_data_parallel: int = 1
+    memory_in_use_bytes: int = 0
+    mamba_ssm_dtype: Optional[DType] = None
+    mamba_cache_mode: MambaCacheMode = MambaCacheMode.none
+    max_mamba_cache_size: Optional[int] = None
+    mamba_full_memory_ratio: Optional[float] = None
+    max_running_requests: Optional[int] = None
 
     @property
     def attention_tensor_parallel(self) -> int:
@@ -139,7 +167,10 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
         block_size=settings.block_size or engine_default_block, max_model_len=max_len,
         max_num_seqs=seqs, max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source,
         utilization=settings.utilization, expert_parallel=settings.expert_parallel,
-        attention_data_parallel=settings.attention_data_parallel)
+        attention_data_parallel=settings.attention_data_parallel, memory_in_use_bytes=settings.memory_in_use_bytes,
+        mamba_ssm_dtype=settings.mamba_ssm_dtype, mamba_cache_mode=settings.mamba_cache_mode,
+        max_mamba_cache_size=settings.max_mamba_cache_size, mamba_full_memory_ratio=settings.mamba_full_memory_ratio,
+        max_running_requests=settings.max_running_requests)
 
 
 def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:

@@ -17,17 +17,45 @@ Default f (mem_fraction_static) when --mem-fraction-static is not given:
                  2048) + 2 cuda_graph_max_bs + 1024 tp / 8 MiB, at least 10 GiB on GPUs over 60 GiB; the
                  chunked prefill size and graph batch by GPU memory (sglang v0.5.10 server_args.py:1141-1330):
                  H100 at TP 1: R = 13,440 MiB, f = 0.835
+
+Memory other processes hold (--memory-in-use M) is not free when SGLang measures: pre shrinks by M, the pool by
+f M, and the margin (1 - f) pre by the rest.
+
+Linear-attention (Gated DeltaNet) models, sglang-v0.5 (python/sglang/srt/model_executor/
+model_runner_kv_cache_mixin.py, profile_max_num_token and handle_max_mamba_cache, main at commit 226149a): the
+cell counts the full-attention layers only, and a separate pool keeps max_mamba_cache_size request states of P
+bytes (states.py: every linear layer's conv and temporal state), taken off the rest before the tokens:
+
+    slots   --max-mamba-cache-size if given, else (rest x r / (1 + r)) // P, r = --mamba-full-memory-ratio (0.9)
+    tokens  (rest - slots x P) // cell
+
+Concurrency (SGLang's own cap, both accountings): the req_to_token pool holds max_num_reqs + 1 rows,
+
+    max_num_reqs          --max-running-requests, else min(max(int(tokens / context_len x 512), 2048), 4096);
+                          with linear layers at most slots // 3 (radix cache on: MAMBA_CACHE_SIZE_MAX_RUNNING_
+                          REQUESTS_RATIO)
+    max_running_requests  min(--max-running-requests or tokens // 2, max_num_reqs + 1)
+
+(sglang v0.4 model_runner.py init_memory_pool: ReqToTokenPool(size=max_num_reqs + 1); tp_worker.py:
+min(max_total_num_tokens // 2, req_to_token_pool.size); a v0.5.9 backport keeps the + 1, main at 226149a drops
+it). The v0.4 logs of sglang#4760's Llama-3.1-8B (444,500 tokens) and DeepSeek-R1-Distill-Qwen-7B (105,531) print
+max_running_requests=2049 at context_len 131072: 2048 + 1.
 """
 
 from __future__ import annotations
 
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, MiB
-from .layout import BlockLayout, sglang_cell
-from .memory import engine_weight_bytes, non_torch_default
+from .layout import BlockLayout, engine_states, sglang_cell
+from .memory import OTHER_PROCESSES, engine_weight_bytes, non_torch_default
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, Resolved, resolve
-from .vocab import Accounting
+from .vocab import Accounting, Engine
+
+#: SGLang's default --mamba-full-memory-ratio (server_args.py) and the state slots a running request may use
+#: with the radix cache on (model_runner_kv_cache_mixin.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO).
+MAMBA_FULL_MEMORY_RATIO = 0.9
+MAMBA_SLOTS_PER_REQUEST = 3
 
 
 def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
@@ -39,7 +67,7 @@ def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) ->
         before, before_src = settings.non_torch_bytes, "--non-torch-gib"
     else:
         before, before_src = non_torch_default(s.accounting, s.tensor_parallel)
-    pre = s.cuda_visible_bytes - before
+    pre = s.cuda_visible_bytes - before - s.memory_in_use_bytes
     return assemble(model, gpu, s, pre, (before, before_src), (weights, weights_src))
 
 
@@ -78,17 +106,23 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     cell = sglang_cell(model, s)
     margin = int(pre * (1 - f))
     rest = pre - margin - weights[0] - sum(t.bytes for t in extra)
+    states = engine_states(model, s, Engine.sglang)
+    slots, state_terms = mamba_pool(rest, sum(st.bytes_per_sequence for st in states), s) if states else (0, ())
+    rest -= sum(t.bytes for t in state_terms)
     pool = max(0, rest)
     tokens = _tokens(pool, cell)
+    running = max_running_requests(tokens, s, slots if states else None)
     if rest <= 0:
         notes += (f"SGLang would refuse to start: nothing is left for the KV pool ({rest / GiB:.2f} GiB; its error: "
                   "'Not enough memory. Please try to increase --mem-fraction-static.')",)
     total = s.cuda_visible_bytes
+    others = (Term(OTHER_PROCESSES, s.memory_in_use_bytes, "--memory-in-use: not free when SGLang measures",
+                   Role.used),) if s.memory_in_use_bytes else ()
     terms = (Term("cuda_visible_total", total, s.cuda_visible_source, Role.total),
-             Term("in_use_before_start", before[0], f"in use before SGLang measures: {before[1]}", Role.used),
+             Term("in_use_before_start", before[0], f"in use before SGLang measures: {before[1]}", Role.used), *others,
              Term("margin", margin, f"(1 - {f:g}) x free memory at start ({pre / GiB:.2f} GiB, {pre_src}): "
                                     "activations and CUDA graphs live here", Role.margin),
-             Term("weights", weights[0], f"weights: {weights[1]}", Role.used), *extra,
+             Term("weights", weights[0], f"weights: {weights[1]}", Role.used), *extra, *state_terms,
              Term("kv_cache", rest, "what is left of mem_fraction_static x free memory", Role.kv))
     return EngineCapacity(
         engine="sglang", accounting=s.accounting.value, releases=s.accounting.releases, model=model.name,
@@ -96,7 +130,31 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
         block_size=s.block_size, max_model_len=s.max_model_len, utilization=f, max_num_seqs=None,
         max_num_batched_tokens=None, terms=terms, kv_cache_bytes=pool, block_bytes=cell.block_bytes,
         num_blocks=tokens // s.block_size, kv_cache_tokens=tokens, max_concurrency=tokens / s.max_model_len,
-        lines=log_lines(cell, tokens, model), notes=notes)
+        lines=log_lines(cell, tokens, model, running, s.max_model_len, slots if states else None), notes=notes,
+        max_running_requests=running, state_slots=slots if states else None)
+
+
+def mamba_pool(rest: int, per_request: int, s: Resolved) -> tuple[int, tuple[Term, ...]]:
+    """SGLang's linear-attention state pool: its slots and the term it takes off the rest (module docstring)."""
+    if s.max_mamba_cache_size is not None:
+        dp = s.attention_data_parallel
+        slots, how = s.max_mamba_cache_size // dp, "--max-mamba-cache-size" + (f" / DP {dp}" if dp > 1 else "")
+    else:
+        r = s.mamba_full_memory_ratio if s.mamba_full_memory_ratio is not None else MAMBA_FULL_MEMORY_RATIO
+        slots = int(max(0, rest) * r / (1 + r)) // per_request
+        how = f"rest x {r:g} / (1 + {r:g}) // {per_request:,} bytes a request (--mamba-full-memory-ratio)"
+    return slots, (Term("mamba_state", slots * per_request,
+                        f"linear-attention state pool: {slots:,} request states ({how})", Role.used),)
+
+
+def max_running_requests(tokens: int, s: Resolved, slots: int | None = None) -> int:
+    """SGLang's max_running_requests: the req_to_token pool's rows, capped by half the tokens (module docstring)."""
+    dp = s.attention_data_parallel
+    given = s.max_running_requests // dp if s.max_running_requests is not None else None
+    reqs = given if given is not None else min(max(int(tokens / s.max_model_len * 512), 2048), 4096)
+    if slots is not None:
+        reqs = min(reqs, slots // MAMBA_SLOTS_PER_REQUEST)
+    return min(tokens // 2 if given is None else given, reqs + 1)
 
 
 def _tokens(pool: int, cell: BlockLayout) -> int:
@@ -104,8 +162,10 @@ def _tokens(pool: int, cell: BlockLayout) -> int:
     return pool // per_token // cell.block_size * cell.block_size
 
 
-def log_lines(cell: BlockLayout, tokens: int, model: ModelSpec) -> tuple[str, ...]:
-    """'KV Cache is allocated. #tokens: N, K size: x GB, V size: y GB' (the pool keeps one page more)."""
+def log_lines(cell: BlockLayout, tokens: int, model: ModelSpec, running: int | None = None, context_len: int = 0,
+              state_slots: int | None = None) -> tuple[str, ...]:
+    """'KV Cache is allocated. #tokens: N, K size: x GB, V size: y GB' (the pool keeps one page more), and the
+    scheduler's line."""
     slots = tokens + cell.block_size
     per_token = cell.block_bytes // cell.block_size
     k = cell.k_bytes_per_token
@@ -113,7 +173,12 @@ def log_lines(cell: BlockLayout, tokens: int, model: ModelSpec) -> tuple[str, ..
         sizes = f"KV size: {slots * k / GiB:.2f} GB"
     else:
         sizes = f"K size: {slots * k / GiB:.2f} GB, V size: {slots * (per_token - k) / GiB:.2f} GB"
-    return (f"KV Cache is allocated. #tokens: {tokens}, {sizes}", f"max_total_num_tokens={tokens}")
+    scheduler = f"max_total_num_tokens={tokens}"
+    if running is not None:
+        scheduler += f", max_running_requests={running}, context_len={context_len}"
+    mamba = (f"mamba state pool: {state_slots} request states",) if state_slots is not None else ()
+    return (*mamba, f"KV Cache is allocated. #tokens: {tokens}, {sizes}", scheduler)
 
 
-__all__ = ["assemble", "default_fraction", "log_lines", "sglang_capacity"]
+__all__ = ["MAMBA_FULL_MEMORY_RATIO", "MAMBA_SLOTS_PER_REQUEST", "assemble", "default_fraction", "log_lines",
+           "mamba_pool", "max_running_requests", "sglang_capacity"]

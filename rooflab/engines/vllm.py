@@ -15,6 +15,16 @@ With T the CUDA-visible total (cudaMemGetInfo's, not nvidia-smi's) and u = gpu_m
 Every accounting then cuts KV into blocks (layout.py), takes the minimum over TP ranks (they are alike here)
 and captures CUDA graphs afterwards, inside the (1 - u) T margin. The activation peak A is modelled
 (profile.py) and N defaults per accounting (memory.py); --activation-gib and --non-torch-gib override them.
+
+Memory other processes hold when vLLM starts (--memory-in-use M):
+
+    vllm-v0.2    subtracted: everything in use after the profile run counts (T - free)
+    vllm-v0.6.4  subtracted: non-torch memory is T - free - torch's reserved bytes (v0.6.4 worker.py:212-218)
+    vllm-v0      not subtracted: memory_profiling measures increases from a baseline snapshot
+    vllm-v1      not subtracted, but V1 refuses to start when the free memory at its first snapshot is below
+                 u T: "Free memory on device (F/T GiB) on startup is less than desired GPU memory utilization
+                 (u, uT GiB)" (vllm/v1/worker/gpu_worker.py init_device, v0.9.1 onward); F = T - M - what vLLM
+                 itself holds by then (its CUDA context, and NCCL under TP: IN_USE_AT_SNAPSHOT below)
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from .layout import BlockLayout, vllm_layout
-from .memory import engine_weight_bytes, non_torch_default
+from .memory import OTHER_PROCESSES, engine_weight_bytes, non_torch_default
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, Resolved, resolve
@@ -31,6 +41,12 @@ from .vocab import Accounting
 
 #: Default swap space per GPU, in CPU blocks (vllm v0.2.4 and v0.6.4 arg_utils.py: swap_space 4 GiB).
 SWAP_BYTES = 4 * GiB
+#: What vLLM V1 itself holds at its start-up snapshot, by TP 1 / TP > 1: the CUDA context, and NCCL's buffers once
+#: the distributed environment is up (vLLM v0.19.0 H100 logs' init snapshot: cuda_memory 0.51 GiB at TP 1, 1.53 at
+#: TP 2; memory.py's non-torch figures).
+IN_USE_AT_SNAPSHOT = (int(0.5 * GiB), int(1.5 * GiB))
+#: The accountings that charge other processes' memory against the KV cache (module docstring).
+_CHARGES_OTHERS = (Accounting.vllm_v0_2, Accounting.vllm_v0_6_4)
 
 _NAMES = {  # how each accounting's log names the three subtracted terms
     Accounting.vllm_v0_2: ("weights", "profile peak (activations)", "CUDA context and other non-torch memory"),
@@ -59,6 +75,22 @@ def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> E
     return assemble(model, gpu, s, used, vllm_layout(model, s))
 
 
+def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
+    """vLLM V1's start-up refusal when other processes leave less than u x total free (module docstring)."""
+    if not s.accounting.is_v1 or not s.memory_in_use_bytes:
+        return
+    own = IN_USE_AT_SNAPSHOT[0 if s.tensor_parallel == 1 else 1]
+    free = s.cuda_visible_bytes - s.memory_in_use_bytes - own
+    if free < budget_bytes:
+        u = s.utilization if s.utilization is not None else 0.9
+        raise InputError(f"--memory-in-use {s.memory_in_use_bytes / GiB:.2f} GiB: vLLM V1 would refuse to start: "
+                         f"\"Free memory on device ({free / GiB:.2f}/{s.cuda_visible_bytes / GiB:.2f} GiB) on startup is "
+                         f"less than desired GPU memory utilization ({u:g}, {budget_bytes / GiB:.2f} GiB)\" "
+                         f"(with {own / GiB:.1f} GiB of its own CUDA context{' and NCCL' if s.tensor_parallel > 1 else ''});"
+                         f" lower --gpu-memory-utilization to at most "
+                         f"{max(0.0, (s.cuda_visible_bytes - s.memory_in_use_bytes - own) / s.cuda_visible_bytes):.3f}")
+
+
 def used_terms(accounting: Accounting, weights: tuple[int, str], activation: tuple[int, str],
                non_torch: tuple[int, str]) -> list[Term]:
     """The three terms vLLM subtracts, each (bytes, source), named as `accounting`'s log names them."""
@@ -79,32 +111,55 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
     u = s.utilization if s.utilization is not None else 0.9
     total = s.cuda_visible_bytes
     budget = int(total * u) if budget_bytes is None else budget_bytes
-    rest = budget - sum(t.bytes for t in used)
+    check_memory_in_use(s, budget)
+    others = _others(s)
+    rest = budget - sum(t.bytes for t in used) - sum(t.bytes for t in others if t.role is Role.used)
     kv = max(0, rest)
     if rest <= 0:
         notes += (f"vLLM would refuse to start: nothing is left for the KV cache ({rest / GiB:.2f} GiB; its error: "
                   "'No available memory for the cache blocks')",)
+    inside = sum(t.bytes for t in others if t.role is Role.margin)
     terms = (Term("cuda_visible_total", total, total_src or s.cuda_visible_source, Role.total),
-             Term("margin", total - budget, f"(1 - {u:g}) x total: outside vLLM's budget; CUDA graphs live here",
+             Term("margin", total - budget - inside, f"(1 - {u:g}) x total: outside vLLM's budget; CUDA graphs live "
+                                                      "here" + (" (less the memory of other processes)" if inside else ""),
                   Role.margin),
-             *used,
+             *(t for t in others if t.role is Role.margin), *used, *(t for t in others if t.role is Role.used),
              Term("kv_cache", rest, "what is left of u x total", Role.kv))
     blocks = layout.num_blocks(kv)
     tokens = layout.tokens(blocks)
     concurrency = layout.concurrency(blocks, s.max_model_len)
+    if layout.state_groups and 0 < blocks < s.max_num_seqs:
+        notes += (f"vLLM from v0.19 (PR #38270) would refuse to start: 'max_num_seqs ({s.max_num_seqs}) exceeds available "
+                  f"Mamba cache blocks ({blocks}). Each decode sequence requires one Mamba cache block'; lower "
+                  f"--max-num-seqs to at most {blocks} (earlier V1 releases cap their CUDA-graph sizes instead)",)
     return EngineCapacity(
         engine="vllm", accounting=s.accounting.value, releases=s.accounting.releases, model=model.name, gpu=gpu.name,
-        tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name, block_size=s.block_size,
+        tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name, block_size=layout.block_size,
         max_model_len=s.max_model_len, utilization=u, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, terms=terms, kv_cache_bytes=kv,
         block_bytes=layout.block_bytes, num_blocks=blocks, kv_cache_tokens=tokens, max_concurrency=concurrency,
         num_groups=layout.num_groups, lines=log_lines(s, layout, kv, blocks, tokens, concurrency), notes=notes)
 
 
+def _others(s: Resolved) -> tuple[Term, ...]:
+    """Other processes' memory (--memory-in-use) as a term: charged to the budget by the older accountings, inside
+    the margin for the rest (module docstring)."""
+    if not s.memory_in_use_bytes:
+        return ()
+    if s.accounting in _CHARGES_OTHERS:
+        how = ("v0.2.5 charges all memory in use after the profile run" if s.accounting is Accounting.vllm_v0_2
+               else "v0.6.4 counts it in non-torch memory (total - free - torch reserved)")
+        return (Term(OTHER_PROCESSES, s.memory_in_use_bytes, f"--memory-in-use: {how}", Role.used),)
+    return (Term(OTHER_PROCESSES, s.memory_in_use_bytes, "--memory-in-use: outside vLLM's budget (its profile "
+                                                          "measures increases from a baseline snapshot)", Role.margin),)
+
+
 def log_lines(s: Resolved, layout: BlockLayout, kv: int, blocks: int, tokens: int, concurrency: float) -> tuple[str, ...]:
     """The figures as this accounting's log prints them."""
     if s.accounting.is_v1:
-        return (f"Available KV cache memory: {kv / GiB:.2f} GiB",
+        block = (f"Setting attention block size to {layout.block_size} tokens to ensure that attention page size is "
+                 ">= mamba page size.",) if layout.state_groups else ()
+        return block + (f"Available KV cache memory: {kv / GiB:.2f} GiB",
                 f"GPU KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {s.max_model_len:,} tokens per request: {concurrency:.2f}x")
     cpu = SWAP_BYTES // layout.block_bytes
@@ -128,4 +183,5 @@ def _check(s: Resolved, model: ModelSpec) -> None:
                          f"{model.max_context_len:,}; vLLM refuses it")
 
 
-__all__ = ["SWAP_BYTES", "assemble", "log_lines", "used_terms", "vllm_capacity"]
+__all__ = ["IN_USE_AT_SNAPSHOT", "SWAP_BYTES", "assemble", "check_memory_in_use", "log_lines", "used_terms",
+           "vllm_capacity"]

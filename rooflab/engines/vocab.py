@@ -4,6 +4,7 @@
     Accounting      one engine's way of sizing its KV cache over a range of its releases (vllm-v1,
                     sglang-v0.4, ...): the user picks one with --engine-version
     KvCacheDtype    what --kv-cache-dtype names (auto, fp8 = fp8_e4m3, fp8_e5m2, fp8_ds_mla, bfloat16, ...)
+    MambaCacheMode  vLLM's --mamba-cache-mode: how many state pages a request of a hybrid model holds
 
 Every name is refused with a one-line error naming the value and listing the accepted ones.
 """
@@ -148,10 +149,31 @@ def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDt
         raise InputError(f"--kv-cache-dtype '{text}' is not a KV-cache dtype; choose one of {names}") from None
 
 
+class MambaCacheMode(str, enum.Enum):
+    """vLLM's --mamba-cache-mode (vllm/config/cache.py MambaCacheMode). none: prefix caching off, one state page a
+    request and group (V1's default for hybrid models until PR #50991, 2026-08, after the releases modelled);
+    align: the mode prefix caching switches a GDN model to, two pages (vllm/model_executor/models/config.py
+    MambaModelConfig). 'all' (every block's state, Mamba2 models only) is not modelled."""
+
+    none = "none"
+    align = "align"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def parse_mamba_cache_mode(text: str) -> MambaCacheMode:
+    key = str(text).strip().lower()
+    if key not in MambaCacheMode._value2member_map_:
+        raise InputError(f"--mamba-cache-mode '{text}': choose none or align ('all' keeps every block's state and is "
+                         "Mamba2's, not modelled)")
+    return MambaCacheMode(key)
+
+
 def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
     """rooflab's --kv-dtype as an engine name (None: auto)."""
     return KvCacheDtype("auto" if dtype is None else dtype.value, dtype)
 
 
-__all__ = ["Accounting", "DEFAULT_ACCOUNTING", "Engine", "KvCacheDtype", "kv_cache_dtype_of", "parse_accounting",
-           "parse_engine", "parse_kv_cache_dtype"]
+__all__ = ["Accounting", "DEFAULT_ACCOUNTING", "Engine", "KvCacheDtype", "MambaCacheMode", "kv_cache_dtype_of",
+           "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]
