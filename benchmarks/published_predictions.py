@@ -2,10 +2,13 @@
 
     python benchmarks/published_predictions.py            (the same text as `rooflab validate --published`)
     python benchmarks/published_predictions.py --binds    (each predicted row beside the H200 run of its shape)
+    python benchmarks/published_predictions.py --campaigns    (the campaigns' fits alone, as before the shapes models)
 
 Reads measurements/published/ (rooflab.published), fits nothing on it, and prints the floors beaten, the errors per
 source / GPU / family and per family off the H200 against the 12% / 30% target (RESULTS.md, "Session 7: every-GPU
-predictions").
+predictions", and Session 8's issue 27 sections). cuDNN rows and the FlashAttention benchmark's eager rows are
+predicted by the models rooflab.fit.shapes_fit fits on our own H200 runs at these shapes (measurements/shapes/);
+`--campaigns` prints the same check with the campaigns' fits alone (the ones `rooflab report` uses).
 
 --binds splits each predicted row's error where the H200 ran the same shape with the same code
 (measurements/shapes/h200-published-shapes.csv, benchmarks/h200_published_shapes.py: SDPA's cuDNN and flash back ends,
@@ -75,4 +78,11 @@ def binds_text() -> str:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(binds_text() if "--binds" in sys.argv[1:] else published_text())
+    if "--binds" in sys.argv[1:]:
+        sys.stdout.write(binds_text())
+    elif "--campaigns" in sys.argv[1:]:
+        from rooflab.fit.published_check import render_check
+
+        sys.stdout.write(render_check(check_rows(shapes=False)) + "\n")
+    else:
+        sys.stdout.write(published_text())

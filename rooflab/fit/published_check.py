@@ -27,7 +27,7 @@ from ..load import load_gpu
 from ..predict import PredictedTime, predict_with
 from ..published import Implementation, KernelRow, Published, kernel_floor_s, load_published
 from ..specs import GpuSpec
-from ..transfer import transfer_source, why_not
+from ..transfer import CROSS_GPU_ERROR, TensorPath, calibrated_ceilings, transfer_source, transferred_ceilings, why_not
 from ..vocab import Kernel, Phase, _Named
 
 
@@ -54,6 +54,13 @@ FAMILY_FIT: dict[Family, tuple[Kernel, str]] = {
     Family.fa2: (Kernel.flash, "torch_flash"), Family.cudnn: (Kernel.flash, "torch_cudnn"),
     Family.eager: (Kernel.naive, "torch_eager"),
 }
+
+
+#: Published eager rows whose code is known: the FlashAttention benchmark's attention_pytorch
+#: (benchmarks/benchmark_flash_attention.py; rooflab.fit.shapes_fit prices it launch by launch). Issue 1589 prints
+#: that script's output; the FA3 README's figure is in the same repository, whose one script with a standard
+#: (PyTorch) attention at the figure's commit, 7ef24848, is that one.
+FA_BENCH_SOURCES = frozenset({"fa2-issue-1589-b200", "fa3-readme-h100-fwd"})
 
 
 @dataclass(frozen=True)
@@ -99,8 +106,16 @@ def _price(row: KernelRow, gpu: GpuSpec, kernel: Kernel):
                                       num_sms=n, units_per_sm=k, visibility=visibility)
 
 
-def predict_row(row: KernelRow, gpu: GpuSpec, family: Family) -> tuple[Optional[PredictedTime], str]:
-    """The family's prediction for the row on its GPU (measured there, else transferred), or None and why."""
+def predict_row(row: KernelRow, gpu: GpuSpec, family: Family, shapes: bool = True
+                ) -> tuple[Optional[PredictedTime], str]:
+    """The family's prediction for the row on its GPU (measured there, else transferred), or None and why. With
+    `shapes` (the default), cuDNN rows and eager rows of a known code (FA_BENCH_SOURCES) take the models fitted on
+    our H200 runs at the published shapes (shapes_prediction); without, every family takes its campaigns' fit
+    (FAMILY_FIT, the fits `rooflab report` uses)."""
+    if shapes and row.phase is Phase.prefill and row.seq_len_q == row.seq_len_kv and not row.window:
+        shaped = shapes_prediction(row, gpu, family)
+        if shaped is not None:
+            return shaped, ""
     if family not in FAMILY_FIT:
         return None, f"no fitted model of {family.value} kernels is bundled"
     kernel, impl = FAMILY_FIT[family]
@@ -121,15 +136,50 @@ def predict_row(row: KernelRow, gpu: GpuSpec, family: Family) -> tuple[Optional[
     return predict_with(fit, _price(row, gpu, kernel), gpu, row.dtype, source), ""
 
 
-def check_rows(published: Optional[Published] = None) -> tuple[CheckedRow, ...]:
-    """Every published kernel row checked (the module docstring)."""
+def shapes_prediction(row: KernelRow, gpu: GpuSpec, family: Family) -> Optional[PredictedTime]:
+    """cuDNN (shapes_fit.cudnn_shapes_fit, priced with cuDNN's tile) and attention_pytorch (shapes_fit.fa_bench_model)
+    on the row's GPU, transferred from the H200 (transfer.transferred_ceilings) unless it is the H200; None for
+    another family, an eager row of unknown code, or a GPU the fits do not transfer to."""
+    from . import shapes_fit
+
+    if family not in (Family.cudnn, Family.eager) or (family is Family.eager and row.source not in FA_BENCH_SOURCES):
+        return None
+    h200 = load_gpu(shapes_fit.SHAPES_GPU)
+    source = None if gpu.name == h200.name else h200
+    if family is Family.cudnn:
+        fit = shapes_fit.cudnn_shapes_fit()
+        if source is not None and why_not(source, gpu, fit) is not None:
+            return None
+        price = lambda n, k: shapes_fit.cudnn_cost(row.heads, row.seq_len_q, row.batch, row.dtype, row.causal, gpu)
+        return predict_with(fit, price, gpu, row.dtype, source)
+    model = shapes_fit.fa_bench_model()
+    if source is None:
+        roofs, assumes, ratio = calibrated_ceilings(gpu, row.dtype)[0], "", 1.0
+        provenance = "measured on this GPU"
+    else:
+        if (gpu.vendor or "").lower() != "nvidia":
+            return None
+        moved = transferred_ceilings(source, gpu, row.dtype, TensorPath.native, "torch_eager")
+        roofs, assumes, ratio, provenance = moved.ceilings, moved.assumes, moved.sm_ratio, f"transferred from {source.name}"
+    t = sum(model.launch_times(row.heads, row.seq_len_q, row.batch, row.dtype, row.causal, roofs, ratio).values())
+    cross = CROSS_GPU_ERROR.get((shapes_fit.FA_BENCH_IMPL, (gpu.architecture or "").lower()))
+    note = (f"cross-GPU median {cross[0]:.1%}, worst {cross[1]:.1%} over {cross[2]} published {gpu.architecture} rows"
+            if cross else "no published rows checked")
+    return PredictedTime(t, shapes_fit.FA_BENCH_IMPL, None, Kernel.naive, provenance,
+                         "; ".join(x for x in (assumes, "attention_pytorch's launches one by one, each fitted on its "
+                                               "H200 runs (rooflab.fit.shapes_fit)") if x),
+                         cross[0] if cross else None, note, None, source)
+
+
+def check_rows(published: Optional[Published] = None, shapes: bool = True) -> tuple[CheckedRow, ...]:
+    """Every published kernel row checked (the module docstring); `shapes` as predict_row."""
     published = load_published() if published is None else published
     gpus: dict[str, GpuSpec] = {}
     out = []
     for row in published.kernels:
         gpu = gpus.setdefault(row.gpu, load_gpu(row.gpu))
         family = FAMILY_OF.get(row.implementation)
-        prediction, why = predict_row(row, gpu, family) if family is not None else (None, "")
+        prediction, why = predict_row(row, gpu, family, shapes) if family is not None else (None, "")
         out.append(CheckedRow(row, published.time_s(row), kernel_floor_s(row, gpu), family, prediction, why))
     return tuple(out)
 
