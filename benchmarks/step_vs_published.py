@@ -11,7 +11,9 @@ and its output tokens per GPU are B O / (T N), its TPOT (O - 1) t_decode / (O - 
 everything overlapped) and predictions (t_predicted_s) are put through the same formula; a row whose measured time
 is below its floor beats it. The deployment: TP and PP as the row states, the weights in the row's format
 (fp8 rows: fp8 weights, fp8 GEMMs), the KV cache in its dtype, CUDA graphs and fused elementwise work (the engines'
-own kernels), utilisation 0.9, memory checked by rooflab.capacity. A row states its run as a throughput (output or
+own kernels), utilisation 0.9, memory checked by rooflab.capacity; decode attention as the row's engine and version
+run it (rooflab.step.engine_decode_attention: TensorRT-LLM 0.5-0.9's masked MHA reads a GQA group's KV once per
+query head where XQA does not apply). A row states its run as a throughput (output or
 total tokens per second) or as the run's wall time (batch_latency_s: vllm bench latency's batch of B; batch1_latency_s:
 a batch of one), all put back to T.
 
@@ -29,7 +31,7 @@ from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.published import load_published
 from rooflab.render_step import render_step
-from rooflab.step import step_report
+from rooflab.step import engine_decode_attention, step_report
 from rooflab.units import DType
 
 #: A published row's model -> the bundled model priced for it (None: not bundled, skipped). An alias is the same
@@ -44,10 +46,12 @@ WEIGHTS = {"fp8": "fp8", "fp16": None, "bf16": None}
 KV = {"fp8_e4m3": DType.fp8_e4m3, "fp8_e5m2": DType.fp8_e5m2, "fp16": DType.fp16, "bf16": DType.bf16}
 
 
-def run_time(model, gpu, dep, batch, input_len, output_len):
-    """(floor, predicted, what binds) seconds of the whole static-batch run, or None where it does not fit."""
+def run_time(model, gpu, dep, batch, input_len, output_len, attention="shared"):
+    """(floor, predicted, what binds) seconds of the whole static-batch run, or None where it does not fit;
+    `attention` the engine's decode attention (rooflab.step.engine_decode_attention)."""
     pre = step_report(model, gpu, batch, input_len, "prefill", deployment=dep, check_memory=False)
-    dec = step_report(model, gpu, batch, input_len + max(output_len // 2, 1), "decode", deployment=dep)
+    dec = step_report(model, gpu, batch, input_len + max(output_len // 2, 1), "decode", deployment=dep,
+                      decode_attention=attention)
     steps = output_len - 1
     floor = pre.t_floor_s + steps * dec.t_floor_s
     pred = None if pre.t_predicted_s is None or dec.t_predicted_s is None else \
@@ -91,7 +95,8 @@ def table():
         dep = Deployment(tensor_parallel=row.tp, pipeline_parallel=row.pp, weight_format=WEIGHTS.get(row.weight_format),
                          kv_cache_dtype=KV.get(row.kv_cache_dtype), fused_elementwise=True)
         try:
-            floor, pred, binds = run_time(model, gpu, dep, row.batch, row.input_len, row.output_len)
+            attention = engine_decode_attention(row.engine, row.engine_version or "", model, row.tp)
+            floor, pred, binds = run_time(model, gpu, dep, row.batch, row.input_len, row.output_len, attention)
         except InputError as exc:
             out.append((row, t, None, None, f"not expressed: {str(exc)[:90]}"))
             continue

@@ -56,7 +56,8 @@ The package, one job a module (the data flows down the list):
 
 from __future__ import annotations
 
-from .attention import decode_attention, prefill_attention
+from .attention import (PER_QUERY_HEAD_L2_SHARE, DecodeAttention, decode_attention, decode_attention_of,
+                        engine_decode_attention, prefill_attention)
 from .communication import communication, pipeline_send
 from .draft import draft_rows
 from .gemms import logits, mlp, projections
@@ -86,10 +87,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "SMALL_OPS", "SMALL_OP_BATCHES",
-           "SMALL_OPS_GPU", "STEPS", "Launches", "Pricer", "StepContext", "StepReport", "StepRow", "StepWork",
-           "capacity_models",
-           "communication", "decode_attention", "draft_rows", "gemm_ceilings", "kv_bytes", "launch_times",
+__all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "PER_QUERY_HEAD_L2_SHARE",
+           "SMALL_OPS", "SMALL_OP_BATCHES", "SMALL_OPS_GPU", "STEPS", "DecodeAttention", "Launches", "Pricer",
+           "StepContext", "StepReport", "StepRow", "StepWork", "capacity_models", "communication", "decode_attention",
+           "decode_attention_of", "draft_rows", "engine_decode_attention", "gemm_ceilings", "kv_bytes", "launch_times",
            "layer_rows", "logits", "mlp", "overlapped_floor_s", "pipeline_send", "prefill_attention", "projections",
            "reference_launch", "small_op_time", "small_ops_from", "small_ops_row", "step_context", "step_memory",
            "step_report", "step_rows"]

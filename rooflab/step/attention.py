@@ -4,20 +4,118 @@
               cache's dtype; DCP: the GPU's share of the KV by position, then the merge of the gathered states, and
               the (o, lse) all-gather
     prefill   flash attention over a prefill or a prefill chunk (causal; PCP: ring attention)
+
+How the decode kernel reads a GQA group's KV is a model of the engine's kernel (DecodeAttention): `shared` (one
+read of a KV head for its whole query group: rooflab's paged decode, FlashInfer, FlashAttention, TensorRT-LLM's
+XQA) or `per_query_head` (TensorRT-LLM's masked multi-head attention kernel: one CTA per query head reads its KV
+head, so the KV is read once per query head); engine_decode_attention picks one from an engine and its version.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from enum import Enum
+
 from ..context_parallel import ring_time
 from ..cost.batch import DecodeBatch
 from ..cost.dcp import merge_pieces, shard_tokens
+from ..cost.common import Visibility
 from ..cost.layers import layer_decode, layer_heads, layer_prefill, layer_splits, layer_walk
+from ..cost.paged import paged_decode
 from ..cost.ring import ring_prefill
+from ..errors import InputError, shown
 from ..predict import OWN, decode_kernel, prefill_kernel
 from ..units import FP32_BYTES
 from ..vocab import Kernel
 from .pricing import StepContext, comm_row, priced_row
 from .rows import StepRow
+
+
+class DecodeAttention(str, Enum):
+    """How a decode step's attention kernel reads a GQA group's KV cache (a model of the engine's kernel)."""
+
+    shared = "shared"                    # a KV head read once for its whole query group
+    per_query_head = "per_query_head"    # a KV head read once for each query head of its group (masked MHA)
+
+
+#: The time of a GQA group's KV read once per query head, with the CTAs of a group in flight together, over the
+#: time of the same reads from distinct memory: the median of measurements/attention/h200-gqa-per-query-head.csv
+#: (aliased_s / distinct_s, 0.89-0.94 over 6 shapes; benchmarks/gqa_per_query_head.py on one H200, rooflab's
+#: paged decode kernel). The L2 saves that little of the group's repeated reads; the per_query_head model takes
+#: it as measured there (an assumption for other GPUs and for the engine's own kernel).
+PER_QUERY_HEAD_L2_SHARE = 0.908
+
+#: XQA (TensorRT-LLM's GQA decode kernel) arrived in 0.8 ("will be included in the v0.8 releases",
+#: docs/source/blogs/XQA-kernel.md); through 0.9 it ran only precompiled kernels, found by
+#: (KV dtype, head dim, beam, num_q_heads_over_kv, ...) in DecoderXQARunner's supportConfig, and the single-query-token
+#: kernels of xqa_kernel_cubin.h's sXqaKernelMetaInfo all have num_q_heads_over_kv 8 and head dim 128 or 256
+#: (github.com/NVIDIA/TensorRT-LLM, cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/; the v0.9.0
+#: performance page: "XQA enabled for Llama2-70b"). Elsewhere the masked MHA kernel runs.
+_XQA_FIRST = (0, 8)
+_XQA_PRECOMPILED_LAST = (0, 9)
+_XQA_GROUP, _XQA_HEAD_DIMS = 8, (128, 256)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """The leading release numbers of a version string ('0.9.0' -> (0, 9, 0), '0.7.4.dev181' -> (0, 7, 4))."""
+    match = re.match(r"v?(\d+(?:\.\d+)*)", str(text).strip())
+    if match is None:
+        raise InputError(f"engine version {shown(text)} does not start with a release number (0.9.0)")
+    return tuple(int(n) for n in match.group(1).split("."))
+
+
+def engine_decode_attention(engine: str, version: str, model, tensor_parallel: int = 1) -> DecodeAttention:
+    """The decode attention `engine` at `version` runs for `model` at `tensor_parallel` (a model, from the engine's
+    source where one was read; `shared` where none was).
+
+    TensorRT-LLM before 0.8: masked MHA for every layer (no XQA). 0.8 and 0.9: XQA for groups of 8 query heads a KV
+    head at head dim 128 / 256, masked MHA otherwise (see _XQA_FIRST); XQA's occupancy heuristic (KV heads x batch x
+    4 >= SMs, DecoderXQARunner's mayHavePerfGain) is not modelled: it holds at every decoding batch of the published
+    rows. Later TensorRT-LLM, vLLM, SGLang and anything else: shared (their kernels read a KV head once for its
+    group; TensorRT-LLM's later XQA compiles kernels for other groups: not read here, assumed)."""
+    if str(engine).lower().replace("_", "-") not in ("tensorrt-llm", "trtllm", "trt-llm"):
+        return DecodeAttention.shared
+    release = _version(version)[:2]
+    if release > _XQA_PRECOMPILED_LAST:
+        return DecodeAttention.shared
+    for _, layer, _ in layer_walk(model):
+        if not layer.is_attention or layer.is_latent:
+            continue
+        heads = layer_heads(model, layer, tensor_parallel)
+        xqa = (release >= _XQA_FIRST and heads.group_size == _XQA_GROUP and heads.head_dim in _XQA_HEAD_DIMS)
+        if heads.group_size > 1 and not xqa:
+            return DecodeAttention.per_query_head
+    return DecodeAttention.shared
+
+
+def decode_attention_of(value) -> DecodeAttention:
+    """A DecodeAttention from itself or its name, else an InputError naming the choices."""
+    try:
+        return DecodeAttention(value)
+    except ValueError:
+        raise InputError(f"decode attention must be one of {', '.join(d.value for d in DecodeAttention)}, got "
+                         f"{shown(value)}") from None
+
+
+def _per_query_head(ctx: StepContext, layer, lens, q_len: int):
+    """The per_query_head model's price(num_sms, units_per_sm), or None where it does not apply (shared model, MHA,
+    MLA, linear layers, several query tokens: the masked MHA kernel scores one): rooflab's paged decode with one KV
+    head a query head (the group's KV read once per query head), 1 split (masked MHA's multi-block mode is opt-in:
+    docs/source/advanced/gpt-attention.md)."""
+    if ctx.decode_attention != DecodeAttention.per_query_head or not layer.is_attention or layer.is_latent \
+            or q_len != 1:
+        return None
+    heads = layer_heads(ctx.model, layer, ctx.attn_tp)
+    if heads.group_size == 1:
+        return None
+    mha = dataclasses.replace(heads, num_kv_heads=heads.num_qo_heads)
+    visibility, page_size = Visibility.of(layer), ctx.dep.page_size
+
+    def price(num_sms, units_per_sm):
+        return paged_decode(mha, lens, page_size, ctx.dtype, ctx.kv_dtype, 1, num_sms, units_per_sm, 1, visibility,
+                            layer.sinks)
+    return price
 
 
 def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: int) -> list[StepRow]:
@@ -43,8 +141,14 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
         cost = price(n, u)
         kernels = list(cost.kernels)
         kernel = decode_kernel(layer, splits, q_len)
-        p = pricer.predicted(kernel, price, impl=OWN) if layer.is_attention else None
-        t = None if p is None else pricer.launch(p.t_predicted_s)
+        per_head = None if split else _per_query_head(ctx, layer, lens, q_len)
+        if per_head is not None:                                   # the floor stays the shared read's
+            kernel = decode_kernel(layer, 1, q_len)
+            p = pricer.predicted(kernel, per_head, impl=OWN)
+            t = None if p is None else pricer.launch(PER_QUERY_HEAD_L2_SHARE * p.t_predicted_s)
+        else:
+            p = pricer.predicted(kernel, price, impl=OWN) if layer.is_attention else None
+            t = None if p is None else pricer.launch(p.t_predicted_s)
         if not layer.is_attention:
             pricer.miss(f"{name} (linear attention)", "no fitted model of a linear layer's state update")
         if split:                                                 # the gathered states' unpack and merge
@@ -55,13 +159,19 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
             for piece in (unpack, merge):
                 m = pricer.fitted(Kernel.merge, lambda n_, u_, piece=piece: piece, OWN)
                 t = None if t is None or m is None else t + m
-        what = (f"attention [{name}], {splits} split(s)" + (f", {q_len} query tokens" if q_len > 1 else "")
+        what = (f"attention [{name}], {1 if per_head else splits} split(s)"
+                + (f", {q_len} query tokens" if q_len > 1 else "")
                 + (f", KV {kv.value}" if kv is not dtype else "")
-                + (f", 1/{split_ways} of the KV + merge" if split else ""))
+                + (f", 1/{split_ways} of the KV + merge" if split else "")
+                + (", KV read per query head (masked MHA)" if per_head else ""))
+        how = (f"KV read per query head (TensorRT-LLM's masked MHA, a model): fitted {kernel.value} model "
+               f"(rooflab's kernels) at one KV head a query head, 1 split, x {PER_QUERY_HEAD_L2_SHARE} (the L2's "
+               f"share measured on h200-sxm, measurements/attention/)"
+               if per_head else f"fitted {kernel.value} model (rooflab's kernels), {splits} split(s)")
         rows.append(priced_row(pricer, cost.variant.value, what, kernels, count, None if t is None else count * t,
                                "rooflab" if t is not None else None, layer_type=name, num_layers=count,
                                calls=count * len(kernels), part="decode",
-                               source=f"fitted {kernel.value} model (rooflab's kernels), {splits} split(s)",
+                               source=how,
                                predicted_from=None if t is None else p.provenance))
         if split and gpu.interconnect is not None:
             heads = layer_heads(model, layer, tp)
@@ -116,4 +226,5 @@ def _ring_row(ctx: StepContext, layer, count: int, prompts: int, length: int, la
                    source="fitted flash model and send_recv fit (context_parallel.ring_time)", **where)
 
 
-__all__ = ["decode_attention", "prefill_attention"]
+__all__ = ["PER_QUERY_HEAD_L2_SHARE", "DecodeAttention", "decode_attention", "decode_attention_of",
+           "engine_decode_attention", "prefill_attention"]

@@ -221,6 +221,7 @@ class StepContext:
     pricer: Pricer
     imbalance: float = 1.0
     cp: int = 1
+    decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
 
     def arithmetic(self, component: str) -> DType:
         """A component's GEMM arithmetic: --gemm-dtype, else fp8 for fp8-stored weights, else the activations'."""
@@ -241,15 +242,16 @@ class StepContext:
         return "graph" if self.dep.cuda_graphs else "eager"
 
 
-def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0
-                 ) -> StepContext:
-    """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked."""
+def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
+                 decode_attention: str = "shared") -> StepContext:
+    """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
+    `decode_attention` a checked rooflab.step.attention.DecodeAttention."""
     dtype = deployment.dtype or model.weight_dtype or DType.bf16
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
                        kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
                        pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
-                       cp=deployment.prefill_context_parallel)
+                       cp=deployment.prefill_context_parallel, decode_attention=decode_attention)
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

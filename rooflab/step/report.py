@@ -18,6 +18,7 @@ from ..errors import InputError, shown
 from ..limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
+from .attention import decode_attention_of
 from .communication import pipeline_send
 from .draft import draft_rows
 from .gemms import logits
@@ -60,6 +61,7 @@ class StepReport:
     stage_slots: float = 1.0                     # stage times a step takes: max(M, PP) decode, M + PP - 1 prefill
     kv_dtype: str = ""
     deployment: Optional[dict] = None
+    decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
 
     @property
     def gpus(self) -> int:
@@ -184,7 +186,7 @@ def _pipeline(ctx: StepContext, rows: list[StepRow], work: StepWork, micro: int,
     return rows, slots, [note]
 
 
-def _notes(ctx: StepContext, spec, imbalance: float) -> list[str]:
+def _notes(ctx: StepContext, spec, imbalance: float, rows: list[StepRow]) -> list[str]:
     """What the step's figures rest on: missing predictions, transfers and their bands, formats, drafts, experts."""
     pricer, gpu, dep, model = ctx.pricer, ctx.gpu, ctx.dep, ctx.model
     notes = [f"no prediction for {what}: {why}" for what, why in sorted(pricer.missing.items())]
@@ -199,6 +201,9 @@ def _notes(ctx: StepContext, spec, imbalance: float) -> list[str]:
         notes.append(f"speculative: {spec.method.value}, k = {spec.num_speculative_tokens}, acceptance "
                      f"{spec.acceptance_rate:g}: {spec.tokens_per_step:.3f} tokens a step "
                      f"((1 - a^(k+1)) / (1 - a))")
+    if ctx.decode_attention != "shared" and any("per query head" in r.label for r in rows):
+        notes.append("decode attention: each GQA group's KV read once per query head (TensorRT-LLM's masked MHA "
+                     "kernel, a model: rooflab's paged decode at one KV head a query head x the L2's measured share)")
     if imbalance != 1 and model.is_moe:
         notes.append(f"experts: the busiest GPU receives {imbalance:g} x the balanced token-expert pairs")
     return notes
@@ -209,6 +214,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
                 gemm_dtype: DType | None = None, deployment: Deployment | None = None, prefill_tokens: int = 0,
                 expert_imbalance: float = 1.0, micro_batches: int | None = None, *,
+                decode_attention: str = "shared",
                 tensor_parallel: int | None = None, kv_parallel: int | None = None,
                 prefill_context_parallel: int | None = None) -> StepReport:
     """One decode step (B sequences at `context_len`, and a prefill chunk of `prefill_tokens` when given) or one
@@ -229,6 +235,9 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
 
     `expert_imbalance` f >= 1: the busiest GPU's experts receive f times the balanced share of token-expert pairs.
     `micro_batches` M (pipeline parallelism; default PP): micro-batches in flight.
+    `decode_attention` (rooflab.step.attention.DecodeAttention, or its name): how the decode kernel reads a GQA
+    group's KV; "shared" (the default: once for the group) or "per_query_head" (TensorRT-LLM's masked MHA kernel;
+    engine_decode_attention picks one for an engine and version).
 
     A batch that does not fit (rooflab.capacity.plan_capacity's accounting at the deployment's utilisation, where it
     models the deployment; else the weights and the batch's KV against the usable memory) is an InputError saying
@@ -259,7 +268,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     pp = deployment.pipeline_parallel
     micro = pp if micro_batches is None else whole_number(micro_batches, "micro-batches (--micro-batches)",
                                                           maximum=MAX_BATCH)
-    ctx = step_context(model, gpu, deployment, imbalance)
+    ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention))
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
     spec = deployment.speculative if decode else None
@@ -272,7 +281,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     else:
         slots, micro = 1, 1
     weights, kv, usable = step_memory(ctx, batch, context_len, per_rank, check_memory, decode)
-    notes += _notes(ctx, spec, imbalance)
+    notes += _notes(ctx, spec, imbalance, rows)
     return StepReport(
         model=model.name, gpu=gpu.name, step=step, batch=batch, context_len=context_len, dtype=ctx.dtype.value,
         tp=deployment.tensor_parallel, dcp=kvp, cp=cp, rows=tuple(rows), weight_bytes_per_gpu=float(weights),
@@ -280,7 +289,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         model_display_name=model.display_name, gpu_display_name=gpu.display_name, page_size=page_size,
         decode_context_parallel=inner, num_gpus=deployment.num_gpus, prefill_tokens=prefill_tokens, q_len=q_len,
         tokens_per_step=spec.tokens_per_step if spec is not None else 1.0, pipeline_parallel=pp,
-        micro_batches=micro, stage_slots=float(slots), kv_dtype=ctx.kv_dtype.value, deployment=deployment.to_dict())
+        micro_batches=micro, stage_slots=float(slots), kv_dtype=ctx.kv_dtype.value, deployment=deployment.to_dict(),
+        decode_attention=ctx.decode_attention.value)
 
 
 __all__ = ["StepReport", "step_report", "step_rows"]
