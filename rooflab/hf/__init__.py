@@ -1,7 +1,10 @@
 """Hugging Face config.json files as model specs, and model specs as config.json files.
 
     read.py      find a config.json (a file, a folder, an id in the local cache) and parse it strictly
-    families.py  one reader per architecture family, by the config's own rules, and the dispatch table
+    families.py  one reader per architecture family, by the config's own rules (Llama ... Qwen3-Next)
+    more_families.py  Phi-3/4, Cohere, Granite, OLMo 2, GLM-4.5, MiniMax-M2, DeepSeek-V3.2 (its indexer)
+    vision.py    vision-language configs: the language model, and the vision tower counted as weights
+    table.py     the dispatch table: architecture name -> reader, nesting, transformers' defaults
     common.py    what the families share: the layer stack, the MoE layout, dtype and weight formats
     export.py    export_hf_config: a spec as the config.json of an architecture that describes it
     writers.py   one config.json writer per architecture
@@ -25,9 +28,10 @@ from ..errors import SpecError
 from ..specs import ModelSpec
 from .common import FP16_NOT_SUPPORTED
 from .export import export_hf_config
-from .families import ARCHITECTURES, EXCLUDED
+from .families import EXCLUDED
 from .quant import unquantized_parameters
 from .read import Fields, is_hf_reference, locate, read_json
+from .table import ARCHITECTURES
 
 
 

@@ -1,4 +1,5 @@
-"""One reader per architecture family: a config.json's text model -> ModelSpec fields, by the config's own rules.
+"""One reader per architecture family: a config.json's text model -> ModelSpec fields, by the config's own rules
+(the newer families in more_families.py and vision.py; the dispatch table in table.py).
 
 Rules, each as the family's transformers configuration class applies it (configuration_<family>.py):
 
@@ -26,8 +27,7 @@ files agree on which layers are windowed or chunked.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..specs import LayerType, ModelSpec
 from ..vocab import LayerKind
@@ -288,45 +288,6 @@ def llama4(c: Fields) -> dict:
                   shared=1, shared_ffn=ffn)}
 
 
-# --- the dispatch table -------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Family:
-    """How one architecture's config.json reads: its reader, whether the text model sits under text_config,
-    and transformers' defaults for keys its files leave out."""
-
-    read: Callable[[Fields], dict]
-    nested: bool = False
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-
-
-_MISTRAL = {"sliding_window": 4096, "tie_word_embeddings": False}
-_QWEN = {"use_sliding_window": False, "max_window_layers": 28}
-_GEMMA2 = {"vocab_size": 256_000, "max_position_embeddings": 8192, "head_dim": 256, "sliding_window": 4096,
-           "tie_word_embeddings": True}
-_GEMMA3 = {"vocab_size": 262_208, "max_position_embeddings": 131_072, "head_dim": 256, "sliding_window": 4096,
-           "sliding_window_pattern": 6, "tie_word_embeddings": True}
-_GPT_OSS = {"head_dim": 64, "sliding_window": 128, "attention_bias": True}
-_LLAMA4 = {"head_dim": 128, "attention_chunk_size": 8192}
-_QWEN3_NEXT = {"head_dim": 256, "linear_conv_kernel_dim": 4}
-
-ARCHITECTURES: dict[str, Family] = {
-    "LlamaForCausalLM": Family(llama),
-    "MistralForCausalLM": Family(mistral, defaults=_MISTRAL),
-    "MixtralForCausalLM": Family(mixtral),
-    "Qwen2ForCausalLM": Family(qwen2, defaults=_QWEN),
-    "Qwen3ForCausalLM": Family(qwen3, defaults={**_QWEN, "head_dim": 128}),
-    "Qwen2MoeForCausalLM": Family(qwen2_moe, defaults=_QWEN),
-    "Qwen3MoeForCausalLM": Family(qwen3_moe, defaults={**_QWEN, "head_dim": 128}),
-    "Qwen3NextForCausalLM": Family(qwen3_next, defaults=_QWEN3_NEXT),
-    "Gemma2ForCausalLM": Family(gemma2, defaults=_GEMMA2),
-    "Gemma3ForCausalLM": Family(gemma3, defaults=_GEMMA3),
-    "Gemma3ForConditionalGeneration": Family(gemma3, nested=True, defaults=_GEMMA3),
-    "GptOssForCausalLM": Family(gpt_oss, defaults=_GPT_OSS),
-    "DeepseekV2ForCausalLM": Family(deepseek),
-    "DeepseekV3ForCausalLM": Family(deepseek),
-    "Llama4ForCausalLM": Family(llama4, defaults=_LLAMA4),
-    "Llama4ForConditionalGeneration": Family(llama4, nested=True, defaults=_LLAMA4),
-}
-
-__all__ = ["ARCHITECTURES", "Family"]
+__all__ = ["EXCLUDED", "FULL", "LINEAR", "SLIDING", "CHUNKED", "base", "by_rule", "deepseek", "gemma2", "gemma3",
+           "gpt_oss", "layers", "llama", "llama4", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+           "qwen3_next"]

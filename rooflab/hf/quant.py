@@ -2,7 +2,7 @@
 
 Methods read, each as the checkpoint's own fields say (formats in units.WeightFormat):
 
-    fp8                 fmt e4m3; weight_block_size [128, 128] -> fp8_block, else fp8 (per tensor or channel);
+    fp8                 fmt e4m3 (or float8_e4m3fn); weight_block_size [128, 128] -> fp8_block, else fp8 (per tensor or channel);
                         exclusions: modules_to_not_convert (transformers) or ignored_layers (vLLM's Fp8Config)
     mxfp4               the routed experts only (gpt-oss); modules_to_not_convert
     gptq                bits, group_size (-1: per channel); qzeros are always stored: int<b>_g<G>_zp
@@ -88,8 +88,12 @@ def _group(c: Fields, key: str, field: str, value: Any) -> Optional[int]:
     return value
 
 
+#: fmt values naming e4m3 (MiniMax-M2's checkpoints write torch's name, float8_e4m3fn).
+_E4M3 = ("e4m3", "float8_e4m3fn")
+
+
 def _fp8(c: Fields, key: str, config: dict):
-    if config.get("fmt", "e4m3") != "e4m3":
+    if config.get("fmt", "e4m3") not in _E4M3:
         raise c.error_at(f"{key}.fmt", config.get("fmt"), "rooflab's fp8 weight formats are e4m3")
     block = config.get("weight_block_size")
     if block is not None and block != [128, 128]:

@@ -4,7 +4,8 @@
     sliding   keys j with i - W < j <= i (a window of W)      the same per token, at most W tokens kept
     chunked   keys in the query's own chunk of C tokens       the same per token, the current chunk kept
     mla       one latent of d_c + d_R per token, shared by    (d_c + d_R) b per token: 576 x 2 = 1152 bytes
-              every query head (DeepSeek-V3, Kimi K2)         in bf16, 576 in fp8, 656 in V3.2's sparse layout
+              every query head (DeepSeek-V3, Kimi K2)         in bf16, 576 in fp8, 656 in V3.2's sparse layout;
+              (+ DeepSeek-V3.2's lightning indexer key)        + d_I fp8 + its fp32 scales: 132 bytes
     linear    a recurrent state of fixed size per sequence    h_v d_k d_v (state) + (K - 1)(2 h_k d_k + h_v d_v)
               (Gated DeltaNet in Qwen3-Next)                  (short-convolution state), elements per sequence
 
@@ -30,6 +31,12 @@ from ..units import FP32_BYTES, DType
 from ..vocab import LayerKind, WindowAllocation
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 
+#: DeepSeek-V3.2's lightning indexer keeps one key of index_head_dim per token and layer, in fp8 with one fp32
+#: scale per INDEXER_QUANT_BLOCK values, whatever the KV cache's dtype (vLLM's Indexer allocates
+#: DeepseekV32IndexerCache(head_dim=d_I + d_I // 128 * 4, dtype=uint8): vllm/model_executor/models/deepseek_v2.py,
+#: main at commit 002d607); one copy per GPU (the indexer is replicated, not split by TP).
+INDEXER_QUANT_BLOCK = 128
+
 #: DeepSeek-V3.2's fp8 sparse-attention cache layout, bytes per token per layer: 512 e4m3 latent values,
 #: 4 fp32 scales (one per 128-value tile) and the 64 rope dims kept in bf16 (FlashMLA's fp8 format).
 MLA_SPARSE_FP8_BYTES = 512 + 4 * FP32_BYTES + 64 * DType.bf16.bytes
@@ -40,7 +47,8 @@ _LINEAR_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_
 #: The fields each kind needs; any other kind's own fields are refused on it.
 _NEEDS = {LayerKind.full: (), LayerKind.sliding: ("window",), LayerKind.chunked: ("chunk",),
           LayerKind.mla: _MLA_FIELDS, LayerKind.linear: _LINEAR_FIELDS}
-_OWN = ("window", "chunk", "q_lora_rank", *_MLA_FIELDS, *_LINEAR_FIELDS, "state_dtype")
+_INDEXER_FIELDS = ("index_head_dim", "index_n_heads")
+_OWN = ("window", "chunk", "q_lora_rank", *_MLA_FIELDS, *_LINEAR_FIELDS, "state_dtype", *_INDEXER_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,10 @@ class LayerType:
     qk_nope_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mla: each head's non-rope q.k width", default=None)
     q_lora_rank: Optional[int] = spec_field(1, 1 << 16, doc="mla: the query's low-rank width (none: full q)",
                                             default=None)
+    index_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mla: the lightning indexer's key width d_I (DeepSeek-V3.2; "
+                                               "none: no indexer)", default=None)
+    index_n_heads: Optional[int] = spec_field(1, 1 << 16, "heads", "mla: the lightning indexer's query heads",
+                                              default=None)
     linear_num_key_heads: Optional[int] = spec_field(1, 1 << 16, "heads", default=None)
     linear_num_value_heads: Optional[int] = spec_field(1, 1 << 16, "heads", default=None)
     linear_key_head_dim: Optional[int] = spec_field(1, 1 << 16, default=None)
@@ -77,9 +89,12 @@ class LayerType:
                 raise SpecError(where, name, None, f"a {self.kind.value} layer needs it")
         for name in _OWN:
             if name not in needs and getattr(self, name) is not None and not \
-                    (self.kind is LayerKind.mla and name == "q_lora_rank") and not \
+                    (self.kind is LayerKind.mla and name in ("q_lora_rank", *_INDEXER_FIELDS)) and not \
                     (self.kind is LayerKind.linear and name == "state_dtype"):
                 raise SpecError(where, name, getattr(self, name), f"does not apply to a {self.kind.value} layer")
+        if (self.index_head_dim is None) != (self.index_n_heads is None):
+            raise SpecError(where, "index_n_heads", self.index_n_heads, "an indexer needs both index_head_dim and "
+                                                                         "index_n_heads")
         if self.sinks and self.kind in (LayerKind.mla, LayerKind.linear):
             raise SpecError(where, "sinks", True, f"a {self.kind.value} layer has no softmax sinks")
 
@@ -163,16 +178,24 @@ class LayerType:
     def kv_bytes_per_token(self, heads: AttentionHeads, kv_dtype: DType, mla_sparse_fp8: bool = False) -> int:
         """Bytes one cached token takes in one layer of this type (0 for a linear layer: it keeps a state).
 
-        mla: the latent, once for every head: (d_c + d_R) b, or MLA_SPARSE_FP8_BYTES in V3.2's layout.
+        mla: the latent, once for every head: (d_c + d_R) b, or MLA_SPARSE_FP8_BYTES in V3.2's layout; with a
+        lightning indexer also its key (indexer_bytes_per_token).
         """
         kv_dtype = DType.of(kv_dtype, "kv_dtype")
         if self.kind is LayerKind.linear:
             return 0
         if self.kind is LayerKind.mla:
-            if mla_sparse_fp8:
-                return MLA_SPARSE_FP8_BYTES
-            return self.latent_dim * kv_dtype.bytes
+            latent = MLA_SPARSE_FP8_BYTES if mla_sparse_fp8 else self.latent_dim * kv_dtype.bytes
+            return latent + self.indexer_bytes_per_token
         return self.heads(heads).kv_bytes_per_token(kv_dtype)
+
+    @property
+    def indexer_bytes_per_token(self) -> int:
+        """The lightning indexer's key of one token in one layer: d_I fp8 values and a 4-byte fp32 scale per
+        INDEXER_QUANT_BLOCK of them (128 + 4 = 132 bytes for DeepSeek-V3.2); 0 without an indexer."""
+        if self.index_head_dim is None:
+            return 0
+        return self.index_head_dim * DType.fp8_e4m3.bytes + FP32_BYTES * -(-self.index_head_dim // INDEXER_QUANT_BLOCK)
 
     def state_bytes_per_sequence(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
         """linear: the recurrent state and the convolution state one sequence keeps in one layer; 0 otherwise.
@@ -248,6 +271,8 @@ class LayerType:
             bits.append(f"chunk {self.chunk:,}")
         if self.kind is LayerKind.mla:
             bits.append(f"latent {self.kv_lora_rank} + {self.qk_rope_head_dim}")
+            if self.index_head_dim:
+                bits.append(f"indexer {self.index_n_heads} x {self.index_head_dim}")
         if self.kind is LayerKind.linear:
             bits.append(f"state {self.linear_num_value_heads} x {self.linear_key_head_dim} x "
                         f"{self.linear_value_head_dim}")
@@ -258,4 +283,4 @@ class LayerType:
 
 FULL = LayerType(LayerKind.full)
 
-__all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "LayerType"]
+__all__ = ["FULL", "INDEXER_QUANT_BLOCK", "MLA_SPARSE_FP8_BYTES", "LayerType"]

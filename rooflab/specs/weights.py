@@ -9,7 +9,9 @@ Parameters per layer, with hidden size H (biases where the spec says, small term
 
     softmax attention  q H h d + k H h_kv d + v H h_kv d_v + o h d_v H      (+ h sink logits)
     mla                q: H r_q + r_q + r_q h (d_nope + d_R), or H h (d_nope + d_R) without a q rank;
-                       kv_a: H (d_c + d_R) + d_c; kv_b: d_c h (d_nope + d_v); o: h d_v H
+                       kv_a: H (d_c + d_R) + d_c; kv_b: d_c h (d_nope + d_v); o: h d_v H;
+                       a lightning indexer (DeepSeek-V3.2): wq_b r_q n_I d_I + wk H d_I + k_norm 2 d_I
+                       + weights_proj H n_I
     linear (GDN)       in_proj H (2 h_k d_k + 2 h_v d_v) + H 2 h_v; conv (2 h_k d_k + h_v d_v) K;
                        2 h_v (decay and bias) + d_v (norm); out h_v d_v H
     dense MLP          3 H F                 (gate, up, down)
@@ -67,7 +69,12 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
         q = (h * t.q_lora_rank + t.q_lora_rank + t.q_lora_rank * hq * qk) if t.q_lora_rank else h * hq * qk
         kv_a = h * (t.kv_lora_rank + t.qk_rope_head_dim) + t.kv_lora_rank
         kv_b = t.kv_lora_rank * hq * (t.qk_nope_head_dim + dv)
-        return q + kv_a + kv_b + hq * dv * h
+        indexer = 0
+        if t.index_head_dim:
+            q_in = t.q_lora_rank or h
+            indexer = (q_in * t.index_n_heads * t.index_head_dim + h * t.index_head_dim + 2 * t.index_head_dim
+                       + h * t.index_n_heads)
+        return q + kv_a + kv_b + hq * dv * h + indexer
     if not t.is_attention:
         key_dim = t.linear_num_key_heads * t.linear_key_head_dim
         value_dim = t.linear_num_value_heads * t.linear_value_head_dim

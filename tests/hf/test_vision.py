@@ -1,0 +1,69 @@
+"""Tests of rooflab/hf/vision.py: a vision-language config's language model is planned; its vision tower and
+projector are counted as weights (ModelSpec.vision_parameters).
+
+Llava 1.5 7B's real config.json (tests/data/hf_configs, SOURCES.md): a Llama 2 7B language model (vocabulary
+32064), a CLIP ViT-L/14 tower at 336 pixels and a two-layer projector; the Hugging Face page counts 7.06B.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rooflab import SpecError
+from rooflab.hf import from_hf_config
+from rooflab.hf.read import Fields, read_json
+from rooflab.hf.vision import clip_vision_parameters, llava_projector_parameters
+from rooflab.units import DType
+from support import read_config
+
+CONFIGS = Path(__file__).parent.parent / "data" / "hf_configs"
+
+
+def llava_15_7b():
+    path = CONFIGS / "llava-1.5-7b.json"
+    if not path.is_file():
+        pytest.skip("llava-1.5-7b.json not collected")
+    return read_json(path), str(path)
+
+
+def test_clip_vit_l_14_336_by_its_shapes():
+    """CLIP ViT-L/14 at 336 pixels: width 1024, 24 layers, MLP 4096, 577 positions (24^2 + the class token)."""
+    d, mlp, layers, positions = 1024, 4096, 24, (336 // 14) ** 2 + 1
+    embeddings = d + 3 * 14 * 14 * d + positions * d
+    layer = 4 * (d * d + d) + (d * mlp + mlp) + (mlp * d + d) + 4 * d
+    by_hand = embeddings + 4 * d + layers * layer
+    v = Fields({"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "image_size": 336,
+                "patch_size": 14}, "test", "vision_config.", {}, {"num_channels": 3})
+    assert clip_vision_parameters(v) == by_hand == 303_507_456
+
+
+def test_llava_1_5_7b_plans_the_language_model_and_counts_the_tower():
+    data, where = llava_15_7b()
+    m = from_hf_config(data, where)
+    assert (m.num_layers, m.hidden_size, m.ffn_size, m.num_kv_heads, m.vocab_size) == (32, 4096, 11008, 32, 32064)
+    assert (m.max_context_len, m.weight_dtype, m.tie_word_embeddings) == (4096, DType.fp16, False)
+    projector = llava_projector_parameters(1024, 4096, 1, bias=True)
+    assert projector == 1024 * 4096 + 4096 + 4096 * 4096 + 4096
+    assert m.vision_parameters == 303_507_456 + projector
+    assert m.derived_parameters == pytest.approx(7.06e9, rel=0.001)       # "7.06B params" (Hugging Face page)
+    assert m.kv_bytes_per_token(DType.fp16) == 32 * 32 * 256 * 2 == 524_288   # the tower caches nothing
+    # the tower is held whole on every GPU, in the checkpoint's dtype
+    assert m.weight_bytes(tensor_parallel=2) == pytest.approx(m.parameters.total + 2 * m.vision_parameters, abs=2)
+
+
+def test_llava_refuses_a_language_model_it_does_not_read():
+    data, where = llava_15_7b()
+    with pytest.raises(SpecError) as caught:
+        from_hf_config({**data, "text_config": {**data["text_config"], "model_type": "mpt"}}, where)
+    assert (caught.value.field, caught.value.value) == ("text_config.model_type", "mpt")
+
+
+def test_vision_feature_layers_widen_the_projector():
+    data, where = llava_15_7b()
+    one = from_hf_config(data, where).vision_parameters
+    two = read_config({**data, "vision_feature_layer": [-2, -5]}).vision_parameters
+    assert two - one == 1024 * 4096
+    with pytest.raises(SpecError):
+        read_config({**data, "vision_feature_layer": "last"})
