@@ -4,7 +4,7 @@ families of more_families.py and vision.py).
 
 The readers live in families.py (Llama, Mistral, Qwen, Gemma, gpt-oss, DeepSeek V2/V3, Llama 4, Qwen3-Next),
 more_families.py (Phi-3/4, Cohere, Granite, OLMo 2, GLM-4.5, MiniMax-M2, DeepSeek-V3.2) and vision.py
-(Llava). Granite and OLMo 2 have Llama's shapes and read as Llama.
+(Llava, Qwen3-VL). Granite and OLMo 2 have Llama's shapes and read as Llama.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .families import (deepseek, gemma2, gemma3, gpt_oss, llama, llama4, mistral
                        qwen3_moe, qwen3_next)
 from .more_families import cohere, cohere2, deepseek_v32, glm4_moe, granite_moe, minimax_m2, phi3
 from .read import Fields
-from .vision import LLAMA_DEFAULTS, llava
+from .vision import LLAMA_DEFAULTS, QWEN3_VL_TEXT_DEFAULTS, llava, qwen3_vl
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ ARCHITECTURES: dict[str, Family] = {
     "Glm4MoeForCausalLM": Family(glm4_moe, defaults=_GLM4_MOE),
     "MiniMaxM2ForCausalLM": Family(minimax_m2, defaults=_MINIMAX_M2),
     "LlavaForConditionalGeneration": Family(llava, nested=True, defaults=LLAMA_DEFAULTS),
+    "Qwen3VLForConditionalGeneration": Family(qwen3_vl, nested=True, defaults=QWEN3_VL_TEXT_DEFAULTS),
 }
 
 __all__ = ["ARCHITECTURES", "Family"]

@@ -3,6 +3,8 @@ tower and projector are counted as weights (ModelSpec.vision_parameters), never 
 
     LlavaForConditionalGeneration   text_config read as Llama (the model_type Llava 1.5 and 1.6 ship); a
                                     CLIP vision tower (vision_config) and a two-layer projector
+    Qwen3VLForConditionalGeneration text_config read as Qwen3 (q/k norms left out); Qwen3-VL's vision tower
+                                    with its patch merger and one DeepStack merger per deepstack_visual_indexes
 
 The tower's parameters, from transformers' modeling_clip.py and modeling_llava.py (release 5.24.0), with
 width D, MLP width I, L layers, patch P, image size S, C channels:
@@ -12,6 +14,14 @@ width D, MLP width I, L layers, patch P, image size S, C channels:
     CLIPEncoderLayer          q, k, v, out: 4 (D^2 + D); fc1 D I + I, fc2 I D + D; two layer norms 4 D
     LlavaMultiModalProjector  linear_1 (D k) H + H, linear_2 H H + H (biases where multimodal_projector_bias),
                               k the vision feature layers taken (1 for an int vision_feature_layer)
+
+Qwen3-VL's tower (modeling_qwen3_vl.py), width D, MLP I, `depth` blocks, patch P, temporal patch T, merge m,
+output width H_o, N position embeddings:
+
+    Qwen3VLVisionPatchEmbed   Conv3d C T P^2 D + D; pos_embed N D
+    Qwen3VLVisionBlock        two LayerNorms 4 D; qkv 3 D^2 + 3 D, proj D^2 + D; linear_fc1 D I + I, fc2 I D + D
+    Qwen3VLVisionPatchMerger  norm 2 D (2 D m^2 after the shuffle, the DeepStack mergers'); linear_fc1
+                              D m^2 x D m^2 + D m^2; linear_fc2 D m^2 H_o + H_o
 
 CLIPVisionConfig's defaults fill the keys a file leaves out (width 768, MLP 3072, 12 layers, patch 32,
 image 224, 3 channels); LlamaConfig's fill text_config's (Llava 1.5's file gives only the vocabulary and
@@ -23,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import SpecError
-from .families import llama
+from .families import llama, qwen3
 from .read import Fields
 
 #: CLIPVisionConfig's defaults (transformers 5.24.0, configuration_clip.py).
@@ -32,6 +42,14 @@ CLIP_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidd
 #: LlamaConfig's defaults for the shape keys (configuration_llama.py).
 LLAMA_DEFAULTS = {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                   "num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 2048}
+
+#: Qwen3VLVisionConfig's and Qwen3VLTextConfig's defaults (configuration_qwen3_vl.py) for the keys read.
+QWEN3_VL_VISION_DEFAULTS = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "in_channels": 3,
+                            "patch_size": 16, "temporal_patch_size": 2, "spatial_merge_size": 2,
+                            "out_hidden_size": 3584, "num_position_embeddings": 2304,
+                            "deepstack_visual_indexes": [8, 16, 24]}
+QWEN3_VL_TEXT_DEFAULTS = {"head_dim": 128, "tie_word_embeddings": False, "use_sliding_window": False,
+                          "max_window_layers": 28}
 
 _TEXT_READERS = {"llama": llama}
 
@@ -48,6 +66,19 @@ def clip_vision_parameters(v: Fields) -> int:
     embeddings = d + channels * patch * patch * d + positions * d
     layer = 4 * (d * d + d) + (d * mlp + mlp) + (mlp * d + d) + 2 * 2 * d
     return embeddings + 2 * 2 * d + n * layer
+
+
+def qwen3_vl_vision_parameters(v: Fields) -> int:
+    """Parameters of transformers' Qwen3VLVisionModel for a vision_config (the module docstring's terms)."""
+    d, mlp, n = v.count("hidden_size"), v.count("intermediate_size"), v.count("depth", hi=10_000)
+    patch, temporal, channels = v.count("patch_size"), v.count("temporal_patch_size"), v.count("in_channels")
+    merge, out = v.count("spatial_merge_size"), v.count("out_hidden_size")
+    deepstack = len(v.indices("deepstack_visual_indexes") or ())
+    embeddings = channels * temporal * patch * patch * d + d + v.count("num_position_embeddings") * d
+    block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * mlp + mlp) + (mlp * d + d)
+    merged = d * merge * merge
+    merger = merged * merged + merged + merged * out + out
+    return embeddings + n * block + (2 * d + merger) + deepstack * (2 * merged + merger)
 
 
 def llava_projector_parameters(vision_width: int, text_width: int, feature_layers: int, bias: bool) -> int:
@@ -82,4 +113,14 @@ def llava(c: Fields) -> dict:
     return {**spec, "vision_parameters": clip_vision_parameters(v) + projector}
 
 
-__all__ = ["CLIP_VISION_DEFAULTS", "LLAMA_DEFAULTS", "clip_vision_parameters", "llava", "llava_projector_parameters"]
+def qwen3_vl(c: Fields) -> dict:
+    """Qwen3VLForConditionalGeneration: text_config as Qwen3 reads it, plus the vision tower's parameters."""
+    vision = c.outer.get("vision_config", {})
+    if not isinstance(vision, dict):
+        raise SpecError(c.where, "vision_config", vision, "must be a mapping")
+    v = Fields(vision, c.where, "vision_config.", {}, QWEN3_VL_VISION_DEFAULTS)
+    return {**qwen3(c), "vision_parameters": qwen3_vl_vision_parameters(v)}
+
+
+__all__ = ["CLIP_VISION_DEFAULTS", "LLAMA_DEFAULTS", "QWEN3_VL_TEXT_DEFAULTS", "QWEN3_VL_VISION_DEFAULTS",
+           "clip_vision_parameters", "llava", "llava_projector_parameters", "qwen3_vl", "qwen3_vl_vision_parameters"]

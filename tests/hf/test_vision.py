@@ -3,6 +3,7 @@ projector are counted as weights (ModelSpec.vision_parameters).
 
 Llava 1.5 7B's real config.json (tests/data/hf_configs, SOURCES.md): a Llama 2 7B language model (vocabulary
 32064), a CLIP ViT-L/14 tower at 336 pixels and a two-layer projector; the Hugging Face page counts 7.06B.
+Qwen3-VL-8B-Instruct's: Qwen3-8B's shape and Qwen3-VL's tower with DeepStack mergers, 8.77B.
 """
 
 from __future__ import annotations
@@ -67,3 +68,23 @@ def test_vision_feature_layers_widen_the_projector():
     assert two - one == 1024 * 4096
     with pytest.raises(SpecError):
         read_config({**data, "vision_feature_layer": "last"})
+
+
+def test_qwen3_vl_8b_plans_qwen3_8b_and_counts_its_tower():
+    """Qwen3-VL-8B-Instruct: the text model has Qwen3-8B's shape (the bundled qwen3-8b's derived count); the tower
+    (27 blocks of width 1152, MLP 4304, 16-pixel patches over 2 frames, 2304 positions, a 2 x 2 merger to 4096 and
+    three DeepStack mergers) by its shapes; 8.77B in all (the Hugging Face page's count)."""
+    from rooflab import load_model
+
+    path = CONFIGS / "qwen3-vl-8b-instruct.partial.json"
+    if not path.is_file():
+        pytest.skip("qwen3-vl-8b-instruct.partial.json not collected")
+    m = from_hf_config(read_json(path), str(path))
+    assert m.parameters.total == load_model("qwen3-8b").derived_parameters
+    d, mlp, merged, out = 1152, 4304, 1152 * 4, 4096
+    embeddings = 3 * 2 * 16 * 16 * d + d + 2304 * d
+    block = 4 * d + 4 * d * d + 4 * d + 2 * d * mlp + mlp + d
+    merger = merged * merged + merged + merged * out + out
+    assert m.vision_parameters == embeddings + 27 * block + 2 * d + merger + 3 * (2 * merged + merger) == 576_388_336
+    assert m.derived_parameters == pytest.approx(8.77e9, rel=0.001)
+    assert (m.max_context_len, m.kv_bytes_per_token(DType.bf16)) == (262144, 36 * 8 * 256 * 2)
