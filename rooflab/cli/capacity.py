@@ -52,8 +52,10 @@ def capacity(
     mem_fraction_static: dopt.MemFractionStaticOpt = None,
     quantization: dopt.QuantizationOpt = None,
     dtype: dopt.DTypeAutoOpt = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", parser=params.count(1, MAX_TOKENS), metavar="N",
-                                                        help="Engine: sequences in vLLM's profile run.")] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", "--max-running-requests",
+                                                        parser=params.count(1, MAX_TOKENS), metavar="N",
+                                                        help="Engine: vLLM's --max-num-seqs (sequences in its profile "
+                                                             "run), SGLang's --max-running-requests.")] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", metavar="N",
                                                                   parser=params.count(1, MAX_TOKENS),
                                                                   help="Engine: tokens in vLLM's profile run.")] = None,
@@ -66,6 +68,23 @@ def capacity(
     activation_gib: Annotated[Optional[float], typer.Option("--activation-gib", parser=params.number(0, MAX_GIB),
                                                             metavar="X", help="Engine: vLLM's profiled activation "
                                                                               "peak, GiB; default: modelled.")] = None,
+    memory_in_use: Annotated[Optional[str], typer.Option("--memory-in-use", metavar="SIZE", help="Engine: GPU memory "
+                                                         "other processes hold when the engine starts (4GiB); vLLM V1 "
+                                                         "refuses to start if it leaves less than utilisation x total "
+                                                         "free, SGLang's fraction applies to what is free.")] = None,
+    mamba_ssm_dtype: dopt.MambaSsmDTypeOpt = None,
+    mamba_cache_mode: Annotated[Optional[str], typer.Option("--mamba-cache-mode", metavar="none|align", help="Engine, "
+                                                            "vLLM, linear-attention models: none (prefix caching off, "
+                                                            "the default: one state block a request) or align (on: "
+                                                            "two).")] = None,
+    max_mamba_cache_size: Annotated[Optional[int], typer.Option("--max-mamba-cache-size", metavar="N",
+                                                                parser=params.count(1, MAX_TOKENS), help="Engine, "
+                                                                "SGLang, linear-attention models: request states in "
+                                                                "its state pool (default: by the ratio below).")] = None,
+    mamba_full_memory_ratio: Annotated[Optional[float], typer.Option("--mamba-full-memory-ratio", metavar="X",
+                                                                     parser=params.number(0, 100, lo_open=True),
+                                                                     help="Engine, SGLang: state pool over KV pool "
+                                                                          "memory, in (0, 100] (default 0.9).")] = None,
     dcp: dopt.DecodeContextParallelOpt = 1,
     kv_parallel: dopt.KvParallelOpt = 1,
     fmt: FormatOpt = Format.table,
@@ -101,7 +120,10 @@ def capacity(
                                 what_if=tuple(what_if or ()), max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                                 max_num_batched_tokens=max_num_batched_tokens, cuda_visible=cuda_visible,
                                 non_torch_gib=non_torch_gib, activation_gib=activation_gib,
-                                mem_fraction_static=mem_fraction_static)
+                                mem_fraction_static=mem_fraction_static, memory_in_use=memory_in_use,
+                                mamba_ssm_dtype=mamba_ssm_dtype, mamba_cache_mode=mamba_cache_mode,
+                                max_mamba_cache_size=max_mamba_cache_size,
+                                mamba_full_memory_ratio=mamba_full_memory_ratio)
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     sparse_mla = bool(kv and kv.mla_sparse_fp8)

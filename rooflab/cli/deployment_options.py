@@ -63,6 +63,12 @@ def _quantization(text: str) -> None:
         raise InputError(f"'{text}' is not a quantization method rooflab prices; choose one of {names}")
 
 
+def _state_dtype(text: str) -> None:
+    from ..engines.request import parse_state_dtype
+
+    parse_state_dtype(text)
+
+
 TensorParallelOpt = Annotated[Optional[int], typer.Option(
     "--tp", "--tensor-parallel", parser=params.count(1, MAX_GPUS), metavar="N",
     help="Tensor-parallel GPUs (heads and weights split N ways; memory figures per GPU; default 1).")]
@@ -115,6 +121,11 @@ MaxModelLenOpt = Annotated[Optional[int], typer.Option(
     "--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",
     help="Longest request (vLLM's --max-model-len; default: as vLLM derives it from the model's config).")]
 
+MambaSsmDTypeOpt = Annotated[Optional[str], typer.Option(
+    "--mamba-ssm-dtype", "--mamba-ssm-cache-dtype", parser=_checked(_state_dtype, "DTYPE"), metavar="DTYPE",
+    help="Engine, linear-attention models: the recurrent state's dtype, float32, bfloat16 or float16 (vLLM); "
+         "SGLang's --mamba-ssm-dtype (default float32), vLLM's --mamba-ssm-cache-dtype (default: the model's).")]
+
 DataParallelOpt = Annotated[Optional[int], typer.Option(
     "--dp", "-dp", "--data-parallel-size", "--dp-size", parser=params.count(1, MAX_GPUS), metavar="N",
     help="Data-parallel ranks: vLLM's --data-parallel-size (replicas, each its own KV cache), or with "
@@ -154,6 +165,6 @@ def words_of(ctx: typer.Context) -> DeploymentWords:
     return DeploymentWords(**values)
 
 
-__all__ = ["BlockSizeOpt", "DataParallelOpt", "EnableDpAttentionOpt", "EnableExpertParallelOpt", "parallel_degrees", "DTypeAutoOpt", "KvCacheDTypeOpt", "KvDTypeOpt", "MaxModelLenOpt", "MemFractionStaticOpt",
+__all__ = ["BlockSizeOpt", "DataParallelOpt", "MambaSsmDTypeOpt", "EnableDpAttentionOpt", "EnableExpertParallelOpt", "parallel_degrees", "DTypeAutoOpt", "KvCacheDTypeOpt", "KvDTypeOpt", "MaxModelLenOpt", "MemFractionStaticOpt",
            "PageSizeOpt", "QuantizationOpt", "TensorParallelOpt", "TensorParallelSizeOpt", "UtilizationOpt",
            "WeightDTypeOpt", "words_of"]

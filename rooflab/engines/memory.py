@@ -57,6 +57,13 @@ def non_torch_default(accounting: Accounting, tensor_parallel: int) -> tuple[int
     return int(gib * GiB), f"default for {accounting.value} {where} ({gib:.2f} GiB; --non-torch-gib overrides)"
 
 
+def check_in_use(s) -> None:
+    """--memory-in-use must leave some of the CUDA-visible total (`s`: settings.Resolved)."""
+    if s.memory_in_use_bytes >= s.cuda_visible_bytes:
+        raise InputError(f"--memory-in-use {s.memory_in_use_bytes / GiB:.2f} GiB is the whole CUDA-visible total "
+                         f"({s.cuda_visible_bytes / GiB:.2f} GiB, {s.cuda_visible_source}) or more: nothing is free")
+
+
 def non_torch_name(engine: Engine) -> str:
     return _NON_TORCH_WHAT[engine]
 
@@ -90,4 +97,4 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")
 
 
-__all__ = ["OTHER_PROCESSES", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]
+__all__ = ["OTHER_PROCESSES", "check_in_use", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]

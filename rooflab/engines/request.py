@@ -25,14 +25,21 @@ from ..deployment_words import DeploymentWords
 from ..errors import InputError
 from ..load import load_gpu, load_model
 from ..output import Table
-from ..units import GiB, parse_bytes, parse_count
+from ..units import DType, GiB, parse_bytes, parse_count
 from .settings import EngineSettings
-from .vocab import Engine, KvCacheDtype, parse_accounting, parse_engine, parse_kv_cache_dtype
+from .vocab import Engine, KvCacheDtype, parse_accounting, parse_engine, parse_kv_cache_dtype, parse_mamba_cache_mode
 
 #: Options that only the engine modes read (as the CLI names its parameters).
 ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "max_num_seqs": "--max-num-seqs",
                "max_num_batched_tokens": "--max-num-batched-tokens", "cuda_visible": "--cuda-visible-memory",
-               "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib"}
+               "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib",
+               "memory_in_use": "--memory-in-use", "mamba_ssm_dtype": "--mamba-ssm-dtype",
+               "mamba_cache_mode": "--mamba-cache-mode", "max_mamba_cache_size": "--max-mamba-cache-size",
+               "mamba_full_memory_ratio": "--mamba-full-memory-ratio"}
+#: The linear-attention options, and the engine each belongs to (None: both).
+STATE_OPTIONS = {"mamba_ssm_dtype": ("--mamba-ssm-dtype", None), "mamba_cache_mode": ("--mamba-cache-mode", Engine.vllm),
+                 "max_mamba_cache_size": ("--max-mamba-cache-size", Engine.sglang),
+                 "mamba_full_memory_ratio": ("--mamba-full-memory-ratio", Engine.sglang)}
 #: Options of rooflab's bound that an engine's accounting has no place for.
 BOUND_ONLY = {"context_len": "--context-len", "reserve_gib": "--activation-reserve-gib",
               "shared_prefix": "--shared-prefix", "window_allocation": "--window-allocation",
@@ -60,6 +67,11 @@ class EngineOptions:
     non_torch_gib: Optional[float] = None
     activation_gib: Optional[float] = None
     mem_fraction_static: Optional[float] = None     # SGLang's spelling of the utilisation, if that was typed
+    memory_in_use: Optional[str] = None             # a size: GPU memory other processes hold at start
+    mamba_ssm_dtype: Optional[str] = None
+    mamba_cache_mode: Optional[str] = None
+    max_mamba_cache_size: Optional[int] = None
+    mamba_full_memory_ratio: Optional[float] = None
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -94,6 +106,7 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
         _engine_names(o, parse_engine(o.engine), given)
         if o.what_if:
             raise InputError("--what-if applies with --engine-log only (a prediction takes the options directly)")
+        _state_options(o, parse_engine(o.engine), model)
         from . import engine_capacity
 
         return engine_table(engine_capacity(model, gpu, _settings(o, parse_engine(o.engine))))
@@ -105,6 +118,7 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
     log = read_log(o.engine_log)
     engine = parse_engine(o.engine) if o.engine else log.engine
     _engine_names(o, engine, given)
+    _state_options(o, engine, model)
     settings = _settings(o, engine)
     fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
               "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static"),
@@ -121,6 +135,31 @@ def _engine_names(o: EngineOptions, engine: Engine, given: set[str]) -> None:
         parse_kv_cache_dtype(o.kv_cache.name, engine)
 
 
+def _state_options(o: EngineOptions, engine: Engine, model) -> None:
+    """The linear-attention options need a model with linear layers, and the engine they belong to."""
+    for field, (flag, owner) in STATE_OPTIONS.items():
+        if getattr(o, field) is None:
+            continue
+        if owner is not None and owner is not engine:
+            raise InputError(f"{flag} is {owner.title}'s; {engine.title} has no such option")
+        if all(t.is_attention for t in model.layer_types.values()):
+            raise InputError(f"{flag} applies to models with linear-attention layers; {model.name} has none")
+
+
+def parse_state_dtype(text: str):
+    """--mamba-ssm-dtype: auto (None: the engine's default), float32, bfloat16 or float16 (and their short names)."""
+    key = str(text).strip().lower()
+    if key == "auto":
+        return None
+    try:
+        dtype = DType.of(key, "--mamba-ssm-dtype")
+    except InputError:
+        dtype = None
+    if dtype not in (DType.fp32, DType.bf16, DType.fp16):
+        raise InputError(f"--mamba-ssm-dtype '{text}': choose auto, float32, bfloat16 or float16")
+    return dtype
+
+
 def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
     """EngineSettings from the options: the deployment's fields the user set, the engine's defaults for the rest."""
     accounting = parse_accounting(engine, o.engine_version)
@@ -132,22 +171,31 @@ def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
         accounting=accounting, tensor_parallel=d.tensor_parallel, kv_cache_dtype=o.kv_cache or KvCacheDtype("auto", None),
         block_size=d.page_size if "page_size" in o.given else None, max_model_len=o.max_model_len,
         utilization=d.gpu_memory_utilization if "gpu_memory_utilization" in o.given else None,
-        max_num_seqs=o.max_num_seqs, max_num_batched_tokens=o.max_num_batched_tokens,
-        cuda_visible_bytes=_size(o.cuda_visible),
+        max_num_batched_tokens=o.max_num_batched_tokens, cuda_visible_bytes=_size(o.cuda_visible),
         activation_bytes=None if o.activation_gib is None else int(o.activation_gib * GiB),
         non_torch_bytes=None if o.non_torch_gib is None else int(o.non_torch_gib * GiB),
         dtype=d.dtype if "dtype" in o.given else None,
         weight_format=d.weight_format if "weight_format" in o.given else None,
-        expert_parallel=d.expert_parallel, attention_data_parallel=d.attention_data_parallel)
+        expert_parallel=d.expert_parallel, attention_data_parallel=d.attention_data_parallel,
+        memory_in_use_bytes=_size(o.memory_in_use, "--memory-in-use") or 0,
+        mamba_ssm_dtype=None if o.mamba_ssm_dtype is None else parse_state_dtype(o.mamba_ssm_dtype),
+        mamba_cache_mode=parse_mamba_cache_mode(o.mamba_cache_mode or "none"),
+        max_mamba_cache_size=o.max_mamba_cache_size, mamba_full_memory_ratio=o.mamba_full_memory_ratio,
+        **_seqs(o.max_num_seqs, engine))
 
 
-def _size(text: Optional[str]) -> Optional[int]:
+def _seqs(value: Optional[int], engine: Engine) -> dict:
+    """--max-num-seqs is vLLM's profile-run sequences and SGLang's --max-running-requests."""
+    return {"max_num_seqs": value} if engine is Engine.vllm else {"max_running_requests": value}
+
+
+def _size(text: Optional[str], option: str = "--cuda-visible-memory") -> Optional[int]:
     if text is None:
         return None
     try:
         return parse_bytes(text)
     except ValueError as exc:
-        raise InputError(f"--cuda-visible-memory: {exc}") from None
+        raise InputError(f"{option}: {exc}") from None
 
 
 #: --what-if keys: the engines' names and rooflab's, each to an EngineSettings field.

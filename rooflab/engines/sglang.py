@@ -47,7 +47,7 @@ from __future__ import annotations
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, MiB
 from .layout import BlockLayout, engine_states, sglang_cell
-from .memory import OTHER_PROCESSES, engine_weight_bytes, non_torch_default
+from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, non_torch_default
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, Resolved, resolve
 from .vocab import Accounting, Engine
@@ -61,6 +61,7 @@ MAMBA_SLOTS_PER_REQUEST = 3
 def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
     """How SGLang would size its KV pool for `model` on `gpu` (module docstring)."""
     s = resolve(settings, model, gpu)
+    check_in_use(s)
     weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
                                               s.attention_data_parallel)
     if settings.non_torch_bytes is not None:
@@ -68,7 +69,8 @@ def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) ->
     else:
         before, before_src = non_torch_default(s.accounting, s.tensor_parallel)
     pre = s.cuda_visible_bytes - before - s.memory_in_use_bytes
-    return assemble(model, gpu, s, pre, (before, before_src), (weights, weights_src))
+    pre_src = "total less the memory in use before" + (" and other processes'" if s.memory_in_use_bytes else "")
+    return assemble(model, gpu, s, pre, (before, before_src), (weights, weights_src), pre_src=pre_src)
 
 
 def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec) -> float:

@@ -33,9 +33,10 @@ from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from .layout import BlockLayout, vllm_layout
-from .memory import OTHER_PROCESSES, engine_weight_bytes, non_torch_default
+from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, non_torch_default
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
+from .states import VLLM_STATE_PAGES
 from .settings import EngineSettings, Resolved, resolve
 from .vocab import Accounting
 
@@ -62,6 +63,7 @@ def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> E
     itself refuses."""
     s = resolve(settings, model, gpu)
     _check(s, model)
+    check_in_use(s)
     weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
                                               s.attention_data_parallel)
     profile = profile_run(model, s)
@@ -88,7 +90,7 @@ def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
                          f"less than desired GPU memory utilization ({u:g}, {budget_bytes / GiB:.2f} GiB)\" "
                          f"(with {own / GiB:.1f} GiB of its own CUDA context{' and NCCL' if s.tensor_parallel > 1 else ''});"
                          f" lower --gpu-memory-utilization to at most "
-                         f"{max(0.0, (s.cuda_visible_bytes - s.memory_in_use_bytes - own) / s.cuda_visible_bytes):.3f}")
+                         f"{max(0, free) * 1000 // s.cuda_visible_bytes / 1000:.3f}")
 
 
 def used_terms(accounting: Accounting, weights: tuple[int, str], activation: tuple[int, str],
@@ -128,6 +130,12 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
     blocks = layout.num_blocks(kv)
     tokens = layout.tokens(blocks)
     concurrency = layout.concurrency(blocks, s.max_model_len)
+    if layout.state_groups:
+        per_group = layout.block_bytes // layout.group_size
+        notes += (f"linear-attention layers: each sequence holds {VLLM_STATE_PAGES[s.mamba_cache_mode]} block(s) in each "
+                  f"of {layout.state_groups} groups of {layout.group_size} linear layers (--mamba-cache-mode "
+                  f"{s.mamba_cache_mode}), a layer's state padded to the {per_group / 1024:.1f} KiB attention page of "
+                  f"{layout.block_size} tokens",)
     if layout.state_groups and 0 < blocks < s.max_num_seqs:
         notes += (f"vLLM from v0.19 (PR #38270) would refuse to start: 'max_num_seqs ({s.max_num_seqs}) exceeds available "
                   f"Mamba cache blocks ({blocks}). Each decode sequence requires one Mamba cache block'; lower "

@@ -197,3 +197,52 @@ def test_capacity_dcp_on_the_command_line(capsys):
         app(["capacity", "-m", "llama-3-8b", "-L", "64", "--kvp", "8"])
     assert done.value.code == 2
     assert "larger than the context in pages" in capsys.readouterr().err
+
+
+# --- linear-attention state caches, other processes' memory, SGLang's concurrency (engines/states.py) -----------
+
+def _engine_json(*args):
+    r = runner.invoke(app, ["capacity", "-m", "qwen3-next-80b-a3b", "-g", "h200-sxm", "--max-model-len", "32768",
+                            "-f", "json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_engine_hybrid_model_vllm_and_sglang():
+    """Qwen3-Next at TP 4: vLLM sets 272-token blocks (16 x ceil(274,432 / 16,384)) over 1 + 3 groups; SGLang keeps a
+    state pool and says how many requests it runs (tests/engines/test_states.py has the hand computations)."""
+    v = _engine_json("--engine", "vllm", "--tp", "4")
+    assert (v["block_size"], v["num_groups"]) == (272, 4)
+    assert v["lines"][0].startswith("Setting attention block size to 272 tokens")
+    align = _engine_json("--engine", "vllm", "--tp", "4", "--mamba-cache-mode", "align")
+    assert align["num_blocks"] == v["num_blocks"] and align["max_concurrency"] < v["max_concurrency"]
+    s = _engine_json("--engine", "sglang", "-tp", "4")
+    assert s["state_slots"] > 0 and 0 < s["max_running_requests"] <= s["state_slots"] // 3 + 1
+    assert "mamba_state" in [t["name"] for t in s["terms"]]
+    bf16 = _engine_json("--engine", "sglang", "-tp", "4", "--mamba-ssm-dtype", "bfloat16")
+    assert bf16["state_slots"] > s["state_slots"]
+    capped = _engine_json("--engine", "sglang", "-tp", "4", "--max-running-requests", "64")
+    assert capped["max_running_requests"] == 64
+
+
+def test_engine_memory_in_use():
+    alone = _invoke("--engine", "sglang", "-f", "json")
+    shared = _invoke("--engine", "sglang", "-f", "json", "--memory-in-use", "8GiB")
+    a, b = json.loads(alone.stdout), json.loads(shared.stdout)
+    assert "other_processes" in [t["name"] for t in b["terms"]] and b["kv_cache_bytes"] < a["kv_cache_bytes"]
+    _short_error(_invoke("--engine", "vllm", "--memory-in-use", "9GiB"), "refuse to start")
+    _short_error(_invoke("--memory-in-use", "9GiB"), "--memory-in-use applies with --engine")
+    _short_error(_invoke("--engine", "vllm", "--memory-in-use", "lots"), "--memory-in-use")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "vllm", "--mamba-cache-mode", "all"], "--mamba-cache-mode"),
+    (["--engine", "sglang", "-m", "qwen3-next-80b-a3b", "-tp", "4", "--mamba-cache-mode", "none"], "vLLM's"),
+    (["--engine", "vllm", "-m", "qwen3-next-80b-a3b", "--tp", "4", "--max-mamba-cache-size", "8"], "SGLang's"),
+    (["--engine", "sglang", "--mamba-full-memory-ratio", "0.5"], "linear-attention"),
+    (["--engine", "sglang", "-m", "qwen3-next-80b-a3b", "-tp", "4", "--mamba-full-memory-ratio", "0"],
+     "--mamba-full-memory-ratio"),
+    (["--engine", "sglang", "-m", "qwen3-next-80b-a3b", "-tp", "4", "--mamba-ssm-dtype", "float16"], "SGLang takes"),
+    (["--engine", "vllm", "--engine-version", "v0", "-m", "qwen3-next-80b-a3b", "--tp", "4"], "linear-attention")])
+def test_engine_state_options_refused(args, needle):
+    _short_error(_invoke(*args), needle)

@@ -18,3 +18,19 @@ H100 = load_gpu("h100-sxm")
     ("v0.5", 1, load_gpu("rtx-4090"), round((24564 - (512 + 3072 + 48 + 128)) / 24564, 3))])
 def test_sglang_default_fraction(version, tp, gpu, expected):
     assert default_fraction(parse_accounting(Engine.sglang, version), tp, gpu) == expected
+
+
+def test_memory_in_use_takes_f_of_itself_off_the_pool():
+    """pool = f x (T - before - M) - weights: other processes' M GiB cost f M of the pool (sglang.py docstring)."""
+    from rooflab import load_model
+    from rooflab.engines import engine_capacity
+    from rooflab.units import GiB
+    from support import sglang
+
+    model = load_model("llama-3-8b")
+    alone = engine_capacity(model, H100, sglang("v0.5", max_model_len=8192))
+    shared = engine_capacity(model, H100, sglang("v0.5", max_model_len=8192, memory_in_use_bytes=10 * GiB))
+    f = alone.utilization
+    assert alone.kv_cache_bytes - shared.kv_cache_bytes == pytest.approx(f * 10 * GiB, abs=2)
+    total = shared.term("cuda_visible_total").bytes
+    assert sum(t.bytes for t in shared.terms if t.name != "cuda_visible_total") == total
