@@ -2,7 +2,7 @@
 
 The architecture is the caller's, or the first of these the spec fits:
 
-    MLA layers                    DeepseekV3ForCausalLM
+    MLA layers                    DeepseekV32ForCausalLM with a lightning indexer, else DeepseekV3ForCausalLM
     linear (Gated DeltaNet)       Qwen3NextForCausalLM
     sinks                         GptOssForCausalLM
     chunked layers                Llama4ForConditionalGeneration (text_config)
@@ -39,7 +39,8 @@ def choose_architecture(m: ModelSpec) -> str:
     ks = set(kinds(m))
     plain_heads = m.head_dim * m.num_qo_heads == m.hidden_size
     if MLA in ks:
-        return "DeepseekV3ForCausalLM"
+        indexed = any(m.layer_types[name].index_head_dim for name in m.layer_counts)
+        return "DeepseekV32ForCausalLM" if indexed else "DeepseekV3ForCausalLM"
     if LINEAR in ks:
         return "Qwen3NextForCausalLM"
     if any(m.layer_types[name].sinks for name in m.layer_counts):

@@ -73,6 +73,9 @@ def base(m: ModelSpec, arch: str, model_type: str, allowed: tuple[LayerKind, ...
     for kind in dict.fromkeys(kinds(m)):
         if kind not in allowed:
             raise _refuse(m, "layer_types", kind.value, f"{arch} has no {kind.value} layers")
+    if m.vision_parameters:
+        raise _refuse(m, "vision_parameters", m.vision_parameters, "a vision tower has no field in a text model's "
+                                                                   "config.json (the exporter writes text models)")
     if m.v_head_dim is not None and MLA not in allowed and m.v_head_dim != m.head_dim:
         raise _refuse(m, "v_head_dim", m.v_head_dim, f"{arch} has no separate value width")
     out = {"architectures": [arch], "model_type": model_type, "hidden_size": m.hidden_size,
@@ -246,16 +249,21 @@ def gpt_oss(m: ModelSpec) -> dict:
             "num_experts_per_tok": m.num_experts_per_token, "intermediate_size": m.ffn_size}
 
 
-def deepseek(m: ModelSpec) -> dict:
+def deepseek(m: ModelSpec, arch: str = "DeepseekV3ForCausalLM", model_type: str = "deepseek_v3") -> dict:
     t = one_type(m, MLA)
     if t is None:
-        raise _refuse(m, "layer_types", None, "DeepseekV3ForCausalLM has MLA layers")
-    check(m, "DeepseekV3ForCausalLM", moe=None)
+        raise _refuse(m, "layer_types", None, f"{arch} has MLA layers")
+    if (t.index_head_dim is not None) != (arch == "DeepseekV32ForCausalLM"):
+        raise _refuse(m, "layer_types", "mla", f"{arch} has {'a' if t.index_head_dim is None else 'no'} lightning "
+                                               "indexer")
+    check(m, arch, moe=None)
     moe_fields(m, step=False, shared=None)
-    out = base(m, "DeepseekV3ForCausalLM", "deepseek_v3", (MLA,))
+    out = base(m, arch, model_type, (MLA,))
     del out["head_dim"]
     out.update(kv_lora_rank=t.kv_lora_rank, q_lora_rank=t.q_lora_rank, qk_nope_head_dim=t.qk_nope_head_dim,
                qk_rope_head_dim=t.qk_rope_head_dim, v_head_dim=m.heads.value_dim, intermediate_size=dense_size(m))
+    if arch == "DeepseekV32ForCausalLM":
+        out.update(index_head_dim=t.index_head_dim, index_n_heads=t.index_n_heads)
     if not m.is_moe:
         return {**out, "n_routed_experts": None}
     if m.shared_expert_ffn_size is not None:
@@ -264,6 +272,11 @@ def deepseek(m: ModelSpec) -> dict:
     return {**out, "n_routed_experts": m.num_experts, "num_experts_per_tok": m.num_experts_per_token,
             "n_shared_experts": m.num_shared_experts, "moe_intermediate_size": m.ffn_size,
             "first_k_dense_replace": m.first_dense_layers, "moe_layer_freq": 1}
+
+
+def deepseek_v32(m: ModelSpec) -> dict:
+    """DeepSeek-V3's fields and the lightning indexer's (index_head_dim, index_n_heads)."""
+    return deepseek(m, "DeepseekV32ForCausalLM", "deepseek_v32")
 
 
 def llama4(m: ModelSpec) -> dict:
@@ -288,7 +301,7 @@ WRITERS: dict[str, Callable[[ModelSpec], dict]] = {
     "Qwen2ForCausalLM": qwen2, "Qwen3ForCausalLM": qwen3, "Qwen2MoeForCausalLM": qwen2_moe,
     "Qwen3MoeForCausalLM": qwen3_moe, "Qwen3NextForCausalLM": qwen3_next, "Gemma2ForCausalLM": gemma2,
     "Gemma3ForConditionalGeneration": gemma3, "GptOssForCausalLM": gpt_oss, "DeepseekV3ForCausalLM": deepseek,
-    "Llama4ForConditionalGeneration": llama4,
+    "DeepseekV32ForCausalLM": deepseek_v32, "Llama4ForConditionalGeneration": llama4,
 }
 
 

@@ -55,3 +55,32 @@ def test_export_round_trip(name):
     text = json.dumps(data, indent=2, allow_nan=False)
     back = from_hf_config(parse_json(text, f"{name}/config.json"), f"{name}/config.json")
     assert _same(back, m)
+
+
+def test_deepseek_v3_2_round_trips_with_its_indexer():
+    """A spec with a lightning indexer is written as DeepseekV32ForCausalLM (index_head_dim, index_n_heads) and
+    reads back the same; DeepSeek-V3's writer, which has no field for the indexer, refuses it."""
+    from pathlib import Path
+
+    from rooflab.hf.read import read_json
+
+    path = Path(__file__).parent.parent / "data" / "hf_configs" / "deepseek-v3.2.json"
+    if not path.is_file():
+        pytest.skip("deepseek-v3.2.json not collected")
+    m = from_hf_config(read_json(path), str(path))
+    data = export_hf_config(m)
+    assert data["architectures"] == ["DeepseekV32ForCausalLM"] and (data["index_head_dim"], data["index_n_heads"]) \
+        == (128, 64)
+    assert _same(from_hf_config(json.loads(json.dumps(data)), "back"), m)
+    with pytest.raises(SpecError) as caught:
+        export_hf_config(m, "DeepseekV3ForCausalLM")
+    assert caught.value.field == "layer_types"
+    with pytest.raises(SpecError):
+        export_hf_config(load_model("deepseek-v3"), "DeepseekV32ForCausalLM")
+
+
+def test_a_vision_tower_is_refused_not_dropped():
+    m = dataclasses.replace(load_model("llama-3-8b"), vision_parameters=300_000_000)
+    with pytest.raises(SpecError) as caught:
+        export_hf_config(m)
+    assert caught.value.field == "vision_parameters"
