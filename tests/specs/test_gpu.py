@@ -152,6 +152,8 @@ NEW_GPUS = [
     # 97871 MiB as torch and nvidia-smi report an "NVIDIA H20" (sources in hardware/h20.yaml)
     ("h20", "NVIDIA H20", 4.0e12, {"fp16": 148e12, "bf16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 97871 << 20),
     # NVIDIA's HGX B300 column / 2 / 8 GPUs; 148 SMs and 275040 MiB as an "NVIDIA B300 SXM6 AC" reports them
+    # no NVIDIA datasheet: derived (GA102's GeForce per-SM rates x 80 SMs x 1.71 GHz); 23028 MiB as nvidia-smi reports it
+    ("a10g", "NVIDIA A10G", 600e9, {"fp16": 70.04e12, "bf16": 70.04e12, "tf32": 35.02e12}, 80, 23028 << 20),
     ("b300", "NVIDIA B300 SXM6 AC", 8e12, {"fp16": 2.25e15, "fp8": 4.5e15, "fp4": 13.125e15, "tf32": 1.125e15}, 148,
      275040 << 20),
 ]
@@ -168,16 +170,31 @@ def test_new_gpus_match_their_datasheets(name, smi, bandwidth, rates, sms, capac
 
 
 def test_h20_is_a_capped_hopper_whose_physical_roofs_are_its_rated_ones():
-    """The H20's 148 TFLOP/s is a cap far below 78 SMs x 4096 FLOP a clock: no per-clock rate or clock is published,
-    so its physical roofs are the rated figures and nothing derives a faster one from the SM count."""
+    """The H20's 148 TFLOP/s is a cap far below 78 SMs x 4096 FLOP a clock x 1.98 GHz (633 TFLOP/s): no per-clock rate
+    is published, so its physical roofs are the rated figures and nothing derives a faster one from the SM count."""
     g = load_gpu("h20")
     assert g.architecture == "hopper" and g.compute_capability_version == (9, 0)
-    assert g.tensor_flop_per_clock_per_sm is None and g.max_sm_clock_hz is None and g.boost_clock_hz is None
+    assert g.tensor_flop_per_clock_per_sm is None and g.max_sm_clock_hz == g.boost_clock_hz == 1.98e9
+    assert g.exp_per_s == pytest.approx(16 * 78 * 1.98e9, rel=1e-3) and g.l2_bytes is None
     assert g.physical_tensor_flop_per_s == g.dense_tensor_flop_per_s
     assert g.cuda_visible_bytes == 97285 << 20 and g.vector_fp32_flop_per_s == 44e12
     assert g.interconnect.link_bytes_per_s * 2 == g.interconnect_bytes_per_s == 900e9
     assert g.dense_tensor_flop_per_s["bf16"] > 142.3e12                 # the fastest published H20 GEMM (source)
     assert load_gpu("H20").name == "h20"
+
+
+def test_a10g_rates_are_ga102_geforce_per_sm_rates_and_published_runs_reach_99_percent_of_them():
+    """The A10G's rates are derived (hardware/a10g.yaml): 512 / 256 FLOP a clock an SM (fp16 / tf32 with fp32
+    accumulate, half the A10's) x 80 SMs x 1.71 GHz. Published torch GEMMs on an A10G (zzc0721/torch-performance-test-data
+    #126: FP16 69.47, TF32 34.71 TFLOP/s) sit just under them: a full-rate (A10-like) derivation would put them at 50%."""
+    g, a10 = load_gpu("a10g"), load_gpu("a10")
+    for key, measured in (("fp16", 69.47e12), ("bf16", 69.47e12), ("tf32", 34.71e12)):
+        rate = g.dense_tensor_flop_per_s[key]
+        assert rate == pytest.approx(g.tensor_flop_per_clock_per_sm[key] * 80 * 1.71e9, rel=1e-4)
+        assert 0.98 < measured / rate < 1.0, key
+        assert g.tensor_flop_per_clock_per_sm[key] * 2 == a10.tensor_flop_per_clock_per_sm[key], key
+    assert g.physical_tensor_flop_per_s == pytest.approx(g.dense_tensor_flop_per_s, rel=1e-4)   # rated at the max clock
+    assert load_gpu("NVIDIA A10G").name == "a10g" and load_gpu("NVIDIA A10").name == "a10"
 
 
 def test_b300_roofs_sit_above_every_published_b300_measurement():
@@ -206,7 +223,7 @@ def test_physical_roofs_of_new_gpus_are_per_clock_x_sms_x_max_clock():
 @pytest.mark.parametrize("name, version", [("a100-sxm-80gb", (8, 0)), ("a10", (8, 6)), ("rtx-3090", (8, 6)),
                                            ("l4", (8, 9)), ("rtx-4090", (8, 9)), ("h100-sxm", (9, 0)),
                                            ("h200-sxm", (9, 0)), ("b200", (10, 0)), ("t4", (7, 5)),
-                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0)), ("b300", (10, 3))])
+                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0)), ("b300", (10, 3)), ("a10g", (8, 6))])
 def test_bundled_compute_capabilities(name, version):
     assert load_gpu(name).compute_capability_version == version
 
