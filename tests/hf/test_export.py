@@ -36,6 +36,7 @@ ARCHITECTURE = {
     "llama-4-scout": "Llama4ForConditionalGeneration", "qwen3-next-80b-a3b": "Qwen3NextForCausalLM",
     "mistral-7b-v0.1": "MistralForCausalLM", "mixtral-8x7b": "MixtralForCausalLM", "qwen2.5-7b": "Qwen2ForCausalLM",
     "qwen2.5-72b": "Qwen2ForCausalLM", "qwen3-coder-480b-a35b": "Qwen3MoeForCausalLM",
+    "minimax-m2.5": "Qwen3MoeForCausalLM",
 }
 
 

@@ -211,7 +211,7 @@ FIXTURES = {
     "mixtral-8x7b": "mixtral-8x7b.json", "llama-3.1-8b": "llama-3.1-8b.json", "llama-3.1-70b": "llama-3.1-70b.json",
     "llama-3.3-70b": "llama-3.3-70b-instruct.json", "qwen3-coder-480b-a35b": "qwen3-coder-480b-a35b-instruct.json",
     "llama-3.2-3b": "llama-3.2-3b.json", "qwen3-14b": "qwen3-14b.json", "qwen3-8b": "qwen3-8b.json",
-    "llama-3.2-1b": "llama-3.2-1b-instruct.json",
+    "llama-3.2-1b": "llama-3.2-1b-instruct.json", "minimax-m2.5": "minimax-m2.5.partial.json",
 }
 
 
