@@ -41,7 +41,7 @@ def test_an_unknown_name_is_not_printed_whole():
     ("NVIDIA H800", "h800"), ("NVIDIA H200", "h200-sxm"), ("NVIDIA L4", "l4"), ("NVIDIA A10", "a10"),
     ("Tesla T4", "t4"), ("NVIDIA L40", "l40"), ("NVIDIA L40S", "l40s"), ("NVIDIA GeForce RTX 3090", "rtx-3090"),
     ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI325X", "mi325x"),
-    ("AMD Instinct MI355X", "mi355x"), ("NVIDIA B200", "b200"), ("NVIDIA H20", "h20"), ("NVIDIA B300 SXM6 AC", "b300"), ("NVIDIA A10G", "a10g")])
+    ("AMD Instinct MI355X", "mi355x"), ("NVIDIA B200", "b200"), ("NVIDIA H20", "h20"), ("NVIDIA B300 SXM6 AC", "b300"), ("NVIDIA A10G", "a10g"), ("NVIDIA H20-3e", "h20-3e")])
 def test_nvidia_smi_names_resolve_exactly(smi, name):
     assert resolve_gpu_name(smi) == name
 

@@ -152,6 +152,8 @@ NEW_GPUS = [
     # 97871 MiB as torch and nvidia-smi report an "NVIDIA H20" (sources in hardware/h20.yaml)
     ("h20", "NVIDIA H20", 4.0e12, {"fp16": 148e12, "bf16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 97871 << 20),
     # NVIDIA's HGX B300 column / 2 / 8 GPUs; 148 SMs and 275040 MiB as an "NVIDIA B300 SXM6 AC" reports them
+    # no NVIDIA datasheet: tile-ai/TileOPs#1658's H20-3e profile; 143771 MiB as nvidia-smi reports an "NVIDIA H20-3e"
+    ("h20-3e", "NVIDIA H20-3e", 4.8e12, {"fp16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 143771 << 20),
     # no NVIDIA datasheet: derived (GA102's GeForce per-SM rates x 80 SMs x 1.71 GHz); 23028 MiB as nvidia-smi reports it
     ("a10g", "NVIDIA A10G", 600e9, {"fp16": 70.04e12, "bf16": 70.04e12, "tf32": 35.02e12}, 80, 23028 << 20),
     ("b300", "NVIDIA B300 SXM6 AC", 8e12, {"fp16": 2.25e15, "fp8": 4.5e15, "fp4": 13.125e15, "tf32": 1.125e15}, 148,
@@ -181,6 +183,19 @@ def test_h20_is_a_capped_hopper_whose_physical_roofs_are_its_rated_ones():
     assert g.interconnect.link_bytes_per_s * 2 == g.interconnect_bytes_per_s == 900e9
     assert g.dense_tensor_flop_per_s["bf16"] > 142.3e12                 # the fastest published H20 GEMM (source)
     assert load_gpu("H20").name == "h20"
+
+
+def test_h20_3e_is_the_h20_compute_with_the_h200_memory_and_the_names_never_cross():
+    """The H20-3e's SMs, clocks and FP32 rate are ASSUMED the H20's (hardware/h20-3e.yaml says so); its capacity is the
+    H200's 143771 MiB and its bandwidth the H200's 4.8 TB/s. "H20" and "NVIDIA H20" mean the 96 GB part only."""
+    e, h20, h200 = load_gpu("h20-3e"), load_gpu("h20"), load_gpu("h200-sxm")
+    for field in ("num_sms", "boost_clock_hz", "max_sm_clock_hz", "vector_fp32_flop_per_s", "compute_capability"):
+        assert getattr(e, field) == getattr(h20, field), field
+    assert e.dense_tensor_flop_per_s == h20.dense_tensor_flop_per_s
+    assert e.hbm_capacity_bytes == h200.hbm_capacity_bytes and e.hbm_bandwidth_bytes_per_s == h200.hbm_bandwidth_bytes_per_s
+    assert "ASSUMED" in e.source and e.physical_tensor_flop_per_s == e.dense_tensor_flop_per_s
+    assert [load_gpu(n).name for n in ("H20", "NVIDIA H20", "H20-3e", "NVIDIA H20-3e", "H20 141GB")] == \
+        ["h20", "h20", "h20-3e", "h20-3e", "h20-3e"]
 
 
 def test_a10g_rates_are_ga102_geforce_per_sm_rates_and_published_runs_reach_99_percent_of_them():
@@ -223,7 +238,7 @@ def test_physical_roofs_of_new_gpus_are_per_clock_x_sms_x_max_clock():
 @pytest.mark.parametrize("name, version", [("a100-sxm-80gb", (8, 0)), ("a10", (8, 6)), ("rtx-3090", (8, 6)),
                                            ("l4", (8, 9)), ("rtx-4090", (8, 9)), ("h100-sxm", (9, 0)),
                                            ("h200-sxm", (9, 0)), ("b200", (10, 0)), ("t4", (7, 5)),
-                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0)), ("b300", (10, 3)), ("a10g", (8, 6))])
+                                           ("mi300x", (9, 4)), ("mi355x", (9, 5)), ("h20", (9, 0)), ("b300", (10, 3)), ("a10g", (8, 6)), ("h20-3e", (9, 0))])
 def test_bundled_compute_capabilities(name, version):
     assert load_gpu(name).compute_capability_version == version
 
