@@ -46,7 +46,8 @@ def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
         weight += count * sum(float(c.weight_bytes) for c in costs)
     return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, "torch_cublas",
                        dtype, num_layers=model.num_layers, calls=calls, weight_bytes=weight,
-                       source=f"GEMM fit (torch_cublas) at the measured {dtype.value} rate")]
+                       source=f"GEMM fit (torch_cublas) at the measured {dtype.value} rate", component="attention",
+                       gemm_dtype=dtype.value, gemm_rows=tokens)]
 
 
 def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
@@ -59,7 +60,7 @@ def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
         bits, a = ctx.bits("dense_mlp"), ctx.arithmetic("dense_mlp")
         costs = [gemm(dense_tokens, 2 * width, hidden, a, "gate_up", bits),
                  gemm(dense_tokens, hidden, width, a, "down", bits)]
-        rows.append(gemm_row(ctx, "MLP (gate/up, down)", costs, model.num_dense_layers, "dense_mlp",
+        rows.append(gemm_row(ctx, "MLP (gate/up, down)", costs, model.num_dense_layers, "dense_mlp", dense_tokens,
                              num_layers=model.num_dense_layers))
     if model.num_moe_layers:
         rows.append(_experts(ctx, tokens))
@@ -69,7 +70,7 @@ def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
             scosts = [gemm(dense_tokens, 2 * shared, hidden, sa, "shared_gate_up", sb),
                       gemm(dense_tokens, hidden, shared, sa, "shared_down", sb)]
             rows.append(gemm_row(ctx, "shared experts (gate/up, down)", scosts, model.num_moe_layers,
-                                 "shared_experts", num_layers=model.num_moe_layers))
+                                 "shared_experts", dense_tokens, num_layers=model.num_moe_layers))
     return rows
 
 
@@ -100,7 +101,7 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
                       None if t is None or t2 is None else t + t2, impl, a, num_layers=count,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
                       source=f"router: GEMM fit (torch_cublas); {how}, at the measured {a.value} rate; "
-                             f"pairs f x M k / EP")
+                             f"pairs f x M k / EP", component="experts", gemm_dtype=a.value, gemm_rows=tokens)
 
 
 def logits(ctx: StepContext, logit_rows: int) -> list[StepRow]:
@@ -111,7 +112,8 @@ def logits(ctx: StepContext, logit_rows: int) -> list[StepRow]:
     rows = [priced_row(ctx.pricer, "gemm", f"logits (lm_head, {logit_rows:,} rows)", [cost.kernel], 1.0,
                        ctx.pricer.gemms([cost], 1, ctx.dtype), "torch_cublas", calls=1,
                        weight_bytes=float(cost.weight_bytes), part="sequences",
-                       source=f"GEMM fit (torch_cublas) at the measured {ctx.dtype.value} rate")]
+                       source=f"GEMM fit (torch_cublas) at the measured {ctx.dtype.value} rate", component="lm_head",
+                       gemm_dtype=ctx.dtype.value, gemm_rows=logit_rows)]
     if atp > 1 and ctx.gpu.interconnect is not None:
         rows.append(comm_row(ctx.gpu, Kernel.all_gather, f"logits: all-gather of {logit_rows:,} x "
                              f"{model.vocab_size:,} over {atp} GPUs",

@@ -264,13 +264,15 @@ def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCos
     return floor_row(variant, label, pricer.floors(kernels, times, dtype), predicted, predicted_impl=impl, **fields)
 
 
-def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, component: str, **fields) -> StepRow:
-    """GEMMs of one component for `count` layers, at the component's arithmetic and weight format."""
+def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, component: str, rows: int,
+             **fields) -> StepRow:
+    """GEMMs of one component for `count` layers, at the component's arithmetic and weight format; `rows` their m."""
     arith = ctx.arithmetic(component)
     predicted = ctx.pricer.gemms(costs, count, arith)
     return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, predicted, "torch_cublas", arith,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
-                      source=f"GEMM fit (torch_cublas) at the measured {arith.value} rate", **fields)
+                      source=f"GEMM fit (torch_cublas) at the measured {arith.value} rate", component=component,
+                      gemm_dtype=arith.value, gemm_rows=rows, **fields)
 
 
 def comm_row(gpu: GpuSpec, kernel: Kernel, label: str, bytes_per_rank: float, world: int, calls: float,

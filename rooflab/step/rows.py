@@ -25,13 +25,18 @@ class StepRow(Row):
     """One component of the step, for the whole step (all its layers), on one GPU: the row contract of
     `rooflab report` (rooflab.rows.Row). Communication rows carry bus bytes and null intensity. `part` says what
     the row scales with (rooflab.step_table): tokens (the rank's rows through the GEMMs), sequences (logit rows),
-    decode (the decodes and their context), prefill (the prompt tokens)."""
+    decode (the decodes and their context), prefill (the prompt tokens). GEMM rows name their weight component, the
+    arithmetic and m (`component`, `gemm_dtype`, `gemm_rows`; None elsewhere, and then left out of the JSON)."""
 
     calls: int = 0
     weight_bytes: float = 0.0
     comm_bytes: float = 0.0                      # bus bytes per GPU (communication rows)
     part: str = "tokens"
     source: str = ""                             # where the prediction comes from (rooflab explain)
+    component: Optional[str] = None              # GEMM rows: the weight component (ModelSpec.weight_format's name:
+                                                 # attention, dense_mlp, experts, shared_experts, lm_head)
+    gemm_dtype: Optional[str] = None             # GEMM rows: the arithmetic the GEMMs run in (fp8_e4m3, bf16, ...)
+    gemm_rows: Optional[int] = None              # GEMM rows: m, the rows through each GEMM (MoE: the router's)
 
     #: Written to JSON even when empty (null), beside Row's: the step's JSON has always carried them.
     ALWAYS = Row.ALWAYS + ("label", "layer_type", "num_layers", "predicted_from", "intensity_flop_per_byte")

@@ -76,3 +76,27 @@ def test_a_gpu_whose_gemm_fits_have_no_grouped_one_prices_experts_dense_and_says
     assert any("MoE experts priced as dense cuBLAS GEMMs" in n for n in r.notes)
     assert moe.t_predicted_s < _moe(step_report(MIXTRAL, H200, 64, 2048,
                                                 deployment=Deployment(tensor_parallel=2))).t_predicted_s
+
+
+def test_gemm_rows_name_their_component_arithmetic_and_m():
+    """DeepSeek-V3 fp8 on 8 GPUs, TP 8 with attention DP 8 and EP 8, 256 decodes: a rank's 32 tokens through its
+    projections and router, the TP group's 256 gathered through the dense MLP and the shared experts, 32 logit rows;
+    every GEMM row says so (explain's map from label to component, now fields), the others carry none."""
+    model = load_model("deepseek-v3")
+    dep = Deployment(tensor_parallel=8, attention_data_parallel=8, expert_parallel=8)
+    r = step_report(model, H200, 256, 4096, deployment=dep)
+    gemms = {row.component: row for row in r.rows if row.variant == "gemm"}
+    assert set(gemms) == {"attention", "dense_mlp", "experts", "shared_experts", "lm_head"}
+    assert {c: row.gemm_rows for c, row in gemms.items()} == {"attention": 32, "dense_mlp": 256, "experts": 32,
+                                                               "shared_experts": 256, "lm_head": 32}
+    assert gemms["experts"].gemm_dtype == "fp8_e4m3" and gemms["lm_head"].gemm_dtype == "bf16"
+    assert gemms["attention"].label.startswith("attention projections")
+    assert gemms["dense_mlp"].label.startswith("MLP (gate/up")
+    for row in r.rows:
+        if row.variant != "gemm":
+            assert row.component is None and row.gemm_dtype is None and row.gemm_rows is None
+            assert "component" not in row.to_dict()
+    assert gemms["experts"].to_dict()["gemm_rows"] == 32
+    bf16 = step_report(MIXTRAL, H200, 64, 2048, deployment=Deployment(tensor_parallel=2))
+    assert {row.component: row.gemm_dtype for row in bf16.rows if row.variant == "gemm"} == {
+        "attention": "bf16", "experts": "bf16", "lm_head": "bf16"}
