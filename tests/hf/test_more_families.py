@@ -112,6 +112,17 @@ def test_olmo_2_7b():
 
 # --- Granite ------------------------------------------------------------------------------------------------
 
+def test_granite_3_1_1b_a400m_moe():
+    """Granite-3.1-1B-A400M-Instruct (GraniteMoeForCausalLM): 24 layers of 16 heads of 64 over 8 KV heads, each a
+    MoE of 32 experts of 512 (8 a token), tied 49155 vocabulary; "1.3B" parameters, "400M" active (the model
+    card's table, rounded to 0.1B and 0.1B: half a unit either way)."""
+    m = read("granite-3.1-1b-a400m-instruct.json")
+    assert (m.num_experts, m.num_experts_per_token, m.num_moe_layers, m.tie_word_embeddings) == (32, 8, 24, True)
+    assert m.derived_parameters == pytest.approx(1.3e9, abs=0.05e9)
+    assert m.active_parameters == pytest.approx(0.4e9, abs=0.05e9)
+    assert m.kv_bytes_per_token(DType.bf16) == 24 * 8 * 128 * 2 == 49_152
+
+
 def test_granite_moe_every_layer_and_a_shared_expert():
     """GraniteMoe: every layer num_local_experts experts of intermediate_size; GraniteMoeShared adds one of
     shared_intermediate_size (none when 0); the multipliers change no weight."""
