@@ -151,12 +151,12 @@ NEW_GPUS = [
     # no NVIDIA datasheet: the HGX H20 spec sheet SemiAnalysis published (4.0 TB/s, 148 / 296 / 74 TFLOPS); 78 SMs and
     # 97871 MiB as torch and nvidia-smi report an "NVIDIA H20" (sources in hardware/h20.yaml)
     ("h20", "NVIDIA H20", 4.0e12, {"fp16": 148e12, "bf16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 97871 << 20),
-    # NVIDIA's HGX B300 column / 2 / 8 GPUs; 148 SMs and 275040 MiB as an "NVIDIA B300 SXM6 AC" reports them
+    # NVIDIA's Blackwell Ultra datasheet / HGX page (sparse / 2 / 8 GPUs); 148 SMs and 275040 MiB as a B300 reports them
     # no NVIDIA datasheet: tile-ai/TileOPs#1658's H20-3e profile; 143771 MiB as nvidia-smi reports an "NVIDIA H20-3e"
     ("h20-3e", "NVIDIA H20-3e", 4.8e12, {"fp16": 148e12, "fp8": 296e12, "tf32": 74e12}, 78, 143771 << 20),
     # no NVIDIA datasheet: derived (GA102's GeForce per-SM rates x 80 SMs x 1.71 GHz); 23028 MiB as nvidia-smi reports it
     ("a10g", "NVIDIA A10G", 600e9, {"fp16": 70.04e12, "bf16": 70.04e12, "tf32": 35.02e12}, 80, 23028 << 20),
-    ("b300", "NVIDIA B300 SXM6 AC", 8e12, {"fp16": 2.25e15, "fp8": 4.5e15, "fp4": 13.125e15, "tf32": 1.125e15}, 148,
+    ("b300", "NVIDIA B300 SXM6 AC", 7.75e12, {"fp16": 2.25e15, "fp8": 4.5e15, "fp4": 14e15, "tf32": 1.125e15}, 148,
      275040 << 20),
 ]
 
