@@ -7,7 +7,7 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --set 2    # the second held-out set (heldout2/, CASES2)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
-with its cases before any prediction was run on it (heldout2/SOURCES.md names the commit); sources and SHA-256 are
+with its cases in commit 3d6414a before any prediction was run on it; sources and SHA-256 are
 in each folder. For each start-up a log holds:
 
     logged     the KV figure the log states: tokens ('GPU KV cache size', SGLang '#tokens', a V0 start-up error's
