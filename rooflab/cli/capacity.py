@@ -85,6 +85,16 @@ def capacity(
                                                                      parser=params.number(0, 100, lo_open=True),
                                                                      help="Engine, SGLang: state pool over KV pool "
                                                                           "memory, in (0, 100] (default 0.9).")] = None,
+    enable_lora: Annotated[bool, typer.Option("--enable-lora", help="Engine: preallocate LoRA adapters' buffers "
+                                                                    "(every linear layer; dense softmax-attention "
+                                                                    "models).")] = False,
+    max_loras: Annotated[Optional[int], typer.Option("--max-loras", "--max-loras-per-batch", metavar="N",
+                                                     parser=params.count(1, 1024), help="Engine, --enable-lora: "
+                                                     "adapter slots (vLLM's --max-loras, default 1; SGLang's "
+                                                     "--max-loras-per-batch, default 8).")] = None,
+    max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", metavar="R", parser=params.count(1, 4096),
+                                                         help="Engine, --enable-lora: the largest adapter rank (vLLM "
+                                                              "default 16; SGLang needs it).")] = None,
     dcp: dopt.DecodeContextParallelOpt = 1,
     kv_parallel: dopt.KvParallelOpt = 1,
     fmt: FormatOpt = Format.table,
@@ -123,7 +133,8 @@ def capacity(
                                 mem_fraction_static=mem_fraction_static, memory_in_use=memory_in_use,
                                 mamba_ssm_dtype=mamba_ssm_dtype, mamba_cache_mode=mamba_cache_mode,
                                 max_mamba_cache_size=max_mamba_cache_size,
-                                mamba_full_memory_ratio=mamba_full_memory_ratio)
+                                mamba_full_memory_ratio=mamba_full_memory_ratio, enable_lora=enable_lora,
+                                max_loras=max_loras, max_lora_rank=max_lora_rank)
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     sparse_mla = bool(kv and kv.mla_sparse_fp8)

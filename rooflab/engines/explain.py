@@ -30,6 +30,7 @@ from . import sglang as sglang_mod
 from . import vllm as vllm_mod
 from .layout import BlockLayout, sglang_cell, vllm_layout
 from .logs import EngineLog
+from .memory import LORA
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
 from .vocab import Engine, parse_kv_cache_dtype
@@ -183,6 +184,9 @@ def _vllm(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettin
         activation = _term(log, "activation", modelled, "activation_peak")
     non_torch = _term(log, "non_torch", modelled, "non_torch")
     used = vllm_mod.used_terms(s.accounting, weights, activation, non_torch)
+    lora = modelled.term(LORA)
+    if lora is not None and log.get("weights") is None:   # a logged weights figure holds the LoRA buffers
+        used.append(lora)
     complete = all(log.get(k) for k in ("weights", "non_torch")) and (log.get("activation") or log.get("peak_torch"))
     anchor = None if complete else _vllm_anchor(log, layout)
     rest = 0

@@ -29,6 +29,8 @@ from fractions import Fraction
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..units import GiB
+from .lora import lora_buffer_bytes, lora_defaults
+from .result import Role, Term
 from .settings import model_dtype
 from .vocab import Accounting, Engine
 
@@ -41,8 +43,9 @@ _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
     Accounting.sglang_v0_5: (0.60, 1.60),
 }
 
-#: The term name of memory other processes hold when the engine starts (--memory-in-use).
+#: The term names of memory other processes hold when the engine starts (--memory-in-use) and of the LoRA buffers.
 OTHER_PROCESSES = "other_processes"
+LORA = "lora_buffers"
 
 _NON_TORCH_WHAT = {
     Engine.vllm: "non-torch memory",
@@ -55,6 +58,18 @@ def non_torch_default(accounting: Accounting, tensor_parallel: int) -> tuple[int
     gib = _NON_TORCH_GIB[accounting][0 if tensor_parallel == 1 else 1]
     where = "TP 1" if tensor_parallel == 1 else "under TP"
     return int(gib * GiB), f"default for {accounting.value} {where} ({gib:.2f} GiB; --non-torch-gib overrides)"
+
+
+def lora_term(model: ModelSpec, s, engine: Engine):
+    """The LoRA buffers (lora.py) as a term, or None without --enable-lora (`s`: settings.Resolved)."""
+    if not s.enable_lora:
+        return None
+    slots, rank = lora_defaults(engine, s.max_loras, s.max_lora_rank)
+    tp = s.tensor_parallel if engine is Engine.vllm else s.attention_tensor_parallel
+    where = ("inside vLLM's weights figure (load_model)" if engine is Engine.vllm
+             else "allocated after the weights, before SGLang sizes its pool")
+    return Term(LORA, lora_buffer_bytes(model, tp, slots, rank, model_dtype(model)),
+                f"LoRA buffers: {slots} slot(s) of rank {rank} for every linear layer, {where}", Role.used)
 
 
 def check_in_use(s) -> None:
@@ -97,4 +112,4 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")
 
 
-__all__ = ["OTHER_PROCESSES", "check_in_use", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]
+__all__ = ["LORA", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]

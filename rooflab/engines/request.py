@@ -35,7 +35,8 @@ ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "ma
                "non_torch_gib": "--non-torch-gib", "activation_gib": "--activation-gib",
                "memory_in_use": "--memory-in-use", "mamba_ssm_dtype": "--mamba-ssm-dtype",
                "mamba_cache_mode": "--mamba-cache-mode", "max_mamba_cache_size": "--max-mamba-cache-size",
-               "mamba_full_memory_ratio": "--mamba-full-memory-ratio"}
+               "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "enable_lora": "--enable-lora",
+               "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank"}
 #: The linear-attention options, and the engine each belongs to (None: both).
 STATE_OPTIONS = {"mamba_ssm_dtype": ("--mamba-ssm-dtype", None), "mamba_cache_mode": ("--mamba-cache-mode", Engine.vllm),
                  "max_mamba_cache_size": ("--max-mamba-cache-size", Engine.sglang),
@@ -72,6 +73,9 @@ class EngineOptions:
     mamba_cache_mode: Optional[str] = None
     max_mamba_cache_size: Optional[int] = None
     mamba_full_memory_ratio: Optional[float] = None
+    enable_lora: bool = False
+    max_loras: Optional[int] = None
+    max_lora_rank: Optional[int] = None
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -181,6 +185,7 @@ def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
         mamba_ssm_dtype=None if o.mamba_ssm_dtype is None else parse_state_dtype(o.mamba_ssm_dtype),
         mamba_cache_mode=parse_mamba_cache_mode(o.mamba_cache_mode or "none"),
         max_mamba_cache_size=o.max_mamba_cache_size, mamba_full_memory_ratio=o.mamba_full_memory_ratio,
+        enable_lora=o.enable_lora, max_loras=o.max_loras, max_lora_rank=o.max_lora_rank,
         **_seqs(o.max_num_seqs, engine))
 
 

@@ -72,6 +72,11 @@ class EngineSettings:
     mamba_full_memory_ratio: Optional[float] = None
     #: SGLang's --max-running-requests (None: derived from the pool, sglang.py)
     max_running_requests: Optional[int] = None
+    #: --enable-lora: the adapters' preallocated buffers (lora.py), N slots (vLLM --max-loras, SGLang
+    #: --max-loras-per-batch) of --max-lora-rank (None: the engine's defaults)
+    enable_lora: bool = False
+    max_loras: Optional[int] = None
+    max_lora_rank: Optional[int] = None
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -80,7 +85,8 @@ class EngineSettings:
         "cuda_visible_bytes": "--cuda-visible-memory", "activation_bytes": "--activation-gib",
         "non_torch_bytes": "--non-torch-gib", "expert_parallel": "--ep / --enable-expert-parallel",
         "attention_data_parallel": "--enable-dp-attention --dp", "memory_in_use_bytes": "--memory-in-use",
-        "max_mamba_cache_size": "--max-mamba-cache-size", "max_running_requests": "--max-running-requests"}
+        "max_mamba_cache_size": "--max-mamba-cache-size", "max_running_requests": "--max-running-requests",
+        "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -103,9 +109,14 @@ class EngineSettings:
             value = getattr(self, name)
             if value is not None:
                 whole_number(value, self._label(name), minimum=0, maximum=1 << 50)
-        for name in ("max_mamba_cache_size", "max_running_requests"):
+        for name, hi in (("max_mamba_cache_size", MAX_TOKENS), ("max_running_requests", MAX_TOKENS),
+                         ("max_loras", 1024), ("max_lora_rank", 4096)):
             if getattr(self, name) is not None:
-                whole_number(getattr(self, name), self._label(name), maximum=MAX_TOKENS)
+                whole_number(getattr(self, name), self._label(name), maximum=hi)
+        if not isinstance(self.enable_lora, bool):
+            raise InputError(f"enable_lora (--enable-lora) must be True or False, got {self.enable_lora!r}")
+        if not self.enable_lora and (self.max_loras is not None or self.max_lora_rank is not None):
+            raise InputError("--max-loras and --max-lora-rank apply with --enable-lora")
         ratio = self.mamba_full_memory_ratio
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 100):
             raise InputError(f"mamba full memory ratio (--mamba-full-memory-ratio) must be in (0, 100], got {ratio!r}")
@@ -142,6 +153,9 @@ class Resolved:
     max_mamba_cache_size: Optional[int] = None
     mamba_full_memory_ratio: Optional[float] = None
     max_running_requests: Optional[int] = None
+    enable_lora: bool = False
+    max_loras: Optional[int] = None
+    max_lora_rank: Optional[int] = None
 
     @property
     def attention_tensor_parallel(self) -> int:
@@ -170,7 +184,8 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
         attention_data_parallel=settings.attention_data_parallel, memory_in_use_bytes=settings.memory_in_use_bytes,
         mamba_ssm_dtype=settings.mamba_ssm_dtype, mamba_cache_mode=settings.mamba_cache_mode,
         max_mamba_cache_size=settings.max_mamba_cache_size, mamba_full_memory_ratio=settings.mamba_full_memory_ratio,
-        max_running_requests=settings.max_running_requests)
+        max_running_requests=settings.max_running_requests, enable_lora=settings.enable_lora,
+        max_loras=settings.max_loras, max_lora_rank=settings.max_lora_rank)
 
 
 def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:

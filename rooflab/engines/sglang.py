@@ -47,7 +47,7 @@ from __future__ import annotations
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, MiB
 from .layout import BlockLayout, engine_states, sglang_cell
-from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, non_torch_default
+from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, Resolved, resolve
 from .vocab import Accounting, Engine
@@ -107,6 +107,8 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     f = s.utilization if s.utilization is not None else default_fraction(s.accounting, s.tensor_parallel, gpu)
     cell = sglang_cell(model, s)
     margin = int(pre * (1 - f))
+    lora = lora_term(model, s, Engine.sglang)
+    extra = extra + ((lora,) if lora else ())
     rest = pre - margin - weights[0] - sum(t.bytes for t in extra)
     states = engine_states(model, s, Engine.sglang)
     slots, state_terms = mamba_pool(rest, sum(st.bytes_per_sequence for st in states), s) if states else (0, ())

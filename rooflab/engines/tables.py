@@ -12,7 +12,7 @@ from .result import EngineCapacity, Role
 _LABELS = {"cuda_visible_total": "CUDA-visible total", "margin": "margin", "weights": "weights",
            "activation_peak": "activation peak", "non_torch": "non-torch memory", "kv_cache": "KV cache",
            "in_use_before_start": "in use before start", "unattributed": "unattributed",
-           "other_processes": "other processes", "mamba_state": "state pool"}
+           "other_processes": "other processes", "mamba_state": "state pool", "lora_buffers": "LoRA buffers"}
 
 
 def _term_lines(c: EngineCapacity) -> list[tuple[str, str]]:

@@ -33,12 +33,12 @@ from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from .layout import BlockLayout, vllm_layout
-from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, non_torch_default
+from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
 from .states import VLLM_STATE_PAGES
 from .settings import EngineSettings, Resolved, resolve
-from .vocab import Accounting
+from .vocab import Accounting, Engine
 
 #: Default swap space per GPU, in CPU blocks (vllm v0.2.4 and v0.6.4 arg_utils.py: swap_space 4 GiB).
 SWAP_BYTES = 4 * GiB
@@ -74,7 +74,8 @@ def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> E
     else:
         non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel)
     used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
-    return assemble(model, gpu, s, used, vllm_layout(model, s))
+    lora = lora_term(model, s, Engine.vllm)
+    return assemble(model, gpu, s, used + ([lora] if lora else []), vllm_layout(model, s))
 
 
 def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:

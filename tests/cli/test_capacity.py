@@ -246,3 +246,16 @@ def test_engine_memory_in_use():
     (["--engine", "vllm", "--engine-version", "v0", "-m", "qwen3-next-80b-a3b", "--tp", "4"], "linear-attention")])
 def test_engine_state_options_refused(args, needle):
     _short_error(_invoke(*args), needle)
+
+
+def test_engine_lora_buffers():
+    """vLLM's defaults on Llama-3-8B: 80 MiB of buffers (tests/engines/test_lora.py has the hand computation)."""
+    alone = json.loads(_invoke("--engine", "vllm", "-f", "json").stdout)
+    lora = json.loads(_invoke("--engine", "vllm", "-f", "json", "--enable-lora").stdout)
+    assert {t["name"]: t["bytes"] for t in lora["terms"]}["lora_buffers"] == 80 * 2**20
+    assert alone["kv_cache_bytes"] - lora["kv_cache_bytes"] == 80 * 2**20
+    sg = json.loads(_invoke("--engine", "sglang", "-f", "json", "--enable-lora", "--max-lora-rank", "8",
+                            "--max-loras-per-batch", "2").stdout)
+    assert {t["name"]: t["bytes"] for t in sg["terms"]}["lora_buffers"] == 2 * 8 // 16 * 80 * 2**20
+    _short_error(_invoke("--engine", "vllm", "--max-loras", "2"), "--enable-lora")
+    _short_error(_invoke("--engine", "vllm", "-m", "qwen3-30b-a3b", "--enable-lora"), "routed experts")
