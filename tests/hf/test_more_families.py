@@ -54,6 +54,9 @@ def test_phi_3_5_mini():
     m = read("phi-3.5-mini-instruct.json")
     assert list(m.layer_types) == ["full"] and (m.num_kv_heads, m.head_dim) == (32, 96)
     assert m.derived_parameters == pytest.approx(3.8e9, rel=PARAMETER_TOLERANCE)
+    # exactly the count keras-hub gives its Phi-3-mini presets, the same shape (keras-team/keras-hub
+    # keras_hub/src/models/phi3/phi3_presets.py, "params": 3821079552, commit 96b8685)
+    assert m.derived_parameters == 3_821_079_552
     assert m.kv_bytes_per_token(DType.bf16) == 32 * 32 * (96 + 96) * 2 == 393_216
     assert m.max_context_len == 4096
 
