@@ -286,7 +286,7 @@ def transfer_source(target: GpuSpec, kernel: Kernel, keep_refused: bool = False
 CROSS_GPU_ERROR: dict[tuple[str, str], tuple[float, float, int]] = {
     ("attention_pytorch", "blackwell"): (0.0794, 0.2897, 5),
     ("attention_pytorch", "hopper"): (0.1782, 0.6599, 20),
-    ("torch_cudnn_shapes", "hopper"): (0.1180, 0.2765, 35),
+    ("torch_cudnn_shapes", "hopper"): (0.1280, 0.2897, 35),
     ("torch_cudnn", "hopper"): (0.2090, 0.3126, 35),
     ("torch_eager", "blackwell"): (0.1534, 0.3328, 5),
     ("torch_eager", "hopper"): (0.2090, 0.6837, 20),
