@@ -28,9 +28,9 @@ from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from . import sglang as sglang_mod
 from . import vllm as vllm_mod
-from .layout import BlockLayout, sglang_cell, vllm_layout
+from .layout import BlockLayout, engine_states, sglang_cell, vllm_layout
 from .logs import EngineLog
-from .memory import LORA
+from .memory import LORA, lora_term
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
 from .vocab import Engine, parse_kv_cache_dtype
@@ -214,6 +214,9 @@ def _vllm_anchor(log: EngineLog, layout: BlockLayout) -> Optional[int]:
 def _sglang(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettings):
     """(capacity, terms, anchored) from the free memory before and after the weights load, where logged."""
     modelled = sglang_mod.sglang_capacity(model, gpu, settings)
+    slots = log.get("state_slots")
+    if slots is not None and settings.max_mamba_cache_size is None:   # the state pool as the log allocated it
+        settings = dataclasses.replace(settings, max_mamba_cache_size=int(slots.value))
     s = resolve(settings, model, gpu)
     cell = sglang_cell(model, s)
     before_load, after_load, usage = log.get("free_before_load"), log.get("free_after_load"), log.get("weights")
@@ -239,13 +242,29 @@ def _sglang(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSett
     if anchored:
         f = s.utilization if s.utilization is not None else modelled.utilization
         pool = int(tokens.value) * (cell.block_bytes // cell.block_size)
-        rest = pre - int(pre * (1 - f)) - weights[0] - pool
+        rest = pre - int(pre * (1 - f)) - weights[0] - pool - _off_pool(model, s, pre, f, weights[0], pool)
         extra = (Term(UNATTRIBUTED[0], rest, UNATTRIBUTED[1], Role.used),)
     notes = _weights_note(log, modelled, s.tensor_parallel, logged=weights[0] if after_load is not None else None)
     capacity = sglang_mod.assemble(model, gpu, s, pre, before, weights, pre_src=pre_src, extra=extra, notes=notes)
     terms = {"pre": pre, "weights": weights[0], "before": before[0], "unattributed": rest,
              "utilization": capacity.utilization, "k_bytes_per_token": cell.k_bytes_per_token}
     return capacity, terms, anchored
+
+
+def _off_pool(model: ModelSpec, s, pre: int, f: float, weights: int, pool: int) -> int:
+    """What SGLang takes off its rest besides the KV pool (LoRA buffers, the linear-attention state pool), for an
+    anchored replay: the state pool of the log's slots, else the share --mamba-full-memory-ratio gives it of the
+    rest the pool implies (sglang.py)."""
+    lora = lora_term(model, s, Engine.sglang)
+    taken = lora.bytes if lora else 0
+    states = engine_states(model, s, Engine.sglang)
+    if not states:
+        return taken
+    per_request = sum(st.bytes_per_sequence for st in states)
+    if s.max_mamba_cache_size is not None:
+        return taken + s.max_mamba_cache_size // s.attention_data_parallel * per_request
+    r = s.mamba_full_memory_ratio if s.mamba_full_memory_ratio is not None else sglang_mod.MAMBA_FULL_MEMORY_RATIO
+    return taken + int(pool * r)       # slots x P = r / (1 + r) of a rest whose 1 / (1 + r) is the pool
 
 
 def _weights_note(log: EngineLog, modelled: EngineCapacity, tp: int, logged: int | None = None) -> tuple[str, ...]:

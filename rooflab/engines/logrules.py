@@ -101,6 +101,9 @@ RULES: tuple[Rule, ...] = (
     _rule("SGLang pool line", _S, "KV Cache is allocated.",
           ("kv_tokens", r"#tokens: (\d+)", 1, "count"), ("k_size", rf"\bK size: {_F} GB, V size", 1, "gib"),
           ("v_size", rf"V size: {_F} GB", 1, "gib"), ("kv_size", rf"\bKV size: {_F} GB", 1, "gib")),
+    _rule("SGLang mamba pool line", _S, "Mamba Cache is allocated.",
+          ("state_slots", r"max_mamba_cache_size: (\d+)", 1, "count"),
+          ("conv_state", rf"conv_state size: {_F}\s*GB", 1, "gib"), ("ssm_state", rf"ssm_state size: {_F}\s*GB", 1, "gib")),
     _rule("SGLang scheduler line", _S, "max_total_num_tokens=",
           ("kv_tokens", r"max_total_num_tokens=(\d+)", 1, "count"), ("max_model_len", r"context_len=(\d+)", 1, "count"),
           ("max_running_requests", r"max_running_requests=(\d+)", 1, "count")),
@@ -148,7 +151,7 @@ def incomplete(line: str) -> bool:
 
 
 #: Rules whose fields are alternatives (a line prints some of them), so a missing one is not a cut.
-_OPTIONAL_FIELDS = {"SGLang pool line", "SGLang weights lines", "SGLang scheduler line", "vLLM config line",
+_OPTIONAL_FIELDS = {"SGLang mamba pool line", "SGLang pool line", "SGLang weights lines", "SGLang scheduler line", "vLLM config line",
                     "vLLM V0 block counts", "vLLM weights line", "vLLM PR #10511 table", "vLLM V0 memory terms"}
 
 

@@ -23,8 +23,10 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
                             (vllm v0.10.0 vllm/v1/worker/gpu_worker.py, vllm/utils MemoryProfilingResult)
     SGLang                  "Load weight begin. avail mem=X GB", "Load weight end. ... avail mem=X GB[, mem usage=X
                             GB]", "KV Cache is allocated. [#tokens: N, ]K size: X GB, V size: X GB" (MLA: "KV size:
-                            X GB"), "max_total_num_tokens=N" (sglang v0.4.6 model_runner.py, mem_cache/memory_pool.py,
-                            managers/scheduler.py)
+                            X GB"), "max_total_num_tokens=N[, ..., max_running_requests=M, context_len=L]"
+                            (sglang v0.4.6 model_runner.py, mem_cache/memory_pool.py, managers/scheduler.py);
+                            v0.5, linear-attention models: "Mamba Cache is allocated. max_mamba_cache_size: N,
+                            conv_state size: X GB, ssm_state size: Y GB" (mem_cache/memory_pool.py MambaPool)
     vLLM V1 start-up error  "... (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB).
                             Based on the available memory, the estimated maximum model length is N." (v0.9 on,
                             vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
@@ -322,7 +324,8 @@ def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Log
     """The accounting a log's formats belong to (vocab.Accounting)."""
     if engine is Engine.sglang:
         elapsed = any("Load weight end. elapsed=" in f.text for f in figures.values())
-        return Accounting.sglang_v0_5 if elapsed else Accounting.sglang_v0_4
+        hybrid = "SGLang mamba pool line" in formats     # linear-attention pools arrived in v0.5
+        return Accounting.sglang_v0_5 if elapsed or hybrid else Accounting.sglang_v0_4
     if any(f.startswith("vLLM V1") for f in formats):
         return Accounting.vllm_v1
     if "vLLM V0 v0.6.4 results line" in formats:

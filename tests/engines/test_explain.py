@@ -111,3 +111,26 @@ def test_sglang_v05_format():
                     EngineSettings(Accounting.sglang_v0_5, utilization=0.88))
     assert x.reproduced.term("weights").bytes == round(15.00 * GiB)
     assert x.check("kv_cache_tokens").logged == 400000
+
+
+#: SGLang v0.5 with a linear-attention model: the state pool's line (python/sglang/srt/mem_cache/memory_pool.py,
+#: MambaPool: "Mamba Cache is allocated. max_mamba_cache_size: N, conv_state size: X GB, ssm_state size: Y GB"),
+#: then the KV pool and the scheduler's line; the figures are made up in the engine's format.
+SGLANG_HYBRID = """[TP0] Mamba Cache is allocated. max_mamba_cache_size: 2290, conv_state size: 0.99 GB, ssm_state size: 40.25 GB
+[TP0] KV Cache is allocated. #tokens: 4000000, K size: 22.89 GB, V size: 22.89 GB
+[TP0] max_total_num_tokens=4000000, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=764, context_len=32768
+"""
+
+
+def test_sglang_hybrid_replay_keeps_the_logged_state_pool():
+    """Anchored on the logged tokens, with the logged 2,290 state slots of Qwen3-Next at TP 4 (36 layers x
+    (2,048 x 3 x 2 + 8 x 128 x 128 x 4) bytes each): the tokens rebuild exactly, and max_running_requests is
+    min(4,000,000 // 2, min(4096, 2,290 // 3) + 1) = 764 (sglang.py)."""
+    log = parse_log(SGLANG_HYBRID, "hybrid.log")
+    assert log.value("state_slots") == 2290 and log.value("max_running_requests") == 764
+    x = explain_log(log, load_model("qwen3-next-80b-a3b"), load_gpu("h200-sxm"),
+                    EngineSettings(Accounting.sglang_v0_5, tensor_parallel=4), given=frozenset({"tensor_parallel"}))
+    assert x.anchored and x.reproduced.state_slots == 2290
+    assert x.reproduced.term("mamba_state").bytes == 2290 * 36 * (2048 * 3 * 2 + 8 * 128 * 128 * 4)
+    assert x.check("kv_cache_tokens").rel_error == 0
+    assert x.check("max_running_requests").rel_error == 0
