@@ -6,7 +6,9 @@ is held against two things:
 - its floor (published.kernel_floor_s, the GPU's floor roofs): a row faster than its floor is named, never averaged
   away; a sound row may not beat it, a row whose note starts 'defect:' may (the note says why);
 - for the implementation families rooflab predicts, fixed in advance (FAMILY_FIT), the prediction of the H200 fit of
-  that family's PyTorch peer, measured on the row's GPU or transferred to it (rooflab.predict / rooflab.transfer).
+  that family's PyTorch peer, measured on the row's GPU or transferred to it (rooflab.predict / rooflab.transfer);
+  cuDNN rows and eager rows of the FlashAttention benchmark's code (FA_BENCH_SOURCES) take instead the models
+  rooflab.fit.shapes_fit fits on our own H200 runs at the published shapes (`shapes=False`: FAMILY_FIT's alone).
   Nothing is fitted on these rows. Other implementations (FA3, FlashMLA, FlashInfer, ThunderKittens, Triton, ...)
   get floors only.
 
@@ -58,8 +60,9 @@ FAMILY_FIT: dict[Family, tuple[Kernel, str]] = {
 
 #: Published eager rows whose code is known: the FlashAttention benchmark's attention_pytorch
 #: (benchmarks/benchmark_flash_attention.py; rooflab.fit.shapes_fit prices it launch by launch). Issue 1589 prints
-#: that script's output; the FA3 README's figure is in the same repository, whose one script with a standard
-#: (PyTorch) attention at the figure's commit, 7ef24848, is that one.
+#: that script's output. The FA3 README's figure names no script; at its commit, 7ef24848, every standard (PyTorch)
+#: attention in the repository's benchmarks/ is this form (benchmark_flash_attention.py and benchmark_causal.py
+#: define the same attention_pytorch; benchmark_alibi.py's adds a bias).
 FA_BENCH_SOURCES = frozenset({"fa2-issue-1589-b200", "fa3-readme-h100-fwd"})
 
 
@@ -258,7 +261,7 @@ def _table(summaries: Sequence[ErrorSummary], verdict: bool = False) -> list[str
     return out
 
 
-__all__ = ["CheckedRow", "ErrorSummary", "FAMILY_FIT", "FAMILY_OF", "Family", "by_family", "by_source_gpu_family", "published_text",
+__all__ = ["CheckedRow", "ErrorSummary", "FAMILY_FIT", "FAMILY_OF", "FA_BENCH_SOURCES", "Family", "shapes_prediction", "by_family", "by_source_gpu_family", "published_text",
            "check_rows", "predict_row", "render_check", "summarise"]
 
 
