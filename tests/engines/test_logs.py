@@ -171,7 +171,7 @@ def test_explanation_says_which_settings_came_from_the_log():
 
 @pytest.mark.parametrize("field", ["KV Cache is allocated. ", "Memory profiling results: total_gpu_memory=1GiB ",
                                    "LLM engine (v1) with config: ", "Load weight end. ", "max_total_num_tokens=1 ",
-                                   "a" * 7 + " ", "Maximum concurrency for "])
+                                   "a" * 7 + " ", "Maximum concurrency for ", "Mamba Cache is allocated. "])
 def test_a_line_of_20000_repeats_reads_without_hanging(field):
     """issue 24: a line of 20,000 repeats of one field made a `.*?` pattern quadratic (killed at 30 s). A watchdog,
     not a time bound: benchmarks/log_reader_linear.py shows the time linear in the input."""
