@@ -5,7 +5,10 @@ its own way: vLLM multiplies its utilisation by the CUDA-visible total and subtr
 activation peak and non-torch memory; SGLang takes a fraction of the free memory once NCCL is up, less the
 weights. This package follows them term by term (vllm.py, sglang.py), models what a prediction cannot read off a
 log (profile.py: the activation peak; memory.py: weights as loaded, non-torch memory), reads their start-up logs
-(logs.py) and reproduces a logged figure from its terms, with what-ifs from there (explain.py).
+(logs.py) and reproduces a logged figure from its terms, with what-ifs from there (explain.py). Linear-attention
+(Gated DeltaNet) layers' state caches follow each engine's allocator (states.py; layout.py for vLLM V1's shared
+block pool, sglang.py for SGLang's state pool), LoRA adapters' preallocated buffers lora.py, and memory other
+processes hold (--memory-in-use) each engine's start-up (vllm.py, sglang.py).
 
     engine_capacity(model, gpu, settings)           -> EngineCapacity (terms, blocks, tokens, concurrency, lines)
     logs.read_log(path), logs.parse_log(text, name)  -> EngineLog (each recognised figure with its line)

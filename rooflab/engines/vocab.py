@@ -38,7 +38,8 @@ class Accounting(str, enum.Enum):
     vllm-v0.2     V0, v0.2.5 - v0.3.3 (PR #2031): KV = u T - (all memory in use after the profile run)
     vllm-v0.6.4   V0, v0.6.4 (PR #9352): KV = u T - (torch peak, weights included, + non-torch memory)
     vllm-v0       V0, v0.6.5 to its removal (PRs #10511, #12126): KV = u T - (weights + activation peak + non-torch)
-    vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines
+    vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines;
+                  linear-attention (Qwen3-Next) models from v0.10.2
     sglang-v0.4   SGLang v0.3 - v0.4.x: pool = f x free memory after NCCL init - weights, f by TP size
     sglang-v0.5   SGLang v0.5.3 - v0.5.10: the same pool, f from a reserve that grows with the GPU's defaults
     """
