@@ -28,7 +28,7 @@ from ..errors import InputError
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, DType
-from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode
+from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode, parse_mamba_cache_mode
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
@@ -120,8 +120,12 @@ class EngineSettings:
         ratio = self.mamba_full_memory_ratio
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 100):
             raise InputError(f"mamba full memory ratio (--mamba-full-memory-ratio) must be in (0, 100], got {ratio!r}")
+        if isinstance(self.mamba_cache_mode, str) and not isinstance(self.mamba_cache_mode, MambaCacheMode):
+            object.__setattr__(self, "mamba_cache_mode", parse_mamba_cache_mode(self.mamba_cache_mode))
         if not isinstance(self.mamba_cache_mode, MambaCacheMode):
             raise InputError(f"mamba cache mode (--mamba-cache-mode) must be none or align, got {self.mamba_cache_mode!r}")
+        if isinstance(self.mamba_ssm_dtype, str) and not isinstance(self.mamba_ssm_dtype, DType):
+            object.__setattr__(self, "mamba_ssm_dtype", DType.of(self.mamba_ssm_dtype, "--mamba-ssm-dtype"))
         if self.mamba_ssm_dtype is not None and not isinstance(self.mamba_ssm_dtype, DType):
             raise InputError(f"mamba ssm dtype (--mamba-ssm-dtype) must be a DType, got {self.mamba_ssm_dtype!r}")
 
