@@ -10,7 +10,10 @@ data ranks (vLLM's DP replicas, SGLang's data-parallel attention ranks: ceil(B /
     attention               per layer type (rooflab.cost.layers): paged decode (several query tokens when
                             verifying drafts), split-KV where it pays, KV read in the cache's dtype; DCP: the GPU's
                             share of the KV by position, then the merge of the gathered states; a prefill or a
-                            prefill chunk: flash attention (PCP: ring attention)
+                            prefill chunk: flash attention (PCP: ring attention); a GQA group's KV read once for
+                            the group, or once per query head as TensorRT-LLM's masked MHA kernel reads it
+                            (step_report(decode_attention=...), engine_decode_attention: a model, the floor the
+                            shared read's)
     MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
                             gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
                             token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
