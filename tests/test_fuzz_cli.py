@@ -237,7 +237,7 @@ ENGINE_OPTS = [
     Opt(("--engine-log",), st.sampled_from([str(p) for p in ENGINE_LOGS] or [str(SMALL_CSV)]),
         st.sampled_from(BAD_PATHS), checked_late=True, words=("log",)),
     Opt(("--what-if",), st.sampled_from(["kv-cache-dtype=fp8", "tp=2", "block-size=32", "max-model-len=32k",
-                                         "gpu-memory-utilization=0.95"]),
+                                         "gpu-memory-utilization=0.95", "memory-in-use=4GiB"]),
         st.sampled_from(["", "=", "tp", "tp=", "tp=0", "tp=-1", "nope=1", "tp=1e400", "max-model-len=nan",
                          "gpu-memory-utilization=2", "$=1", "block-size=0", "kv-cache-dtype=fp4", "tp=2=3"]),
         st.sampled_from(["TP=2", " tp = 2 "]), checked_late=True, words=("what-if",)),

@@ -229,7 +229,8 @@ def _sglang(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSett
     if pre is None:
         default = modelled.term("in_use_before_start")
         before = (default.bytes, default.source.split(": ", 1)[-1])
-        pre, pre_src = s.cuda_visible_bytes - before[0], "modelled: total less the memory in use before"
+        pre, pre_src = (s.cuda_visible_bytes - before[0] - s.memory_in_use_bytes,
+                        "modelled: total less the memory in use before")
     else:
         before = (s.cuda_visible_bytes - pre, f"total ({s.cuda_visible_source}) less the free memory at start")
     if after_load is not None:
@@ -343,8 +344,8 @@ def _scaled(model: ModelSpec, gpu: GpuSpec, old: EngineSettings, new: EngineSett
         return vllm_mod.assemble(model, gpu, s, used, vllm_layout(model, s), budget_bytes=budget, notes=note)
     s = resolve(dataclasses.replace(new, utilization=u), model, gpu)
     before = shifted(terms["before"], "in_use_before_start", "memory in use before start")
-    return sglang_mod.assemble(model, gpu, s, s.cuda_visible_bytes - before[0], before, weights,
-                               pre_src="the log's, shifted", extra=kept, notes=note)
+    return sglang_mod.assemble(model, gpu, s, s.cuda_visible_bytes - before[0] - s.memory_in_use_bytes, before,
+                               weights, pre_src="the log's, shifted", extra=kept, notes=note)
 
 
 __all__ = ["Check", "LogExplanation", "explain_log"]

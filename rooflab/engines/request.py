@@ -207,7 +207,8 @@ def _size(text: Optional[str], option: str = "--cuda-visible-memory") -> Optiona
 _WHAT_IF = {"kv-cache-dtype": "kv_cache_dtype", "kv-dtype": "kv_cache_dtype", "tp": "tensor_parallel",
             "tensor-parallel-size": "tensor_parallel", "tensor-parallel": "tensor_parallel",
             "block-size": "block_size", "page-size": "block_size", "max-model-len": "max_model_len",
-            "gpu-memory-utilization": "utilization", "mem-fraction-static": "utilization"}
+            "gpu-memory-utilization": "utilization", "mem-fraction-static": "utilization",
+            "memory-in-use": "memory_in_use_bytes"}
 
 
 def parse_what_if(items: tuple[str, ...] | list[str], engine: Engine | None = None) -> dict:
@@ -230,6 +231,8 @@ def _what_if_value(field: str, value: str, item: str, engine: Engine | None = No
     try:
         if field == "kv_cache_dtype":
             return parse_kv_cache_dtype(value, engine)
+        if field == "memory_in_use_bytes":
+            return parse_bytes(value)
         if field == "utilization":
             number = float(value)
             if not 0 < number <= 1:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from rooflab import load_gpu, load_model
-from rooflab.engines import Accounting, EngineSettings
+from rooflab.engines import Accounting, Engine, EngineSettings
 from rooflab.engines.explain import explain_log
 from rooflab.engines.logs import parse_log, read_log
 from rooflab.units import GiB
@@ -134,3 +134,15 @@ def test_sglang_hybrid_replay_keeps_the_logged_state_pool():
     assert x.reproduced.term("mamba_state").bytes == 2290 * 36 * (2048 * 3 * 2 + 8 * 128 * 128 * 4)
     assert x.check("kv_cache_tokens").rel_error == 0
     assert x.check("max_running_requests").rel_error == 0
+
+
+def test_what_if_memory_in_use_costs_f_of_it_on_sglang():
+    """sglang#4760's Llama-3.1-8B log (f = 0.88): 10 GiB held by other processes cost 0.88 x 10 GiB of the pool,
+    72,089 tokens of 128 KiB (sglang.py: pool = f x free - weights)."""
+    from rooflab.engines.request import parse_what_if
+
+    case = "sglang-llama-3.1-8b-instruct-80gb-tp1.log"
+    x = explain_log(read_log(DATA / case), load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml"),
+                    load_gpu("h100-sxm"), EngineSettings(Accounting.sglang_v0_4),
+                    parse_what_if(["memory-in-use=10GiB"], Engine.sglang))
+    assert x.reproduced.kv_cache_tokens - x.what_if.kv_cache_tokens == int(0.88 * 10 * GiB) // (128 * 1024)
