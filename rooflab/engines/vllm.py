@@ -19,12 +19,14 @@ and captures CUDA graphs afterwards, inside the (1 - u) T margin. The activation
 Memory other processes hold when vLLM starts (--memory-in-use M):
 
     vllm-v0.2    subtracted: everything in use after the profile run counts (T - free)
-    vllm-v0.6.4  subtracted: non-torch memory is T - free - torch's reserved bytes (v0.6.4 worker.py:212-218)
+    vllm-v0.6.4  subtracted: non-torch memory is T - free - torch's reserved bytes (v0.6.4 vllm/worker/worker.py
+                 determine_num_available_blocks)
     vllm-v0      not subtracted: memory_profiling measures increases from a baseline snapshot
     vllm-v1      not subtracted, but V1 refuses to start when the free memory at its first snapshot is below
                  u T: "Free memory on device (F/T GiB) on startup is less than desired GPU memory utilization
-                 (u, uT GiB)" (vllm/v1/worker/gpu_worker.py init_device, v0.9.1 onward); F = T - M - what vLLM
-                 itself holds by then (its CUDA context, and NCCL under TP: IN_USE_AT_SNAPSHOT below)
+                 (u, uT GiB)" (vllm/v1/worker/gpu_worker.py init_device, the MemorySnapshot check); F = T - M -
+                 what vLLM itself holds by then (its CUDA context; NCCL's buffers too under TP in the releases that
+                 take the snapshot after NCCL starts: IN_USE_AT_SNAPSHOT below)
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ from .vocab import Accounting, Engine
 
 #: Default swap space per GPU, in CPU blocks (vllm v0.2.4 and v0.6.4 arg_utils.py: swap_space 4 GiB).
 SWAP_BYTES = 4 * GiB
-#: What vLLM V1 itself holds at its start-up snapshot, by TP 1 / TP > 1: the CUDA context, and NCCL's buffers once
-#: the distributed environment is up (vLLM v0.19.0 H100 logs' init snapshot: cuda_memory 0.51 GiB at TP 1, 1.53 at
+#: What vLLM V1 itself holds at its start-up snapshot, by TP 1 / TP > 1: the CUDA context, and NCCL's buffers where
+#: the snapshot follows NCCL's start (vLLM v0.19.0 H100 logs' init snapshot: cuda_memory 0.51 GiB at TP 1, 1.53 at
 #: TP 2; memory.py's non-torch figures).
 IN_USE_AT_SNAPSHOT = (int(0.5 * GiB), int(1.5 * GiB))
 #: The accountings that charge other processes' memory against the KV cache (module docstring).
