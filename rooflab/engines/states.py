@@ -99,7 +99,10 @@ def vllm_hybrid_block_size(attention_bytes_per_token: int, state_page_bytes: int
 
     (vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config, commit 0144dd5:
     "Setting attention block size to N tokens"; the state page is then padded to the attention page. Qwen3-Next in
-    bf16 at TP 1: 16 x ceil(1,097,728 / 32,768) = 544 tokens; at TP 4, 272)."""
+    bf16 at TP 1: 16 x ceil(1,097,728 / 32,768) = 544 tokens; at TP 4, 272). Later releases compute it in
+    Platform.update_block_size_for_backend with the backend's kernel alignment (16 on the CUDA backends, or a larger
+    --block-size) in place of 16 (vllm/platforms/interface.py, the 'none' and 'align' branch): the same block for
+    the default --block-size."""
     needed = 16 * -(-state_page_bytes // (16 * attention_bytes_per_token))
     return needed if block_size is None or block_size < needed else block_size
 
