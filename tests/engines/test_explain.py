@@ -146,3 +146,15 @@ def test_what_if_memory_in_use_costs_f_of_it_on_sglang():
                     load_gpu("h100-sxm"), EngineSettings(Accounting.sglang_v0_4),
                     parse_what_if(["memory-in-use=10GiB"], Engine.sglang))
     assert x.reproduced.kv_cache_tokens - x.what_if.kv_cache_tokens == int(0.88 * 10 * GiB) // (128 * 1024)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.get("log") in (
+    "sglang-llama-3.1-8b-instruct-80gb-tp1.log", "sglang-deepseek-r1-distill-qwen-7b-rtx3090-tp1.log")],
+    ids=lambda c: c["log"])
+def test_sglang_logs_max_running_requests_rebuilds_exactly(case):
+    """The two v0.4 logs that print max_running_requests=2049 at context_len 131072: the req_to_token pool's
+    2,048 rows + 1 (sglang.py), rebuilt from the tokens, not read."""
+    x = explain_log(read_log(DATA / case["log"]), load_model(DATA / case["model"]),
+                    load_gpu(case["gpu"] if "/" not in case["gpu"] else DATA / case["gpu"]), bench.settings(case))
+    assert x.check("max_running_requests").logged == 2049
+    assert x.check("max_running_requests").rel_error == 0
