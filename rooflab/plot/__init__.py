@@ -20,16 +20,35 @@ writes one to .png, .svg or .pdf for the CLI, and `save_data` a chart's numbers 
 .json (`rooflab plot ... --data FILE`).
 """
 
-from .roofline import roofline_chart
-from .save import DATA_FORMATS, FORMATS, save_data, save_figure
-from ..sweeps.points import (MERGE_TOKENS, GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, gpu_roofs,
-                             roofline_data)
-from ..sweeps.series import (DECODE_BATCHES, CapacitySweep, DecodeSweep, MemoryLine, MemorySweep, TimeSweep,
-                             capacity_sweep, capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep,
-                             time_sweeps)
-from .budget import budget_chart
-from .sweeps import capacity_chart, decode_chart, memory_chart, time_chart
-from .validation import validation_chart
+import importlib
+
+#: Each public name and the module it is defined in, loaded on first use (PEP 562): `rooflab plot capacity` imports
+#: only the capacity chart's modules (sweeps.py, save.py), not the roofline's, the validation's nor their imports.
+_LAZY = {
+    **dict.fromkeys(("roofline_chart",), ".roofline"),
+    **dict.fromkeys(("DATA_FORMATS", "FORMATS", "save_data", "save_figure"), ".save"),
+    **dict.fromkeys(("MERGE_TOKENS", "GpuRoofs", "MeasuredPoint", "RooflineData", "RooflinePoint", "gpu_roofs",
+                     "roofline_data"), "..sweeps.points"),
+    **dict.fromkeys(("DECODE_BATCHES", "CapacitySweep", "DecodeSweep", "MemoryLine", "MemorySweep", "TimeSweep",
+                     "capacity_sweep", "capacity_sweeps", "decode_sweep", "decode_sweeps", "memory_sweep", "time_sweep",
+                     "time_sweeps"), "..sweeps.series"),
+    **dict.fromkeys(("budget_chart",), ".budget"),
+    **dict.fromkeys(("capacity_chart", "decode_chart", "memory_chart", "time_chart"), ".sweeps"),
+    **dict.fromkeys(("validation_chart",), ".validation"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "roofline_data", "roofline_chart", "memory_sweep", "memory_chart", "time_sweep", "time_chart",

@@ -19,6 +19,9 @@ FORMATS = ("png", "svg", "pdf")
 #: Formats `rooflab plot --data` writes a chart's numbers in, by file extension.
 DATA_FORMATS = ("csv", "json")
 PNG_DPI = 150
+#: zlib level of a PNG (Pillow's default is 6): level 3 encodes a 1500 x 960 chart in about two thirds of the time
+#: (some 25 ms less) for a file some 8% larger; the pixels are the same.
+PNG_COMPRESS_LEVEL = 3
 
 
 def save_figure(fig: Figure, path: Path | str) -> Path:
@@ -34,7 +37,8 @@ def save_figure(fig: Figure, path: Path | str) -> Path:
         raise RooflabError(f"cannot write {path}: {shown} is not an image type rooflab writes; "
                            f"use .png, .svg or .pdf")
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt))
+    extra = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if fmt == "png" else {}
+    fig.savefig(buf, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt), **extra)
     return write_atomic(path, buf.getvalue())
 
 

@@ -13,13 +13,14 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patheffects import withStroke
+from matplotlib.text import Text
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from ..errors import InputError
 from ..units import fmt_bytes, fmt_seconds
 from ..sweeps.series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
-from .style import (chart, GPU_COLORS, VARIANT_COLORS, bytes_formatter, new_figure, new_panels, plain_log_formatter,
-                    seconds_formatter, title, token_axis)
+from .style import (chart, GPU_COLORS, VARIANT_COLORS, bytes_formatter, fit_layout, new_figure, new_panels,
+                    plain_log_formatter, seconds_formatter, title, token_axis)
 
 #: A grid of at most this many lengths is drawn with a marker on each computed point (the user's own grid).
 MARKED_POINTS = 24
@@ -61,14 +62,16 @@ def _sweeps(sweeps: S | Sequence[S]) -> tuple[S, ...]:
     return out
 
 
-def _heading(fig: Figure, axes: list[Axes], headline: str, details: str, panel_titles: Sequence[str]) -> None:
-    """One panel: its title as ever. Several: the headline over the figure, each panel titled with its GPU."""
+def _heading(fig: Figure, axes: list[Axes], headline: str, details: str, panel_titles: Sequence[str]) -> Text | None:
+    """One panel: its title as ever. Several: the headline over the figure (returned), each panel titled with its
+    GPU."""
     if len(axes) == 1:
         title(axes[0], headline, details)
-        return
-    fig.suptitle(f"{headline}\n{details}", fontsize=11, x=0.01, ha="left")
+        return None
+    header = fig.suptitle(f"{headline}\n{details}", fontsize=11, x=0.01, ha="left")
     for ax, text in zip(axes, panel_titles):
         ax.set_title(text, fontsize=10, loc="left")
+    return header
 
 
 def _where(sweeps: Sequence) -> str:
@@ -267,7 +270,7 @@ def capacity_chart(sweeps: CapacitySweep | Sequence[CapacitySweep]) -> Figure:
     Several sweeps (capacity_sweeps, one per GPU) are drawn one panel a GPU, sharing both axes, each
     panel titled with its GPU's KV budget."""
     sweeps = _sweeps(sweeps)
-    fig, axes = new_panels(len(sweeps))
+    fig, axes = new_panels(len(sweeps), layout=None)     # margins fitted once (fit_layout): `plot capacity` is quick
     for ax, sweep in zip(axes, sweeps):
         _draw_capacity(ax, sweep, legend=ax is axes[0])
     top = max(max(float(s.paged.max()), float(s.contiguous.max())) for s in sweeps)
@@ -281,7 +284,8 @@ def capacity_chart(sweeps: CapacitySweep | Sequence[CapacitySweep]) -> Figure:
         where = f"{tp} x {where}" if len(sweeps) == 1 else f"{where}, tensor parallel {tp}"
     budget = f"KV budget {fmt_bytes(first.kv_budget_bytes)}{per_gpu}: " if len(sweeps) == 1 else \
         f"KV budget{per_gpu} (in each panel's title) = "
-    _heading(fig, axes, f"Sequences that fit: {first.model} on {where}",
-             f"weights {first.weight_dtype}{kv}; {budget}{first.gpu_memory_utilization:.0%} of HBM less the weights",
-             [f"{s.gpu}: KV budget {fmt_bytes(s.kv_budget_bytes)}" for s in sweeps])
+    header = _heading(fig, axes, f"Sequences that fit: {first.model} on {where}",
+                      f"weights {first.weight_dtype}{kv}; {budget}{first.gpu_memory_utilization:.0%} of HBM less the "
+                      "weights", [f"{s.gpu}: KV budget {fmt_bytes(s.kv_budget_bytes)}" for s in sweeps])
+    fit_layout(fig, axes, header)
     return fig

@@ -1,0 +1,68 @@
+"""Tests of rooflab/plot/style.py: fit_layout, the margins measured once that the capacity chart is drawn with instead
+of constrained layout, keeps every tick label, axis label, title, text and legend inside the figure, and places the
+panels where constrained layout does.
+"""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from rooflab import load_gpu, load_model
+from rooflab.plot import capacity_chart, capacity_sweeps
+
+LLAMA8 = load_model("llama-3-8b")
+H100 = load_gpu("h100-sxm")
+H200 = load_gpu("h200-sxm")
+
+
+def _drawn_boxes(fig):
+    """Each panel's bounding box of its texts as drawn (the titles' heights, not their widths, as constrained layout
+    counts them), in pixels."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    return renderer, [ax.get_tightbbox(renderer, for_layout_only=True) for ax in fig.axes]
+
+
+def _assert_inside(fig) -> None:
+    _, boxes = _drawn_boxes(fig)
+    page = fig.bbox
+    for box in boxes:
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (box, page)
+    for left, right in zip(boxes, boxes[1:]):
+        assert left.x1 <= right.x0, "two panels' texts overlap"
+
+
+def _edges_in(fig) -> list[tuple[float, ...]]:
+    width, height = fig.get_size_inches()
+    return [(p.x0 * width, p.x1 * width, p.y0 * height, p.y1 * height) for p in (ax.get_position() for ax in fig.axes)]
+
+
+@pytest.mark.parametrize("gpus", [[H100], [H100, H200]], ids=["one panel", "two panels"])
+def test_capacity_chart_margins_are_constrained_layouts(gpus):
+    fig = capacity_chart(capacity_sweeps(LLAMA8, gpus))
+    assert fig.get_layout_engine() is None           # laid out once, not again at every savefig
+    fitted = _edges_in(fig)
+    _assert_inside(fig)
+    fig.set_layout_engine("constrained")
+    _drawn_boxes(fig)
+    for ours, constrained in zip(fitted, _edges_in(fig)):
+        assert ours == pytest.approx(constrained, abs=0.06)      # inches: within a few points of each edge
+
+
+@pytest.mark.parametrize("model, gpu, lengths", [
+    ("llama-3.2-1b", "mi355x", None),                # 32,884 sequences at 256 tokens: a wide tick label (10,000)
+    ("llama-3.2-1b", "mi355x", [16, 64, 256]),       # hundreds of thousands: wider still
+    ("llama-3.1-8b", "l4", None),                    # "max model length 131,072" an octave from the right edge
+    ("mistral-7b-v0.1", "t4", None),                 # nothing fits: no line drawn at all
+])
+def test_capacity_chart_texts_stay_inside_the_figure(model, gpu, lengths):
+    _assert_inside(capacity_chart(capacity_sweeps(load_model(model), [load_gpu(gpu)], context_lens=lengths)))
+
+
+def test_the_header_of_several_panels_sits_above_their_titles_inside_the_figure():
+    fig = capacity_chart(capacity_sweeps(LLAMA8, [H100, H200], tensor_parallel=2))
+    renderer, boxes = _drawn_boxes(fig)
+    header = fig._suptitle.get_window_extent(renderer)
+    assert fig.bbox.y1 >= header.y1 and header.y0 >= max(box.y1 for box in boxes)
+    assert header.x1 <= fig.bbox.x1 and "tensor parallel 2" in fig.get_suptitle()
