@@ -28,7 +28,7 @@ _SIGNED = r"(-?[0-9][0-9.]*)"
 class Rule:
     """One format: the anchor phrase, then fields {figure key: (pattern after the anchor, group, kind)}.
 
-    kind is 'gib' (a GiB figure), 'count' (digits, commas allowed) or 'fraction'.
+    kind is 'gib' (a GiB figure), 'bytes' (a byte count), 'count' (digits, commas allowed) or 'fraction'.
     """
 
     fmt: str
@@ -92,8 +92,20 @@ RULES: tuple[Rule, ...] = (
           ("activation", rf"torch peak memory increase: {_F}\s*GiB;", 1, "gib"),
           ("non_torch", rf"non-torch forward increase memory: {_F}\s*GiB;", 1, "gib"),
           ("weights", rf"; weights memory: {_F}\s*GiB", 1, "gib")),
-    _rule("vLLM V1 start-up check", _V, "Free memory on device (",
+    _rule("vLLM V1 start-up check", _V, ") on startup is less than desired GPU memory utilization",
           ("total", rf"Free memory on device \([0-9.]+/{_F} GiB\)", 1, "gib")),
+    _rule("vLLM V1 memory report", _V, ") on startup. Desired GPU memory utilization is (",
+          ("free_at_start", rf"Free memory on device \({_F}/", 1, "gib"),
+          ("total", rf"Free memory on device \([0-9.]+/{_F} GiB\)", 1, "gib"),
+          ("utilization", rf"Desired GPU memory utilization is \({_F}, ", 1, "fraction"),
+          ("budget", rf"Desired GPU memory utilization is \([0-9.]+, {_F} GiB\)", 1, "gib"),
+          ("weights", rf"Actual usage is {_F} GiB for weight,", 1, "gib"),
+          ("weights_non_torch", rf"Actual usage is {_F} GiB for consumed memory \(weights \+ non-torch\)", 1, "gib"),
+          ("activation", rf"(?:GiB for weight|\(weights \+ non-torch\)), {_F} GiB for peak activation", 1, "gib"),
+          ("non_torch", rf"GiB for peak activation, {_F} GiB for non-torch memory", 1, "gib"),
+          ("cuda_graph", rf"(?:GiB for non-torch memory|GiB for peak activation), and {_F} GiB for CUDAGraph", 1, "gib"),
+          ("kv_bytes", rf"Current kv cache memory in use is {_SIGNED} GiB", 1, "gib"),
+          ("kv_bytes", r"Current kv cache memory in use is (-?\d+) bytes", 1, "bytes")),
     _rule("vLLM config line", _V, ") with config:", ("tensor_parallel", r"tensor_parallel_size=(\d+)", 1, "count")),
     _rule("SGLang weights lines", _S, "Load weight begin. ", ("free_before_load", rf"avail mem={_F} GB", 1, "gib")),
     _rule("SGLang weights lines", _S, "Load weight end.",
@@ -151,7 +163,7 @@ def incomplete(line: str) -> bool:
 
 
 #: Rules whose fields are alternatives (a line prints some of them), so a missing one is not a cut.
-_OPTIONAL_FIELDS = {"SGLang mamba pool line", "SGLang pool line", "SGLang weights lines", "SGLang scheduler line", "vLLM config line",
+_OPTIONAL_FIELDS = {"vLLM V1 memory report", "SGLang mamba pool line", "SGLang pool line", "SGLang weights lines", "SGLang scheduler line", "vLLM config line",
                     "vLLM V0 block counts", "vLLM weights line", "vLLM PR #10511 table", "vLLM V0 memory terms"}
 
 
@@ -183,12 +195,16 @@ def settings_of(line: str) -> dict[str, str]:
 
 
 def rank_of(line: str) -> Optional[str]:
-    """The worker a line's prefix names ('TP1', 'pid=1786'), or None for the main process."""
+    """The worker a line's prefix names ('Worker_PP1_TP3', 'TP1', 'pid=1786'), or None for the main process (vLLM's
+    driver or EngineCore, SGLang's launcher): vLLM V1 '(Worker_TP0 pid=N)', '(Worker_PP1_TP3 pid=N)',
+    '(VllmWorker rank=N pid=M)'; V0 '(VllmWorkerProcess pid=N)'; Ray '(RayWorkerWrapper pid=N[, ip=A])';
+    SGLang 'TP1'."""
     match = _RANK.search(line[:120])
-    return (match.group(1) or match.group(2)) if match else None
+    return next((g for g in match.groups() if g), None) if match else None
 
 
-_RANK = re.compile(r"(?:Worker_|\s|\[)(TP\d+)\b|\((?:VllmWorkerProcess|VllmWorker[^)]*?) (pid=\d+)\)")
+_RANK = re.compile(r"\((Worker_[A-Za-z0-9_]+) pid=\d+[,)]|(?:Worker_|\s|\[)(TP\d+)\b"
+                   r"|\((?:VllmWorkerProcess|RayWorkerWrapper|VllmWorker[^)]*?) (pid=\d+)[,)]")
 
 
 __all__ = ["ANCHORS", "CONFIG_MARKERS", "Hit", "RULES", "Rule", "incomplete", "rank_of", "read_line", "settings_of"]

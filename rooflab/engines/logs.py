@@ -21,6 +21,14 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
                             DEBUG: "Requested memory: U (util), X GiB", "total_memory=XGiB", "torch peak memory
                             increase: XGiB; non-torch forward increase memory: XGiB; weights memory: XGiB"
                             (vllm v0.10.0 vllm/v1/worker/gpu_worker.py, vllm/utils MemoryProfilingResult)
+    vLLM V1 memory report   "Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (U, B
+                            GiB). Actual usage is W GiB for weight, A GiB for peak activation, N GiB for non-torch
+                            memory, and G GiB for CUDAGraph memory. Replace ... `--kv-cache-memory=...` ... Current kv
+                            cache memory in use is K GiB." (vllm/v1/worker/gpu_worker.py compile_or_warm_up_model:
+                            846197f, vllm#25204, DEBUG from 2c58742; 'K bytes' in 94e6b2d, vllm#21489); builds after
+                            abf61aa (2026-03, no source of theirs reachable here), at INFO: "W+N GiB for consumed
+                            memory (weights + non-torch), A GiB for peak activation, and G GiB for CUDAGraph memory"
+                            (one figure, weights_non_torch)
     SGLang                  "Load weight begin. avail mem=X GB", "Load weight end. ... avail mem=X GB[, mem usage=X
                             GB]", "KV Cache is allocated. [#tokens: N, ]K size: X GB, V size: X GB" (MLA: "KV size:
                             X GB"), "max_total_num_tokens=N[, ..., max_running_requests=M, context_len=L]"
@@ -35,12 +43,15 @@ Settings a configuration line states (vLLM "with config:" / "non-default args:",
 too: TP size, dtype, KV-cache dtype, block size, max model len, utilisation (logrules.settings_of).
 
 A log may hold several start-ups (a post pasting two runs): each is an EngineLog of its own, never mixed. A new
-start-up begins where a configuration line follows KV figures, where a figure repeats with another value from the
-same process, or where a figure of an earlier stage follows a later one. The same figure from several ranks
-('TP0', 'TP1', worker pids) is one start-up: the smallest is kept, as the engine sizes by it. A line a terminal
-wrapped (a rule's phrase without its fields) is joined with up to two following lines. A negative
-'Available KV cache memory' (vLLM V1 when nothing is left) is read as printed. Reading is linear in the log's
-size (logrules.py).
+start-up begins where a configuration line follows KV figures, where a figure repeats with another value (beyond the
+rounding of the two prints) from the same process, or where a figure of an earlier stage follows a later one from
+that process. Each line's process is its prefix (logrules.rank_of: vLLM's '(VllmWorkerProcess pid=N)', '(Worker_TP0
+pid=N)', '(Worker_PP1_TP3 pid=N)', '(RayWorkerWrapper pid=N)', SGLang's 'TP1'; none for the driver or EngineCore),
+so several processes' lines, interleaved, are one start-up. The same KV figure from several ranks: the smallest is
+kept, as the engine sizes by it, and vLLM's memory terms (weights, activation, non-torch, total, budget) are that
+rank's, not one rank's terms beside another's KV figure. A line a terminal wrapped (a rule's phrase without its
+fields) is joined with up to two following lines. A negative 'Available KV cache memory' (vLLM V1 when nothing is
+left) is read as printed. Reading is linear in the log's size (logrules.py).
 """
 
 from __future__ import annotations
@@ -66,7 +77,8 @@ PROVENANCE = "# source:"
 #: What a reader looks for, as named in the error for a log with none of it.
 LOOKED_FOR = ("'# GPU blocks: N'", "'Memory profiling results'", "'the rest of the memory reserved for KV Cache is'",
               "'Available KV cache memory'", "'GPU KV cache size: N tokens'", "'KV Cache is allocated'",
-              "'max_total_num_tokens='", "'the estimated maximum model length is'")
+              "'max_total_num_tokens='", "'the estimated maximum model length is'",
+              "'Current kv cache memory in use is'")
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,8 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-_CONVERT: dict[str, Callable[[str], float]] = {"gib": _gib, "count": _int, "fraction": float, "fraction_any": float}
+_CONVERT: dict[str, Callable[[str], float]] = {"gib": _gib, "bytes": _int, "count": _int, "fraction": float,
+                                               "fraction_any": float}
 
 #: Figures that carry a KV-cache size: a start-up with none of them is not recognised.
 _KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks", "estimated_max_len")
@@ -128,6 +141,13 @@ _PER_RANK_MIN = ("kv_bytes", "kv_tokens", "gpu_blocks", "free_before_load", "fre
 #: one, from the same process, begins the next start-up.
 _STAGE = {"weights": 1, "total": 1, "budget": 1, "utilization": 1, "free_before_load": 1, "free_after_load": 1,
           "activation": 2, "non_torch": 2, "peak_torch": 2, "concurrency": 4, "kv_needed": 5}
+#: Formats printed at one stage whatever their figures: vLLM V1's memory report comes once the KV cache is
+#: allocated (Worker.compile_or_warm_up_model), after the KV figures although it restates the budget and weights.
+_FORMAT_STAGE = {"vLLM V1 memory report": 4}
+#: vLLM's memory terms, each rank's own: a start-up takes them from the rank whose KV bytes are the smallest (the
+#: one the engine sizes by), never one rank's terms with another's KV figure.
+_RANK_TERMS = ("weights", "weights_non_torch", "activation", "non_torch", "peak_torch", "cuda_graph", "total",
+               "budget", "utilization", "free_at_start", "kv_bytes")
 #: The most lines a terminal's wrap is joined back from.
 _MAX_WRAP_LINES = 3
 #: Settings read as numbers (into figures, where explain.py takes them); the others stay text.
@@ -174,9 +194,9 @@ def _checked(key: str, kind: str, text: str, name: str, line_no: int) -> float:
         raise InputError(f"{where} is not a finite number")
     if kind == "fraction" and not 0 < value <= 1:
         raise InputError(f"{where}: a memory utilisation must be in (0, 1]")
-    limit = _MAX_LOGGED_BYTES if kind == "gib" else _MAX_LOGGED_COUNT
+    limit = _MAX_LOGGED_BYTES if kind in ("gib", "bytes") else _MAX_LOGGED_COUNT
     if kind != "fraction" and abs(value) > limit:
-        raise InputError(f"{where} is past any real GPU (at most {limit:,}{' bytes' if kind == 'gib' else ''})")
+        raise InputError(f"{where} is past any real GPU (at most {limit:,}{'' if kind == 'count' else ' bytes'})")
     if value < 0 and key != "kv_bytes":
         raise InputError(f"{where} is negative")
     return value
@@ -211,7 +231,8 @@ class _Startup:
 
     figures: dict[str, Logged] = field(default_factory=dict)
     ranks: dict[str, set] = field(default_factory=dict)     # figure -> ranks that printed it
-    owner: dict[str, Optional[str]] = field(default_factory=dict)   # figure -> rank of its first line
+    by_rank: dict[Optional[str], dict[str, tuple[Logged, float]]] = field(default_factory=dict)  # rank -> figure ->
+    #                                                           (its first line, half the last digit it was printed to)
     formats: dict[str, None] = field(default_factory=dict)
     engines: set = field(default_factory=set)
     settings: dict[str, Logged] = field(default_factory=dict)
@@ -225,9 +246,8 @@ class _Startup:
         """Whether this figure belongs to the next start-up (module docstring)."""
         if not self.has_kv:
             return False
-        old = self.figures.get(hit.key)
-        if old is not None and old.value != value and (rank in self.ranks.get(hit.key, ()) or hit.key not in
-                                                       _PER_RANK_MIN):
+        old = self.by_rank.get(rank, {}).get(hit.key)     # the same process printing it again, otherwise
+        if old is not None and abs(old[0].value - value) > old[1] + _slack(hit):
             return True
         return _stage(hit) < self.stage.get(rank, 0) and hit.key not in self.figures
 
@@ -237,12 +257,30 @@ class _Startup:
         self.stage[rank] = max(self.stage.get(rank, 0), _stage(hit))
         old = self.figures.get(hit.key)
         self.ranks.setdefault(hit.key, set()).add(rank)
+        logged = Logged(value, line_no, line.strip())
+        self.by_rank.setdefault(rank, {}).setdefault(hit.key, (logged, _slack(hit)))
         if old is None or (hit.key in _PER_RANK_MIN and value < old.value):
-            self.figures[hit.key] = Logged(value, line_no, line.strip())
+            self.figures[hit.key] = logged
+
+    def sized(self) -> dict[str, Logged]:
+        """The figures, with the memory terms of the rank whose KV bytes are the smallest where several printed them
+        (the other ranks' terms fill in what that rank did not print)."""
+        printed = [r for r, figures in self.by_rank.items() if "kv_bytes" in figures]
+        if len(printed) < 2:
+            return self.figures
+        rank = min(printed, key=lambda r: self.by_rank[r]["kv_bytes"][0].value)
+        return {**self.figures, **{k: v[0] for k, v in self.by_rank[rank].items() if k in _RANK_TERMS}}
 
 
 def _stage(hit: Hit) -> int:
-    return 5 if "error" in hit.fmt else _STAGE.get(hit.key, 3)
+    return 5 if "error" in hit.fmt else _FORMAT_STAGE.get(hit.fmt, _STAGE.get(hit.key, 3))
+
+
+def _slack(hit: Hit) -> float:
+    """Half the last digit a figure was printed to (vLLM prints the weights as 14.9889 and 14.99 GiB): two prints
+    of one value from one process differ by at most the sum of theirs."""
+    whole, _, decimals = hit.text.partition(".")
+    return 0.5 * 10.0 ** -len(decimals) * (GiB if hit.kind == "gib" else 1) if hit.kind != "count" else 0.0
 
 
 def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
@@ -288,7 +326,8 @@ def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
         engine = s.engines.pop()
         formats = tuple(s.formats)
         ranks = max((len(s.ranks.get(k, ())) for k in _KV_FIGURES), default=1)
-        logs.append(EngineLog(name, engine, _accounting(engine, formats, s.figures), formats, s.figures,
+        figures = s.sized()
+        logs.append(EngineLog(name, engine, _accounting(engine, formats, figures), formats, figures,
                               s.settings, n, ranks))
     return tuple(logs)
 
