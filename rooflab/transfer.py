@@ -280,13 +280,14 @@ def transfer_source(target: GpuSpec, kernel: Kernel, keep_refused: bool = False
 
 #: Cross-GPU errors of the transferred fits against published measurements (rooflab validate --published; fitted on
 #: by nothing): (fitted implementation, target architecture) -> (median, worst, rows): the campaigns' fits (the ones
-#: `rooflab report` uses) and the models fitted on our H200 runs at the published shapes (rooflab.fit.shapes_fit:
-#: torch_cudnn_shapes, attention_pytorch), which the check uses where they apply. tests/fit/test_published_check.py
+#: `rooflab report` uses) and the models fitted on our H200 runs at the published shapes (rooflab.fit.cudnn_fit's
+#: torch_cudnn_shapes, rooflab.fit.shapes_fit's attention_pytorch), which the check uses where they apply.
+#: tests/fit/test_published_check.py
 #: recomputes them from measurements/published/, so they cannot drift from the data.
 CROSS_GPU_ERROR: dict[tuple[str, str], tuple[float, float, int]] = {
     ("attention_pytorch", "blackwell"): (0.0794, 0.2897, 5),
     ("attention_pytorch", "hopper"): (0.1782, 0.6599, 20),
-    ("torch_cudnn_shapes", "hopper"): (0.1280, 0.2897, 35),
+    ("torch_cudnn_shapes", "hopper"): (0.1802, 0.2708, 35),
     ("torch_cudnn", "hopper"): (0.2090, 0.3126, 35),
     ("torch_eager", "blackwell"): (0.1534, 0.3328, 5),
     ("torch_eager", "hopper"): (0.2090, 0.6837, 20),

@@ -8,7 +8,7 @@ is held against two things:
 - for the implementation families rooflab predicts, fixed in advance (FAMILY_FIT), the prediction of the H200 fit of
   that family's PyTorch peer, measured on the row's GPU or transferred to it (rooflab.predict / rooflab.transfer);
   cuDNN rows and eager rows of the FlashAttention benchmark's code (FA_BENCH_SOURCES) take instead the models
-  rooflab.fit.shapes_fit fits on our own H200 runs at the published shapes (`shapes=False`: FAMILY_FIT's alone).
+  rooflab.fit.cudnn_fit and rooflab.fit.shapes_fit fit on our own H200 runs at the published shapes (`shapes=False`: FAMILY_FIT's alone).
   Nothing is fitted on these rows. Other implementations (FA3, FlashMLA, FlashInfer, ThunderKittens, Triton, ...)
   get floors only.
 
@@ -140,20 +140,21 @@ def predict_row(row: KernelRow, gpu: GpuSpec, family: Family, shapes: bool = Tru
 
 
 def shapes_prediction(row: KernelRow, gpu: GpuSpec, family: Family) -> Optional[PredictedTime]:
-    """cuDNN (shapes_fit.cudnn_shapes_fit, priced with cuDNN's tile) and attention_pytorch (shapes_fit.fa_bench_model)
+    """cuDNN (cudnn_fit.cudnn_shapes_fit, priced as the kernel cuDNN launches) and attention_pytorch
+    (shapes_fit.fa_bench_model)
     on the row's GPU, transferred from the H200 (transfer.transferred_ceilings) unless it is the H200; None for
     another family, an eager row of unknown code, or a GPU the fits do not transfer to."""
-    from . import shapes_fit
+    from . import cudnn_fit, shapes_fit
 
     if family not in (Family.cudnn, Family.eager) or (family is Family.eager and row.source not in FA_BENCH_SOURCES):
         return None
     h200 = load_gpu(shapes_fit.SHAPES_GPU)
     source = None if gpu.name == h200.name else h200
     if family is Family.cudnn:
-        fit = shapes_fit.cudnn_shapes_fit()
+        fit = cudnn_fit.cudnn_shapes_fit()
         if source is not None and why_not(source, gpu, fit) is not None:
             return None
-        price = lambda n, k: shapes_fit.cudnn_cost(row.heads, row.seq_len_q, row.batch, row.dtype, row.causal, gpu)
+        price = lambda n, k: cudnn_fit.cudnn_cost(row.heads, row.seq_len_q, row.batch, row.dtype, row.causal, gpu)
         return predict_with(fit, price, gpu, row.dtype, source)
     model = shapes_fit.fa_bench_model()
     if source is None:

@@ -2,20 +2,10 @@
 
 The published benchmarks (the FlashAttention papers' sweep: batch x T = 16k tokens, hidden 2048, d 64 / 128 / 256,
 causal or not, fp16) were run again on one H200 (benchmarks/h200_published_shapes.py); these runs are ours, so
-fitting on them is allowed; the published rows (measurements/published/) are fitted on by nothing. Two models:
+fitting on them is allowed; the published rows (measurements/published/) are fitted on by nothing. This module reads
+the shapes files; two models are fitted on them:
 
-- **cuDNN** (`CUDNN_SHAPES_IMPL`): the flash model of predict.py (t = c0 + t_model / eta, tile term, exp overlap)
-  priced as the kernel cuDNN 9.19 launches on the H200 (measurements/shapes/h200-cudnn-kernels.csv, the profiler's
-  names: `..._sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{64,128,192,256}_4x1x1_...`): 64 query rows by 128 keys
-  at every head dim (`cudnn_tile`; the spec's shared-memory rule gives the model 128 x 128 up to d 128), the head
-  dim padded to the kernel's 64, 128, 192 or 256 (`cudnn_head_dim`: d 96 runs the 128 kernel), one work unit an SM,
-  and a fixed cost a call of at most `MAX_CALL_OVERHEAD_S` (a launch and its memset: with batch x T fixed, a cost a
-  query tile and one a call are confounded, and a free fit puts 35 us a call, which the campaigns' 15 us launches
-  refute). Fitted on every sdpa_cudnn row of the two shapes files (144: d 32 to 256, 16k and 32k tokens). Held out
-  across shapes (tests/fit/test_shapes_fit.py) it beats the model's own tile on every split: by head dim 7.6% /
-  27.1% (34.6% worst with the model's tile), by T 4.2% / 19.6%, by token count 7.2% / 24.0%, by file 3.7% / 19.6%;
-  on the campaigns' torch_cudnn rows (B 1, GQA, launches of 11-400 us) 10.1% / 51.5%. It does not replace the
-  campaigns' fit (hardware/h200-sxm.yaml) that `rooflab report` uses.
+- **cuDNN**: rooflab/fit/cudnn_fit.py (it reads its rows here).
 - **The FlashAttention benchmark's attention_pytorch** (`FA_BENCH_IMPL`, benchmarks/benchmark_flash_attention.py):
   baddbmm writing S (the scale folded in), when causal an fp32 triu mask built, cast and added (read S, write S),
   softmax (read S, write P), einsum with V: 4 passes over S, 6 causal. Each launch priced from its own H200 rows
@@ -31,43 +21,27 @@ import csv
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
 from ..cost.common import KernelCost
-from ..cost.flash import FlashTile, flash_prefill
 from ..cost.naive import naive_prefill
 from ..errors import InputError
 from ..floors import Ceilings
 from ..load import load_gpu
-from ..predict import model_time
-from ..specs import AttentionHeads, FittedModel, GpuSpec
+from ..specs import AttentionHeads
 from ..units import DType
-from ..vocab import Kernel, Pipe
-from .fitting import EXP_OVERLAP_GRID, Fit, fit_overhead_efficiency
+from ..vocab import Pipe
+from .fitting import fit_overhead_efficiency
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPES_CSV = ROOT / "measurements" / "shapes" / "h200-published-shapes.csv"
-#: More sdpa_cudnn rows (benchmarks/h200_cudnn_shapes.py): d 32 to 256, 16k and 32k tokens.
-CUDNN_CSV = ROOT / "measurements" / "shapes" / "h200-cudnn-shapes.csv"
 #: The GPU the shapes were run on.
 SHAPES_GPU = "h200-sxm"
 _COLUMNS = ("impl", "d", "h", "t", "b", "causal", "time_s")
 
-#: The impl ids of the two models (PredictedTime.impl; transfer.IMPL_PATH and CROSS_GPU_ERROR keys).
-CUDNN_SHAPES_IMPL = "torch_cudnn_shapes"
+#: The impl id of the attention_pytorch model (PredictedTime.impl; transfer.IMPL_PATH and CROSS_GPU_ERROR keys).
 FA_BENCH_IMPL = "attention_pytorch"
-#: cuDNN's tile on the H200, query rows x keys (its kernel names' 64x128xD).
-CUDNN_TILE = FlashTile(64, 128)
-#: The head dims cuDNN's kernels are built for: a row's head dim runs on the next one up.
-CUDNN_HEAD_DIMS = (64, 128, 192, 256)
-#: The cuDNN fit's units per SM: one.
-CUDNN_UNITS_PER_SM = 1.0
-#: The most fixed cost a call the cuDNN fit may have (see the module docstring).
-MAX_CALL_OVERHEAD_S = 10e-6
-#: Key tiles' worth of fixed cost a query tile tried by the cuDNN fit.
-CUDNN_OVERHEAD_TILES = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
 
 
 @dataclass(frozen=True)
@@ -105,104 +79,14 @@ def read_shapes(path: Path = SHAPES_CSV) -> tuple[ShapeRow, ...]:
     return tuple(out)
 
 
-def cudnn_tile(head_dim: int) -> FlashTile:
-    """cuDNN's tile on the H200: 64 query rows by 128 keys at every head dim (its kernel names)."""
-    return CUDNN_TILE
-
-
-def cudnn_head_dim(head_dim: int) -> int:
-    """The head dim of the cuDNN kernel a row runs on (the next of CUDNN_HEAD_DIMS up); above 256, its own."""
-    return next((d for d in CUDNN_HEAD_DIMS if d >= head_dim), head_dim)
-
-
-def cudnn_cost(heads: AttentionHeads, seq_len: int, batch: int, dtype: DType, causal: bool, gpu: GpuSpec):
-    """The flash cost of one cuDNN launch on `gpu`: cuDNN's tile, its padded head dim, one unit an SM."""
-    d = cudnn_head_dim(heads.head_dim)
-    padded = AttentionHeads(heads.num_qo_heads, heads.num_kv_heads, d, None if heads.v_head_dim is None else d)
-    return flash_prefill(padded, seq_len, batch, dtype, causal, tile=cudnn_tile(d), gpu=gpu, num_sms=gpu.num_sms,
-                         units_per_sm=CUDNN_UNITS_PER_SM)
-
-
 def _heads(r: ShapeRow) -> AttentionHeads:
     return AttentionHeads(r.heads, r.heads, r.head_dim)
-
-
-def _bounded_fit(t: np.ndarray, y: np.ndarray) -> Fit:
-    """fit_overhead_efficiency with c0 <= MAX_CALL_OVERHEAD_S (at the bound, eta alone by least squares)."""
-    fit = fit_overhead_efficiency(t, y)
-    if fit.overhead_s <= MAX_CALL_OVERHEAD_S:
-        return fit
-    x, r = t / y, 1 - MAX_CALL_OVERHEAD_S / y
-    return Fit(MAX_CALL_OVERHEAD_S, float(np.sum(x * x) / np.sum(x * r)))
-
-
-def _cudnn_fit_on(rows, gpu: GpuSpec) -> FittedModel:
-    """The (exp overlap, tile term) of the grid with the least squared relative error, c0 and eta by least squares."""
-    roofs = Ceilings.of(gpu, DType.fp16, _calibrated())
-    costs = [_row_cost(r, gpu) for r in rows]
-    y = np.array([r.time_s for r in rows])
-    best = None
-    for n in CUDNN_OVERHEAD_TILES:
-        for a in EXP_OVERLAP_GRID:
-            t = np.array([float(model_time(c, roofs, a, n)) for c in costs])
-            fit = _bounded_fit(t, y)
-            loss = float(np.sum((fit(t) / y - 1) ** 2))
-            if best is None or loss < best[0] * (1 - 1e-12):
-                best = (loss, fit, a, n)
-    _, fit, a, n = best
-    return FittedModel(Kernel.flash, CUDNN_SHAPES_IMPL, fit.overhead_s, fit.efficiency, a, CUDNN_UNITS_PER_SM, n,
-                       rows=len(rows), campaigns=tuple(str(p.relative_to(ROOT)) for p in (SHAPES_CSV, CUDNN_CSV)))
 
 
 def _calibrated():
     from ..vocab import CeilingSource
 
     return CeilingSource.calibrated
-
-
-_ROW_COSTS: dict = {}
-
-
-def _row_cost(r: ShapeRow, gpu: GpuSpec):
-    """cudnn_cost of a shapes row, priced once a process (the held-out folds refit on the same rows)."""
-    key = (r.heads, r.head_dim, r.seq_len, r.batch, r.causal, gpu.name, gpu.num_sms)
-    if key not in _ROW_COSTS:
-        _ROW_COSTS[key] = cudnn_cost(_heads(r), r.seq_len, r.batch, DType.fp16, r.causal, gpu)
-    return _ROW_COSTS[key]
-
-
-def cudnn_time(fit: FittedModel, r: ShapeRow, gpu: GpuSpec, roofs: Ceilings) -> float:
-    c = _row_cost(r, gpu)
-    return fit.overhead_s + float(model_time(c, roofs, fit.exp_overlap, fit.unit_overhead_tiles)) / fit.efficiency
-
-
-def cudnn_rows(paths=(SHAPES_CSV, CUDNN_CSV)) -> tuple[tuple[str, ShapeRow], ...]:
-    """(file name, row) of every sdpa_cudnn row of the shapes files."""
-    return tuple((p.name, r) for p in paths for r in read_shapes(p) if r.impl == "sdpa_cudnn")
-
-
-def cudnn_held_out(key) -> np.ndarray:
-    """|error| of each sdpa_cudnn row predicted by a fit on the rows of the other values of `key(file, row)`
-    (leave-shapes-out)."""
-    rows, gpu = cudnn_rows(), load_gpu(SHAPES_GPU)
-    roofs = Ceilings.of(gpu, DType.fp16, _calibrated())
-    errs = []
-    for v in sorted({key(f, r) for f, r in rows}, key=str):
-        fit = _cudnn_fit_on([r for f, r in rows if key(f, r) != v], gpu)
-        errs += [abs(cudnn_time(fit, r, gpu, roofs) / r.time_s - 1) for f, r in rows if key(f, r) == v]
-    return np.array(errs)
-
-
-@functools.lru_cache(maxsize=1)
-def cudnn_shapes_fit() -> FittedModel:
-    """The cuDNN model fitted on every sdpa_cudnn row of the shapes files, with its error held out by cuDNN kernel
-    (head dim 64, 128, 192, 256) as its held-out median and worst."""
-    rows = [r for _, r in cudnn_rows()]
-    fit = _cudnn_fit_on(rows, load_gpu(SHAPES_GPU))
-    held = cudnn_held_out(lambda f, r: cudnn_head_dim(r.head_dim))
-    return FittedModel(fit.kernel, fit.impl, fit.overhead_s, fit.efficiency, fit.exp_overlap, fit.units_per_sm,
-                       fit.unit_overhead_tiles, rows=len(rows), held_out_rows=len(held),
-                       median_error=float(np.median(held)), worst_error=float(held.max()), campaigns=fit.campaigns)
 
 
 # --- the FlashAttention benchmark's attention_pytorch ------------------------------------------------------------
@@ -316,7 +200,5 @@ def fa_bench_time(heads: AttentionHeads, seq_len: int, batch: int, dtype: DType,
     return sum(fa_bench_model().launch_times(heads, seq_len, batch, dtype, causal, roofs, sm_ratio).values())
 
 
-__all__ = ["CUDNN_CSV", "CUDNN_HEAD_DIMS", "CUDNN_OVERHEAD_TILES", "CUDNN_SHAPES_IMPL", "CUDNN_TILE", "CUDNN_UNITS_PER_SM",
-           "MAX_CALL_OVERHEAD_S", "cudnn_head_dim", "cudnn_time", "FA_BENCH_IMPL", "FA_BENCH_PARTS",
-           "FaBenchModel", "SHAPES_CSV", "SHAPES_GPU", "ShapeRow", "cudnn_cost", "cudnn_held_out", "cudnn_rows",
-           "cudnn_shapes_fit", "cudnn_tile", "fa_bench_launches", "fa_bench_model", "fa_bench_time", "read_shapes"]
+__all__ = ["FA_BENCH_IMPL", "FA_BENCH_PARTS", "FA_BENCH_WHOLE", "FaBenchModel", "ROOT", "SHAPES_CSV", "SHAPES_GPU",
+           "ShapeRow", "fa_bench_launches", "fa_bench_model", "fa_bench_time", "read_shapes"]
