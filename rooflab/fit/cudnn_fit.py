@@ -21,8 +21,8 @@ fitted on by nothing). What the H200 showed, each from a run of our own:
   4.6% median.
 
 Held out across shapes (tests/fit/test_cudnn_fit.py): by file 2.4% / 18.7%, by kernel head dim 4.3% / 20.8%, by T
-2.6% / 18.4% (the model's own 128 x 128 tile, one unit an SM, heaviest first: 10-12% / 27-35%). It does not replace
-the campaigns' fit that `rooflab report` uses.
+2.6% / 18.4% (the same tile with one unit an SM, heaviest first and c0 at most 10 us: 8.6% / 59.9% by file). It does
+not replace the campaigns' fit that `rooflab report` uses.
 """
 
 from __future__ import annotations
