@@ -120,16 +120,43 @@ def _roofs(gpu: GpuSpec) -> Ceilings:
     return Ceilings.of(gpu, DType.fp16, CeilingSource.calibrated)
 
 
+@dataclass(frozen=True)
+class _Terms:
+    """predict.model_time's terms of one-launch costs, as arrays over the rows, so that the fit's grid prices every
+    row at once (the same operations: tests/fit/test_cudnn_fit.py holds them equal to model_time)."""
+
+    costs: tuple
+    flops: np.ndarray
+    exps: np.ndarray
+    t_mem: np.ndarray
+    rate: float
+    exp_rate: float
+    busy: np.ndarray
+
+    @classmethod
+    def of(cls, costs, roofs: Ceilings) -> "_Terms":
+        ks = [c.kernels[0] for c in costs]
+        return cls(tuple(costs), np.array([float(k.flops) for k in ks]), np.array([float(k.exp_ops) for k in ks]),
+                   np.array([float(k.hbm_bytes) / roofs.bandwidth_bytes_per_s for k in ks]),
+                   roofs.matmul_flop_per_s, roofs.exp_per_s,
+                   np.array([float(roofs.busy_share(k.parallel_fraction)) for k in ks]))
+
+    def times(self, exp_overlap: float, unit_overhead_tiles: float) -> np.ndarray:
+        scale = np.array([float(c.tile_work(unit_overhead_tiles)) for c in self.costs])
+        t_mat, t_exp = self.flops * scale / self.rate, self.exps * scale / self.exp_rate
+        compute = np.maximum(t_mat, t_exp) + exp_overlap * np.minimum(t_mat, t_exp)
+        return np.maximum(self.t_mem, compute) / self.busy
+
+
 def _fit_on(rows, gpu: GpuSpec, back_to_back_s: Optional[float] = None) -> CudnnFit:
     """The (exp overlap, tile term) of the grid with the least squared relative error on `rows`, c0 and eta by least
     squares; the model's overhead `back_to_back_s` (default: the campaigns' torch_cudnn fit's)."""
-    roofs = _roofs(gpu)
-    costs = [_row_cost(r, gpu) for r in rows]
+    terms = _Terms.of([_row_cost(r, gpu) for r in rows], _roofs(gpu))
     y = np.array([r.time_s for r in rows])
     best = None
     for n in CUDNN_OVERHEAD_TILES:
         for a in EXP_OVERLAP_GRID:
-            t = np.array([float(model_time(c, roofs, a, n)) for c in costs])
+            t = terms.times(a, n)
             fit = fit_overhead_efficiency(t, y)
             loss = float(np.sum((fit(t) / y - 1) ** 2))
             if best is None or loss < best[0] * (1 - 1e-12):

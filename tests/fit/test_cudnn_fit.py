@@ -47,6 +47,17 @@ def test_causal_tiles_in_row_order_leave_a_longer_tail(h200):
     assert row_order < schedule_fraction(heaviest_first, h200.num_sms, C.CUDNN_UNITS_PER_SM) - 0.02
 
 
+def test_grid_terms_are_model_times(h200):
+    """The fit's vectorised terms give predict.model_time's times."""
+    roofs = Ceilings.of(h200, DType.fp16, CeilingSource.calibrated)
+    costs = [C.cudnn_cost(AttentionHeads(h, h, d), t, b, DType.fp16, causal, h200)
+             for h, d, t, b, causal in ((32, 64, 512, 32, False), (8, 256, 16384, 1, True), (3, 128, 4096, 1, True))]
+    terms = C._Terms.of(costs, roofs)
+    for a, n in ((0.0, 0.0), (1.0, 1.5), (0.5, 4.0)):
+        expect = [float(model_time(c, roofs, a, n)) for c in costs]
+        assert terms.times(a, n) == pytest.approx(expect, rel=1e-12)
+
+
 @pytest.mark.parametrize("key, median, worst", [
     (lambda f, r: f, 0.035, 0.20),                              # RESULTS: 2.4% / 18.7%
     (lambda f, r: C.cudnn_head_dim(r.head_dim), 0.06, 0.22),    # 4.3% / 20.8%
