@@ -138,3 +138,26 @@ def test_a_table_without_predictions_prices_floors_alone_and_the_same_floors(mon
     d, c = np.array([1, 8, 64]), np.array([1024, 8 * 2048, 64 * 4096])
     assert np.array_equal(table.time_s(d, c, 512)[0], every.time_s(d, c, 512)[0])
     assert np.isnan(table.time_s(d, c, 512)[1]).all() and np.isnan(every.time_s(d, c, 512)[1]).all()
+
+
+@pytest.mark.parametrize("kernel", ["tuned", "default_config"])
+def test_a_table_prices_the_experts_as_the_kernel_it_is_given(kernel):
+    """Mixtral-8x7B TP 2: a table built with moe_kernel reproduces step_report's step with the same kernel at its
+    grid points; a tuned kernel (the dense cuBLAS fit on the experts' work) is faster than torch's grouped GEMM,
+    the default, with the same floor; default_config is priced as the default (rooflab.step.moe_kernel)."""
+    mixtral, dep = load_model("mixtral-8x7b"), Deployment(tensor_parallel=2)
+    table = StepTable.build(mixtral, H200, dep, max_decodes=16, max_context=2048, max_prefill=256, lazy=True,
+                            moe_kernel=kernel)
+    plain = StepTable.build(mixtral, H200, dep, max_decodes=16, max_context=2048, max_prefill=256, lazy=True)
+    assert table.moe_kernel == kernel and plain.moe_kernel == "torch_grouped"
+    d = int(sorted(set(table.decodes_grid) & set(table.tokens_grid) & set(table.sequences_grid))[-1])
+    length = int(table.context_grid[2])
+    floor, pred = table.time_s(d, d * length, 0)
+    report = step_report(mixtral, H200, d, length, deployment=dep, check_memory=False, moe_kernel=kernel)
+    assert float(pred) == pytest.approx(report.t_predicted_s, rel=1e-9)
+    floor0, pred0 = plain.time_s(d, d * length, 0)
+    assert float(floor) == pytest.approx(float(floor0), rel=1e-12)
+    if kernel == "tuned":
+        assert float(pred) < 0.9 * float(pred0)
+    else:
+        assert float(pred) == pytest.approx(float(pred0), rel=1e-12)

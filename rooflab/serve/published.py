@@ -3,7 +3,7 @@ serving floors and predictions. Nothing is fitted on these rows.
 
 Each row becomes a replica: the bundled model of the same architecture (a Hugging Face id mapped below), the
 row's GPU, TP, weight format (fp8: fp8 GEMMs and weights) and KV dtype, the engine's scheduler with its
-defaults, and the workload the row's note states (the harness's uniform length ranges; fixed lengths for
+defaults at the row's engine version (which picks the experts' kernel: rooflab.step.engine_moe_kernel), and the workload the row's note states (the harness's uniform length ranges; fixed lengths for
 trtllm-bench). Concurrency rows and request-rate rows are simulated (simulate.py) with the prompts the note
 states (default: 10 x the concurrency, or 1,000), rate inf (every request at once) too where the note states how
 many (sglang.bench_serving's offline runs: their medians include the queue); a rate-inf row that states none
@@ -103,7 +103,8 @@ def _workload(row) -> Workload:
 
 
 @lru_cache(maxsize=None)
-def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine: str, ranges: tuple) -> Replica:
+def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine: str, ranges: tuple,
+             version: str = "") -> Replica:
     from ..load import load_gpu, load_model
 
     class _Row:                                    # the fields _deployment reads
@@ -114,8 +115,10 @@ def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine:
         tp, weight_format, kv, 1, 1, 1, False
     g = load_gpu(gpu)
     workload = Workload(Lengths(*ranges[:2]), Lengths(*ranges[2:]))
-    return Replica.build(load_model(model), g, _deployment(row), workload,
-                         Scheduler.default(Engine.of(engine), g.cuda_visible_bytes or g.hbm_capacity_bytes))
+    scheduler = Scheduler.default(Engine.of(engine), g.cuda_visible_bytes or g.hbm_capacity_bytes)
+    if version:                                    # the row's engine version: it picks the expert kernel
+        scheduler = scheduler.replace(version=version)
+    return Replica.build(load_model(model), g, _deployment(row), workload, scheduler)
 
 
 _RUNS: dict = {}
@@ -164,9 +167,11 @@ def compare(rows=None) -> list[Comparison]:
             workload = _workload(row)
             ranges = (workload.input.low, workload.input.high, workload.output.low, workload.output.high)
             model = MODELS.get(row.model, row.model)
-            replica = _replica(model, row.gpu, row.tp, row.weight_format, row.kv_cache_dtype, row.engine, ranges)
+            version = row.engine_version or ""
+            replica = _replica(model, row.gpu, row.tp, row.weight_format, row.kv_cache_dtype, row.engine, ranges,
+                               version)
             floor_kv = "fp8_e4m3" if KV_UNSTATED in row.note else row.kv_cache_dtype
-            floored = _replica(model, row.gpu, row.tp, row.weight_format, floor_kv, row.engine, ranges)
+            floored = _replica(model, row.gpu, row.tp, row.weight_format, floor_kv, row.engine, ranges, version)
             m = _PROMPTS.search(row.note)
             prompts = int(m.group(1)) if m else (10 * conc if conc else None if rate and math.isinf(rate) else 1000)
             floor = _value(_run(floored, conc, rate, prompts, "floor"), metric, stat)

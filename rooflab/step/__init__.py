@@ -17,8 +17,10 @@ data ranks (vLLM's DP replicas, SGLang's data-parallel attention ranks: ceil(B /
     MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
                             gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
                             token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
-                            weights read once for each touched expert, each expert GEMM one grouped launch at
-                            the measured grouped-GEMM fit (rooflab/fit/moe_fit.py); shared experts as a dense MLP
+                            weights read once for each touched expert, priced as the engine's expert kernel
+                            (step_report(moe_kernel=...), engine_moe_kernel: a tuned fused kernel at the dense
+                            cuBLAS fit on the experts' work, or torch's grouped GEMM at the measured grouped-GEMM
+                            fit, rooflab/fit/moe_fit.py, the default); shared experts as a dense MLP
     norms and elementwise   fused (engines, CUDA graphs): fused add-RMSNorm x 2, SiLU-and-mul, one KV-cache write a
                             layer; unfused (eager, or rooflab's torch reference layer): 2 RMSNorms, 2 residual adds,
                             SiLU x up, the q copy and 2 KV appends; the floor counts the fused bytes either way
@@ -48,6 +50,7 @@ The package, one job a module (the data flows down the list):
     rows.py           StepRow (rooflab.rows.Row plus the step's columns), floor_row from summed floors, the sums
     pricing.py        gemm_ceilings, the Pricer (floors and fitted predictions), launch_times, StepContext
     small_ops.py      the norms and elementwise kernels at the GPU's measured launch times (measured.launch)
+    moe_kernel.py     MoeKernel (the expert-kernel models) and engine_moe_kernel with its facts (engines' wheels)
     gemms.py          attention projections, dense MLP and MoE, logits
     attention.py      decode and prefill attention per layer type (DCP merge, PCP ring)
     communication.py  the collectives that scale with the tokens; the pipeline's send
@@ -65,6 +68,7 @@ from .communication import communication, pipeline_send
 from .draft import draft_rows
 from .gemms import logits, mlp, projections
 from .memory import capacity_models, kv_bytes, step_memory
+from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of
 from .pricing import Launches, Pricer, StepContext, gemm_ceilings, launch_times, step_context
 from .report import StepReport, step_report, step_rows
 from .rows import StepRow, overlapped_floor_s
@@ -90,10 +94,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "PER_QUERY_HEAD_L2_SHARE",
-           "SMALL_OPS", "SMALL_OP_BATCHES", "SMALL_OPS_GPU", "STEPS", "DecodeAttention", "Launches", "Pricer",
-           "StepContext", "StepReport", "StepRow", "StepWork", "capacity_models", "communication", "decode_attention",
-           "decode_attention_of", "draft_rows", "engine_decode_attention", "gemm_ceilings", "kv_bytes", "launch_times",
-           "layer_rows", "logits", "mlp", "overlapped_floor_s", "pipeline_send", "prefill_attention", "projections",
-           "reference_launch", "small_op_time", "small_ops_from", "small_ops_row", "step_context", "step_memory",
-           "step_report", "step_rows"]
+__all__ = ["DEFAULT_MOE_KERNEL", "DecodeAttention", "EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS",
+           "LAYER_SMALL_OPS", "Launches", "MoeKernel", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "SMALL_OPS",
+           "SMALL_OPS_GPU", "SMALL_OP_BATCHES", "STEPS", "StepContext", "StepReport", "StepRow", "StepWork",
+           "capacity_models", "communication", "decode_attention", "decode_attention_of", "draft_rows",
+           "engine_decode_attention", "engine_moe_kernel", "gemm_ceilings", "kv_bytes", "launch_times", "layer_rows",
+           "logits", "mlp", "moe_kernel_fact", "moe_kernel_of", "overlapped_floor_s", "pipeline_send",
+           "prefill_attention", "projections", "reference_launch", "small_op_time", "small_ops_from", "small_ops_row",
+           "step_context", "step_memory", "step_report", "step_rows"]

@@ -6,8 +6,10 @@
     MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
                             gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
                             token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
-                            weights read once for each touched expert, priced as grouped GEMMs (one launch over
-                            the experts: the grouped-GEMM fit, rooflab.fit.moe_fit); shared experts as a dense MLP
+                            weights read once for each touched expert, priced as the engine's expert kernel
+                            (StepContext.moe_kernel, rooflab.step.moe_kernel: a tuned kernel at the dense cuBLAS
+                            fit, or torch's grouped GEMM at the grouped-GEMM fit, rooflab.fit.moe_fit); shared
+                            experts as a dense MLP
     logits                  the lm_head GEMM for each sequence's scored tokens (and the chunk's last)
 """
 
@@ -20,8 +22,16 @@ from ..cost.layers import layer_heads, layer_walk
 from ..cost.model import experts_touched
 from ..specs.weights import attention_parameters
 from ..vocab import Kernel
+from .moe_kernel import MoeKernel
 from .pricing import StepContext, comm_row, gemm_row, priced_row
 from .rows import StepRow
+
+
+#: What each expert-kernel model is, in a row's source (rooflab.step.moe_kernel).
+_KERNEL_WORDS = {MoeKernel.tuned: "a tuned kernel, priced as cuBLAS on the same FLOPs and bytes (assumed)",
+                 MoeKernel.torch_grouped: "torch's grouped GEMM, as measured",
+                 MoeKernel.default_config: "fused_moe on its default config, priced as torch's grouped GEMM "
+                                           "(assumed: not measured)"}
 
 
 def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
@@ -89,13 +99,15 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
              gemm(pairs, 2 * width, hidden, a, "experts_gate_up", bits, touched),
              gemm(pairs, hidden, width, a, "experts_down", bits, touched)]
     t = ctx.pricer.gemms(costs[:1], count, dtype)
-    grouped = [ctx.pricer.grouped_gemm_time(c, a) for c in costs[1:]]
-    t2 = None if any(g is None for g, _ in grouped) else count * sum(g for g, _ in grouped)
-    impl = grouped[0][1]
+    priced = [ctx.pricer.expert_gemm_time(c, a, ctx.moe_kernel) for c in costs[1:]]
+    t2 = None if any(g is None for g, _ in priced) else count * sum(g for g, _ in priced)
+    impl = priced[0][1]
     where = f" over EP {ep}" if ep > 1 else ""
     imb = f", imbalance {ctx.imbalance:g}" if ctx.imbalance != 1 else ""
-    how = (f"experts: grouped-GEMM fit ({impl}, {pairs / max(touched, 1e-9):.1f} pairs a touched expert)"
-           if impl != "torch_cublas" else "experts: GEMM fit (torch_cublas), no grouped fit here")
+    how = f"experts ({_KERNEL_WORDS[ctx.moe_kernel]}): " + (
+        f"grouped-GEMM fit ({impl}, {pairs / max(touched, 1e-9):.1f} pairs a touched expert)"
+        if impl != "torch_cublas" else "GEMM fit (torch_cublas) on the experts' work in one launch"
+        if ctx.moe_kernel is MoeKernel.tuned else "GEMM fit (torch_cublas), no grouped fit here")
     return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
                       None if t is None or t2 is None else t + t2, impl, a, num_layers=count,

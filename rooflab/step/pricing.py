@@ -27,6 +27,7 @@ from ..transfer import GROUPED_GEMM_IMPL as GROUPED_IMPL
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
+from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel
 from .rows import StepRow, floor_row, link_row
 
 _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
@@ -193,6 +194,15 @@ class Pricer:
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s), impl
 
+    def expert_gemm_time(self, cost: GemmCost, arithmetic: DType, kernel: MoeKernel) -> tuple[Optional[float], str]:
+        """A MoE layer's expert GEMM as `kernel` prices it (rooflab.step.moe_kernel), and the implementation that
+        priced it: `tuned` the dense cuBLAS fit on the experts' whole work in one launch (2 P n k FLOPs over the
+        touched experts' weights: a tuned kernel assumed as efficient as cuBLAS on them); `torch_grouped` and
+        `default_config` (not measured: priced as torch's) the grouped-GEMM fit (grouped_gemm_time)."""
+        if kernel is MoeKernel.tuned:
+            return self.gemm_time(cost, arithmetic), DENSE_GEMM_IMPL
+        return self.grouped_gemm_time(cost, arithmetic)
+
     @property
     def sources(self) -> str:
         """The provenance of every prediction made so far, one phrase ('transferred from h200-sxm'), or ''."""
@@ -222,6 +232,7 @@ class StepContext:
     imbalance: float = 1.0
     cp: int = 1
     decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
+    moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL   # how the experts' GEMMs are priced (step.moe_kernel)
 
     def arithmetic(self, component: str) -> DType:
         """A component's GEMM arithmetic: --gemm-dtype, else fp8 for fp8-stored weights, else the activations'."""
@@ -243,15 +254,17 @@ class StepContext:
 
 
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
-                 decode_attention: str = "shared") -> StepContext:
+                 decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
-    `decode_attention` a checked rooflab.step.attention.DecodeAttention."""
+    `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
+    MoeKernel."""
     dtype = deployment.dtype or model.weight_dtype or DType.bf16
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
                        kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
                        pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
-                       cp=deployment.prefill_context_parallel, decode_attention=decode_attention)
+                       cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
+                       moe_kernel=moe_kernel)
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

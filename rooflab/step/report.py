@@ -19,6 +19,7 @@ from ..limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from .attention import decode_attention_of
+from .moe_kernel import DEFAULT_MOE_KERNEL, moe_kernel_of
 from .communication import pipeline_send
 from .draft import draft_rows
 from .gemms import logits
@@ -214,7 +215,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
                 gemm_dtype: DType | None = None, deployment: Deployment | None = None, prefill_tokens: int = 0,
                 expert_imbalance: float = 1.0, micro_batches: int | None = None, *,
-                decode_attention: str = "shared",
+                decode_attention: str = "shared", moe_kernel: str = DEFAULT_MOE_KERNEL,
                 tensor_parallel: int | None = None, kv_parallel: int | None = None,
                 prefill_context_parallel: int | None = None) -> StepReport:
     """One decode step (B sequences at `context_len`, and a prefill chunk of `prefill_tokens` when given) or one
@@ -238,6 +239,9 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     `decode_attention` (rooflab.step.attention.DecodeAttention, or its name): how the decode kernel reads a GQA
     group's KV; "shared" (the default: once for the group) or "per_query_head" (TensorRT-LLM's masked MHA kernel;
     engine_decode_attention picks one for an engine and version).
+    `moe_kernel` (rooflab.step.moe_kernel.MoeKernel, or its name): the kernel the experts' GEMMs are priced as;
+    "torch_grouped" (the default: torch's grouped GEMM as measured), "tuned" (a tuned fused kernel: the dense
+    cuBLAS fit on the experts' work) or "default_config" (priced as torch_grouped); engine_moe_kernel picks one.
 
     A batch that does not fit (rooflab.capacity.plan_capacity's accounting at the deployment's utilisation, where it
     models the deployment; else the weights and the batch's KV against the usable memory) is an InputError saying
@@ -268,7 +272,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     pp = deployment.pipeline_parallel
     micro = pp if micro_batches is None else whole_number(micro_batches, "micro-batches (--micro-batches)",
                                                           maximum=MAX_BATCH)
-    ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention))
+    ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention),
+                       moe_kernel_of(moe_kernel))
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
     spec = deployment.speculative if decode else None

@@ -5,7 +5,9 @@ closed form's mixed step against step_report's at the same deployment and batch,
 import numpy as np
 import pytest
 
-from rooflab.serve import TableStepTimes
+from rooflab import load_gpu, load_model
+from rooflab.deployment import Deployment
+from rooflab.serve import Lengths, Replica, Scheduler, TableStepTimes, Workload
 from rooflab.serve.steady import _mix, solve
 from rooflab.step import step_report
 
@@ -91,3 +93,20 @@ def test_several_data_ranks_are_refused(replica):
     with pytest.raises(InputError, match="data ranks"):
         Replica.build(load_model("deepseek-v3"), replica.gpu, Deployment(tensor_parallel=8, attention_data_parallel=8,
                                                                         expert_parallel=8), replica.workload)
+
+
+def test_a_replica_prices_the_experts_as_its_engine_and_version_run_them():
+    """Mixtral-8x7B TP 2 on the H200: SGLang 0.4.3.post2 shipped a tuned fused_moe config for the shape
+    (rooflab.step.moe_kernel's facts), so its replica's table prices the experts `tuned`; vLLM 0.7.3 shipped none
+    (`default_config`); the scheduler's own default version ('v1 (0.11+)') names no release: the default."""
+    model, gpu, dep = load_model("mixtral-8x7b"), load_gpu("h200-sxm"), Deployment(tensor_parallel=2)
+    workload = Workload(Lengths(100, 200), Lengths(10, 20))
+    memory = gpu.cuda_visible_bytes
+    kernels = {}
+    for engine, version in (("sglang", "0.4.3.post2"), ("vllm", "0.7.3"), ("vllm", "")):
+        scheduler = Scheduler.default(engine, memory)
+        scheduler = scheduler.replace(version=version) if version else scheduler
+        built = Replica.build(model, gpu, dep, workload, scheduler, max_concurrency=8)
+        kernels[engine, version] = built.steps.table.moe_kernel
+    assert kernels == {("sglang", "0.4.3.post2"): "tuned", ("vllm", "0.7.3"): "default_config",
+                       ("vllm", ""): "torch_grouped"}

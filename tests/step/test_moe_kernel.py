@@ -1,0 +1,138 @@
+"""Tests of rooflab/step/moe_kernel.py: each (engine, version) -> expert-kernel fact with its source (the engines'
+wheels on PyPI: which tuned fused_moe config files a release shipped), the unknowns that keep the step's default,
+and each kernel model's price of one shape by hand (the H200's fits in hardware/h200-sxm.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflab.cost.model import experts_touched
+from rooflab.deployment import Deployment
+from rooflab.errors import InputError
+from rooflab.load import load_gpu, load_model
+from rooflab.step import (DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of,
+                          step_report)
+from rooflab.step.moe_kernel import CONFIG_FACTS, expert_shape, release
+from rooflab.units import DType
+from rooflab.vocab import Kernel
+
+H200 = load_gpu("h200-sxm")
+DEEPSEEK = load_model("deepseek-v3")
+MIXTRAL = load_model("mixtral-8x7b")
+FP8, BF16 = DType.fp8_e4m3, DType.bf16
+
+
+def _deepseek(engine, version, gpu="h200-sxm"):
+    return engine_moe_kernel(engine, version, DEEPSEEK, gpu, 8, 1, FP8)
+
+
+def _mixtral(engine, version):
+    return engine_moe_kernel(engine, version, MIXTRAL, "h200-sxm", 2, 1, BF16)
+
+
+def test_the_shapes_are_the_config_files_the_engines_look_up():
+    """DeepSeek-V3 at TP 8: 256 experts, N = 2048 / 8 = 256 a rank, block fp8 ([128, 128] in its checkpoint's
+    quantization_config); Mixtral at TP 2: 8 experts, N = 14336 / 2 = 7168, bf16 (no dtype in the file name)."""
+    assert expert_shape(DEEPSEEK, 8, 1, FP8) == (256, 256, "fp8_w8a8", True)
+    assert expert_shape(MIXTRAL, 2, 1, BF16) == (8, 7168, "", False)
+    assert expert_shape(DEEPSEEK, 8, 8, FP8) == (32, 2048, "fp8_w8a8", True)     # EP 8: 32 local experts, whole
+    keys = {(f.experts, f.width, f.dtype, f.block) for f in CONFIG_FACTS}
+    assert keys == {(256, 256, "fp8_w8a8", True), (8, 7168, "", False)}
+
+
+def test_sglang_0_5_12_runs_tuned_fused_moe_for_deepseek_on_the_h200():
+    """sglang-0.5.12's wheel ships moe_runner/triton_utils/configs/triton_3_1_0/E=256,N=256,device_name=NVIDIA_H200,
+    dtype=fp8_w8a8,block_shape=[128, 128].json (and E=257 files in triton_3_2_0/3_3_1/3_5_1); at EP 1 its auto MoE
+    runner is Triton (quantization/fp8.py, Fp8MoEMethod.create_moe_runner)."""
+    kernel, why = moe_kernel_fact("sglang", "0.5.12", DEEPSEEK, "h200-sxm", 8, 1, FP8)
+    assert kernel is MoeKernel.tuned and "sglang 0.5.12 shipped" in why and "triton_3_1_0" in why
+
+
+def test_sglang_0_4_3_post2_runs_tuned_fused_moe_for_deepseek_on_the_h200():
+    """sglang-0.4.3.post2's wheel ships fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,
+    block_shape=[128, 128].json (the dstack rows' SGLang)."""
+    assert _deepseek("sglang", "0.4.3.post2") is MoeKernel.tuned
+
+
+def test_vllm_0_7_4_dev_runs_tuned_fused_moe_for_deepseek_on_the_h200():
+    """vllm-0.7.3's wheel ships fused_moe/configs/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,
+    block_shape=[128,128].json, so the dstack rows' 0.7.4.dev181+gf35f8e22 (after 0.7.3) has it."""
+    kernel, why = moe_kernel_fact("vllm", "0.7.4.dev181+gf35f8e22", DEEPSEEK, "h200-sxm", 8, 1, FP8)
+    assert kernel is MoeKernel.tuned and "vllm 0.7.3 shipped" in why
+
+
+def test_vllm_through_0_7_3_runs_mixtral_tp2_on_the_default_config_on_the_h200():
+    """Neither vllm-0.6.3.post1's nor vllm-0.7.3's wheel ships E=8,N=7168,device_name=NVIDIA_H200.json (H100 and
+    A100 files only): fused_moe logs 'Using default MoE config' and runs get_default_config's tiles."""
+    for version in ("0.6.0", "0.6.3.post1", "0.7.3"):
+        assert _mixtral("vllm", version) is MoeKernel.default_config
+    assert "0.6.3.post1 shipped no E=8,N=7168" in moe_kernel_fact("vllm", "0.6.3", MIXTRAL, "h200-sxm", 2, 1,
+                                                                   BF16)[1]
+
+
+def test_sglang_0_4_3_post2_ships_mixtrals_tp2_h200_config():
+    """sglang-0.4.3.post2's wheel ships fused_moe_triton/configs/E=8,N=7168,device_name=NVIDIA_H200.json."""
+    assert _mixtral("sglang", "0.4.3.post2") is MoeKernel.tuned
+
+
+def test_what_no_fact_covers_keeps_the_default():
+    """No version (the Buildkite and pull-request rows), a version naming no release (vLLM's 'v1 (0.11+)'), a
+    version no read release bounds (vLLM 0.7.2 for DeepSeek, 0.8 for Mixtral), another GPU, TensorRT-LLM (its own
+    MoE plugin: no release's source read) and a dense model: the step's default, torch's grouped GEMM."""
+    assert DEFAULT_MOE_KERNEL is MoeKernel.torch_grouped
+    assert _deepseek("vllm", "") is _deepseek("vllm", "v1 (0.11+)") is DEFAULT_MOE_KERNEL
+    assert _deepseek("vllm", "0.7.2") is _mixtral("vllm", "0.8.0") is DEFAULT_MOE_KERNEL
+    assert _deepseek("sglang", "0.5.12", gpu="b200") is DEFAULT_MOE_KERNEL
+    assert _deepseek("tensorrt-llm", "0.9.0") is _mixtral("TensorRT-LLM", "1.0") is DEFAULT_MOE_KERNEL
+    assert engine_moe_kernel("vllm", "0.7.3", load_model("llama-3-8b"), "h200-sxm") is DEFAULT_MOE_KERNEL
+    assert _deepseek("some-engine", "1.0") is DEFAULT_MOE_KERNEL
+
+
+def test_release_numbers():
+    assert release("0.7.4.dev181+gf35f8e22") == (0, 7, 4) and release("0.4.3.post2") == (0, 4, 3)
+    assert release("v0.9.0") == (0, 9, 0) and release("0.5.12") == (0, 5, 12)
+    assert release("") is None and release(None) is None and release("v1 (0.11+)") is None
+
+
+def test_a_kernel_by_name_and_a_bad_name():
+    assert moe_kernel_of("tuned") is MoeKernel.tuned and moe_kernel_of(MoeKernel.default_config).value == \
+        "default_config"
+    with pytest.raises(InputError, match="MoE kernel must be one of tuned, torch_grouped, default_config"):
+        moe_kernel_of("cutlass")
+    with pytest.raises(InputError, match="MoE kernel"):
+        step_report(MIXTRAL, H200, 64, 2048, deployment=Deployment(tensor_parallel=2), moe_kernel="fast")
+
+
+def _fit(impl):
+    return next(f for f in H200.fitted if f.kernel is Kernel.gemm and f.impl == impl)
+
+
+def _t(fit, m, n, k, groups, pi, beta, b=2):
+    """A fit's time of one GEMM: c0 + max(F / (eta pi), Q / (eta_mem beta)) (rooflab.predict's model_time)."""
+    flops, hbm = 2 * m * n * k, groups * n * k * b + (m * k + m * n) * b
+    return fit.overhead_s + max(flops / pi / fit.efficiency, hbm / beta / (fit.memory_efficiency or fit.efficiency))
+
+
+@pytest.mark.parametrize("kernel", list(MoeKernel))
+def test_each_kernel_models_price_of_mixtral_tp2_by_hand(kernel):
+    """Mixtral-8x7B TP 2, 64 decodes, 32 layers: the router [64 x 8 x 4096] on cuBLAS, then the experts' gate/up
+    [128 pairs x 14336 x 4096] and down [128 x 4096 x 7168] over the 8 touched experts' weights: `tuned` at the
+    dense cuBLAS fit (torch_cublas) on that work in one launch, `torch_grouped` and `default_config` at the grouped
+    fit (torch_grouped_mm). The floor is the same physical bound whatever the kernel."""
+    dep = Deployment(tensor_parallel=2)
+    report = step_report(MIXTRAL, H200, 64, 2048, deployment=dep, moe_kernel=kernel)
+    moe = next(row for row in report.rows if row.component == "experts")
+    pi, beta = H200.measured.gemm_flop_per_s["bf16"], H200.measured.copy_bytes_per_s
+    touched, pairs, width = experts_touched(MIXTRAL, 64), 128, 7168
+    dense = _fit("torch_cublas")
+    experts = dense if kernel is MoeKernel.tuned else _fit("torch_grouped_mm")
+    hand = 32 * (_t(dense, 64, 8, 4096, 1, pi, beta) + _t(experts, pairs, 2 * width, 4096, touched, pi, beta)
+                 + _t(experts, pairs, 4096, width, touched, pi, beta))
+    assert moe.t_predicted_s == pytest.approx(hand, rel=1e-9)
+    assert moe.predicted_impl == ("torch_cublas" if kernel is MoeKernel.tuned else "torch_grouped_mm")
+    words = {MoeKernel.tuned: "a tuned kernel, priced as cuBLAS", MoeKernel.torch_grouped: "torch's grouped GEMM",
+             MoeKernel.default_config: "default config, priced as torch's grouped GEMM (assumed"}[kernel]
+    assert words in moe.source
+    default = next(row for row in step_report(MIXTRAL, H200, 64, 2048, deployment=dep).rows
+                   if row.component == "experts")
+    assert moe.t_floor_s == default.t_floor_s
