@@ -365,6 +365,13 @@ COMMANDS: dict[str, list[Opt]] = {
                  dataclasses.replace(count_opt(("--shared-prefix",), 0, MAX_TOKENS, 4096), words=("shared prefix",)),
                  EP, switch("--dp-attention", "--no-dp-attention"), DP, ENABLE_DP_ATTENTION, ENABLE_EP,
                  choice_opt(("--window-allocation",), ["hybrid", "full"]), DCP, KVP, QUANT,
+                 # --pp: a stage count the model's layers may not allow (checked when the model is known)
+                 dataclasses.replace(count_opt(("--pp", "--pipeline-parallel-size", "--pp-size", "-pp"), 1, MAX_GPUS,
+                                               16), checked_late=True, words=("pipeline", "--pp", "stage")),
+                 Opt(("--pp-layer-partition",), st.sampled_from(["16,16", "40,40", "1,31", "8,8,8,8"]),
+                     st.sampled_from(["", " ", ",", "a,b", "40,", "0,32", "-1,33", "1e400", "nan", "$", "{}",
+                                      "\U0001f4a5", "9" * 40]),
+                     st.sampled_from(["16, 16", " 16,16 "]), checked_late=True, words=("--pp-layer-partition", "--pp")),
                  dataclasses.replace(choice_opt(("--dtype",), ["auto"] + DTYPES), words=("dtype",)),
                  *ENGINE_OPTS, FMT],
     "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),

@@ -16,8 +16,10 @@ from ..paging import pages_for
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat, fmt_bytes
 from ..vocab import WindowAllocation
+from ..specs.weights import weight_bytes
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
+from .stages import LayerPartition, Stage, pipeline_stages
 
 
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
@@ -26,7 +28,8 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                   max_model_len: int | None = None, tensor_parallel: int = 1, shared_prefix_len: int = 0,
                   expert_parallel: int = 1, dp_attention: bool = False,
                   window_allocation: WindowAllocation = WindowAllocation.hybrid,
-                  mla_sparse_fp8: bool = False, deployment: Deployment | None = None) -> CapacityPlan:
+                  mla_sparse_fp8: bool = False, deployment: Deployment | None = None,
+                  pp_layer_partition: tuple[int, ...] | None = None) -> CapacityPlan:
     """How many sequences of `context_len` tokens fit on `gpu` serving `model`.
 
     With `tensor_parallel` > 1 the model is split by head over that many GPUs of the same
@@ -43,6 +46,11 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     allocation in one value and replaces those keyword arguments (which build one when it is None). Its
     decode context parallelism (inside TP) or KV parallelism (extra GPUs) splits each sequence's KV by
     position (position_split.dcp_capacity); `num_gpus` in the plan counts the GPUs as the engines do.
+
+    Its pipeline parallelism splits the layers over stages (stages.py: vLLM's split, or `pp_layer_partition`'s
+    counts); each stage holds its layers' weights and KV cache (the embedding on the first, the LM head on the
+    last) and serves every sequence, so the plan is the stage with the fewest sequences, its `stage_notes` naming
+    every stage.
     """
     check_spec(model, ModelSpec, "model")
     check_spec(gpu, GpuSpec, "gpu")
@@ -66,17 +74,25 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
             raise InputError(f"give {', '.join(given)} in the Deployment, not beside it (the deployment holds them)")
     deployment.check_model(model)
     model = model.as_loaded(gpu.compute_capability_version, deployment.dtype)   # --dtype, else the engines' auto
-    if deployment.pipeline_parallel > 1 or deployment.prefill_context_parallel > 1 or deployment.data_parallel > 1:
-        raise InputError(f"capacity with pipeline, prefill-context or data parallelism is not modelled yet "
+    if deployment.prefill_context_parallel > 1 or deployment.data_parallel > 1:
+        raise InputError(f"capacity with prefill-context or data parallelism is not modelled yet "
                          f"({deployment.describe()}): plan one replica's TP group (data-parallel attention with "
                          f"expert parallelism: --dp-attention)")
     if deployment.attention_data_parallel not in (1, deployment.tensor_parallel):
         raise InputError(f"capacity models data-parallel attention over the whole TP group (--dp "
                          f"{deployment.tensor_parallel}); --dp {deployment.attention_data_parallel} is not modelled")
-    plan = _plan(model, gpu, context_len, deployment.weight_format, deployment.kv_cache_dtype,
-                 deployment.gpu_memory_utilization, activation_reserve_bytes, deployment.page_size, max_model_len,
-                 deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel, deployment.dp_attention,
-                 deployment.window_allocation, mla_sparse_fp8)
+    if pp_layer_partition is not None and deployment.pipeline_parallel == 1:
+        raise InputError("--pp-layer-partition applies with --pp 2 or more")
+    if deployment.pipeline_parallel > 1 and deployment.position_split > 1:
+        raise InputError(f"capacity with pipeline parallelism and a position split ({deployment.describe()}) is "
+                         "not modelled")
+    stages = pipeline_stages(model, deployment.pipeline_parallel, LayerPartition.vllm, pp_layer_partition)
+    plans = [_plan(model, gpu, context_len, deployment.weight_format, deployment.kv_cache_dtype,
+                   deployment.gpu_memory_utilization, activation_reserve_bytes, deployment.page_size, max_model_len,
+                   deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel, deployment.dp_attention,
+                   deployment.window_allocation, mla_sparse_fp8, stage if len(stages) > 1 else None)
+             for stage in stages]
+    plan = _binding(plans, stages)
     plan = dataclasses.replace(plan, num_gpus=deployment.num_gpus,
                                decode_context_parallel=deployment.decode_context_parallel,
                                kv_parallel=deployment.kv_parallel)
@@ -89,8 +105,10 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
 def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType | WeightFormat | None,
           kv_dtype: DType | None, gpu_memory_utilization: float, activation_reserve_bytes: int, page_size: int,
           max_model_len: int | None, tensor_parallel: int, shared_prefix_len: int, expert_parallel: int,
-          dp_attention: bool, window_allocation: WindowAllocation, mla_sparse_fp8: bool) -> CapacityPlan:
-    """plan_capacity for one TP group without a position split: the arguments as a Deployment gives them."""
+          dp_attention: bool, window_allocation: WindowAllocation, mla_sparse_fp8: bool,
+          stage: Stage | None = None) -> CapacityPlan:
+    """plan_capacity for one TP group without a position split: the arguments as a Deployment gives them; with
+    `stage`, that pipeline stage's layers and weights (stages.py)."""
     if isinstance(weight_dtype, str) and weight_dtype in DType._value2member_map_:
         weight_dtype = DType(weight_dtype)
     elif weight_dtype is not None and not isinstance(weight_dtype, DType):
@@ -117,11 +135,14 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
     heads = model.heads.shard(tensor_parallel) if not dp_attention else model.heads
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = model.weight_bytes(weight_dtype, tensor_parallel, busiest_expert_split(model, expert_parallel, tensor_parallel),
-                                 replicate_attention=dp_attention)
+    weights = weight_bytes(model, weight_dtype, tensor_parallel, busiest_expert_split(model, expert_parallel,
+                                                                                      tensor_parallel),
+                           replicate_attention=dp_attention, shares=stage.shares(model) if stage else None)
     shipped = describe_weights(model, weight_dtype)
+    full, model = model, (stage.layers_model(model) if stage else model)
     if weights >= usable:
         split = f" split {tensor_parallel} ways" if tensor_parallel > 1 else ""
+        split += f" on pipeline {stage.describe()}" if stage else ""
         raise InputError(f"{model.name} weights ({fmt_bytes(weights)} per GPU in {shipped}{split}) do not fit "
                          f"in {fmt_bytes(usable)} usable on {gpu.name} (utilisation {gpu_memory_utilization:g})")
     budget = max(0, usable - weights - activation_reserve_bytes)
@@ -139,13 +160,13 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
                               mla_sparse_fp8, dp_attention)
     reason = _reason(budget, activation_reserve_bytes, paged, context_len, longest, max_len)
     return CapacityPlan(
-        model=model.name, gpu=gpu.name, weight_dtype=shipped, kv_dtype=kv_dtype.value,
+        model=full.name, gpu=gpu.name, weight_dtype=shipped, kv_dtype=kv_dtype.value,
         gpu_memory_utilization=gpu_memory_utilization, activation_reserve_bytes=activation_reserve_bytes,
         page_size=page_size, context_len=context_len, max_model_len=max_len, usable_bytes=usable,
         weights_bytes=weights, kv_bytes_per_token=per_token, kv_budget_bytes=budget, block_bytes=block,
         num_blocks=blocks, blocks_per_sequence=pages_for(context_len, page_size), max_sequences_paged=paged,
         max_sequences_contiguous=contiguous, max_context_len=longest,
-        naive_prefill_max_seq_len=_naive_ceiling(model, gpu, weight_dtype, tensor_parallel),
+        naive_prefill_max_seq_len=_naive_ceiling(full, gpu, weight_dtype, tensor_parallel),
         tensor_parallel=tensor_parallel, kv_heads_per_gpu=heads.num_kv_heads, hbm_bytes=gpu.hbm_capacity_bytes,
         shared_prefix_len=shared_prefix_len, max_sequences_shared_prefix=with_prefix, reason=reason,
         expert_parallel=expert_parallel, dp_attention=dp_attention, window_allocation=window_allocation.value,
@@ -153,6 +174,19 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
         layers=tuple(LayerCapacity(k.name, k.kind.value, k.num_layers, k.bytes_per_token, k.pages_per_sequence,
                                    k.state_bytes, k.bytes_per_sequence) for k in layout.layers),
     )
+
+
+def _binding(plans: list[CapacityPlan], stages: tuple[Stage, ...]) -> CapacityPlan:
+    """The one plan, or under pipeline parallelism the stage serving the fewest sequences, with every stage noted."""
+    if len(plans) == 1:
+        return plans[0]
+    index = min(range(len(plans)), key=lambda i: (plans[i].max_sequences_paged, plans[i].num_blocks))
+    notes = tuple(f"pipeline {st.describe()}: weights {fmt_bytes(p.weights_bytes)}, KV budget "
+                  f"{fmt_bytes(p.kv_budget_bytes)}, {p.kv_bytes_per_token:,} KV bytes a token, "
+                  f"{p.max_sequences_paged:,} sequences paged" for st, p in zip(stages, plans))
+    notes += (f"pipeline {stages[index].describe()} binds: every stage holds every sequence's KV for its layers, "
+              f"so the group serves its {plans[index].max_sequences_paged:,}; the figures above are its",)
+    return dataclasses.replace(plans[index], pipeline_parallel=len(stages), stage_notes=notes)
 
 
 def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel: int) -> Fraction:

@@ -57,7 +57,9 @@ class CapacityPlan:
     layers: tuple[LayerCapacity, ...] = ()
     decode_context_parallel: int = 1      # DCP: each sequence's KV split by position inside the TP group
     kv_parallel: int = 1                  # KVP (Helix): the same split over extra groups of TP GPUs
-    num_gpus: int = 1                     # GPUs the plan spans: TP x KVP (DCP reuses the TP group's)
+    num_gpus: int = 1                     # GPUs the plan spans: TP x KVP x PP (DCP reuses the TP group's)
+    pipeline_parallel: int = 1            # PP: the figures are the binding stage's (capacity/stages.py)
+    stage_notes: tuple[str, ...] = ()     # under PP: each stage's weights, budget and sequences, and which binds
 
     @property
     def paging_gain(self) -> float:

@@ -95,6 +95,16 @@ def capacity(
     max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", metavar="R", parser=params.count(1, 4096),
                                                          help="Engine, --enable-lora: the largest adapter rank (vLLM "
                                                               "default 16; SGLang needs it).")] = None,
+    pipeline_parallel: Annotated[int, typer.Option("--pp", "-pp", "--pipeline-parallel-size", "--pp-size",
+                                                   parser=params.count(1, MAX_GPUS), metavar="N",
+                                                   help="Pipeline stages: the layers split N ways (the embedding "
+                                                        "on the first, the LM head on the last), each stage its "
+                                                        "own KV cache; the stage with the least room binds.")] = 1,
+    pp_layer_partition: Annotated[Optional[str], typer.Option("--pp-layer-partition", metavar="N,N,...",
+                                                              help="With --pp: layers per stage, as "
+                                                                   "VLLM_PP_LAYER_PARTITION / SGLANG_PP_LAYER_"
+                                                                   "PARTITION give them (default: the engine's "
+                                                                   "split).")] = None,
     dcp: dopt.DecodeContextParallelOpt = 1,
     kv_parallel: dopt.KvParallelOpt = 1,
     fmt: FormatOpt = Format.table,
@@ -105,6 +115,7 @@ def capacity(
     --engine-log explains a start-up log's KV figure term by term.
     """
     from ..capacity import plan_capacity
+    from ..capacity.stages import parse_partition
     from ..engines.request import EngineOptions, check_modes, engine_frame_for, wants_engine
     from ..engines.vocab import parse_engine
     from ..load import load_gpu, load_model
@@ -121,7 +132,7 @@ def capacity(
     deployment, set_fields, kv = dopt.words_of(ctx).resolve(
         engine=parse_engine(engine) if engine else None, checkpoint_quantized=bool(loaded.quantization),
         expert_parallel=ep, attention_data_parallel=attention_dp, data_parallel=dp, decode_context_parallel=dcp,
-        kv_parallel=kv_parallel, window_allocation=window_allocation)
+        kv_parallel=kv_parallel, window_allocation=window_allocation, pipeline_parallel=pipeline_parallel)
     if wants_engine(given):
         if dcp > 1 or kv_parallel > 1:
             fail("--dcp and --kv-parallel apply to rooflab's own bound, not to --engine / --engine-log accounting")
@@ -134,13 +145,16 @@ def capacity(
                                 mamba_ssm_dtype=mamba_ssm_dtype, mamba_cache_mode=mamba_cache_mode,
                                 max_mamba_cache_size=max_mamba_cache_size,
                                 mamba_full_memory_ratio=mamba_full_memory_ratio, enable_lora=enable_lora,
-                                max_loras=max_loras, max_lora_rank=max_lora_rank)
+                                max_loras=max_loras, max_lora_rank=max_lora_rank,
+                                pp_layer_partition=pp_layer_partition)
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     sparse_mla = bool(kv and kv.mla_sparse_fp8)
     plan = plan_capacity(loaded, load_gpu(gpu[0]), context_len, activation_reserve_bytes=int(reserve_gib * GiB),
                          max_model_len=max_model_len, shared_prefix_len=shared_prefix, mla_sparse_fp8=sparse_mla,
-                         deployment=deployment)
+                         deployment=deployment, pp_layer_partition=parse_partition(pp_layer_partition))
+    for line in plan.stage_notes:
+        typer.echo(f"note: {line}", err=True)
     if dcp > 1:
         typer.echo(f"note: --dcp is decode context parallelism inside the TP group, as in vLLM and SGLang "
                    f"({deployment.describe()}); rooflab 0.1's --dcp, a KV split over extra GPUs, is --kv-parallel",

@@ -28,6 +28,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from ..specs.weights import weight_bytes
 from ..units import GiB
 from .lora import lora_buffer_bytes, lora_defaults
 from .result import Role, Term
@@ -90,23 +91,26 @@ def rotary_cache_bytes(model: ModelSpec) -> int:
 
 
 def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None, expert_parallel: int = 1,
-                        attention_data_parallel: int = 1) -> tuple[int, str]:
+                        attention_data_parallel: int = 1, stage=None) -> tuple[int, str]:
     """Weights as an engine measures them on one GPU, and how they were counted; `weight_format` is what
     --quantization fp8 quantises an unquantised checkpoint's linear layers to at load (None: as shipped).
 
     With expert parallelism each GPU holds 1/EP of the routed experts (whole); with SGLang's DP attention over
     the whole TP group every GPU holds all attention weights. DP attention over part of the group (1 < dp < tp)
-    splits attention weights tp/dp ways, which ModelSpec.weight_bytes does not: refused."""
+    splits attention weights tp/dp ways, which ModelSpec.weight_bytes does not: refused. `stage` (a
+    capacity.stages.Stage) counts one pipeline stage's share of each component; every stage keeps a rotary cache."""
     if 1 < attention_data_parallel < tensor_parallel:
         raise InputError(f"--enable-dp-attention --dp {attention_data_parallel} under --tp {tensor_parallel}: "
                          "attention weights split tp/dp ways are not modelled (dp = tp is)")
     expert_split = Fraction(expert_parallel, tensor_parallel) if expert_parallel > 1 else 1
-    params = model.weight_bytes(weight_format, tensor_parallel, expert_split,
-                                replicate_attention=attention_data_parallel > 1)
+    params = weight_bytes(model, weight_format, tensor_parallel, expert_split,
+                          replicate_attention=attention_data_parallel > 1,
+                          shares=stage.shares(model) if stage is not None else None)
     rope = rotary_cache_bytes(model)
     split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
     split += f", experts / EP {expert_parallel}" if expert_parallel > 1 else ""
     split += ", attention whole on every GPU (DP attention)" if attention_data_parallel > 1 else ""
+    split += f", pipeline {stage.describe()}" if stage is not None and stage.pipeline_parallel > 1 else ""
     return params + rope, (f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
                            f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")

@@ -77,8 +77,9 @@ class ProfileRun:
                 f"{self.num_requests:,} sequences)")
 
 
-def profile_run(model: ModelSpec, s: Resolved) -> ProfileRun:
-    """The profile run's activation peak for `model` with the resolved settings (module docstring)."""
+def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> ProfileRun:
+    """The profile run's activation peak for `model` with the resolved settings (module docstring). A pipeline
+    stage before the last runs no sampler (engines/pipeline.py): its peak is the forward pass."""
     tp = s.tensor_parallel
     tokens = s.max_num_batched_tokens
     requests = min(s.max_num_seqs, tokens)
@@ -86,7 +87,7 @@ def profile_run(model: ModelSpec, s: Resolved) -> ProfileRun:
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
     moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = tokens * model.hidden_size * b
-    sampler = requests * model.vocab_size * SAMPLER_BYTES_PER_LOGIT[s.accounting] + hidden
+    sampler = requests * model.vocab_size * SAMPLER_BYTES_PER_LOGIT[s.accounting] + hidden if last_stage else 0
     forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=s.accounting.is_v1)
 

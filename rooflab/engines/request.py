@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+from ..capacity.stages import parse_partition
 from ..deployment import Deployment
 from ..deployment_words import DeploymentWords
 from ..errors import InputError
@@ -76,6 +77,7 @@ class EngineOptions:
     enable_lora: bool = False
     max_loras: Optional[int] = None
     max_lora_rank: Optional[int] = None
+    pp_layer_partition: Optional[str] = None        # --pp-layer-partition 40,40 (the engines' environment variable)
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -186,6 +188,7 @@ def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
         mamba_cache_mode=parse_mamba_cache_mode(o.mamba_cache_mode or "none"),
         max_mamba_cache_size=o.max_mamba_cache_size, mamba_full_memory_ratio=o.mamba_full_memory_ratio,
         enable_lora=o.enable_lora, max_loras=o.max_loras, max_lora_rank=o.max_lora_rank,
+        pipeline_parallel=d.pipeline_parallel, pp_layer_partition=parse_partition(o.pp_layer_partition),
         **_seqs(o.max_num_seqs, engine))
 
 

@@ -70,6 +70,9 @@ class EngineCapacity:
     max_running_requests: Optional[int] = None
     #: SGLang's linear-attention state slots (max_mamba_cache_size); None without linear layers or for vLLM
     state_slots: Optional[int] = None
+    #: Pipeline stages (--pp) and the one whose cache binds (its terms are `terms`; engines/pipeline.py)
+    pipeline_parallel: int = 1
+    binding_stage: Optional[str] = None
 
     def term(self, name: str) -> Optional[Term]:
         return next((t for t in self.terms if t.name == name), None)

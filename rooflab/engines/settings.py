@@ -77,6 +77,10 @@ class EngineSettings:
     enable_lora: bool = False
     max_loras: Optional[int] = None
     max_lora_rank: Optional[int] = None
+    #: --pp: pipeline stages, each its own layers, weights and KV cache (vllm.py, sglang.py; capacity/stages.py);
+    #: --pp-layer-partition: the layers of each stage (VLLM_PP_LAYER_PARTITION; None: the engine's rule)
+    pipeline_parallel: int = 1
+    pp_layer_partition: Optional[tuple[int, ...]] = None
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -86,7 +90,7 @@ class EngineSettings:
         "non_torch_bytes": "--non-torch-gib", "expert_parallel": "--ep / --enable-expert-parallel",
         "attention_data_parallel": "--enable-dp-attention --dp", "memory_in_use_bytes": "--memory-in-use",
         "max_mamba_cache_size": "--max-mamba-cache-size", "max_running_requests": "--max-running-requests",
-        "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank"}
+        "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "pipeline_parallel": "--pp"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -95,6 +99,9 @@ class EngineSettings:
         whole_number(self.tensor_parallel, self._label("tensor_parallel"), maximum=MAX_GPUS)
         whole_number(self.expert_parallel, self._label("expert_parallel"), maximum=MAX_GPUS)
         whole_number(self.attention_data_parallel, self._label("attention_data_parallel"), maximum=MAX_GPUS)
+        whole_number(self.pipeline_parallel, self._label("pipeline_parallel"), maximum=MAX_GPUS)
+        if self.pp_layer_partition is not None and self.pipeline_parallel == 1:
+            raise InputError("--pp-layer-partition applies with --pp 2 or more")
         if self.tensor_parallel % self.attention_data_parallel:
             raise InputError(f"--dp {self.attention_data_parallel} must divide --tp {self.tensor_parallel} with "
                              "--enable-dp-attention (SGLang's server_args.py check)")
@@ -160,6 +167,8 @@ class Resolved:
     enable_lora: bool = False
     max_loras: Optional[int] = None
     max_lora_rank: Optional[int] = None
+    pipeline_parallel: int = 1
+    pp_layer_partition: Optional[tuple[int, ...]] = None
 
     @property
     def attention_tensor_parallel(self) -> int:
@@ -189,7 +198,8 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
         mamba_ssm_dtype=settings.mamba_ssm_dtype, mamba_cache_mode=settings.mamba_cache_mode,
         max_mamba_cache_size=settings.max_mamba_cache_size, mamba_full_memory_ratio=settings.mamba_full_memory_ratio,
         max_running_requests=settings.max_running_requests, enable_lora=settings.enable_lora,
-        max_loras=settings.max_loras, max_lora_rank=settings.max_lora_rank)
+        max_loras=settings.max_loras, max_lora_rank=settings.max_lora_rank,
+        pipeline_parallel=settings.pipeline_parallel, pp_layer_partition=settings.pp_layer_partition)
 
 
 def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:

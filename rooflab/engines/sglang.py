@@ -44,10 +44,12 @@ max_running_requests=2049 at context_len 131072: 2048 + 1.
 
 from __future__ import annotations
 
+from ..capacity.stages import LayerPartition, pipeline_stages
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB, MiB
 from .layout import BlockLayout, engine_states, sglang_cell
 from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
+from .pipeline import pipeline_capacity
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, Resolved, resolve
 from .vocab import Accounting, Engine
@@ -70,7 +72,26 @@ def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) ->
         before, before_src = non_torch_default(s.accounting, s.tensor_parallel)
     pre = s.cuda_visible_bytes - before - s.memory_in_use_bytes
     pre_src = "total less the memory in use before" + (" and other processes'" if s.memory_in_use_bytes else "")
-    return assemble(model, gpu, s, pre, (before, before_src), (weights, weights_src), pre_src=pre_src)
+    if s.pipeline_parallel == 1:
+        return assemble(model, gpu, s, pre, (before, before_src), (weights, weights_src), pre_src=pre_src)
+    return _pipeline(model, gpu, s, settings, pre, (before, before_src), pre_src)
+
+
+def _pipeline(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: EngineSettings, pre: int,
+              before: tuple[int, str], pre_src: str) -> EngineCapacity:
+    """SGLang under --pp (engines/pipeline.py): the free memory after loading is the min over every rank, so the
+    heaviest stage's weights come off every stage's pool; each stage divides the rest by its own layers' cell and
+    the ranks keep the fewest tokens (model_runner_kv_cache_mixin.py profile_max_num_token and init_memory: the
+    all_reduce MIN when pp_size > 1, sgl-project/sglang at 001ccef)."""
+    stages = pipeline_stages(model, s.pipeline_parallel, LayerPartition.sglang, s.pp_layer_partition)
+    own = [engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
+                               s.attention_data_parallel, st)[0] for st in stages]
+    heaviest = max(range(len(stages)), key=lambda i: own[i])
+    src = (f"the heaviest stage's ({stages[heaviest].describe()}): SGLang's free memory after loading is the min "
+           f"over all ranks; each stage's own: {', '.join(f'{w / GiB:.2f}' for w in own)} GiB")
+    caps = [assemble(st.layers_model(model), gpu, s, pre, before, (own[heaviest], src), pre_src=pre_src)
+            for st in stages]
+    return pipeline_capacity(caps, stages, "SGLang keeps the fewest tokens of any rank (all_reduce MIN)")
 
 
 def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec) -> float:

@@ -30,9 +30,11 @@ def _term_lines(c: EngineCapacity) -> list[tuple[str, str]]:
 
 def _title(c: EngineCapacity) -> str:
     tp = f"{c.tensor_parallel} x " if c.tensor_parallel > 1 else ""
+    tp = f"PP {c.pipeline_parallel} x TP {c.tensor_parallel} x " if c.pipeline_parallel > 1 else tp
     knob = "gpu_memory_utilization" if c.engine == "vllm" else "mem_fraction_static"
     return (f"{c.model} on {tp}{c.gpu}: {c.releases} accounting ({c.accounting}), {knob} {c.utilization:g}, "
-            f"kv-cache-dtype {c.kv_cache_dtype}, max_model_len {c.max_model_len:,}; bytes per GPU")
+            f"kv-cache-dtype {c.kv_cache_dtype}, max_model_len {c.max_model_len:,}; bytes per GPU"
+            + (f" of the binding {c.binding_stage}" if c.binding_stage else ""))
 
 
 def _csv_record(c: EngineCapacity) -> dict:

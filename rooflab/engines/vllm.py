@@ -31,11 +31,13 @@ Memory other processes hold when vLLM starts (--memory-in-use M):
 
 from __future__ import annotations
 
+from ..capacity.stages import LayerPartition, Stage, pipeline_stages
 from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from .layout import BlockLayout, vllm_layout
 from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
+from .pipeline import pipeline_capacity
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
 from .states import VLLM_STATE_PAGES
@@ -48,6 +50,12 @@ SWAP_BYTES = 4 * GiB
 #: the snapshot follows NCCL's start (vLLM v0.19.0 H100 logs' init snapshot: cuda_memory 0.51 GiB at TP 1, 1.53 at
 #: TP 2; memory.py's non-torch figures).
 IN_USE_AT_SNAPSHOT = (int(0.5 * GiB), int(1.5 * GiB))
+#: How each accounting's releases split the layers over pipeline stages (capacity/stages.py).
+_PARTITION = {Accounting.vllm_v0_6_4: LayerPartition.vllm_v0_7, Accounting.vllm_v0: LayerPartition.vllm_v0_7}
+#: Where vLLM gives every worker the fewest blocks of any (pipeline_capacity).
+_MIN_OVER = ("vLLM gives every worker the fewest blocks of any (V0: the executor's min over the workers' "
+             "determine_num_available_blocks, vllm/executor/distributed_gpu_executor.py at d5b68ab; V1: "
+             "unify_kv_cache_configs, vllm/v1/core/kv_cache_utils.py at 48cb210, and get_kv_cache_configs at abf61aa)")
 #: The accountings that charge other processes' memory against the KV cache (module docstring).
 _CHARGES_OTHERS = (Accounting.vllm_v0_2, Accounting.vllm_v0_6_4)
 
@@ -62,13 +70,27 @@ _NAMES = {  # how each accounting's log names the three subtracted terms
 
 def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
     """How vLLM would size its KV cache for `model` on `gpu` (module docstring); raises InputError on options vLLM
-    itself refuses."""
+    itself refuses. Under pipeline parallelism each stage sizes its own cache and the engine keeps the fewest
+    blocks of any worker (pipeline_capacity)."""
     s = resolve(settings, model, gpu)
     _check(s, model)
     check_in_use(s)
+    if s.pipeline_parallel == 1:
+        return _stage_capacity(model, gpu, s, settings, None)
+    if s.accounting is Accounting.vllm_v0_2:
+        raise InputError("--pp: vLLM v0.2.5 - v0.3.3 has no pipeline parallelism (vLLM added it in v0.5.1, PR #4412)")
+    stages = pipeline_stages(model, s.pipeline_parallel, _PARTITION.get(s.accounting, LayerPartition.vllm),
+                             s.pp_layer_partition)
+    return pipeline_capacity([_stage_capacity(model, gpu, s, settings, st) for st in stages], stages, _MIN_OVER)
+
+
+def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: EngineSettings,
+                    stage: Stage | None) -> EngineCapacity:
+    """One worker's cache: the whole model (stage None) or one pipeline stage's layers, weights and profile."""
+    layers = model if stage is None else stage.layers_model(model)
     weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
-                                              s.attention_data_parallel)
-    profile = profile_run(model, s)
+                                              s.attention_data_parallel, stage)
+    profile = profile_run(layers, s, last_stage=stage is None or stage.last)
     activation = settings.activation_bytes if settings.activation_bytes is not None else profile.peak_bytes
     activation_src = "--activation-gib" if settings.activation_bytes is not None else profile.describe()
     if settings.non_torch_bytes is not None:
@@ -76,8 +98,12 @@ def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> E
     else:
         non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel)
     used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
-    lora = lora_term(model, s, Engine.vllm)
-    return assemble(model, gpu, s, used + ([lora] if lora else []), vllm_layout(model, s))
+    lora = lora_term(layers, s, Engine.vllm)
+    layout = vllm_layout(layers, s)
+    if stage is not None and (layout.num_groups > 1 or layout.state_groups):
+        raise InputError(f"{model.name}: vLLM V1's hybrid allocator under --pp groups layers by the whole model's "
+                         "ratio (kv_cache_utils.py get_kv_cache_configs); not modelled")
+    return assemble(model, gpu, s, used + ([lora] if lora else []), layout)
 
 
 def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from ..units import DType, WeightFormat
 from .heads import AttentionHeads
@@ -131,16 +131,21 @@ def _published_scale(model) -> Fraction:
 
 
 def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
-                 expert_parallel: int = 1, replicate_attention: bool = False) -> int:
+                 expert_parallel: int = 1, replicate_attention: bool = False,
+                 shares: Mapping[str, Fraction] | None = None) -> int:
     """Bytes of every parameter (all experts) per GPU, each component in its format (_component_bits).
 
     Split `tensor_parallel` ways (norms and embeddings counted as split too, a few hundred MB at most), the
     routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention) every GPU
     holds all attention weights. A vision tower (vision_parameters) is counted whole on every GPU in the
     checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound). Rounded up.
+    `shares` ({component or "vision": the fraction of it this GPU holds}, 1 where absent) is one pipeline
+    stage's part of each component (capacity.stages.Stage.shares).
     """
+    shares = shares or {}
     sharded = replicated = Fraction(0)
     for component, bits in _component_bits(model, dtype):
+        bits *= shares.get(component, 1)
         if component == "experts":
             bits /= expert_parallel
         if replicate_attention and component == "attention":
@@ -148,7 +153,7 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
         else:
             sharded += bits
     vision = Fraction(model.vision_parameters) * Fraction(WeightFormat.of(model.weight_dtype or DType.bf16)
-                                                          .bits_per_weight)
+                                                          .bits_per_weight) * shares.get("vision", 1)
     return math.ceil(((sharded / tensor_parallel + replicated) * _published_scale(model) + vision) / 8)
 
 

@@ -249,3 +249,34 @@ def test_split_search_limit_is_checked(limit):
         tensor_parallel_sizes(load_model("llama-3-8b"), limit)
     with pytest.raises(InputError, match="limit"):
         smallest_deployment(load_model("llama-3-8b"), load_gpu("h100-sxm"), 8192, limit=limit)
+
+
+def test_pipeline_parallel_bound_by_hand():
+    """Llama-3-70B, PP 2 x TP 4 on H100s (tests/capacity/test_stages.py has the stage weights by hand): usable =
+    0.9 x 85,520,809,984; each stage's budget is usable less its weights (stage 1's LM head and final norm outweigh
+    stage 0's embedding by 8192 x 2 / 4 bytes); 40 layers x 2 x 2 KV heads x 128 x 2 = 40,960 KV bytes a token;
+    an 8192-token sequence 512 pages x 16 x 40,960 = 335,544,320 bytes."""
+    from rooflab.deployment import Deployment
+    from rooflab.load import load_gpu, load_model
+
+    h100, llama = load_gpu("h100-sxm"), load_model("llama-3-70b")
+    layer = 150_994_944 + 704_643_072 + 2 * 8192
+    w0, w1 = (1_050_673_152 + 40 * layer) * 2 // 4, (40 * layer + 8192 + 1_050_673_152) * 2 // 4
+    usable = int(85_520_809_984 * 0.9)
+    plan = plan_capacity(llama, h100, 8192, deployment=Deployment(tensor_parallel=4, pipeline_parallel=2))
+    assert plan.kv_bytes_per_token == 40_960 and plan.num_gpus == 8 and plan.pipeline_parallel == 2
+    assert plan.max_sequences_paged == min(usable - w0, usable - w1) // 335_544_320
+    assert plan.weights_bytes in (w0, w1) and len(plan.stage_notes) == 3 and "binds" in plan.stage_notes[-1]
+    assert plan.num_blocks == (usable - plan.weights_bytes) // (16 * 40_960)
+
+
+def test_pipeline_parallel_one_is_unchanged():
+    from rooflab.deployment import Deployment
+    from rooflab.load import load_gpu, load_model
+
+    h100, llama = load_gpu("h100-sxm"), load_model("llama-3-70b")
+    plain = plan_capacity(llama, h100, 8192, tensor_parallel=4)
+    assert plan_capacity(llama, h100, 8192, deployment=Deployment(tensor_parallel=4, pipeline_parallel=1)) == plain
+    assert plain.stage_notes == () and plain.pipeline_parallel == 1
+    with pytest.raises(InputError, match="--pp-layer-partition applies"):
+        plan_capacity(llama, h100, 8192, tensor_parallel=4, pp_layer_partition=(40, 40))

@@ -259,3 +259,20 @@ def test_engine_lora_buffers():
     assert {t["name"]: t["bytes"] for t in sg["terms"]}["lora_buffers"] == 2 * 8 // 16 * 80 * 2**20
     _short_error(_invoke("--engine", "vllm", "--max-loras", "2"), "--enable-lora")
     _short_error(_invoke("--engine", "vllm", "-m", "qwen3-30b-a3b", "--enable-lora"), "routed experts")
+
+
+def test_pipeline_parallel_names_the_binding_stage():
+    """--pp / -pp / --pipeline-parallel-size / --pp-size: the engines' answer and the bound name the stage that
+    binds (the figures: tests/engines/test_pipeline.py and tests/capacity/test_plan.py)."""
+    for flag in ("--pp", "-pp", "--pipeline-parallel-size", "--pp-size"):
+        r = _invoke("-m", "llama-3-70b", "-tp", "4", flag, "2", "--engine", "vllm", "-f", "json")
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert doc["pipeline_parallel"] == 2 and doc["binding_stage"].startswith("stage 1 of 2 (layers 40-79")
+    out = _invoke("-m", "llama-3-70b", "-tp", "4", "-pp", "2", "--engine", "sglang").stdout
+    assert "PP 2 x TP 4" in out and "binds: SGLang keeps the fewest tokens" in out
+    r = _invoke("-m", "llama-3-70b", "-tp", "4", "-pp", "2", "--pp-layer-partition", "30,50")
+    assert r.exit_code == 0 and "note: pipeline stage 1 of 2 (layers 30-79, LM head) binds" in r.stderr
+    assert "8 in all" in r.stdout
+    _short_engine_error(_invoke("-m", "llama-3-70b", "--pp-layer-partition", "40,40"), "--pp-layer-partition")
+    _short_engine_error(_invoke("-m", "llama-3-70b", "-pp", "2", "--pp-layer-partition", "40,41"), "sums to 81")
