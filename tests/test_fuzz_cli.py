@@ -233,7 +233,7 @@ ENGINE_OPTS = [
         st.sampled_from(["VLLM", "SGLang"]), checked_late=True, words=("engine",)),
     Opt(("--engine-version",), st.sampled_from(["v1", "v0", "v0.5"]),
         st.sampled_from(["", " ", "v99", "latest", "$", "{}", "1e400", "nan", "v1.2.3.4.5"]),
-        st.sampled_from(["1", "V1", "v0.6.4", "v0.2", "v0.4"]), checked_late=True, words=("engine", "version")),
+        st.sampled_from(["1", "V1", "v0.6.4", "v0.2", "v0.4", "0.8"]), checked_late=True, words=("engine", "version")),
     Opt(("--engine-log",), st.sampled_from([str(p) for p in ENGINE_LOGS] or [str(SMALL_CSV)]),
         st.sampled_from(BAD_PATHS), checked_late=True, words=("log",)),
     Opt(("--what-if",), st.sampled_from(["kv-cache-dtype=fp8", "tp=2", "block-size=32", "max-model-len=32k",

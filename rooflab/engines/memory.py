@@ -14,6 +14,12 @@ Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib
                              +1.0 GiB under TP for NCCL (v0.19.0: 1.53 GiB at TP 2 against 0.51 at TP 1)
     vllm-v0       0.20 GiB   allocations outside torch during the profile, the context excluded (vllm#12126:
                              0.16; vllm#14447: 0.20); 0.25 GiB under TP (vllm#13061, 2 x RTX 4090: 0.25)
+    vllm-v0.8     0.75 GiB   all memory in use outside torch after the profile run: (total - free) - torch's
+                             allocated bytes, after empty_cache (vllm/v1/worker/gpu_worker.py determine_available_
+                             memory at 48cb2109b61676ebc0e7e76022a0be51a41a08b8, v0.8.5): what vllm-v1 measures
+                             from its start-up snapshot (below) plus what that snapshot already held, vllm.py's
+                             IN_USE_AT_SNAPSHOT (the CUDA context 0.5; with NCCL 1.5 under TP): 0.25 + 0.5, and
+                             2.1 + 1.5 = 3.6 GiB under TP; not measured on a v0.8 log (none prints it)
     vllm-v1       0.25 GiB   the same (vLLM v0.19.0 H100 logs: 0.24 to 0.27 at TP 1); 2.1 GiB under TP (NCCL's
                              and custom all-reduce's buffers: 2.07 to 2.21 GiB at TP 2 and 4)
 
@@ -39,6 +45,7 @@ _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
     Accounting.vllm_v0_2: (0.50, 0.50),
     Accounting.vllm_v0_6_4: (0.35, 1.35),
     Accounting.vllm_v0: (0.20, 0.25),
+    Accounting.vllm_v0_8: (0.75, 3.60),
     Accounting.vllm_v1: (0.25, 2.10),
     Accounting.sglang_v0_4: (0.60, 1.60),
     Accounting.sglang_v0_5: (0.60, 1.60),

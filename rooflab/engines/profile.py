@@ -23,6 +23,10 @@ buffers are freed before the sampler runs:
               V1, s = 15 bytes: fitted to the vLLM v0.19.0 H100 logs of dense models (14.7 to 15.0 bytes once
               the hidden states are counted): V1's sampler keeps the fp32 logits and one sort, or FlashInfer's
               kernel, in place of V0's copies (vllm v0.10.0 vllm/v1/sample/ops/topk_topp_sampler.py).
+              V1 v0.8.x (vllm-v0.8): the same s, but beside R x H hidden states, not T x H: its _dummy_run
+              returns hidden_states[logit_indices], the last token of each request, and the full output is
+              freed before the sampler runs (vllm/v1/worker/gpu_model_runner.py _dummy_run and profile_run at
+              48cb2109b61676ebc0e7e76022a0be51a41a08b8)
 
     peak = max(forward, sampler + in V1 the fused-MoE caches): they outlive the forward pass (the v0.19.0 logs
            of Qwen3-30B-A3B, DeepSeek-V2-Lite and Mixtral exceed the sampler by about their size)
@@ -47,7 +51,7 @@ from .vocab import Accounting
 
 #: Bytes the sampler keeps alive per (request x vocabulary entry), by accounting (module docstring).
 SAMPLER_BYTES_PER_LOGIT = {Accounting.vllm_v0_2: 40, Accounting.vllm_v0_6_4: 40, Accounting.vllm_v0: 40,
-                           Accounting.vllm_v1: 15}
+                           Accounting.vllm_v0_8: 15, Accounting.vllm_v1: 15}
 #: fused_moe processes at most this many tokens at a time (VLLM_FUSED_MOE_CHUNK_SIZE's default, 32 x 1024).
 MOE_CHUNK_TOKENS = 32 * 1024
 
@@ -86,7 +90,7 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     b = model_dtype(model).bytes
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
     moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
-    hidden = tokens * model.hidden_size * b
+    hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
     sampler = requests * model.vocab_size * SAMPLER_BYTES_PER_LOGIT[s.accounting] + hidden if last_stage else 0
     forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=s.accounting.is_v1)

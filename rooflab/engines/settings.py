@@ -6,7 +6,8 @@ Defaults follow the engines' source, per accounting (vocab.Accounting):
     gpu_memory_utilization   0.9 in every vLLM release modelled here (0.92 only from v0.21, not modelled)
     max_num_seqs             V0: 256 (vllm v0.2.4 arg_utils.py; "Set max_num_seqs to 256 for VLLM_V0" in
                              _set_default_args_v0); V1 (`vllm serve`): 1024 on GPUs of 70 GiB or more that are not
-                             A100s, else 256 (vllm v0.10.0 vllm/engine/arg_utils.py, _set_default_args_v1)
+                             A100s, else 256 (vllm v0.10.0 vllm/engine/arg_utils.py, _set_default_args_v1;
+                             v0.8.x: 70 GiB or more, A100s too, at 48cb2109b)
     max_num_batched_tokens   V0: max(max_model_len, 2048) (vllm v0.2.4 vllm/config.py); chunked prefill, switched on
                              for max_model_len > 32,768 without sliding windows (_set_default_args_v0), schedules
                              512 tokens in v0.6.4 and 2048 from v0.6.5 (_DEFAULT_MAX_NUM_BATCHED_TOKENS in
@@ -219,7 +220,8 @@ def _batch_defaults(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec, ma
     if a.engine is Engine.sglang:
         return settings.max_num_batched_tokens or 0, settings.max_num_seqs or 0
     if a.is_v1:
-        large = gpu.hbm_capacity_bytes >= LARGE_GPU_BYTES and "a100" not in gpu.name.lower()
+        a100 = "a100" in gpu.name.lower() and a is not Accounting.vllm_v0_8
+        large = gpu.hbm_capacity_bytes >= LARGE_GPU_BYTES and not a100
         mnbt = settings.max_num_batched_tokens or (8192 if large else 2048)
         seqs = settings.max_num_seqs or min(1024 if large else 256, mnbt)
         return mnbt, seqs

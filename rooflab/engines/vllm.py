@@ -9,6 +9,12 @@ With T the CUDA-visible total (cudaMemGetInfo's, not nvidia-smi's) and u = gpu_m
     vllm-v0      KV = u T - (W + A + N): weights as loaded, the torch-peak increase of the profile run, the
                  increase of non-torch memory since start-up, NCCL's buffers included (vllm v0.6.5
                  vllm/worker/worker.py:191-223 and vllm/utils.py memory_profiling; v0.7.0 worker.py:217-248)
+    vllm-v0.8    KV = u T - (P + N): P torch's allocated peak over the profile run (the weights included), N
+                 (total - free) - torch's allocated bytes after empty_cache, every byte outside torch: the CUDA
+                 context, NCCL and other processes' memory (V1 v0.8.0 - v0.9.0.1: vllm/v1/worker/gpu_worker.py
+                 determine_available_memory at 48cb2109b61676ebc0e7e76022a0be51a41a08b8, unchanged from
+                 ad19c8a003 to PR #18974, 2d8476e465bb861c1e7d1e65c800b725282271c4); V1's profile run, a
+                 single KV-cache type (more raised NotImplementedError), no start-up refusal
     vllm-v1      KV = u T - (W + A + N), the same shared memory_profiling() in V1's worker (vllm v0.9.1
                  vllm/v1/worker/gpu_worker.py:183-227; v0.10.0 :211-255), V1's profile run and defaults
 
@@ -22,6 +28,7 @@ Memory other processes hold when vLLM starts (--memory-in-use M):
     vllm-v0.6.4  subtracted: non-torch memory is T - free - torch's reserved bytes (v0.6.4 vllm/worker/worker.py
                  determine_num_available_blocks)
     vllm-v0      not subtracted: memory_profiling measures increases from a baseline snapshot
+    vllm-v0.8    subtracted: non-torch memory is total - free - torch's allocated bytes
     vllm-v1      not subtracted, but V1 refuses to start when the free memory at its first snapshot is below
                  u T: "Free memory on device (F/T GiB) on startup is less than desired GPU memory utilization
                  (u, uT GiB)" (vllm/v1/worker/gpu_worker.py init_device, the MemorySnapshot check); F = T - M -
@@ -57,13 +64,15 @@ _MIN_OVER = ("vLLM gives every worker the fewest blocks of any (V0: the executor
              "determine_num_available_blocks, vllm/executor/distributed_gpu_executor.py at d5b68ab; V1: "
              "unify_kv_cache_configs, vllm/v1/core/kv_cache_utils.py at 48cb210, and get_kv_cache_configs at abf61aa)")
 #: The accountings that charge other processes' memory against the KV cache (module docstring).
-_CHARGES_OTHERS = (Accounting.vllm_v0_2, Accounting.vllm_v0_6_4)
+_CHARGES_OTHERS = (Accounting.vllm_v0_2, Accounting.vllm_v0_6_4, Accounting.vllm_v0_8)
 
 _NAMES = {  # how each accounting's log names the three subtracted terms
     Accounting.vllm_v0_2: ("weights", "profile peak (activations)", "CUDA context and other non-torch memory"),
     Accounting.vllm_v0_6_4: ("weights (inside peak_torch_memory)", "activation peak (peak_torch_memory - weights)",
                              "non_torch_memory"),
     Accounting.vllm_v0: ("model weights", "PyTorch activation peak memory", "non_torch_memory"),
+    Accounting.vllm_v0_8: ("weights (inside peak_memory)", "activation peak (peak_memory - weights)",
+                           "non_torch_allocations (all memory in use outside torch)"),
     Accounting.vllm_v1: ("weights memory", "torch peak memory increase", "non-torch forward increase memory"),
 }
 
@@ -100,6 +109,9 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
     lora = lora_term(layers, s, Engine.vllm)
     layout = vllm_layout(layers, s)
+    if s.accounting is Accounting.vllm_v0_8 and (layout.num_groups > 1 or layout.state_groups):
+        raise InputError(f"{model.name}: vLLM V1 v0.8 sizes one KV-cache type only ('Support for more than one type "
+                         "of KV cache is not implemented yet', vllm/v1/core/kv_cache_utils.py get_kv_cache_config)")
     if stage is not None and (layout.num_groups > 1 or layout.state_groups):
         raise InputError(f"{model.name}: vLLM V1's hybrid allocator under --pp groups layers by the whole model's "
                          "ratio (kv_cache_utils.py get_kv_cache_configs); not modelled")
@@ -108,8 +120,8 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
 
 def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
     """vLLM V1's start-up refusal when other processes leave less than u x total free (module docstring)."""
-    if not s.accounting.is_v1 or not s.memory_in_use_bytes:
-        return
+    if s.accounting is not Accounting.vllm_v1 or not s.memory_in_use_bytes:
+        return      # the refusal arrived with PR #18974 (v0.9.1)
     own = IN_USE_AT_SNAPSHOT[0 if s.tensor_parallel == 1 else 1]
     free = s.cuda_visible_bytes - s.memory_in_use_bytes - own
     if free < budget_bytes:
@@ -184,8 +196,10 @@ def _others(s: Resolved) -> tuple[Term, ...]:
     if not s.memory_in_use_bytes:
         return ()
     if s.accounting in _CHARGES_OTHERS:
-        how = ("v0.2.5 charges all memory in use after the profile run" if s.accounting is Accounting.vllm_v0_2
-               else "v0.6.4 counts it in non-torch memory (total - free - torch reserved)")
+        how = {Accounting.vllm_v0_2: "v0.2.5 charges all memory in use after the profile run",
+               Accounting.vllm_v0_6_4: "v0.6.4 counts it in non-torch memory (total - free - torch reserved)",
+               Accounting.vllm_v0_8: "V1 v0.8 counts it in non-torch memory (total - free - torch allocated)"}[
+            s.accounting]
         return (Term(OTHER_PROCESSES, s.memory_in_use_bytes, f"--memory-in-use: {how}", Role.used),)
     return (Term(OTHER_PROCESSES, s.memory_in_use_bytes, "--memory-in-use: outside vLLM's budget (its profile "
                                                           "measures increases from a baseline snapshot)", Role.margin),)
@@ -196,8 +210,8 @@ def log_lines(s: Resolved, layout: BlockLayout, kv: int, blocks: int, tokens: in
     if s.accounting.is_v1:
         block = (f"Setting attention block size to {layout.block_size} tokens to ensure that attention page size is "
                  ">= mamba page size.",) if layout.state_groups else ()
-        return block + (f"Available KV cache memory: {kv / GiB:.2f} GiB",
-                f"GPU KV cache size: {tokens:,} tokens",
+        available = (f"Available KV cache memory: {kv / GiB:.2f} GiB",) if s.accounting is Accounting.vllm_v1 else ()
+        return block + available + (f"GPU KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {s.max_model_len:,} tokens per request: {concurrency:.2f}x")
     cpu = SWAP_BYTES // layout.block_bytes
     lines = [f"# GPU blocks: {blocks}, # CPU blocks: {cpu}"]

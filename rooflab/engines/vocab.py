@@ -38,6 +38,8 @@ class Accounting(str, enum.Enum):
     vllm-v0.2     V0, v0.2.5 - v0.3.3 (PR #2031): KV = u T - (all memory in use after the profile run)
     vllm-v0.6.4   V0, v0.6.4 (PR #9352): KV = u T - (torch peak, weights included, + non-torch memory)
     vllm-v0       V0, v0.6.5 to its removal (PRs #10511, #12126): KV = u T - (weights + activation peak + non-torch)
+    vllm-v0.8     V1, v0.8.0 - v0.9.0.1: KV = u T - (torch's allocated peak, weights included, + all memory in
+                  use outside torch after the profile: the CUDA context and other processes' too), V1's profile run
     vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines;
                   linear-attention (Qwen3-Next) models from v0.10.2
     sglang-v0.4   SGLang v0.3 - v0.4.x: pool = f x free memory after NCCL init - weights, f by TP size
@@ -47,6 +49,7 @@ class Accounting(str, enum.Enum):
     vllm_v0_2 = "vllm-v0.2"
     vllm_v0_6_4 = "vllm-v0.6.4"
     vllm_v0 = "vllm-v0"
+    vllm_v0_8 = "vllm-v0.8"
     vllm_v1 = "vllm-v1"
     sglang_v0_4 = "sglang-v0.4"
     sglang_v0_5 = "sglang-v0.5"
@@ -65,7 +68,8 @@ class Accounting(str, enum.Enum):
 
     @property
     def is_v1(self) -> bool:
-        return self is Accounting.vllm_v1
+        """vLLM's V1 engine (its profile run, defaults, block pool and log lines), either accounting of it."""
+        return self in (Accounting.vllm_v0_8, Accounting.vllm_v1)
 
     @property
     def releases(self) -> str:
@@ -76,6 +80,7 @@ _RELEASES = {
     Accounting.vllm_v0_2: "vLLM V0 v0.2.5 - v0.3.3",
     Accounting.vllm_v0_6_4: "vLLM V0 v0.6.4",
     Accounting.vllm_v0: "vLLM V0 v0.6.5 - V0's removal",
+    Accounting.vllm_v0_8: "vLLM V1 v0.8.0 - v0.9.0.1",
     Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.20",
     Accounting.sglang_v0_4: "SGLang v0.3 - v0.4.x",
     Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",

@@ -36,7 +36,7 @@ def test_v1_start_up_refusal_threshold():
         engine_capacity(LLAMA3, H100, vllm(memory_in_use_bytes=edge + 1))
 
 
-@pytest.mark.parametrize("version", ["v0.2", "v0.6.4"])
+@pytest.mark.parametrize("version", ["v0.2", "v0.6.4", "v0.8"])
 def test_older_accountings_charge_other_processes(version):
     alone = engine_capacity(LLAMA3, H100, vllm(version, max_model_len=8192))
     shared = engine_capacity(LLAMA3, H100, vllm(version, max_model_len=8192, memory_in_use_bytes=3 * GiB))
@@ -62,3 +62,33 @@ def test_memory_in_use_beyond_the_total_is_refused():
         engine_capacity(LLAMA3, H100, vllm(memory_in_use_bytes=80 * GiB))
     with pytest.raises(InputError, match="--memory-in-use"):
         dataclasses.replace(vllm(), memory_in_use_bytes=-1)
+
+
+def test_v1_v0_8_accounting_by_hand():
+    """vLLM V1 v0.8.0 - v0.9.0.1 (gpu_worker.py determine_available_memory at 48cb2109): KV = u T - (torch's
+    allocated peak + (total - free) - torch's allocated bytes). Against vllm-v1 (v0.9.1 on) on Llama-3-8B, one H100,
+    `vllm serve` defaults (8192 tokens, 1024 sequences): the same weights; a sampler beside 1024 x 4096 x 2 bytes of
+    last-token hidden states, not 8192 x 4096 x 2 (v0.8's _dummy_run returns hidden_states[logit_indices]); non-torch
+    memory 0.75 GiB, not 0.25 (the CUDA context that v0.9.1's snapshot leaves out, memory.py)."""
+    old = engine_capacity(LLAMA3, H100, vllm("v0.8"))
+    new = engine_capacity(LLAMA3, H100, vllm("v1"))
+    assert old.term("weights").bytes == new.term("weights").bytes
+    sampler = 1024 * 128_256 * 15
+    assert old.term("activation_peak").bytes == sampler + 1024 * 4096 * 2
+    assert new.term("activation_peak").bytes == sampler + 8192 * 4096 * 2
+    assert old.term("non_torch").bytes == int(0.75 * GiB) and new.term("non_torch").bytes == int(0.25 * GiB)
+    budget = int(H100.cuda_visible_bytes * 0.9)
+    kv = budget - old.term("weights").bytes - (sampler + 1024 * 4096 * 2) - int(0.75 * GiB)
+    assert old.kv_cache_bytes == kv and old.num_blocks == kv // (16 * 32 * 2 * 8 * 128 * 2)
+    assert not any(line.startswith("Available KV cache memory") for line in old.lines)   # printed from v0.9.1
+    assert old.lines[0] == f"GPU KV cache size: {old.num_blocks * 16:,} tokens"
+
+
+def test_v1_v0_8_neither_refuses_other_processes_nor_excludes_a100():
+    """v0.8 had no start-up refusal (PR #18974 added it in v0.9.1) and gave A100s the large-GPU defaults."""
+    engine_capacity(LLAMA3, H100, vllm("v0.8", memory_in_use_bytes=20 * GiB))
+    a100 = load_gpu("a100-sxm-80gb")
+    assert engine_capacity(LLAMA3, a100, vllm("v0.8")).max_num_batched_tokens == 8192
+    assert engine_capacity(LLAMA3, a100, vllm("v1")).max_num_batched_tokens == 2048
+    with pytest.raises(InputError, match="one KV-cache type only"):
+        engine_capacity(load_model("gpt-oss-120b"), H100, vllm("v0.8"))

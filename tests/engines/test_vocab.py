@@ -30,6 +30,7 @@ def test_unknown_kv_cache_dtype_lists_the_names():
 @pytest.mark.parametrize("engine, text, expected", [
     (Engine.vllm, None, Accounting.vllm_v1), (Engine.vllm, "v0", Accounting.vllm_v0),
     (Engine.vllm, "0.6.4", Accounting.vllm_v0_6_4), (Engine.vllm, "vllm-v0.2", Accounting.vllm_v0_2),
+    (Engine.vllm, "0.8", Accounting.vllm_v0_8),
     (Engine.sglang, None, Accounting.sglang_v0_5), (Engine.sglang, "V0.4", Accounting.sglang_v0_4)])
 def test_accountings(engine, text, expected):
     assert parse_accounting(engine, text) is expected
@@ -37,7 +38,7 @@ def test_accountings(engine, text, expected):
 
 @pytest.mark.parametrize("engine, text, needle", [
     (Engine.vllm, "sglang-v0.4", "is SGLang's, but --engine is vllm"),
-    (Engine.vllm, "v2", "not a vLLM accounting rooflab models; choose one of v0.2, v0.6.4, v0, v1"),
+    (Engine.vllm, "v2", "not a vLLM accounting rooflab models; choose one of v0.2, v0.6.4, v0, v0.8, v1"),
     (Engine.sglang, "v1", "not a SGLang accounting")])
 def test_bad_accountings(engine, text, needle):
     with pytest.raises(InputError, match=needle):
