@@ -109,36 +109,61 @@ def new_panels(count: int, height_in: float = FIGSIZE_IN[1],
 #: Space between a chart's outermost text and the figure's edge, and between two panels' texts (constrained
 #: layout's default pad).
 LAYOUT_PAD_IN = 3 / 72
+#: Passes of fit_layout over the texts and legends, which move with the panels (a legend wider than its panel never
+#: fits; the passes stop there).
+TEXT_PASSES = 4
+
+#: How far a panel's texts stick out of it, pixels: (left, right, bottom, top).
+Overhang = tuple[float, float, float, float]
+
+
+def _overhang(frame, boxes) -> Overhang:
+    boxes = [b for b in boxes if b.width > 0 and b.height > 0]      # a hidden text's box is empty (or null)
+    if not boxes:
+        return (0.0, 0.0, 0.0, 0.0)
+    return (max(0.0, frame.x0 - min(b.x0 for b in boxes)), max(0.0, max(b.x1 for b in boxes) - frame.x1),
+            max(0.0, frame.y0 - min(b.y0 for b in boxes)), max(0.0, max(b.y1 for b in boxes) - frame.y1))
+
+
+def _texts_overhang(ax: Axes, renderer) -> Overhang:
+    """The panel's texts (annotations) and legend: they move and stretch with the panel."""
+    artists = [a for a in (*ax.texts, ax.get_legend()) if a is not None and a.get_visible() and a.get_in_layout()]
+    return _overhang(ax.bbox, [a.get_tightbbox(renderer) for a in artists])
 
 
 def fit_layout(fig: Figure, axes: list[Axes], header: Text | None = None) -> None:
     """Margins that keep a row of panels' tick labels, axis labels, titles, texts and legends (and the figure's
-    `header`, a suptitle, placed at the top) inside the figure, measured once on the finished chart: what
-    constrained layout does, without its cost at every draw. For a figure made with layout=None.
+    `header`, a suptitle, placed at the top) inside the figure, measured on the finished chart: what constrained
+    layout does, without its cost at every draw. For a figure made with layout=None.
 
-    Measured where the panels start (matplotlib's default margins, wider than any fitted ones), so a text anchored
-    in data coordinates sticks out no further once the panels have grown. A chart restyled afterwards (a longer
-    title, bigger fonts) keeps these margins; fig.set_layout_engine("constrained") fits them anew at every draw.
+    The panels' ticks, tick labels, axis labels and titles stick out of a panel by the same amount wherever it sits,
+    and are measured once (the costly part: it makes the ticks); texts and legends move with the panels and are
+    measured again until they fit (TEXT_PASSES at most). A chart restyled afterwards (a longer title, bigger fonts)
+    keeps these margins; fig.set_layout_engine("constrained") fits them anew at every draw.
     """
     renderer = FigureCanvasAgg(fig).get_renderer()
     width, height = fig.bbox.width, fig.bbox.height
     pad = LAYOUT_PAD_IN * fig.dpi
-    boxes = [(ax.bbox, ax.get_tightbbox(renderer, for_layout_only=True,
-                                        bbox_extra_artists=[*ax.texts, *([ax.legend_] if ax.legend_ else [])]))
-             for ax in axes]
-    left = max(0.0, boxes[0][0].x0 - boxes[0][1].x0) + pad
-    right = max(0.0, boxes[-1][1].x1 - boxes[-1][0].x1) + pad
-    bottom = max(max(0.0, a.y0 - t.y0) for a, t in boxes) + pad
-    top = max(max(0.0, t.y1 - a.y1) for a, t in boxes) + pad
+    frames = [_overhang(ax.bbox, [ax.get_tightbbox(renderer, for_layout_only=True, bbox_extra_artists=[])])
+              for ax in axes]
+    header_in = 0.0
     if header is not None:
         header.set_y(1 - pad / height)
         header.set_verticalalignment("top")
-        top += header.get_window_extent(renderer).height + pad
-    gap = max((max(0.0, ta.x1 - a.x1) + max(0.0, b.x0 - tb.x0) + pad for (a, ta), (b, tb) in zip(boxes, boxes[1:])),
-              default=0.0)
-    panel = (width - left - right - gap * (len(axes) - 1)) / len(axes)
-    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
-                        wspace=gap / panel if len(axes) > 1 else None)
+        header_in = header.get_window_extent(renderer).height + pad
+    out = frames
+    for _ in range(TEXT_PASSES):
+        left, right = out[0][0] + pad, out[-1][1] + pad
+        bottom, top = max(o[2] for o in out) + pad, max(o[3] for o in out) + pad + header_in
+        gap = max((a[1] + b[0] + pad for a, b in zip(out, out[1:])), default=0.0)
+        panel = (width - left - right - gap * (len(axes) - 1)) / len(axes)
+        fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                            wspace=gap / panel if len(axes) > 1 else None)
+        texts = [_texts_overhang(ax, renderer) for ax in axes]
+        grown = [tuple(max(o, t) for o, t in zip(old, new)) for old, new in zip(out, texts)]
+        if all(g[k] <= o[k] + 0.5 for g, o in zip(grown, out) for k in range(4)):
+            break
+        out = grown
 
 
 def tokens_text(n: float) -> str:

@@ -19,7 +19,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 from ..errors import InputError
 from ..units import fmt_bytes, fmt_seconds
 from ..sweeps.series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
-from .style import (chart, GPU_COLORS, VARIANT_COLORS, bytes_formatter, fit_layout, new_figure, new_panels,
+from .style import (chart, CONSTRAINED, GPU_COLORS, VARIANT_COLORS, bytes_formatter, fit_layout, new_figure, new_panels,
                     plain_log_formatter, seconds_formatter, title, token_axis)
 
 #: A grid of at most this many lengths is drawn with a marker on each computed point (the user's own grid).
@@ -81,7 +81,7 @@ def _where(sweeps: Sequence) -> str:
 @chart
 def memory_chart(sweep: MemorySweep) -> Figure:
     """S + P of one layer against T, with each GPU's capacity minus weights: where naive prefill stops fitting."""
-    fig, ax = new_figure()
+    fig, ax = new_figure(layout=None)
     ax.plot(sweep.seq_lens, sweep.sp_bytes, color=VARIANT_COLORS["naive"], lw=2.4, **_marker(sweep.seq_lens),
             label="S and P of one layer, alive together (naive prefill)", gid="series:sp_bytes")
     several = len(sweep.lines) > 1
@@ -110,6 +110,7 @@ def memory_chart(sweep: MemorySweep) -> Figure:
     title(ax, f"Naive prefill memory: {sweep.model}, {sweep.dtype.value}, batch {sweep.batch}, on {where}",
           "S = P = B h T\u00b2 b bytes per layer; the limit also counts that layer's Q, K, V and O")
     ax.legend(loc="upper left", fontsize=9, framealpha=0.92)
+    fit_layout(fig, [ax])
     return fig
 
 
@@ -146,15 +147,16 @@ def time_chart(sweeps: TimeSweep | Sequence[TimeSweep]) -> Figure:
 
     Several sweeps (time_sweeps, one per GPU) are drawn one panel a GPU, sharing both axes."""
     sweeps = _sweeps(sweeps)
-    fig, axes = new_panels(len(sweeps))
+    fig, axes = new_panels(len(sweeps), layout=None)
     for ax, sweep in zip(axes, sweeps):
         _draw_time(ax, sweep)
     first = sweeps[0]
     axes[0].set_ylabel(f"time floor, all {first.num_layers} layers (s)")
-    _heading(fig, axes, f"Prefill attention time floors: {first.model} on {_where(sweeps)}",
-             f"{first.dtype.value}, batch {first.batch}, {'causal' if first.causal else 'non-causal'}; "
-             f"roofline floors (compulsory bytes at full HBM bandwidth, FLOPs at the dense tensor rate)",
-             [s.gpu for s in sweeps])
+    header = _heading(fig, axes, f"Prefill attention time floors: {first.model} on {_where(sweeps)}",
+                      f"{first.dtype.value}, batch {first.batch}, {'causal' if first.causal else 'non-causal'}; "
+                      f"roofline floors (compulsory bytes at full HBM bandwidth, FLOPs at the dense tensor rate)",
+                      [s.gpu for s in sweeps])
+    fit_layout(fig, axes, header)
     return fig
 
 
@@ -207,7 +209,8 @@ def decode_chart(sweeps: DecodeSweep | Sequence[DecodeSweep]) -> Figure:
     Several sweeps (decode_sweeps, one per GPU) are drawn one panel a GPU, sharing both axes; a batch has
     the same colour in every panel and one legend under the panels names them."""
     sweeps = _sweeps(sweeps)
-    fig, axes = new_panels(len(sweeps))
+    one = len(sweeps) == 1      # several: one legend under the panels, placed by constrained layout ("outside")
+    fig, axes = new_panels(len(sweeps), layout=None if one else CONSTRAINED)
     for ax, sweep in zip(axes, sweeps):
         _draw_decode(ax, sweep, notes_in_legend=len(sweeps) == 1)
     first = sweeps[0]
@@ -223,8 +226,9 @@ def decode_chart(sweeps: DecodeSweep | Sequence[DecodeSweep]) -> Figure:
     _heading(fig, axes, f"Decode attention time, floors and predictions: {first.model} on {_where(sweeps)}",
              f"{first.dtype.value}{kv}, page size {first.page_size}; every layer type priced as itself (the decode "
              f"report's paged totals)", [f"{s.gpu} ({s.num_sms} SMs)" for s in sweeps])
-    if len(axes) == 1:
+    if one:
         axes[0].legend(loc="upper left", fontsize=9, framealpha=0.92)
+        fit_layout(fig, axes)
     else:
         handles, labels = axes[0].get_legend_handles_labels()   # two rows: the batches, then the two styles
         fig.legend(handles, labels, loc="outside lower center", fontsize=9, ncols=-(-len(labels) // 2), frameon=False)

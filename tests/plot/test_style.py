@@ -1,6 +1,6 @@
-"""Tests of rooflab/plot/style.py: fit_layout, the margins measured once that the capacity chart is drawn with instead
-of constrained layout, keeps every tick label, axis label, title, text and legend inside the figure, and places the
-panels where constrained layout does.
+"""Tests of rooflab/plot/style.py: fit_layout, the margins measured once that the memory, time, decode (one panel) and
+capacity charts are drawn with instead of constrained layout, keeps every tick label, axis label, title, text and
+legend inside the figure, and places the panels where constrained layout does.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from rooflab import load_gpu, load_model
-from rooflab.plot import capacity_chart, capacity_sweeps
+from rooflab.plot import (capacity_chart, capacity_sweeps, decode_chart, decode_sweeps, memory_chart, memory_sweep,
+                          time_chart, time_sweeps)
 
 LLAMA8 = load_model("llama-3-8b")
 H100 = load_gpu("h100-sxm")
@@ -38,9 +39,19 @@ def _edges_in(fig) -> list[tuple[float, ...]]:
     return [(p.x0 * width, p.x1 * width, p.y0 * height, p.y1 * height) for p in (ax.get_position() for ax in fig.axes)]
 
 
-@pytest.mark.parametrize("gpus", [[H100], [H100, H200]], ids=["one panel", "two panels"])
-def test_capacity_chart_margins_are_constrained_layouts(gpus):
-    fig = capacity_chart(capacity_sweeps(LLAMA8, gpus))
+CHARTS = {
+    "capacity": lambda: capacity_chart(capacity_sweeps(LLAMA8, [H100])),
+    "capacity, two panels": lambda: capacity_chart(capacity_sweeps(LLAMA8, [H100, H200])),
+    "memory": lambda: memory_chart(memory_sweep(LLAMA8, [H100, H200])),
+    "time": lambda: time_chart(time_sweeps(LLAMA8, [H100])),
+    "time, two panels": lambda: time_chart(time_sweeps(LLAMA8, [H100, H200])),
+    "decode": lambda: decode_chart(decode_sweeps(LLAMA8, [H100])),
+}
+
+
+@pytest.mark.parametrize("name", CHARTS)
+def test_fitted_margins_are_constrained_layouts(name):
+    fig = CHARTS[name]()
     assert fig.get_layout_engine() is None           # laid out once, not again at every savefig
     fitted = _edges_in(fig)
     _assert_inside(fig)
