@@ -16,10 +16,22 @@ buffers are freed before the sampler runs:
     sampler   R x V x s + T x H x b   (R requests, vocabulary V; the forward's output hidden states are still
               held while the sampler runs: vllm v0.10.0 gpu_model_runner.py profile_run keeps `hidden_states`
               beside the `last_hidden_states` it samples from; V0's execute_model likewise)
-              V0, s = 40 bytes: vllm v0.6.x vllm/model_executor/layers/sampler.py holds, while
-              _apply_top_k_top_p re-sorts (the profile asks for top-k and top-p), the model-dtype logits (2), their
-              fp32 copy (4), the sorted values (4) and int64 indices (8), the softmax of the sorted values (4), its
-              cumulative sum (4), two bool masks (2), the inverse permutation (8) and the gathered result (4).
+              V0 (vllm-v0.6.4, vllm-v0), s = 38 bytes, the tensors alive at the sampler's peak, the sort of
+              _apply_top_k_top_p (the profile asks for top_p 0.99 and top_k V - 1, so it runs; FlashInfer's
+              sampler only with VLLM_USE_FLASHINFER_SAMPLER=1; vllm/model_executor/layers/sampler.py at
+              d5b68aba2ff6dd17060a62c0cb799c0acedb524f (v0.6.4) and da02cb4b2 (v0.7.0)):
+                  2   the model-dtype logits, held by execute_model while it samples (vllm/worker/model_runner.py)
+                  4   their fp32 copy (Sampler.forward: logits.to(torch.float), then div_ by the temperature)
+                  4   the sorted values and
+                  8   their int64 indices (logits.sort)
+                  8   the sort's int64 source indices and
+                 12   CUB's alternate key (4) and value (8) buffers, its temporary storage, both through the
+                      caching allocator (PyTorch aten/src/ATen/native/cuda/SortStable.cu segmented_sort_pairs, R >=
+                      128 rows; below 128 segmented_sort_pairs_by_full_sort: two int2 (8 + 8) arrays, a key copy
+                      (4) and CUB's buffers (4 + 8), so s = 50; pytorch/pytorch at 061531e)
+              freed when the sort returns; the masks, softmax, cumulative sum and scatter-back that follow hold
+              2 + 4 + 4 + 8 + 1 + 4 + 4 + 1 + 4 = 32, the probabilities and log-probabilities after them 14.
+              vllm-v0.2 keeps 40 (not re-derived).
               V1, s = 15 bytes: fitted to the vLLM v0.19.0 H100 logs of dense models (14.7 to 15.0 bytes once
               the hidden states are counted): V1's sampler keeps the fp32 logits and one sort, or FlashInfer's
               kernel, in place of V0's copies (vllm v0.10.0 vllm/v1/sample/ops/topk_topp_sampler.py).
@@ -34,7 +46,9 @@ buffers are freed before the sampler runs:
 T = max_num_batched_tokens, H = hidden size, F = the MLP's intermediate size, b = bytes of the activations'
 dtype. The forward term reproduces vllm#10517's RTX 3090 peaks (Llama-3.1-8B, 20,000 and 29,000 tokens: 2.07 and
 2.99 GiB logged, 2.06 and 2.99 modelled), the sampler term vllm#10511's Llama-3-8B peak on an H100 (1.26 GiB
-logged, 1.29 modelled: 256 sequences x 128,256 x 40 bytes beside 8,192 x 4,096 x 2 of hidden states). vLLM V0 under tensor parallelism gathers the logits on
+logged, 1.22 modelled: 256 sequences x 128,256 x 38 bytes beside 8,192 x 4,096 x 2 of hidden states). A V0 peak
+below the sampler's R x V x 6 bytes (the logits and their fp32 copy, before any sort) means the run profiled
+fewer sequences than its settings say (a --max-num-seqs not given here). vLLM V0 under tensor parallelism gathers the logits on
 rank 0 only, which then keeps the fewest blocks (the engine takes the minimum over ranks), so the sampler
 term applies at every TP size. Vision encoders (multimodal profile runs) are not modelled: pass
 --activation-gib.
@@ -50,8 +64,10 @@ from .settings import Resolved, model_dtype
 from .vocab import Accounting
 
 #: Bytes the sampler keeps alive per (request x vocabulary entry), by accounting (module docstring).
-SAMPLER_BYTES_PER_LOGIT = {Accounting.vllm_v0_2: 40, Accounting.vllm_v0_6_4: 40, Accounting.vllm_v0: 40,
+SAMPLER_BYTES_PER_LOGIT = {Accounting.vllm_v0_2: 40, Accounting.vllm_v0_6_4: 38, Accounting.vllm_v0: 38,
                            Accounting.vllm_v0_8: 15, Accounting.vllm_v1: 15}
+#: V0's sampler below this many rows sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
+FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
 #: fused_moe processes at most this many tokens at a time (VLLM_FUSED_MOE_CHUNK_SIZE's default, 32 x 1024).
 MOE_CHUNK_TOKENS = 32 * 1024
 
@@ -91,7 +107,10 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
     moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
-    sampler = requests * model.vocab_size * SAMPLER_BYTES_PER_LOGIT[s.accounting] + hidden if last_stage else 0
+    per_logit = SAMPLER_BYTES_PER_LOGIT[s.accounting]
+    if s.accounting in (Accounting.vllm_v0_6_4, Accounting.vllm_v0) and requests < FULL_SORT_ROWS:
+        per_logit = FULL_SORT_BYTES_PER_LOGIT
+    sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
     forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=s.accounting.is_v1)
 
@@ -123,4 +142,5 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["MOE_CHUNK_TOKENS", "ProfileRun", "SAMPLER_BYTES_PER_LOGIT", "profile_run"]
+__all__ = ["FULL_SORT_BYTES_PER_LOGIT", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SAMPLER_BYTES_PER_LOGIT",
+           "profile_run"]

@@ -34,12 +34,28 @@ def _activation(model, gpu, settings):
 
 
 def test_v0_sampler_reproduces_vllm_10511():
-    """vllm#10511: Llama-3-8B, H100, V0 defaults (8,192 tokens over 256 sequences): 1.26 GiB logged."""
+    """vllm#10511: Llama-3-8B, H100, V0 defaults (8,192 tokens over 256 sequences): 1.26 GiB logged. At the sort
+    (profile.py's docstring cites each term): bf16 logits 2 + their fp32 copy 4 + sorted values 4 + int64 indices 8
+    + the sort's int64 source indices 8 + CUB's alternate buffers 4 + 8 = 38 bytes a logit, beside the forward's
+    8,192 x 4,096 bf16 hidden states."""
     s = vllm("v0", max_model_len=8192)
     run = profile_run(LLAMA3, resolve(s, LLAMA3, H100))
-    assert run.sampler_bytes == 256 * 128256 * 40 + 8192 * 4096 * 2
+    assert run.sampler_bytes == 256 * 128256 * (2 + 4 + 4 + 8 + 8 + 4 + 8) + 8192 * 4096 * 2
     assert run.peak_bytes == run.sampler_bytes > run.forward_bytes
     assert run.peak_bytes == pytest.approx(1.26 * GiB, rel=ACTIVATION_REL)
+
+
+def test_v0_few_sequences_sort_whole_and_the_forward_binds():
+    """Below 128 rows PyTorch sorts all the rows at once (two int2 arrays 8 + 8, a key copy 4, CUB's buffers 4 + 8,
+    beside the logits 2 + 4 and the outputs 4 + 8: 50 bytes a logit). Llama-3-8B at 2,048 tokens (max_model_len
+    2048): with 256 sequences the sampler binds (256 x 128,256 x 38 + 2,048 x 4,096 x 2 = 1.18 GiB); with 32 the
+    sampler (32 x 128,256 x 50 + the hidden states = 0.21 GiB) falls below the forward pass, 2,048 x (3 x 4,096 +
+    3 x 14,336) x 2 = 0.211 GiB, which then is the peak."""
+    many = profile_run(LLAMA3, resolve(vllm("v0", max_model_len=2048), LLAMA3, H100))
+    assert many.peak_bytes == many.sampler_bytes == 256 * 128256 * 38 + 2048 * 4096 * 2
+    few = profile_run(LLAMA3, resolve(vllm("v0", max_model_len=2048, max_num_seqs=32), LLAMA3, H100))
+    assert few.sampler_bytes == 32 * 128256 * 50 + 2048 * 4096 * 2
+    assert few.peak_bytes == few.forward_bytes == 2048 * (3 * 4096 + 3 * 14336) * 2
 
 
 @pytest.mark.parametrize("max_len, logged_gib", [(20000, 17.06 - 14.9888), (29000, 17.98 - 14.9888)])
