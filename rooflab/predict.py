@@ -40,6 +40,7 @@ from .cost.common import Cost, KernelCost, Visibility, check_flag, check_layer, 
 from .cost.flash import FlashCost
 from .cost.mla import MlaDecodeCost
 from .cost.paged import MAX_Q_LEN
+from .cudnn_kernel import KERNEL_MODELS, kernel_cost, modelled_impl
 from .errors import InputError
 from .limits import MAX_SPLITS
 from .floors import Ceilings
@@ -121,6 +122,33 @@ class PredictedTime:
     fitted_on: GpuSpec | None = None          # the GPU the fit was measured on, where transferred (None: this one)
 
 
+def model_fits(owner: GpuSpec, kernel: Kernel) -> tuple[FittedModel, ...]:
+    """The fits of `kernel` that predict on `owner`'s behalf: its `fitted:` entries, each implementation with a model
+    of the kernel it launches (cudnn_kernel.KERNEL_MODELS) in `owner`'s list taking that model's entry instead of
+    the campaigns' fit (one prediction an implementation; PredictedTime.impl names the implementation)."""
+    fits = owner.fitted_for(kernel)
+    models = {m for (k, _), m in KERNEL_MODELS.items() if k is kernel}
+    out = []
+    for f in fits:
+        if f.impl in models:
+            continue
+        model = KERNEL_MODELS.get((kernel, f.impl))
+        out.append(owner.fitted_model(kernel, model) or f if model is not None else f)
+    return tuple(out)
+
+
+def prediction_fit(gpu: GpuSpec, kernel: Kernel, p: PredictedTime) -> FittedModel:
+    """The fit that priced the prediction `p` of `kernel` on `gpu` (explain's derivation takes its terms)."""
+    return next(f for f in model_fits(p.fitted_on or gpu, kernel) if modelled_impl(f.impl) == p.impl)
+
+
+def priced_cost(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec) -> Cost:
+    """The cost a fit prices on `gpu`: `price(num_sms, units_per_sm)` with the fit's parallelism model, as the kernel
+    its entry models launches it (cudnn_kernel.kernel_cost: cuDNN's tile and padded head dim)."""
+    k = fitted.units_per_sm
+    return kernel_cost(fitted.impl, price(gpu.num_sms if k else None, k or 1.0), gpu)
+
+
 def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec,
                  dtype: DType, source: GpuSpec | None = None) -> PredictedTime:
     """`fitted`'s time for the workload `price(num_sms, units_per_sm)` prices (the cost function, with the
@@ -129,12 +157,11 @@ def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost]
     roofs it transfers to `gpu` (transfer.transferred_ceilings)."""
     from .transfer import error_band
 
-    k = fitted.units_per_sm
-    cost = price(gpu.num_sms if k else None, k or 1.0)
+    cost = priced_cost(fitted, price, gpu)
     t_model, _, assumes = prediction_model_time(cost, fitted, gpu, dtype, source)
     t = fitted.overhead_s + float(np.asarray(t_model)) / fitted.efficiency
     band, band_note = error_band(fitted, source, gpu)
-    return PredictedTime(t, fitted.impl, fitted.median_error, fitted.kernel,
+    return PredictedTime(t, modelled_impl(fitted.impl), fitted.median_error, fitted.kernel,
                          MEASURED_HERE if source is None else f"transferred from {source.name}", assumes, band,
                          band_note, fitted.worst_error, source)
 
@@ -198,21 +225,23 @@ def predict_time(gpu: GpuSpec, kernel: Kernel, price: Callable[[int | None, floa
     kernel `impl` does not implement: None). `impl=OWN` means rooflab's own kernels, whichever of them
     (mma.sync or wgmma) is fastest here."""
     source = None
-    fits = gpu.fitted_for(kernel)
+    fits = model_fits(gpu, kernel)
     if not fits and not any(f.impl == impl for f in gpu.fitted):
-        from .transfer import transfer_source
+        from .transfer import transfer_source, why_not
 
-        source, fits = transfer_source(gpu, kernel)
+        source, _ = transfer_source(gpu, kernel)
+        fits = () if source is None else tuple(f for f in model_fits(source, kernel)
+                                               if why_not(source, gpu, f) is None)
     if impl == OWN:
         fits = tuple(f for f in fits if f.impl.startswith(OWN.rstrip("*")))
         impl = None
     if impl is not None:
-        chosen = [f for f in fits if f.impl == impl]
+        chosen = [f for f in fits if modelled_impl(f.impl) == impl]
         owner = gpu if source is None else source
-        if not chosen and optional and any(f.impl == impl for f in owner.fitted):
+        if not chosen and optional and any(modelled_impl(f.impl) == impl for f in owner.fitted):
             return None
         if not chosen:
-            known = sorted({f.impl for f in owner.fitted})
+            known = sorted({modelled_impl(f.impl) for f in owner.fitted})
             raise InputError(f"--impl {impl}: {gpu.name} has no fitted {kernel.value} model for it; fitted "
                              f"implementations: {', '.join(known) or 'none (run rooflab fit)'}")
         fits = tuple(chosen)
@@ -264,6 +293,6 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
 
 
 __all__ = ["MAX_AUTO_ERROR", "MEASURED_HERE", "OWN", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
-           "model_time",
+           "model_fits", "model_time", "prediction_fit", "priced_cost",
            "priced_launches",
            "prediction_model_time", "predict_time", "predict_with", "prefill_kernel"]

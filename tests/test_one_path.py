@@ -266,3 +266,55 @@ def test_the_steps_attention_rows_are_the_reports_rows(name):
         assert row.t_floor_s == pytest.approx(same[0].t_floor_s * same[0].num_layers, rel=REL)
         compared += 1
     assert compared or not any(t.is_attention for _, t, _ in model.layer_walk())
+
+
+def _published_cudnn_rows(gpu: str):
+    from rooflab.fit.published_check import Family, check_rows
+
+    return [c for c in check_rows() if c.family is Family.cudnn and c.row.gpu == gpu]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200-sxm"])
+def test_report_at_a_published_cudnn_rows_shape_gives_its_checked_prediction(gpu):
+    """`rooflab report --impl torch_cudnn` and explain at each published cuDNN row's shape give exactly the
+    t_predicted `rooflab validate --published` holds against the row: one cuDNN prediction (rooflab.cudnn_kernel's
+    model, fitted on the H200 shapes runs), whichever command asks (h200-sxm: no published cuDNN row, the check's
+    own prediction at the shape instead)."""
+    from rooflab.fit.published_check import Family, predict_row
+    from rooflab.shape import BareAttention
+
+    target = load_gpu(gpu)
+    rows = _published_cudnn_rows("h100-sxm")
+    assert len(rows) >= 30
+    for c in rows[:: 1 if gpu == "h100-sxm" else 7]:
+        r = c.row
+        checked = c.prediction if gpu == "h100-sxm" else predict_row(r, target, Family.cudnn)[0]
+        assert checked.impl == "torch_cudnn"
+        report = prefill_report(BareAttention.of(r.heads), target, r.seq_len_q, r.batch, r.dtype, r.causal,
+                                impl="torch_cudnn")
+        flash = next(row for row in report.rows if row.variant == Variant.flash.value)
+        assert flash.t_predicted_s == checked.t_predicted_s and flash.predicted_impl == "torch_cudnn", c.label
+        derived = explain(Variant.flash, BareAttention.of(r.heads), target, r.seq_len_q, r.batch, r.dtype, r.causal,
+                          impl="torch_cudnn")
+        assert _step(derived, "t_predicted", "predicted") == pytest.approx(checked.t_predicted_s, rel=1e-12)
+
+
+def test_the_cli_report_and_the_published_check_agree_on_a_cudnn_row():
+    """The same through the commands a user runs: report -f json and validate --published -f json."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    runner = CliRunner()
+    rows = json.loads(runner.invoke(app, ["validate", "--published", "-f", "json"]).output)
+    row = next(c for c in _published_cudnn_rows("h100-sxm") if c.row.causal and c.row.head_dim == 128).row
+    shape = f"{row.batch},{row.num_qo_heads},{row.num_kv_heads},{row.seq_len_q},{row.head_dim}"
+    published = next(r for r in rows if r["gpu"] == "h100-sxm" and r["family"] == "cudnn" and
+                     r["shape"].endswith(f"B{row.batch} H{row.num_qo_heads}/{row.num_kv_heads} T{row.seq_len_q}x"
+                                         f"{row.seq_len_kv} d{row.head_dim} causal"))
+    out = runner.invoke(app, ["report", "-g", "h100-sxm", "--impl", "torch_cudnn", "--shape", shape, "--causal",
+                              "-f", "json"])
+    assert out.exit_code == 0, out.output
+    flash = next(r for r in json.loads(out.output)["rows"] if r["variant"] == "flash")
+    assert flash["t_predicted_s"] == published["t_predicted_s"] and published["provenance"] == \
+        "transferred from h200-sxm"

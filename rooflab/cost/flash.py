@@ -91,6 +91,13 @@ class FlashCost(SingleKernel):
     seq_len: np.ndarray = np.float64(0.0)
     causal: bool = False
     visibility: Visibility = FULL_VISIBILITY
+    #: The workload it prices (flash_prefill's arguments), so that a model of another kernel of the same attention
+    #: (rooflab.cudnn_kernel: cuDNN's tile and padded head dim) prices the same call; None where not recorded.
+    heads: AttentionHeads | None = None
+    batch: np.ndarray | None = None
+    dtype: DType | None = None
+    write_lse: bool = True
+    sinks: bool = False
 
     def tile_work(self, unit_overhead_tiles: float = 0.0) -> np.ndarray:
         """The work a tile kernel does, over the visible pairs (>= 1): every B_r x B_c tile a query tile touches,
@@ -170,7 +177,8 @@ def flash_prefill(heads: AttentionHeads, seq_len: ArrayLike, batch: ArrayLike = 
     fraction = _fraction(t, b, heads.num_qo_heads, tile, causal, num_sms, units_per_sm, visibility)
     exps = pairs + (b * h * t if sinks else 0)
     kernel = KernelCost("flash_fwd", flops, compulsory, exp_ops=exps, parallel_fraction=fraction)
-    return FlashCost(kernel, tiled, tile, rescale_flops, seq_len=t, causal=causal, visibility=visibility)
+    return FlashCost(kernel, tiled, tile, rescale_flops, seq_len=t, causal=causal, visibility=visibility, heads=heads,
+                     batch=b, dtype=dtype, write_lse=write_lse, sinks=sinks)
 
 
 @functools.lru_cache(maxsize=1 << 14)

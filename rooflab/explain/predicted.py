@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cost.common import Cost
 from ..cost.flash import FlashCost
-from ..predict import predict_time, prediction_model_time
+from ..predict import predict_time, prediction_fit, prediction_model_time, priced_cost
 from ..specs import GpuSpec
 from ..units import DType, fmt_seconds
 from ..vocab import Kernel
@@ -31,9 +31,9 @@ def explain_prediction(d: _Derivation, gpu: GpuSpec, kernel: Kernel, price: Call
     if p is None:
         return (f"no fitted {kernel.value} model on {gpu.name}: only the floor (measure with `rooflab bench`, "
                 f"fit with `rooflab fit`)",)
-    fit = (p.fitted_on or gpu).fitted_model(kernel, p.impl)
+    fit = prediction_fit(gpu, kernel, p)
     k = fit.units_per_sm
-    cost = price(gpu.num_sms if k else None, k or 1.0)
+    cost = priced_cost(fit, price, gpu)
     t_model, roofs, assumes = prediction_model_time(cost, fit, gpu, dtype, p.fitted_on)
     t_model = float(np.asarray(t_model))
     campaigns = ", ".join(fit.campaigns) if len(fit.campaigns) <= 2 else f"{len(fit.campaigns)} campaigns"

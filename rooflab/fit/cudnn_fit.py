@@ -4,7 +4,7 @@ The flash model of predict.py (t = c0 + t_model / eta, a tile term, an exp overl
 launches on the H200 and fitted on every sdpa_cudnn row of measurements/shapes/ (ours: the published rows are
 fitted on by nothing). What the H200 showed, each from a run of our own:
 
-- the tile: the profiler names one kernel a call, `cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7
+- the tile (rooflab.cudnn_kernel): the profiler names one kernel a call, `cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7
   _64x128x{64,128,192,256}_4x1x1_cga1x1x1` (h200-cudnn-kernels.csv): 64 query rows by 128 keys at every head dim
   (`CUDNN_TILE`; the spec's shared-memory rule gives the model 128 x 128 up to d 128), the head dim padded to the
   kernel's 64, 128, 192 or 256 (`cudnn_head_dim`: d 96 runs the 128 kernel);
@@ -21,8 +21,13 @@ fitted on by nothing). What the H200 showed, each from a run of our own:
   4.6% median.
 
 Held out across shapes (tests/fit/test_cudnn_fit.py): by file 2.4% / 18.7%, by kernel head dim 4.3% / 20.8%, by T
-2.6% / 18.4% (the same tile with one unit an SM, heaviest first and c0 at most 10 us: 8.6% / 59.9% by file). It does
-not replace the campaigns' fit that `rooflab report` uses.
+2.6% / 18.4% (the same tile with one unit an SM, heaviest first and c0 at most 10 us: 8.6% / 59.9% by file).
+
+The model is stored as hardware/h200-sxm.yaml's `torch_cudnn_shapes` entry (tests/fit/test_cudnn_fit.py holds it equal
+to this fit, as fitting_io.fitted_yaml writes it), and rooflab.predict prices torch_cudnn's flash prefills with it
+everywhere (report, explain, the step, plots, validate --published; rooflab.cudnn_kernel.KERNEL_MODELS): the
+campaigns' torch_cudnn entry stays in the YAML for its back-to-back overhead, this model's c0. The launch
+(tile, padded head dim, causal order) lives in rooflab/cudnn_kernel.py.
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..cost.flash import FlashTile, flash_prefill
-from ..cost.parallel import schedule_fraction
+from ..cudnn_kernel import (CUDNN_HEAD_DIMS, CUDNN_SHAPES_IMPL, CUDNN_TILE, CUDNN_UNITS_PER_SM, causal_fraction,
+                            cudnn_cost, cudnn_head_dim)
 from ..floors import Ceilings
 from ..load import load_gpu
 from ..predict import model_time
@@ -48,45 +53,10 @@ from .shapes_fit import ROOT, SHAPES_CSV, SHAPES_GPU, ShapeRow, read_shapes
 CUDNN_CSV = ROOT / "measurements" / "shapes" / "h200-cudnn-shapes.csv"
 SCHEDULE_CSV = ROOT / "measurements" / "shapes" / "h200-cudnn-schedule.csv"
 CUDNN_FILES = (SHAPES_CSV, CUDNN_CSV, SCHEDULE_CSV)
-#: The impl id of the model (PredictedTime.impl; transfer.IMPL_PATH and CROSS_GPU_ERROR keys).
-CUDNN_SHAPES_IMPL = "torch_cudnn_shapes"
 #: The campaigns' fit whose per-call overhead (timed back to back) the prediction takes.
 CAMPAIGN_IMPL = "torch_cudnn"
-#: cuDNN's tile on the H200, query rows x keys (its kernel names' 64x128xD).
-CUDNN_TILE = FlashTile(64, 128)
-#: The head dims cuDNN's kernels are built for: a row's head dim runs on the next one up.
-CUDNN_HEAD_DIMS = (64, 128, 192, 256)
-#: Units per SM (the schedule run's steps).
-CUDNN_UNITS_PER_SM = 2.0
 #: Key tiles' worth of fixed cost a query tile tried by the fit.
 CUDNN_OVERHEAD_TILES = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
-
-
-def cudnn_head_dim(head_dim: int) -> int:
-    """The head dim of the cuDNN kernel a row runs on (the next of CUDNN_HEAD_DIMS up); above 256, its own."""
-    return next((d for d in CUDNN_HEAD_DIMS if d >= head_dim), head_dim)
-
-
-def causal_fraction(seq_len: int, units: int, num_sms: int, tile: FlashTile = CUDNN_TILE,
-                    units_per_sm: float = CUDNN_UNITS_PER_SM) -> float:
-    """The busy share of a causal launch of `units` (sequence, head) pairs whose query tiles are issued in row order:
-    tile i of B_r rows visits the key tiles up to its last row's, (i B_r + B_r - 1) // B_c + 1 of them."""
-    q0 = np.arange(-(-seq_len // tile.block_q), dtype=np.int64) * tile.block_q
-    per_head = (np.minimum(q0 + tile.block_q, seq_len) - 1) // tile.block_kv + 1
-    return schedule_fraction(np.tile(per_head * tile.block_kv, units), num_sms, units_per_sm)
-
-
-def cudnn_cost(heads: AttentionHeads, seq_len: int, batch: int, dtype: DType, causal: bool, gpu: GpuSpec):
-    """The flash cost of one cuDNN launch on `gpu`: cuDNN's tile, its padded head dim, two units an SM, causal query
-    tiles in row order."""
-    d = cudnn_head_dim(heads.head_dim)
-    padded = AttentionHeads(heads.num_qo_heads, heads.num_kv_heads, d, None if heads.v_head_dim is None else d)
-    cost = flash_prefill(padded, seq_len, batch, dtype, causal, tile=CUDNN_TILE, gpu=gpu, num_sms=gpu.num_sms,
-                         units_per_sm=CUDNN_UNITS_PER_SM)
-    if not causal or gpu.num_sms is None:
-        return cost
-    f = causal_fraction(int(seq_len), int(batch) * heads.num_qo_heads, gpu.num_sms)
-    return replace(cost, kernel=replace(cost.kernel, parallel_fraction=np.float64(f)))
 
 
 @dataclass(frozen=True)

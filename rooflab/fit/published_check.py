@@ -5,10 +5,13 @@ is held against two things:
 
 - its floor (published.kernel_floor_s, the GPU's floor roofs): a row faster than its floor is named, never averaged
   away; a sound row may not beat it, a row whose note starts 'defect:' may (the note says why);
-- for the implementation families rooflab predicts, fixed in advance (FAMILY_FIT), the prediction of the H200 fit of
-  that family's PyTorch peer, measured on the row's GPU or transferred to it (rooflab.predict / rooflab.transfer);
-  cuDNN rows and eager rows of the FlashAttention benchmark's code (FA_BENCH_SOURCES) take instead the models
-  rooflab.fit.cudnn_fit and rooflab.fit.shapes_fit fit on our own H200 runs at the published shapes (`shapes=False`: FAMILY_FIT's alone).
+- for the implementation families rooflab predicts, fixed in advance (FAMILY_FIT), the prediction of that family's
+  PyTorch peer, measured on the row's GPU or transferred to it, through rooflab.predict.predict_time, the path
+  `rooflab report --impl` takes (so a report at a row's shape gives the row's t_predicted): cuDNN rows take the
+  model of the kernel cuDNN launches (rooflab.cudnn_kernel, fitted by rooflab.fit.cudnn_fit on our own H200 runs,
+  stored in hardware/h200-sxm.yaml), which predicts torch_cudnn everywhere; eager rows of the FlashAttention
+  benchmark's code (FA_BENCH_SOURCES) take rooflab.fit.shapes_fit's model of that code, a different implementation
+  from rooflab's eager peer, named attention_pytorch (`shapes=False`: torch_eager's fit for them too).
   Nothing is fitted on these rows. Other implementations (FA3, FlashMLA, FlashInfer, ThunderKittens, Triton, ...)
   get floors only.
 
@@ -26,7 +29,7 @@ from ..cost.common import Cost, Visibility
 from ..cost.flash import flash_prefill
 from ..cost.naive import naive_prefill
 from ..load import load_gpu
-from ..predict import PredictedTime, predict_with
+from ..predict import PredictedTime, predict_time
 from ..published import Implementation, KernelRow, Published, kernel_floor_s, load_published
 from ..specs import GpuSpec
 from ..transfer import CROSS_GPU_ERROR, TensorPath, calibrated_ceilings, transfer_source, transferred_ceilings, why_not
@@ -111,10 +114,10 @@ def _price(row: KernelRow, gpu: GpuSpec, kernel: Kernel):
 
 def predict_row(row: KernelRow, gpu: GpuSpec, family: Family, shapes: bool = True
                 ) -> tuple[Optional[PredictedTime], str]:
-    """The family's prediction for the row on its GPU (measured there, else transferred), or None and why. With
-    `shapes` (the default), cuDNN rows and eager rows of a known code (FA_BENCH_SOURCES) take the models fitted on
-    our H200 runs at the published shapes (shapes_prediction); without, every family takes its campaigns' fit
-    (FAMILY_FIT, the fits `rooflab report` uses)."""
+    """The family's prediction for the row on its GPU (measured there, else transferred; predict_time, as `rooflab
+    report --impl`), or None and why. With `shapes` (the default), eager rows of a known code (FA_BENCH_SOURCES) take
+    the model of that code fitted on our H200 runs at the published shapes (shapes_prediction); without, torch_eager's
+    (FAMILY_FIT)."""
     if shapes and row.phase is Phase.prefill and row.seq_len_q == row.seq_len_kv and not row.window:
         shaped = shapes_prediction(row, gpu, family)
         if shaped is not None:
@@ -136,26 +139,19 @@ def predict_row(row: KernelRow, gpu: GpuSpec, family: Family, shapes: bool = Tru
         reason = why_not(source, gpu, fit)
         if reason is not None:
             return None, reason
-    return predict_with(fit, _price(row, gpu, kernel), gpu, row.dtype, source), ""
+    return predict_time(gpu, kernel, _price(row, gpu, kernel), row.dtype, impl), ""
 
 
 def shapes_prediction(row: KernelRow, gpu: GpuSpec, family: Family) -> Optional[PredictedTime]:
-    """cuDNN (cudnn_fit.cudnn_shapes_fit, priced as the kernel cuDNN launches) and attention_pytorch
-    (shapes_fit.fa_bench_model)
-    on the row's GPU, transferred from the H200 (transfer.transferred_ceilings) unless it is the H200; None for
-    another family, an eager row of unknown code, or a GPU the fits do not transfer to."""
-    from . import cudnn_fit, shapes_fit
+    """attention_pytorch (shapes_fit.fa_bench_model) on the row's GPU, transferred from the H200
+    (transfer.transferred_ceilings) unless it is the H200; None for another family, an eager row of unknown code, or
+    a GPU the fit does not transfer to. (cuDNN rows take predict_time's torch_cudnn, which is cudnn_kernel's model.)"""
+    from . import shapes_fit
 
-    if family not in (Family.cudnn, Family.eager) or (family is Family.eager and row.source not in FA_BENCH_SOURCES):
+    if family is not Family.eager or row.source not in FA_BENCH_SOURCES:
         return None
     h200 = load_gpu(shapes_fit.SHAPES_GPU)
     source = None if gpu.name == h200.name else h200
-    if family is Family.cudnn:
-        fit = cudnn_fit.cudnn_shapes_fit()
-        if source is not None and why_not(source, gpu, fit) is not None:
-            return None
-        price = lambda n, k: cudnn_fit.cudnn_cost(row.heads, row.seq_len_q, row.batch, row.dtype, row.causal, gpu)
-        return predict_with(fit, price, gpu, row.dtype, source)
     model = shapes_fit.fa_bench_model()
     if source is None:
         roofs, assumes, ratio = calibrated_ceilings(gpu, row.dtype)[0], "", 1.0

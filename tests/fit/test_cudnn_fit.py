@@ -95,3 +95,33 @@ def test_predicts_the_campaigns_own_rows(h200):
         t = m.overhead_s + float(model_time(cost, roofs, m.exp_overlap, m.unit_overhead_tiles)) / m.efficiency
         errs.append(abs(t / r.time_s - 1))
     assert np.median(errs) <= 0.06                     # RESULTS: 4.6% (the worst, 53%, a 35 us causal T 512 row)
+
+
+def test_the_stored_entry_is_this_fit(h200):
+    """hardware/h200-sxm.yaml's torch_cudnn_shapes entry (what predict_time prices torch_cudnn with) is cudnn_fit's
+    model as `rooflab fit` writes an entry (fitting_io.fitted_yaml): refitting the campaigns (its c0) or the shapes
+    rows without re-storing it fails."""
+    from rooflab.fit.fitting_io import fitted_yaml
+
+    line = fitted_yaml([C.cudnn_fit().model]).splitlines()[-1]
+    assert line in (C.ROOT / "hardware" / "h200-sxm.yaml").read_text().splitlines()
+    assert h200.fitted_model(Kernel.flash, C.CUDNN_SHAPES_IMPL).efficiency == pytest.approx(
+        C.cudnn_fit().model.efficiency, rel=1e-4)
+
+
+def test_predict_time_prices_torch_cudnn_as_this_kernel(h200):
+    """predict_time's torch_cudnn on the H200 is the stored kernel model at cudnn_cost, not the campaigns' fit."""
+    from rooflab.cost.flash import flash_prefill
+    from rooflab.predict import model_fits, predict_time
+
+    heads = AttentionHeads(16, 16, 96)
+    price = lambda n, k: flash_prefill(heads, 4096, 2, DType.fp16, True, gpu=h200, num_sms=n, units_per_sm=k)
+    p = predict_time(h200, Kernel.flash, price, DType.fp16, "torch_cudnn")
+    m = h200.fitted_model(Kernel.flash, C.CUDNN_SHAPES_IMPL)
+    cost = C.cudnn_cost(heads, 4096, 2, DType.fp16, True, h200)
+    roofs = Ceilings.of(h200, DType.fp16, CeilingSource.calibrated)
+    t = m.overhead_s + float(model_time(cost, roofs, m.exp_overlap, m.unit_overhead_tiles)) / m.efficiency
+    assert p.impl == "torch_cudnn" and p.t_predicted_s == pytest.approx(t, rel=1e-12)
+    assert cost.tile == C.CUDNN_TILE and cost.heads.head_dim == 128             # d 96 runs the 128 kernel
+    impls = [f.impl for f in model_fits(h200, Kernel.flash)]
+    assert C.CUDNN_SHAPES_IMPL in impls and "torch_cudnn" not in impls          # one torch_cudnn model

@@ -70,17 +70,29 @@ def test_cudnn_worst_within_30_percent_and_better_than_the_campaigns_fit(checked
         off = [c for c in rows if c.row.gpu != "h200-sxm"]
         return next(s for s in summarise(off, by_family) if s.group == Family.cudnn.value)
 
-    new, old = cudnn(checked), cudnn(check_rows(shapes=False))
+    from rooflab.fit.published_check import CheckedRow, _price
+    from rooflab.predict import predict_with
+    from rooflab.vocab import Kernel
+
+    h200 = load_gpu("h200-sxm")
+    campaigns = h200.fitted_model(Kernel.flash, "torch_cudnn")      # the YAML entry the kernel model replaced
+    legacy = [CheckedRow(c.row, c.published_s, c.floor_s, c.family,
+                         predict_with(campaigns, _price(c.row, g, Kernel.flash), g, c.row.dtype, h200))
+              for c in checked if c.family is Family.cudnn and (g := load_gpu(c.row.gpu)).name != h200.name]
+    new, old = cudnn(checked), cudnn(legacy)
     assert new.predicted == new.rows == old.rows and new.worst <= 0.30
     assert new.median < old.median and new.worst < old.worst
+    assert (round(old.median, 4), round(old.worst, 4)) == (0.2090, 0.3126)        # RESULTS: the campaigns' fit
 
 
 def test_shapes_models_predict_the_rows_they_cover(checked):
-    """cuDNN rows take the shapes fit; eager rows of the FlashAttention benchmark take attention_pytorch's launches;
-    FA2-class rows keep the campaigns' torch_flash fit (not moved)."""
+    """cuDNN rows take torch_cudnn's prediction (the kernel model, as report's); eager rows of the FlashAttention
+    benchmark take attention_pytorch's launches; FA2-class rows keep the campaigns' torch_flash fit (not moved)."""
     impls = {(c.family, c.prediction.impl) for c in checked if c.prediction is not None}
-    assert impls == {(Family.fa2, "torch_flash"), (Family.cudnn, "torch_cudnn_shapes"),
+    assert impls == {(Family.fa2, "torch_flash"), (Family.cudnn, "torch_cudnn"),
                      (Family.eager, "attention_pytorch")}
+    cudnn = [c for c in checked if c.family is Family.cudnn]
+    assert all("248 rows on h200-sxm" in c.prediction.band_note for c in cudnn)       # the kernel model's held-out
     legacy = {(c.family, c.prediction.impl) for c in check_rows(shapes=False) if c.prediction is not None}
     assert legacy == {(f, FAMILY_FIT[f][1]) for f in (Family.fa2, Family.cudnn, Family.eager)}
 
