@@ -31,6 +31,7 @@ buffers are freed before the sampler runs:
                       (4) and CUB's buffers (4 + 8), so s = 50; pytorch/pytorch at 061531e)
               freed when the sort returns; the masks, softmax, cumulative sum and scatter-back that follow hold
               2 + 4 + 4 + 8 + 1 + 4 + 4 + 1 + 4 = 32, the probabilities and log-probabilities after them 14.
+              Measured (benchmarks/v0_sampler_peak.py, H200, torch 2.11): 38.06 at 256 rows, 51.05 at 32.
               vllm-v0.2 keeps 40 (not re-derived).
               V1, s = 15 bytes: fitted to the vLLM v0.19.0 H100 logs of dense models (14.7 to 15.0 bytes once
               the hidden states are counted): V1's sampler keeps the fp32 logits and one sort, or FlashInfer's

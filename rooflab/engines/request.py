@@ -118,6 +118,9 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
         return engine_table(engine_capacity(model, gpu, _settings(o, parse_engine(o.engine))))
     if "model" not in given:
         raise InputError("--engine-log needs --model: the model the logged run served")
+    if o.deployment.pipeline_parallel > 1 or o.pp_layer_partition is not None:
+        raise InputError("--pp with --engine-log: a logged run's pipeline stages are not explained yet (each stage "
+                         "has its own layers and blocks); --pp applies to --engine predictions")
     from .explain import explain_log
     from .logs import read_log
 

@@ -276,3 +276,5 @@ def test_pipeline_parallel_names_the_binding_stage():
     assert "8 in all" in r.stdout
     _short_engine_error(_invoke("-m", "llama-3-70b", "--pp-layer-partition", "40,40"), "--pp-layer-partition")
     _short_engine_error(_invoke("-m", "llama-3-70b", "-pp", "2", "--pp-layer-partition", "40,41"), "sums to 81")
+    log = str(DATA / "vllm-llama-3-8b-h100-tp1.log")
+    _short_engine_error(_invoke("-m", "llama-3-8b", "--engine-log", log, "-pp", "2"), "--pp with --engine-log")
