@@ -39,9 +39,9 @@ def capacity(
     engine: Annotated[Optional[str], typer.Option("--engine", metavar="vllm|sglang", help="Follow an engine's own "
                                                   "memory accounting (default: rooflab's bound).")] = None,
     engine_version: Annotated[Optional[str], typer.Option("--engine-version", metavar="V", help="The engine's "
-                                                          "accounting: vLLM v0.2, v0.6.4, v0, v0.8 (V1 v0.8.0 - v0.9.0) or v1 "
-                                                          "(default); "
-                                                          "SGLang v0.4 or v0.5 (default).")] = None,
+                                                          "accounting: vLLM v0.2, v0.6.4, v0, v0.8 (V1 v0.8.0 - "
+                                                          "v0.9.0) or v1 (default); SGLang v0.4 or v0.5 "
+                                                          "(default).")] = None,
     engine_log: Annotated[Optional[str], typer.Option("--engine-log", metavar="FILE", help="Explain a vLLM or SGLang "
                                                       "start-up log: its KV figure term by term (with --model).")] = None,
     what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "

@@ -49,9 +49,10 @@ dtype. The forward term reproduces vllm#10517's RTX 3090 peaks (Llama-3.1-8B, 20
 2.99 GiB logged, 2.06 and 2.99 modelled), the sampler term vllm#10511's Llama-3-8B peak on an H100 (1.26 GiB
 logged, 1.22 modelled: 256 sequences x 128,256 x 38 bytes beside 8,192 x 4,096 x 2 of hidden states). A V0 peak
 below the sampler's R x V x 6 bytes (the logits and their fp32 copy, before any sort) means the run profiled
-fewer sequences than its settings say (a --max-num-seqs not given here). vLLM V0 under tensor parallelism gathers the logits on
-rank 0 only, which then keeps the fewest blocks (the engine takes the minimum over ranks), so the sampler
-term applies at every TP size. Vision encoders (multimodal profile runs) are not modelled: pass
+fewer sequences than its settings say (a --max-num-seqs not given here).
+vLLM V0 under tensor parallelism gathers the logits on rank 0 only, which then keeps the fewest blocks (the engine
+takes the minimum over ranks), so the sampler term applies at every TP size; under pipeline parallelism only the
+last stage samples (engines/pipeline.py). Vision encoders (multimodal profile runs) are not modelled: pass
 --activation-gib.
 """
 
