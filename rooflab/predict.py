@@ -144,9 +144,12 @@ def prediction_fit(gpu: GpuSpec, kernel: Kernel, p: PredictedTime) -> FittedMode
 
 def priced_cost(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec) -> Cost:
     """The cost a fit prices on `gpu`: `price(num_sms, units_per_sm)` with the fit's parallelism model, as the kernel
-    its entry models launches it (cudnn_kernel.kernel_cost: cuDNN's tile and padded head dim)."""
+    its entry models launches it (cudnn_kernel.kernel_cost: cuDNN's tile and padded head dim, its own launch model,
+    from the workload of the cost without one, which a report builds for its row anyway)."""
     k = fitted.units_per_sm
-    return kernel_cost(fitted.impl, price(gpu.num_sms if k else None, k or 1.0), gpu)
+    if fitted.impl in KERNEL_MODELS.values():
+        return kernel_cost(fitted.impl, price(None, 1.0), gpu)
+    return price(gpu.num_sms if k else None, k or 1.0)
 
 
 def predict_with(fitted: FittedModel, price: Callable[[int | None, float], Cost], gpu: GpuSpec,
