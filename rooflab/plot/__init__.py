@@ -18,6 +18,11 @@ Figures are matplotlib.figure.Figure objects built without pyplot (a subclass th
 when it is the last expression of a notebook cell, without %matplotlib inline). `save_figure` (save.py)
 writes one to .png, .svg or .pdf for the CLI, and `save_data` a chart's numbers (its to_frame()) to .csv or
 .json (`rooflab plot ... --data FILE`).
+
+The memory, time, capacity and one-panel decode charts are laid out once, as they are made (style.fit_layout:
+the margins constrained layout would give, without its cost at every savefig); after restyling one so that its
+texts grow (a longer title, bigger fonts), fig.set_layout_engine("constrained") refits the margins at every draw.
+The other charts use constrained layout. The names below load on first use.
 """
 
 import importlib
