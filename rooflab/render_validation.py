@@ -99,6 +99,11 @@ def validation_table(v: "Validation", wide: bool = False) -> Table:
                      "predicts at the calibrated ceilings: the model's terms (exps serial after the matrix work, "
                      "the parallelism model's idle SMs, whole tiles) over-price it, or it beats the calibrated "
                      "rates (one cuBLAS GEMM shape and one device copy, not the peak). Floors never use eta")
+    notes += [f"predicted by a kernel model: {_name(g.kernel)}/{g.impl} by {g.model}, the model of the kernel it "
+              f"launches (fitted on other runs, never on these rows; c0 from these rows' fit), as every command "
+              f"predicts it; `rooflab fit` stores the campaigns' own fit (held-out median "
+              f"{_pct(g.campaign_median_error)}, worst {_pct(g.campaign_worst_error)}), whose c0 the model takes"
+              for g in v.groups if g.model]
     return Table(columns, tuple({**_record(g), "holds": None} for g in v.groups), doc=v.to_dict(), title=head,
                  notes=tuple(notes), csv_keys=_CSV_KEYS, key_columns=2)
 

@@ -34,19 +34,21 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
-from ..cudnn_kernel import (CUDNN_HEAD_DIMS, CUDNN_SHAPES_IMPL, CUDNN_TILE, CUDNN_UNITS_PER_SM, causal_fraction,
+from ..cudnn_kernel import (KERNEL_MODELS, CUDNN_HEAD_DIMS, CUDNN_SHAPES_IMPL, CUDNN_TILE, CUDNN_UNITS_PER_SM, causal_fraction,
                             cudnn_cost, cudnn_head_dim)
 from ..floors import Ceilings
 from ..load import load_gpu
-from ..predict import model_time
+from ..predict import model_time, prediction_model_time, priced_cost
 from ..specs import AttentionHeads, FittedModel, GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
-from .fitting import EXP_OVERLAP_GRID, fit_overhead_efficiency
+from .costs import measurement_cost
+from .fitting import EXP_OVERLAP_GRID, Fit, fit_overhead_efficiency
+from .records import Measurement
 from .shapes_fit import ROOT, SHAPES_CSV, SHAPES_GPU, ShapeRow, read_shapes
 
 #: More sdpa_cudnn rows (benchmarks/h200_cudnn_shapes.py, benchmarks/h200_cudnn_schedule.py).
@@ -170,6 +172,25 @@ def cudnn_shapes_fit() -> FittedModel:
     return cudnn_fit().model
 
 
+def kernel_model(kernel: Kernel, impl: str, gpu: GpuSpec) -> Optional[FittedModel]:
+    """The GPU YAML's model of the kernel `impl` launches (cudnn_kernel.KERNEL_MODELS), or None."""
+    entry = KERNEL_MODELS.get((kernel, impl))
+    return gpu.fitted_model(kernel, entry) if entry is not None else None
+
+
+def kernel_model_times(model: FittedModel, overhead_s: float, members: Sequence[Measurement], gpu: GpuSpec
+                        ) -> tuple[Fit, np.ndarray]:
+    """The kernel model's prediction of each row, as rooflab.predict makes it (priced_cost, prediction_model_time)
+    but with c0 `overhead_s` (fitted on this group's fitted rows: no constant has seen a held-out row), and its
+    constants as a Fit."""
+    fit = Fit(overhead_s, model.efficiency, model.units_per_sm, model.exp_overlap, model.unit_overhead_tiles)
+    times = [float(np.asarray(prediction_model_time(priced_cost(model, lambda n, k, m=m: measurement_cost(m, gpu, n, k),
+                                                                gpu), model, gpu, DType(m.dtype))[0]))
+             for m in members]
+    return fit, fit(np.array(times))
+
+
 __all__ = ["CAMPAIGN_IMPL", "CUDNN_CSV", "CUDNN_FILES", "CUDNN_HEAD_DIMS", "CUDNN_OVERHEAD_TILES", "CUDNN_SHAPES_IMPL",
            "CUDNN_TILE", "CUDNN_UNITS_PER_SM", "CudnnFit", "SCHEDULE_CSV", "causal_fraction", "cudnn_cost",
-           "cudnn_fit", "cudnn_head_dim", "cudnn_held_out", "cudnn_rows", "cudnn_shapes_fit"]
+           "cudnn_fit", "cudnn_head_dim", "cudnn_held_out", "cudnn_rows", "cudnn_shapes_fit", "kernel_model",
+           "kernel_model_times"]

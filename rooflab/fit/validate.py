@@ -32,6 +32,7 @@ from ..specs import FittedModel, GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .costs import measurement_cost
+from .cudnn_fit import kernel_model, kernel_model_times
 from .fitting import Fit, fit_group, fit_model_times, fit_overhead_efficiency, model_times  # noqa: F401  (Fit, fit_overhead_efficiency: API)
 from .records import Measurement, read_measurements, spec_for_device
 
@@ -94,6 +95,12 @@ class GroupSummary:
     median_error: Optional[float]
     worst_error: Optional[float]
     fitted_rows: int = 0
+    #: A kernel model's group (cudnn_kernel.KERNEL_MODELS): `model` its entry, which predicts here (`fit`: its terms,
+    #: c0 this group's fit's); `campaign_fit` and its errors: the campaigns' own fit, what `rooflab fit` stores.
+    model: str = ""
+    campaign_fit: Optional[Fit] = None
+    campaign_median_error: Optional[float] = None
+    campaign_worst_error: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,7 @@ class Validation:
 
         records = []
         for g in self.groups:
-            record = {k: v for k, v in asdict(g).items() if k != "fit"}
+            record = {k: v for k, v in asdict(g).items() if k not in ("fit", "campaign_fit")}
             record.update(overhead_s=g.fit.overhead_s if g.fit else None,
                           efficiency=g.fit.efficiency if g.fit else None,
                           units_per_sm=g.fit.units_per_sm if g.fit else None,
@@ -295,6 +302,11 @@ def _validate_group(kernel: Kernel, impl: str, members: list[Measurement], train
         held = np.arange(len(members)) % 2 == 1
         fit, t_model = fit_group(kernel, members, ~held, gpu)
         predicted = fit(t_model) if fit is not None else None
+    model = kernel_model(kernel, impl, gpu) if with_fit and fit is not None else None
+    campaign, campaign_errors = None, np.array([])
+    if model is not None:
+        campaign, campaign_errors = fit, np.abs(predicted[held] / measured[held] - 1)
+        fit, predicted = kernel_model_times(model, fit.overhead_s, members, gpu)
     floors_ds = np.array([float(p.t_floor_s) for p in datasheet])
     floors_cal = np.array([float(p.t_floor_s) for p in calibrated])
     flops = np.array([float(p.flops) for p in datasheet])
@@ -316,6 +328,9 @@ def _validate_group(kernel: Kernel, impl: str, members: list[Measurement], train
         median_error=float(np.median(errors)) if errors.size else None,
         worst_error=float(np.max(errors)) if errors.size else None,
         fitted_rows=len(train) if across else int(np.sum(~held)),
+        model=model.impl if model is not None else "", campaign_fit=campaign,
+        campaign_median_error=float(np.median(campaign_errors)) if campaign_errors.size else None,
+        campaign_worst_error=float(np.max(campaign_errors)) if campaign_errors.size else None,
     )
     return summary, results
 
@@ -324,14 +339,17 @@ def fitted_models(v: Validation, campaigns: Sequence[str]) -> tuple[FittedModel,
     """The groups' fits as the GPU YAML's `fitted:` entries (groups without a fit are left out)."""
     out = []
     for g in v.groups:
-        if g.fit is None:
+        fit = g.campaign_fit if g.model else g.fit          # a kernel model's group: the campaigns' own fit
+        if fit is None:
             continue
-        out.append(FittedModel(kernel=g.kernel, impl=g.impl, overhead_s=g.fit.overhead_s,
-                               efficiency=g.fit.efficiency, exp_overlap=g.fit.exp_overlap,
-                               units_per_sm=g.fit.units_per_sm, unit_overhead_tiles=g.fit.unit_overhead_tiles,
-                               memory_efficiency=g.fit.memory_efficiency, fp8_overhead_rows=g.fit.fp8_overhead_rows,
+        median, worst = (g.campaign_median_error, g.campaign_worst_error) if g.model else (g.median_error,
+                                                                                            g.worst_error)
+        out.append(FittedModel(kernel=g.kernel, impl=g.impl, overhead_s=fit.overhead_s,
+                               efficiency=fit.efficiency, exp_overlap=fit.exp_overlap,
+                               units_per_sm=fit.units_per_sm, unit_overhead_tiles=fit.unit_overhead_tiles,
+                               memory_efficiency=fit.memory_efficiency, fp8_overhead_rows=fit.fp8_overhead_rows,
                                rows=g.fitted_rows, held_out_rows=g.held_out_rows,
-                               median_error=g.median_error, worst_error=g.worst_error, campaigns=tuple(campaigns)))
+                               median_error=median, worst_error=worst, campaigns=tuple(campaigns)))
     return tuple(out)
 
 
