@@ -1,0 +1,56 @@
+"""rooflab/cudnn_kernel.py: the launch cuDNN's fused attention makes, priced from the workload a FlashCost records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rooflab.cost.flash import flash_prefill
+from rooflab.cost.naive import naive_prefill
+from rooflab.cost.common import Visibility
+from rooflab.cudnn_kernel import (CUDNN_SHAPES_IMPL, CUDNN_TILE, KERNEL_MODELS, cudnn_cost, kernel_cost,
+                                  modelled_impl)
+from rooflab.errors import InputError
+from rooflab.load import load_gpu
+from rooflab.specs import AttentionHeads
+from rooflab.transfer import CROSS_GPU_ERROR, error_band
+from rooflab.units import DType
+from rooflab.vocab import Kernel
+
+H200 = load_gpu("h200-sxm")
+HEADS = AttentionHeads(32, 8, 96)
+
+
+def test_a_flash_cost_records_its_workload_and_kernel_cost_reprices_it():
+    cost = flash_prefill(HEADS, 4096, 2, DType.bf16, True, gpu=H200, sinks=True)
+    assert (cost.heads, int(cost.batch), cost.dtype, cost.sinks, cost.write_lse) == (HEADS, 2, DType.bf16, True, True)
+    moved = kernel_cost(CUDNN_SHAPES_IMPL, cost, H200)
+    direct = cudnn_cost(HEADS, 4096, 2, DType.bf16, True, H200, sinks=True)
+    assert moved.tile == CUDNN_TILE and moved.heads.head_dim == 128         # d 96 runs the 128 kernel
+    for name in ("flops", "hbm_bytes", "exp_ops", "parallel_fraction"):
+        assert float(getattr(moved.kernel, name)) == float(getattr(direct.kernel, name)), name
+    assert float(moved.kernel.flops) == pytest.approx(float(cost.kernel.flops) * 128 / 96)
+    assert kernel_cost("torch_flash", cost, H200) is cost                   # any other entry: the cost as it is
+
+
+def test_array_lengths_price_each_element_as_its_own_launch():
+    arrays = cudnn_cost(HEADS, np.array([1024, 4096]), np.array([4, 1]), DType.fp16, True, H200)
+    for i, (t, b) in enumerate(((1024, 4), (4096, 1))):
+        one = cudnn_cost(HEADS, t, b, DType.fp16, True, H200)
+        assert float(np.asarray(arrays.kernel.parallel_fraction)[i]) == float(one.kernel.parallel_fraction)
+        assert float(np.asarray(arrays.kernel.flops)[i]) == float(one.kernel.flops)
+
+
+def test_kernel_cost_refuses_what_cudnns_model_does_not_price():
+    with pytest.raises(InputError, match=CUDNN_SHAPES_IMPL):
+        kernel_cost(CUDNN_SHAPES_IMPL, naive_prefill(HEADS, 1024), H200)
+    window = flash_prefill(HEADS, 4096, 1, DType.fp16, True, gpu=H200, visibility=Visibility(512))
+    with pytest.raises(InputError, match="full-attention"):
+        kernel_cost(CUDNN_SHAPES_IMPL, window, H200)
+
+
+def test_the_model_is_named_as_the_implementation_it_predicts():
+    assert KERNEL_MODELS == {(Kernel.flash, "torch_cudnn"): CUDNN_SHAPES_IMPL}
+    assert modelled_impl(CUDNN_SHAPES_IMPL) == "torch_cudnn" and modelled_impl("torch_flash") == "torch_flash"
+    band, note = error_band(H200.fitted_model(Kernel.flash, CUDNN_SHAPES_IMPL), H200, load_gpu("h100-sxm"))
+    assert band == CROSS_GPU_ERROR[("torch_cudnn", "hopper")][0] and "35 published hopper rows" in note
