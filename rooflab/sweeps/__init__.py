@@ -19,10 +19,31 @@ names re-export them for one release.
 
 from __future__ import annotations
 
-from .points import (MERGE_TOKENS, GpuRoofs, MeasuredPoint, RooflineData, RooflinePoint, beaten_text, floor_beaters,
-                     gpu_roofs, roofline_data)
-from .series import (DECODE_BATCHES, CapacitySweep, DecodeSweep, MemoryLine, MemorySweep, TimeSweep, capacity_sweep,
-                     capacity_sweeps, decode_sweep, decode_sweeps, memory_sweep, time_sweep, time_sweeps)
+#: Where each public name lives: the modules load on first use (PEP 562), so a capacity chart does not import the
+#: roofline points (and with them the measured-data reader) it never draws.
+_HOMES = {
+    **dict.fromkeys(("MERGE_TOKENS", "GpuRoofs", "MeasuredPoint", "RooflineData", "RooflinePoint", "beaten_text",
+                     "floor_beaters", "gpu_roofs", "roofline_data"), "points"),
+    **dict.fromkeys(("DECODE_BATCHES", "CapacitySweep", "DecodeSweep", "MemoryLine", "MemorySweep", "TimeSweep",
+                     "capacity_sweep", "capacity_sweeps", "decode_sweep", "decode_sweeps", "memory_sweep",
+                     "time_sweep", "time_sweeps"), "series"),
+}
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = ["DECODE_BATCHES", "MERGE_TOKENS", "CapacitySweep", "DecodeSweep", "GpuRoofs", "MeasuredPoint", "MemoryLine",
            "MemorySweep", "RooflineData", "RooflinePoint", "TimeSweep", "beaten_text", "capacity_sweep",

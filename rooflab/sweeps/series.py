@@ -26,7 +26,6 @@ from ..cost.model import decode_step
 from ..cost.naive import naive_ceiling, naive_max_seq_len
 from ..errors import InputError
 from ..predict import model_time
-from ..report import decode_prediction
 from ..floors import Ceilings, floor, floor_kernel
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat
@@ -267,6 +266,8 @@ def _decode_point(model: ModelSpec, gpu: GpuSpec, batch: DecodeBatch, page_size:
                   kv_dtype: DType, roofs: Ceilings) -> tuple[float, float, Optional[float]]:
     """One (batch, context): the paged floor, the parallelism model as launched and the predicted time (None
     without a fit for every layer type) of the whole model, from one model_decode."""
+    from ..report import decode_prediction      # here, so a capacity chart does not load the report modules
+
     layers = model_decode(model, batch, page_size, dtype, kv_dtype, num_sms=gpu.num_sms,
                           units_per_sm=gpu.units_per_sm)
     t_floor = float(model_total(layers, lambda c: floor(c, roofs).t_floor_s))
