@@ -191,11 +191,12 @@ class LayerType:
 
     @property
     def indexer_bytes_per_token(self) -> int:
-        """The lightning indexer's key of one token in one layer: d_I fp8 values and a 4-byte fp32 scale per
-        INDEXER_QUANT_BLOCK of them (128 + 4 = 132 bytes for DeepSeek-V3.2); 0 without an indexer."""
+        """The lightning indexer's key of one token in one layer: d_I fp8 values and a 4-byte fp32 scale per whole
+        INDEXER_QUANT_BLOCK of them, d_I + (d_I // 128) 4 bytes, as vLLM's DeepseekV32IndexerCache sizes it (floor,
+        not ceiling: 128 + 4 = 132 bytes for DeepSeek-V3.2); 0 without an indexer."""
         if self.index_head_dim is None:
             return 0
-        return self.index_head_dim * DType.fp8_e4m3.bytes + FP32_BYTES * -(-self.index_head_dim // INDEXER_QUANT_BLOCK)
+        return self.index_head_dim * DType.fp8_e4m3.bytes + FP32_BYTES * (self.index_head_dim // INDEXER_QUANT_BLOCK)
 
     def state_bytes_per_sequence(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
         """linear: the recurrent state and the convolution state one sequence keeps in one layer; 0 otherwise.

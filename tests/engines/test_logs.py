@@ -331,7 +331,6 @@ from rooflab.engines.logs import read_startups  # noqa: E402
 HELDOUT2 = DATA / "heldout2"
 HELDOUT2_LOGS = sorted(p.name for p in HELDOUT2.glob("*.log"))
 #: Logs the reader cannot read yet, with why (a reader change is not this set's to make).
-HELDOUT2_UNREAD: dict[str, str] = {}   # none since vLLM V1's memory report is read (issue 28 item 6)
 
 
 def _heldout_bench():
@@ -369,15 +368,10 @@ def test_heldout2_cases_name_exactly_the_logs_of_the_set():
     assert heldout.SETS["2"][0] == HELDOUT2
 
 
-@pytest.mark.parametrize("name", [n for n in HELDOUT2_LOGS if n not in HELDOUT2_UNREAD])
+@pytest.mark.parametrize("name", sorted(HELDOUT2_LOGS))
 def test_heldout2_every_log_parses_into_startups_that_state_a_kv_figure(name):
     startups = list(read_startups(HELDOUT2 / name))
     assert startups
     for log in startups:
         assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
 
-
-@pytest.mark.parametrize("name", sorted(HELDOUT2_UNREAD))
-def test_heldout2_unread_log_is_refused_by_name(name):
-    rows = _heldout_bench().evaluate(next(c for c in _heldout_bench().CASES2 if c.log == name), HELDOUT2)
-    assert len(rows) == 1 and not rows[0].parsed and "does not parse" in rows[0].note
