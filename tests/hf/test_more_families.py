@@ -187,14 +187,6 @@ def test_deepseek_v3_2_indexer_cache_and_count():
     m = read("deepseek-v3.2.json")
     t = m.layer_types["mla"]
     assert (t.index_head_dim, t.index_n_heads, t.indexer_bytes_per_token) == (128, 64, 132)
-
-
-def test_the_indexer_scales_count_whole_quantisation_blocks_as_vllm_sizes_them():
-    """vLLM's DeepseekV32IndexerCache: d_I + d_I // 128 * 4 bytes a token (floor): 64 -> 64, 192 -> 196, 256 -> 264."""
-    for d, expected in ((64, 64), (192, 196), (256, 264)):
-        t = LayerType(LayerKind.mla, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, index_head_dim=d,
-                      index_n_heads=64)
-        assert t.indexer_bytes_per_token == expected
     assert m.kv_bytes_per_token(DType.bf16) == 61 * (576 * 2 + 128 + 4) == 78_324
     assert m.kv_bytes_per_token(DType.fp8_e4m3, tensor_parallel=8) == 61 * (576 + 132)   # replicated, not split
     v3 = read("deepseek-v3.json")
@@ -203,6 +195,14 @@ def test_the_indexer_scales_count_whole_quantisation_blocks_as_vllm_sizes_them()
     attention = dict(m.parameters.attention_by_type)["mla"] // m.num_layers
     total = m.derived_parameters + mtp_module(m, attention, embeddings_copied=True)
     assert total == pytest.approx(685e9, rel=PARAMETER_TOLERANCE)
+
+
+def test_the_indexer_scales_count_whole_quantisation_blocks_as_vllm_sizes_them():
+    """vLLM's DeepseekV32IndexerCache: d_I + d_I // 128 * 4 bytes a token (floor): 64 -> 64, 192 -> 196, 256 -> 264."""
+    for d, expected in ((64, 64), (192, 196), (256, 264)):
+        t = LayerType(LayerKind.mla, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, index_head_dim=d,
+                      index_n_heads=64)
+        assert t.indexer_bytes_per_token == expected
 
 
 def test_an_indexer_needs_both_fields():
