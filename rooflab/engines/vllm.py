@@ -27,7 +27,9 @@ Memory other processes hold when vLLM starts (--memory-in-use M):
     vllm-v0.2    subtracted: everything in use after the profile run counts (T - free)
     vllm-v0.6.4  subtracted: non-torch memory is T - free - torch's reserved bytes (v0.6.4 vllm/worker/worker.py
                  determine_num_available_blocks)
-    vllm-v0      not subtracted: memory_profiling measures increases from a baseline snapshot
+    vllm-v0      not subtracted: memory_profiling measures increases from a baseline snapshot (taken after the
+                 CUDA context starts); vLLM allocates u T of cache and weights on top of that baseline and runs out
+                 of memory when u T + M + the context > T, which rooflab refuses (no start-up check in V0)
     vllm-v0.8    subtracted: non-torch memory is total - free - torch's allocated bytes
     vllm-v1      not subtracted, but V1 refuses to start when the free memory at its first snapshot is below
                  u T: "Free memory on device (F/T GiB) on startup is less than desired GPU memory utilization
@@ -119,8 +121,13 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
 
 
 def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
-    """vLLM V1's start-up refusal when other processes leave less than u x total free (module docstring)."""
-    if s.accounting is not Accounting.vllm_v1 or not s.memory_in_use_bytes:
+    """vLLM V1's start-up refusal when other processes leave less than u x total free, and V0's out-of-memory
+    when they hold more than the (1 - u) x total outside its budget (module docstring)."""
+    if not s.memory_in_use_bytes:
+        return
+    if s.accounting is Accounting.vllm_v0:
+        _check_v0_fits(s, budget_bytes)
+    if s.accounting is not Accounting.vllm_v1:
         return      # the refusal arrived with PR #18974 (v0.9.1)
     own = IN_USE_AT_SNAPSHOT[0 if s.tensor_parallel == 1 else 1]
     free = s.cuda_visible_bytes - s.memory_in_use_bytes - own
@@ -132,6 +139,23 @@ def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
                          f"(with {own / GiB:.1f} GiB of its own CUDA context{' and NCCL' if s.tensor_parallel > 1 else ''});"
                          f" lower --gpu-memory-utilization to at most "
                          f"{max(0, free) * 1000 // s.cuda_visible_bytes / 1000:.3f}")
+
+
+def _check_v0_fits(s: Resolved, budget_bytes: int) -> None:
+    """vLLM V0 (v0.6.5 - v0.10) sizes the cache to u x total less what it measured itself and never looks at other
+    processes' memory: once the cache is allocated it holds u x total besides its start-up baseline (the CUDA
+    context, IN_USE_AT_SNAPSHOT[0], and the other processes), so that sum must fit the total (module docstring)."""
+    total, others = s.cuda_visible_bytes, s.memory_in_use_bytes
+    own = IN_USE_AT_SNAPSHOT[0]     # V0's baseline snapshot follows the CUDA context, precedes NCCL (init_device)
+    if budget_bytes + others + own <= total:
+        return
+    u = s.utilization if s.utilization is not None else 0.9
+    fits = max(0, total - others - own) * 1000 // total / 1000
+    raise InputError(f"--memory-in-use {others / GiB:.2f} GiB: vLLM V0 would run out of memory allocating the KV "
+                     f"cache: utilisation x total + memory in use > total ({u:g} x {total / GiB:.2f} = "
+                     f"{budget_bytes / GiB:.2f} GiB, + {others / GiB:.2f} GiB of other processes + {own / GiB:.1f} GiB "
+                     f"of its own CUDA context > {total / GiB:.2f} GiB; V0 does not subtract other processes' memory "
+                     f"from its budget); the largest utilisation that fits is {fits:.3f}")
 
 
 def used_terms(accounting: Accounting, weights: tuple[int, str], activation: tuple[int, str],
@@ -221,7 +245,12 @@ def log_lines(s: Resolved, layout: BlockLayout, kv: int, blocks: int, tokens: in
 
 
 def _check(s: Resolved, model: ModelSpec) -> None:
-    """Options vLLM refuses at start-up (vllm v0.6.4 vllm/config.py SchedulerConfig._verify_args)."""
+    """Options vLLM refuses at start-up (vllm v0.6.4 vllm/config.py SchedulerConfig._verify_args), and LoRA where
+    the accounting's releases mostly predate it."""
+    if s.enable_lora and s.accounting is Accounting.vllm_v0_2:
+        raise InputError("--enable-lora under --engine-version v0.2 (vLLM v0.2.5 - v0.3.3): vLLM gained LoRA in v0.3.0 "
+                         "(PR #1804), so v0.2.5 - v0.2.7 have no such option, and v0.3.x's LoRA buffers are not "
+                         "modelled (lora.py follows later releases); use --engine-version v0.6.4 or later")
     if s.max_num_batched_tokens < s.max_num_seqs:
         raise InputError(f"--max-num-batched-tokens {s.max_num_batched_tokens:,} is below --max-num-seqs "
                          f"{s.max_num_seqs:,}; vLLM refuses a batch budget smaller than its sequence count")

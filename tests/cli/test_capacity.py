@@ -235,6 +235,16 @@ def test_engine_memory_in_use():
     _short_error(_invoke("--engine", "vllm", "--memory-in-use", "lots"), "--memory-in-use")
 
 
+def test_engine_memory_in_use_beyond_v0s_margin_is_refused():
+    """vLLM V0 allocates 0.9 x 139.80 GiB on an H200 beside other processes' 30 GiB: out of memory, exit 2; the same
+    on a log's what-if (the H100 log: 0.9 x 79.22 + 70 GiB > 79.22 GiB)."""
+    base = ("-m", "llama-3-8b", "-g", "h200", "--engine", "vllm", "--engine-version", "v0")
+    _short_error(_invoke(*base, "--memory-in-use", "30GiB"), "vLLM V0 would run out of memory allocating the KV cache")
+    _short_error(_invoke("--engine-log", LOG, "-m", "llama-3-8b", "--what-if", "memory-in-use=70GiB"),
+                 "--memory-in-use 70.00 GiB: vLLM V0 would run out of memory")
+    assert _invoke(*base, "--memory-in-use", "10GiB").exit_code == 0
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--engine", "vllm", "--mamba-cache-mode", "all"], "--mamba-cache-mode"),
     (["--engine", "sglang", "-m", "qwen3-next-80b-a3b", "-tp", "4", "--mamba-cache-mode", "none"], "vLLM's"),

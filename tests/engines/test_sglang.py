@@ -34,3 +34,22 @@ def test_memory_in_use_takes_f_of_itself_off_the_pool():
     assert alone.kv_cache_bytes - shared.kv_cache_bytes == pytest.approx(f * 10 * GiB, abs=2)
     total = shared.term("cuda_visible_total").bytes
     assert sum(t.bytes for t in shared.terms if t.name != "cuda_visible_total") == total
+
+
+@pytest.mark.parametrize("version", ["v0.4", "v0.5"])
+def test_pool_never_holds_more_than_the_total_with_other_processes(version):
+    """SGLang sizes its pool from the free memory it measures (T - before - M), so a pool rooflab reports fits beside
+    other processes' memory whatever M is; with nothing left it says SGLang would refuse to start."""
+    from rooflab import load_model
+    from rooflab.engines import engine_capacity
+    from rooflab.units import GiB
+    from support import sglang
+
+    model = load_model("llama-3-8b")
+    for gib in (1, 8, 20, 40, 60, 70):
+        c = engine_capacity(model, H100, sglang(version, max_model_len=8192, memory_in_use_bytes=gib * GiB))
+        if c.kv_cache_bytes == 0:
+            assert any("would refuse to start" in n for n in c.notes)
+            continue
+        held = sum(t.bytes for t in c.terms if t.name not in ("cuda_visible_total", "margin"))
+        assert held + c.term("margin").bytes == H100.cuda_visible_bytes and c.term("margin").bytes >= 0

@@ -46,8 +46,43 @@ def test_older_accountings_charge_other_processes(version):
 
 def test_v0_measures_increases_only():
     alone = engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192))
-    shared = engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, memory_in_use_bytes=30 * GiB))
+    shared = engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, memory_in_use_bytes=7 * GiB))
     assert shared.kv_cache_bytes == alone.kv_cache_bytes
+
+
+def test_v0_runs_out_of_memory_when_others_exceed_its_margin():
+    """vLLM V0 (v0.6.5 worker.py determine_num_available_blocks) allocates u T of weights, profile and cache on top
+    of its baseline snapshot (the CUDA context, 0.5 GiB, and other processes' M) without subtracting M: it fits
+    while 0.9 T + M + 0.5 GiB <= T, M <= 79.22 x 0.1 - 0.5 = 7.42 GiB on an H100; beyond, the allocation fails.
+    Largest utilisation with M = 30 GiB: (79.2197 - 30 - 0.5) / 79.2197 = 0.61499, 0.614 floored to 3 decimals."""
+    total = H100.cuda_visible_bytes
+    edge = total - int(total * 0.9) - int(0.5 * GiB)
+    engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, memory_in_use_bytes=edge))
+    with pytest.raises(InputError, match=r"--memory-in-use.*vLLM V0 would run out of memory allocating the KV cache"):
+        engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, memory_in_use_bytes=edge + 1))
+    fits = (total - 30 * GiB - int(0.5 * GiB)) * 1000 // total / 1000
+    assert fits == 0.614
+    with pytest.raises(InputError, match=rf"largest utilisation that fits is {fits:.3f}"):
+        engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, memory_in_use_bytes=30 * GiB))
+    engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, utilization=fits, memory_in_use_bytes=30 * GiB))
+
+
+@pytest.mark.parametrize("version", ["v0.2", "v0.6.4", "v0", "v0.8", "v1"])
+def test_no_accounting_holds_more_than_the_total(version):
+    """Whatever other processes hold, a KV cache rooflab reports fits: used terms + KV + other processes <= T (the
+    charging accountings take M out of u T; V0 and V1 refuse when it does not fit beside u T); with nothing left
+    the capacity says vLLM would refuse to start."""
+    for gib in (1, 5, 7, 8, 20, 40, 70):
+        try:
+            c = engine_capacity(LLAMA3, H100, vllm(version, max_model_len=8192, memory_in_use_bytes=gib * GiB))
+        except InputError:
+            continue
+        if c.kv_cache_bytes == 0:
+            assert any("would refuse to start" in n for n in c.notes)
+            continue
+        held = sum(t.bytes for t in c.terms if t.role.name in ("used", "kv") and t.bytes > 0)
+        held += 0 if c.term("other_processes").role is Role.used else gib * GiB
+        assert held <= H100.cuda_visible_bytes and c.term("margin").bytes >= 0
 
 
 def test_terms_add_up_with_other_processes():
@@ -92,3 +127,11 @@ def test_v1_v0_8_neither_refuses_other_processes_nor_excludes_a100():
     assert engine_capacity(LLAMA3, a100, vllm("v1")).max_num_batched_tokens == 2048
     with pytest.raises(InputError, match="one KV-cache type only"):
         engine_capacity(load_model("gpt-oss-120b"), H100, vllm("v0.8"))
+
+
+def test_lora_is_refused_under_v0_2():
+    """vLLM gained --enable-lora in v0.3.0 (PR #1804): the v0.2 accounting (v0.2.5 - v0.3.3) refuses it, naming the
+    option; v0.6.4 on takes it."""
+    with pytest.raises(InputError, match=r"--enable-lora.*v0\.3\.0"):
+        engine_capacity(LLAMA3, H100, vllm("v0.2", max_model_len=8192, enable_lora=True))
+    assert engine_capacity(LLAMA3, H100, vllm("v0.6.4", max_model_len=8192, enable_lora=True)).term("lora_buffers")
