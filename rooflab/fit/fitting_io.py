@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..cudnn_kernel import CUDNN_SHAPES_IMPL
 from ..errors import InputError
 from ..load import clear_cache, load_gpu, parse_yaml, spec_from_mapping
 from ..output import write_atomic
@@ -27,8 +28,14 @@ def fit_campaigns(files: Sequence[Path], gpu_ref: Optional[str] = None) -> tuple
     return validation, fitted_models(validation, [Path(p).name for p in files]), spec
 
 
+#: An entry's note, written after it as a YAML comment: what its median and worst error are measured on, where that
+#: is not its own `campaigns` (a kernel model: fitted on its runs, banded on the campaigns' rows, rooflab.fit.cudnn_fit).
+ENTRY_NOTES = {CUDNN_SHAPES_IMPL: "errors: this entry as stored (its c0) on the held-out torch_cudnn rows of its "
+                                   "c0's campaigns (rooflab.fit.cudnn_fit.campaign_held_out)"}
+
+
 def fitted_yaml(models: Sequence[FittedModel]) -> str:
-    """The `fitted:` list, as the last section of a GPU YAML (one flow mapping per model)."""
+    """The `fitted:` list, as the last section of a GPU YAML (one flow mapping per model, ENTRY_NOTES after it)."""
     lines = ["fitted:                                  # written by `rooflab fit`; do not edit by hand"]
     for m in models:
         bits = [f"kernel: {m.kernel.value}", f"impl: {m.impl}", f"overhead_s: {m.overhead_s:.4e}",
@@ -45,7 +52,8 @@ def fitted_yaml(models: Sequence[FittedModel]) -> str:
         if m.median_error is not None:
             bits += [f"median_error: {m.median_error:.4f}", f"worst_error: {m.worst_error:.4f}"]
         bits.append("campaigns: [" + ", ".join(m.campaigns) + "]")
-        lines.append("  - {" + ", ".join(bits) + "}")
+        note = f"  # {ENTRY_NOTES[m.impl]}" if m.impl in ENTRY_NOTES else ""
+        lines.append("  - {" + ", ".join(bits) + "}" + note)
     return "\n".join(lines) + "\n"
 
 
@@ -76,4 +84,4 @@ def write_fitted(source: Path, target: Path, models: Sequence[FittedModel], inpu
     return spec
 
 
-__all__ = ["fit_campaigns", "fitted_yaml", "kept_models", "with_fitted", "write_fitted"]
+__all__ = ["ENTRY_NOTES", "fit_campaigns", "fitted_yaml", "kept_models", "with_fitted", "write_fitted"]

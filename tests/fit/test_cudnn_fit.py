@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rooflab.fit import cudnn_fit as C
+from rooflab.fit.costs import measurement_cost
 from rooflab.fit.validate import read_campaigns
 from rooflab.floors import Ceilings
 from rooflab.load import load_gpu
@@ -71,12 +72,34 @@ def test_holds_out_across_shapes(key, median, worst):
 def test_fit_keeps_the_campaigns_back_to_back_overhead(h200):
     fit = C.cudnn_fit()
     m = fit.model
-    assert m.impl == C.CUDNN_SHAPES_IMPL and m.units_per_sm == 2.0 and m.held_out_rows == m.rows == 248
+    assert m.impl == C.CUDNN_SHAPES_IMPL and m.units_per_sm == 2.0 and m.rows == 248
     assert m.overhead_s == h200.fitted_model(Kernel.flash, C.CAMPAIGN_IMPL).overhead_s
     assert fit.call_s > m.overhead_s                   # the shapes runs' calls carry the host's dispatch too
     roofs = Ceilings.of(h200, DType.fp16, CeilingSource.calibrated)
     errs = [abs(fit.shapes_time(r, h200, roofs) / r.time_s - 1) for _, r in C.cudnn_rows()]
-    assert np.median(errs) <= 0.03 and max(errs) <= m.worst_error     # in sample no worse than held out
+    assert np.median(errs) <= 0.03 and max(errs) <= 0.20               # the terms' fit, in sample (call_s)
+
+
+def test_the_band_is_the_stored_models_on_held_out_campaign_rows(h200):
+    """The stored median and worst are the model as predict_time uses it (the campaigns' c0) on the campaigns'
+    torch_cudnn rows `rooflab fit` holds out (odd rows of the group; c0 fitted on the even ones): recomputed here
+    from predict_time itself, not from kernel_model_times."""
+    from rooflab.fit.validate import _groups
+    from rooflab.predict import predict_time
+
+    m = C.cudnn_fit().model
+    campaign = h200.fitted_model(Kernel.flash, C.CAMPAIGN_IMPL)
+    _, rows, _ = read_campaigns([C.ROOT / "measurements" / n for n in campaign.campaigns])
+    members = _groups(rows)[(Kernel.flash, C.CAMPAIGN_IMPL)][1::2]
+    errs = []
+    for r in members:
+        price = lambda n, k, r=r: measurement_cost(r, h200, n, k)
+        p = predict_time(h200, Kernel.flash, price, DType(r.dtype), C.CAMPAIGN_IMPL)
+        errs.append(abs(float(p.t_predicted_s) / r.time_s - 1))
+    assert m.overhead_s == campaign.overhead_s and m.held_out_rows == len(errs) >= 40
+    # predict_time prices with the YAML's entry, its constants written to 4 digits (eta 1.1896): the fit's are not
+    assert m.median_error == pytest.approx(float(np.median(errs)), rel=2e-3)
+    assert m.worst_error == pytest.approx(max(errs), rel=2e-3)      # RESULTS: 3.25% / 53.2% over 46 rows
 
 
 def test_predicts_the_campaigns_own_rows(h200):
