@@ -112,8 +112,9 @@ def fa_bench_launches(heads: AttentionHeads, seq_len: int, batch: int, dtype: DT
     if causal:
         t2 = float(seq_len) ** 2
         s = float(naive.s_bytes)
-        out["mask_build"] = KernelCost("mask_build", np.float64(0.0), np.float64(t2 * (_FP32 + _FP32 + _FP32 + dtype.bytes)),
-                                       pipe=Pipe.vector)
+        # full writes fp32; triu reads and writes it; .to(dtype) reads fp32 and writes dtype: 18 bytes an element
+        build = _FP32 + (_FP32 + _FP32) + (_FP32 + dtype.bytes)
+        out["mask_build"] = KernelCost("mask_build", np.float64(0.0), np.float64(t2 * build), pipe=Pipe.vector)
         out["mask_add"] = KernelCost("mask_add", np.float64(0.0), np.float64(2 * s + t2 * dtype.bytes), pipe=Pipe.vector)
     q_bytes = float(batch) * heads.num_qo_heads * seq_len * heads.head_dim * dtype.bytes
     out["rearrange"] = KernelCost("rearrange", np.float64(0.0), np.float64(4 * q_bytes), pipe=Pipe.vector)

@@ -57,6 +57,17 @@ def test_attention_pytorch_passes_over_s():
         assert passes * s_bytes <= big <= passes * s_bytes * 1.03
 
 
+def test_the_mask_build_moves_each_pass_it_makes():
+    """The FlashAttention benchmark's attention_pytorch (Dao-AILab/flash-attention, benchmarks/benchmark_flash_attention.py):
+    torch.full fp32 (write 4), torch.triu (read 4, write 4), .to(fp16) (read 4, write 2): 18 bytes an element of
+    the T x T mask, and bf16 the same; none without a mask."""
+    heads = AttentionHeads(8, 8, 64)
+    for dtype in (DType.fp16, DType.bf16):
+        ks = S.fa_bench_launches(heads, 1024, 1, dtype, True)
+        assert float(ks["mask_build"].hbm_bytes) == 18 * 1024 ** 2
+    assert "mask_build" not in S.fa_bench_launches(heads, 1024, 1, DType.fp16, False)
+
+
 def test_softmax_scales_by_sms_and_never_beats_the_bandwidth(h200_roofs):
     model = S.fa_bench_model()
     heads = AttentionHeads(32, 32, 64)
