@@ -29,7 +29,8 @@ def fit_campaigns(files: Sequence[Path], gpu_ref: Optional[str] = None) -> tuple
 
 
 #: An entry's note, written after it as a YAML comment: what its median and worst error are measured on, where that
-#: is not its own `campaigns` (a kernel model: fitted on its runs, banded on the campaigns' rows, rooflab.fit.cudnn_fit).
+#: is not its own `campaigns` (a kernel model: fitted on its runs, banded on the campaigns' rows:
+#: rooflab.fit.cudnn_fit).
 ENTRY_NOTES = {CUDNN_SHAPES_IMPL: "errors: this entry as stored (its c0) on the held-out torch_cudnn rows of its "
                                    "c0's campaigns (rooflab.fit.cudnn_fit.campaign_held_out)"}
 

@@ -58,8 +58,8 @@ def test_attention_pytorch_passes_over_s():
 
 
 def test_the_mask_build_moves_each_pass_it_makes():
-    """The FlashAttention benchmark's attention_pytorch (Dao-AILab/flash-attention, benchmarks/benchmark_flash_attention.py):
-    torch.full fp32 (write 4), torch.triu (read 4, write 4), .to(fp16) (read 4, write 2): 18 bytes an element of
+    """The FlashAttention benchmark's attention_pytorch (github.com/Dao-AILab/flash-attention,
+    benchmarks/benchmark_flash_attention.py): torch.full fp32 (write 4), torch.triu (read 4, write 4), .to(fp16) (read 4, write 2): 18 bytes an element of
     the T x T mask, and bf16 the same; none without a mask."""
     heads = AttentionHeads(8, 8, 64)
     for dtype in (DType.fp16, DType.bf16):
