@@ -47,7 +47,9 @@ from ..cudnn_kernel import (KERNEL_MODELS, CUDNN_HEAD_DIMS, CUDNN_SHAPES_IMPL, C
                             cudnn_cost, cudnn_head_dim)
 from ..floors import Ceilings
 from ..load import load_gpu
-from ..predict import model_time, prediction_model_time, priced_cost
+from ..cost.common import KernelCost, Pipe
+from ..errors import RooflabError
+from ..predict import launch_model_time, model_time, prediction_model_time, priced_cost
 from ..specs import AttentionHeads, FittedModel, GpuSpec
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
@@ -99,30 +101,29 @@ def _roofs(gpu: GpuSpec) -> Ceilings:
 
 @dataclass(frozen=True)
 class _Terms:
-    """predict.model_time's terms of one-launch costs, as arrays over the rows, so that the fit's grid prices every
-    row at once (the same operations: tests/fit/test_cudnn_fit.py holds them equal to model_time)."""
+    """The rows' one-launch costs stacked as one KernelCost of arrays (a row an element), so that the fit's grid
+    prices every row at once through predict.launch_model_time itself, the tile term scaling FLOPs and exps as
+    predict.priced_launches does (FlashCost.tile_work)."""
 
     costs: tuple
-    flops: np.ndarray
-    exps: np.ndarray
-    t_mem: np.ndarray
-    rate: float
-    exp_rate: float
-    busy: np.ndarray
+    launch: KernelCost
+    roofs: Ceilings
 
     @classmethod
     def of(cls, costs, roofs: Ceilings) -> "_Terms":
         ks = [c.kernels[0] for c in costs]
-        return cls(tuple(costs), np.array([float(k.flops) for k in ks]), np.array([float(k.exp_ops) for k in ks]),
-                   np.array([float(k.hbm_bytes) / roofs.bandwidth_bytes_per_s for k in ks]),
-                   roofs.matmul_flop_per_s, roofs.exp_per_s,
-                   np.array([float(roofs.busy_share(k.parallel_fraction)) for k in ks]))
+        if any(len(c.kernels) != 1 or k.pipe is not Pipe.tensor for c, k in zip(costs, ks)):
+            raise RooflabError("cudnn_fit prices one tensor-pipe launch a row (cudnn_cost's)")
+        stack = lambda field: np.array([float(getattr(k, field)) for k in ks])
+        launch = KernelCost("cudnn_rows", stack("flops"), stack("hbm_bytes"), Pipe.tensor, stack("exp_ops"),
+                            stack("parallel_fraction"))
+        return cls(tuple(costs), launch, roofs)
 
     def times(self, exp_overlap: float, unit_overhead_tiles: float) -> np.ndarray:
         scale = np.array([float(c.tile_work(unit_overhead_tiles)) for c in self.costs])
-        t_mat, t_exp = self.flops * scale / self.rate, self.exps * scale / self.exp_rate
-        compute = np.maximum(t_mat, t_exp) + exp_overlap * np.minimum(t_mat, t_exp)
-        return np.maximum(self.t_mem, compute) / self.busy
+        k = self.launch
+        return np.asarray(launch_model_time(replace(k, flops=k.flops * scale, exp_ops=k.exp_ops * scale),
+                                            self.roofs, exp_overlap))
 
 
 def _fit_on(rows, gpu: GpuSpec, back_to_back_s: Optional[float] = None) -> CudnnFit:

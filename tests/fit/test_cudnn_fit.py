@@ -49,7 +49,7 @@ def test_causal_tiles_in_row_order_leave_a_longer_tail(h200):
 
 
 def test_grid_terms_are_model_times(h200):
-    """The fit's vectorised terms give predict.model_time's times."""
+    """The fit's stacked rows, priced by launch_model_time with priced_launches' tile scaling, are model_time's."""
     roofs = Ceilings.of(h200, DType.fp16, CeilingSource.calibrated)
     costs = [C.cudnn_cost(AttentionHeads(h, h, d), t, b, DType.fp16, causal, h200)
              for h, d, t, b, causal in ((32, 64, 512, 32, False), (8, 256, 16384, 1, True), (3, 128, 4096, 1, True))]
