@@ -55,7 +55,7 @@ from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .costs import measurement_cost
 from .fitting import EXP_OVERLAP_GRID, Fit, fit_overhead_efficiency
-from .records import Measurement
+from .records import Measurement, read_measurements
 from .shapes_fit import ROOT, SHAPES_CSV, SHAPES_GPU, ShapeRow, read_shapes
 
 #: More sdpa_cudnn rows (benchmarks/h200_cudnn_shapes.py, benchmarks/h200_cudnn_schedule.py).
@@ -168,11 +168,9 @@ def campaign_held_out(model: FittedModel, gpu: GpuSpec) -> np.ndarray:
     torch_cudnn: kernel_model_times) on the campaigns' torch_cudnn rows that no constant of it has seen: the rows
     `rooflab fit` holds out of the campaigns' (flash, torch_cudnn) group (every other row; c0 is the campaigns' fit
     on the others, eta and the terms the shapes rows'). Ours, never the published rows."""
-    from .validate import _groups, read_campaigns       # validate imports this module
-
     campaign = gpu.fitted_model(Kernel.flash, CAMPAIGN_IMPL)
-    _, rows, _ = read_campaigns([ROOT / "measurements" / n for n in campaign.campaigns])
-    members = _groups(rows)[(Kernel.flash, CAMPAIGN_IMPL)]
+    members = [m for n in campaign.campaigns for m in read_measurements(ROOT / "measurements" / n)[1]
+               if m.kernel is Kernel.flash and m.impl == CAMPAIGN_IMPL]    # validate's group, in its order
     _, predicted = kernel_model_times(model, model.overhead_s, members, gpu)
     measured = np.array([m.time_s for m in members])
     held = np.arange(len(members)) % 2 == 1                 # validate's held-out rows of the group
