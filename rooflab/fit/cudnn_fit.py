@@ -56,11 +56,11 @@ from ..vocab import CeilingSource, Kernel
 from .costs import measurement_cost
 from .fitting import EXP_OVERLAP_GRID, Fit, fit_overhead_efficiency
 from .records import Measurement, read_measurements
-from .shapes_fit import ROOT, SHAPES_CSV, SHAPES_GPU, ShapeRow, read_shapes
+from .shapes_fit import MEASUREMENTS, SHAPES_CSV, SHAPES_GPU, ShapeRow, read_shapes
 
 #: More sdpa_cudnn rows (benchmarks/h200_cudnn_shapes.py, benchmarks/h200_cudnn_schedule.py).
-CUDNN_CSV = ROOT / "measurements" / "shapes" / "h200-cudnn-shapes.csv"
-SCHEDULE_CSV = ROOT / "measurements" / "shapes" / "h200-cudnn-schedule.csv"
+CUDNN_CSV = MEASUREMENTS / "shapes" / "h200-cudnn-shapes.csv"
+SCHEDULE_CSV = MEASUREMENTS / "shapes" / "h200-cudnn-schedule.csv"
 CUDNN_FILES = (SHAPES_CSV, CUDNN_CSV, SCHEDULE_CSV)
 #: The campaigns' fit whose per-call overhead (timed back to back) the prediction takes.
 CAMPAIGN_IMPL = "torch_cudnn"
@@ -143,7 +143,7 @@ def _fit_on(rows, gpu: GpuSpec, back_to_back_s: Optional[float] = None) -> Cudnn
     if back_to_back_s is None:
         back_to_back_s = gpu.fitted_model(Kernel.flash, CAMPAIGN_IMPL).overhead_s
     model = FittedModel(Kernel.flash, CUDNN_SHAPES_IMPL, back_to_back_s, fit.efficiency, a, CUDNN_UNITS_PER_SM, n,
-                        rows=len(rows), campaigns=tuple(str(p.relative_to(ROOT)) for p in CUDNN_FILES))
+                        rows=len(rows), campaigns=tuple(f"measurements/{p.relative_to(MEASUREMENTS).as_posix()}" for p in CUDNN_FILES))
     return CudnnFit(model, fit.overhead_s)
 
 
@@ -169,7 +169,7 @@ def campaign_held_out(model: FittedModel, gpu: GpuSpec) -> np.ndarray:
     `rooflab fit` holds out of the campaigns' (flash, torch_cudnn) group (every other row; c0 is the campaigns' fit
     on the others, eta and the terms the shapes rows'). Ours, never the published rows."""
     campaign = gpu.fitted_model(Kernel.flash, CAMPAIGN_IMPL)
-    members = [m for n in campaign.campaigns for m in read_measurements(ROOT / "measurements" / n)[1]
+    members = [m for n in campaign.campaigns for m in read_measurements(MEASUREMENTS / n)[1]
                if m.kernel is Kernel.flash and m.impl == CAMPAIGN_IMPL]    # validate's group, in its order
     _, predicted = kernel_model_times(model, model.overhead_s, members, gpu)
     measured = np.array([m.time_s for m in members])

@@ -29,13 +29,16 @@ from ..cost.naive import naive_prefill
 from ..errors import InputError
 from ..floors import Ceilings
 from ..load import load_gpu
+from ..load.bundled import data_dir
 from ..specs import AttentionHeads
 from ..units import DType
 from ..vocab import Pipe
 from .fitting import fit_overhead_efficiency
 
-ROOT = Path(__file__).resolve().parents[2]
-SHAPES_CSV = ROOT / "measurements" / "shapes" / "h200-published-shapes.csv"
+ROOT = Path(__file__).resolve().parents[2]         # a source checkout's top (benchmarks and tests name files from it)
+#: The bundled measurements: measurements/ in a checkout, rooflab/_data/measurements in an installed wheel.
+MEASUREMENTS = data_dir("measurements")
+SHAPES_CSV = MEASUREMENTS / "shapes" / "h200-published-shapes.csv"
 #: The GPU the shapes were run on.
 SHAPES_GPU = "h200-sxm"
 _COLUMNS = ("impl", "d", "h", "t", "b", "causal", "time_s")
@@ -201,5 +204,5 @@ def fa_bench_time(heads: AttentionHeads, seq_len: int, batch: int, dtype: DType,
     return sum(fa_bench_model().launch_times(heads, seq_len, batch, dtype, causal, roofs, sm_ratio).values())
 
 
-__all__ = ["FA_BENCH_IMPL", "FA_BENCH_PARTS", "FA_BENCH_WHOLE", "FaBenchModel", "ROOT", "SHAPES_CSV", "SHAPES_GPU",
+__all__ = ["FA_BENCH_IMPL", "FA_BENCH_PARTS", "FA_BENCH_WHOLE", "FaBenchModel", "MEASUREMENTS", "ROOT", "SHAPES_CSV", "SHAPES_GPU",
            "ShapeRow", "fa_bench_launches", "fa_bench_model", "fa_bench_time", "read_shapes"]

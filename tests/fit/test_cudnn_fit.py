@@ -9,6 +9,8 @@ import csv
 import numpy as np
 import pytest
 
+from rooflab.load.bundled import data_dir
+
 from rooflab.fit import cudnn_fit as C
 from rooflab.fit.costs import measurement_cost
 from rooflab.fit.validate import read_campaigns
@@ -27,7 +29,7 @@ def h200():
 
 def test_kernel_names_give_the_tile_and_padded_head_dims():
     """The tile and head dims cudnn_cost prices are the ones the H200's profiler named (h200-cudnn-kernels.csv)."""
-    text = (C.ROOT / "measurements" / "shapes" / "h200-cudnn-kernels.csv").read_text().splitlines()
+    text = (C.MEASUREMENTS / "shapes" / "h200-cudnn-kernels.csv").read_text().splitlines()
     rows = [r for r in csv.DictReader(line for line in text if not line.startswith("#")) if "sdpa" in r["kernel"]]
     assert rows
     for r in rows:
@@ -89,7 +91,7 @@ def test_the_band_is_the_stored_models_on_held_out_campaign_rows(h200):
 
     m = C.cudnn_fit().model
     campaign = h200.fitted_model(Kernel.flash, C.CAMPAIGN_IMPL)
-    _, rows, _ = read_campaigns([C.ROOT / "measurements" / n for n in campaign.campaigns])
+    _, rows, _ = read_campaigns([C.MEASUREMENTS / n for n in campaign.campaigns])
     members = _groups(rows)[(Kernel.flash, C.CAMPAIGN_IMPL)][1::2]
     errs = []
     for r in members:
@@ -104,7 +106,7 @@ def test_the_band_is_the_stored_models_on_held_out_campaign_rows(h200):
 
 def test_predicts_the_campaigns_own_rows(h200):
     """The campaigns' torch_cudnn rows (B 1, GQA, timed back to back; never fitted here) at the model's c0."""
-    files = [C.ROOT / "measurements" / n for n in ("h200-sweep.csv", "h200-second-campaign.csv",
+    files = [C.MEASUREMENTS / n for n in ("h200-sweep.csv", "h200-second-campaign.csv",
                                                    "h200-gap-campaign.csv")]
     _, rows, _ = read_campaigns(files)
     rows = [m for m in rows if m.kernel is Kernel.flash and m.impl == "torch_cudnn" and m.dtype == "fp16"
@@ -127,7 +129,7 @@ def test_the_stored_entry_is_this_fit(h200):
     from rooflab.fit.fitting_io import fitted_yaml
 
     line = fitted_yaml([C.cudnn_fit().model]).splitlines()[-1]
-    assert line in (C.ROOT / "hardware" / "h200-sxm.yaml").read_text().splitlines()
+    assert line in (data_dir("hardware") / "h200-sxm.yaml").read_text().splitlines()
     assert h200.fitted_model(Kernel.flash, C.CUDNN_SHAPES_IMPL).efficiency == pytest.approx(
         C.cudnn_fit().model.efficiency, rel=1e-4)
 
