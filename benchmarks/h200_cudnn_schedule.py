@@ -13,9 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from h200_cudnn_shapes import smi, timed, write  # noqa: E402
-
-import datetime  # noqa: E402
+from h200_cudnn_shapes import run_metadata, smi, timed, write  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -25,12 +23,7 @@ def main(out_dir):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     os.makedirs(out_dir, exist_ok=True)
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "gpu": torch.cuda.get_device_name(), "driver": smi("driver_version"),
-            "clocks_before": smi("clocks.sm,clocks.mem,temperature.gpu,power.draw"),
-            "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-            "command": "python3 benchmarks/h200_cudnn_schedule.py $OUT",
-            "timing": "CUDA events around one call, median of 10 after 3 warm-ups; fp16; SDPA cuDNN back end"}
+    meta = run_metadata("python3 benchmarks/h200_cudnn_schedule.py $OUT")
     print(meta, flush=True)
     rows = []
     for d in (128, 256):

@@ -18,21 +18,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-
-def timed(fn, reps=10, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        out.append(a.elapsed_time(b) * 1e-3)
-    out.sort()
-    return out[len(out) // 2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from h200_softmax_bound import timed  # noqa: E402  (one per-call synchronised loop for the H200 shapes scripts)
 
 
 def smi(query):
@@ -59,6 +46,16 @@ def kernels_of(fn):
     return out
 
 
+def run_metadata(command):
+    """The '# key: value' lines every H200 shapes CSV starts with: when, where, which libraries, how timed."""
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "gpu": torch.cuda.get_device_name(), "driver": smi("driver_version"),
+            "clocks_before": smi("clocks.sm,clocks.mem,temperature.gpu,power.draw"),
+            "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "command": command,
+            "timing": "CUDA events around one call, median of 10 after 3 warm-ups; fp16; SDPA cuDNN back end"}
+
+
 def write(path, rows, meta=None):
     with open(path, "w", newline="") as f:
         for k, v in (meta or {}).items():
@@ -72,12 +69,7 @@ def main(out_dir):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     os.makedirs(out_dir, exist_ok=True)
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "gpu": torch.cuda.get_device_name(), "driver": smi("driver_version"),
-            "clocks_before": smi("clocks.sm,clocks.mem,temperature.gpu,power.draw"),
-            "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-            "command": "python3 benchmarks/h200_cudnn_shapes.py $OUT",
-            "timing": "CUDA events around one call, median of 10 after 3 warm-ups; fp16; SDPA cuDNN back end"}
+    meta = run_metadata("python3 benchmarks/h200_cudnn_shapes.py $OUT")
     print(meta, flush=True)
     dt = torch.float16
     rows, names = [], []
