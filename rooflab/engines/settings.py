@@ -21,7 +21,7 @@ Defaults follow the engines' source, per accounting (vocab.Accounting):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar, Optional
 
 from ..cost.common import whole_number
@@ -189,18 +189,12 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
     max_len = settings.max_model_len or model.max_context_len
     mnbt, seqs = _batch_defaults(settings, model, gpu, max_len)
     total, source = cuda_visible(gpu, settings.cuda_visible_bytes)
-    return Resolved(
-        accounting=a, tensor_parallel=settings.tensor_parallel, kv_cache_dtype=settings.kv_cache_dtype,
-        kv_dtype=settings.kv_cache_dtype.resolve(model_dtype(model)),
-        block_size=settings.block_size or engine_default_block, max_model_len=max_len,
-        max_num_seqs=seqs, max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source,
-        utilization=settings.utilization, expert_parallel=settings.expert_parallel,
-        attention_data_parallel=settings.attention_data_parallel, memory_in_use_bytes=settings.memory_in_use_bytes,
-        mamba_ssm_dtype=settings.mamba_ssm_dtype, mamba_cache_mode=settings.mamba_cache_mode,
-        max_mamba_cache_size=settings.max_mamba_cache_size, mamba_full_memory_ratio=settings.mamba_full_memory_ratio,
-        max_running_requests=settings.max_running_requests, enable_lora=settings.enable_lora,
-        max_loras=settings.max_loras, max_lora_rank=settings.max_lora_rank,
-        pipeline_parallel=settings.pipeline_parallel, pp_layer_partition=settings.pp_layer_partition)
+    computed = dict(accounting=a, kv_dtype=settings.kv_cache_dtype.resolve(model_dtype(model)),
+                    block_size=settings.block_size or engine_default_block, max_model_len=max_len, max_num_seqs=seqs,
+                    max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source)
+    # every other field is the setting as given, under the same name
+    given = {f.name: getattr(settings, f.name) for f in fields(Resolved) if f.name not in computed}
+    return Resolved(**computed, **given)
 
 
 def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:
