@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from enum import Enum
 
 from ..context_parallel import ring_time
 from ..cost.batch import DecodeBatch
@@ -27,12 +26,12 @@ from ..cost.ring import ring_prefill
 from ..errors import InputError, shown
 from ..predict import OWN, decode_kernel, prefill_kernel
 from ..units import FP32_BYTES
-from ..vocab import Kernel
+from ..vocab import Kernel, _Named
 from .pricing import StepContext, comm_row, priced_row
 from .rows import StepRow
 
 
-class DecodeAttention(str, Enum):
+class DecodeAttention(_Named):
     """How a decode step's attention kernel reads a GQA group's KV cache (a model of the engine's kernel)."""
 
     shared = "shared"                    # a KV head read once for its whole query group
@@ -91,11 +90,7 @@ def engine_decode_attention(engine: str, version: str, model, tensor_parallel: i
 
 def decode_attention_of(value) -> DecodeAttention:
     """A DecodeAttention from itself or its name, else an InputError naming the choices."""
-    try:
-        return DecodeAttention(value)
-    except ValueError:
-        raise InputError(f"decode attention must be one of {', '.join(d.value for d in DecodeAttention)}, got "
-                         f"{shown(value)}") from None
+    return DecodeAttention.of(value, "decode attention")
 
 
 def _per_query_head(ctx: StepContext, layer, lens, q_len: int):

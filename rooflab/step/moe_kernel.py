@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
 from typing import Optional
 
-from ..errors import InputError, shown
+from ..errors import shown
 from ..units import DType, WeightFormat
+from ..vocab import _Named
 
 
-class MoeKernel(str, Enum):
+class MoeKernel(_Named):
     """How the step prices a MoE layer's expert GEMMs (a model of the engine's expert kernel)."""
 
     tuned = "tuned"                      # tuned fused / grouped kernel: the dense cuBLAS fit on the experts' work
@@ -168,11 +168,7 @@ def engine_moe_kernel(engine, version, model, gpu_name: str, tensor_parallel: in
 
 def moe_kernel_of(value) -> MoeKernel:
     """A MoeKernel from itself or its name, else an InputError naming the choices."""
-    try:
-        return MoeKernel(value)
-    except ValueError:
-        raise InputError(f"MoE kernel must be one of {', '.join(k.value for k in MoeKernel)}, got "
-                         f"{shown(value)}") from None
+    return MoeKernel.of(value, "MoE kernel")
 
 
 __all__ = ["CONFIG_FACTS", "DEFAULT_MOE_KERNEL", "ConfigFact", "MoeKernel", "engine_moe_kernel", "expert_shape",
