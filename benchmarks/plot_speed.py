@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from startup import timed      # one fresh-process timer for the start-up benchmarks
 
 #: Issue 24's target for `rooflab plot capacity`, wall seconds.
 TARGET_S = 1.5
@@ -34,19 +33,6 @@ def rooflab_command() -> list[str]:
     script = Path(sys.executable).with_name("rooflab")
     found = str(script) if script.exists() else shutil.which("rooflab")
     return [found] if found else [sys.executable, "-m", "rooflab.cli"]
-
-
-def timed(cmd: list[str], tree: str | None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one fresh process."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if tree:
-        env["PYTHONPATH"] = str(Path(tree).resolve())
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:

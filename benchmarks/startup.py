@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 BASELINE = ["-c", "import numpy, yaml"]
 COMMANDS = {"report": ["-m", "rooflab.cli", "report"], "capacity": ["-m", "rooflab.cli", "capacity"]}
@@ -26,14 +27,15 @@ COMMANDS = {"report": ["-m", "rooflab.cli", "report"], "capacity": ["-m", "roofl
 TARGETS = {"report": 1.97, "capacity": 2.14}
 
 
-def timed(args: list[str], tree: str | None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of `python args`, bytecode written and read as a user's run would."""
+def timed(cmd: list[str], tree: str | None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one fresh process running `cmd` (rooflab from `tree` where given), bytecode
+    written and read as a user's run would."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if tree:
-        env["PYTHONPATH"] = tree
+        env["PYTHONPATH"] = str(Path(tree).resolve())
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -48,13 +50,13 @@ def main() -> None:
     jobs = [("numpy + yaml", None, BASELINE)] + [(f"{name}{f' @ {tree}' if tree else ''}", tree, cmd)
                                                  for tree in trees for name, cmd in COMMANDS.items()]
     for _, tree, cmd in jobs:                    # compile the bytecode; not timed
-        timed(cmd, tree)
+        timed([sys.executable, *cmd], tree)
     walls: dict[str, list[float]] = {label: [] for label, _, _ in jobs}
     cpus: dict[str, list[float]] = {label: [] for label, _, _ in jobs}
     load = [os.getloadavg()[0]]
     for _ in range(args.runs):
         for label, tree, cmd in jobs:
-            wall, cpu = timed(cmd, tree)
+            wall, cpu = timed([sys.executable, *cmd], tree)
             walls[label].append(wall)
             cpus[label].append(cpu)
         load.append(os.getloadavg()[0])
