@@ -5,10 +5,12 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py            # the markdown table RESULTS.md quotes
     python3 benchmarks/engine_logs_heldout.py --json     # the rows as JSON
     python3 benchmarks/engine_logs_heldout.py --set 2    # the second held-out set (heldout2/, CASES2)
+    python3 benchmarks/engine_logs_heldout.py --set 3    # the third held-out set (heldout3/, CASES3)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
-with its cases in commit 3d6414a before any prediction was run on it; sources and SHA-256 are
-in each folder. For each start-up a log holds:
+with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
+(CASES3), frozen the same way (heldout3/SOURCES.md names the commit); sources and SHA-256 are in each folder.
+For each start-up a log holds:
 
     logged     the KV figure the log states: tokens ('GPU KV cache size', SGLang '#tokens', a V0 start-up error's
                token count), V0/V1 '# GPU blocks' x 16, or a V1 start-up error's 'estimated maximum model length'
@@ -47,6 +49,7 @@ from rooflab.units import GiB, WeightFormat  # noqa: E402
 DATA = ROOT / "tests" / "data" / "engine_logs"
 HELDOUT = DATA / "heldout"
 HELDOUT2 = DATA / "heldout2"
+HELDOUT3 = DATA / "heldout3"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -172,7 +175,56 @@ CASES2 = (
          version="v0", options={"tensor_parallel": 4, "utilization": 0.95}),
 )
 
-SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2)}
+#: Set 3 (heldout3/): as CASES2, the model and GPU each post names, mapped to a bundled spec only where one describes
+#: the served checkpoint and the GPU, and the settings the log or its post states, nothing fitted. Written before any
+#: prediction was run on these logs. Mappings that are identifications, not names (heldout3/SOURCES.md says so too):
+#: Qwen2-7B-Instruct to the qwen2.5-7b spec (the two published configs have the same architecture: 28 layers, 28/4
+#: heads of 128, hidden 3584, FFN 18944, vocab 152064, untied, q/k/v biases); "A100 80GB" (SXM or PCIe not stated)
+#: to a100-sxm-80gb (the same 80 GiB); the SGLang log's unnamed GPU to h200-sxm (137.29 GB free at weight load: a
+#: 141 GB part; H20-3e has the same capacity). Versions: 'v1' for v0.10.1.1 and the 2026 V1 builds, 'v0.8' for the
+#: April 2025 V1 build, 'v0' for V0 v0.8.4, 'v0.2' for the V0 of February 2024, SGLang of October 2025 as 'v0.5'.
+CASES3 = (
+    Case("vllm-v1-qwen2-7b-a100-40gb-tp2-util050-two-nodes.log", "vllm", "2x A100 40GB (two nodes)",
+         "Qwen2-7B-Instruct", "a100-40gb", "qwen2.5-7b",
+         options={"tensor_parallel": 2, "utilization": 0.5, "max_model_len": 16384}),
+    Case("vllm-v1-qwen2-7b-a100-80gb-tp2-util025.log", "vllm", "2x A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
+         "qwen2.5-7b", options={"tensor_parallel": 2, "utilization": 0.25, "max_model_len": 16384}),
+    Case("vllm-v1-qwen2-7b-a100-80gb-tp2-util050.log", "vllm", "2x A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
+         "qwen2.5-7b", options={"tensor_parallel": 2, "utilization": 0.5, "max_model_len": 16384}),
+    Case("vllm-v1-qwen2-7b-a100-80gb-tp1-util025.log", "vllm", "A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
+         "qwen2.5-7b", options={"utilization": 0.25, "max_model_len": 16384}),
+    Case("vllm-v1-qwen2-7b-a100-80gb-tp1-util050.log", "vllm", "A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
+         "qwen2.5-7b", options={"utilization": 0.5, "max_model_len": 16384}),
+    Case("vllm-v1-gpt-oss-120b-a100-80gb-tp4-util080.log", "vllm", "4x A100 80GB (pods on several nodes)",
+         "gpt-oss-120b", "a100-sxm-80gb", "gpt-oss-120b",
+         options={"tensor_parallel": 4, "utilization": 0.8, "max_model_len": 16384}),
+    Case("vllm-v1-deepseek-v3-mi308-maxlen32768.log", "vllm", "AMD Instinct MI308", "DeepSeek V3", None, "deepseek-v3",
+         version="v0.8", options={"max_model_len": 32768}),
+    Case("vllm-v1-qwen3.8-27b-fp8-rtx5090x2-maxlen65536.log", "vllm", "2x RTX 5090", "Qwen3.8-27B FP8",
+         options={"max_model_len": 65536}),
+    Case("vllm-v1-qwen3.8-27b-int4-rtx5090x2-maxlen204800.log", "vllm", "2x RTX 5090", "Qwen3.8-27B AutoRound int4",
+         options={"max_model_len": 204800}),
+    Case("vllm-v1-qwen3.8-27b-rtx3090x2-nvlink-maxlen163840.log", "vllm", "2x RTX 3090 (NVLink)", "Qwen3.8-27B",
+         options={"utilization": 0.975, "max_model_len": 163840, "max_num_seqs": 16}),
+    Case("vllm-v1-qwen3.6-27b-int4-rtx3090x2-pcie-maxlen262144.log", "vllm", "2x RTX 3090",
+         "Qwen3.6-27B AutoRound int4", options={"max_model_len": 262144}),
+    Case("vllm-v1-qwen3.8-27b-fp8-rtx5090x2-memory-report.log", "vllm", "2x RTX 5090", "Qwen3.8-27B FP8",
+         options={"tensor_parallel": 2, "utilization": 0.92}),
+    Case("vllm-v1-qwen3.6-27b-int4-rtx4090x2-maxlen180000.log", "vllm", "2x RTX 4090", "Qwen3.6-27B AutoRound",
+         options={"max_model_len": 180000}),
+    Case("vllm-v1-qwen3.6-27b-rtx3090x2-nvlink-available-only.log", "vllm", "2x RTX 3090 (NVLink)", "Qwen3.6-27B"),
+    Case("vllm-v0-qwen2.5-vl-7b-rtx3090-maxlen8192.log", "vllm", "RTX 3090", "Qwen2.5-VL-7B-Instruct", "rtx-3090",
+         version="v0", options={"max_model_len": 8192}),
+    Case("vllm-v0-qwen1.5-7b-chat-gptq-int4-rtx3090.log", "vllm", "RTX 3090", "Qwen1.5-7B-Chat-GPTQ-Int4", "rtx-3090",
+         version="v0.2", options={"max_model_len": 32768}),
+    Case("sglang-llama-3.3-70b-tp8-141gb-piecewise-cuda-graph.log", "sglang", "8x 141 GB (H200 or H20-3e, inferred)",
+         "Llama-3.3-70B-Instruct", "h200-sxm", "llama-3.3-70b", version="v0.5", options={"tensor_parallel": 8}),
+    Case("vllm-v1-qwen3.6-35b-a3b-nvfp4-rtx5090-rebench.log", "vllm", "RTX 5090", "Qwen3.6-35B-A3B NVFP4",
+         options={"kv_cache_dtype": "fp8", "max_model_len": 131072, "max_num_seqs": 1,
+                  "max_num_batched_tokens": 8192}),
+)
+
+SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3)}
 
 @dataclass(frozen=True)
 class Row:
