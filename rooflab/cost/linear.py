@@ -12,6 +12,7 @@ products, so
 Sources: Yang et al., "Gated Delta Networks: Improving Mamba2 with Delta Rule" (section 3, the
 recurrent form); Qwen3-Next model card and config (Gated DeltaNet on three of every four layers).
 The FLOPs are the recurrent form's, a lower bound on any implementation's; they go on the tensor pipe.
+Mamba layers (mixer mamba1 / mamba2) are refused here: their scan's FLOPs and traffic are not modelled.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def _check(layer: LayerType) -> None:
     check_layer(layer)
     if layer.is_attention:
         raise InputError(f"a linear-attention cost needs a linear layer type, not {layer.kind.value}")
+    if layer.linear_mixer.is_mamba:
+        raise InputError(f"a {layer.linear_mixer.value} (Mamba) layer's prefill and decode cost is not modelled: "
+                         "rooflab prices Gated DeltaNet's recurrence only (its state caches are in `rooflab "
+                         "capacity`)")
 
 
 def _io_bytes(layer: LayerType, tokens: np.ndarray, dtype: DType) -> np.ndarray:

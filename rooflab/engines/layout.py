@@ -20,7 +20,7 @@ SGLang, page_size tokens a page (1 by default): cell = bytes one token takes in 
 (sglang v0.4.6 python/sglang/srt/model_executor/model_runner.py profile_max_num_token); its pool allocates
 (tokens + page_size) slots, so "K size" = (N + page) x K bytes per token (mem_cache/memory_pool.py).
 Sliding-window layers count as full layers in both SGLang accountings modelled (v0.5's separate SWA pool is not
-modelled). Linear-attention (Gated DeltaNet) layers keep no KV: SGLang's cell counts the attention layers only and
+modelled). Linear (Gated DeltaNet, Mamba) layers keep no KV: SGLang's cell counts the attention layers only and
 its state pool is sglang.py's; vLLM V1 keeps their states in the same block pool (hybrid_layout below).
 
 vLLM V1 with linear layers (states.py for the state's bytes S a layer and sequence):
@@ -132,6 +132,11 @@ def engine_states(model: ModelSpec, s: Resolved, engine: Engine) -> tuple[StateL
     without any. An accounting older than the engine's linear-attention support refuses them."""
     if all(t.is_attention for t in model.layer_types.values()):
         return ()
+    mamba = any(t.linear_mixer is not None and t.linear_mixer.is_mamba for t in model.layer_types.values())
+    if engine is Engine.vllm and not s.accounting.is_v1 and mamba:
+        raise InputError(f"{model.name}: rooflab models Mamba layers' states as vLLM V1 keeps them in its block "
+                         f"pool; {s.accounting.releases}'s separate MambaCacheManager is not modelled; use "
+                         "--engine-version v1")
     if engine is Engine.vllm and not s.accounting.is_v1:
         raise InputError(f"{model.name}: {s.accounting.releases} serves no linear-attention (Gated DeltaNet) model "
                          "(vLLM added Qwen3-Next in V1, v0.10.2); use --engine-version v1")

@@ -1,22 +1,30 @@
-"""The state caches of linear-attention (Gated DeltaNet) layers as vLLM and SGLang allocate them.
+"""The state caches of linear layers (Gated DeltaNet, Mamba-1, Mamba-2) as vLLM and SGLang allocate them.
 
-A linear layer keeps, per sequence and per GPU, a short-convolution state and a recurrent (temporal) state:
+A linear layer keeps, per sequence and per GPU, a short-convolution state and a recurrent (temporal) state, shaped
+by its mixer (specs.layers.LayerType.state_elements, the one home of the shapes):
 
-    conv      (2 h_k d_k + h_v d_v) / tp  x  (K - 1)       elements in the conv dtype
-    temporal  h_v / tp  x  d_v  x  d_k                     elements in the ssm dtype
+    gated_deltanet  conv (2 h_k d_k + h_v d_v) / tp x (K - 1)       temporal h_v / tp x d_v x d_k
+    mamba1          conv d_inner / tp x (K - 1)                      temporal d_inner / tp x d_state
+    mamba2          conv (d_inner + 2 G d_state) / tp x (K - 1)      temporal n_heads / tp x head_dim x d_state
+                    (G = n_groups, or tp where tp does not divide n_groups: the groups are replicated)
 
-(vLLM: vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape,
-commit 02d7108; SGLang: python/sglang/srt/configs/mamba_utils.py and the Qwen3-Next config's hybrid_gdn_params,
-the same shapes). tp must divide both widths (both engines' divide() asserts). Qwen3-Next at TP 1: 8,192 x 3
-conv elements and 32 x 128 x 128 temporal ones.
+conv in the conv dtype, temporal in the ssm dtype (vLLM: vllm/model_executor/layers/mamba/mamba_utils.py
+MambaStateShapeCalculator.gated_delta_net_state_shape at commit 02d7108; mamba1_state_shape, mamba2_state_shape
+and extra_groups_for_head_shards in the v0.11.2 wheel; SGLang v0.5.23: python/sglang/srt/configs/mamba_utils.py
+Mamba2StateShape.create, and create_full_rank for Mamba-1 as n_heads = d_inner of head_dim 1, the same elements).
+tp must divide both widths (both engines' divide() asserts). Qwen3-Next at TP 1: 8,192 x 3 conv elements and
+32 x 128 x 128 temporal ones; Jamba (d_inner 8,192, d_state 16, K 4): 8,192 x 3 and 8,192 x 16.
 
 The dtypes differ by engine:
 
     vLLM    conv in --mamba-cache-dtype (auto: the model's dtype), temporal in --mamba-ssm-cache-dtype
-            (auto: the conv dtype) (MambaStateDtypeCalculator.gated_delta_net_state_dtype, same commit):
+            (auto: the conv dtype) (MambaStateDtypeCalculator.gated_delta_net_state_dtype, same commit; the
+            v0.11.2 wheel's mamba1_state_dtype and mamba2_state_dtype, _mamba_state_dtype, the same rule):
             Qwen3-Next in bf16, 1,097,728 bytes a layer
     SGLang  conv in bf16 always (CONV_DTYPE), temporal in --mamba-ssm-dtype, float32 by default
-            (docs/basic_usage/qwen3.md, PR #15337): 2,146,304 bytes a layer
+            (docs/basic_usage/qwen3.md, PR #15337; v0.5.23's mamba2_state_dtype for every Mamba-2 config):
+            2,146,304 bytes a layer. SGLang v0.5.23 has no Jamba or Bamba model (its Mamba-2 hybrids are
+            GraniteMoeHybrid, NemotronH and FalconH1), so its states for those are what its pool would hold.
 
 What each engine then does with the state is in layout.py (vLLM: one padded page per sequence and group in the
 shared block pool) and sglang.py (SGLang: a separate pool of max_mamba_cache_size slots).
@@ -80,15 +88,12 @@ def state_layers(model: ModelSpec, engine: Engine, tensor_parallel: int, model_d
             counts[name] = counts.get(name, 0) + count
     for name, count in counts.items():
         t = model.layer_types[name]
-        conv_dim = 2 * t.linear_num_key_heads * t.linear_key_head_dim + t.linear_num_value_heads * t.linear_value_head_dim
-        if conv_dim % tensor_parallel or t.linear_num_value_heads % tensor_parallel:
-            raise InputError(f"--tp {tensor_parallel} does not divide {model.name}'s linear-attention widths "
-                             f"({conv_dim} conv channels, {t.linear_num_value_heads} value heads); the engines "
-                             "refuse it")
-        conv = conv_dim // tensor_parallel * (t.linear_conv_kernel - 1) * conv_dtype.bytes
-        temporal = (t.linear_num_value_heads // tensor_parallel * t.linear_value_head_dim * t.linear_key_head_dim
-                    * temporal_dtype.bytes)
-        out.append(StateLayers(name, count, conv, temporal))
+        problem = t.state_split_problem(tensor_parallel)
+        if problem:
+            raise InputError(f"--tp {tensor_parallel} does not divide {model.name}'s {t.linear_mixer.value} state "
+                             f"widths ({problem}); the engines refuse it")
+        conv, temporal = t.state_elements(tensor_parallel)
+        out.append(StateLayers(name, count, conv * conv_dtype.bytes, temporal * temporal_dtype.bytes))
     return tuple(out)
 
 

@@ -96,6 +96,9 @@ def choose_layer(model: ModelSpec, variant: Variant, name: Optional[str], tensor
         if model.layer_types[name].is_attention:
             raise InputError(f"--variant recurrent needs a linear layer type; '{name}' is "
                              f"{model.layer_types[name].kind.value} (linear: {', '.join(linear)})")
+        if model.layer_types[name].linear_mixer.is_mamba:
+            raise InputError(f"--variant recurrent derives Gated DeltaNet's recurrence; layer type '{name}' is a "
+                             f"{model.layer_types[name].linear_mixer.value} (Mamba) layer, whose cost is not modelled")
         return Layer(model, name, model.layer_types[name], tensor_parallel)
     if len(linear) == len(model.layer_counts):
         raise InputError(f"{model.name} has no softmax attention layer; derive its layers with --variant recurrent")

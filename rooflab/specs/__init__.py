@@ -4,7 +4,8 @@
     fitted.py      FittedModel: one kernel implementation's time model on a GPU (`rooflab fit`)
     launch.py      LaunchTimes: a GPU's measured small-kernel and eager launch times (measured.launch)
     heads.py       AttentionHeads: query and KV heads, head dims; sharding by tensor parallelism
-    layers.py      LayerType: full, sliding, chunked, mla, linear; what each keeps per token or sequence
+    layers.py      LayerType: full, sliding, chunked, mla, linear (LinearMixer: Gated DeltaNet, Mamba-1, Mamba-2);
+                   what each keeps per token or sequence
     model.py       ModelSpec: the layer stack, MLP (dense / MoE), weight formats, KV bytes per token
     weights.py     parameters by component, weight bytes per GPU, bytes a step reads (parameters.py: its old name)
 """
@@ -13,9 +14,9 @@ from .fitted import FittedModel
 from .gpu import GpuSpec, MeasuredCeilings
 from .heads import AttentionHeads
 from .launch import LaunchTimes
-from .layers import FULL, MLA_SPARSE_FP8_BYTES, LayerType
+from .layers import FULL, MLA_SPARSE_FP8_BYTES, LayerType, LinearMixer
 from .model import QUANTIZABLE, ModelSpec
 from .weights import ParameterCount, count_parameters
 
 __all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "FittedModel", "GpuSpec", "LaunchTimes",
-           "LayerType", "MeasuredCeilings", "ModelSpec", "ParameterCount", "count_parameters"]
+           "LayerType", "LinearMixer", "MeasuredCeilings", "ModelSpec", "ParameterCount", "count_parameters"]

@@ -8,13 +8,21 @@
               (+ DeepSeek-V3.2's lightning indexer key)        + d_I fp8 + its fp32 scales: 132 bytes
     linear    a recurrent state of fixed size per sequence    h_v d_k d_v (state) + (K - 1)(2 h_k d_k + h_v d_v)
               (Gated DeltaNet in Qwen3-Next)                  (short-convolution state), elements per sequence
+              mixer mamba1 (Jamba): d_inner d_state state     + (K - 1) d_inner conv
+              mixer mamba2 (Bamba, Granite 4.0-H): n_heads    + (K - 1)(d_inner + 2 n_groups d_state) conv,
+              head_dim d_state state                          d_inner = n_heads head_dim (state_elements)
 
 A layer type may add sinks: one learned logit per query head that joins the softmax denominator
 (gpt-oss); they change the state and the merge, not the traffic. Sources: DeepSeek-V3 technical
 report (section 2.1.1, MLA); gpt-oss model card (alternating banded attention, 128-token windows,
 sinks); Gemma 3 technical report (5 local layers of window 1024 per global one); Llama 4 model card
 (chunked local attention); Qwen3-Next model card and config (Gated DeltaNet with a full-attention
-layer every 4); FlashMLA's fp8 cache format (656 bytes per token per layer).
+layer every 4); FlashMLA's fp8 cache format (656 bytes per token per layer); Gu and Dao, "Mamba" (section 3,
+the selective scan's d_inner x d_state state) and Dao and Gu, "Transformers are SSMs" (Mamba-2: heads of
+head_dim x d_state, B and C shared by n_groups); the state shapes under tensor parallelism as vLLM v0.11.2
+computes them (vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator: mamba1_state_shape,
+mamba2_state_shape with extra_groups_for_head_shards), which SGLang v0.5.23 shares
+(python/sglang/srt/configs/mamba_utils.py Mamba2StateShape.create, create_full_rank for Mamba-1).
 """
 
 from __future__ import annotations
@@ -28,8 +36,22 @@ from ..errors import SpecError
 from ..fields import spec_field, validate_fields
 from ..limits import MAX_TOKENS
 from ..units import FP32_BYTES, DType
-from ..vocab import LayerKind, WindowAllocation
+from ..vocab import LayerKind, WindowAllocation, _Named
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
+
+class LinearMixer(_Named):
+    """What a linear layer's recurrence is, and so the shape of its state (LayerType.state_elements): Gated DeltaNet
+    (Qwen3-Next), Mamba-1's selective scan (Jamba) or Mamba-2's heads with shared B and C groups (Bamba, Granite
+    4.0-H). The one definition; specs, the hf readers and the engines import it from here."""
+
+    gated_deltanet = "gated_deltanet"
+    mamba1 = "mamba1"
+    mamba2 = "mamba2"
+
+    @property
+    def is_mamba(self) -> bool:
+        return self is not LinearMixer.gated_deltanet
+
 
 #: DeepSeek-V3.2's lightning indexer keeps one key of index_head_dim per token and layer, in fp8 with one fp32
 #: scale per INDEXER_QUANT_BLOCK values, whatever the KV cache's dtype (vLLM's Indexer allocates
@@ -44,11 +66,17 @@ MLA_SPARSE_FP8_BYTES = 512 + 4 * FP32_BYTES + 64 * DType.bf16.bytes
 _MLA_FIELDS = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")
 _LINEAR_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                   "linear_conv_kernel")
-#: The fields each kind needs; any other kind's own fields are refused on it.
+_MAMBA1_FIELDS = ("ssm_inner", "ssm_state", "ssm_dt_rank", "linear_conv_kernel")
+_MAMBA2_FIELDS = ("ssm_heads", "ssm_head_dim", "ssm_groups", "ssm_state", "linear_conv_kernel")
+#: The fields each kind needs (a linear layer's by its mixer); any other kind's own fields are refused on it.
 _NEEDS = {LayerKind.full: (), LayerKind.sliding: ("window",), LayerKind.chunked: ("chunk",),
-          LayerKind.mla: _MLA_FIELDS, LayerKind.linear: _LINEAR_FIELDS}
+          LayerKind.mla: _MLA_FIELDS}
+_MIXER_NEEDS = {LinearMixer.gated_deltanet: _LINEAR_FIELDS, LinearMixer.mamba1: _MAMBA1_FIELDS,
+                LinearMixer.mamba2: _MAMBA2_FIELDS}
 _INDEXER_FIELDS = ("index_head_dim", "index_n_heads")
-_OWN = ("window", "chunk", "q_lora_rank", *_MLA_FIELDS, *_LINEAR_FIELDS, "state_dtype", *_INDEXER_FIELDS)
+_SSM_FIELDS = ("ssm_inner", "ssm_state", "ssm_dt_rank", "ssm_heads", "ssm_head_dim", "ssm_groups")
+_OWN = ("window", "chunk", "q_lora_rank", *_MLA_FIELDS, *_LINEAR_FIELDS, "state_dtype", *_INDEXER_FIELDS,
+        "mixer", *_SSM_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -79,24 +107,52 @@ class LayerType:
                                                    default=None)
     state_dtype: Optional[DType] = spec_field(doc="linear: the recurrent state's type (default: the KV cache's)",
                                               default=None)
+    mixer: Optional[LinearMixer] = spec_field(doc="linear: gated_deltanet (default), mamba1 or mamba2", default=None)
+    ssm_inner: Optional[int] = spec_field(1, 1 << 20, doc="mamba1: d_inner, the scanned width (mamba_expand x "
+                                          "hidden_size)", default=None)
+    ssm_state: Optional[int] = spec_field(1, 1 << 16, doc="mamba1, mamba2: d_state, the state per channel or "
+                                          "head dim", default=None)
+    ssm_dt_rank: Optional[int] = spec_field(1, 1 << 16, doc="mamba1: the rank of the time-step projection",
+                                            default=None)
+    ssm_heads: Optional[int] = spec_field(1, 1 << 16, "heads", "mamba2: the SSM heads", default=None)
+    ssm_head_dim: Optional[int] = spec_field(1, 1 << 16, doc="mamba2: each SSM head's width", default=None)
+    ssm_groups: Optional[int] = spec_field(1, 1 << 16, doc="mamba2: n_groups, the B and C groups the heads share",
+                                           default=None)
 
     def __post_init__(self) -> None:
         validate_fields(self)
         where = f"layer type '{self.kind.value}'"
-        needs = _NEEDS[self.kind]
+        needs = _MIXER_NEEDS[self.linear_mixer] if self.kind is LayerKind.linear else _NEEDS[self.kind]
         for name in needs:
             if getattr(self, name) is None:
                 raise SpecError(where, name, None, f"a {self.kind.value} layer needs it")
         for name in _OWN:
             if name not in needs and getattr(self, name) is not None and not \
                     (self.kind is LayerKind.mla and name in ("q_lora_rank", *_INDEXER_FIELDS)) and not \
-                    (self.kind is LayerKind.linear and name == "state_dtype"):
+                    (self.kind is LayerKind.linear and name in ("state_dtype", "mixer")):
                 raise SpecError(where, name, getattr(self, name), f"does not apply to a {self.kind.value} layer")
         if (self.index_head_dim is None) != (self.index_n_heads is None):
             raise SpecError(where, "index_n_heads", self.index_n_heads, "an indexer needs both index_head_dim and "
                                                                          "index_n_heads")
         if self.sinks and self.kind in (LayerKind.mla, LayerKind.linear):
             raise SpecError(where, "sinks", True, f"a {self.kind.value} layer has no softmax sinks")
+        if self.linear_mixer is LinearMixer.mamba2 and self.ssm_heads % self.ssm_groups:
+            raise SpecError(where, "ssm_groups", self.ssm_groups, f"must divide ssm_heads ({self.ssm_heads}): each "
+                                                                  "group serves a whole number of heads")
+
+    @property
+    def linear_mixer(self) -> Optional[LinearMixer]:
+        """A linear layer's recurrence (gated_deltanet where `mixer` is not given); None for a softmax layer."""
+        if self.kind is not LayerKind.linear:
+            return None
+        return self.mixer or LinearMixer.gated_deltanet
+
+    @property
+    def ssm_width(self) -> int:
+        """mamba1, mamba2: d_inner, the width the layer scans (mamba2: ssm_heads x ssm_head_dim)."""
+        if self.linear_mixer is LinearMixer.mamba2:
+            return self.ssm_heads * self.ssm_head_dim
+        return self.ssm_inner
 
     @property
     def is_attention(self) -> bool:
@@ -199,21 +255,51 @@ class LayerType:
         return self.index_head_dim * DType.fp8_e4m3.bytes + FP32_BYTES * (self.index_head_dim // INDEXER_QUANT_BLOCK)
 
     def state_bytes_per_sequence(self, kv_dtype: DType, tensor_parallel: int = 1) -> int:
-        """linear: the recurrent state and the convolution state one sequence keeps in one layer; 0 otherwise.
-
-        state  h_v d_k d_v elements (one d_k x d_v matrix per value head)
-        conv   (K - 1) (2 h_k d_k + h_v d_v) elements (the last K - 1 inputs of q, k and v)
-
-        Under `tensor_parallel` one GPU keeps ceil(1 / TP) of it: linear heads divide like attention heads.
-        """
+        """linear: the recurrent state and the convolution state one sequence keeps in one layer on one GPU of
+        `tensor_parallel`, both in state_dtype (else the KV cache's dtype); 0 otherwise (state_elements)."""
         if self.kind is not LayerKind.linear:
             return 0
         b = (self.state_dtype or DType.of(kv_dtype, "kv_dtype")).bytes
-        state = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
-        conv = (self.linear_conv_kernel - 1) * (2 * self.linear_num_key_heads * self.linear_key_head_dim
-                                                + self.linear_num_value_heads * self.linear_value_head_dim)
-        total = (state + conv) * b
-        return -(-total // tensor_parallel) if tensor_parallel > 1 else total
+        conv, temporal = self.state_elements(tensor_parallel)
+        return (conv + temporal) * b
+
+    def _state_widths(self, tensor_parallel: int) -> tuple[int, int, int]:
+        """(conv channels, state heads or channels, elements per one of them): the widths TP splits."""
+        mixer, k = self.linear_mixer, self.linear_conv_kernel
+        if mixer is LinearMixer.gated_deltanet:
+            conv = 2 * self.linear_num_key_heads * self.linear_key_head_dim + \
+                self.linear_num_value_heads * self.linear_value_head_dim
+            return conv, self.linear_num_value_heads, self.linear_value_head_dim * self.linear_key_head_dim
+        if mixer is LinearMixer.mamba1:
+            return self.ssm_inner, self.ssm_inner, self.ssm_state
+        groups = self.ssm_groups
+        if groups % tensor_parallel:          # vLLM's extra_groups_for_head_shards: each GPU gets whole groups
+            groups = tensor_parallel
+        return self.ssm_width + 2 * groups * self.ssm_state, self.ssm_heads, self.ssm_head_dim * self.ssm_state
+
+    def state_elements(self, tensor_parallel: int = 1) -> tuple[int, int]:
+        """linear: (conv, temporal) elements one sequence keeps in one layer on one GPU of `tensor_parallel`, as
+        vLLM's MambaStateShapeCalculator shapes them (module docstring):
+
+            gated_deltanet  conv (K - 1) (2 h_k d_k + h_v d_v) / TP        temporal h_v / TP x d_v x d_k
+            mamba1          conv (K - 1) d_inner / TP                      temporal d_inner / TP x d_state
+            mamba2          conv (K - 1) (d_inner + 2 G d_state) / TP      temporal n_heads / TP x head_dim x d_state
+
+        where a mamba2 layer's G is n_groups, raised to TP when TP does not divide it (the groups are replicated
+        so each GPU holds the groups its heads use; n_groups 1 at TP 4: 4 groups, one a GPU). Where TP does not
+        divide a width (the engines refuse it: state_split_problem) each share is rounded up."""
+        if self.kind is not LayerKind.linear:
+            return 0, 0
+        conv, heads, per_head = self._state_widths(tensor_parallel)
+        return (self.linear_conv_kernel - 1) * -(-conv // tensor_parallel), -(-heads // tensor_parallel) * per_head
+
+    def state_split_problem(self, tensor_parallel: int) -> Optional[str]:
+        """Why `tensor_parallel` GPUs cannot split this linear layer's state (the engines' divide() asserts), or
+        None where they can."""
+        conv, heads, _ = self._state_widths(tensor_parallel)
+        if conv % tensor_parallel or heads % tensor_parallel:
+            return f"{conv} conv channels, {heads} state heads or channels"
+        return None
 
     def key_bytes(self, token_bytes: int, heads: AttentionHeads) -> int:
         """Of the `token_bytes` one cached token takes in a layer of this type, the keys': d / (d + d_v) of a softmax
@@ -274,9 +360,13 @@ class LayerType:
             bits.append(f"latent {self.kv_lora_rank} + {self.qk_rope_head_dim}")
             if self.index_head_dim:
                 bits.append(f"indexer {self.index_n_heads} x {self.index_head_dim}")
-        if self.kind is LayerKind.linear:
+        if self.linear_mixer is LinearMixer.gated_deltanet:
             bits.append(f"state {self.linear_num_value_heads} x {self.linear_key_head_dim} x "
                         f"{self.linear_value_head_dim}")
+        elif self.linear_mixer is LinearMixer.mamba1:
+            bits.append(f"mamba1, state {self.ssm_inner} x {self.ssm_state}")
+        elif self.linear_mixer is LinearMixer.mamba2:
+            bits.append(f"mamba2, state {self.ssm_heads} x {self.ssm_head_dim} x {self.ssm_state}")
         if self.sinks:
             bits.append("sinks")
         return self.kind.value + (f" ({', '.join(bits)})" if bits else "")
@@ -284,4 +374,4 @@ class LayerType:
 
 FULL = LayerType(LayerKind.full)
 
-__all__ = ["FULL", "INDEXER_QUANT_BLOCK", "MLA_SPARSE_FP8_BYTES", "LayerType"]
+__all__ = ["FULL", "INDEXER_QUANT_BLOCK", "MLA_SPARSE_FP8_BYTES", "LayerType", "LinearMixer"]

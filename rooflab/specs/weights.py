@@ -14,6 +14,10 @@ Parameters per layer, with hidden size H (biases where the spec says, small term
                        + weights_proj H n_I
     linear (GDN)       in_proj H (2 h_k d_k + 2 h_v d_v) + H 2 h_v; conv (2 h_k d_k + h_v d_v) K;
                        2 h_v (decay and bias) + d_v (norm); out h_v d_v H
+    linear (mamba1)    in_proj H 2 I; conv I K + I (bias); x_proj I (R + 2 N); dt_proj R I + I; A I N + D I;
+                       dt, B, C norms R + 2 N; out I H   (I = d_inner, N = d_state, R = dt_rank: Jamba)
+    linear (mamba2)    in_proj H (2 I + 2 G N + n_h); conv (I + 2 G N)(K + 1) (bias); dt_bias, A, D 3 n_h;
+                       gated norm I; out I H   (I = n_h head_dim, G = n_groups: Bamba, Granite 4.0-H)
     dense MLP          3 H F                 (gate, up, down)
     MoE MLP            E 3 H F_e + S 3 H F_s + H E (router)
     norms              2 H per layer, H at the end; embeddings V H, lm_head V H unless tied
@@ -32,7 +36,7 @@ from typing import Iterator, Mapping
 
 from ..units import DType, WeightFormat
 from .heads import AttentionHeads
-from .layers import LayerType
+from .layers import LayerType, LinearMixer
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
             indexer = (q_in * t.index_n_heads * t.index_head_dim + h * t.index_head_dim + 2 * t.index_head_dim
                        + h * t.index_n_heads)
         return q + kv_a + kv_b + hq * dv * h + indexer
+    if t.linear_mixer is not None and t.linear_mixer.is_mamba:
+        return _mamba_parameters(t, hidden)
     if not t.is_attention:
         key_dim = t.linear_num_key_heads * t.linear_key_head_dim
         value_dim = t.linear_num_value_heads * t.linear_value_head_dim
@@ -87,6 +93,20 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
     weights = h * q_out + h * kv_out + h * v_out + o_in * h
     biases = (q_out + kv_out + v_out) if bias else 0
     return weights + biases + (own.num_qo_heads if t.sinks else 0)
+
+
+def _mamba_parameters(t: LayerType, hidden: int) -> int:
+    """One Mamba layer's parameters (module docstring; transformers' JambaMambaMixer, BambaMixer and
+    GraniteMoeHybridMambaLayer, release 5.24.0; no in/out projection biases, as every published checkpoint)."""
+    h, inner, n, k = hidden, t.ssm_width, t.ssm_state, t.linear_conv_kernel
+    if t.linear_mixer is LinearMixer.mamba1:
+        r = t.ssm_dt_rank
+        in_proj, conv = h * 2 * inner, inner * k + inner
+        x_proj, dt_proj = inner * (r + 2 * n), r * inner + inner
+        return in_proj + conv + x_proj + dt_proj + inner * n + inner + (r + 2 * n) + inner * h
+    heads, conv_dim = t.ssm_heads, inner + 2 * t.ssm_groups * n
+    in_proj = h * (inner + conv_dim + heads)
+    return in_proj + conv_dim * (k + 1) + 3 * heads + inner + inner * h
 
 
 def count_parameters(model) -> ParameterCount:
