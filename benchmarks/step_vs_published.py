@@ -12,10 +12,10 @@ everything overlapped) and predictions (t_predicted_s) are put through the same 
 is below its floor beats it. The deployment: TP and PP as the row states, the weights in the row's format
 (fp8 rows: fp8 weights, fp8 GEMMs), the KV cache in its dtype, CUDA graphs and fused elementwise work (the engines'
 own kernels), utilisation 0.9, memory checked by rooflab.capacity; decode attention as the row's engine and version
-run it (rooflab.step.engine_decode_attention: TensorRT-LLM 0.5-0.9's masked MHA reads a GQA group's KV once per
-query head where XQA does not apply), and the experts as the kernel the row's engine and version run
-(rooflab.step.engine_moe_kernel: a tuned fused kernel where the release shipped a tuned config for the shape,
-torch's grouped GEMM as measured otherwise). A row states its run as a throughput (output or
+run it and the experts as the kernel the row's engine and version run (rooflab.step.engine_kernels, the resolver
+`report --phase step --engine E --engine-version V` uses: TensorRT-LLM 0.5-0.9's masked MHA reads a GQA group's KV
+once per query head where XQA does not apply; a tuned fused expert kernel where the release shipped a tuned config
+for the shape, torch's grouped GEMM as measured otherwise). A row states its run as a throughput (output or
 total tokens per second) or as the run's wall time (batch_latency_s: vllm bench latency's batch of B; batch1_latency_s:
 a batch of one), all put back to T.
 
@@ -33,7 +33,7 @@ from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.published import load_published
 from rooflab.render_step import render_step
-from rooflab.step import DEFAULT_MOE_KERNEL, engine_decode_attention, engine_moe_kernel, step_context, step_report
+from rooflab.step import step_report
 from rooflab.units import DType
 
 #: A published row's model -> the bundled model priced for it (None: not bundled, skipped). An alias is the same
@@ -48,14 +48,14 @@ WEIGHTS = {"fp8": "fp8", "fp16": None, "bf16": None}
 KV = {"fp8_e4m3": DType.fp8_e4m3, "fp8_e5m2": DType.fp8_e5m2, "fp16": DType.fp16, "bf16": DType.bf16}
 
 
-def run_time(model, gpu, dep, batch, input_len, output_len, attention="shared", experts=DEFAULT_MOE_KERNEL):
-    """(floor, predicted, what binds) seconds of the whole static-batch run, or None where it does not fit;
-    `attention` the engine's decode attention (rooflab.step.engine_decode_attention), `experts` its expert kernel
-    (rooflab.step.engine_moe_kernel)."""
-    pre = step_report(model, gpu, batch, input_len, "prefill", deployment=dep, check_memory=False,
-                      moe_kernel=experts)
+def run_time(model, gpu, dep, batch, input_len, output_len, engine=None, version=None):
+    """(floor, predicted, what binds) seconds of the whole static-batch run, or None where it does not fit; the
+    kernels `engine` runs at `version` (rooflab.step.engine_kernels, as `report --phase step --engine E
+    --engine-version V` prices them)."""
+    pre = step_report(model, gpu, batch, input_len, "prefill", deployment=dep, check_memory=False, engine=engine,
+                      engine_version=version)
     dec = step_report(model, gpu, batch, input_len + max(output_len // 2, 1), "decode", deployment=dep,
-                      decode_attention=attention, moe_kernel=experts)
+                      engine=engine, engine_version=version)
     steps = output_len - 1
     floor = pre.t_floor_s + steps * dec.t_floor_s
     pred = None if pre.t_predicted_s is None or dec.t_predicted_s is None else \
@@ -99,11 +99,8 @@ def table():
         dep = Deployment(tensor_parallel=row.tp, pipeline_parallel=row.pp, weight_format=WEIGHTS.get(row.weight_format),
                          kv_cache_dtype=KV.get(row.kv_cache_dtype), fused_elementwise=True)
         try:
-            attention = engine_decode_attention(row.engine, row.engine_version or "", model, row.tp)
-            experts = engine_moe_kernel(row.engine, row.engine_version or "", model, gpu.name, row.tp, row.ep,
-                                        step_context(model, gpu, dep).arithmetic("experts"))
-            floor, pred, binds = run_time(model, gpu, dep, row.batch, row.input_len, row.output_len, attention,
-                                          experts)
+            floor, pred, binds = run_time(model, gpu, dep, row.batch, row.input_len, row.output_len, row.engine,
+                                          row.engine_version or None)
         except InputError as exc:
             out.append((row, t, None, None, f"not expressed: {str(exc)[:90]}"))
             continue

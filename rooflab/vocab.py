@@ -6,6 +6,8 @@
     Bound          the roof that sets a floor (compute, memory)
     CeilingSource  datasheet roofs, the physical ones at the maximum clock, or the ones `rooflab calibrate` measured
     Kernel         what a measurement row timed; KernelFamily groups them as `rooflab bench -k` selects them
+    Engine         the serving engines whose schedulers and step kernels rooflab models (vllm, sglang,
+                   tensorrt-llm); ENGINE_RELEASES the release each follows where none is given
 
 DType, with every fact about an element type, lives in dtypes.py.
 """
@@ -192,5 +194,34 @@ _FAMILY = {
 }
 
 
-__all__ = ["EXPLAINED", "Bound", "CeilingSource", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
+class Engine(_Named):
+    """The serving engines whose schedulers (rooflab.serve) and step kernels (rooflab.step.engine_kernels) rooflab
+    models. The capacity accounting's engines (vllm, sglang) are rooflab.engines.vocab.Engine."""
+
+    vllm = "vllm"
+    sglang = "sglang"
+    trtllm = "tensorrt-llm"
+
+    @classmethod
+    def of(cls, value, what: str = "engine") -> "Engine":
+        """A member, or its name in any case, with TensorRT-LLM's other spellings (trt-llm, trtllm, tensorrt_llm)."""
+        if isinstance(value, cls):
+            return value
+        text = str(value).strip().lower() if isinstance(value, str) else None
+        text = _ENGINE_ALIASES.get(text, text)
+        if text not in cls._value2member_map_:
+            from .errors import InputError, shown
+            raise InputError(f"{what}: {shown(value)} is not an engine rooflab models; use vllm, sglang or "
+                             f"tensorrt-llm")
+        return cls(text)
+
+
+_ENGINE_ALIASES = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
+
+#: The release whose scheduler defaults (rooflab.serve.scheduler's docstring has the sources) and step kernels each
+#: engine follows where no --engine-version is given.
+ENGINE_RELEASES = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
+
+
+__all__ = ["ENGINE_RELEASES", "EXPLAINED", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
            "Pipe", "StepKind", "Variant", "WindowAllocation"]

@@ -273,6 +273,14 @@ ENGINE_OPTS = [
     float_opt(("--activation-gib",), 0, MAX_GIB),
 ]
 
+#: `report --phase step`, `explain --phase step`, `serve`: the engine release whose kernels price the step
+RELEASE = Opt(("--engine-version",), st.sampled_from(["0.9.0", "0.5.0", "0.7.4.dev181+gf35f8e22", "0.4.3.post2", "1.0"]),
+              st.sampled_from(["", " ", "latest", "x.y", "$", "{}", "nan", "\U0001f4a5", "a" * 300]),
+              st.sampled_from(["v0.9.0", "v1", "1.2.3.4.5", "0.8"]), checked_late=True, words=("engine",))
+STEP_ENGINE = Opt(("--engine",), st.sampled_from(["vllm", "sglang", "tensorrt-llm"]),
+                  st.sampled_from(["", " ", "trt", "vllm,sglang", "nope", "$", "{}", "\U0001f4a5", "a" * 300]),
+                  st.sampled_from(["VLLM", "trtllm", "tensorrt_llm", " sglang "]), checked_late=True,
+                  words=("engine",))
 #: `serve` and `plot serve` (rooflab/cli/serve.py): the engines' scheduler options and the benchmark's workload
 MAX_PROMPTS = 10_000_000
 SERVE_QUANT = Opt(("--quantization", "-q"), st.sampled_from(["fp8", "fp8_e4m3"]),
@@ -286,6 +294,7 @@ SERVE_OPTS = [
     Opt(("--engine",), st.sampled_from(["vllm", "sglang", "tensorrt-llm"]),
         st.sampled_from(["", " ", "trt", "vllm,sglang", "nope", "$", "{}", "\U0001f4a5", "a" * 300]),
         st.sampled_from(["VLLM", "SGLang", "trtllm", "tensorrt_llm", " vllm "]), checked_late=True, words=("engine",)),
+    RELEASE,
     dataclasses.replace(count_opt(("--input-len", "--random-input-len"), 1, MAX_TOKENS, 8192), words=("input",)),
     dataclasses.replace(count_opt(("--output-len", "--random-output-len"), 1, MAX_TOKENS, 2048), words=("output",)),
     dataclasses.replace(float_opt(("--random-range-ratio",), 0, 1), words=("ratio", "range")),
@@ -357,7 +366,7 @@ COMMANDS: dict[str, list[Opt]] = {
                                    kind_word="model", checked_late=True, words=("speculative", "draft")),
                dataclasses.replace(float_opt(("--acceptance-rate",), 0, 1), words=("acceptance",)),
                switch("--enforce-eager", "--disable-cuda-graph"),
-               switch("--fused-elementwise", "--unfused-elementwise"), UTIL_ANY,
+               switch("--fused-elementwise", "--unfused-elementwise"), UTIL_ANY, STEP_ENGINE, RELEASE,
                FMT],
     "capacity": [MODEL, GPU, dataclasses.replace(count_opt(("--context-len", "-L"), 1, MAX_TOKENS),
                                                  words=("context length",)), PAGE, WDT, KV, UTIL,
@@ -449,7 +458,7 @@ COMMANDS["explain"] += [choice_opt(("--phase",), ["step"]), switch("--json")] + 
         "--enable-expert-parallel", "--expert-imbalance", "--quantization", "--gemm-dtype", "--speculative-config",
         "--speculative-algorithm", "--speculative-num-draft-tokens", "--speculative-draft-model-path",
         "--acceptance-rate", "--enforce-eager", "--fused-elementwise", "--gpu-memory-utilization",
-        "--prefill-chunk"}]
+        "--prefill-chunk", "--engine", "--engine-version"}]
 
 #: Commands that write an image (-o) or a file.
 PLOTS = [c for c in COMMANDS if c.startswith("plot ")]

@@ -137,6 +137,30 @@ EnableExpertParallelOpt = Annotated[bool, typer.Option(
     "--enable-expert-parallel", help="vLLM's switch (MoE): experts split over EP = TP x DP GPUs, whole.")]
 
 
+def _engine(text: str) -> None:
+    from ..vocab import Engine
+
+    Engine.of(text, "--engine")
+
+
+def _release(text: str) -> None:
+    from ..step.moe_kernel import release
+
+    if release(text) is None and text.lower() not in ("v1", "v1 (0.11+)"):
+        raise InputError(f"'{text}' is not an engine release (0.9.0, 0.7.4.dev181, 0.4.3.post2)")
+
+
+StepEngineOpt = Annotated[Optional[str], typer.Option(
+    "--engine", parser=_checked(_engine, "engine"), metavar="vllm|sglang|tensorrt-llm",
+    help="Step: price the decode attention and the experts as this engine's kernels at --engine-version "
+         "(default: rooflab's own step).")]
+EngineVersionOpt = Annotated[Optional[str], typer.Option(
+    "--engine-version", parser=_checked(_release, "release"), metavar="V",
+    help="The engine's release (0.9.0) whose kernels price the step: TensorRT-LLM before 0.10 reads a GQA "
+         "group's KV once per query head outside XQA; vLLM and SGLang's expert kernel by the tuned configs the "
+         "release shipped (default: vllm v1 (0.11+), sglang 0.5, tensorrt-llm 1.0).")]
+
+
 def parallel_degrees(tp: int, dp: Optional[int], dp_attention: bool, enable_ep: bool,
                      ep: int) -> tuple[int, int, int]:
     """(data parallel, attention data parallel, expert parallel) as the engines' switches set them: vLLM's

@@ -22,7 +22,8 @@ from .report import ShapeOpt, report, shape_of
 _R = {n: p for n, p in inspect.signature(report).parameters.items()}
 _STEP_ONLY = ("step", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep", "enable_ep", "expert_imbalance",
               "quantization", "gemm_dtype", "speculative_config", "speculative_algorithm", "speculative_tokens",
-              "draft_model", "acceptance", "eager", "fused", "utilization", "prefill_chunk", "json_out")
+              "draft_model", "acceptance", "eager", "fused", "utilization", "prefill_chunk", "engine",
+              "engine_version", "json_out")
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
 #: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
@@ -94,6 +95,8 @@ def explain(
     fused: _R["fused"].annotation = _R["fused"].default,
     utilization: _R["utilization"].annotation = _R["utilization"].default,
     prefill_chunk: _R["prefill_chunk"].annotation = _R["prefill_chunk"].default,
+    engine: _R["engine"].annotation = _R["engine"].default,
+    engine_version: _R["engine_version"].annotation = _R["engine_version"].default,
     json_out: Annotated[bool, typer.Option("--json", help="--phase step: the derivation as strict JSON.")] = False,
 ) -> None:
     """Show the working: each figure of the report as formula, numbers substituted, and result with units."""
@@ -105,7 +108,7 @@ def explain(
         return _explain_step(ctx, model, gpu[0], batch, context_len, dtype, dcp, kv_parallel, fmt, json_out, (
             step, cp, pp, micro_batches, dp, dp_attention, ep, enable_ep, expert_imbalance, quantization, gemm_dtype,
             speculative_config, speculative_algorithm, speculative_tokens, draft_model, acceptance, eager, fused,
-            utilization, prefill_chunk))
+            utilization, prefill_chunk, engine, engine_version))
     only_for(ctx, "step", *_STEP_ONLY)
     bare = shape_of(ctx, shape)                  # --shape B,H,H_kv,T,d[,d_v]: one attention layer, no model
     if bare is not None:
@@ -135,7 +138,8 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
     only_for(ctx, "prefill or decode (the --variant's kernel)", "variant", "layer_type", "seq_len", "causal",
              "splits", "q_len", "mla_sparse_fp8", "ceilings", "impl", "shape")
     (step, cp, pp, micro_batches, dp, dp_attention, ep, enable_ep, imbalance, quantization, gemm_dtype, spec_config,
-     spec_algorithm, spec_tokens, draft_model, acceptance, eager, fused, utilization, prefill_chunk) = opts
+     spec_algorithm, spec_tokens, draft_model, acceptance, eager, fused, utilization, prefill_chunk, engine,
+     engine_version) = opts
     words, _, _ = dopt.words_of(ctx).resolve()
     lens = parse_lengths(context_len) or [8192]
     if len(lens) > 1:
@@ -146,7 +150,8 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
                                   gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,
                                   draft_model, acceptance)
     e = explain_step(load_model(model), load_gpu(gpu), batch, lens[0], step.value, deployment=deployment,
-                     prefill_tokens=prefill_chunk or 0, expert_imbalance=imbalance, micro_batches=micro_batches)
+                     prefill_tokens=prefill_chunk or 0, expert_imbalance=imbalance, micro_batches=micro_batches,
+                     engine=engine, engine_version=engine_version)
     text = json_text(e.to_dict()) if json_out else render_explanation(e.explanation,
                                                                      markdown=fmt is ExplainFormat.markdown)
     typer.echo(text, nl=False)

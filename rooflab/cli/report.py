@@ -149,6 +149,8 @@ def report(
     utilization: Annotated[float, typer.Option("--gpu-memory-utilization", "--mem-fraction-static",
                                                parser=params.number(0, 1, lo_open=True), metavar="X",
                                                help="Step: share of device memory for weights and KV cache.")] = 0.9,
+    engine: dopt.StepEngineOpt = None,
+    engine_version: dopt.EngineVersionOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Per-layer FLOPs, HBM bytes, intensity, time floors and predicted times of attention variants, per layer type;
@@ -170,7 +172,7 @@ def report(
     step_only = ("step", "tp", "dcp", "kv_parallel", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep",
                  "enable_ep", "expert_imbalance", "quantization", "gemm_dtype", "speculative_config",
                  "speculative_algorithm", "speculative_tokens", "draft_model", "acceptance", "eager", "fused",
-                 "utilization")
+                 "utilization", "engine", "engine_version")
     if phase is not Phase.step:
         only_for(ctx, "step", *step_only)
     if phase is Phase.step:
@@ -188,7 +190,7 @@ def report(
                                       speculative_tokens, draft_model, acceptance)
         r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment,
                         prefill_tokens=prefill_chunk or 0, expert_imbalance=expert_imbalance,
-                        micro_batches=micro_batches)
+                        micro_batches=micro_batches, engine=engine, engine_version=engine_version)
         typer.echo(render_step(r, fmt), nl=False)
         return
     if phase is Phase.prefill:

@@ -7,6 +7,7 @@ vllm bench serve's --max-concurrency, --request-rate, --burstiness, --num-prompt
 """
 
 
+import dataclasses
 import math
 from typing import Annotated, Optional
 
@@ -16,6 +17,7 @@ from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
 from . import FormatOpt, GpuOpt, ModelOpt, fail, friendly, params, parse_lengths
 from .charts import DataOpt, GpusOpt, _names, _output_opt, _save
+from .deployment_options import EngineVersionOpt
 
 MAX_PROMPTS = 10_000_000
 
@@ -82,7 +84,7 @@ HitOpt = Annotated[float, typer.Option("--prefix-cache-hit-rate", parser=params.
 
 
 def _replica(model, gpu, engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio, style,
-             page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None):
+             page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None, version=None):
     from ..deployment import Deployment
     from ..errors import InputError
     from ..load import load_gpu, load_model
@@ -110,6 +112,8 @@ def _replica(model, gpu, engine, tp, quantization, kv_cache_dtype, input_len, ou
                                    enable_mixed_chunk=mixed),
                Engine.trtllm: dict(max_batch_size=max_num_seqs, max_num_tokens=max_tokens)}[eng]
     scheduler = Scheduler.default(eng, memory, prefix_cache_hit_rate=hit_rate, **options)
+    if version is not None:                      # the release whose step kernels price the steps
+        scheduler = dataclasses.replace(scheduler, version=version)
     return Replica.build(spec, g, deployment, workload, scheduler, max_concurrency=top)
 
 
@@ -198,6 +202,7 @@ def serve(
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
     engine: EngineOpt = "vllm",
+    engine_version: EngineVersionOpt = None,
     tp: TpOpt = 1,
     quantization: QuantOpt = None,
     kv_cache_dtype: KvOpt = None,
@@ -259,7 +264,7 @@ def serve(
         raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
     top = max(concurrencies) if concurrencies else None
     replica = _replica(model, gpu[0], engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio,
-                       style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top)
+                       style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top, engine_version)
     provenance = replica.steps.provenance
     if slo:
         answers = [a for a in (slo_search(replica, ttft_slo, tpot_slo, target_rate, e, top)
@@ -281,6 +286,7 @@ def plot_serve(
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
     engine: EngineOpt = "vllm",
+    engine_version: EngineVersionOpt = None,
     tp: Annotated[Optional[list[str]], typer.Option("--tensor-parallel-size", "-tp", "--tp", metavar="N[,N...]",
                                                     help="Tensor-parallel GPUs; several: one curve each.")] = None,
     quantization: QuantOpt = None,
@@ -311,6 +317,6 @@ def plot_serve(
         for degree in tps:
             replica = _replica(model, name, engine, degree, quantization, kv_cache_dtype, input_len, output_len,
                                range_ratio, style, page_size, utilization, max_num_seqs, max_tokens, mixed,
-                               hit_rate, max(concurrencies) if concurrencies else None)
+                               hit_rate, max(concurrencies) if concurrencies else None, engine_version)
             sweeps.append(concurrency_sweep(replica, concurrencies))
     _save(serve_chart(sweeps), output, "serve.png", lambda: sweeps_frame(sweeps), data)

@@ -111,7 +111,8 @@ def explain(variant: Variant, model: ModelSpec, gpu: GpuSpec, seq_len: int = 819
     tensor_parallel, context_lens = _per_gpu(variant, model, deployment, context_lens, batch, page_size)
     layer = choose_layer(model, variant, layer_type, tensor_parallel)
     if mla_sparse_fp8 and not (layer.spec.is_latent and variant in (Variant.paged, Variant.split_kv)):
-        raise InputError("--mla-sparse-fp8 applies to paged or split_kv decode of an mla layer type")
+        raise InputError("--mla-sparse-fp8 (--kv-cache-dtype fp8_ds_mla) applies to paged or split_kv decode of an mla "
+                         "layer type")
     roofs = Ceilings.of(gpu, dtype, ceilings)
     kv_dtype = kv_dtype or dtype
     d = _Derivation({})

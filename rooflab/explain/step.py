@@ -28,7 +28,8 @@ from ..deployment import Deployment
 from ..errors import InputError, shown
 from ..floors import Ceilings
 from ..specs import GpuSpec, ModelSpec
-from ..step import FUSED_SMALL_OPS, LAYER_SMALL_OPS, StepReport, small_op_time, step_context, step_report
+from ..step import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, StepReport, engine_kernels, small_op_time, step_context,
+                    step_report)
 from ..step.pricing import StepContext
 from ..step.rows import StepRow
 from ..units import DType
@@ -86,15 +87,19 @@ def _tokens(r: StepReport, dep: Deployment) -> _Tokens:
 
 def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
                  deployment: Optional[Deployment] = None, prefill_tokens: int = 0, expert_imbalance: float = 1.0,
-                 micro_batches: Optional[int] = None) -> StepExplanation:
+                 micro_batches: Optional[int] = None, engine: Optional[str] = None,
+                 engine_version: Optional[str] = None) -> StepExplanation:
     """The working of rooflab.step.step_report for the same arguments: each row's FLOPs, bytes, floors and
-    prediction, then the step's floor and prediction (the module docstring)."""
+    prediction, then the step's floor and prediction (the module docstring); `engine` / `engine_version`: the
+    kernels that engine runs (rooflab.step.engine_kernels), as step_report takes them."""
     deployment = Deployment() if deployment is None else deployment
     if not isinstance(deployment, Deployment):
         raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
     r = step_report(model, gpu, batch, context_len, step, deployment=deployment, prefill_tokens=prefill_tokens,
-                    expert_imbalance=expert_imbalance, micro_batches=micro_batches)
-    ctx = step_context(model, gpu, deployment, expert_imbalance)
+                    expert_imbalance=expert_imbalance, micro_batches=micro_batches, engine=engine,
+                    engine_version=engine_version)
+    kernels = engine_kernels(model, gpu, deployment, engine, engine_version)
+    ctx = step_context(model, gpu, deployment, expert_imbalance, kernels.decode_attention, kernels.moe_kernel)
     d = _Derivation({})
     _shared_symbols(d, r, ctx)
     toks = _tokens(r, deployment)

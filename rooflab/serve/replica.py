@@ -14,7 +14,7 @@ from typing import Optional
 from ..deployment import Deployment
 from ..errors import InputError, shown
 from ..specs import GpuSpec, ModelSpec
-from ..step import engine_moe_kernel, step_context
+from ..step import engine_kernels
 from .scheduler import Engine, Scheduler
 from .steptime import StepTimes, step_times
 from .workload import Workload
@@ -41,8 +41,9 @@ class Replica:
         steptime.step_times), tabulated up to `max_concurrency` decodes (default the most that can run at once:
         the scheduler's limit or the requests of the shortest prompt the KV pages hold, at most 4096), mean
         contexts from the shortest prompt to the longest request, prefill chunks up to the step's token budget,
-        the experts priced as the kernel the scheduler's engine runs at its version (rooflab.step.engine_moe_kernel:
-        the step's default where the version names no release or no fact covers the shape)."""
+        the decode attention and the experts priced as the kernels the scheduler's engine runs at its version
+        (rooflab.step.engine_kernels: the step's defaults where the version names no release or no fact covers
+        the shape)."""
         from ..capacity import plan_capacity
 
         for name, value, kind in (("model", model, ModelSpec), ("gpu", gpu, GpuSpec),
@@ -65,12 +66,10 @@ class Replica:
             most.append(int(max_concurrency))
         top = max(1, min(most))
         if steps is None:
-            experts = step_context(model, gpu, deployment).arithmetic("experts")
-            kernel = engine_moe_kernel(scheduler.engine, scheduler.version, model, gpu.name,
-                                       deployment.tensor_parallel, deployment.expert_parallel, experts)
+            kernels = engine_kernels(model, gpu, deployment, scheduler.engine, scheduler.version)
             steps = step_times(model, gpu, deployment, max_decodes=top, min_context=workload.input.low,
                                max_context=workload.max_len, max_prefill=scheduler.max_num_batched_tokens,
-                               moe_kernel=kernel)
+                               moe_kernel=kernels.moe_kernel, decode_attention=kernels.decode_attention)
         return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
 
     @property

@@ -37,7 +37,6 @@ from a step-time function (rooflab.serve.steptime).
 from __future__ import annotations
 
 import dataclasses
-import enum
 from dataclasses import dataclass
 from typing import Optional
 
@@ -45,34 +44,15 @@ from ..cost.common import real_number, whole_number
 from ..errors import InputError, shown
 from ..limits import MAX_TOKENS
 from ..units import GiB
-
-
-class Engine(str, enum.Enum):
-    """The engines whose schedulers rooflab models."""
-
-    vllm = "vllm"
-    sglang = "sglang"
-    trtllm = "tensorrt-llm"
-
-    @classmethod
-    def of(cls, value, what: str = "engine") -> "Engine":
-        if isinstance(value, cls):
-            return value
-        text = str(value).strip().lower() if isinstance(value, str) else None
-        aliases = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
-        text = aliases.get(text, text)
-        if text not in cls._value2member_map_:
-            raise InputError(f"{what}: {shown(value)} is not an engine rooflab models; use vllm, sglang or "
-                             f"tensorrt-llm")
-        return cls(text)
+from ..vocab import ENGINE_RELEASES, Engine
 
 
 #: Most requests SGLang runs at once when --max-running-requests is not given (its request pool's upper bound);
 #: rooflab takes it for any scheduler whose max_num_seqs is None.
 SGLANG_MAX_RUNNING = 4096
 
-#: The version whose defaults each engine's scheduler follows (the module docstring's sources).
-VERSIONS = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
+#: The version whose defaults each engine's scheduler follows (the module docstring's sources; defined in rooflab.vocab).
+VERSIONS = ENGINE_RELEASES
 
 
 @dataclass(frozen=True)

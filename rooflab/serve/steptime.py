@@ -37,7 +37,7 @@ from ..deployment import Deployment
 from ..errors import InputError, shown
 from ..limits import MAX_BATCH
 from ..specs import GpuSpec, ModelSpec
-from ..step import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_of
+from ..step import DEFAULT_MOE_KERNEL, DecodeAttention, MoeKernel, decode_attention_of, moe_kernel_of
 from ..step_table import StepTable
 
 ESTIMATES = ("floor", "predicted")
@@ -212,39 +212,49 @@ class _Line:
         return [a + w * (b - a) for a, b in zip(lo, hi)]
 
 
-def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts: bool, moe_kernel: str) -> str:
+def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts: bool, moe_kernel: str,
+                decode_attention: str) -> str:
     """Where the step's predictions come from (the step report's own notes at one decode: measured on this GPU, or
     transferred with the error band), or why there are none."""
     from ..step import step_report
 
     report = step_report(model, gpu, batch=1, context_len=deployment.page_size, deployment=deployment,
-                         check_memory=False, moe_kernel=moe_kernel)
+                         check_memory=False, moe_kernel=moe_kernel, decode_attention=decode_attention)
     if not predicts:
         missing = [n for n in report.notes if n.startswith("no prediction")]
         return "; ".join(missing) if missing else "no prediction: the step has rows without a fit"
+    kernels = [f"{what} {value}" for what, value, shown_ in (
+        ("experts as", moe_kernel_of(moe_kernel).value, model.is_moe),
+        ("decode attention", decode_attention_of(decode_attention).value,
+         decode_attention_of(decode_attention) is not DecodeAttention.shared)) if shown_]
+    kernels = f" ({', '.join(kernels)})" if kernels else ""
     moved = [n.removeprefix("t_predicted ") for n in report.notes if "transferred" in n]
     if moved:
-        return f"rooflab's step model (rooflab report --phase step) on {gpu.name}: " + "; ".join(moved)
-    return f"rooflab's step model (rooflab report --phase step) fitted on {gpu.name}"
+        return f"rooflab's step model (rooflab report --phase step){kernels} on {gpu.name}: " + "; ".join(moved)
+    return f"rooflab's step model (rooflab report --phase step){kernels} fitted on {gpu.name}"
 
 
 @lru_cache(maxsize=32)
 def _table(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
-           max_context: int, max_prefill: int, moe_kernel: MoeKernel) -> TableStepTimes:
+           max_context: int, max_prefill: int, moe_kernel: MoeKernel,
+           decode_attention: DecodeAttention) -> TableStepTimes:
     table = StepTable.build(model, gpu, deployment, max_decodes=max_decodes, max_context=max_context,
-                            max_prefill=max_prefill, min_context=min_context, lazy=True, moe_kernel=moe_kernel)
-    return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts, moe_kernel))
+                            max_prefill=max_prefill, min_context=min_context, lazy=True, moe_kernel=moe_kernel,
+                            decode_attention=decode_attention)
+    return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts, moe_kernel, decode_attention))
 
 
 def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
-               max_context: int, max_prefill: int, moe_kernel: str = DEFAULT_MOE_KERNEL) -> TableStepTimes:
+               max_context: int, max_prefill: int, moe_kernel: str = DEFAULT_MOE_KERNEL,
+               decode_attention: str = "shared") -> TableStepTimes:
     """The step-time function for a deployment: rooflab's step tabulated for up to `max_decodes` decodes of mean
     context `min_context` .. `max_context` (a decode reading less is priced at min_context) and prefill chunks of
-    up to `max_prefill` tokens, the experts priced as `moe_kernel` (rooflab.step.MoeKernel). Tables are kept (up to
-    32) for the same model, GPU, deployment, limits and expert kernel."""
+    up to `max_prefill` tokens, the experts priced as `moe_kernel` (rooflab.step.MoeKernel), the decode attention as
+    `decode_attention` (rooflab.step.DecodeAttention; rooflab.step.engine_kernels picks both for an engine). Tables
+    are kept (up to 32) for the same model, GPU, deployment, limits and kernels."""
     if not isinstance(deployment, Deployment):
         raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
     max_decodes = max(1, min(int(max_decodes), MAX_BATCH))
     min_context = max(1, int(min_context))
     return _table(model, gpu, deployment, max_decodes, min_context, max(int(max_context), min_context + 1),
-                  max(1, int(max_prefill)), moe_kernel_of(moe_kernel))
+                  max(1, int(max_prefill)), moe_kernel_of(moe_kernel), decode_attention_of(decode_attention))

@@ -12,13 +12,13 @@ data ranks (vLLM's DP replicas, SGLang's data-parallel attention ranks: ceil(B /
                             share of the KV by position, then the merge of the gathered states; a prefill or a
                             prefill chunk: flash attention (PCP: ring attention); a GQA group's KV read once for
                             the group, or once per query head as TensorRT-LLM's masked MHA kernel reads it
-                            (step_report(decode_attention=...), engine_decode_attention: a model, the floor the
+                            (step_report(engine=...) or (decode_attention=...), engine_decode_attention: a model, the floor the
                             shared read's)
     MLP / MoE               dense layers: gate/up and down GEMMs (with data-parallel attention, over the TP group's
                             gathered tokens); MoE layers: the router, the experts this GPU holds (E / EP) at the
                             token-expert pairs they receive, imbalance f x M k / EP (M the expert group's tokens),
                             weights read once for each touched expert, priced as the engine's expert kernel
-                            (step_report(moe_kernel=...), engine_moe_kernel: a tuned fused kernel at the dense
+                            (step_report(engine=...) or (moe_kernel=...), engine_moe_kernel: a tuned fused kernel at the dense
                             cuBLAS fit on the experts' work, or torch's grouped GEMM at the measured grouped-GEMM
                             fit, rooflab/fit/moe_fit.py, the default); shared experts as a dense MLP
     norms and elementwise   fused (engines, CUDA graphs): fused add-RMSNorm x 2, SiLU-and-mul, one KV-cache write a
@@ -56,6 +56,8 @@ The package, one job a module (the data flows down the list):
     communication.py  the collectives that scale with the tokens; the pipeline's send
     work.py           StepWork (what a data rank computes) and the rows that live in the layers
     draft.py          speculative decoding's draft steps
+    engine_kernels.py engine_kernels: the decode attention and expert kernel an engine runs at its release (one
+                      resolver for report, explain, serve and the published checks; step_report(engine=...))
     memory.py         weights, KV cache and usable memory per GPU, and the fit check
     report.py         StepReport, step_rows and step_report
 """
@@ -66,6 +68,7 @@ from .attention import (PER_QUERY_HEAD_L2_SHARE, DecodeAttention, decode_attenti
                         engine_decode_attention, prefill_attention)
 from .communication import communication, pipeline_send
 from .draft import draft_rows
+from .engine_kernels import OWN_KERNELS, EngineKernels, engine_kernels
 from .gemms import logits, mlp, projections
 from .memory import capacity_models, kv_bytes, step_memory
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of
@@ -94,11 +97,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_MOE_KERNEL", "DecodeAttention", "EAGER_HOST_S", "EAGER_SMALL_OPS", "FUSED_SMALL_OPS",
-           "LAYER_SMALL_OPS", "Launches", "MoeKernel", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "SMALL_OPS",
+__all__ = ["DEFAULT_MOE_KERNEL", "DecodeAttention", "EAGER_HOST_S", "EAGER_SMALL_OPS", "EngineKernels", "FUSED_SMALL_OPS",
+           "LAYER_SMALL_OPS", "Launches", "MoeKernel", "OWN_KERNELS", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "SMALL_OPS",
            "SMALL_OPS_GPU", "SMALL_OP_BATCHES", "STEPS", "StepContext", "StepReport", "StepRow", "StepWork",
            "capacity_models", "communication", "decode_attention", "decode_attention_of", "draft_rows",
-           "engine_decode_attention", "engine_moe_kernel", "gemm_ceilings", "kv_bytes", "launch_times", "layer_rows",
+           "engine_decode_attention", "engine_kernels", "engine_moe_kernel", "gemm_ceilings", "kv_bytes", "launch_times", "layer_rows",
            "logits", "mlp", "moe_kernel_fact", "moe_kernel_of", "overlapped_floor_s", "pipeline_send",
            "prefill_attention", "projections", "reference_launch", "small_op_time", "small_ops_from", "small_ops_row",
            "step_context", "step_memory", "step_report", "step_rows"]

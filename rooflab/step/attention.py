@@ -14,7 +14,6 @@ head, so the KV is read once per query head); engine_decode_attention picks one 
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from ..context_parallel import ring_time
 from ..cost.batch import DecodeBatch
@@ -26,7 +25,8 @@ from ..cost.ring import ring_prefill
 from ..errors import InputError, shown
 from ..predict import OWN, decode_kernel, prefill_kernel
 from ..units import FP32_BYTES
-from ..vocab import Kernel, _Named
+from ..vocab import Engine, Kernel, _Named
+from .moe_kernel import release
 from .pricing import StepContext, comm_row, priced_row
 from .rows import StepRow
 
@@ -56,14 +56,6 @@ _XQA_PRECOMPILED_LAST = (0, 9)
 _XQA_GROUP, _XQA_HEAD_DIMS = 8, (128, 256)
 
 
-def _version(text: str) -> tuple[int, ...]:
-    """The leading release numbers of a version string ('0.9.0' -> (0, 9, 0), '0.7.4.dev181' -> (0, 7, 4))."""
-    match = re.match(r"v?(\d+(?:\.\d+)*)", str(text).strip())
-    if match is None:
-        raise InputError(f"engine version {shown(text)} does not start with a release number (0.9.0)")
-    return tuple(int(n) for n in match.group(1).split("."))
-
-
 def engine_decode_attention(engine: str, version: str, model, tensor_parallel: int = 1) -> DecodeAttention:
     """The decode attention `engine` at `version` runs for `model` at `tensor_parallel` (a model, from the engine's
     source where one was read; `shared` where none was).
@@ -73,16 +65,20 @@ def engine_decode_attention(engine: str, version: str, model, tensor_parallel: i
     4 >= SMs, DecoderXQARunner's mayHavePerfGain) is not modelled: it holds at every decoding batch of the published
     rows. Later TensorRT-LLM, vLLM, SGLang and anything else: shared (their kernels read a KV head once for its
     group; TensorRT-LLM's later XQA compiles kernels for other groups: not read here, assumed)."""
-    if str(engine).lower().replace("_", "-") not in ("tensorrt-llm", "trtllm", "trt-llm"):
+    if Engine.of(engine, "engine") is not Engine.trtllm:
         return DecodeAttention.shared
-    release = _version(version)[:2]
-    if release > _XQA_PRECOMPILED_LAST:
+    at = release(version)
+    if at is None:
+        raise InputError(f"TensorRT-LLM's decode attention depends on its release: engine version {shown(version)} "
+                         f"names none (0.9.0)")
+    at = at[:2]
+    if at > _XQA_PRECOMPILED_LAST:
         return DecodeAttention.shared
     for _, layer, _ in layer_walk(model):
         if not layer.is_attention or layer.is_latent:
             continue
         heads = layer_heads(model, layer, tensor_parallel)
-        xqa = (release >= _XQA_FIRST and heads.group_size == _XQA_GROUP and heads.head_dim in _XQA_HEAD_DIMS)
+        xqa = (at >= _XQA_FIRST and heads.group_size == _XQA_GROUP and heads.head_dim in _XQA_HEAD_DIMS)
         if heads.group_size > 1 and not xqa:
             return DecodeAttention.per_query_head
     return DecodeAttention.shared

@@ -19,9 +19,10 @@ from ..limits import MAX_BATCH, MAX_GPUS, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType
 from .attention import decode_attention_of
-from .moe_kernel import DEFAULT_MOE_KERNEL, moe_kernel_of
+from .moe_kernel import moe_kernel_of
 from .communication import pipeline_send
 from .draft import draft_rows
+from .engine_kernels import EngineKernels, engine_kernels
 from .gemms import logits
 from .memory import step_memory
 from .pricing import Pricer, StepContext, step_context
@@ -215,7 +216,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
                 gemm_dtype: DType | None = None, deployment: Deployment | None = None, prefill_tokens: int = 0,
                 expert_imbalance: float = 1.0, micro_batches: int | None = None, *,
-                decode_attention: str = "shared", moe_kernel: str = DEFAULT_MOE_KERNEL,
+                decode_attention: str | None = None, moe_kernel: str | None = None,
+                engine: str | None = None, engine_version: str | None = None,
                 tensor_parallel: int | None = None, kv_parallel: int | None = None,
                 prefill_context_parallel: int | None = None) -> StepReport:
     """One decode step (B sequences at `context_len`, and a prefill chunk of `prefill_tokens` when given) or one
@@ -236,12 +238,16 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
 
     `expert_imbalance` f >= 1: the busiest GPU's experts receive f times the balanced share of token-expert pairs.
     `micro_batches` M (pipeline parallelism; default PP): micro-batches in flight.
+    `engine` (vllm, sglang, tensorrt-llm) at `engine_version` (a release such as 0.9.0; default: the one
+    rooflab.vocab.ENGINE_RELEASES names): price the decode attention and the experts as that engine's kernels
+    (rooflab.step.engine_kernels; a note says which and why). Without an engine, rooflab's own step.
     `decode_attention` (rooflab.step.attention.DecodeAttention, or its name): how the decode kernel reads a GQA
-    group's KV; "shared" (the default: once for the group) or "per_query_head" (TensorRT-LLM's masked MHA kernel;
-    engine_decode_attention picks one for an engine and version).
+    group's KV; "shared" (once for the group) or "per_query_head" (TensorRT-LLM's masked MHA kernel); default:
+    the engine's, else shared.
     `moe_kernel` (rooflab.step.moe_kernel.MoeKernel, or its name): the kernel the experts' GEMMs are priced as;
-    "torch_grouped" (the default: torch's grouped GEMM as measured), "tuned" (a tuned fused kernel: the dense
-    cuBLAS fit on the experts' work) or "default_config" (priced as torch_grouped); engine_moe_kernel picks one.
+    "torch_grouped" (torch's grouped GEMM as measured), "tuned" (a tuned fused kernel: the dense cuBLAS fit on the
+    experts' work) or "default_config" (priced as torch_grouped); default: the engine's, else torch_grouped.
+    An explicit `decode_attention` or `moe_kernel` that contradicts the engine's is an InputError.
 
     A batch that does not fit (rooflab.capacity.plan_capacity's accounting at the deployment's utilisation, where it
     models the deployment; else the weights and the batch's KV against the usable memory) is an InputError saying
@@ -272,8 +278,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     pp = deployment.pipeline_parallel
     micro = pp if micro_batches is None else whole_number(micro_batches, "micro-batches (--micro-batches)",
                                                           maximum=MAX_BATCH)
-    ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention),
-                       moe_kernel_of(moe_kernel))
+    kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel)
+    ctx = step_context(model, gpu, deployment, imbalance, kernels.decode_attention, kernels.moe_kernel)
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
     spec = deployment.speculative if decode else None
@@ -286,7 +292,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     else:
         slots, micro = 1, 1
     weights, kv, usable = step_memory(ctx, batch, context_len, per_rank, check_memory, decode)
-    notes += _notes(ctx, spec, imbalance, rows)
+    notes += _notes(ctx, spec, imbalance, rows) + ([kernels.note] if kernels.note else [])
     return StepReport(
         model=model.name, gpu=gpu.name, step=step, batch=batch, context_len=context_len, dtype=ctx.dtype.value,
         tp=deployment.tensor_parallel, dcp=kvp, cp=cp, rows=tuple(rows), weight_bytes_per_gpu=float(weights),
@@ -296,6 +302,23 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         tokens_per_step=spec.tokens_per_step if spec is not None else 1.0, pipeline_parallel=pp,
         micro_batches=micro, stage_slots=float(slots), kv_dtype=ctx.kv_dtype.value, deployment=deployment.to_dict(),
         decode_attention=ctx.decode_attention.value)
+
+
+def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kernel) -> EngineKernels:
+    """The step's kernel models: the engine's (engine_kernels), with explicit choices where given; a choice that
+    contradicts the named engine's is an InputError."""
+    kernels = engine_kernels(model, gpu, deployment, engine, version)
+    attention = None if decode_attention is None else decode_attention_of(decode_attention)
+    experts = None if moe_kernel is None else moe_kernel_of(moe_kernel)
+    if kernels.engine is not None:
+        for given, own, what in ((attention, kernels.decode_attention, "decode_attention"),
+                                 (experts, kernels.moe_kernel, "moe_kernel")):
+            if given is not None and given is not own:
+                raise InputError(f"{what} {given.value} contradicts {kernels.engine.value} {kernels.version}'s "
+                                 f"kernel ({own.value}); give the engine or the kernel, not both")
+        return kernels
+    return dataclasses.replace(kernels, decode_attention=attention or kernels.decode_attention,
+                               moe_kernel=experts or kernels.moe_kernel)
 
 
 __all__ = ["StepReport", "step_report", "step_rows"]

@@ -42,7 +42,7 @@ def test_engine_decode_attention(engine, version, model, tp, expected):
 
 
 def test_bad_choices_are_refused():
-    with pytest.raises(InputError, match="does not start with a release number"):
+    with pytest.raises(InputError, match="depends on its release: engine version .main. names none"):
         engine_decode_attention("tensorrt-llm", "main", MISTRAL)
     with pytest.raises(InputError, match="decode attention must be one of shared, per_query_head"):
         decode_attention_of("xqa")

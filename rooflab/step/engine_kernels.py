@@ -1,0 +1,82 @@
+"""The kernels an engine runs in the step at its release: one resolver for `report --phase step --engine E
+--engine-version V`, `explain --phase step`, `rooflab serve`, the serving checks and the published-step benchmark,
+so that each prices the same deployment with the same kernels.
+
+    decode attention   engine_decode_attention (attention.py): TensorRT-LLM before 0.10 runs its masked MHA
+                       kernel (a GQA group's KV read once per query head) where XQA's precompiled kernels do not
+                       apply; every other engine and release reads a KV head once for its group (`shared`)
+    experts            moe_kernel_fact (moe_kernel.py): a tuned fused kernel where the release shipped a tuned
+                       config for the shape, fused_moe's default config where it did not, torch's grouped GEMM as
+                       measured otherwise
+
+No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
+release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..deployment import Deployment
+from ..errors import InputError, shown
+from ..specs import GpuSpec, ModelSpec
+from ..vocab import ENGINE_RELEASES, Engine
+from .attention import DecodeAttention, engine_decode_attention
+from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
+from .pricing import step_context
+
+#: What a decode-attention model is, in the step's note.
+_ATTENTION_WORDS = {DecodeAttention.shared: "a KV head read once for its query group",
+                    DecodeAttention.per_query_head: "masked MHA, a KV head read once per query head"}
+
+
+@dataclass(frozen=True)
+class EngineKernels:
+    """The step's kernel models for `engine` at `version` (engine None: rooflab's own step)."""
+
+    engine: Optional[Engine]
+    version: str
+    decode_attention: DecodeAttention
+    moe_kernel: MoeKernel
+    moe_reason: str                      # why this expert kernel ('' for a dense model)
+
+    @property
+    def note(self) -> str:
+        """One line for the step's notes; '' for rooflab's own step."""
+        if self.engine is None:
+            return ""
+        experts = f"; experts {self.moe_kernel.value} ({self.moe_reason})" if self.moe_reason else ""
+        return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
+                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}")
+
+
+#: rooflab's own step: the kernels step_report prices when no engine is named.
+OWN_KERNELS = EngineKernels(None, "", DecodeAttention.shared, DEFAULT_MOE_KERNEL, "rooflab's step default")
+
+
+def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engine=None,
+                   version: Optional[str] = None) -> EngineKernels:
+    """The decode attention and expert kernel `engine` (vllm, sglang, tensorrt-llm or None) at `version` (a release
+    such as 0.9.0; None: ENGINE_RELEASES's) runs for `model` on `gpu` in `deployment` (the module docstring)."""
+    if not isinstance(model, ModelSpec) or not isinstance(gpu, GpuSpec):
+        raise InputError(f"engine_kernels takes a ModelSpec and a GpuSpec, got {shown(model)}, {shown(gpu)}")
+    if not isinstance(deployment, Deployment):
+        raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
+    if engine is None:
+        if version is not None:
+            raise InputError(f"an engine version ({shown(version)}) needs an engine (--engine vllm, sglang or "
+                             f"tensorrt-llm)")
+        return OWN_KERNELS
+    name = Engine.of(engine, "--engine")
+    if version is not None and not isinstance(version, str):
+        raise InputError(f"engine version must be a release string such as 0.9.0, got {shown(version)}")
+    release = (version or "").strip() or ENGINE_RELEASES[name]
+    ctx = step_context(model, gpu, deployment)
+    attention = engine_decode_attention(name.value, release, model, ctx.attn_tp)
+    kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,
+                                  deployment.expert_parallel, ctx.arithmetic("experts"))
+    return EngineKernels(name, release, attention, kernel, why if model.is_moe else "")
+
+
+__all__ = ["OWN_KERNELS", "EngineKernels", "engine_kernels"]
