@@ -3,10 +3,12 @@ no `kind is ...` branch outside this module), each pinned against the formula it
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from rooflab import load_model
-from rooflab.specs import AttentionHeads, LayerType
+from rooflab import SpecError, load_model
+from rooflab.specs import AttentionHeads, LayerType, LinearMixer
 from rooflab.units import DType
 from rooflab.vocab import LayerKind
 
@@ -79,3 +81,49 @@ def test_qwen3_next_keeps_its_state_split_over_tp():
     linear = [k for k in one.layers if k.state_bytes]
     assert linear and all(b.state_bytes == -(-a.state_bytes // 2) for a, b in zip(one.layers, two.layers)
                           if a.state_bytes)
+
+
+# --- Mamba mixers -------------------------------------------------------------------------------------------------
+# Jamba-v0.1's Mamba-1 layer (transformers 5.24.0 JambaConfig defaults: hidden 4096 x mamba_expand 2, d_state 16,
+# d_conv 4) and a Mamba-2 layer of Bamba-9B's shape (128 heads of 64, one group, d_state 128, d_conv 4).
+MAMBA1 = LayerType(LayerKind.linear, mixer=LinearMixer.mamba1, ssm_inner=8192, ssm_state=16, ssm_dt_rank=256,
+                   linear_conv_kernel=4)
+MAMBA2 = LayerType(LayerKind.linear, mixer=LinearMixer.mamba2, ssm_heads=128, ssm_head_dim=64, ssm_groups=1,
+                   ssm_state=128, linear_conv_kernel=4)
+
+
+@pytest.mark.parametrize("layer, tp, conv, temporal", [
+    # vLLM v0.11.2 mamba_utils.py mamba1_state_shape: (d_inner / tp, K - 1) and (d_inner / tp, d_state)
+    (MAMBA1, 1, 8192 * 3, 8192 * 16),
+    (MAMBA1, 4, 2048 * 3, 2048 * 16),
+    # mamba2_state_shape: conv (K - 1, (d_inner + 2 G N) / tp), temporal (n_heads / tp, head_dim, d_state); at TP 4
+    # n_groups 1 becomes 1 + extra_groups_for_head_shards(1, 4) = 4: (8192 + 2 x 4 x 128) / 4 = 2304 channels
+    (MAMBA2, 1, 3 * (8192 + 2 * 1 * 128), 128 * 64 * 128),
+    (MAMBA2, 4, 3 * 2304, 32 * 64 * 128),
+    # Gated DeltaNet, unchanged: conv (2 h_k d_k + h_v d_v) / tp x (K - 1), temporal h_v / tp x d_v x d_k
+    (LINEAR, 2, 3 * 4096, 16 * 128 * 128)])
+def test_state_elements_as_vllm_shapes_them(layer, tp, conv, temporal):
+    assert layer.state_elements(tp) == (conv, temporal)
+    assert layer.state_bytes_per_sequence(DType.bf16, tp) == (conv + temporal) * 2
+
+
+def test_mamba2_groups_that_divide_tp_are_not_replicated():
+    eight = dataclasses.replace(MAMBA2, ssm_groups=8)
+    assert eight.state_elements(4)[0] == 3 * (8192 + 2 * 8 * 128) // 4     # 8 % 4 == 0: no extra groups
+    assert MAMBA2.state_split_problem(4) is None and MAMBA2.state_split_problem(3)
+    assert MAMBA1.state_split_problem(3) and not MAMBA1.state_split_problem(8)
+
+
+def test_mamba_layers_need_their_fields_and_refuse_others():
+    with pytest.raises(SpecError, match="ssm_head_dim"):
+        LayerType(LayerKind.linear, mixer=LinearMixer.mamba2, ssm_heads=128, ssm_groups=1, ssm_state=128,
+                  linear_conv_kernel=4)
+    with pytest.raises(SpecError, match="linear_num_key_heads"):
+        dataclasses.replace(MAMBA1, linear_num_key_heads=16)
+    with pytest.raises(SpecError, match="mixer"):
+        LayerType(LayerKind.full, mixer=LinearMixer.mamba1)
+    with pytest.raises(SpecError, match="must divide ssm_heads"):
+        dataclasses.replace(MAMBA2, ssm_groups=3)
+    assert MAMBA1.linear_mixer is LinearMixer.mamba1 and LINEAR.linear_mixer is LinearMixer.gated_deltanet
+    assert FULL.linear_mixer is None and MAMBA2.ssm_width == 8192 and not MAMBA2.is_attention
+    assert MAMBA2.describe() == "linear (mamba2, state 128 x 64 x 128)"

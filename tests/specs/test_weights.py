@@ -114,3 +114,25 @@ def test_the_old_module_name_still_answers():
 
     assert parameters.count_parameters is weights.count_parameters
     assert parameters.attention_parameters is weights.attention_parameters
+
+
+def test_a_mamba_layers_parameters_by_the_modules_shapes():
+    """One Mamba layer's weights, summed by hand from transformers 5.24.0's modules (JambaMambaMixer; BambaMixer,
+    the same in GraniteMoeHybridMambaLayer), in Jamba-v0.1's and Bamba-9B's shapes (H 4096, d_inner 8192)."""
+    from rooflab.specs import AttentionHeads, LayerType, LinearMixer
+    from rooflab.specs.weights import attention_parameters
+    from rooflab.vocab import LayerKind
+
+    heads = AttentionHeads(32, 8, 128)
+    mamba1 = LayerType(LayerKind.linear, mixer=LinearMixer.mamba1, ssm_inner=8192, ssm_state=16, ssm_dt_rank=256,
+                       linear_conv_kernel=4)
+    # in_proj 4096 x 16384, conv1d 8192 x 4 + 8192 bias, x_proj 8192 x (256 + 32), dt_proj 256 x 8192 + 8192,
+    # A_log 8192 x 16, D 8192, dt/b/c norms 256 + 16 + 16, out_proj 8192 x 4096
+    assert attention_parameters(mamba1, heads, 4096, False) == (
+        67_108_864 + 40_960 + 2_359_296 + 2_105_344 + 131_072 + 8_192 + 288 + 33_554_432)
+    mamba2 = LayerType(LayerKind.linear, mixer=LinearMixer.mamba2, ssm_heads=128, ssm_head_dim=64, ssm_groups=1,
+                       ssm_state=128, linear_conv_kernel=4)
+    # in_proj 4096 x (8192 z + 8448 xBC + 128 dt), conv1d 8448 x 4 + 8448 bias, dt_bias, A_log, D 128 each,
+    # gated norm 8192, out_proj 8192 x 4096
+    assert attention_parameters(mamba2, heads, 4096, False) == (
+        68_681_728 + 42_240 + 384 + 8_192 + 33_554_432)
