@@ -59,7 +59,7 @@ def causal_fraction(seq_len: int, units: int, num_sms: int, tile: FlashTile = CU
     tile i of B_r rows visits the key tiles up to its last row's, (i B_r + B_r - 1) // B_c + 1 of them."""
     q0 = np.arange(-(-seq_len // tile.block_q), dtype=np.int64) * tile.block_q
     per_head = (np.minimum(q0 + tile.block_q, seq_len) - 1) // tile.block_kv + 1
-    return schedule_fraction(np.tile(per_head * tile.block_kv, units), num_sms, units_per_sm)
+    return schedule_fraction(per_head * tile.block_kv, num_sms, units_per_sm, repeats=units)
 
 
 def cudnn_cost(heads: AttentionHeads, seq_len, batch, dtype: DType, causal: bool, gpu: GpuSpec,

@@ -203,8 +203,8 @@ def _fraction(t: np.ndarray, b: np.ndarray, heads: int, tile: FlashTile, causal:
     t_b = np.broadcast_arrays(t, b)
     out = np.empty(t_b[0].shape)
     for idx in np.ndindex(out.shape):
-        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), int(t_b[1][idx]) * heads, tile, causal, visibility),
-                                     num_sms, units_per_sm)
+        out[idx] = schedule_fraction(_unit_work(int(t_b[0][idx]), tile, causal, visibility), num_sms, units_per_sm,
+                                     repeats=int(t_b[1][idx]) * heads)
     return out if out.shape else np.float64(out)
 
 
@@ -223,14 +223,14 @@ def _key_tiles(q0: np.ndarray, t: int, tile: FlashTile, causal: bool, visibility
     return last // tile.block_kv - first // tile.block_kv + 1
 
 
-def _unit_work(t: int, heads: int, tile: FlashTile, causal: bool,
-               visibility: Visibility = FULL_VISIBILITY) -> np.ndarray:
-    """Keys each (head, query tile) unit visits, in launch order, as whole B_c tiles (_key_tiles)."""
+def _unit_work(t: int, tile: FlashTile, causal: bool, visibility: Visibility = FULL_VISIBILITY) -> np.ndarray:
+    """Keys each query tile unit of one (sequence, head) visits, in launch order, as whole B_c tiles (_key_tiles);
+    the launch issues them once a (sequence, head)."""
     q0 = np.arange(-(-t // tile.block_q), dtype=np.int64) * tile.block_q
     per_head = _key_tiles(q0, t, tile, causal, visibility) * tile.block_kv
     if causal:
         per_head = per_head[::-1]              # the heaviest query tile first
-    return np.tile(per_head, heads)
+    return per_head
 
 
 def _kv_rows_per_head(t: np.ndarray, block_q: int, causal: bool, span: float = np.inf) -> np.ndarray:

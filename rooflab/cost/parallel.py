@@ -23,8 +23,10 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import InputError, shown
+from ..limits import MAX_BATCH
 from ..specs.fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM
 from ..specs.gpu import MAX_SMS
+from ..specs.heads import MAX_HEADS
 from .common import as_array, real_number, whole_number
 
 
@@ -52,15 +54,19 @@ def parallel_fraction(total_unit_work: np.ndarray | float, longest_unit_work: np
     return np.minimum(1.0, total / (longest * num_sms * units_per_sm))
 
 
-def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per_sm: float = 1.0) -> float:
+def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per_sm: float = 1.0,
+                      repeats: int = 1) -> float:
     """f for units issued in launch order to the first free slot (greedy list scheduling).
 
+    `repeats`: the launch issues `unit_work` that many times over (one sequence x head after another), as if given
+    np.tile(unit_work, repeats), which is not built where it would be large (_periodic_makespan).
     Fractional `units_per_sm` rounds the slot count to the nearest whole number (at least 1). In closed form
     where one exists: U <= slots units run in one wave (f = total / (slots x longest)); U equal units of work w
     take ceil(U / slots) waves (f = U / (slots ceil(U / slots))). Otherwise the makespan of list scheduling
     (_list_makespan).
     """
     num_sms, units_per_sm = check_parallelism(num_sms, units_per_sm)
+    repeats = whole_number(repeats, "repeats (times unit_work is issued over)", maximum=MAX_REPEATS)
     if num_sms is None:
         return 1.0
     if isinstance(unit_work, (str, bytes, bytearray)):     # list(b"4096") is four small numbers, priced once
@@ -72,15 +78,33 @@ def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per
             raise InputError(f"unit_work (each work unit's work) must be numbers, got {shown(unit_work)}") from None
     work = as_array(unit_work, "unit_work (each work unit's work)", minimum=0, lo_open=True).ravel()
     slots = max(1, int(round(num_sms * units_per_sm)))
+    if repeats > 1 and (work.size * repeats <= MEMO_MAX_UNITS or not _sums_exact(work, repeats)):
+        work, repeats = np.tile(work, repeats), 1
+    units = work.size * repeats
+    total = work.sum() * repeats            # whole numbers below 2**53 where repeats > 1: the tiled array's sum
     longest = float(work.max())
-    if work.size <= slots:
-        return float(work.sum() / (slots * longest))
+    if units <= slots:
+        return float(total / (slots * longest))
     if float(work.min()) == longest:
-        waves = -(-work.size // slots)
-        return work.size / (slots * waves)
+        waves = -(-units // slots)
+        return units / (slots * waves)
+    if repeats > 1:
+        return float(total / (slots * _periodic_makespan(work, repeats, slots)))
     if work.size <= MEMO_MAX_UNITS:
-        return float(work.sum() / (slots * _remembered_makespan(work.tobytes(), slots)))
-    return float(work.sum() / (slots * _list_makespan(work, slots)))
+        return float(total / (slots * _remembered_makespan(work.tobytes(), slots)))
+    return float(total / (slots * _list_makespan(work, slots)))
+
+
+#: Most times one launch issues its units over: sequences x heads.
+MAX_REPEATS = MAX_BATCH * MAX_HEADS
+#: Below this every sum of whole numbers in float64 is exact.
+_EXACT_BELOW = 2.0 ** 53
+
+
+def _sums_exact(work: np.ndarray, repeats: int) -> bool:
+    """Whether every sum list scheduling makes of `work` issued `repeats` times over is exact in float64: whole
+    numbers whose total stays below 2**53 (a unit's work is whole key tiles, so every launch of flash's and cuDNN's)."""
+    return bool(np.all(work == np.floor(work))) and float(work.sum()) * repeats < _EXACT_BELOW
 
 
 #: Launches of at most this many units have their makespan remembered (a few hundred kilobytes at most each): the fit
@@ -110,6 +134,49 @@ def _list_makespan(work: np.ndarray, slots: int) -> float:
     replace = heapq.heapreplace
     for w in work[slots:].tolist():
         replace(finish, finish[0] + w)
+    return max(finish)
+
+
+def _periodic_makespan(period: np.ndarray, repeats: int, slots: int) -> float:
+    """_list_makespan of `period` issued `repeats` times over, without issuing every unit: exact for whole-number
+    work whose total is below 2**53 (_sums_exact; the caller checks it).
+
+    Every sum is then exact, so slots whose finish times are all later by a constant schedule the rest the same way,
+    later by that constant. The slots' finish times after each period less their earliest (finitely many states:
+    whole numbers up to the longest unit) come round again: from a state seen before, `cycle` periods later, each
+    further `cycle` periods add the same `shift` to every slot, and those are skipped. The repeat is found with
+    Brent's method (the state saved at 1, 2, 4, ... checks, each later one compared with it); a check, a sort of
+    the slots, is made every `stride` periods (about a wave of units apart). A launch whose states never come round
+    is simulated unit by unit, as _list_makespan would.
+    """
+    units = period.tolist()
+    finish = [0.0] * slots                  # every slot free at 0: the first `slots` units start at once
+    replace = heapq.heapreplace
+    stride = -(-slots // len(units))
+    saved, saved_base, saved_done = None, 0.0, 0
+    checks, power = 0, 1
+    done = 0
+    while done < repeats:
+        step = min(stride, repeats - done)
+        for _ in range(step):
+            for w in units:
+                replace(finish, finish[0] + w)
+        done += step
+        if saved_done < 0 or done == repeats:   # skipped already, or finished: no more checks
+            continue
+        base = finish[0]
+        state = sorted(f - base for f in finish)
+        if state == saved:
+            cycle, shift = done - saved_done, base - saved_base
+            cycles = (repeats - done) // cycle
+            finish = [f + cycles * shift for f in finish]   # a constant added: still a heap
+            done += cycles * cycle
+            saved_done = -1
+            continue
+        checks += 1
+        if saved is None or checks == power:
+            saved, saved_base, saved_done = state, base, done
+            checks, power = 0, power * 2
     return max(finish)
 
 

@@ -42,7 +42,7 @@ def decode_prediction(gpu: GpuSpec, layer: LayerType, price: Callable[[Optional[
 
 
 #: A prefill of more query rows (T x B x query heads) than this gets no t_predicted: the parallelism model
-#: (cost/flash.py _unit_work) lists every (head, query tile) unit.
+#: (cost/parallel.py schedule_fraction) may simulate every (head, query tile) unit where its states never come round.
 _MAX_SCHEDULED_ROWS = 2 ** 34
 
 

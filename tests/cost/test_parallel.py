@@ -161,3 +161,29 @@ def test_the_makespan_a_wave_at_a_time_is_the_heap_simulation_exactly(seed):
             continue
         want = oracle(work.tolist(), slots)
         assert _wave_makespan(work, slots) == want and _list_makespan(work, slots) == want
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_work_issued_repeats_times_over_is_the_tiled_launch_exactly(seed):
+    """schedule_fraction(unit_work, repeats=R) is schedule_fraction(np.tile(unit_work, R)) to the last bit: launches
+    past MEMO_MAX_UNITS of flash-shaped work (whose slots' states come round: _periodic_makespan skips the cycles),
+    random whole numbers in any order, and fractional work (tiled, simulated unit by unit)."""
+    from rooflab.cost.parallel import MEMO_MAX_UNITS, _list_makespan, _periodic_makespan
+
+    rng = np.random.default_rng(seed)
+    slots = int(rng.choice([1, 7, 66, 114, 132, 264, 1056]))
+    t, block = int(rng.integers(1, 9000)), int(rng.choice([64, 128]))
+    tiles = -(-t // block)
+    causal = np.arange(tiles, 0, -1) * 128.0
+    for period in (causal, rng.permutation(causal), rng.integers(1, 5000, int(rng.integers(1, 300))).astype(float),
+                   rng.uniform(0.5, 100.0, 50)):
+        repeats = MEMO_MAX_UNITS // period.size + int(rng.integers(1, 3000))
+        tiled = np.tile(period, repeats)
+        assert schedule_fraction(period, slots, 1.0, repeats=repeats) == schedule_fraction(tiled, slots, 1.0)
+        if tiled.size > slots and np.all(period == np.floor(period)):
+            assert _periodic_makespan(period, repeats, slots) == _list_makespan(tiled, slots)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, None, "2", [2], math.nan, 1e300, 10**400])
+def test_repeats_is_refused_unless_a_whole_number_of_times(value):
+    refused(lambda: schedule_fraction([1.0, 2.0], 132, repeats=value), "repeats")
