@@ -73,7 +73,8 @@ def cudnn_cost(heads: AttentionHeads, seq_len, batch, dtype: DType, causal: bool
     if not causal or gpu.num_sms is None:
         return cost
     t, b = np.broadcast_arrays(np.asarray(seq_len), np.asarray(batch))
-    f = np.vectorize(lambda ti, bi: causal_fraction(int(ti), int(bi) * heads.num_qo_heads, gpu.num_sms))(t, b)
+    f = np.vectorize(lambda ti, bi: causal_fraction(int(ti), int(bi) * heads.num_qo_heads, gpu.num_sms),
+                     otypes=[np.float64])(t, b)     # otypes given: not computed once more to find the type
     return replace(cost, kernel=replace(cost.kernel, parallel_fraction=np.float64(f) if not f.shape else f))
 
 
