@@ -375,3 +375,44 @@ def test_heldout2_every_log_parses_into_startups_that_state_a_kv_figure(name):
     for log in startups:
         assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
 
+
+
+# --- held-out set 3 (heldout3/, frozen in commit d374749 before any prediction) -------------------------------------
+# The same checks as set 2's: the files match their manifest and source notes, CASES3 names exactly those logs, and
+# every log parses into start-ups that state a KV figure. The errors are measured by
+# `python benchmarks/engine_logs_heldout.py --set 3`, not asserted here.
+
+HELDOUT3 = DATA / "heldout3"
+HELDOUT3_LOGS = sorted(p.name for p in HELDOUT3.glob("*.log"))
+
+
+def test_heldout3_manifest_lists_every_log_and_each_hash_matches():
+    manifest = {}
+    for line in (HELDOUT3 / "MANIFEST.sha256").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        manifest[name.lstrip("*")] = digest
+    assert sorted(manifest) == HELDOUT3_LOGS and len(HELDOUT3_LOGS) == 18
+    for name, digest in manifest.items():
+        assert hashlib.sha256((HELDOUT3 / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_heldout3_each_log_names_its_source_and_the_sources_table_lists_it():
+    table = (HELDOUT3 / "SOURCES.md").read_text()
+    for name in HELDOUT3_LOGS:
+        first = (HELDOUT3 / name).read_text().splitlines()[0]
+        assert first.startswith("# source: https://github.com/"), name
+        assert f"`{name}`" in table, name
+
+
+def test_heldout3_cases_name_exactly_the_logs_of_the_set():
+    heldout = _heldout_bench()
+    assert sorted(c.log for c in heldout.CASES3) == HELDOUT3_LOGS
+    assert heldout.SETS["3"][0] == HELDOUT3
+
+
+@pytest.mark.parametrize("name", HELDOUT3_LOGS)
+def test_heldout3_every_log_parses_into_startups_that_state_a_kv_figure(name):
+    startups = list(read_startups(HELDOUT3 / name))
+    assert startups
+    for log in startups:
+        assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
