@@ -2,12 +2,13 @@
 
     read.py      find a config.json (a file, a folder, an id in the local cache) and parse it strictly
     families.py  one reader per architecture family, by the config's own rules (Llama ... Qwen3-Next)
-    more_families.py  Phi-3/4, Cohere, Granite, OLMo 2, GLM-4.5, MiniMax-M2, DeepSeek-V3.2 (its indexer)
+    more_families.py  Phi-3/4, Cohere, Granite, OLMo 2, GLM-4.5, MiniMax-M2, DeepSeek-V3.2 (its indexer), and
+                 the Mamba hybrids Jamba, Bamba, Granite 4.0-H (NemotronH and FalconH1 refused with the reason)
     vision.py    vision-language configs: the language model, and the vision tower counted as weights
     table.py     the dispatch table: architecture name -> reader, nesting, transformers' defaults
     common.py    what the families share: the layer stack, the MoE layout, dtype and weight formats
     export.py    export_hf_config: a spec as the config.json of an architecture that describes it
-    writers.py   one config.json writer per architecture
+    writers.py   one config.json writer per architecture (hybrid_writers.py: Jamba, Bamba, Granite 4.0-H)
 
     from_hf_config(data, where)   a parsed config.json -> ModelSpec (errors name `where`, the field, the value)
     locate(ref), read_json(path)  a path, folder or cached 'org/name' id -> the config.json file, its mapping

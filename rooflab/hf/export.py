@@ -4,6 +4,8 @@ The architecture is the caller's, or the first of these the spec fits:
 
     MLA layers                    DeepseekV32ForCausalLM with a lightning indexer, else DeepseekV3ForCausalLM
     linear (Gated DeltaNet)       Qwen3NextForCausalLM
+    linear (Mamba-1)              JambaForCausalLM
+    linear (Mamba-2)              GraniteMoeHybridForCausalLM for a MoE, else BambaForCausalLM (hybrid_writers.py)
     sinks                         GptOssForCausalLM
     chunked layers                Llama4ForConditionalGeneration (text_config)
     MoE                           Qwen2MoeForCausalLM with shared experts; MixtralForCausalLM when every
@@ -25,10 +27,15 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import SpecError
-from ..specs import ModelSpec
+from ..specs import LinearMixer, ModelSpec
 from ..vocab import LayerKind
 from .common import FP16_NOT_SUPPORTED
-from .writers import WRITERS, kinds
+from .hybrid_writers import HYBRID_WRITERS
+from .writers import WRITERS as _WRITERS
+from .writers import kinds
+
+#: Every architecture the exporter writes, and its writer.
+WRITERS = {**_WRITERS, **HYBRID_WRITERS}
 
 FULL, SLIDING, CHUNKED, LINEAR, MLA = (LayerKind.full, LayerKind.sliding, LayerKind.chunked, LayerKind.linear,
                                        LayerKind.mla)
@@ -42,6 +49,11 @@ def choose_architecture(m: ModelSpec) -> str:
         indexed = any(m.layer_types[name].index_head_dim for name in m.layer_counts)
         return "DeepseekV32ForCausalLM" if indexed else "DeepseekV3ForCausalLM"
     if LINEAR in ks:
+        mixers = {m.layer_types[name].linear_mixer for name in m.layer_counts} - {None}
+        if LinearMixer.mamba1 in mixers:
+            return "JambaForCausalLM"
+        if LinearMixer.mamba2 in mixers:
+            return "GraniteMoeHybridForCausalLM" if m.is_moe else "BambaForCausalLM"
         return "Qwen3NextForCausalLM"
     if any(m.layer_types[name].sinks for name in m.layer_counts):
         return "GptOssForCausalLM"

@@ -27,16 +27,33 @@ Rules and shapes, from transformers' configuration_<family>.py and modeling_<fam
     DeepseekV32     DeepSeek-V3's MLA and MoE plus the lightning indexer on every layer: index_n_heads query
                     heads of index_head_dim from the q latent, one key of index_head_dim a token, cached in fp8
                     with fp32 scales (specs.layers.INDEXER_QUANT_BLOCK; vLLM's DeepseekV32IndexerCache)
+
+The Mamba hybrids: every layer attention or a Mamba mixer, then an MLP (a linear layer of mixer mamba1 / mamba2):
+
+    Jamba           attention where i % attn_layer_period == attn_layer_offset, Mamba-1 elsewhere (d_inner
+                    mamba_expand x hidden_size, mamba_d_state, mamba_d_conv, mamba_dt_rank 'auto' = ceil(H / 16));
+                    a MoE of num_experts where i % expert_layer_period == expert_layer_offset (JambaConfig's
+                    layers_block_type and layers_num_experts)
+    Bamba           attention on attn_layer_indices, Mamba-2 elsewhere (mamba_n_heads of mamba_d_head, 'auto' =
+                    mamba_expand x H / heads, mamba_n_groups, mamba_d_state, mamba_d_conv); a dense MLP a layer
+    GraniteMoeHybrid  Granite 4.0-H: layer_types ('mamba' / 'attention', or transformers 5's linear_attention /
+                    full_attention), Bamba's Mamba-2 fields; every layer a shared MLP of shared_intermediate_size,
+                    plus a MoE of num_local_experts (none when 0: Granite 4.0-H-Micro is dense)
+
+NemotronH (hybrid_override_pattern: a layer is a Mamba mixer, attention or an MLP alone, never a mixer and its MLP)
+and FalconH1 (attention and Mamba-2 side by side in every layer) do not fit one type and one MLP per layer and are
+refused with the reason (families.refused).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from ..specs import LayerType
+from ..specs import LayerType, LinearMixer
 from ..vocab import LayerKind
 from .common import moe, stack
-from .families import FULL, SLIDING, base, by_rule, deepseek, layers
+from .families import FULL, LINEAR, SLIDING, base, by_rule, deepseek, layers
 from .read import Fields
 
 
@@ -121,4 +138,112 @@ def deepseek_v32(c: Fields) -> dict:
     return {**spec, **stack(kinds, {LayerKind.mla: indexed})}
 
 
-__all__ = ["cohere", "cohere2", "deepseek_v32", "glm4_moe", "granite_moe", "minimax_m2", "phi3"]
+# --- Mamba hybrids -------------------------------------------------------------------------------------------
+
+def mamba_stack(c: Fields, kinds: list[LayerKind], mamba: LayerType) -> dict:
+    """One kind per layer, attention or Mamba; a stack with no attention layer is refused (rooflab prices softmax)."""
+    if FULL not in kinds:
+        raise c.error("num_hidden_layers", len(kinds), "no layer is attention: rooflab plans hybrids with at least "
+                                                       "one softmax layer, not pure Mamba models")
+    return stack(kinds, {FULL: LayerType(FULL), LINEAR: mamba})
+
+
+def mamba2_type(c: Fields, hidden: int) -> LayerType:
+    """A Mamba-2 mixer of Bamba's and Granite 4.0-H's fields; mamba_d_head 'auto' = mamba_expand x H / heads, and
+    heads x head_dim must be mamba_expand x H (BambaConfig.validate_architecture)."""
+    heads, inner = c.count("mamba_n_heads"), c.count("mamba_expand") * hidden
+    raw = c.raw("mamba_d_head")
+    head_dim = inner // heads if raw == "auto" else c.count("mamba_d_head")
+    if heads * head_dim != inner:
+        raise c.error("mamba_d_head", raw, f"mamba_n_heads ({heads}) x mamba_d_head must be mamba_expand x "
+                                           f"hidden_size ({inner})")
+    groups = c.count("mamba_n_groups")
+    if heads % groups:
+        raise c.error("mamba_n_groups", groups, f"must divide mamba_n_heads ({heads})")
+    return LayerType(LINEAR, mixer=LinearMixer.mamba2, ssm_heads=heads, ssm_head_dim=head_dim, ssm_groups=groups,
+                     ssm_state=c.count("mamba_d_state"), linear_conv_kernel=c.count("mamba_d_conv"))
+
+
+def periodic(c: Fields, n: int, period_key: str, offset_key: str) -> list[int]:
+    """The layers i with i % period == offset (Jamba's attention and expert layers); offset < period."""
+    period, offset = c.count(period_key), c.count(offset_key, lo=0)
+    if offset >= period:
+        raise c.error(offset_key, offset, f"must be smaller than {period_key} ({period})")
+    return [i for i in range(n) if i % period == offset]
+
+
+def jamba(c: Fields) -> dict:
+    """JambaForCausalLM: Mamba-1 layers, attention every attn_layer_period-th, MoE every expert_layer_period-th."""
+    spec = base(c)
+    n, hidden = spec["num_layers"], spec["hidden_size"]
+    attention = set(periodic(c, n, "attn_layer_period", "attn_layer_offset"))
+    rank = c.raw("mamba_dt_rank")
+    mamba = LayerType(LINEAR, mixer=LinearMixer.mamba1, ssm_inner=c.count("mamba_expand") * hidden,
+                      ssm_state=c.count("mamba_d_state"), linear_conv_kernel=c.count("mamba_d_conv"),
+                      ssm_dt_rank=math.ceil(hidden / 16) if rank == "auto" else c.count("mamba_dt_rank"))
+    kinds = [FULL if i in attention else LINEAR for i in range(n)]
+    ffn, experts = c.count("intermediate_size"), c.count("num_experts")
+    if experts == 1:                              # one expert a layer: every MLP dense (num_experts_per_tok unread)
+        return {**spec, **mamba_stack(c, kinds, mamba), "ffn_size": ffn}
+    moe_layers = periodic(c, n, "expert_layer_period", "expert_layer_offset")
+    return {**spec, **mamba_stack(c, kinds, mamba),
+            **moe(c, n, moe_layers, "expert_layer_offset", experts=experts, top_k=c.count("num_experts_per_tok"),
+                  expert_ffn=ffn, dense_ffn=ffn)}
+
+
+def bamba(c: Fields) -> dict:
+    """BambaForCausalLM: attention on attn_layer_indices, Mamba-2 elsewhere, a dense MLP on every layer."""
+    spec = base(c)
+    n = spec["num_layers"]
+    attention = set(c.indices("attn_layer_indices") or ())
+    past = sorted(i for i in attention if i >= n)
+    if past:
+        raise c.error("attn_layer_indices", past[0], f"names a layer past the last (num_hidden_layers is {n})")
+    kinds = [FULL if i in attention else LINEAR for i in range(n)]
+    return {**spec, **mamba_stack(c, kinds, mamba2_type(c, spec["hidden_size"])),
+            "ffn_size": c.count("intermediate_size")}
+
+
+#: GraniteMoeHybrid's layer_types values (its config files' and transformers 5's spellings).
+GRANITE_HYBRID_KINDS = {"mamba": LINEAR, "linear_attention": LINEAR, "attention": FULL, "full_attention": FULL}
+
+
+def granite_moe_hybrid(c: Fields) -> dict:
+    """GraniteMoeHybridForCausalLM (Granite 4.0-H): layer_types, Mamba-2 mixers, a shared MLP on every layer and
+    routed experts where num_local_experts > 0."""
+    spec = base(c)
+    n = spec["num_layers"]
+    names = c.names("layer_types")
+    if names is None:
+        raise c.error("layer_types", None, "missing: GraniteMoeHybridConfig's default makes every layer Mamba")
+    if len(names) != n:
+        raise c.error("layer_types", f"{len(names)} entries", f"must list one type per layer (num_hidden_layers "
+                                                              f"is {n})")
+    for i, name in enumerate(names):
+        if name not in GRANITE_HYBRID_KINDS:
+            raise c.error(f"layer_types[{i}]", name, f"rooflab reads {', '.join(GRANITE_HYBRID_KINDS)}")
+    kinds = [GRANITE_HYBRID_KINDS[name] for name in names]
+    shared = c.count("shared_intermediate_size")
+    experts = c.count("num_local_experts", lo=0)
+    mlp = {"ffn_size": shared} if experts == 0 else \
+        moe(c, n, range(n), "num_local_experts", experts=experts, top_k=c.count("num_experts_per_tok"),
+            expert_ffn=c.count("intermediate_size"), dense_ffn=shared, shared=1, shared_ffn=shared)
+    return {**spec, **mamba_stack(c, kinds, mamba2_type(c, spec["hidden_size"])), **mlp}
+
+
+def refused(architecture: str, reason: str):
+    """A reader for an architecture rooflab recognises but cannot describe: a SpecError saying why."""
+    def read(c: Fields) -> dict:
+        raise c.error_at("architectures", architecture, reason)
+    return read
+
+
+NEMOTRON_H_REFUSED = ("NemotronH's layers are each a Mamba mixer (M), attention (*), an MLP (-) or a MoE (E) alone; "
+                      "rooflab's layers are a mixer and an MLP each, so its weights and stack would be misread")
+FALCON_H1_REFUSED = ("FalconH1 runs attention and a Mamba-2 mixer side by side in every layer (a KV cache and a "
+                     "state each); rooflab's layers are one kind each")
+
+
+__all__ = ["FALCON_H1_REFUSED", "GRANITE_HYBRID_KINDS", "NEMOTRON_H_REFUSED", "bamba", "cohere", "cohere2",
+           "deepseek_v32", "glm4_moe", "granite_moe", "granite_moe_hybrid", "jamba", "mamba2_type", "minimax_m2",
+           "phi3", "refused"]

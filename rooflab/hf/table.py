@@ -3,7 +3,8 @@ transformers' defaults for the keys its files leave out (configuration_<family>.
 families of more_families.py and vision.py).
 
 The readers live in families.py (Llama, Mistral, Qwen, Gemma, gpt-oss, DeepSeek V2/V3, Llama 4, Qwen3-Next),
-more_families.py (Phi-3/4, Cohere, Granite, OLMo 2, GLM-4.5, MiniMax-M2, DeepSeek-V3.2) and vision.py
+more_families.py (Phi-3/4, Cohere, Granite, OLMo 2, GLM-4.5, MiniMax-M2, DeepSeek-V3.2, and the Mamba hybrids
+Jamba, Bamba, Granite 4.0-H; NemotronH and FalconH1 are recognised and refused with the reason) and vision.py
 (Llava, Qwen3-VL). Granite and OLMo 2 have Llama's shapes and read as Llama.
 """
 
@@ -14,7 +15,8 @@ from typing import Any, Callable, Mapping
 
 from .families import (deepseek, gemma2, gemma3, gpt_oss, llama, llama4, mistral, mixtral, qwen2, qwen2_moe, qwen3,
                        qwen3_moe, qwen3_next)
-from .more_families import cohere, cohere2, deepseek_v32, glm4_moe, granite_moe, minimax_m2, phi3
+from .more_families import (FALCON_H1_REFUSED, NEMOTRON_H_REFUSED, bamba, cohere, cohere2, deepseek_v32, glm4_moe,
+                            granite_moe, granite_moe_hybrid, jamba, minimax_m2, phi3, refused)
 from .read import Fields
 from .vision import LLAMA_DEFAULTS, QWEN3_VL_TEXT_DEFAULTS, llava, qwen3_vl
 
@@ -46,6 +48,15 @@ _GLM4_MOE = {"first_k_dense_replace": 1, "n_shared_experts": 1, "n_routed_expert
              "moe_intermediate_size": 1408, "num_experts_per_tok": 8}
 _MINIMAX_M2 = {"head_dim": 128}
 _DEEPSEEK_V32 = {"index_head_dim": 128, "index_n_heads": 64}
+_JAMBA = {"vocab_size": 65536, "tie_word_embeddings": False, "max_position_embeddings": 262144,
+          "num_experts_per_tok": 2, "num_experts": 16, "expert_layer_period": 2, "expert_layer_offset": 1,
+          "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+          "mamba_dt_rank": "auto"}
+_MAMBA2 = {"mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_n_groups": 1, "mamba_d_state": 256,
+           "mamba_d_conv": 4, "mamba_expand": 2}
+_BAMBA = {**_MAMBA2, "vocab_size": 128000, "tie_word_embeddings": False, "max_position_embeddings": 262144}
+_GRANITE_MOE_HYBRID = {**_MAMBA2, "vocab_size": 32000, "tie_word_embeddings": False, "max_position_embeddings": 2048,
+                       "num_local_experts": 8, "num_experts_per_tok": 2, "shared_intermediate_size": 1024}
 
 ARCHITECTURES: dict[str, Family] = {
     "LlamaForCausalLM": Family(llama),
@@ -74,6 +85,11 @@ ARCHITECTURES: dict[str, Family] = {
     "Olmo2ForCausalLM": Family(llama),
     "Glm4MoeForCausalLM": Family(glm4_moe, defaults=_GLM4_MOE),
     "MiniMaxM2ForCausalLM": Family(minimax_m2, defaults=_MINIMAX_M2),
+    "JambaForCausalLM": Family(jamba, defaults=_JAMBA),
+    "BambaForCausalLM": Family(bamba, defaults=_BAMBA),
+    "GraniteMoeHybridForCausalLM": Family(granite_moe_hybrid, defaults=_GRANITE_MOE_HYBRID),
+    "NemotronHForCausalLM": Family(refused("NemotronHForCausalLM", NEMOTRON_H_REFUSED)),
+    "FalconH1ForCausalLM": Family(refused("FalconH1ForCausalLM", FALCON_H1_REFUSED)),
     "LlavaForConditionalGeneration": Family(llava, nested=True, defaults=LLAMA_DEFAULTS),
     "Qwen3VLForConditionalGeneration": Family(qwen3_vl, nested=True, defaults=QWEN3_VL_TEXT_DEFAULTS),
 }

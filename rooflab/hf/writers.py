@@ -204,6 +204,9 @@ def qwen3_next(m: ModelSpec) -> dict:
     interval = rule_period(ks, LINEAR)
     stack = {"full_attention_interval": interval} if interval else {"layer_types": layer_types_list(ks)}
     t = one_type(m, LINEAR)
+    if t is not None and t.linear_mixer.is_mamba:
+        raise _refuse(m, "layer_types", t.linear_mixer.value, "Qwen3NextForCausalLM's linear layers are Gated "
+                                                              "DeltaNet, not Mamba")
     if t is not None:
         stack.update(linear_num_key_heads=t.linear_num_key_heads, linear_num_value_heads=t.linear_num_value_heads,
                      linear_key_head_dim=t.linear_key_head_dim, linear_value_head_dim=t.linear_value_head_dim,

@@ -1,5 +1,5 @@
-"""Tests of rooflab/hf/more_families.py: Phi-3 / Phi-4, Cohere, Granite, OLMo 2, GLM-4.7, MiniMax-M2.5 and
-DeepSeek-V3.2 configs read as specs.
+"""Tests of rooflab/hf/more_families.py: Phi-3 / Phi-4, Cohere, Granite, OLMo 2, GLM-4.7, MiniMax-M2.5,
+DeepSeek-V3.2 and the Mamba hybrids (Jamba, Bamba, Granite 4.0-H; NemotronH and FalconH1 refused) read as specs.
 
 Each real config.json (tests/data/hf_configs, sources in its SOURCES.md) gives the parameter count its model card
 publishes, within the rounding the card uses (PARAMETER_TOLERANCE), and the KV bytes a token worked out by hand
@@ -223,3 +223,108 @@ def test_index_head_dim_must_be_positive():
     with pytest.raises(SpecError) as caught:
         read_config({**data, "index_head_dim": 0})
     assert (caught.value.field, caught.value.value) == ("index_head_dim", 0)
+
+
+# --- the Mamba hybrids ---------------------------------------------------------------------------------------------
+# No verbatim config.json of a Jamba, Bamba, Granite 4.0-H or Nemotron-H checkpoint could be collected for
+# tests/data/hf_configs, so none is stored. Jamba's count is checked on the shape transformers documents as
+# Jamba-v0.1's: JambaConfig's defaults (configuration_jamba.py, release 5.24.0, auto_docstring checkpoint
+# ai21labs/Jamba-v0.1), the keys the reader requires written out with those defaults' values. The other rules are
+# checked on small dicts written for the rule.
+JAMBA_V01 = {"architectures": ["JambaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536}
+
+SMALL_MAMBA2 = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 8, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "vocab_size": 1000, "mamba_n_heads": 8, "mamba_d_head": 64,
+                "mamba_n_groups": 2, "mamba_d_state": 32, "mamba_d_conv": 4, "mamba_expand": 2}
+
+
+def test_jamba_v0_1_stack_state_and_published_count():
+    """Attention where i % 8 == 4 (layers 4, 12, 20, 28), Mamba-1 elsewhere; a MoE of 16 experts, 2 a token, where
+    i % 2 == 1 (JambaConfig.layers_block_type, layers_num_experts). "12B active parameters and an overall of 52B
+    parameters across all experts" (transformers' docs/source/en/model_doc/jamba.md, Model Details)."""
+    m = read_config(JAMBA_V01)
+    assert [i for i, name in enumerate(m.layer_type_names) if name == "full"] == [4, 12, 20, 28]
+    assert [i for i in range(32) if m.is_moe_layer(i)] == list(range(1, 32, 2))
+    mamba = m.layer_types["linear"]
+    # d_inner = mamba_expand 2 x 4096; dt_rank 'auto' = ceil(4096 / 16)
+    assert (mamba.linear_mixer.value, mamba.ssm_inner, mamba.ssm_state, mamba.ssm_dt_rank,
+            mamba.linear_conv_kernel) == ("mamba1", 8192, 16, 256, 4)
+    assert m.derived_parameters == pytest.approx(52e9, rel=PARAMETER_TOLERANCE)
+    assert m.active_parameters == pytest.approx(12e9, rel=PARAMETER_TOLERANCE)
+    # 4 attention layers of 8 KV heads of 128 in bf16: 4 x 2 x 8 x 128 x 2 bytes a token; the Mamba layers none
+    assert m.kv_bytes_per_token(DType.bf16) == 4 * 2 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"attn_layer_offset": 8}, "attn_layer_offset"),           # offset < period (JambaConfig.validate_architecture)
+    ({"expert_layer_period": 4, "expert_layer_offset": 1}, "expert_layer_offset"),   # layers 1, 5, 9: no k-th rule
+    ({"attn_layer_period": 64, "attn_layer_offset": 40}, "num_hidden_layers"),   # no attention layer in 32
+    ({"mamba_dt_rank": "wide"}, "mamba_dt_rank")])
+def test_jamba_refusals_name_the_field(change, field):
+    with pytest.raises(SpecError) as caught:
+        read_config({**JAMBA_V01, **change})
+    assert caught.value.field == field
+
+
+def test_bamba_attention_on_its_indices_mamba2_elsewhere():
+    m = read_config({**SMALL_MAMBA2, "architectures": ["BambaForCausalLM"], "attn_layer_indices": [3, 7]})
+    assert [i for i, name in enumerate(m.layer_type_names) if name == "full"] == [3, 7]
+    t = m.layer_types["linear"]
+    assert (t.linear_mixer.value, t.ssm_heads, t.ssm_head_dim, t.ssm_groups, t.ssm_state) == ("mamba2", 8, 64, 2, 32)
+    assert not m.is_moe and m.ffn_size == 512
+    auto = read_config({**SMALL_MAMBA2, "architectures": ["BambaForCausalLM"], "attn_layer_indices": [3],
+                        "mamba_d_head": "auto"})
+    assert auto.layer_types["linear"].ssm_head_dim == 2 * 256 // 8          # mamba_expand x H / heads
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"mamba_d_head": 32}, "mamba_d_head"),        # 8 x 32 != 2 x 256 (BambaConfig.validate_architecture)
+    ({"mamba_n_groups": 3}, "mamba_n_groups"),
+    ({"attn_layer_indices": [8]}, "attn_layer_indices"),
+    ({"attn_layer_indices": None}, "num_hidden_layers")])
+def test_bamba_refusals_name_the_field(change, field):
+    with pytest.raises(SpecError) as caught:
+        read_config({**SMALL_MAMBA2, "architectures": ["BambaForCausalLM"], "attn_layer_indices": [3], **change})
+    assert caught.value.field == field
+
+
+GRANITE_TYPES = ["mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "attention"]
+
+
+def test_granite_4_h_experts_and_shared_mlp_on_every_layer():
+    """GraniteMoeHybridDecoderLayer: block_sparse_moe (num_local_experts of intermediate_size) plus shared_mlp
+    (shared_intermediate_size) on every layer; with 0 experts the shared MLP alone (Granite 4.0-H-Micro)."""
+    moe = read_config({**SMALL_MAMBA2, "architectures": ["GraniteMoeHybridForCausalLM"], "layer_types": GRANITE_TYPES,
+                       "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 768})
+    assert m_names(moe) == ["linear"] * 3 + ["full"] + ["linear"] * 3 + ["full"]
+    assert (moe.num_experts, moe.num_moe_layers, moe.ffn_size, moe.num_shared_experts,
+            moe.shared_expert_ffn_size) == (4, 8, 512, 1, 768)
+    dense = read_config({**SMALL_MAMBA2, "architectures": ["GraniteMoeHybridForCausalLM"],
+                         "layer_types": GRANITE_TYPES, "num_local_experts": 0, "shared_intermediate_size": 768})
+    assert not dense.is_moe and dense.ffn_size == 768
+    five = read_config({**SMALL_MAMBA2, "architectures": ["GraniteMoeHybridForCausalLM"], "num_local_experts": 0,
+                        "layer_types": ["linear_attention"] * 7 + ["full_attention"]})     # transformers 5's names
+    assert m_names(five) == ["linear"] * 7 + ["full"]
+
+
+def m_names(m) -> list[str]:
+    return list(m.layer_type_names)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"layer_types": None}, "layer_types"),
+    ({"layer_types": GRANITE_TYPES[:7]}, "layer_types"),
+    ({"layer_types": GRANITE_TYPES[:7] + ["moe"]}, "layer_types[7]")])
+def test_granite_4_h_refusals_name_the_field(change, field):
+    with pytest.raises(SpecError) as caught:
+        read_config({**SMALL_MAMBA2, "architectures": ["GraniteMoeHybridForCausalLM"], "layer_types": GRANITE_TYPES,
+                     **change})
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize("arch, words", [("NemotronHForCausalLM", "MLP (-)"), ("FalconH1ForCausalLM", "side by side")])
+def test_nemotron_h_and_falcon_h1_are_refused_with_the_reason(arch, words):
+    with pytest.raises(SpecError) as caught:
+        read_config({**SMALL_MAMBA2, "architectures": [arch]})
+    assert caught.value.field == "architectures" and words in str(caught.value)
