@@ -2,7 +2,7 @@
 
 - `refused`: an API call's bad-input error, its type, a short message naming what was wrong (the CLI's
   equivalent, exit 2 and one or two lines on stderr, lives with the CLI tests and the fuzz suites);
-- model specs written for a layer type's rule (GEMMA3, DEEPSEEK), each citing its source;
+- model specs written for a layer type's rule (GEMMA3, DEEPSEEK, JAMBA_V01), each citing its source;
 - measurement rows of the bench's cases without a GPU (`_row`, `_impl`, META), and hand-made rows and files
   for the records, validate and CLI tests (`_flash`, `_merge`, `_at_fraction`, `_file`, `_write_text`);
 - the engine start-up logs and benchmarks/engine_capacity.py, loaded once;
@@ -77,6 +77,14 @@ source: DeepSeek-V3 technical report, section 2.1.1 (MLA)
 layer_types:
   mla: {{kind: mla, kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, q_lora_rank: 1536}}
 """ + _COMMON
+
+# Jamba-v0.1's shape as a config.json (the hf, engines and capacity tests share it): the keys rooflab's reader
+# requires, with transformers' JambaConfig defaults (configuration_jamba.py, release 5.24.0, auto_docstring
+# checkpoint ai21labs/Jamba-v0.1); every other key takes the same defaults (rooflab/hf/table.py). Not the
+# checkpoint's own file: no verbatim copy of it could be collected.
+JAMBA_V01 = {"architectures": ["JambaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536,
+             "torch_dtype": "bfloat16"}
 
 
 # Measurement rows of the bench's cases without a GPU (the bench and fit tests share them).

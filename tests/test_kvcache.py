@@ -85,3 +85,16 @@ def test_batch_memory_takes_a_list_of_lengths():
     model, gpu = load_model("llama-3-8b"), load_gpu("h100-sxm")
     assert batch_memory(model, gpu, [8192, 1024], DType.fp16) == batch_memory(model, gpu, decode_batch([8192, 1024]),
                                                                                DType.fp16)
+
+
+def test_a_jamba_sequence_keeps_28_states_beside_4_layers_of_kv():
+    """Jamba-v0.1's shape (support.JAMBA_V01) in bf16 at 32k tokens: each Mamba-1 layer a fixed state of
+    (8,192 x 3 + 8,192 x 16) x 2 bytes whatever the length (LayerType.state_elements), each attention layer
+    2 x 8 x 128 x 2 bytes a token in 2,048 pages of 16 tokens."""
+    from support import JAMBA_V01, read_config
+
+    layout = kv_layout(read_config(JAMBA_V01), 32768, DType.bf16)
+    by_name = {k.name: k for k in layout.layers}
+    assert (by_name["linear"].num_layers, by_name["full"].num_layers) == (28, 4)
+    assert by_name["linear"].bytes_per_token == 0 and by_name["full"].bytes_per_token == 4096
+    assert layout.bytes_per_sequence == 28 * (8192 * 3 + 8192 * 16) * 2 + 4 * 2048 * 16 * 4096

@@ -2,7 +2,7 @@
 
 Hand computations from the engines' formulas (each cited where it is used): Qwen3-Next-80B-A3B's Gated DeltaNet
 layers (16 key heads and 32 value heads of 128, a 4-wide convolution; 36 linear and 12 full-attention layers of 2
-KV heads of 256, models/qwen3-next-80b-a3b.yaml).
+KV heads of 256, models/qwen3-next-80b-a3b.yaml), and Jamba-v0.1's Mamba-1 layers (support.JAMBA_V01).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from rooflab.engines.sglang import max_running_requests
 from rooflab.engines.states import state_layers, vllm_hybrid_block_size
 from rooflab.engines.vocab import MambaCacheMode
 from rooflab.errors import InputError
+from rooflab.specs import LinearMixer
 from rooflab.units import GiB, DType
-from support import sglang, vllm
+from support import JAMBA_V01, read_config, sglang, vllm
 
 NEXT = load_model("qwen3-next-80b-a3b")
 H200 = load_gpu("h200-sxm")
@@ -126,3 +127,68 @@ def test_sglang_state_pool_given_and_ratio_changes_it():
 def test_sglang_max_running_requests(tokens, context, expected):
     s = resolve(sglang("v0.4", max_model_len=context), load_model("llama-3-8b"), H200)
     assert max_running_requests(tokens, s) == expected
+
+
+# --- Mamba hybrids ------------------------------------------------------------------------------------------------
+# Jamba-v0.1's shape (support.JAMBA_V01): 28 Mamba-1 layers (d_inner 8,192, d_state 16, d_conv 4) and 4 attention
+# layers of 8 KV heads of 128. One layer, one sequence, TP 1 (vLLM v0.11.2 mamba_utils.py mamba1_state_shape):
+JAMBA = read_config(JAMBA_V01)
+JAMBA_CONV = 8192 * 3                       # (d_inner / tp, d_conv - 1)
+JAMBA_TEMPORAL = 8192 * 16                  # (d_inner / tp, d_state)
+
+
+@pytest.mark.parametrize("engine, ssm, expected", [
+    # vLLM: MambaStateDtypeCalculator.mamba1_state_dtype -> _mamba_state_dtype: conv in the model's dtype (auto),
+    # temporal in --mamba-ssm-cache-dtype (auto: the conv dtype): 311,296 bytes a layer in bf16
+    (Engine.vllm, None, JAMBA_CONV * 2 + JAMBA_TEMPORAL * 2),
+    (Engine.vllm, DType.fp32, JAMBA_CONV * 2 + JAMBA_TEMPORAL * 4),
+    # SGLang v0.5.23 mamba_utils.py: conv bf16, temporal float32 by default (mamba2_state_dtype): 573,440 bytes
+    (Engine.sglang, None, JAMBA_CONV * 2 + JAMBA_TEMPORAL * 4)])
+def test_jamba_state_bytes_by_engine(engine, ssm, expected):
+    (layers,) = state_layers(JAMBA, engine, 1, DType.bf16, ssm)
+    assert (layers.num_layers, layers.bytes_per_layer) == (28, expected)
+
+
+def test_mamba2_state_at_tp_4_replicates_the_one_group():
+    """A Mamba-2 layer of 128 heads of 64, one group, d_state 128, d_conv 4 (Bamba-9B's shape) at TP 4:
+    mamba2_state_shape raises n_groups to 4 (extra_groups_for_head_shards(1, 4) = 3), conv (3, (8192 + 2 x 4 x 128)
+    / 4) = 3 x 2,304, temporal (128 / 4, 64, 128); vLLM bf16 both."""
+    mamba = dataclasses.replace(JAMBA.layer_types["linear"], mixer=LinearMixer.mamba2, ssm_inner=None, ssm_dt_rank=None,
+                                ssm_heads=128, ssm_head_dim=64, ssm_groups=1, ssm_state=128)
+    model = dataclasses.replace(JAMBA, layer_types={**JAMBA.layer_types, "linear": mamba})
+    (layers,) = state_layers(model, Engine.vllm, 4, DType.bf16)
+    assert layers.bytes_per_layer == (3 * 2304 + 32 * 64 * 128) * 2
+    with pytest.raises(InputError, match="mamba2 state widths"):
+        state_layers(model, Engine.vllm, 3, DType.bf16)
+
+
+def test_jamba_vllm_v1_layout():
+    """Attention page a token 2 x 8 x 128 x 2 = 4,096 bytes; block 16 ceil(311,296 / (16 x 4,096)) = 80 tokens
+    (HybridAttentionMambaModelConfig, v0.11.2 vllm/model_executor/models/config.py); 4 full and 28 Mamba layers make
+    groups of 4: 1 + 7; a 32k request holds ceil(32,768 / 80) = 410 full blocks and 1 per Mamba group (none)."""
+    settings = vllm(tensor_parallel=1, max_model_len=32768, cuda_visible_bytes=200 * GiB, utilization=1.0,
+                    activation_bytes=0, non_torch_bytes=0)
+    layout = vllm_layout(JAMBA, resolve(settings, JAMBA, H200))
+    assert (layout.block_size, layout.num_groups, layout.group_size, layout.state_groups) == (80, 8, 4, 7)
+    assert layout.block_bytes == 80 * 4096 * 4 and layout.blocks_per_request == 410 + 7
+    c = engine_capacity(JAMBA, H200, settings)
+    blocks = c.kv_cache_bytes // (80 * 4096 * 4)
+    assert c.num_blocks == blocks and c.kv_cache_tokens == blocks // 8 * 80
+    assert c.max_concurrency == pytest.approx(blocks / 417)
+
+
+def test_jamba_sglang_state_pool():
+    """28 layers x (8,192 x 3 x 2 + 8,192 x 16 x 4) = 16,056,320 bytes a request; slots = int(rest x 0.9 / 1.9)
+    // that; the cell the 4 attention layers' 2 x 8 x 128 x 2 bytes (handle_max_mamba_cache, as for Qwen3-Next)."""
+    settings = sglang("v0.5", max_model_len=32768, cuda_visible_bytes=140 * GiB, non_torch_bytes=0, utilization=0.9)
+    c = engine_capacity(JAMBA, H200, settings)
+    rest = 140 * GiB - int(140 * GiB * (1 - 0.9)) - c.term("weights").bytes
+    per_request = 16_056_320
+    slots = int(rest * 0.9 / 1.9) // per_request
+    assert c.state_slots == slots and c.term("mamba_state").bytes == slots * per_request
+    assert c.kv_cache_tokens == (rest - slots * per_request) // (4 * 2 * 8 * 128 * 2)
+
+
+def test_vllm_v0_refuses_mamba_layers_by_name():
+    with pytest.raises(InputError, match="MambaCacheManager is not modelled"):
+        engine_capacity(JAMBA, H200, vllm("v0.6.4", max_model_len=8192))

@@ -11,9 +11,9 @@ import pytest
 from rooflab import SpecError
 from rooflab.hf import export_hf_config, same_architecture
 from rooflab.hf.export import choose_architecture
-from support import read_config
+from support import JAMBA_V01, read_config
 
-from .test_more_families import GRANITE_TYPES, JAMBA_V01, SMALL_MAMBA2
+from .test_more_families import GRANITE_TYPES, SMALL_MAMBA2
 
 GRANITE_MOE = {**SMALL_MAMBA2, "architectures": ["GraniteMoeHybridForCausalLM"], "layer_types": GRANITE_TYPES,
                "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 768}

@@ -20,7 +20,7 @@ from rooflab.hf.read import read_json
 from rooflab.specs import LayerType
 from rooflab.vocab import LayerKind
 from rooflab.units import DType
-from support import read_config
+from support import JAMBA_V01, read_config
 
 CONFIGS = Path(__file__).parent.parent / "data" / "hf_configs"
 
@@ -228,11 +228,7 @@ def test_index_head_dim_must_be_positive():
 # --- the Mamba hybrids ---------------------------------------------------------------------------------------------
 # No verbatim config.json of a Jamba, Bamba, Granite 4.0-H or Nemotron-H checkpoint could be collected for
 # tests/data/hf_configs, so none is stored. Jamba's count is checked on the shape transformers documents as
-# Jamba-v0.1's: JambaConfig's defaults (configuration_jamba.py, release 5.24.0, auto_docstring checkpoint
-# ai21labs/Jamba-v0.1), the keys the reader requires written out with those defaults' values. The other rules are
-# checked on small dicts written for the rule.
-JAMBA_V01 = {"architectures": ["JambaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536}
+# Jamba-v0.1's (support.JAMBA_V01: JambaConfig's defaults); the other rules on small dicts written for the rule.
 
 SMALL_MAMBA2 = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 8, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "vocab_size": 1000, "mamba_n_heads": 8, "mamba_d_head": 64,
