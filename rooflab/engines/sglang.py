@@ -21,7 +21,7 @@ Default f (mem_fraction_static) when --mem-fraction-static is not given:
 Memory other processes hold (--memory-in-use M) is not free when SGLang measures: pre shrinks by M, the pool by
 f M, and the margin (1 - f) pre by the rest.
 
-Linear-attention (Gated DeltaNet) models, sglang-v0.5 (python/sglang/srt/model_executor/
+Linear-attention (Gated DeltaNet, Mamba) models, sglang-v0.5 (python/sglang/srt/model_executor/
 model_runner_kv_cache_mixin.py, profile_max_num_token and handle_max_mamba_cache, main at commit 226149a): the
 cell counts the full-attention layers only, and a separate pool keeps max_mamba_cache_size request states of P
 bytes (states.py: every linear layer's conv and temporal state), taken off the rest before the tokens:
@@ -45,7 +45,7 @@ max_running_requests=2049 at context_len 131072: 2048 + 1.
 from __future__ import annotations
 
 from ..capacity.stages import LayerPartition, pipeline_stages
-from ..specs import GpuSpec, ModelSpec
+from ..specs import GpuSpec, LinearMixer, ModelSpec
 from ..units import GiB, MiB
 from .layout import BlockLayout, engine_states, sglang_cell
 from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
@@ -132,6 +132,9 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     extra = extra + ((lora,) if lora else ())
     rest = pre - margin - weights[0] - sum(t.bytes for t in extra)
     states = engine_states(model, s, Engine.sglang)
+    if any(t.linear_mixer is LinearMixer.mamba1 for t in model.layer_types.values()):
+        notes += ("SGLang (v0.5.23) serves no hybrid of Mamba-1 and attention (no Jamba model): the state pool is "
+                  "what its Mamba-1 layout (Mamba2StateShape.create_full_rank) would hold",)
     slots, state_terms = mamba_pool(rest, sum(st.bytes_per_sequence for st in states), s) if states else (0, ())
     rest -= sum(t.bytes for t in state_terms)
     pool = max(0, rest)

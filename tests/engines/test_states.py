@@ -187,6 +187,8 @@ def test_jamba_sglang_state_pool():
     slots = int(rest * 0.9 / 1.9) // per_request
     assert c.state_slots == slots and c.term("mamba_state").bytes == slots * per_request
     assert c.kv_cache_tokens == (rest - slots * per_request) // (4 * 2 * 8 * 128 * 2)
+    assert any("no Jamba model" in n for n in c.notes)
+    assert not any("Jamba" in n for n in engine_capacity(NEXT, H200, settings).notes)
 
 
 def test_vllm_v0_refuses_mamba_layers_by_name():
