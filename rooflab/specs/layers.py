@@ -295,7 +295,9 @@ class LayerType:
 
     def state_split_problem(self, tensor_parallel: int) -> Optional[str]:
         """Why `tensor_parallel` GPUs cannot split this linear layer's state (the engines' divide() asserts), or
-        None where they can."""
+        None where they can (and for a softmax layer, which keeps no state)."""
+        if self.kind is not LayerKind.linear:
+            return None
         conv, heads, _ = self._state_widths(tensor_parallel)
         if conv % tensor_parallel or heads % tensor_parallel:
             return f"{conv} conv channels, {heads} state heads or channels"

@@ -112,6 +112,7 @@ def test_mamba2_groups_that_divide_tp_are_not_replicated():
     assert eight.state_elements(4)[0] == 3 * (8192 + 2 * 8 * 128) // 4     # 8 % 4 == 0: no extra groups
     assert MAMBA2.state_split_problem(4) is None and MAMBA2.state_split_problem(3)
     assert MAMBA1.state_split_problem(3) and not MAMBA1.state_split_problem(8)
+    assert FULL.state_split_problem(3) is None and FULL.state_elements(3) == (0, 0)      # no state to split
 
 
 def test_mamba_layers_need_their_fields_and_refuse_others():
