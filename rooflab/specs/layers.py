@@ -39,6 +39,7 @@ from ..units import FP32_BYTES, DType
 from ..vocab import LayerKind, WindowAllocation, _Named
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 
+
 class LinearMixer(_Named):
     """What a linear layer's recurrence is, and so the shape of its state (LayerType.state_elements): Gated DeltaNet
     (Qwen3-Next), Mamba-1's selective scan (Jamba) or Mamba-2's heads with shared B and C groups (Bamba, Granite
