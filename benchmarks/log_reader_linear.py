@@ -3,9 +3,10 @@
     python3 benchmarks/log_reader_linear.py
 
 For each adversarial field (issue 24: 20,000 repeats of one field on one line took more than 30 s when a pattern
-held `.*?` between two fields) and for a plain log, prints the seconds to read 5,000 to 40,000 repeats and the
-ratio of the time per repeat at the largest size to the smallest (about 1 for a linear reader, the size ratio, 8,
-for a quadratic one). Not a test: times depend on the machine.
+held `.*?` between two fields), for a plain log and for configuration records a terminal wrapped (one left open with
+every later line continuing it, or every line opening one), prints the seconds to read 5,000 to 40,000 repeats and
+the ratio of the time per repeat at the largest size to the smallest (about 1 for a linear reader, the size ratio,
+8, for a quadratic one). Not a test: times depend on the machine.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from rooflab.engines.logs import parse_startups  # noqa: E402
 FIELDS = ("KV Cache is allocated. ", "Memory profiling results: total_gpu_memory=1GiB ", "LLM engine (v1) with config: ",
           "Load weight end. ", "max_total_num_tokens=1 ", "Maximum concurrency for ", "aaaaaaa ")
 SIZES = (5000, 10000, 20000, 40000)
+#: Configuration lines a terminal wrapped (logrules.config_lines): a record left open, followed by lines that
+#: continue it without closing it, or by lines each opening a record of its own.
+OPEN_CONFIG = "INFO 08-28 10:00:00 [utils.py:326] non-default args: {'model': 'Qwen\n"
+WRAPPED = (("open config record, unclosed continuations", "aaaaaaa', 'b': {'c\n"),
+           ("open config record, every line a new one", "non-default args: {'model': 'Q\n"))
 PLAIN = "INFO 08-19 14:58:40 [gpu_worker.py:277] Available KV cache memory: 112.61 GiB\n"
 
 
@@ -37,6 +43,8 @@ def main() -> None:
     print(f"{'input':<52}" + "".join(f"{n:>10,}" for n in SIZES) + "   per-repeat ratio")
     cases = [(repr(f), lambda n, f=f: f * n + "\nGPU KV cache size: 5 tokens\n") for f in FIELDS]
     cases.append(("plain log lines (one per repeat)", lambda n: PLAIN * n))
+    for label, line in WRAPPED:
+        cases.append((label, lambda n, line=line: OPEN_CONFIG + line * n + PLAIN))
     for label, make in cases:
         times = [seconds(make(n)) for n in SIZES]
         ratio = (times[-1] / SIZES[-1]) / (times[0] / SIZES[0]) if times[0] else float("nan")

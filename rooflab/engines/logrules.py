@@ -194,6 +194,122 @@ def settings_of(line: str) -> dict[str, str]:
     return found
 
 
+# --- configuration records a terminal wrapped -----------------------------------------------------------------------
+
+#: The start of a log record: a process tag ('(APIServer pid=N)', '(VllmWorker TP0 pid=N)', '(VllmWorker rank=N
+#: pid=M)'), vLLM's level and date ('INFO 08-28 '), SGLang's '[2025-10-16 12:00:00' or '[12:00:00', or a timestamp,
+#: after any colour codes, indentation or a container's 'name  | '. A line starting so is a record of its own.
+_RECORD_START = re.compile(r"(?:\x1b\[[0-9;]*m|\s)*(?:[\w.-]+\s+\|\s+)?"
+                           r"(?:\([A-Za-z][\w ]*? (?:pid|rank)=\d+"
+                           r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d "
+                           r"|\[\d{4}-\d\d-\d\d[ T]\d|\[\d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:)")
+#: How far into a line a record's prefix is looked for (colour codes and two process tags fit).
+_PREFIX_CHARS = 200
+#: The most lines one configuration record is joined from (vLLM V1's config line is ~3,000 characters: ~40 lines at
+#: 80 columns); a record still open after them is left as printed.
+MAX_CONFIG_LINES = 256
+_OPENERS, _CLOSERS, _QUOTES = "{[(", "}])", "'\""
+_SPECIAL = re.compile(r"[{}\[\]()'\"\\]")
+
+
+def starts_record(line: str) -> bool:
+    """Whether the line begins with a log prefix (a new record, never the continuation of another)."""
+    return _RECORD_START.match(line[:_PREFIX_CHARS]) is not None
+
+
+@dataclass(frozen=True)
+class Nesting:
+    """Where a configuration record stands: open brackets ({[( counted together) and the quote it is inside ('' for
+    none). Python's repr of a dict or a Namespace quotes strings with ' or " and escapes with a backslash."""
+
+    depth: int = 0
+    quote: str = ""
+    escaped: bool = False
+
+    @property
+    def open(self) -> bool:
+        return self.depth > 0 or bool(self.quote)
+
+    def after(self, text: str) -> "Nesting":
+        """The state after `text`, in time linear in its length (only brackets, quotes and backslashes are
+        visited). A closing bracket with none open is ignored (V0's config line ends with a ')' opened before
+        its marker)."""
+        depth, quote = self.depth, self.quote
+        skip = 0 if self.escaped else -1          # the position a backslash escapes
+        for match in _SPECIAL.finditer(text):
+            c, pos = match.group(), match.start()
+            if pos == skip:
+                continue
+            if quote:
+                if c == "\\":
+                    skip = pos + 1
+                elif c == quote:
+                    quote = ""
+            elif c in _QUOTES:
+                quote = c
+            elif c in _OPENERS:
+                depth += 1
+            elif c in _CLOSERS:
+                depth = max(depth - 1, 0)
+        escaped = bool(quote) and skip == len(text)   # a backslash ending the text escapes the next one's first
+        return Nesting(depth, quote, escaped)
+
+
+def config_lines(lines: list[str], i: int) -> int:
+    """How many lines, from lines[i], one configuration record takes: 1 unless lines[i] states settings
+    (CONFIG_MARKERS, or the start of one the wrap cut) and leaves a bracket or quote open from its marker on, and the
+    lines after it close it. A continuation never starts with a log prefix (starts_record), is blank or has a
+    marker start in it; a record those cut before it closes (a stored source cut the line) is left as printed, never
+    merged with what follows. The lines looked at stop where the next marker starts, so each line is scanned at
+    most twice."""
+    state, used = _opened(lines, i)
+    if not used:
+        return 1
+    while state.open:
+        if used == MAX_CONFIG_LINES or not _continues(lines, i + used):
+            return 1
+        state = state.after(lines[i + used])
+        used += 1
+    return used
+
+
+def _continues(lines: list[str], i: int) -> bool:
+    """Whether lines[i] exists and may continue a record: not blank, no log prefix, no marker starting in it."""
+    return i < len(lines) and bool(lines[i].strip()) and not starts_record(lines[i]) and _marker_in(lines, i) < 0
+
+
+def _opened(lines: list[str], i: int) -> tuple[Nesting, int]:
+    """The state after the marker of the record lines[i] starts, and the lines read to find it (0: no record):
+    one, or two where the wrap cut the marker itself ('non-d' / 'efault args: {')."""
+    at = _marker_in(lines, i)
+    if at < 0:
+        return Nesting(), 0
+    line = lines[i]
+    if _marker_at(line) >= 0:
+        return Nesting().after(line[at:]), 1
+    return Nesting().after(line[at:]).after(lines[i + 1]), 2
+
+
+def _marker_in(lines: list[str], i: int) -> int:
+    """Where in lines[i] a configuration marker starts, whole or cut by the wrap at its end (the next line holding
+    the rest and continuing it), or -1; it looks at lines[i] and the start of lines[i + 1] only."""
+    line = lines[i]
+    at = _marker_at(line)
+    if at >= 0 or i + 1 >= len(lines) or not lines[i + 1].strip() or starts_record(lines[i + 1]):
+        return at
+    tail = line[-_MARKER_EDGE:]
+    cut = _marker_at(tail + lines[i + 1][:_MARKER_EDGE])
+    return len(line) - len(tail) + cut if 0 <= cut < len(tail) else -1
+
+
+def _marker_at(text: str) -> int:
+    """Where the first configuration marker in `text` starts, or -1."""
+    return min((p for p in (text.find(m) for m in CONFIG_MARKERS) if p >= 0), default=-1)
+
+
+_MARKER_EDGE = max(len(m) for m in CONFIG_MARKERS) - 1   # the most of a cut marker one side of the cut holds
+
+
 def rank_of(line: str) -> Optional[str]:
     """The worker a line's prefix names ('Worker_PP1_TP3', 'TP1', 'pid=1786'), or None for the main process (vLLM's
     driver or EngineCore, SGLang's launcher): vLLM V1 '(Worker_TP0 pid=N)', '(Worker_PP1_TP3 pid=N)',
@@ -207,4 +323,5 @@ _RANK = re.compile(r"\((Worker_[A-Za-z0-9_]+) pid=\d+[,)]|(?:Worker_|\s|\[)(TP\d
                    r"|\((?:VllmWorkerProcess|RayWorkerWrapper|VllmWorker[^)]*?) (pid=\d+)[,)]")
 
 
-__all__ = ["ANCHORS", "CONFIG_MARKERS", "Hit", "RULES", "Rule", "incomplete", "rank_of", "read_line", "settings_of"]
+__all__ = ["ANCHORS", "CONFIG_MARKERS", "Hit", "MAX_CONFIG_LINES", "Nesting", "RULES", "Rule", "config_lines",
+           "incomplete", "rank_of", "read_line", "settings_of", "starts_record"]

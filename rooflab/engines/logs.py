@@ -50,8 +50,10 @@ pid=N)', '(Worker_PP1_TP3 pid=N)', '(RayWorkerWrapper pid=N)', SGLang's 'TP1'; n
 so several processes' lines, interleaved, are one start-up. The same KV figure from several ranks: the smallest is
 kept, as the engine sizes by it, and vLLM's memory terms (weights, activation, non-torch, total, budget) are that
 rank's, not one rank's terms beside another's KV figure. A line a terminal wrapped (a rule's phrase without its
-fields) is joined with up to two following lines. A negative 'Available KV cache memory' (vLLM V1 when nothing is
-left) is read as printed. Reading is linear in the log's size (logrules.py).
+fields) is joined with up to two following lines; a configuration line a terminal wrapped (vLLM V1 prints its
+non-default args dict on one long line) is joined with the lines that continue its open bracket or quote, never with
+a line that starts with a log prefix (logrules.config_lines). A negative 'Available KV cache memory' (vLLM V1 when
+nothing is left) is read as printed. Reading is linear in the log's size (logrules.py).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from typing import Callable, Optional
 from ..errors import InputError
 from ..files import read_text
 from ..units import GiB
-from .logrules import ANCHORS, Hit, incomplete, rank_of, read_line, settings_of
+from .logrules import ANCHORS, Hit, config_lines, incomplete, rank_of, read_line, settings_of
 from .vocab import Accounting, Engine
 
 #: A start-up log larger than this is refused (the lines that matter are a few hundred bytes).
@@ -202,9 +204,22 @@ def _checked(key: str, kind: str, text: str, name: str, line_no: int) -> float:
     return value
 
 
+def _records(text: str) -> tuple[list[int], list[str]]:
+    """The log's line numbers and lines, with a configuration line a terminal wrapped joined to the lines that
+    continue its open bracket or quote (logrules.config_lines), numbered by its first line."""
+    lines = text.splitlines()
+    numbers, records, i = [], [], 0
+    while i < len(lines):
+        used = 1 if lines[i].startswith(PROVENANCE) else config_lines(lines, i)
+        numbers.append(i + 1)
+        records.append("".join(lines[i:i + used]))
+        i += used
+    return numbers, records
+
+
 def _lines(text: str):
     """(line number, line) with provenance notes skipped and lines a terminal wrapped joined back."""
-    lines = text.splitlines()
+    numbers, lines = _records(text)
     i = 0
     while i < len(lines):
         line, used = lines[i], 1
@@ -221,7 +236,7 @@ def _lines(text: str):
                     line, used = joined, extra + 1
                     break
         if not line.startswith(PROVENANCE):
-            yield i + 1, line
+            yield numbers[i], line
         i += used
 
 

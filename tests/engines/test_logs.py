@@ -4,7 +4,8 @@ Each fixture format (public logs, tests/data/engine_logs/SOURCES.md; synthetic l
 cited in logs.py), term-by-term tables, several start-ups in one paste, wrapped lines, settings a config line
 states; and what is refused or read as printed: an unrecognised or mixed log, a corrupt figure (named with its
 line), a named pipe, negative available memory, ranks that disagree, and a line of 20,000 repeats read
-without hanging; held-out set 2's hashes, cases and parsing.
+without hanging; configuration lines a terminal wrapped; held-out sets 2 and 3's hashes, cases and parsing, and
+set 3's wrapped `non-default args` read whole.
 """
 
 from __future__ import annotations
@@ -147,6 +148,50 @@ def test_a_line_a_terminal_wrapped_is_joined(cut):
     at = line.index("KV Cache") + cut
     log = parse_log(line[:at] + "\n" + line[at:] + "\n", "w.log")
     assert log.value("kv_tokens") == 1669816 and log.value("k_size") == round(76.44 * GiB)
+
+
+# vLLM v0.10.1.1's format strings (vllm/entrypoints/utils.py:326 "non-default args: %s", a dict's repr;
+# vllm/v1/engine/core.py:74 "Initializing a V1 LLM engine (v%s) with config: %s", VllmConfig.__str__), settings
+# made up for the test, cut as a terminal of `width` columns cuts them (logrules.config_lines).
+_ARGS = ("(APIServer pid=121) INFO 09-03 04:36:09 [utils.py:326] non-default args: {'model': 'Org/Model-7B', "
+         "'max_model_len': 16384, 'tensor_parallel_size': 2, 'gpu_memory_utilization': 0.5}")
+_CONFIG = ("(EngineCore_0 pid=1257) INFO 09-03 04:36:20 [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with "
+           "config: model='Org/Model-7B', speculative_config=None, tokenizer='Org/Model-7B', "
+           "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, override_neuron_config={}, tokenizer_revision=None, "
+           "trust_remote_code=False, dtype=torch.bfloat16, max_seq_len=16384, download_dir='/models/cache', "
+           "load_format=auto, tensor_parallel_size=4, pipeline_parallel_size=1, disable_custom_all_reduce=False, "
+           "quantization=None, enforce_eager=False, kv_cache_dtype=fp8_e5m2")
+_KV = ("(EngineCore_0 pid=1257) INFO 09-03 04:42:46 [kv_cache_utils.py:849] GPU KV cache size: 412,944 tokens\n"
+       "(EngineCore_0 pid=1257) INFO 09-03 04:42:46 [kv_cache_utils.py:853] Maximum concurrency for 16,384 tokens "
+       "per request: 25.20x\n")
+
+
+def _wrapped(line, width):
+    return "\n".join(line[i:i + width] for i in range(0, len(line), width)) + "\n"
+
+
+@pytest.mark.parametrize("width", [40, 80, 120, 140])
+def test_a_non_default_args_dict_a_terminal_wrapped_states_its_settings(width):
+    log = parse_log(_wrapped(_ARGS, width) + _KV, "w.log")
+    assert (log.value("tensor_parallel"), log.value("utilization"), log.value("max_model_len")) == (2, 0.5, 16384)
+    marker_line = _ARGS.index("non-default args:") // width + 1      # the record starts where its marker does
+    assert log.get("tensor_parallel").line_no == marker_line
+    assert log.get("kv_tokens").line_no == len(_ARGS) // width + 2
+
+
+def test_a_config_line_wrapped_inside_its_quotes_states_its_settings():
+    first = _CONFIG.index("'Org/Model") + 4
+    cuts = [0, first, _CONFIG.index("'Org/Model", first) + 4, _CONFIG.index("'/models") + 4, len(_CONFIG)]
+    pieces = [_CONFIG[a:b] for a, b in zip(cuts, cuts[1:])]      # four lines, each wrap inside a quoted value
+    log = parse_log("\n".join(pieces) + "\n" + _KV, "w.log")
+    assert log.value("tensor_parallel") == 4 and log.setting("kv_cache_dtype").value == "fp8_e5m2"
+
+
+def test_a_dict_the_source_cut_is_not_merged_with_the_next_record():
+    cut = _ARGS[:_ARGS.index("'tensor_parallel_size'")]
+    log = parse_log(cut + "\n" + "some text a post added\n" + _KV, "w.log")
+    assert log.value("tensor_parallel") is None and log.value("max_model_len") == 16384   # the concurrency line's
+    assert log.get("kv_tokens").line_no == 3
 
 
 def test_settings_a_config_line_states():
@@ -416,3 +461,18 @@ def test_heldout3_every_log_parses_into_startups_that_state_a_kv_figure(name):
     assert startups
     for log in startups:
         assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
+
+
+#: The dennislee22/vLLM-benchmarking logs of set 3 print a `non-default args` dict a terminal wrapped at 140 columns
+#: in four of five Qwen2-7B files (heldout3/SOURCES.md "Findings of the reader"): read from the log alone, each
+#: states the TP size, utilisation and max model len its post states (CASES3; TP 1 where neither states one).
+_DENNISLEE22 = [c for c in _heldout_bench().CASES3 if "dennislee22" in (HELDOUT3 / c.log).read_text().splitlines()[0]]
+
+
+@pytest.mark.parametrize("case", _DENNISLEE22, ids=lambda c: c.log)
+def test_heldout3_wrapped_args_state_the_posts_settings_from_the_log_alone(case):
+    (log,) = read_startups(HELDOUT3 / case.log)
+    read = {key: log.value(key) for key in ("tensor_parallel", "utilization", "max_model_len")}
+    stated = {"tensor_parallel": case.options.get("tensor_parallel", 1), "utilization": case.options["utilization"],
+              "max_model_len": case.options["max_model_len"]}
+    assert {**read, "tensor_parallel": read["tensor_parallel"] or 1} == stated and len(_DENNISLEE22) == 6
