@@ -299,7 +299,8 @@ def moe_rows(f8, errors):
                                  flops=2 * pairs * n * k, hbm_bytes=hbm, seconds=f"{med:.4e}",
                                  seconds_min=f"{mn:.4e}", repeats=REPEATS, tb_per_s=f"{hbm / med / 1e12:.2f}",
                                  rel_error=f"{rel:.2e}",
-                                 note=f"config key M={key}: BN {bn} BK {bk} GROUP_M {gm} warps {warps} stages {stages}"))
+                                 note=f"config key M={key}: BN {bn} BK {bk} GROUP_M {gm} warps {warps} "
+                                      f"stages {stages}"))
     return rows
 
 

@@ -21,13 +21,17 @@ Triton kernel: the engines' own expert kernels are priced as this measured stand
 from __future__ import annotations
 
 import csv
+import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
+from ..cost.fused_moe import fused_tiles
 from ..cost.gemm import GemmCost, gemm
 from ..errors import InputError
+from ..load import data_dir
 from ..predict import model_time
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
@@ -126,5 +130,84 @@ def predicted_s(row: dict, fitted: FittedModel, gpu: GpuSpec) -> float:
     return fitted.overhead_s + t / fitted.efficiency
 
 
-__all__ = ["CAMPAIGN", "GROUPED_IMPL", "fit_grouped", "fit_moe_campaign", "grouped_cost", "model_times",
-           "predicted_s", "read_moe_csv"]
+#: The fused block-fp8 kernel's campaign (benchmarks/h200_early2025_decode_kernels.py: our own Triton kernel of
+#: the engines' fused_moe algorithm at their shipped H200 config) and the rooflab GPU it was measured on.
+FUSED_CAMPAIGN, FUSED_GPU = "moe/h200-fused-moe-block-fp8.csv", "h200-sxm"
+
+
+@dataclass(frozen=True)
+class FusedMoeFit:
+    """The Triton fused_moe kernel over block-fp8 experts at the engines' shipped config, fitted on our own
+    kernel's measured launches (rooflab.fit.moe_fit.fit_fused):
+
+        t = c0 + Q / B + tiles x tau
+
+    Q the grouped GEMM's bytes (the touched experts' fp8 weights once, the pairs' activations in and out:
+    cost/gemm.py), tiles its live programs (cost/fused_moe.py), c0 the launch's fixed time in a CUDA graph, B the
+    bandwidth its weight stream reaches, tau each program's fixed cost over the whole chip (prologue, scales, the
+    [BLOCK_M, BLOCK_N] bf16 store): why the down GEMM (K 256, two K steps a program, n / BLOCK_N = 56 programs an
+    expert) runs at ~2.5 TB/s where the gate/up GEMM (K 7168, 4 programs an expert) runs at ~3.7. Memory-bound
+    rows only (up to 512 tokens, 4096 pairs): it says nothing of the compute-bound kernel."""
+
+    overhead_s: float                  # c0
+    bytes_per_s: float                 # B
+    tile_s: float                      # tau
+    rows: int
+    held_out_rows: int
+    median_error: float                # |fit on the other rows / measured - 1| over the held-out rows
+    worst_error: float
+    campaign: str
+    gpu: str
+    max_tokens: int                    # the largest step measured (tokens): the fit's range
+
+    def time_s(self, tokens: float, pairs: float, touched: float, n: int, hbm_bytes: float) -> float:
+        """One launch's time: c0 + Q / B + tiles tau."""
+        return self.overhead_s + hbm_bytes / self.bytes_per_s + fused_tiles(tokens, pairs, touched, n) * self.tile_s
+
+
+def _fused_terms(rows: Sequence[dict]) -> np.ndarray:
+    """[1, Q, tiles] of each fused row (Q of cost/gemm.py's grouped GEMM in fp8)."""
+    out = []
+    for r in rows:
+        cost = grouped_cost(r["pairs"], r["n"], r["k"], DType.fp8_e4m3, r["experts_touched"], r["gemm"])
+        out.append([1.0, float(cost.hbm_bytes), fused_tiles(r["tokens"], r["pairs"], r["experts_touched"], r["n"])])
+    return np.array(out)
+
+
+def _relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Coefficients minimising sum ((x c) / y - 1)^2."""
+    return np.linalg.lstsq(x / y[:, None], np.ones_like(y), rcond=None)[0]
+
+
+def fit_fused(rows: Sequence[dict], campaign: str = FUSED_CAMPAIGN, gpu: str = FUSED_GPU) -> FusedMoeFit:
+    """c0, B and tau by relative least squares on every row; held-out errors of the fit on alternate token
+    counts (each GEMM's rows, tokens ascending) against the others. A constant out of its physical range
+    (c0 or tau negative, B not positive) is an InputError."""
+    rows = sorted((r for r in rows if r["impl"] == "triton_fused_moe"), key=lambda r: (r["gemm"], r["tokens"]))
+    if len(rows) < 6:
+        raise InputError(f"fused MoE campaign {campaign}: {len(rows)} triton_fused_moe rows, at least 6 needed")
+    x, y = _fused_terms(rows), np.array([r["seconds"] for r in rows])
+    held = np.array([i % 2 == 1 for i in range(len(rows))])
+    half = _relative_lstsq(x[~held], y[~held])
+    errors = np.abs(x[held] @ half / y[held] - 1)
+    c0, inv_b, tau = _relative_lstsq(x, y)
+    if c0 < 0 or tau < 0 or inv_b <= 0:
+        raise InputError(f"fused MoE campaign {campaign}: unphysical fit c0 {c0:.3g} s, 1/B {inv_b:.3g} s/B, "
+                         f"tau {tau:.3g} s")
+    return FusedMoeFit(float(c0), float(1 / inv_b), float(tau), len(rows), int(held.sum()),
+                       float(np.median(errors)), float(errors.max()), campaign, gpu,
+                       max(int(r["tokens"]) for r in rows))
+
+
+@functools.lru_cache(maxsize=None)
+def fused_moe_fit(gpu_name: str) -> Optional[FusedMoeFit]:
+    """The bundled fused-kernel fit for the GPU it was measured on (FUSED_GPU), else None (no transfer: the kernel
+    is Triton's code for one architecture, measured on one GPU)."""
+    if gpu_name != FUSED_GPU:
+        return None
+    _, rows = read_moe_csv(data_dir("measurements") / FUSED_CAMPAIGN)
+    return fit_fused(rows)
+
+
+__all__ = ["CAMPAIGN", "FUSED_CAMPAIGN", "FUSED_GPU", "FusedMoeFit", "GROUPED_IMPL", "fit_fused", "fit_grouped",
+           "fit_moe_campaign", "fused_moe_fit", "grouped_cost", "model_times", "predicted_s", "read_moe_csv"]

@@ -23,12 +23,15 @@ from ..cost.model import experts_touched
 from ..specs.weights import attention_parameters
 from ..vocab import Kernel
 from .moe_kernel import MoeKernel
-from .pricing import StepContext, comm_row, gemm_row, priced_row
+from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
 from .rows import StepRow
 
 
 #: What each expert-kernel model is, in a row's source (rooflab.step.moe_kernel).
 _KERNEL_WORDS = {MoeKernel.tuned: "a tuned kernel, priced as cuBLAS on the same FLOPs and bytes (assumed)",
+                 MoeKernel.fused_block_fp8: "Triton fused_moe over block-fp8 experts at the shipped config, priced "
+                                            "as our kernel of it measured on the H200 (c0 + Q / B + tiles tau), "
+                                            "never below cuBLAS's price",
                  MoeKernel.torch_grouped: "torch's grouped GEMM, as measured",
                  MoeKernel.default_config: "fused_moe on its default config, priced as torch's grouped GEMM "
                                            "(assumed: not measured)"}
@@ -99,15 +102,18 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
              gemm(pairs, 2 * width, hidden, a, "experts_gate_up", bits, touched),
              gemm(pairs, hidden, width, a, "experts_down", bits, touched)]
     t = ctx.pricer.gemms(costs[:1], count, dtype)
-    priced = [ctx.pricer.expert_gemm_time(c, a, ctx.moe_kernel) for c in costs[1:]]
+    priced = [ctx.pricer.expert_gemm_time(c, a, ctx.moe_kernel, tokens, pairs, touched, n)
+              for c, n in zip(costs[1:], (2 * width, hidden))]
     t2 = None if any(g is None for g, _ in priced) else count * sum(g for g, _ in priced)
     impl = priced[0][1]
     where = f" over EP {ep}" if ep > 1 else ""
     imb = f", imbalance {ctx.imbalance:g}" if ctx.imbalance != 1 else ""
     how = f"experts ({_KERNEL_WORDS[ctx.moe_kernel]}): " + (
+        f"fused-kernel fit ({impl}, measurements/moe/h200-fused-moe-block-fp8.csv)" if impl == FUSED_IMPL else
         f"grouped-GEMM fit ({impl}, {pairs / max(touched, 1e-9):.1f} pairs a touched expert)"
         if impl != "torch_cublas" else "GEMM fit (torch_cublas) on the experts' work in one launch"
-        if ctx.moe_kernel is MoeKernel.tuned else "GEMM fit (torch_cublas), no grouped fit here")
+        if ctx.moe_kernel in (MoeKernel.tuned, MoeKernel.fused_block_fp8) else
+        "GEMM fit (torch_cublas), no grouped fit here")
     return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
                       None if t is None or t2 is None else t + t2, impl, a, num_layers=count,

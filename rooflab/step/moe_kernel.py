@@ -2,10 +2,17 @@
 facts, read from the engines' shipped source, that pick one for an engine at a version (engine_moe_kernel).
 
     tuned            a tuned fused / grouped kernel: vLLM's and SGLang's Triton fused_moe with a tuned config file
-                     for the shape (E, N, device, dtype, block). Priced as the dense cuBLAS GEMM fit (torch_cublas) on the experts' whole work
-                     in one launch: 2 P n k FLOPs over the touched experts' weights read once (the pricing before
-                     the grouped fit). The assumption: a tuned expert kernel reaches cuBLAS's efficiency on the same
-                     FLOPs and bytes; no measurement of ours checks it
+                     for the shape (E, N, device, dtype, block). Priced as the dense cuBLAS GEMM fit
+                     (torch_cublas) on the experts' whole work in one launch: 2 P n k FLOPs over the touched
+                     experts' weights read once (the pricing before the grouped fit). The assumption: a tuned
+                     expert kernel reaches cuBLAS's efficiency on the same FLOPs and bytes; for the block-fp8
+                     kernel below, our measurement says it does not
+    fused_block_fp8  the same Triton fused_moe over block-fp8 experts ([128, 128] scales) at the tuned config the
+                     release shipped, where its kernel was read (vLLM 0.7.3, SGLang 0.4.3.post2): priced by our own
+                     kernel of that algorithm at that config, measured on the H200 (rooflab.fit.moe_fit.FusedMoeFit:
+                     c0 + Q / B + tiles tau; measurements/moe/h200-fused-moe-block-fp8.csv), never faster than
+                     `tuned`, up to the 512 tokens a step measured (memory-bound launches); past them, on a GPU
+                     with no such measurement, or in other arithmetic: priced as `tuned`, noted
     torch_grouped    torch._grouped_mm / torch._scaled_grouped_mm, the grouped-GEMM fit measured on the H200
                      (rooflab.fit.moe_fit; measurements/moe/h200-moe-gemm.csv)
     default_config   fused_moe on its default tile config (no tuned file: the engine logs "Using default MoE config.
@@ -14,9 +21,11 @@ facts, read from the engines' shipped source, that pick one for an engine at a v
 
 Facts (CONFIG_FACTS): whether the engine's release shipped the tuned config file the shape looks up, read from its
 wheel on PyPI (the file list under the config folder). An engine at a version at or after a release that shipped the
-file runs `tuned` (a shipped config is assumed kept: SGLang moved its files into triton_<version>/ folders and falls
-back to another Triton version's file, fused_moe_triton_config.py get_moe_configs); at or before a release that did
-not ship it, `default_config`; between or unknown (no version, a shape no fact covers, TensorRT-LLM's own MoE
+file runs the fact's kernel, `fused_block_fp8` where the release's block-fp8 kernel was read (within that release's
+minor line, 0.7.x / 0.4.x: the kernel read is assumed kept there, not beyond), else `tuned` (a shipped config is
+assumed kept until a later release read says otherwise: SGLang moved its files into triton_<version>/ folders and
+falls back to another Triton version's file, fused_moe_triton_config.py get_moe_configs); at or before a release
+that did not ship it, `default_config`; between or unknown (no version, a shape no fact covers, TensorRT-LLM's own MoE
 plugin, whose releases were not read): torch_grouped, the step's documented default (DEFAULT_MOE_KERNEL).
 """
 
@@ -35,6 +44,7 @@ class MoeKernel(_Named):
     """How the step prices a MoE layer's expert GEMMs (a model of the engine's expert kernel)."""
 
     tuned = "tuned"                      # tuned fused / grouped kernel: the dense cuBLAS fit on the experts' work
+    fused_block_fp8 = "fused_block_fp8"  # Triton fused_moe, block fp8, shipped config: our kernel's H200 fit
     torch_grouped = "torch_grouped"      # torch's grouped GEMM: the measured grouped-GEMM fit
     default_config = "default_config"    # fused_moe on its default config: priced as torch_grouped (assumed)
 
@@ -53,6 +63,8 @@ class ConfigFact:
     file: str                            # the config file the engine looks up (its get_config_file_name)
     shipped: bool
     source: str                          # where it was read
+    kernel: "MoeKernel" = MoeKernel.tuned    # the model a shipped file implies: fused_block_fp8 where the kernel
+                                             # that reads it was read at this release (block fp8), else tuned
 
     @property
     def experts(self) -> int:
@@ -76,6 +88,8 @@ _VLLM = "vllm/model_executor/layers/fused_moe/configs/"
 _SG043 = "sglang/srt/layers/moe/fused_moe_triton/configs/"
 _SG0512 = "sglang/srt/layers/moe/moe_runner/triton_utils/configs/triton_3_1_0/"
 _WHEEL = "the {0} {1} wheel on PyPI ({2}), {3}"
+_FUSED = ("; its kernel ({0} fused_moe_kernel, block-fp8 path) read at this release: BLOCK_M 64, BLOCK_N 128, "
+          "BLOCK_K 128 at 24 to 2048 tokens, the same config for gate/up and down")
 
 #: The facts, one a (release, config file): the file lists of the engines' wheels. vLLM's files: E (experts a
 #: rank), N = the expert's intermediate size a rank (w2's shape[2]), device_name = torch's name with "_", dtype
@@ -90,10 +104,12 @@ CONFIG_FACTS = (
                + ": Mixtral's TP 2 bf16 shape still has no H200 file"),
     ConfigFact("vllm", "0.7.3", "h200-sxm",
                "E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json", True,
-               _WHEEL.format("vllm", "0.7.3", "vllm-0.7.3-cp38-abi3-manylinux1_x86_64.whl", _VLLM)),
+               _WHEEL.format("vllm", "0.7.3", "vllm-0.7.3-cp38-abi3-manylinux1_x86_64.whl", _VLLM)
+               + _FUSED.format("vllm/model_executor/layers/fused_moe/fused_moe.py"), MoeKernel.fused_block_fp8),
     ConfigFact("sglang", "0.4.3.post2", "h200-sxm",
                "E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json", True,
-               _WHEEL.format("sglang", "0.4.3.post2", "sglang-0.4.3.post2-py3-none-any.whl", _SG043)),
+               _WHEEL.format("sglang", "0.4.3.post2", "sglang-0.4.3.post2-py3-none-any.whl", _SG043)
+               + _FUSED.format("sglang/srt/layers/moe/fused_moe_triton/fused_moe.py"), MoeKernel.fused_block_fp8),
     ConfigFact("sglang", "0.4.3.post2", "h200-sxm", "E=8,N=7168,device_name=NVIDIA_H200.json", True,
                _WHEEL.format("sglang", "0.4.3.post2", "sglang-0.4.3.post2-py3-none-any.whl", _SG043)),
     ConfigFact("sglang", "0.5.12", "h200-sxm",
@@ -119,6 +135,11 @@ def release(version) -> Optional[tuple[int, ...]]:
     where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release)."""
     match = re.match(r"v?(\d+\.\d+(?:\.\d+)*)(?!\d)", str(version or "").strip())
     return tuple(int(n) for n in match.group(1).split(".")) if match else None
+
+
+def _line(version) -> str:
+    """A release's line ('0.7.3' -> '0.7.x')."""
+    return ".".join(str(n) for n in release(version)[:2]) + ".x"
 
 
 def _engine(engine) -> str:
@@ -152,7 +173,11 @@ def moe_kernel_fact(engine, version, model, gpu_name: str, tensor_parallel: int 
              and (f.experts, f.width, f.dtype, f.block) == key]
     shipped = sorted((f for f in facts if f.shipped and release(f.version) <= at), key=lambda f: release(f.version))
     if shipped:                                                  # the latest release read at or before `version`
-        return MoeKernel.tuned, f"{name} {shipped[-1].version} shipped {shipped[-1].file}: {shipped[-1].source}"
+        fact = shipped[-1]
+        why = f"{name} {fact.version} shipped {fact.file}: {fact.source}"
+        if fact.kernel is MoeKernel.fused_block_fp8 and at[:2] != release(fact.version)[:2]:
+            return MoeKernel.tuned, why + f"; its kernel was read in the {_line(fact.version)} line only: tuned"
+        return fact.kernel, why
     missing = sorted((f for f in facts if not f.shipped and release(f.version) >= at), key=lambda f: release(f.version))
     if missing:                                                  # the earliest release read at or after it
         first = missing[0]

@@ -20,6 +20,7 @@ from ..comm import collective_time
 from ..cost.common import KernelCost
 from ..cost.gemm import GemmCost
 from ..deployment import Deployment
+from ..fit.moe_fit import FUSED_GPU, fused_moe_fit
 from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
 from ..predict import MEASURED_HERE, OWN, PredictedTime, no_prediction_reason, predict_time
@@ -33,6 +34,8 @@ from .rows import StepRow, floor_row, link_row
 _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
 #: The dense GEMM family's implementation (rooflab.fit.gemm_fit.IMPL: torch's cuBLAS).
 DENSE_GEMM_IMPL = "torch_cublas"
+#: The implementation name a fused block-fp8 expert row carries (our Triton kernel of the engines' fused_moe).
+FUSED_IMPL = "triton_fused_moe"
 
 
 def gemm_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
@@ -194,14 +197,41 @@ class Pricer:
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s), impl
 
-    def expert_gemm_time(self, cost: GemmCost, arithmetic: DType, kernel: MoeKernel) -> tuple[Optional[float], str]:
-        """A MoE layer's expert GEMM as `kernel` prices it (rooflab.step.moe_kernel), and the implementation that
-        priced it: `tuned` the dense cuBLAS fit on the experts' whole work in one launch (2 P n k FLOPs over the
-        touched experts' weights: a tuned kernel assumed as efficient as cuBLAS on them); `torch_grouped` and
-        `default_config` (not measured: priced as torch's) the grouped-GEMM fit (grouped_gemm_time)."""
+    def expert_gemm_time(self, cost: GemmCost, arithmetic: DType, kernel: MoeKernel, tokens: float, pairs: float,
+                         touched: float, n: int) -> tuple[Optional[float], str]:
+        """A MoE layer's expert GEMM (`cost`: `pairs` rows over `touched` experts' [n, k] weights; `tokens` the
+        step's tokens, the engine's config key) as `kernel` prices it (rooflab.step.moe_kernel), and the
+        implementation that priced it: `tuned` the dense cuBLAS fit on the experts' whole work in one launch
+        (2 P n k FLOPs over the touched experts' weights: a tuned kernel assumed as efficient as cuBLAS on them);
+        `fused_block_fp8` the larger of that and our fused kernel's measured fit (fused_time); `torch_grouped`
+        and `default_config` (not measured: priced as torch's) the grouped-GEMM fit (grouped_gemm_time)."""
+        if kernel is MoeKernel.fused_block_fp8:
+            return self.fused_time(cost, arithmetic, tokens, pairs, touched, n)
         if kernel is MoeKernel.tuned:
             return self.gemm_time(cost, arithmetic), DENSE_GEMM_IMPL
         return self.grouped_gemm_time(cost, arithmetic)
+
+    def fused_time(self, cost: GemmCost, arithmetic: DType, tokens: float, pairs: float, touched: float, n: int
+                   ) -> tuple[Optional[float], str]:
+        """The fused block-fp8 kernel: max(tuned's price, c0 + Q / B + tiles tau) with the fit measured on this GPU
+        (rooflab.fit.moe_fit.FusedMoeFit), or tuned's price, noted, where this GPU has no such measurement, the
+        arithmetic is not fp8 or the step's tokens are past the fit's measured range (its per-tile term would
+        extrapolate into compute-bound launches it never saw)."""
+        tuned = self.gemm_time(cost, arithmetic)
+        fit = fused_moe_fit(self.gpu.name) if arithmetic.is_fp8 else None
+        why = (f"it is measured on {FUSED_GPU} only" if arithmetic.is_fp8 else
+               f"it is measured for fp8 arithmetic, not {arithmetic.value}")
+        if fit is not None and tokens > fit.max_tokens:
+            fit, why = None, f"{tokens:,.0f} tokens a step is past the {fit.max_tokens:,} it is measured to"
+        if fit is None:
+            note = f"MoE experts' fused block-fp8 kernel priced as tuned: {why}"
+            if note not in self.notes:
+                self.notes.append(note)
+            return tuned, DENSE_GEMM_IMPL
+        fused = self.launch(fit.time_s(tokens, pairs, touched, n, float(cost.hbm_bytes)))
+        if tuned is None or fused is None:
+            return None, FUSED_IMPL
+        return max(tuned, fused), FUSED_IMPL
 
     @property
     def sources(self) -> str:

@@ -9,7 +9,8 @@ import pytest
 
 from rooflab.cost.gemm import gemm
 from rooflab.errors import InputError
-from rooflab.fit.moe_fit import GROUPED_IMPL, fit_moe_campaign, predicted_s, read_moe_csv
+from rooflab.fit.moe_fit import (GROUPED_IMPL, fit_fused, fit_moe_campaign, fused_moe_fit, predicted_s,
+                                 read_moe_csv)
 from rooflab.load import data_dir, load_gpu
 from rooflab.predict import predict_time
 from rooflab.units import DType
@@ -94,3 +95,57 @@ def test_the_grouped_fits_are_physical_and_never_faster_than_dense_cublas(m):
 def test_a_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="MoE GEMM measurements"):
         read_moe_csv(tmp_path / "nothing.csv")
+
+
+FUSED_CSV = data_dir("measurements") / "moe" / "h200-fused-moe-block-fp8.csv"
+
+
+def test_the_fused_campaign_holds_its_metadata_and_checked_rows():
+    """benchmarks/h200_early2025_decode_kernels.py's engine-config rows: both GEMMs at 13 token counts, every
+    output checked against a float32 reference (fp8 inputs dequantised; bf16 output rounding: ~2e-3)."""
+    meta, rows = read_moe_csv(FUSED_CSV)
+    for key in ("date", "device_name", "torch", "triton", "git_commit", "command", "copy_bytes_per_s"):
+        assert meta[key]
+    assert meta["device_name"] == "NVIDIA H200"
+    assert {r["impl"] for r in rows} == {"triton_fused_moe"} and len(rows) == 26
+    assert all(0 < float(r["rel_error"]) < 5e-3 for r in rows)
+    assert {r["gemm"] for r in rows} == {"gate_up", "down"}
+
+
+def test_the_fused_fit_is_physical_and_holds_its_held_out_rows():
+    """c0 a launch's order (1-50 us in a graph), B under the measured copy bandwidth (the run's own and the
+    YAML's), tau under a microsecond a program; the fit on half the token counts predicts the other half within
+    10% at the median (the form's reason: a per-program cost is why the down GEMM, 14x the programs an expert,
+    runs slower per byte than the gate/up GEMM)."""
+    meta, rows = read_moe_csv(FUSED_CSV)
+    fit = fit_fused(rows)
+    assert 1e-6 < fit.overhead_s < 5e-5
+    assert 0.5 * H200.measured.copy_bytes_per_s < fit.bytes_per_s < min(float(meta["copy_bytes_per_s"]),
+                                                                       H200.measured.copy_bytes_per_s)
+    assert 0 < fit.tile_s < 1e-6
+    assert fit.held_out_rows == 13 and fit.median_error < 0.10 and fit.worst_error < 0.25
+    assert fused_moe_fit("h200-sxm") == fit and fused_moe_fit("h100-sxm") is None
+
+
+def test_a_fused_row_priced_by_hand():
+    """The 32-token down GEMM: 160 experts touched, 256 pairs, n 7168, k 256 (fp8: 1 byte each): Q = 160 x 7168
+    x 256 + 256 x (256 + 7168), tiles = 160 x ceil(256 / (160 x 64)) x 7168 / 128 (BLOCK_M 64, BLOCK_N 128 at
+    the shipped file's key 32)."""
+    _, rows = read_moe_csv(FUSED_CSV)
+    fit = fit_fused(rows)
+    row = next(r for r in rows if r["gemm"] == "down" and r["tokens"] == 32)
+    touched = row["experts_touched"]
+    q = touched * 7168 * 256 + 256 * (256 + 7168)
+    tiles = touched * 1 * 56
+    hand = fit.overhead_s + q / fit.bytes_per_s + tiles * fit.tile_s
+    assert fit.time_s(32, 256, touched, 7168, q) == pytest.approx(hand, rel=1e-12)
+    assert hand == pytest.approx(row["seconds"], rel=0.10)
+
+
+def test_a_fused_campaign_too_small_or_unphysical_is_refused():
+    _, rows = read_moe_csv(FUSED_CSV)
+    with pytest.raises(InputError, match="at least 6 needed"):
+        fit_fused(rows[:4])
+    flipped = [dict(r, seconds=1e-3 / (1 + r["tokens"])) for r in rows]     # slower with fewer bytes
+    with pytest.raises(InputError, match="unphysical fit"):
+        fit_fused(flipped)

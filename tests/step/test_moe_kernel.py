@@ -4,11 +4,14 @@ and each kernel model's price of one shape by hand (the H200's fits in hardware/
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from rooflab.cost.model import experts_touched
 from rooflab.deployment import Deployment
 from rooflab.errors import InputError
+from rooflab.fit.moe_fit import fused_moe_fit
 from rooflab.load import load_gpu, load_model
 from rooflab.step import (DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of,
                           step_report)
@@ -48,17 +51,40 @@ def test_sglang_0_5_12_runs_tuned_fused_moe_for_deepseek_on_the_h200():
     assert kernel is MoeKernel.tuned and "sglang 0.5.12 shipped" in why and "triton_3_1_0" in why
 
 
-def test_sglang_0_4_3_post2_runs_tuned_fused_moe_for_deepseek_on_the_h200():
+def test_sglang_0_4_3_post2_runs_the_fused_block_fp8_kernel_for_deepseek_on_the_h200():
     """sglang-0.4.3.post2's wheel ships fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,
-    block_shape=[128, 128].json (the dstack rows' SGLang)."""
-    assert _deepseek("sglang", "0.4.3.post2") is MoeKernel.tuned
+    block_shape=[128, 128].json (the dstack rows' SGLang), and its fused_moe_kernel's block-fp8 path was read at
+    that release: the measured fused kernel."""
+    kernel, why = moe_kernel_fact("sglang", "0.4.3.post2", DEEPSEEK, "h200-sxm", 8, 1, FP8)
+    assert kernel is MoeKernel.fused_block_fp8 and "fused_moe_kernel, block-fp8 path) read" in why
 
 
-def test_vllm_0_7_4_dev_runs_tuned_fused_moe_for_deepseek_on_the_h200():
+def test_vllm_0_7_4_dev_runs_the_fused_block_fp8_kernel_for_deepseek_on_the_h200():
     """vllm-0.7.3's wheel ships fused_moe/configs/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,
-    block_shape=[128,128].json, so the dstack rows' 0.7.4.dev181+gf35f8e22 (after 0.7.3) has it."""
+    block_shape=[128,128].json and its kernel was read there, so the dstack rows' 0.7.4.dev181+gf35f8e22 (after
+    0.7.3) runs the measured fused kernel; before 0.7.3 no fact covers the shape (the default)."""
     kernel, why = moe_kernel_fact("vllm", "0.7.4.dev181+gf35f8e22", DEEPSEEK, "h200-sxm", 8, 1, FP8)
-    assert kernel is MoeKernel.tuned and "vllm 0.7.3 shipped" in why
+    assert kernel is MoeKernel.fused_block_fp8 and "vllm 0.7.3 shipped" in why
+    assert _deepseek("vllm", "0.7.3") is MoeKernel.fused_block_fp8
+    assert _deepseek("vllm", "0.7.2") is DEFAULT_MOE_KERNEL
+
+
+def test_only_block_fp8_facts_read_with_their_kernel_imply_the_fused_model():
+    """The fused model is the facts' own word: the block-fp8 files of the releases whose kernel was read; SGLang
+    0.5.12's kernel was not read (tuned) and Mixtral's bf16 files are not block fp8 (tuned)."""
+    fused = {(f.engine, f.version) for f in CONFIG_FACTS if f.kernel is MoeKernel.fused_block_fp8}
+    assert fused == {("vllm", "0.7.3"), ("sglang", "0.4.3.post2")}
+    assert all(f.block and f.shipped for f in CONFIG_FACTS if f.kernel is MoeKernel.fused_block_fp8)
+
+
+def test_the_fused_model_holds_within_the_read_releases_line_only():
+    """vLLM 0.7.x and SGLang 0.4.x run the kernel read at 0.7.3 / 0.4.3.post2; vLLM 0.8 and SGLang 0.5 (the
+    serving scheduler's SGLang default) keep the shipped file's `tuned`, the kernel there not read."""
+    assert _deepseek("vllm", "0.7.9") is MoeKernel.fused_block_fp8
+    assert _deepseek("sglang", "0.4.10.post2") is MoeKernel.fused_block_fp8
+    kernel, why = moe_kernel_fact("vllm", "0.8.0", DEEPSEEK, "h200-sxm", 8, 1, FP8)
+    assert kernel is MoeKernel.tuned and "read in the 0.7.x line only" in why
+    assert _deepseek("sglang", "0.5") is MoeKernel.tuned
 
 
 def test_vllm_through_0_7_3_runs_mixtral_tp2_on_the_default_config_on_the_h200():
@@ -97,7 +123,8 @@ def test_release_numbers():
 def test_a_kernel_by_name_and_a_bad_name():
     assert moe_kernel_of("tuned") is MoeKernel.tuned and moe_kernel_of(MoeKernel.default_config).value == \
         "default_config"
-    with pytest.raises(InputError, match="MoE kernel must be one of tuned, torch_grouped, default_config"):
+    with pytest.raises(InputError, match="MoE kernel must be one of tuned, fused_block_fp8, torch_grouped, "
+                                         "default_config"):
         moe_kernel_of("cutlass")
     with pytest.raises(InputError, match="MoE kernel"):
         step_report(MIXTRAL, H200, 64, 2048, deployment=Deployment(tensor_parallel=2), moe_kernel="fast")
@@ -113,7 +140,7 @@ def _t(fit, m, n, k, groups, pi, beta, b=2):
     return fit.overhead_s + max(flops / pi / fit.efficiency, hbm / beta / (fit.memory_efficiency or fit.efficiency))
 
 
-@pytest.mark.parametrize("kernel", list(MoeKernel))
+@pytest.mark.parametrize("kernel", [k for k in MoeKernel if k is not MoeKernel.fused_block_fp8])
 def test_each_kernel_models_price_of_mixtral_tp2_by_hand(kernel):
     """Mixtral-8x7B TP 2, 64 decodes, 32 layers: the router [64 x 8 x 4096] on cuBLAS, then the experts' gate/up
     [128 pairs x 14336 x 4096] and down [128 x 4096 x 7168] over the 8 touched experts' weights: `tuned` at the
@@ -136,3 +163,51 @@ def test_each_kernel_models_price_of_mixtral_tp2_by_hand(kernel):
     default = next(row for row in step_report(MIXTRAL, H200, 64, 2048, deployment=dep).rows
                    if row.component == "experts")
     assert moe.t_floor_s == default.t_floor_s
+
+
+def _deepseek_tp8_experts(batch, kernel, gpu=H200, phase="decode"):
+    dep = Deployment(tensor_parallel=8, weight_format="fp8", fused_elementwise=True)
+    report = step_report(DEEPSEEK, gpu, batch, 3600, phase, deployment=dep, moe_kernel=kernel, check_memory=False)
+    return next(row for row in report.rows if row.component == "experts"), report
+
+
+def test_the_fused_kernel_prices_deepseek_tp8_decode_by_hand():
+    """DeepSeek-V3 fp8 at TP 8, 32 decodes (the dstack rows' shape), 58 MoE layers: the router [32 x 256 x 7168] on
+    cuBLAS (bf16), then each expert GEMM at max(tuned, c0 + Q / B + tiles tau), the fit read from the bundled
+    campaign: gate/up Q = G 512 x 7168 + 256 (7168 + 512) bytes, tiles G ceil(256 / (G 64)) (512 / 128); down
+    Q = G 7168 x 256 + 256 (256 + 7168), tiles G ceil(256 / (G 64)) (7168 / 128); G the expected experts touched.
+    Here the fit binds (memory-bound: the measured fused kernel is slower than cuBLAS on the same bytes)."""
+    fit = fused_moe_fit("h200-sxm")
+    moe, _ = _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8)
+    touched, pairs = experts_touched(DEEPSEEK, 32), 256
+    tiles = math.ceil(pairs / (touched * 64))
+    gate_up = fit.overhead_s + (touched * 512 * 7168 + pairs * (7168 + 512)) / fit.bytes_per_s \
+        + touched * tiles * 4 * fit.tile_s
+    down = fit.overhead_s + (touched * 7168 * 256 + pairs * (256 + 7168)) / fit.bytes_per_s \
+        + touched * tiles * 56 * fit.tile_s
+    pi, beta = H200.measured.gemm_flop_per_s["bf16"], H200.measured.copy_bytes_per_s
+    router = _t(_fit("torch_cublas"), 32, 256, 7168, 1, pi, beta)
+    assert moe.t_predicted_s == pytest.approx(58 * (router + gate_up + down), rel=1e-9)
+    assert moe.predicted_impl == "triton_fused_moe" and "our kernel of it measured on the H200" in moe.source
+    tuned, _ = _deepseek_tp8_experts(32, MoeKernel.tuned)
+    assert moe.t_predicted_s > tuned.t_predicted_s and moe.t_floor_s == tuned.t_floor_s
+
+
+def test_the_fused_kernel_is_never_below_tuned_and_falls_back_off_its_range_and_gpu():
+    """Across decode sizes the fused price is at least tuned's; a prefill past the fit's measured 512 tokens is
+    tuned's (the fit's per-tile term must not extrapolate into compute-bound launches), and so is every step on a
+    GPU with no fused measurement (the H100), noted."""
+    for batch in (1, 8, 64, 256):
+        fused, _ = _deepseek_tp8_experts(batch, MoeKernel.fused_block_fp8)
+        tuned, _ = _deepseek_tp8_experts(batch, MoeKernel.tuned)
+        assert fused.t_predicted_s >= tuned.t_predicted_s
+    assert fused_moe_fit("h200-sxm").max_tokens == 512
+    fused, report = _deepseek_tp8_experts(8, MoeKernel.fused_block_fp8, phase="prefill")      # 28,800 tokens
+    tuned, _ = _deepseek_tp8_experts(8, MoeKernel.tuned, phase="prefill")
+    assert fused.t_predicted_s == pytest.approx(tuned.t_predicted_s, rel=1e-12)
+    assert any("28,800 tokens a step is past the 512" in n for n in report.notes)
+    h100 = load_gpu("h100-sxm")
+    fused, report = _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8, h100)
+    tuned, _ = _deepseek_tp8_experts(32, MoeKernel.tuned, h100)
+    assert fused.t_predicted_s == pytest.approx(tuned.t_predicted_s, rel=1e-12)
+    assert any("measured on h200-sxm only" in n for n in report.notes)
