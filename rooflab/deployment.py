@@ -310,13 +310,13 @@ class Deployment:
         return dataclasses.replace(self, **changes)
 
     def describe(self) -> str:
-        """'TP 8, DCP 8 (8 GPUs)': the degrees above 1, and the GPU count."""
+        """'TP 8, DCP 8 (8 GPUs)': the degrees above 1, and the GPU count; 'one GPU' with none."""
         short = {"tensor_parallel": "TP", "pipeline_parallel": "PP", "data_parallel": "DP",
                  "attention_data_parallel": "attention DP", "expert_parallel": "EP",
                  "decode_context_parallel": "DCP", "prefill_context_parallel": "PCP", "kv_parallel": "KVP"}
         parts = [f"{label} {getattr(self, name)}" for name, label in short.items() if getattr(self, name) > 1]
         gpus = self.num_gpus
-        return f"{', '.join(parts) or 'one GPU'} ({gpus} GPU{'s' if gpus != 1 else ''})"
+        return f"{', '.join(parts)} ({gpus} GPU{'s' if gpus != 1 else ''})" if parts else "one GPU"
 
     def to_dict(self) -> dict:
         out = {}

@@ -122,3 +122,8 @@ def test_a_setting_beside_a_deployment_is_refused_not_ignored():
         plan_capacity(model, gpu, 8192, tensor_parallel=2, page_size=32, deployment=Deployment())
     with pytest.raises(InputError, match="deployment must be a rooflab.Deployment"):
         plan_capacity(model, gpu, 8192, deployment={"tensor_parallel": 2})
+
+
+def test_describe_names_the_degrees_and_the_gpus():
+    assert Deployment().describe() == "one GPU"                  # was "one GPU (1 GPU)"
+    assert Deployment(tensor_parallel=8, decode_context_parallel=8).describe() == "TP 8, DCP 8 (8 GPUs)"

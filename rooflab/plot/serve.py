@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter
 
-from .style import GPU_COLORS, chart, new_figure
+from .style import GPU_COLORS, chart, new_figure, plain_log_formatter
 
 
 def sweeps_frame(sweeps: Sequence):
@@ -30,6 +31,9 @@ def serve_chart(sweeps: Sequence, title: str | None = None) -> Figure:
         for estimate, style in (("floor", "--"), ("predicted", "-")):
             points = sweep.series(estimate)
             if not points:
+                if estimate == "predicted":              # said in the legend, as the CLI says it under its table
+                    why = sweep.provenance.split(": ", 1)[0] if sweep.provenance else "no prediction"
+                    ax.plot([], [], style, color=color, alpha=0.4, label=f"{name}: {why} (see rooflab serve)")
                 continue
             xs = [p.output_tokens_per_s_per_user for p in points]
             ys = [p.output_tokens_per_s_per_gpu for p in points]
@@ -41,6 +45,9 @@ def serve_chart(sweeps: Sequence, title: str | None = None) -> Figure:
                                 color=color)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):               # 30, 200, 10,000: numbers, not 3 x 10^1
+        axis.set_major_formatter(plain_log_formatter())
+        axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
     ax.set_xlabel("interactivity: output tokens/s per user (1 / TPOT)")
     ax.set_ylabel("throughput: output tokens/s per GPU")
     ax.grid(True, which="both", alpha=0.3)

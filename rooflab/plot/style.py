@@ -212,5 +212,26 @@ def intensity_text(value: float) -> str:
     return f"{value:.2g}"
 
 
+#: Average glyph width of the titles' font (DejaVu Sans) in ems: how many characters a title line holds.
+TITLE_EM_PER_CHAR = 0.56
+
+
+def wrap_title(fig: Figure, text: str, fontsize: float, share: float = 0.98) -> str:
+    """`text` broken at '; ' or ', ' (else at spaces) into lines that fit `share` of the figure's width at
+    `fontsize`, so a long title (a long model or GPU name, many formats) stays inside the chart."""
+    width = max(20, int(share * fig.get_figwidth() * 72 / (fontsize * TITLE_EM_PER_CHAR)))
+    lines = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            cut = max(line.rfind("; ", 0, width), line.rfind(", ", 0, width))
+            cut = cut + 1 if cut > 0 else line.rfind(" ", 0, width)
+            if cut <= 0:
+                break
+            lines.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def title(ax: Axes, headline: str, details: str) -> None:
-    ax.set_title(f"{headline}\n{details}", fontsize=11, loc="left")
+    ax.set_title(wrap_title(ax.figure, f"{headline}\n{details}", 11), fontsize=11, loc="left")

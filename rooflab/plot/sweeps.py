@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..units import fmt_bytes, fmt_seconds
 from ..sweeps.series import CapacitySweep, DecodeSweep, MemorySweep, TimeSweep
 from .style import (chart, CONSTRAINED, GPU_COLORS, VARIANT_COLORS, bytes_formatter, fit_layout, new_figure, new_panels,
-                    plain_log_formatter, seconds_formatter, title, token_axis)
+                    plain_log_formatter, seconds_formatter, title, token_axis, wrap_title)
 
 #: A grid of at most this many lengths is drawn with a marker on each computed point (the user's own grid).
 MARKED_POINTS = 24
@@ -68,7 +68,7 @@ def _heading(fig: Figure, axes: list[Axes], headline: str, details: str, panel_t
     if len(axes) == 1:
         title(axes[0], headline, details)
         return None
-    header = fig.suptitle(f"{headline}\n{details}", fontsize=11, x=0.01, ha="left")
+    header = fig.suptitle(wrap_title(fig, f"{headline}\n{details}", 11), fontsize=11, x=0.01, ha="left")
     for ax, text in zip(axes, panel_titles):
         ax.set_title(text, fontsize=10, loc="left")
     return header
@@ -241,26 +241,36 @@ def _draw_capacity(ax: Axes, sweep: CapacitySweep, legend: bool) -> None:
     steps = {} if dots else {"drawstyle": "steps-post"}   # a dense grid shows the counts' steps
     ax.plot(sweep.context_lens[contig_ok], sweep.contiguous[contig_ok], color=VARIANT_COLORS["naive"], lw=5,
             alpha=0.55, gid="series:contiguous", **steps, **dots,
-            label=f"contiguous, reserving max(context, {sweep.max_model_len:,}) tokens per sequence")
+            label=f"contiguous, reserving max(context, {sweep.max_model_len:,}) tokens per sequence"
+                  + ("" if contig_ok.any() else ": none fits"))
     ax.plot(sweep.context_lens[paged_ok], sweep.paged[paged_ok], color=VARIANT_COLORS["paged"], lw=2.0,
             gid="series:paged", label=f"paged KV cache ({sweep.page_size}-token blocks)", **steps, **dots)
+    _x_range(ax, sweep.context_lens)
+    lo, hi = ax.get_xlim()
+
+    def right_half(x: float) -> bool:            # a label past the middle of the (log) axis goes left of its point
+        return np.log(x / lo) / np.log(hi / lo) > 0.5
+
     # one worked example, at the power of two a quarter of the way to the max model length
     example = 2 ** int(np.floor(np.log2(max(sweep.max_model_len / 4, 1))))
     at = np.flatnonzero((sweep.context_lens == example) & paged_ok & contig_ok)
     if at.size:
         i = int(at[0])
         x, gain = sweep.context_lens[i], sweep.paged[i] / sweep.contiguous[i]
+        left = right_half(x)                     # below-left of the point: under the falling paged line
         ax.annotate(f"at {x:,.0f} tokens: {sweep.paged[i]:,.0f} sequences paged,\n"
-                    f"{sweep.contiguous[i]:,.0f} contiguous ({gain:.1f}x)", (x, sweep.paged[i]), xytext=(10, 12),
-                    textcoords="offset points", fontsize=9)
+                    f"{sweep.contiguous[i]:,.0f} contiguous ({gain:.1f}x)", (x, sweep.paged[i]),
+                    xytext=(-10, -12) if left else (10, 12), textcoords="offset points", fontsize=9,
+                    ha="right" if left else "left", va="top" if left else "baseline")
     ax.axvline(sweep.max_model_len, color="#777777", lw=0.8, ls=":")
-    ax.annotate(f"max model length {sweep.max_model_len:,}", (sweep.max_model_len, 0), xycoords=("data", "axes fraction"),
-                xytext=(4, 4), textcoords="offset points", fontsize=9, color="#555555", annotation_clip=True)
     ax.axvline(sweep.longest_context, color=VARIANT_COLORS["paged"], lw=0.8, ls=":")
     ax.annotate(f"longest single context\n{sweep.longest_context:,} tokens", (sweep.longest_context, 1),
                 xycoords=("data", "axes fraction"), xytext=(-6, -40), textcoords="offset points", ha="right",
                 va="top", fontsize=9, color=VARIANT_COLORS["paged"], annotation_clip=True)
-    _x_range(ax, sweep.context_lens)
+    left = right_half(sweep.max_model_len)
+    ax.annotate(f"max model length {sweep.max_model_len:,}", (sweep.max_model_len, 0), xycoords=("data", "axes fraction"),
+                xytext=(-4 if left else 4, 4), textcoords="offset points", ha="right" if left else "left",
+                fontsize=9, color="#555555", annotation_clip=True)
     token_axis(ax, "context length per sequence")
     _log_y(ax, plain_log_formatter())
     if legend:

@@ -80,3 +80,21 @@ def test_bad_values_are_refused(tmp_path, args, option):
     extra = [] if "-o" in args else ["-o", str(tmp_path / "x.png")]
     r = runner.invoke(app, BASE + args + extra)
     assert r.exit_code == 2 and option in r.output.strip().splitlines()[0] and "Traceback" not in r.output, r.output
+
+
+def test_ticks_are_plain_numbers_and_a_missing_prediction_is_in_the_legend():
+    """Minor ticks of a log axis under two decades printed raw mathtext (3 x 10^1); a replica without a prediction
+    (H100 at TP 2: its collectives have no fit) drew a floor alone with nothing saying why."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    model, workload = load_model("llama-3-8b"), Workload.fixed(512, 64)
+    replica = Replica.build(model, load_gpu("h100-sxm"), Deployment(tensor_parallel=2), workload, max_concurrency=16)
+    fig = serve_chart([concurrency_sweep(replica, [1, 4, 16])])
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    ticks = [t.get_text() for axis in (ax.xaxis, ax.yaxis)
+             for t in axis.get_majorticklabels() + axis.get_minorticklabels() if t.get_text()]
+    assert ticks and not any("$" in t or "times" in t for t in ticks), ticks
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert any(label.endswith(": floor") for label in labels)
+    assert any("no prediction for all_gather" in label for label in labels), labels

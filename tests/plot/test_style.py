@@ -77,3 +77,40 @@ def test_the_header_of_several_panels_sits_above_their_titles_inside_the_figure(
     header = fig._suptitle.get_window_extent(renderer)
     assert fig.bbox.y1 >= header.y1 and header.y0 >= max(box.y1 for box in boxes)
     assert header.x1 <= fig.bbox.x1 and "tensor parallel 2" in fig.get_suptitle()
+
+
+def _drawn_texts(fig):
+    """Every title, suptitle and annotation as drawn, with its full width (what for_layout_only leaves out)."""
+    renderer, _ = _drawn_boxes(fig)
+    texts = [t for ax in fig.axes for t in (ax.title, ax._left_title, ax._right_title, *ax.texts)] + \
+        ([fig._suptitle] if fig._suptitle else [])
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_text()]
+
+
+@pytest.mark.parametrize("gpus, tp", [(["mi355x"], 1), (["mi355x", "h200-sxm"], 2)])
+def test_a_long_title_wraps_and_every_label_stays_inside(gpus, tp):
+    """MiniMax-M2.5 on the MI355X: a per-layer weight format list made the title run off the right edge, and the
+    max-model-length label sat past the right edge of the axes (196,608 of a 512k axis)."""
+    fig = capacity_chart(capacity_sweeps(load_model("minimax-m2.5"), [load_gpu(g) for g in gpus], tensor_parallel=tp))
+    page = fig.bbox
+    drawn = _drawn_texts(fig)
+    assert any("experts fp8_block" in text for text, _ in drawn)
+    for text, box in drawn:
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 + 0.5, (text, box, page)
+    label = [box for text, box in drawn if text.startswith("max model length")]
+    assert label and all(box.x1 <= ax.bbox.x1 + 0.5 for box, ax in zip(label, fig.axes))
+
+
+def test_wrap_title_breaks_at_separators_within_the_width():
+    from matplotlib.figure import Figure
+
+    from rooflab.plot.style import wrap_title
+
+    fig = Figure(figsize=(4, 3))
+    text = "headline\n" + "; ".join(f"part {i} of a long list, with commas" for i in range(8))
+    wrapped = wrap_title(fig, text, 11)
+    lines = wrapped.split("\n")
+    width = int(0.98 * 4 * 72 / (11 * 0.56))
+    assert lines[0] == "headline" and len(lines) > 3 and all(len(line) <= width for line in lines)
+    assert " ".join(wrapped.split()) == " ".join(text.split())        # nothing lost, only broken
+    assert wrap_title(fig, "short; title", 11) == "short; title"
