@@ -20,6 +20,10 @@ else:
     settings.load_profile("rooflab")
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# One OpenBLAS thread a process, as the console script runs (rooflab/_entry.py), unless the caller chose: NumPy's
+# OpenBLAS starts a thread a core in each worker and in each `rooflab` the tests start, and they spin waiting for work
+# on the cores the other worker needs. Set before NumPy loads here, so the workers and their subprocesses inherit it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # The parsed-spec cache (rooflab/load/disk_cache.py) goes to a folder of this process's own, never the user's.
 os.environ["ROOFLAB_CACHE_DIR"] = __import__("tempfile").mkdtemp(prefix="rooflab-spec-cache-")
 
