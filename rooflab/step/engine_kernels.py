@@ -6,8 +6,9 @@ so that each prices the same deployment with the same kernels.
                        kernel (a GQA group's KV read once per query head) where XQA's precompiled kernels do not
                        apply; every other engine and release reads a KV head once for its group (`shared`)
     experts            moe_kernel_fact (moe_kernel.py): a tuned fused kernel where the release shipped a tuned
-                       config for the shape, fused_moe's default config where it did not, torch's grouped GEMM as
-                       measured otherwise
+                       config for the shape (over block-fp8 experts in vLLM 0.7.x / SGLang 0.4.x, the fused block-fp8
+                       kernel those releases ran, as measured: fused_block_fp8), fused_moe's default config where it
+                       did not, torch's grouped GEMM as measured otherwise
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
