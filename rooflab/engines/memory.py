@@ -20,8 +20,21 @@ Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib
                              from its start-up snapshot (below) plus what that snapshot already held, vllm.py's
                              IN_USE_AT_SNAPSHOT (the CUDA context 0.5; with NCCL 1.5 under TP): 0.25 + 0.5, and
                              2.1 + 1.5 = 3.6 GiB under TP; not measured on a v0.8 log (none prints it)
-    vllm-v1       0.25 GiB   the same (vLLM v0.19.0 H100 logs: 0.24 to 0.27 at TP 1); 2.1 GiB under TP (NCCL's
-                             and custom all-reduce's buffers: 2.07 to 2.21 GiB at TP 2 and 4)
+    vllm-v1       0.25 GiB   the same (vLLM v0.19.0 H100 logs: 0.24 to 0.27 at TP 1); 2.1 GiB under TP: the
+                             v0.19.0 H100-80GB logs (llm-d-planner, one NVSwitch node: 2.07 to 2.21 GiB at TP 2
+                             and 4), applied to every V1 release and GPU. What it holds, by the sources: v0.11.2
+                             and v0.19.0 take the snapshot after the distributed start (gpu_worker.py
+                             init_device), so custom all-reduce's and symmetric memory's buffers lie before it, and
+                             what NCCL allocates at its first collectives inside (NCCL >= 2.22 connects peers at
+                             run time when cuMem is on: NCCL 2.26.2 init.cc runtimeConn); v0.10.1.1 snapshots
+                             before the distributed start and sets NCCL_CUMEM_ENABLE=0 (env_override.py), so NCCL
+                             connects at init and all of it is inside. NCCL's share is its channels x (LL 512 KiB
+                             + LL128 4.69 MiB + NCCL_BUFFSIZE 4 MiB) a connected peer, on the GPU only with the
+                             P2P transport (SHM and socket transports buffer in host memory: shm.cc, net_socket.cc
+                             NCCL_PTR_HOST); the channel count is NCCL's topology search and the transport the
+                             deployment's (one GPU a container, several nodes), neither in a GPU spec, so the
+                             default is not split by GPU. NVLS (NVSwitch Hopper+ only, nvls.cc) needs more than
+                             2 GPUs a communicator and holds 32 MiB a head on sm_90: small beside it
 
 SGLang measures free memory after NCCL starts, so what is in use before then (the CUDA context, NCCL) lies
 outside its fraction: 0.6 GiB at TP 1 (sglang#4760: an H100's 79.22 GiB less the 78.59 free before loading),
