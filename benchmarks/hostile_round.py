@@ -1,6 +1,6 @@
 """Issue 24's hostile round: generate every input of the round, run each against rooflab, check every invariant.
 
-    python benchmarks/hostile_round.py              # the whole round (about 900 inputs, a few minutes on two cores)
+    python benchmarks/hostile_round.py              # the whole round (about 6,600 inputs, a few minutes on two cores)
     python benchmarks/hostile_round.py --class api  # one class
     python benchmarks/hostile_round.py --list       # the classes and their input counts, running nothing
 
@@ -12,6 +12,12 @@ real processes), signals (SIGTERM / SIGHUP during a write: real processes), engi
 lines), environment (PYTHONWARNINGS=error, MPLBACKEND, PYTHONIOENCODING, LANG=C, COLUMNS=1: real processes), api
 (wrong types, NaN, inf, 0, negative, huge integers, NumPy scalars, complex), numbers (figures checked against ones
 derived by hand here, each with its formula).
+Round 2 (session 11, what sessions 8-10 added): options2 (capacity's engine / PP / LoRA / Mamba / memory options,
+report --phase step's engine, speculative and parallel options, --shape with --published-tflops, serve's
+--engine-version, validate --published, --impl on every GPU), hf_config2 (the session 8-9 families' real config.json
+files mutated; quantisation blocks), api2 (step_report, engine_kernels, Scheduler, step_times, plan_capacity,
+engine_capacity, explain_step, the published loaders, cudnn_kernel: each argument with each wrong kind), numbers2
+(61 figures against hand-derived ones), classic2 (streams, signals, environment and files on the new commands).
 
 Invariants (tests/fuzz_support.py: problems_of): no traceback; exit 0 or 2 only; on 2 one or two lines on stderr,
 'error:' first, naming the option, file, field or value; strict JSON; no file left but the requested output; no
@@ -29,6 +35,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import resource
 import signal
 import stat
@@ -852,11 +859,769 @@ def _prefill_check(folder: Path, T: int) -> list[str]:
     return []
 
 
+# === Round 2 (session 11): what sessions 8-10 added ================================================================
+# Classes: options2 (capacity engine / PP / LoRA / Mamba options, report --phase step's engine and parallel options,
+# --shape with --published-tflops, serve's --engine-version, validate --published, --impl on every GPU), hf_config2
+# (the session 8-9 families' real config.json files, tests/data/hf_configs, mutated; quantisation blocks),
+# api2 (step_report, engine_kernels, Scheduler, step_times, plan_capacity, explain_step, the published loaders,
+# cudnn_kernel), numbers2 (figures derived here by hand, the formula beside each), classic2 (streams, signals,
+# environment and files on the new commands). The same invariants (fuzz_support.problems_of, check_api).
+
+HF_CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+GPUS = sorted(p.stem for p in fs.HARDWARE.glob("*.yaml"))
+VLLM_VERSIONS = ["v0.2", "v0.6.4", "v0", "v0.8", "v1"]
+SGLANG_VERSIONS = ["v0.4", "v0.5"]
+BAD_VERSIONS = ["v9", "0.8", "v0.8.5", "", "latest", "v-1", "v0.4"]
+
+
+def option2_inputs() -> Iterator[Input]:
+    import random
+    rng = random.Random(2411)
+    models = ["llama-3-8b", "qwen3-30b-a3b", "deepseek-v3", "gemma-2-9b", "llama-3-70b", "mixtral-8x7b",
+              "qwen3-next-80b-a3b", "gpt-oss-20b", "minimax-m2.5", "llama-4-scout"]
+    gpus = ["h100-sxm", "h200-sxm", "b200", "a100-sxm-80gb", "mi300x", "l4"]
+    cap_extra = [["--pp", "2"], ["--pp", "4"], ["--pp", "0"], ["--pp", "-1"], ["--pp", "1000"], ["--pp", "3"],
+                 ["--pp", "2", "--pp-layer-partition", "16,16"], ["--pp", "2", "--pp-layer-partition", "31,1"],
+                 ["--pp", "2", "--pp-layer-partition", "30,1"], ["--pp", "2", "--pp-layer-partition", "0,32"],
+                 ["--pp", "2", "--pp-layer-partition", "-1,33"], ["--pp", "2", "--pp-layer-partition", "a,b"],
+                 ["--pp", "2", "--pp-layer-partition", ""], ["--pp", "2", "--pp-layer-partition", "16"],
+                 ["--pp-layer-partition", "16,16"], ["--pp", "2", "--pp-layer-partition", "16,16,0"],
+                 ["--pp", "2", "--pp-layer-partition", "1e1,22"], ["--pp", "2", "--pp-layer-partition", "16, 16"],
+                 ["--memory-in-use", "4GiB"], ["--memory-in-use", "0"], ["--memory-in-use", "-1GiB"],
+                 ["--memory-in-use", "200GiB"], ["--memory-in-use", "nan"], ["--memory-in-use", "10"],
+                 ["--cuda-visible-memory", "79.22GiB"], ["--cuda-visible-memory", "0"], ["--cuda-visible-memory", "1B"],
+                 ["--cuda-visible-memory", "1e30GiB"], ["--cuda-visible-memory", "85GB"],
+                 ["--cuda-visible-memory", "inf"], ["--enable-lora"], ["--enable-lora", "--max-loras", "4"],
+                 ["--enable-lora", "--max-loras", "0"], ["--enable-lora", "--max-lora-rank", "64"],
+                 ["--enable-lora", "--max-lora-rank", "0"], ["--enable-lora", "--max-lora-rank", "-8"],
+                 ["--enable-lora", "--max-lora-rank", "100000"], ["--max-loras", "4"], ["--max-lora-rank", "16"],
+                 ["--enable-lora", "--max-loras", "1000000"],
+                 ["--mamba-ssm-dtype", "float32"], ["--mamba-ssm-dtype", "bfloat16"], ["--mamba-ssm-dtype", "int8"],
+                 ["--mamba-ssm-dtype", ""], ["--mamba-ssm-cache-dtype", "float16"], ["--mamba-cache-mode", "align"],
+                 ["--mamba-cache-mode", "none"], ["--mamba-cache-mode", "all"], ["--max-mamba-cache-size", "64"],
+                 ["--max-mamba-cache-size", "0"], ["--max-mamba-cache-size", "-3"],
+                 ["--mamba-full-memory-ratio", "0"], ["--mamba-full-memory-ratio", "101"],
+                 ["--mamba-full-memory-ratio", "0.5"], ["--what-if", "tp=2"],
+                 ["--max-num-seqs", "1"], ["--max-num-seqs", "0"], ["--max-num-seqs", "-5"],
+                 ["--max-num-seqs", "100000000"], ["--max-running-requests", "32"], ["--max-num-batched-tokens", "1"],
+                 ["--non-torch-gib", "-1"], ["--non-torch-gib", "nan"], ["--activation-gib", "1e30"],
+                 ["--tp", "2"], ["--tp", "8"], ["--ep", "2"], ["--enable-expert-parallel", "--tp", "2"],
+                 ["--dp", "2"], ["--kv-cache-dtype", "fp8"], ["--kv-cache-dtype", "fp8_ds_mla"]]
+    for i in range(190):
+        engine = rng.choice(["vllm", "sglang", "vllm", "sglang", None])
+        args = ["capacity", "-m", rng.choice(models), "-g", rng.choice(gpus)]
+        if engine:
+            args += ["--engine", engine]
+            if rng.random() < 0.8:
+                pool = VLLM_VERSIONS if engine == "vllm" else SGLANG_VERSIONS
+                args += ["--engine-version", rng.choice(pool + BAD_VERSIONS[:2] if rng.random() < 0.2 else pool)]
+        for _ in range(rng.randint(1, 3)):
+            args += rng.choice(cap_extra)
+        if rng.random() < 0.6:
+            args += ["-f", "json"]
+        yield cli("options2", args, json_out="json" in args, label=f"capacity {i}: " + " ".join(args))
+    step_extra = [["--engine", "vllm"], ["--engine", "sglang"], ["--engine", "tensorrt-llm"], ["--engine", "vllm",
+                  "--engine-version", "0.9.0"], ["--engine", "vllm", "--engine-version", "v0.6.4"],
+                  ["--engine", "sglang", "--engine-version", "0.4.6"], ["--engine", "tensorrt-llm",
+                  "--engine-version", "0.9"], ["--engine-version", "0.9.0"], ["--engine", "vllm", "--engine-version",
+                  "banana"], ["--engine", "vllm", "--engine-version", ""], ["--engine", "vllm", "--engine-version",
+                  "99.0"], ["--engine", "sglang", "--engine-version", "-1"],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":3}'],
+                  ["--speculative-config", '{"method":"mtp","num_speculative_tokens":1}'],
+                  ["--speculative-config", '{"method":"ngram","num_speculative_tokens":5}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":0}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":1e9}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":NaN}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":"3"}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":true}'],
+                  ["--speculative-config", '{"method":"warp","num_speculative_tokens":2}'],
+                  ["--speculative-config", '{"method":"model","num_speculative_tokens":2}'],
+                  ["--speculative-config", '{"method":"model","model":"llama-3.2-1b","num_speculative_tokens":2}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":2,"method":"mtp"}'],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":2,"extra":1}'],
+                  ["--speculative-config", 'null'], ["--speculative-config", '""'],
+                  ["--speculative-algorithm", "EAGLE"], ["--speculative-algorithm", "EAGLE3",
+                  "--speculative-num-draft-tokens", "4"], ["--speculative-algorithm", "NEXTN"],
+                  ["--speculative-algorithm", "eagle"], ["--speculative-algorithm", "MEDUSA"],
+                  ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "1"],
+                  ["--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "0"],
+                  ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", "llama-3.2-1b"],
+                  ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", "nope"],
+                  ["--acceptance-rate", "1"], ["--acceptance-rate", "0"], ["--acceptance-rate", "1.5"],
+                  ["--acceptance-rate", "nan"],
+                  ["--pp", "2"], ["--pp", "4", "--micro-batches", "4"], ["--pp", "2", "--micro-batches", "0"],
+                  ["--pp", "2", "--micro-batches", "-1"], ["--micro-batches", "3"], ["--pp", "3"], ["--pp", "128"],
+                  ["--dp", "2"], ["--dp", "4", "--enable-dp-attention", "--tp", "4"], ["--dp", "3",
+                  "--enable-dp-attention", "--tp", "4"], ["--enable-dp-attention"], ["--ep", "2"], ["--ep", "8"],
+                  ["--ep", "3"], ["--enable-expert-parallel", "--tp", "4"], ["--enable-expert-parallel"],
+                  ["--enforce-eager"], ["--disable-cuda-graph"], ["--enforce-eager", "--fused-elementwise"],
+                  ["--quantization", "fp8"], ["--quantization", "fp8_block"], ["--quantization", "mxfp4"],
+                  ["--quantization", "nvfp4"], ["--quantization", "int4_g128"], ["--quantization", "int3"],
+                  ["--quantization", "awq"], ["--gemm-dtype", "fp8"], ["--gemm-dtype", "bf16"],
+                  ["--gemm-dtype", "int8"], ["--gemm-dtype", "fp4"], ["--tp", "2"], ["--tp", "8"], ["--tp", "3"],
+                  ["--step", "prefill"], ["-b", "64"], ["-b", "0"], ["-L", "128k"], ["--expert-imbalance", "0.5"],
+                  ["--expert-imbalance", "nan"], ["--kv-cache-dtype", "fp8"]]
+    for i in range(190):
+        args = ["report", "--phase", "step", "-m", rng.choice(models), "-g", rng.choice(gpus)]
+        for _ in range(rng.randint(1, 3)):
+            args += rng.choice(step_extra)
+        if rng.random() < 0.5:
+            args += ["-f", "json"]
+        cmd = "report" if rng.random() < 0.8 else "explain"
+        if cmd == "explain":          # explain --phase step takes the step's options; --json its strict JSON
+            args = ["explain", *args[1:]]
+            if args[-2:] == ["-f", "json"]:
+                args[-2:] = ["--json"]
+        yield cli("options2", args, json_out="json" in args or "--json" in args, label=f"step {i}: " + " ".join(args))
+    shapes = ["1,32,8,8192,128", "2,16,16,4096,64", "1,128,1,4096,576,512", "4,64,8,1024,128", "1,1,1,1,1",
+              "1,32,8,8192,128,0", "1,32,8,8192,0", "1,32,0,8192,128", "1,32,8,-5,128", "1,32,8,8192,1e3"]
+    for shape in shapes:
+        for extra in ([], ["--published-tflops", "500"], ["--published-tflops", "0"], ["--published-tflops", "-3"],
+                      ["--published-tflops", "nan"], ["--published-tflops", "1e9"], ["--published-tflops", "500",
+                      "--convention", "fa_no_half"], ["--published-tflops", "500", "--convention", "naive"],
+                      ["--convention", "fa_no_half"], ["--published-tflops", "500", "--no-causal"],
+                      ["--published-tflops", "500", "--phase", "decode"], ["--published-tflops", "500", "-m",
+                      "llama-3-8b"]):
+            yield cli("options2", ["report", "--shape", shape, "-g", "h200-sxm", *extra, "-f", "json"], json_out=True,
+                      label=f"report --shape {shape} {' '.join(extra)}")
+        yield cli("options2", ["explain", "--shape", shape, "-g", "h200-sxm", "--published-tflops", "400"],
+                  label=f"explain --shape {shape} --published-tflops 400")
+    serve_base = [["serve", "-m", "llama-3-8b", "-g", "h100-sxm"], ["serve", "-m", "qwen3-30b-a3b", "-g", "h200-sxm"],
+                  ["plot", "serve", "-m", "llama-3-8b", "-g", "h200-sxm", "-o", "s.png"]]
+    serve_extra = [["--engine", "vllm", "--engine-version", "0.9.0"], ["--engine", "vllm", "--engine-version", "v1"],
+                   ["--engine", "sglang", "--engine-version", "0.4.6"], ["--engine", "sglang", "--engine-version",
+                   "v0.5"], ["--engine", "tensorrt-llm", "--engine-version", "0.9"], ["--engine-version", "nope"],
+                   ["--engine-version", ""], ["--engine", "vllm", "--engine-version", "0.0.0"],
+                   ["--tpot-slo", "30ms"], ["--ttft-slo", "200ms"], ["--ttft-slo", "-1ms"], ["--tpot-slo", "nan"],
+                   ["--tpot-slo", "30ms", "--target-rate", "10"], ["--target-rate", "10"], ["--target-rate", "0"],
+                   ["--tpot-slo", "1us"], ["--ttft-slo", "1e9s"], ["--tpot-slo", "30"], ["--tpot-slo", "30 ms"],
+                   ["--ttft-slo", "0.2s", "--tpot-slo", "30ms", "--target-rate", "1e12"]]
+    for i in range(70):
+        base = list(rng.choice(serve_base))
+        for _ in range(rng.randint(1, 2)):
+            base += rng.choice(serve_extra)
+        if base[0] != "plot" and rng.random() < 0.4:
+            base += ["-f", "json"]
+        yield cli("options2", base, json_out="json" in base, outputs=["s.png"] if "s.png" in base else [],
+                  label=f"serve2 {i}: " + " ".join(base))
+    for extra in ([], ["-f", "json"], ["-f", "csv"], ["-f", "markdown"], ["--published", "--published"],
+                  ["--published", "-g", "h200-sxm"], ["--published", "--impl", "torch_cudnn"]):
+        yield cli("options2", ["validate", "--published", *extra], json_out="json" in extra,
+                  label=f"validate --published {' '.join(extra)}")
+    # what the help of report --phase step's -q / --weight-dtype lists (fp8, fp8_block, mxfp4, nvfp4, int4_g128)
+    # must be priced, on a GPU with fp4 and fp8 rates
+    for fmt in ("fp8", "fp8_block", "mxfp4", "nvfp4", "int4_g128"):
+        for spelling in ("-q", "--weight-dtype"):
+            yield cli("options2", ["report", "--phase", "step", "-m", "llama-3-8b", "-g", "b200", spelling, fmt,
+                                   "-f", "json"], expect=0, json_out=True,
+                      label=f"report --phase step {spelling} {fmt} (listed in its help)")
+    # a CUDA-visible total above the GPU's memory is refused, as the GPU YAML's is (yaml_spec: visible above capacity)
+    for engine in ("vllm", "sglang"):
+        for size in ("200GiB", "1TiB"):
+            yield cli("options2", ["capacity", "--engine", engine, "-g", "h100-sxm", "--cuda-visible-memory", size,
+                                   "-f", "json"], idents=["--cuda-visible-memory"], expect=2, json_out=True,
+                      label=f"capacity --engine {engine} --cuda-visible-memory {size} on an 80 GB H100")
+    for gpu in GPUS:
+        for impl in ("torch_cudnn", "torch_eager"):
+            for phase in (["-T", "4096"], ["--phase", "decode", "-L", "8k", "-b", "8"]):
+                yield cli("options2", ["report", "-g", gpu, "--impl", impl, *phase, "-f", "json"], json_out=True,
+                          label=f"report -g {gpu} --impl {impl} {' '.join(phase)}")
+
+
+#: The session 8-9 families' real files (tests/data/hf_configs/SOURCES.md) and where their weights fit.
+HF2_FILES = {"phi-3.5-mini-instruct.json": ["-g", "h100-sxm"], "phi-4-mini-instruct.json": ["-g", "h100-sxm"],
+             "aya-23-8b.json": ["-g", "h100-sxm"], "granite-3.1-1b-a400m-instruct.json": ["-g", "h100-sxm"],
+             "olmo-2-1124-7b.json": ["-g", "h100-sxm"], "glm-4.7-fp8.partial.json": ["-g", "h200-sxm", "--tp", "8"],
+             "minimax-m2.5.partial.json": ["-g", "h200-sxm", "--tp", "8"],
+             "deepseek-v3.2.json": ["-g", "h200-sxm", "--tp", "8"], "llava-1.5-7b.json": ["-g", "h100-sxm"],
+             "qwen3-vl-8b-instruct.partial.json": ["-g", "h100-sxm"],
+             "qwen3-next-80b-a3b-thinking.json": ["-g", "h200-sxm", "--tp", "4"]}
+#: Fields every reader reads as a size: a negative or a string there is refused, never priced.
+SIZE_FIELDS = {"hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+               "intermediate_size", "vocab_size", "moe_intermediate_size", "kv_lora_rank", "qk_rope_head_dim",
+               "qk_nope_head_dim", "v_head_dim", "n_routed_experts", "num_experts", "num_local_experts",
+               "num_experts_per_tok", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+               "linear_value_head_dim", "linear_conv_kernel_dim", "index_head_dim", "index_n_heads", "index_topk",
+               "shared_expert_intermediate_size", "full_attention_interval", "sliding_window", "rotary_dim",
+               "max_position_embeddings", "q_lora_rank", "n_shared_experts", "first_k_dense_replace"}
+#: Size fields no reader reads (a partial rotary width, the indexer's top-k): any value is ignored, not refused.
+UNREAD_FIELDS = {"rotary_dim", "index_topk"}
+BAD2 = [-1, "32", 0, 1e30, True, None, 2.5, [8], -(2 ** 70)]
+MUST_REFUSE2 = (-1, "32", 2.5, [8], -(2 ** 70))
+
+
+def _hf2_base(name: str) -> dict:
+    return json.loads((HF_CONFIGS / name).read_text())
+
+
+def _cohere2() -> dict:
+    """Cohere2 (Command R7B's layout) built from aya-23-8b's Cohere file: a window of 4096 on three layers in four
+    (sliding_window_pattern 4), as transformers' Cohere2Config reads it."""
+    doc = _hf2_base("aya-23-8b.json")
+    return {**doc, "architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "sliding_window": 4096,
+            "sliding_window_pattern": 4}
+
+
+def _mutations(doc: dict) -> Iterator[tuple[str, list[str], dict]]:
+    """(label, the key path, mutated doc, the bad value or None) for the size fields the file holds, at the top and under text_config."""
+    spots = [((), doc)] + [((k,), v) for k, v in doc.items() if k in ("text_config",) and isinstance(v, dict)]
+    n = 0
+    for prefix, section in spots:
+        for key in sorted(section):
+            if key not in SIZE_FIELDS or isinstance(section[key], (dict, list, str)):
+                continue
+            for j in range(3):
+                bad = BAD2[(n + j) % len(BAD2)]
+                new = copy.deepcopy(doc)
+                target = new
+                for p in prefix:
+                    target = target[p]
+                target[key] = bad
+                yield f"{'.'.join(prefix + (key,))}={bad!r:.20}", [*prefix, key], new, bad
+            new = copy.deepcopy(doc)
+            target = new
+            for p in prefix:
+                target = target[p]
+            del target[key]
+            yield f"without {'.'.join(prefix + (key,))}", [*prefix, key], new, None
+            n += 1
+
+
+def hf2_inputs() -> Iterator[Input]:
+    docs = {name: _hf2_base(name) for name in HF2_FILES}
+    docs["cohere2 (from aya)"] = _cohere2()
+    where_of = {**HF2_FILES, "cohere2 (from aya)": ["-g", "h100-sxm"]}
+    for name, base in docs.items():
+        where = where_of[name]
+        yield cli("hf_config2", ["capacity", "-m", "cfg/config.json", *where, "-f", "json"], expect=0, json_out=True,
+                  setup=_write_config(base), label=f"{name} as is")
+        yield cli("hf_config2", ["report", "--phase", "step", "-m", "cfg", *where, "-f", "json"], json_out=True,
+                  setup=_write_config(base), label=f"{name} step as is")
+        for label, path, doc, bad in _mutations(base):
+            refuse = (not isinstance(bad, bool)) and any(bad == r and type(bad) is type(r) for r in MUST_REFUSE2)
+            # a nested config's text fields are read from text_config; the top-level copy is not read
+            refuse = refuse and path[-1] not in UNREAD_FIELDS and not (len(path) == 1 and "text_config" in base)
+            yield cli("hf_config2", ["capacity", "-m", "cfg/config.json", *where, "-f", "json"],
+                      idents=["config.json", path[-1]], expect=2 if refuse else None, json_out=True,
+                      setup=_write_config(doc), label=f"{name} {label}")
+        raw = json.dumps(base)
+        for key in ("num_hidden_layers", "hidden_size"):
+            if f'"{key}": ' in raw:
+                yield cli("hf_config2", ["capacity", "-m", "cfg/config.json", *where, "-f", "json"],
+                          idents=["config.json"], expect=2, json_out=True,
+                          setup=_write_config(None, re.sub(rf'"{key}": [0-9]+', f'"{key}": NaN', raw, count=1)),
+                          label=f"{name} raw {key}: NaN")
+    # quantisation blocks on a dense file (OLMo 2) and the MoE file (GLM-4.7): real-looking, then mutated
+    dense = _hf2_base("olmo-2-1124-7b.json")
+    moe = {k: v for k, v in _hf2_base("glm-4.7-fp8.partial.json").items() if k != "quantization_config"}
+    ct = lambda w, **kw: {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"],
+                          "weights": w}}, **kw}
+    blocks = {
+        "gptq 4 g128": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+        "gptq 8 per channel": {"quant_method": "gptq", "bits": 8, "group_size": -1},
+        "gptq 3 g64": {"quant_method": "gptq", "bits": 3, "group_size": 64},
+        "gptq bits 16": {"quant_method": "gptq", "bits": 16, "group_size": 128},
+        "gptq bits -4": {"quant_method": "gptq", "bits": -4, "group_size": 128},
+        "gptq group -2": {"quant_method": "gptq", "bits": 4, "group_size": -2},
+        "gptq group 7": {"quant_method": "gptq", "bits": 4, "group_size": 7},
+        "gptq group 1e30": {"quant_method": "gptq", "bits": 4, "group_size": 1e30},
+        "gptq bits true": {"quant_method": "gptq", "bits": True, "group_size": 128},
+        "awq 4 g128": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
+        "awq w_bit": {"quant_method": "awq", "w_bit": 4, "q_group_size": 128},
+        "awq zero_point string": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": "yes"},
+        "awq skip lm_head": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                             "modules_to_not_convert": ["lm_head", "self_attn"]},
+        "awq skip not a list": {"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": 5},
+        "bnb nf4 dq": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                       "bnb_4bit_use_double_quant": True},
+        "bnb fp4": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"},
+        "bnb 8bit": {"quant_method": "bitsandbytes", "load_in_8bit": True},
+        "bnb both": {"quant_method": "bitsandbytes", "load_in_8bit": True, "load_in_4bit": True},
+        "bnb neither": {"quant_method": "bitsandbytes"},
+        "bnb type nf3": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf3"},
+        "bnb skip strings": {"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": "lm_head"},
+        "ct int4 group": ct({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}),
+        "ct int8 channel": ct({"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": False}),
+        "ct fp8 tensor": ct({"num_bits": 8, "type": "float", "strategy": "tensor"}),
+        "ct fp8 block": ct({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}),
+        "ct fp8 block 64": ct({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [64, 64]}),
+        "ct nvfp4": ct({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}),
+        "ct nvfp4 ignore re": ct({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16},
+                                 ignore=["lm_head", "re:.*self_attn.*"]),
+        "ct nvfp4 ignore bad re": ct({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16},
+                                     ignore=["re:(("]),
+        "ct nvfp4 ignore not a list": ct({"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                          "group_size": 16}, ignore="lm_head"),
+        "ct weights null": ct(None),
+        "ct groups empty": {"quant_method": "compressed-tensors", "config_groups": {}},
+        "ct targets attention": {"quant_method": "compressed-tensors", "config_groups": {"g": {
+            "targets": ["Attention"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}},
+        "ct num_bits 0": ct({"num_bits": 0, "type": "int", "strategy": "group", "group_size": 128}),
+        "ct symmetric string": ct({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
+                                   "symmetric": "true"}),
+        "fp8 block": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
+        "fp8 block ignored": {"quant_method": "fp8", "weight_block_size": [128, 128], "ignored_layers": ["lm_head"]},
+        "fp8 block 3 dims": {"quant_method": "fp8", "weight_block_size": [128, 128, 128]},
+        "fp8 block negative": {"quant_method": "fp8", "weight_block_size": [-128, 128]},
+        "fp8 block strings": {"quant_method": "fp8", "weight_block_size": ["128", "128"]},
+        "fp8 fmt e5m2": {"quant_method": "fp8", "fmt": "e5m2"},
+        "fp8 fmt e3m4": {"quant_method": "fp8", "fmt": "e3m4"},
+        "mxfp4": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"]},
+        "mxfp4 exclusion of 200k names": {"quant_method": "mxfp4", "modules_to_not_convert": ["x"] * 200_000},
+        "mxfp4 star only": {"quant_method": "mxfp4", "modules_to_not_convert": ["*"]},
+        "modelopt nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head"]},
+        "modelopt fp8": {"quant_method": "modelopt", "quant_algo": "FP8"},
+        "modelopt int4 awq": {"quant_method": "modelopt", "quant_algo": "W4A16_AWQ"},
+        "quant_method null": {"quant_method": None},
+        "quant_method upper": {"quant_method": "GPTQ", "bits": 4, "group_size": 128},
+    }
+    for label, block in blocks.items():
+        for base_name, base, where in (("olmo-2", dense, ["-g", "h100-sxm"]),
+                                       ("glm-4.7", moe, ["-g", "h200-sxm", "--tp", "8"])):
+            if base_name == "glm-4.7" and label.startswith(("gptq 3", "gptq 8", "bnb", "awq w_bit", "awq skip not")):
+                continue
+            yield cli("hf_config2", ["capacity", "-m", "cfg/config.json", *where, "-f", "json"],
+                      idents=["config.json", "quantization_config"], json_out=True,
+                      setup=_write_config({**base, "quantization_config": block}), label=f"{base_name} quant {label}")
+
+
+# --- api2: the entry points added since session 7 ---------------------------------------------------------------
+
+#: Argument kinds: pos (an integer >= 1), nat (an integer >= 0), share (a float in (0, 1]), rate (a float > 0),
+#: text (one of a closed set of names), opt_* (None also means the default), flag (a bool), model / gpu /
+#: deployment / heads / cost / tile (a spec of that type), path (a file or folder).
+def _api2_entry_points():
+    from rooflab import load_gpu, load_model
+    from rooflab.capacity import plan_capacity
+    from rooflab.cost.flash import FlashTile
+    from rooflab.cudnn_kernel import causal_fraction, cudnn_cost, cudnn_head_dim, kernel_cost, modelled_impl
+    from rooflab.deployment import Deployment
+    from rooflab.engines import EngineSettings, engine_capacity, parse_accounting
+    from rooflab.explain.step import explain_step
+    from rooflab.published import Convention, convention_flops, load_published, read_sources
+    from rooflab.serve import Scheduler, step_times
+    from rooflab.specs import AttentionHeads
+    from rooflab.step import engine_kernels, step_report
+    from rooflab.units import DType
+
+    model, gpu, moe = load_model("llama-3-8b"), load_gpu("h100-sxm"), load_model("qwen3-30b-a3b")
+    dep = Deployment(tensor_parallel=2)
+    heads = AttentionHeads(num_qo_heads=32, num_kv_heads=8, head_dim=128)
+    from rooflab.cost.flash import flash_prefill
+    cost = flash_prefill(heads, 1024)
+    vllm = parse_accounting("vllm", None)
+    capacity = lambda **kw: engine_capacity(kw.pop("model"), kw.pop("gpu"), EngineSettings(**kw))
+    return [
+        ("step_report", step_report, dict(model=model, gpu=gpu, batch=8, context_len=4096, step="decode", tp=2,
+                                          dcp=1, cp=1, page_size=16, gpu_memory_utilization=0.9, prefill_tokens=0,
+                                          expert_imbalance=1.0, micro_batches=None, engine="vllm",
+                                          engine_version="0.9.0"),
+         dict(model="model", gpu="gpu", batch="pos", context_len="pos", step="text", tp="pos", dcp="pos", cp="pos",
+              page_size="pos", gpu_memory_utilization="share", prefill_tokens="nat", expert_imbalance="rate",
+              micro_batches="opt_pos", engine="opt_text", engine_version="opt_text")),
+        ("step_report(moe)", step_report, dict(model=moe, gpu=gpu, batch=8, context_len=4096, deployment=Deployment(
+            tensor_parallel=2, expert_parallel=2), moe_kernel="tuned", decode_attention="shared"),
+         dict(deployment="opt_deployment", moe_kernel="opt_text", decode_attention="opt_text")),
+        ("engine_kernels", engine_kernels, dict(model=model, gpu=gpu, deployment=dep, engine="sglang", version="0.4.6"),
+         dict(model="model", gpu="gpu", deployment="deployment", engine="opt_text", version="opt_text")),
+        ("Scheduler", Scheduler, dict(max_num_seqs=256, max_num_batched_tokens=8192, mixed=True,
+                                      prefix_cache_hit_rate=0.2, version="0.9.0"),
+         dict(max_num_seqs="opt_pos", max_num_batched_tokens="pos", mixed="flag", prefix_cache_hit_rate="share0",
+              version="opt_text")),
+        ("step_times", step_times, dict(model=model, gpu=gpu, deployment=dep, max_decodes=64, min_context=128,
+                                        max_context=4096, max_prefill=2048),
+         dict(model="model", gpu="gpu", deployment="deployment", max_decodes="pos", min_context="pos",
+              max_context="pos", max_prefill="pos")),
+        ("plan_capacity", plan_capacity, dict(model=model, gpu=gpu, context_len=8192, gpu_memory_utilization=0.9,
+                                              activation_reserve_bytes=0, page_size=16, max_model_len=8192,
+                                              tensor_parallel=2, shared_prefix_len=0, expert_parallel=1,
+                                              dp_attention=False),
+         dict(model="model", gpu="gpu", context_len="pos", gpu_memory_utilization="share",
+              activation_reserve_bytes="nat", page_size="pos", max_model_len="opt_pos", tensor_parallel="pos",
+              shared_prefix_len="nat", expert_parallel="pos", dp_attention="flag")),
+        ("plan_capacity(deployment)", plan_capacity, dict(model=model, gpu=gpu, context_len=8192,
+                                                          pp_layer_partition=(16, 16), deployment=Deployment(
+                                                              tensor_parallel=2, pipeline_parallel=2)),
+         dict(pp_layer_partition="opt_partition", deployment="deployment")),
+        ("engine_capacity", capacity, dict(model=model, gpu=gpu, accounting=vllm, tensor_parallel=1, block_size=16,
+                                           max_model_len=8192, utilization=0.9, max_num_seqs=256,
+                                           cuda_visible_bytes=80 << 30, memory_in_use_bytes=0, enable_lora=True,
+                                           max_loras=2, max_lora_rank=16, pipeline_parallel=2,
+                                           pp_layer_partition=(16, 16)),
+         dict(model="model", gpu="gpu", accounting="accounting", tensor_parallel="pos", block_size="opt_pos",
+              max_model_len="opt_pos", utilization="opt_share", max_num_seqs="opt_pos", cuda_visible_bytes="opt_pos",
+              memory_in_use_bytes="nat", enable_lora="flag", max_loras="opt_pos", max_lora_rank="opt_pos",
+              pipeline_parallel="pos", pp_layer_partition="opt_partition")),
+        ("explain_step", explain_step, dict(model=model, gpu=gpu, batch=4, context_len=4096, step="decode",
+                                            deployment=dep, prefill_tokens=0, expert_imbalance=1.0,
+                                            micro_batches=None, engine="vllm", engine_version="0.9.0"),
+         dict(model="model", gpu="gpu", batch="pos", context_len="pos", step="text", deployment="opt_deployment",
+              prefill_tokens="nat", expert_imbalance="rate", micro_batches="opt_pos", engine="opt_text",
+              engine_version="opt_text")),
+        ("load_published", load_published, dict(root=None), dict(root="opt_path")),
+        ("read_sources", read_sources, dict(path=None), dict(path="opt_path")),
+        ("convention_flops", convention_flops, dict(convention=Convention.fa, batch=1, num_qo_heads=32, seq_len_q=4096,
+                                                    seq_len_kv=4096, head_dim=128, value_dim=128, causal=True),
+         dict(convention="text", batch="pos", num_qo_heads="pos", seq_len_q="pos", seq_len_kv="pos", head_dim="pos",
+              value_dim="pos", causal="flag")),
+        ("causal_fraction", causal_fraction, dict(seq_len=4096, units=64, num_sms=132, tile=FlashTile(64, 128),
+                                                  units_per_sm=2.0),
+         dict(seq_len="pos", units="pos", num_sms="pos", tile="tile", units_per_sm="rate")),
+        ("cudnn_cost", cudnn_cost, dict(heads=heads, seq_len=4096, batch=2, dtype=DType.bf16, causal=True, gpu=gpu),
+         dict(heads="heads", seq_len="pos", batch="pos", dtype="text", causal="flag", gpu="gpu")),
+        ("cudnn_head_dim", cudnn_head_dim, dict(head_dim=128), dict(head_dim="pos")),
+        ("kernel_cost", kernel_cost, dict(model_impl="torch_cudnn", cost=cost, gpu=gpu),
+         dict(model_impl="text", cost="cost", gpu="gpu")),
+        ("modelled_impl", modelled_impl, dict(impl="torch_cudnn"), dict(impl="text")),
+    ]
+
+
+def _api2_values():
+    import numpy as np
+    return {"None": None, "'x'": "x", "b'4'": b"4", "True": True, "nan": float("nan"), "inf": float("inf"),
+            "0": 0, "-3": -3, "2**70": 2 ** 70, "np.float64(nan)": np.float64("nan"), "np.int64(4)": np.int64(4),
+            "np.array(4)": np.array(4), "1+2j": 1 + 2j, "a GpuSpec": "GPU", "a ModelSpec": "MODEL", "2.5": 2.5}
+
+
+def _api2_refuses(kind: str, kname: str) -> Optional[bool]:
+    """Whether `kname` must be refused (True), must be taken (False) or either (None) for an argument of `kind`."""
+    optional = kind.startswith("opt_")
+    base = kind[4:] if optional else kind
+    if kname == "None":
+        return None if optional else (None if base in ("flag",) else True)
+    if kname in ("'x'", "b'4'", "1+2j", "a GpuSpec", "a ModelSpec", "nan", "np.float64(nan)"):
+        if base in ("text", "text_or_empty") and kname == "'x'":
+            return True
+        if base == "path" and kname == "'x'":
+            return True                      # a folder that is not there
+        if kname == "a GpuSpec" and base == "gpu" or kname == "a ModelSpec" and base == "model":
+            return False
+        if kname == "a ModelSpec" and base == "heads":
+            return None                      # a ModelSpec answers num_qo_heads, num_kv_heads, head_dim
+        return True
+    if kname == "inf":
+        return True
+    if kname in ("-3",):
+        return True
+    if kname == "0":
+        return True if base in ("pos", "rate", "share", "model", "gpu", "deployment", "heads", "cost", "tile",
+                                "text", "path", "partition", "accounting") else None
+    if kname == "2**70":
+        return True if base in ("share", "share0", "text", "model", "gpu", "deployment", "heads", "cost", "tile",
+                                "path", "partition", "accounting", "flag") else None
+    if kname == "2.5":
+        return True if base in ("pos", "nat", "share", "share0", "model", "gpu", "deployment", "heads", "cost",
+                                "tile", "text", "path", "partition", "accounting") else None
+    if kname == "True":
+        return False if base == "flag" else (True if base in ("model", "gpu", "deployment", "heads", "cost", "tile",
+                                                                "path", "partition", "accounting", "text") else None)
+    if kname in ("np.int64(4)", "np.array(4)"):
+        return None if base in ("pos", "nat", "rate", "flag") else True if base in (
+            "model", "gpu", "deployment", "heads", "cost", "tile", "text", "path", "accounting", "share",
+            "share0") else None
+    return None
+
+
+#: Words a refusal may use for an argument besides its name: the concept as the CLI says it.
+API2_ALIASES = {"dcp": ["KV parallel", "--kv-parallel"], "cp": ["prefill context parallel", "--pcp"],
+                "utilization": ["utilisation"], "cuda_visible_bytes": ["cuda-visible"],
+                "pipeline_parallel": ["--pp-layer-partition"], "root": ["cannot read"], "path": ["cannot read"],
+                "gpu_memory_utilization": ["utilisation"], "max_num_seqs": ["--max-num-seqs"],
+                "memory_in_use_bytes": ["--memory-in-use"], "activation_reserve_bytes": ["activation reserve"],
+                "expert_parallel": ["--ep"], "deployment": ["--pp"]}
+#: Results whose NaN or inf is a sentinel, not a figure: a step table pads its grid with NaN (step_table.py: a NaN
+#: predicted column means no prediction); a published serving row's request rate inf is vLLM's --request-rate inf.
+API2_SENTINELS = {"step_times", "load_published"}
+
+
+def api2_inputs() -> Iterator[Input]:
+    import functools
+    entries = functools.lru_cache(maxsize=1)(_api2_entry_points)
+    names = [(n, kinds) for n, _, _, kinds in _api2_entry_points()]
+    for name, kinds in names:
+        for argument, kind in kinds.items():
+            for kname in _api2_values():
+                def check(folder: Path, q=name, a=argument, k=kname, t=kind) -> list[str]:
+                    from rooflab import load_gpu, load_model
+                    from rooflab.errors import RooflabError
+                    entry = next(e for e in entries() if e[0] == q)
+                    _, call, kwargs, _ = entry
+                    value = _api2_values()[k]
+                    value = load_gpu("h200-sxm") if value == "GPU" else load_model("mistral-7b") if value == "MODEL" \
+                        else value
+                    refuse = _api2_refuses(t, k)
+                    what = f"{q}({a}={k})"
+                    words = [a, a.replace("_", " "), a.replace("num_", "number of ").replace("_", " "),
+                             f"{a} must", "--" + a.replace("_", "-"), *API2_ALIASES.get(a, ())]
+                    try:
+                        result = fs.check_api(lambda: call(**{**kwargs, a: value}), idents=words,
+                                              expect_error=refuse, what=what)
+                    except AssertionError as exc:
+                        return [str(exc)[:400]]
+                    if not isinstance(result, RooflabError) and q not in API2_SENTINELS:
+                        where = fs.finite_everywhere(result)
+                        if where:
+                            return [f"{what}: returned a non-finite figure at {where}"]
+                    return []
+                yield Input("api2", f"{name}({argument}={kname})", check=check)
+
+
+# --- numbers2: figures of the session 8-10 commands against ones derived here by hand --------------------------
+
+TINY = dict(layers=4, heads=8, kv=2, d=64, hidden=512, ffn=1024, vocab=1000)
+#: TINY's parameters (_params): per layer q 512*8*64 + k,v 2*512*2*64 + o 8*64*512 + MLP 3*512*1024 + 2 norms
+#: 2*512 = 2,229,248; embeddings and head 2*1000*512; final norm 512: 9,941,504; its norms 4*1024 + 512 = 4,608.
+TINY_PARAMS, TINY_PER_LAYER, TINY_NORMS = 9_941_504, 2_229_248, 4_608
+#: TINY's KV a token a layer: K and V x 2 KV heads x 64 x 2 bytes (bf16) = 512.
+TINY_KV_LAYER = 2 * 2 * 64 * 2
+H100_HBM, H100_VISIBLE = 85_520_809_984, 85_061_827_297       # hardware/h100-sxm.yaml
+TINY_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
+            "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+            "vocab_size": 1000, "max_position_embeddings": 4096, "tie_word_embeddings": False,
+            "attention_bias": False, "intermediate_size": 1024, "moe_intermediate_size": 256, "num_experts": 8,
+            "num_experts_per_tok": 2, "decoder_sparse_step": 1, "mlp_only_layers": [], "torch_dtype": "bfloat16"}
+#: TINY_MOE's routed experts: 4 layers x 8 experts x 3 x 512 x 256 = 12,582,912 parameters; the rest (attention
+#: 655,360 a layer, router 8*512, 2 norms 1,024; embeddings, head, final norm; q/k norms left out as rooflab's
+#: count leaves them, tests/hf/test_more_families.py) 4*660,480 + 1,024,512 = 3,666,432.
+TINY_MOE_EXPERTS, TINY_MOE_REST = 12_582_912, 3_666_432
+
+
+def _tiny(folder: Path, doc: Optional[dict] = None) -> None:
+    (folder / "c").mkdir(exist_ok=True)
+    (folder / "c" / "config.json").write_text(json.dumps(doc or _hf_doc(TINY)))
+
+
+def _field(folder: Path, args: list[str], path: str, expect: float, formula: str, rel: float = 0.0,
+           doc: Optional[dict] = None) -> list[str]:
+    """Run `args` (-f json) on TINY (or `doc`) and compare the JSON field at `path` (dots; [i] for a list) with
+    `expect`, exactly or within `rel`."""
+    if "-m" in args and args[args.index("-m") + 1] == "c":
+        _tiny(folder, doc)
+    got, problems = _json_of(folder, args)
+    if problems:
+        return [f"{formula}: {problems[0]}"]
+    for part in re.findall(r"[^.\[\]]+", path):
+        got = got[int(part)] if isinstance(got, list) else got.get(part) if isinstance(got, dict) else None
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        return [f"{path} is {got!r}, expected {expect} ({formula})"]
+    ok = got == expect if rel == 0 else math.isclose(got, expect, rel_tol=rel)
+    return [] if ok else [f"{path} = {got!r}, hand-derived {expect!r} ({formula})"]
+
+
+def number2_inputs() -> Iterator[Input]:
+    step = ["report", "--phase", "step", "-m", "c", "-g", "h100-sxm", "-f", "json"]
+    n = lambda label, fn: Input("numbers2", label, check=fn)
+    # step weights a GPU: bf16 2 bytes x parameters; TP t splits every weight t ways (rooflab splits the norms too:
+    # a norm is replicated in vLLM, 2 x 4,608 x (1 - 1/t) bytes a GPU more, 0.05%: within rel 1e-3)
+    for t in (1, 2, 4):
+        yield n(f"step weights TP {t} = 2 x params / t", lambda f, t=t: _field(
+            f, step + ["--tp", str(t)], "weight_bytes_per_gpu", 2 * TINY_PARAMS / t, f"2 x {TINY_PARAMS} / {t}",
+            rel=0 if t == 1 else 1e-3))
+    # PP 2: stage 0 = 2 layers + embeddings, stage 1 = 2 layers + head + final norm; the larger holds
+    # 2 x (2 x 2,229,248 + 512,000 + 512) = 9,942,016 bytes (the mean, 2 x params / 2 = 9,941,504, within 1e-4)
+    yield n("step weights PP 2 = the larger stage", lambda f: _field(
+        f, step + ["--pp", "2"], "weight_bytes_per_gpu", 2 * (2 * TINY_PER_LAYER + 512_000 + 512),
+        "2 x (2 x 2229248 + 512000 + 512)", rel=1e-4))
+    # KV a GPU, batch b, context L: b x L x layers-per-stage x KV-heads-per-GPU x 2 x 64 x 2 bytes
+    for label, extra, expect in (("TP 1", [], 8192 * 4 * TINY_KV_LAYER), ("TP 2", ["--tp", "2"], 8192 * 4 * 256),
+                                 ("TP 4 (KV heads replicated)", ["--tp", "4"], 8192 * 4 * 256),
+                                 ("PP 2", ["--pp", "2"], 8192 * 2 * TINY_KV_LAYER),
+                                 ("PP 4", ["--pp", "4"], 8192 * 1 * TINY_KV_LAYER),
+                                 ("DP 2, batch 8 over both", ["--dp", "2", "-b", "8"], 4 * 8192 * 4 * TINY_KV_LAYER)):
+        yield n(f"step kv a GPU {label}", lambda f, e=extra, x=expect, lb=label: _field(
+            f, step + e, "kv_bytes_per_gpu", x, f"{lb}: b x L x layers x heads/GPU x 2 x 64 x 2 = {x}"))
+    yield n("step DP 2 GPUs", lambda f: _field(f, step + ["--dp", "2"], "num_gpus", 2, "DP 2 x TP 1"))
+    yield n("step DP 2 weights whole on each", lambda f: _field(f, step + ["--dp", "2"], "weight_bytes_per_gpu",
+                                                                2 * TINY_PARAMS, "replicas hold every weight"))
+    # EP: the routed experts split EP ways whole, the rest by TP
+    for extra, expect, formula in ((["--dp", "2", "--enable-expert-parallel"], 2 * (TINY_MOE_REST + TINY_MOE_EXPERTS
+                                    // 2), "2 x (rest + experts / 2)"),
+                                   (["--tp", "2", "--enable-expert-parallel"], 2 * (TINY_MOE_REST // 2 +
+                                    TINY_MOE_EXPERTS // 2), "2 x (rest / 2 + experts / 2)"),
+                                   ([], 2 * (TINY_MOE_REST + TINY_MOE_EXPERTS), "2 x params"),
+                                   (["--tp", "4", "--enable-expert-parallel"], 2 * (TINY_MOE_REST / 4 +
+                                    TINY_MOE_EXPERTS / 4), "2 x (rest / 4 + experts / 4)")):
+        yield n(f"step MoE weights {' '.join(extra) or 'EP 1'}", lambda f, e=extra, x=expect, fo=formula: _field(
+            f, step + e, "weight_bytes_per_gpu", x, fo, rel=1e-3, doc=TINY_MOE))
+    # speculative decoding: tokens a step (1 - a^(k+1)) / (1 - a); a = 1 is refused (--acceptance-rate below 1)
+    for k in (1, 3, 5):
+        spec = json.dumps({"method": "eagle", "num_speculative_tokens": k})
+        yield n(f"speculative k {k} a 1 refused", lambda f, s=spec: _refused(
+            f, ["report", "--phase", "step", "-m", "llama-3-8b", "--speculative-config", s, "--acceptance-rate", "1",
+                "-f", "json"], "--acceptance-rate must be below 1"))
+        for a in (0.5, 0.7, 0.9):
+            expect = (1 - a ** (k + 1)) / (1 - a)
+            yield n(f"speculative tokens k {k} a {a}", lambda f, s=spec, a=a, x=expect, k=k: _field(
+                f, ["report", "--phase", "step", "-m", "llama-3-8b", "--speculative-config", s, "--acceptance-rate",
+                    str(a), "-f", "json"], "tokens_per_step", x, f"(1 - {a}^{k + 1}) / (1 - {a})", rel=1e-12))
+    yield n("SGLang EAGLE 4 draft tokens = k 3", lambda f: _field(
+        f, ["report", "--phase", "step", "-m", "llama-3-8b", "--speculative-algorithm", "EAGLE",
+            "--speculative-num-draft-tokens", "4", "-f", "json"], "tokens_per_step", (1 - 0.7 ** 4) / 0.3,
+        "k = 4 - 1; (1 - 0.7^4) / 0.3", rel=1e-12))
+    # KV a token: MLA (DeepSeek-V3, 61 layers, kv_lora_rank 512 + rope 64) and GQA (Llama 3 8B, 32 x 8 x 128)
+    for label, args, expect in (
+            ("MLA bf16", ["-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8"], 61 * 576 * 2),
+            ("MLA fp8", ["-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--kv-cache-dtype", "fp8"], 61 * 576),
+            ("MLA fp8_ds_mla", ["-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--kv-cache-dtype", "fp8_ds_mla"],
+             61 * (512 + 4 * 4 + 64 * 2)),
+            ("MLA + indexer (DeepSeek-V3.2) bf16: 61 x (576 x 2 + 128 fp8 + 4 x 128 / 128)",
+             ["-m", str(HF_CONFIGS / "deepseek-v3.2.json"), "-g", "h200-sxm", "--tp", "8"],
+             61 * (576 * 2 + 128 + 4 * 128 // 128)),
+            ("GQA fp8 TP 1", ["-m", "llama-3-8b", "--kv-cache-dtype", "fp8"], 2 * 32 * 8 * 128),
+            ("GQA fp8 TP 2", ["-m", "llama-3-8b", "--tp", "2", "--kv-cache-dtype", "fp8"], 2 * 32 * 4 * 128),
+            ("GQA fp8 TP 16 (replicated)", ["-m", "llama-3-8b", "--tp", "16", "--kv-cache-dtype", "fp8"],
+             2 * 32 * 1 * 128)):
+        yield n(f"kv a token {label}", lambda f, a=args, x=expect, lb=label: _field(
+            f, ["capacity", *a, "-f", "json"], "kv_bytes_per_token", x, f"{lb}: {x}"))
+    # Qwen3-Next under vLLM: a linear layer's state conv (4 - 1) x (16 x 128 x 2 + 32 x 128) + ssm 32 x 128 x 128,
+    # bf16 = 1,097,728 bytes; an attention layer's token 2 x 2 x 256 x 2 = 2,048 bytes; vLLM raises the block to
+    # the multiple of 16 tokens whose page holds the state: ceil(1,097,728 / 2,048 / 16) x 16 = 544; a block
+    # holds 12 layers (a group): 12 x 544 x 2,048. ssm in fp32: 49,152 + 2,097,152 -> 1,056 tokens. TP 4: conv
+    # 3 x 2,048 x 2 + ssm 8 x 128 x 128 x 2 = 274,432, a token 1,024 (one KV head of 2 a GPU) -> 272.
+    qn = ["capacity", "-m", "qwen3-next-80b-a3b", "-g", "h200-sxm", "--engine", "vllm", "-f", "json"]
+    for label, extra, path, expect in (("block tokens", [], "block_size", 544),
+                                       ("block bytes", [], "block_bytes", 12 * 544 * 2048),
+                                       ("block tokens ssm fp32", ["--mamba-ssm-dtype", "float32"], "block_size", 1056),
+                                       ("block tokens TP 4", ["--tp", "4"], "block_size", 272)):
+        yield n(f"qwen3-next vLLM {label}", lambda f, e=extra, p=path, x=expect, lb=label: _field(
+            f, qn + e, p, x, f"Qwen3-Next {lb}"))
+    # capacity, rooflab's bound: usable floor(0.9 x 85,520,809,984); budget usable - 2 x params; block 16 x 2,048;
+    # blocks floor(budget / block); sequences of 4,096 tokens floor(blocks / 256)
+    usable = int(0.9 * H100_HBM)
+    blocks = (usable - 2 * TINY_PARAMS) // (16 * 4 * TINY_KV_LAYER)
+    cap = ["capacity", "-m", "c", "-g", "h100-sxm", "-L", "4096", "-f", "json"]
+    yield n("capacity usable", lambda f: _field(f, cap, "usable_bytes", usable, "floor(0.9 x 85520809984)"))
+    yield n("capacity blocks", lambda f: _field(f, cap, "num_blocks", blocks, "floor((usable - 2 x params) / 32768)"))
+    yield n("capacity sequences", lambda f: _field(f, cap, "max_sequences_paged", blocks // 256, "floor(blocks / 256)"))
+    # PP 2 with partition 3,1: stage 0 (3 layers + embeddings) binds: weights 2 x (3 x 2,229,248 + 512,000), a
+    # token 3 x 512; sequences floor(floor((usable - weights0) / (16 x 1,536)) / 256)
+    w0 = 2 * (3 * TINY_PER_LAYER + 512_000)
+    seqs0 = (usable - w0) // (16 * 3 * TINY_KV_LAYER) // 256
+    pp = cap + ["--pp", "2", "--pp-layer-partition", "3,1"]
+    yield n("capacity PP 3,1 sequences", lambda f: _field(f, pp, "max_sequences_paged", seqs0, "stage 0 binds"))
+    yield n("capacity PP 3,1 kv a token", lambda f: _field(f, pp, "kv_bytes_per_token", 3 * TINY_KV_LAYER,
+                                                            "3 layers x 512"))
+    # vLLM V1 with every term given: KV = floor(0.9 x 80 GiB) - 2 x params - rotary cache 4,096 x 64 x 2 (bf16)
+    kv_v1 = int(0.9 * (80 << 30)) - 2 * TINY_PARAMS - 4096 * 64 * 2
+    v1 = ["capacity", "-m", "c", "-g", "h100-sxm", "--max-model-len", "4096", "--engine", "vllm",
+          "--cuda-visible-memory", "80GiB", "--non-torch-gib", "0", "--activation-gib", "0", "-f", "json"]
+    yield n("vLLM V1 KV bytes", lambda f: _field(f, v1, "kv_cache_bytes", kv_v1, "0.9 x 80 GiB - weights - rotary"))
+    yield n("vLLM V1 blocks", lambda f: _field(f, v1, "num_blocks", kv_v1 // (16 * 4 * TINY_KV_LAYER),
+                                               "floor(KV / 32768)"))
+    yield n("vLLM V1 memory in use 4 GiB leaves KV as is", lambda f: _field(
+        f, v1 + ["--memory-in-use", "4GiB"], "kv_cache_bytes", kv_v1, "V1's budget is u x total, others' memory aside"))
+    yield n("vLLM V1 memory in use 10 GiB refused", lambda f: _refused(
+        f, v1 + ["--memory-in-use", "10GiB"], "80 - 10 = 70 GiB free < 0.9 x 80 = 72 GiB"))
+    # SGLang: mem_fraction_static applies to the free memory: 4 GiB held by others costs 0.835 x 4 GiB of KV
+    sg = ["capacity", "-m", "c", "-g", "h100-sxm", "--max-model-len", "4096", "--engine", "sglang", "-f", "json"]
+    yield n("SGLang memory in use 4 GiB", lambda f: _difference(
+        f, sg, sg + ["--memory-in-use", "4GiB"], "kv_cache_bytes", 0.835 * (4 << 30), "0.835 x 4 GiB"))
+    # --shape: flash FLOPs 4 B H T^2 d, halved causal (fa); never halved (fa_no_half); the published time
+    # flops / (TFLOP/s x 1e12); the flash row's floor max(flops / 989.4e12, bytes / 3.35e12) on the H100
+    for shape, causal in (("2,16,16,4096,64", True), ("2,16,16,4096,64", False), ("1,32,8,8192,128", True)):
+        b, h, _, t, d = map(int, shape.split(","))
+        full = 4 * b * h * t * t * d
+        args = ["report", "--shape", shape, "-g", "h100-sxm", "--published-tflops", "500", "-f", "json"] + (
+            [] if causal else ["--no-causal"])
+        fa = full / 2 if causal else full
+        yield n(f"--shape {shape} causal {causal} fa flops", lambda f, a=args, x=fa: _field(
+            f, a, "published.flops", x, "4 B H T^2 d (/2 causal)"))
+        yield n(f"--shape {shape} causal {causal} published time", lambda f, a=args, x=fa: _field(
+            f, a, "published.t_published_s", x / 500e12, "flops / 500e12", rel=1e-12))
+        yield n(f"--shape {shape} causal {causal} fa_no_half flops", lambda f, a=args, x=full: _field(
+            f, a + ["--convention", "fa_no_half"], "published.flops", x, "4 B H T^2 d, never halved"))
+        yield n(f"--shape {shape} causal {causal} floor at the roof", lambda f, a=args: _floor_at_roof(f, a))
+
+
+def _refused(folder: Path, args: list[str], why: str) -> list[str]:
+    if "-m" in args and args[args.index("-m") + 1] == "c":
+        _tiny(folder)
+    out = fs.invoke(args, folder)
+    if out.code == 2 and out.stderr.startswith("error:"):
+        return []
+    return [f"exit {out.code} where a refusal was due ({why}): {out.stderr.strip()[:200] or out.stdout[:200]}"]
+
+
+def _difference(folder: Path, a: list[str], b: list[str], path: str, expect: float, formula: str) -> list[str]:
+    _tiny(folder)
+    first, problems = _json_of(folder, a)
+    second, more = _json_of(folder, b)
+    if problems or more:
+        return problems + more
+    got = first[path] - second[path]
+    return [] if math.isclose(got, expect, rel_tol=1e-9, abs_tol=1) else [
+        f"{path} fell by {got}, hand-derived {expect} ({formula})"]
+
+
+def _floor_at_roof(folder: Path, args: list[str]) -> list[str]:
+    """The flash row: t_floor = max(flops / 989.4e12, hbm_bytes / 3.35e12) (H100 SXM datasheet roofs, fp16 dense)."""
+    doc, problems = _json_of(folder, args)
+    if problems:
+        return problems
+    row = next(r for r in doc["rows"] if r["variant"] == "flash")
+    floor = max(row["flops"] / 989.4e12, row["hbm_bytes"] / 3.35e12)
+    if not math.isclose(row["t_floor_s"], floor, rel_tol=1e-9):
+        return [f"flash t_floor {row['t_floor_s']} != max(flops/989.4e12, bytes/3.35e12) = {floor}"]
+    if doc["published"]["t_floor_s"] != row["t_floor_s"]:
+        return [f"published.t_floor_s {doc['published']['t_floor_s']} is not the flash row's {row['t_floor_s']}"]
+    return []
+
+
+# --- classic2: streams, signals, environment and files on the new commands -------------------------------------
+
+NEW_COMMANDS = ["report --phase step --engine vllm --engine-version 0.9.0 -f json",
+                "report --phase step -m qwen3-30b-a3b -g h200-sxm --tp 2 --enable-expert-parallel",
+                "capacity --engine vllm --engine-version v0.8 --pp 2",
+                "capacity --engine sglang --memory-in-use 4GiB -f json",
+                "capacity -m qwen3-next-80b-a3b -g h200-sxm --engine vllm --mamba-cache-mode align",
+                "serve --engine sglang --engine-version 0.4.6", "report --shape 1,32,8,8192,128 --published-tflops 500",
+                "explain --phase step --speculative-config '{\"method\":\"eagle\",\"num_speculative_tokens\":3}'",
+                "validate --published", "report --impl torch_cudnn -g a100-sxm-80gb"]
+
+
+def classic2_inputs() -> Iterator[Input]:
+    for command in NEW_COMMANDS:
+        yield Input("classic2", f"{command} > /dev/full", check=lambda f, c=command: _stream_problems(
+            *_shell(f"rooflab {c} > /dev/full", f, _env()), expect_error=True))
+        yield Input("classic2", f"{command} >&-", check=lambda f, c=command: _stream_problems(
+            *_shell(f"rooflab {c} >&-", f, _env()), expect_error=True))
+        yield Input("classic2", f"{command} | head -n 1", check=lambda f, c=command: _pipe_problems(f, c))
+        for label in ("PYTHONWARNINGS=error", "LANG=C LC_ALL=C", "COLUMNS=1", "PYTHONIOENCODING=ascii:strict"):
+            def check(folder: Path, c=command, e=ENV_CASES[label]) -> list[str]:
+                rc, out, err = _shell(f"rooflab {c}", folder, _env(**e))
+                if rc == 1 and "Fatal Python error: init_stdio_encoding" in err:
+                    return []
+                problems = _stream_problems(rc, out, err, expect_error=False)
+                if rc != 0:
+                    problems.append(f"exit {rc}: {err.strip()[:160]}")
+                return problems
+            yield Input("classic2", f"{label}: rooflab {command}", check=check)
+    plot = ["plot", "serve", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "sglang", "--engine-version", "0.4.6",
+            "-o", "out.png"]
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        for delay in (0.3, 1.5, 3.0):
+            yield Input("classic2", f"plot serve --engine-version {sig.name} after {delay}s",
+                        check=lambda f, s=sig, d=delay: _signal_problems(f, plot, s, d))
+    def setup(folder: Path) -> None:
+        (folder / "ro").mkdir()
+        os.chmod(folder / "ro", 0o555)
+        (folder / "adir").mkdir()
+    for target in ("ro/x.png", "adir", "/dev/full", "o" * 300 + ".png", "nodir/x.png"):
+        outputs = [target] if target == "ro/x.png" and os.geteuid() == 0 else []
+        yield cli("classic2", [*plot[:-1], target], idents=[target, "--output", "-o", "too long"], setup=setup,
+                  outputs=outputs, label=f"plot serve --engine-version -o {target[:40]}")
+    for target in ("adir", "/dev/null", "missing.csv", "ro"):
+        yield cli("classic2", ["capacity", "--engine", "vllm", "--engine-log", target, "--what-if", "tp=2"],
+                  idents=[target, "--engine-log"], setup=setup, label=f"capacity --engine-log {target} --what-if")
+
+
 # --- running ----------------------------------------------------------------------------------------------------
 
 CLASSES = {"hf_config": hf_inputs, "yaml_spec": yaml_inputs, "options": option_inputs, "files": file_inputs,
            "streams": stream_inputs, "signals": signal_inputs, "engine_logs": log_inputs,
-           "environment": env_inputs, "api": api_inputs, "numbers": number_inputs}
+           "environment": env_inputs, "api": api_inputs, "numbers": number_inputs,
+           "options2": option2_inputs, "hf_config2": hf2_inputs, "api2": api2_inputs, "numbers2": number2_inputs,
+           "classic2": classic2_inputs}
 
 
 def run_input(item: Input) -> list[str]:
