@@ -17,6 +17,10 @@ from ..errors import SpecError
 from .read import MAX_SPEC_FILE_BYTES, read_text
 
 
+#: The deepest a document nests (its top mapping at 0): a spec file is a few levels deep.
+MAX_DEPTH = 64
+
+
 class _SpecLoader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2's core schema for plain scalars, and duplicate keys refused.
 
@@ -29,13 +33,27 @@ class _SpecLoader(yaml.SafeLoader):
     """
 
     yaml_implicit_resolvers: dict = {}
+    _depth = -1                               # the node being composed: 0 the document's top
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        """Refuse aliases (*name): a spec is a few plain values, and alias chains can expand without bound."""
+        """Refuse aliases (*name): a spec is a few plain values, and alias chains can expand without bound. Refuse
+        nodes nested more than MAX_DEPTH deep as they are met: PyYAML's Python scanner took some 0.4 s to read ahead
+        through 10,000 nested brackets before its composer overflowed Python's stack."""
         if self.check_event(yaml.events.AliasEvent):
             raise yaml.composer.ComposerError(None, None, "an alias (*name); write the value out",
                                               self.peek_event().start_mark)
-        return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _too_deep(self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _too_deep(mark) -> yaml.composer.ComposerError:
+    return yaml.composer.ComposerError(None, None, f"nested too deeply for a spec file (more than {MAX_DEPTH} levels)",
+                                       mark)
 
 
 _AMBIGUOUS = "tag:rooflab,2026:ambiguous"
@@ -112,38 +130,43 @@ if _CParser is not None:
 else:                                            # pragma: no cover - a PyYAML without libyaml
     _CSpecLoader = None
 
-#: Deeper documents go to the Python loader, which refuses what is too deep with its own message.
-_FAST_DEPTH = 64
-
-
-def _plain_tree(node: yaml.Node) -> bool:
-    """Whether a composed document has no alias (no node reached twice) and is at most _FAST_DEPTH deep."""
-    seen, stack = set(), [(node, 0)]
+def _plain_tree(node: yaml.Node) -> tuple[bool, yaml.Node | None]:
+    """Whether a composed document has no alias (no node reached twice), and its first node (in document order)
+    nested deeper than MAX_DEPTH, or None."""
+    seen, stack, deep = set(), [(node, 0)], None
     while stack:
         current, depth = stack.pop()
-        if id(current) in seen or depth > _FAST_DEPTH:
-            return False
+        if id(current) in seen:
+            return False, None
         seen.add(id(current))
+        if depth > MAX_DEPTH:
+            if deep is None or current.start_mark.index < deep.start_mark.index:
+                deep = current
+            continue                             # what it holds is deeper still
         if isinstance(current, yaml.SequenceNode):
             stack += [(child, depth + 1) for child in current.value]
         elif isinstance(current, yaml.MappingNode):
             stack += [(part, depth + 1) for pair in current.value for part in pair]
-    return True
+    return True, deep
 
 
 def _fast_load(text: str) -> object:
-    """The document as _SpecLoader reads it: through libyaml where the document is plain (no alias, not deep) and
-    parses cleanly, else through _SpecLoader itself, which gives every refusal its precise message."""
+    """The document as _SpecLoader reads it: through libyaml where the document is plain (no alias) and parses
+    cleanly, else through _SpecLoader itself, which gives every refusal its precise message. A plain document nested
+    too deeply is refused at the node _SpecLoader would refuse (the Python scanner is slow through deep nesting)."""
     if _CSpecLoader is not None:
         loader = _CSpecLoader(text)
         try:
             node = loader.get_single_node()
-            if node is not None and _plain_tree(node):
+            plain, deep = _plain_tree(node) if node is not None else (False, None)
+            if plain and deep is None:
                 return loader.construct_document(node)
         except yaml.YAMLError:
-            pass                                 # the Python loader names the problem, with its position
+            plain, deep = False, None            # the Python loader names the problem, with its position
         finally:
             loader.dispose()
+        if plain:
+            raise _too_deep(deep.start_mark)
     return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
 
 

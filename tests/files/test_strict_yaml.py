@@ -87,3 +87,24 @@ def test_the_libyaml_fast_path_reads_every_bundled_file_as_the_strict_loader_doe
 
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_both_loaders_refuse_nesting_past_max_depth_at_the_same_node(closed):
+    """A document nested MAX_DEPTH deep reads the same through libyaml and the Python loader; one level more is
+    refused by both with the same message, at the same line and column (refused as met: the Python scanner no longer
+    reads ahead through thousands of brackets first)."""
+    from rooflab.files import strict_yaml as load
+
+    def doc(depth: int) -> str:
+        return "name: x\na: " + "[" * depth + ("]" * depth if closed else "") + "\n"
+
+    if closed:
+        assert load._fast_load(doc(load.MAX_DEPTH)) == yaml.load(doc(load.MAX_DEPTH), Loader=load._SpecLoader)
+    messages = set()
+    for read in (load._fast_load, lambda text: yaml.load(text, Loader=load._SpecLoader)):
+        for depth in (load.MAX_DEPTH + 1, 20000):
+            with pytest.raises(yaml.YAMLError) as info:
+                read(doc(depth))
+            messages.add((info.value.problem, info.value.problem_mark.line, info.value.problem_mark.column))
+    assert len(messages) == 1 and "nested too deeply" in messages.pop()[0]
