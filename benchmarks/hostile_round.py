@@ -1512,10 +1512,40 @@ def number2_inputs() -> Iterator[Input]:
         f, v1 + ["--memory-in-use", "4GiB"], "kv_cache_bytes", kv_v1, "V1's budget is u x total, others' memory aside"))
     yield n("vLLM V1 memory in use 10 GiB refused", lambda f: _refused(
         f, v1 + ["--memory-in-use", "10GiB"], "80 - 10 = 70 GiB free < 0.9 x 80 = 72 GiB"))
+    # vLLM V1 under PP 2, partition 3,1: each stage its own budget; stage 0 (3 layers + embeddings + the rotary
+    # cache) binds: KV = floor(0.9 x 80 GiB) - 2 x (3 x 2,229,248 + 512,000) - 524,288; blocks of 16 x 3 x 512
+    kv_pp = int(0.9 * (80 << 30)) - 2 * (3 * TINY_PER_LAYER + 512_000) - 4096 * 64 * 2
+    v1_pp = v1 + ["--pp", "2", "--pp-layer-partition", "3,1"]
+    yield n("vLLM V1 PP 3,1 KV bytes (stage 0 binds)", lambda f: _field(f, v1_pp, "kv_cache_bytes", kv_pp,
+                                                                         "u x total - stage 0's weights"))
+    yield n("vLLM V1 PP 3,1 blocks", lambda f: _field(f, v1_pp, "num_blocks", kv_pp // (16 * 3 * TINY_KV_LAYER),
+                                                      "floor(KV / (16 x 3 x 512))"))
     # SGLang: mem_fraction_static applies to the free memory: 4 GiB held by others costs 0.835 x 4 GiB of KV
     sg = ["capacity", "-m", "c", "-g", "h100-sxm", "--max-model-len", "4096", "--engine", "sglang", "-f", "json"]
     yield n("SGLang memory in use 4 GiB", lambda f: _difference(
         f, sg, sg + ["--memory-in-use", "4GiB"], "kv_cache_bytes", 0.835 * (4 << 30), "0.835 x 4 GiB"))
+    # LoRA buffers (vLLM create_lora_weights: A (slots, 1, r, in), B (slots, 1, out, r) per slice), Llama 3 8B
+    # (H 4096, 32 x 128 query heads, 8 KV heads, F 14336, 32 layers, bf16), r 16, one slot, TP 1, per layer:
+    # qkv A 3 x 16 x 4096 + B 16 x (4096 + 1024 + 1024); o A 16 x 4096 + B 4096 x 16; gate_up A 2 x 16 x 4096 +
+    # B 2 x 14336 x 16; down A 16 x 14336 + B 4096 x 16 = 1,310,720 elements; x 32 layers x 2 bytes = 83,886,080.
+    # TP 2 halves B of qkv / gate_up and A of o / down: 884,736 a layer -> 56,623,104. r 32 or two slots: double.
+    lora = ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", "--engine", "vllm", "--enable-lora", "-f", "json"]
+    for extra, expect in (([], 83_886_080), (["--max-loras", "2"], 2 * 83_886_080),
+                          (["--max-lora-rank", "32"], 2 * 83_886_080), (["--tp", "2"], 56_623_104)):
+        yield n(f"vLLM LoRA buffers {' '.join(extra) or 'r 16, one slot'}", lambda f, e=extra, x=expect: _term(
+            f, lora + e, "lora_buffers", x, "per layer A + B elements x 32 x 2 bytes"))
+    # SGLang allocates its LoRA pool (8 slots by default) after the weights, before the KV pool: the KV cache falls
+    # by exactly the pool, 8 x 83,886,080 bytes at rank 16
+    sg_lora = ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", "--engine", "sglang", "-f", "json"]
+    yield n("SGLang LoRA pool comes off the KV cache", lambda f: _difference(
+        f, sg_lora, sg_lora + ["--enable-lora", "--max-lora-rank", "16"], "kv_cache_bytes", 8 * 83_886_080,
+        "8 slots x 83,886,080"))
+    # a draft model (vLLM's {"model": ...}) is loaded whole on every GPU of the target's TP group: weights a GPU
+    # = target + draft = 16,060,522,496 + 2,460,000,000 (rooflab capacity's weights_bytes of each)
+    draft = json.dumps({"model": "llama-3.2-1b", "num_speculative_tokens": 2})
+    yield n("step weights with a draft model = target + draft", lambda f: _field(
+        f, ["report", "--phase", "step", "-m", "llama-3-8b", "--speculative-config", draft, "-f", "json"],
+        "weight_bytes_per_gpu", 16_060_522_496 + 2_460_000_000, "llama-3-8b + llama-3.2-1b weights"))
     # --shape: flash FLOPs 4 B H T^2 d, halved causal (fa); never halved (fa_no_half); the published time
     # flops / (TFLOP/s x 1e12); the flash row's floor max(flops / 989.4e12, bytes / 3.35e12) on the H100
     for shape, causal in (("2,16,16,4096,64", True), ("2,16,16,4096,64", False), ("1,32,8,8192,128", True)):
@@ -1531,6 +1561,15 @@ def number2_inputs() -> Iterator[Input]:
         yield n(f"--shape {shape} causal {causal} fa_no_half flops", lambda f, a=args, x=full: _field(
             f, a + ["--convention", "fa_no_half"], "published.flops", x, "4 B H T^2 d, never halved"))
         yield n(f"--shape {shape} causal {causal} floor at the roof", lambda f, a=args: _floor_at_roof(f, a))
+
+
+def _term(folder: Path, args: list[str], name: str, expect: int, formula: str) -> list[str]:
+    """The bytes of the engine term `name` in capacity --engine's JSON against `expect`."""
+    doc, problems = _json_of(folder, args)
+    if problems:
+        return problems
+    got = next((t["bytes"] for t in doc["terms"] if t["name"] == name), None)
+    return [] if got == expect else [f"term {name} = {got}, hand-derived {expect} ({formula})"]
 
 
 def _refused(folder: Path, args: list[str], why: str) -> list[str]:

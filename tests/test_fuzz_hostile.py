@@ -137,7 +137,10 @@ STRIDE2 = {"options2": 140, "hf_config2": 125, "api2": 320}
 KEPT_CLASSIC2 = 2
 #: Kept inputs that fail on a defect the round found (its name in the report); strict, so a fix shows.
 DEFECTS2 = {"convention_flops(seq_len_kv=None)": "D7: rooflab.published.convention_flops validates none of its "
-                                                  "arguments (None: TypeError; nan, -3, 1+2j returned as FLOPs)"}
+                                                  "arguments (None: TypeError; nan, -3, 1+2j returned as FLOPs)",
+            "step weights with a draft model = target + draft": "D14: report --phase step with a draft model "
+            "({\"model\": \"llama-3.2-1b\", ...}) prices its two passes but leaves its 2.46 GB of weights and its KV "
+            "cache out of the memory a GPU holds (weights 16,060,522,496 bytes, hand-derived 18,520,522,496)"}
 
 
 def _kept2():
@@ -159,8 +162,16 @@ def test_every_hand_derived_number_round_2():
     """numbers2 whole: step weights and KV a GPU under TP / PP / DP / EP, speculative tokens a step, KV a token (MLA,
     the V3.2 indexer, GQA at fp8), Qwen3-Next's vLLM block, capacity blocks, vLLM V1 and SGLang budgets, --shape
     FLOPs and floors (hostile_round.number2_inputs states each formula)."""
-    failed = {item.label: p for item in hostile.number2_inputs() if (p := hostile.run_input(item))}
+    failed = {item.label: p for item in hostile.number2_inputs()
+              if item.label not in DEFECTS2 and (p := hostile.run_input(item))}
     assert not failed, failed
+
+
+@pytest.mark.parametrize("item", [pytest.param(i, id=i.label[:70], marks=pytest.mark.xfail(
+    strict=True, reason=DEFECTS2[i.label])) for i in hostile.number2_inputs() if i.label in DEFECTS2])
+def test_hand_derived_number_round_2_defects(item):
+    problems = hostile.run_input(item)
+    assert not problems, "\n".join(problems)
 
 
 # --- round 2's finds, each a strict xfail until fixed ------------------------------------------------------------
