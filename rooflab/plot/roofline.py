@@ -248,10 +248,11 @@ def _clear_of_lines(fig: Figure, ax, labels: list[Annotation]) -> None:
     the ridge), no marker and no label placed before it; a label with no free place takes the one that
     crosses fewest.
 
-    Placement needs the text's drawn size, so the figure is laid out once (constrained layout) first.
+    Placement needs the text's drawn size, so the figure is laid out once (constrained layout) first: the layout
+    alone (the same positions as a draw without rendering gives, without drawing every artist once more).
     """
     renderer = FigureCanvasAgg(fig).get_renderer()
-    fig.draw_without_rendering()
+    fig.get_layout_engine().execute(fig)
     paths = [line.get_transform().transform_path(line.get_path()) for line in ax.lines
              if line.get_linestyle() not in ("None", "none", "") and len(line.get_xdata()) > 1]
     markers = [(line, ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()])),
