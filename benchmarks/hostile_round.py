@@ -1111,6 +1111,14 @@ def hf2_inputs() -> Iterator[Input]:
                           idents=["config.json"], expect=2, json_out=True,
                           setup=_write_config(None, re.sub(rf'"{key}": [0-9]+', f'"{key}": NaN', raw, count=1)),
                           label=f"{name} raw {key}: NaN")
+    # contradictions the engines refuse: Qwen3-Next's 7 value heads do not split over TP 4 (vLLM's GatedDeltaNet
+    # divides num_v_heads by TP; capacity --engine vllm refuses it), so rooflab's bound and the step refuse it too
+    qn = {**_hf2_base("qwen3-next-80b-a3b-thinking.json"), "linear_num_value_heads": 7}
+    for cmd in (["capacity", "-m", "cfg", "-g", "h200-sxm", "--tp", "4", "-f", "json"],
+                ["report", "--phase", "step", "-m", "cfg", "-g", "h200-sxm", "--tp", "4", "-f", "json"],
+                ["capacity", "-m", "cfg", "-g", "h200-sxm", "--tp", "4", "--engine", "vllm", "-f", "json"]):
+        yield cli("hf_config2", cmd, idents=["--tp", "linear_num_value_heads", "state"], expect=2, json_out=True,
+                  setup=_write_config(qn), label=f"qwen3-next 7 value heads at TP 4: {' '.join(cmd[:3])}")
     # quantisation blocks on a dense file (OLMo 2) and the MoE file (GLM-4.7): real-looking, then mutated
     dense = _hf2_base("olmo-2-1124-7b.json")
     moe = {k: v for k, v in _hf2_base("glm-4.7-fp8.partial.json").items() if k != "quantization_config"}
@@ -1546,6 +1554,25 @@ def number2_inputs() -> Iterator[Input]:
     yield n("step weights with a draft model = target + draft", lambda f: _field(
         f, ["report", "--phase", "step", "-m", "llama-3-8b", "--speculative-config", draft, "-f", "json"],
         "weight_bytes_per_gpu", 16_060_522_496 + 2_460_000_000, "llama-3-8b + llama-3.2-1b weights"))
+    # Cohere (aya-23-8b): transformers' CohereAttention and vLLM's CohereAttention take head_dim = hidden_size /
+    # heads = 4096 / 32 = 128 whatever the file says; a head_dim of 7 written in is ignored (or refused):
+    # KV a token 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131,072
+    cohere = {**_hf2_base("aya-23-8b.json"), "head_dim": 7}
+    yield n("Cohere ignores a stray head_dim", lambda f: _field(
+        f, ["capacity", "-m", "c", "-g", "h100-sxm", "-f", "json"], "kv_bytes_per_token", 2 * 32 * 8 * 128 * 2,
+        "2 x 32 x 8 x (4096 / 32) x 2", doc=cohere))
+    # serve's SLO answer: requests/s a replica = concurrency / E2E (Little's law); E2E = TTFT + (1,024 - 1) x TPOT;
+    # replicas = ceil(target / requests a replica); output tokens/s a GPU = requests/s x 1,024 / GPUs a replica
+    slo = ["serve", "--tpot-slo", "30ms", "--target-rate", "10", "-f", "json"]
+    for i, label in enumerate(("floor", "predicted")):
+        yield n(f"serve SLO {label}: Little's law, E2E, replicas, tokens a GPU", lambda f, i=i: _slo_check(f, slo, i))
+    # --shape decode: FLOPs 2 B H T (d + d_v) (QK^T over d, PV over d_v), under fa_no_half as counted
+    dec = ["report", "--shape", "1,128,1,4096,576,512", "--phase", "decode", "-g", "h200-sxm", "--published-tflops",
+           "500", "--convention", "fa_no_half", "-f", "json"]
+    yield n("--shape decode MLA-like flops", lambda f: _field(f, dec, "published.flops", 2 * 128 * 4096 * (576 + 512),
+                                                              "2 B H T (d + d_v)"))
+    yield n("--shape decode rows' flops", lambda f: _field(f, dec, "rows[0].flops", 2 * 128 * 4096 * (576 + 512),
+                                                           "2 B H T (d + d_v)"))
     # --shape: flash FLOPs 4 B H T^2 d, halved causal (fa); never halved (fa_no_half); the published time
     # flops / (TFLOP/s x 1e12); the flash row's floor max(flops / 989.4e12, bytes / 3.35e12) on the H100
     for shape, causal in (("2,16,16,4096,64", True), ("2,16,16,4096,64", False), ("1,32,8,8192,128", True)):
@@ -1570,6 +1597,26 @@ def _term(folder: Path, args: list[str], name: str, expect: int, formula: str) -
         return problems
     got = next((t["bytes"] for t in doc["terms"] if t["name"] == name), None)
     return [] if got == expect else [f"term {name} = {got}, hand-derived {expect} ({formula})"]
+
+
+def _slo_check(folder: Path, args: list[str], i: int) -> list[str]:
+    doc, problems = _json_of(folder, args)
+    if problems:
+        return problems
+    a = doc["answers"][i]
+    out = []
+    if not math.isclose(a["at_requests_per_s"], a["concurrency"] / a["at_e2e_s"], rel_tol=1e-9):
+        out.append(f"requests/s {a['at_requests_per_s']} != concurrency / E2E = {a['concurrency'] / a['at_e2e_s']}")
+    if not math.isclose(a["at_e2e_s"], a["at_ttft_s"] + 1023 * a["at_tpot_s"], rel_tol=1e-6):
+        out.append(f"E2E {a['at_e2e_s']} != TTFT + 1023 x TPOT = {a['at_ttft_s'] + 1023 * a['at_tpot_s']}")
+    if a["replicas"] != math.ceil(10 / a["at_requests_per_s"]) or a["gpus"] != a["replicas"] * a["gpus_per_replica"]:
+        out.append(f"replicas {a['replicas']} / GPUs {a['gpus']} != ceil(10 / {a['at_requests_per_s']}) x GPUs a replica")
+    per_gpu = a["at_requests_per_s"] * 1024 / a["gpus_per_replica"]
+    if not math.isclose(a["at_output_tokens_per_s_per_gpu"], per_gpu, rel_tol=1e-9):
+        out.append(f"tokens/s a GPU {a['at_output_tokens_per_s_per_gpu']} != requests/s x 1024 = {per_gpu}")
+    if a["at_tpot_s"] > 0.03 * (1 + 1e-12):
+        out.append(f"the answer's TPOT {a['at_tpot_s']} breaks the 30 ms SLO")
+    return out
 
 
 def _refused(folder: Path, args: list[str], why: str) -> list[str]:

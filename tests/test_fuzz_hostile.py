@@ -140,7 +140,9 @@ DEFECTS2 = {"convention_flops(seq_len_kv=None)": "D7: rooflab.published.conventi
                                                   "arguments (None: TypeError; nan, -3, 1+2j returned as FLOPs)",
             "step weights with a draft model = target + draft": "D14: report --phase step with a draft model "
             "({\"model\": \"llama-3.2-1b\", ...}) prices its two passes but leaves its 2.46 GB of weights and its KV "
-            "cache out of the memory a GPU holds (weights 16,060,522,496 bytes, hand-derived 18,520,522,496)"}
+            "cache out of the memory a GPU holds (weights 16,060,522,496 bytes, hand-derived 18,520,522,496)",
+            "Cohere ignores a stray head_dim": "D16: a Cohere config.json's head_dim is read (head_dim 7 gives 7,168 KV "
+            "bytes a token); transformers and vLLM take hidden_size / heads = 128 (131,072)"}
 
 
 def _kept2():
@@ -355,3 +357,14 @@ def test_pp_layer_partition_refuses_a_scalar(value):
                                     '{"method":"eagle","num_speculative_tokens":3}']])
 def test_step_options_without_effect_are_refused(extra):
     _cli(["report", "--phase", "step", "-m", "llama-3-8b", *extra], 2)
+
+
+@pytest.mark.xfail(strict=True, reason="D15: Qwen3-Next with 7 linear value heads at --tp 4: capacity --engine vllm "
+                   "refuses ('--tp 4 does not divide ... 7 state heads'), rooflab's capacity and report --phase step "
+                   "price it (exit 0)")
+@pytest.mark.parametrize("label", ["qwen3-next 7 value heads at TP 4: capacity -m cfg",
+                                   "qwen3-next 7 value heads at TP 4: report --phase step"])
+def test_linear_heads_that_tp_does_not_split(label):
+    item = next(i for i in hostile.hf2_inputs() if i.label == label)
+    problems = hostile.run_input(item)
+    assert not problems, "\n".join(problems)
