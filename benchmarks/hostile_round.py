@@ -1021,6 +1021,10 @@ def option2_inputs() -> Iterator[Input]:
             yield cli("options2", ["capacity", "--engine", engine, "-g", "h100-sxm", "--cuda-visible-memory", size,
                                    "-f", "json"], idents=["--cuda-visible-memory"], expect=2, json_out=True,
                       label=f"capacity --engine {engine} --cuda-visible-memory {size} on an 80 GB H100")
+    # a bare number for a memory size: '80' read as 80 bytes is a CUDA-visible total of 0.000 GiB ('80G' is refused)
+    for option, value in (("--cuda-visible-memory", "80"), ("--memory-in-use", "10"), ("--cuda-visible-memory", "79.22")):
+        yield cli("options2", ["capacity", "--engine", "vllm", option, value, "-f", "json"], idents=[option],
+                  expect=2, json_out=True, label=f"capacity --engine vllm {option} {value} (no unit)")
     for gpu in GPUS:
         for impl in ("torch_cudnn", "torch_eager"):
             for phase in (["-T", "4096"], ["--phase", "decode", "-L", "8k", "-b", "8"]):

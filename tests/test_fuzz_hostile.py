@@ -368,3 +368,11 @@ def test_linear_heads_that_tp_does_not_split(label):
     item = next(i for i in hostile.hf2_inputs() if i.label == label)
     problems = hostile.run_input(item)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.xfail(strict=True, reason="D17: a memory size without a unit is read as bytes: capacity --engine vllm "
+                   "--cuda-visible-memory 80 prices a CUDA-visible total of 0.000 GiB ('vLLM would refuse to start', "
+                   "exit 0), --memory-in-use 10 is 10 bytes; '80G' is refused as not a size")
+@pytest.mark.parametrize("option, value", [("--cuda-visible-memory", "80"), ("--memory-in-use", "10")])
+def test_memory_sizes_need_a_unit(option, value):
+    _cli(["capacity", "--engine", "vllm", option, value], 2)
