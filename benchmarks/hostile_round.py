@@ -1485,6 +1485,12 @@ def number2_inputs() -> Iterator[Input]:
              2 * 32 * 1 * 128)):
         yield n(f"kv a token {label}", lambda f, a=args, x=expect, lb=label: _field(
             f, ["capacity", *a, "-f", "json"], "kv_bytes_per_token", x, f"{lb}: {x}"))
+    # the step's KV under fp8_ds_mla: the same 656 bytes a token a layer as capacity's (512 fp8 latent + 4 fp32
+    # scales + 64 bf16 rope): batch 1 x 8,192 tokens x 61 layers x 656
+    yield n("step kv a GPU MLA fp8_ds_mla", lambda f: _field(
+        f, ["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--kv-cache-dtype",
+            "fp8_ds_mla", "-f", "json"], "kv_bytes_per_gpu", 8192 * 61 * (512 + 4 * 4 + 64 * 2),
+        "8192 x 61 x 656 (capacity's fp8_ds_mla layout)"))
     # Qwen3-Next under vLLM: a linear layer's state conv (4 - 1) x (16 x 128 x 2 + 32 x 128) + ssm 32 x 128 x 128,
     # bf16 = 1,097,728 bytes; an attention layer's token 2 x 2 x 256 x 2 = 2,048 bytes; vLLM raises the block to
     # the multiple of 16 tokens whose page holds the state: ceil(1,097,728 / 2,048 / 16) x 16 = 544; a block

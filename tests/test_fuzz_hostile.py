@@ -141,6 +141,9 @@ DEFECTS2 = {"convention_flops(seq_len_kv=None)": "D7: rooflab.published.conventi
             "step weights with a draft model = target + draft": "D14: report --phase step with a draft model "
             "({\"model\": \"llama-3.2-1b\", ...}) prices its two passes but leaves its 2.46 GB of weights and its KV "
             "cache out of the memory a GPU holds (weights 16,060,522,496 bytes, hand-derived 18,520,522,496)",
+            "step kv a GPU MLA fp8_ds_mla": "D18: report --phase step --kv-cache-dtype fp8_ds_mla prices the MLA "
+            "cache as plain fp8 (576 bytes a token a layer: 287,834,112 at 8,192 tokens) where capacity prices vLLM's "
+            "fp8_ds_mla layout (656: 327,811,072)",
             "Cohere ignores a stray head_dim": "D16: a Cohere config.json's head_dim is read (head_dim 7 gives 7,168 KV "
             "bytes a token); transformers and vLLM take hidden_size / heads = 128 (131,072)"}
 
