@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
+
+import pytest
 
 import rooflab.cli
 from rooflab import _entry
@@ -35,3 +39,23 @@ def test_the_command_runs_with_one_openblas_thread_the_collector_on_and_start_up
 def test_a_users_openblas_threads_are_kept(monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
     assert _started(monkeypatch)["threads"] == "3"
+
+
+@pytest.mark.parametrize("words, loaded", [(["plot", "capacity"], True), (["report"], False), ([], False)])
+def test_a_plot_command_loads_matplotlib_with_the_cli(words, loaded):
+    """`rooflab plot ...` finds matplotlib loaded (and frozen) when it starts; other commands do not load it."""
+    code = ("import sys, rooflab.cli; sys.argv = ['rooflab', *sys.argv[1:]]; "
+            "rooflab.cli.main = lambda: print('matplotlib.figure' in sys.modules, 'matplotlib.backends.backend_agg' "
+            "in sys.modules); from rooflab._entry import main; main()")
+    done = subprocess.run([sys.executable, "-c", code, *words], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [str(loaded)] * 2
+
+
+def test_a_matplotlib_that_cannot_load_is_left_to_the_command(tmp_path):
+    """An unknown MPLBACKEND makes matplotlib's import fail: the start-up goes on, and the command says what is
+    wrong (exit 2, one line, no traceback)."""
+    env = {**os.environ, "MPLBACKEND": "no-such-backend"}
+    done = subprocess.run([sys.executable, "-m", "rooflab", "plot", "capacity", "-o", "x.png"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert not (tmp_path / "x.png").exists()
+    assert done.returncode == 2 and "MPLBACKEND" in done.stderr and "Traceback" not in done.stderr
