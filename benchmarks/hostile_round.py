@@ -1491,6 +1491,16 @@ def number2_inputs() -> Iterator[Input]:
         f, ["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--kv-cache-dtype",
             "fp8_ds_mla", "-f", "json"], "kv_bytes_per_gpu", 8192 * 61 * (512 + 4 * 4 + 64 * 2),
         "8192 x 61 x 656 (capacity's fp8_ds_mla layout)"))
+    # one path: rooflab capacity and report --phase step, given the same model, GPU and options, hold the same
+    # bytes on the GPU that holds the most (capacity's binding stage under PP)
+    for model, extra in (("gemma-2-9b", ["--pp", "2"]), ("llama-3-8b", ["--pp", "2"]),
+                         ("gpt-oss-20b", ["--tp", "8", "-q", "fp8"]), ("deepseek-v3", ["--tp", "8", "-q", "fp8"])):
+        for cap_field, step_field in (("weights_bytes", "weight_bytes_per_gpu"),
+                                      ("kv_bytes_per_sequence", "kv_bytes_per_gpu")):
+            yield n(f"capacity = step: {model} {' '.join(extra)} {cap_field}", lambda f, m=model, e=extra, c=cap_field,
+                    st=step_field: _same(f, ["capacity", "-m", m, "-g", "h200-sxm", "-L", "8192", *e, "-f", "json"], c,
+                                         ["report", "--phase", "step", "-m", m, "-g", "h200-sxm", "-L", "8192", *e,
+                                          "-f", "json"], st))
     # Qwen3-Next under vLLM: a linear layer's state conv (4 - 1) x (16 x 128 x 2 + 32 x 128) + ssm 32 x 128 x 128,
     # bf16 = 1,097,728 bytes; an attention layer's token 2 x 2 x 256 x 2 = 2,048 bytes; vLLM raises the block to
     # the multiple of 16 tokens whose page holds the state: ceil(1,097,728 / 2,048 / 16) x 16 = 544; a block
@@ -1627,6 +1637,16 @@ def _slo_check(folder: Path, args: list[str], i: int) -> list[str]:
     if a["at_tpot_s"] > 0.03 * (1 + 1e-12):
         out.append(f"the answer's TPOT {a['at_tpot_s']} breaks the 30 ms SLO")
     return out
+
+
+def _same(folder: Path, a: list[str], a_field: str, b: list[str], b_field: str) -> list[str]:
+    first, problems = _json_of(folder, a)
+    second, more = _json_of(folder, b)
+    if problems or more:
+        return problems + more
+    if first[a_field] != second[b_field]:
+        return [f"{a[0]} {a_field} = {first[a_field]} but report --phase step {b_field} = {second[b_field]}"]
+    return []
 
 
 def _refused(folder: Path, args: list[str], why: str) -> list[str]:

@@ -144,6 +144,18 @@ DEFECTS2 = {"convention_flops(seq_len_kv=None)": "D7: rooflab.published.conventi
             "step kv a GPU MLA fp8_ds_mla": "D18: report --phase step --kv-cache-dtype fp8_ds_mla prices the MLA "
             "cache as plain fp8 (576 bytes a token a layer: 287,834,112 at 8,192 tokens) where capacity prices vLLM's "
             "fp8_ds_mla layout (656: 327,811,072)",
+            "capacity = step: gemma-2-9b --pp 2 weights_bytes": "D19: under --pp the step's bytes a GPU are the "
+            "mean over stages (total / PP), not the stage that holds most: gemma-2-9b --pp 2 weights 9,241,705,984 "
+            "against capacity's stage 0 (layers 0-20 and the 256,000 x 3,584 embedding) 10,159,243,458",
+            "capacity = step: gemma-2-9b --pp 2 kv_bytes_per_sequence": "D19: the step's KV a GPU under --pp 2 is "
+            "the mean (1,058,340,864) where capacity's binding stage holds 1,075,052,544",
+            "capacity = step: llama-3-8b --pp 2 weights_bytes": "D19: the step's weights a GPU under --pp 2 is the "
+            "mean 8,030,261,248; capacity's binding stage 8,030,257,152 (the two commands disagree)",
+            "capacity = step: gpt-oss-20b --tp 8 -q fp8 weights_bytes": "D3: -q fp8 on a checkpoint that ships "
+            "mxfp4 experts: capacity keeps it as shipped (1,717,819,950 bytes a GPU), the step re-prices it as fp8 "
+            "(2,757,521,611); vLLM refuses the mismatch",
+            "capacity = step: deepseek-v3 --tp 8 -q fp8 weights_bytes": "D3: -q fp8 on DeepSeek-V3's fp8_block "
+            "checkpoint: capacity 84,140,491,595 bytes a GPU (as shipped), the step 84,120,074,133 (per-tensor fp8)",
             "Cohere ignores a stray head_dim": "D16: a Cohere config.json's head_dim is read (head_dim 7 gives 7,168 KV "
             "bytes a token); transformers and vLLM take hidden_size / heads = 128 (131,072)"}
 
