@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import re
 from pathlib import Path
@@ -21,10 +22,12 @@ def test_python_example_runs():
     assert "# 48 sequences, 4 KV heads per GPU" in code
 
 
-def _imports() -> dict[str, set[str]]:
+@functools.cache
+def _imports() -> dict[str, frozenset[str]]:
     """{module: the rooflab modules it imports}, read from every import statement of the package (those inside
     functions too: a lazy import is still a dependency). `from pkg import name` counts as importing pkg.name
-    where that is a module, else pkg itself; modules are dotted names, a package is its __init__."""
+    where that is a module, else pkg itself; modules are dotted names, a package is its __init__. Read once a test
+    process (the package's ~300 modules parsed: about a second); the tests only read it."""
     import ast
 
     import rooflab
@@ -55,7 +58,7 @@ def _imports() -> dict[str, set[str]]:
                     if base.split(".")[0] != "rooflab":
                         continue
                 targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names}
-        graph[name] = {t for t in map(known, targets) if t and t != name}
+        graph[name] = frozenset(t for t in map(known, targets) if t and t != name)
     return graph
 
 
