@@ -1021,6 +1021,16 @@ def option2_inputs() -> Iterator[Input]:
             yield cli("options2", ["capacity", "--engine", engine, "-g", "h100-sxm", "--cuda-visible-memory", size,
                                    "-f", "json"], idents=["--cuda-visible-memory"], expect=2, json_out=True,
                       label=f"capacity --engine {engine} --cuda-visible-memory {size} on an 80 GB H100")
+    # the start-up logs with the new engine options beside them
+    logs = sorted((ROOT / "tests" / "data" / "engine_logs").glob("*.log"))[:8]
+    for log in logs:
+        for extra in (["--pp", "2"], ["--enable-lora"], ["--memory-in-use", "4GiB"], ["--cuda-visible-memory", "70GiB"],
+                      ["--what-if", "tp=2", "--what-if", "max-model-len=4k"], ["--engine-version", "v0.2"],
+                      ["--mamba-ssm-dtype", "float32"], ["--max-num-seqs", "1"], ["--what-if", "block-size=7"]):
+            yield cli("options2", ["capacity", "--engine-log", str(log), *extra, "-f", "json"], json_out=True,
+                      label=f"{log.name} {' '.join(extra)}")
+    # --what-if's refusal without an engine log says what it needs (--engine alone is refused in turn)
+    yield cli("options2", ["capacity", "--what-if", "tp=2"], idents=["--engine-log"], label="--what-if alone")
     # a bare number for a memory size: '80' read as 80 bytes is a CUDA-visible total of 0.000 GiB ('80G' is refused)
     for option, value in (("--cuda-visible-memory", "80"), ("--memory-in-use", "10"), ("--cuda-visible-memory", "79.22")):
         yield cli("options2", ["capacity", "--engine", "vllm", option, value, "-f", "json"], idents=[option],

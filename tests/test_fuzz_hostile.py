@@ -391,3 +391,12 @@ def test_linear_heads_that_tp_does_not_split(label):
 @pytest.mark.parametrize("option, value", [("--cuda-visible-memory", "80"), ("--memory-in-use", "10")])
 def test_memory_sizes_need_a_unit(option, value):
     _cli(["capacity", "--engine", "vllm", option, value], 2)
+
+
+@pytest.mark.xfail(strict=True, reason="D20: capacity --what-if tp=2 is refused with '--what-if applies with --engine or "
+                   "--engine-log only'; following it (--engine vllm --what-if tp=2) is refused in turn with 'applies "
+                   "with --engine-log only'")
+def test_what_if_refusal_gives_advice_that_works():
+    out = _cli(["capacity", "--what-if", "tp=2"], 2)
+    if "--engine or" in out.stderr:
+        _cli(["capacity", "--engine", "vllm", "--what-if", "tp=2"], 0)
