@@ -30,6 +30,10 @@ from ..specs.heads import MAX_HEADS
 from .common import as_array, real_number, whole_number
 
 
+#: Most times one launch issues its units over: sequences x heads.
+MAX_REPEATS = MAX_BATCH * MAX_HEADS
+
+
 def check_parallelism(num_sms: object, units_per_sm: object) -> tuple[int | None, float]:
     """`num_sms` (None: the launch is taken as filling the GPU) and `units_per_sm` checked against the ranges a
     GPU spec allows them, as an int (or None) and a float; InputError naming the argument otherwise."""
@@ -95,8 +99,6 @@ def schedule_fraction(unit_work: Iterable[float], num_sms: int | None, units_per
     return float(total / (slots * _list_makespan(work, slots)))
 
 
-#: Most times one launch issues its units over: sequences x heads.
-MAX_REPEATS = MAX_BATCH * MAX_HEADS
 #: Below this every sum of whole numbers in float64 is exact.
 _EXACT_BELOW = 2.0 ** 53
 
