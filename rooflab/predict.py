@@ -27,6 +27,11 @@ cached token, and `fp8_overhead_rows` more with an fp8 latent), and may have a m
 (t_mem divided by the ratio eta_mem / eta inside the max): the mma.sync MLA kernel streams its latent at close to
 the copy bandwidth where the memory binds (16 rows a unit) but reaches well under half the bf16 MMA rate where
 the compute does (32 and 64 rows), which one efficiency dividing both cannot hold.
+
+The Triton fused_moe kernel over block-fp8 experts (a fused MoE fit: FittedModel.tile_s) adds a fixed cost a program
+instead (fused_moe_time), memory-bound launches only:
+
+    t_pred = c0 + Q / (eta_mem beta) + tiles tau      (tiles: cost/fused_moe.fused_tiles)
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import numpy as np
 
 from .cost.common import Cost, KernelCost, Visibility, check_flag, check_layer, real_number, whole_number
 from .cost.flash import FlashCost
+from .cost.fused_moe import fused_tiles
 from .cost.mla import MlaDecodeCost
 from .cost.paged import MAX_Q_LEN
 from .cudnn_kernel import KERNEL_MODELS, kernel_cost, modelled_impl
@@ -97,6 +103,25 @@ def fitted_model_time(cost: Cost, ceilings: Ceilings, fitted: FittedModel) -> np
                       fitted.fp8_overhead_rows)
 
 
+#: The implementation of a fused MoE fit (FittedModel.tile_s): our Triton kernel of vLLM's and SGLang's fused_moe
+#: over block-fp8 experts (benchmarks/h200_early2025_decode_kernels.py; its rows' impl column).
+FUSED_MOE_IMPL = "triton_fused_moe"
+
+
+def fused_moe_time(fitted: FittedModel, ceilings: Ceilings, tokens: float, pairs: float, touched: float, n: int,
+                   hbm_bytes: float) -> float:
+    """One fused_moe launch's time under a fused MoE fit: c0 + Q / (eta_mem beta) + tiles tau (the module docstring).
+
+    `hbm_bytes` Q the grouped GEMM's bytes (cost/gemm.py: the touched experts' weights once, the pairs' activations in
+    and out), `tokens` the step's tokens (the engine's config key), `pairs` the token-expert pairs over `touched`
+    experts' [n, k] weights; beta the copy bandwidth of `ceilings`. The one place the form is written: the fit
+    (rooflab.fit.moe_fit.fit_fused) measures its held-out errors with it, the step prices with it."""
+    if not fitted.fused_moe:
+        raise InputError(f"fused_moe_time takes a fused MoE fit (tile_s set), got {fitted.kernel.value}/{fitted.impl}")
+    memory_s = hbm_bytes / (fitted.memory_efficiency * ceilings.bandwidth_bytes_per_s)
+    return fitted.overhead_s + memory_s + fused_tiles(tokens, pairs, touched, n) * fitted.tile_s
+
+
 #: PredictedTime.provenance of a fit measured on the GPU it predicts.
 MEASURED_HERE = "measured on this GPU"
 
@@ -125,8 +150,9 @@ class PredictedTime:
 def model_fits(owner: GpuSpec, kernel: Kernel) -> tuple[FittedModel, ...]:
     """The fits of `kernel` that predict on `owner`'s behalf: its `fitted:` entries, each implementation with a model
     of the kernel it launches (cudnn_kernel.KERNEL_MODELS) in `owner`'s list taking that model's entry instead of
-    the campaigns' fit (one prediction an implementation; PredictedTime.impl names the implementation)."""
-    fits = owner.fitted_for(kernel)
+    the campaigns' fit (one prediction an implementation; PredictedTime.impl names the implementation). A fused MoE
+    fit is left out: its form is fused_moe_time's, which the step calls itself."""
+    fits = tuple(f for f in owner.fitted_for(kernel) if not f.fused_moe)
     models = {m for (k, _), m in KERNEL_MODELS.items() if k is kernel}
     out = []
     for f in fits:
@@ -295,7 +321,7 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
     return Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
 
 
-__all__ = ["MAX_AUTO_ERROR", "MEASURED_HERE", "OWN", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
+__all__ = ["FUSED_MOE_IMPL", "MAX_AUTO_ERROR", "MEASURED_HERE", "fused_moe_time", "OWN", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
            "model_fits", "model_time", "prediction_fit", "priced_cost",
            "priced_launches",
            "prediction_model_time", "predict_time", "predict_with", "prefill_kernel"]

@@ -268,14 +268,18 @@ def transfer_source(target: GpuSpec, kernel: Kernel, keep_refused: bool = False
                     ) -> tuple[Optional[GpuSpec], tuple[FittedModel, ...]]:
     """The bundled GPU whose fits of `kernel` predict `target` (one of the same architecture first, then the one with
     most fits), and those of its fits that transfer (why_not); every fit of the kernel with `keep_refused`.
-    (None, ()) where no other bundled GPU has a fit of `kernel`."""
+    (None, ()) where no other bundled GPU has a fit of `kernel`. A fused MoE fit (FittedModel.fused_moe: Triton's code
+    for one architecture, measured on one GPU) is never a transfer's."""
+    def movable(gpu: GpuSpec) -> tuple[FittedModel, ...]:
+        return tuple(f for f in gpu.fitted_for(kernel) if not f.fused_moe)
+
     arch = (target.architecture or "").lower()
-    sources = sorted((g for g in _fitted_gpus() if g.name != target.name and g.fitted_for(kernel)),
+    sources = sorted((g for g in _fitted_gpus() if g.name != target.name and movable(g)),
                      key=lambda g: ((g.architecture or "").lower() != arch, -len(g.fitted), g.name))
     if not sources:
         return None, ()
     source = sources[0]
-    fits = source.fitted_for(kernel)
+    fits = movable(source)
     return source, fits if keep_refused else tuple(f for f in fits if why_not(source, target, f) is None)
 
 

@@ -49,6 +49,8 @@ def fitted_yaml(models: Sequence[FittedModel]) -> str:
             bits.append(f"memory_efficiency: {m.memory_efficiency:.4f}")
         if m.fp8_overhead_rows is not None:
             bits.append(f"fp8_overhead_rows: {m.fp8_overhead_rows:g}")
+        if m.tile_s is not None:
+            bits += [f"tile_s: {m.tile_s:.4e}", f"max_tokens: {m.max_tokens}"]
         bits += [f"rows: {m.rows}", f"held_out_rows: {m.held_out_rows}"]
         if m.median_error is not None:
             bits += [f"median_error: {m.median_error:.4f}", f"worst_error: {m.worst_error:.4f}"]

@@ -10,6 +10,13 @@ the tensor roof the grouped kernel reaches when compute-bound, eta_mem = r eta t
 weight reads reach when memory-bound (a few tokens an expert). They are stored as a FittedModel (kernel gemm, the
 grouped kernel's impl; memory_efficiency = eta_mem) in the GPU YAML's fitted list, beside the dense cuBLAS fit.
 
+The Triton fused_moe kernel over block-fp8 experts, as vLLM 0.7.x and SGLang 0.4.x ran DeepSeek (fit_fused, on our own
+kernel of that algorithm at their shipped H200 config: measurements/moe/h200-fused-moe-block-fp8.csv), has another
+form, t = c0 + Q / (eta_mem beta) + tiles tau (rooflab.predict.fused_moe_time; tiles its live programs,
+cost/fused_moe.py), stored the same way: a FittedModel of impl triton_fused_moe with tile_s = tau and max_tokens its
+measured range. A program's fixed cost (prologue, scales, the [BLOCK_M, BLOCK_N] bf16 store) is why the down GEMM
+(K 256, 56 programs an expert) runs at ~2.5 TB/s where the gate/up GEMM (K 7168, 4 programs an expert) runs at ~3.7.
+
 Fitted on benchmarks/moe_gemm.py's rows (measurements/moe/h200-moe-gemm.csv: torch._grouped_mm in bf16,
 torch._scaled_grouped_mm in fp8 e4m3 with rowwise scales; Mixtral-8x7B TP 1 / TP 2 and DeepSeek-V3 EP 8 shards,
 T = 1 .. 8192 balanced), one fit an implementation; held-out errors on alternate rows (every other T of each shape).
@@ -21,8 +28,6 @@ Triton kernel: the engines' own expert kernels are priced as this measured stand
 from __future__ import annotations
 
 import csv
-import functools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -31,8 +36,7 @@ import numpy as np
 from ..cost.fused_moe import fused_tiles
 from ..cost.gemm import GemmCost, gemm
 from ..errors import InputError
-from ..load import data_dir
-from ..predict import model_time
+from ..predict import FUSED_MOE_IMPL, fused_moe_time, model_time
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
 from ..transfer import GROUPED_GEMM_IMPL
@@ -74,12 +78,11 @@ def grouped_cost(pairs: int, n: int, k: int, dtype: DType, touched: float, name:
 
 def model_times(rows: Sequence[dict], gpu: GpuSpec, memory_ratio: float = 1.0) -> np.ndarray:
     """max(F / pi, Q / (r beta)) of each grouped row against the GPU's calibrated roofs of its dtype."""
-    source = CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet
     out = []
     for r in rows:
         dtype = DType(r["dtype"])
         cost = grouped_cost(r["pairs"], r["n"], r["k"], dtype, r["experts_touched"], r["gemm"])
-        out.append(float(model_time(cost, Ceilings.of(gpu, dtype, source), memory_ratio=memory_ratio)))
+        out.append(float(model_time(cost, _roofs(gpu, dtype), memory_ratio=memory_ratio)))
     return np.array(out)
 
 
@@ -118,9 +121,13 @@ def fit_grouped(rows: Sequence[dict], gpu: GpuSpec, dtype: DType, campaign: str 
 
 
 def fit_moe_campaign(path: Path, gpu: GpuSpec) -> tuple[FittedModel, ...]:
-    """Every grouped implementation's fit from one benchmarks/moe_gemm.py CSV."""
+    """Every fit one CSV in benchmarks/moe_gemm.py's columns holds: each grouped implementation's (fit_grouped), and
+    the fused MoE fit where it has triton_fused_moe rows (fit_fused: benchmarks/h200_early2025_decode_kernels.py's
+    campaign, FUSED_CAMPAIGN), as the GPU YAML's fitted list stores them (rooflab.fit.fitting_io.fitted_yaml)."""
     _, rows = read_moe_csv(path)
-    fits = (fit_grouped(rows, gpu, dtype) for dtype in GROUPED_IMPL)
+    fits = [fit_grouped(rows, gpu, dtype) for dtype in GROUPED_IMPL]
+    if any(r["impl"] == FUSED_MOE_IMPL for r in rows):
+        fits.append(fit_fused(rows, gpu))
     return tuple(f for f in fits if f is not None)
 
 
@@ -131,47 +138,24 @@ def predicted_s(row: dict, fitted: FittedModel, gpu: GpuSpec) -> float:
 
 
 #: The fused block-fp8 kernel's campaign (benchmarks/h200_early2025_decode_kernels.py: our own Triton kernel of
-#: the engines' fused_moe algorithm at their shipped H200 config) and the rooflab GPU it was measured on.
-FUSED_CAMPAIGN, FUSED_GPU = "moe/h200-fused-moe-block-fp8.csv", "h200-sxm"
+#: the engines' fused_moe algorithm at their shipped H200 config), fitted on hardware/h200-sxm.yaml's GPU.
+FUSED_CAMPAIGN = "moe/h200-fused-moe-block-fp8.csv"
 
 
-@dataclass(frozen=True)
-class FusedMoeFit:
-    """The Triton fused_moe kernel over block-fp8 experts at the engines' shipped config, fitted on our own
-    kernel's measured launches (rooflab.fit.moe_fit.fit_fused):
-
-        t = c0 + Q / B + tiles x tau
-
-    Q the grouped GEMM's bytes (the touched experts' fp8 weights once, the pairs' activations in and out:
-    cost/gemm.py), tiles its live programs (cost/fused_moe.py), c0 the launch's fixed time in a CUDA graph, B the
-    bandwidth its weight stream reaches, tau each program's fixed cost over the whole chip (prologue, scales, the
-    [BLOCK_M, BLOCK_N] bf16 store): why the down GEMM (K 256, two K steps a program, n / BLOCK_N = 56 programs an
-    expert) runs at ~2.5 TB/s where the gate/up GEMM (K 7168, 4 programs an expert) runs at ~3.7. Memory-bound
-    rows only (up to 512 tokens, 4096 pairs): it says nothing of the compute-bound kernel."""
-
-    overhead_s: float                  # c0
-    bytes_per_s: float                 # B
-    tile_s: float                      # tau
-    rows: int
-    held_out_rows: int
-    median_error: float                # |fit on the other rows / measured - 1| over the held-out rows
-    worst_error: float
-    campaign: str
-    gpu: str
-    max_tokens: int                    # the largest step measured (tokens): the fit's range
-
-    def time_s(self, tokens: float, pairs: float, touched: float, n: int, hbm_bytes: float) -> float:
-        """One launch's time: c0 + Q / B + tiles tau."""
-        return self.overhead_s + hbm_bytes / self.bytes_per_s + fused_tiles(tokens, pairs, touched, n) * self.tile_s
+def _roofs(gpu: GpuSpec, dtype: DType) -> Ceilings:
+    """The roofs a MoE row is fitted against: the GPU's calibrated ceilings of `dtype` (the datasheet's without)."""
+    return Ceilings.of(gpu, dtype, CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet)
 
 
-def _fused_terms(rows: Sequence[dict]) -> np.ndarray:
-    """[1, Q, tiles] of each fused row (Q of cost/gemm.py's grouped GEMM in fp8)."""
-    out = []
-    for r in rows:
-        cost = grouped_cost(r["pairs"], r["n"], r["k"], DType.fp8_e4m3, r["experts_touched"], r["gemm"])
-        out.append([1.0, float(cost.hbm_bytes), fused_tiles(r["tokens"], r["pairs"], r["experts_touched"], r["n"])])
-    return np.array(out)
+def _fused_cost(row: dict) -> GemmCost:
+    """A fused row's grouped GEMM in fp8 (cost/gemm.py: the touched experts' weights once, activations in and out)."""
+    return grouped_cost(row["pairs"], row["n"], row["k"], DType.fp8_e4m3, row["experts_touched"], row["gemm"])
+
+
+def _fused_terms(rows: Sequence[dict], beta: float) -> np.ndarray:
+    """[1, Q / beta, tiles] of each fused row: the columns whose coefficients are c0, 1 / eta_mem and tau."""
+    return np.array([[1.0, float(_fused_cost(r).hbm_bytes) / beta,
+                      fused_tiles(r["tokens"], r["pairs"], r["experts_touched"], r["n"])] for r in rows])
 
 
 def _relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -179,35 +163,37 @@ def _relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(x / y[:, None], np.ones_like(y), rcond=None)[0]
 
 
-def fit_fused(rows: Sequence[dict], campaign: str = FUSED_CAMPAIGN, gpu: str = FUSED_GPU) -> FusedMoeFit:
-    """c0, B and tau by relative least squares on every row; held-out errors of the fit on alternate token
-    counts (each GEMM's rows, tokens ascending) against the others. A constant out of its physical range
-    (c0 or tau negative, B not positive) is an InputError."""
-    rows = sorted((r for r in rows if r["impl"] == "triton_fused_moe"), key=lambda r: (r["gemm"], r["tokens"]))
+def _fused_model(coef: np.ndarray, rows: Sequence[dict], campaign: str, **errors) -> FittedModel:
+    """The FittedModel of coefficients [c0, 1 / eta_mem, tau] (FittedModel's fused MoE form); a constant out of its
+    physical range (c0 or tau negative, eta_mem not positive) is an InputError."""
+    c0, inv_eta_mem, tau = (float(c) for c in coef)
+    if c0 < 0 or tau < 0 or inv_eta_mem <= 0:
+        raise InputError(f"fused MoE campaign {campaign}: unphysical fit c0 {c0:.3g} s, 1 / memory efficiency "
+                         f"{inv_eta_mem:.3g}, tau {tau:.3g} s")
+    eta_mem = 1 / inv_eta_mem
+    return FittedModel(kernel=Kernel.gemm, impl=FUSED_MOE_IMPL, overhead_s=c0, efficiency=eta_mem,
+                       memory_efficiency=eta_mem, tile_s=tau, max_tokens=max(int(r["tokens"]) for r in rows),
+                       rows=len(rows), campaigns=(campaign,), **errors)
+
+
+def fit_fused(rows: Sequence[dict], gpu: GpuSpec, campaign: str = FUSED_CAMPAIGN) -> FittedModel:
+    """The fused MoE fit of `gpu` (t = c0 + Q / (eta_mem beta) + tiles tau: rooflab.predict.fused_moe_time, beta the
+    calibrated copy bandwidth): c0, eta_mem and tau by relative least squares on every triton_fused_moe row, with the
+    held-out errors of the fit on alternate token counts (each GEMM's rows, tokens ascending) against the others;
+    max_tokens the largest step measured. Under 6 rows, or a constant out of its physical range, is an InputError."""
+    rows = sorted((r for r in rows if r["impl"] == FUSED_MOE_IMPL), key=lambda r: (r["gemm"], r["tokens"]))
     if len(rows) < 6:
-        raise InputError(f"fused MoE campaign {campaign}: {len(rows)} triton_fused_moe rows, at least 6 needed")
-    x, y = _fused_terms(rows), np.array([r["seconds"] for r in rows])
+        raise InputError(f"fused MoE campaign {campaign}: {len(rows)} {FUSED_MOE_IMPL} rows, at least 6 needed")
+    roofs = _roofs(gpu, DType.fp8_e4m3)
+    x, y = _fused_terms(rows, roofs.bandwidth_bytes_per_s), np.array([r["seconds"] for r in rows])
     held = np.array([i % 2 == 1 for i in range(len(rows))])
-    half = _relative_lstsq(x[~held], y[~held])
-    errors = np.abs(x[held] @ half / y[held] - 1)
-    c0, inv_b, tau = _relative_lstsq(x, y)
-    if c0 < 0 or tau < 0 or inv_b <= 0:
-        raise InputError(f"fused MoE campaign {campaign}: unphysical fit c0 {c0:.3g} s, 1/B {inv_b:.3g} s/B, "
-                         f"tau {tau:.3g} s")
-    return FusedMoeFit(float(c0), float(1 / inv_b), float(tau), len(rows), int(held.sum()),
-                       float(np.median(errors)), float(errors.max()), campaign, gpu,
-                       max(int(r["tokens"]) for r in rows))
+    half = _fused_model(_relative_lstsq(x[~held], y[~held]), [r for r, h in zip(rows, held) if not h], campaign)
+    errors = np.abs(np.array([fused_moe_time(half, roofs, r["tokens"], r["pairs"], r["experts_touched"], r["n"],
+                                             float(_fused_cost(r).hbm_bytes))
+                              for r, h in zip(rows, held) if h]) / y[held] - 1)
+    return _fused_model(_relative_lstsq(x, y), rows, campaign, held_out_rows=int(held.sum()),
+                        median_error=float(np.median(errors)), worst_error=float(errors.max()))
 
 
-@functools.lru_cache(maxsize=None)
-def fused_moe_fit(gpu_name: str) -> Optional[FusedMoeFit]:
-    """The bundled fused-kernel fit for the GPU it was measured on (FUSED_GPU), else None (no transfer: the kernel
-    is Triton's code for one architecture, measured on one GPU)."""
-    if gpu_name != FUSED_GPU:
-        return None
-    _, rows = read_moe_csv(data_dir("measurements") / FUSED_CAMPAIGN)
-    return fit_fused(rows)
-
-
-__all__ = ["CAMPAIGN", "FUSED_CAMPAIGN", "FUSED_GPU", "FusedMoeFit", "GROUPED_IMPL", "fit_fused", "fit_grouped",
-           "fit_moe_campaign", "fused_moe_fit", "grouped_cost", "model_times", "predicted_s", "read_moe_csv"]
+__all__ = ["CAMPAIGN", "FUSED_CAMPAIGN", "GROUPED_IMPL", "fit_fused", "fit_grouped", "fit_moe_campaign",
+           "grouped_cost", "model_times", "predicted_s", "read_moe_csv"]

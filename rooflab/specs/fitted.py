@@ -11,6 +11,15 @@ the other (rooflab.predict). A flash fit with `unit_overhead_tiles` prices FLOPs
 its tiles do (whole tiles, and that many key tiles' worth a query tile: cost/flash.FlashCost.tile_work); an MLA
 decode fit may have its own `memory_efficiency` (t_memory / memory_efficiency against t_compute / efficiency, the
 larger over f) and `fp8_overhead_rows` (cost/mla.MlaDecodeCost.tile_work). `rows`, `campaigns` and the held-out errors say what the fit rests on.
+
+A fused MoE fit (`tile_s` set: the Triton fused_moe kernel over block-fp8 experts, rooflab.fit.moe_fit.fit_fused) has
+another form, priced by rooflab.predict.fused_moe_time alone (never by the form above, nor transferred):
+
+    t_predicted = overhead_s + Q / (memory_efficiency x beta) + tiles x tile_s
+
+Q the grouped GEMM's bytes, beta the calibrated copy bandwidth, tiles the launch's live programs
+(cost/fused_moe.fused_tiles), valid up to `max_tokens` tokens a step (the largest measured); it has no compute term
+(memory-bound launches only), so its `efficiency` is its memory efficiency, the one share it measured.
 """
 
 from __future__ import annotations
@@ -48,6 +57,11 @@ class FittedModel:
     fp8_overhead_rows: Optional[float] = spec_field(0, 64.0, doc="MLA decode: a unit's extra fixed cost a cached token "
                                                     "of an fp8 latent (its widening), in rows' worth of work",
                                                     lo_open=False, default=None)
+    tile_s: Optional[float] = spec_field(0, 1e-5, "s", "fused MoE: each live program's fixed time over the whole "
+                                         "chip (tiles x this adds to the time: rooflab.predict.fused_moe_time); "
+                                         "None: no such term", lo_open=False, default=None)
+    max_tokens: Optional[int] = spec_field(1, 10_000_000, doc="fused MoE: the largest step measured (tokens a step), "
+                                           "the fit's range; None: no such bound", default=None)
     rows: int = spec_field(1, 1_000_000, doc="measurements fitted", default=1)
     held_out_rows: int = spec_field(0, 1_000_000, default=0, lo_open=False)
     median_error: Optional[float] = spec_field(0, 100.0, doc="held-out relative error, median", lo_open=False,
@@ -62,12 +76,24 @@ class FittedModel:
 
             raise SpecError(f"fitted {self.kernel.value}/{self.impl}", "held_out_rows", self.held_out_rows,
                             f"is more than rows ({self.rows}): the held-out rows are a share of the rows measured")
+        if self.tile_s is not None and (self.memory_efficiency is None or self.max_tokens is None):
+            from ..errors import SpecError
+
+            raise SpecError(f"fitted {self.kernel.value}/{self.impl}", "tile_s", self.tile_s,
+                            "is a fused MoE fit's term: give its memory_efficiency (the bytes' share of the copy "
+                            "bandwidth) and max_tokens (its measured range) too")
 
     @property
     def memory_ratio(self) -> float:
         """memory_efficiency / efficiency: how much faster than `efficiency` alone the bytes stream (1: one
         efficiency for memory and compute)."""
         return 1.0 if self.memory_efficiency is None else self.memory_efficiency / self.efficiency
+
+    @property
+    def fused_moe(self) -> bool:
+        """A fused MoE fit (`tile_s` set): priced by rooflab.predict.fused_moe_time alone, never by the general
+        form (rooflab.predict.model_fits leaves it out) nor transferred to another GPU."""
+        return self.tile_s is not None
 
     @property
     def key(self) -> tuple[Kernel, str]:

@@ -20,10 +20,10 @@ from ..comm import collective_time
 from ..cost.common import KernelCost
 from ..cost.gemm import GemmCost
 from ..deployment import Deployment
-from ..fit.moe_fit import FUSED_GPU, fused_moe_fit
 from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
-from ..predict import MEASURED_HERE, OWN, PredictedTime, no_prediction_reason, predict_time
+from ..predict import (FUSED_MOE_IMPL, MEASURED_HERE, OWN, PredictedTime, fused_moe_time, no_prediction_reason,
+                       predict_time, prediction_roofs)
 from ..transfer import GROUPED_GEMM_IMPL as GROUPED_IMPL
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
@@ -35,7 +35,7 @@ _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
 #: The dense GEMM family's implementation (rooflab.fit.gemm_fit.IMPL: torch's cuBLAS).
 DENSE_GEMM_IMPL = "torch_cublas"
 #: The implementation name a fused block-fp8 expert row carries (our Triton kernel of the engines' fused_moe).
-FUSED_IMPL = "triton_fused_moe"
+FUSED_IMPL = FUSED_MOE_IMPL
 
 
 def gemm_ceilings(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, Optional[str]]:
@@ -213,13 +213,15 @@ class Pricer:
 
     def fused_time(self, cost: GemmCost, arithmetic: DType, tokens: float, pairs: float, touched: float, n: int
                    ) -> tuple[Optional[float], str]:
-        """The fused block-fp8 kernel: max(tuned's price, c0 + Q / B + tiles tau) with the fit measured on this GPU
-        (rooflab.fit.moe_fit.FusedMoeFit), or tuned's price, noted, where this GPU has no such measurement, the
-        arithmetic is not fp8 or the step's tokens are past the fit's measured range (its per-tile term would
-        extrapolate into compute-bound launches it never saw)."""
+        """The fused block-fp8 kernel: max(tuned's price, c0 + Q / (eta_mem beta) + tiles tau) with this GPU's fused
+        MoE fit (its YAML's gemm / triton_fused_moe entry: rooflab.predict.fused_moe_time), or tuned's price, noted,
+        where this GPU has no such fit (it is not transferred), the arithmetic is not fp8 or the step's tokens are
+        past the fit's measured range (its per-tile term would extrapolate into compute-bound launches it never
+        saw)."""
         tuned = self.gemm_time(cost, arithmetic)
-        fit = fused_moe_fit(self.gpu.name) if arithmetic.is_fp8 else None
-        why = (f"it is measured on {FUSED_GPU} only" if arithmetic.is_fp8 else
+        fit = self.gpu.fitted_model(Kernel.gemm, FUSED_IMPL) if arithmetic.is_fp8 else None
+        why = (f"{self.gpu.name} has no fitted {FUSED_IMPL} model (our kernel is measured on one GPU; its fit is "
+               f"not transferred)" if arithmetic.is_fp8 else
                f"it is measured for fp8 arithmetic, not {arithmetic.value}")
         if fit is not None and tokens > fit.max_tokens:
             fit, why = None, f"{tokens:,.0f} tokens a step is past the {fit.max_tokens:,} it is measured to"
@@ -228,7 +230,8 @@ class Pricer:
             if note not in self.notes:
                 self.notes.append(note)
             return tuned, DENSE_GEMM_IMPL
-        fused = self.launch(fit.time_s(tokens, pairs, touched, n, float(cost.hbm_bytes)))
+        roofs, _ = prediction_roofs(fit, self.gpu, arithmetic)
+        fused = self.launch(fused_moe_time(fit, roofs, tokens, pairs, touched, n, float(cost.hbm_bytes)))
         if tuned is None or fused is None:
             return None, FUSED_IMPL
         return max(tuned, fused), FUSED_IMPL

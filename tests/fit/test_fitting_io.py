@@ -28,3 +28,19 @@ def test_new_rows_fit_a_model_for_each_kernel_and_implementation(tmp_path):
                       (Kernel.mla_decode, "rooflab_hopper")}
     for m in models:
         assert m.median_error < 0.02 and m.held_out_rows >= 2, (m.kernel, m.impl, m.median_error)
+
+
+def test_a_refit_keeps_the_fused_moe_entry_with_its_tile_term():
+    """The fused MoE entry (tile_s, max_tokens) survives a rewrite of the YAML: fitted_yaml writes both terms and
+    the GPU spec read back holds the entry the source held (to the digits written: the source was written so)."""
+    from rooflab.fit.fitting_io import with_fitted
+    from rooflab.load import data_dir, parse_yaml, spec_from_mapping
+    from rooflab.specs import GpuSpec
+
+    gpu = load_gpu("h200-sxm")
+    fused = gpu.fitted_model(Kernel.gemm, "triton_fused_moe")
+    assert fused is not None and fused.tile_s is not None
+    text = with_fitted((data_dir("hardware") / "h200-sxm.yaml").read_text(), [fused])
+    assert f"tile_s: {fused.tile_s:.4e}, max_tokens: {fused.max_tokens}" in text
+    back = spec_from_mapping(GpuSpec, parse_yaml(text, "h200-sxm.yaml"), "h200-sxm.yaml")
+    assert back.fitted == (fused,)

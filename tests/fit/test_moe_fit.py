@@ -1,6 +1,7 @@
 """Tests of rooflab/fit/moe_fit.py: the grouped-GEMM fit's form against the measured CSV
 (measurements/moe/h200-moe-gemm.csv, benchmarks/moe_gemm.py on an H200), the bundled constants as that fit gives
-them, a row priced by hand, and the physical bounds of the constants."""
+them, a row priced by hand, and the physical bounds of the constants; the same for the fused block-fp8 kernel's fit
+(measurements/moe/h200-fused-moe-block-fp8.csv, benchmarks/h200_early2025_decode_kernels.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import pytest
 
 from rooflab.cost.gemm import gemm
 from rooflab.errors import InputError
-from rooflab.fit.moe_fit import (GROUPED_IMPL, fit_fused, fit_moe_campaign, fused_moe_fit, predicted_s,
-                                 read_moe_csv)
+from rooflab.fit.fitting_io import fitted_yaml
+from rooflab.fit.moe_fit import GROUPED_IMPL, fit_fused, fit_moe_campaign, predicted_s, read_moe_csv
+from rooflab.floors import Ceilings
 from rooflab.load import data_dir, load_gpu
-from rooflab.predict import predict_time
+from rooflab.predict import FUSED_MOE_IMPL, fused_moe_time, model_fits, predict_time
 from rooflab.units import DType
-from rooflab.vocab import Kernel
+from rooflab.vocab import CeilingSource, Kernel
 
 H200 = load_gpu("h200-sxm")
 CSV = data_dir("measurements") / "moe" / "h200-moe-gemm.csv"
@@ -112,40 +114,74 @@ def test_the_fused_campaign_holds_its_metadata_and_checked_rows():
     assert {r["gemm"] for r in rows} == {"gate_up", "down"}
 
 
+def _fused():
+    return H200.fitted_model(Kernel.gemm, FUSED_MOE_IMPL)
+
+
+def test_the_bundled_fused_entry_is_the_fit_of_the_committed_csv():
+    """hardware/h200-sxm.yaml's gemm / triton_fused_moe entry is fit_moe_campaign's on the committed CSV, to the
+    digits fitting_io.fitted_yaml writes (overhead_s and tile_s 5 significant, memory_efficiency 4 decimals): a
+    refit that moves a constant, or a CSV edited without rewriting the entry, fails here."""
+    (fit,) = fit_moe_campaign(FUSED_CSV, H200)
+    yaml = _fused()
+    assert fit.fused_moe and yaml.fused_moe and fit.key == yaml.key == (Kernel.gemm, "triton_fused_moe")
+    assert yaml.overhead_s == pytest.approx(fit.overhead_s, rel=1e-4)
+    assert yaml.tile_s == pytest.approx(fit.tile_s, rel=1e-4)
+    assert yaml.memory_efficiency == pytest.approx(fit.memory_efficiency, abs=5e-5)
+    assert yaml.efficiency == yaml.memory_efficiency and fit.efficiency == fit.memory_efficiency
+    assert (yaml.rows, yaml.held_out_rows, yaml.max_tokens) == (fit.rows, fit.held_out_rows, fit.max_tokens)
+    assert yaml.median_error == pytest.approx(fit.median_error, abs=5e-5)
+    assert yaml.worst_error == pytest.approx(fit.worst_error, abs=5e-5)
+    assert yaml.campaigns == fit.campaigns == ("moe/h200-fused-moe-block-fp8.csv",)
+    assert fitted_yaml([fit]).splitlines()[-1] in (data_dir("hardware") / "h200-sxm.yaml").read_text()
+
+
 def test_the_fused_fit_is_physical_and_holds_its_held_out_rows():
-    """c0 a launch's order (1-50 us in a graph), B under the measured copy bandwidth (the run's own and the
-    YAML's), tau under a microsecond a program; the fit on half the token counts predicts the other half within
-    10% at the median (the form's reason: a per-program cost is why the down GEMM, 14x the programs an expert,
-    runs slower per byte than the gate/up GEMM)."""
+    """c0 a launch's order (1-50 us in a graph), B = eta_mem beta under the measured copy bandwidth (the run's own
+    and the YAML's), tau under a microsecond a program, max_tokens the largest step measured; the fit on half the
+    token counts predicts the other half within 10% at the median (the form's reason: a per-program cost is why the
+    down GEMM, 14x the programs an expert, runs slower per byte than the gate/up GEMM)."""
     meta, rows = read_moe_csv(FUSED_CSV)
-    fit = fit_fused(rows)
+    fit = fit_fused(rows, H200)
+    bytes_per_s = fit.memory_efficiency * H200.measured.copy_bytes_per_s
     assert 1e-6 < fit.overhead_s < 5e-5
-    assert 0.5 * H200.measured.copy_bytes_per_s < fit.bytes_per_s < min(float(meta["copy_bytes_per_s"]),
-                                                                       H200.measured.copy_bytes_per_s)
-    assert 0 < fit.tile_s < 1e-6
+    assert 0.5 * H200.measured.copy_bytes_per_s < bytes_per_s < min(float(meta["copy_bytes_per_s"]),
+                                                                    H200.measured.copy_bytes_per_s)
+    assert 0 < fit.tile_s < 1e-6 and fit.max_tokens == max(r["tokens"] for r in rows) == 512
     assert fit.held_out_rows == 13 and fit.median_error < 0.10 and fit.worst_error < 0.25
-    assert fused_moe_fit("h200-sxm") == fit and fused_moe_fit("h100-sxm") is None
 
 
 def test_a_fused_row_priced_by_hand():
     """The 32-token down GEMM: 160 experts touched, 256 pairs, n 7168, k 256 (fp8: 1 byte each): Q = 160 x 7168
     x 256 + 256 x (256 + 7168), tiles = 160 x ceil(256 / (160 x 64)) x 7168 / 128 (BLOCK_M 64, BLOCK_N 128 at
-    the shipped file's key 32)."""
+    the shipped file's key 32), priced by rooflab.predict.fused_moe_time with the bundled entry."""
     _, rows = read_moe_csv(FUSED_CSV)
-    fit = fit_fused(rows)
+    fit = _fused()
     row = next(r for r in rows if r["gemm"] == "down" and r["tokens"] == 32)
     touched = row["experts_touched"]
     q = touched * 7168 * 256 + 256 * (256 + 7168)
     tiles = touched * 1 * 56
-    hand = fit.overhead_s + q / fit.bytes_per_s + tiles * fit.tile_s
-    assert fit.time_s(32, 256, touched, 7168, q) == pytest.approx(hand, rel=1e-12)
+    hand = fit.overhead_s + q / (fit.memory_efficiency * H200.measured.copy_bytes_per_s) + tiles * fit.tile_s
+    roofs = Ceilings.of(H200, DType.fp8_e4m3, CeilingSource.calibrated)
+    assert fused_moe_time(fit, roofs, 32, 256, touched, 7168, q) == pytest.approx(hand, rel=1e-12)
     assert hand == pytest.approx(row["seconds"], rel=0.10)
+
+
+def test_the_fused_entry_is_no_general_gemm_fit():
+    """Its form is fused_moe_time's: predict_time never picks it for a GEMM (model_fits leaves it out), names it
+    only to refuse it, and fused_moe_time refuses a fit without the tile term."""
+    cost = gemm(16, 4096, 4096, DType.fp8_e4m3)
+    assert FUSED_MOE_IMPL not in {f.impl for f in model_fits(H200, Kernel.gemm)}
+    assert predict_time(H200, Kernel.gemm, lambda a, b: cost, DType.fp8_e4m3, FUSED_MOE_IMPL, optional=True) is None
+    roofs = Ceilings.of(H200, DType.fp8_e4m3, CeilingSource.calibrated)
+    with pytest.raises(InputError, match="fused_moe_time takes a fused MoE fit"):
+        fused_moe_time(_bundled("torch_scaled_grouped_mm"), roofs, 32, 256, 8, 7168, 1e6)
 
 
 def test_a_fused_campaign_too_small_or_unphysical_is_refused():
     _, rows = read_moe_csv(FUSED_CSV)
     with pytest.raises(InputError, match="at least 6 needed"):
-        fit_fused(rows[:4])
+        fit_fused(rows[:4], H200)
     flipped = [dict(r, seconds=1e-3 / (1 + r["tokens"])) for r in rows]     # slower with fewer bytes
     with pytest.raises(InputError, match="unphysical fit"):
-        fit_fused(flipped)
+        fit_fused(flipped, H200)

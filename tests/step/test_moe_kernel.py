@@ -4,6 +4,7 @@ and each kernel model's price of one shape by hand (the H200's fits in hardware/
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -11,7 +12,6 @@ import pytest
 from rooflab.cost.model import experts_touched
 from rooflab.deployment import Deployment
 from rooflab.errors import InputError
-from rooflab.fit.moe_fit import fused_moe_fit
 from rooflab.load import load_gpu, load_model
 from rooflab.step import (DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of,
                           step_report)
@@ -176,16 +176,18 @@ def test_the_fused_kernel_prices_deepseek_tp8_decode_by_hand():
     cuBLAS (bf16), then each expert GEMM at max(tuned, c0 + Q / B + tiles tau), the fit read from the bundled
     campaign: gate/up Q = G 512 x 7168 + 256 (7168 + 512) bytes, tiles G ceil(256 / (G 64)) (512 / 128); down
     Q = G 7168 x 256 + 256 (256 + 7168), tiles G ceil(256 / (G 64)) (7168 / 128); G the expected experts touched.
-    Here the fit binds (memory-bound: the measured fused kernel is slower than cuBLAS on the same bytes)."""
-    fit = fused_moe_fit("h200-sxm")
+    Here the fit binds (memory-bound: the measured fused kernel is slower than cuBLAS on the same bytes). The fit:
+    the GPU YAML's gemm / triton_fused_moe entry, B = its memory_efficiency x the calibrated copy bandwidth."""
+    fit = _fit("triton_fused_moe")
     moe, _ = _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8)
     touched, pairs = experts_touched(DEEPSEEK, 32), 256
     tiles = math.ceil(pairs / (touched * 64))
-    gate_up = fit.overhead_s + (touched * 512 * 7168 + pairs * (7168 + 512)) / fit.bytes_per_s \
-        + touched * tiles * 4 * fit.tile_s
-    down = fit.overhead_s + (touched * 7168 * 256 + pairs * (256 + 7168)) / fit.bytes_per_s \
-        + touched * tiles * 56 * fit.tile_s
     pi, beta = H200.measured.gemm_flop_per_s["bf16"], H200.measured.copy_bytes_per_s
+    bytes_per_s = fit.memory_efficiency * beta
+    gate_up = fit.overhead_s + (touched * 512 * 7168 + pairs * (7168 + 512)) / bytes_per_s \
+        + touched * tiles * 4 * fit.tile_s
+    down = fit.overhead_s + (touched * 7168 * 256 + pairs * (256 + 7168)) / bytes_per_s \
+        + touched * tiles * 56 * fit.tile_s
     router = _t(_fit("torch_cublas"), 32, 256, 7168, 1, pi, beta)
     assert moe.t_predicted_s == pytest.approx(58 * (router + gate_up + down), rel=1e-9)
     assert moe.predicted_impl == "triton_fused_moe" and "our kernel of it measured on the H200" in moe.source
@@ -201,7 +203,7 @@ def test_the_fused_kernel_is_never_below_tuned_and_falls_back_off_its_range_and_
         fused, _ = _deepseek_tp8_experts(batch, MoeKernel.fused_block_fp8)
         tuned, _ = _deepseek_tp8_experts(batch, MoeKernel.tuned)
         assert fused.t_predicted_s >= tuned.t_predicted_s
-    assert fused_moe_fit("h200-sxm").max_tokens == 512
+    assert _fit("triton_fused_moe").max_tokens == 512
     fused, report = _deepseek_tp8_experts(8, MoeKernel.fused_block_fp8, phase="prefill")      # 28,800 tokens
     tuned, _ = _deepseek_tp8_experts(8, MoeKernel.tuned, phase="prefill")
     assert fused.t_predicted_s == pytest.approx(tuned.t_predicted_s, rel=1e-12)
@@ -210,4 +212,19 @@ def test_the_fused_kernel_is_never_below_tuned_and_falls_back_off_its_range_and_
     fused, report = _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8, h100)
     tuned, _ = _deepseek_tp8_experts(32, MoeKernel.tuned, h100)
     assert fused.t_predicted_s == pytest.approx(tuned.t_predicted_s, rel=1e-12)
-    assert any("measured on h200-sxm only" in n for n in report.notes)
+    assert any("h100-sxm has no fitted triton_fused_moe model" in n and "not transferred" in n for n in report.notes)
+
+
+def test_the_fused_kernel_reads_its_fit_from_the_gpu_spec():
+    """The step takes the fused fit from the GpuSpec it is given (no file read when pricing): the H200 without its
+    gemm / triton_fused_moe entry prices the fused kernel as tuned, noted; with the entry's tau doubled, the
+    experts row costs more."""
+    without = dataclasses.replace(H200, fitted=tuple(f for f in H200.fitted if f.impl != "triton_fused_moe"))
+    fused, report = _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8, without)
+    tuned, _ = _deepseek_tp8_experts(32, MoeKernel.tuned, without)
+    assert fused.t_predicted_s == pytest.approx(tuned.t_predicted_s, rel=1e-12)
+    assert any("h200-sxm has no fitted triton_fused_moe model" in n for n in report.notes)
+    slower = dataclasses.replace(H200, fitted=tuple(dataclasses.replace(f, tile_s=2 * f.tile_s) if f.fused_moe else f
+                                                    for f in H200.fitted))
+    assert _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8, slower)[0].t_predicted_s > \
+        _deepseek_tp8_experts(32, MoeKernel.fused_block_fp8)[0].t_predicted_s
