@@ -47,8 +47,8 @@ def step_report_table(r: StepReport) -> Table:
     records = []
     for row in r.rows:
         rec = row.to_dict()
-        rec.update(model=r.model, gpu=r.gpu, step=r.step, batch=r.batch, context_len=r.context_len, tp=r.tp, dcp=r.dcp,
-                   cp=r.cp, decode_context_parallel=r.decode_context_parallel, kv_parallel=r.dcp,
+        rec.update(model=r.model, gpu=r.gpu, step=r.step, batch=r.batch, context_len=r.context_len, tp=r.tp,
+                   decode_context_parallel=r.decode_context_parallel, kv_parallel=r.dcp,
                    prefill_context_parallel=r.cp)
         records.append(rec)
     columns = (

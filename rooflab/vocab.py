@@ -221,7 +221,29 @@ _ENGINE_ALIASES = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorr
 #: The release whose scheduler defaults (rooflab.serve.scheduler's docstring has the sources) and step kernels each
 #: engine follows where no --engine-version is given.
 ENGINE_RELEASES = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
+#: Version words that name no release but an engine generation rooflab models (vLLM's V1 engine).
+_GENERATIONS = ("v1", "v1 (0.11+)")
 
 
-__all__ = ["ENGINE_RELEASES", "EXPLAINED", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
+def engine_release(version) -> "tuple[int, ...] | None":
+    """A version's release numbers ('0.7.4.dev181+gf35f8e22' -> (0, 7, 4), '0.4.3.post2' -> (0, 4, 3)), or None
+    where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release)."""
+    import re
+
+    match = re.match(r"v?(\d+\.\d+(?:\.\d+)*)(?!\d)", str(version or "").strip())
+    return tuple(int(n) for n in match.group(1).split(".")) if match else None
+
+
+def check_engine_release(value, what: str = "engine version (--engine-version)") -> str:
+    """`value` stripped, if it is a string naming a release (0.9.0, 0.7.4.dev181, 0.4.3.post2) or an engine
+    generation (v1); else an InputError naming `what`."""
+    from .errors import InputError, shown
+
+    if not isinstance(value, str) or len(value) > 64 or (
+            engine_release(value) is None and value.strip().lower() not in _GENERATIONS):
+        raise InputError(f"{what}: {shown(value)} is not an engine release (0.9.0, 0.7.4.dev181, 0.4.3.post2)")
+    return value.strip()
+
+
+__all__ = ["ENGINE_RELEASES", "EXPLAINED", "check_engine_release", "engine_release", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
            "Pipe", "StepKind", "Variant", "WindowAllocation"]

@@ -232,9 +232,9 @@ def test_quantization_must_match_the_checkpoint(method):
     _cli(["capacity", "-m", "c", "-g", "b200", "-q", method], 2, setup=setup)
 
 
-@pytest.mark.xfail(strict=True, reason="D4: --micro-batches without --pp: report --phase step -b 4 --micro-batches 4 "
-                   "prices a batch of 1 (7.023 ms, 570 tokens/s) while saying batch 4, micro_batches 1 (8.344 ms "
-                   "without the option); explain --phase step the same exits 70 'internal error (ExplainMismatch)'")
+# D4 (fixed, session 10): --micro-batches without --pp: report --phase step -b 4 --micro-batches 4 prices a batch of 1
+# (7.023 ms, 570 tokens/s) while saying batch 4, micro_batches 1 (8.344 ms without the option); explain --phase step
+# the same exits 70 'internal error (ExplainMismatch)'
 def test_micro_batches_without_pp():
     from fuzz_support import strict_json
 
@@ -245,9 +245,9 @@ def test_micro_batches_without_pp():
     _cli(["explain", "--phase", "step", "-b", "4", "--micro-batches", "4"], None)
 
 
-@pytest.mark.xfail(strict=True, reason="D5: the step's JSON key 'dcp' is --kv-parallel (rooflab 0.1's meaning): "
-                   "--dcp 2 prints \"dcp\": 1 beside \"decode_context_parallel\": 2; step_report(dcp=2) is KV "
-                   "parallelism (4 GPUs at TP 2) and refuses with 'KV parallel size (--kv-parallel)'")
+# D5 (fixed, session 10): the step's JSON key 'dcp' is --kv-parallel (rooflab 0.1's meaning): --dcp 2 prints "dcp": 1
+# beside "decode_context_parallel": 2; step_report(dcp=2) is KV parallelism (4 GPUs at TP 2) and refuses with 'KV
+# parallel size (--kv-parallel)'
 def test_step_json_dcp_is_the_option_dcp():
     from fuzz_support import strict_json
 
@@ -256,8 +256,8 @@ def test_step_json_dcp_is_the_option_dcp():
     assert doc.get("dcp", 2) == doc["decode_context_parallel"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="D6: the API takes an engine release the CLI refuses: step_report / "
-                   "explain_step(engine_version='x'), engine_kernels(version='x'), Scheduler(version=any object)")
+# D6 (fixed, session 10): the API takes an engine release the CLI refuses: step_report /
+# explain_step(engine_version='x'), engine_kernels(version='x'), Scheduler(version=any object)
 @pytest.mark.parametrize("call", ["step_report", "engine_kernels", "explain_step", "Scheduler"])
 def test_engine_version_is_checked_in_the_api(call):
     from rooflab import load_gpu, load_model
@@ -363,9 +363,8 @@ def test_pp_layer_partition_refuses_a_scalar(value):
               expect_error=True)
 
 
-@pytest.mark.xfail(strict=True, reason="D13: step options that do nothing are taken silently (the output is "
-                   "byte-identical without them), where --pp-layer-partition without --pp and --max-loras without "
-                   "--enable-lora are refused")
+# D13 (fixed, session 10): step options that do nothing are taken silently (the output is byte-identical without
+# them), where --pp-layer-partition without --pp and --max-loras without --enable-lora are refused
 @pytest.mark.parametrize("extra", [["--enable-dp-attention"], ["--acceptance-rate", "0.9"],
                                    ["--expert-imbalance", "3"],
                                    ["--step", "prefill", "--speculative-config",

@@ -133,7 +133,7 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
     from ..output import json_text
     from .lengths import parse_lengths
     from .error_path import fail
-    from .report import _step_deployment
+    from .report import _step_deployment, _step_only_with
 
     only_for(ctx, "prefill or decode (the --variant's kernel)", "variant", "layer_type", "seq_len", "causal",
              "splits", "q_len", "mla_sparse_fp8", "ceilings", "impl", "shape")
@@ -145,11 +145,14 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
     if len(lens) > 1:
         fail("--phase step takes one --context-len (every sequence of the batch at that length)")
     given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
+    m = load_model(model)
+    quantization = dopt.words_of(ctx).resolve(checkpoint_quantized=bool(m.quantization))[0].weight_format
+    _step_only_with(ctx, step, dp, dp_attention, spec_config, spec_algorithm, spec_tokens)
     deployment = _step_deployment(words.tensor_parallel, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep,
                                   words.page_size, dtype if given else None, words.kv_cache_dtype, quantization,
                                   gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,
                                   draft_model, acceptance)
-    e = explain_step(load_model(model), load_gpu(gpu), batch, lens[0], step.value, deployment=deployment,
+    e = explain_step(m, load_gpu(gpu), batch, lens[0], step.value, deployment=deployment,
                      prefill_tokens=prefill_chunk or 0, expert_imbalance=imbalance, micro_batches=micro_batches,
                      engine=engine, engine_version=engine_version)
     text = json_text(e.to_dict()) if json_out else render_explanation(e.explanation,

@@ -118,9 +118,10 @@ def report(
                                                     help="Step (MoE): the busiest GPU's experts receive F x the "
                                                          "balanced token-expert pairs.")] = 1.0,
     quantization: Annotated[Optional[str], typer.Option("--quantization", "--weight-dtype", "-q",
-                                                        parser=params.weight_format, metavar="FORMAT",
+                                                        parser=dopt.weights("--quantization"), metavar="FORMAT",
                                                         help="Step: the weights' format (auto: as shipped; fp8, "
-                                                             "fp8_block, mxfp4, nvfp4, int4_g128, ...).")] = None,
+                                                             "fp8_block, mxfp4, nvfp4, int4_g128, ...), or a "
+                                                             "quantised checkpoint's method (awq, gptq, ...).")] = None,
     gemm_dtype: Annotated[Optional[DType], typer.Option("--gemm-dtype", parser=params.dtype(), metavar="DTYPE",
                                                         help="Step: the GEMMs' arithmetic (default: fp8 for fp8 "
                                                              "weights, else --dtype).")] = None,
@@ -184,11 +185,14 @@ def report(
         if len(lens) > 1:
             fail("--phase step takes one --context-len (every sequence of the batch at that length)")
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
+        m = load_model(model)
+        quantization = dopt.words_of(ctx).resolve(checkpoint_quantized=bool(m.quantization))[0].weight_format
+        _step_only_with(ctx, step, dp, dp_attention, speculative_config, speculative_algorithm, speculative_tokens)
         deployment = _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size,
                                       dtype if given else None, kv_dtype, quantization, gemm_dtype,
                                       utilization, eager, fused, speculative_config, speculative_algorithm,
                                       speculative_tokens, draft_model, acceptance)
-        r = step_report(load_model(model), load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment,
+        r = step_report(m, load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment,
                         prefill_tokens=prefill_chunk or 0, expert_imbalance=expert_imbalance,
                         micro_batches=micro_batches, engine=engine, engine_version=engine_version)
         typer.echo(render_step(r, fmt), nl=False)
@@ -221,6 +225,19 @@ def report(
         r = with_published_rate(r, bare, published_tflops, convention)
     typer.echo(render_report(r, fmt), nl=False)
 
+
+
+def _step_only_with(ctx, step, dp, dp_attention, spec_config, spec_algorithm, spec_tokens) -> None:
+    """Step options that mean nothing without another: refused, naming both (as --pp-layer-partition without --pp
+    and --max-loras without --enable-lora are)."""
+    speculative = bool(spec_config or spec_algorithm or spec_tokens)
+    if ctx.get_parameter_source("acceptance").name == "COMMANDLINE" and not speculative:
+        fail("--acceptance-rate is the drafts' acceptance: give --speculative-config or --speculative-algorithm")
+    if speculative and step is StepKind.prefill:
+        fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
+             "--step prefill prices a prefill")
+    if dp_attention and dp == 1:
+        fail("--enable-dp-attention makes --dp N data-parallel attention inside --tp; give --dp N (N > 1)")
 
 
 def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,

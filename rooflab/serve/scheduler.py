@@ -44,7 +44,7 @@ from ..cost.common import real_number, whole_number
 from ..errors import InputError, shown
 from ..limits import MAX_TOKENS
 from ..units import GiB
-from ..vocab import ENGINE_RELEASES, Engine
+from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
 
 
 #: Most requests SGLang runs at once when --max-running-requests is not given (its request pool's upper bound);
@@ -87,8 +87,10 @@ class Scheduler:
         if self.prefix_cache_hit_rate >= 1:
             raise InputError("prefix cache hit rate (--prefix-cache-hit-rate) must be below 1: the last prompt "
                              "token is always computed")
-        if not self.version:
+        if isinstance(self.version, str) and not self.version.strip():
             object.__setattr__(self, "version", VERSIONS[self.engine])
+        else:
+            object.__setattr__(self, "version", check_engine_release(self.version, "scheduler version"))
 
     @classmethod
     def vllm(cls, gpu_memory_bytes: float, max_num_seqs: Optional[int] = None,

@@ -22,7 +22,7 @@ from typing import Optional
 from ..deployment import Deployment
 from ..errors import InputError, shown
 from ..specs import GpuSpec, ModelSpec
-from ..vocab import ENGINE_RELEASES, Engine
+from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
 from .attention import DecodeAttention, engine_decode_attention
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
 from .pricing import step_context
@@ -70,9 +70,7 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
                              f"tensorrt-llm)")
         return OWN_KERNELS
     name = Engine.of(engine, "--engine")
-    if version is not None and not isinstance(version, str):
-        raise InputError(f"engine version must be a release string such as 0.9.0, got {shown(version)}")
-    release = (version or "").strip() or ENGINE_RELEASES[name]
+    release = ENGINE_RELEASES[name] if version is None else check_engine_release(version)
     ctx = step_context(model, gpu, deployment)
     attention = engine_decode_attention(name.value, release, model, ctx.attn_tp)
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,

@@ -37,7 +37,7 @@ from typing import Optional
 
 from ..errors import shown
 from ..units import DType, WeightFormat
-from ..vocab import _Named
+from ..vocab import _Named, engine_release
 
 
 class MoeKernel(_Named):
@@ -130,11 +130,8 @@ TRTLLM_WHY = ("TensorRT-LLM's own MoE plugin: no release's source read (a profil
 _TRTLLM = ("tensorrt-llm", "trtllm", "trt-llm")
 
 
-def release(version) -> Optional[tuple[int, ...]]:
-    """A version's release numbers ('0.7.4.dev181+gf35f8e22' -> (0, 7, 4), '0.4.3.post2' -> (0, 4, 3)), or None
-    where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release)."""
-    match = re.match(r"v?(\d+\.\d+(?:\.\d+)*)(?!\d)", str(version or "").strip())
-    return tuple(int(n) for n in match.group(1).split(".")) if match else None
+#: A version's release numbers, or None (rooflab.vocab.engine_release: the one parser).
+release = engine_release
 
 
 def _line(version) -> str:

@@ -94,7 +94,8 @@ class StepReport:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("rows", "notes")}
-        out.update(kv_parallel=self.dcp, prefill_context_parallel=self.cp)   # the old keys dcp, cp kept one release
+        del out["dcp"], out["cp"]      # rooflab 0.1's names (KV and prefill context parallelism): the keys are the
+        out.update(kv_parallel=self.dcp, prefill_context_parallel=self.cp)   # options' own, as --dcp means DCP
         out.update(phase="step", gpus=self.gpus, t_floor_s=self.t_floor_s, t_floor_serial_s=self.t_floor_serial_s,
                    t_predicted_s=self.t_predicted_s, t_per_output_token_s=self.t_per_output_token_s,
                    notes=list(self.notes), rows=[r.to_dict() for r in self.rows])
@@ -278,6 +279,12 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     pp = deployment.pipeline_parallel
     micro = pp if micro_batches is None else whole_number(micro_batches, "micro-batches (--micro-batches)",
                                                           maximum=MAX_BATCH)
+    if micro_batches is not None and pp == 1 and micro != 1:
+        raise InputError(f"micro-batches (--micro-batches {micro}) are how a batch flows through pipeline stages; "
+                         "give --pp N (pipeline_parallel > 1) or leave them out")
+    if imbalance != 1 and not model.is_moe:
+        raise InputError(f"expert imbalance (--expert-imbalance {imbalance:g}) applies to MoE layers; "
+                         f"{model.name} has none")
     kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel)
     ctx = step_context(model, gpu, deployment, imbalance, kernels.decode_attention, kernels.moe_kernel)
     per_rank = math.ceil(batch / deployment.data_ranks)

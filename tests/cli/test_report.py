@@ -321,3 +321,18 @@ def test_report_published_rate_against_the_floor():
 def test_report_published_rate_refused(args, says):
     r = runner.invoke(app, ["report", *args])
     assert r.exit_code == 2 and says in r.output
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--acceptance-rate", "0.9"], "--acceptance-rate is the drafts' acceptance"),
+    (["--enable-dp-attention"], "--enable-dp-attention makes --dp N"),
+    (["--step", "prefill", "--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'],
+     "--step prefill prices a prefill"),
+    (["--expert-imbalance", "3"], "applies to MoE layers"),
+    (["-b", "4", "--micro-batches", "4"], "give --pp N"),
+])
+@pytest.mark.parametrize("command", ["report", "explain"])
+def test_step_options_that_need_another_are_refused(command, extra, message):
+    """Options whose effect needs another option were taken silently (the output identical without them)."""
+    r = runner.invoke(app, [command, "--phase", "step", "-m", "llama-3-8b", *extra])
+    assert r.exit_code == 2 and message in " ".join(r.stderr.split()), r.stderr

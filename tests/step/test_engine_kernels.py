@@ -127,3 +127,17 @@ def test_serve_prices_the_engines_release_kernels():
     assert r.exit_code == 0 and plain.exit_code == 0, (r.stderr, plain.stderr)
     text = " ".join(r.stdout.split())                  # the table wraps with the terminal's width
     assert "decode attention per_query_head" in text and "per_query_head" not in plain.stdout
+
+
+@pytest.mark.parametrize("bad", ["x", "latest", 1 + 2j, b"0.9", 0.9, "9" * 80])
+def test_the_api_checks_the_release_as_the_cli_does(h200, bad):
+    model = load_model("llama-3-8b")
+    for call in (lambda: engine_kernels(model, h200, Deployment(), "vllm", bad),
+                 lambda: step_report(model, h200, 1, 1024, engine="vllm", engine_version=bad)):
+        with pytest.raises(InputError, match="engine version"):
+            call()
+    from rooflab.serve import Scheduler
+
+    with pytest.raises(InputError, match="scheduler version"):
+        Scheduler(version=bad)
+    assert Scheduler(version=" 0.5.12 ").version == "0.5.12" and Scheduler().version == ENGINE_RELEASES[Engine.vllm]

@@ -220,3 +220,26 @@ def test_the_degrees_take_the_deployments_names_and_their_old_spellings():
                                             cp=2).to_dict()
     with pytest.raises(InputError, match="tensor_parallel or its old spelling tp"):
         step_report(model, gpu, batch=8, context_len=4096, tensor_parallel=4, tp=2)
+
+
+def test_micro_batches_need_pipeline_stages():
+    """--micro-batches without --pp priced one micro-batch of the batch (a batch-1 step reported as batch 4)."""
+    dep = Deployment(tensor_parallel=2)
+    with pytest.raises(InputError, match=r"micro-batches \(--micro-batches 4\).*--pp"):
+        step_report(LLAMA, H200, 4, 4096, deployment=dep, micro_batches=4)
+    one = step_report(LLAMA, H200, 4, 4096, deployment=dep, micro_batches=1)      # one micro-batch: the batch
+    assert one.t_predicted_s == step_report(LLAMA, H200, 4, 4096, deployment=dep).t_predicted_s
+
+
+def test_expert_imbalance_needs_moe_layers():
+    with pytest.raises(InputError, match=r"expert imbalance \(--expert-imbalance 3\) applies to MoE layers"):
+        step_report(LLAMA, H200, 4, 4096, expert_imbalance=3)
+    assert step_report(LLAMA, H200, 4, 4096, expert_imbalance=1).t_floor_s > 0
+
+
+def test_the_json_keys_are_the_options_names():
+    """The old keys dcp / cp (rooflab 0.1's KV and prefill context parallelism) read as --dcp: not in the JSON."""
+    d = step_report(load_model("llama-3.1-405b"), H200, 8, 8192,
+                    deployment=Deployment(tensor_parallel=16, decode_context_parallel=2)).to_dict()
+    assert "dcp" not in d and "cp" not in d
+    assert (d["decode_context_parallel"], d["kv_parallel"], d["prefill_context_parallel"]) == (2, 1, 1)
