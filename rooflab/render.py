@@ -65,6 +65,8 @@ def report_table(r: Report) -> Table:
         layers = row.num_layers or r.num_layers
         records.append(_record(r, row.label or row.variant, "", row, ridge_text(row.ridge_ratio), row.layer_type, layers))
         records += [_record(r, row.label or row.variant, k.kernel, k, "", row.layer_type, layers) for k in row.kernels]
+    if r.exp_per_s is None:                      # no exp rate in the spec: that roof's time is unknown, not zero
+        records = [dict(rec, t_exp_s=None) for rec in records]
     hybrid = len({row.layer_type for row in r.rows}) > 1
     floor = (f"t_floor: the physical bound ({r.ceilings} roofs, ideal overlap)" if r.ceilings != "calibrated" else
              "t_floor: the roofline at measured ceilings, a model, not a physical bound")
@@ -79,7 +81,7 @@ def report_table(r: Report) -> Table:
         Column("intensity_flop_per_byte", "FLOP/byte", lambda x: f"{x['intensity_flop_per_byte']:.1f}"),
         Column("ridge", "vs ridge", lambda x: x["ridge"]),
         Column("t_compute_s", "t_compute", lambda x: fmt_seconds(x["t_compute_s"])),
-        Column("t_exp_s", "t_exp", lambda x: fmt_seconds(x["t_exp_s"])),
+        Column("t_exp_s", "t_exp", lambda x: fmt_seconds(x["t_exp_s"]) if r.exp_per_s is not None else "-"),
         Column("t_memory_s", "t_memory", lambda x: fmt_seconds(x["t_memory_s"])),
         Column("t_floor_s", "t_floor", lambda x: fmt_seconds(x["t_floor_s"])),
         Column("bound", "bound"),
@@ -94,7 +96,7 @@ def report_table(r: Report) -> Table:
               f"t_floor {fmt_seconds(t.t_floor_s)} over {t.num_layers} layers" for t in r.totals] if hybrid else []
     return Table(columns, tuple(records), doc=r.to_dict(), title=f"{_title(r)}\n{roof}",
                  notes=tuple(_warnings(r) + totals + _details(r) + _facts(r) + _fitting(r) + _predictions(r)
-                             + list(r.notes)),
+                             + list(r.notes) + _no_exp_roof(r)),
                  csv_keys=_CSV_KEYS)
 
 
@@ -133,6 +135,14 @@ def _record(r: Report, variant: str, kernel: str, figures, ridge: str, layer_typ
             "t_predicted_s": getattr(figures, "t_predicted_s", None), "predicted_impl": getattr(figures, "predicted_impl", None),
             "predicted_from": getattr(figures, "predicted_from", None),
             "layer_type": layer_type, "num_layers": layers}
+
+
+def _no_exp_roof(r: Report) -> list[str]:
+    """Where the GPU's spec gives no exp rate: say so, rather than show its roof as a time of zero."""
+    if r.exp_per_s is not None:
+        return []
+    return [f"t_exp -: {r.gpu_display_name or r.gpu}'s spec gives no exp (special-function) rate, so the floors "
+            "leave the exp roof out"]
 
 
 def render_report(r: Report, fmt: Format = Format.table) -> str:

@@ -100,7 +100,7 @@ def decode_report(model: ModelSpec, gpu: GpuSpec, context_lens: Sequence[int] | 
         model=model.name, gpu=gpu.name, phase=Phase.decode, seq_len=None, batch=lens.size, dtype=dtype.value,
         causal=True, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte, bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s,
-        matmul_flop_per_s=roofs.matmul_flop_per_s, rows=tuple(rows), facts=facts,
+        matmul_flop_per_s=roofs.matmul_flop_per_s, exp_per_s=roofs.exp_roof_per_s, rows=tuple(rows), facts=facts,
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,
         context_lens=listed, context_len_counts=tuple((int(n), int(c)) for n, c in zip(lens.lengths, lens.counts)),
         kv_dtype=kv_dtype.value, page_size=page_size, notes=tuple(notes), q_len=q_len,

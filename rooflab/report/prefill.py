@@ -76,7 +76,7 @@ def prefill_report(model: ModelSpec, gpu: GpuSpec, seq_len: int = 8192, batch: i
         model=model.name, gpu=gpu.name, phase=Phase.prefill, seq_len=int(seq_len), batch=int(batch),
         dtype=dtype.value, causal=causal, num_layers=model.num_layers, ceilings=roofs.source.value,
         ridge_flop_per_byte=roofs.ridge_flop_per_byte,
-        bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s, matmul_flop_per_s=roofs.matmul_flop_per_s,
+        bandwidth_bytes_per_s=roofs.bandwidth_bytes_per_s, matmul_flop_per_s=roofs.matmul_flop_per_s, exp_per_s=roofs.exp_roof_per_s,
         rows=tuple(rows), facts=_prefill_facts(model, gpu, seq_len, batch, dtype, price(main, True),
                                                price(main, False)),
         model_display_name=model.display_name, gpu_display_name=gpu.display_name,

@@ -137,6 +137,8 @@ class Report:
     memory: Optional[BatchMemory] = None       # decode: weights + the batch's KV against the GPU's memory
     published: Optional[PublishedTime] = None  # --shape with --published-tflops: that rate as time, against the floor
     bare_shape: bool = False                   # a --shape (rooflab.shape.BareAttention): one layer, no model
+    exp_per_s: Optional[float] = None          # the exp roof (rooflab.floors.Ceilings.exp_roof_per_s); None: the spec
+                                               # gives no exp rate, and the floors leave that roof out
 
     @property
     def fits(self) -> Optional[bool]:
@@ -161,6 +163,11 @@ class Report:
         out["facts"] = self.facts.to_dict()
         out["notes"] = list(self.notes)
         out["rows"] = [r.to_dict() for r in self.rows]
+        out["exp_per_s"] = self.exp_per_s
+        if self.exp_per_s is None:               # no exp rate in the spec: the exp roof's time is unknown, not zero
+            for row in out["rows"]:
+                for item in (row, *row.get("kernels", ())):
+                    item["t_exp_s"] = None
         return out
 
     def to_frame(self, breakdown: bool = False):

@@ -229,3 +229,26 @@ def test_a_shape_decodes_as_one_layer_of_its_model(gpu):
     assert bare.facts.weight_bytes_per_step == 0 and bare.facts.attention_flop_share == 1
     assert bare.facts.kv_bytes_per_step == pytest.approx(model.facts.kv_bytes_per_step / 32)   # one of 32 layers
     assert bare.memory.weights_bytes == 0 and bare.fits
+
+
+def test_a_gpu_without_an_exp_rate_shows_the_exp_roof_as_unknown_not_zero():
+    """The MI300X's YAML gives no exp rate: its t_exp printed 0.0 ns (an unknown shown as zero)."""
+    import csv
+    import io
+    import json
+
+    from rooflab.render import render_report
+    from rooflab.output import Format
+
+    mi300x = load_gpu("mi300x")
+    assert mi300x.exp_per_s is None
+    r = prefill_report(load_model("llama-3-8b"), mi300x, 8192, 1, DType.fp16, True)
+    assert r.exp_per_s is None
+    doc = json.loads(render_report(r, Format.json))
+    assert doc["exp_per_s"] is None and all(row["t_exp_s"] is None for row in doc["rows"])
+    rows = list(csv.DictReader(io.StringIO(render_report(r, Format.csv))))
+    assert rows and all(row["t_exp_s"] == "" for row in rows)
+    table = render_report(r, Format.table)
+    assert "0.0 ns" not in table and "gives no exp (special-function) rate" in table
+    h100 = prefill_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), 8192, 1, DType.fp16, True)
+    assert h100.exp_per_s > 0 and json.loads(render_report(h100, Format.json))["rows"][0]["t_exp_s"] > 0
