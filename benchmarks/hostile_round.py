@@ -1211,7 +1211,8 @@ def hf2_inputs() -> Iterator[Input]:
 
 #: Argument kinds: pos (an integer >= 1), nat (an integer >= 0), share (a float in (0, 1]), rate (a float > 0),
 #: text (one of a closed set of names), opt_* (None also means the default), flag (a bool), model / gpu /
-#: deployment / heads / cost / tile (a spec of that type), path (a file or folder).
+#: deployment / heads / cost / tile (a spec of that type), path (a file or folder), impl (an implementation id: an
+#: open set, a measurement file names its own, so any well-formed name such as 'x' is taken).
 def _api2_entry_points():
     from rooflab import load_gpu, load_model
     from rooflab.capacity import plan_capacity
@@ -1293,8 +1294,8 @@ def _api2_entry_points():
          dict(heads="heads", seq_len="pos", batch="pos", dtype="text", causal="flag", gpu="gpu")),
         ("cudnn_head_dim", cudnn_head_dim, dict(head_dim=128), dict(head_dim="pos")),
         ("kernel_cost", kernel_cost, dict(model_impl="torch_cudnn", cost=cost, gpu=gpu),
-         dict(model_impl="text", cost="cost", gpu="gpu")),
-        ("modelled_impl", modelled_impl, dict(impl="torch_cudnn"), dict(impl="text")),
+         dict(model_impl="impl", cost="cost", gpu="gpu")),
+        ("modelled_impl", modelled_impl, dict(impl="torch_cudnn"), dict(impl="impl")),
     ]
 
 
@@ -1309,6 +1310,8 @@ def _api2_refuses(kind: str, kname: str) -> Optional[bool]:
     """Whether `kname` must be refused (True), must be taken (False) or either (None) for an argument of `kind`."""
     optional = kind.startswith("opt_")
     base = kind[4:] if optional else kind
+    if base == "impl":
+        return False if kname == "'x'" else _api2_refuses("text", kname)
     if kname == "None":
         return None if optional else (None if base in ("flag",) else True)
     if kname in ("'x'", "b'4'", "1+2j", "a GpuSpec", "a ModelSpec", "nan", "np.float64(nan)"):

@@ -19,15 +19,19 @@ YAML: its back-to-back overhead is the model's c0).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
 
-from .cost.common import Cost
+from .cost.common import Cost, check_cost, check_heads, check_spec, whole_array, whole_number
 from .cost.flash import FlashCost, FlashTile, flash_prefill
-from .cost.parallel import schedule_fraction
-from .errors import InputError
+from .cost.parallel import MAX_REPEATS, schedule_fraction
+from .errors import InputError, shown
+from .limits import MAX_BATCH, MAX_TOKENS
 from .specs import AttentionHeads, GpuSpec
+from .specs.gpu import MAX_SMS
+from .specs.heads import MAX_HEAD_DIM
 from .units import DType
 from .vocab import Kernel
 
@@ -41,15 +45,28 @@ CUDNN_TILE = FlashTile(64, 128)
 CUDNN_HEAD_DIMS = (64, 128, 192, 256)
 #: Units per SM (the schedule run's steps).
 CUDNN_UNITS_PER_SM = 2.0
+#: An implementation id as a fitted entry and a measurement file name it (rooflab, torch_cudnn_shapes, ...). The ids
+#: are an open set (a measurement file names its own; transfer.why_not answers for one it does not know), so an id is
+#: checked for its form only.
+_IMPL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+def _impl_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not _IMPL_ID.fullmatch(value):
+        raise InputError(f"{what} must be an implementation id (a fitted entry's impl: rooflab, torch_cudnn, ...), "
+                         f"got {shown(value)}")
+    return value
 
 
 def modelled_impl(impl: str) -> str:
     """The implementation a kernel model's entry predicts (KERNEL_MODELS), else `impl` itself."""
+    impl = _impl_id(impl, "impl")
     return next((i for (_, i), m in KERNEL_MODELS.items() if m == impl), impl)
 
 
 def cudnn_head_dim(head_dim: int) -> int:
     """The head dim of the cuDNN kernel a row runs on (the next of CUDNN_HEAD_DIMS up); above 256, its own."""
+    head_dim = whole_number(head_dim, "head_dim", 1, MAX_HEAD_DIM)
     return next((d for d in CUDNN_HEAD_DIMS if d >= head_dim), head_dim)
 
 
@@ -57,6 +74,10 @@ def causal_fraction(seq_len: int, units: int, num_sms: int, tile: FlashTile = CU
                     units_per_sm: float = CUDNN_UNITS_PER_SM) -> float:
     """The busy share of a causal launch of `units` (sequence, head) pairs whose query tiles are issued in row order:
     tile i of B_r rows visits the key tiles up to its last row's, (i B_r + B_r - 1) // B_c + 1 of them."""
+    seq_len = whole_number(seq_len, "seq_len", 1, MAX_TOKENS)
+    units = whole_number(units, "units ((sequence, head) pairs)", 1, MAX_REPEATS)
+    num_sms = whole_number(num_sms, "num_sms (SMs of the GPU)", 1, MAX_SMS)
+    tile = check_spec(tile, FlashTile, "tile")
     q0 = np.arange(-(-seq_len // tile.block_q), dtype=np.int64) * tile.block_q
     per_head = (np.minimum(q0 + tile.block_q, seq_len) - 1) // tile.block_kv + 1
     return schedule_fraction(per_head * tile.block_kv, num_sms, units_per_sm, repeats=units)
@@ -65,7 +86,9 @@ def causal_fraction(seq_len: int, units: int, num_sms: int, tile: FlashTile = CU
 def cudnn_cost(heads: AttentionHeads, seq_len, batch, dtype: DType, causal: bool, gpu: GpuSpec,
                write_lse: bool = True, sinks: bool = False) -> FlashCost:
     """The flash cost of one cuDNN launch on `gpu`: cuDNN's tile, its padded head dim, two units an SM, causal query
-    tiles in row order (one sequence length and batch, or arrays of them element by element)."""
+    tiles in row order (one sequence length and batch, or arrays of them element by element, each a whole number)."""
+    heads, gpu = check_heads(heads, "cudnn_cost"), check_spec(gpu, GpuSpec, "gpu")
+    whole_array(seq_len, "seq_len", MAX_TOKENS), whole_array(batch, "batch", MAX_BATCH)   # flash_prefill reads them
     d = cudnn_head_dim(heads.head_dim)
     padded = AttentionHeads(heads.num_qo_heads, heads.num_kv_heads, d, None if heads.v_head_dim is None else d)
     cost = flash_prefill(padded, seq_len, batch, dtype, causal, tile=CUDNN_TILE, gpu=gpu, num_sms=gpu.num_sms,
@@ -81,6 +104,8 @@ def cudnn_cost(heads: AttentionHeads, seq_len, batch, dtype: DType, causal: bool
 def kernel_cost(model_impl: str, cost: Cost, gpu: GpuSpec) -> Cost:
     """`cost` as the kernel the fitted entry `model_impl` models launches it on `gpu`: a full-attention FlashCost's
     workload as cuDNN's launch for CUDNN_SHAPES_IMPL; any other entry's cost as it is."""
+    model_impl, cost = _impl_id(model_impl, "model_impl"), check_cost(cost)
+    gpu = check_spec(gpu, GpuSpec, "gpu")
     if model_impl != CUDNN_SHAPES_IMPL:
         return cost
     if not isinstance(cost, FlashCost) or cost.heads is None or not cost.visibility.is_full:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost.common import Cost, KernelCost, check_spec, real_number
+from .cost.common import Cost, KernelCost, check_cost, check_spec, real_number
 from .errors import InputError, shown
 from .specs import GpuSpec
 from .units import DType
@@ -256,9 +256,7 @@ def floor(cost: Cost, ceilings: Ceilings) -> Floors:
     compute floor); t_exp all the exps over the exp roof; t_memory all bytes over the bandwidth. The floor,
     a sum of per-kernel maxima, is never below any of them.
     """
-    ceilings = check_spec(ceilings, Ceilings, "ceilings")
-    if not isinstance(getattr(cost, "kernels", None), tuple):
-        raise InputError(f"cost must be a Cost (a cost function's result), got {shown(cost)}")
+    ceilings, cost = check_spec(ceilings, Ceilings, "ceilings"), check_cost(cost)
     t_floor = sum(floor_kernel(k, ceilings).t_floor_s for k in cost.kernels)
     t_compute = cost.flops / ceilings.matmul_flop_per_s if _on_tensor(cost) else \
         cost.flops / ceilings.vector_flop_per_s

@@ -93,6 +93,12 @@ def _entry_points():
     exports and the core modules' functions (cost, roofline, capacity, paging, numerics, report)."""
     from rooflab import load_gpu, load_model
     from rooflab.capacity import plan_capacity
+    from rooflab.cudnn_kernel import (CUDNN_SHAPES_IMPL, CUDNN_TILE, causal_fraction, cudnn_cost, cudnn_head_dim,
+                                      kernel_cost, modelled_impl)
+    from rooflab.deployment import Deployment
+    from rooflab.published import (Convention, KernelRow, convention_flops, load_published, published_dir,
+                                   read_rows, read_sources)
+    from rooflab.serve import step_times
     from rooflab.cost.cascade import breakeven_prefix_len, cascade_decode
     from rooflab.cost.flash import choose_tile
     from rooflab.cost.merge import merge_pair
@@ -158,6 +164,25 @@ def _entry_points():
         ("dtype_limits", dtype_limits, dict(dtype="bf16"), {}),
         ("load_gpu", load_gpu, dict(ref="h200"), {"ref": {"text"}}),      # 'h200' is a GPU's name
         ("load_model", load_model, dict(ref="llama-3-8b"), {}),
+        ("convention_flops", convention_flops, dict(convention=Convention.fa, batch=1, num_qo_heads=32, seq_len_q=4096,
+                                                    seq_len_kv=4096, head_dim=128, value_dim=128, causal=True),
+         {"causal": switch}),
+        ("load_published", load_published, dict(root=None), {"root": optional}),
+        ("read_sources", read_sources, dict(path=None), {"path": optional}),
+        ("read_rows", read_rows, dict(path=sorted((published_dir() / "kernels").glob("*.csv"))[0], kind=KernelRow,
+                                      sources=read_sources()), {}),
+        ("cudnn_head_dim", cudnn_head_dim, dict(head_dim=96), {}),
+        ("causal_fraction", causal_fraction, dict(seq_len=4096, units=64, num_sms=132, tile=CUDNN_TILE,
+                                                  units_per_sm=2.0), {}),
+        ("cudnn_cost", cudnn_cost, dict(heads=h, seq_len=4096, batch=2, dtype="bf16", causal=True, gpu=gpu,
+                                        write_lse=True, sinks=False),
+         {"seq_len": arrays, "batch": arrays, "causal": switch, "write_lse": switch, "sinks": switch}),
+        ("kernel_cost", kernel_cost, dict(model_impl=CUDNN_SHAPES_IMPL, cost=cost, gpu=gpu),
+         {"model_impl": {"text"}}),          # any implementation id: 'h200' is one (its cost is returned as it is)
+        ("modelled_impl", modelled_impl, dict(impl="torch_cudnn"), {"impl": {"text"}}),
+        ("step_times", step_times, dict(model=model, gpu=gpu, deployment=Deployment(), max_decodes=16, min_context=128,
+                                        max_context=4096, max_prefill=2048, moe_kernel="torch_grouped",
+                                        decode_attention="shared"), {}),
     ]
 
 
@@ -208,6 +233,8 @@ ALIASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("decode_report", "context_lens"): ("context length",), ("cascade_decode", "suffix_lens"): ("suffix length",),
     ("shared_prefix_blocks", "suffix_lens"): ("suffix length",), ("load_gpu", "ref"): ("gpu",),
     ("load_model", "ref"): ("model",),
+    ("load_published", "root"): ("cannot read",), ("read_sources", "path"): ("cannot read",),   # a file not there
+    ("read_rows", "path"): ("cannot read",),
 }
 
 

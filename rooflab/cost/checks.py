@@ -66,6 +66,16 @@ def as_array(value: ArrayLike, name: str, minimum: float = 1, maximum: float | N
     return arr
 
 
+def whole_array(value: ArrayLike, name: str, maximum: float | None = None) -> np.ndarray:
+    """as_array's float64 array of `value` (each >= 1, at most `maximum`), refusing an entry that is not a whole
+    number (2.5 sequences or tokens): InputError naming `name`."""
+    arr = as_array(value, name, maximum=maximum)
+    fractional = arr != np.floor(arr)
+    if np.any(fractional):
+        raise InputError(f"{name} must be whole numbers, got {arr[fractional].flat[0]:g}")
+    return arr
+
+
 def real_array(value: object, name: str) -> np.ndarray:
     """`value` as float64 if it holds real numbers only (what as_array lists; NaN and infinities kept, for callers
     with their own rule), else InputError naming `name`."""
@@ -169,6 +179,14 @@ def check_spec(value: object, kind: type, what: str):
         return value
     hint = f" ({_SPEC_HINT[kind.__name__]})" if kind.__name__ in _SPEC_HINT else ""
     raise InputError(f"{what} must be a {kind.__name__}{hint}, got {shown(value)}")
+
+
+def check_cost(cost: object, what: str = "cost"):
+    """`cost` if it is a Cost (a cost function's result: its launches a tuple of KernelCost), else InputError
+    naming `what`."""
+    if not isinstance(getattr(cost, "kernels", None), tuple):
+        raise InputError(f"{what} must be a Cost (a cost function's result), got {shown(cost)}")
+    return cost
 
 
 def check_heads(heads: object, function: str) -> AttentionHeads:

@@ -16,8 +16,8 @@ import numpy as np
 from ..errors import InputError, shown
 from ..vocab import Pipe, Variant
 # The argument checks moved to checks.py; the cost modules and callers import them from here as before.
-from .checks import (AGGREGATOR, ArrayLike, as_array, check_dtypes, check_flag, check_heads,  # noqa: F401
-                     check_layer, check_spec, real_array, real_number, whole_number)
+from .checks import (AGGREGATOR, ArrayLike, as_array, check_cost, check_dtypes, check_flag,  # noqa: F401
+                     check_heads, check_layer, check_spec, real_array, real_number, whole_array, whole_number)
 
 
 

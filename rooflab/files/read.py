@@ -11,12 +11,26 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..errors import SpecError
+from ..errors import InputError, SpecError, shown
 
 #: Spec, config.json and measurement-metadata files larger than this are refused before they are parsed.
 MAX_SPEC_FILE_BYTES = 1 << 20
 #: A log holding a NUL byte in its first this many bytes is a binary file, not a text log.
 _BINARY_PROBE_BYTES = 4096
+
+
+def check_path(value: object, what: str) -> Path:
+    """`value`, a file or folder named as a str or an os.PathLike (pathlib.Path), as a Path; InputError naming `what`
+    for anything else (bytes, a number, a bool: os.fspath's TypeError), for '' and for a NUL byte (open()'s
+    ValueError)."""
+    if isinstance(value, os.PathLike):
+        try:
+            value = os.fspath(value)
+        except TypeError:
+            pass                        # its __fspath__ returned no str or bytes: refused below
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise InputError(f"{what} must be a path (a str or pathlib.Path naming a file or folder), got {shown(value)}")
+    return Path(value)
 
 
 def read_bounded(path: Path | str, limit: int) -> bytes:
@@ -62,4 +76,4 @@ def read_text(path: Path | str, limit: int, kind: str, error: Optional[Callable[
         raise fail(f"not UTF-8 text (byte {exc.start})") from None
 
 
-__all__ = ["MAX_SPEC_FILE_BYTES", "read_bounded", "read_text"]
+__all__ = ["MAX_SPEC_FILE_BYTES", "check_path", "read_bounded", "read_text"]

@@ -10,9 +10,10 @@ Rules and shapes, from transformers' configuration_<family>.py and modeling_<fam
                     partial_rotary_factor turns part of each head only (no change to weights or cache); LongRoPE
                     (rope_scaling type longrope) serves original_max_position_embeddings by default (context.py)
     Cohere          Command-R, Aya 23: one LayerNorm a layer (parallel attention and MLP), embeddings tied
-                    unless the file says otherwise; every layer full attention
+                    unless the file says otherwise; every layer full attention; head dim hidden_size /
+                    num_attention_heads whatever head_dim the file holds (`cohere_fields`)
     Cohere2         Command R7B, Command A: layer_types, else sliding when (i + 1) % sliding_window_pattern != 0
-                    (pattern 4: 3 local, 1 global), window 4096 by default; tied embeddings
+                    (pattern 4: 3 local, 1 global), window 4096 by default; tied embeddings; Cohere's head dim
     Granite         Llama's shapes; embedding_multiplier, attention_multiplier, residual_multiplier and
                     logits_scaling scale activations and change no weight or cache
     GraniteMoe      every layer a MoE of num_local_experts, num_experts_per_tok (GraniteMoeShared: a shared
@@ -53,7 +54,7 @@ import math
 from ..specs import LayerType, LinearMixer
 from ..vocab import LayerKind
 from .common import moe, stack
-from .families import FULL, LINEAR, SLIDING, base, by_rule, deepseek, layers
+from .families import FULL, LINEAR, SLIDING, _with, base, by_rule, deepseek, layers
 from .read import Fields
 
 
@@ -68,15 +69,33 @@ def phi3(c: Fields) -> dict:
     return {**spec, **layers(c, kinds, window), "ffn_size": c.count("intermediate_size")}
 
 
+def cohere_fields(c: Fields) -> Fields:
+    """The file as the engines build Cohere's attention from it: head dim hidden_size / num_attention_heads, a
+    head_dim key ignored (a stray head_dim of 7 in Aya 23's file would price 7,168 KV bytes a token for 131,072).
+
+    vLLM's CohereAttention (model_executor/models/commandr.py, which builds Cohere and Cohere2 alike) sets
+    `self.head_dim = self.hidden_size // self.total_num_heads`, and the KV cache is sized from that layer; SGLang's
+    commandr.py and transformers 4.x's CohereAttention the same. transformers 5.24.0's CohereAttention reads
+    `getattr(config, "head_dim", hidden_size // num_attention_heads)` (its CohereConfig declares no head_dim, so only
+    a stray key sets one, and then the checkpoint's q_proj, sized by hidden / heads, does not load);
+    Cohere2Config sets head_dim = hidden_size // num_attention_heads itself (configuration_cohere2.py).
+    """
+    return _with(c, head_dim=None)
+
+
 def cohere(c: Fields) -> dict:
-    """CohereForCausalLM: full attention on every layer, biases as attention_bias says, tied embeddings."""
+    """CohereForCausalLM: full attention on every layer, biases as attention_bias says, tied embeddings; the head dim
+    as the engines take it (cohere_fields)."""
+    c = cohere_fields(c)
     spec = base(c)
     kinds = by_rule(c, spec["num_layers"], lambda i: FULL)
     return {**spec, **layers(c, kinds), "ffn_size": c.count("intermediate_size")}
 
 
 def cohere2(c: Fields) -> dict:
-    """Cohere2ForCausalLM: 3 sliding layers to each global one (sliding_window_pattern 4), or layer_types."""
+    """Cohere2ForCausalLM: 3 sliding layers to each global one (sliding_window_pattern 4), or layer_types; Cohere's
+    head dim (cohere_fields)."""
+    c = cohere_fields(c)
     spec = base(c)
     pattern = c.count("sliding_window_pattern", 4)
     kinds = by_rule(c, spec["num_layers"], lambda i: SLIDING if (i + 1) % pattern else FULL)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cost.common import Visibility
+from ..cost.common import Visibility, check_flag, whole_number
 from ..cost.flash import flash_prefill
 from ..cost.mla import mla_decode
 from ..cost.paged import paged_decode_uniform
 from ..errors import InputError, SpecError
 from ..floors import Ceilings, floor
-from ..limits import MAX_BATCH, MAX_PAGE_SIZE
+from ..limits import MAX_BATCH, MAX_PAGE_SIZE, MAX_TOKENS
 from ..specs import GpuSpec, LayerType
 from ..specs.heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from ..units import DType
@@ -29,10 +29,18 @@ _HEADS, _DIM = _whole(1, MAX_HEADS), _whole(1, MAX_HEAD_DIM)
 def convention_flops(convention: Convention, batch: int, num_qo_heads: int, seq_len_q: int, seq_len_kv: int,
                      head_dim: int, value_dim: int, causal: bool) -> float:
     """The FLOPs a published rate of `convention` counts for one attention launch: 2 B H T_q T_kv (d + d_v), halved
-    when causal under `fa` (Convention's docstring cites each). `time` gives no count (InputError)."""
+    when causal under `fa` (Convention's docstring cites each). `time` gives no count (InputError). Each size is a
+    whole number within a kernel row's bounds (KERNEL_COLUMNS), `causal` True or False, else InputError naming it."""
     convention = Convention.of(convention, "convention")
     if convention is Convention.time:
         raise InputError("convention 'time' gives times, not a FLOP count: a rate needs fa or fa_no_half")
+    batch = whole_number(batch, "batch", 1, MAX_BATCH)
+    num_qo_heads = whole_number(num_qo_heads, "num_qo_heads", 1, MAX_HEADS)
+    seq_len_q = whole_number(seq_len_q, "seq_len_q", 1, MAX_TOKENS)
+    seq_len_kv = whole_number(seq_len_kv, "seq_len_kv", 1, MAX_TOKENS)
+    head_dim = whole_number(head_dim, "head_dim", 1, MAX_HEAD_DIM)
+    value_dim = whole_number(value_dim, "value_dim", 1, MAX_HEAD_DIM)
+    causal = check_flag(causal, "causal")
     matmul_flops = 2.0 * batch * num_qo_heads * seq_len_q * seq_len_kv * (head_dim + value_dim)   # QK^T, PV
     return matmul_flops / 2 if (causal and convention is Convention.fa) else matmul_flops
 

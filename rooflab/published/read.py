@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import SpecError
-from ..files import read_text
+from ..errors import InputError, SpecError, shown
+from ..files import check_path, read_text
 from .cells import REQUIRED, _Bad
 from .engine_runs import SERVING_COLUMNS, STEP_COLUMNS, ServingRow, StepRow, _check_engine_run, _check_serving
 from .kernels import KERNEL_COLUMNS, KernelRow, _check_kernel
@@ -29,8 +29,13 @@ FOLDERS: dict[str, type] = {"kernels": KernelRow, "steps": StepRow, "serving": S
 def read_rows(path: Path, kind: type, sources: dict[str, Source]) -> tuple:
     """One CSV of `kind` rows (KernelRow, StepRow or ServingRow). Lines starting with '#' are comments; the
     header is exactly the format's columns in order; every cell is checked (SpecError: file, line, column, value)."""
+    path = check_path(path, "path")
+    if not any(kind is k for k in COLUMNS):        # an unhashable kind (a list) is refused too
+        raise InputError(f"kind must be one of {', '.join(k.__name__ for k in COLUMNS)}, got {shown(kind)}")
+    if not isinstance(sources, dict):
+        raise InputError(f"sources must be read_sources()'s mapping of source id -> Source, got {shown(sources)}")
     where = str(path)
-    text = read_text(Path(path), MAX_CSV_BYTES, "a published CSV")
+    text = read_text(path, MAX_CSV_BYTES, "a published CSV")
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1)
              if line.strip() and not line.lstrip().startswith("#")]
     columns = list(COLUMNS[kind])
@@ -97,7 +102,7 @@ class Published:
 
 def load_published(root: Path | None = None) -> Published:
     """sources.yaml and every CSV of kernels/, steps/ and serving/ under `root` (default: the bundled folder)."""
-    root = Path(root) if root is not None else published_dir()
+    root = check_path(root, "root") if root is not None else published_dir()
     sources = read_sources(root / "sources.yaml")
     found: dict[str, tuple] = {}
     for folder, kind in FOLDERS.items():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import SpecError
-from ..files import read_yaml
+from ..files import check_path, read_yaml
 from ..load import data_dir
 from .cells import _Bad, _gpu
 from .kinds import Convention
@@ -48,7 +48,7 @@ _SOURCE_TEXT = ("title", "section", "implementation", "timing", "read_by", "url"
 
 def read_sources(path: Path | None = None) -> dict[str, Source]:
     """sources.yaml -> {id: Source}; every problem is a SpecError naming the file, the source and the field."""
-    path = Path(path) if path is not None else published_dir() / "sources.yaml"
+    path = check_path(path, "path") if path is not None else published_dir() / "sources.yaml"
     where = str(path)
     data = read_yaml(path)
     if set(data) != {"sources"} or not isinstance(data["sources"], dict):

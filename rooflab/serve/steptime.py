@@ -33,9 +33,10 @@ from typing import Optional, Protocol
 
 import numpy as np
 
+from ..cost.common import check_spec, whole_number
 from ..deployment import Deployment
 from ..errors import InputError, shown
-from ..limits import MAX_BATCH
+from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..step import DEFAULT_MOE_KERNEL, DecodeAttention, MoeKernel, decode_attention_of, moe_kernel_of
 from ..step_table import StepTable
@@ -251,10 +252,16 @@ def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decod
     context `min_context` .. `max_context` (a decode reading less is priced at min_context) and prefill chunks of
     up to `max_prefill` tokens, the experts priced as `moe_kernel` (rooflab.step.MoeKernel), the decode attention as
     `decode_attention` (rooflab.step.DecodeAttention; rooflab.step.engine_kernels picks both for an engine). Tables
-    are kept (up to 32) for the same model, GPU, deployment, limits and kernels."""
+    are kept (up to 32) for the same model, GPU, deployment, limits and kernels. Each size is a whole number of at
+    least 1 (a context at most max_context), else InputError naming it."""
+    model, gpu = check_spec(model, ModelSpec, "model"), check_spec(gpu, GpuSpec, "gpu")
     if not isinstance(deployment, Deployment):
         raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
-    max_decodes = max(1, min(int(max_decodes), MAX_BATCH))
-    min_context = max(1, int(min_context))
-    return _table(model, gpu, deployment, max_decodes, min_context, max(int(max_context), min_context + 1),
-                  max(1, int(max_prefill)), moe_kernel_of(moe_kernel), decode_attention_of(decode_attention))
+    max_decodes = whole_number(max_decodes, "max_decodes", 1, MAX_BATCH)
+    min_context = whole_number(min_context, "min_context", 1, MAX_TOKENS)
+    max_context = whole_number(max_context, "max_context", 1, MAX_TOKENS)
+    max_prefill = whole_number(max_prefill, "max_prefill", 1, MAX_TOKENS)
+    if min_context > max_context:
+        raise InputError(f"min_context ({min_context:,}) must be at most max_context ({max_context:,})")
+    return _table(model, gpu, deployment, max_decodes, min_context, max_context, max_prefill,
+                  moe_kernel_of(moe_kernel), decode_attention_of(decode_attention))
