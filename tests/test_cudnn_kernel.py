@@ -8,14 +8,15 @@ import pytest
 from rooflab.cost.flash import flash_prefill
 from rooflab.cost.naive import naive_prefill
 from rooflab.cost.common import Visibility
-from rooflab.cudnn_kernel import (CUDNN_SHAPES_IMPL, CUDNN_TILE, KERNEL_MODELS, cudnn_cost, kernel_cost,
-                                  modelled_impl)
+from rooflab.cudnn_kernel import (CUDNN_SHAPES_IMPL, CUDNN_TILE, KERNEL_MODELS, causal_fraction, cudnn_cost,
+                                  cudnn_head_dim, kernel_cost, modelled_impl)
 from rooflab.errors import InputError
 from rooflab.load import load_gpu
 from rooflab.specs import AttentionHeads
 from rooflab.transfer import CROSS_GPU_ERROR, error_band
 from rooflab.units import DType
 from rooflab.vocab import Kernel
+from support import refused
 
 H200 = load_gpu("h200-sxm")
 HEADS = AttentionHeads(32, 8, 96)
@@ -54,3 +55,30 @@ def test_the_model_is_named_as_the_implementation_it_predicts():
     assert modelled_impl(CUDNN_SHAPES_IMPL) == "torch_cudnn" and modelled_impl("torch_flash") == "torch_flash"
     band, note = error_band(H200.fitted_model(Kernel.flash, CUDNN_SHAPES_IMPL), H200, load_gpu("h100-sxm"))
     assert band == CROSS_GPU_ERROR[("torch_cudnn", "hopper")][0] and "35 published hopper rows" in note
+
+
+@pytest.mark.parametrize("seq_len, batch", [(4096.5, 2), (4096, 2.5), (np.array([1024, 1024.5]), 1)])
+def test_cudnn_cost_prices_whole_sequences_only(seq_len, batch):
+    """seq_len or batch 2.5 was priced (its causal schedule int()ed to 2): a launch has whole tokens and sequences."""
+    refused(lambda: cudnn_cost(HEADS, seq_len, batch, DType.fp16, True, H200), "whole numbers")
+
+
+def test_the_arguments_are_refused_under_their_own_names():
+    """causal_fraction's units were refused as 'repeats (times unit_work is issued over)', schedule_fraction's
+    name; cudnn_head_dim(0) was 64 and cudnn_head_dim(nan) nan; kernel_cost(..., None, gpu) returned None."""
+    refused(lambda: causal_fraction(4096, 2.5, 132), "units")
+    refused(lambda: causal_fraction(4096, 64, None), "num_sms")
+    refused(lambda: causal_fraction(4096, 64, 132, tile=(64, 128)), "tile", "FlashTile")
+    refused(lambda: cudnn_head_dim(0), "head_dim")
+    refused(lambda: kernel_cost("torch_flash", None, H200), "cost")
+    refused(lambda: kernel_cost("torch_flash", flash_prefill(HEADS, 1024), "h200"), "gpu", "GpuSpec")
+    assert cudnn_head_dim(np.int64(96)) == 128
+
+
+def test_an_implementation_id_is_any_well_formed_name():
+    """Implementation ids are an open set (a measurement file names its own: FittedModel.impl; transfer.why_not
+    answers for one it does not know), so a name is checked for its form only and passes as itself."""
+    assert modelled_impl("my_kernel_v2") == "my_kernel_v2"
+    for bad in (None, b"torch_cudnn", "", "torch cudnn", 3):
+        refused(lambda b=bad: modelled_impl(b), "impl")
+

@@ -56,3 +56,19 @@ def test_a_lenient_read_replaces_stray_bytes_but_refuses_a_binary_file(tmp_path)
     log.write_bytes(b"\x7fELF\0\0\0" + b"x" * 100)
     with pytest.raises(SpecError, match="a binary file, not a text log"):
         read_text(log, 1 << 20, "a text log", lenient=True)
+
+
+def test_check_path_takes_a_str_or_a_pathlike_only(tmp_path):
+    """A path argument: a str or os.PathLike as a Path; bytes, numbers, booleans, '' and a NUL byte refused."""
+    from rooflab.files import check_path
+
+    assert check_path(tmp_path, "root") == tmp_path and check_path(str(tmp_path), "root") == tmp_path
+
+    class BytesPath:
+        def __fspath__(self):
+            return b"/tmp"
+
+    for bad in (b"/tmp", True, 4, None, "", "a\0b", BytesPath()):
+        with pytest.raises(InputError, match="root must be a path"):
+            check_path(bad, "root")
+

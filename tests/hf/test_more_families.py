@@ -94,6 +94,20 @@ def test_aya_23_8b_cohere():
     assert m.max_context_len == 8192
 
 
+@pytest.mark.parametrize("architecture", ["CohereForCausalLM", "Cohere2ForCausalLM"])
+def test_cohere_takes_hidden_over_heads_whatever_head_dim_the_file_holds(architecture):
+    """A stray "head_dim": 7 in Aya 23's file priced 7,168 KV bytes a token (32 layers x 8 KV heads x 7 x 2 x 2). vLLM's
+    CohereAttention (model_executor/models/commandr.py, Cohere and Cohere2 alike) sizes its heads and KV cache at
+    hidden_size // num_attention_heads = 4096 / 32 = 128, whatever head_dim says: 131,072 bytes, the file without it."""
+    data = read_json(CONFIGS / "aya-23-8b.json") if (CONFIGS / "aya-23-8b.json").is_file() else pytest.skip("no file")
+    data = {**data, "architectures": [architecture]}
+    plain = from_hf_config(data, "aya")
+    stray = from_hf_config({**data, "head_dim": 7}, "aya")
+    assert stray.head_dim == plain.head_dim == 4096 // 32
+    assert stray.kv_bytes_per_token(DType.fp16) == plain.kv_bytes_per_token(DType.fp16) == 32 * 8 * 128 * 2 * 2
+    assert stray.derived_parameters == plain.derived_parameters
+
+
 def test_cohere2_three_local_layers_to_one_global():
     """Cohere2's rule: sliding where (i + 1) % sliding_window_pattern != 0, window 4096 by default."""
     data = {"architectures": ["Cohere2ForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,

@@ -4,6 +4,7 @@ kernel row on it."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rooflab.errors import SpecError
@@ -110,3 +111,18 @@ def test_an_absorbed_mla_decode_is_floored_as_one_latent_read_once(tmp_path):
     assert row.is_mla_latent and latent_bytes == 603_979_776
     floor_s = kernel_floor_s(row, gpu)
     assert latent_bytes / gpu.hbm_bandwidth_bytes_per_s <= floor_s < latent_bytes * 1088 / 576 / gpu.hbm_bandwidth_bytes_per_s
+
+
+@pytest.mark.parametrize("name, value", [("batch", -3), ("batch", float("nan")), ("batch", 1 + 2j), ("batch", None),
+                                         ("seq_len_kv", 2.5), ("head_dim", 0), ("value_dim", "128"),
+                                         ("num_qo_heads", True), ("causal", "x"), ("causal", 1)])
+def test_convention_flops_checks_its_arguments(name, value):
+    """convention_flops(fa, batch -3, ...) returned -4.12e11 FLOPs, nan nan, 1+2j a complex count, None a TypeError
+    from the product; causal 'x' was taken as True. Each size is a whole number in a kernel row's bounds."""
+    from rooflab.published import convention_flops
+
+    args = dict(convention=Convention.fa, batch=1, num_qo_heads=32, seq_len_q=4096, seq_len_kv=4096, head_dim=128,
+                value_dim=128, causal=True)
+    refused(lambda: convention_flops(**{**args, name: value}), name)
+    assert convention_flops(**{**args, "batch": np.int64(2)}) == 2 * convention_flops(**args)
+

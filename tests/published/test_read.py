@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from rooflab.errors import SpecError
@@ -89,3 +90,20 @@ def test_a_file_named_after_no_source_or_holding_another_sources_rows(tmp_path):
     sources = SOURCES + SOURCES.split("\n", 1)[1].replace("demo:", "second:")
     folder = _folder(tmp_path, [GOOD_ROW.replace("demo,", "second,", 1)], sources)
     refused(lambda: load_published(folder), "demo.csv", "line 2", "names its source 'demo'", error=SpecError)
+
+
+@pytest.mark.parametrize("root", [True, 0, 2.5, b"measurements/published", np.int64(4), ""])
+def test_load_published_refuses_what_is_not_a_path(root):
+    """load_published(True) ended in os.fspath's TypeError ('expected str, bytes or os.PathLike object')."""
+    refused(lambda: load_published(root), "root", "path")
+
+
+def test_read_rows_checks_its_arguments():
+    from rooflab.published import KernelRow, read_rows, read_sources
+
+    path, sources = sorted((published_dir() / "kernels").glob("*.csv"))[0], read_sources()
+    refused(lambda: read_rows(b"x.csv", KernelRow, sources), "path")
+    refused(lambda: read_rows(path, [KernelRow], sources), "kind", "KernelRow")
+    refused(lambda: read_rows(path, KernelRow, None), "sources")
+    assert read_rows(str(path), KernelRow, sources) == read_rows(path, KernelRow, sources)
+

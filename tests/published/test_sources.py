@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rooflab.errors import SpecError
@@ -25,3 +26,10 @@ from .rows_support import GOOD_ROW, SOURCES, _folder
 def test_a_bad_source_is_refused_naming_the_field(tmp_path, edit, says):
     folder = _folder(tmp_path, [GOOD_ROW], SOURCES.replace(*edit))
     refused(lambda: read_sources(folder / "sources.yaml"), "sources.yaml", says, error=SpecError)
+
+
+@pytest.mark.parametrize("path", [b"x", True, 3, np.float64(1.0), "a\0b"])
+def test_read_sources_refuses_what_is_not_a_path(path):
+    """read_sources(b'x') ended in pathlib's TypeError; a NUL byte would reach open()'s ValueError."""
+    refused(lambda: read_sources(path), "path")
+

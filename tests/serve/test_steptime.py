@@ -7,7 +7,7 @@ import pytest
 
 from rooflab import load_gpu, load_model
 from rooflab.deployment import Deployment
-from rooflab.serve import Lengths, Replica, Scheduler, TableStepTimes, Workload
+from rooflab.serve import Lengths, Replica, Scheduler, TableStepTimes, Workload, step_times
 from rooflab.serve.steady import _mix, solve
 from rooflab.step import step_report
 
@@ -110,3 +110,26 @@ def test_a_replica_prices_the_experts_as_its_engine_and_version_run_them():
         kernels[engine, version] = built.steps.table.moe_kernel
     assert kernels == {("sglang", "0.4.3.post2"): "tuned", ("vllm", "0.7.3"): "default_config",
                        ("vllm", ""): "torch_grouped"}
+
+
+def _step_times(**sizes):
+    args = {**dict(max_decodes=16, min_context=128, max_context=4096, max_prefill=2048), **sizes}
+    return step_times(load_model("llama-3-8b"), load_gpu("h100-sxm"), Deployment(), **args)
+
+
+@pytest.mark.parametrize("name", ["max_decodes", "min_context", "max_context", "max_prefill"])
+@pytest.mark.parametrize("value", [None, "4", b"4", 2.5, 0, -3, float("nan"), float("inf"), 2 ** 70])
+def test_step_times_sizes_are_whole_numbers_named(name, value):
+    """step_times int()ed its sizes: None a TypeError, nan a ValueError, inf an OverflowError, b'4' read as 4, 2.5
+    as 2, 0 and -3 raised to 1 in silence."""
+    from support import refused
+
+    refused(lambda: _step_times(**{name: value}), name)
+
+
+def test_step_times_refuses_a_min_context_above_max_context():
+    """min_context 2**70 was refused as 'max_context ... got 1180591620717411303425', a value never given (it raised
+    max_context to min_context + 1)."""
+    from support import refused
+
+    refused(lambda: _step_times(min_context=8192), "min_context (8,192)", "max_context (4,096)")
