@@ -6,10 +6,12 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --json     # the rows as JSON
     python3 benchmarks/engine_logs_heldout.py --set 2    # the second held-out set (heldout2/, CASES2)
     python3 benchmarks/engine_logs_heldout.py --set 3    # the third held-out set (heldout3/, CASES3)
+    python3 benchmarks/engine_logs_heldout.py --set 4    # the fourth held-out set (heldout4/, CASES4)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
 with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
-(CASES3), frozen the same way (heldout3/SOURCES.md names the commit); sources and SHA-256 are in each folder.
+(CASES3) and set 4 tests/data/engine_logs/heldout4/*.log (CASES4), each frozen the same way (its SOURCES.md names the
+commit); sources and SHA-256 are in each folder.
 For each start-up a log holds:
 
     logged     the KV figure the log states: tokens ('GPU KV cache size', SGLang '#tokens', a V0 start-up error's
@@ -50,6 +52,7 @@ DATA = ROOT / "tests" / "data" / "engine_logs"
 HELDOUT = DATA / "heldout"
 HELDOUT2 = DATA / "heldout2"
 HELDOUT3 = DATA / "heldout3"
+HELDOUT4 = DATA / "heldout4"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -224,7 +227,39 @@ CASES3 = (
                   "max_num_batched_tokens": 8192}),
 )
 
-SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3)}
+#: Set 4 (heldout4/): as CASES3, the model and GPU each log or its repository names, mapped to a spec only where one
+#: describes the served checkpoint and the GPU, and the settings the log states, nothing fitted. Written before any
+#: prediction was run on these logs. Identifications that are not names (heldout4/SOURCES.md says so too):
+#: Qwen3-30B-A3B-Instruct-2507 to the bundled qwen3-30b-a3b (the same published architecture; both runs stay under its
+#: 40,960-token context); "NVIDIA H100 80GB HBM3" to h100-sxm; the Kaggle H100 (SXM or PCIe not stated, both 79.65
+#: GiB) to h100-sxm; Kaggle's T4 to t4. Qwen3-Coder-30B-A3B-Instruct is its published config.json stored in
+#: heldout4/models/. All are vLLM V1 releases ('v1'); --quantization fp8 is passed as the weight format, as CASES2 does.
+CODER_CONFIG = str(HELDOUT4 / "models" / "qwen3-coder-30b-a3b-instruct" / "config.json")
+CASES4 = (
+    Case("vllm-v1-llama-3.1-8b-instruct-l4-maxlen32000.log", "vllm", "L4", "Meta-Llama-3.1-8B-Instruct", "l4",
+         "llama-3.1-8b", options={"utilization": 0.92, "max_model_len": 32000, "max_num_seqs": 128}),
+    Case("vllm-v1-qwen3-8b-lora-t4x2-tp2-maxlen4096.log", "vllm", "2x T4 (Kaggle)", "Qwen3-8B + LoRA", "t4", "qwen3-8b",
+         options={"tensor_parallel": 2, "utilization": 0.85, "max_model_len": 4096, "max_num_seqs": 1,
+                  "enable_lora": True}),
+    Case("vllm-v1-qwen3-8b-t4x2-tp2-maxlen8192.log", "vllm", "2x T4 (Kaggle)", "Qwen3-8B", "t4", "qwen3-8b",
+         options={"tensor_parallel": 2, "utilization": 0.85, "max_model_len": 8192}),
+    Case("vllm-v1-llama-3-8b-instruct-h200-maxlen1024.log", "vllm", "H200", "Meta-Llama-3-8B-Instruct", "h200-sxm",
+         "llama-3-8b", options={"max_model_len": 1024}),
+    Case("vllm-v1-qwen3-30b-a3b-2507-fp8-h100-maxlen8192.log", "vllm", "H100 80GB HBM3",
+         "Qwen3-30B-A3B-Instruct-2507, --quantization fp8", "h100-sxm", "qwen3-30b-a3b",
+         options={"utilization": 0.92, "max_model_len": 8192, "max_num_batched_tokens": 8192, "max_num_seqs": 64,
+                  "weight_format": WeightFormat.of("fp8", "the weight format")}),
+    Case("vllm-v1-qwen3-30b-a3b-2507-h100-maxlen6144.log", "vllm", "H100 80GB HBM3", "Qwen3-30B-A3B-Instruct-2507",
+         "h100-sxm", "qwen3-30b-a3b", options={"max_model_len": 6144}),
+    Case("vllm-v1-qwen3-coder-30b-a3b-a100-80gb-maxlen131072.log", "vllm", "A100-SXM4-80GB",
+         "Qwen3-Coder-30B-A3B-Instruct", "a100-sxm-80gb", CODER_CONFIG,
+         options={"utilization": 0.9, "max_model_len": 131072, "max_num_seqs": 16}),
+    Case("vllm-v1-gpt-oss-120b-h100-fp8kv-maxlen65536.log", "vllm", "H100 (Kaggle)", "gpt-oss-120b", "h100-sxm",
+         "gpt-oss-120b", options={"utilization": 0.96, "kv_cache_dtype": "fp8_e4m3", "max_model_len": 65536,
+                                  "max_num_seqs": 256}),
+)
+
+SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4)}
 
 @dataclass(frozen=True)
 class Row:

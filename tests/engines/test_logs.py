@@ -476,3 +476,49 @@ def test_heldout3_wrapped_args_state_the_posts_settings_from_the_log_alone(case)
     stated = {"tensor_parallel": case.options.get("tensor_parallel", 1), "utilization": case.options["utilization"],
               "max_model_len": case.options["max_model_len"]}
     assert {**read, "tensor_parallel": read["tensor_parallel"] or 1} == stated and len(_DENNISLEE22) == 6
+
+
+# --- held-out set 4 (heldout4/, frozen before any prediction; heldout4/SOURCES.md names the commit) -----------------
+# The same checks as set 3's: the files match their manifest and source notes, CASES4 names exactly those logs, its
+# one stored config.json is the published file (its SHA-256), and every log parses into start-ups that state a KV
+# figure. The errors are measured by `python benchmarks/engine_logs_heldout.py --set 4`, not asserted here.
+
+HELDOUT4 = DATA / "heldout4"
+HELDOUT4_LOGS = sorted(p.name for p in HELDOUT4.glob("*.log"))
+#: heldout4/models/qwen3-coder-30b-a3b-instruct/SOURCE.md: the mirror's bytes at the commit it names.
+CODER_CONFIG_SHA256 = "cf67dc4f8f8891573b6207d33f00d3204dcdb7114222f96b2dd7e93da7c7e998"
+
+
+def test_heldout4_manifest_lists_every_log_and_each_hash_matches():
+    manifest = {}
+    for line in (HELDOUT4 / "MANIFEST.sha256").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        manifest[name.lstrip("*")] = digest
+    assert sorted(manifest) == HELDOUT4_LOGS and len(HELDOUT4_LOGS) == 8
+    for name, digest in manifest.items():
+        assert hashlib.sha256((HELDOUT4 / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_heldout4_each_log_names_its_source_and_the_sources_table_lists_it():
+    table = (HELDOUT4 / "SOURCES.md").read_text()
+    for name in HELDOUT4_LOGS:
+        first = (HELDOUT4 / name).read_text().splitlines()[0]
+        assert first.startswith("# source: https://github.com/"), name
+        assert f"`{name}`" in table, name
+
+
+def test_heldout4_cases_name_exactly_the_logs_of_the_set_and_the_stored_config_is_the_published_one():
+    heldout = _heldout_bench()
+    assert sorted(c.log for c in heldout.CASES4) == HELDOUT4_LOGS
+    assert heldout.SETS["4"][0] == HELDOUT4
+    config = Path(heldout.CODER_CONFIG)
+    assert config.parent.parent == HELDOUT4 / "models"
+    assert hashlib.sha256(config.read_bytes()).hexdigest() == CODER_CONFIG_SHA256
+
+
+@pytest.mark.parametrize("name", HELDOUT4_LOGS)
+def test_heldout4_every_log_parses_into_startups_that_state_a_kv_figure(name):
+    startups = list(read_startups(HELDOUT4 / name))
+    assert startups
+    for log in startups:
+        assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
