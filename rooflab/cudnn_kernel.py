@@ -19,12 +19,11 @@ YAML: its back-to-back overhead is the model's c0).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import numpy as np
 
-from .cost.common import Cost, check_cost, check_heads, check_spec, whole_array, whole_number
+from .cost.common import Cost, check_cost, check_flag, check_heads, check_spec, whole_array, whole_number
 from .cost.flash import FlashCost, FlashTile, flash_prefill
 from .cost.parallel import MAX_REPEATS, schedule_fraction
 from .errors import InputError, shown
@@ -45,14 +44,13 @@ CUDNN_TILE = FlashTile(64, 128)
 CUDNN_HEAD_DIMS = (64, 128, 192, 256)
 #: Units per SM (the schedule run's steps).
 CUDNN_UNITS_PER_SM = 2.0
-#: An implementation id as a fitted entry and a measurement file name it (rooflab, torch_cudnn_shapes, ...). The ids
-#: are an open set (a measurement file names its own; transfer.why_not answers for one it does not know), so an id is
-#: checked for its form only.
-_IMPL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
 def _impl_id(value: object, what: str) -> str:
-    if not isinstance(value, str) or not _IMPL_ID.fullmatch(value):
+    """`value` if it can be an implementation id as a fitted entry names it (rooflab, torch_cudnn_shapes, ...): a
+    printable str, not empty, without surrounding spaces. The ids are an open set (a measurement file names its own;
+    transfer.why_not answers for one it does not know), so that is all that is checked."""
+    if not isinstance(value, str) or not value or value != value.strip() or not value.isprintable():
         raise InputError(f"{what} must be an implementation id (a fitted entry's impl: rooflab, torch_cudnn, ...), "
                          f"got {shown(value)}")
     return value
@@ -86,9 +84,15 @@ def causal_fraction(seq_len: int, units: int, num_sms: int, tile: FlashTile = CU
 def cudnn_cost(heads: AttentionHeads, seq_len, batch, dtype: DType, causal: bool, gpu: GpuSpec,
                write_lse: bool = True, sinks: bool = False) -> FlashCost:
     """The flash cost of one cuDNN launch on `gpu`: cuDNN's tile, its padded head dim, two units an SM, causal query
-    tiles in row order (one sequence length and batch, or arrays of them element by element, each a whole number)."""
+    tiles in row order (one sequence length and batch, or arrays of them element by element).
+
+    A causal launch's schedule (causal_fraction) counts the query tiles of whole sequences, so its lengths and batch
+    are whole numbers (InputError otherwise); a non-causal one is flash_prefill's cost alone, which takes a mean
+    length as it does elsewhere (a ring's block of seq_len / world_size tokens, cost/ring.py)."""
     heads, gpu = check_heads(heads, "cudnn_cost"), check_spec(gpu, GpuSpec, "gpu")
-    whole_array(seq_len, "seq_len", MAX_TOKENS), whole_array(batch, "batch", MAX_BATCH)   # flash_prefill reads them
+    causal = check_flag(causal, "causal")
+    if causal:
+        whole_array(seq_len, "seq_len", MAX_TOKENS), whole_array(batch, "batch", MAX_BATCH)
     d = cudnn_head_dim(heads.head_dim)
     padded = AttentionHeads(heads.num_qo_heads, heads.num_kv_heads, d, None if heads.v_head_dim is None else d)
     cost = flash_prefill(padded, seq_len, batch, dtype, causal, tile=CUDNN_TILE, gpu=gpu, num_sms=gpu.num_sms,

@@ -58,9 +58,21 @@ def test_the_model_is_named_as_the_implementation_it_predicts():
 
 
 @pytest.mark.parametrize("seq_len, batch", [(4096.5, 2), (4096, 2.5), (np.array([1024, 1024.5]), 1)])
-def test_cudnn_cost_prices_whole_sequences_only(seq_len, batch):
-    """seq_len or batch 2.5 was priced (its causal schedule int()ed to 2): a launch has whole tokens and sequences."""
+def test_a_causal_cudnn_launch_is_of_whole_sequences(seq_len, batch):
+    """seq_len or batch 2.5 was priced causal, its schedule int()ed to 2: the schedule counts whole query tiles."""
     refused(lambda: cudnn_cost(HEADS, seq_len, batch, DType.fp16, True, H200), "whole numbers")
+
+
+def test_a_non_causal_cudnn_launch_takes_a_mean_length_as_flash_prefill_does():
+    """A ring's block is seq_len / world_size tokens (cost/ring.py: 4,099 over 2 ranks, 2,049.5), non-causal; the
+    H200's flash prediction goes through kernel_cost for cuDNN's entry, so it must price that block."""
+    from rooflab.context_parallel import ring_time
+    from rooflab.cost.ring import ring_prefill
+
+    cost = cudnn_cost(HEADS, 2049.5, 1, DType.fp16, False, H200)
+    assert cudnn_cost(HEADS, 2049, 1, DType.fp16, False, H200).flops < cost.flops \
+        < cudnn_cost(HEADS, 2050, 1, DType.fp16, False, H200).flops
+    assert ring_time(H200, ring_prefill(HEADS, 4099, 2, gpu=H200), impl="torch_cudnn").t_predicted_s > 0
 
 
 def test_the_arguments_are_refused_under_their_own_names():
@@ -78,7 +90,7 @@ def test_the_arguments_are_refused_under_their_own_names():
 def test_an_implementation_id_is_any_well_formed_name():
     """Implementation ids are an open set (a measurement file names its own: FittedModel.impl; transfer.why_not
     answers for one it does not know), so a name is checked for its form only and passes as itself."""
-    assert modelled_impl("my_kernel_v2") == "my_kernel_v2"
-    for bad in (None, b"torch_cudnn", "", "torch cudnn", 3):
+    assert modelled_impl("my_kernel_v2") == "my_kernel_v2" and modelled_impl("flash-attn 2") == "flash-attn 2"
+    for bad in (None, b"torch_cudnn", "", " torch_cudnn", "torch\ncudnn", 3):
         refused(lambda b=bad: modelled_impl(b), "impl")
 
