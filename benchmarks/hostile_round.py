@@ -1587,8 +1587,9 @@ def number2_inputs() -> Iterator[Input]:
     yield n("step weights with a draft model = target + draft", lambda f: _field(
         f, ["report", "--phase", "step", "-m", "llama-3-8b", "--speculative-config", draft, "-f", "json"],
         "weight_bytes_per_gpu", 16_060_522_496 + 2_460_000_000, "llama-3-8b + llama-3.2-1b weights"))
-    # Cohere (aya-23-8b): transformers' CohereAttention and vLLM's CohereAttention take head_dim = hidden_size /
-    # heads = 4096 / 32 = 128 whatever the file says; a head_dim of 7 written in is ignored (or refused):
+    # Cohere (aya-23-8b): vLLM's CohereAttention (commandr.py) and SGLang's take head_dim = hidden_size / heads =
+    # 4096 / 32 = 128 whatever the file says (transformers 5.24.0 reads a stray head_dim, then cannot load the
+    # checkpoint's q_proj); a head_dim of 7 written in is ignored (or refused):
     # KV a token 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131,072
     cohere = {**_hf2_base("aya-23-8b.json"), "head_dim": 7}
     yield n("Cohere ignores a stray head_dim", lambda f: _field(
