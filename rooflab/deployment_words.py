@@ -18,16 +18,24 @@ fields the user set is kept (`given`): an engine mode gives the others the engin
 `--kv-cache-dtype` takes only SGLang's names (engines/vocab.py, SGLANG_KV_CACHE_DTYPES): with `engine` SGLang,
 `--kv-cache-dtype fp8` is refused as SGLang refuses it.
 
-`--quantization` as the engines mean it (vLLM's `--quantization`, vllm/model_executor/layers/quantization/
-__init__.py QUANTIZATION_METHODS; SGLang's `--quantization`): `fp8` quantises an unquantised checkpoint's linear
-layers to fp8 e4m3 at load (vLLM's Fp8Config with is_checkpoint_fp8_serialized false: one scale per tensor), the
-embeddings and LM head left in the checkpoint's dtype; every other method (awq, gptq, gptq_marlin, awq_marlin,
-bitsandbytes, compressed-tensors, modelopt, modelopt_fp4, mxfp4, ...) reads a checkpoint already quantised with
-that method, whose format rooflab reads from its config.json (rooflab.hf.quant): the value must name the
-checkpoint's own method (vLLM refuses a mismatch: "Quantization method specified in the model config (...) does
-not match the quantization method specified in the `quantization` argument (...)", vllm/config/model.py,
-_verify_quantization), and then the weights are priced as shipped. `--quantization` and rooflab's
-`--weight-dtype` name one setting.
+The weights have one vocabulary on every command and under every name of the setting (`--weight-dtype`,
+`--quantization`, `-q`; `weights_name` checks it): auto (as shipped), a weight format or dtype by name
+(rooflab.dtypes.WeightFormat: bf16, fp8, fp8_block, mxfp4, nvfp4, int4_g128[_zp], nf4[_dq], ...), or an engine's
+method for a checkpoint quantised ahead of time (CHECKPOINT_QUANTIZATION: awq, gptq, modelopt, ...). A name outside
+it is refused with the same list everywhere. What a name means:
+
+    a format that is no method (nvfp4, fp8_block, int4_g128, bf16, ...)   the linear layers priced in it
+    a method that is no format (awq, gptq, modelopt, compressed-tensors, ...)   the checkpoint's own method: the
+        model must ship quantised (vLLM refuses a mismatch: "Quantization method specified in the model config
+        (...) does not match the quantization method specified in the `quantization` argument (...)",
+        vllm/config/model.py, _verify_quantization), and the weights are priced as shipped
+    fp8, mxfp4 (both)   under --weight-dtype the format; under --quantization / -q the engines' method: as
+        shipped on a quantised checkpoint, and on an unquantised one the format, quantised at load (vLLM's
+        `--quantization fp8`: Fp8Config with is_checkpoint_fp8_serialized false, one scale per tensor; mxfp4
+        so is rooflab's what-if, the engines reading only mxfp4 checkpoints)
+
+The embeddings and LM head stay in the checkpoint's dtype; rooflab reads a quantised checkpoint's formats from its
+config.json (rooflab.hf.quant). `--quantization` and `--weight-dtype` name one setting.
 
 Nothing here prints or reads the command line; the CLI (rooflab/cli/deployment_options.py) fills the words.
 """
@@ -41,11 +49,9 @@ from typing import Optional, Union
 from .deployment import Deployment
 from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
+from .dtypes import PARAMETRIC_FORMATS
 from .units import DType, WeightFormat
 
-#: vLLM's --quantization values that quantise at load an unquantised checkpoint (the format they give); the
-#: other methods read a checkpoint already quantised with them (the module docstring).
-ONLINE_QUANTIZATION: dict[str, WeightFormat] = {"fp8": WeightFormat.fp8}
 #: The engines' --quantization methods for checkpoints quantised ahead of time, by the quant_method their
 #: config.json's quantization_config names (vLLM's kernels for one method count as the method).
 CHECKPOINT_QUANTIZATION: dict[str, str] = {
@@ -89,8 +95,8 @@ class DeploymentWords:
             rooflab_kv = rooflab_kv and kv_cache_dtype_of(DType.or_auto(rooflab_kv, "--kv-dtype"))
             engine_kv = engine_kv and parse_kv_cache_dtype(_text(engine_kv, "--kv-cache-dtype"), engine)
         kv = _one("--kv-dtype", rooflab_kv, "--kv-cache-dtype", engine_kv, key=lambda k: k.dtype)
-        weights = _one("--weight-dtype", _weight_dtype(self.weight_dtype), "--quantization",
-                       _quantization(self.quantization, checkpoint_quantized))
+        weights = _one("--weight-dtype", _weights(self.weight_dtype, "--weight-dtype", checkpoint_quantized),
+                       "--quantization", _weights(self.quantization, "--quantization", checkpoint_quantized))
         values = {
             "tensor_parallel": _one("--tp", _count(self.tensor_parallel, "--tp", MAX_GPUS),
                                     "--tensor-parallel-size", _count(self.tensor_parallel_size,
@@ -121,32 +127,47 @@ class DeploymentWords:
 _AS_SHIPPED = "as shipped"
 
 
-def _weight_dtype(text: Optional[str]) -> Union[DType, WeightFormat, str, None]:
-    """rooflab's --weight-dtype: auto (as shipped), a dtype, or a weight format by name."""
+def weights_name(text, option: str) -> str:
+    """`text` checked against the weights' one vocabulary (the module docstring), stripped and lower-cased; an
+    InputError naming `option` (none: the caller names it, as click does) and the list otherwise. The methods are
+    listed by family (awq_marlin, vLLM's kernel for awq, is taken as awq)."""
+    key = _text(text, option).lower()
+    if key == "auto" or key in CHECKPOINT_QUANTIZATION:
+        return key
+    try:
+        WeightFormat.of(key, option)
+    except InputError:
+        methods = ", ".join(sorted(set(CHECKPOINT_QUANTIZATION.values())))
+        named = ", ".join(f.value for f in WeightFormat if f.value not in DType._value2member_map_)
+        raise InputError(f"{option + ' ' if option else ''}{shown(text)} is no format or method rooflab prices: "
+                         f"auto, a dtype (bf16, ...), {named}, {PARAMETRIC_FORMATS}; methods: "
+                         f"{methods}") from None
+    return key
+
+
+def _weights(text, option: str, checkpoint_quantized: Optional[bool]) -> Union[WeightFormat, str, None]:
+    """The weights one name of the setting gives (the module docstring): a WeightFormat, _AS_SHIPPED, or None (not
+    given). `checkpoint_quantized` None (not known) takes a name that is a format as the format."""
     if text is None:
         return None
-    if isinstance(text, (DType, WeightFormat)):
+    if isinstance(text, WeightFormat):
         return text
-    key = _text(text, "--weight-dtype").lower()
+    if isinstance(text, DType):
+        return WeightFormat.of(text)
+    key = weights_name(text, option)
     if key == "auto":
         return _AS_SHIPPED
-    return WeightFormat.of(key, "--weight-dtype")
-
-
-def _quantization(text: Optional[str], checkpoint_quantized: Optional[bool]) -> Union[WeightFormat, str, None]:
-    """The engines' --quantization (the module docstring): a format to quantise to at load, or _AS_SHIPPED."""
-    if text is None:
-        return None
-    key = _text(text, "--quantization").lower()
-    if key in ONLINE_QUANTIZATION and not checkpoint_quantized:
-        return ONLINE_QUANTIZATION[key]
-    if key not in CHECKPOINT_QUANTIZATION:
-        names = ", ".join(sorted(set(ONLINE_QUANTIZATION) | set(CHECKPOINT_QUANTIZATION)))
-        raise InputError(f"--quantization {shown(text)} is not a method rooflab prices; choose one of {names}")
+    method = key in CHECKPOINT_QUANTIZATION
+    engines_word = option != "--weight-dtype"
+    if not method or not engines_word or not checkpoint_quantized:
+        try:
+            return WeightFormat.of(key, option)
+        except InputError:
+            pass                                # a method that is no format
     if checkpoint_quantized is False:
-        raise InputError(f"--quantization {text} reads a checkpoint quantised with {CHECKPOINT_QUANTIZATION[key]}, "
-                         "but this model ships unquantised (no quantization_config): vLLM quantises one at load "
-                         "with --quantization fp8 only; rooflab's --weight-dtype prices any format")
+        raise InputError(f"{option} {key} reads a checkpoint quantised with {CHECKPOINT_QUANTIZATION[key]}, but this "
+                         "model ships unquantised (no quantization_config): give a format to price it in (fp8, "
+                         "nvfp4, int4_g128, ...)")
     return _AS_SHIPPED
 
 
@@ -188,4 +209,4 @@ def _one(name_a: str, a, name_b: str, b, key=lambda v: v):
     return b if b is not None else a
 
 
-__all__ = ["CHECKPOINT_QUANTIZATION", "DeploymentWords", "ONLINE_QUANTIZATION"]
+__all__ = ["CHECKPOINT_QUANTIZATION", "DeploymentWords", "weights_name"]

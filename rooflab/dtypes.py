@@ -279,13 +279,15 @@ class WeightFormat(str, enum.Enum):
                 return cls(key)
             except ValueError:
                 pass
-        raise InputError(f"{what} must be one of {', '.join(f.value for f in cls)}, int<bits>_g<group>[_zp], "
-                         f"int<bits>_ch[_zp], nf4[_dq], fp4[_dq] (or a dtype: "
-                         f"{', '.join([d.value for d in DType] + list(DTYPE_ALIASES))}), got {shown(dtype)}")
+        raise InputError(f"{what} must be one of {', '.join(f.value for f in cls)}, {PARAMETRIC_FORMATS} (or a "
+                         f"dtype: {', '.join([d.value for d in DType] + list(DTYPE_ALIASES))}), got {shown(dtype)}")
 
     def __str__(self) -> str:
         return self.value
 
+
+#: The parametric formats' names, as a list to show (WeightFormat's docstring).
+PARAMETRIC_FORMATS = "int<b>_g<group>[_zp], int<b>_ch[_zp], nf4[_dq], fp4[_dq]"
 
 _STORED_AS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "tf32": "fp32"}
 

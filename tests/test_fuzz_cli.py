@@ -205,10 +205,12 @@ KV_CACHE = Opt(("--kv-cache-dtype",), st.sampled_from(["auto", "fp8", "fp8_e5m2"
                st.sampled_from(["", " ", "fp4", "FP8x", "$", "{}", "int8", "nan", "\U0001f4a5", "a" * 65]),
                st.sampled_from(["FP8", "bf16", "half", " fp8 "]), checked_late=True,
                words=("kv-cache-dtype", "cache dtype", "KV dtype"))
-#: the engines' --quantization: fp8 online, or the checkpoint's own method (so a valid name may not fit the model)
+#: the engines' --quantization: the checkpoint's own method (so a valid name may not fit the model), or a format
+#: (deployment_words: the weights' one vocabulary, --weight-dtype's too)
 QUANT = Opt(("--quantization", "-q"), st.sampled_from(["fp8", "awq", "gptq", "mxfp4", "compressed-tensors", "modelopt",
-                                                       "bitsandbytes", "w8a8_fp8"]),
-            st.sampled_from(["", " ", "fp4", "int3", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 65, "fp8,awq"]),
+                                                       "bitsandbytes", "w8a8_fp8", "nvfp4", "fp8_block", "int4_g128",
+                                                       "auto"]),
+            st.sampled_from(["", " ", "fp5", "int3", "nope", "$", "{}", "\\", "\U0001f4a5", "a" * 65, "fp8,awq"]),
             st.sampled_from(["FP8", "AWQ", " fp8 ", "compressed_tensors"]), checked_late=True,
             words=("quantization",))
 MEM_FRAC = dataclasses.replace(float_opt(("--mem-fraction-static",), 0, 1, lo_open=True),
@@ -328,8 +330,9 @@ COMMANDS: dict[str, list[Opt]] = {
                DP, ENABLE_DP_ATTENTION,
                dataclasses.replace(EP, flags=("--ep", "--ep-size", "--expert-parallel")), ENABLE_EP,
                dataclasses.replace(float_opt(("--expert-imbalance",), 1, 1e3), words=("imbalance",)),
-               # report's --quantization is the weight format (params.weight_format), --weight-dtype its other name
-               dataclasses.replace(choice_opt(("--quantization", "--weight-dtype", "-q"), ["auto"] + WEIGHTS),
+               # report's --quantization, --weight-dtype and -q: one option, the weights' one vocabulary
+               dataclasses.replace(choice_opt(("--quantization", "--weight-dtype", "-q"),
+                                              ["auto", "awq", "gptq"] + WEIGHTS),
                                    checked_late=True, words=("weight format", "quantization")),
                dataclasses.replace(choice_opt(("--gemm-dtype",), DTYPES), checked_late=True, words=("dtype", "GEMM")),
                Opt(("--speculative-config",),

@@ -21,7 +21,8 @@ from .error_path import EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED, fail, friend
 from .lengths import decode_lengths, parse_lengths
 from .options import (BatchOpt, CausalOpt, CeilingsOpt, ContextOpt, DpAttentionOpt, DTypeOpt, ExpertParallelOpt,
                       FormatOpt, GpuOpt, ImplOpt, KvDTypeOpt, MaxModelLenOpt, ModelOpt, PageOpt, SeqLenOpt, SplitsOpt,
-                      TensorParallelOpt, UtilizationOpt, WeightDTypeOpt, WindowAllocationOpt, only_for)
+                      TensorParallelOpt, UtilizationOpt, WindowAllocationOpt, only_for)
+from .deployment_options import WeightDTypeOpt
 from .stdout import EXIT_BROKEN_PIPE, StdoutError
 
 __all__ = ["app", "command_tree", "main", "params", "ClickException", "UsageError", "get_current_context",

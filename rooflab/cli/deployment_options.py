@@ -50,17 +50,12 @@ def _kv_cache_name(text: str) -> None:
     parse_kv_cache_dtype(text)
 
 
-def _weights(text: str) -> None:
-    if text.lower() != "auto":
-        WeightFormat.of(text, "the weight format")
+def weights():
+    """The parser of a name of the weights setting (--weight-dtype, --quantization, -q): the one vocabulary
+    (deployment_words.weights_name; click names the option); the text is kept for DeploymentWords."""
+    from ..deployment_words import weights_name
 
-
-def _quantization(text: str) -> None:
-    from ..deployment_words import CHECKPOINT_QUANTIZATION, ONLINE_QUANTIZATION
-
-    if text.lower() not in CHECKPOINT_QUANTIZATION and text.lower() not in ONLINE_QUANTIZATION:
-        names = ", ".join(sorted(set(ONLINE_QUANTIZATION) | set(CHECKPOINT_QUANTIZATION)))
-        raise InputError(f"'{text}' is not a quantization method rooflab prices; choose one of {names}")
+    return _checked(lambda text: weights_name(text, ""), "FORMAT")
 
 
 def _state_dtype(text: str) -> None:
@@ -108,15 +103,15 @@ MemFractionStaticOpt = Annotated[Optional[float], typer.Option(
     "--mem-fraction-static", parser=params.number(0, 1, lo_open=True), metavar="X",
     help="--gpu-memory-utilization as SGLang spells it.")]
 WeightDTypeOpt = Annotated[Optional[str], typer.Option(
-    "--weight-dtype", parser=_checked(_weights, "FORMAT"), metavar="FORMAT",
+    "--weight-dtype", parser=weights(), metavar="FORMAT",
     help="Format of the linear layers' weights: auto (as the checkpoint ships them, the default), a dtype (bf16, "
-         "fp8 = fp8_e4m3, ...), fp8_block, mxfp4, nvfp4, int4_g128[_zp], nf4[_dq]; embeddings, LM head, norms "
-         "and router stay in the checkpoint's dtype.")]
+         "fp8 = fp8_e4m3, ...), fp8_block, mxfp4, nvfp4, int4_g128[_zp], nf4[_dq], or a quantised checkpoint's "
+         "method as -q; embeddings, LM head, norms and router stay in the checkpoint's dtype.")]
 QuantizationOpt = Annotated[Optional[str], typer.Option(
-    "--quantization", "-q", parser=_checked(_quantization, "METHOD"), metavar="METHOD",
-    help="The engines' --quantization: fp8 quantises an unquantised checkpoint at load; awq, gptq, bitsandbytes, "
-         "compressed-tensors, modelopt, mxfp4, ... must name the checkpoint's own quantization_config method "
-         "(weights then as shipped).")]
+    "--quantization", "-q", parser=weights(), metavar="METHOD",
+    help="The engines' --quantization: awq, gptq, bitsandbytes, compressed-tensors, modelopt, mxfp4, fp8, ... "
+         "name the checkpoint's own quantization_config method (weights as shipped); on an unquantised "
+         "checkpoint fp8 (mxfp4, and every --weight-dtype format) quantises at load.")]
 MaxModelLenOpt = Annotated[Optional[int], typer.Option(
     "--max-model-len", parser=params.count(1, MAX_TOKENS), metavar="N",
     help="Longest request (vLLM's --max-model-len; default: as vLLM derives it from the model's config).")]
@@ -144,10 +139,9 @@ def _engine(text: str) -> None:
 
 
 def _release(text: str) -> None:
-    from ..step.moe_kernel import release
+    from ..vocab import check_engine_release
 
-    if release(text) is None and text.lower() not in ("v1", "v1 (0.11+)"):
-        raise InputError(f"'{text}' is not an engine release (0.9.0, 0.7.4.dev181, 0.4.3.post2)")
+    check_engine_release(text, "--engine-version")
 
 
 StepEngineOpt = Annotated[Optional[str], typer.Option(
@@ -190,5 +184,5 @@ def words_of(ctx: typer.Context) -> DeploymentWords:
 
 
 __all__ = ["BlockSizeOpt", "DataParallelOpt", "MambaSsmDTypeOpt", "EnableDpAttentionOpt", "EnableExpertParallelOpt", "parallel_degrees", "DTypeAutoOpt", "KvCacheDTypeOpt", "KvDTypeOpt", "MaxModelLenOpt", "MemFractionStaticOpt",
-           "PageSizeOpt", "QuantizationOpt", "TensorParallelOpt", "TensorParallelSizeOpt", "UtilizationOpt",
+           "PageSizeOpt", "QuantizationOpt", "weights", "TensorParallelOpt", "TensorParallelSizeOpt", "UtilizationOpt",
            "WeightDTypeOpt", "words_of"]

@@ -62,13 +62,6 @@ ImplOpt = Annotated[Optional[str], typer.Option("--impl", help="Predict with thi
                                                      "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
                                                      "fastest fitted one that held on its held-out rows).")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="floor (default): the GPU's own, physical where a published run beat its datasheet, else datasheet; datasheet: the rated figures; physical: the maximum SM clock x the per-clock rate, fastest accumulate mode; calibrated: the GPU YAML's measured: section.")]
-#: Typed str for typer (a WeightFormat is a str): typer maps an Enum-typed option's value through the members it
-#: lists, which would turn a parametric format (int4_g128_zp) into None; params.weight_format returns the format.
-WeightDTypeOpt = Annotated[Optional[str], typer.Option(
-    "--weight-dtype", parser=params.weight_format, metavar="FORMAT",
-    help="Format of the linear layers' weights: auto (as the checkpoint ships them, the default), a dtype (bf16, "
-         "fp8 = fp8_e4m3, ...), fp8_block, mxfp4, nvfp4, int4_g128[_zp], nf4[_dq]; embeddings, LM head, norms "
-         "and router stay in the checkpoint's dtype.")]
 ExpertParallelOpt = Annotated[int, typer.Option("--expert-parallel", "--ep", parser=params.count(1, MAX_GPUS), metavar="N",
                                                 help="GPUs the routed experts are split over (MoE).")]
 DpAttentionOpt = Annotated[bool, typer.Option("--dp-attention/--no-dp-attention",

@@ -12,7 +12,7 @@ from typing import Callable
 import typer
 
 from ..errors import InputError
-from ..units import DType, WeightFormat, parse_count
+from ..units import DType, parse_count
 
 
 def count(lo: int, hi: int, what: str = "") -> Callable[[str], int]:
@@ -90,18 +90,4 @@ def dtype(auto: bool = False) -> Callable[[str], "DType | None"]:
     return parse
 
 
-def weight_format(text: str) -> "WeightFormat | None":
-    """A parser for --weight-dtype: 'auto' (as shipped: None), a dtype in DType.of's vocabulary, or a weight
-    format by name (fp8, fp8_block, mxfp4, nvfp4, int4_g128_zp, nf4, ...; WeightFormat.of)."""
-    if isinstance(text, str) and text.strip().lower() == "auto":
-        return None
-    try:
-        return WeightFormat.of(text, "the weight format")
-    except InputError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-weight_format.__name__ = "FORMAT"
-
-
-__all__ = ["count", "counts", "dtype", "number", "weight_format"]
+__all__ = ["count", "counts", "dtype", "number"]

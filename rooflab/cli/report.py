@@ -118,7 +118,7 @@ def report(
                                                     help="Step (MoE): the busiest GPU's experts receive F x the "
                                                          "balanced token-expert pairs.")] = 1.0,
     quantization: Annotated[Optional[str], typer.Option("--quantization", "--weight-dtype", "-q",
-                                                        parser=dopt.weights("--quantization"), metavar="FORMAT",
+                                                        parser=dopt.weights(), metavar="FORMAT",
                                                         help="Step: the weights' format (auto: as shipped; fp8, "
                                                              "fp8_block, mxfp4, nvfp4, int4_g128, ...), or a "
                                                              "quantised checkpoint's method (awq, gptq, ...).")] = None,

@@ -17,7 +17,7 @@ from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
 from . import FormatOpt, GpuOpt, ModelOpt, fail, friendly, params, parse_lengths
 from .charts import DataOpt, GpusOpt, _names, _output_opt, _save
-from .deployment_options import EngineVersionOpt
+from .deployment_options import EngineVersionOpt, weights
 
 MAX_PROMPTS = 10_000_000
 
@@ -52,6 +52,7 @@ EngineOpt = Annotated[str, typer.Option("--engine", metavar="vllm|sglang|tensorr
 TpOpt = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", "--tp", "--tp-size",
                                     parser=params.count(1, MAX_GPUS), metavar="N", help="Tensor-parallel GPUs.")]
 QuantOpt = Annotated[Optional[str], typer.Option("--quantization", "-q", metavar="fp8",
+                                                 parser=weights(),
                                                  help="Weights and GEMMs in fp8 (the engines' --quantization fp8); "
                                                       "default: as the checkpoint ships.")]
 KvOpt = Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="auto|fp8|bf16|fp16",
@@ -91,8 +92,10 @@ def _replica(model, gpu, engine, tp, quantization, kv_cache_dtype, input_len, ou
     from ..serve import Engine, Lengths, Replica, Scheduler, Workload
     from ..units import DType
 
+    quantization = None if quantization is None or quantization.lower() == "auto" else quantization.lower()
     if quantization not in (None, "fp8", "fp8_e4m3"):
-        raise InputError(f"--quantization: {quantization!r}; rooflab serve prices fp8 weights (or none)")
+        raise InputError(f"--quantization {quantization}: rooflab serve prices fp8 weights and GEMMs, or the "
+                         "checkpoint's as shipped (auto); report --phase step and capacity price every format")
     kv = None if kv_cache_dtype in (None, "auto") else DType.of("fp8_e4m3" if kv_cache_dtype == "fp8"
                                                                 else kv_cache_dtype, "--kv-cache-dtype")
     spec, g = load_model(model), load_gpu(gpu)

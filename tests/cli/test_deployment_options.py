@@ -44,6 +44,8 @@ SPELLINGS = [
     (("capacity", "capacity-engine"), ["--max-model-len", "4096"], ["--max-model-len", "4K"], None),
     (("capacity", "plot-capacity"), ["--weight-dtype", "fp8"], ["--quantization", "fp8"], ["-q", "fp8"]),
     (("report-step",), ["--weight-dtype", "fp8"], ["--quantization", "fp8"], ["-q", "fp8"]),
+    (("capacity", "plot-capacity", "report-step"), ["--weight-dtype", "nvfp4"], ["--quantization", "nvfp4"],
+     ["-q", "nvfp4"]),
 ]
 
 
@@ -96,6 +98,22 @@ def test_two_values_of_one_setting_are_refused(command, args, message, tmp_path)
 def test_bad_values_are_usage_errors_naming_the_option(args):
     r = runner.invoke(app, COMMANDS["capacity"] + args)
     assert r.exit_code == 2 and args[0] in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("command", [["report", "--phase", "step", "-m", "llama-3-8b"],
+                                     ["explain", "--phase", "step", "-m", "llama-3-8b"],
+                                     ["capacity", "-m", "llama-3-8b"], ["serve", "-m", "llama-3-8b"],
+                                     ["plot", "capacity", "-m", "llama-3-8b", "-o", "x.png"],
+                                     ["plot", "serve", "-m", "llama-3-8b", "-o", "x.png"]])
+def test_every_command_refuses_a_weights_name_with_one_list(command, tmp_path, monkeypatch):
+    """Issue 24 round 2 D1: report --phase step refused -q awq with the formats' list and nvfp4 with the methods'."""
+    from rooflab.deployment_words import weights_name
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as exc:
+        weights_name("awq2", "")
+    r = runner.invoke(app, command + ["-q", "awq2"])
+    assert r.exit_code == 2 and str(exc.value) in " ".join(r.output.split()), r.output
 
 
 def test_sglang_refuses_fp8_from_the_command_line():
