@@ -1268,7 +1268,7 @@ def _api2_entry_points():
          dict(pp_layer_partition="opt_partition", deployment="deployment")),
         ("engine_capacity", capacity, dict(model=model, gpu=gpu, accounting=vllm, tensor_parallel=1, block_size=16,
                                            max_model_len=8192, utilization=0.9, max_num_seqs=256,
-                                           cuda_visible_bytes=80 << 30, memory_in_use_bytes=0, enable_lora=True,
+                                           cuda_visible_bytes=79 << 30, memory_in_use_bytes=0, enable_lora=True,
                                            max_loras=2, max_lora_rank=16, pipeline_parallel=2,
                                            pp_layer_partition=(16, 16)),
          dict(model="model", gpu="gpu", accounting="accounting", tensor_parallel="pos", block_size="opt_pos",
@@ -1542,9 +1542,10 @@ def number2_inputs() -> Iterator[Input]:
     yield n("capacity PP 3,1 sequences", lambda f: _field(f, pp, "max_sequences_paged", seqs0, "stage 0 binds"))
     yield n("capacity PP 3,1 kv a token", lambda f: _field(f, pp, "kv_bytes_per_token", 3 * TINY_KV_LAYER,
                                                             "3 layers x 512"))
-    # vLLM V1 with every term given: KV = floor(0.9 x 80 GiB) - 2 x params - rotary cache 4,096 x 64 x 2 (bf16)
+    # vLLM V1 with every term given (80 GiB visible: an H200, an H100 has less): KV = floor(0.9 x 80 GiB) - 2 x
+    # params - rotary cache 4,096 x 64 x 2 (bf16)
     kv_v1 = int(0.9 * (80 << 30)) - 2 * TINY_PARAMS - 4096 * 64 * 2
-    v1 = ["capacity", "-m", "c", "-g", "h100-sxm", "--max-model-len", "4096", "--engine", "vllm",
+    v1 = ["capacity", "-m", "c", "-g", "h200-sxm", "--max-model-len", "4096", "--engine", "vllm",
           "--cuda-visible-memory", "80GiB", "--non-torch-gib", "0", "--activation-gib", "0", "-f", "json"]
     yield n("vLLM V1 KV bytes", lambda f: _field(f, v1, "kv_cache_bytes", kv_v1, "0.9 x 80 GiB - weights - rotary"))
     yield n("vLLM V1 blocks", lambda f: _field(f, v1, "num_blocks", kv_v1 // (16 * 4 * TINY_KV_LAYER),

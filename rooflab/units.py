@@ -90,10 +90,12 @@ def to_gb(n: float) -> float:
 _DECIMAL_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _COUNT = re.compile(r"(-?[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)([kmgtKMGT]i?)?")
-_SIZE = re.compile(r"([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|Ki|Mi|Gi|Ti|K|M|G|T)?",
+                   re.IGNORECASE)
 #: Longest number text read: anything longer is far past every limit rooflab has (and costly to convert).
 _MAX_NUMBER_CHARS = 40
-_SIZE_UNITS = {"b": 1, "kb": KB, "mb": MB, "gb": GB, "tb": TB, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 2**40}
+_SIZE_UNITS = {"b": 1, "kb": KB, "mb": MB, "gb": GB, "tb": TB, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 2**40,
+               "ki": KiB, "mi": MiB, "gi": GiB, "ti": 2**40}
 
 
 def parse_count(text: str) -> int:
@@ -122,14 +124,31 @@ def parse_count(text: str) -> int:
 
 
 def parse_bytes(text: str) -> int:
-    """A size in bytes as people write it: '80GiB', '192GB', '512 MiB', '1e9' is refused, '4096' is bytes."""
+    """A size in bytes as people write it, the unit required: '80GiB', '192GB', '512 MiB', '7B', and SGLang's IEC
+    spellings '80Gi', '512Mi' (python/sglang/srt/server_args.py, human_readable_int); '0' needs none.
+
+    GB is 10^9 and GiB 2^30, as everywhere in rooflab. A bare number is refused (read as bytes, '80' was a
+    CUDA-visible total of 80 bytes), and so is a one-letter K, M, G or T: vLLM reads '80G' as 80 GiB and '80g' as
+    80 GB (vllm/engine/arg_utils.py, human_readable_int), SGLang '80G' as 80 GB (its human_readable_int, SI
+    letters and IEC Ki, Mi, Gi, Ti), so the error asks which. ValueError with
+    the reason for anything else; '1e9' is refused.
+    """
     text = str(text).strip()
     match = _SIZE.fullmatch(text) if len(text) <= _MAX_NUMBER_CHARS else None
     if not match:
         quoted = text[:20] + "..." if len(text) > _MAX_NUMBER_CHARS else text
         raise ValueError(f"'{quoted}' is not a size (e.g. 80GiB, 192GB, 512MiB)")
-    unit = (match.group(2) or "b").lower()
-    value = Decimal(match.group(1).replace("_", "")) * int(_SIZE_UNITS[unit])
+    number, unit = match.group(1).replace("_", ""), (match.group(2) or "").lower()
+    if unit in ("k", "m", "g", "t"):
+        u = unit.upper()
+        raise ValueError(f"'{text}': a one-letter unit reads two ways (vLLM: {u} = {u}iB, {unit} = {u}B; SGLang: "
+                         f"{u} = {u}B); write {number}{u}iB or {number}{u}B")
+    if not unit:
+        if Decimal(number) == 0:
+            return 0
+        raise ValueError(f"'{text}' has no unit: write {number}GiB, {number}GB, {number}MiB, ... ({number}B for "
+                         "bytes)")
+    value = Decimal(number) * int(_SIZE_UNITS[unit])
     whole = value.to_integral_value()
     if value != whole and (_SIZE_UNITS[unit] == 1 or whole == 0):
         raise ValueError(f"'{text}' is not a whole number of bytes")    # '0.5B' was read as 0 bytes

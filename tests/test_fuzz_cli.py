@@ -246,10 +246,11 @@ ENGINE_OPTS = [
     KV_CACHE, BLOCK, TP_SIZE, MEM_FRAC,
     count_opt(("--max-num-seqs", "--max-running-requests"), 1, MAX_TOKENS, 4096),
     count_opt(("--max-num-batched-tokens",), 1, MAX_TOKENS),
-    Opt(("--memory-in-use",), st.sampled_from(["4GiB", "0GiB", "10GB", "512MiB"]),
+    # sizes need a unit (units.parse_bytes: '10' is no size, '4G' reads two ways; SGLang's 4Gi is taken, 0 too)
+    Opt(("--memory-in-use",), st.sampled_from(["4GiB", "0GiB", "10GB", "512MiB", "4Gi", "0"]),
         st.sampled_from(["", " ", "-1GiB", "1e400GiB", "nanGiB", "4 furlongs", "99999999999999999999999999GiB", "$",
-                         "{}", "200GiB"]),
-        st.sampled_from(["4gib", "1TB"]), checked_late=True, words=("memory", "size", "free")),
+                         "{}", "200GiB", "10", "4G", "4g"]),
+        st.sampled_from(["4gib", "1TB"]), checked_late=True, words=("memory", "size", "free", "unit")),
     # the linear-attention state options: each refused, naming itself, on a model without linear layers or with
     # the other engine
     Opt(("--mamba-ssm-dtype", "--mamba-ssm-cache-dtype"), st.sampled_from(["float32", "bfloat16", "float16", "auto"]),
@@ -267,10 +268,11 @@ ENGINE_OPTS = [
     dataclasses.replace(count_opt(("--max-loras", "--max-loras-per-batch"), 1, 1024, 64), checked_late=True,
                         words=("lora",)),
     dataclasses.replace(count_opt(("--max-lora-rank",), 1, 4096, 512), checked_late=True, words=("lora", "rank")),
-    Opt(("--cuda-visible-memory",), st.sampled_from(["79.22GiB", "85GB", "80 GiB", "81559MiB"]),
+    # above the GPU's memory refused (GpuSpec.cuda_visible_problem): a valid size may not fit the GPU drawn
+    Opt(("--cuda-visible-memory",), st.sampled_from(["79.22GiB", "85GB", "80 GiB", "81559MiB", "20Gi"]),
         st.sampled_from(["", " ", "0", "0GiB", "-1GiB", "1e400GiB", "nanGiB", "infGB", "80", "80 furlongs", "1e3GB",
-                         "99999999999999999999999999GiB", "$", "{}", "80GiB80GiB"]),
-        st.sampled_from(["80gib", "1GB", "1TiB", "100TB"]), checked_late=True, words=("memory", "size")),
+                         "99999999999999999999999999GiB", "$", "{}", "80GiB80GiB", "80G", "1TiB", "100TB"]),
+        st.sampled_from(["80gib", "1GB", "20 gi"]), checked_late=True, words=("memory", "size", "unit")),
     float_opt(("--non-torch-gib",), 0, MAX_GIB),
     float_opt(("--activation-gib",), 0, MAX_GIB),
 ]

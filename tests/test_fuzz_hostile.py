@@ -148,12 +148,7 @@ DEFECTS2 = {"step weights with a draft model = target + draft": "D14: report --p
             "capacity = step: gemma-2-9b --pp 2 kv_bytes_per_sequence": "D19: the step's KV a GPU under --pp 2 is "
             "the mean (1,058,340,864) where capacity's binding stage holds 1,075,052,544",
             "capacity = step: llama-3-8b --pp 2 weights_bytes": "D19: the step's weights a GPU under --pp 2 is the "
-            "mean 8,030,261,248; capacity's binding stage 8,030,257,152 (the two commands disagree)",
-            "capacity = step: gpt-oss-20b --tp 8 -q fp8 weights_bytes": "D3: -q fp8 on a checkpoint that ships "
-            "mxfp4 experts: capacity keeps it as shipped (1,717,819,950 bytes a GPU), the step re-prices it as fp8 "
-            "(2,757,521,611); vLLM refuses the mismatch",
-            "capacity = step: deepseek-v3 --tp 8 -q fp8 weights_bytes": "D3: -q fp8 on DeepSeek-V3's fp8_block "
-            "checkpoint: capacity 84,140,491,595 bytes a GPU (as shipped), the step 84,120,074,133 (per-tensor fp8)"}
+            "mean 8,030,261,248; capacity's binding stage 8,030,257,152 (the two commands disagree)"}
 
 
 def _kept2():
@@ -203,8 +198,6 @@ def test_step_prices_the_formats_its_help_lists(fmt):
     _cli(["report", "--phase", "step", "-m", "llama-3-8b", "-g", "b200", "--weight-dtype", fmt, "-f", "json"], 0, True)
 
 
-@pytest.mark.xfail(strict=True, reason="D2: capacity --engine --cuda-visible-memory above the GPU's memory (200 GiB "
-                   "on an 80 GB H100) is taken: 162.89 GiB of KV cache on an 80 GB card")
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_cuda_visible_memory_above_the_gpu_is_refused(engine):
     _cli(["capacity", "--engine", engine, "-g", "h100-sxm", "--cuda-visible-memory", "200GiB"], 2)
@@ -295,9 +288,6 @@ def test_cudnn_kernel_refuses_bad_arguments(case):
     check_api(call, [word], expect_error=True)
 
 
-@pytest.mark.xfail(strict=True, reason="D9: engine_capacity / EngineSettings: a wrong-typed model, gpu or accounting "
-                   "ends in AttributeError; utilization='x' and memory_in_use_bytes=None in TypeError; enable_lora=a "
-                   "GpuSpec in a 24,782-character message")
 @pytest.mark.parametrize("case", ["model", "accounting", "utilization", "memory_in_use_bytes", "enable_lora"])
 def test_engine_capacity_refuses_wrong_types(case):
     from rooflab import load_gpu, load_model
@@ -333,8 +323,6 @@ def test_published_loaders_refuse_non_paths(call):
     check_api(fn, ["root", "path"], expect_error=True)
 
 
-@pytest.mark.xfail(strict=True, reason="D12: pp_layer_partition not a sequence (True, nan, np.int64(4)) ends in "
-                   "TypeError 'is not iterable' (engines/stages.py partition) from plan_capacity and engine_capacity")
 @pytest.mark.parametrize("value", [True, float("nan"), np.int64(4)])
 def test_pp_layer_partition_refuses_a_scalar(value):
     from rooflab import load_gpu, load_model
@@ -368,17 +356,11 @@ def test_linear_heads_that_tp_does_not_split(label):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason="D17: a memory size without a unit is read as bytes: capacity --engine vllm "
-                   "--cuda-visible-memory 80 prices a CUDA-visible total of 0.000 GiB ('vLLM would refuse to start', "
-                   "exit 0), --memory-in-use 10 is 10 bytes; '80G' is refused as not a size")
 @pytest.mark.parametrize("option, value", [("--cuda-visible-memory", "80"), ("--memory-in-use", "10")])
 def test_memory_sizes_need_a_unit(option, value):
     _cli(["capacity", "--engine", "vllm", option, value], 2)
 
 
-@pytest.mark.xfail(strict=True, reason="D20: capacity --what-if tp=2 is refused with '--what-if applies with --engine or "
-                   "--engine-log only'; following it (--engine vllm --what-if tp=2) is refused in turn with 'applies "
-                   "with --engine-log only'")
 def test_what_if_refusal_gives_advice_that_works():
     out = _cli(["capacity", "--what-if", "tp=2"], 2)
     if "--engine or" in out.stderr:

@@ -28,11 +28,30 @@ def test_sizes():
         parse_bytes("lots")
 
 
-@pytest.mark.parametrize("text", ["0.5B", "0.5", "1.5", "0.0001KB", "0.4B"])
+@pytest.mark.parametrize("text", ["0.5B", "0.0001KB", "0.4B"])
 def test_a_size_that_is_not_a_whole_number_of_bytes_is_refused(text):
     """'0.5B' was rounded to 0 bytes; a fraction of a byte, or a size that rounds to none, is refused."""
     with pytest.raises(ValueError, match="whole number of bytes"):
         parse_bytes(text)
+
+
+@pytest.mark.parametrize("text", ["80", "10", "0.5", "1.5", "4096"])
+def test_a_size_needs_a_unit(text):
+    """Issue 24 round 2 D17: '--cuda-visible-memory 80' was 80 bytes (a CUDA-visible total of 0.000 GiB)."""
+    with pytest.raises(ValueError, match=f"'{text}' has no unit: write {text}GiB, {text}GB"):
+        parse_bytes(text)
+
+
+@pytest.mark.parametrize("text", ["80G", "80g", "512M", "1T", "4k"])
+def test_a_one_letter_unit_is_refused_for_reading_two_ways(text):
+    """vLLM's human_readable_int reads 80G as 80 GiB, SGLang's as 80 GB (units.parse_bytes's docstring)."""
+    with pytest.raises(ValueError, match="reads two ways"):
+        parse_bytes(text)
+
+
+@pytest.mark.parametrize("text, value", [("0", 0), ("80Gi", 80 * 2**30), ("512 mi", 512 * 2**20), ("80gb", 80 * 10**9)])
+def test_sglang_iec_spellings_and_zero(text, value):
+    assert parse_bytes(text) == value
 
 
 @pytest.mark.parametrize("text, value", [("1.5KB", 1500), ("0.5KiB", 512), ("2.5GB", 2_500_000_000), ("7B", 7)])

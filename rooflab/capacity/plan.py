@@ -19,7 +19,7 @@ from ..vocab import WindowAllocation
 from ..specs.weights import weight_bytes
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
-from .stages import LayerPartition, Stage, pipeline_stages
+from .stages import LayerPartition, Stage, check_partition, pipeline_stages
 
 
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
@@ -81,8 +81,10 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     if deployment.attention_data_parallel not in (1, deployment.tensor_parallel):
         raise InputError(f"capacity models data-parallel attention over the whole TP group (--dp "
                          f"{deployment.tensor_parallel}); --dp {deployment.attention_data_parallel} is not modelled")
-    if pp_layer_partition is not None and deployment.pipeline_parallel == 1:
-        raise InputError("--pp-layer-partition applies with --pp 2 or more")
+    if pp_layer_partition is not None:
+        pp_layer_partition = check_partition(pp_layer_partition)
+        if deployment.pipeline_parallel == 1:
+            raise InputError("--pp-layer-partition applies with --pp 2 or more")
     if deployment.pipeline_parallel > 1 and deployment.position_split > 1:
         raise InputError(f"capacity with pipeline parallelism and a position split ({deployment.describe()}) is "
                          "not modelled")

@@ -35,7 +35,8 @@ import enum
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..errors import InputError
+from ..cost.checks import whole_number
+from ..errors import InputError, shown
 from ..specs import ModelSpec
 
 
@@ -52,7 +53,7 @@ def partition(num_layers: int, pipeline_parallel: int, rule: LayerPartition,
     """Layers per stage, first stage first (module docstring); `explicit` is --pp-layer-partition."""
     pp = pipeline_parallel
     if explicit is not None:
-        counts = tuple(explicit)
+        counts = check_partition(explicit)
         if len(counts) != pp:
             raise InputError(f"--pp-layer-partition {','.join(map(str, counts))} gives {len(counts)} stages; "
                              f"--pp is {pp} (the engines refuse: 'len(partitions)=... does not match pp_size')")
@@ -75,6 +76,21 @@ def partition(num_layers: int, pipeline_parallel: int, rule: LayerPartition,
         for i in range(pp - extra, pp):
             counts[i] += 1
     return tuple(counts)
+
+
+#: Most stages an explicit partition may list (more than any model has layers).
+MAX_STAGES = 4096
+
+
+def check_partition(value: object, what: str = "pp_layer_partition (--pp-layer-partition)") -> tuple[int, ...]:
+    """An explicit partition as a tuple of layer counts: a list, tuple or 1-d array of whole numbers; anything else
+    (True, nan, a NumPy scalar, a 0-d array, text) is an InputError naming `what` (partition checks the counts
+    against --pp and the model)."""
+    if isinstance(value, (str, bytes)) or not (isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) == 1):
+        raise InputError(f"{what} must be a sequence of layer counts, one a stage (e.g. (40, 40)), got {shown(value)}")
+    if len(value) > MAX_STAGES:
+        raise InputError(f"{what} lists {len(value):,} stages; at most {MAX_STAGES:,}")
+    return tuple(whole_number(n, f"{what} entry", minimum=0) for n in value)
 
 
 @dataclass(frozen=True)
@@ -176,4 +192,4 @@ def parse_partition(text: str | None) -> tuple[int, ...] | None:
     return counts
 
 
-__all__ = ["LayerPartition", "Stage", "parse_partition", "partition", "pipeline_stages"]
+__all__ = ["LayerPartition", "Stage", "check_partition", "parse_partition", "partition", "pipeline_stages"]

@@ -18,6 +18,8 @@ processes hold (--memory-in-use) each engine's start-up (vllm.py, sglang.py).
 
 from __future__ import annotations
 
+from ..cost.checks import check_spec
+from ..errors import InputError, shown
 from ..specs import GpuSpec, ModelSpec
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings
@@ -27,6 +29,10 @@ from .vocab import Accounting, Engine, KvCacheDtype, parse_accounting, parse_eng
 def engine_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
     """The KV cache `settings.accounting`'s engine would allocate for `model` on `gpu` (per GPU), the model in
     the dtype --dtype names, else the one --dtype auto loads it in on that GPU (ModelSpec.as_loaded)."""
+    check_spec(model, ModelSpec, "model")
+    check_spec(gpu, GpuSpec, "gpu")
+    if not isinstance(settings, EngineSettings):
+        raise InputError(f"settings must be a rooflab.engines.EngineSettings, got {shown(settings)}")
     model = model.as_loaded(gpu.compute_capability_version, settings.dtype)
     if settings.engine is Engine.vllm:
         from .vllm import vllm_capacity

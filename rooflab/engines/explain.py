@@ -23,7 +23,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import InputError
+from ..cost.checks import check_spec
+from ..errors import InputError, shown
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from . import sglang as sglang_mod
@@ -97,6 +98,15 @@ def explain_log(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: Engine
     `settings` describe the logged run; what the log itself prints (TP size, utilisation, max-model-len) fills in
     what the user did not give (`given`: the EngineSettings fields set explicitly) and contradicts what they did.
     """
+    if not isinstance(log, EngineLog):
+        raise InputError(f"log must be an EngineLog (rooflab.engines.logs.read_log(path)), got {shown(log)}")
+    check_spec(model, ModelSpec, "model")
+    check_spec(gpu, GpuSpec, "gpu")
+    if not isinstance(settings, EngineSettings):
+        raise InputError(f"settings must be a rooflab.engines.EngineSettings, got {shown(settings)}")
+    if changes is not None and not isinstance(changes, dict):
+        raise InputError(f"changes must be a dict of EngineSettings fields (request.parse_what_if), got "
+                         f"{shown(changes)}")
     settings = _with_log(log, settings, given)
     taken = settings_taken(log, settings)
     build = _vllm if log.engine is Engine.vllm else _sglang

@@ -38,6 +38,9 @@ ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "ma
                "mamba_cache_mode": "--mamba-cache-mode", "max_mamba_cache_size": "--max-mamba-cache-size",
                "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "enable_lora": "--enable-lora",
                "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank"}
+#: --what-if changes a logged run's settings: it needs --engine-log, where --engine alone is not enough.
+WHAT_IF_NEEDS_LOG = ("--what-if applies with --engine-log only (FILE, a start-up log: it changes the logged run's "
+                     "settings; with --engine give the options directly)")
 #: The linear-attention options, and the engine each belongs to (None: both).
 STATE_OPTIONS = {"mamba_ssm_dtype": ("--mamba-ssm-dtype", None), "mamba_cache_mode": ("--mamba-cache-mode", Engine.vllm),
                  "max_mamba_cache_size": ("--max-mamba-cache-size", Engine.sglang),
@@ -93,6 +96,8 @@ def check_modes(given: set[str]) -> None:
             raise InputError(f"{', '.join(wrong)} {_verb(wrong)} to rooflab's bound (no --engine) only; an engine "
                              "sizes its cache its own way (--max-model-len sets the request length it reports)")
         return
+    if "what_if" in given:                  # the stricter need first: --engine alone is refused in turn
+        raise InputError(WHAT_IF_NEEDS_LOG)
     wrong = [flag for name, flag in ENGINE_ONLY.items() if name in given]
     if wrong:
         raise InputError(f"{', '.join(wrong)} {_verb(wrong)} with --engine or --engine-log only")
@@ -111,7 +116,7 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
     if o.engine_log is None:
         _engine_names(o, parse_engine(o.engine), given)
         if o.what_if:
-            raise InputError("--what-if applies with --engine-log only (a prediction takes the options directly)")
+            raise InputError(WHAT_IF_NEEDS_LOG)
         _state_options(o, parse_engine(o.engine), model)
         from . import engine_capacity
 

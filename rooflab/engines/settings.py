@@ -24,11 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import ClassVar, Optional
 
-from ..cost.common import whole_number
-from ..errors import InputError
+from ..cost.common import check_flag, real_number, whole_number
+from ..errors import InputError, shown
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
-from ..units import GiB, DType
+from ..capacity.stages import check_partition
+from ..dtypes import WeightFormat
+from ..units import GiB, DType, fmt_bytes
 from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode, parse_mamba_cache_mode
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
@@ -91,12 +93,17 @@ class EngineSettings:
         "non_torch_bytes": "--non-torch-gib", "expert_parallel": "--ep / --enable-expert-parallel",
         "attention_data_parallel": "--enable-dp-attention --dp", "memory_in_use_bytes": "--memory-in-use",
         "max_mamba_cache_size": "--max-mamba-cache-size", "max_running_requests": "--max-running-requests",
-        "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "pipeline_parallel": "--pp"}
+        "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "pipeline_parallel": "--pp",
+        "enable_lora": "--enable-lora", "pp_layer_partition": "--pp-layer-partition",
+        "utilization": "--gpu-memory-utilization / --mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
+        "dtype": "--dtype", "weight_format": "--quantization", "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
+        "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
 
     def __post_init__(self) -> None:
+        self._check_kinds()
         whole_number(self.tensor_parallel, self._label("tensor_parallel"), maximum=MAX_GPUS)
         whole_number(self.expert_parallel, self._label("expert_parallel"), maximum=MAX_GPUS)
         whole_number(self.attention_data_parallel, self._label("attention_data_parallel"), maximum=MAX_GPUS)
@@ -111,9 +118,10 @@ class EngineSettings:
             value = getattr(self, name)
             if value is not None:
                 whole_number(value, self._label(name), maximum=hi)
-        if self.utilization is not None and not 0 < self.utilization <= 1:
-            raise InputError(f"memory utilisation must be in (0, 1], got {self.utilization!r}")
-        for name in ("cuda_visible_bytes", "activation_bytes", "non_torch_bytes", "memory_in_use_bytes"):
+        if self.utilization is not None:
+            real_number(self.utilization, f"memory utilisation ({self.OPTIONS['utilization']})", 0, 1, lo_open=True)
+        whole_number(self.memory_in_use_bytes, self._label("memory_in_use_bytes"), minimum=0, maximum=1 << 50)
+        for name in ("cuda_visible_bytes", "activation_bytes", "non_torch_bytes"):
             value = getattr(self, name)
             if value is not None:
                 whole_number(value, self._label(name), minimum=0, maximum=1 << 50)
@@ -121,21 +129,37 @@ class EngineSettings:
                          ("max_loras", 1024), ("max_lora_rank", 4096)):
             if getattr(self, name) is not None:
                 whole_number(getattr(self, name), self._label(name), maximum=hi)
-        if not isinstance(self.enable_lora, bool):
-            raise InputError(f"enable_lora (--enable-lora) must be True or False, got {self.enable_lora!r}")
+        check_flag(self.enable_lora, self._label("enable_lora"))
         if not self.enable_lora and (self.max_loras is not None or self.max_lora_rank is not None):
             raise InputError("--max-loras and --max-lora-rank apply with --enable-lora")
         ratio = self.mamba_full_memory_ratio
-        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 100):
-            raise InputError(f"mamba full memory ratio (--mamba-full-memory-ratio) must be in (0, 100], got {ratio!r}")
+        if ratio is not None:
+            real_number(ratio, self._label("mamba_full_memory_ratio"), 0, 100, lo_open=True)
         if isinstance(self.mamba_cache_mode, str) and not isinstance(self.mamba_cache_mode, MambaCacheMode):
             object.__setattr__(self, "mamba_cache_mode", parse_mamba_cache_mode(self.mamba_cache_mode))
         if not isinstance(self.mamba_cache_mode, MambaCacheMode):
-            raise InputError(f"mamba cache mode (--mamba-cache-mode) must be none or align, got {self.mamba_cache_mode!r}")
+            raise InputError(f"mamba cache mode (--mamba-cache-mode) must be none or align, got {shown(self.mamba_cache_mode)}")
         if isinstance(self.mamba_ssm_dtype, str) and not isinstance(self.mamba_ssm_dtype, DType):
             object.__setattr__(self, "mamba_ssm_dtype", DType.of(self.mamba_ssm_dtype, "--mamba-ssm-dtype"))
         if self.mamba_ssm_dtype is not None and not isinstance(self.mamba_ssm_dtype, DType):
-            raise InputError(f"mamba ssm dtype (--mamba-ssm-dtype) must be a DType, got {self.mamba_ssm_dtype!r}")
+            raise InputError(f"mamba ssm dtype (--mamba-ssm-dtype) must be a DType, got {shown(self.mamba_ssm_dtype)}")
+
+    def _check_kinds(self) -> None:
+        """The fields whose kind the range checks do not cover: an InputError naming the field and its option."""
+        if not isinstance(self.accounting, Accounting):
+            raise InputError(f"accounting must be a rooflab.engines.Accounting (parse_accounting('vllm', None) gives "
+                             f"an engine's default), got {shown(self.accounting)}")
+        if not isinstance(self.kv_cache_dtype, KvCacheDtype):
+            raise InputError(f"{self._label('kv_cache_dtype')} must be a KvCacheDtype (parse_kv_cache_dtype('fp8')), "
+                             f"got {shown(self.kv_cache_dtype)}")
+        if self.dtype is not None and not isinstance(self.dtype, DType):
+            raise InputError(f"{self._label('dtype')} must be a DType or None (auto), got {shown(self.dtype)}")
+        if self.weight_format is not None and not isinstance(self.weight_format, (WeightFormat, DType)):
+            raise InputError(f"{self._label('weight_format')} must be a WeightFormat or None (as shipped), got "
+                             f"{shown(self.weight_format)}")
+        if self.pp_layer_partition is not None:
+            object.__setattr__(self, "pp_layer_partition",
+                               check_partition(self.pp_layer_partition, self._label("pp_layer_partition")))
 
     @property
     def engine(self) -> Engine:
@@ -198,8 +222,12 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
 
 
 def cuda_visible(gpu: GpuSpec, override: int | None = None) -> tuple[int, str]:
-    """The total engines multiply by their utilisation, and where it comes from."""
+    """The total engines multiply by their utilisation, and where it comes from; an override above the GPU's
+    memory is an InputError (GpuSpec.cuda_visible_problem, the YAML's rule)."""
     if override is not None:
+        problem = gpu.cuda_visible_problem(override)
+        if problem:
+            raise InputError(f"--cuda-visible-memory {fmt_bytes(override)} on {gpu.name} {problem}")
         return override, "--cuda-visible-memory"
     if gpu.cuda_visible_bytes is not None:
         return gpu.cuda_visible_bytes, f"{gpu.name} YAML cuda_visible_bytes"

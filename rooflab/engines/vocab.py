@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..units import DTYPE_ALIASES, DType
 
 
@@ -91,10 +91,12 @@ DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting
 
 
 def parse_engine(text: str) -> Engine:
-    """'vllm' or 'sglang' (any case)."""
-    key = str(text).strip().lower()
+    """'vllm' or 'sglang' (any case), or an Engine."""
+    if isinstance(text, Engine):
+        return text
+    key = text.strip().lower() if isinstance(text, str) else None
     if key not in Engine._value2member_map_:
-        raise InputError(f"--engine '{text}' is not an engine rooflab models; choose vllm or sglang")
+        raise InputError(f"--engine {shown(text)} is not an engine rooflab models; choose vllm or sglang")
     return Engine(key)
 
 
@@ -103,17 +105,20 @@ def parse_accounting(engine: Engine, text: str | None) -> Accounting:
 
     A version of the other engine is a contradiction, named in the error.
     """
+    engine = parse_engine(engine)
     if text is None:
         return DEFAULT_ACCOUNTING[engine]
-    key = str(text).strip().lower()
+    if not isinstance(text, str):
+        raise InputError(f"--engine-version must be a release as text ('v1', '0.6.4'), got {shown(text)}")
+    key = text.strip().lower()
     key = key if key.startswith(("vllm-", "sglang-")) else f"{engine.value}-{key if key.startswith('v') else 'v' + key}"
     if key not in Accounting._value2member_map_:
         own = ", ".join(a.short for a in Accounting if a.engine is engine)
-        raise InputError(f"--engine-version '{text}' is not a {engine.title} accounting rooflab models; "
+        raise InputError(f"--engine-version {shown(text)} is not a {engine.title} accounting rooflab models; "
                          f"choose one of {own}")
     accounting = Accounting(key)
     if accounting.engine is not engine:
-        raise InputError(f"--engine-version '{text}' is {accounting.engine.title}'s, but --engine is {engine.value}")
+        raise InputError(f"--engine-version {shown(text)} is {accounting.engine.title}'s, but --engine is {engine.value}")
     return accounting
 
 
@@ -141,9 +146,11 @@ SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
 def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDtype:
     """An engine's or rooflab's KV-cache dtype name (units.DType.of's vocabulary, auto, fp8_inc, fp8_ds_mla);
     for `engine` SGLang only the names SGLang takes. Anything else is an error listing the names accepted."""
-    key = str(text).strip().lower()
+    if not isinstance(text, str):
+        raise InputError(f"--kv-cache-dtype must be a name ('auto', 'fp8'), got {shown(text)}")
+    key = text.strip().lower()
     if engine is Engine.sglang and key not in SGLANG_KV_CACHE_DTYPES:
-        raise InputError(f"--kv-cache-dtype '{text}' is not one SGLang takes (server_args.py choices: "
+        raise InputError(f"--kv-cache-dtype {shown(text)} is not one SGLang takes (server_args.py choices: "
                          f"{', '.join(SGLANG_KV_CACHE_DTYPES)}; fp4_e2m1 is not modelled)"
                          + ("; SGLang spells vLLM's fp8 as fp8_e4m3" if key == "fp8" else ""))
     if key in _KV_SPECIAL:
@@ -152,7 +159,7 @@ def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDt
         return KvCacheDtype(key, DType.of(key, "--kv-cache-dtype"))
     except InputError:
         names = ", ".join(list(_KV_SPECIAL) + [d.value for d in DType if d is not DType.tf32] + list(DTYPE_ALIASES))
-        raise InputError(f"--kv-cache-dtype '{text}' is not a KV-cache dtype; choose one of {names}") from None
+        raise InputError(f"--kv-cache-dtype {shown(text)} is not a KV-cache dtype; choose one of {names}") from None
 
 
 class MambaCacheMode(str, enum.Enum):
@@ -171,7 +178,7 @@ class MambaCacheMode(str, enum.Enum):
 def parse_mamba_cache_mode(text: str) -> MambaCacheMode:
     key = str(text).strip().lower()
     if key not in MambaCacheMode._value2member_map_:
-        raise InputError(f"--mamba-cache-mode '{text}': choose none or align ('all' keeps every block's state and is "
+        raise InputError(f"--mamba-cache-mode {shown(text)}: choose none or align ('all' keeps every block's state and is "
                          "Mamba2's, not modelled)")
     return MambaCacheMode(key)
 

@@ -13,7 +13,7 @@ from typing import ClassVar, Optional
 
 from ..errors import SpecError
 from ..fields import spec_field, validate_fields
-from ..units import ACCUMULATE_MODES, RATE_KEYS, DType
+from ..units import ACCUMULATE_MODES, RATE_KEYS, DType, fmt_bytes
 from ..vocab import CeilingSource, Kernel
 from .fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM, FittedModel
 from .interconnect import InterconnectSpec
@@ -200,16 +200,23 @@ class GpuSpec:
         self._check_physical()
         if self.compute_capability is not None:
             self._check_compute_capability()
-        if self.cuda_visible_bytes is not None and self.cuda_visible_bytes > self.hbm_capacity_bytes:
-            raise SpecError(self.name, "cuda_visible_bytes", self.cuda_visible_bytes,
-                            f"exceeds hbm_capacity_bytes ({self.hbm_capacity_bytes:,}): CUDA sees part of the "
-                            f"device's memory, never more")
+        problem = self.cuda_visible_problem(self.cuda_visible_bytes)
+        if problem:
+            raise SpecError(self.name, "cuda_visible_bytes", self.cuda_visible_bytes, problem)
         if self.measured is not None:
             _check_measured(self, self.measured)
         keys = [f.key for f in self.fitted]
         twice = sorted({f"{k.value}/{i}" for k, i in keys if keys.count((k, i)) > 1})
         if twice:
             raise SpecError(self.name, "fitted", twice[0], "is fitted twice; keep one model per kernel and impl")
+
+    def cuda_visible_problem(self, visible_bytes: Optional[int]) -> Optional[str]:
+        """Why `visible_bytes` cannot be the total CUDA reports on this GPU (None: it can, or is not given); the
+        YAML's cuda_visible_bytes and an engine's --cuda-visible-memory are held to it."""
+        if visible_bytes is not None and visible_bytes > self.hbm_capacity_bytes:
+            return (f"exceeds hbm_capacity_bytes ({self.hbm_capacity_bytes:,} = {fmt_bytes(self.hbm_capacity_bytes)}): "
+                    "CUDA sees part of the device's memory, never more")
+        return None
 
     def _check_modes(self) -> None:
         """An accumulate mode (`fp16_acc16`) is a second rate for operands the spec already rates."""

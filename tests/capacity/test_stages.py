@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
-from rooflab import load_model
-from rooflab.capacity.stages import LayerPartition, parse_partition, partition, pipeline_stages
+from rooflab import load_gpu, load_model
+from rooflab.capacity import plan_capacity
+from rooflab.capacity.stages import LayerPartition, check_partition, parse_partition, partition, pipeline_stages
+from rooflab.deployment import Deployment
 from rooflab.errors import InputError
 from rooflab.specs.weights import weight_bytes
 from rooflab.units import DType
@@ -43,6 +46,18 @@ def test_explicit_partition_and_its_refusals():
         parse_partition("40,")
     with pytest.raises(InputError, match="more stages"):
         pipeline_stages(LLAMA70, 81)
+
+
+@pytest.mark.parametrize("value", [True, float("nan"), np.int64(4), np.array(4), "40,40", {40: 40}, [40, "40"],
+                                   [40.5, 39.5]])
+def test_an_explicit_partition_that_is_not_layer_counts_is_refused(value):
+    """Issue 24 round 2 D12: pp_layer_partition=True ended in TypeError "'bool' object is not iterable"."""
+    with pytest.raises(InputError, match="pp_layer_partition"):
+        check_partition(value)
+    with pytest.raises(InputError, match="pp_layer_partition"):
+        plan_capacity(LLAMA70, load_gpu("h200-sxm"), 8192, pp_layer_partition=value,
+                      deployment=Deployment(pipeline_parallel=2))
+    assert check_partition(np.array([40, 40])) == check_partition([40, 40]) == (40, 40)
 
 
 def test_llama_70b_stage_weights_by_hand():

@@ -15,6 +15,7 @@ from rooflab import load_gpu, load_model
 from rooflab.engines import Accounting, Engine, EngineSettings
 from rooflab.engines.explain import explain_log
 from rooflab.engines.logs import parse_log, read_log
+from rooflab.errors import InputError
 from rooflab.units import GiB
 from support import ENGINE_LOGS, engine_capacity_bench
 
@@ -169,3 +170,14 @@ def test_sglang_logs_max_running_requests_rebuilds_exactly(case):
                     load_gpu(case["gpu"] if "/" not in case["gpu"] else DATA / case["gpu"]), bench.settings(case))
     assert x.check("max_running_requests").logged == 2049
     assert x.check("max_running_requests").rel_error == 0
+
+
+@pytest.mark.parametrize("position, word", [(0, "log"), (1, "model"), (2, "gpu"), (3, "settings"), (4, "changes")])
+def test_explain_log_refuses_arguments_of_the_wrong_kind(position, word):
+    """Issue 24 round 2 D9's class: explain_log(None, ...) ended in AttributeError."""
+    case = "sglang-llama-3.1-8b-instruct-80gb-tp1.log"
+    args = [read_log(DATA / case), load_model(DATA / "models" / "llama-3.1-8b-instruct.yaml"), load_gpu("h100-sxm"),
+            EngineSettings(Accounting.sglang_v0_4), None]
+    args[position] = ["x"] if position == 4 else None
+    with pytest.raises(InputError, match=f"^{word} must be"):
+        explain_log(*args)

@@ -46,3 +46,18 @@ def test_what_if_predicts_another_log():
                     bench.settings(case), parse_what_if(["max-model-len=29000"]))
     assert x.what_if.num_blocks == pytest.approx(1478, rel=0.01)
     assert x.what_if.lines[1] == f"Maximum concurrency for 29000 tokens per request: {x.what_if.max_concurrency:.2f}x"
+
+
+@pytest.mark.parametrize("given", [{"what_if"}, {"what_if", "max_num_seqs"}, {"what_if", "engine"}])
+def test_what_if_without_a_log_asks_for_the_log(given):
+    """Issue 24 round 2 D20: --what-if alone was told it 'applies with --engine or --engine-log', and --engine
+    --what-if was then refused 'with --engine-log only': the first refusal now names what the second requires."""
+    from rooflab.engines.request import WHAT_IF_NEEDS_LOG, EngineOptions, check_modes, engine_table_for
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match="^--what-if applies with --engine-log only"):
+        if "engine" in given:
+            engine_table_for(EngineOptions(model="llama-3-8b", gpu="h100-sxm", engine="vllm", what_if=("tp=2",)),
+                             given)
+        check_modes(given)
+    assert "--engine or" not in WHAT_IF_NEEDS_LOG

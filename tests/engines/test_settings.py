@@ -52,3 +52,41 @@ def test_state_and_lora_settings_checked():
                        ({"enable_lora": "yes"}, "--enable-lora")):
         with pytest.raises(InputError, match=needle):
             sglang("v0.5", **kw)
+
+
+@pytest.mark.parametrize("override", [80 * 2**30, 200 * 2**30, 2**40])
+def test_a_cuda_visible_total_above_the_gpus_memory_is_refused(override):
+    """Issue 24 round 2 D2: --cuda-visible-memory 200GiB on an 80 GB H100 gave 162.89 GiB of KV cache; the GPU
+    YAML's cuda_visible_bytes is held to the same rule (GpuSpec.cuda_visible_problem)."""
+    from rooflab.engines.settings import cuda_visible
+
+    with pytest.raises(InputError, match=r"--cuda-visible-memory .* on h100-sxm exceeds hbm_capacity_bytes"):
+        cuda_visible(H100, override)
+    assert cuda_visible(H100, H100.hbm_capacity_bytes) == (H100.hbm_capacity_bytes, "--cuda-visible-memory")
+
+
+@pytest.mark.parametrize("field, value, word", [
+    ("accounting", None, "accounting"), ("accounting", "vllm", "accounting"),
+    ("utilization", "x", "utilisation"), ("utilization", float("nan"), "utilisation"),
+    ("memory_in_use_bytes", None, "--memory-in-use"), ("enable_lora", H100, "--enable-lora"),
+    ("kv_cache_dtype", "fp8", "--kv-cache-dtype"), ("dtype", "bf16", "--dtype"),
+    ("weight_format", "fp8", "--quantization"), ("pp_layer_partition", True, "--pp-layer-partition")])
+def test_settings_of_the_wrong_kind_are_refused_naming_the_field(field, value, word):
+    """Issue 24 round 2 D9: AttributeError and TypeError from inside, and a 24,782-character message (the repr
+    of a GpuSpec given as enable_lora)."""
+    from rooflab.engines import Engine, EngineSettings, parse_accounting
+
+    given = {"accounting": parse_accounting(Engine.vllm, None), "pipeline_parallel": 2, field: value}
+    with pytest.raises(InputError, match=word) as exc:
+        EngineSettings(**given)
+    assert len(str(exc.value)) < 300 and "\n" not in str(exc.value)
+
+
+def test_engine_capacity_refuses_what_is_not_a_spec():
+    from rooflab.engines import engine_capacity
+
+    settings = vllm()
+    for args, word in (((None, H100, settings), "model"), ((LLAMA3, "h100-sxm", settings), "gpu"),
+                       ((LLAMA3, H100, {"accounting": "vllm"}), "settings")):
+        with pytest.raises(InputError, match=f"^{word} must be"):
+            engine_capacity(*args)

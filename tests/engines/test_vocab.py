@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflab.engines import Accounting, Engine, parse_accounting, parse_kv_cache_dtype
+from rooflab.engines import Accounting, Engine, parse_accounting, parse_engine, parse_kv_cache_dtype
 from rooflab.errors import InputError
 from rooflab.units import DType
 
@@ -43,3 +43,14 @@ def test_accountings(engine, text, expected):
 def test_bad_accountings(engine, text, needle):
     with pytest.raises(InputError, match=needle):
         parse_accounting(engine, text)
+
+
+@pytest.mark.parametrize("call", [lambda bad: parse_engine(bad), lambda bad: parse_accounting(bad, None),
+                                  lambda bad: parse_accounting("vllm", bad or 3), lambda bad: parse_kv_cache_dtype(bad)])
+@pytest.mark.parametrize("bad", [None, 3, ["vllm"], "x" * 10_000])
+def test_parsers_refuse_what_is_no_name_in_a_short_message(call, bad):
+    """Issue 24 round 2 D9's class: parse_accounting(None, ...) ended in KeyError, a GpuSpec was echoed whole (the
+    version None is the engine's default, so 3 stands for it there)."""
+    with pytest.raises(InputError, match="^--(engine|engine-version|kv-cache-dtype) ") as exc:
+        call(bad)
+    assert len(str(exc.value)) < 400
