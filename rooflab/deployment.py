@@ -16,6 +16,7 @@ engines' own option names (vLLM: `vllm serve --help`; SGLang: `python -m sglang.
 | kv_parallel | GPUs | 1 | (none: Helix's KV parallelism; rooflab 0.1's `--dcp`) | (none) |
 | page_size | tokens | 16 | --block-size | --page-size |
 | kv_cache_dtype | DType or None | None = auto | --kv-cache-dtype | --kv-cache-dtype |
+| mla_sparse_fp8 | bool | False | --kv-cache-dtype fp8_ds_mla (MLA: 656 bytes a token a layer) | (none) |
 | dtype | DType or None | None = auto | --dtype | --dtype |
 | weight_format | DType, WeightFormat or None | None = as shipped | --quantization | --quantization |
 | gemm_dtype | DType or None | None = the weights' | (follows --quantization) | (follows --quantization) |
@@ -181,6 +182,7 @@ class Deployment:
     speculative: Optional[Speculative] = None
     cuda_graphs: bool = True
     fused_elementwise: Optional[bool] = None
+    mla_sparse_fp8: bool = False
 
     def __post_init__(self) -> None:
         for name, option in DEGREES.items():
@@ -201,10 +203,15 @@ class Deployment:
                                                                           "window_allocation"))
         if self.speculative is not None and not isinstance(self.speculative, Speculative):
             raise InputError(f"speculative must be a rooflab.deployment.Speculative, got {shown(self.speculative)}")
-        for name in ("cuda_graphs", "fused_elementwise"):
+        for name in ("cuda_graphs", "fused_elementwise", "mla_sparse_fp8"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (name == "fused_elementwise" and value is None):
                 raise InputError(f"{name} must be True or False, got {shown(value)}")
+        if self.mla_sparse_fp8:        # vLLM's fp8_ds_mla: an fp8 e4m3 latent with its own scales (kvcache.py)
+            if self.kv_cache_dtype not in (None, DType.fp8_e4m3):
+                raise InputError(f"mla_sparse_fp8 (--kv-cache-dtype fp8_ds_mla) stores the MLA latent in fp8_e4m3; "
+                                 f"kv_cache_dtype {self.kv_cache_dtype.value} contradicts it")
+            object.__setattr__(self, "kv_cache_dtype", DType.fp8_e4m3)
         problem = self._rule_broken()
         if problem:
             raise InputError(problem)
@@ -241,13 +248,18 @@ class Deployment:
         return None
 
     def check_model(self, model: ModelSpec) -> "Deployment":
-        """This deployment, if the model allows it: TP splits every layer type's heads, DCP <= TP / H_kv for every
-        softmax layer type, EP at most the routed experts (and only for a MoE model). InputError naming the rule."""
+        """This deployment, if the model allows it: TP splits every layer type's heads and every linear layer's
+        state widths (LayerType.state_split_error: the engines' divide() asserts), DCP <= TP / H_kv for every
+        softmax layer type, EP at most the routed experts (and only for a MoE
+        model). InputError naming the rule."""
         if not isinstance(model, ModelSpec):
             raise InputError(f"model must be a ModelSpec (rooflab.load_model), got {shown(model)}")
         tp, dcp = self.tensor_parallel, self.decode_context_parallel
         for name, layer in model.layer_types.items():
             if not layer.is_attention:
+                problem = layer.state_split_error(tp, model.name)
+                if problem:
+                    raise InputError(problem)
                 continue
             heads = layer.heads(model.heads)
             kv_heads = 1 if layer.is_latent else heads.num_kv_heads

@@ -108,6 +108,7 @@ class DeploymentWords:
                                            "--mem-fraction-static", _fraction(self.mem_fraction_static,
                                                                               "--mem-fraction-static")),
             "kv_cache_dtype": kv.dtype if kv else None,
+            "mla_sparse_fp8": True if kv and kv.mla_sparse_fp8 else None,     # fp8_ds_mla: a layout, not a dtype
             "dtype": None if self.dtype is None else DType.or_auto(_text(self.dtype, "--dtype"), "--dtype"),
             "weight_format": None if weights is _AS_SHIPPED else weights,
         }

@@ -127,3 +127,35 @@ def test_a_setting_beside_a_deployment_is_refused_not_ignored():
 def test_describe_names_the_degrees_and_the_gpus():
     assert Deployment().describe() == "one GPU"                  # was "one GPU (1 GPU)"
     assert Deployment(tensor_parallel=8, decode_context_parallel=8).describe() == "TP 8, DCP 8 (8 GPUs)"
+
+
+def _qwen3_next_with_value_heads(tmp_path, heads: int):
+    """Qwen3-Next's config.json (tests/data/hf_configs) with `heads` linear value heads."""
+    import json
+
+    from fuzz_support import ROOT
+
+    doc = json.loads((ROOT / "tests" / "data" / "hf_configs" / "qwen3-next-80b-a3b-thinking.json").read_text())
+    doc["linear_num_value_heads"] = heads
+    (tmp_path / "config.json").write_text(json.dumps(doc))
+    return load_model(str(tmp_path / "config.json"))
+
+
+def test_tp_must_split_a_linear_layers_state_heads(tmp_path):
+    """D15: vLLM's GatedDeltaNet divides the value heads by TP (divide() asserts); 7 value heads at TP 4 do not split
+    (7 % 4 = 3), so the deployment refuses where it meets the model: plan_capacity, the step and the engines'
+    accounting give one refusal."""
+    from rooflab.engines import EngineSettings, engine_capacity, parse_accounting
+
+    model, gpu = _qwen3_next_with_value_heads(tmp_path, 7), load_gpu("h200-sxm")
+    dep = Deployment(tensor_parallel=4)
+    messages = []
+    for call in (lambda: dep.check_model(model), lambda: plan_capacity(model, gpu, 8192, deployment=dep),
+                 lambda: step_report(model, gpu, deployment=dep)):
+        with pytest.raises(InputError, match=r"--tp 4 does not divide .* 7 state heads") as info:
+            call()
+        messages.append(str(info.value))
+    assert len(set(messages)) == 1
+    with pytest.raises(InputError, match=r"--tp 4 does not divide .* 7 state heads"):
+        engine_capacity(model, gpu, EngineSettings(accounting=parse_accounting("vllm", None), tensor_parallel=4))
+    Deployment(tensor_parallel=4).check_model(_qwen3_next_with_value_heads(tmp_path, 8))     # 8 / 4 splits

@@ -27,9 +27,10 @@ Every name is importable from rooflab.capacity, as when this package was one mod
 from __future__ import annotations
 
 from .curve import CapacityCurve, capacity_curve
-from .plan import busiest_expert_split, describe_weights, plan_capacity, smallest_deployment, tensor_parallel_sizes
+from .plan import (busiest_expert_split, describe_weights, gpu_weight_bytes, plan_capacity, smallest_deployment,
+                   tensor_parallel_sizes)
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
 
 __all__ = ["CapacityCurve", "CapacityPlan", "LayerCapacity", "busiest_expert_split", "capacity_curve", "dcp_capacity",
-           "describe_weights", "plan_capacity", "smallest_deployment", "tensor_parallel_sizes"]
+           "describe_weights", "gpu_weight_bytes", "plan_capacity", "smallest_deployment", "tensor_parallel_sizes"]

@@ -60,7 +60,8 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
         deployment = Deployment(tensor_parallel=tensor_parallel, expert_parallel=expert_parallel,
                                 attention_data_parallel=tensor_parallel if check_flag(dp_attention, "dp_attention")
                                 else 1, page_size=page_size, kv_cache_dtype=kv_dtype, weight_format=weight_dtype,
-                                gpu_memory_utilization=gpu_memory_utilization, window_allocation=window_allocation)
+                                gpu_memory_utilization=gpu_memory_utilization, window_allocation=window_allocation,
+                                mla_sparse_fp8=check_flag(mla_sparse_fp8, "mla_sparse_fp8"))
     elif not isinstance(deployment, Deployment):
         raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
     else:
@@ -92,7 +93,8 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     plans = [_plan(model, gpu, context_len, deployment.weight_format, deployment.kv_cache_dtype,
                    deployment.gpu_memory_utilization, activation_reserve_bytes, deployment.page_size, max_model_len,
                    deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel, deployment.dp_attention,
-                   deployment.window_allocation, mla_sparse_fp8, stage if len(stages) > 1 else None)
+                   deployment.window_allocation, mla_sparse_fp8 if mla_sparse_fp8 is not False else deployment.mla_sparse_fp8,
+                   stage if len(stages) > 1 else None)
              for stage in stages]
     plan = _binding(plans, stages)
     plan = dataclasses.replace(plan, num_gpus=deployment.num_gpus,
@@ -137,9 +139,7 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
     heads = model.heads.shard(tensor_parallel) if not dp_attention else model.heads
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = weight_bytes(model, weight_dtype, tensor_parallel, busiest_expert_split(model, expert_parallel,
-                                                                                      tensor_parallel),
-                           replicate_attention=dp_attention, shares=stage.shares(model) if stage else None)
+    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel, dp_attention, stage)
     shipped = describe_weights(model, weight_dtype)
     full, model = model, (stage.layers_model(model) if stage else model)
     if weights >= usable:
@@ -179,16 +179,29 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
 
 
 def _binding(plans: list[CapacityPlan], stages: tuple[Stage, ...]) -> CapacityPlan:
-    """The one plan, or under pipeline parallelism the stage serving the fewest sequences, with every stage noted."""
+    """The one plan, or under pipeline parallelism the stage serving the fewest sequences (of equals, the fewest
+    blocks, then the most weights: the GPU that holds most), with every stage noted."""
     if len(plans) == 1:
         return plans[0]
-    index = min(range(len(plans)), key=lambda i: (plans[i].max_sequences_paged, plans[i].num_blocks))
+    index = min(range(len(plans)), key=lambda i: (plans[i].max_sequences_paged, plans[i].num_blocks,
+                                                  -plans[i].weights_bytes))
     notes = tuple(f"pipeline {st.describe()}: weights {fmt_bytes(p.weights_bytes)}, KV budget "
                   f"{fmt_bytes(p.kv_budget_bytes)}, {p.kv_bytes_per_token:,} KV bytes a token, "
                   f"{p.max_sequences_paged:,} sequences paged" for st, p in zip(stages, plans))
     notes += (f"pipeline {stages[index].describe()} binds: every stage holds every sequence's KV for its layers, "
               f"so the group serves its {plans[index].max_sequences_paged:,}; the figures above are its",)
     return dataclasses.replace(plans[index], pipeline_parallel=len(stages), stage_notes=notes)
+
+
+def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | None, tensor_parallel: int,
+                     expert_parallel: int = 1, dp_attention: bool = False, stage: Stage | None = None) -> int:
+    """Bytes of weights the busiest GPU holds: specs.weights.weight_bytes split `tensor_parallel` ways, the routed
+    experts dealt whole over `expert_parallel` GPUs (busiest_expert_split), attention whole on every GPU under
+    `dp_attention`, and under pipeline parallelism `stage`'s share of each component (stages.Stage.shares). The
+    capacity plan and the step (rooflab.step.memory) both count weights with it."""
+    return weight_bytes(model, weight_format, tensor_parallel,
+                        busiest_expert_split(model, expert_parallel, tensor_parallel),
+                        replicate_attention=dp_attention, shares=stage.shares(model) if stage else None)
 
 
 def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel: int) -> Fraction:

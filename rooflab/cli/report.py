@@ -192,6 +192,7 @@ def report(
                                       dtype if given else None, kv_dtype, quantization, gemm_dtype,
                                       utilization, eager, fused, speculative_config, speculative_algorithm,
                                       speculative_tokens, draft_model, acceptance)
+        deployment = deployment.replace(mla_sparse_fp8=words.mla_sparse_fp8)      # --kv-cache-dtype fp8_ds_mla
         r = step_report(m, load_gpu(gpu[0]), batch, lens[0], step.value, deployment=deployment,
                         prefill_tokens=prefill_chunk or 0, expert_imbalance=expert_imbalance,
                         micro_batches=micro_batches, engine=engine, engine_version=engine_version)

@@ -88,10 +88,9 @@ def state_layers(model: ModelSpec, engine: Engine, tensor_parallel: int, model_d
             counts[name] = counts.get(name, 0) + count
     for name, count in counts.items():
         t = model.layer_types[name]
-        problem = t.state_split_problem(tensor_parallel)
+        problem = t.state_split_error(tensor_parallel, model.name)
         if problem:
-            raise InputError(f"--tp {tensor_parallel} does not divide {model.name}'s {t.linear_mixer.value} state "
-                             f"widths ({problem}); the engines refuse it")
+            raise InputError(problem)
         conv, temporal = t.state_elements(tensor_parallel)
         out.append(StateLayers(name, count, conv * conv_dtype.bytes, temporal * temporal_dtype.bytes))
     return tuple(out)

@@ -304,6 +304,16 @@ class LayerType:
             return f"{conv} conv channels, {heads} state heads or channels"
         return None
 
+    def state_split_error(self, tensor_parallel: int, model_name: str) -> Optional[str]:
+        """The refusal when `tensor_parallel` GPUs cannot split this linear layer's state (state_split_problem),
+        naming --tp and the widths; None where they can. Deployment.check_model and the engines' state sizes
+        (engines.states) raise it, so every command refuses the same way."""
+        problem = self.state_split_problem(tensor_parallel)
+        if problem is None:
+            return None
+        return (f"--tp {tensor_parallel} does not divide {model_name}'s {self.linear_mixer.value} state widths "
+                f"({problem}); the engines refuse it")
+
     def key_bytes(self, token_bytes: int, heads: AttentionHeads) -> int:
         """Of the `token_bytes` one cached token takes in a layer of this type, the keys': d / (d + d_v) of a softmax
         type's K and V; all of an mla latent (SGLang sizes its K buffer by the latent and keeps no V buffer)."""

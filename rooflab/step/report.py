@@ -64,6 +64,8 @@ class StepReport:
     kv_dtype: str = ""
     deployment: Optional[dict] = None
     decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
+    draft_weight_bytes_per_gpu: float = 0.0      # a draft model's weights, counted in weight_bytes_per_gpu
+    draft_kv_bytes_per_gpu: float = 0.0          # its KV cache, counted in kv_bytes_per_gpu
 
     @property
     def gpus(self) -> int:
@@ -298,17 +300,20 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         rows, slots, notes = _pipeline(ctx, rows, work, micro, decode)
     else:
         slots, micro = 1, 1
-    weights, kv, usable = step_memory(ctx, batch, context_len, per_rank, check_memory, decode)
+    memory = step_memory(ctx, batch, context_len, per_rank, check_memory, decode)
     notes += _notes(ctx, spec, imbalance, rows) + ([kernels.note] if kernels.note else [])
+    notes += [memory.note] if memory.note else []
     return StepReport(
         model=model.name, gpu=gpu.name, step=step, batch=batch, context_len=context_len, dtype=ctx.dtype.value,
-        tp=deployment.tensor_parallel, dcp=kvp, cp=cp, rows=tuple(rows), weight_bytes_per_gpu=float(weights),
-        kv_bytes_per_gpu=float(kv), usable_bytes_per_gpu=float(usable), notes=tuple(notes),
+        tp=deployment.tensor_parallel, dcp=kvp, cp=cp, rows=tuple(rows),
+        weight_bytes_per_gpu=float(memory.weights_bytes), kv_bytes_per_gpu=float(memory.kv_bytes),
+        usable_bytes_per_gpu=float(memory.usable_bytes), notes=tuple(notes),
         model_display_name=model.display_name, gpu_display_name=gpu.display_name, page_size=page_size,
         decode_context_parallel=inner, num_gpus=deployment.num_gpus, prefill_tokens=prefill_tokens, q_len=q_len,
         tokens_per_step=spec.tokens_per_step if spec is not None else 1.0, pipeline_parallel=pp,
         micro_batches=micro, stage_slots=float(slots), kv_dtype=ctx.kv_dtype.value, deployment=deployment.to_dict(),
-        decode_attention=ctx.decode_attention.value)
+        decode_attention=ctx.decode_attention.value, draft_weight_bytes_per_gpu=float(memory.draft_weights_bytes),
+        draft_kv_bytes_per_gpu=float(memory.draft_kv_bytes))
 
 
 def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kernel) -> EngineKernels:

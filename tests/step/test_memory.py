@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rooflab.capacity import tensor_parallel_sizes
-from rooflab.load import available, load_model
+from rooflab.load import available, load_gpu, load_model
 from rooflab.step.memory import kv_bytes
 from rooflab.units import DType
 
@@ -24,3 +24,99 @@ def test_a_split_by_position_holds_its_share_of_every_page():
     one = kv_bytes(model, 2, 8192, DType.bf16, 16, 1, 1)
     assert one == 2 * 32 * 8192 * 2 * 8 * 128 * 2                     # B x L x T x (K and V) x h_kv x d x 2 bytes
     assert kv_bytes(model, 2, 8192, DType.bf16, 16, 1, 4) == one / 4  # 512 pages: 128 on each of 4 GPUs
+
+
+# --- one path with rooflab capacity (issue 24, hostile round 2: D14, D18, D19) -----------------------------------
+
+def test_a_draft_model_holds_its_weights_and_its_kv_beside_the_target():
+    """D14: a draft model is loaded beside the target, split over the target's TP (vLLM v0.11.2's
+    draft_tensor_parallel_size default), with a KV cache of its own. llama-3.2-1b: 1.23B published parameters
+    x 2 bytes (bf16) = 2,460,000,000; its KV a token 16 layers x 2 (K, V) x 8 KV heads x 64 x 2 bytes = 32,768,
+    so 8,192 tokens hold 268,435,456."""
+    from rooflab.deployment import Deployment, Speculative
+    from rooflab.step import step_report
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h200-sxm")
+    plain = step_report(model, gpu, 1, 8192)
+    draft = step_report(model, gpu, 1, 8192, deployment=Deployment(
+        speculative=Speculative("draft_model", 2, draft_model="llama-3.2-1b")))
+    assert draft.draft_weight_bytes_per_gpu == 1_230_000_000 * 2
+    assert draft.draft_kv_bytes_per_gpu == 8192 * 16 * 2 * 8 * 64 * 2
+    assert draft.weight_bytes_per_gpu == plain.weight_bytes_per_gpu + 2_460_000_000
+    assert draft.kv_bytes_per_gpu == plain.kv_bytes_per_gpu + 268_435_456
+    assert any("draft model llama-3.2-1b" in n for n in draft.notes)
+
+
+def test_a_draft_model_counts_in_the_memory_check():
+    """D14: the check takes the draft's weights off the KV budget and its KV per sequence: rooflab capacity's budget
+    B = floor(0.9 x HBM) - weights holds floor(B / 1 GiB) sequences of 8,192 tokens of llama-3-8b (32 x 2 x 8 x 128
+    x 2 bytes a token: 1 GiB), floor((B - 2.46e9) / (1 GiB + 268,435,456)) with the draft beside it."""
+    from rooflab.capacity import plan_capacity
+    from rooflab.deployment import Deployment, Speculative
+    from rooflab.errors import InputError
+    from rooflab.step import step_report
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h200-sxm")
+    budget = plan_capacity(model, gpu, 8192).kv_budget_bytes
+    alone, with_draft = budget // (1 << 30), (budget - 2_460_000_000) // ((1 << 30) + 268_435_456)
+    dep = Deployment(speculative=Speculative("draft_model", 2, draft_model="llama-3.2-1b"))
+    step_report(model, gpu, alone, 8192)
+    step_report(model, gpu, with_draft, 8192, deployment=dep)
+    with pytest.raises(InputError, match=f"holds {with_draft:,} sequences"):
+        step_report(model, gpu, with_draft + 1, 8192, deployment=dep)
+
+
+def test_fp8_ds_mla_is_capacitys_layout():
+    """D18: the step's KV under --kv-cache-dtype fp8_ds_mla (Deployment.mla_sparse_fp8) is capacity's: 656 bytes a
+    token a layer (512 fp8 latent + 4 fp32 scales + 64 bf16 rope: specs.layers.MLA_SPARSE_FP8_BYTES), so
+    DeepSeek-V3's 61 layers hold 8,192 x 61 x 656 = 327,811,072 bytes for one 8,192-token sequence."""
+    from rooflab.capacity import plan_capacity
+    from rooflab.deployment import Deployment
+    from rooflab.step import step_report
+
+    model, gpu = load_model("deepseek-v3"), load_gpu("h200-sxm")
+    dep = Deployment(tensor_parallel=8, mla_sparse_fp8=True)
+    assert dep.kv_cache_dtype is DType.fp8_e4m3
+    step = step_report(model, gpu, 1, 8192, deployment=dep)
+    assert step.kv_bytes_per_gpu == 8192 * 61 * (512 + 4 * 4 + 64 * 2) == 327_811_072
+    assert plan_capacity(model, gpu, 8192, deployment=dep).kv_bytes_per_sequence == 327_811_072
+
+
+def test_pipeline_stages_hold_capacitys_binding_stage():
+    """D19: under --pp the step's bytes a GPU are capacity's binding stage, not the mean over stages. gemma-2-9b
+    (42 layers, [sliding, full] from layer 0, 8 KV heads of 256: 8,192 bytes a token a layer in bf16) at --pp 2:
+    vLLM's split gives 21 layers a stage; stage 1 (layers 21-41: 11 full, 10 sliding) holds 11 x 8,192 tokens +
+    10 x (4,096 / 16 + 1) pages x 16 tokens = 131,232 token-layers x 8,192 = 1,075,052,544 bytes a sequence (the mean
+    over both stages, 1,058,340,864, is what the step printed). Both stages hold the tied 256,000 x 3,584 embedding
+    (the last for the LM head), so a stage holds half the weights plus half the embedding's 2 x 256,000 x 3,584
+    bytes (the final norm and the published count's scale move it by 3 parts in a million)."""
+    from rooflab.capacity import plan_capacity
+    from rooflab.deployment import Deployment
+    from rooflab.step import step_report
+
+    model, gpu = load_model("gemma-2-9b"), load_gpu("h200-sxm")
+    dep = Deployment(pipeline_parallel=2)
+    step = step_report(model, gpu, 1, 8192, deployment=dep)
+    plan = plan_capacity(model, gpu, 8192, deployment=dep)
+    assert step.kv_bytes_per_gpu == (11 * 8192 + 10 * (4096 // 16 + 1) * 16) * 8192 == 1_075_052_544
+    assert (step.weight_bytes_per_gpu, step.kv_bytes_per_gpu) == (plan.weights_bytes, plan.kv_bytes_per_sequence)
+    half = model.weight_bytes() / 2
+    assert step.weight_bytes_per_gpu == pytest.approx(half + 256_000 * 3584, rel=5e-6)
+
+
+def test_pipeline_stages_outside_capacity_take_the_stage_that_holds_most():
+    """D19: where capacity does not plan the deployment (--dp 2 with --pp 2) the step counts each stage with
+    capacity's own function (capacity.gpu_weight_bytes with the stage's shares) and keeps the stage that holds
+    most: llama-3-8b's last stage adds the final norm (4,096 x 2 bytes) and the LM head equals the embedding, so it
+    holds 8,192 bytes more than the first; a stage's 16 layers keep 8,192 x 16 x 2 x 8 x 128 x 2 bytes of KV."""
+    from rooflab.capacity import gpu_weight_bytes
+    from rooflab.capacity.stages import pipeline_stages
+    from rooflab.deployment import Deployment
+    from rooflab.step import step_report
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h200-sxm")
+    first, last = (gpu_weight_bytes(model, None, 1, stage=s) for s in pipeline_stages(model, 2))
+    assert last - first == 4096 * 2            # the final norm
+    step = step_report(model, gpu, 2, 8192, deployment=Deployment(pipeline_parallel=2, data_parallel=2))
+    assert step.weight_bytes_per_gpu == last
+    assert step.kv_bytes_per_gpu == 8192 * 16 * 2 * 8 * 128 * 2
