@@ -76,8 +76,8 @@ class DeploymentWords:
     dtype: Optional[str] = None                     # --dtype (auto or a dtype)
     utilization: Optional[float] = None             # --gpu-memory-utilization
     mem_fraction_static: Optional[float] = None     # --mem-fraction-static
-    weight_dtype: Optional[str] = None              # --weight-dtype (auto, a dtype or a weight format)
-    quantization: Optional[str] = None              # --quantization
+    weight_dtype: Optional[str] = None              # --weight-dtype (the weights' one vocabulary: weights_name)
+    quantization: Optional[str] = None              # --quantization, -q (the same vocabulary, the engines' meaning)
     max_model_len: Optional[int] = None             # --max-model-len
 
     def resolve(self, engine=None, checkpoint_quantized: Optional[bool] = None,
