@@ -80,14 +80,17 @@ class DeploymentWords:
     quantization: Optional[str] = None              # --quantization, -q (the same vocabulary, the engines' meaning)
     max_model_len: Optional[int] = None             # --max-model-len
 
-    def resolve(self, engine=None, checkpoint_quantized: Optional[bool] = None,
+    def resolve(self, engine=None, checkpoint_quantized: Optional[bool] = None, *, checkpoint=None,
                 **fixed) -> tuple[Deployment, frozenset, "object"]:
         """(the Deployment, the fields the words set, the KV-cache dtype as the engine names it: a KvCacheDtype or
         None). `engine` (engines.vocab.Engine) applies its own refusals (SGLang's --kv-cache-dtype names);
-        `checkpoint_quantized` says whether the model ships quantised (ModelSpec.quantization; None: not known):
-        --quantization fp8 quantises an unquantised one at load, a method for a quantised checkpoint needs one
-        (the spec keeps its formats, not the method's name, so the method itself is not matched); `fixed` are
-        further Deployment fields."""
+        `checkpoint` (the ModelSpec served) says whether the model ships quantised and in which method
+        (ModelSpec.quantization, quant_method; `checkpoint_quantized` alone says only whether, None: not known):
+        --quantization fp8 quantises an unquantised one at load, a method for a quantised checkpoint must be its
+        own (_own_method); `fixed` are further Deployment fields."""
+        method = None
+        if checkpoint is not None:
+            checkpoint_quantized, method = bool(checkpoint.quantization), checkpoint.quant_method
         rooflab_kv, engine_kv = self.kv_dtype, self.kv_cache_dtype
         if rooflab_kv or engine_kv:          # engines/ loaded only when a KV dtype is given (the report's start-up)
             from .engines.vocab import kv_cache_dtype_of, parse_kv_cache_dtype
@@ -95,8 +98,8 @@ class DeploymentWords:
             rooflab_kv = rooflab_kv and kv_cache_dtype_of(DType.or_auto(rooflab_kv, "--kv-dtype"))
             engine_kv = engine_kv and parse_kv_cache_dtype(_text(engine_kv, "--kv-cache-dtype"), engine)
         kv = _one("--kv-dtype", rooflab_kv, "--kv-cache-dtype", engine_kv, key=lambda k: k.dtype)
-        weights = _one("--weight-dtype", _weights(self.weight_dtype, "--weight-dtype", checkpoint_quantized),
-                       "--quantization", _weights(self.quantization, "--quantization", checkpoint_quantized))
+        weights = _one("--weight-dtype", _weights(self.weight_dtype, "--weight-dtype", checkpoint_quantized, method),
+                       "--quantization", _weights(self.quantization, "--quantization", checkpoint_quantized, method))
         values = {
             "tensor_parallel": _one("--tp", _count(self.tensor_parallel, "--tp", MAX_GPUS),
                                     "--tensor-parallel-size", _count(self.tensor_parallel_size,
@@ -146,9 +149,11 @@ def weights_name(text, option: str) -> str:
     return key
 
 
-def _weights(text, option: str, checkpoint_quantized: Optional[bool]) -> Union[WeightFormat, str, None]:
+def _weights(text, option: str, checkpoint_quantized: Optional[bool],
+             checkpoint_method=None) -> Union[WeightFormat, str, None]:
     """The weights one name of the setting gives (the module docstring): a WeightFormat, _AS_SHIPPED, or None (not
-    given). `checkpoint_quantized` None (not known) takes a name that is a format as the format."""
+    given). `checkpoint_quantized` None (not known) takes a name that is a format as the format;
+    `checkpoint_method` (specs.QuantMethod; None where the spec names none) is the method a method must match."""
     if text is None:
         return None
     if isinstance(text, WeightFormat):
@@ -169,7 +174,28 @@ def _weights(text, option: str, checkpoint_quantized: Optional[bool]) -> Union[W
         raise InputError(f"{option} {key} reads a checkpoint quantised with {CHECKPOINT_QUANTIZATION[key]}, but this "
                          "model ships unquantised (no quantization_config): give a format to price it in (fp8, "
                          "nvfp4, int4_g128, ...)")
+    _own_method(key, option, checkpoint_method)
     return _AS_SHIPPED
+
+
+def _own_method(key: str, option: str, checkpoint_method) -> None:
+    """Refuse a method that is not the checkpoint's own, as vLLM does (vllm/config/model.py,
+    ModelConfig._verify_quantization, v0.11.2): the method is read from the checkpoint's quantization_config, a
+    method's override_quantization_method may swap in its own kernels (gptq -> gptq_marlin, awq -> awq_marlin: here
+    the family, CHECKPOINT_QUANTIZATION), and a --quantization that still differs raises "Quantization method
+    specified in the model config ({quant_method}) does not match the quantization method specified in the
+    `quantization` argument ({quantization})". An fp8 checkpoint under --quantization fp8 is the same method. One
+    exception there: a modelopt checkpoint's override (ModelOptFp8Config / ModelOptNvFp4Config in modelopt.py)
+    replaces any --quantization with modelopt / modelopt_fp4 silently; rooflab refuses that mismatch as well."""
+    method = getattr(checkpoint_method, "value", checkpoint_method)
+    if method is None or CHECKPOINT_QUANTIZATION[key] == method:
+        return
+    short = " (-q)" if option == "--quantization" else ""
+    raise InputError(f"{option}{short} {key} does not match the checkpoint's quantization method {method} (its "
+                     f"quantization_config's quant_method); the engines refuse the mismatch (vLLM: \"Quantization "
+                     f"method specified in the model config ({method}) does not match the quantization method "
+                     f"specified in the `quantization` argument ({key})\"): give {method} or auto (as shipped), or "
+                     f"a format to price the weights in (--weight-dtype)")
 
 
 def _text(value, option: str) -> str:

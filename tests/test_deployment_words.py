@@ -38,3 +38,77 @@ def test_one_refusal_lists_every_name(option):
     assert text.startswith(f"{option} 'awq2'") and "\n" not in text
     listed = [*CHECKPOINT_QUANTIZATION.values(), "auto", "a dtype", "fp8_block", "mxfp4", "nvfp4", "int<b>_g", "nf4"]
     assert all(name in text for name in listed), text
+
+
+# --- the checkpoint's own method (issue 24, hostile round 2: D3) --------------------------------------------------
+
+def _olmo(tmp_path, quantization_config: dict):
+    """OLMo 2 7B's config.json (tests/data/hf_configs) shipped with `quantization_config`."""
+    import json
+
+    from fuzz_support import ROOT
+    from rooflab.load import load_model
+
+    doc = json.loads((ROOT / "tests" / "data" / "hf_configs" / "olmo-2-1124-7b.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**doc, "quantization_config": quantization_config}))
+    return load_model(str(tmp_path / "config.json"))
+
+
+NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128}
+
+
+@pytest.mark.parametrize("config, given", [(NVFP4, "modelopt"), (NVFP4, "modelopt_fp4"), (GPTQ, "gptq"),
+                                           (GPTQ, "gptq_marlin"), (GPTQ, "auto")])
+def test_the_checkpoints_own_method_reads_it_as_shipped(tmp_path, config, given):
+    """vLLM v0.11.2 (vllm/config/model.py, _verify_quantization): the method, or its kernels' name (gptq_marlin for
+    a gptq checkpoint: GPTQMarlinConfig.override_quantization_method), is the checkpoint's own."""
+    d, given_fields, _ = DeploymentWords(quantization=given).resolve(checkpoint=_olmo(tmp_path, config))
+    assert d.weight_format is None and "weight_format" in given_fields
+
+
+@pytest.mark.parametrize("config, given, method", [(NVFP4, "awq", "modelopt"), (NVFP4, "gptq", "modelopt"),
+                                                   (NVFP4, "fp8", "modelopt"), (GPTQ, "awq", "gptq"),
+                                                   (GPTQ, "awq_marlin", "gptq")])
+def test_another_method_is_refused_naming_both(tmp_path, config, given, method):
+    with pytest.raises(InputError, match=rf"--quantization \(-q\) {given} does not match the checkpoint's "
+                                         rf"quantization method {method}"):
+        DeploymentWords(quantization=given).resolve(checkpoint=_olmo(tmp_path, config))
+
+
+def test_bundled_checkpoints_name_their_methods():
+    """gpt-oss ships mxfp4 experts (quant_method mxfp4), DeepSeek-V3 fp8 blocks (quant_method fp8): -q fp8 is
+    DeepSeek-V3's own method (weights as shipped) and not gpt-oss's (vLLM refuses it)."""
+    from rooflab.load import load_model
+
+    assert DeploymentWords(quantization="fp8").resolve(checkpoint=load_model("deepseek-v3"))[0].weight_format is None
+    with pytest.raises(InputError, match="does not match the checkpoint's quantization method mxfp4"):
+        DeploymentWords(quantization="fp8").resolve(checkpoint=load_model("gpt-oss-20b"))
+
+
+@pytest.mark.parametrize("method", ["awq", "fp8"])
+def test_capacity_and_the_step_refuse_a_mismatch_alike(tmp_path, method):
+    """D3: an NVFP4 modelopt checkpoint with -q awq / fp8: both commands exit 2 with one message."""
+    from fuzz_support import Case, check_cli, scratch
+
+    with scratch() as folder:
+        (folder / "c").mkdir()
+        _olmo(folder / "c", NVFP4)
+        where = ["-m", "c", "-g", "b200", "-q", method]
+        cap = check_cli(Case(["capacity", *where], expect=2), folder)
+        step = check_cli(Case(["report", "--phase", "step", *where], expect=2), folder)
+    assert cap.stderr == step.stderr and "modelopt" in cap.stderr and "-q" in cap.stderr
+
+
+def test_capacity_and_the_step_agree_on_an_accepted_method():
+    """D3: DeepSeek-V3 ships fp8_block (quant_method fp8); -q fp8 reads it as shipped in both commands (the step
+    priced it as per-tensor fp8 before: 84,120,074,133 bytes a GPU at TP 8 against capacity's 84,140,491,595)."""
+    from fuzz_support import Case, check_cli, scratch, strict_json
+
+    where = ["-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "-L", "8192", "-f", "json"]
+    with scratch() as folder:
+        cap = strict_json(check_cli(Case(["capacity", *where, "-q", "fp8"], expect=0, json=True), folder).stdout)
+        step = strict_json(check_cli(Case(["report", "--phase", "step", *where, "-q", "fp8"], expect=0, json=True),
+                                     folder).stdout)
+        shipped = strict_json(check_cli(Case(["capacity", *where], expect=0, json=True), folder).stdout)
+    assert cap["weights_bytes"] == step["weight_bytes_per_gpu"] == shipped["weights_bytes"] == 84_140_491_595

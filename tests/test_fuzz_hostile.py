@@ -191,9 +191,6 @@ def test_cuda_visible_memory_above_the_gpu_is_refused(engine):
     _cli(["capacity", "--engine", engine, "-g", "h100-sxm", "--cuda-visible-memory", "200GiB"], 2)
 
 
-@pytest.mark.xfail(strict=True, reason="D3: capacity -q awq / gptq / fp8 on a checkpoint quantised another way "
-                   "(modelopt NVFP4) exits 0 and prices it as shipped (the engines refuse the mismatch; report "
-                   "--phase step -q fp8 re-prices it as fp8 instead: two answers)")
 @pytest.mark.parametrize("method", ["awq", "gptq", "fp8"])
 def test_quantization_must_match_the_checkpoint(method):
     import json

@@ -131,7 +131,7 @@ def capacity(
     dp, attention_dp, ep = dopt.parallel_degrees(tp, data_parallel, dp_attention or enable_dp_attention,
                                                  enable_expert_parallel, expert_parallel)
     deployment, set_fields, kv = dopt.words_of(ctx).resolve(
-        engine=parse_engine(engine) if engine else None, checkpoint_quantized=bool(loaded.quantization),
+        engine=parse_engine(engine) if engine else None, checkpoint=loaded,
         expert_parallel=ep, attention_data_parallel=attention_dp, data_parallel=dp, decode_context_parallel=dcp,
         kv_parallel=kv_parallel, window_allocation=window_allocation, pipeline_parallel=pipeline_parallel)
     if wants_engine(given):

@@ -277,7 +277,7 @@ def plot_capacity(
     context_lens = _lengths(lengths, None, "")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
     m = load_model(model)
-    d, _, _ = dopt.words_of(ctx).resolve(checkpoint_quantized=bool(m.quantization))
+    d, _, _ = dopt.words_of(ctx).resolve(checkpoint=m)
     sweeps = capacity_sweeps(m, gpus, d.page_size, d.weight_format, d.kv_cache_dtype, d.gpu_memory_utilization,
                              max_model_len, d.tensor_parallel, context_lens)
     _save(capacity_chart(sweeps), output, "capacity.png", lambda: _frames(sweeps), data_file)

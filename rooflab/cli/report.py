@@ -186,7 +186,7 @@ def report(
             fail("--phase step takes one --context-len (every sequence of the batch at that length)")
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
         m = load_model(model)
-        quantization = dopt.words_of(ctx).resolve(checkpoint_quantized=bool(m.quantization))[0].weight_format
+        quantization = dopt.words_of(ctx).resolve(checkpoint=m)[0].weight_format
         _step_only_with(ctx, step, dp, dp_attention, speculative_config, speculative_algorithm, speculative_tokens)
         deployment = _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size,
                                       dtype if given else None, kv_dtype, quantization, gemm_dtype,

@@ -182,7 +182,8 @@ def quantization_config(m: ModelSpec) -> Optional[dict]:
     if fmt is WeightFormat.mxfp4:
         if set(given) != {"experts"}:
             raise SpecError(m.name, "quantization", given, "mxfp4 checkpoints quantize the experts only")
-        return {"quant_method": "mxfp4", "modules_to_not_convert": [_MODULE_PATHS["attention"], *_ALWAYS_KEPT]}
+        return _method({"quant_method": "mxfp4", "modules_to_not_convert": [_MODULE_PATHS["attention"],
+                                                                              *_ALWAYS_KEPT]}, m)
     if fmt not in (WeightFormat.fp8, WeightFormat.fp8_block):
         raise SpecError(m.name, "quantization", fmt.value, "no quantization_config this exporter writes holds it")
     out: dict = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic"}
@@ -195,7 +196,15 @@ def quantization_config(m: ModelSpec) -> Optional[dict]:
                                                            "the experts")
         inside_mlp = ("experts", "shared_experts") if "mlp" in left else ()
         out["modules_to_not_convert"] = [_MODULE_PATHS[name] for name in left if name not in inside_mlp]
-    return out
+    return _method(out, m)
+
+
+def _method(config: dict, m: ModelSpec) -> dict:
+    """`config`, if its quant_method is the spec's own (ModelSpec.quant_method, where the spec names one)."""
+    if m.quant_method is not None and m.quant_method.value != config["quant_method"]:
+        raise SpecError(m.name, "quant_method", m.quant_method.value,
+                        f"the exporter writes {config['quant_method']} quantization_configs for these formats only")
+    return config
 
 
 __all__ = ["HF_KINDS", "HF_NAMES", "MAX_PERIOD", "TORCH_DTYPES", "chunk_type", "compress", "layer_kinds",

@@ -61,7 +61,7 @@ def base(c: Fields) -> dict:
             "num_kv_heads": kv, "head_dim": head_dim(c, hidden, heads), "vocab_size": c.count("vocab_size"),
             "max_context_len": vllm_max_model_len(c), "tie_word_embeddings": tied(c),
             "attention_bias": c.flag("attention_bias", False), "weight_dtype": weight_dtype(c),
-            **dict(zip(("quantization", EXCLUDED), quantization(c)))}
+            **dict(zip(("quantization", EXCLUDED, "quant_method"), quantization(c)))}
 
 
 def head_dim(c: Fields, hidden: int, heads: int) -> int:

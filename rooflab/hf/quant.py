@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Optional
 
-from ..specs import ModelSpec
+from ..specs import ModelSpec, QuantMethod
 from ..units import WeightFormat
 from .read import Fields
 
@@ -39,11 +39,12 @@ _LINEAR = ("attention", "mlp", "experts", "shared_experts")
 MAX_EXCLUSIONS = 100_000
 
 
-def quantization(c: Fields) -> tuple[dict[str, WeightFormat], tuple[str, ...]]:
-    """(formats by component, names of modules kept unquantized) from quantization_config; ({}, ()) without one."""
+def quantization(c: Fields) -> tuple[dict[str, WeightFormat], tuple[str, ...], Optional[QuantMethod]]:
+    """(formats by component, names of modules kept unquantized, the quant_method) from quantization_config;
+    ({}, (), None) without one."""
     config, key = c.either("quantization_config")
     if config is None:
-        return {}, ()
+        return {}, (), None
     if not isinstance(config, dict):
         raise c.error_at(key, config, "must be a mapping")
     method = config.get("quant_method")
@@ -54,8 +55,8 @@ def quantization(c: Fields) -> tuple[dict[str, WeightFormat], tuple[str, ...]]:
     fmt, covered, names = readers[method](c, key, config)
     excluded = _names(c, key, names)
     if tuple(covered) == _LINEAR:
-        return {"linear": fmt}, excluded
-    return {name: fmt for name in covered}, excluded
+        return {"linear": fmt}, excluded, QuantMethod(method)
+    return {name: fmt for name in covered}, excluded, QuantMethod(method)
 
 
 def _names(c: Fields, key: str, found: tuple[str, Any]) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from ..errors import SpecError
 from ..fields import FrozenDict, spec_field, validate_fields
 from ..limits import MAX_TOKENS
 from ..units import DType, WeightFormat, loaded_dtype
+from ..vocab import _Named
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .layers import FULL, LayerType
 from . import weights
@@ -31,6 +32,20 @@ from .weights import ParameterCount, count_parameters
 QUANTIZABLE = ("linear", "attention", "mlp", "experts", "shared_experts")
 #: Components whose parameters a checkpoint's exclusion list may keep unquantized (unquantized_parameters).
 UNQUANTIZED_KEYS = ("attention", "dense_mlp", "experts", "shared_experts")
+
+
+
+class QuantMethod(_Named):
+    """The quant_method a checkpoint's quantization_config names (the methods rooflab reads: rooflab.hf.quant);
+    the engines' --quantization must name it (rooflab.deployment_words)."""
+
+    fp8 = "fp8"
+    mxfp4 = "mxfp4"
+    gptq = "gptq"
+    awq = "awq"
+    bitsandbytes = "bitsandbytes"
+    compressed_tensors = "compressed-tensors"
+    modelopt = "modelopt"
 
 
 @dataclass(frozen=True)
@@ -74,6 +89,9 @@ class ModelSpec:
     weight_dtype: Optional[DType] = spec_field(doc="the checkpoint's dtype (torch_dtype)", default=None)
     quantization: dict[str, WeightFormat] = spec_field(doc="formats of quantized components, as shipped",
                                                       keys=QUANTIZABLE, default=FrozenDict())
+    quant_method: Optional[QuantMethod] = spec_field(
+        doc="the method the quantization is shipped in (quantization_config.quant_method: the engines' "
+        "--quantization must name it); none where the spec does not say", default=None)
     unquantized_parameters: dict[str, int] = spec_field(
         0, 1e16, "parameters", "parameters of quantized components a checkpoint keeps in its dtype (the modules "
         "its ignored_layers / modules_to_not_convert / ignore list names)", keys=UNQUANTIZED_KEYS,
@@ -128,6 +146,9 @@ class ModelSpec:
             raise SpecError(self.name, "dense_ffn_size", self.dense_ffn_size,
                             f"is a MoE's dense-layer MLP size; this model has no experts, so it would replace "
                             f"ffn_size ({self.ffn_size}) in every layer: give the size as ffn_size")
+        if self.quant_method is not None and not self.quantization:
+            raise SpecError(self.name, "quant_method", self.quant_method.value,
+                            "names a checkpoint's quantization, but the spec gives no quantization formats")
         counts = self.parameters.by_component() if self.unquantized_parameters else {}
         for component, kept in self.unquantized_parameters.items():
             if kept > counts[component]:

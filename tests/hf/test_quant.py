@@ -38,7 +38,9 @@ def read(q: dict):
     ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8_block"),
 ])
 def test_formats(q, fmt):
-    assert read(q).quantization == {"linear": WeightFormat(fmt)}
+    spec = read(q)
+    assert spec.quantization == {"linear": WeightFormat(fmt)}
+    assert spec.quant_method.value == q["quant_method"]      # the method the engines' --quantization must name
 
 
 def test_an_exclusion_keeps_exactly_the_modules_it_names():
