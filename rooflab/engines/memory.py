@@ -4,7 +4,9 @@ Weights, as engines measure them (the memory `load_model` takes): every paramete
 checkpoint ships (ModelSpec.weight_bytes, split tp ways), plus one rotary cos/sin cache of max_context_len x
 rotary dim in the model's dtype, which every attention layer shares (vllm v0.6.x
 vllm/model_executor/layers/rotary_embedding.py get_rope). vllm#10517 logged 14.9888 GiB for Llama-3.1-8B: 14.958
-of parameters and 0.031 of its 131,072 x 128 bf16 cache.
+of parameters and 0.031 of its 131,072 x 128 bf16 cache. vLLM's mxfp4 experts (gpt-oss) take the sizes its MoE
+backend pads them to on the GPU (mxfp4.py: x1.0904 on an H100 before v0.12.0 and on an A100, Marlin's H 2880 ->
+3072 and I 2880 -> 2944); the plain bound (`rooflab capacity` without --engine) keeps the checkpoint's bytes.
 
 Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib overrides it:
 
@@ -46,10 +48,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..errors import InputError
-from ..specs import ModelSpec
+from ..specs import GpuSpec, ModelSpec
 from ..specs.weights import weight_bytes
 from ..units import GiB
 from .lora import lora_buffer_bytes, lora_defaults
+from .mxfp4 import expert_padding
 from .result import Role, Term
 from .settings import model_dtype
 from .vocab import Accounting, Engine
@@ -111,26 +114,32 @@ def rotary_cache_bytes(model: ModelSpec) -> int:
 
 
 def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None, expert_parallel: int = 1,
-                        attention_data_parallel: int = 1, stage=None) -> tuple[int, str]:
+                        attention_data_parallel: int = 1, stage=None, accounting: Accounting | None = None,
+                        gpu: GpuSpec | None = None) -> tuple[int, str]:
     """Weights as an engine measures them on one GPU, and how they were counted; `weight_format` is what
     --quantization fp8 quantises an unquantised checkpoint's linear layers to at load (None: as shipped).
 
     With expert parallelism each GPU holds 1/EP of the routed experts (whole); with SGLang's DP attention over
     the whole TP group every GPU holds all attention weights. DP attention over part of the group (1 < dp < tp)
     splits attention weights tp/dp ways, which ModelSpec.weight_bytes does not: refused. `stage` (a
-    capacity.stages.Stage) counts one pipeline stage's share of each component; every stage keeps a rotary cache."""
+    capacity.stages.Stage) counts one pipeline stage's share of each component; every stage keeps a rotary cache.
+    With the `accounting` and `gpu` the routed experts take the bytes the engine's kernels lay them out in
+    (mxfp4.expert_padding: vLLM's mxfp4 MoE backends pad H and I by compute capability and release)."""
     if 1 < attention_data_parallel < tensor_parallel:
         raise InputError(f"--enable-dp-attention --dp {attention_data_parallel} under --tp {tensor_parallel}: "
                          "attention weights split tp/dp ways are not modelled (dp = tp is)")
     expert_split = Fraction(expert_parallel, tensor_parallel) if expert_parallel > 1 else 1
+    layout, layout_src = (expert_padding(model, accounting, gpu, tensor_parallel, expert_parallel, weight_format)
+                          if accounting is not None else (Fraction(1), ""))
     params = weight_bytes(model, weight_format, tensor_parallel, expert_split,
                           replicate_attention=attention_data_parallel > 1,
-                          shares=stage.shares(model) if stage is not None else None)
+                          shares=stage.shares(model) if stage is not None else None, expert_layout=layout)
     rope = rotary_cache_bytes(model)
     split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
     split += f", experts / EP {expert_parallel}" if expert_parallel > 1 else ""
     split += ", attention whole on every GPU (DP attention)" if attention_data_parallel > 1 else ""
     split += f", pipeline {stage.describe()}" if stage is not None and stage.pipeline_parallel > 1 else ""
+    split += f"; {layout_src}" if layout_src else ""
     return params + rope, (f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
                            f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")

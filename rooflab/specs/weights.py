@@ -152,7 +152,7 @@ def _published_scale(model) -> Fraction:
 
 def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
                  expert_parallel: int = 1, replicate_attention: bool = False,
-                 shares: Mapping[str, Fraction] | None = None) -> int:
+                 shares: Mapping[str, Fraction] | None = None, expert_layout: Fraction = Fraction(1)) -> int:
     """Bytes of every parameter (all experts) per GPU, each component in its format (_component_bits).
 
     Split `tensor_parallel` ways (norms and embeddings counted as split too, a few hundred MB at most), the
@@ -160,14 +160,15 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
     holds all attention weights. A vision tower (vision_parameters) is counted whole on every GPU in the
     checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound). Rounded up.
     `shares` ({component or "vision": the fraction of it this GPU holds}, 1 where absent) is one pipeline
-    stage's part of each component (capacity.stages.Stage.shares).
+    stage's part of each component (capacity.stages.Stage.shares). `expert_layout` is the routed experts' bytes
+    as an engine lays them out over the checkpoint's (engines.mxfp4.expert_padding; 1: as shipped).
     """
     shares = shares or {}
     sharded = replicated = Fraction(0)
     for component, bits in _component_bits(model, dtype):
         bits *= shares.get(component, 1)
         if component == "experts":
-            bits /= expert_parallel
+            bits *= Fraction(expert_layout) / expert_parallel
         if replicate_attention and component == "attention":
             replicated += bits
         else:
