@@ -4,9 +4,10 @@ Weights, as engines measure them (the memory `load_model` takes): every paramete
 checkpoint ships (ModelSpec.weight_bytes, split tp ways), plus one rotary cos/sin cache of max_context_len x
 rotary dim in the model's dtype, which every attention layer shares (vllm v0.6.x
 vllm/model_executor/layers/rotary_embedding.py get_rope). vllm#10517 logged 14.9888 GiB for Llama-3.1-8B: 14.958
-of parameters and 0.031 of its 131,072 x 128 bf16 cache. vLLM's mxfp4 experts (gpt-oss) take the sizes its MoE
-backend pads them to on the GPU (mxfp4.py: x1.0904 on an H100 before v0.12.0 and on an A100, Marlin's H 2880 ->
-3072 and I 2880 -> 2944); the plain bound (`rooflab capacity` without --engine) keeps the checkpoint's bytes.
+of parameters and 0.031 of its 131,072 x 128 bf16 cache. vLLM's mxfp4 experts (gpt-oss) take the bytes its MoE
+backend lays them out in on the GPU (mxfp4.py: gpt-oss-120b's experts x1.0904 under Marlin on an A100, H 2880 ->
+3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); the plain bound
+(`rooflab capacity` without --engine) keeps the checkpoint's bytes.
 
 Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib overrides it:
 

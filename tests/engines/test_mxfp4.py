@@ -22,7 +22,7 @@ import pytest
 from rooflab import load_gpu, load_model
 from rooflab.engines import engine_capacity
 from rooflab.engines.memory import engine_weight_bytes
-from rooflab.engines.mxfp4 import Mxfp4Backend, expert_padding, vllm_mxfp4_backend
+from rooflab.engines.mxfp4 import Mxfp4Backend, expert_padding, loaded_expert_bytes, vllm_mxfp4_backend
 from rooflab.engines.vocab import Accounting
 from rooflab.units import GiB
 from support import sglang, vllm
@@ -73,10 +73,23 @@ def test_backend_by_release_and_capability(release, cc, vendor, backend):
     assert vllm_mxfp4_backend(release, cc, vendor) is backend
 
 
-def test_hopper_triton_needs_no_padding_at_tp1():
-    """v0.20.2's Triton backend on an H100 rounds I to 64 only: 2880 = 45 x 64 stays; at TP 2, 1440 -> 1472."""
-    assert expert_padding(OSS, Accounting.vllm_v1, H100, 1)[0] == 1
-    assert expert_padding(OSS, Accounting.vllm_v1, H100, 2)[0] == Fraction(1472, 1440)
+def test_hopper_triton_layouts_by_hand():
+    """v0.20.2's Triton backend on an H100 (module docstring's formula), gpt-oss-120b at TP 1, I = 2880 (45 x 64):
+    values ceil64(1440) x 5760 + ceil64(1440) x 2880 = 8,478,720 + 4,239,360; scales as loaded 5760 x 90 + 2880 x 90
+    = 777,600; swizzled scales ceil256(5760) x 90 + ceil256(2880) x 90 = 529,920 + 276,480: 14,302,080 bytes an
+    expert against 3 x 2880 x 2880 x 17 / 32 = 13,219,200. gpt-oss-20b at TP 2 (I 1440 -> 1472): values 1472 x 2944
+    + 768 x 2880 = 6,545,408, scales 2944 x 90 + 2880 x 46 = 397,440, swizzled 3072 x 90 + 3072 x 46 = 417,792:
+    7,360,640 against 6,609,600."""
+    assert loaded_expert_bytes(Mxfp4Backend.triton, 2880, 2880) == 14_302_080
+    assert expert_padding(OSS, Accounting.vllm_v1, H100, 1)[0] == Fraction(14_302_080, 13_219_200)
+    assert expert_padding(load_model("gpt-oss-20b"), Accounting.vllm_v1, H100, 2)[0] == Fraction(7_360_640, 6_609_600)
+
+
+def test_padded_layouts_never_shrink():
+    """Invariant: every backend holds at least the checkpoint's bytes, for any TP that splits 2880 evenly."""
+    for backend in Mxfp4Backend:
+        for tp in (1, 2, 4, 8):
+            assert loaded_expert_bytes(backend, 2880, 2880 // tp) * 32 >= 3 * 2880 * (2880 // tp) * 17
 
 
 def test_blackwell_flashinfer_rounds_both_to_256():
