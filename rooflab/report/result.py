@@ -164,11 +164,16 @@ class Report:
         out["notes"] = list(self.notes)
         out["rows"] = [r.to_dict() for r in self.rows]
         out["exp_per_s"] = self.exp_per_s
-        if self.exp_per_s is None:               # no exp rate in the spec: the exp roof's time is unknown, not zero
-            for row in out["rows"]:
-                for item in (row, *row.get("kernels", ())):
-                    item["t_exp_s"] = None
+        for row in out["rows"]:
+            self._exp_unknown(row, *row.get("kernels", ()))
         return out
+
+    def _exp_unknown(self, *items: dict) -> None:
+        """No exp rate in the spec: the exp roof's time is unknown, not zero (t_exp_s None in each row or kernel
+        dict), in the JSON and the frames alike."""
+        if self.exp_per_s is None:
+            for item in items:
+                item["t_exp_s"] = None
 
     def to_frame(self, breakdown: bool = False):
         """The rows as a pandas DataFrame indexed by variant label; `breakdown` gives one row per launch.
@@ -179,6 +184,7 @@ class Report:
 
         if breakdown:
             records = [dict(variant=r.label or r.variant, **dataclasses.asdict(k)) for r in self.rows for k in r.kernels]
+            self._exp_unknown(*records)
             return pd.DataFrame(records).set_index(["variant", "kernel"])
         records = []
         for r in self.rows:
@@ -187,5 +193,6 @@ class Report:
             if "tile" in record:
                 record["tile"] = "{block_q}x{block_kv}".format(**record["tile"])
             record["variant"] = r.label or r.variant
+            self._exp_unknown(record)
             records.append(record)
         return pd.DataFrame(records).drop(columns="label", errors="ignore").set_index("variant")

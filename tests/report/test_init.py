@@ -250,5 +250,6 @@ def test_a_gpu_without_an_exp_rate_shows_the_exp_roof_as_unknown_not_zero():
     assert rows and all(row["t_exp_s"] == "" for row in rows)
     table = render_report(r, Format.table)
     assert "0.0 ns" not in table and "gives no exp (special-function) rate" in table
+    assert r.to_frame()["t_exp_s"].isna().all() and r.to_frame(breakdown=True)["t_exp_s"].isna().all()
     h100 = prefill_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), 8192, 1, DType.fp16, True)
     assert h100.exp_per_s > 0 and json.loads(render_report(h100, Format.json))["rows"][0]["t_exp_s"] > 0
