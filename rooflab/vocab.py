@@ -223,6 +223,9 @@ _ENGINE_ALIASES = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorr
 ENGINE_RELEASES = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
 #: Version words that name no release but an engine generation rooflab models (vLLM's V1 engine).
 _GENERATIONS = ("v1", "v1 (0.11+)")
+#: A release as the engines print it, whole: numbers, then dev / post / rc / a / b parts, then a local +tag
+#: ('0.7.4.dev181+gf35f8e22', '0.4.3.post2', '0.26.1rc1'); '0.7.3 ; x' and '0.7xyz' are not one.
+_RELEASE = r"(?i)v?\d+(?:\.\d+)+(?:[.-]?(?:dev|post|rc|a|b)\d*)*(?:\+[0-9a-z.]+)?"
 
 
 def engine_release(version) -> "tuple[int, ...] | None":
@@ -239,8 +242,10 @@ def check_engine_release(value, what: str = "engine version (--engine-version)")
     generation (v1); else an InputError naming `what`."""
     from .errors import InputError, shown
 
-    if not isinstance(value, str) or len(value) > 64 or (
-            engine_release(value) is None and value.strip().lower() not in _GENERATIONS):
+    import re
+
+    if not isinstance(value, str) or len(value) > 64 or not (
+            re.fullmatch(_RELEASE, value.strip()) or value.strip().lower() in _GENERATIONS):
         raise InputError(f"{what}: {shown(value)} is not an engine release (0.9.0, 0.7.4.dev181, 0.4.3.post2)")
     return value.strip()
 

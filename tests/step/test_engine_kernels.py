@@ -113,6 +113,7 @@ def test_report_explain_and_the_api_give_one_number(h200):
     (("report", "--phase", "step", "--engine-version", "0.9.0"), "needs an engine"),
     (("explain", "--engine", "vllm"), "step"),
     (("serve", "--engine-version", "x.y"), "not an engine release"),
+    (("report", "--phase", "step", "--engine", "vllm", "--engine-version", "0.7.3junk"), "not an engine release"),
 ])
 def test_bad_engine_words_exit_2_naming_the_option(args, message):
     r = invoke(*args)
@@ -129,7 +130,7 @@ def test_serve_prices_the_engines_release_kernels():
     assert "decode attention per_query_head" in text and "per_query_head" not in plain.stdout
 
 
-@pytest.mark.parametrize("bad", ["x", "latest", 1 + 2j, b"0.9", 0.9, "9" * 80])
+@pytest.mark.parametrize("bad", ["x", "latest", 1 + 2j, b"0.9", 0.9, "9" * 80, "0.7.3 ; x", "0.7xyz", "0.9.0-"])
 def test_the_api_checks_the_release_as_the_cli_does(h200, bad):
     model = load_model("llama-3-8b")
     for call in (lambda: engine_kernels(model, h200, Deployment(), "vllm", bad),
