@@ -7,6 +7,7 @@ rules live in `check()` and raise SpecError naming the field.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import ClassVar, Optional
@@ -212,8 +213,14 @@ class GpuSpec:
 
     def cuda_visible_problem(self, visible_bytes: Optional[int]) -> Optional[str]:
         """Why `visible_bytes` cannot be the total CUDA reports on this GPU (None: it can, or is not given); the
-        YAML's cuda_visible_bytes and an engine's --cuda-visible-memory are held to it."""
-        if visible_bytes is not None and visible_bytes > self.hbm_capacity_bytes:
+        YAML's cuda_visible_bytes and an engine's --cuda-visible-memory are held to it (and to the field's range:
+        '--cuda-visible-memory 0' was taken, then blamed on --memory-in-use)."""
+        if visible_bytes is None:
+            return None
+        out_of_range = _CUDA_VISIBLE_RANGE.problem(visible_bytes)
+        if out_of_range:
+            return out_of_range
+        if visible_bytes > self.hbm_capacity_bytes:
             return (f"exceeds hbm_capacity_bytes ({self.hbm_capacity_bytes:,} = {fmt_bytes(self.hbm_capacity_bytes)}): "
                     "CUDA sees part of the device's memory, never more")
         return None
@@ -343,3 +350,7 @@ class GpuSpec:
     def ridge_flop_per_byte(self, dtype: DType) -> float:
         """Intensity at which the compute roof meets the memory roof: pi / beta."""
         return self.matmul_flop_per_s(dtype) / self.hbm_bandwidth_bytes_per_s
+
+
+#: cuda_visible_bytes' plausible range (its spec_field), which an engine's --cuda-visible-memory is held to as well.
+_CUDA_VISIBLE_RANGE = next(f for f in dataclasses.fields(GpuSpec) if f.name == "cuda_visible_bytes").metadata["range"]

@@ -65,6 +65,16 @@ def test_a_cuda_visible_total_above_the_gpus_memory_is_refused(override):
     assert cuda_visible(H100, H100.hbm_capacity_bytes) == (H100.hbm_capacity_bytes, "--cuda-visible-memory")
 
 
+@pytest.mark.parametrize("override", [0, 1, 2**20])
+def test_a_cuda_visible_total_below_the_yaml_fields_range_is_refused(override):
+    """'--cuda-visible-memory 0' was taken and then refused as '--memory-in-use 0.00 GiB is the whole CUDA-visible
+    total': the override is held to cuda_visible_bytes' own range (100e6 bytes and up), named as the option."""
+    from rooflab.engines.settings import cuda_visible
+
+    with pytest.raises(InputError, match=r"--cuda-visible-memory .* on h100-sxm must be"):
+        cuda_visible(H100, override)
+
+
 @pytest.mark.parametrize("field, value, word", [
     ("accounting", None, "accounting"), ("accounting", "vllm", "accounting"),
     ("utilization", "x", "utilisation"), ("utilization", float("nan"), "utilisation"),
