@@ -237,10 +237,15 @@ def engine_release(version) -> "tuple[int, ...] | None":
     return tuple(int(n) for n in match.group(1).split(".")) if match else None
 
 
-def check_engine_release(value, what: str = "engine version (--engine-version)") -> str:
+def check_engine_release(value, what: str = "engine version (--engine-version)", engine=None) -> str:
     """`value` stripped, if it is a string naming a release (0.9.0, 0.7.4.dev181, 0.4.3.post2) or an engine
-    generation (v1); else an InputError naming `what`."""
+    generation (v1: vLLM's, so refused where `engine`, an Engine, is another); else an InputError naming `what`."""
     from .errors import InputError, shown
+
+    if engine is not None and engine is not Engine.vllm and isinstance(value, str) and \
+            value.strip().lower() in _GENERATIONS:
+        raise InputError(f"{what}: {shown(value)} is vLLM's V1 engine, not a {engine.value} release (0.4.3.post2, "
+                         f"1.0, ...)")
 
     import re
 

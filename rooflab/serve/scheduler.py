@@ -90,7 +90,8 @@ class Scheduler:
         if isinstance(self.version, str) and not self.version.strip():
             object.__setattr__(self, "version", VERSIONS[self.engine])
         else:
-            object.__setattr__(self, "version", check_engine_release(self.version, "scheduler version"))
+            version = check_engine_release(self.version, "scheduler version (--engine-version)", self.engine)
+            object.__setattr__(self, "version", version)
 
     @classmethod
     def vllm(cls, gpu_memory_bytes: float, max_num_seqs: Optional[int] = None,

@@ -70,7 +70,7 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
                              f"tensorrt-llm)")
         return OWN_KERNELS
     name = Engine.of(engine, "--engine")
-    release = ENGINE_RELEASES[name] if version is None else check_engine_release(version)
+    release = ENGINE_RELEASES[name] if version is None else check_engine_release(version, engine=name)
     ctx = step_context(model, gpu, deployment)
     attention = engine_decode_attention(name.value, release, model, ctx.attn_tp)
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,

@@ -114,6 +114,8 @@ def test_report_explain_and_the_api_give_one_number(h200):
     (("explain", "--engine", "vllm"), "step"),
     (("serve", "--engine-version", "x.y"), "not an engine release"),
     (("report", "--phase", "step", "--engine", "vllm", "--engine-version", "0.7.3junk"), "not an engine release"),
+    (("report", "--phase", "step", "--engine", "sglang", "--engine-version", "v1"), "not a sglang release"),
+    (("serve", "--engine", "tensorrt-llm", "--engine-version", "V1"), "--engine-version"),
 ])
 def test_bad_engine_words_exit_2_naming_the_option(args, message):
     r = invoke(*args)
