@@ -353,4 +353,5 @@ class GpuSpec:
 
 
 #: cuda_visible_bytes' plausible range (its spec_field), which an engine's --cuda-visible-memory is held to as well.
-_CUDA_VISIBLE_RANGE = next(f.metadata["range"] for f in dataclasses.fields(GpuSpec) if f.name == "cuda_visible_bytes")
+_CUDA_VISIBLE_RANGE = next(f.metadata["range"] for f in dataclasses.fields(GpuSpec)
+                           if f.name == "cuda_visible_bytes")
