@@ -347,3 +347,54 @@ def test_what_if_refusal_gives_advice_that_works():
     out = _cli(["capacity", "--what-if", "tp=2"], 2)
     if "--engine or" in out.stderr:
         _cli(["capacity", "--engine", "vllm", "--what-if", "tp=2"], 0)
+
+
+# --- round 3 (session 12): what the D1-D20 fixes touched ----------------------------------------------------------
+
+#: One input in this many of each round-3 class (about five a class); plot3 keeps two (each draws a chart).
+STRIDE3 = {"quant3": 125, "sizes3": 37, "step3": 42, "memory3": 21, "hybrid3": 18, "amd3": 8, "plot3": 13}
+#: Round-3 inputs that fail on a defect the round found; strict, so a fix shows.
+DEFECTS3 = {
+    "report --phase step -m llama-3-8b -g mi355x":
+        "D21: the step's JSON gives split_kv t_exp_s 0.0 on a GPU without an exp rate (report --phase decode: null)",
+    "report --phase step --dcp 2 -f csv: the dcp column":
+        "D22: the step's CSV keeps rooflab 0.1's dcp / cp columns, empty whatever --dcp says",
+    "capacity = step: deepseek-v3 (fp8) --weight-dtype 'fp8'":
+        "D24: capacity --weight-dtype fp8 re-prices DeepSeek-V3's fp8-block checkpoint per tensor (84,120,074,133 B) "
+        "where -q fp8 and the step price it as shipped (84,140,491,595 B)",
+    "capacity = step: gpt-oss-20b (mxfp4) --weight-dtype 'fp8'":
+        "D24: capacity --weight-dtype fp8 prices gpt-oss-20b's mxfp4 checkpoint in fp8; -q fp8 and the step refuse",
+    "capacity = step: gpt-oss-20b (mxfp4) --weight-dtype 'mxfp4'":
+        "D24: capacity --weight-dtype mxfp4 prices attention in mxfp4 too (12,807,128,919 B), the step as shipped "
+        "(13,742,559,598 B)",
+    "report --phase step -m qwen3-30b-a3b -g mi300x": "D21: split_kv t_exp_s 0.0 on the MI300X (no exp rate)",
+    "capacity = step: tiny fp8 block --weight-dtype 'fp8 '":
+        "D24: capacity --weight-dtype fp8 re-prices an fp8-block checkpoint per tensor (10,970,112 B; as shipped "
+        "10,972,288 B)",
+    "plot roofline -g mi355x -g h200-sxm -g mi325x -o r.png":
+        "D25: the roofline chart's subtitle runs past the figure's right edge (cut at 'MI355X 288G')",
+}
+
+
+def _kept3():
+    for klass, stride in STRIDE3.items():
+        items = list(hostile.CLASSES[klass]())
+        kept = {item.label: item for item in itertools.islice(items, 0, None, stride)}
+        kept.update({item.label: item for item in items if item.label in DEFECTS3})
+        for label, item in kept.items():
+            marks = [pytest.mark.xfail(strict=True, reason=DEFECTS3[label])] if label in DEFECTS3 else []
+            yield pytest.param(item, id=f"{klass}: {label[:70]}", marks=marks)
+
+
+@pytest.mark.parametrize("item", list(_kept3()))
+def test_hostile_input_round_3(item):
+    problems = hostile.run_input(item)
+    assert not problems, "\n".join(problems)
+
+
+def test_tiny_weights_in_every_format_round_3():
+    """TINY's weights under each format and each of -q / --quantization / --weight-dtype, in capacity and the step,
+    against hostile_round.TINY_BY_FORMAT's hand-derived bytes (its comment gives each formula)."""
+    failed = {item.label: p for item in hostile.quant3_inputs()
+              if item.label.startswith("tiny ") and item.label not in DEFECTS3 and (p := hostile.run_input(item))}
+    assert not failed, failed
