@@ -222,7 +222,7 @@ _ENGINE_ALIASES = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorr
 #: engine follows where no --engine-version is given.
 ENGINE_RELEASES = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
 #: Version words that name no release but an engine generation rooflab models (vLLM's V1 engine).
-_GENERATIONS = ("v1", "v1 (0.11+)")
+_GENERATIONS = ("v1", ENGINE_RELEASES[Engine.vllm])
 #: A release as the engines print it, whole: numbers, then dev / post / rc / a / b parts, then a local +tag
 #: ('0.7.4.dev181+gf35f8e22', '0.4.3.post2', '0.26.1rc1'); '0.7.3 ; x' and '0.7xyz' are not one.
 _RELEASE = r"(?i)v?\d+(?:\.\d+)+(?:[.-]?(?:dev|post|rc|a|b)\d*)*(?:\+[0-9a-z.]+)?"
