@@ -21,7 +21,9 @@ their PyPI wheels; no code copied), timed at the published rows' exact shapes.
    (server_args triton_attention_num_kv_splits), page 1 (a token index table).
 
 Timing: CALLS launches captured in one CUDA graph, WARM replays, REPEATS timed replays with CUDA events; seconds =
-median replay / CALLS. Inputs random (never zeros); every variant checked once against a float32 torch reference
+median replay / launches. Both kernels rotate copies of what a launch reads from HBM (MLA its cache, the fused
+MoE its expert weights, more launches a graph where more copies are needed) so that 4 x L2 passes between two
+reads of one copy: no row times an L2-warm read. Inputs random (never zeros); every variant checked once against a float32 torch reference
 (rel_error). Shapes: the published rows' batches 32, 64 (dstack, context 3600 = 3200 + 800 / 2) and 100 (vLLM PR
 13747, context 3500 = 3000 + 1000 / 2), and for the fit of the fused kernel (rooflab.fit.moe_fit) 1 .. 512 tokens a
 step, each at the shipped config's key nearest it; MLA also at batches 8 .. 128 and context 1024.
@@ -236,11 +238,25 @@ def align(topk_ids, bm: int):
     return ids, expert_of_block, total, int((counts > 0).sum()), int(counts.max())
 
 
-def moe_rows(f8, errors):
+def weight_copies(pool, need):
+    """pool[0] and clones of it until len(pool) >= need: the same values at other addresses (L2 tags addresses)."""
+    while len(pool) < need:
+        pool.append(tuple(t.clone() for t in pool[0]))
+    return pool[:need]
+
+
+def moe_rows(f8, errors, l2_bytes):
+    """The fused kernel's rows. Each timed graph rotates over enough copies of the expert weights (and their
+    scales) that at least 4 x L2 of other weight bytes pass between two reads of one copy, and holds at least CALLS
+    launches (more where more copies are needed): at 1-4 tokens a launch reads 15-53 MB, under the H200's L2, so ten
+    launches over one copy time an L2-warm read (issue 29 review). Routing and activations stay the same across the
+    copies (the touched set is the row's; activations are L2-resident in an engine too, written by the layer before)."""
     rows = []
     dev = "cuda"
-    w1q, w1s = quantize_blocks(torch.randn(EXPERTS, 2 * FFN, HIDDEN, device=dev) * HIDDEN ** -0.5, f8)
-    w2q, w2s = quantize_blocks(torch.randn(EXPERTS, HIDDEN, FFN, device=dev) * FFN ** -0.5, f8)
+    w1_pool = [quantize_blocks(torch.randn(EXPERTS, 2 * FFN, HIDDEN, device=dev) * HIDDEN ** -0.5, f8)]
+    w2_pool = [quantize_blocks(torch.randn(EXPERTS, HIDDEN, FFN, device=dev) * FFN ** -0.5, f8)]
+    w1q, w1s = w1_pool[0]
+    w2q, w2s = w2_pool[0]
     for batch in MOE_BATCHES:
         key = min(ENGINE_MOE, key=lambda m: abs(m - batch))
         topk_ids = torch.rand(batch, EXPERTS, device=dev).topk(TOPK, dim=1).indices.to(torch.int32)
@@ -263,6 +279,9 @@ def moe_rows(f8, errors):
                     ("down", hq, hs, w2q, w2s, out2, 1, True, HIDDEN, FFN)):
                 name = f"moe {gemm} {variant} B={batch}"
                 grid = (triton.cdiv(ids.numel(), bm) * triton.cdiv(n, bn),)
+                one = touched * n * k + touched * (n // GROUP) * (k // GROUP) * 4     # a launch's weight bytes
+                copies = max(1, math.ceil(4 * l2_bytes / one))
+                pool = weight_copies(w1_pool if gemm == "gate_up" else w2_pool, copies)
 
                 def launch(a=a, a_s=a_s, b=b, b_s=b_s, c=c, top=top, mul=mul, n=n, k=k, grid=grid):
                     moe_block_fp8[grid](a, a_s, b, b_s, c, weights, ids, eob, total, n, k, ids.numel(), pairs,
@@ -287,7 +306,10 @@ def moe_rows(f8, errors):
                     rel = ((got - ref).norm() / ref.norm()).item()
                     if not math.isfinite(rel):
                         raise RuntimeError("output not fully written (NaN)")
-                    med, mn = timed([launch] * CALLS)
+                    calls = max(CALLS, copies)
+                    med, mn = timed([lambda i=i, launch=launch, pool=pool: launch(b=pool[i % copies][0],
+                                                                                  b_s=pool[i % copies][1])
+                                     for i in range(calls)])
                 except Exception as exc:                    # noqa: BLE001 (recorded; the next variant runs)
                     errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
                     torch.cuda.synchronize()
@@ -300,7 +322,7 @@ def moe_rows(f8, errors):
                                  seconds_min=f"{mn:.4e}", repeats=REPEATS, tb_per_s=f"{hbm / med / 1e12:.2f}",
                                  rel_error=f"{rel:.2e}",
                                  note=f"config key M={key}: BN {bn} BK {bk} GROUP_M {gm} warps {warps} "
-                                      f"stages {stages}"))
+                                      f"stages {stages}; {copies} weight copies rotated over {calls} launches"))
     return rows
 
 
@@ -403,7 +425,11 @@ def main() -> None:
         meta["nvidia_smi"] = f"failed: {exc}"
     errors: dict[str, str] = {}
     meta["copy_bytes_per_s"] = f"{copy_rate():.4e}"
-    rows = moe_rows(f8, errors)
+    l2_bytes = max(L2_BYTES, torch.cuda.get_device_properties(0).L2_cache_size)
+    meta["l2_bytes_rotation_sized_for"] = l2_bytes
+    meta["moe_weight_rotation"] = ("each fused row's graph rotates ceil(4 x L2 / a launch's weight bytes) copies of "
+                                   "the expert weights over max(calls_a_graph, copies) launches")
+    rows = moe_rows(f8, errors, l2_bytes)
     torch.cuda.empty_cache()
     rows += mla_rows(errors)
     meta["wall_s"] = f"{time.time() - start:.1f}"
