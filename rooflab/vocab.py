@@ -196,7 +196,8 @@ _FAMILY = {
 
 class Engine(_Named):
     """The serving engines whose schedulers (rooflab.serve) and step kernels (rooflab.step.engine_kernels) rooflab
-    models. The capacity accounting's engines (vllm, sglang) are rooflab.engines.vocab.Engine."""
+    models; the one engine vocabulary. The capacity accounting (rooflab.engines) follows a subset of it, vllm and
+    sglang (rooflab.engines.vocab.ACCOUNTING_ENGINES), and refuses tensorrt-llm by name."""
 
     vllm = "vllm"
     sglang = "sglang"
@@ -215,7 +216,13 @@ class Engine(_Named):
                              f"tensorrt-llm")
         return cls(text)
 
+    @property
+    def title(self) -> str:
+        """The engine's name as its project writes it: vLLM, SGLang, TensorRT-LLM."""
+        return _ENGINE_TITLES[self.value]
 
+
+_ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM"}
 _ENGINE_ALIASES = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
 
 #: The release whose scheduler defaults (rooflab.serve.scheduler's docstring has the sources) and step kernels each

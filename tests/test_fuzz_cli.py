@@ -231,7 +231,8 @@ BAD_PATHS = ["", " ", "missing.log", ".", "/etc/passwd", str(HARDWARE / "h100-sx
 #: `capacity --engine ...`: an engine's own memory accounting and its start-up logs.
 ENGINE_OPTS = [
     Opt(("--engine",), st.sampled_from(["vllm", "sglang"]), st.sampled_from(["", " ", "trt", "VLLM ", "vllm,sglang", "$",
-                                                                             "{}", "\U0001f4a5"]),
+                                                                             "{}", "\U0001f4a5", "tensorrt-llm",
+                                                                             "trtllm"]),
         st.sampled_from(["VLLM", "SGLang"]), checked_late=True, words=("engine",)),
     Opt(("--engine-version",), st.sampled_from(["v1", "v0", "v0.5"]),
         st.sampled_from(["", " ", "v99", "latest", "$", "{}", "1e400", "nan", "v1.2.3.4.5"]),
@@ -816,6 +817,8 @@ REGRESSIONS = [
           outputs=["c.png"]),
     # capacity's engine options
     _case(["capacity", "--kv-cache-dtype", ""], ["--kv-cache-dtype"], note="'' is a value, not 'auto'"),
+    _case(["capacity", "--engine", "tensorrt-llm"], ["--engine", "TensorRT-LLM", "KV-cache accounting"],
+          note="an engine rooflab models for step / serve, not for capacity"),
     _case(["capacity", "--engine", "vllm", "--kv-cache-dtype", ""], ["--kv-cache-dtype"],
           note="'' is a value, not 'auto'"),
     _case(["capacity", "--engine", "vllm", "--cuda-visible-memory", "99999999999999999999999999GiB"],

@@ -1,6 +1,6 @@
 """The engines' own vocabulary: which engine and which of its memory accountings, KV-cache dtype names.
 
-    Engine          vllm, sglang
+    Engine          rooflab.vocab.Engine, of which the accounting follows vllm and sglang (ACCOUNTING_ENGINES)
     Accounting      one engine's way of sizing its KV cache over a range of its releases (vllm-v1,
                     sglang-v0.4, ...): the user picks one with --engine-version
     KvCacheDtype    what --kv-cache-dtype names (auto, fp8 = fp8_e4m3, fp8_e5m2, fp8_ds_mla, bfloat16, ...)
@@ -16,20 +16,13 @@ from dataclasses import dataclass
 
 from ..errors import InputError, shown
 from ..units import DTYPE_ALIASES, DType
+from ..vocab import _ENGINE_ALIASES, Engine
 
 
-class Engine(str, enum.Enum):
-    """The serving engines whose memory accounting rooflab follows."""
-
-    vllm = "vllm"
-    sglang = "sglang"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def title(self) -> str:
-        return {"vllm": "vLLM", "sglang": "SGLang"}[self.value]
+#: The engines whose capacity accounting rooflab follows: a subset of the one engine vocabulary (rooflab.vocab.Engine,
+#: imported here so that `rooflab.engines.vocab.Engine is rooflab.vocab.Engine`). TensorRT-LLM's scheduler and step
+#: kernels are modelled, its KV-cache sizing is not: parse_engine refuses it for capacity.
+ACCOUNTING_ENGINES = (Engine.vllm, Engine.sglang)
 
 
 class Accounting(str, enum.Enum):
@@ -91,13 +84,22 @@ DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting
 
 
 def parse_engine(text: str) -> Engine:
-    """'vllm' or 'sglang' (any case), or an Engine."""
+    """--engine for capacity: 'vllm' or 'sglang' (any case), or one of those Engines. TensorRT-LLM (any spelling
+    rooflab.vocab.Engine.of takes) is refused by name: its KV-cache accounting is not modelled."""
     if isinstance(text, Engine):
-        return text
-    key = text.strip().lower() if isinstance(text, str) else None
-    if key not in Engine._value2member_map_:
-        raise InputError(f"--engine {shown(text)} is not an engine rooflab models; choose vllm or sglang")
-    return Engine(key)
+        engine = text
+    else:
+        key = text.strip().lower() if isinstance(text, str) else None
+        key = _ENGINE_ALIASES.get(key, key)
+        if key not in Engine._value2member_map_:
+            raise InputError(f"--engine {shown(text)} is not an engine rooflab models; choose vllm or sglang")
+        engine = Engine(key)
+    if engine not in ACCOUNTING_ENGINES:
+        raise InputError(f"--engine {shown(engine.value if isinstance(text, Engine) else text)}: rooflab models "
+                         f"{engine.title}'s scheduler and step kernels (rooflab step / serve --engine), not its "
+                         "KV-cache accounting; capacity follows vllm or sglang, or rooflab's own bound without "
+                         "--engine")
+    return engine
 
 
 def parse_accounting(engine: Engine, text: str | None) -> Accounting:
@@ -188,5 +190,5 @@ def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
     return KvCacheDtype("auto" if dtype is None else dtype.value, dtype)
 
 
-__all__ = ["Accounting", "DEFAULT_ACCOUNTING", "Engine", "KvCacheDtype", "MambaCacheMode", "kv_cache_dtype_of",
+__all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "Engine", "KvCacheDtype", "MambaCacheMode", "kv_cache_dtype_of",
            "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]

@@ -54,3 +54,31 @@ def test_parsers_refuse_what_is_no_name_in_a_short_message(call, bad):
     with pytest.raises(InputError, match="^--(engine|engine-version|kv-cache-dtype) ") as exc:
         call(bad)
     assert len(str(exc.value)) < 400
+
+
+# --- the engines: one vocabulary, the accounting a subset ---------------------------------------------------------
+
+def test_the_accountings_engine_is_the_one_engine_vocabulary():
+    """Review (session 12): rooflab.engines.vocab kept a second Engine enum (vllm, sglang) beside rooflab.vocab's."""
+    from rooflab import vocab
+
+    assert Engine is vocab.Engine and parse_engine(" VLLM ") is vocab.Engine.vllm
+    assert {a.engine for a in Accounting} == {vocab.Engine.vllm, vocab.Engine.sglang}
+
+
+@pytest.mark.parametrize("text", ["tensorrt-llm", "TRT-LLM", "trtllm", "tensorrt_llm"])
+def test_capacity_refuses_tensorrt_llm_by_name(text):
+    """TensorRT-LLM is an engine rooflab models (step, serve) but not one whose KV-cache accounting it follows."""
+    with pytest.raises(InputError, match=r"^--engine '.*': rooflab models TensorRT-LLM's scheduler and step kernels.*"
+                                         r"not its KV-cache accounting; capacity follows vllm or sglang"):
+        parse_engine(text)
+
+
+def test_capacity_refuses_the_tensorrt_llm_member_in_a_short_message():
+    from rooflab.vocab import Engine as OneEngine
+
+    with pytest.raises(InputError, match="^--engine 'tensorrt-llm': ") as exc:
+        parse_engine(OneEngine.trtllm)
+    assert "Engine.trtllm" not in str(exc.value)
+    with pytest.raises(InputError, match="^--engine 'tensorrt-llm': "):
+        parse_accounting(OneEngine.trtllm, None)
