@@ -18,6 +18,11 @@ report --phase step's engine, speculative and parallel options, --shape with --p
 files mutated; quantisation blocks), api2 (step_report, engine_kernels, Scheduler, step_times, plan_capacity,
 engine_capacity, explain_step, the published loaders, cudnn_kernel: each argument with each wrong kind), numbers2
 (61 figures against hand-derived ones), classic2 (streams, signals, environment and files on the new commands).
+Round 3 (session 12, what the D1-D20 fixes touched): quant3 (-q / --quantization / --weight-dtype on every command
+against checkpoints with and without a quantization_config; TINY's bytes in each format by hand), sizes3 (memory
+sizes with and without units), step3 (--engine-version on the step and serve, step options that need another),
+memory3 (draft models, --pp step = capacity, fp8_ds_mla), hybrid3 (Jamba and Bamba configs, state and KV by hand),
+amd3 (t_exp unknown without an exp rate), plot3 (no text outside a chart).
 
 Invariants (tests/fuzz_support.py: problems_of): no traceback; exit 0 or 2 only; on 2 one or two lines on stderr,
 'error:' first, naming the option, file, field or value; strict JSON; no file left but the requested output; no
