@@ -50,15 +50,13 @@ from .deployment import Deployment
 from .errors import InputError, shown
 from .limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from .dtypes import PARAMETRIC_FORMATS
+from .specs.model import QUANT_METHOD_ALIASES, QuantMethod
 from .units import DType, WeightFormat
 
-#: The engines' --quantization methods for checkpoints quantised ahead of time, by the quant_method their
-#: config.json's quantization_config names (vLLM's kernels for one method count as the method).
-CHECKPOINT_QUANTIZATION: dict[str, str] = {
-    "awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq", "gptq_marlin_24": "gptq",
-    "bitsandbytes": "bitsandbytes", "compressed-tensors": "compressed-tensors", "compressed_tensors":
-    "compressed-tensors", "modelopt": "modelopt", "modelopt_fp4": "modelopt", "mxfp4": "mxfp4", "fp8": "fp8",
-    "w8a8_fp8": "compressed-tensors", "w8a8_int8": "compressed-tensors"}
+#: The engines' --quantization names of a method for checkpoints quantised ahead of time -> the method
+#: (specs.QuantMethod, the quant_method a config.json's quantization_config names): each method's own name and its
+#: other spellings (specs.QUANT_METHOD_ALIASES: vLLM's kernels for a method count as the method).
+CHECKPOINT_QUANTIZATION: dict[str, QuantMethod] = {**{m.value: m for m in QuantMethod}, **QUANT_METHOD_ALIASES}
 
 
 @dataclass(frozen=True)
@@ -141,7 +139,7 @@ def weights_name(text, option: str) -> str:
     try:
         WeightFormat.of(key, option)
     except InputError:
-        methods = ", ".join(sorted(set(CHECKPOINT_QUANTIZATION.values())))
+        methods = ", ".join(sorted(m.value for m in QuantMethod))
         named = ", ".join(f.value for f in WeightFormat if f.value not in DType._value2member_map_)
         raise InputError(f"{option + ' ' if option else ''}{shown(text)} is no format or method rooflab prices: "
                          f"auto, a dtype (bf16, ...), {named}, {PARAMETRIC_FORMATS}; methods: "
@@ -171,8 +169,8 @@ def _weights(text, option: str, checkpoint_quantized: Optional[bool],
         except InputError:
             pass                                # a method that is no format
     if checkpoint_quantized is False:
-        raise InputError(f"{option} {key} reads a checkpoint quantised with {CHECKPOINT_QUANTIZATION[key]}, but this "
-                         "model ships unquantised (no quantization_config): give a format to price it in (fp8, "
+        raise InputError(f"{option} {key} reads a checkpoint quantised with {CHECKPOINT_QUANTIZATION[key].value}, "
+                         "but this model ships unquantised (no quantization_config): give a format to price it in (fp8, "
                          "nvfp4, int4_g128, ...)")
     _own_method(key, option, checkpoint_method)
     return _AS_SHIPPED
@@ -188,7 +186,7 @@ def _own_method(key: str, option: str, checkpoint_method) -> None:
     exception there: a modelopt checkpoint's override (ModelOptFp8Config / ModelOptNvFp4Config in modelopt.py)
     replaces any --quantization with modelopt / modelopt_fp4 silently; rooflab refuses that mismatch as well."""
     method = getattr(checkpoint_method, "value", checkpoint_method)
-    if method is None or CHECKPOINT_QUANTIZATION[key] == method:
+    if method is None or CHECKPOINT_QUANTIZATION[key].value == method:
         return
     short = " (-q)" if option == "--quantization" else ""
     raise InputError(f"{option}{short} {key} does not match the checkpoint's quantization method {method} (its "

@@ -112,3 +112,32 @@ def test_capacity_and_the_step_agree_on_an_accepted_method():
                                      folder).stdout)
         shipped = strict_json(check_cli(Case(["capacity", *where], expect=0, json=True), folder).stdout)
     assert cap["weights_bytes"] == step["weight_bytes_per_gpu"] == shipped["weights_bytes"] == 84_140_491_595
+
+
+# --- the method names: specs.QuantMethod and its aliases, one table (review, session 12) ---------------------------
+
+def test_every_method_and_alias_is_a_name_of_the_setting():
+    """CHECKPOINT_QUANTIZATION is read from specs.QuantMethod and QUANT_METHOD_ALIASES, not kept as its own list:
+    every method and every alias is a --quantization name, and each alias names its method."""
+    from rooflab.specs import QUANT_METHOD_ALIASES, QuantMethod
+
+    for method in QuantMethod:
+        assert weights_name(method.value, "--quantization") == method.value
+        assert CHECKPOINT_QUANTIZATION[method.value] is method
+    for alias, method in QUANT_METHOD_ALIASES.items():
+        assert alias not in QuantMethod._value2member_map_, alias
+        assert weights_name(alias.upper(), "-q") == alias and CHECKPOINT_QUANTIZATION[alias] is method
+
+
+@pytest.mark.parametrize("alias", ["awq_marlin", "gptq_marlin", "gptq_marlin_24", "compressed_tensors", "w8a8_fp8",
+                                   "w8a8_int8", "modelopt_fp4"])
+def test_an_alias_matches_its_methods_checkpoint_and_no_other(alias):
+    from rooflab.deployment_words import _own_method
+    from rooflab.specs import QUANT_METHOD_ALIASES, QuantMethod
+
+    own = QUANT_METHOD_ALIASES[alias]
+    _own_method(alias, "--quantization", own)
+    for other in set(QuantMethod) - {own}:
+        with pytest.raises(InputError, match=rf"{alias} does not match the checkpoint's quantization method "
+                                             rf"{other.value} "):
+            _own_method(alias, "--quantization", other)

@@ -15,8 +15,8 @@ from .gpu import GpuSpec, MeasuredCeilings
 from .heads import AttentionHeads
 from .launch import LaunchTimes
 from .layers import FULL, MLA_SPARSE_FP8_BYTES, LayerType, LinearMixer
-from .model import QUANTIZABLE, ModelSpec, QuantMethod
+from .model import QUANT_METHOD_ALIASES, QUANTIZABLE, ModelSpec, QuantMethod
 from .weights import ParameterCount, count_parameters
 
 __all__ = ["FULL", "MLA_SPARSE_FP8_BYTES", "QUANTIZABLE", "AttentionHeads", "FittedModel", "GpuSpec", "LaunchTimes",
-           "LayerType", "LinearMixer", "MeasuredCeilings", "ModelSpec", "ParameterCount", "QuantMethod", "count_parameters"]
+           "LayerType", "LinearMixer", "MeasuredCeilings", "ModelSpec", "ParameterCount", "QuantMethod", "QUANT_METHOD_ALIASES", "count_parameters"]

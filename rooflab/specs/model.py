@@ -48,6 +48,16 @@ class QuantMethod(_Named):
     modelopt = "modelopt"
 
 
+#: The engines' other --quantization spellings of a method, each mapped to the method (the one table): vLLM's
+#: kernels for a method (awq_marlin, gptq_marlin, gptq_marlin_24: the methods' override_quantization_method,
+#: vllm/model_executor/layers/quantization/), modelopt's NVFP4 name (modelopt_fp4), SGLang's compressed-tensors
+#: schemes (w8a8_fp8, w8a8_int8) and the underscore spelling of compressed-tensors.
+QUANT_METHOD_ALIASES: dict[str, QuantMethod] = {
+    "awq_marlin": QuantMethod.awq, "gptq_marlin": QuantMethod.gptq, "gptq_marlin_24": QuantMethod.gptq,
+    "compressed_tensors": QuantMethod.compressed_tensors, "w8a8_fp8": QuantMethod.compressed_tensors,
+    "w8a8_int8": QuantMethod.compressed_tensors, "modelopt_fp4": QuantMethod.modelopt}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """One decoder-only transformer, as its config.json describes it.
