@@ -2291,6 +2291,11 @@ def plot3_inputs() -> Iterator[Input]:
             extra = ["--tp", "8"] if model == "minimax-m2.5" else []
             args = ["plot", "serve", "-m", model, "-g", gpu, *extra, "-o", "s.png"]
             yield Input("plot3", " ".join(args), check=lambda f, a=args: _text_outside(f, a))
+    for gpus in (["mi355x", "h200-sxm"], ["h200-sxm", "h100-sxm"], ["b200", "mi300x"], ["mi355x"], ["a10", "l4"]):
+        for model in ("llama-3-8b", "qwen3-next-80b-a3b"):
+            for out in ("r.png", "r.svg"):
+                args = ["plot", "roofline", "-m", model, *[w for g in gpus for w in ("-g", g)], "-o", out]
+                yield Input("plot3", " ".join(args), check=lambda f, a=args: _text_outside(f, a))
     for args in (["plot", "memory", "-m", "minimax-m2.5", "-g", "mi355x", "-o", "m.png"],
                  ["plot", "decode", "-m", "minimax-m2.5", "-g", "mi355x", "-o", "d.png"],
                  ["plot", "time", "-m", "minimax-m2.5", "-g", "mi355x", "-o", "t.png"],

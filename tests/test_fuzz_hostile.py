@@ -360,19 +360,21 @@ DEFECTS3 = {
     "report --phase step --dcp 2 -f csv: the dcp column":
         "D22: the step's CSV keeps rooflab 0.1's dcp / cp columns, empty whatever --dcp says",
     "capacity = step: deepseek-v3 (fp8) --weight-dtype 'fp8'":
-        "D24: capacity --weight-dtype fp8 re-prices DeepSeek-V3's fp8-block checkpoint per tensor (84,120,074,133 B) "
-        "where -q fp8 and the step price it as shipped (84,140,491,595 B)",
+        "D24: capacity and the step read --weight-dtype apart: capacity prices the format (fp8 per tensor, "
+        "84,120,074,133 B), report --phase step reads it as -q (as shipped, 84,140,491,595 B)",
     "capacity = step: gpt-oss-20b (mxfp4) --weight-dtype 'fp8'":
-        "D24: capacity --weight-dtype fp8 prices gpt-oss-20b's mxfp4 checkpoint in fp8; -q fp8 and the step refuse",
+        "D24: capacity --weight-dtype fp8 prices gpt-oss-20b in fp8 (its -q refusal advises --weight-dtype); the "
+        "step refuses it as a -q mismatch",
     "capacity = step: gpt-oss-20b (mxfp4) --weight-dtype 'mxfp4'":
-        "D24: capacity --weight-dtype mxfp4 prices attention in mxfp4 too (12,807,128,919 B), the step as shipped "
-        "(13,742,559,598 B)",
+        "D24: capacity --weight-dtype mxfp4 prices every linear in mxfp4 (12,807,128,919 B), the step reads it as "
+        "-q (as shipped, 13,742,559,598 B)",
     "report --phase step -m qwen3-30b-a3b -g mi300x": "D21: split_kv t_exp_s 0.0 on the MI300X (no exp rate)",
     "capacity = step: tiny fp8 block --weight-dtype 'fp8 '":
-        "D24: capacity --weight-dtype fp8 re-prices an fp8-block checkpoint per tensor (10,970,112 B; as shipped "
-        "10,972,288 B)",
+        "D24: capacity --weight-dtype fp8 prices an fp8-block checkpoint per tensor (10,970,112 B), the step as "
+        "shipped (10,972,288 B)",
     "plot roofline -g mi355x -g h200-sxm -g mi325x -o r.png":
-        "D25: the roofline chart's subtitle runs past the figure's right edge (cut at 'MI355X 288G')",
+        "D25: the roofline chart's subtitle (the GPUs' names) runs past the figure's right edge (cut at "
+        "'MI355X 288G') when it names two or more GPUs, one an AMD part (its long display name)",
 }
 
 
