@@ -193,7 +193,18 @@ def _own_method(key: str, option: str, checkpoint_method) -> None:
                      f"quantization_config's quant_method); the engines refuse the mismatch (vLLM: \"Quantization "
                      f"method specified in the model config ({method}) does not match the quantization method "
                      f"specified in the `quantization` argument ({key})\"): give {method} or auto (as shipped), or "
-                     f"a format to price the weights in (--weight-dtype)")
+                     f"price the weights, as rooflab's what-if, {_what_if_hint(key)}")
+
+
+def _what_if_hint(key: str) -> str:
+    """Where a format is priced on a quantised checkpoint (the module docstring): one that is no method under any
+    name of the setting; fp8 and mxfp4, also methods, only under --weight-dtype (under -q they are the method)."""
+    formats = "in a format that is no method (nvfp4, fp8_block, int4_g128, bf16, ...) under -q or --weight-dtype"
+    try:
+        WeightFormat.of(key, "")
+    except InputError:
+        return formats
+    return f"{formats}; {key}, a method too, is the format only as --weight-dtype {key}"
 
 
 def _text(value, option: str) -> str:

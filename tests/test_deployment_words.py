@@ -141,3 +141,28 @@ def test_an_alias_matches_its_methods_checkpoint_and_no_other(alias):
         with pytest.raises(InputError, match=rf"{alias} does not match the checkpoint's quantization method "
                                              rf"{other.value} "):
             _own_method(alias, "--quantization", other)
+
+
+# --- the mismatch's hint says what the vocabulary does (review, session 12) -------------------------------------
+
+@pytest.mark.parametrize("config, given", [(NVFP4, "fp8"), (GPTQ, "mxfp4"), (GPTQ, "awq"), (NVFP4, "gptq_marlin")])
+def test_the_mismatch_hint_offers_only_names_that_price_a_format(tmp_path, config, given):
+    """The refusal said a format belonged to --weight-dtype, while -q nvfp4 on a quantised checkpoint is priced as
+    a what-if (CHANGELOG, session 10): every format the hint offers under -q prices in that format, and fp8 /
+    mxfp4 (methods too) are offered as the format under --weight-dtype alone."""
+    import re
+
+    checkpoint = _olmo(tmp_path, config)
+    with pytest.raises(InputError) as exc:
+        DeploymentWords(quantization=given).resolve(checkpoint=checkpoint)
+    text = str(exc.value)
+    offered = re.search(r"in a format that is no method \(([^)]*)\) under -q or --weight-dtype", text)
+    assert offered, text
+    for name in [n.strip() for n in offered.group(1).split(",") if n.strip() != "..."]:
+        for words in (DeploymentWords(quantization=name), DeploymentWords(weight_dtype=name)):
+            assert words.resolve(checkpoint=checkpoint)[0].weight_format is WeightFormat.of(name), name
+    also_format = given in ("fp8", "mxfp4")
+    assert (f"is the format only as --weight-dtype {given}" in text) is also_format
+    if also_format:
+        assert DeploymentWords(weight_dtype=given).resolve(checkpoint=checkpoint)[0].weight_format is \
+            WeightFormat.of(given)
