@@ -221,6 +221,8 @@ def run_metadata(command: str, gpu_spec: Optional[str], nproc: int, cpu: bool) -
     except Exception:
         meta["torch"] = "not installed"
     meta.update({"backend": "gloo" if cpu else "nccl", "nvls": os.environ.get("NCCL_NVLS_ENABLE", "0 (set by rooflab)"),
+                 # the console script sets 1 where the user did not (rooflab._entry); the ranks inherit it
+                 "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
                  "rooflab": __version__, "git_commit": _git_commit(), "host": platform.node(), "command": command})
     return meta
 

@@ -37,3 +37,16 @@ def test_distributed_bench_on_cpu_with_gloo(tmp_path):
     assert {m.kernel.value for m in rows} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                               "send_recv"}
     assert json.loads(meta["nccl_check"])["all_reduce_sum_ok"]
+
+
+@pytest.mark.parametrize("given, recorded", [("3", "3"), ("1", "1"), (None, "unset")])
+def test_the_run_metadata_records_openblas_threads(monkeypatch, given, recorded):
+    """The console script sets OPENBLAS_NUM_THREADS=1 unless the user set it (rooflab._entry), and the ranks inherit
+    the launcher's environment: the distributed bench's metadata says which value its run had (review, session 12)."""
+    from rooflab.measure.distributed.launch import run_metadata
+
+    if given is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", given)
+    assert run_metadata("rooflab bench --distributed --cpu", None, 2, cpu=True)["openblas_num_threads"] == recorded
