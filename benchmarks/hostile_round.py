@@ -1889,6 +1889,14 @@ def quant3_inputs() -> Iterator[Input]:
         yield Input("quant3", f"tiny capacity --tp 2 -q {fmt}", check=lambda f, w=fmt: _figure3(
             f, ["capacity", "-m", "c", "-g", "h200-sxm", "--tp", "2", "-q", w, "-f", "json"],
             [("weights_bytes", TINY_BY_FORMAT[w] / 2, f"TINY in {w} / 2")], rel=1e-3))
+    # serve and plot serve take or refuse a -q word as capacity does (serve prices fp8 or as shipped only, so a
+    # format other than fp8 may be refused there alone; a word capacity refuses must be refused there too)
+    for label, ckpt in QUANT_CHECKPOINTS.items():
+        model, doc = _model_args(ckpt)
+        for word in ("auto", "fp8", "mxfp4", "awq", "fp8_block"):
+            for cmd in (["serve", "-f", "json"], ["plot", "serve", "-o", "s.png"]):
+                yield Input("quant3", f"{' '.join(cmd[:-2])} refuses as capacity: {label} -q {word}", check=lambda f,
+                            c=cmd, m=model, w=word, d=doc: _refuses_as_capacity(f, c, m, w, d))
     # the other commands: each word under each name passes every invariant (exit 0, or 2 naming the option or word)
     words = ["auto", "fp8", "mxfp4", "awq", "bf16", "xyz", "fp8_block"]
     for label, ckpt in (("tiny", None), ("gpt-oss-20b", "gpt-oss-20b"), ("llama-3-8b", "llama-3-8b")):
@@ -1904,6 +1912,22 @@ def quant3_inputs() -> Iterator[Input]:
                 yield cli("quant3", [*cmd, *model, "-g", "h200-sxm", "-q", word, "-o", out],
                           idents=["-q", word, "--quantization", "checkpoint"], setup=setup, outputs=[out],
                           label=f"{' '.join(cmd)} {label} -q {word}")
+
+
+def _refuses_as_capacity(folder: Path, cmd: list[str], model: list[str], word: str, doc: Optional[dict]) -> list[str]:
+    if model[1] == "c":
+        _tiny(folder, doc)
+    _, p1, cap = _run3(folder, ["capacity", *model, "-g", "h200-sxm", "-q", word, "-f", "json"])
+    outputs = ["s.png"] if cmd[0] == "plot" else []
+    _, p2, other = _run3(folder, [*cmd[:-2], *model, "-g", "h200-sxm", "-q", word, *cmd[-2:]],
+                         json_out=cmd[0] != "plot", outputs=outputs)
+    if p1 or p2:
+        return p1 + p2
+    if cap.code == 2 and other.code == 0:
+        return [f"{' '.join(cmd[:-2])} -q {word} exit 0 where capacity refuses: {cap.stderr.splitlines()[0][:200]}"]
+    if cap.code == 0 and other.code == 2 and word in ("auto", "mxfp4") and "as shipped" not in other.stderr:
+        return [f"{' '.join(cmd[:-2])} -q {word} refused where capacity prices it: {other.stderr.splitlines()[0][:200]}"]
+    return []
 
 
 # sizes3: memory sizes need a unit, on every option that takes one

@@ -372,6 +372,10 @@ DEFECTS3 = {
     "capacity = step: tiny fp8 block --weight-dtype 'fp8 '":
         "D24: capacity --weight-dtype fp8 prices an fp8-block checkpoint per tensor (10,970,112 B), the step as "
         "shipped (10,972,288 B)",
+    "serve refuses as capacity: gpt-oss-20b (mxfp4) -q fp8":
+        "D26: serve -q fp8 on gpt-oss-20b's mxfp4 checkpoint prices fp8 weights (KV limit 1,497 against 1,606 as "
+        "shipped) where capacity and the step refuse the mismatch, as vLLM does",
+    "plot serve refuses as capacity: gpt-oss-20b (mxfp4) -q fp8": "D26: plot serve -q fp8 on gpt-oss-20b draws fp8",
     "plot roofline -g mi355x -g h200-sxm -g mi325x -o r.png":
         "D25: the roofline chart's subtitle (the GPUs' names) runs past the figure's right edge (cut at "
         "'MI355X 288G') when it names two or more GPUs, one an AMD part (its long display name)",
