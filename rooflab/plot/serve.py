@@ -21,6 +21,27 @@ def sweeps_frame(sweeps: Sequence):
     return pd.concat([s.to_frame() for s in sweeps], ignore_index=True)
 
 
+#: How many of the kernels without a prediction a legend entry names before it counts the rest.
+MAX_NAMED = 3
+_NONE = "no prediction for "
+
+
+def _why_none(provenance: str) -> str:
+    """A legend's short reason that a replica has no prediction: the distinct kernels without one, read from the
+    step report's notes that serve.steptime joins into the provenance ('no prediction for all_gather (interconnect
+    collectives): ...; no prediction for all_reduce (...): ...' -> 'no prediction for all_gather, all_reduce'),
+    past MAX_NAMED counted ('and 2 more'); the whole reasons are rooflab serve's, under its table."""
+    names: list[str] = []
+    for part in provenance.split("; "):
+        if part.startswith(_NONE):
+            name = part.removeprefix(_NONE).split(": ", 1)[0].split(" (", 1)[0]
+            names += [] if name in names else [name]
+    if not names:
+        return provenance.split(": ", 1)[0] if provenance else "no prediction"
+    more = len(names) - MAX_NAMED
+    return _NONE + ", ".join(names[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
 @chart
 def serve_chart(sweeps: Sequence, title: str | None = None) -> Figure:
     """One curve per sweep: solid the prediction, dashed the floor; concurrencies labelled on the prediction."""
@@ -32,7 +53,7 @@ def serve_chart(sweeps: Sequence, title: str | None = None) -> Figure:
             points = sweep.series(estimate)
             if not points:
                 if estimate == "predicted":              # said in the legend, as the CLI says it under its table
-                    why = sweep.provenance.split(": ", 1)[0] if sweep.provenance else "no prediction"
+                    why = _why_none(sweep.provenance)
                     ax.plot([], [], style, color=color, alpha=0.4, label=f"{name}: {why} (see rooflab serve)")
                 continue
             xs = [p.output_tokens_per_s_per_user for p in points]

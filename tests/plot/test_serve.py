@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from rooflab import load_gpu, load_model
 from rooflab.cli import app
 from rooflab.deployment import Deployment
-from rooflab.plot.serve import serve_chart, sweeps_frame
+from rooflab.plot.serve import MAX_NAMED, serve_chart, sweeps_frame
 from rooflab.serve import Replica, Workload, concurrency_sweep
 
 runner = CliRunner()
@@ -97,4 +97,38 @@ def test_ticks_are_plain_numbers_and_a_missing_prediction_is_in_the_legend():
     assert ticks and not any("$" in t or "times" in t for t in ticks), ticks
     labels = [line.get_label() for line in ax.get_lines()]
     assert any(label.endswith(": floor") for label in labels)
-    assert any("no prediction for all_gather" in label for label in labels), labels
+    # both collectives without a fit are named, not the first alone (review, session 12)
+    assert any(label.endswith(": no prediction for all_gather, all_reduce (see rooflab serve)") for label in labels), \
+        labels
+
+
+def _legend_of(sweep) -> list[str]:
+    return [line.get_label() for line in serve_chart([sweep]).axes[0].get_lines()]
+
+
+def test_the_legend_names_each_kernel_without_a_prediction_once():
+    """The MI300X has no fit of its own and none transfers to it: each kernel the step report names without a
+    prediction is in the legend once, in the report's order, and no reason's text (rooflab serve has those)."""
+    model, workload = load_model("llama-3-8b"), Workload.fixed(512, 64)
+    sweep = concurrency_sweep(Replica.build(model, load_gpu("mi300x"), Deployment(), workload, max_concurrency=4),
+                              [1, 4])
+    parts = [p for p in sweep.provenance.split("; ") if p.startswith("no prediction for ")]
+    names = list(dict.fromkeys(p.removeprefix("no prediction for ").split(" (")[0].split(":")[0] for p in parts))
+    assert 1 < len(names) <= MAX_NAMED, sweep.provenance
+    [label] = [label for label in _legend_of(sweep) if "no prediction" in label]
+    assert label.endswith(f": no prediction for {', '.join(names)} (see rooflab serve)"), label
+    assert "transfers" not in label
+
+
+def test_past_max_named_the_legend_counts_the_rest():
+    """A provenance naming more kernels than MAX_NAMED (one twice) keeps the legend entry short."""
+    import dataclasses
+
+    model, workload = load_model("llama-3-8b"), Workload.fixed(512, 64)
+    sweep = concurrency_sweep(Replica.build(model, load_gpu("mi300x"), Deployment(), workload, max_concurrency=4),
+                              [1, 4])
+    kinds = ["gemm", "paged", "all_reduce", "gemm", "merge", "norms and elementwise"]
+    long = "; ".join(f"no prediction for {k} (a family): {'a long reason ' * 10}" for k in kinds)
+    [label] = [label for label in _legend_of(dataclasses.replace(sweep, provenance=long)) if "no prediction" in label]
+    assert label.endswith(": no prediction for gemm, paged, all_reduce and 2 more (see rooflab serve)"), label
+    assert "long reason" not in label
