@@ -23,10 +23,10 @@ their PyPI wheels; no code copied), timed at the published rows' exact shapes.
 Timing: CALLS launches captured in one CUDA graph, WARM replays, REPEATS timed replays with CUDA events; seconds =
 median replay / launches. Both kernels rotate copies of what a launch reads from HBM (MLA its cache, the fused
 MoE its expert weights, more launches a graph where more copies are needed) so that 4 x L2 passes between two
-reads of one copy: no row times an L2-warm read. Inputs random (never zeros); every variant checked once against a float32 torch reference
-(rel_error). Shapes: the published rows' batches 32, 64 (dstack, context 3600 = 3200 + 800 / 2) and 100 (vLLM PR
-13747, context 3500 = 3000 + 1000 / 2), and for the fit of the fused kernel (rooflab.fit.moe_fit) 1 .. 512 tokens a
-step, each at the shipped config's key nearest it; MLA also at batches 8 .. 128 and context 1024.
+reads of one copy: no row times an L2-warm read. Inputs random (never zeros); every variant checked once against a
+float32 torch reference (rel_error). Shapes: the published rows' batches 32, 64 (dstack, context 3600 = 3200 + 800 /
+2) and 100 (vLLM PR 13747, context 3500 = 3000 + 1000 / 2), and for the fit of the fused kernel (rooflab.fit.moe_fit)
+1 .. 512 tokens a step, each at the shipped config's key nearest it; MLA also at batches 8 .. 128 and context 1024.
 
     python3 benchmarks/h200_early2025_decode_kernels.py --out DIR [--commit SHA]
     # DIR/h200-early2025-decode.csv (every row) and DIR/h200-fused-moe-block-fp8.csv (the fused kernel's
