@@ -114,7 +114,8 @@ def fused_moe_time(fitted: FittedModel, ceilings: Ceilings, tokens: float, pairs
 
     `hbm_bytes` Q the grouped GEMM's bytes (cost/gemm.py: the touched experts' weights once, the pairs' activations in
     and out), `tokens` the step's tokens (the engine's config key), `pairs` the token-expert pairs over `touched`
-    experts' [n, k] weights; beta the copy bandwidth of `ceilings`. The one place the form is written: the fit
+    experts' [n, k] weights; beta the copy bandwidth of `ceilings`. The fit's `efficiency` is not read (no compute
+    term: a fused fit stores 1.0 there); `memory_efficiency` is eta_mem. The one place the form is written: the fit
     (rooflab.fit.moe_fit.fit_fused) measures its held-out errors with it, the step prices with it."""
     if not fitted.fused_moe:
         raise InputError(f"fused_moe_time takes a fused MoE fit (tile_s set), got {fitted.kernel.value}/{fitted.impl}")

@@ -14,7 +14,8 @@ The Triton fused_moe kernel over block-fp8 experts, as vLLM 0.7.x and SGLang 0.4
 kernel of that algorithm at their shipped H200 config: measurements/moe/h200-fused-moe-block-fp8.csv), has another
 form, t = c0 + Q / (eta_mem beta) + tiles tau (rooflab.predict.fused_moe_time; tiles its live programs,
 cost/fused_moe.py), stored the same way: a FittedModel of impl triton_fused_moe with tile_s = tau and max_tokens its
-measured range. A program's fixed cost (prologue, scales, the [BLOCK_M, BLOCK_N] bf16 store) is why the down GEMM
+measured range (efficiency 1.0, unused: the form has no compute term; errors leave-one-out over every row). A
+program's fixed cost (prologue, scales, the [BLOCK_M, BLOCK_N] bf16 store) is why the down GEMM
 (K 256, 56 programs an expert) runs at ~2.5 TB/s where the gate/up GEMM (K 7168, 4 programs an expert) runs at ~3.7.
 
 Fitted on benchmarks/moe_gemm.py's rows (measurements/moe/h200-moe-gemm.csv: torch._grouped_mm in bf16,
@@ -163,37 +164,47 @@ def _relative_lstsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(x / y[:, None], np.ones_like(y), rcond=None)[0]
 
 
+#: A fused MoE fit's `efficiency`: unused (its form, fused_moe_time, has no compute term), stored as 1.0 so that no
+#: reader takes it for a measured compute share.
+FUSED_UNUSED_EFFICIENCY = 1.0
+
+
 def _fused_model(coef: np.ndarray, rows: Sequence[dict], campaign: str, **errors) -> FittedModel:
     """The FittedModel of coefficients [c0, 1 / eta_mem, tau] (FittedModel's fused MoE form); a constant out of its
-    physical range (c0 or tau negative, eta_mem not positive) is an InputError."""
+    physical range (c0 or tau negative, eta_mem not positive) is an InputError. `efficiency` is stored as 1.0: the
+    form has no compute term, so no compute share was measured, and fused_moe_time never reads it."""
     c0, inv_eta_mem, tau = (float(c) for c in coef)
     if c0 < 0 or tau < 0 or inv_eta_mem <= 0:
         raise InputError(f"fused MoE campaign {campaign}: unphysical fit c0 {c0:.3g} s, 1 / memory efficiency "
                          f"{inv_eta_mem:.3g}, tau {tau:.3g} s")
-    eta_mem = 1 / inv_eta_mem
-    return FittedModel(kernel=Kernel.gemm, impl=FUSED_MOE_IMPL, overhead_s=c0, efficiency=eta_mem,
-                       memory_efficiency=eta_mem, tile_s=tau, max_tokens=max(int(r["tokens"]) for r in rows),
+    return FittedModel(kernel=Kernel.gemm, impl=FUSED_MOE_IMPL, overhead_s=c0, efficiency=FUSED_UNUSED_EFFICIENCY,
+                       memory_efficiency=1 / inv_eta_mem, tile_s=tau, max_tokens=max(int(r["tokens"]) for r in rows),
                        rows=len(rows), campaigns=(campaign,), **errors)
 
 
 def fit_fused(rows: Sequence[dict], gpu: GpuSpec, campaign: str = FUSED_CAMPAIGN) -> FittedModel:
     """The fused MoE fit of `gpu` (t = c0 + Q / (eta_mem beta) + tiles tau: rooflab.predict.fused_moe_time, beta the
-    calibrated copy bandwidth): c0, eta_mem and tau by relative least squares on every triton_fused_moe row, with the
-    held-out errors of the fit on alternate token counts (each GEMM's rows, tokens ascending) against the others;
-    max_tokens the largest step measured. Under 6 rows, or a constant out of its physical range, is an InputError."""
+    calibrated copy bandwidth): c0, eta_mem and tau by relative least squares on every triton_fused_moe row;
+    max_tokens the largest step measured. Its errors are leave-one-out: every row predicted by the fit on all the
+    others (held_out_rows = rows), the median and the worst over every row the form claims to cover (1 ..
+    max_tokens, every shipped tile class; an alternate-rows split kept the 16-token gate/up row, the one BLOCK_K 64
+    / BLOCK_N 256 tile, always in the fitted half, and reported a worst error that row's 35% miss was not in).
+    Under 6 rows, or a constant out of its physical range, is an InputError."""
     rows = sorted((r for r in rows if r["impl"] == FUSED_MOE_IMPL), key=lambda r: (r["gemm"], r["tokens"]))
     if len(rows) < 6:
         raise InputError(f"fused MoE campaign {campaign}: {len(rows)} {FUSED_MOE_IMPL} rows, at least 6 needed")
     roofs = _roofs(gpu, DType.fp8_e4m3)
     x, y = _fused_terms(rows, roofs.bandwidth_bytes_per_s), np.array([r["seconds"] for r in rows])
-    held = np.array([i % 2 == 1 for i in range(len(rows))])
-    half = _fused_model(_relative_lstsq(x[~held], y[~held]), [r for r, h in zip(rows, held) if not h], campaign)
-    errors = np.abs(np.array([fused_moe_time(half, roofs, r["tokens"], r["pairs"], r["experts_touched"], r["n"],
-                                             float(_fused_cost(r).hbm_bytes))
-                              for r, h in zip(rows, held) if h]) / y[held] - 1)
-    return _fused_model(_relative_lstsq(x, y), rows, campaign, held_out_rows=int(held.sum()),
-                        median_error=float(np.median(errors)), worst_error=float(errors.max()))
+    errors = []
+    for i, row in enumerate(rows):
+        others = np.arange(len(rows)) != i
+        fit = _fused_model(_relative_lstsq(x[others], y[others]), [r for j, r in enumerate(rows) if j != i], campaign)
+        t = fused_moe_time(fit, roofs, row["tokens"], row["pairs"], row["experts_touched"], row["n"],
+                           float(_fused_cost(row).hbm_bytes))
+        errors.append(abs(t / y[i] - 1))
+    return _fused_model(_relative_lstsq(x, y), rows, campaign, held_out_rows=len(rows),
+                        median_error=float(np.median(errors)), worst_error=float(max(errors)))
 
 
-__all__ = ["CAMPAIGN", "FUSED_CAMPAIGN", "GROUPED_IMPL", "fit_fused", "fit_grouped", "fit_moe_campaign",
-           "grouped_cost", "model_times", "predicted_s", "read_moe_csv"]
+__all__ = ["CAMPAIGN", "FUSED_CAMPAIGN", "FUSED_UNUSED_EFFICIENCY", "GROUPED_IMPL", "fit_fused", "fit_grouped",
+           "fit_moe_campaign", "grouped_cost", "model_times", "predicted_s", "read_moe_csv"]

@@ -19,7 +19,8 @@ another form, priced by rooflab.predict.fused_moe_time alone (never by the form 
 
 Q the grouped GEMM's bytes, beta the calibrated copy bandwidth, tiles the launch's live programs
 (cost/fused_moe.fused_tiles), valid up to `max_tokens` tokens a step (the largest measured); it has no compute term
-(memory-bound launches only), so its `efficiency` is its memory efficiency, the one share it measured.
+(memory-bound launches only), so its `efficiency` is unused, stored as 1.0 (rooflab.fit.moe_fit
+FUSED_UNUSED_EFFICIENCY): no compute share was measured; `memory_efficiency` is the one share it measured.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class FittedModel:
     kernel: Kernel = spec_field(doc="what was timed (a Kernel of the measurement files)")
     impl: str = spec_field(doc="who implemented it: rooflab, rooflab_hopper, torch_cudnn, ...")
     overhead_s: float = spec_field(0, 1.0, "s", "fixed time per call", lo_open=False)
-    efficiency: float = spec_field(0, 10.0, doc="the share of the calibrated roofs it reaches", lo_open=True)
+    efficiency: float = spec_field(0, 10.0, doc="the share of the calibrated roofs it reaches "
+                                  "(a fused MoE fit: unused, 1.0)", lo_open=True)
     exp_overlap: float = spec_field(0, 1.0, doc="0: exps hidden under the matrix work; 1: run after it",
                                     lo_open=False, default=0.0)
     units_per_sm: Optional[float] = spec_field(MIN_UNITS_PER_SM, MAX_UNITS_PER_SM,

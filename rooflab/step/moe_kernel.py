@@ -12,8 +12,10 @@ facts, read from the engines' shipped source, that pick one for an engine at a v
                      kernel of that algorithm at that config, measured on the H200 (c0 + Q / B + tiles tau,
                      rooflab.predict.fused_moe_time: hardware/h200-sxm.yaml's gemm / triton_fused_moe entry, fitted
                      by rooflab.fit.moe_fit.fit_fused on measurements/moe/h200-fused-moe-block-fp8.csv), never
-                     faster than `tuned`, up to the 512 tokens a step measured (the entry's max_tokens: memory-bound
-                     launches); past them, on a GPU with no such fit, or in other arithmetic: priced as `tuned`, noted
+                     faster than `tuned` (all 26 measured launches ran 6-196% slower than tuned's price of the same
+                     work: Pricer.fused_time), up to the 512 tokens a step measured (the entry's max_tokens:
+                     memory-bound launches); past them, on a GPU with no such fit, or in other arithmetic: priced
+                     as `tuned`, noted
     torch_grouped    torch._grouped_mm / torch._scaled_grouped_mm, the grouped-GEMM fit measured on the H200
                      (rooflab.fit.moe_fit; measurements/moe/h200-moe-gemm.csv)
     default_config   fused_moe on its default tile config (no tuned file: the engine logs "Using default MoE config.

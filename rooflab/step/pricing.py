@@ -217,7 +217,10 @@ class Pricer:
         MoE fit (its YAML's gemm / triton_fused_moe entry: rooflab.predict.fused_moe_time), or tuned's price, noted,
         where this GPU has no such fit (it is not transferred), the arithmetic is not fp8 or the step's tokens are
         past the fit's measured range (its per-tile term would extrapolate into compute-bound launches it never
-        saw)."""
+        saw). The max rests on the measurement: every one of the 26 measured launches
+        (measurements/moe/h200-fused-moe-block-fp8.csv, both GEMMs at 1 .. 512 tokens) ran slower than tuned's price
+        of the same work, the least by 6.1% (gate/up at 512 tokens; down at least 1.40x); the fit itself prices
+        every measured row at least 10% over tuned, so the max guards the range between the rows, not a row."""
         tuned = self.gemm_time(cost, arithmetic)
         fit = self.gpu.fitted_model(Kernel.gemm, FUSED_IMPL) if arithmetic.is_fp8 else None
         why = (f"{self.gpu.name} has no fitted {FUSED_IMPL} model (our kernel is measured on one GPU; its fit is "

@@ -12,7 +12,9 @@ import pytest
 from rooflab.cost.model import experts_touched
 from rooflab.deployment import Deployment
 from rooflab.errors import InputError
-from rooflab.load import load_gpu, load_model
+from rooflab.fit.moe_fit import grouped_cost, read_moe_csv
+from rooflab.load import data_dir, load_gpu, load_model
+from rooflab.predict import predict_time
 from rooflab.step import (DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of,
                           step_report)
 from rooflab.step.moe_kernel import CONFIG_FACTS, expert_shape, release
@@ -213,6 +215,19 @@ def test_the_fused_kernel_is_never_below_tuned_and_falls_back_off_its_range_and_
     tuned, _ = _deepseek_tp8_experts(32, MoeKernel.tuned, h100)
     assert fused.t_predicted_s == pytest.approx(tuned.t_predicted_s, rel=1e-12)
     assert any("h100-sxm has no fitted triton_fused_moe model" in n and "not transferred" in n for n in report.notes)
+
+
+def test_every_measured_fused_launch_ran_slower_than_tuned_prices_it():
+    """The evidence for fused_time's max(tuned, fused): each of the campaign's launches (our Triton kernel at the
+    shipped H200 config, measurements/moe/h200-fused-moe-block-fp8.csv) took longer than the dense cuBLAS fit's price
+    of the same grouped work (2 P n k FLOPs, the touched experts' fp8 weights once); had one run faster, the max
+    would price it above its measured time."""
+    _, rows = read_moe_csv(data_dir("measurements") / "moe" / "h200-fused-moe-block-fp8.csv")
+    assert len(rows) == 26
+    for r in rows:
+        cost = grouped_cost(r["pairs"], r["n"], r["k"], DType.fp8_e4m3, r["experts_touched"], r["gemm"])
+        tuned = predict_time(H200, Kernel.gemm, lambda num_sms, units_per_sm: cost, DType.fp8_e4m3, "torch_cublas")
+        assert r["seconds"] > tuned.t_predicted_s, (r["gemm"], r["tokens"])
 
 
 def test_the_fused_kernel_reads_its_fit_from_the_gpu_spec():
