@@ -12,13 +12,13 @@ real processes), signals (SIGTERM / SIGHUP during a write: real processes), engi
 lines), environment (PYTHONWARNINGS=error, MPLBACKEND, PYTHONIOENCODING, LANG=C, COLUMNS=1: real processes), api
 (wrong types, NaN, inf, 0, negative, huge integers, NumPy scalars, complex), numbers (figures checked against ones
 derived by hand here, each with its formula).
-Round 2 (session 11, what sessions 8-10 added): options2 (capacity's engine / PP / LoRA / Mamba / memory options,
+Round 2 (session 10, what sessions 8-10 added): options2 (capacity's engine / PP / LoRA / Mamba / memory options,
 report --phase step's engine, speculative and parallel options, --shape with --published-tflops, serve's
 --engine-version, validate --published, --impl on every GPU), hf_config2 (the session 8-9 families' real config.json
 files mutated; quantisation blocks), api2 (step_report, engine_kernels, Scheduler, step_times, plan_capacity,
 engine_capacity, explain_step, the published loaders, cudnn_kernel: each argument with each wrong kind), numbers2
 (61 figures against hand-derived ones), classic2 (streams, signals, environment and files on the new commands).
-Round 3 (session 12, what the D1-D20 fixes touched): quant3 (-q / --quantization / --weight-dtype on every command
+Round 3 (session 10, what the D1-D20 fixes touched): quant3 (-q / --quantization / --weight-dtype on every command
 against checkpoints with and without a quantization_config; TINY's bytes in each format by hand), sizes3 (memory
 sizes with and without units), step3 (--engine-version on the step and serve, step options that need another),
 memory3 (draft models, --pp step = capacity, fp8_ds_mla), hybrid3 (Jamba and Bamba configs, state and KV by hand),
@@ -870,7 +870,7 @@ def _prefill_check(folder: Path, T: int) -> list[str]:
     return []
 
 
-# === Round 2 (session 11): what sessions 8-10 added ================================================================
+# === Round 2 (session 10): what sessions 8-10 added ================================================================
 # Classes: options2 (capacity engine / PP / LoRA / Mamba options, report --phase step's engine and parallel options,
 # --shape with --published-tflops, serve's --engine-version, validate --published, --impl on every GPU), hf_config2
 # (the session 8-9 families' real config.json files, tests/data/hf_configs, mutated; quantisation blocks),
@@ -1762,7 +1762,7 @@ def classic2_inputs() -> Iterator[Input]:
                   idents=[target, "--engine-log"], setup=setup, label=f"capacity --engine-log {target} --what-if")
 
 
-# --- round 3 (session 12): what the D1-D20 fixes touched and what neither round covered ---------------------------
+# --- round 3 (session 10): what the D1-D20 fixes touched and what neither round covered ---------------------------
 # Each input is checked by fs.problems_of (no traceback, exit 0 or 2, one 'error:' line naming the input, strict JSON,
 # no file left behind) and, where a figure is printed, against a hand-derived one (its formula beside it).
 

@@ -73,7 +73,8 @@ def step_report_table(r: StepReport) -> Table:
              f"memory per GPU: weights {fmt_bytes(r.weight_bytes_per_gpu)} + KV cache {fmt_bytes(r.kv_bytes_per_gpu)} "
              f"of {fmt_bytes(r.usable_bytes_per_gpu)} usable", *r.notes]
     return Table(columns, tuple(records), doc=r.to_dict(), title=title, notes=tuple(notes),
-                 csv_keys=("model", "gpu", "step", "batch", "context_len", "tp", "dcp", "cp", "variant", "label",
+                 csv_keys=("model", "gpu", "step", "batch", "context_len", "tp", "decode_context_parallel",
+                           "kv_parallel", "prefill_context_parallel", "variant", "label",
                            "layer_type", "num_layers", "calls", "flops", "hbm_bytes", "comm_bytes", "weight_bytes",
                            "intensity_flop_per_byte", "t_compute_s", "t_memory_s", "t_floor_s", "bound",
                            "t_predicted_s", "predicted_from"))

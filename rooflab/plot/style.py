@@ -212,8 +212,9 @@ def intensity_text(value: float) -> str:
     return f"{value:.2g}"
 
 
-#: Average glyph width of the titles' font (DejaVu Sans) in ems: how many characters a title line holds.
-TITLE_EM_PER_CHAR = 0.56
+#: Average glyph width of the titles' font (DejaVu Sans, digits and capitals included) in ems: how many characters
+#: a title line holds.
+TITLE_EM_PER_CHAR = 0.6
 
 
 def wrap_title(fig: Figure, text: str, fontsize: float, share: float = 0.98) -> str:
@@ -234,4 +235,6 @@ def wrap_title(fig: Figure, text: str, fontsize: float, share: float = 0.98) -> 
 
 
 def title(ax: Axes, headline: str, details: str) -> None:
-    ax.set_title(wrap_title(ax.figure, f"{headline}\n{details}", 11), fontsize=11, loc="left")
+    """The panel's title at its left edge, wrapped to the width from there to the figure's right edge."""
+    start = min(max(ax.get_position().x0, 0.0), 0.5)
+    ax.set_title(wrap_title(ax.figure, f"{headline}\n{details}", 11, share=0.98 - start), fontsize=11, loc="left")

@@ -66,6 +66,8 @@ class StepReport:
     decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
     draft_weight_bytes_per_gpu: float = 0.0      # a draft model's weights, counted in weight_bytes_per_gpu
     draft_kv_bytes_per_gpu: float = 0.0          # its KV cache, counted in kv_bytes_per_gpu
+    exp_per_s: Optional[float] = None            # the exp roof (Ceilings.exp_roof_per_s); None: the GPU's spec gives
+                                                 # no exp rate, so every row's t_exp is unknown (null), not zero
 
     @property
     def gpus(self) -> int:
@@ -101,6 +103,10 @@ class StepReport:
         out.update(phase="step", gpus=self.gpus, t_floor_s=self.t_floor_s, t_floor_serial_s=self.t_floor_serial_s,
                    t_predicted_s=self.t_predicted_s, t_per_output_token_s=self.t_per_output_token_s,
                    notes=list(self.notes), rows=[r.to_dict() for r in self.rows])
+        if self.exp_per_s is None:               # no exp rate in the spec: the exp roof's times are unknown
+            for row in out["rows"]:
+                if "t_exp_s" in row:
+                    row["t_exp_s"] = None
         return out
 
 
@@ -313,7 +319,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         tokens_per_step=spec.tokens_per_step if spec is not None else 1.0, pipeline_parallel=pp,
         micro_batches=micro, stage_slots=float(slots), kv_dtype=ctx.kv_dtype.value, deployment=deployment.to_dict(),
         decode_attention=ctx.decode_attention.value, draft_weight_bytes_per_gpu=float(memory.draft_weights_bytes),
-        draft_kv_bytes_per_gpu=float(memory.draft_kv_bytes))
+        draft_kv_bytes_per_gpu=float(memory.draft_kv_bytes), exp_per_s=ctx.pricer.roofs.exp_roof_per_s)
 
 
 def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kernel) -> EngineKernels:

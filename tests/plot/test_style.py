@@ -110,7 +110,17 @@ def test_wrap_title_breaks_at_separators_within_the_width():
     text = "headline\n" + "; ".join(f"part {i} of a long list, with commas" for i in range(8))
     wrapped = wrap_title(fig, text, 11)
     lines = wrapped.split("\n")
-    width = int(0.98 * 4 * 72 / (11 * 0.56))
+    width = int(0.98 * 4 * 72 / (11 * 0.6))
     assert lines[0] == "headline" and len(lines) > 3 and all(len(line) <= width for line in lines)
     assert " ".join(wrapped.split()) == " ".join(text.split())        # nothing lost, only broken
     assert wrap_title(fig, "short; title", 11) == "short; title"
+
+
+def test_the_roofline_of_several_gpus_keeps_its_title_inside():
+    """Two GPUs, one an AMD part with a long display name: the roofline's subtitle ran past the right edge."""
+    from rooflab.plot import roofline_chart, roofline_data
+
+    fig = roofline_chart(roofline_data(LLAMA8, [load_gpu("mi355x"), H200, load_gpu("mi325x")], seq_len=8192))
+    page = fig.bbox
+    for text, box in _drawn_texts(fig):
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 + 0.5, (text, box, page)

@@ -243,3 +243,27 @@ def test_the_json_keys_are_the_options_names():
                     deployment=Deployment(tensor_parallel=16, decode_context_parallel=2)).to_dict()
     assert "dcp" not in d and "cp" not in d
     assert (d["decode_context_parallel"], d["kv_parallel"], d["prefill_context_parallel"]) == (2, 1, 1)
+
+
+def test_a_gpu_without_an_exp_rate_gives_unknown_exp_times_not_zero():
+    """The MI355X's spec gives no exp rate: the step's JSON rows said t_exp_s 0.0 (report --phase decode: null)."""
+    d = step_report(LLAMA, load_gpu("mi355x"), 8, 8192).to_dict()
+    assert d["exp_per_s"] is None and all(row["t_exp_s"] is None for row in d["rows"] if "t_exp_s" in row)
+    h200 = step_report(LLAMA, H200, 8, 8192).to_dict()
+    assert h200["exp_per_s"] > 0 and any((row.get("t_exp_s") or 0) > 0 for row in h200["rows"])
+
+
+def test_the_csv_columns_are_the_options_names():
+    """The CSV kept rooflab 0.1's dcp / cp columns, empty whatever --dcp said."""
+    import csv
+    import io
+
+    from rooflab.output import Format
+    from rooflab.render_step import render_step
+
+    r = step_report(load_model("llama-3.1-405b"), H200, 8, 8192,
+                    deployment=Deployment(tensor_parallel=16, decode_context_parallel=2))
+    rows = list(csv.DictReader(io.StringIO(render_step(r, Format.csv))))
+    assert "dcp" not in rows[0] and "cp" not in rows[0]
+    assert {(row["decode_context_parallel"], row["kv_parallel"], row["prefill_context_parallel"]) for row in rows} \
+        == {("2", "1", "1")}
