@@ -288,9 +288,8 @@ STEP_ENGINE = Opt(("--engine",), st.sampled_from(["vllm", "sglang", "tensorrt-ll
                   words=("engine",))
 #: `serve` and `plot serve` (rooflab/cli/serve.py): the engines' scheduler options and the benchmark's workload
 MAX_PROMPTS = 10_000_000
-SERVE_QUANT = Opt(("--quantization", "-q"), st.sampled_from(["fp8", "fp8_e4m3"]),
-                  st.sampled_from(["", " ", "awq", "fp4", "nope", "$", "{}", "\U0001f4a5"]),
-                  st.sampled_from(["FP8", " fp8 "]), checked_late=True, words=("quantization",))
+#: serve's -q and --weight-dtype are capacity's (DeploymentWords.resolve with the checkpoint)
+SERVE_QUANT = [QUANT, dataclasses.replace(WDT, checked_late=True, words=("weight format", "weight-dtype"))]
 SERVE_KV = Opt(("--kv-cache-dtype",), st.sampled_from(["auto", "fp8", "bf16", "fp16"]),
                st.sampled_from(["", " ", "fp4", "int8", "nope", "$", "{}", "\U0001f4a5", "a" * 300]),
                st.sampled_from(["FP8", "bfloat16", "float16", "fp8_e5m2", "fp8_ds_mla", "auto "]), checked_late=True,
@@ -333,10 +332,8 @@ COMMANDS: dict[str, list[Opt]] = {
                DP, ENABLE_DP_ATTENTION,
                dataclasses.replace(EP, flags=("--ep", "--ep-size", "--expert-parallel")), ENABLE_EP,
                dataclasses.replace(float_opt(("--expert-imbalance",), 1, 1e3), words=("imbalance",)),
-               # report's --quantization, --weight-dtype and -q: one option, the weights' one vocabulary
-               dataclasses.replace(choice_opt(("--quantization", "--weight-dtype", "-q"),
-                                              ["auto", "awq", "gptq"] + WEIGHTS),
-                                   checked_late=True, words=("weight format", "quantization")),
+               # --weight-dtype (a format) and -q (the engines' method): capacity's two options, one vocabulary
+               dataclasses.replace(WDT, checked_late=True, words=("weight format", "weight-dtype")), QUANT,
                dataclasses.replace(choice_opt(("--gemm-dtype",), DTYPES), checked_late=True, words=("dtype", "GEMM")),
                Opt(("--speculative-config",),
                    st.sampled_from(['{"method": "eagle", "num_speculative_tokens": 3}',
@@ -433,7 +430,7 @@ COMMANDS: dict[str, list[Opt]] = {
               dataclasses.replace(count_opt(("--nproc",), 1, 64, 8), never=True),
               dataclasses.replace(Opt(("--section",), st.sampled_from(["check"]), st.sampled_from(["nope"])),
                                   never=True)],
-    "serve": [MODEL, GPU, *SERVE_OPTS, TP_ANY, SERVE_QUANT, SERVE_KV,
+    "serve": [MODEL, GPU, *SERVE_OPTS, TP_ANY, *SERVE_QUANT, SERVE_KV,
               list_opt(("--max-concurrency",), 1, MAX_TOKENS, 256),
               Opt(("--request-rate",), st.sampled_from(["1", "0.5", "20", "inf", "1e3", "Infinity"]),
                   st.sampled_from(NOT_NUMBERS[:9] + ["0", "-1", "1e10", "1e400", "-inf", "1,5", "$", "5e-324x"]),
@@ -451,7 +448,7 @@ COMMANDS: dict[str, list[Opt]] = {
     "plot serve": [MODEL, GPU_LIST, *SERVE_OPTS,
                    dataclasses.replace(list_opt(("--tensor-parallel-size", "--tp", "-tp"), 1, MAX_GPUS, 16),
                                        words=("tensor parallel", "--tp")),
-                   SERVE_QUANT, SERVE_KV, list_opt(("--max-concurrency",), 1, MAX_TOKENS, 256)],
+                   *SERVE_QUANT, SERVE_KV, list_opt(("--max-concurrency",), 1, MAX_TOKENS, 256)],
 }
 # every chart with a length axis takes --lengths (a comma list, instead of the default grid)
 for _chart in ("plot memory", "plot time", "plot decode", "plot capacity"):
@@ -461,10 +458,10 @@ _EXPLAIN_FLAGS = {f for o in COMMANDS["explain"] for f in o.flags}
 COMMANDS["explain"] += [choice_opt(("--phase",), ["step"]), switch("--json")] + [
     o for o in COMMANDS["report"] if o.flags[0] not in _EXPLAIN_FLAGS and o.flags[0] in {
         "--step", "--pcp", "--pp", "--micro-batches", "--dp", "--enable-dp-attention", "--ep",
-        "--enable-expert-parallel", "--expert-imbalance", "--quantization", "--gemm-dtype", "--speculative-config",
-        "--speculative-algorithm", "--speculative-num-draft-tokens", "--speculative-draft-model-path",
-        "--acceptance-rate", "--enforce-eager", "--fused-elementwise", "--gpu-memory-utilization",
-        "--prefill-chunk", "--engine", "--engine-version"}]
+        "--enable-expert-parallel", "--expert-imbalance", "--weight-dtype", "--quantization", "--gemm-dtype",
+        "--speculative-config", "--speculative-algorithm", "--speculative-num-draft-tokens",
+        "--speculative-draft-model-path", "--acceptance-rate", "--enforce-eager", "--fused-elementwise",
+        "--gpu-memory-utilization", "--prefill-chunk", "--engine", "--engine-version"}]
 
 #: Commands that write an image (-o) or a file.
 PLOTS = [c for c in COMMANDS if c.startswith("plot ")]

@@ -353,26 +353,9 @@ def test_what_if_refusal_gives_advice_that_works():
 
 #: One input in this many of each round-3 class (about five a class); plot3 keeps two (each draws a chart).
 STRIDE3 = {"quant3": 125, "sizes3": 37, "step3": 42, "memory3": 21, "hybrid3": 18, "amd3": 8, "plot3": 13}
-#: Round-3 inputs that fail on a defect the round found; strict, so a fix shows (D21, D22, D25 fixed: their inputs
-#: stay in the round as regression checks).
-DEFECTS3 = {
-    "capacity = step: deepseek-v3 (fp8) --weight-dtype 'fp8'":
-        "D24: capacity and the step read --weight-dtype apart: capacity prices the format (fp8 per tensor, "
-        "84,120,074,133 B), report --phase step reads it as -q (as shipped, 84,140,491,595 B)",
-    "capacity = step: gpt-oss-20b (mxfp4) --weight-dtype 'fp8'":
-        "D24: capacity --weight-dtype fp8 prices gpt-oss-20b in fp8 (its -q refusal advises --weight-dtype); the "
-        "step refuses it as a -q mismatch",
-    "capacity = step: gpt-oss-20b (mxfp4) --weight-dtype 'mxfp4'":
-        "D24: capacity --weight-dtype mxfp4 prices every linear in mxfp4 (12,807,128,919 B), the step reads it as "
-        "-q (as shipped, 13,742,559,598 B)",
-    "capacity = step: tiny fp8 block --weight-dtype 'fp8 '":
-        "D24: capacity --weight-dtype fp8 prices an fp8-block checkpoint per tensor (10,970,112 B), the step as "
-        "shipped (10,972,288 B)",
-    "serve refuses as capacity: gpt-oss-20b (mxfp4) -q fp8":
-        "D26: serve -q fp8 on gpt-oss-20b's mxfp4 checkpoint prices fp8 weights (KV limit 1,497 against 1,606 as "
-        "shipped) where capacity and the step refuse the mismatch, as vLLM does",
-    "plot serve refuses as capacity: gpt-oss-20b (mxfp4) -q fp8": "D26: plot serve -q fp8 on gpt-oss-20b draws fp8",
-}
+#: Round-3 inputs that fail on a defect the round found; strict, so a fix shows (D21, D22, D24, D25, D26 fixed: their
+#: inputs stay in the round as regression checks).
+DEFECTS3: dict[str, str] = {}
 
 
 def _kept3():

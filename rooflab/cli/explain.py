@@ -21,9 +21,9 @@ from .report import ShapeOpt, report, shape_of
 #: --phase step takes `report --phase step`'s options, declared once there: (annotation, default) by name.
 _R = {n: p for n, p in inspect.signature(report).parameters.items()}
 _STEP_ONLY = ("step", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep", "enable_ep", "expert_imbalance",
-              "quantization", "gemm_dtype", "speculative_config", "speculative_algorithm", "speculative_tokens",
-              "draft_model", "acceptance", "eager", "fused", "utilization", "prefill_chunk", "engine",
-              "engine_version", "json_out")
+              "weight_dtype", "quantization", "gemm_dtype", "speculative_config", "speculative_algorithm",
+              "speculative_tokens", "draft_model", "acceptance", "eager", "fused", "utilization", "prefill_chunk",
+              "engine", "engine_version", "json_out")
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
 #: EXPLAINED, spelled here so the CLI does not import the cost model to list its choices).
@@ -84,6 +84,7 @@ def explain(
     ep: _R["ep"].annotation = _R["ep"].default,
     enable_ep: _R["enable_ep"].annotation = _R["enable_ep"].default,
     expert_imbalance: _R["expert_imbalance"].annotation = _R["expert_imbalance"].default,
+    weight_dtype: _R["weight_dtype"].annotation = _R["weight_dtype"].default,     # read by words_of(ctx)
     quantization: _R["quantization"].annotation = _R["quantization"].default,
     gemm_dtype: _R["gemm_dtype"].annotation = _R["gemm_dtype"].default,
     speculative_config: _R["speculative_config"].annotation = _R["speculative_config"].default,

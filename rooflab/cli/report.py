@@ -117,11 +117,8 @@ def report(
     expert_imbalance: Annotated[float, typer.Option("--expert-imbalance", parser=params.number(1, 1e3), metavar="F",
                                                     help="Step (MoE): the busiest GPU's experts receive F x the "
                                                          "balanced token-expert pairs.")] = 1.0,
-    quantization: Annotated[Optional[str], typer.Option("--quantization", "--weight-dtype", "-q",
-                                                        parser=dopt.weights(), metavar="FORMAT",
-                                                        help="Step: the weights' format (auto: as shipped; fp8, "
-                                                             "fp8_block, mxfp4, nvfp4, int4_g128, ...), or a "
-                                                             "quantised checkpoint's method (awq, gptq, ...).")] = None,
+    weight_dtype: dopt.WeightDTypeOpt = None,       # Step: capacity's two options, one resolution
+    quantization: dopt.QuantizationOpt = None,      # (DeploymentWords.resolve(checkpoint=...))
     gemm_dtype: Annotated[Optional[DType], typer.Option("--gemm-dtype", parser=params.dtype(), metavar="DTYPE",
                                                         help="Step: the GEMMs' arithmetic (default: fp8 for fp8 "
                                                              "weights, else --dtype).")] = None,
@@ -171,7 +168,7 @@ def report(
         fail("--shape prices one attention layer (--phase prefill or decode); --phase step needs a --model")
 
     step_only = ("step", "tp", "dcp", "kv_parallel", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep",
-                 "enable_ep", "expert_imbalance", "quantization", "gemm_dtype", "speculative_config",
+                 "enable_ep", "expert_imbalance", "weight_dtype", "quantization", "gemm_dtype", "speculative_config",
                  "speculative_algorithm", "speculative_tokens", "draft_model", "acceptance", "eager", "fused",
                  "utilization", "engine", "engine_version")
     if phase is not Phase.step:

@@ -17,7 +17,7 @@ from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
 from . import FormatOpt, GpuOpt, ModelOpt, fail, friendly, params, parse_lengths
 from .charts import DataOpt, GpusOpt, _names, _output_opt, _save
-from .deployment_options import EngineVersionOpt, weights
+from .deployment_options import EngineVersionOpt, QuantizationOpt, WeightDTypeOpt
 
 MAX_PROMPTS = 10_000_000
 
@@ -51,10 +51,6 @@ EngineOpt = Annotated[str, typer.Option("--engine", metavar="vllm|sglang|tensorr
                                         help="Whose scheduler and defaults: vllm (V1), sglang or tensorrt-llm.")]
 TpOpt = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", "--tp", "--tp-size",
                                     parser=params.count(1, MAX_GPUS), metavar="N", help="Tensor-parallel GPUs.")]
-QuantOpt = Annotated[Optional[str], typer.Option("--quantization", "-q", metavar="fp8",
-                                                 parser=weights(),
-                                                 help="Weights and GEMMs in fp8 (the engines' --quantization fp8); "
-                                                      "default: as the checkpoint ships.")]
 KvOpt = Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="auto|fp8|bf16|fp16",
                                               help="KV cache element type (auto: the activations' dtype).")]
 InOpt = Annotated[int, typer.Option("--input-len", "--random-input-len", parser=params.count(1, MAX_TOKENS),
@@ -84,7 +80,7 @@ HitOpt = Annotated[float, typer.Option("--prefix-cache-hit-rate", parser=params.
                                        help="Share of prompt tokens found in the prefix cache, in [0, 1).")]
 
 
-def _replica(model, gpu, engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio, style,
+def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio, style,
              page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None, version=None):
     from ..deployment import Deployment
     from ..errors import InputError
@@ -92,17 +88,15 @@ def _replica(model, gpu, engine, tp, quantization, kv_cache_dtype, input_len, ou
     from ..serve import Engine, Lengths, Replica, Scheduler, Workload
     from ..units import DType
 
-    quantization = None if quantization is None or quantization.lower() == "auto" else quantization.lower()
-    if quantization not in (None, "fp8", "fp8_e4m3"):
-        raise InputError(f"--quantization {quantization}: rooflab serve prices fp8 weights and GEMMs, or the "
-                         "checkpoint's as shipped (auto); report --phase step and capacity price every format")
     kv = None if kv_cache_dtype in (None, "auto") else DType.of("fp8_e4m3" if kv_cache_dtype == "fp8"
                                                                 else kv_cache_dtype, "--kv-cache-dtype")
     spec, g = load_model(model), load_gpu(gpu)
     act = spec.weight_dtype if spec.weight_dtype in (DType.bf16, DType.fp16) else DType.bf16
-    fp8 = DType.fp8_e4m3 if quantization else None
+    # --weight-dtype and -q as capacity and the step read them (DeploymentWords: a -q method must be the checkpoint's
+    # own); the GEMMs' arithmetic follows the weights' format as in report --phase step (fp8 for fp8-stored weights)
+    weights = weight_words.resolve(checkpoint=spec)[0].weight_format
     deployment = Deployment(tensor_parallel=tp, page_size=page_size, gpu_memory_utilization=utilization,
-                            gemm_dtype=fp8, weight_format=fp8, dtype=kv or act, kv_cache_dtype=kv or act)
+                            weight_format=weights, dtype=kv or act, kv_cache_dtype=kv or act)
     if style not in ("vllm", "inferencex"):
         raise InputError(f"--lengths: {style!r}; use vllm or inferencex")
     draw = Lengths.vllm_random if style == "vllm" else Lengths.inferencex_random
@@ -207,7 +201,8 @@ def serve(
     engine: EngineOpt = "vllm",
     engine_version: EngineVersionOpt = None,
     tp: TpOpt = 1,
-    quantization: QuantOpt = None,
+    weight_dtype: WeightDTypeOpt = None,
+    quantization: QuantizationOpt = None,
     kv_cache_dtype: KvOpt = None,
     input_len: InOpt = 1024,
     output_len: OutOpt = 1024,
@@ -243,6 +238,7 @@ def serve(
 ) -> None:
     """Serving under load: the throughput-interactivity curve (closed form), a simulated benchmark run at a
     request rate (or --simulate at one concurrency), or the largest concurrency an SLO allows."""
+    from ..deployment_words import DeploymentWords
     from ..errors import InputError
     from ..output import render
     from ..serve import ClosedLoop, RequestRate, concurrency_sweep, simulate, slo_search
@@ -266,7 +262,8 @@ def serve(
     if target_rate is not None and not slo:
         raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
     top = max(concurrencies) if concurrencies else None
-    replica = _replica(model, gpu[0], engine, tp, quantization, kv_cache_dtype, input_len, output_len, range_ratio,
+    weight_words = DeploymentWords(weight_dtype=weight_dtype, quantization=quantization)
+    replica = _replica(model, gpu[0], engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio,
                        style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top, engine_version)
     provenance = replica.steps.provenance
     if slo:
@@ -292,7 +289,8 @@ def plot_serve(
     engine_version: EngineVersionOpt = None,
     tp: Annotated[Optional[list[str]], typer.Option("--tensor-parallel-size", "-tp", "--tp", metavar="N[,N...]",
                                                     help="Tensor-parallel GPUs; several: one curve each.")] = None,
-    quantization: QuantOpt = None,
+    weight_dtype: WeightDTypeOpt = None,
+    quantization: QuantizationOpt = None,
     kv_cache_dtype: KvOpt = None,
     input_len: InOpt = 1024,
     output_len: OutOpt = 1024,
@@ -310,15 +308,17 @@ def plot_serve(
 ) -> None:
     """The throughput-interactivity curve: output tokens/s per GPU against tokens/s per user, floors beside
     predictions; one curve per GPU and TP degree."""
+    from ..deployment_words import DeploymentWords
     from ..plot.serve import serve_chart, sweeps_frame
     from ..serve import concurrency_sweep
 
     concurrencies = _concurrencies(max_concurrency)
     tps = parse_lengths(tp, "--tp", MAX_GPUS) or [1]
+    weight_words = DeploymentWords(weight_dtype=weight_dtype, quantization=quantization)
     sweeps = []
     for name in _names(gpu, "h100-sxm"):
         for degree in tps:
-            replica = _replica(model, name, engine, degree, quantization, kv_cache_dtype, input_len, output_len,
+            replica = _replica(model, name, engine, degree, weight_words, kv_cache_dtype, input_len, output_len,
                                range_ratio, style, page_size, utilization, max_num_seqs, max_tokens, mixed,
                                hit_rate, max(concurrencies) if concurrencies else None, engine_version)
             sweeps.append(concurrency_sweep(replica, concurrencies))

@@ -336,3 +336,61 @@ def test_step_options_that_need_another_are_refused(command, extra, message):
     """Options whose effect needs another option were taken silently (the output identical without them)."""
     r = runner.invoke(app, [command, "--phase", "step", "-m", "llama-3-8b", *extra])
     assert r.exit_code == 2 and message in " ".join(r.stderr.split()), r.stderr
+
+
+# --- the weights' options: report --phase step reads --weight-dtype and -q as capacity does (one resolution,
+# DeploymentWords.resolve(checkpoint=...)); hostile round 3's D24 --------------------------------------------------
+
+#: A small Llama shipped in fp8 with 128 x 128 blocks (as DeepSeek-V3's quantization_config gives them).
+_TINY_FP8_BLOCK = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+                   "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+                   "vocab_size": 1000, "max_position_embeddings": 4096, "tie_word_embeddings": False,
+                   "attention_bias": False, "intermediate_size": 1024, "torch_dtype": "bfloat16",
+                   "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128],
+                                           "activation_scheme": "dynamic"}}
+#: Its linears a layer: q, o 512 x 512, k, v 512 x 128, MLP 3 x 512 x 1,024 = 2,228,224 parameters, x 4 layers =
+#: 8,912,896; the rest (embeddings and head 2 x 1,000 x 512, norms 4 x 1,024 + 512 = 1,028,608) stay bf16:
+#: 2,057,216 bytes. --weight-dtype fp8 (the format: one byte a weight, a scale a tensor) 8,912,896 + 2,057,216;
+#: -q fp8 (the checkpoint's method, as shipped) adds an fp32 scale a 128 x 128 block (q 16, k 4, v 4, o 16, gate,
+#: up, down 32 each: 136 a layer): + 4 x 136 x 4 bytes.
+_TINY_FP8_FORMAT, _TINY_FP8_SHIPPED = 8_912_896 + 2_057_216, 8_912_896 + 4 * 136 * 4 + 2_057_216
+
+
+def _weight_bytes(model: list[str], words: list[str]) -> tuple[object, object]:
+    """(capacity's weights_bytes, the step's weight_bytes_per_gpu) for the same options; 'refused' for exit 2."""
+    got = []
+    for cmd, field in ((["capacity"], "weights_bytes"), (["report", "--phase", "step"], "weight_bytes_per_gpu")):
+        r = runner.invoke(app, [*cmd, *model, "-g", "h200-sxm", *words, "-f", "json"])
+        assert r.exit_code in (0, 2) and "Traceback" not in r.output, r.output
+        got.append(json.loads(r.stdout)[field] if r.exit_code == 0 else "refused")
+    return tuple(got)
+
+
+@pytest.mark.parametrize("words, expect", [(["--weight-dtype", "fp8"], _TINY_FP8_FORMAT),
+                                           (["-q", "fp8"], _TINY_FP8_SHIPPED), ([], _TINY_FP8_SHIPPED)])
+def test_weight_options_on_a_block_fp8_checkpoint_as_capacity(tmp_path, words, expect):
+    (tmp_path / "config.json").write_text(json.dumps(_TINY_FP8_BLOCK))
+    assert _weight_bytes(["-m", str(tmp_path)], words) == (expect, expect)
+
+
+@pytest.mark.parametrize("model, format_words, method_words", [
+    (["-m", "deepseek-v3", "--tp", "8"], ["--weight-dtype", "fp8"], ["-q", "fp8"]),
+    (["-m", "gpt-oss-20b"], ["--weight-dtype", "mxfp4"], ["-q", "mxfp4"]),
+])
+def test_weight_dtype_is_a_format_and_q_the_method_in_both_commands(model, format_words, method_words):
+    """--weight-dtype prices every linear layer in the format (a what-if); -q names the checkpoint's own method (as
+    shipped: DeepSeek-V3's fp8 blocks' scales, gpt-oss's attention in bf16): capacity and the step agree on each, and
+    the two differ."""
+    capacity_format, step_format = _weight_bytes(model, format_words)
+    capacity_method, step_method = _weight_bytes(model, method_words)
+    assert capacity_format == step_format and capacity_method == step_method
+    assert capacity_format < capacity_method
+    assert _weight_bytes(model, []) == (capacity_method, step_method)
+
+
+def test_weight_dtype_fp8_is_priced_where_q_fp8_is_refused_in_both_commands():
+    """gpt-oss-20b ships mxfp4: -q fp8 is a method mismatch (vLLM refuses it) in both; --weight-dtype fp8 is the
+    format, priced alike in both."""
+    capacity, step = _weight_bytes(["-m", "gpt-oss-20b"], ["--weight-dtype", "fp8"])
+    assert isinstance(capacity, (int, float)) and capacity == step
+    assert _weight_bytes(["-m", "gpt-oss-20b"], ["-q", "fp8"]) == ("refused", "refused")

@@ -131,3 +131,24 @@ def test_max_concurrency_takes_at_most_a_bounded_sweep():
 
     result = CliRunner().invoke(app, ["serve", "--max-concurrency", ",".join(map(str, range(1, MAX_CONCURRENCIES + 2)))])
     assert result.exit_code == 2 and "a sweep takes at most 1,024" in result.stderr
+
+
+def _kv_limit(words):
+    """serve's KV limit for gpt-oss-20b (mxfp4 experts) on an H200 under `words`; 'refused' for exit 2."""
+    r = runner.invoke(app, ["serve", "-m", "gpt-oss-20b", "-g", "h200-sxm", "--input-len", "512", "--output-len",
+                            "64", "--max-concurrency", "8", *words, "-f", "json"])
+    assert r.exit_code in (0, 2) and "Traceback" not in r.output, r.output
+    return _strict(r.stdout)["kv_limit"] if r.exit_code == 0 else ("refused", r.stderr)
+
+
+def test_q_names_the_checkpoints_method_as_capacity_reads_it():
+    """Hostile round 3's D26: -q resolves as in capacity and the step (DeploymentWords.resolve(checkpoint=...)):
+    mxfp4, gpt-oss's own method, is as shipped; fp8 is a method mismatch, refused as vLLM refuses it; the fp8
+    format is --weight-dtype fp8, whose heavier weights leave less room for KV."""
+    shipped = _kv_limit([])
+    assert _kv_limit(["-q", "mxfp4"]) == shipped
+    refused, why = _kv_limit(["-q", "fp8"])
+    assert refused == "refused" and "-q" in why and "mxfp4" in why
+    assert _kv_limit(["--weight-dtype", "fp8"]) < shipped
+    r = runner.invoke(app, ["capacity", "-m", "gpt-oss-20b", "-g", "h200-sxm", "-q", "fp8"])
+    assert r.exit_code == 2
