@@ -1889,7 +1889,7 @@ def quant3_inputs() -> Iterator[Input]:
         yield Input("quant3", f"tiny capacity --tp 2 -q {fmt}", check=lambda f, w=fmt: _figure3(
             f, ["capacity", "-m", "c", "-g", "h200-sxm", "--tp", "2", "-q", w, "-f", "json"],
             [("weights_bytes", TINY_BY_FORMAT[w] / 2, f"TINY in {w} / 2")], rel=1e-3))
-    # serve and plot serve take or refuse a -q word as capacity does (serve prices fp8 or as shipped only, so a
+    # serve and plot serve take or refuse a -q word as capacity does (serve resolves -q and --weight-dtype as capacity does, so a
     # format other than fp8 may be refused there alone; a word capacity refuses must be refused there too)
     for label, ckpt in QUANT_CHECKPOINTS.items():
         model, doc = _model_args(ckpt)

@@ -528,9 +528,9 @@ def _data_case(data, command: str, folder: Path) -> tuple[list[str], list[Path],
                                       "missing-folder", "folder", "image"]), "data kind")
     if kind == "none":
         return [], [], [], None
-    if kind in ("csv", "json"):
-        return ["--data", f"numbers.{kind.upper() if data.draw(st.booleans(), 'upper') else kind}"], \
-            [folder / f"numbers.{kind}"], [], None
+    if kind in ("csv", "json"):       # the file is written under the name given, its case kept
+        name = f"numbers.{kind.upper() if data.draw(st.booleans(), 'upper') else kind}"
+        return ["--data", name], [folder / name], [], None
     if kind == "odd-name":
         name = data.draw(st.sampled_from(["$x{}.csv", "a b.json", "\u00e9\U0001f4a5.csv", "-dash.json"]), "name")
         return [f"--data={name}"], [folder / name], [], None
