@@ -86,9 +86,11 @@ def _deployment(row):
 
     gemm = {"fp8": DType.fp8_e4m3, "bf16": None, "fp16": None}
     if row.weight_format not in gemm:
-        raise RooflabError(f"weight format {row.weight_format} is not priced by the step")
+        raise RooflabError(f"weight format {row.weight_format}: this check maps fp8, bf16 and fp16 rows only (the step "
+                           "prices more; not yet checked against serving rows)")
     if row.ep > 1 or row.dp > 1 or row.pp > 1 or row.dp_attention:
-        raise RooflabError("expert, data, pipeline or attention-data parallelism is not priced by the step")
+        raise RooflabError("expert, data, pipeline or attention-data parallelism: this check serves one TP replica "
+                           "(the serving model's Replica does not deal requests over ranks)")
     kv = DType.of(row.kv_cache_dtype)
     return Deployment(tensor_parallel=row.tp, gemm_dtype=gemm[row.weight_format], weight_format=gemm[row.weight_format],
                       dtype=kv, kv_cache_dtype=kv)
