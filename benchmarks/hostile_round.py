@@ -23,6 +23,10 @@ against checkpoints with and without a quantization_config; TINY's bytes in each
 sizes with and without units), step3 (--engine-version on the step and serve, step options that need another),
 memory3 (draft models, --pp step = capacity, fp8_ds_mla), hybrid3 (Jamba and Bamba configs, state and KV by hand),
 amd3 (t_exp unknown without an exp rate), plot3 (no text outside a chart).
+The closing re-run (session 10, after D21-D26): closing4 (-q / --weight-dtype with each --engine, TINY's step
+weights by hand under each; both names at once; serve --weight-dtype in every format on four checkpoints; explain
+--phase step with each new option; serve --engine-version's odd spellings; plot --data in odd cases; Jamba, Bamba,
+Granite 4.0-H, NemotronH and FalconH1 config.json files that contradict themselves, Mamba-2 state and KV by hand).
 
 Invariants (tests/fuzz_support.py: problems_of): no traceback; exit 0 or 2 only; on 2 one or two lines on stderr,
 'error:' first, naming the option, file, field or value; strict JSON; no file left but the requested output; no
@@ -2327,6 +2331,168 @@ def plot3_inputs() -> Iterator[Input]:
         yield Input("plot3", " ".join(args), check=lambda f, a=args: _text_outside(f, a))
 
 
+# closing4 (the closing re-run): the weights options with --engine, serve and explain --phase step under every new
+# option, --engine-version's odd spellings on serve, --data in odd cases, Mamba-family config.json contradictions
+WEIGHT_FORMATS4 = ["auto", "bf16", "fp16", "fp8", "fp8_block", "mxfp4", "nvfp4", "int4_g128", "FP8", "nope", ""]
+ODD_RELEASES4 = {"0.9.0": 0, "v0.9.0": None, " 0.9.0": None, "0.9.0 ": None, "0.9.0+cu121": 0, "0.9.0\n": None,
+                 "0.9..0": 2, "0.9;1": 2, "nan": 2, "inf": 2, "1e3": 2, "\uff10.9": 2, "0.9.0-rc1": None, "V1": None,
+                 "v1": None, "0": None, "00.09": None, "9" * 40: None}
+
+
+def _tiny_setup(doc=None) -> Callable[[Path], None]:
+    return lambda f: _tiny(f, doc)
+
+
+def _bamba4(**fields) -> dict:
+    return {**_bamba()["doc"], **fields}
+
+
+def _granite_hybrid4(**fields) -> dict:
+    """Granite 4.0-H's layout at TINY's size: layer_types over 4 layers, Mamba-2 mixers of 16 heads x 64 (expand 2 x
+    512), a shared MLP, no routed experts."""
+    doc = {"architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "hidden_size": 512,
+           "intermediate_size": 1024, "shared_intermediate_size": 1024, "num_hidden_layers": 4,
+           "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "num_local_experts": 0,
+           "layer_types": ["mamba", "attention", "mamba", "mamba"], "mamba_n_heads": 16, "mamba_d_head": 64,
+           "mamba_n_groups": 1, "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2,
+           "tie_word_embeddings": True, "torch_dtype": "bfloat16", "max_position_embeddings": 4096}
+    return {**doc, **fields}
+
+
+def closing4_inputs() -> Iterator[Input]:
+    models = (("tiny", ["-m", "c"], None), ("gpt-oss-20b", ["-m", "gpt-oss-20b"], None),
+              ("llama-3-8b", ["-m", "llama-3-8b"], None), ("tiny fp8 block", ["-m", "c"], TINY_FP8_BLOCK))
+    # -q / --weight-dtype with each --engine: the step's weights in each format on TINY equal capacity's (no engine),
+    # hand-derived in TINY_BY_FORMAT; capacity --engine takes or refuses them, never a traceback
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        for fmt in ("bf16", "fp8", "fp8_block", "mxfp4", "nvfp4", "int4_g128"):
+            yield Input("closing4", f"step --engine {engine} --weight-dtype {fmt}: TINY by hand", check=lambda f,
+                        e=engine, w=fmt: _figure3(f, ["report", "--phase", "step", "-m", "c", "-g", "h200-sxm",
+                                                      "--engine", e, "--weight-dtype", w, "-f", "json"],
+                                                  [("weight_bytes_per_gpu", TINY_BY_FORMAT[w], f"TINY in {w}")]))
+        for name in ("-q", "--weight-dtype"):
+            for fmt in ("fp8", "mxfp4", "awq", "xyz"):
+                yield cli("closing4", ["capacity", "-m", "c", "-g", "h200-sxm", "--engine", engine, name, fmt, "-f",
+                                       "json"], idents=[name, fmt, "--engine", "--quantization", "checkpoint"],
+                          json_out=True, setup=_tiny_setup(), label=f"capacity --engine {engine} {name} {fmt}")
+    # both names at once: the same value is one setting; two values are refused naming both
+    for a, b, same in (("fp8", "fp8", True), ("nvfp4", "nvfp4", True), ("fp8", "nvfp4", False),
+                       ("auto", "bf16", False), ("mxfp4", "mxfp4", True)):
+        for cmd in (["capacity"], ["report", "--phase", "step"], ["explain", "--phase", "step"], ["serve"]):
+            yield cli("closing4", [*cmd, "-m", "c", "-g", "h200-sxm", "-q", a, "--weight-dtype", b],
+                      idents=["--weight-dtype", "--quantization", a, b], expect=None if same else 2,
+                      setup=_tiny_setup(), label=f"{' '.join(cmd)} -q {a} --weight-dtype {b}")
+    # serve with every --weight-dtype format on each checkpoint
+    for label, model, doc in models:
+        for fmt in WEIGHT_FORMATS4:
+            yield cli("closing4", ["serve", *model, "-g", "h200-sxm", "--weight-dtype", fmt, "-f", "json"],
+                      idents=["--weight-dtype", fmt or "''", "--quantization", "checkpoint"], json_out=True,
+                      expect=2 if fmt in ("nope", "") else None, setup=_tiny_setup(doc) if model[1] == "c" else None,
+                      label=f"serve {label} --weight-dtype {fmt!r}")
+    # explain --phase step with each new option
+    for extra in (["--weight-dtype", "nvfp4"], ["-q", "fp8"], ["--engine", "sglang"], ["--engine", "tensorrt-llm",
+                  "--engine-version", "0.9"], ["--engine-version", "v1"], ["--engine", "sglang", "--engine-version",
+                  "v1"], ["--gemm-dtype", "fp8"], ["--gemm-dtype", "fp8", "--weight-dtype", "bf16"],
+                  ["--weight-dtype", "mxfp4", "--engine", "sglang"], ["--kv-cache-dtype", "fp8", "-q", "fp8"],
+                  ["--step", "prefill", "--weight-dtype", "int4_g128"], ["--pp", "2", "--weight-dtype", "fp8_block"],
+                  ["--speculative-config", '{"method":"eagle","num_speculative_tokens":2}', "--weight-dtype", "fp8"],
+                  ["--enforce-eager", "-q", "auto"], ["--engine-version", "0.9.0+cu121", "--weight-dtype", "fp8"]):
+        for label, model, doc in models[:3]:
+            yield cli("closing4", ["explain", "--phase", "step", *model, "-g", "h200-sxm", *extra],
+                      idents=[w for w in extra if w.startswith("-")] + [w for w in extra if not w.startswith("-")],
+                      setup=_tiny_setup(doc) if model[1] == "c" else None,
+                      label=f"explain --phase step {label} {' '.join(extra)[:70]}")
+    # --engine-version's odd spellings on serve
+    for version, expect in ODD_RELEASES4.items():
+        for engine in ("vllm", "sglang"):
+            yield cli("closing4", ["serve", "--engine", engine, "--engine-version", version, "-f", "json"],
+                      idents=["--engine-version", version.strip() or "''", "--engine"], json_out=True,
+                      expect=expect, label=f"serve --engine {engine} --engine-version {version!r}")
+    # plot commands with --data in odd cases
+    for args, outputs, expect in (
+            (["plot", "serve", "-o", "s.png", "--data", "s.csv"], ["s.png", "s.csv"], 0),
+            (["plot", "serve", "-o", "s.png", "--data", "S.JSON"], ["s.png", "S.JSON"], 0),
+            (["plot", "capacity", "-o", "c.png", "--data", "c.png"], [], 2),
+            (["plot", "capacity", "-o", "c.png", "--data", "no/such/dir/c.csv"], [], 2),
+            (["plot", "capacity", "-o", "c.png", "--data", "."], [], 2),
+            (["plot", "capacity", "-o", "c.png", "--data", "-"], [], 2),
+            (["plot", "capacity", "-o", "c.png", "--data", ".csv"], [".csv"] + ["c.png"], None),
+            (["plot", "capacity", "-o", "x.csv", "--data", "x.csv"], [], 2),
+            (["plot", "memory", "-o", "m.svg", "--data", "m.json", "--data", "n.json"], ["m.svg", "m.json", "n.json"],
+             None),
+            (["plot", "roofline", "-o", "r.pdf", "--data", "r.csv"], ["r.pdf", "r.csv"], 0),
+            (["plot", "decode", "-o", "d.png", "--data", "d.csv"], [], 2),       # d.csv: a folder (setup)
+            (["plot", "time", "-o", "t.png", "--data", "t.txt"], [], 2),
+            (["plot", "serve", "-m", "c", "-o", "s.png", "--data", "c/config.json"], [], 2),   # -m c's own file
+            (["plot", "capacity", "-m", "c", "-o", "c.png", "--data", "c.json", "--weight-dtype", "nvfp4"],
+             ["c.png", "c.json"], None),
+            (["plot", "serve", "-m", "c", "-o", "s.png", "--data", "s.json", "--weight-dtype", "mxfp4"],
+             ["s.png", "s.json"], None),
+            (["plot", "serve", "-m", "c", "-o", "s.png", "--data", "s.json", "-q", "awq"], [], 2),
+            (["plot", "serve", "--engine-version", "0.9;1", "-o", "s.png", "--data", "s.csv"], [], 2)):
+        needs_tiny = "c" in args[args.index("-m") + 1:args.index("-m") + 2] if "-m" in args else False
+        data = args[len(args) - 1 - args[::-1].index("--data") + 1]
+        yield cli("closing4", args, idents=["--data", data, "-o", "--output", "config.json", "-q", "--quantization",
+                                            "--weight-dtype", "--engine-version"], expect=expect, outputs=outputs,
+                  setup=_tiny_setup() if needs_tiny else (lambda f: (f / "d.csv").mkdir()) if "d.csv" in args
+                  else None, label=" ".join(args))
+    # Mamba-family config.json files that contradict themselves
+    jamba = _jamba()["doc"]
+    for label, doc, expect, idents in (
+            ("Jamba expert offset past its period", {**jamba, "expert_layer_offset": 2}, 2, ["expert_layer_offset"]),
+            ("Jamba top-k above experts", {**jamba, "num_experts_per_tok": 32}, 2, ["num_experts_per_tok"]),
+            ("Jamba KV heads above heads", {**jamba, "num_key_value_heads": 64}, 2, ["num_key_value_heads"]),
+            ("Jamba heads not dividing hidden", {**jamba, "num_attention_heads": 48}, 2,
+             ["num_attention_heads", "hidden_size", "head_dim"]),
+            ("Jamba mamba_dt_rank 0", {**jamba, "mamba_dt_rank": 0}, 2, ["mamba_dt_rank"]),
+            ("Jamba num_hidden_layers 0", {**jamba, "num_hidden_layers": 0}, 2, ["num_hidden_layers"]),
+            ("Jamba no attention layer (period past layers)", {**jamba, "attn_layer_period": 64, "attn_layer_offset":
+                                                               40}, 2, ["num_hidden_layers", "attention"]),
+            ("Jamba layer_types beside its period", {**jamba, "layer_types": ["full_attention"] * 32}, None, []),
+            ("Bamba heads x head_dim not expand x hidden", _bamba4(mamba_d_head=32), 2, ["mamba_d_head"]),
+            ("Bamba d_head auto, heads not dividing", _bamba4(mamba_d_head="auto", mamba_n_heads=96), 2,
+             ["mamba_d_head", "mamba_n_heads"]),
+            ("Bamba groups not dividing heads", _bamba4(mamba_n_groups=5), 2, ["mamba_n_groups"]),
+            ("Bamba index a float", _bamba4(attn_layer_indices=[9.0]), None, ["attn_layer_indices"]),   # 9 in [9.0]
+            ("Bamba index a bool", _bamba4(attn_layer_indices=[True]), 2, ["attn_layer_indices"]),
+            ("Bamba index null", _bamba4(attn_layer_indices=None), 2, ["attn_layer_indices", "attention",
+                                                                       "num_hidden_layers"]),
+            ("Bamba d_conv 0", _bamba4(mamba_d_conv=0), 2, ["mamba_d_conv"]),
+            ("Bamba d_state huge", _bamba4(mamba_d_state=10 ** 30), None, ["mamba_d_state"]),
+            ("Granite-H layer_types one short", _granite_hybrid4(layer_types=["mamba", "attention", "mamba"]), 2,
+             ["layer_types"]),
+            ("Granite-H layer_types unknown", _granite_hybrid4(layer_types=["mamba", "attention", "mamba", "moe"]), 2,
+             ["layer_types"]),
+            ("Granite-H all Mamba", _granite_hybrid4(layer_types=["mamba"] * 4), 2, ["num_hidden_layers",
+                                                                                   "attention"]),
+            ("Granite-H no layer_types", {k: v for k, v in _granite_hybrid4().items() if k != "layer_types"}, 2,
+             ["layer_types"]),
+            ("Granite-H experts negative", _granite_hybrid4(num_local_experts=-1), 2, ["num_local_experts"]),
+            ("Granite-H experts without top-k", _granite_hybrid4(num_local_experts=8), None, ["num_experts_per_tok"]),
+            ("Granite-H top-k above experts", _granite_hybrid4(num_local_experts=8, num_experts_per_tok=9), 2,
+             ["num_experts_per_tok"]),
+            ("Granite-H heads x d_head not expand x hidden", _granite_hybrid4(mamba_n_heads=12), 2,
+             ["mamba_d_head", "mamba_n_heads"]),
+            ("NemotronH", {**_bamba4(), "architectures": ["NemotronHForCausalLM"]}, 2, ["architectures"]),
+            ("FalconH1", {**_bamba4(), "architectures": ["FalconH1ForCausalLM"]}, 2, ["architectures"])):
+        for cmd in (["capacity", "-f", "json"], ["report", "--phase", "step", "-f", "json"]):
+            # the step refuses a Mamba layer by its kind once the file reads (hybrid3's step rows say so)
+            yield cli("closing4", [*cmd[:-2], "-m", "c", "-g", "h200-sxm", *cmd[-2:]],
+                      idents=[*idents, "config.json", *(["Mamba"] if cmd[0] == "report" else [])],
+                      expect=expect, json_out=True, setup=_tiny_setup(doc), label=f"{label}: {cmd[0]}")
+    # a Bamba's attention indices in any order are the same layers (KV by hand: 3 layers x 2 x 8 x 128 x 2)
+    for order in ([27, 9, 18], [18, 27, 9], [9, 18, 27, 18]):
+        yield Input("closing4", f"Bamba attn_layer_indices {order}", check=lambda f, o=order: _figure3(
+            f, ["capacity", "-m", "c", "-g", "h200-sxm", "-f", "json"],
+            [("kv_bytes_per_token", 3 * 2 * 8 * 128 * 2, "3 attention layers x 2 x 8 KV heads x 128 x 2")],
+            doc=_bamba4(attn_layer_indices=o)))
+    # Granite-H at TINY's size: one attention layer, KV 2 x 2 x 64 x 2 a token; Mamba-2 state as _bamba's formula
+    gh = _granite_hybrid4()
+    state = ((4 - 1) * (1024 + 2 * 1 * 128) + 16 * 64 * 128) * 2
+    yield Input("closing4", "Granite-H TINY KV and state by hand", check=lambda f: _hybrid_check(
+        f, {"doc": gh, "kv_token": 1 * 2 * 2 * 64 * 2, "state": state}, 1, False))
+
+
 # --- running ----------------------------------------------------------------------------------------------------
 
 CLASSES = {"hf_config": hf_inputs, "yaml_spec": yaml_inputs, "options": option_inputs, "files": file_inputs,
@@ -2334,7 +2500,8 @@ CLASSES = {"hf_config": hf_inputs, "yaml_spec": yaml_inputs, "options": option_i
            "environment": env_inputs, "api": api_inputs, "numbers": number_inputs,
            "options2": option2_inputs, "hf_config2": hf2_inputs, "api2": api2_inputs, "numbers2": number2_inputs,
            "classic2": classic2_inputs, "quant3": quant3_inputs, "sizes3": sizes3_inputs, "step3": step3_inputs,
-           "memory3": memory3_inputs, "hybrid3": hybrid3_inputs, "amd3": amd3_inputs, "plot3": plot3_inputs}
+           "memory3": memory3_inputs, "hybrid3": hybrid3_inputs, "amd3": amd3_inputs, "plot3": plot3_inputs,
+           "closing4": closing4_inputs}
 
 
 def run_case(item: Input, folder: Path) -> list[str]:

@@ -377,3 +377,38 @@ def test_tiny_weights_in_every_format_round_3():
     failed = {item.label: p for item in hostile.quant3_inputs()
               if item.label.startswith("tiny ") and item.label not in DEFECTS3 and (p := hostile.run_input(item))}
     assert not failed, failed
+
+
+# --- the closing re-run (closing4): the weights options with --engine, serve --weight-dtype, explain --phase step's
+# new options, --engine-version's odd spellings, --data in odd cases, Mamba-family contradictions ------------------
+
+#: One closing4 input in this many (ten or so), its defects' inputs and its hand-derived Mamba figures whole.
+STRIDE4 = 26
+#: closing4's finds, each a strict xfail until fixed.
+DEFECTS4 = {
+    "serve --engine vllm --engine-version '\uff10.9'":
+        "D27: a release written in non-ASCII digits (fullwidth '\uff10.9') is taken as 0.9 (vocab._RELEASE's \\d "
+        "matches any Unicode digit; packaging.version refuses it): serve, the step and explain price it and print "
+        "'vllm \uff10.9'",
+    "plot serve -m c -o s.png --data c/config.json":
+        "D28: every plot command (roofline, memory, time, decode, capacity, serve) writes --data over the model's "
+        "own config.json (-m c): exit 0, 'wrote c/config.json', and the next command reading -m c fails (-o is kept "
+        "off inputs by write_atomic; --data's check_writable is given none)",
+}
+
+
+def _kept4():
+    items = list(hostile.CLASSES["closing4"]())
+    kept = {item.label: item for item in itertools.islice(items, 0, None, STRIDE4)}
+    kept.update({item.label: item for item in items if item.label in DEFECTS4
+                 or item.label.startswith(("Bamba attn_layer_indices [", "Granite-H TINY"))})
+    assert set(DEFECTS4) <= set(kept), set(DEFECTS4) - set(kept)
+    for label, item in kept.items():
+        marks = [pytest.mark.xfail(strict=True, reason=DEFECTS4[label])] if label in DEFECTS4 else []
+        yield pytest.param(item, id=f"closing4: {label[:70]}", marks=marks)
+
+
+@pytest.mark.parametrize("item", list(_kept4()))
+def test_hostile_input_closing_4(item):
+    problems = hostile.run_input(item)
+    assert not problems, "\n".join(problems)
