@@ -2436,6 +2436,18 @@ def closing4_inputs() -> Iterator[Input]:
                                             "--weight-dtype", "--engine-version"], expect=expect, outputs=outputs,
                   setup=_tiny_setup() if needs_tiny else (lambda f: (f / "d.csv").mkdir()) if "d.csv" in args
                   else None, label=" ".join(args))
+    # --data onto an input under another spelling, or onto --measurements' file; release digits outside ASCII
+    measured = fs.ROOT / "measurements" / "h200-flash-hopper.csv"
+    for args, setup in ((["plot", "capacity", "-m", "c", "-o", "c.png", "--data", "./c/../c/config.json"], _tiny_setup()),
+                        (["plot", "capacity", "-m", "c", "-o", "c.png", "--data", "link.json"],
+                         lambda f: (_tiny(f), (f / "link.json").symlink_to(f / "c" / "config.json"))),
+                        (["plot", "roofline", "-g", "h200-sxm", "--measurements", "m.csv", "-o", "r.png", "--data",
+                          "m.csv"], lambda f: (f / "m.csv").write_bytes(measured.read_bytes()))):
+        yield cli("closing4", args, idents=["--data", args[-1], "input"], expect=2, setup=setup, label=" ".join(args))
+    for version in ("\u0660.\u0669", "\u2070.\u2079", "0.\uff19.0"):
+        for cmd in (["serve", "--engine", "vllm"], ["report", "--phase", "step", "--engine", "tensorrt-llm"]):
+            yield cli("closing4", [*cmd, "--engine-version", version, "-f", "json"], idents=["--engine-version", version],
+                      expect=2, json_out=True, label=f"{' '.join(cmd)} --engine-version {version!r}")
     # Mamba-family config.json files that contradict themselves
     jamba = _jamba()["doc"]
     for label, doc, expect, idents in (

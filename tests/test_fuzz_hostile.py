@@ -385,15 +385,21 @@ def test_tiny_weights_in_every_format_round_3():
 #: One closing4 input in this many (ten or so), its defects' inputs and its hand-derived Mamba figures whole.
 STRIDE4 = 26
 #: closing4's finds, each a strict xfail until fixed.
+D27 = ("D27: a release written in non-ASCII decimal digits (fullwidth '\uff10.9', Arabic-Indic '\u0660.\u0669') is "
+       "taken as that release (vocab._RELEASE's \\d matches any Unicode digit; packaging.version refuses them): "
+       "serve, the step and explain price it and print 'vllm \uff10.9'")
+D28 = ("D28: every plot command (roofline, memory, time, decode, capacity, serve) writes --data over its own input: "
+       "-m c's config.json (by name, through ./c/../c, through a symlink) or --measurements' CSV; exit 0, 'wrote "
+       "c/config.json', and the next command reading -m c fails (-o is kept off inputs by write_atomic; --data's "
+       "check_writable is given none)")
 DEFECTS4 = {
-    "serve --engine vllm --engine-version '\uff10.9'":
-        "D27: a release written in non-ASCII digits (fullwidth '\uff10.9') is taken as 0.9 (vocab._RELEASE's \\d "
-        "matches any Unicode digit; packaging.version refuses it): serve, the step and explain price it and print "
-        "'vllm \uff10.9'",
-    "plot serve -m c -o s.png --data c/config.json":
-        "D28: every plot command (roofline, memory, time, decode, capacity, serve) writes --data over the model's "
-        "own config.json (-m c): exit 0, 'wrote c/config.json', and the next command reading -m c fails (-o is kept "
-        "off inputs by write_atomic; --data's check_writable is given none)",
+    **{f"serve --engine {e} --engine-version '\uff10.9'": D27 for e in ("vllm", "sglang")},
+    **{f"{c} --engine-version {v!r}": D27 for v in ("\u0660.\u0669", "0.\uff19.0")
+       for c in ("serve --engine vllm", "report --phase step --engine tensorrt-llm")},
+    **{label: D28 for label in ("plot capacity -m c -o c.png --data ./c/../c/config.json",
+                                "plot capacity -m c -o c.png --data link.json",
+                                "plot roofline -g h200-sxm --measurements m.csv -o r.png --data m.csv")},
+    "plot serve -m c -o s.png --data c/config.json": D28,
 }
 
 
