@@ -231,8 +231,9 @@ ENGINE_RELEASES = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtll
 #: Version words that name no release but an engine generation rooflab models (vLLM's V1 engine).
 _GENERATIONS = ("v1", ENGINE_RELEASES[Engine.vllm])
 #: A release as the engines print it, whole: numbers, then dev / post / rc / a / b parts, then a local +tag
-#: ('0.7.4.dev181+gf35f8e22', '0.4.3.post2', '0.26.1rc1'); '0.7.3 ; x' and '0.7xyz' are not one.
-_RELEASE = r"(?i)v?\d+(?:\.\d+)+(?:[.-]?(?:dev|post|rc|a|b)\d*)*(?:\+[0-9a-z.]+)?"
+#: ('0.7.4.dev181+gf35f8e22', '0.4.3.post2', '0.26.1rc1'); '0.7.3 ; x' and '0.7xyz' are not one. ASCII digits only
+#: (as packaging.version reads a release): a fullwidth or Arabic-Indic '0.9' is refused, not taken as 0.9.
+_RELEASE = r"(?ia)v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:dev|post|rc|a|b)[0-9]*)*(?:\+[0-9a-z.]+)?"
 
 
 def engine_release(version) -> "tuple[int, ...] | None":
@@ -240,7 +241,7 @@ def engine_release(version) -> "tuple[int, ...] | None":
     where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release)."""
     import re
 
-    match = re.match(r"v?(\d+\.\d+(?:\.\d+)*)(?!\d)", str(version or "").strip())
+    match = re.match(r"v?([0-9]+\.[0-9]+(?:\.[0-9]+)*)(?![0-9])", str(version or "").strip(), re.ASCII)
     return tuple(int(n) for n in match.group(1).split(".")) if match else None
 
 

@@ -384,34 +384,28 @@ def test_tiny_weights_in_every_format_round_3():
 
 #: One closing4 input in this many (ten or so), its defects' inputs and its hand-derived Mamba figures whole.
 STRIDE4 = 26
-#: closing4's finds, each a strict xfail until fixed.
-D27 = ("D27: a release written in non-ASCII decimal digits (fullwidth '\uff10.9', Arabic-Indic '\u0660.\u0669') is "
-       "taken as that release (vocab._RELEASE's \\d matches any Unicode digit; packaging.version refuses them): "
-       "serve, the step and explain price it and print 'vllm \uff10.9'")
-D28 = ("D28: every plot command (roofline, memory, time, decode, capacity, serve) writes --data over its own input: "
-       "-m c's config.json (by name, through ./c/../c, through a symlink) or --measurements' CSV; exit 0, 'wrote "
-       "c/config.json', and the next command reading -m c fails (-o is kept off inputs by write_atomic; --data's "
-       "check_writable is given none)")
-DEFECTS4 = {
-    **{f"serve --engine {e} --engine-version '\uff10.9'": D27 for e in ("vllm", "sglang")},
-    **{f"{c} --engine-version {v!r}": D27 for v in ("\u0660.\u0669", "0.\uff19.0")
-       for c in ("serve --engine vllm", "report --phase step --engine tensorrt-llm")},
-    **{label: D28 for label in ("plot capacity -m c -o c.png --data ./c/../c/config.json",
-                                "plot capacity -m c -o c.png --data link.json",
-                                "plot roofline -g h200-sxm --measurements m.csv -o r.png --data m.csv")},
-    "plot serve -m c -o s.png --data c/config.json": D28,
-}
+#: closing4's finds, fixed (session 11); their inputs stay kept as regression checks:
+#: D27: a release written in non-ASCII decimal digits (fullwidth '\uff10.9', Arabic-Indic '\u0660.\u0669') was taken
+#: as that release (vocab._RELEASE's \\d matched any Unicode digit); now refused as packaging.version refuses it.
+#: D28: every plot command wrote --data over its own input (-m c's config.json by name, through ./c/../c, through a
+#: symlink; --measurements' CSV); now refused (charts._inputs: the files the command read).
+FIXED4 = (
+    *(f"serve --engine {e} --engine-version '\uff10.9'" for e in ("vllm", "sglang")),
+    *(f"{c} --engine-version {v!r}" for v in ("\u0660.\u0669", "0.\uff19.0")
+      for c in ("serve --engine vllm", "report --phase step --engine tensorrt-llm")),
+    "plot capacity -m c -o c.png --data ./c/../c/config.json", "plot capacity -m c -o c.png --data link.json",
+    "plot roofline -g h200-sxm --measurements m.csv -o r.png --data m.csv", "plot serve -m c -o s.png --data c/config.json",
+)
 
 
 def _kept4():
     items = list(hostile.CLASSES["closing4"]())
     kept = {item.label: item for item in itertools.islice(items, 0, None, STRIDE4)}
-    kept.update({item.label: item for item in items if item.label in DEFECTS4
+    kept.update({item.label: item for item in items if item.label in FIXED4
                  or item.label.startswith(("Bamba attn_layer_indices [", "Granite-H TINY"))})
-    assert set(DEFECTS4) <= set(kept), set(DEFECTS4) - set(kept)
+    assert set(FIXED4) <= set(kept), set(FIXED4) - set(kept)
     for label, item in kept.items():
-        marks = [pytest.mark.xfail(strict=True, reason=DEFECTS4[label])] if label in DEFECTS4 else []
-        yield pytest.param(item, id=f"closing4: {label[:70]}", marks=marks)
+        yield pytest.param(item, id=f"closing4: {label[:70]}")
 
 
 @pytest.mark.parametrize("item", list(_kept4()))

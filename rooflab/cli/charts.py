@@ -88,19 +88,29 @@ def _lengths(values: list[str] | None, right_end: int | None, right_flag: str) -
     return parse_lengths(values, "--lengths") or None
 
 
-def _save(fig, output: Path | None, default: str, frame=None, data: Path | None = None) -> None:
+def _save(fig, output: Path | None, default: str, frame=None, data: Path | None = None, inputs=()) -> None:
     """The image, and with --data the chart's numbers beside it (`frame`: a callable giving the DataFrame). --data's
     path is checked before the image is written, so a refused --data leaves no image behind and is named as
-    --data (write_atomic's own check names -o)."""
+    --data (write_atomic's own check names -o); it is refused where it is one of `inputs` (_inputs: the files the
+    command read), under any spelling or through a link."""
     from ..output import check_writable
     from ..plot import save_data, save_figure
 
     if data is not None:
-        check_writable(data, option="--data")
+        check_writable(data, inputs, option="--data")
     typer.echo(f"wrote {save_figure(fig, output or Path(default))}")
     if data is not None:
         typer.echo(f"wrote {save_data(frame(), data)}")
     _no_collection_at_exit()
+
+
+def _inputs(model=None, gpus=(), files=()) -> list[Path]:
+    """The files a chart command read: the model's (load_model's config.json or YAML), each GPU's YAML, and
+    `files` (a measurement CSV), for _save to keep --data off them."""
+    from ..load import gpu_file, model_file
+
+    return [*([model_file(model)] if model is not None else []), *(gpu_file(g) for g in gpus),
+            *(Path(f) for f in files if f is not None)]
 
 
 def _no_collection_at_exit() -> None:
@@ -156,7 +166,7 @@ def plot_roofline(
     m = load_model(model)
     data = roofline_data(m, gpus, seq_len, _dtype(dtype, m, gpus), batch, causal, decode_batch, flash_tiled=flash_tiled)
     _save(roofline_chart(data, measured, exp_roof), output, "roofline.png",
-          lambda: data.chart_frame(measured, exp_roof), data_file)
+          lambda: data.chart_frame(measured, exp_roof), data_file, _inputs(model, names, [measurements]))
 
 
 def _prefill_inputs(model, gpu, dtype, lengths, max_seq_len):
@@ -166,7 +176,7 @@ def _prefill_inputs(model, gpu, dtype, lengths, max_seq_len):
     seq_lens = _lengths(lengths, max_seq_len, "--max-seq-len")
     gpus = [load_gpu(name) for name in _names(gpu, "h100-sxm")]
     m = load_model(model)
-    return m, gpus, _dtype(dtype, m, gpus), seq_lens
+    return m, gpus, _dtype(dtype, m, gpus), seq_lens, _inputs(model, _names(gpu, "h100-sxm"))
 
 
 #: --batch of the prefill charts (memory, time).
@@ -189,9 +199,9 @@ def plot_memory(
     """Bytes of S and P against sequence length, with each GPU's capacity minus weights: where naive prefill stops fitting."""
     from ..plot import memory_chart, memory_sweep
 
-    m, gpus, dtype, seq_lens = _prefill_inputs(model, gpu, dtype, lengths, max_seq_len)
+    m, gpus, dtype, seq_lens, inputs = _prefill_inputs(model, gpu, dtype, lengths, max_seq_len)
     sweep = memory_sweep(m, gpus, batch, dtype, max_seq_len, seq_lens)
-    _save(memory_chart(sweep), output, "memory.png", sweep.to_frame, data_file)
+    _save(memory_chart(sweep), output, "memory.png", sweep.to_frame, data_file, inputs)
 
 
 @friendly
@@ -212,9 +222,9 @@ def plot_time(
     """Naive and flash prefill time floors (all layers) against sequence length; several GPUs side by side."""
     from ..plot import time_chart, time_sweeps
 
-    m, gpus, dtype, seq_lens = _prefill_inputs(model, gpu, dtype, lengths, max_seq_len)
+    m, gpus, dtype, seq_lens, inputs = _prefill_inputs(model, gpu, dtype, lengths, max_seq_len)
     sweeps = time_sweeps(m, gpus, batch, dtype, causal, max_seq_len, seq_len, seq_lens)
-    _save(time_chart(sweeps), output, "time.png", lambda: _frames(sweeps), data_file)
+    _save(time_chart(sweeps), output, "time.png", lambda: _frames(sweeps), data_file, inputs)
 
 
 @friendly
@@ -246,7 +256,8 @@ def plot_decode(
     m = load_model(model)
     sweeps = decode_sweeps(m, gpus, batches, d.page_size, _dtype(dtype, m, gpus), d.kv_cache_dtype, max_context_len,
                            context_lens)
-    _save(decode_chart(sweeps), output, "decode.png", lambda: _frames(sweeps), data_file)
+    _save(decode_chart(sweeps), output, "decode.png", lambda: _frames(sweeps), data_file,
+          _inputs(model, _names(gpu, "h100-sxm")))
 
 
 @friendly
@@ -280,7 +291,8 @@ def plot_capacity(
     d, _, _ = dopt.words_of(ctx).resolve(checkpoint=m)
     sweeps = capacity_sweeps(m, gpus, d.page_size, d.weight_format, d.kv_cache_dtype, d.gpu_memory_utilization,
                              max_model_len, d.tensor_parallel, context_lens)
-    _save(capacity_chart(sweeps), output, "capacity.png", lambda: _frames(sweeps), data_file)
+    _save(capacity_chart(sweeps), output, "capacity.png", lambda: _frames(sweeps), data_file,
+          _inputs(model, _names(gpu, "h100-sxm")))
 
 
 @friendly
@@ -291,12 +303,13 @@ def plot_validation(
     data_file: DataOpt = None,
 ) -> None:
     """Measured time against the calibrated model's prediction, held-out rows filled."""
-    from ..fit.validate import validate
+    from ..fit.validate import bundled_dataset, validate
     from ..plot import validation_chart
 
     v = validate(file)
     impls = tuple(sorted({g.impl for g in v.groups})) if peers else None
-    _save(validation_chart(v, impls), output, "validation.png", lambda: _validation_frame(v, impls), data_file)
+    _save(validation_chart(v, impls), output, "validation.png", lambda: _validation_frame(v, impls), data_file,
+          _inputs(files=bundled_dataset() if file is None else (file,)))
 
 
 def _validation_frame(v, impls: tuple[str, ...] | None):

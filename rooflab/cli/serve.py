@@ -16,7 +16,7 @@ import typer
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
 from . import FormatOpt, GpuOpt, ModelOpt, fail, friendly, params, parse_lengths
-from .charts import DataOpt, GpusOpt, _names, _output_opt, _save
+from .charts import DataOpt, GpusOpt, _inputs, _names, _output_opt, _save
 from .deployment_options import EngineVersionOpt, QuantizationOpt, WeightDTypeOpt
 
 MAX_PROMPTS = 10_000_000
@@ -322,4 +322,5 @@ def plot_serve(
                                range_ratio, style, page_size, utilization, max_num_seqs, max_tokens, mixed,
                                hit_rate, max(concurrencies) if concurrencies else None, engine_version)
             sweeps.append(concurrency_sweep(replica, concurrencies))
-    _save(serve_chart(sweeps), output, "serve.png", lambda: sweeps_frame(sweeps), data)
+    _save(serve_chart(sweeps), output, "serve.png", lambda: sweeps_frame(sweeps), data,
+          _inputs(model, _names(gpu, "h100-sxm")))

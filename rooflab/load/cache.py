@@ -62,8 +62,13 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def load_gpu(ref: str | os.PathLike) -> GpuSpec:
     """A GPU by bundled name (see `rooflab list gpus`) or by path to a YAML file."""
-    path = spec_path("hardware", "GPU", ref).resolve()
+    path = gpu_file(ref)
     return _load_gpu(path, _stamp(path))
+
+
+def gpu_file(ref: str | os.PathLike) -> Path:
+    """The YAML file load_gpu(ref) reads, for a command that writes to keep its outputs off it."""
+    return spec_path("hardware", "GPU", ref).resolve()
 
 
 def bundled_model(name: str) -> ModelSpec:
@@ -84,4 +89,4 @@ def clear_cache() -> None:
     _load_model.cache_clear()
 
 
-__all__ = ["PUBLISHED_COUNT_FACTOR", "bundled_model", "clear_cache", "load_gpu", "yaml_model"]
+__all__ = ["PUBLISHED_COUNT_FACTOR", "bundled_model", "clear_cache", "gpu_file", "load_gpu", "yaml_model"]

@@ -15,6 +15,7 @@ from ..specs import ModelSpec
 from ..units import fmt_params
 from .bundled import available
 from .cache import bundled_model, yaml_model
+from .names import spec_path
 
 
 def _names_a_path(text: str) -> bool:
@@ -32,6 +33,24 @@ def load_model(ref: str | os.PathLike) -> ModelSpec:
     a file suffix, an existing file) or a bare word names no bundled model but a folder here; a bare word that is
     both a bundled model and a local folder is an error naming both, so a download never shadows a bundled name.
     """
+    text = _hf_reference(ref)
+    return yaml_model(ref) if text is None else load_hf_config(text)
+
+
+def model_file(ref: str | os.PathLike) -> Path:
+    """The file load_model(ref) reads (the config.json, the YAML, the bundled YAML), for a command that writes
+    to keep its outputs off it."""
+    text = _hf_reference(ref)
+    if text is None:
+        return spec_path("models", "model", ref).resolve()
+    from ..hf import locate
+
+    return locate(text).path.resolve()
+
+
+def _hf_reference(ref: str | os.PathLike) -> "str | None":
+    """The reference as rooflab.hf reads it where it names a config.json (a folder here gets './'), else None (a
+    bundled name or a YAML file); a bare word naming both a bundled model and a folder here is a SpecError."""
     text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else ""
     if text and not _names_a_path(text) and Path(text).is_dir():
         if text.strip().lower() in available("models"):
@@ -43,8 +62,8 @@ def load_model(ref: str | os.PathLike) -> ModelSpec:
         from ..hf import is_hf_reference   # only for what may be a config.json: the CLI's start-up stays light
 
         if is_hf_reference(text):
-            return load_hf_config(text)
-    return yaml_model(ref)
+            return text
+    return None
 
 
 def load_hf_config(ref: str | os.PathLike) -> ModelSpec:
@@ -74,4 +93,4 @@ def with_published_count(spec: ModelSpec, label: str) -> ModelSpec:
     return dataclasses.replace(spec, display_name=f"{label} (config.json: {derived} parameters derived)")
 
 
-__all__ = ["load_hf_config", "load_model", "with_published_count"]
+__all__ = ["load_hf_config", "load_model", "model_file", "with_published_count"]

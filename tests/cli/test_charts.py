@@ -7,6 +7,8 @@ predicted-against-measured chart on the bundled H200 data, help, and bad input (
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -272,6 +274,59 @@ def test_cli_data_numbers_are_the_sweeps(tmp_path):
     sweep = decode_sweep(load_model("deepseek-v3"), load_gpu("h200-sxm"), batches=(8,), context_lens=[32768])
     assert got == {"floor": sweep.floor_s[0][0], "launched": sweep.launched_s[0][0],
                    "predicted": sweep.predicted_s[0][0]}
+
+
+def _inputs_folder(tmp_path):
+    """tmp_path holding c/config.json (Qwen2.5-7B's), link.json (a symlink to it), hard.json (a hard link), a GPU
+    YAML and a measurement CSV (the bundled H200 sweep), each a file a chart command reads."""
+    import os
+    import shutil
+
+    from rooflab.fit.validate import bundled_dataset
+
+    (tmp_path / "c").mkdir()
+    shutil.copy(Path(__file__).parents[1] / "data" / "hf_configs" / "qwen2.5-7b.json", tmp_path / "c" / "config.json")
+    (tmp_path / "link.json").symlink_to(tmp_path / "c" / "config.json")
+    os.link(tmp_path / "c" / "config.json", tmp_path / "hard.json")
+    shutil.copy(data_dir("hardware") / "h200-sxm.yaml", tmp_path / "g.json")   # a GPU YAML under any name
+    shutil.copy(bundled_dataset()[0], tmp_path / "m.csv")
+    return {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("args, data", [
+    (["capacity", "-m", "c", "--lengths", "8k"], "c/config.json"),
+    (["capacity", "-m", "c", "--lengths", "8k"], "./c/../c/config.json"),
+    (["capacity", "-m", "c", "--lengths", "8k"], "link.json"),
+    (["capacity", "-m", "c", "--lengths", "8k"], "hard.json"),
+    (["time", "-m", "./c", "--lengths", "8k"], "c/config.json"),
+    (["memory", "-m", "c/config.json", "--lengths", "8k"], "c/config.json"),
+    (["decode", "-m", "link.json", "--lengths", "8k", "-b", "1"], "c/config.json"),
+    (["decode", "-g", "./g.json", "--lengths", "8k", "-b", "1"], "g.json"),
+    (["roofline", "-g", "h200-sxm", "--measurements", "m.csv"], "m.csv"),
+    (["roofline", "-m", "c", "-g", "./g.json"], "g.json"),
+    (["validation", "m.csv"], "m.csv"),
+    (["serve", "-m", "c", "--max-concurrency", "4"], "c/config.json"),
+])
+def test_cli_data_never_overwrites_an_input(tmp_path, monkeypatch, args, data):
+    """--data naming a file the command reads (the model's config.json under any spelling, a symlink or a hard link
+    to it, a GPU YAML, the measurement CSV) is refused naming --data, exit 2; no image, every input unchanged."""
+    before = _inputs_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plot", *args, "-o", "chart.png", "--data", data])
+    _short_error(result, "--data")
+    assert "would overwrite an input file" in result.stderr
+    assert not (tmp_path / "chart.png").exists()
+    assert {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_cli_data_beside_the_inputs_is_written(tmp_path, monkeypatch):
+    """The same command with --data beside its inputs writes both files (the refusal above is of inputs only)."""
+    _inputs_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plot", "capacity", "-m", "c", "--lengths", "8k", "-o", "chart.png",
+                                 "--data", "c/capacity.csv"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "chart.png").is_file() and (tmp_path / "c" / "capacity.csv").read_text().count("\n") >= 2
 
 
 @pytest.mark.parametrize("name, needle", [("chart.txt", ".csv or .json"), ("", "empty"), ("chart.png", ".csv or .json")])

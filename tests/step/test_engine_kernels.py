@@ -132,7 +132,8 @@ def test_serve_prices_the_engines_release_kernels():
     assert "decode attention per_query_head" in text and "per_query_head" not in plain.stdout
 
 
-@pytest.mark.parametrize("bad", ["x", "latest", 1 + 2j, b"0.9", 0.9, "9" * 80, "0.7.3 ; x", "0.7xyz", "0.9.0-"])
+@pytest.mark.parametrize("bad", ["x", "latest", 1 + 2j, b"0.9", 0.9, "9" * 80, "0.7.3 ; x", "0.7xyz", "0.9.0-",
+                                 "\uff10.9", "\u0660.\u0669", "0.\uff19.0", "0.9+\u212a"])   # digits outside ASCII (D27)
 def test_the_api_checks_the_release_as_the_cli_does(h200, bad):
     model = load_model("llama-3-8b")
     for call in (lambda: engine_kernels(model, h200, Deployment(), "vllm", bad),

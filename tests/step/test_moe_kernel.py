@@ -120,6 +120,7 @@ def test_release_numbers():
     assert release("0.7.4.dev181+gf35f8e22") == (0, 7, 4) and release("0.4.3.post2") == (0, 4, 3)
     assert release("v0.9.0") == (0, 9, 0) and release("0.5.12") == (0, 5, 12)
     assert release("") is None and release(None) is None and release("v1 (0.11+)") is None
+    assert release("\uff10.9") is None and release("0.\uff19.0") is None     # digits outside ASCII name no release
 
 
 def test_a_kernel_by_name_and_a_bad_name():
