@@ -116,13 +116,13 @@ def split_limit(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBat
 def layer_splits(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBatch, num_sms: int | None,
                  page_size: int = 16, dtype: DType = DType.fp16, kv_dtype: DType | None = None,
                  units_per_sm: float = 1.0, recommended: bool = True, tensor_parallel: int = 1,
-                 q_len: int = 1, price: Callable[[int], Cost] | None = None) -> int:
+                 q_len: int = 1, price: Callable[[int], Cost] | None = None, mla_sparse_fp8: bool = False) -> int:
     """The split count for a layer type's decode: the one with the fastest step (best_splits over the keys the
     type reads), or that count but at least 2 when `recommended` is False (a report's split-KV row).
     Linear layers: 1 (no KV to split); no SM count: 1 (splitting only pays against idle SMs).
 
     `price(S)` prices the step with S splits where the caller keeps the costs it builds (a report prices each
-    once); by default layer_decode with this layer type's arguments.
+    once); by default layer_decode with this layer type's arguments (`mla_sparse_fp8`: layer_decode's).
     """
     layer = _layer(model, name)
     if not layer.is_attention or num_sms is None:
@@ -136,7 +136,7 @@ def layer_splits(model: ModelSpec, name: str, context_lens: ArrayLike | DecodeBa
     if price is None:
         def price(s: int) -> Cost:
             return layer_decode(model, name, batch, page_size, dtype, kv_dtype, s, q_len, num_sms, units_per_sm,
-                                tensor_parallel)
+                                tensor_parallel, mla_sparse_fp8)
     best = best_splits(price, limit)
     return best if recommended else max(2, best)
 

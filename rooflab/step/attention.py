@@ -123,11 +123,13 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
         tokens = shard_tokens(context_len, split_ways, page_size) if split else context_len
         lens = DecodeBatch.uniform(tokens, decodes)
         n, u = gpu.num_sms, gpu.units_per_sm
-        splits = layer_splits(model, name, lens, n, page_size, dtype, kv, u, tensor_parallel=tp, q_len=q_len)
+        sparse = dep.mla_sparse_fp8 and layer.is_latent      # fp8_ds_mla: the 656-byte token capacity counts
+        splits = layer_splits(model, name, lens, n, page_size, dtype, kv, u, tensor_parallel=tp, q_len=q_len,
+                              mla_sparse_fp8=sparse)
 
-        def price(num_sms, units_per_sm, name=name, lens=lens, splits=splits, tp=tp):
+        def price(num_sms, units_per_sm, name=name, lens=lens, splits=splits, tp=tp, sparse=sparse):
             return layer_decode(model, name, lens, page_size, dtype, kv, splits, q_len, num_sms, units_per_sm,
-                                tensor_parallel=tp)
+                                tensor_parallel=tp, mla_sparse_fp8=sparse)
 
         cost = price(n, u)
         kernels = list(cost.kernels)
@@ -152,7 +154,7 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
                 t = None if t is None or m is None else t + m
         what = (f"attention [{name}], {1 if per_head else splits} split(s)"
                 + (f", {q_len} query tokens" if q_len > 1 else "")
-                + (f", KV {kv.value}" if kv is not dtype else "")
+                + (", KV fp8_ds_mla (656 bytes a token)" if sparse else f", KV {kv.value}" if kv is not dtype else "")
                 + (f", 1/{split_ways} of the KV + merge" if split else "")
                 + (", KV read per query head (masked MHA)" if per_head else ""))
         how = (f"KV read per query head (TensorRT-LLM's masked MHA, a model): fitted {kernel.value} model "

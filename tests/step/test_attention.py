@@ -92,3 +92,20 @@ def test_per_query_head_leaves_what_it_does_not_model(model, kwargs):
     b = step_report(model, H200, 16, 2048, deployment=FP8_KV, check_memory=False, decode_attention="per_query_head",
                     **kwargs)
     assert [(r.label, r.t_predicted_s) for r in a.rows] == [(r.label, r.t_predicted_s) for r in b.rows]
+
+
+def test_fp8_ds_mla_decode_reads_the_656_byte_layout():
+    """--kv-cache-dtype fp8_ds_mla: the step's MLA decode attention reads the cache it holds, 656 bytes a token a
+    layer (specs.layers.MLA_SPARSE_FP8_BYTES: 512 fp8 latent + 4 fp32 scales + 64 bf16 rope), not the fp8 latent's
+    576: DeepSeek-V3 at TP 8 (the latent replicated on every GPU), 32 decodes of 8,192 tokens, 61 layers, read
+    32 x 8,192 x 61 x (656 - 576) = 1,279,262,720 bytes more a step than a plain fp8 cache, as much as the cache
+    the memory check counts grows (test_memory.test_fp8_ds_mla_is_capacitys_layout)."""
+    model = load_model("deepseek-v3")
+    plain, sparse = (step_report(model, H200, 32, 8192, deployment=Deployment(
+        tensor_parallel=8, kv_cache_dtype="fp8_e4m3", mla_sparse_fp8=flag)) for flag in (False, True))
+    extra = 32 * 8192 * 61 * (656 - 576)
+    assert extra == 1_279_262_720
+    assert _attention(sparse).hbm_bytes - _attention(plain).hbm_bytes == pytest.approx(extra, rel=1e-9)
+    assert sparse.kv_bytes_per_gpu - plain.kv_bytes_per_gpu == extra
+    assert "fp8_ds_mla (656 bytes a token)" in _attention(sparse).label
+    assert _attention(sparse).t_predicted_s > _attention(plain).t_predicted_s
