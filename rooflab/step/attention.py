@@ -24,6 +24,7 @@ from ..cost.paged import paged_decode
 from ..cost.ring import ring_prefill
 from ..errors import InputError, shown
 from ..predict import OWN, decode_kernel, prefill_kernel
+from ..specs.layers import MLA_SPARSE_FP8_BYTES
 from ..units import FP32_BYTES
 from ..vocab import Engine, Kernel, _Named
 from .moe_kernel import release
@@ -154,7 +155,7 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
                 t = None if t is None or m is None else t + m
         what = (f"attention [{name}], {1 if per_head else splits} split(s)"
                 + (f", {q_len} query tokens" if q_len > 1 else "")
-                + (", KV fp8_ds_mla (656 bytes a token)" if sparse else f", KV {kv.value}" if kv is not dtype else "")
+                + (f", KV fp8_ds_mla ({MLA_SPARSE_FP8_BYTES} bytes a token)" if sparse else f", KV {kv.value}" if kv is not dtype else "")
                 + (f", 1/{split_ways} of the KV + merge" if split else "")
                 + (", KV read per query head (masked MHA)" if per_head else ""))
         how = (f"KV read per query head (TensorRT-LLM's masked MHA, a model): fitted {kernel.value} model "
