@@ -7,11 +7,12 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --set 2    # the second held-out set (heldout2/, CASES2)
     python3 benchmarks/engine_logs_heldout.py --set 3    # the third held-out set (heldout3/, CASES3)
     python3 benchmarks/engine_logs_heldout.py --set 4    # the fourth held-out set (heldout4/, CASES4)
+    python3 benchmarks/engine_logs_heldout.py --set 5    # the fifth held-out set (heldout5/, CASES5)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
 with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
-(CASES3) and set 4 tests/data/engine_logs/heldout4/*.log (CASES4), each frozen the same way (its SOURCES.md names the
-commit); sources and SHA-256 are in each folder.
+(CASES3), set 4 tests/data/engine_logs/heldout4/*.log (CASES4) and set 5 tests/data/engine_logs/heldout5/*.log
+(CASES5), each frozen the same way (its SOURCES.md names the commit); sources and SHA-256 are in each folder.
 For each start-up a log holds:
 
     logged     the KV figure the log states: tokens ('GPU KV cache size', SGLang '#tokens', a V0 start-up error's
@@ -53,6 +54,7 @@ HELDOUT = DATA / "heldout"
 HELDOUT2 = DATA / "heldout2"
 HELDOUT3 = DATA / "heldout3"
 HELDOUT4 = DATA / "heldout4"
+HELDOUT5 = DATA / "heldout5"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -259,7 +261,75 @@ CASES4 = (
                                   "max_num_seqs": 256}),
 )
 
-SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4)}
+#: Set 5 (heldout5/): as CASES4, the model and GPU each log or its source names, mapped to a spec only where one
+#: describes the served checkpoint and the GPU, and the settings the log or its source states, nothing fitted. Written
+#: before any prediction was run on these logs. Identifications that are not names (heldout5/SOURCES.md says so too):
+#: Qwen3-30B-A3B-Instruct-2507 to qwen3-30b-a3b (as CASES4); Qwen3-235B-A22B-FP8 to qwen3-235b-a22b with its fp8
+#: 128x128-block weights (the log's fused-MoE path: dtype=fp8_w8a8, block_shape=[128,128]); DeepSeek-R1 and
+#: DeepSeek-V3-0324 to deepseek-v3 (the same published architecture; the bundled spec ships fp8 blocks as they do);
+#: Qwen2-72B-Instruct to qwen2.5-72b and Qwen2-7B-Instruct to qwen2.5-7b (the same published architectures, as CASES3
+#: did for the 7B); unsloth/gpt-oss-20b-BF16 to gpt-oss-20b with bf16 weights (the log's 38.96 GiB checkpoint, the
+#: unquantized MoE backend); Gemma-3-27b (a local directory) to gemma-3-27b; "NVIDIA H100 80GB HBM3" to h100-sxm;
+#: "A100 40G" (SXM or PCIe not stated) to a100-40gb. Versions: 'v1' for V1 v0.10.0 and later, 'v0.8' for the April
+#: 2025 V1 builds (v0.8.4, v0.8.5.dev), 'v0' for V0 v0.8.x, 'v0.2' for V0 v0.6.3.post1 (before PR #9352, as CASES2),
+#: every SGLang release (0.1.17 to 0.4.6.post2) as 'v0.4', the nearest accounting rooflab has (as CASES2). Settings
+#: rooflab has no field for (enforce_eager, --disable-cuda-graph, the hybrid KV cache manager, PD disaggregation,
+#: multimodal limits, weight transfer) are in each log's line 1.
+CASES5 = (
+    Case("vllm-v1-qwen3-30b-a3b-2507-h200-util050-maxlen16000.log", "vllm", "H200", "Qwen3-30B-A3B-Instruct-2507",
+         "h200-sxm", "qwen3-30b-a3b", options={"utilization": 0.5, "max_model_len": 16000}),
+    Case("vllm-v1-qwen3-235b-a22b-fp8-h100x8-tp8-ep-fp8kv-maxlen32768.log", "vllm", "8x H100 80GB HBM3",
+         "Qwen3-235B-A22B-FP8", "h100-sxm", "qwen3-235b-a22b",
+         options={"tensor_parallel": 8, "expert_parallel": 8, "kv_cache_dtype": "fp8", "max_model_len": 32768,
+                  "weight_format": WeightFormat.of("fp8_block", "the weight format")}),
+    Case("vllm-v1-llama-4-scout-h200x8-tp8-hybrid-kv-maxlen8388608.log", "vllm", "8x H200",
+         "Llama-4-Scout-17B-16E-Instruct", "h200-sxm", "llama-4-scout",
+         options={"tensor_parallel": 8, "utilization": 0.9, "max_model_len": 8388608}),
+    Case("sglang-mixtral-8x7b-l4x8-tp8-ctx8192.log", "sglang", "8x L4", "Mixtral-8x7B-Instruct-v0.1", "l4",
+         "mixtral-8x7b", version="v0.4",
+         options={"tensor_parallel": 8, "max_model_len": 8192, "max_running_requests": 32}),
+    Case("sglang-v0.3.0-qwen2-72b-h100x8-tp8.log", "sglang", "8x H100 80GB HBM3", "Qwen2-72B-Instruct", "h100-sxm",
+         "qwen2.5-72b", version="v0.4", options={"tensor_parallel": 8, "max_model_len": 32768}),
+    Case("sglang-v0.4.3.post2-deepseek-r1-h800x16-tp16-mem070.log", "sglang", "16x H800 (2 nodes)", "DeepSeek-R1",
+         "h800", "deepseek-v3", version="v0.4",
+         options={"tensor_parallel": 16, "utilization": 0.7, "max_model_len": 163840}),
+    Case("sglang-v0.1.17-llama-3-8b-a10g-x4-tp4-mem075.log", "sglang", "4x A10G", "Meta-Llama-3-8B-Instruct", "a10g",
+         "llama-3-8b", version="v0.4", options={"tensor_parallel": 4, "utilization": 0.75, "max_model_len": 8192}),
+    Case("sglang-v0.4.6.post2-deepseek-v3-0324-h100x16-tp16-dp16-dpattn.log", "sglang", "16x H100 80GB HBM3 (2 nodes)",
+         "DeepSeek-V3-0324", "h100-sxm", "deepseek-v3", version="v0.4",
+         options={"tensor_parallel": 16, "attention_data_parallel": 16}),
+    Case("sglang-llama-3-8b-instruct-h200-pd-prefill-decode.log", "sglang", "H200", "Meta-Llama-3-8B-Instruct",
+         "h200-sxm", "llama-3-8b", version="v0.4", options={"max_model_len": 8192}),
+    Case("sglang-qwen2-7b-instruct-rtx3090x2-tp2-mem070.log", "sglang", "2x RTX 3090", "Qwen2-7B-Instruct", "rtx-3090",
+         "qwen2.5-7b", version="v0.4", options={"tensor_parallel": 2, "utilization": 0.7, "max_model_len": 32768}),
+    Case("vllm-v0-0.6.3.post1-qwen2.5-7b-rtx4090-wsl-eager-util095.log", "vllm", "RTX 4090 (WSL)",
+         "Qwen2.5-7B-Instruct", "rtx-4090", "qwen2.5-7b", version="v0.2",
+         options={"utilization": 0.95, "max_model_len": 32768, "max_num_seqs": 42}),
+    Case("vllm-v0-0.8.1-qwen2.5-7b-a10g-maxlen6600.log", "vllm", "A10G", "Qwen2.5-7B-Instruct", "a10g", "qwen2.5-7b",
+         version="v0", options={"utilization": 0.9, "max_model_len": 6600}),
+    Case("vllm-v0-0.8.0rc3-gemma-3-27b-a100-40gb-x4-tp4-maxlen65536.log", "vllm", "4x A100 40GB", "Gemma-3-27b",
+         "a100-40gb", "gemma-3-27b", version="v0",
+         options={"tensor_parallel": 4, "max_model_len": 65536, "max_num_batched_tokens": 16384, "max_num_seqs": 64}),
+    Case("vllm-v1-0.8.4-deepseek-r1-h800x16-tp16-ep-ray-maxlen32768.log", "vllm", "16x H800 (2 nodes, Ray)",
+         "DeepSeek-R1", "h800", "deepseek-v3", version="v0.8",
+         options={"tensor_parallel": 16, "expert_parallel": 16, "max_model_len": 32768,
+                  "max_num_batched_tokens": 32768, "max_num_seqs": 256}),
+    Case("vllm-v1-0.8.5dev-llama-2-7b-chat-h20-lora-maxlen4096.log", "vllm", "H20", "Llama-2-7b-chat-hf + LoRA", "h20",
+         "llama-2-7b", version="v0.8",
+         options={"max_model_len": 4096, "max_num_batched_tokens": 2048, "max_num_seqs": 256, "enable_lora": True,
+                  "max_loras": 1, "max_lora_rank": 8}),
+    Case("vllm-v1-0.23.0-gpt-oss-20b-bf16-h100-eager-util080-maxlen8192.log", "vllm", "H100 80GB HBM3",
+         "unsloth/gpt-oss-20b-BF16", "h100-sxm", "gpt-oss-20b",
+         options={"utilization": 0.8, "max_model_len": 8192,
+                  "weight_format": WeightFormat.of("bf16", "the weight format")}),
+    Case("vllm-v1-0.23.0-gpt-oss-20b-bf16-h100-eager-util080-maxlen8192-second.log", "vllm", "H100 80GB HBM3",
+         "unsloth/gpt-oss-20b-BF16", "h100-sxm", "gpt-oss-20b",
+         options={"utilization": 0.8, "max_model_len": 8192,
+                  "weight_format": WeightFormat.of("bf16", "the weight format")}),
+)
+
+SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4),
+        "5": (HELDOUT5, CASES5)}
 
 @dataclass(frozen=True)
 class Row:
