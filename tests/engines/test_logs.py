@@ -522,3 +522,44 @@ def test_heldout4_every_log_parses_into_startups_that_state_a_kv_figure(name):
     assert startups
     for log in startups:
         assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
+
+
+# --- held-out set 5 (heldout5/, frozen in commit 28407ab before any prediction, replay or parse) --------------------
+# The same checks as set 4's: the files match their manifest and source notes, CASES5 names exactly those logs, and
+# every log parses into start-ups that state a KV figure. The errors are measured by
+# `python benchmarks/engine_logs_heldout.py --set 5`, not asserted here.
+
+HELDOUT5 = DATA / "heldout5"
+HELDOUT5_LOGS = sorted(p.name for p in HELDOUT5.glob("*.log"))
+
+
+def test_heldout5_manifest_lists_every_log_and_each_hash_matches():
+    manifest = {}
+    for line in (HELDOUT5 / "MANIFEST.sha256").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        manifest[name.lstrip("*")] = digest
+    assert sorted(manifest) == HELDOUT5_LOGS and len(HELDOUT5_LOGS) == 17
+    for name, digest in manifest.items():
+        assert hashlib.sha256((HELDOUT5 / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_heldout5_each_log_names_its_source_and_the_sources_table_lists_it():
+    table = (HELDOUT5 / "SOURCES.md").read_text()
+    for name in HELDOUT5_LOGS:
+        first = (HELDOUT5 / name).read_text().splitlines()[0]
+        assert first.startswith("# source: https://github.com/"), name
+        assert f"`{name}`" in table, name
+
+
+def test_heldout5_cases_name_exactly_the_logs_of_the_set():
+    heldout = _heldout_bench()
+    assert sorted(c.log for c in heldout.CASES5) == HELDOUT5_LOGS
+    assert heldout.SETS["5"][0] == HELDOUT5
+
+
+@pytest.mark.parametrize("name", HELDOUT5_LOGS)
+def test_heldout5_every_log_parses_into_startups_that_state_a_kv_figure(name):
+    startups = list(read_startups(HELDOUT5 / name))
+    assert startups
+    for log in startups:
+        assert any(log.value(k) is not None for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
