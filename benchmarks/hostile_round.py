@@ -27,6 +27,9 @@ The closing re-run (session 10, after D21-D26): closing4 (-q / --weight-dtype wi
 weights by hand under each; both names at once; serve --weight-dtype in every format on four checkpoints; explain
 --phase step with each new option; serve --engine-version's odd spellings; plot --data in odd cases; Jamba, Bamba,
 Granite 4.0-H, NemotronH and FalconH1 config.json files that contradict themselves, Mamba-2 state and KV by hand).
+The closing re-run after D27-D28 (session 11): closing5 (D28's siblings: every command that writes a file pointed
+at one of its own inputs by name, another spelling, a symlink or a hard link; D27's siblings: non-ASCII digits and
+signs in each numeric option class, each either refused naming the option or read as the ASCII spelling is).
 
 Invariants (tests/fuzz_support.py: problems_of): no traceback; exit 0 or 2 only; on 2 one or two lines on stderr,
 'error:' first, naming the option, file, field or value; strict JSON; no file left but the requested output; no
@@ -2505,6 +2508,191 @@ def closing4_inputs() -> Iterator[Input]:
         f, {"doc": gh, "kv_token": 1 * 2 * 2 * 64 * 2, "state": state}, 1, False))
 
 
+# closing5 (after D27-D28): D28's siblings, every writer pointed at its own inputs; D27's siblings, non-ASCII digits
+# and signs in every numeric option class
+MEASURED5 = "h200-mla-seesaw.csv"                   # a campaign validate and fit read (h200-sxm)
+COLLECTIVES5 = "h200x2-collectives.csv"            # a collectives campaign calibrate --collectives --from reads
+ENGINE_LOG5 = "vllm-llama-3-8b-h100-tp1.log"       # llama-3-8b on h100-sxm (cases.yaml)
+
+
+def _inputs5(folder: Path) -> None:
+    """TINY in c/, h200-sxm's YAML as g.yaml and as g.json (YAML text under a .json name), a campaign m.csv, a
+    collectives campaign coll.csv, an engine log e.log, and sub/ for ./sub/../ spellings."""
+    from rooflab.load import spec_path
+
+    _tiny(folder)
+    gpu = spec_path("hardware", "GPU", "h200-sxm").read_text()
+    (folder / "g.yaml").write_text(gpu)
+    (folder / "g.json").write_text(gpu)
+    (folder / "m.csv").write_bytes((fs.ROOT / "measurements" / MEASURED5).read_bytes())
+    (folder / "coll.csv").write_bytes((fs.ROOT / "measurements" / COLLECTIVES5).read_bytes())
+    (folder / "e.log").write_bytes((fs.ROOT / "tests" / "data" / "engine_logs" / ENGINE_LOG5).read_bytes())
+    (folder / "sub").mkdir()
+
+
+def _spelled5(folder: Path, name: str, how: str) -> str:
+    """`name` (an input in `folder`) as the output's spelling `how`: itself, ./name, sub/../name, the absolute path,
+    a symlink to it or a hard link to it (the links made here)."""
+    if how == "symlink":
+        (folder / f"ln-{name.replace('/', '-')}").symlink_to(folder / name)
+        return f"ln-{name.replace('/', '-')}"
+    if how == "hardlink":
+        os.link(folder / name, folder / f"hl-{name.replace('/', '-')}")
+        return f"hl-{name.replace('/', '-')}"
+    return {"name": name, "dot": f"./{name}", "up": f"sub/../{name}", "absolute": str(folder / name)}[how]
+
+
+def _onto_input5(folder: Path, args: list[str], option: str, target: str, how: str) -> list[str]:
+    """`args` with `option` pointed at input `target` spelled `how`: exit 2 naming the option, every file as it was
+    (a hard link's name too: an atomic rename onto it would part it from the input), nothing written."""
+    _inputs5(folder)
+    spelled = _spelled5(folder, target, how)
+    cmd = [*args, option, spelled]
+    case = fs.Case(cmd, [f"{option} ", "--output"], 2, [], [], False, False)    # '-o ' (a bare '-o' counts quoted)
+    before = fs.snapshot(folder)
+    out = fs.invoke(cmd, folder)
+    problems = fs.problems_of(case, out, before, fs.snapshot(folder), folder, {})
+    return [p + " | " + out.describe().replace("\n", " / ")[:400] for p in problems]
+
+
+#: Each writer with the inputs it reads: (command before the output option, the output option, the inputs).
+WRITERS5 = (
+    (["validate", "m.csv"], "-o", ["m.csv"]),
+    (["validate", "m.csv", "--fit-from", "coll.csv"], "-o", ["m.csv", "coll.csv"]),
+    (["fit", "m.csv"], "-o", ["m.csv"]),
+    (["calibrate", "--collectives", "--from", "coll.csv"], "-o", ["coll.csv"]),
+    (["calibrate", "--collectives", "--from", "coll.csv", "-g", "./g.yaml"], "-o", ["coll.csv", "g.yaml"]),
+    (["plot", "roofline", "-m", "c", "-g", "./g.json", "-o", "r.png"], "--data", ["c/config.json", "g.json"]),
+    (["plot", "memory", "-m", "c", "-g", "./g.json", "-o", "m.png"], "--data", ["c/config.json", "g.json"]),
+    (["plot", "decode", "-m", "./c", "-o", "d.png"], "--data", ["c/config.json"]),
+    (["plot", "serve", "-m", "c", "-g", "./g.json", "-o", "s.png"], "--data", ["c/config.json", "g.json"]),
+    (["plot", "validation", "m.csv", "-o", "v.png"], "--data", ["m.csv"]),
+    (["plot", "roofline", "-g", "h200-sxm", "--measurements", "./m.csv", "-o", "r.png"], "--data", ["m.csv"]),
+)
+SPELLINGS5 = ("name", "dot", "up", "absolute", "symlink", "hardlink")
+
+
+def _digits5(ascii_text: str) -> dict[str, Optional[str]]:
+    """Hostile spellings of `ascii_text`, each with the ASCII text int() / float() read it as: Nd digits (fullwidth,
+    Arabic-Indic, Devanagari, one fullwidth digit among ASCII ones) and a leading NBSP read as the ASCII digits;
+    superscripts, U+2212 and an NBSP between two digits as nothing (None: int() and float() refuse them)."""
+    def tr(base: int) -> str:
+        return "".join(chr(base + int(ch)) if ch.isdigit() else ch for ch in ascii_text)
+    sup = str.maketrans("0123456789", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+    first = next(i for i, ch in enumerate(ascii_text) if ch.isdigit())
+    out = {tr(0xFF10): ascii_text, tr(0x0660): ascii_text, tr(0x0966): ascii_text,
+           ascii_text[:first] + chr(0xFF10 + int(ascii_text[first])) + ascii_text[first + 1:]: ascii_text,
+           ascii_text.translate(sup): None, "\u2212" + ascii_text: None, "\u00a0" + ascii_text: ascii_text}
+    inside = [i for i in range(1, len(ascii_text)) if ascii_text[i - 1].isdigit() and ascii_text[i].isdigit()]
+    if inside:              # between two digits ('8,\u00a016' is a list item int() strips: read as 8,16)
+        out[ascii_text[:inside[0]] + "\u00a0" + ascii_text[inside[0]:]] = None
+    if "," in ascii_text:
+        out[ascii_text.replace(",", ",\u00a0")] = ascii_text
+    return out
+
+
+#: (command, option, an ASCII value it takes): counts, sizes, fractions, lists, durations, --what-if, JSON, releases.
+NUMERIC5 = (
+    (["report", "-m", "llama-3-8b", "-g", "h200-sxm"], "-T", "4096"),
+    (["report", "-m", "llama-3-8b", "-g", "h200-sxm"], "--batch", "4"),
+    (["report", "--phase", "step", "-m", "llama-3-8b", "-g", "h200-sxm"], "-tp", "2"),
+    (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm"], "--page-size", "32"),
+    (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "vllm"], "--cuda-visible-memory", "79GiB"),
+    (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "vllm"], "--memory-in-use", "2GiB"),
+    (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm"], "--gpu-memory-utilization", "0.85"),
+    (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm"], "--activation-reserve-gib", "2.5"),
+    (["serve", "-m", "llama-3-8b", "-g", "h200-sxm"], "--random-range-ratio", "0.5"),
+    (["serve", "-m", "llama-3-8b", "-g", "h200-sxm"], "--max-concurrency", "8,16"),
+    (["serve", "-m", "llama-3-8b", "-g", "h200-sxm", "--max-concurrency", "8"], "--ttft-slo", "200ms"),
+    (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "--pp", "2"], "--pp-layer-partition", "12,20"),
+    (["capacity", "--engine-log", "e.log", "-m", "llama-3-8b", "-g", "h100-sxm"], "--what-if",
+     "gpu-memory-utilization=0.8"),
+    (["capacity", "--engine-log", "e.log", "-m", "llama-3-8b", "-g", "h100-sxm"], "--what-if", "max-model-len=4096"),
+    (["report", "--phase", "step", "-m", "llama-3-8b", "-g", "h200-sxm"], "--speculative-config",
+     '{"method":"ngram","num_speculative_tokens":"3"}'),
+    (["serve", "--engine", "vllm", "-m", "llama-3-8b", "-g", "h200-sxm"], "--engine-version", "0.10.1"),
+    (["capacity", "--engine", "vllm", "-m", "llama-3-8b", "-g", "h200-sxm"], "--engine-version", "0.6.4"),
+)
+
+
+def _echoed5(doc, value: str, ascii_value: str):
+    """`doc` with the user's spelling, where a string echoes it (capacity's what_if list), as the ASCII one: an
+    echo is no reading."""
+    if isinstance(doc, dict):
+        return {k: _echoed5(v, value, ascii_value) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_echoed5(v, value, ascii_value) for v in doc]
+    return doc.replace(value, ascii_value) if isinstance(doc, str) else doc
+
+
+def _reading5(folder: Path, cmd: list[str], option: str, value: str, ascii_value: Optional[str]) -> list[str]:
+    """`option value` refused naming the option, or read as `ascii_value` is (the same JSON); where int() and float()
+    refuse the spelling (`ascii_value` None), refused."""
+    _inputs5(folder)
+    args = [*cmd, option, value, "-f", "json"]
+    case = fs.Case(args, [option], None, [], [], True, False)
+    before = fs.snapshot(folder)
+    out = fs.invoke(args, folder)
+    problems = fs.problems_of(case, out, before, fs.snapshot(folder), folder, {})
+    if not problems and out.code == 0:
+        if ascii_value is None:
+            problems.append(f"{option} {value!r} taken, where int() / float() refuse it")
+        else:
+            plain = fs.invoke([*cmd, option, ascii_value, "-f", "json"], folder)
+            if plain.code != 0:
+                problems.append(f"{option} {value!r} taken, but its ASCII spelling {ascii_value!r} exits {plain.code}")
+            elif fs.strict_json(plain.stdout) != _echoed5(fs.strict_json(out.stdout), value, ascii_value):
+                problems.append(f"{option} {value!r} read otherwise than {ascii_value!r}")
+    return [p + " | " + out.describe().replace("\n", " / ")[:400] for p in problems]
+
+
+def _chart_reading5(folder: Path, cmd: list[str], option: str, value: str, ascii_value: Optional[str]) -> list[str]:
+    """A chart's list option: refused naming it, or its --data JSON the same as under the ASCII spelling."""
+    args = [*cmd, option, value, "-o", "x.png", "--data", "x.json"]
+    out = fs.invoke(args, folder)
+    case = fs.Case(args, [option], None, [folder / "x.png", folder / "x.json"], [], False, False)
+    problems = fs.problems_of(case, out, {}, fs.snapshot(folder), folder, {})
+    if not problems and out.code == 0:
+        if ascii_value is None:
+            problems.append(f"{option} {value!r} taken, where int() refuses it")
+        else:
+            hostile_doc = fs.strict_json((folder / "x.json").read_text())
+            plain = fs.invoke([*cmd, option, ascii_value, "-o", "y.png", "--data", "y.json"], folder)
+            if plain.code != 0 or fs.strict_json((folder / "y.json").read_text()) != hostile_doc:
+                problems.append(f"{option} {value!r} read otherwise than {ascii_value!r} (exit {plain.code})")
+    return [p + " | " + out.describe().replace("\n", " / ")[:400] for p in problems]
+
+
+def closing5_inputs() -> Iterator[Input]:
+    for args, option, inputs in WRITERS5:
+        for target in inputs:
+            for how in SPELLINGS5:
+                yield Input("closing5", f"{' '.join(args)} {option} <{target} by {how}>", check=lambda f, a=args,
+                            o=option, t=target, h=how: _onto_input5(f, a, o, t, h))
+    # no -o: the target is ./<the spec's file name>, here -g's own YAML (plain calibrate refuses the same)
+    yield cli("closing5", ["calibrate", "--collectives", "--from", "coll.csv", "-g", "./g.yaml"],
+              idents=["--output", "g.yaml"], expect=2, setup=_inputs5,
+              label="calibrate --collectives --from coll.csv -g ./g.yaml (no -o: ./g.yaml its default)")
+    for cmd, option, plain in NUMERIC5:
+        if "=" in plain:
+            key, number = plain.split("=")
+            values = {f"{key}={v}": (None if a is None else f"{key}={a}") for v, a in _digits5(number).items()}
+        elif plain.startswith("{"):
+            values = {plain.replace('"3"', f'"{v}"'): (None if a is None else plain) for v, a in _digits5("3").items()}
+            values.update({plain.replace('"3"', v): None for v in ("\uff13", "\u2212" + "3", "\u00b3")})
+        else:
+            values = _digits5(plain)
+        if option == "--engine-version":        # packaging.version reads ASCII digits only (D27): each refused
+            values = {v: (a if a is not None and v.strip("\u00a0") == a else None) for v, a in values.items()}
+        for value, ascii_value in values.items():
+            yield Input("closing5", f"{' '.join(cmd)} {option} {value!r}", check=lambda f, c=cmd, o=option, v=value,
+                        a=ascii_value: _reading5(f, c, o, v, a))
+    for cmd in (["plot", "memory", "-m", "llama-3-8b", "-g", "h200-sxm"], ["plot", "time", "-m", "llama-3-8b"]):
+        for value, ascii_value in _digits5("1024,4096").items():
+            yield Input("closing5", f"{' '.join(cmd)} --lengths {value!r}", check=lambda f, c=cmd, v=value,
+                        a=ascii_value: _chart_reading5(f, c, "--lengths", v, a))
+
+
 # --- running ----------------------------------------------------------------------------------------------------
 
 CLASSES = {"hf_config": hf_inputs, "yaml_spec": yaml_inputs, "options": option_inputs, "files": file_inputs,
@@ -2513,7 +2701,7 @@ CLASSES = {"hf_config": hf_inputs, "yaml_spec": yaml_inputs, "options": option_i
            "options2": option2_inputs, "hf_config2": hf2_inputs, "api2": api2_inputs, "numbers2": number2_inputs,
            "classic2": classic2_inputs, "quant3": quant3_inputs, "sizes3": sizes3_inputs, "step3": step3_inputs,
            "memory3": memory3_inputs, "hybrid3": hybrid3_inputs, "amd3": amd3_inputs, "plot3": plot3_inputs,
-           "closing4": closing4_inputs}
+           "closing4": closing4_inputs, "closing5": closing5_inputs}
 
 
 def run_case(item: Input, folder: Path) -> list[str]:
