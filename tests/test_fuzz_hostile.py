@@ -417,32 +417,29 @@ def test_hostile_input_closing_4(item):
 # --- closing5 (after D27-D28): every writer pointed at its own inputs (by name, ./, sub/../, the absolute path, a
 # symlink, a hard link); non-ASCII digits and signs in every numeric option class ----------------------------------
 
-#: One closing5 input in this many (ten or so), and its defects' inputs whole.
+#: One closing5 input in this many (ten or so), and its fixed defect's inputs whole.
 STRIDE5 = 10
-D29 = ("D29: `calibrate --collectives` writes its GPU YAML over its own inputs: -o onto a --from measurement CSV or "
-       "onto -g's YAML (by name, ./, sub/../, the absolute path, a symlink, a hard link), and with no -o onto -g's "
-       "./g.yaml, its default target; exit 0, 'wrote coll.csv' (rooflab/measure/calibrate_comm.py "
-       "calibrate_collectives calls write_atomic(target, text) with no inputs, and rooflab/cli/measure.py checks "
-       "--output with none, where plain calibrate passes [source])")
-#: closing5's finds, each a strict xfail until fixed.
-DEFECTS5 = {
-    **{f"{cmd} -o <{target} by {how}>": D29 for how in hostile.SPELLINGS5
-       for cmd, targets in (("calibrate --collectives --from coll.csv", ("coll.csv",)),
-                            ("calibrate --collectives --from coll.csv -g ./g.yaml", ("coll.csv", "g.yaml")))
-       for target in targets},
-    "calibrate --collectives --from coll.csv -g ./g.yaml (no -o: ./g.yaml its default)": D29,
-}
+#: closing5's find, fixed (session 11); its inputs stay kept as regression checks:
+#: D29: `calibrate --collectives` wrote its GPU YAML over its own inputs (-o onto a --from measurement CSV or onto -g's
+#: YAML under any spelling or link, and with no -o onto -g's ./g.yaml, its default target): calibrate_collectives
+#: called write_atomic with no inputs and the CLI checked --output against none; now both pass [GPU YAML, *--from].
+FIXED5 = (
+    *(f"{cmd} -o <{target} by {how}>" for how in hostile.SPELLINGS5
+      for cmd, targets in (("calibrate --collectives --from coll.csv", ("coll.csv",)),
+                           ("calibrate --collectives --from coll.csv -g ./g.yaml", ("coll.csv", "g.yaml")))
+      for target in targets),
+    "calibrate --collectives --from coll.csv -g ./g.yaml (no -o: ./g.yaml its default)",
+)
 
 
 def _kept5():
     items = list(hostile.CLASSES["closing5"]())
-    passing = [item for item in items if item.label not in DEFECTS5]
+    passing = [item for item in items if item.label not in FIXED5]
     kept = {item.label: item for item in itertools.islice(passing, 0, None, STRIDE5)}
-    kept.update({item.label: item for item in items if item.label in DEFECTS5})
-    assert set(DEFECTS5) <= set(kept), set(DEFECTS5) - set(kept)
+    kept.update({item.label: item for item in items if item.label in FIXED5})
+    assert set(FIXED5) <= set(kept), set(FIXED5) - set(kept)
     for label, item in kept.items():
-        marks = [pytest.mark.xfail(strict=True, reason=DEFECTS5[label])] if label in DEFECTS5 else []
-        yield pytest.param(item, id=f"closing5: {label[:70]}", marks=marks)
+        yield pytest.param(item, id=f"closing5: {label[:70]}")
 
 
 @pytest.mark.parametrize("item", list(_kept5()))

@@ -45,10 +45,11 @@ def calibrate(
 
         if from_files and not collectives:
             raise typer.BadParameter("--from goes with --collectives")
+        inputs = [*(from_files or ())]
         if gpu is not None:
-            spec_path("hardware", "GPU", gpu)             # a bad --gpu named before any work
+            inputs.append(spec_path("hardware", "GPU", gpu))   # a bad --gpu named before any work
         if output is not None:
-            check_writable(output, option="--output")
+            check_writable(output, inputs, option="--output")  # before the run: never over an input
         try:
             link, target = calibrate_collectives(gpu, output, nproc, tuple(from_files or ()),
                                                  " ".join(["rooflab", *sys.argv[1:]]))

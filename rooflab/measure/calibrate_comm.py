@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..fit.comm_fit import calibrated_interconnect, with_interconnect
 from ..fit.records import read_measurements, spec_for_device
 from ..load import clear_cache, load_gpu, parse_yaml, spec_from_mapping, spec_path
-from ..output import write_atomic
+from ..output import check_writable, write_atomic
 from ..specs import GpuSpec
 from .device import _nvidia_smi
 from .distributed.launch import launch
@@ -20,7 +20,8 @@ from .distributed.launch import launch
 
 def calibrate_collectives(gpu_ref: Optional[str], output, nproc: int, from_files: Sequence, command: str):
     """`rooflab calibrate --collectives`: measure (the distributed bench's check and collectives sections over
-    `nproc` GPUs) or read `from_files`, fit, and write the GPU YAML with its `interconnect:` section.
+    `nproc` GPUs) or read `from_files`, fit, and write the GPU YAML with its `interconnect:` section (an OutputError
+    naming --output where the target is the GPU YAML read or one of `from_files`, under any spelling or link).
     Returns the interconnect written and the target path."""
     rows, campaigns, meta = [], [], {}
     if from_files:
@@ -51,9 +52,11 @@ def calibrate_collectives(gpu_ref: Optional[str], output, nproc: int, from_files
             link = calibrated_interconnect(gpu, found, name, measured.strip())
             gpu = dataclasses.replace(gpu, interconnect=link)
     target = Path(output) if output else Path.cwd() / source.name
+    inputs = [source, *map(Path, from_files)]           # never written over: the GPU YAML read, the measurements
+    check_writable(target, inputs, option="--output")
     text = with_interconnect(source.read_text(), link)
     spec_from_mapping(GpuSpec, parse_yaml(text, str(target)), str(target))
-    write_atomic(target, text)
+    write_atomic(target, text, inputs)
     clear_cache()
     return link, target
 
