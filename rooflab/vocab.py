@@ -194,6 +194,20 @@ _FAMILY = {
 }
 
 
+class PeerTransport(_Named):
+    """How NCCL moves data between two GPUs of one host, and so where its buffers live (GpuSpec.peer_transport).
+
+    NCCL's P2P transport uses CUDA peer access over NVLink or PCIe alike and keeps its buffers on the GPU; where
+    peer access is refused it falls back to the SHM transport, whose buffers are in host memory (NCCL user guide,
+    Environment Variables: NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE "SHM is used between devices when
+    peer-to-peer cannot happen, therefore, host memory is used"; NVIDIA/nccl discussion #2236: "To NCCL, nvlink
+    p2p and pcie p2p are the same")."""
+
+    device_link = "device_link"   # NVLink / NVSwitch / a bridge: P2P transport, many channels; custom all-reduce
+    pcie_p2p = "pcie_p2p"         # PCIe only, peer access allowed: P2P transport over PCIe, few channels
+    host = "host"                 # peer access disabled by the driver (GeForce): SHM transport, host buffers
+
+
 class Engine(_Named):
     """The serving engines whose schedulers (rooflab.serve) and step kernels (rooflab.step.engine_kernels) rooflab
     models; the one engine vocabulary. The capacity accounting (rooflab.engines) follows a subset of it, vllm and
@@ -263,5 +277,5 @@ def check_engine_release(value, what: str = "engine version (--engine-version)",
     return value.strip()
 
 
-__all__ = ["ENGINE_RELEASES", "EXPLAINED", "check_engine_release", "engine_release", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "Phase",
+__all__ = ["ENGINE_RELEASES", "EXPLAINED", "check_engine_release", "engine_release", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "PeerTransport", "Phase",
            "Pipe", "StepKind", "Variant", "WindowAllocation"]

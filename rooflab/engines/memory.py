@@ -39,6 +39,29 @@ Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib
                              default is not split by GPU. NVLS (NVSwitch Hopper+ only, nvls.cc) needs more than
                              2 GPUs a communicator and holds 32 MiB a head on sm_90: small beside it
 
+Under TP on GPUs without device links (GpuSpec.peer_transport pcie_p2p or host) the TP figures above, taken on
+NVSwitch H100s (vllm-v0's on RTX 4090s), would count buffers that are not on the GPU. There the default is
+
+    TP > 1 = min(the table's TP figure, TP-1 figure + NCCL_OFF_DEVICE_GIB + (pcie_p2p: PCIE_P2P_BUFFERS_GIB))
+
+    NCCL_OFF_DEVICE_GIB 0.05   what NCCL's start adds on the GPU when its buffers are in host memory (the SHM
+                               transport; NCCL user guide, NCCL_SHM_DISABLE): vLLM V0's non-torch figure, whose
+                               baseline precedes NCCL's start, on GeForce parts under TP: 0.25 GiB at TP 2 on RTX
+                               4090s (vllm#13061, the regular corpus's vllm-deepseek-r1-distill-qwen-14b-rtx4090-
+                               tp2.log) and 0.20 at TP 4 on RTX 3090s (vllm#14447) against 0.16 to 0.20 at TP 1
+                               (vllm#12126, vllm#14447): calibrated on the regular corpus, 0.25 - 0.20
+    PCIE_P2P_BUFFERS_GIB 0.087 NCCL's P2P buffers over PCIe plus a custom all-reduce buffer: 2 communicators (the
+                               framework's process group and the engine's own pynccl one) x 2 channels x 2 receiving
+                               connections a channel (ring and tree) x 9.1875 MiB (LL 0.5 + LL128 4.6875 +
+                               NCCL_BUFFSIZE 4) = 73.5 MiB, + 16 MiB (an 8 MiB custom all-reduce buffer and its
+                               staging copy, enabled on two PCIe GPUs with peer access) = 89.5 MiB; a model, not a
+                               measurement (no regular-corpus log on a PCIe-P2P part under TP); the channel count
+                               (2: PCIe rings) is assumed
+
+The min keeps every accounting whose TP figure holds no GPU-resident NCCL buffers as it was (vllm-v0.2's 0.50
+charges no NCCL; vllm-v0's 0.25 is itself a GeForce figure). A GPU whose YAML gives no peer_transport keeps
+the table's figure (device_link).
+
 SGLang measures free memory after NCCL starts, so what is in use before then (the CUDA context, NCCL) lies
 outside its fraction: 0.6 GiB at TP 1 (sglang#4760: an H100's 79.22 GiB less the 78.59 free before loading),
 +1.0 GiB under TP (the NCCL figure above); --non-torch-gib overrides it.
@@ -51,12 +74,13 @@ from fractions import Fraction
 from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..specs.weights import weight_bytes
-from ..units import GiB
+from ..units import GiB, MiB
 from .lora import lora_buffer_bytes, lora_defaults
 from .mxfp4 import expert_padding
 from .result import Role, Term
 from .settings import model_dtype
 from .vocab import Accounting, Engine
+from ..vocab import PeerTransport
 
 _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
     Accounting.vllm_v0_2: (0.50, 0.50),
@@ -78,11 +102,29 @@ _NON_TORCH_WHAT = {
 }
 
 
-def non_torch_default(accounting: Accounting, tensor_parallel: int) -> tuple[int, str]:
-    """The default non-torch memory (vLLM) or memory in use before start (SGLang), and a line saying so."""
-    gib = _NON_TORCH_GIB[accounting][0 if tensor_parallel == 1 else 1]
-    where = "TP 1" if tensor_parallel == 1 else "under TP"
-    return int(gib * GiB), f"default for {accounting.value} {where} ({gib:.2f} GiB; --non-torch-gib overrides)"
+#: What NCCL's start adds on the GPU where its buffers are in host memory (module docstring; regular corpus).
+NCCL_OFF_DEVICE_GIB = 0.05
+#: NCCL's P2P buffers over PCIe and a custom all-reduce buffer, GiB (module docstring: a model, 2 channels assumed).
+PCIE_P2P_BUFFERS_GIB = (2 * 2 * 2 * (0.5 + 4.6875 + 4) + 2 * 8) * MiB / GiB
+
+
+def non_torch_default(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec | None = None) -> tuple[int, str]:
+    """The default non-torch memory (vLLM) or memory in use before start (SGLang), and a line saying so; under TP
+    on a `gpu` without device links only the buffers that are on the GPU count (module docstring)."""
+    tp1, tp_linked = _NON_TORCH_GIB[accounting]
+    if tensor_parallel == 1:
+        return int(tp1 * GiB), f"default for {accounting.value} TP 1 ({tp1:.2f} GiB; --non-torch-gib overrides)"
+    transport = gpu.peer_transport if gpu is not None else None
+    if transport in (None, PeerTransport.device_link):
+        return int(tp_linked * GiB), (f"default for {accounting.value} under TP ({tp_linked:.2f} GiB, the NVSwitch "
+                                      f"figure; --non-torch-gib overrides)")
+    own = tp1 + NCCL_OFF_DEVICE_GIB + (PCIE_P2P_BUFFERS_GIB if transport is PeerTransport.pcie_p2p else 0.0)
+    gib = min(tp_linked, own)
+    return int(gib * GiB), (f"default for {accounting.value} under TP on {gpu.name} ({transport.value}: "
+                            f"{gib:.2f} GiB = min({tp_linked:.2f}, {tp1:.2f} + NCCL's start off the GPU "
+                            f"{NCCL_OFF_DEVICE_GIB:.2f}"
+                            + (f" + PCIe P2P buffers {PCIE_P2P_BUFFERS_GIB:.3f}" if transport is PeerTransport.pcie_p2p
+                               else "") + "); --non-torch-gib overrides)")
 
 
 def lora_term(model: ModelSpec, s, engine: Engine):
@@ -146,4 +188,4 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
                            f"plus the rotary cache ({rope / GiB:.3f} GiB)")
 
 
-__all__ = ["LORA", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]
+__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]

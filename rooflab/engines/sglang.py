@@ -69,7 +69,7 @@ def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) ->
     if settings.non_torch_bytes is not None:
         before, before_src = settings.non_torch_bytes, "--non-torch-gib"
     else:
-        before, before_src = non_torch_default(s.accounting, s.tensor_parallel)
+        before, before_src = non_torch_default(s.accounting, s.tensor_parallel, gpu)
     pre = s.cuda_visible_bytes - before - s.memory_in_use_bytes
     pre_src = "total less the memory in use before" + (" and other processes'" if s.memory_in_use_bytes else "")
     if s.pipeline_parallel == 1:

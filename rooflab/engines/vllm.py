@@ -107,7 +107,7 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     if settings.non_torch_bytes is not None:
         non_torch, non_torch_src = settings.non_torch_bytes, "--non-torch-gib"
     else:
-        non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel)
+        non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel, gpu)
     used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
     lora = lora_term(layers, s, Engine.vllm)
     layout = vllm_layout(layers, s)

@@ -15,7 +15,7 @@ from typing import ClassVar, Optional
 from ..errors import SpecError
 from ..fields import spec_field, validate_fields
 from ..units import ACCUMULATE_MODES, RATE_KEYS, DType, fmt_bytes
-from ..vocab import CeilingSource, Kernel
+from ..vocab import CeilingSource, Kernel, PeerTransport
 from .fitted import MAX_UNITS_PER_SM, MIN_UNITS_PER_SM, FittedModel
 from .interconnect import InterconnectSpec
 from .launch import LaunchTimes
@@ -182,6 +182,11 @@ class GpuSpec:
     aliases: tuple[str, ...] = spec_field(doc="other names people and nvidia-smi give it (`--gpu` takes them)",
                                           default=())
     interconnect: Optional[InterconnectSpec] = None   # links to peer GPUs: datasheet floors, fitted collectives
+    peer_transport: Optional[PeerTransport] = spec_field(
+        doc="how NCCL reaches another GPU of the same host (vocab.PeerTransport): device_link (NVLink, NVSwitch, "
+            "a bridge), pcie_p2p (PCIe only, peer access allowed) or host (peer access disabled by the driver: "
+            "GeForce), cited in source; engines' default memory in use under TP counts NCCL's GPU-resident buffers "
+            "by it (engines/memory.py); without it: device_link", default=None)
 
     #: YAML keys read under their old spelling: old -> new.
     RENAMED: ClassVar[dict[str, str]] = {"decode_units_per_sm": "units_per_sm"}

@@ -1,0 +1,81 @@
+"""Tests of rooflab/engines/memory.py: the default memory in use under TP by the GPUs' peer transport.
+
+Hand figures (memory.py docstring): under TP without device links the default is
+min(TP figure, TP-1 figure + 0.05 + (pcie_p2p: 89.5 MiB)); 89.5 MiB = 2 communicators x 2 channels x 2 connections
+x (0.5 + 4.6875 + 4) MiB + 2 x 8 MiB = 73.5 + 16.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rooflab import load_gpu, load_model
+from rooflab.engines import Engine, engine_capacity, parse_accounting
+from rooflab.engines.memory import PCIE_P2P_BUFFERS_GIB, non_torch_default
+from rooflab.engines.vocab import Accounting
+from rooflab.errors import SpecError
+from rooflab.units import GiB, MiB
+from rooflab.vocab import PeerTransport
+from support import sglang
+
+H100 = load_gpu("h100-sxm")
+L4 = load_gpu("l4")
+RTX4090 = load_gpu("rtx-4090")
+
+
+def test_pcie_buffers_are_the_docstrings_89_5_mib():
+    assert PCIE_P2P_BUFFERS_GIB * GiB == 2 * 2 * 2 * 9.1875 * MiB + 16 * MiB == 89.5 * MiB
+
+
+@pytest.mark.parametrize("accounting, gpu, expected", [
+    # device link: the table's NVSwitch figure, 2.10 GiB = int(2.1 x 2^30)
+    (Accounting.vllm_v1, H100, 2_254_857_830),
+    # host (GeForce): 0.25 + 0.05 = 0.30 GiB = int(0.3 x 2^30) = 322,122,547
+    (Accounting.vllm_v1, RTX4090, 322_122_547),
+    # PCIe P2P: SGLang 0.60 + 0.05 GiB + 89.5 MiB = 644,245,094.4 + 53,687,091.2 + 93,847,552 = 791,779,737.6
+    (Accounting.sglang_v0_4, L4, 791_779_737),
+    # vllm-v0's TP figure (0.25) is itself a GeForce one (vllm#13061): min(0.25, 0.20 + 0.05) keeps it
+    (Accounting.vllm_v0, RTX4090, 268_435_456),
+    # vllm-v0.2 charges no NCCL: min(0.50, 0.50 + 0.05 + 89.5 MiB) = 0.50
+    (Accounting.vllm_v0_2, L4, 536_870_912),
+])
+def test_default_under_tp_by_transport(accounting, gpu, expected):
+    assert non_torch_default(accounting, 2, gpu)[0] == expected
+
+
+@pytest.mark.parametrize("accounting", list(Accounting))
+@pytest.mark.parametrize("transport", [None, *PeerTransport])
+def test_transport_moves_only_the_tp_figure_and_only_down(accounting, transport):
+    """TP 1 never depends on the transport; under TP the figure lies between TP 1's and the NVSwitch one."""
+    gpu = dataclasses.replace(L4, peer_transport=transport)
+    tp1 = non_torch_default(accounting, 1, gpu)[0]
+    assert tp1 == non_torch_default(accounting, 1, H100)[0]
+    linked = non_torch_default(accounting, 8, H100)[0]
+    assert tp1 <= non_torch_default(accounting, 8, gpu)[0] <= linked
+    if transport in (None, PeerTransport.device_link):
+        assert non_torch_default(accounting, 8, gpu)[0] == linked
+
+
+def test_sglang_free_memory_at_start_on_eight_l4s():
+    """pre = T - before: the L4's estimated total (nvidia-smi 23034 MiB less 0.45 GiB) less 791,779,737."""
+    cap = engine_capacity(load_model("mixtral-8x7b"), L4, sglang("v0.4", tensor_parallel=8, max_model_len=8192))
+    total = cap.term("cuda_visible_total").bytes
+    assert total == 23034 * MiB - int(0.45 * GiB)
+    margin = cap.term("margin").bytes
+    assert margin == pytest.approx((1 - cap.utilization) * (total - 791_779_737), abs=2)
+
+
+def test_peer_transport_outside_the_set_names_the_field():
+    with pytest.raises((SpecError, ValueError)) as err:
+        dataclasses.replace(L4, peer_transport="nvswitch")
+    assert "peer_transport" in str(err.value)
+
+
+def test_geforce_parts_are_host_and_sxm_parts_device_link():
+    """The bundled YAMLs' facts (their peer_transport comments cite NVIDIA/nccl#1127 and the interconnects)."""
+    assert {load_gpu(n).peer_transport for n in ("rtx-3090", "rtx-4090")} == {PeerTransport.host}
+    assert {load_gpu(n).peer_transport for n in ("h100-sxm", "h200-sxm", "b200", "a100-sxm-80gb")} == {
+        PeerTransport.device_link}
+    assert {load_gpu(n).peer_transport for n in ("l4", "a10", "a10g", "t4", "l40s")} == {PeerTransport.pcie_p2p}
