@@ -22,6 +22,19 @@ Parameters per layer, with hidden size H (biases where the spec says, small term
     MoE MLP            E 3 H F_e + S 3 H F_s + H E (router)
     norms              2 H per layer, H at the end; embeddings V H, lm_head V H unless tied
 
+Held whole on every tensor-parallel rank (ParameterCount.tp_replicated, count_parameters the one place that
+says which): the engines build these as replicated linear layers, not split ones (vLLM's and SGLang's
+models/deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa, later one fused_qkv_a_proj, and the MoE `gate`; the
+router gate likewise in mixtral.py, qwen2_moe.py, qwen3_moe.py, llama4.py, gpt_oss.py):
+
+    mla down-projections   q_a: H r_q + r_q (its norm), kv_a: H (d_c + d_R) + d_c, per MLA layer
+    MoE router             H E per MoE layer (the whole router component)
+
+Everything else is counted split: the up-projections (q_b, kv_b), o, every softmax and linear-attention
+projection, MLPs and experts, embeddings and lm_head (vocab-parallel). Norms are replicated by the engines too
+but are counted split (2 H per layer: 1.7 MB on DeepSeek-V3, not worth a golden); a lightning indexer's
+projections are counted split (not checked against an engine).
+
 The small per-layer terms a checkpoint may add (q/k norms, output gates, expert biases) are below
 0.2% of any bundled model and are left out; tests hold every bundled model within 1% of its
 published count. Sources: each architecture's Hugging Face modeling code (the projections' shapes).
@@ -52,6 +65,8 @@ class ParameterCount:
     router: int
     norms: int
     attention_by_type: tuple[tuple[str, int], ...] = ()
+    #: (component, parameters of it every tensor-parallel rank holds whole): see the module docstring.
+    tp_replicated: tuple[tuple[str, int], ...] = ()
 
     @property
     def total(self) -> int:
@@ -70,15 +85,15 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
     if t.is_latent:
         qk = t.qk_nope_head_dim + t.qk_rope_head_dim
         hq, dv = heads.num_qo_heads, heads.value_dim
-        q = (h * t.q_lora_rank + t.q_lora_rank + t.q_lora_rank * hq * qk) if t.q_lora_rank else h * hq * qk
-        kv_a = h * (t.kv_lora_rank + t.qk_rope_head_dim) + t.kv_lora_rank
+        down = mla_down_parameters(t, h)
+        q = t.q_lora_rank * hq * qk if t.q_lora_rank else h * hq * qk
         kv_b = t.kv_lora_rank * hq * (t.qk_nope_head_dim + dv)
         indexer = 0
         if t.index_head_dim:
             q_in = t.q_lora_rank or h
             indexer = (q_in * t.index_n_heads * t.index_head_dim + h * t.index_head_dim + 2 * t.index_head_dim
                        + h * t.index_n_heads)
-        return q + kv_a + kv_b + hq * dv * h + indexer
+        return down + q + kv_b + hq * dv * h + indexer
     if t.linear_mixer is not None and t.linear_mixer.is_mamba:
         return _mamba_parameters(t, hidden)
     if not t.is_attention:
@@ -93,6 +108,15 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
     weights = h * q_out + h * kv_out + h * v_out + o_in * h
     biases = (q_out + kv_out + v_out) if bias else 0
     return weights + biases + (own.num_qo_heads if t.sinks else 0)
+
+
+def mla_down_parameters(t: LayerType, hidden: int) -> int:
+    """One MLA layer's down-projections with their norms, which every tensor-parallel rank holds whole:
+    q_a H r_q + r_q (none without a q rank) and kv_a H (d_c + d_R) + d_c; 0 for a layer that is not MLA."""
+    if not t.is_latent:
+        return 0
+    q_a = hidden * t.q_lora_rank + t.q_lora_rank if t.q_lora_rank else 0
+    return q_a + hidden * (t.kv_lora_rank + t.qk_rope_head_dim) + t.kv_lora_rank
 
 
 def _mamba_parameters(t: LayerType, hidden: int) -> int:
@@ -119,6 +143,9 @@ def count_parameters(model) -> ParameterCount:
     dense_ffn = model.dense_ffn_size or model.ffn_size
     moe_layers = model.num_moe_layers
     shared_ffn = model.shared_expert_ffn_size or model.ffn_size
+    router = moe_layers * h * model.num_experts if model.is_moe else 0
+    down = sum(layers * mla_down_parameters(layer, h) for _, layer, layers in model.layer_walk())
+    replicated = tuple((c, n) for c, n in (("attention", down), ("router", router)) if n)
     return ParameterCount(
         embeddings=model.vocab_size * h,
         lm_head=0 if model.tie_word_embeddings else model.vocab_size * h,
@@ -126,9 +153,10 @@ def count_parameters(model) -> ParameterCount:
         dense_mlp=model.num_dense_layers * 3 * h * dense_ffn,
         experts=moe_layers * model.num_experts * model.expert_parameters if model.is_moe else 0,
         shared_experts=moe_layers * model.num_shared_experts * 3 * h * shared_ffn,
-        router=moe_layers * h * model.num_experts if model.is_moe else 0,
+        router=router,
         norms=model.num_layers * 2 * h + h,
         attention_by_type=tuple(by_type),
+        tp_replicated=replicated,
     )
 
 
@@ -155,15 +183,22 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
                  shares: Mapping[str, Fraction] | None = None, expert_layout: Fraction = Fraction(1)) -> int:
     """Bytes of every parameter (all experts) per GPU, each component in its format (_component_bits).
 
-    Split `tensor_parallel` ways (norms and embeddings counted as split too, a few hundred MB at most), the
+    Split `tensor_parallel` ways but for what the engines hold whole on every rank (ParameterCount.tp_replicated:
+    MLA down-projections, the MoE router; each such part priced at its component's bits per parameter), the
     routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention) every GPU
-    holds all attention weights. A vision tower (vision_parameters) is counted whole on every GPU in the
-    checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound). Rounded up.
+    holds all attention weights. Per GPU, with b_c a component's bits and r_c its replicated parameters over n_c:
+
+        bytes = ceil(((sum_c b_c (1 - r_c / n_c)) / TP + sum_c b_c r_c / n_c) * published_scale + vision) / 8
+
+    (a component's bits averaged over its parameters where an exclusion list keeps some unquantized). A vision
+    tower (vision_parameters) is counted whole on every GPU in the checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound). Rounded up.
     `shares` ({component or "vision": the fraction of it this GPU holds}, 1 where absent) is one pipeline
     stage's part of each component (capacity.stages.Stage.shares). `expert_layout` is the routed experts' bytes
     as an engine lays them out over the checkpoint's (engines.mxfp4.expert_padding; 1: as shipped).
     """
     shares = shares or {}
+    counts = model.parameters.by_component()
+    whole = dict(model.parameters.tp_replicated)
     sharded = replicated = Fraction(0)
     for component, bits in _component_bits(model, dtype):
         bits *= shares.get(component, 1)
@@ -171,8 +206,10 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
             bits *= Fraction(expert_layout) / expert_parallel
         if replicate_attention and component == "attention":
             replicated += bits
-        else:
-            sharded += bits
+            continue
+        own = bits * Fraction(whole.get(component, 0), counts[component]) if counts[component] else Fraction(0)
+        replicated += own
+        sharded += bits - own
     vision = Fraction(model.vision_parameters) * Fraction(WeightFormat.of(model.weight_dtype or DType.bf16)
                                                           .bits_per_weight) * shares.get("vision", 1)
     return math.ceil(((sharded / tensor_parallel + replicated) * _published_scale(model) + vision) / 8)
@@ -188,4 +225,5 @@ def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat 
     return float(bits * _published_scale(model) / 8)
 
 
-__all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "weight_bytes"]
+__all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "mla_down_parameters",
+           "weight_bytes"]
