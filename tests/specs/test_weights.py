@@ -136,3 +136,50 @@ def test_a_mamba_layers_parameters_by_the_modules_shapes():
     # gated norm 8192, out_proj 8192 x 4096
     assert attention_parameters(mamba2, heads, 4096, False) == (
         68_681_728 + 42_240 + 384 + 8_192 + 33_554_432)
+
+
+# --- what every tensor-parallel rank holds whole (issue 28) ---------------------------------------------------
+# vLLM's and SGLang's models/deepseek_v2.py build q_a_proj and kv_a_proj_with_mqa (fused_qkv_a_proj) and the MoE
+# gate as replicated linear layers; every MoE model's router gate likewise (mixtral.py, qwen3_moe.py, ...).
+
+FP8_BLOCK_BITS = 8 + 32 / (128 * 128)      # e4m3 plus one fp32 scale per 128 x 128 block, per weight
+
+
+def test_deepseek_v3_replicated_parts_by_hand():
+    """DeepSeek-V3 (config.json): H 7168, r_q 1536, d_c 512, d_R 64, 61 MLA layers, 58 MoE layers, 256 experts."""
+    m = load_model("deepseek-v3")
+    q_a = 7168 * 1536 + 1536                          # q_a_proj and q_a_layernorm
+    kv_a = 7168 * (512 + 64) + 512                    # kv_a_proj_with_mqa and kv_a_layernorm
+    router = 58 * 7168 * 256
+    assert dict(m.parameters.tp_replicated) == {"attention": 61 * (q_a + kv_a), "router": router}
+    assert 61 * (q_a + kv_a) == 923_592_704 and router == 106_430_464
+    whole_bytes = (61 * (q_a + kv_a) * FP8_BLOCK_BITS + router * 16) / 8     # down-projections fp8, router bf16
+    scale = 671e9 / m.derived_parameters                                     # the published 671B
+    all_of_it = m.weight_bytes(None, 1)
+    for tp in (8, 16):
+        # bytes = (all - whole) / TP + whole = all / TP + whole (1 - 1 / TP), all scaled to the published count
+        extra = whole_bytes * (1 - 1 / tp) * scale
+        assert m.weight_bytes(None, tp) == pytest.approx(all_of_it / tp + extra, abs=2)
+    assert whole_bytes * (1 - 1 / 16) * scale / 2**30 == pytest.approx(0.992, abs=0.001)   # GiB more at TP 16
+
+
+def test_mixtral_router_is_held_whole_at_tp2():
+    """Mixtral-8x7B: 32 layers x H 4096 x 8 experts of bf16 router, half of it more per GPU at TP 2."""
+    m = load_model("mixtral-8x7b")
+    assert dict(m.parameters.tp_replicated) == {"router": 32 * 4096 * 8}
+    assert m.weight_bytes(None, 2) == m.weight_bytes(None, 1) // 2 + 32 * 4096 * 8 * 2 // 2
+
+
+def test_a_dense_model_splits_evenly():
+    m = load_model("llama-3.1-8b")
+    assert m.parameters.tp_replicated == ()
+    assert m.weight_bytes(None, 2) == m.weight_bytes(None, 1) // 2
+
+
+def test_data_parallel_attention_counts_the_down_projections_once():
+    """With replicate_attention the whole attention component is on every GPU; its down-projections are in it."""
+    m = load_model("deepseek-v3")
+    router_extra = 106_430_464 * 16 / 8 * (1 - 1 / 8) * (671e9 / m.derived_parameters)
+    attention = m.parameters.attention * FP8_BLOCK_BITS / 8 * (1 - 1 / 8) * (671e9 / m.derived_parameters)
+    assert m.weight_bytes(None, 8, replicate_attention=True) == pytest.approx(
+        m.weight_bytes(None, 1) / 8 + router_extra + attention, abs=2)
