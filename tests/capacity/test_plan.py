@@ -230,12 +230,13 @@ def test_expert_parallel_past_the_experts_is_refused():
 def test_expert_parallel_weights_are_the_busiest_gpus():
     """Experts are dealt whole and not split again by TP: 6 experts over EP 4 put 2 on the busiest GPU (not the
     average 1.5), and the rest of the model splits TP 4 ways. Mixtral's components by hand (bf16, 2 bytes):
-    embeddings and lm_head 131,072,000 each, attention 1,342,177,280, router 786,432, norms 266,240 parameters
-    (/4), experts 33,822,867,456 for 6 experts (x 2/6). Before: experts / (EP x TP) = 1/16, the average GPU's
+    embeddings and lm_head 131,072,000 each, attention 1,342,177,280, norms 266,240 parameters (/4), the router
+    786,432 whole on every GPU (the engines replicate it, specs.weights), experts 33,822,867,456 for 6 experts
+    (x 2/6). Before: experts / (EP x TP) = 1/16, the average GPU's
     share divided by TP once more (DeepSeek-V3 --tp 8 --ep 8 planned 11.7 GiB of weights a GPU, not 78)."""
     model = dataclasses.replace(load_model("mixtral-8x7b"), num_experts=6, num_parameters=None)
     plan = plan_capacity(model, load_gpu("h200"), 4096, tensor_parallel=4, expert_parallel=4)
-    rest = (2 * 131_072_000 + 1_342_177_280 + 786_432 + 266_240) * 2 // 4
+    rest = (2 * 131_072_000 + 1_342_177_280 + 266_240) * 2 // 4 + 786_432 * 2
     assert plan.weights_bytes == rest + 33_822_867_456 * 2 * 2 // 6
     deepseek = plan_capacity(load_model("deepseek-v3"), load_gpu("h200"), 4096, tensor_parallel=8, expert_parallel=8)
     engine = engine_weight_bytes(load_model("deepseek-v3"), 8, None, 8)[0]
