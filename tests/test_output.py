@@ -198,6 +198,7 @@ _SIGNAL_CHILD = """
 import os, signal, sys
 import rooflab.output as output
 target = sys.argv[1]
+signal.signal(getattr(signal, sys.argv[2]), signal.SIG_DFL)   # the default action, whatever was inherited (nohup)
 real_fdopen = os.fdopen
 class Slow:
     def __init__(self, handle): self.handle = handle
@@ -230,12 +231,17 @@ def test_an_ignored_or_handled_signal_is_left_to_its_handler(tmp_path):
     """write_atomic takes over SIGTERM / SIGHUP only where they have the default action, and gives them back."""
     seen = []
     old = signal.signal(signal.SIGTERM, lambda *a: seen.append(a[0]))
+    old_hup = signal.signal(signal.SIGHUP, signal.SIG_DFL)    # the default action, whatever was inherited (nohup)
     try:
         write_atomic(tmp_path / "a.txt", "x")
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
         os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)          # an ignored SIGHUP (nohup) stays ignored
+        write_atomic(tmp_path / "b.txt", "y")
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGHUP, old_hup)
     assert seen == [signal.SIGTERM]
 
 
