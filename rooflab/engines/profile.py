@@ -33,16 +33,34 @@ buffers are freed before the sampler runs:
               2 + 4 + 4 + 8 + 1 + 4 + 4 + 1 + 4 = 32, the probabilities and log-probabilities after them 14.
               Measured (benchmarks/v0_sampler_peak.py, H200, torch 2.11): 38.06 at 256 rows, 51.05 at 32.
               vllm-v0.2 keeps 40 (not re-derived).
-              V1, s = 15 bytes: fitted to the vLLM v0.19.0 H100 logs of dense models (14.7 to 15.0 bytes once
-              the hidden states are counted): V1's sampler keeps the fp32 logits and one sort, or FlashInfer's
-              kernel, in place of V0's copies (vllm v0.10.0 vllm/v1/sample/ops/topk_topp_sampler.py).
-              V1 v0.8.x (vllm-v0.8): the same s, but beside R x H hidden states, not T x H: its _dummy_run
+              V1 from v0.17.0, s = 15 bytes: fitted to the vLLM v0.19.0 H100 logs of dense models (14.7 to 15.0
+              bytes once the hidden states are counted); these releases filter top-k / top-p with a Triton kernel
+              for 8 rows or more and sort no vocabulary (vllm v0.17.0 and v0.19.0 vllm/v1/sample/ops/
+              topk_topp_sampler.py apply_top_k_top_p, topk_topp_triton.py; below 8 rows the sort below).
+              V1 v0.9.1 - v0.16.x (EngineSettings.release), s = 38 bytes (50 below 128 rows): V0's sort, tensor
+              for tensor. _dummy_sampler_run holds the model-dtype logits (2) while Sampler.forward samples from
+              their fp32 copy (4, logits.to(torch.float32)); the profile's top_k V - 1 and top_p 0.9 take
+              TopKTopPSampler.forward_native's apply_top_k_top_p, whose logits.sort holds the sorted values (4),
+              their int64 indices (8) and PyTorch's sort buffers (8 + 12) as above (vllm
+              v0.10.0, v0.10.2, v0.15.0 and v0.16.0 vllm/v1/sample/ops/topk_topp_sampler.py and sampler.py;
+              vllm v0.10.0 vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run). FlashInfer's sampler is opt-in
+              from v0.11.1 (VLLM_USE_FLASHINFER_SAMPLER=1); v0.9.1 - v0.11.0 use it by default wherever flashinfer
+              is installed, which the pip wheel does not require (v0.9.1, v0.10.0: not in its Requires-Dist;
+              v0.10.2, v0.11.0: an extra): the sort is modelled, a deployment with flashinfer is not (pass
+              --activation-gib). Measured (benchmarks/v0_sampler_peak.py, H200, torch 2.11):
+              36.02 + 2 at 1,024 rows of 151,936 and of 128,256.
+              V1 v0.8.x (vllm-v0.8): the same s as v0.17's, but beside R x H hidden states, not T x H: its _dummy_run
               returns hidden_states[logit_indices], the last token of each request, and the full output is
               freed before the sampler runs (vllm/v1/worker/gpu_model_runner.py _dummy_run and profile_run at
               48cb2109b61676ebc0e7e76022a0be51a41a08b8)
 
-    peak = max(forward, sampler + in V1 the fused-MoE caches): they outlive the forward pass (the v0.19.0 logs
-           of Qwen3-30B-A3B, DeepSeek-V2-Lite and Mixtral exceed the sampler by about their size)
+    peak = max(forward, sampler + in V1 from v0.14.0 the fused-MoE caches): from v0.14.0 the unquantized and fp8
+           MoE methods run FusedMoEModularKernel, whose workspaces are WorkspaceManager's buffers, allocated once at
+           the largest size asked and kept (vllm v0.14.0 and v0.19.0 vllm/model_executor/layers/fused_moe/
+           modular_kernel.py, vllm/v1/worker/workspace.py; the v0.19.0 logs of Qwen3-30B-A3B, DeepSeek-V2-Lite and
+           Mixtral exceed the sampler by about their size). Up to v0.13.x (and in vllm-v0.8) fused_experts_impl
+           allocates its caches with torch.empty on each call and frees them on return (vllm v0.8.5, v0.10.0 and
+           v0.13.0 vllm/model_executor/layers/fused_moe/fused_moe.py), so they count in the forward moment only
 
 T = max_num_batched_tokens, H = hidden size, F = the MLP's intermediate size, b = bytes of the activations'
 dtype. The forward term reproduces vllm#10517's RTX 3090 peaks (Llama-3.1-8B, 20,000 and 29,000 tokens: 2.07 and
@@ -65,11 +83,15 @@ from ..specs import ModelSpec
 from .settings import Resolved, model_dtype
 from .vocab import Accounting
 
-#: Bytes the sampler keeps alive per (request x vocabulary entry), by accounting (module docstring).
-SAMPLER_BYTES_PER_LOGIT = {Accounting.vllm_v0_2: 40, Accounting.vllm_v0_6_4: 38, Accounting.vllm_v0: 38,
-                           Accounting.vllm_v0_8: 15, Accounting.vllm_v1: 15}
-#: V0's sampler below this many rows sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
+#: Bytes the sampler keeps alive per (request x vocabulary entry) at its peak (module docstring): V0's and V1's
+#: full sort (SORT), and V1's Triton top-k / top-p (and vllm-v0.8, fitted alike); vLLM v0.2.5 - v0.3.3 keeps 40.
+SORT_BYTES_PER_LOGIT, TRITON_BYTES_PER_LOGIT, V0_2_BYTES_PER_LOGIT = 38, 15, 40
+#: Below this many rows PyTorch sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
 FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
+#: vLLM V1's Triton top-k / top-p: from this release, for at least this many rows (topk_topp_sampler.py).
+V1_TRITON_SAMPLER_RELEASE, V1_TRITON_SAMPLER_MIN_ROWS = (0, 17), 8
+#: From this vLLM V1 release the fused-MoE caches are WorkspaceManager's kept buffers (modular_kernel.py).
+V1_MOE_WORKSPACE_RELEASE = (0, 14)
 #: fused_moe processes at most this many tokens at a time (VLLM_FUSED_MOE_CHUNK_SIZE's default, 32 x 1024).
 MOE_CHUNK_TOKENS = 32 * 1024
 
@@ -109,12 +131,24 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
     moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
-    per_logit = SAMPLER_BYTES_PER_LOGIT[s.accounting]
-    if s.accounting in (Accounting.vllm_v0_6_4, Accounting.vllm_v0) and requests < FULL_SORT_ROWS:
-        per_logit = FULL_SORT_BYTES_PER_LOGIT
+    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests)
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
     forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
-    return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=s.accounting.is_v1)
+    kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
+    return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept)
+
+
+def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | None, rows: int) -> int:
+    """Bytes a logit the profile's sampler holds at its peak over `rows` requests (module docstring): the full sort
+    of V0 and of V1 before v0.17 (38; 50 below 128 rows), V1's Triton top-k / top-p from v0.17 for 8 rows or more
+    and vllm-v0.8 (15), vLLM v0.2.5 - v0.3.3's 40. `release` None is the accounting's newest."""
+    if accounting is Accounting.vllm_v0_2:
+        return V0_2_BYTES_PER_LOGIT
+    triton = release is None or release >= V1_TRITON_SAMPLER_RELEASE
+    if accounting is Accounting.vllm_v0_8 or (accounting is Accounting.vllm_v1 and triton
+                                               and rows >= V1_TRITON_SAMPLER_MIN_ROWS):
+        return TRITON_BYTES_PER_LOGIT
+    return FULL_SORT_BYTES_PER_LOGIT if rows < FULL_SORT_ROWS else SORT_BYTES_PER_LOGIT
 
 
 def _mlp_elements(model: ModelSpec, tp: int) -> int:
@@ -144,5 +178,6 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["FULL_SORT_BYTES_PER_LOGIT", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SAMPLER_BYTES_PER_LOGIT",
-           "profile_run"]
+__all__ = ["FULL_SORT_BYTES_PER_LOGIT", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
+           "TRITON_BYTES_PER_LOGIT", "V0_2_BYTES_PER_LOGIT", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
+           "V1_TRITON_SAMPLER_RELEASE", "profile_run", "sampler_bytes_per_logit"]

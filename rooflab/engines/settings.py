@@ -31,7 +31,8 @@ from ..specs import GpuSpec, ModelSpec
 from ..capacity.stages import check_partition
 from ..dtypes import WeightFormat
 from ..units import GiB, DType, fmt_bytes
-from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode, parse_mamba_cache_mode
+from ..vocab import check_engine_release, engine_release
+from .vocab import RELEASE_RANGE, Accounting, Engine, KvCacheDtype, MambaCacheMode, parse_mamba_cache_mode
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
@@ -84,6 +85,10 @@ class EngineSettings:
     #: --pp-layer-partition: the layers of each stage (VLLM_PP_LAYER_PARTITION; None: the engine's rule)
     pipeline_parallel: int = 1
     pp_layer_partition: Optional[tuple[int, ...]] = None
+    #: The engine's release inside the accounting's range ('0.15.0' or (0, 15, 0); vocab.RELEASE_RANGE), where the
+    #: profile run differs (profile.py: vLLM V1's sampler sorts before v0.17, its MoE workspaces are kept from
+    #: v0.14); None: the accounting's newest
+    release: Optional[tuple[int, ...]] = None
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -97,7 +102,8 @@ class EngineSettings:
         "enable_lora": "--enable-lora", "pp_layer_partition": "--pp-layer-partition",
         "utilization": "--gpu-memory-utilization / --mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
         "dtype": "--dtype", "weight_format": "--quantization", "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
-        "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype"}
+        "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype",
+        "release": "EngineSettings.release"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -160,6 +166,26 @@ class EngineSettings:
         if self.pp_layer_partition is not None:
             object.__setattr__(self, "pp_layer_partition",
                                check_partition(self.pp_layer_partition, self._label("pp_layer_partition")))
+        if self.release is not None:
+            object.__setattr__(self, "release", self._checked_release())
+
+    def _checked_release(self) -> tuple[int, ...]:
+        """`release` as numbers ('0.15.0' -> (0, 15, 0)), inside the accounting's range; else an InputError."""
+        label, value = self._label("release"), self.release
+        if isinstance(value, str):
+            check_engine_release(value, label)
+            value = engine_release(value)
+        if not (isinstance(value, tuple) and value and all(type(n) is int and 0 <= n < 10_000 for n in value)):
+            raise InputError(f"{label} must be a release such as '0.15.0' or (0, 15, 0), got {shown(self.release)}")
+        if self.accounting not in RELEASE_RANGE:
+            raise InputError(f"{label} {shown(self.release)}: {self.accounting} models one profile run over its "
+                             f"releases ({self.accounting.releases}); a release applies to "
+                             f"{', '.join(str(a) for a in RELEASE_RANGE)} only")
+        first, last = RELEASE_RANGE[self.accounting]
+        if not (first <= value and value[:len(last)] <= last):
+            raise InputError(f"{label} {'.'.join(map(str, value))} is outside {self.accounting}'s releases "
+                             f"({self.accounting.releases})")
+        return value
 
     @property
     def engine(self) -> Engine:
@@ -194,6 +220,7 @@ class Resolved:
     max_lora_rank: Optional[int] = None
     pipeline_parallel: int = 1
     pp_layer_partition: Optional[tuple[int, ...]] = None
+    release: Optional[tuple[int, ...]] = None
 
     @property
     def attention_tensor_parallel(self) -> int:

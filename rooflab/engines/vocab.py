@@ -79,6 +79,10 @@ _RELEASES = {
     Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",
 }
 
+#: The releases (first, last as major.minor) EngineSettings.release may name within an accounting, where the
+#: profile run differs between them (engines/profile.py: vLLM V1's sampler and fused-MoE workspaces).
+RELEASE_RANGE = {Accounting.vllm_v1: ((0, 9, 1), (0, 20))}
+
 #: The accounting `--engine E` follows when no --engine-version is given: each engine's newest modelled one.
 DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting.sglang_v0_5}
 
@@ -190,5 +194,6 @@ def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
     return KvCacheDtype("auto" if dtype is None else dtype.value, dtype)
 
 
-__all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "Engine", "KvCacheDtype", "MambaCacheMode", "kv_cache_dtype_of",
+__all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "RELEASE_RANGE", "Engine", "KvCacheDtype",
+           "MambaCacheMode", "kv_cache_dtype_of",
            "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]

@@ -74,3 +74,66 @@ def test_v1_activation_against_v019_logs(model, tp, logged_gib):
     """vLLM v0.19.0 H100 logs (llm-d-planner d3121e0): 'torch peak memory increase' at 8,192 tokens, 1,024 seqs."""
     peak = _activation(model, H100, vllm("v1", tensor_parallel=tp, max_model_len=8192))
     assert peak == pytest.approx(logged_gib * GiB, rel=0.08 if model.is_moe else ACTIVATION_REL)
+
+
+# --- vLLM V1 by release: the sampler's sort before v0.17, the kept MoE workspaces from v0.14 -------------------------
+
+QWEN3_30B = load_model("qwen3-30b-a3b")
+H200 = load_gpu("h200-sxm")
+
+
+def test_v1_before_v017_sorts_as_v0_by_hand():
+    """Qwen3-30B-A3B (hidden 2,048, 128 experts of 768, top-8, vocabulary 151,936: its config.json) on an H200 under
+    vLLM V1 v0.15.0: 8,192 tokens over 1,024 sequences (V1's defaults on a GPU of 70 GiB or more). v0.15.0's sampler
+    sorts the whole vocabulary (vllm v0.15.0 vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p): bf16 logits
+    2 + fp32 copy 4 + sorted values 4 + int64 indices 8 + the sort's buffers 8 + 12 = 38 bytes a logit,
+        1,024 x 151,936 x 38 = 5,912,133,632  + the hidden states 8,192 x 2,048 x 2 = 33,554,432,
+    beside the fused-MoE workspaces the modular kernel keeps from v0.14.0 (vllm v0.15.0 fused_moe/modular_kernel.py,
+    vllm/v1/worker/workspace.py), rooflab's k (3 F + H) a token:
+        8,192 x 8 x (3 x 768 + 2,048) x 2 = 570,425,344;  peak 6,516,113,408 B = 6.07 GiB.
+    v0.19.0 (Triton top-k / top-p, 15 bytes) gives 1,024 x 151,936 x 15 + 33,554,432 + 570,425,344."""
+    run = profile_run(QWEN3_30B, resolve(vllm("v1", max_model_len=16000, release="0.15.0"), QWEN3_30B, H200))
+    assert (run.num_tokens, run.num_requests) == (8192, 1024)
+    assert run.sampler_bytes == 5_912_133_632 + 33_554_432
+    assert run.moe_workspace_bytes == 570_425_344 and run.moe_workspace_kept
+    assert run.peak_bytes == 6_516_113_408
+    new = profile_run(QWEN3_30B, resolve(vllm("v1", max_model_len=16000, release="0.19.0"), QWEN3_30B, H200))
+    assert new.peak_bytes == 1024 * 151936 * 15 + 33_554_432 + 570_425_344
+
+
+def test_v1_before_v014_frees_the_moe_caches():
+    """Up to v0.13.x fused_experts_impl allocates its caches per call and frees them (vllm v0.10.0
+    fused_moe/fused_moe.py): at v0.10.2 the peak is the sorting sampler alone, 5,945,688,064 B."""
+    run = profile_run(QWEN3_30B, resolve(vllm("v1", max_model_len=6144, release=(0, 10, 2)), QWEN3_30B, H100))
+    assert not run.moe_workspace_kept
+    assert run.peak_bytes == run.sampler_bytes == 1024 * 151936 * 38 + 8192 * 2048 * 2
+
+
+def test_v1_few_rows_sort_even_from_v017():
+    """v0.17's Triton filter takes 8 rows or more; 4 rows sort whole, at 50 bytes a logit (module docstring)."""
+    run = profile_run(LLAMA31, resolve(vllm("v1", max_model_len=8192, max_num_seqs=4, release="0.19.0"), LLAMA31, H100))
+    assert run.sampler_bytes == 4 * 128256 * 50 + 8192 * 4096 * 2
+
+
+@pytest.mark.parametrize("model", [LLAMA31, QWEN3_30B, load_model("mixtral-8x7b")])
+@pytest.mark.parametrize("seqs", [4, 64, 256, 1024])
+def test_v1_without_a_release_is_its_newest(model, seqs):
+    """No release is the accounting's newest (v0.20), and before v0.17 the peak is never below v0.17's."""
+    def peak(release):
+        return profile_run(model, resolve(vllm("v1", max_model_len=8192, max_num_seqs=seqs, release=release), model,
+                                          H100)).peak_bytes
+    assert peak(None) == peak("0.20.1") == peak("0.17.0")
+    assert peak("0.16.0") >= peak("0.17.0")
+
+
+@pytest.mark.parametrize("version, release, words", [
+    ("v1", "0.9.0", "outside vllm-v1's releases"), ("v1", "0.21.0", "outside vllm-v1's releases"),
+    ("v1", "latest", "not an engine release"), ("v1", (0, -1), "must be a release"),
+    ("v1", [0, 15], "must be a release"),
+    ("v0", "0.6.5", "applies to vllm-v1 only")])
+def test_release_refused_naming_it(version, release, words):
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match="EngineSettings.release") as err:
+        vllm(version, release=release)
+    assert words in str(err.value)
