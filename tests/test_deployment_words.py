@@ -102,7 +102,9 @@ def test_capacity_and_the_step_refuse_a_mismatch_alike(tmp_path, method):
 
 def test_capacity_and_the_step_agree_on_an_accepted_method():
     """D3: DeepSeek-V3 ships fp8_block (quant_method fp8); -q fp8 reads it as shipped in both commands (the step
-    priced it as per-tensor fp8 before: 84,120,074,133 bytes a GPU at TP 8 against capacity's 84,140,491,595)."""
+    priced it as per-tensor fp8 before: 84,120,074,133 bytes a GPU at TP 8 against capacity's 84,140,491,595).
+    85,135,046,687 since session 11: the MLA down-projections and the routers held whole on each TP rank
+    (tests/specs/test_weights.py derives them by hand)."""
     from fuzz_support import Case, check_cli, scratch, strict_json
 
     where = ["-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "-L", "8192", "-f", "json"]
@@ -111,7 +113,7 @@ def test_capacity_and_the_step_agree_on_an_accepted_method():
         step = strict_json(check_cli(Case(["report", "--phase", "step", *where, "-q", "fp8"], expect=0, json=True),
                                      folder).stdout)
         shipped = strict_json(check_cli(Case(["capacity", *where], expect=0, json=True), folder).stdout)
-    assert cap["weights_bytes"] == step["weight_bytes_per_gpu"] == shipped["weights_bytes"] == 84_140_491_595
+    assert cap["weights_bytes"] == step["weight_bytes_per_gpu"] == shipped["weights_bytes"] == 85_135_046_687
 
 
 # --- the method names: specs.QuantMethod and its aliases, one table (review, session 12) ---------------------------
