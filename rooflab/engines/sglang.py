@@ -11,8 +11,26 @@ in (1 - f) pre. Here pre = T - (memory in use before it measures, memory.py), T 
 
 Default f (mem_fraction_static) when --mem-fraction-static is not given:
 
-    sglang-v0.4  by TP size: 0.88 at 1, 0.87 at 2 or more, 0.85 at 4, 0.81 at 8, 0.79 at 16
-                 (sglang v0.4.5 python/sglang/srt/server_args.py:233-243)
+    sglang-v0.4  by TP size (the first row whose floor TP reaches), the table of the release (EngineSettings.release;
+                 without one, v0.4.0 - v0.4.5's, as before); python/sglang/srt/server_args.py __post_init__ of each
+                 release's wheel:
+
+                 release            TP >= 16  8     4     2     1
+                 v0.1.17 - v0.1.x   -         0.80  0.82  0.85  0.90   (v0.1.17 server_args.py:62-70)
+                 v0.2.0 - v0.2.6    0.80      0.84  0.86  0.88  0.89   (v0.2.0 :71-81, v0.2.6 :73-83)
+                 v0.2.7 - v0.3.5    0.79      0.83  0.85  0.87  0.88   (v0.2.7 :92-102, v0.3.0 :109-119, v0.3.5)
+                 v0.3.6.x           0.79      0.82  0.85  0.87  0.88   (v0.3.6 :156-166, v0.3.6.post3)
+                 v0.4.0 - v0.4.7    0.79      0.81  0.85  0.87  0.88   (v0.4.0 :158-168, v0.4.5 :233-243)
+
+                 v0.4.6 and v0.4.7 index the table by TP x PP and use it on GPUs of at most 81,920 MiB (nvidia-smi's
+                 total M); above, f = 0.88, and above 96 GiB min(0.88 + 48 GiB x 0.12 / M, (M - 18 GiB) / M)
+                 (v0.4.6.post2 :226-246; v0.4.7 :253-275 sets 0.79 above 180,000 MB instead; v0.4.6 itself took
+                 (M - 13 GiB) / M above 81,920 MiB: releases are compared without their .postN, so it is not told
+                 apart). v0.4.8 - v0.4.10: f = round((M - R) / M, 3), R = (2.8 + P / 10) GiB below 35 GiB, (9.5 +
+                 P / 2) below 90, (12 + P / 2) below 160, else 32 GiB, P = TP x PP, + 4 GiB with DP attention
+                 (v0.4.8 :275-310, v0.4.10 :286-323; their + 2 GiB for speculative decoding and the multimodal
+                 adjustment are not modelled). The pool formula above is the same from v0.1.17 (sglang/srt/managers/
+                 controller/model_runner.py:304-315 profile_max_num_token: available - total x (1 - f))
     sglang-v0.5  round((M - R) / M, 3), M = nvidia-smi's total in MiB, R = 512 + 1.5 max(chunked_prefill_size,
                  2048) + 2 cuda_graph_max_bs + 1024 tp / 8 MiB, at least 10 GiB on GPUs over 60 GiB; the
                  chunked prefill size and graph batch by GPU memory (sglang v0.5.10 server_args.py:1141-1330):
@@ -94,17 +112,51 @@ def _pipeline(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: EngineSetti
     return pipeline_capacity(caps, stages, "SGLang keeps the fewest tokens of any rank (all_reduce MIN)")
 
 
-def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec) -> float:
-    """mem_fraction_static when none is given (module docstring)."""
+#: sglang-v0.4's mem_fraction_static by TP size, per release (module docstring): (first release, ((floor TP, f),
+#: ...)), newest first; a release takes the first row it reaches, a TP the first floor it reaches.
+SGLANG_V0_4_FRACTIONS = (
+    ((0, 4, 0), ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))),
+    ((0, 3, 6), ((16, 0.79), (8, 0.82), (4, 0.85), (2, 0.87), (1, 0.88))),
+    ((0, 2, 7), ((16, 0.79), (8, 0.83), (4, 0.85), (2, 0.87), (1, 0.88))),
+    ((0, 2, 0), ((16, 0.80), (8, 0.84), (4, 0.86), (2, 0.88), (1, 0.89))),
+    ((0, 1, 17), ((8, 0.80), (4, 0.82), (2, 0.85), (1, 0.90))),
+)
+
+
+def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec,
+                     release: tuple[int, ...] | None = None, pipeline_parallel: int = 1,
+                     dp_attention: bool = False) -> float:
+    """mem_fraction_static when none is given, by accounting and (sglang-v0.4) release (module docstring)."""
     tp = tensor_parallel
-    if accounting is Accounting.sglang_v0_4:
-        return next(f for floor, f in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88)) if tp >= floor)
     total_mib = gpu.hbm_capacity_bytes / MiB
+    if accounting is Accounting.sglang_v0_4:
+        return _v0_4_fraction(release or (0, 4, 0), tp, pipeline_parallel, total_mib, dp_attention)
     chunk, graph_bs = _gpu_defaults(total_mib / 1024, tp)
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
     if total_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((total_mib - reserved) / total_mib, 3)
+
+
+def _v0_4_fraction(release: tuple[int, ...], tp: int, pp: int, total_mib: float, dp_attention: bool) -> float:
+    """sglang-v0.4's f for one release (module docstring); `total_mib` is nvidia-smi's total M."""
+    release = tuple(release) + (0,) * (3 - len(release))   # '0.4' is v0.4.0, never below it
+    if release >= (0, 4, 8):
+        parallel = tp * pp
+        reserved_gib = next(r for below, r in ((35, 2.8 + parallel / 10), (90, 9.5 + parallel / 2),
+                                               (160, 12 + parallel / 2), (float("inf"), 32.0))
+                            if total_mib < below * 1024)
+        reserved_mib = (reserved_gib + (4 if dp_attention else 0)) * 1024
+        return round((total_mib - reserved_mib) / total_mib, 3)
+    by_tp = next(rows for first, rows in SGLANG_V0_4_FRACTIONS if release >= first)
+    if release < (0, 4, 6):
+        return next(f for floor, f in by_tp if tp >= floor)
+    f = next(f for floor, f in by_tp if tp * pp >= floor) if total_mib <= 81920 else 0.88
+    if release >= (0, 4, 7) and total_mib > 180_000:
+        return 0.79
+    if total_mib > 96 * 1024:
+        return min(f + 48 * 1024 * (1 - f) / total_mib, (total_mib - 18 * 1024) / total_mib)
+    return f
 
 
 def _gpu_defaults(total_gib: float, tp: int) -> tuple[int, int]:
@@ -125,7 +177,8 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
              extra: tuple[Term, ...] = (), notes: tuple[str, ...] = ()) -> EngineCapacity:
     """The pool from pre (free memory SGLang measures), the memory in use before it and the weights; `extra`
     terms (explain.py's unattributed remainder) come off the pool too."""
-    f = s.utilization if s.utilization is not None else default_fraction(s.accounting, s.tensor_parallel, gpu)
+    f = s.utilization if s.utilization is not None else default_fraction(
+        s.accounting, s.tensor_parallel, gpu, s.release, s.pipeline_parallel, s.attention_data_parallel > 1)
     cell = sglang_cell(model, s)
     margin = int(pre * (1 - f))
     lora = lora_term(model, s, Engine.sglang)
@@ -208,5 +261,5 @@ def log_lines(cell: BlockLayout, tokens: int, model: ModelSpec, running: int | N
     return (*mamba, f"KV Cache is allocated. #tokens: {tokens}, {sizes}", scheduler)
 
 
-__all__ = ["MAMBA_FULL_MEMORY_RATIO", "MAMBA_SLOTS_PER_REQUEST", "assemble", "default_fraction", "log_lines",
+__all__ = ["MAMBA_FULL_MEMORY_RATIO", "MAMBA_SLOTS_PER_REQUEST", "SGLANG_V0_4_FRACTIONS", "assemble", "default_fraction", "log_lines",
            "mamba_pool", "max_running_requests", "sglang_capacity"]

@@ -35,7 +35,7 @@ class Accounting(str, enum.Enum):
                   use outside torch after the profile: the CUDA context and other processes' too), V1's profile run
     vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines;
                   linear-attention (Qwen3-Next) models from v0.10.2
-    sglang-v0.4   SGLang v0.3 - v0.4.x: pool = f x free memory after NCCL init - weights, f by TP size
+    sglang-v0.4   SGLang v0.1.17 - v0.4.x: pool = f x free memory after NCCL init - weights, f by TP size and release
     sglang-v0.5   SGLang v0.5.3 - v0.5.10: the same pool, f from a reserve that grows with the GPU's defaults
     """
 
@@ -75,13 +75,14 @@ _RELEASES = {
     Accounting.vllm_v0: "vLLM V0 v0.6.5 - V0's removal",
     Accounting.vllm_v0_8: "vLLM V1 v0.8.0 - v0.9.0.1",
     Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.20",
-    Accounting.sglang_v0_4: "SGLang v0.3 - v0.4.x",
+    Accounting.sglang_v0_4: "SGLang v0.1.17 - v0.4.x",
     Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",
 }
 
 #: The releases (first, last as major.minor) EngineSettings.release may name within an accounting, where the
-#: profile run differs between them (engines/profile.py: vLLM V1's sampler and fused-MoE workspaces).
-RELEASE_RANGE = {Accounting.vllm_v1: ((0, 9, 1), (0, 20))}
+#: profile run differs between them (engines/profile.py: vLLM V1's sampler and fused-MoE workspaces) or the default
+#: mem_fraction_static does (engines/sglang.py: SGLang's table by release).
+RELEASE_RANGE = {Accounting.vllm_v1: ((0, 9, 1), (0, 20)), Accounting.sglang_v0_4: ((0, 1, 17), (0, 4))}
 
 #: The accounting `--engine E` follows when no --engine-version is given: each engine's newest modelled one.
 DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting.sglang_v0_5}

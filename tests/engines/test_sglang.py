@@ -20,6 +20,62 @@ def test_sglang_default_fraction(version, tp, gpu, expected):
     assert default_fraction(parse_accounting(Engine.sglang, version), tp, gpu) == expected
 
 
+L4 = load_gpu("l4")            # nvidia-smi 23,034 MiB
+H200 = load_gpu("h200-sxm")    # nvidia-smi 143,771 MiB
+B200 = load_gpu("b200")
+
+
+@pytest.mark.parametrize("release, tp, gpu, expected", [
+    # the TP tables of each release's server_args.py (sglang.py docstring), L4 at TP 1, 2, 4, 8, 16
+    *[((0, 1, 17), tp, L4, f) for tp, f in ((1, 0.90), (2, 0.85), (4, 0.82), (8, 0.80), (16, 0.80))],
+    *[((0, 2, 5), tp, L4, f) for tp, f in ((1, 0.89), (2, 0.88), (4, 0.86), (8, 0.84), (16, 0.80))],
+    *[((0, 3, 0), tp, L4, f) for tp, f in ((1, 0.88), (2, 0.87), (4, 0.85), (8, 0.83), (16, 0.79))],
+    ((0, 2, 7), 8, L4, 0.83), ((0, 3, 6), 8, L4, 0.82), ((0, 4, 0), 8, L4, 0.81), ((0, 4, 5), 8, L4, 0.81),
+    ((0, 4), 8, L4, 0.81),       # '0.4' is v0.4.0
+    (None, 8, L4, 0.81),         # no release: v0.4.0 - v0.4.5's table, as before
+    # v0.4.6: above 96 GiB min(0.88 + 48 x 1024 x 0.12 / 143771, (143771 - 18432) / 143771) = min(0.92103, 0.87180)
+    ((0, 4, 6), 1, H200, (143771 - 18432) / 143771),
+    ((0, 4, 5), 1, H200, 0.88),
+    # v0.4.7 on a B200 (183,358 MiB > 180,000): 0.79 (v0.4.6 there: (183358 - 18432) / 183358 = 0.89948)
+    ((0, 4, 7), 8, B200, 0.79),
+    # v0.4.8: round((M - R) / M, 3); L4 TP 1: R = (2.8 + 0.1) x 1024 = 2969.6 -> 20064.4 / 23034 = 0.8711
+    ((0, 4, 8), 1, L4, 0.871),
+    # H200 TP 8: R = (12 + 4) x 1024 = 16384 -> 127387 / 143771 = 0.88604
+    ((0, 4, 10), 8, H200, 0.886),
+])
+def test_sglang_v0_4_fraction_by_release(release, tp, gpu, expected):
+    got = default_fraction(parse_accounting(Engine.sglang, "v0.4"), tp, gpu, release)
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_v0_4_6_indexes_by_tp_times_pp_and_v0_4_8_adds_dp_attention():
+    """v0.4.6: TP 4 x PP 2 reads the TP 8 row (0.81); v0.4.5 reads TP 4's (0.85). v0.4.8 on an H100 (81,559 MiB) at
+    TP 8: R = (9.5 + 4) GiB = 13,824 MiB -> 67,735 / 81,559 = 0.831; with DP attention + 4,096 -> 63,639 / 81,559 = 0.780."""
+    v04 = parse_accounting(Engine.sglang, "v0.4")
+    assert default_fraction(v04, 4, H100, (0, 4, 6), pipeline_parallel=2) == 0.81
+    assert default_fraction(v04, 4, H100, (0, 4, 5), pipeline_parallel=2) == 0.85
+    assert default_fraction(v04, 8, H100, (0, 4, 8)) == 0.831
+    assert default_fraction(v04, 8, H100, (0, 4, 8), dp_attention=True) == 0.78
+
+
+def test_release_reaches_the_pool_and_is_held_to_the_range():
+    """EngineSettings.release picks the table: Mixtral on 8 L4s, v0.3.0's 0.83 against v0.4's 0.81."""
+    from rooflab import load_model
+    from rooflab.engines import engine_capacity
+    from rooflab.errors import InputError
+    from support import sglang
+
+    model = load_model("mixtral-8x7b")
+    new = engine_capacity(model, L4, sglang("v0.4", tensor_parallel=8, max_model_len=8192))
+    old = engine_capacity(model, L4, sglang("v0.4", tensor_parallel=8, max_model_len=8192, release="0.3.0"))
+    assert (new.utilization, old.utilization) == (0.81, 0.83)
+    assert old.kv_cache_bytes > new.kv_cache_bytes
+    with pytest.raises(InputError, match="outside sglang-v0.4's releases"):
+        sglang("v0.4", release="0.5.1")
+    with pytest.raises(InputError, match="outside sglang-v0.4's releases"):
+        sglang("v0.4", release="0.1.16")
+
+
 def test_memory_in_use_takes_f_of_itself_off_the_pool():
     """pool = f x (T - before - M) - weights: other processes' M GiB cost f M of the pool (sglang.py docstring)."""
     from rooflab import load_model
