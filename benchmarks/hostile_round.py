@@ -30,6 +30,9 @@ Granite 4.0-H, NemotronH and FalconH1 config.json files that contradict themselv
 The closing re-run after D27-D28 (session 11): closing5 (D28's siblings: every command that writes a file pointed
 at one of its own inputs by name, another spelling, a symlink or a hard link; D27's siblings: non-ASCII digits and
 signs in each numeric option class, each either refused naming the option or read as the ASCII spelling is).
+A second tester's closing5 siblings (_siblings5): plot's image (-o) onto the chart's inputs through a link, the GPU
+YAML a campaign names as validate's / fit's / plot validation's input, $COLUMNS in non-ASCII digits, float options'
+non-ASCII separators, int<b>_g<group> in non-ASCII digits.
 
 Invariants (tests/fuzz_support.py: problems_of): no traceback; exit 0 or 2 only; on 2 one or two lines on stderr,
 'error:' first, naming the option, file, field or value; strict JSON; no file left but the requested output; no
@@ -2696,6 +2699,120 @@ def closing5_inputs() -> Iterator[Input]:
         for value, ascii_value in _digits5("1024,4096").items():
             yield Input("closing5", f"{' '.join(cmd)} --lengths {value!r}", check=lambda f, c=cmd, v=value,
                         a=ascii_value: _chart_reading5(f, c, "--lengths", v, a))
+    yield from _siblings5()
+
+
+# closing5, a second tester's siblings: plot's image (-o) onto the chart's inputs through a link; the GPU YAML a
+# campaign names (gpu_spec: ./g.yaml, as `rooflab bench -g ./g.yaml` records it) as validate's, fit's and plot
+# validation's input; $COLUMNS in non-ASCII digits; float options' non-ASCII separators; int<b>_g<group> digits
+
+#: Each chart with the inputs it reads (plot's -o takes .png / .svg / .pdf only: an input is reached by a link).
+PLOTS5 = (
+    (["plot", "roofline", "-m", "c", "-g", "./g.json"], ["c/config.json", "g.json"]),
+    (["plot", "memory", "-m", "c", "-g", "./g.json"], ["c/config.json", "g.json"]),
+    (["plot", "time", "-m", "c", "-g", "./g.json"], ["c/config.json", "g.json"]),
+    (["plot", "decode", "-m", "./c", "-g", "./g.json"], ["c/config.json", "g.json"]),
+    (["plot", "capacity", "-m", "c", "-g", "./g.json"], ["c/config.json", "g.json"]),
+    (["plot", "serve", "-m", "c", "-g", "./g.json"], ["c/config.json", "g.json"]),
+    (["plot", "validation", "m.csv"], ["m.csv"]),
+    (["plot", "roofline", "-g", "h200-sxm", "--measurements", "./m.csv"], ["m.csv"]),
+)
+
+
+def _linked5(folder: Path, name: str, how: str, suffix: str) -> str:
+    """A symlink or a hard link to input `name`, named with `suffix` (an image's or --data's extension)."""
+    link = f"{'ln' if how == 'symlink' else 'hl'}-{name.replace('/', '-')}{suffix}"
+    if how == "symlink":
+        (folder / link).symlink_to(folder / name)
+    else:
+        os.link(folder / name, folder / link)
+    return link
+
+
+def _refused5(folder: Path, cmd: list[str], idents: list[str]) -> list[str]:
+    """`cmd` (its files already in `folder`): exit 2 naming one of `idents`, every file as it was, nothing written."""
+    case = fs.Case(cmd, idents, 2, [], [], False, False)
+    before = fs.snapshot(folder)
+    out = fs.invoke(cmd, folder)
+    problems = fs.problems_of(case, out, before, fs.snapshot(folder), folder, {})
+    return [p + " | " + out.describe().replace("\n", " / ")[:400] for p in problems]
+
+
+def _image_onto5(folder: Path, args: list[str], target: str, how: str) -> list[str]:
+    """A chart's -o onto input `target` through a link named x.png: refused naming -o, the input unchanged."""
+    _inputs5(folder)
+    return _refused5(folder, [*args, "-o", _linked5(folder, target, how, ".png")], ["-o ", "--output"])
+
+
+def _campaign5(folder: Path) -> None:
+    """_inputs5, and mg.csv: m.csv recorded against ./g.yaml (the file beside it) where m.csv names h200-sxm."""
+    _inputs5(folder)
+    text = (folder / "m.csv").read_text()
+    assert "# gpu_spec: h200-sxm\n" in text
+    (folder / "mg.csv").write_text(text.replace("# gpu_spec: h200-sxm\n", "# gpu_spec: ./g.yaml\n"))
+
+
+def _onto_campaign_gpu5(folder: Path, args: list[str], option: str, how: str, suffix: str = "") -> list[str]:
+    """`args` with `option` onto g.yaml, the GPU YAML campaign mg.csv names, spelled `how` (a link named with
+    `suffix` where the option takes an extension); with no option, the command's default target: refused."""
+    _campaign5(folder)
+    if option is None:
+        return _refused5(folder, args, ["--output", "g.yaml"])
+    spelled = _linked5(folder, "g.yaml", how, suffix) if how in ("symlink", "hardlink") else \
+        _spelled5(folder, "g.yaml", how)
+    return _refused5(folder, [*args, option, spelled], [f"{option} ", "--output"])
+
+
+def _columns5(folder: Path, columns: str, reads_as: Optional[str]) -> list[str]:
+    """A table under COLUMNS=`columns`: exit 0 and the table as under COLUMNS=`reads_as` (None: as under a COLUMNS
+    that is no number, 'abc', which terminal_width ignores); never an internal error."""
+    args = ["report", "-m", "llama-3-8b", "-g", "h200-sxm"]
+    out = fs.invoke(args, folder, env={"COLUMNS": columns})
+    problems = fs.problems_of(fs.Case(args, ["COLUMNS"], 0, [], [], False, True), out, {}, {}, folder, {})
+    if not problems:
+        plain = fs.invoke(args, folder, env={"COLUMNS": reads_as if reads_as is not None else "abc"})
+        if plain.stdout != out.stdout:
+            problems.append(f"COLUMNS={columns!r} read otherwise than {reads_as!r}")
+    return [p + " | " + out.describe().replace("\n", " / ")[:400] for p in problems]
+
+
+#: float options' spellings float() refuses (a fullwidth full stop, the Arabic decimal separator, a zero-width space)
+#: and takes (an em space around it, an underscore between digits, fullwidth digits with an exponent), each with
+#: the ASCII text float() reads it as (None: refused).
+FLOATS5 = {"0\uff0e85": None, "\u0660\u066b\u0668\u0665": None, "0.8\u200b5": None, "\u20030.85\u2003": "0.85",
+           "0.8_5": "0.85", "\uff18\uff15e-2": "0.85"}
+
+
+def _siblings5() -> Iterator[Input]:
+    for args, inputs in PLOTS5:
+        for target in inputs:
+            for how in ("symlink", "hardlink"):
+                yield Input("closing5", f"{' '.join(args)} -o <{target} by {how} as .png>",
+                            check=lambda f, a=args, t=target, h=how: _image_onto5(f, a, t, h))
+    for args, option, suffix in ((["validate", "mg.csv"], "-o", ""), (["fit", "mg.csv"], "-o", ""),
+                                 (["fit", "mg.csv", "-g", "./g.yaml"], "-o", ""),
+                                 (["plot", "validation", "mg.csv", "-o", "v.png"], "--data", ".json")):
+        for how in (("symlink", "hardlink") if suffix else SPELLINGS5):
+            yield Input("closing5", f"{' '.join(args)} {option} <g.yaml, mg.csv's gpu_spec, by {how}>",
+                        check=lambda f, a=args, o=option, h=how, s=suffix: _onto_campaign_gpu5(f, a, o, h, s))
+    for args in (["fit", "mg.csv"], ["fit", "mg.csv", "-g", "./g.yaml"]):
+        yield Input("closing5", f"{' '.join(args)} (no -o: ./g.yaml, mg.csv's gpu_spec, its default)",
+                    check=lambda f, a=args: _onto_campaign_gpu5(f, a, None, "name"))
+    for columns, reads_as in (("\uff18\uff10", "80"), ("\u0668\u0660", "80"), ("\u00b2", None),
+                              ("\u00b9\u2070\u2070", None), ("\u2212" + "80", None), ("8\u00a00", None)):
+        yield Input("closing5", f"COLUMNS={columns!r} report -m llama-3-8b -g h200-sxm",
+                    check=lambda f, c=columns, r=reads_as: _columns5(f, c, r))
+    for value, ascii_value in FLOATS5.items():
+        for cmd, option in ((["capacity", "-m", "llama-3-8b", "-g", "h200-sxm"], "--gpu-memory-utilization"),
+                            (["serve", "-m", "llama-3-8b", "-g", "h200-sxm"], "--random-range-ratio")):
+            yield Input("closing5", f"{' '.join(cmd)} {option} {value!r}", check=lambda f, c=cmd, o=option,
+                        v=value, a=ascii_value: _reading5(f, c, o, v, a))
+    for value, ascii_value in {**{f"int4_g{v}": (None if a is None else f"int4_g{a}")
+                                  for v, a in _digits5("128").items()}}.items():
+        for cmd in (["capacity", "-m", "llama-3-8b", "-g", "h200-sxm"],
+                    ["report", "--phase", "step", "-m", "llama-3-8b", "-g", "h200-sxm"]):
+            yield Input("closing5", f"{' '.join(cmd)} --weight-dtype {value!r}", check=lambda f, c=cmd, v=value,
+                        a=ascii_value: _reading5(f, c, "--weight-dtype", v, a))
 
 
 # --- running ----------------------------------------------------------------------------------------------------

@@ -417,7 +417,7 @@ def test_hostile_input_closing_4(item):
 # --- closing5 (after D27-D28): every writer pointed at its own inputs (by name, ./, sub/../, the absolute path, a
 # symlink, a hard link); non-ASCII digits and signs in every numeric option class ----------------------------------
 
-#: One closing5 input in this many (ten or so), and its fixed defect's inputs whole.
+#: One closing5 input in this many (ten or so), and its defects' inputs whole (fixed and open).
 STRIDE5 = 10
 #: closing5's find, fixed (session 11); its inputs stay kept as regression checks:
 #: D29: `calibrate --collectives` wrote its GPU YAML over its own inputs (-o onto a --from measurement CSV or onto -g's
@@ -432,14 +432,44 @@ FIXED5 = (
 )
 
 
+#: A second closing5 tester's finds (hostile._siblings5), each a strict xfail until fixed:
+D30 = ("D30: every `rooflab plot` writes its image (-o) over its own input through a link (x.png a symlink to the "
+       "model's config.json, a GPU YAML or the measurement CSV: the input becomes a PNG; a hard link: parted and "
+       "replaced): rooflab/cli/charts.py _save checks only --data against `inputs`, and rooflab/plot/save.py "
+       "save_figure calls write_atomic(path, bytes) with none")
+D31 = ("D31: the GPU YAML a campaign names (gpu_spec: ./g.yaml, as `bench -g ./g.yaml` records it) is no input of "
+       "`validate -o` nor of `plot validation --data`, so the table or the chart's JSON replaces it under any "
+       "spelling or link: rooflab/cli/measure.py validate passes only the CSVs to write_atomic, and "
+       "rooflab/cli/charts.py plot_validation's _inputs lists only the CSV, not check_gpu's file")
+D32 = ("D32: `fit` writes its fitted YAML over the GPU YAML it reads (the campaign's ./g.yaml, with -g ./g.yaml or "
+       "not, by -o under any spelling or link, and with no -o: ./g.yaml is its default target), where calibrate "
+       "refuses the same: rooflab/cli/fit.py passes inputs=files to write_fitted, never `source`")
+D33 = ("D33: COLUMNS in superscript digits ('²', '¹⁰⁰') is an internal error, exit 70: rooflab/output.py "
+       "terminal_width tests str.isdigit() (true for superscripts) and then calls int(), which refuses them")
+DEFECTS5 = {
+    **{f"{' '.join(args)} -o <{target} by {how} as .png>": D30 for args, targets in hostile.PLOTS5
+       for target in targets for how in ("symlink", "hardlink")},
+    **{f"validate mg.csv -o <g.yaml, mg.csv's gpu_spec, by {how}>": D31 for how in hostile.SPELLINGS5},
+    **{f"plot validation mg.csv -o v.png --data <g.yaml, mg.csv's gpu_spec, by {how}>": D31
+       for how in ("symlink", "hardlink")},
+    **{f"{cmd} -o <g.yaml, mg.csv's gpu_spec, by {how}>": D32 for how in hostile.SPELLINGS5
+       for cmd in ("fit mg.csv", "fit mg.csv -g ./g.yaml")},
+    **{f"{cmd} (no -o: ./g.yaml, mg.csv's gpu_spec, its default)": D32 for cmd in ("fit mg.csv",
+                                                                                   "fit mg.csv -g ./g.yaml")},
+    **{f"COLUMNS={c!r} report -m llama-3-8b -g h200-sxm": D33 for c in ("\u00b2", "\u00b9\u2070\u2070")},
+}
+
+
 def _kept5():
     items = list(hostile.CLASSES["closing5"]())
-    passing = [item for item in items if item.label not in FIXED5]
+    whole = set(FIXED5) | set(DEFECTS5)
+    passing = [item for item in items if item.label not in whole]
     kept = {item.label: item for item in itertools.islice(passing, 0, None, STRIDE5)}
-    kept.update({item.label: item for item in items if item.label in FIXED5})
-    assert set(FIXED5) <= set(kept), set(FIXED5) - set(kept)
+    kept.update({item.label: item for item in items if item.label in whole})
+    assert whole <= set(kept), whole - set(kept)
     for label, item in kept.items():
-        yield pytest.param(item, id=f"closing5: {label[:70]}")
+        marks = [pytest.mark.xfail(strict=True, reason=DEFECTS5[label])] if label in DEFECTS5 else []
+        yield pytest.param(item, id=f"closing5: {label[:70]}", marks=marks)
 
 
 @pytest.mark.parametrize("item", list(_kept5()))
