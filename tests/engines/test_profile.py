@@ -130,7 +130,7 @@ def test_v1_without_a_release_is_its_newest(model, seqs):
     ("v1", "0.9.0", "outside vllm-v1's releases"), ("v1", "0.21.0", "outside vllm-v1's releases"),
     ("v1", "latest", "not an engine release"), ("v1", (0, -1), "must be a release"),
     ("v1", [0, 15], "must be a release"),
-    ("v0", "0.6.5", "applies to vllm-v1 only")])
+    ("v0", "0.6.5", "a release applies to vllm-v1, sglang-v0.4 only")])
 def test_release_refused_naming_it(version, release, words):
     from rooflab.errors import InputError
 
