@@ -119,7 +119,7 @@ def terminal_width() -> int | None:
     """Columns to fit a table in: $COLUMNS when set to a positive number, else the terminal's width when stdout is a
     terminal, else None (a pipe or a file: tables keep their full width)."""
     columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
+    if columns.isdecimal() and int(columns) > 0:           # isdecimal: what int() reads ('²' is a digit, not decimal)
         return int(columns)
     try:
         if sys.stdout is not None and sys.stdout.isatty():

@@ -96,6 +96,7 @@ def _save(fig, output: Path | None, default: str, frame=None, data: Path | None 
     from ..output import check_writable
     from ..plot import save_data, save_figure
 
+    check_writable(output or Path(default), inputs)        # the image never over an input, through any link
     if data is not None:
         check_writable(data, inputs, option="--data")
     typer.echo(f"wrote {save_figure(fig, output or Path(default))}")
@@ -303,13 +304,14 @@ def plot_validation(
     data_file: DataOpt = None,
 ) -> None:
     """Measured time against the calibrated model's prediction, held-out rows filled."""
-    from ..fit.validate import bundled_dataset, validate
+    from ..fit.validate import bundled_dataset, spec_files, validate
     from ..plot import validation_chart
 
     v = validate(file)
+    read = bundled_dataset() if file is None else (file,)
     impls = tuple(sorted({g.impl for g in v.groups})) if peers else None
     _save(validation_chart(v, impls), output, "validation.png", lambda: _validation_frame(v, impls), data_file,
-          _inputs(files=bundled_dataset() if file is None else (file,)))
+          _inputs(files=[*read, *spec_files(read)]))
 
 
 def _validation_frame(v, impls: tuple[str, ...] | None):

@@ -31,7 +31,7 @@ def fit(
     validation, models, spec = fit_campaigns(files, gpu)
     source = spec_path("hardware", "GPU", spec)
     target = output or Path.cwd() / source.name
-    written = write_fitted(source, target, models, inputs=files)
+    written = write_fitted(source, target, models, inputs=[*files, source])   # never over the GPU YAML read
     typer.echo(render_validation(validation, fmt), nl=False)
     kept = len(written.fitted) - len(models)
     typer.echo(f"wrote {len(models)} fitted models to {target}" + (f"; kept {kept} fitted from other files "

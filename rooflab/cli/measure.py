@@ -116,9 +116,11 @@ def validate(
             raise typer.BadParameter(f"--published checks the bundled published rows; it takes no {', '.join(given)}")
         text = published_text(fmt)
         if output is not None:
+            from ..load import data_dir
             from ..output import write_atomic
 
-            write_atomic(output, text)
+            published_files = [f for f in (data_dir("measurements") / "published").rglob("*") if f.is_file()]
+            write_atomic(output, text, inputs=published_files)    # never over a bundled check file
         typer.echo(text, nl=False)
         return
     from ..fit.dist_validate import validate_any
@@ -130,7 +132,10 @@ def validate(
     result = validate_dataset(None, gpu, fit_from=fit_from) if file is None else validate_any(file, gpu, fit_from)
     text = render_validation(result, fmt, wide)
     if output is not None:
-        write_atomic(output, text, inputs=[*(bundled_dataset() if file is None else (file,)), *fit_from])
+        from ..fit.validate import spec_files
+
+        read = [*(bundled_dataset() if file is None else (file,)), *fit_from]
+        write_atomic(output, text, inputs=[*read, *spec_files(read, gpu)])     # the campaigns' GPU YAMLs too
     typer.echo(text, nl=False)
 
 

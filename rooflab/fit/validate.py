@@ -176,6 +176,14 @@ def check_gpu(meta: dict, gpu_ref: Optional[str], where: str) -> str:
     return gpu_ref
 
 
+def spec_files(files: Sequence, gpu_ref: Optional[str] = None) -> list[Path]:
+    """The GPU YAML each measurement file is validated against (check_gpu's: --gpu or the file's gpu_spec, a path
+    beside it or a bundled name), for a command that writes to keep its outputs off them."""
+    from ..load import gpu_file
+
+    return [gpu_file(check_gpu(read_measurements(Path(f))[0], gpu_ref, str(f))) for f in files]
+
+
 #: The bundled dataset `rooflab validate` reads with no file: the H200 sweep, the new kernels' campaign and the
 #: seesaw MLA kernel's (the MLA kernel that ships since the new kernels' campaign).
 BUNDLED_DATASET = ("h200-sweep.csv", "h200-new-kernels.csv", "h200-mla-seesaw.csv")

@@ -180,3 +180,24 @@ def test_distributed_bench_without_gpus_is_an_error_not_a_hang(capsys, tmp_path)
         pytest.skip("this machine has the GPUs")
     code, _, err = run_in_process(["bench", "--distributed", "--nproc", "2", "-o", str(tmp_path / "x.csv")], capsys)
     assert code == 2 and "needs 2 GPUs" in err
+
+
+def test_validate_published_never_writes_over_a_bundled_check_file(tmp_path):
+    """D34 (hostile closing5, found by hand): `validate --published -o` onto one of the bundled published CSVs it reads
+    is refused (exit 2, the file unchanged); beside them it writes."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+    from rooflab.load import data_dir
+
+    target = next((data_dir("measurements") / "published" / "kernels").glob("*.csv"))
+    before = target.read_bytes()
+    try:
+        result = CliRunner().invoke(app, ["validate", "--published", "-o", str(target)])
+        assert result.exit_code == 2 and "overwrite an input" in result.stderr, result.output
+    finally:
+        if target.read_bytes() != before:                  # never leave a bundled check file damaged
+            target.write_bytes(before)
+    assert target.read_bytes() == before
+    ok = CliRunner().invoke(app, ["validate", "--published", "-o", str(tmp_path / "p.txt")])
+    assert ok.exit_code == 0 and (tmp_path / "p.txt").read_text()
