@@ -22,18 +22,35 @@ Parameters per layer, with hidden size H (biases where the spec says, small term
     MoE MLP            E 3 H F_e + S 3 H F_s + H E (router)
     norms              2 H per layer, H at the end; embeddings V H, lm_head V H unless tied
 
-Held whole on every tensor-parallel rank (ParameterCount.tp_replicated, count_parameters the one place that
-says which): the engines build these as replicated linear layers, not split ones (vLLM's and SGLang's
-models/deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa, later one fused_qkv_a_proj, and the MoE `gate`; the
-router gate likewise in mixtral.py, qwen2_moe.py, qwen3_moe.py, llama4.py, gpt_oss.py):
+Held whole on every tensor-parallel rank (ParameterCount.tp_replicated; replicated_attention_parameters and
+count_parameters the one place that says which), as the engines build them: replicated linear layers, not split
+ones. vLLM v0.8.4 model_executor/models/deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa ReplicatedLinear with the
+checkpoint's quant_config, the MoE `gate` ReplicatedLinear with quant_config=None (v0.20.2: one fused_qkv_a_proj,
+a MergedColumnParallelLinear with disable_tp, and the gate a GateLinear, a ReplicatedLinear); SGLang v0.4.3.post2
+srt/models/deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa ReplicatedLinear, the gate a whole nn.Parameter
+(v0.5.3: one fused_qkv_a_proj_with_mqa ReplicatedLinear); the router gate ReplicatedLinear with quant_config=None
+in vLLM v0.8.4's mixtral.py, qwen2_moe.py, qwen3_moe.py and llama4.py (its `router`), v0.20.2's gpt_oss.py (its
+`router`, with an E bias not counted here) and SGLang v0.4.3.post2's mixtral.py. DeepSeek-V3.2's lightning
+indexer is replicated whole by both (vLLM v0.20.2 deepseek_v2.py Indexer: wq_b ReplicatedLinear, wk and
+weights_proj one MergedColumnParallelLinear with disable_tp; SGLang v0.5.3 srt/layers/attention/nsa/nsa_indexer.py:
+wq_b, wk, weights_proj ReplicatedLinear):
 
     mla down-projections   q_a: H r_q + r_q (its norm), kv_a: H (d_c + d_R) + d_c, per MLA layer
+    lightning indexer      wq_b r_q n_I d_I + wk H d_I + k_norm 2 d_I + weights_proj H n_I, per layer with one
     MoE router             H E per MoE layer (the whole router component)
 
+Each is priced at its component's bits per parameter: the router in the checkpoint's dtype (the gate is built
+without the quant config, and a fp8 checkpoint such as DeepSeek-V3 ships it in bf16), the down-projections and the
+indexer at the attention component's format (their norms, 2,048 of the 15.1 million a DeepSeek-V3 layer
+replicates, are bf16 in the engines; vLLM v0.20.2 loads the indexer's wk and weights_proj in bf16, H (d_I + n_I)
+parameters a layer priced at fp8 here: 84 MB a GPU on V3.2). Not counted at all: DeepSeek's
+e_score_correction_bias (E a MoE layer, whole on every rank).
+
 Everything else is counted split: the up-projections (q_b, kv_b), o, every softmax and linear-attention
-projection, MLPs and experts, embeddings and lm_head (vocab-parallel). Norms are replicated by the engines too
-but are counted split (2 H per layer: 1.7 MB on DeepSeek-V3, not worth a golden); a lightning indexer's
-projections are counted split (not checked against an engine).
+projection, MLPs and experts, embeddings and lm_head (VocabParallelEmbedding / ParallelLMHead). The engines hold
+every RMSNorm whole too (a norm's weight is its full width on each rank in both engines' layernorm), but the
+`norms` component (2 H a layer and H at the end) is counted split, so a dense model splits evenly: the bytes left
+out per GPU are (2 L H + H)(1 - 1/TP) in the checkpoint's dtype, 1.65 MB on DeepSeek-V3 at TP 16 (below 0.01%).
 
 The small per-layer terms a checkpoint may add (q/k norms, output gates, expert biases) are below
 0.2% of any bundled model and are left out; tests hold every bundled model within 1% of its
@@ -85,15 +102,9 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
     if t.is_latent:
         qk = t.qk_nope_head_dim + t.qk_rope_head_dim
         hq, dv = heads.num_qo_heads, heads.value_dim
-        down = mla_down_parameters(t, h)
         q = t.q_lora_rank * hq * qk if t.q_lora_rank else h * hq * qk
         kv_b = t.kv_lora_rank * hq * (t.qk_nope_head_dim + dv)
-        indexer = 0
-        if t.index_head_dim:
-            q_in = t.q_lora_rank or h
-            indexer = (q_in * t.index_n_heads * t.index_head_dim + h * t.index_head_dim + 2 * t.index_head_dim
-                       + h * t.index_n_heads)
-        return down + q + kv_b + hq * dv * h + indexer
+        return replicated_attention_parameters(t, h) + q + kv_b + hq * dv * h
     if t.linear_mixer is not None and t.linear_mixer.is_mamba:
         return _mamba_parameters(t, hidden)
     if not t.is_attention:
@@ -110,6 +121,12 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
     return weights + biases + (own.num_qo_heads if t.sinks else 0)
 
 
+def replicated_attention_parameters(t: LayerType, hidden: int) -> int:
+    """One layer's attention parameters every tensor-parallel rank holds whole (module docstring): an MLA layer's
+    down-projections with their norms and its lightning indexer; 0 for any other layer."""
+    return mla_down_parameters(t, hidden) + indexer_parameters(t, hidden)
+
+
 def mla_down_parameters(t: LayerType, hidden: int) -> int:
     """One MLA layer's down-projections with their norms, which every tensor-parallel rank holds whole:
     q_a H r_q + r_q (none without a q rank) and kv_a H (d_c + d_R) + d_c; 0 for a layer that is not MLA."""
@@ -117,6 +134,16 @@ def mla_down_parameters(t: LayerType, hidden: int) -> int:
         return 0
     q_a = hidden * t.q_lora_rank + t.q_lora_rank if t.q_lora_rank else 0
     return q_a + hidden * (t.kv_lora_rank + t.qk_rope_head_dim) + t.kv_lora_rank
+
+
+def indexer_parameters(t: LayerType, hidden: int) -> int:
+    """One MLA layer's lightning indexer (DeepSeek-V3.2), which every tensor-parallel rank holds whole:
+    wq_b q_in n_I d_I (q_in the q rank, H without one) + wk H d_I + k_norm 2 d_I + weights_proj H n_I; 0 without one."""
+    if not (t.is_latent and t.index_head_dim):
+        return 0
+    q_in = t.q_lora_rank or hidden
+    return (q_in * t.index_n_heads * t.index_head_dim + hidden * t.index_head_dim + 2 * t.index_head_dim
+            + hidden * t.index_n_heads)
 
 
 def _mamba_parameters(t: LayerType, hidden: int) -> int:
@@ -144,7 +171,7 @@ def count_parameters(model) -> ParameterCount:
     moe_layers = model.num_moe_layers
     shared_ffn = model.shared_expert_ffn_size or model.ffn_size
     router = moe_layers * h * model.num_experts if model.is_moe else 0
-    down = sum(layers * mla_down_parameters(layer, h) for _, layer, layers in model.layer_walk())
+    down = sum(layers * replicated_attention_parameters(layer, h) for _, layer, layers in model.layer_walk())
     replicated = tuple((c, n) for c, n in (("attention", down), ("router", router)) if n)
     return ParameterCount(
         embeddings=model.vocab_size * h,
@@ -184,14 +211,15 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
     """Bytes of every parameter (all experts) per GPU, each component in its format (_component_bits).
 
     Split `tensor_parallel` ways but for what the engines hold whole on every rank (ParameterCount.tp_replicated:
-    MLA down-projections, the MoE router; each such part priced at its component's bits per parameter), the
+    MLA down-projections and indexer, the MoE router; each priced at its component's bits per parameter), the
     routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention) every GPU
     holds all attention weights. Per GPU, with b_c a component's bits and r_c its replicated parameters over n_c:
 
         bytes = ceil(((sum_c b_c (1 - r_c / n_c)) / TP + sum_c b_c r_c / n_c) * published_scale + vision) / 8
 
     (a component's bits averaged over its parameters where an exclusion list keeps some unquantized). A vision
-    tower (vision_parameters) is counted whole on every GPU in the checkpoint's dtype (vLLM shards it too where its encoder supports TP: an upper bound). Rounded up.
+    tower (vision_parameters) is counted whole on every GPU in the checkpoint's dtype (vLLM shards it too where its
+    encoder supports TP: an upper bound). Rounded up.
     `shares` ({component or "vision": the fraction of it this GPU holds}, 1 where absent) is one pipeline
     stage's part of each component (capacity.stages.Stage.shares). `expert_layout` is the routed experts' bytes
     as an engine lays them out over the checkpoint's (engines.mxfp4.expert_padding; 1: as shipped).
@@ -225,5 +253,5 @@ def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat 
     return float(bits * _published_scale(model) / 8)
 
 
-__all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "mla_down_parameters",
-           "weight_bytes"]
+__all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "indexer_parameters",
+           "mla_down_parameters", "replicated_attention_parameters", "weight_bytes"]

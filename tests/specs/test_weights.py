@@ -183,3 +183,81 @@ def test_data_parallel_attention_counts_the_down_projections_once():
     attention = m.parameters.attention * FP8_BLOCK_BITS / 8 * (1 - 1 / 8) * (671e9 / m.derived_parameters)
     assert m.weight_bytes(None, 8, replicate_attention=True) == pytest.approx(
         m.weight_bytes(None, 1) / 8 + router_extra + attention, abs=2)
+
+
+def test_deepseek_v3_bytes_per_gpu_at_tp8_and_tp16_by_hand():
+    """DeepSeek-V3's weights a GPU under TP, every term from its config.json (models/deepseek-v3.yaml): H 7168,
+    vocab 129,280, 61 MLA layers (128 heads, d_nope 128, d_R 64, d_v 128, r_q 1536, d_c 512), 3 dense layers of
+    18,432, 58 MoE layers of 256 experts and 1 shared expert of 2,048. Linear layers fp8 with one fp32 scale per
+    128 x 128 block (8 + 32 / 16,384 bits a weight, as WeightFormat.fp8_block averages it); embeddings, lm_head,
+    norms and the router bf16. Scaled to the published 671B. Per GPU, R the replicated bits, S all of them:
+
+        bytes = ceil(((S - R) / TP + R) x 671e9 / derived / 8)
+        R = 61 (q_a 7168 x 1536 + 1536 + kv_a 7168 x 576 + 512) x fp8 + 58 x 7168 x 256 x 16
+    """
+    from fractions import Fraction
+    import math
+
+    fp8, bf16 = Fraction(8) + Fraction(32, 128 * 128), Fraction(16)
+    h, vocab = 7168, 129_280
+    q_a, q_b = h * 1536 + 1536, 1536 * 128 * (128 + 64)
+    kv_a, kv_b = h * (512 + 64) + 512, 512 * 128 * (128 + 128)
+    o = 128 * 128 * h
+    attention = 61 * (q_a + q_b + kv_a + kv_b + o)
+    dense, experts, shared = 3 * 3 * h * 18_432, 58 * 256 * 3 * h * 2048, 58 * 1 * 3 * h * 2048
+    router, norms, embeddings = 58 * h * 256, 61 * 2 * h + h, vocab * h
+    derived = 2 * embeddings + attention + dense + experts + shared + router + norms
+    all_bits = (2 * embeddings + router + norms) * bf16 + (attention + dense + experts + shared) * fp8
+    whole_bits = 61 * (q_a + kv_a) * fp8 + router * bf16
+    scale = Fraction(671 * 10**9, derived)
+    m = load_model("deepseek-v3")
+    assert m.derived_parameters == derived
+    by_hand = {tp: math.ceil(((all_bits - whole_bits) / tp + whole_bits) * scale / 8) for tp in (8, 16)}
+    assert by_hand == {8: 85_135_046_687, 16: 43_135_840_539}
+    assert {tp: m.weight_bytes(None, tp) for tp in (8, 16)} == by_hand
+    # everything split (rooflab before 4696a30): 84,140,491,595 at TP 8
+    assert math.ceil(all_bits / 8 * scale / 8) == 84_140_491_595
+
+
+def test_mixtral_bytes_per_gpu_at_tp2_by_hand():
+    """Mixtral-8x7B (config.json): H 4096, vocab 32,000, 32 layers of 32 / 8 heads of 128, 8 experts of 14,336,
+    all bf16; the derived count is the published 46,702,792,704 exactly, so no scale. At TP 2 each GPU holds half of
+    everything but the router, 32 x 4096 x 8, which it holds whole:
+
+        bytes = (46,702,792,704 - 1,048,576) x 2 / 2 + 1,048,576 x 2 = 46,703,841,280
+    """
+    m = load_model("mixtral-8x7b")
+    router = 32 * 4096 * 8
+    total = 2 * 32_000 * 4096 + 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024) + 32 * 8 * 3 * 4096 * 14_336 + router \
+        + 32 * 2 * 4096 + 4096
+    assert total == m.derived_parameters == m.total_parameters == 46_702_792_704
+    assert m.weight_bytes(None, 2) == (total - router) * 2 // 2 + router * 2 == 46_703_841_280
+
+
+def test_a_dense_models_bytes_are_unchanged_by_replication():
+    """Llama-3-70B has no replicated part: TP 8 is an eighth of every parameter in bf16, rounded up."""
+    m = load_model("llama-3-70b")
+    assert m.parameters.tp_replicated == ()
+    assert m.weight_bytes(DType.bf16, 8) == -(-2 * m.total_parameters // 8)
+
+
+def test_the_lightning_indexer_is_held_whole_on_every_rank():
+    """DeepSeek-V3.2 (tests/data/hf_configs/deepseek-v3.2.json): V3's layers plus an indexer a layer, wq_b
+    1536 x 64 x 128 + wk 7168 x 128 + k_norm 2 x 128 + weights_proj 7168 x 64, replicated by vLLM (v0.20.2
+    deepseek_v2.py Indexer) and SGLang (v0.5.3 nsa_indexer.py). Neither config gives a published count (no
+    scale), so at TP 8 V3.2 holds the whole indexer in fp8 more than V3 does."""
+    from fractions import Fraction
+    from pathlib import Path
+
+    from rooflab.hf import from_hf_config
+    from rooflab.hf.read import read_json
+    from rooflab.specs.weights import indexer_parameters, mla_down_parameters
+
+    configs = Path(__file__).parent.parent / "data" / "hf_configs"
+    v32, v3 = (from_hf_config(read_json(configs / n), n) for n in ("deepseek-v3.2.json", "deepseek-v3.json"))
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    layer = v32.layer_types["mla"]
+    assert indexer_parameters(layer, 7168) == indexer and indexer_parameters(v3.layer_types["mla"], 7168) == 0
+    assert dict(v32.parameters.tp_replicated)["attention"] == 61 * (mla_down_parameters(layer, 7168) + indexer)
+    fp8 = Fraction(8) + Fraction(32, 128 * 128)
+    assert v32.weight_bytes(None, 8) - v3.weight_bytes(None, 8) == pytest.approx(61 * indexer * fp8 / 8, abs=2)
