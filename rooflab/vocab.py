@@ -255,7 +255,7 @@ def engine_release(version) -> "tuple[int, ...] | None":
     where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release)."""
     import re
 
-    match = re.match(r"v?([0-9]+\.[0-9]+(?:\.[0-9]+)*)(?![0-9])", str(version or "").strip(), re.ASCII)
+    match = re.match(r"v?([0-9]+\.[0-9]+(?:\.[0-9]+)*)(?![0-9])", str(version or "").strip())
     return tuple(int(n) for n in match.group(1).split(".")) if match else None
 
 

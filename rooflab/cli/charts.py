@@ -91,23 +91,22 @@ def _lengths(values: list[str] | None, right_end: int | None, right_flag: str) -
 def _save(fig, output: Path | None, default: str, frame=None, data: Path | None = None, inputs=()) -> None:
     """The image, and with --data the chart's numbers beside it (`frame`: a callable giving the DataFrame). --data's
     path is checked before the image is written, so a refused --data leaves no image behind and is named as
-    --data (write_atomic's own check names -o); it is refused where it is one of `inputs` (_inputs: the files the
+    --data (write_atomic's own check names -o); neither is written over one of `inputs` (_inputs: the files the
     command read), under any spelling or through a link."""
     from ..output import check_writable
     from ..plot import save_data, save_figure
 
-    check_writable(output or Path(default), inputs)        # the image never over an input, through any link
     if data is not None:
         check_writable(data, inputs, option="--data")
-    typer.echo(f"wrote {save_figure(fig, output or Path(default))}")
+    typer.echo(f"wrote {save_figure(fig, output or Path(default), inputs)}")
     if data is not None:
-        typer.echo(f"wrote {save_data(frame(), data)}")
+        typer.echo(f"wrote {save_data(frame(), data, inputs)}")
     _no_collection_at_exit()
 
 
 def _inputs(model=None, gpus=(), files=()) -> list[Path]:
     """The files a chart command read: the model's (load_model's config.json or YAML), each GPU's YAML, and
-    `files` (a measurement CSV), for _save to keep --data off them."""
+    `files` (measurement CSVs, their GPU YAMLs), for _save to keep the image and --data off them."""
     from ..load import gpu_file, model_file
 
     return [*([model_file(model)] if model is not None else []), *(gpu_file(g) for g in gpus),

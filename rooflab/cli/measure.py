@@ -116,11 +116,10 @@ def validate(
             raise typer.BadParameter(f"--published checks the bundled published rows; it takes no {', '.join(given)}")
         text = published_text(fmt)
         if output is not None:
-            from ..load import data_dir
             from ..output import write_atomic
+            from ..published import published_files
 
-            published_files = [f for f in (data_dir("measurements") / "published").rglob("*") if f.is_file()]
-            write_atomic(output, text, inputs=published_files)    # never over a bundled check file
+            write_atomic(output, text, inputs=published_files())    # never over a bundled check file
         typer.echo(text, nl=False)
         return
     from ..fit.dist_validate import validate_any

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Sequence
 
 from matplotlib.figure import Figure
 
@@ -24,8 +25,8 @@ PNG_DPI = 150
 PNG_COMPRESS_LEVEL = 3
 
 
-def save_figure(fig: Figure, path: Path | str) -> Path:
-    """Write `fig` to `path` (.png, .svg or .pdf) with output.write_atomic.
+def save_figure(fig: Figure, path: Path | str, inputs: Sequence[Path | str] = ()) -> Path:
+    """Write `fig` to `path` (.png, .svg or .pdf) with output.write_atomic, never over one of `inputs`.
 
     An unsupported extension or an unwritable path is a RooflabError; an existing file is only
     replaced once the new image is complete.
@@ -39,7 +40,7 @@ def save_figure(fig: Figure, path: Path | str) -> Path:
     buf = io.BytesIO()
     extra = {"pil_kwargs": {"compress_level": PNG_COMPRESS_LEVEL}} if fmt == "png" else {}
     fig.savefig(buf, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt), **extra)
-    return write_atomic(path, buf.getvalue())
+    return write_atomic(path, buf.getvalue(), inputs)
 
 
 def _metadata(fmt: str) -> dict:
@@ -51,10 +52,11 @@ def _metadata(fmt: str) -> dict:
     return {}
 
 
-def save_data(frame, path: Path | str) -> Path:
+def save_data(frame, path: Path | str, inputs: Sequence[Path | str] = ()) -> Path:
     """Write a chart's numbers (a pandas DataFrame: a sweep's to_frame(), one row a point) to `path`: .csv (a header
     of the frame's columns, one line a row) or .json (a list of records, strict JSON: a NaN or an infinity is
-    refused), with output.write_atomic. An empty cell is an empty CSV field and a JSON null."""
+    refused), with output.write_atomic, never over one of `inputs`. An empty cell is an empty CSV field and a JSON
+    null."""
     path = Path(path).expanduser()
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in DATA_FORMATS:
@@ -62,7 +64,7 @@ def save_data(frame, path: Path | str) -> Path:
         raise RooflabError(f"cannot write {path}: {shown} is not a data format rooflab writes; use .csv or .json")
     records = [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict(orient="records")]
     text = csv_text(records, tuple(str(c) for c in frame.columns)) if fmt == "csv" else json_text(records)
-    return write_atomic(path, text)
+    return write_atomic(path, text, inputs)
 
 
 def _plain(value):

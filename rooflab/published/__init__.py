@@ -24,10 +24,10 @@ from .engine_runs import EngineRun, ServingRow, StepRow
 from .kernels import KernelRow, convention_flops, kernel_floor_s
 from .kinds import (DEFECT_PREFIX, KV_CACHE_DTYPES, MAX_SECONDS, MAX_TFLOPS, WEIGHT_FORMATS, Convention, Implementation,
                     KernelMetric, ServingMetric, Statistic, StepMetric)
-from .read import COLUMNS, FOLDERS, MAX_CSV_BYTES, Published, load_published, read_rows
+from .read import COLUMNS, FOLDERS, MAX_CSV_BYTES, Published, load_published, published_files, read_rows
 from .sources import Source, published_dir, read_sources
 
 __all__ = ["COLUMNS", "DEFECT_PREFIX", "FOLDERS", "KV_CACHE_DTYPES", "MAX_CSV_BYTES", "MAX_SECONDS", "MAX_TFLOPS",
            "WEIGHT_FORMATS", "Convention", "EngineRun", "Implementation", "KernelMetric", "KernelRow", "Published",
            "ServingMetric", "ServingRow", "Source", "Statistic", "StepMetric", "StepRow", "convention_flops",
-           "kernel_floor_s", "load_published", "published_dir", "read_rows", "read_sources"]
+           "kernel_floor_s", "load_published", "published_files", "published_dir", "read_rows", "read_sources"]

@@ -100,6 +100,17 @@ class Published:
         return row.time_s(self.convention(row))
 
 
+def _csvs(root: Path, folder: str) -> list[Path]:
+    return sorted((root / folder).glob("*.csv"))
+
+
+def published_files(root: Path | None = None) -> list[Path]:
+    """The files load_published(root) reads: sources.yaml and every CSV of its folders, for a command that writes to
+    keep its outputs off them."""
+    root = check_path(root, "root") if root is not None else published_dir()
+    return [root / "sources.yaml", *(path for folder in FOLDERS for path in _csvs(root, folder))]
+
+
 def load_published(root: Path | None = None) -> Published:
     """sources.yaml and every CSV of kernels/, steps/ and serving/ under `root` (default: the bundled folder)."""
     root = check_path(root, "root") if root is not None else published_dir()
@@ -107,7 +118,7 @@ def load_published(root: Path | None = None) -> Published:
     found: dict[str, tuple] = {}
     for folder, kind in FOLDERS.items():
         rows: list = []
-        for path in sorted((root / folder).glob("*.csv")):
+        for path in _csvs(root, folder):
             if path.stem not in sources:
                 raise SpecError(str(path), None, path.stem, "a published CSV is named <source-id>.csv, and "
                                                             "sources.yaml has no such source")
@@ -121,4 +132,4 @@ def load_published(root: Path | None = None) -> Published:
     return Published(sources, found["kernels"], found["steps"], found["serving"])
 
 
-__all__ = ["COLUMNS", "FOLDERS", "MAX_CSV_BYTES", "Published", "load_published", "read_rows"]
+__all__ = ["COLUMNS", "FOLDERS", "MAX_CSV_BYTES", "Published", "load_published", "published_files", "read_rows"]

@@ -92,9 +92,9 @@ def measured_cli(tmp_path_factory):
 
     saved = []
 
-    def keep(fig, path):
+    def keep(fig, path, inputs=()):
         saved.append(fig)
-        return rooflab.plot.save.save_figure(fig, path)
+        return rooflab.plot.save.save_figure(fig, path, inputs)
 
     out = tmp_path_factory.mktemp("measured") / "roofline-measured.png"
     with pytest.MonkeyPatch.context() as mp:
@@ -163,9 +163,9 @@ def drawn(monkeypatch, tmp_path):
     figures = []
     real = rooflab.plot.save_figure
 
-    def keep(fig, path):
+    def keep(fig, path, inputs=()):
         figures.append(fig)
-        return real(fig, path)
+        return real(fig, path, inputs)
 
     monkeypatch.setattr(rooflab.plot, "save_figure", keep)
     monkeypatch.chdir(tmp_path)

@@ -107,3 +107,16 @@ def test_read_rows_checks_its_arguments():
     refused(lambda: read_rows(path, KernelRow, None), "sources")
     assert read_rows(str(path), KernelRow, sources) == read_rows(path, KernelRow, sources)
 
+
+
+def test_published_files_are_the_files_load_published_reads():
+    """published_files (what `validate --published -o` keeps its output off): sources.yaml and one CSV for each source
+    id that has rows, each under its folder, nothing else."""
+    from rooflab.published import FOLDERS, load_published, published_dir, published_files
+
+    files = published_files()
+    assert files[0] == published_dir() / "sources.yaml"
+    assert all(f.suffix == ".csv" and f.parent.name in FOLDERS for f in files[1:])
+    published = load_published()
+    with_rows = {r.source for rows in (published.kernels, published.steps, published.serving) for r in rows}
+    assert {f.stem for f in files[1:]} == with_rows
