@@ -44,6 +44,7 @@ def main() -> None:
     gc.disable()
     try:
         from .cli import main as cli_main
+        from .output import finish_once_written
 
         for module in COMMAND_MODULES.get(sys.argv[1] if len(sys.argv) > 1 else "", ()):
             _preload(module)
@@ -55,4 +56,5 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     gc.freeze()
     gc.enable()
+    finish_once_written()        # Ctrl-C after the command's first file is in place is ignored: it runs to its end
     cli_main()

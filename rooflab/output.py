@@ -291,6 +291,27 @@ def _shown_path(path: Path) -> str:
     return clip(str(path), 120)
 
 
+#: Whether Ctrl-C is ignored from a command's first commit on (the CLI sets it: finish_once_written).
+_FINISH_ONCE_WRITTEN = False
+
+
+def finish_once_written() -> None:
+    """From now on, Ctrl-C (SIGINT) is ignored from the moment write_atomic renames a file into place: the command
+    then runs to its end and exits with its own status. An interrupt before that ends the command with nothing
+    written; without this, an interrupt between the rename and the exit (the command's last lines, click's return,
+    the interpreter's shutdown) ended it as interrupted with its file in place. Only the console script's process
+    calls this (rooflab._entry): a program that imports rooflab, or runs the CLI in-process as click's test runner
+    does, keeps its own Ctrl-C."""
+    global _FINISH_ONCE_WRITTEN
+    _FINISH_ONCE_WRITTEN = True
+
+
+def ignore_interrupts_if_finishing() -> None:
+    """Ignore Ctrl-C from here on where finish_once_written was called (the CLI's process), in the main thread."""
+    if _FINISH_ONCE_WRITTEN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 #: Signals that end a process by default and can arrive during a write (a `kill`, a closed terminal).
 _CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -363,6 +384,7 @@ def _replace(target: Path, data: bytes) -> None:
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
             handle.write(data)
+        ignore_interrupts_if_finishing()     # before the rename: an interrupt either precedes it or is ignored
         os.replace(tmp, target)
     except BaseException:
         try:

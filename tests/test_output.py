@@ -338,3 +338,31 @@ def test_a_catalog_table_is_a_table():
 
     assert isinstance(gpus_table(), Table) and "h200" in render_gpus().lower()
     assert render_gpus(Format.csv) == render(gpus_table(), Format.csv)
+
+
+_INTERRUPT_AFTER_WRITE_CHILD = """
+import os, signal, sys, time
+from rooflab import output
+if sys.argv[2] == "cli":
+    output.finish_once_written()
+output.write_atomic(sys.argv[1], "whole")
+os.kill(os.getpid(), signal.SIGINT)     # Ctrl-C after the file is in place, before the process ends
+time.sleep(0.05)
+print("ran to its end")
+"""
+
+
+@pytest.mark.parametrize("mode", ["cli", "library"])
+def test_ctrl_c_after_the_first_file_is_in_place(tmp_path, mode):
+    """The console script's process (rooflab._entry calls finish_once_written) ignores Ctrl-C once a file is renamed
+    into place, so an interrupt between the write and the exit no longer ends a finished command as interrupted
+    with its file present (the session-11 flake of test_ctrl_c_while_python_m_rooflab_loads, exit -2 with c.png
+    written); a program that imports rooflab keeps its KeyboardInterrupt."""
+    target = tmp_path / "c.png"
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPT_AFTER_WRITE_CHILD, str(target), mode],
+                          capture_output=True, text=True)
+    assert target.read_text() == "whole"
+    if mode == "cli":
+        assert (proc.returncode, proc.stdout) == (0, "ran to its end\n"), proc.stderr
+    else:
+        assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in proc.stderr, proc.stderr

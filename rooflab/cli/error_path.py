@@ -14,6 +14,7 @@ from typing import Callable, Optional
 import typer
 
 from ..errors import RooflabError, clip, clip_words
+from ..output import ignore_interrupts_if_finishing
 from .click_compat import ClickException, UsageError, get_current_context
 from .stdout import EXIT_BROKEN_PIPE, BrokenPipe, GuardedStdout, StdoutError, stdout_closed
 
@@ -76,7 +77,9 @@ def nul_argument(args) -> Optional[str]:
 def guarded(run: Callable[[], object], args) -> None:
     """Run the command line (`run`: click's main with `args`) and exit with its status: usage errors as two lines
     on stderr (the message, then where to get help), exit 2; standard output watched by GuardedStdout (closed,
-    full or a bad encoding: one line, exit 2; a broken pipe: a quiet exit 141); Ctrl-C: one line, exit 130."""
+    full or a bad encoding: one line, exit 2; a broken pipe: a quiet exit 141); Ctrl-C: one line, exit 130, before
+    the command writes its first file; from then on, in the console script's process, it is ignored
+    (output.finish_once_written) and the command ends with its own status."""
     if stdout_closed():
         error("standard output is closed; redirect it to a file or to /dev/null")
         sys.exit(EXIT_BAD_INPUT)
@@ -89,6 +92,7 @@ def guarded(run: Callable[[], object], args) -> None:
     sys.stdout = watched
     try:
         rv = run()
+        ignore_interrupts_if_finishing()      # done: an interrupt now (the exit, shutdown) changes nothing
         watched.flush()
     except UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "rooflab"
