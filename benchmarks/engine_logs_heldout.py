@@ -8,6 +8,7 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --set 3    # the third held-out set (heldout3/, CASES3)
     python3 benchmarks/engine_logs_heldout.py --set 4    # the fourth held-out set (heldout4/, CASES4)
     python3 benchmarks/engine_logs_heldout.py --set 5    # the fifth held-out set (heldout5/, CASES5)
+    python3 benchmarks/engine_logs_heldout.py --set 6    # the sixth (heldout6/; cases in heldout6_cases_vllm.py, _sglang.py)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
 with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
@@ -40,6 +41,7 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rooflab.engines import EngineSettings, engine_capacity, parse_accounting  # noqa: E402
 from rooflab.engines import logs as logs_mod  # noqa: E402
@@ -55,6 +57,7 @@ HELDOUT2 = DATA / "heldout2"
 HELDOUT3 = DATA / "heldout3"
 HELDOUT4 = DATA / "heldout4"
 HELDOUT5 = DATA / "heldout5"
+HELDOUT6 = DATA / "heldout6"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -328,8 +331,14 @@ CASES5 = (
                   "weight_format": WeightFormat.of("bf16", "the weight format")}),
 )
 
+#: Set 6 (heldout6/): its cases live in two files, one a collector (vLLM, SGLang), written before the freeze.
+from heldout6_cases_sglang import CASES as _CASES6_SGLANG  # noqa: E402
+from heldout6_cases_vllm import CASES as _CASES6_VLLM  # noqa: E402
+
+CASES6 = tuple(Case(**case) for case in _CASES6_VLLM + _CASES6_SGLANG)
+
 SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4),
-        "5": (HELDOUT5, CASES5)}
+        "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6)}
 
 @dataclass(frozen=True)
 class Row:
