@@ -39,9 +39,14 @@ def capacity(
     engine: Annotated[Optional[str], typer.Option("--engine", metavar="vllm|sglang", help="Follow an engine's own "
                                                   "memory accounting (default: rooflab's bound).")] = None,
     engine_version: Annotated[Optional[str], typer.Option("--engine-version", metavar="V", help="The engine's "
-                                                          "accounting: vLLM v0.2, v0.6.4, v0, v0.8 (V1 v0.8.0 - "
-                                                          "v0.9.0) or v1 (default); SGLang v0.4 or v0.5 "
-                                                          "(default).")] = None,
+                                                          "release, as it prints it (vLLM 0.10.1, v0.8.4, "
+                                                          "0.6.3.post1: V1 from 0.8.0; SGLang 0.4.6.post2): the "
+                                                          "accounting it used and its release's terms; or an "
+                                                          "accounting's label: vLLM v0.2 (0.2.5 - 0.6.3), v0.6.4, "
+                                                          "v0 (0.6.5 - 0.10.x, V0 also under VLLM_USE_V1=0), v0.8 "
+                                                          "(V1 0.8.0 - 0.9.0.1) or v1 (default, V1 0.9.1 - 0.20); "
+                                                          "SGLang v0.4 (0.1.17 - 0.5.2) or v0.5 (default, 0.5.3 - "
+                                                          "0.5.10).")] = None,
     engine_log: Annotated[Optional[str], typer.Option("--engine-log", metavar="FILE", help="Explain a vLLM or SGLang "
                                                       "start-up log: its KV figure term by term (with --model).")] = None,
     what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "

@@ -84,7 +84,7 @@ from .settings import Resolved, model_dtype
 from .vocab import Accounting
 
 #: Bytes the sampler keeps alive per (request x vocabulary entry) at its peak (module docstring): V0's and V1's
-#: full sort (SORT), and V1's Triton top-k / top-p (and vllm-v0.8, fitted alike); vLLM v0.2.5 - v0.3.3 keeps 40.
+#: full sort (SORT), and V1's Triton top-k / top-p (and vllm-v0.8, fitted alike); vllm-v0.2 keeps 40.
 SORT_BYTES_PER_LOGIT, TRITON_BYTES_PER_LOGIT, V0_2_BYTES_PER_LOGIT = 38, 15, 40
 #: Below this many rows PyTorch sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
 FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
@@ -141,7 +141,7 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
 def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | None, rows: int) -> int:
     """Bytes a logit the profile's sampler holds at its peak over `rows` requests (module docstring): the full sort
     of V0 and of V1 before v0.17 (38; 50 below 128 rows), V1's Triton top-k / top-p from v0.17 for 8 rows or more
-    and vllm-v0.8 (15), vLLM v0.2.5 - v0.3.3's 40. `release` None is the accounting's newest."""
+    and vllm-v0.8 (15), vllm-v0.2's 40. `release` None is the accounting's newest."""
     if accounting is Accounting.vllm_v0_2:
         return V0_2_BYTES_PER_LOGIT
     triton = release is None or release >= V1_TRITON_SAMPLER_RELEASE

@@ -28,7 +28,8 @@ from ..load import load_gpu, load_model
 from ..output import Table
 from ..units import DType, GiB, parse_bytes, parse_count
 from .settings import EngineSettings
-from .vocab import Engine, KvCacheDtype, parse_accounting, parse_engine, parse_kv_cache_dtype, parse_mamba_cache_mode
+from .vocab import (Engine, KvCacheDtype, parse_engine, parse_engine_version, parse_kv_cache_dtype,
+                    parse_mamba_cache_mode)
 
 #: Options that only the engine modes read (as the CLI names its parameters).
 ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "max_num_seqs": "--max-num-seqs",
@@ -176,13 +177,14 @@ def parse_state_dtype(text: str):
 
 def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
     """EngineSettings from the options: the deployment's fields the user set, the engine's defaults for the rest."""
-    accounting = parse_accounting(engine, o.engine_version)
+    version = parse_engine_version(engine, o.engine_version)
     if o.mem_fraction_static is not None and engine is Engine.vllm:
         raise InputError(f"--mem-fraction-static {o.mem_fraction_static:g} is SGLang's; vLLM's is "
                          "--gpu-memory-utilization")
     d = o.deployment
     return EngineSettings(
-        accounting=accounting, tensor_parallel=d.tensor_parallel, kv_cache_dtype=o.kv_cache or KvCacheDtype("auto", None),
+        accounting=version.accounting, release=version.release, tensor_parallel=d.tensor_parallel,
+        kv_cache_dtype=o.kv_cache or KvCacheDtype("auto", None),
         block_size=d.page_size if "page_size" in o.given else None, max_model_len=o.max_model_len,
         utilization=d.gpu_memory_utilization if "gpu_memory_utilization" in o.given else None,
         max_num_batched_tokens=o.max_num_batched_tokens, cuda_visible_bytes=_size(o.cuda_visible),

@@ -32,7 +32,7 @@ from ..capacity.stages import check_partition
 from ..dtypes import WeightFormat
 from ..units import GiB, DType, fmt_bytes
 from ..vocab import check_engine_release, engine_release
-from .vocab import RELEASE_RANGE, Accounting, Engine, KvCacheDtype, MambaCacheMode, parse_mamba_cache_mode
+from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode, in_range, parse_mamba_cache_mode, release_text
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
@@ -85,9 +85,10 @@ class EngineSettings:
     #: --pp-layer-partition: the layers of each stage (VLLM_PP_LAYER_PARTITION; None: the engine's rule)
     pipeline_parallel: int = 1
     pp_layer_partition: Optional[tuple[int, ...]] = None
-    #: The engine's release inside the accounting's range ('0.15.0' or (0, 15, 0); vocab.RELEASE_RANGE), where the
-    #: profile run differs (profile.py: vLLM V1's sampler sorts before v0.17, its MoE workspaces are kept from
-    #: v0.14); None: the accounting's newest
+    #: The engine's release inside the accounting's range ('0.15.0' or (0, 15, 0); vocab.RELEASE_RANGE; a numeric
+    #: --engine-version sets it), where the terms differ inside it (profile.py: vLLM V1's sampler sorts before
+    #: v0.17, its MoE workspaces are kept from v0.14; sglang.py: mem_fraction_static by release); None: the
+    #: accounting's newest
     release: Optional[tuple[int, ...]] = None
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
@@ -177,12 +178,7 @@ class EngineSettings:
             value = engine_release(value)
         if not (isinstance(value, tuple) and value and all(type(n) is int and 0 <= n < 10_000 for n in value)):
             raise InputError(f"{label} must be a release such as '0.15.0' or (0, 15, 0), got {shown(self.release)}")
-        if self.accounting not in RELEASE_RANGE:
-            raise InputError(f"{label} {shown(self.release)}: {self.accounting} models one profile run over its "
-                             f"releases ({self.accounting.releases}); a release applies to "
-                             f"{', '.join(str(a) for a in RELEASE_RANGE)} only")
-        first, last = RELEASE_RANGE[self.accounting]
-        if not (first <= value and value[:len(last)] <= last):
+        if not in_range(self.accounting, value):
             raise InputError(f"{label} {'.'.join(map(str, value))} is outside {self.accounting}'s releases "
                              f"({self.accounting.releases})")
         return value
@@ -221,6 +217,11 @@ class Resolved:
     pipeline_parallel: int = 1
     pp_layer_partition: Optional[tuple[int, ...]] = None
     release: Optional[tuple[int, ...]] = None
+
+    @property
+    def releases(self) -> str:
+        """The releases the accounting follows, and the one given ('vLLM V1 v0.9.1 - v0.20 at v0.10.1')."""
+        return self.accounting.releases + (f" at {release_text(self.release)}" if self.release else "")
 
     @property
     def attention_tensor_parallel(self) -> int:

@@ -3,7 +3,11 @@
 With T the CUDA-visible total (cudaMemGetInfo's, not nvidia-smi's) and u = gpu_memory_utilization, per GPU:
 
     vllm-v0.2    KV = u T - (T - free after the profile run): the CUDA context, the weights and the profile's
-                 peak all count (vllm v0.2.5 vllm/worker/worker.py:91-99, profile_num_available_blocks; PR #2031)
+                 peak all count (vllm v0.2.5 vllm/worker/worker.py:91-99, profile_num_available_blocks; PR #2031;
+                 v0.3.0 :122). From v0.3.1 to v0.6.3 the peak is (free at the worker's start - free), the start
+                 read once the CUDA context is up and before NCCL (v0.3.1 worker.py:89, :134; v0.5.0 :109, :162;
+                 v0.6.3 :171, :231): the context and other processes' memory drop out of it, which this accounting
+                 still charges (about 0.5 GiB of context; not modelled by release)
     vllm-v0.6.4  KV = u T - (torch peak + non-torch): the torch peak of the profile includes the weights, non-torch
                  memory includes the CUDA context (vllm v0.6.4 vllm/worker/worker.py:186-230)
     vllm-v0      KV = u T - (W + A + N): weights as loaded, the torch-peak increase of the profile run, the
@@ -89,7 +93,9 @@ def vllm_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> E
     if s.pipeline_parallel == 1:
         return _stage_capacity(model, gpu, s, settings, None)
     if s.accounting is Accounting.vllm_v0_2:
-        raise InputError("--pp: vLLM v0.2.5 - v0.3.3 has no pipeline parallelism (vLLM added it in v0.5.1, PR #4412)")
+        raise InputError("--pp under vllm-v0.2 (vLLM v0.2.5 - v0.6.3): vLLM added pipeline parallelism in v0.5.1 (PR "
+                         "#4412) and its stages under this accounting are not modelled; use --engine-version v0.6.4 "
+                         "or later")
     stages = pipeline_stages(model, s.pipeline_parallel, _PARTITION.get(s.accounting, LayerPartition.vllm),
                              s.pp_layer_partition)
     return pipeline_capacity([_stage_capacity(model, gpu, s, settings, st) for st in stages], stages, _MIN_OVER)
@@ -206,7 +212,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
                   f"Mamba cache blocks ({blocks}). Each decode sequence requires one Mamba cache block'; lower "
                   f"--max-num-seqs to at most {blocks} (earlier V1 releases cap their CUDA-graph sizes instead)",)
     return EngineCapacity(
-        engine="vllm", accounting=s.accounting.value, releases=s.accounting.releases, model=model.name, gpu=gpu.name,
+        engine="vllm", accounting=s.accounting.value, releases=s.releases, model=model.name, gpu=gpu.name,
         tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name, block_size=layout.block_size,
         max_model_len=s.max_model_len, utilization=u, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, terms=terms, kv_cache_bytes=kv,
@@ -248,9 +254,9 @@ def _check(s: Resolved, model: ModelSpec) -> None:
     """Options vLLM refuses at start-up (vllm v0.6.4 vllm/config.py SchedulerConfig._verify_args), and LoRA where
     the accounting's releases mostly predate it."""
     if s.enable_lora and s.accounting is Accounting.vllm_v0_2:
-        raise InputError("--enable-lora under --engine-version v0.2 (vLLM v0.2.5 - v0.3.3): vLLM gained LoRA in v0.3.0 "
-                         "(PR #1804), so v0.2.5 - v0.2.7 have no such option, and v0.3.x's LoRA buffers are not "
-                         "modelled (lora.py follows later releases); use --engine-version v0.6.4 or later")
+        raise InputError("--enable-lora under vllm-v0.2 (vLLM v0.2.5 - v0.6.3): vLLM gained LoRA in v0.3.0 "
+                         "(PR #1804), so v0.2.5 - v0.2.7 have no such option, and v0.3.0 - v0.6.3's LoRA buffers are "
+                         "not modelled (lora.py follows later releases); use --engine-version v0.6.4 or later")
     if s.max_num_batched_tokens < s.max_num_seqs:
         raise InputError(f"--max-num-batched-tokens {s.max_num_batched_tokens:,} is below --max-num-seqs "
                          f"{s.max_num_seqs:,}; vLLM refuses a batch budget smaller than its sequence count")

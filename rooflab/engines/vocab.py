@@ -28,9 +28,11 @@ ACCOUNTING_ENGINES = (Engine.vllm, Engine.sglang)
 class Accounting(str, enum.Enum):
     """One engine's KV-cache sizing over a range of its releases (values as `--engine-version` takes them).
 
-    vllm-v0.2     V0, v0.2.5 - v0.3.3 (PR #2031): KV = u T - (all memory in use after the profile run)
+    vllm-v0.2     V0, v0.2.5 - v0.6.3 (PR #2031): KV = u T - (all memory in use after the profile run; from v0.3.1
+                  what came into use since the worker started: RELEASE_RANGE)
     vllm-v0.6.4   V0, v0.6.4 (PR #9352): KV = u T - (torch peak, weights included, + non-torch memory)
-    vllm-v0       V0, v0.6.5 to its removal (PRs #10511, #12126): KV = u T - (weights + activation peak + non-torch)
+    vllm-v0       V0, v0.6.5 to its removal after v0.10.x (PRs #10511, #12126): KV = u T - (weights + activation
+                  peak + non-torch)
     vllm-v0.8     V1, v0.8.0 - v0.9.0.1: KV = u T - (torch's allocated peak, weights included, + all memory in
                   use outside torch after the profile: the CUDA context and other processes' too), V1's profile run
     vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines;
@@ -70,22 +72,51 @@ class Accounting(str, enum.Enum):
 
 
 _RELEASES = {
-    Accounting.vllm_v0_2: "vLLM V0 v0.2.5 - v0.3.3",
+    Accounting.vllm_v0_2: "vLLM V0 v0.2.5 - v0.6.3",
     Accounting.vllm_v0_6_4: "vLLM V0 v0.6.4",
-    Accounting.vllm_v0: "vLLM V0 v0.6.5 - V0's removal",
+    Accounting.vllm_v0: "vLLM V0 v0.6.5 - v0.10.x",
     Accounting.vllm_v0_8: "vLLM V1 v0.8.0 - v0.9.0.1",
     Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.20",
-    Accounting.sglang_v0_4: "SGLang v0.1.17 - v0.4.x",
+    Accounting.sglang_v0_4: "SGLang v0.1.17 - v0.5.2",
     Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",
 }
 
-#: The releases (first, last as major.minor) EngineSettings.release may name within an accounting, where the
-#: profile run differs between them (engines/profile.py: vLLM V1's sampler and fused-MoE workspaces) or the default
-#: mem_fraction_static does (engines/sglang.py: SGLang's table by release).
-RELEASE_RANGE = {Accounting.vllm_v1: ((0, 9, 1), (0, 20)), Accounting.sglang_v0_4: ((0, 1, 17), (0, 4))}
+#: The releases (first, last; a last of fewer numbers covers every release it begins, (0, 20) all of v0.20.x) each
+#: accounting follows, the one table EngineSettings.release is held to and a numeric --engine-version is read by:
+#:   vllm-v0.2     v0.2.5 - v0.6.3: KV = u T - peak, peak = (T - free) after the profile run up to v0.3.0 (v0.2.5 and
+#:                 v0.3.0 vllm/worker/worker.py profile_num_available_blocks), (free at the worker's start - free)
+#:                 from v0.3.1 to v0.6.3 (v0.3.1, v0.4.0, v0.5.0, v0.6.3 worker.py determine_num_available_blocks;
+#:                 init_gpu_memory read after the CUDA context starts, before NCCL): v0.3.1+'s baseline leaves the
+#:                 CUDA context and other processes' memory out, which the accounting still charges (not modelled)
+#:   vllm-v0.6.4   v0.6.4 (and its .post1), PR #9352
+#:   vllm-v0       v0.6.5 - v0.10.x: V0, the default up to v0.7.x, VLLM_USE_V1=0 (or V1's fallback) from v0.8.0;
+#:                 v0.10.2 is the last wheel with vllm/worker/worker.py (v0.11.0's vllm/engine/llm_engine.py is V1's)
+#:   vllm-v0.8     v0.8.0 - v0.9.0.1: V1, the default from v0.8.0 (vllm/envs.py VLLM_USE_V1 "1")
+#:   vllm-v1       v0.9.1 - v0.20.x (PR #19312; v0.21 raises the default utilisation to 0.92, not modelled)
+#:   sglang-v0.4   v0.1.17 - v0.5.2: v0.5.1 and v0.5.2 keep v0.4.8 - v0.4.10's reserve (sglang v0.5.1
+#:                 server_args.py:366-393, v0.5.2 :464-496), as sglang.py models that release range
+#:   sglang-v0.5   v0.5.3 - v0.5.10 (sglang v0.5.3 server_args.py _handle_gpu_memory_settings, v0.5.10)
+#: Where the engine's terms differ inside a range (profile.py: vLLM V1's sampler and fused-MoE workspaces;
+#: sglang.py: mem_fraction_static by release) they follow EngineSettings.release.
+RELEASE_RANGE = {
+    Accounting.vllm_v0_2: ((0, 2, 5), (0, 6, 3)), Accounting.vllm_v0_6_4: ((0, 6, 4), (0, 6, 4)),
+    Accounting.vllm_v0: ((0, 6, 5), (0, 10)), Accounting.vllm_v0_8: ((0, 8, 0), (0, 9, 0)),
+    Accounting.vllm_v1: ((0, 9, 1), (0, 20)),
+    Accounting.sglang_v0_4: ((0, 1, 17), (0, 5, 2)), Accounting.sglang_v0_5: ((0, 5, 3), (0, 5, 10)),
+}
 
 #: The accounting `--engine E` follows when no --engine-version is given: each engine's newest modelled one.
 DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting.sglang_v0_5}
+
+
+def in_range(accounting: Accounting, release: tuple[int, ...]) -> bool:
+    """Whether `release` (numbers, (0, 10, 1)) is one of `accounting`'s (RELEASE_RANGE)."""
+    first, last = RELEASE_RANGE[accounting]
+    return first <= release and release[:len(last)] <= last
+
+
+def release_text(release: tuple[int, ...]) -> str:
+    return "v" + ".".join(map(str, release))
 
 
 def parse_engine(text: str) -> Engine:
@@ -107,26 +138,76 @@ def parse_engine(text: str) -> Engine:
     return engine
 
 
-def parse_accounting(engine: Engine, text: str | None) -> Accounting:
-    """`--engine-version` for `engine`: 'v1', '0.6.4' or 'vllm-v1'; None gives the engine's default.
+@dataclass(frozen=True)
+class EngineVersion:
+    """What --engine-version names: the accounting, and the release where a number was given (None: a label,
+    the accounting's newest release)."""
 
-    A version of the other engine is a contradiction, named in the error.
+    accounting: Accounting
+    release: tuple[int, ...] | None = None
+
+
+#: --engine-version's two forms, for help text and errors.
+ENGINE_VERSION_FORMS = ("a release as the engine prints it (vLLM 0.10.1, v0.8.4, 0.6.3.post1; SGLang 0.4.6.post2), "
+                        "or an accounting's label (vLLM v0.2, v0.6.4, v0, v0.8, v1; SGLang v0.4, v0.5)")
+
+
+def parse_engine_version(engine: Engine, text: str | None) -> EngineVersion:
+    """`--engine-version` for `engine`, in either form (ENGINE_VERSION_FORMS); None gives the engine's default.
+
+    A label ('v1', 'v0.6.4', 'vllm-v1', '0.8') names an accounting, release None. A release ('0.10.1',
+    'v0.8.4', '0.6.3.post1': rooflab.vocab.check_engine_release's forms) picks the accounting whose
+    RELEASE_RANGE holds it, V1's where vLLM's V0 and V1 both do (V1 the default from v0.8.0; V0 after that is
+    `--engine-version v0`, VLLM_USE_V1=0), and keeps the release. A label of the other engine is a contradiction,
+    and a release no accounting holds is refused naming the ranges.
     """
     engine = parse_engine(engine)
     if text is None:
-        return DEFAULT_ACCOUNTING[engine]
-    if not isinstance(text, str):
-        raise InputError(f"--engine-version must be a release as text ('v1', '0.6.4'), got {shown(text)}")
+        return EngineVersion(DEFAULT_ACCOUNTING[engine])
+    if not isinstance(text, str) or len(text) > 64:
+        raise InputError(f"--engine-version must be {ENGINE_VERSION_FORMS}, got {shown(text)}")
+    label = _accounting_label(engine, text)
+    if label is not None:
+        return EngineVersion(label)
+    from ..vocab import check_engine_release, engine_release
+
+    try:
+        check_engine_release(text, "--engine-version", engine)
+    except InputError:
+        own = ", ".join(a.short for a in Accounting if a.engine is engine)
+        raise InputError(f"--engine-version {shown(text)} is neither a {engine.title} release (such as "
+                         f"{'0.10.1, 0.6.3.post1' if engine is Engine.vllm else '0.4.6.post2, 0.5.3'}) nor one of "
+                         f"its accountings ({own})") from None
+    release = engine_release(text)
+    if release is None:                     # vLLM's generation 'v1 (0.11+)' (ENGINE_RELEASES; refused for SGLang)
+        return EngineVersion(Accounting.vllm_v1)
+    holding = [a for a in Accounting if a.engine is engine and in_range(a, release)]
+    if not holding:
+        ranges = "; ".join(f"{a.short}: {a.releases}" for a in Accounting if a.engine is engine)
+        raise InputError(f"--engine-version {shown(text)}: no {engine.title} accounting rooflab models covers "
+                         f"{release_text(release)} ({ranges})")
+    return EngineVersion(next((a for a in holding if a.is_v1), holding[0]), release)
+
+
+def _accounting_label(engine: Engine, text: str) -> Accounting | None:
+    """The accounting a label names ('v1', '0.6.4', 'vllm-v1'), None where `text` is no label; a label of the
+    other engine is an InputError."""
     key = text.strip().lower()
     key = key if key.startswith(("vllm-", "sglang-")) else f"{engine.value}-{key if key.startswith('v') else 'v' + key}"
     if key not in Accounting._value2member_map_:
-        own = ", ".join(a.short for a in Accounting if a.engine is engine)
+        if key.startswith(f"{engine.value}-"):
+            return None
         raise InputError(f"--engine-version {shown(text)} is not a {engine.title} accounting rooflab models; "
-                         f"choose one of {own}")
+                         f"choose one of {', '.join(a.short for a in Accounting if a.engine is engine)}")
     accounting = Accounting(key)
     if accounting.engine is not engine:
         raise InputError(f"--engine-version {shown(text)} is {accounting.engine.title}'s, but --engine is {engine.value}")
     return accounting
+
+
+def parse_accounting(engine: Engine, text: str | None) -> Accounting:
+    """The accounting `--engine-version` names for `engine` (parse_engine_version, without the release)."""
+    return parse_engine_version(engine, text).accounting
 
 
 @dataclass(frozen=True)
@@ -195,6 +276,7 @@ def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
     return KvCacheDtype("auto" if dtype is None else dtype.value, dtype)
 
 
-__all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "RELEASE_RANGE", "Engine", "KvCacheDtype",
+__all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VERSION_FORMS", "EngineVersion",
+           "RELEASE_RANGE", "Engine", "KvCacheDtype", "in_range", "parse_engine_version", "release_text",
            "MambaCacheMode", "kv_cache_dtype_of",
            "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]

@@ -55,7 +55,7 @@ def test_vllm_v0_splits_as_before_pr_13839():
     """V0 releases (v0.6.x - v0.7.x) gave the last stage the layers left over: 80 over 3 is 26, 26, 28."""
     c = engine_capacity(LLAMA70, H100, vllm("v0", tensor_parallel=2, pipeline_parallel=3))
     assert "layers 52-79" in c.binding_stage
-    with pytest.raises(InputError, match="no pipeline parallelism"):
+    with pytest.raises(InputError, match="added pipeline parallelism in v0.5.1"):
         engine_capacity(LLAMA70, H100, vllm("v0.2", pipeline_parallel=2))
 
 

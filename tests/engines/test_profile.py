@@ -130,7 +130,8 @@ def test_v1_without_a_release_is_its_newest(model, seqs):
     ("v1", "0.9.0", "outside vllm-v1's releases"), ("v1", "0.21.0", "outside vllm-v1's releases"),
     ("v1", "latest", "not an engine release"), ("v1", (0, -1), "must be a release"),
     ("v1", [0, 15], "must be a release"),
-    ("v0", "0.6.5", "a release applies to vllm-v1, sglang-v0.4 only")])
+    ("v0", "0.11.0", "outside vllm-v0's releases (vLLM V0 v0.6.5 - v0.10.x)"),
+    ("v0.8", "0.9.1", "outside vllm-v0.8's releases")])
 def test_release_refused_naming_it(version, release, words):
     from rooflab.errors import InputError
 

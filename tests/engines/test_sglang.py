@@ -71,7 +71,7 @@ def test_release_reaches_the_pool_and_is_held_to_the_range():
     assert (new.utilization, old.utilization) == (0.81, 0.83)
     assert old.kv_cache_bytes > new.kv_cache_bytes
     with pytest.raises(InputError, match="outside sglang-v0.4's releases"):
-        sglang("v0.4", release="0.5.1")
+        sglang("v0.4", release="0.5.3")
     with pytest.raises(InputError, match="outside sglang-v0.4's releases"):
         sglang("v0.4", release="0.1.16")
 

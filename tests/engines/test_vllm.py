@@ -130,7 +130,7 @@ def test_v1_v0_8_neither_refuses_other_processes_nor_excludes_a100():
 
 
 def test_lora_is_refused_under_v0_2():
-    """vLLM gained --enable-lora in v0.3.0 (PR #1804): the v0.2 accounting (v0.2.5 - v0.3.3) refuses it, naming the
+    """vLLM gained --enable-lora in v0.3.0 (PR #1804): the v0.2 accounting (v0.2.5 - v0.6.3) refuses it, naming the
     option; v0.6.4 on takes it."""
     with pytest.raises(InputError, match=r"--enable-lora.*v0\.3\.0"):
         engine_capacity(LLAMA3, H100, vllm("v0.2", max_model_len=8192, enable_lora=True))

@@ -38,11 +38,48 @@ def test_accountings(engine, text, expected):
 
 @pytest.mark.parametrize("engine, text, needle", [
     (Engine.vllm, "sglang-v0.4", "is SGLang's, but --engine is vllm"),
-    (Engine.vllm, "v2", "not a vLLM accounting rooflab models; choose one of v0.2, v0.6.4, v0, v0.8, v1"),
-    (Engine.sglang, "v1", "not a SGLang accounting")])
+    (Engine.vllm, "v2", "neither a vLLM release .* nor one of its accountings \\(v0.2, v0.6.4, v0, v0.8, v1\\)"),
+    (Engine.vllm, "0.21.0", "no vLLM accounting rooflab models covers v0.21.0 .*v1: vLLM V1 v0.9.1 - v0.20"),
+    (Engine.vllm, "0.2.4", "no vLLM accounting rooflab models covers v0.2.4"),
+    (Engine.sglang, "0.5.11", "no SGLang accounting rooflab models covers v0.5.11"),
+    (Engine.vllm, "0.10.1; x", "neither a vLLM release"),
+    (Engine.sglang, "v1", "neither a SGLang release .* nor one of its accountings \\(v0.4, v0.5\\)")])
 def test_bad_accountings(engine, text, needle):
     with pytest.raises(InputError, match=needle):
         parse_accounting(engine, text)
+
+
+@pytest.mark.parametrize("engine, text, accounting, release", [
+    # the ranges of vocab.RELEASE_RANGE, read from each release's wheel (its docstring cites the files)
+    (Engine.vllm, "0.10.1", Accounting.vllm_v1, (0, 10, 1)), (Engine.vllm, "v0.8.4", Accounting.vllm_v0_8, (0, 8, 4)),
+    (Engine.vllm, "0.6.3.post1", Accounting.vllm_v0_2, (0, 6, 3)), (Engine.vllm, "0.2.5", Accounting.vllm_v0_2, (0, 2, 5)),
+    (Engine.vllm, "0.6.4.post1", Accounting.vllm_v0_6_4, (0, 6, 4)), (Engine.vllm, "0.6.5", Accounting.vllm_v0, (0, 6, 5)),
+    (Engine.vllm, "0.7.3", Accounting.vllm_v0, (0, 7, 3)),
+    # V1 the default from v0.8.0 where V0 still ships (to v0.10.x)
+    (Engine.vllm, "0.8.0rc3.dev5+g5eeabc2a.d20250318", Accounting.vllm_v0_8, (0, 8, 0)),
+    (Engine.vllm, "0.9.0.1", Accounting.vllm_v0_8, (0, 9, 0, 1)), (Engine.vllm, "0.9.1", Accounting.vllm_v1, (0, 9, 1)),
+    (Engine.vllm, "0.10.1.1", Accounting.vllm_v1, (0, 10, 1, 1)), (Engine.vllm, "0.20.2", Accounting.vllm_v1, (0, 20, 2)),
+    (Engine.sglang, "0.4.6.post2", Accounting.sglang_v0_4, (0, 4, 6)), (Engine.sglang, "0.1.17", Accounting.sglang_v0_4, (0, 1, 17)),
+    (Engine.sglang, "0.5.2", Accounting.sglang_v0_4, (0, 5, 2)), (Engine.sglang, "0.5.3", Accounting.sglang_v0_5, (0, 5, 3)),
+    (Engine.sglang, "0.5.10.post1", Accounting.sglang_v0_5, (0, 5, 10)),
+    # the labels keep their meaning, without a release
+    (Engine.vllm, "v1", Accounting.vllm_v1, None), (Engine.vllm, "v0", Accounting.vllm_v0, None),
+    (Engine.vllm, "v0.2", Accounting.vllm_v0_2, None), (Engine.vllm, "vllm-v0.8", Accounting.vllm_v0_8, None),
+    (Engine.sglang, "v0.4", Accounting.sglang_v0_4, None), (Engine.sglang, "0.5", Accounting.sglang_v0_5, None)])
+def test_engine_version_a_release_or_a_label(engine, text, accounting, release):
+    from rooflab.engines.vocab import EngineVersion, parse_engine_version
+
+    assert parse_engine_version(engine, text) == EngineVersion(accounting, release)
+    assert parse_accounting(engine, text) is accounting
+
+
+def test_every_release_range_lies_in_the_labels_text():
+    """RELEASE_RANGE and Accounting.releases say one thing: each range's first release is in its label's text."""
+    from rooflab.engines.vocab import RELEASE_RANGE, release_text
+
+    assert set(RELEASE_RANGE) == set(Accounting)
+    for accounting, (first, _) in RELEASE_RANGE.items():
+        assert release_text(first) in accounting.releases
 
 
 @pytest.mark.parametrize("call", [lambda bad: parse_engine(bad), lambda bad: parse_accounting(bad, None),
