@@ -77,6 +77,9 @@ class Case:
     options: dict = field(default_factory=dict)   # EngineSettings fields the log or its command states
 
 
+#: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
+#: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
+#: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
 CASES = (
     Case("vllm-v1-gpt-oss-120b-h100-negative.log", "vllm", "H100", "gpt-oss-120b", "h100-sxm", "gpt-oss-120b"),
     Case("vllm-v1-gpt-oss-120b-h100-util095.log", "vllm", "H100", "gpt-oss-120b", "h100-sxm", "gpt-oss-120b",
@@ -119,7 +122,7 @@ CASES = (
     Case("vllm-v1-dsv4-fork-rtx4090-48g-x4.log", "vllm", "4x RTX 4090 48G", "DeepSeek-V4 (DSpark)",
          options={"max_model_len": 262144}),
     Case("vllm-v1-gpt-oss-20b-a100.log", "vllm", "A100", "gpt-oss-20b", "a100-sxm-80gb", "gpt-oss-20b",
-         options={"utilization": 0.65, "max_model_len": 131072}),
+         options={"release": "0.19.0", "utilization": 0.65, "max_model_len": 131072}),
 )
 
 
@@ -133,14 +136,18 @@ CASES = (
 #: engines' source, never tuned on these logs): LoRA on the H100 NVL log (--enable-lora at vLLM's defaults: the post
 #: states no slot count or rank), PP 2 on the DeepSeek-V3 log (its command line), and vLLM v0.8's own V1
 #: accounting for the v0.8.5 A10 log (the version its post states).
+#: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
+#: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
+#: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
 CASES2 = (
     Case("vllm-v1-llama-3.1-8b-a100-40gb-eager.log", "vllm", "A100 40GB", "Llama-3.1-8B-Instruct", "a100-40gb",
-         "llama-3.1-8b", options={"max_model_len": 131072}),
+         "llama-3.1-8b", options={"release": "0.15.1", "max_model_len": 131072}),
     Case("vllm-v0-llama-3.1-8b-a10-maxlen131072.log", "vllm", "A10", "8B (Llama-3.1-8B, inferred)", "a10",
          "llama-3.1-8b", version="v0", options={"utilization": 0.90, "max_model_len": 131072}),
     Case("vllm-v0-llama-3.3-70b-h100nvl-tp4-lora.log", "vllm", "4x H100 NVL", "Llama-3.3-70B-Instruct + LoRA",
          "h100-nvl", "llama-3.3-70b", version="v0",
-         options={"tensor_parallel": 4, "utilization": 0.89, "max_model_len": 131072, "enable_lora": True}),
+         options={"release": "0.8.0rc2",
+                  "tensor_parallel": 4, "utilization": 0.89, "max_model_len": 131072, "enable_lora": True}),
     Case("vllm-v0-qwen2.5-7b-rtx4060-negative.log", "vllm", "RTX 4060 8GB", "Qwen2.5-7B (quantised)", version="v0",
          options={"utilization": 0.70, "max_model_len": 4096}),
     Case("vllm-v1-qwen3.6-35b-a3b-nvfp4-rtx5090-fp8kv.log", "vllm", "RTX 5090", "Qwen3.6-35B-A3B NVFP4",
@@ -155,26 +162,28 @@ CASES2 = (
     Case("vllm-v0-llama-3-8b-a100-40gb-maxlen8192.log", "vllm", "A100 40GB", "Meta-Llama-3-8B", "a100-40gb",
          "llama-3-8b", version="v0", options={"utilization": 0.90, "max_model_len": 8192}),
     Case("vllm-v0-llama-2-7b-mi300x-tp1.log", "vllm", "MI300X", "Llama-2-7b-chat-hf", "mi300x", "llama-2-7b",
-         version="v0.2", options={"max_model_len": 4096}),
+         version="v0.2", options={"release": "0.6.3.dev114", "max_model_len": 4096}),
     Case("vllm-v0-llama-2-7b-mi300x-tp8.log", "vllm", "8x MI300X", "Llama-2-7b-chat-hf", "mi300x", "llama-2-7b",
-         version="v0.2", options={"tensor_parallel": 8, "max_model_len": 4096}),
+         version="v0.2", options={"release": "0.6.3.dev114", "tensor_parallel": 8, "max_model_len": 4096}),
     Case("vllm-v0-llama-3.1-405b-mi300x-tp8.log", "vllm", "8x MI300X", "Llama-3.1-405B-Instruct", "mi300x",
-         "llama-3.1-405b", version="v0.2", options={"tensor_parallel": 8, "max_model_len": 131072}),
+         "llama-3.1-405b", version="v0.2", options={"release": "0.6.3.dev114",
+                                                    "tensor_parallel": 8, "max_model_len": 131072}),
     Case("vllm-v0-llama-3.1-70b-fp8-mi300x-tp1.log", "vllm", "MI300X", "Llama-3.1-70B-Instruct, --quantization fp8",
          "mi300x", "llama-3.1-70b", version="v0",
          options={"utilization": 0.98, "max_model_len": 32768, "max_num_seqs": 4096,
                   "weight_format": WeightFormat.of("fp8", "the weight format")}),
     Case("vllm-v0-deepseek-v3-pp2-tp8-h100.log", "vllm", "16x H100 (PP2 x TP8, inferred)", "DeepSeek-V3", "h100-sxm",
-         "deepseek-v3", version="v0", options={"tensor_parallel": 8, "pipeline_parallel": 2, "utilization": 0.95,
+         "deepseek-v3", version="v0", options={"release": "0.6.6.post2",
+                                               "tensor_parallel": 8, "pipeline_parallel": 2, "utilization": 0.95,
                                                "max_model_len": 8192}),
     Case("vllm-v1-qwen3-30b-a3b-a10x4-tp4.log", "vllm", "4x A10", "Qwen3-30B-A3B", "a10", "qwen3-30b-a3b",
-         version="v0.8", options={"tensor_parallel": 4, "max_model_len": 8192}),
+         version="v0.8", options={"release": "0.8.5", "tensor_parallel": 4, "max_model_len": 8192}),
     Case("sglang-llama-3-8b-mi300x-bench-latency.log", "sglang", "MI300X", "Meta-Llama-3-8B-Instruct", "mi300x",
          "llama-3-8b", version="v0.4"),
     Case("vllm-v0-llama-2-7b-mi300x-hipblaslt-off.log", "vllm", "MI300X", "Llama-2-7b-chat-hf", "mi300x",
-         "llama-2-7b", version="v0.2", options={"max_model_len": 4096}),
+         "llama-2-7b", version="v0.2", options={"release": "0.6.3.dev114", "max_model_len": 4096}),
     Case("vllm-v0-llama-3-8b-rtx3090-three-startups.log", "vllm", "RTX 3090", "Meta-Llama-3-8B", "rtx-3090",
-         "llama-3-8b", version="v0.2", options={"utilization": 0.9, "max_model_len": 8192}),
+         "llama-3-8b", version="v0.2", options={"release": "0.4.1", "utilization": 0.9, "max_model_len": 8192}),
     Case("vllm-v0-llama-3-8b-w7900-two-startups.log", "vllm", "Radeon Pro W7900", "Meta-Llama-3-8B", None,
          "llama-3-8b", version="v0.2", options={"utilization": 0.9}),
     Case("vllm-v0-llama-3.3-70b-gguf-q4km-w7900.log", "vllm", "Radeon Pro W7900", "Llama-3.3-70B GGUF Q4_K_M",
@@ -191,21 +200,26 @@ CASES2 = (
 #: to a100-sxm-80gb (the same 80 GiB); the SGLang log's unnamed GPU to h200-sxm (137.29 GB free at weight load: a
 #: 141 GB part; H20-3e has the same capacity). Versions: 'v1' for v0.10.1.1 and the 2026 V1 builds, 'v0.8' for the
 #: April 2025 V1 build, 'v0' for V0 v0.8.4, 'v0.2' for the V0 of February 2024, SGLang of October 2025 as 'v0.5'.
+#: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
+#: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
+#: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
 CASES3 = (
     Case("vllm-v1-qwen2-7b-a100-40gb-tp2-util050-two-nodes.log", "vllm", "2x A100 40GB (two nodes)",
          "Qwen2-7B-Instruct", "a100-40gb", "qwen2.5-7b",
-         options={"tensor_parallel": 2, "utilization": 0.5, "max_model_len": 16384}),
+         options={"release": "0.10.1.1", "tensor_parallel": 2, "utilization": 0.5, "max_model_len": 16384}),
     Case("vllm-v1-qwen2-7b-a100-80gb-tp2-util025.log", "vllm", "2x A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
-         "qwen2.5-7b", options={"tensor_parallel": 2, "utilization": 0.25, "max_model_len": 16384}),
+         "qwen2.5-7b", options={"release": "0.10.1.1",
+                                "tensor_parallel": 2, "utilization": 0.25, "max_model_len": 16384}),
     Case("vllm-v1-qwen2-7b-a100-80gb-tp2-util050.log", "vllm", "2x A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
-         "qwen2.5-7b", options={"tensor_parallel": 2, "utilization": 0.5, "max_model_len": 16384}),
+         "qwen2.5-7b", options={"release": "0.10.1.1",
+                                "tensor_parallel": 2, "utilization": 0.5, "max_model_len": 16384}),
     Case("vllm-v1-qwen2-7b-a100-80gb-tp1-util025.log", "vllm", "A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
-         "qwen2.5-7b", options={"utilization": 0.25, "max_model_len": 16384}),
+         "qwen2.5-7b", options={"release": "0.10.1.1", "utilization": 0.25, "max_model_len": 16384}),
     Case("vllm-v1-qwen2-7b-a100-80gb-tp1-util050.log", "vllm", "A100 80GB", "Qwen2-7B-Instruct", "a100-sxm-80gb",
-         "qwen2.5-7b", options={"utilization": 0.5, "max_model_len": 16384}),
+         "qwen2.5-7b", options={"release": "0.10.1.1", "utilization": 0.5, "max_model_len": 16384}),
     Case("vllm-v1-gpt-oss-120b-a100-80gb-tp4-util080.log", "vllm", "4x A100 80GB (pods on several nodes)",
          "gpt-oss-120b", "a100-sxm-80gb", "gpt-oss-120b",
-         options={"tensor_parallel": 4, "utilization": 0.8, "max_model_len": 16384}),
+         options={"release": "0.10.1.1", "tensor_parallel": 4, "utilization": 0.8, "max_model_len": 16384}),
     Case("vllm-v1-deepseek-v3-mi308-maxlen32768.log", "vllm", "AMD Instinct MI308", "DeepSeek V3", None, "deepseek-v3",
          version="v0.8", options={"max_model_len": 32768}),
     Case("vllm-v1-qwen3.8-27b-fp8-rtx5090x2-maxlen65536.log", "vllm", "2x RTX 5090", "Qwen3.8-27B FP8",
@@ -240,27 +254,32 @@ CASES3 = (
 #: GiB) to h100-sxm; Kaggle's T4 to t4. Qwen3-Coder-30B-A3B-Instruct is its published config.json stored in
 #: heldout4/models/. All are vLLM V1 releases ('v1'); --quantization fp8 is passed as the weight format, as CASES2 does.
 CODER_CONFIG = str(HELDOUT4 / "models" / "qwen3-coder-30b-a3b-instruct" / "config.json")
+#: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
+#: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
+#: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
 CASES4 = (
     Case("vllm-v1-llama-3.1-8b-instruct-l4-maxlen32000.log", "vllm", "L4", "Meta-Llama-3.1-8B-Instruct", "l4",
-         "llama-3.1-8b", options={"utilization": 0.92, "max_model_len": 32000, "max_num_seqs": 128}),
+         "llama-3.1-8b", options={"release": "0.11.0",
+                                  "utilization": 0.92, "max_model_len": 32000, "max_num_seqs": 128}),
     Case("vllm-v1-qwen3-8b-lora-t4x2-tp2-maxlen4096.log", "vllm", "2x T4 (Kaggle)", "Qwen3-8B + LoRA", "t4", "qwen3-8b",
          options={"tensor_parallel": 2, "utilization": 0.85, "max_model_len": 4096, "max_num_seqs": 1,
                   "enable_lora": True}),
     Case("vllm-v1-qwen3-8b-t4x2-tp2-maxlen8192.log", "vllm", "2x T4 (Kaggle)", "Qwen3-8B", "t4", "qwen3-8b",
          options={"tensor_parallel": 2, "utilization": 0.85, "max_model_len": 8192}),
     Case("vllm-v1-llama-3-8b-instruct-h200-maxlen1024.log", "vllm", "H200", "Meta-Llama-3-8B-Instruct", "h200-sxm",
-         "llama-3-8b", options={"max_model_len": 1024}),
+         "llama-3-8b", options={"release": "0.11.2", "max_model_len": 1024}),
     Case("vllm-v1-qwen3-30b-a3b-2507-fp8-h100-maxlen8192.log", "vllm", "H100 80GB HBM3",
          "Qwen3-30B-A3B-Instruct-2507, --quantization fp8", "h100-sxm", "qwen3-30b-a3b",
          options={"utilization": 0.92, "max_model_len": 8192, "max_num_batched_tokens": 8192, "max_num_seqs": 64,
                   "weight_format": WeightFormat.of("fp8", "the weight format")}),
     Case("vllm-v1-qwen3-30b-a3b-2507-h100-maxlen6144.log", "vllm", "H100 80GB HBM3", "Qwen3-30B-A3B-Instruct-2507",
-         "h100-sxm", "qwen3-30b-a3b", options={"max_model_len": 6144}),
+         "h100-sxm", "qwen3-30b-a3b", options={"release": "0.10.2", "max_model_len": 6144}),
     Case("vllm-v1-qwen3-coder-30b-a3b-a100-80gb-maxlen131072.log", "vllm", "A100-SXM4-80GB",
          "Qwen3-Coder-30B-A3B-Instruct", "a100-sxm-80gb", CODER_CONFIG,
          options={"utilization": 0.9, "max_model_len": 131072, "max_num_seqs": 16}),
     Case("vllm-v1-gpt-oss-120b-h100-fp8kv-maxlen65536.log", "vllm", "H100 (Kaggle)", "gpt-oss-120b", "h100-sxm",
-         "gpt-oss-120b", options={"utilization": 0.96, "kv_cache_dtype": "fp8_e4m3", "max_model_len": 65536,
+         "gpt-oss-120b", options={"release": "0.11.2",
+                                  "utilization": 0.96, "kv_cache_dtype": "fp8_e4m3", "max_model_len": 65536,
                                   "max_num_seqs": 256}),
 )
 
@@ -278,48 +297,55 @@ CASES4 = (
 #: every SGLang release (0.1.17 to 0.4.6.post2) as 'v0.4', the nearest accounting rooflab has (as CASES2). Settings
 #: rooflab has no field for (enforce_eager, --disable-cuda-graph, the hybrid KV cache manager, PD disaggregation,
 #: multimodal limits, weight transfer) are in each log's line 1.
+#: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
+#: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
+#: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
 CASES5 = (
     Case("vllm-v1-qwen3-30b-a3b-2507-h200-util050-maxlen16000.log", "vllm", "H200", "Qwen3-30B-A3B-Instruct-2507",
-         "h200-sxm", "qwen3-30b-a3b", options={"utilization": 0.5, "max_model_len": 16000}),
+         "h200-sxm", "qwen3-30b-a3b", options={"release": "0.15.0", "utilization": 0.5, "max_model_len": 16000}),
     Case("vllm-v1-qwen3-235b-a22b-fp8-h100x8-tp8-ep-fp8kv-maxlen32768.log", "vllm", "8x H100 80GB HBM3",
          "Qwen3-235B-A22B-FP8", "h100-sxm", "qwen3-235b-a22b",
-         options={"tensor_parallel": 8, "expert_parallel": 8, "kv_cache_dtype": "fp8", "max_model_len": 32768,
+         options={"release": "0.10.0",
+                  "tensor_parallel": 8, "expert_parallel": 8, "kv_cache_dtype": "fp8", "max_model_len": 32768,
                   "weight_format": WeightFormat.of("fp8_block", "the weight format")}),
     Case("vllm-v1-llama-4-scout-h200x8-tp8-hybrid-kv-maxlen8388608.log", "vllm", "8x H200",
          "Llama-4-Scout-17B-16E-Instruct", "h200-sxm", "llama-4-scout",
-         options={"tensor_parallel": 8, "utilization": 0.9, "max_model_len": 8388608}),
+         options={"release": "0.12.0", "tensor_parallel": 8, "utilization": 0.9, "max_model_len": 8388608}),
     Case("sglang-mixtral-8x7b-l4x8-tp8-ctx8192.log", "sglang", "8x L4", "Mixtral-8x7B-Instruct-v0.1", "l4",
          "mixtral-8x7b", version="v0.4",
          options={"tensor_parallel": 8, "max_model_len": 8192, "max_running_requests": 32}),
     Case("sglang-v0.3.0-qwen2-72b-h100x8-tp8.log", "sglang", "8x H100 80GB HBM3", "Qwen2-72B-Instruct", "h100-sxm",
-         "qwen2.5-72b", version="v0.4", options={"tensor_parallel": 8, "max_model_len": 32768}),
+         "qwen2.5-72b", version="v0.4", options={"release": "0.3.0", "tensor_parallel": 8, "max_model_len": 32768}),
     Case("sglang-v0.4.3.post2-deepseek-r1-h800x16-tp16-mem070.log", "sglang", "16x H800 (2 nodes)", "DeepSeek-R1",
          "h800", "deepseek-v3", version="v0.4",
-         options={"tensor_parallel": 16, "utilization": 0.7, "max_model_len": 163840}),
+         options={"release": "0.4.3.post2", "tensor_parallel": 16, "utilization": 0.7, "max_model_len": 163840}),
     Case("sglang-v0.1.17-llama-3-8b-a10g-x4-tp4-mem075.log", "sglang", "4x A10G", "Meta-Llama-3-8B-Instruct", "a10g",
-         "llama-3-8b", version="v0.4", options={"tensor_parallel": 4, "utilization": 0.75, "max_model_len": 8192}),
+         "llama-3-8b", version="v0.4", options={"release": "0.1.17",
+                                                "tensor_parallel": 4, "utilization": 0.75, "max_model_len": 8192}),
     Case("sglang-v0.4.6.post2-deepseek-v3-0324-h100x16-tp16-dp16-dpattn.log", "sglang", "16x H100 80GB HBM3 (2 nodes)",
          "DeepSeek-V3-0324", "h100-sxm", "deepseek-v3", version="v0.4",
-         options={"tensor_parallel": 16, "attention_data_parallel": 16}),
+         options={"release": "0.4.6.post2", "tensor_parallel": 16, "attention_data_parallel": 16}),
     Case("sglang-llama-3-8b-instruct-h200-pd-prefill-decode.log", "sglang", "H200", "Meta-Llama-3-8B-Instruct",
          "h200-sxm", "llama-3-8b", version="v0.4", options={"max_model_len": 8192}),
     Case("sglang-qwen2-7b-instruct-rtx3090x2-tp2-mem070.log", "sglang", "2x RTX 3090", "Qwen2-7B-Instruct", "rtx-3090",
          "qwen2.5-7b", version="v0.4", options={"tensor_parallel": 2, "utilization": 0.7, "max_model_len": 32768}),
     Case("vllm-v0-0.6.3.post1-qwen2.5-7b-rtx4090-wsl-eager-util095.log", "vllm", "RTX 4090 (WSL)",
          "Qwen2.5-7B-Instruct", "rtx-4090", "qwen2.5-7b", version="v0.2",
-         options={"utilization": 0.95, "max_model_len": 32768, "max_num_seqs": 42}),
+         options={"release": "0.6.3.post1", "utilization": 0.95, "max_model_len": 32768, "max_num_seqs": 42}),
     Case("vllm-v0-0.8.1-qwen2.5-7b-a10g-maxlen6600.log", "vllm", "A10G", "Qwen2.5-7B-Instruct", "a10g", "qwen2.5-7b",
-         version="v0", options={"utilization": 0.9, "max_model_len": 6600}),
+         version="v0", options={"release": "0.8.1", "utilization": 0.9, "max_model_len": 6600}),
     Case("vllm-v0-0.8.0rc3-gemma-3-27b-a100-40gb-x4-tp4-maxlen65536.log", "vllm", "4x A100 40GB", "Gemma-3-27b",
          "a100-40gb", "gemma-3-27b", version="v0",
-         options={"tensor_parallel": 4, "max_model_len": 65536, "max_num_batched_tokens": 16384, "max_num_seqs": 64}),
+         options={"release": "0.8.0rc3.dev5",
+                  "tensor_parallel": 4, "max_model_len": 65536, "max_num_batched_tokens": 16384, "max_num_seqs": 64}),
     Case("vllm-v1-0.8.4-deepseek-r1-h800x16-tp16-ep-ray-maxlen32768.log", "vllm", "16x H800 (2 nodes, Ray)",
          "DeepSeek-R1", "h800", "deepseek-v3", version="v0.8",
-         options={"tensor_parallel": 16, "expert_parallel": 16, "max_model_len": 32768,
+         options={"release": "0.8.4", "tensor_parallel": 16, "expert_parallel": 16, "max_model_len": 32768,
                   "max_num_batched_tokens": 32768, "max_num_seqs": 256}),
     Case("vllm-v1-0.8.5dev-llama-2-7b-chat-h20-lora-maxlen4096.log", "vllm", "H20", "Llama-2-7b-chat-hf + LoRA", "h20",
          "llama-2-7b", version="v0.8",
-         options={"max_model_len": 4096, "max_num_batched_tokens": 2048, "max_num_seqs": 256, "enable_lora": True,
+         options={"release": "0.8.5.dev22",
+                  "max_model_len": 4096, "max_num_batched_tokens": 2048, "max_num_seqs": 256, "enable_lora": True,
                   "max_loras": 1, "max_lora_rank": 8}),
     Case("vllm-v1-0.23.0-gpt-oss-20b-bf16-h100-eager-util080-maxlen8192.log", "vllm", "H100 80GB HBM3",
          "unsloth/gpt-oss-20b-BF16", "h100-sxm", "gpt-oss-20b",
