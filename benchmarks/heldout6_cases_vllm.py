@@ -1,5 +1,36 @@
 """Held-out set 6's vllm cases (tests/data/engine_logs/heldout6/, the rule in its SOURCES.md): one dict a log, the
 fields of benchmarks/engine_logs_heldout.Case (log, engine, gpu_label, model_label, gpu, model, version, options),
-each as the log or its post states it; written before any prediction, replay or parse was run on these logs."""
+each as the log or its post states it; written before any prediction, replay or parse was run on these logs.
 
-CASES: tuple[dict, ...] = ()
+Identifications that are not names (heldout6/SOURCES-vllm.md says so too): a model given as a stored config.json is
+its folder under heldout6/models/ (the config's source in its SOURCE.md); "A100 80GB" (SXM or PCIe not stated, both
+80 GiB) is a100-sxm-80gb, as CASES3; an AWQ checkpoint of a bundled architecture is the bundled spec with its weights
+as int4_g128_zp (AWQ's 4-bit values, a 16-bit scale and a 4-bit zero point per 128 weights, as the checkpoint's name
+and AWQ's format say); vLLM's in-flight bitsandbytes quantization (--quantization bitsandbytes on an unquantised
+checkpoint) is nf4_dq (its loader quantizes to NF4 with double quantization). Versions: 'v0.2' for V0 v0.2.5 to
+v0.6.3, 'v0' for V0 v0.6.5 to v0.10, 'v0.8' for V1 v0.8.x, 'v1' for V1 v0.9.1 and later; "release" is the release
+the log prints, given where it lies inside its accounting's range (vocab.RELEASE_RANGE). Settings rooflab has no
+field for (enforce_eager, the attention backend, speculative decoding) are in each log's line 1.
+"""
+from pathlib import Path
+
+from rooflab.units import DType, WeightFormat
+
+MODELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "engine_logs" / "heldout6" / "models"
+
+CASES: tuple[dict, ...] = (
+    dict(log="vllm-v0-0.6.6.post1-qwen2.5-1.5b-instruct-l40s-fp16-maxlen4096.log", engine="vllm",
+         gpu_label="L40S 48GB (README)", model_label="Qwen2.5-1.5B-Instruct (stored config)", gpu="l40s",
+         model=str(MODELS / "qwen2.5-1.5b-instruct"), version="v0",
+         options={"utilization": 0.9, "max_model_len": 4096, "dtype": DType.fp16, "release": "0.6.6"}),
+    dict(log="vllm-v0-0.5.0.post1-llama-3-8b-instruct-bnb4-t4-fp16.log", engine="vllm", gpu_label="Tesla T4",
+         model_label="Meta-Llama-3-8B-Instruct, in-flight bitsandbytes 4-bit", gpu="t4", model="llama-3-8b",
+         version="v0.2",
+         options={"utilization": 0.9, "max_model_len": 8192, "dtype": DType.fp16, "max_num_seqs": 256,
+                  "weight_format": WeightFormat.of("nf4_dq", "the weight format"), "release": "0.5.0"}),
+    dict(log="vllm-v0-0.2.7-mixtral-8x7b-instruct-awq-a100-80gb-x2-tp2-util050-eager.log", engine="vllm",
+         gpu_label="2x A100 80GB", model_label="TheBloke/Mixtral-8x7B-Instruct-v0.1-AWQ", gpu="a100-sxm-80gb",
+         model="mixtral-8x7b", version="v0.2",
+         options={"tensor_parallel": 2, "utilization": 0.5,
+                  "weight_format": WeightFormat.of("int4_g128_zp", "the weight format"), "release": "0.2.7"}),
+)
