@@ -1,5 +1,19 @@
 """Held-out set 6's sglang cases (tests/data/engine_logs/heldout6/, the rule in its SOURCES.md): one dict a log, the
 fields of benchmarks/engine_logs_heldout.Case (log, engine, gpu_label, model_label, gpu, model, version, options),
-each as the log or its post states it; written before any prediction, replay or parse was run on these logs."""
+each as the log or its post states it; written before any prediction, replay or parse was run on these logs.
 
-CASES: tuple[dict, ...] = ()
+Identifications that are not names (heldout6/SOURCES-sglang.md says so too): DeepSeek-R1 and DeepSeek-V3 to the
+bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 2025, 96 GB) to h20; H200 to h200-sxm.
+Every SGLang release here (0.1.17 to 0.4.x) is the 'v0.4' accounting, the nearest rooflab has (as CASES5), with
+`release` only where the log or its post prints one. Settings rooflab has no field for (bench_one_batch, CUDA-graph
+and torch.compile flags, Kubernetes / LWS) are in each log's line 1.
+"""
+
+CASES: tuple[dict, ...] = (
+    dict(log="sglang-deepseek-r1-h20x16-tp16-mem093-lws-k8s.log", engine="sglang",
+         gpu_label="16x H20 (2 nodes)", model_label="DeepSeek-R1", gpu="h20", model="deepseek-v3", version="v0.4",
+         options={"tensor_parallel": 16, "utilization": 0.93}),
+    dict(log="sglang-v0.4.3.post2-deepseek-v3-h200x8-tp8-bench-one-batch.log", engine="sglang",
+         gpu_label="8x H200", model_label="DeepSeek-V3", gpu="h200-sxm", model="deepseek-v3", version="v0.4",
+         options={"tensor_parallel": 8, "release": "0.4.3.post2"}),
+)
