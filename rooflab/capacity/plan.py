@@ -20,6 +20,7 @@ from ..specs.weights import weight_bytes
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
 from .stages import LayerPartition, Stage, check_partition, pipeline_stages
+from .weight_split import dp_attention_splits
 
 
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
@@ -139,7 +140,8 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
     heads = model.heads.shard(tensor_parallel) if not dp_attention else model.heads
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel, dp_attention, stage)
+    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel,
+                               tensor_parallel if dp_attention else 1, stage)
     shipped = describe_weights(model, weight_dtype)
     full, model = model, (stage.layers_model(model) if stage else model)
     if weights >= usable:
@@ -194,14 +196,20 @@ def _binding(plans: list[CapacityPlan], stages: tuple[Stage, ...]) -> CapacityPl
 
 
 def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | None, tensor_parallel: int,
-                     expert_parallel: int = 1, dp_attention: bool = False, stage: Stage | None = None) -> int:
+                     expert_parallel: int = 1, attention_data_parallel: int = 1, stage: Stage | None = None,
+                     splits: dict[str, int] | None = None) -> int:
     """Bytes of weights the busiest GPU holds: specs.weights.weight_bytes split `tensor_parallel` ways, the routed
-    experts dealt whole over `expert_parallel` GPUs (busiest_expert_split), attention whole on every GPU under
-    `dp_attention`, and under pipeline parallelism `stage`'s share of each component (stages.Stage.shares). The
-    capacity plan and the step (rooflab.step.memory) both count weights with it."""
+    experts dealt whole over `expert_parallel` GPUs (busiest_expert_split), under SGLang's data-parallel attention
+    (`attention_data_parallel` N > 1) each component over what weight_split.dp_attention_splits says (the newest
+    release read: attention over TP / N, embeddings over TP / N, lm_head over TP), or over `splits` where given (an
+    engine's release: engines.memory), and under pipeline parallelism `stage`'s share of each component
+    (stages.Stage.shares). The capacity plan, the step (rooflab.step.memory) and the engine models all count
+    weights with it."""
+    if splits is None:
+        splits = dp_attention_splits(tensor_parallel, attention_data_parallel)
     return weight_bytes(model, weight_format, tensor_parallel,
                         busiest_expert_split(model, expert_parallel, tensor_parallel),
-                        replicate_attention=dp_attention, shares=stage.shares(model) if stage else None)
+                        splits=splits, shares=stage.shares(model) if stage else None)
 
 
 def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel: int) -> Fraction:

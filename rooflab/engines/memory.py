@@ -7,7 +7,10 @@ vllm/model_executor/layers/rotary_embedding.py get_rope). vllm#10517 logged 14.9
 of parameters and 0.031 of its 131,072 x 128 bf16 cache. vLLM's mxfp4 experts (gpt-oss) take the bytes its MoE
 backend lays them out in on the GPU (mxfp4.py: gpt-oss-120b's experts x1.0904 under Marlin on an A100, H 2880 ->
 3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); the plain bound
-(`rooflab capacity` without --engine) keeps the checkpoint's bytes.
+(`rooflab capacity` without --engine) keeps the checkpoint's bytes. SGLang's weights add MLA's absorbed copies
+(w_kc / w_vc, one rank's kv_b again: fp8 before v0.4.7 on block-fp8 checkpoints, bf16 after; sglang_absorbed_bytes)
+and lay data-parallel attention's components out by release (capacity/weight_split.py: attention over TP / DP,
+the embedding whole up to v0.5.7, the lm_head whole up to v0.4.4; v0.4.6.x's shared-expert copies on Hopper).
 
 Non-torch memory (vLLM), the default per accounting and TP size; --non-torch-gib overrides it:
 
@@ -73,13 +76,14 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
-from ..specs.weights import weight_bytes
-from ..units import GiB, MiB
+from ..capacity.weight_split import check_dp_attention, dp_attention_splits, fuses_shared_expert_copies
+from ..specs.weights import mla_kv_b_parameters, weight_bytes
+from ..units import GiB, MiB, WeightFormat
 from .lora import lora_buffer_bytes, lora_defaults
 from .mxfp4 import expert_padding
 from .result import Role, Term
 from .settings import model_dtype
-from .vocab import Accounting, Engine
+from .vocab import RELEASE_RANGE, Accounting, Engine
 from ..vocab import PeerTransport
 
 _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
@@ -158,34 +162,83 @@ def rotary_cache_bytes(model: ModelSpec) -> int:
 
 def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None, expert_parallel: int = 1,
                         attention_data_parallel: int = 1, stage=None, accounting: Accounting | None = None,
-                        gpu: GpuSpec | None = None) -> tuple[int, str]:
+                        gpu: GpuSpec | None = None, release: tuple[int, ...] | None = None) -> tuple[int, str]:
     """Weights as an engine measures them on one GPU, and how they were counted; `weight_format` is what
     --quantization fp8 quantises an unquantised checkpoint's linear layers to at load (None: as shipped).
 
-    With expert parallelism each GPU holds 1/EP of the routed experts (whole); with SGLang's DP attention over
-    the whole TP group every GPU holds all attention weights. DP attention over part of the group (1 < dp < tp)
-    splits attention weights tp/dp ways, which ModelSpec.weight_bytes does not: refused. `stage` (a
-    capacity.stages.Stage) counts one pipeline stage's share of each component; every stage keeps a rotary cache.
-    With the `accounting` and `gpu` the routed experts take the bytes the engine's kernels lay them out in
-    (mxfp4.expert_padding: vLLM's mxfp4 MoE backends pad H and I by compute capability and release)."""
-    if 1 < attention_data_parallel < tensor_parallel:
-        raise InputError(f"--enable-dp-attention --dp {attention_data_parallel} under --tp {tensor_parallel}: "
-                         "attention weights split tp/dp ways are not modelled (dp = tp is)")
+    With expert parallelism each GPU holds 1/EP of the routed experts (whole); under SGLang's DP attention each
+    component is split as capacity.weight_split.dp_attention_splits says at the `release` (None: the accounting's
+    newest), the one rule capacity.gpu_weight_bytes counts with too. `stage` (a capacity.stages.Stage) counts one
+    pipeline stage's share of each component; every stage keeps a rotary cache. With the `accounting` and `gpu`
+    the routed experts take the bytes the engine's kernels lay them out in (mxfp4.expert_padding: vLLM's mxfp4 MoE
+    backends pad H and I by compute capability and release); SGLang's accounting adds its MLA absorbed copies
+    (sglang_absorbed_bytes) and v0.4.6.x's cloned shared experts (weight_split.fuses_shared_expert_copies)."""
+    sglang = accounting is not None and accounting.engine is Engine.sglang
+    release = release if release is not None else (newest_release(accounting) if sglang else None)
+    check_dp_attention(tensor_parallel, attention_data_parallel, release)
+    splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
+    fused = sglang and fuses_shared_expert_copies(model, gpu.compute_capability_version if gpu else None,
+                                                  expert_parallel, release)
+    if fused:
+        splits["shared_experts"] = 1
     expert_split = Fraction(expert_parallel, tensor_parallel) if expert_parallel > 1 else 1
     layout, layout_src = (expert_padding(model, accounting, gpu, tensor_parallel, expert_parallel, weight_format)
                           if accounting is not None else (Fraction(1), ""))
-    params = weight_bytes(model, weight_format, tensor_parallel, expert_split,
-                          replicate_attention=attention_data_parallel > 1,
+    params = weight_bytes(model, weight_format, tensor_parallel, expert_split, splits=splits,
                           shares=stage.shares(model) if stage is not None else None, expert_layout=layout)
     rope = rotary_cache_bytes(model)
+    absorbed = sglang_absorbed_bytes(stage.layers_model(model) if stage is not None else model,
+                                     tensor_parallel // attention_data_parallel, weight_format, release) if sglang else 0
     split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
     split += f", experts / EP {expert_parallel}" if expert_parallel > 1 else ""
-    split += ", attention whole on every GPU (DP attention)" if attention_data_parallel > 1 else ""
+    if attention_data_parallel > 1:
+        ways = ", ".join(f"{c} / {w}" for c, w in splits.items() if c != "shared_experts")
+        split += f", DP attention {attention_data_parallel}: {ways} (SGLang's layout)"
+    split += ", the shared expert whole on every GPU (v0.4.6.x's fused copies)" if fused else ""
     split += f", pipeline {stage.describe()}" if stage is not None and stage.pipeline_parallel > 1 else ""
     split += f"; {layout_src}" if layout_src else ""
-    return params + rope, (f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
-                           f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
-                           f"plus the rotary cache ({rope / GiB:.3f} GiB)")
+    copies = f", plus MLA's absorbed w_kc / w_vc ({absorbed / GiB:.3f} GiB)" if absorbed else ""
+    return params + rope + absorbed, (
+        f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
+        f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
+        f"plus the rotary cache ({rope / GiB:.3f} GiB){copies}")
 
 
-__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "non_torch_default", "non_torch_name", "rotary_cache_bytes"]
+def newest_release(accounting: Accounting) -> tuple[int, ...] | None:
+    """The newest release `accounting` covers (vocab.RELEASE_RANGE; a last of fewer numbers covers its whole
+    series, so it is padded high), None where the table gives none."""
+    span = RELEASE_RANGE.get(accounting)
+    if span is None:
+        return None
+    last = tuple(span[1])
+    return last + (10 ** 6,) * (3 - len(last))
+
+
+def sglang_absorbed_bytes(model: ModelSpec, attention_tp: int, weight_format=None,
+                          release: tuple[int, ...] | None = None) -> int:
+    """SGLang's absorbed MLA weights on one GPU: post_load_weights splits each layer's kv_b_proj into contiguous
+    copies w_kc [h, d_nope, d_c] and w_vc [h, d_c, d_v], kept beside kv_b_proj itself, one rank's heads (attention
+    TP):
+
+        bytes = sum over MLA layers of d_c (h / attention_tp) (d_nope + d_v) x b
+
+    b = 1 where kv_b is fp8 and stays so: every release for per-tensor or per-channel fp8 (channel_quant_to_
+    tensor_quant), and for 128 x 128 block fp8 (DeepSeek-V3, R1) before v0.4.7 (block_quant_to_tensor_quant;
+    v0.4.6 on Hopper keeps the block layout for DeepGEMM's bmm, also fp8); from v0.4.7 block fp8 is dequantised
+    to bf16 (block_quant_dequant, unless SGL_USE_DEEPGEMM_BMM=1: not modelled), b = 2. Any other format (bf16,
+    AWQ and int8 dequantised) is kept in the model's dtype. Read from python/sglang/srt/models/deepseek_v2.py
+    (v0.4.3.post2: load_weights; v0.4.4 - v0.5.9: post_load_weights; v0.5.10: models/deepseek_common/
+    deepseek_weight_loader.py); the copies are made inside load_model, so SGLang's 'mem usage' counts them.
+    DeepSeek-R1 at TP 16, v0.4.3.post2: 61 x 512 x 8 x 256 x 1 = 63,963,136 bytes (0.060 GiB). None: the newest
+    read (v0.5.10)."""
+    fmt = model.weight_format("attention", weight_format)
+    newer = release is None or tuple(release) + (0,) * (3 - len(release)) >= (0, 4, 7)
+    fp8 = fmt in (WeightFormat.fp8, WeightFormat.fp8_block)
+    width = 1 if fp8 and not (fmt is WeightFormat.fp8_block and newer) else model_dtype(model).bytes
+    per_rank = sum(count * mla_kv_b_parameters(layer, model.heads) // attention_tp
+                   for _, layer, count in model.layer_walk())
+    return per_rank * width
+
+
+__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "newest_release", "non_torch_default", "non_torch_name", "rotary_cache_bytes",
+           "sglang_absorbed_bytes"]

@@ -83,7 +83,7 @@ def sglang_capacity(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) ->
     s = resolve(settings, model, gpu)
     check_in_use(s)
     weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
-                                              s.attention_data_parallel)
+                                              s.attention_data_parallel, None, s.accounting, gpu, s.release)
     if settings.non_torch_bytes is not None:
         before, before_src = settings.non_torch_bytes, "--non-torch-gib"
     else:
@@ -103,7 +103,7 @@ def _pipeline(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: EngineSetti
     all_reduce MIN when pp_size > 1, sgl-project/sglang at 001ccef)."""
     stages = pipeline_stages(model, s.pipeline_parallel, LayerPartition.sglang, s.pp_layer_partition)
     own = [engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
-                               s.attention_data_parallel, st)[0] for st in stages]
+                               s.attention_data_parallel, st, s.accounting, gpu, s.release)[0] for st in stages]
     heaviest = max(range(len(stages)), key=lambda i: own[i])
     src = (f"the heaviest stage's ({stages[heaviest].describe()}): SGLang's free memory after loading is the min "
            f"over all ranks; each stage's own: {', '.join(f'{w / GiB:.2f}' for w in own)} GiB")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar, Optional
+from typing import ClassVar, Mapping, Optional
 
 from ..errors import SpecError
 from ..fields import FrozenDict, spec_field, validate_fields
@@ -277,18 +277,18 @@ class ModelSpec:
         return dataclasses.replace(self, weight_dtype=chosen)
 
     def weight_bytes(self, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
-                     expert_parallel: int = 1, replicate_attention: bool = False) -> int:
+                     expert_parallel: int = 1, splits: Mapping[str, int] | None = None) -> int:
         """Bytes of every parameter (all experts) per GPU, each component in its format (weight_format); see
         weights.weight_bytes.
 
         `dtype` overrides the formats of the quantizable components only: embeddings, lm_head, norms and
         the router stay in the checkpoint's dtype, and so do the parameters a checkpoint's exclusion list
         keeps (unquantized_parameters; with an override every linear layer is converted). Split
-        `tensor_parallel` ways, the routed experts also `expert_parallel` ways; with `replicate_attention`
-        (data-parallel attention) every GPU holds all attention weights; a vision tower whole on every GPU.
+        `tensor_parallel` ways, the routed experts also `expert_parallel` ways, a component named in `splits`
+        ({component: ways}: data-parallel attention) its own number of ways; a vision tower whole on every GPU.
         Rounded up. A spec that gives a published count scales the derived components to it.
         """
-        return weights.weight_bytes(self, dtype, tensor_parallel, expert_parallel, replicate_attention)
+        return weights.weight_bytes(self, dtype, tensor_parallel, expert_parallel, splits)
 
     # --- the KV cache --------------------------------------------------------------------------------------
 

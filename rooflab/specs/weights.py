@@ -103,8 +103,7 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
         qk = t.qk_nope_head_dim + t.qk_rope_head_dim
         hq, dv = heads.num_qo_heads, heads.value_dim
         q = t.q_lora_rank * hq * qk if t.q_lora_rank else h * hq * qk
-        kv_b = t.kv_lora_rank * hq * (t.qk_nope_head_dim + dv)
-        return replicated_attention_parameters(t, h) + q + kv_b + hq * dv * h
+        return replicated_attention_parameters(t, h) + q + mla_kv_b_parameters(t, heads) + hq * dv * h
     if t.linear_mixer is not None and t.linear_mixer.is_mamba:
         return _mamba_parameters(t, hidden)
     if not t.is_attention:
@@ -119,6 +118,14 @@ def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias:
     weights = h * q_out + h * kv_out + h * v_out + o_in * h
     biases = (q_out + kv_out + v_out) if bias else 0
     return weights + biases + (own.num_qo_heads if t.sinks else 0)
+
+
+def mla_kv_b_parameters(t: LayerType, heads: AttentionHeads) -> int:
+    """One MLA layer's kv_b up-projection, d_c h (d_nope + d_v) with the `heads` given (a rank's under TP); 0 for a
+    layer that is not MLA."""
+    if not t.is_latent:
+        return 0
+    return t.kv_lora_rank * heads.num_qo_heads * (t.qk_nope_head_dim + heads.value_dim)
 
 
 def replicated_attention_parameters(t: LayerType, hidden: int) -> int:
@@ -206,16 +213,18 @@ def _published_scale(model) -> Fraction:
 
 
 def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parallel: int = 1,
-                 expert_parallel: int = 1, replicate_attention: bool = False,
+                 expert_parallel: int = 1, splits: Mapping[str, int] | None = None,
                  shares: Mapping[str, Fraction] | None = None, expert_layout: Fraction = Fraction(1)) -> int:
     """Bytes of every parameter (all experts) per GPU, each component in its format (_component_bits).
 
     Split `tensor_parallel` ways but for what the engines hold whole on every rank (ParameterCount.tp_replicated:
     MLA down-projections and indexer, the MoE router; each priced at its component's bits per parameter), the
-    routed experts also `expert_parallel` ways; with `replicate_attention` (data-parallel attention) every GPU
-    holds all attention weights. Per GPU, with b_c a component's bits and r_c its replicated parameters over n_c:
+    routed experts also `expert_parallel` ways. `splits` ({component: ways}) splits a component another number of
+    ways than TP (SGLang's data-parallel attention: capacity.weight_split.dp_attention_splits); its replicated
+    parameters stay whole. Per GPU, with b_c a component's bits, r_c its replicated parameters over n_c and w_c
+    its ways (TP unless `splits` says):
 
-        bytes = ceil(((sum_c b_c (1 - r_c / n_c)) / TP + sum_c b_c r_c / n_c) * published_scale + vision) / 8
+        bytes = ceil(((sum_c b_c (1 - r_c / n_c) / w_c + sum_c b_c r_c / n_c) * published_scale + vision) / 8
 
     (a component's bits averaged over its parameters where an exclusion list keeps some unquantized). A vision
     tower (vision_parameters) is counted whole on every GPU in the checkpoint's dtype (vLLM shards it too where its
@@ -224,23 +233,19 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
     stage's part of each component (capacity.stages.Stage.shares). `expert_layout` is the routed experts' bytes
     as an engine lays them out over the checkpoint's (engines.mxfp4.expert_padding; 1: as shipped).
     """
-    shares = shares or {}
+    shares, splits = shares or {}, splits or {}
     counts = model.parameters.by_component()
     whole = dict(model.parameters.tp_replicated)
-    sharded = replicated = Fraction(0)
+    per_gpu = Fraction(0)
     for component, bits in _component_bits(model, dtype):
         bits *= shares.get(component, 1)
         if component == "experts":
             bits *= Fraction(expert_layout) / expert_parallel
-        if replicate_attention and component == "attention":
-            replicated += bits
-            continue
         own = bits * Fraction(whole.get(component, 0), counts[component]) if counts[component] else Fraction(0)
-        replicated += own
-        sharded += bits - own
+        per_gpu += (bits - own) / splits.get(component, tensor_parallel) + own
     vision = Fraction(model.vision_parameters) * Fraction(WeightFormat.of(model.weight_dtype or DType.bf16)
                                                           .bits_per_weight) * shares.get("vision", 1)
-    return math.ceil(((sharded / tensor_parallel + replicated) * _published_scale(model) + vision) / 8)
+    return math.ceil((per_gpu * _published_scale(model) + vision) / 8)
 
 
 def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat | None = None) -> float:
@@ -254,4 +259,4 @@ def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat 
 
 
 __all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "indexer_parameters",
-           "mla_down_parameters", "replicated_attention_parameters", "weight_bytes"]
+           "mla_down_parameters", "mla_kv_b_parameters", "replicated_attention_parameters", "weight_bytes"]

@@ -127,7 +127,7 @@ def _busiest_stage(ctx: StepContext, per_rank: int, context_len: int, split: int
     best = None
     for stage in stages:
         part = stage if len(stages) > 1 else None
-        weights = gpu_weight_bytes(model, ctx.weights_as, dep.tensor_parallel, ep, dep.dp_attention, part)
+        weights = gpu_weight_bytes(model, ctx.weights_as, dep.tensor_parallel, ep, dep.attention_data_parallel, part)
         kv = kv_bytes(stage.layers_model(model), per_rank, context_len, ctx.kv_dtype, dep.page_size, ctx.attn_tp,
                       split, dep.mla_sparse_fp8)
         if best is None or weights + kv > best[0] + best[1]:
@@ -142,7 +142,7 @@ def _draft(ctx: StepContext, context_len: int, split: int) -> tuple[str, int, fl
         return "", 0, 0.0
     draft: ModelSpec = load_model(spec.draft_model)
     dep = ctx.dep
-    weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.dp_attention)
+    weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.attention_data_parallel)
     sequence = kv_bytes(draft, 1, context_len, ctx.kv_dtype, dep.page_size, ctx.attn_tp, split)
     return draft.name, weights, sequence
 

@@ -177,12 +177,24 @@ def test_a_dense_model_splits_evenly():
 
 
 def test_data_parallel_attention_counts_the_down_projections_once():
-    """With replicate_attention the whole attention component is on every GPU; its down-projections are in it."""
+    """With attention split 1 way (`splits`) the whole attention component is on every GPU; its down-projections
+    are in it, not counted again."""
     m = load_model("deepseek-v3")
     router_extra = 106_430_464 * 16 / 8 * (1 - 1 / 8) * (671e9 / m.derived_parameters)
     attention = m.parameters.attention * FP8_BLOCK_BITS / 8 * (1 - 1 / 8) * (671e9 / m.derived_parameters)
-    assert m.weight_bytes(None, 8, replicate_attention=True) == pytest.approx(
+    assert m.weight_bytes(None, 8, splits={"attention": 1}) == pytest.approx(
         m.weight_bytes(None, 1) / 8 + router_extra + attention, abs=2)
+
+
+def test_a_component_split_its_own_ways_keeps_its_replicated_part_whole():
+    """splits={"attention": 2} under TP 8: attention's split part / 2, its MLA down-projections (replicated) whole,
+    every other component / 8, so the difference from TP 8 is the split part x (1/2 - 1/8)."""
+    m = load_model("deepseek-v3")
+    scale = 671e9 / m.derived_parameters
+    down = dict(m.parameters.tp_replicated)["attention"]
+    split_part = (m.parameters.attention - down) * FP8_BLOCK_BITS / 8 * scale
+    assert m.weight_bytes(None, 8, splits={"attention": 2}) - m.weight_bytes(None, 8) == pytest.approx(
+        split_part * (1 / 2 - 1 / 8), abs=2)
 
 
 def test_deepseek_v3_bytes_per_gpu_at_tp8_and_tp16_by_hand():

@@ -1,0 +1,77 @@
+"""How SGLang lays a model's components over its TP group where it does not split them TP ways: the ways each is
+split, for specs.weights.weight_bytes (`splits`).
+
+Data-parallel attention (--enable-dp-attention --dp N under --tp T) runs attention N ways data-parallel inside the
+TP group: each rank's attention TP group has T / N GPUs (python/sglang/srt/layers/dp_attention.py,
+compute_dp_attention_world_info: attn_tp_size = tp_size // dp_size). What each component is split over, read from
+python/sglang/srt/models/deepseek_v2.py (v0.5.10: also models/deepseek_common/) in each release's wheel (v0.4.3.post2,
+v0.4.4, v0.4.5, v0.4.6, v0.4.6.post2, v0.4.7, v0.4.8, v0.4.10, v0.5.0rc0, v0.5.1, v0.5.3 - v0.5.10):
+
+    component    split over   releases
+    attention    T / N        v0.4.5 - v0.5.10: q_b, kv_b and o over the attention TP group (q_a and kv_a replicated
+                              as under TP); v0.4.3.post2 - v0.4.4 set N = T (server_args.py: dp_size = tp_size) and
+                              build every projection ReplicatedLinear (use_dp): whole, which T / N also gives
+    embeddings   1 (whole)    v0.4.3.post2 - v0.5.7: VocabParallelEmbedding(enable_tp=not enable_dp_attention)
+                 T / N        v0.5.8 - v0.5.10: VocabParallelEmbedding(use_attn_tp_group=True)
+    lm_head      1 (whole)    v0.4.3.post2 - v0.4.4: ReplicatedLinear(hidden, vocab) under DP attention
+                 T            v0.4.5 - v0.5.10: ParallelLMHead over the whole TP group (over T / N with
+                              --enable-dp-lm-head from v0.4.7: no option here, not modelled)
+    the rest     T            dense MLP layers (moe_dense_tp_size None, the default), shared and routed experts
+
+A release before v0.4.3.post2 (not read) is taken as v0.4.3.post2; no release: the newest, v0.5.10. Other model
+files (qwen3_moe.py and the rest) are taken to follow deepseek_v2.py's layout (not read).
+
+Shared-experts fusion, v0.4.6 - v0.4.6.x (deepseek_v2.py determine_n_share_experts_fusion): on compute capability
+9.0 and newer, a DeepseekV3ForCausalLM with 256 routed experts (DeepSeek-V3, R1; rooflab knows the architecture by
+that expert count and MLA) gets T copies of its shared expert cloned into the fused MoE layer, each split T ways
+like the routed experts (load_weights: 'Cloning {n} replicas of the shared expert into MoE'): every GPU holds one
+whole shared expert. v0.4.5 enables it only when asked (its n_share_experts_fusion default 0 is never None); from
+v0.4.7 one copy is fused (num_fused_shared_experts = n_shared_experts), split T ways like the others. Under
+expert parallelism the copies are dealt over EP with the routed experts (not modelled: counted split).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+
+#: The newest SGLang release these rules were read from, taken where no release is given.
+NEWEST_READ = (0, 5, 10)
+
+
+def _release(release: tuple[int, ...] | None) -> tuple[int, ...]:
+    return NEWEST_READ if release is None else tuple(release) + (0,) * (3 - len(release))
+
+
+def check_dp_attention(tensor_parallel: int, attention_data_parallel: int,
+                       release: tuple[int, ...] | None = None) -> None:
+    """SGLang before v0.4.5 runs DP attention over the whole TP group only (server_args.py sets dp_size = tp_size):
+    an InputError for 1 < N < T at such a release."""
+    if 1 < attention_data_parallel < tensor_parallel and _release(release) < (0, 4, 5):
+        raise InputError(f"--enable-dp-attention --dp {attention_data_parallel} under --tp {tensor_parallel}: "
+                         f"SGLang v{'.'.join(map(str, release))} sets --dp to --tp under DP attention (a smaller "
+                         "--dp is v0.4.5 and newer)")
+
+
+def dp_attention_splits(tensor_parallel: int, attention_data_parallel: int,
+                        release: tuple[int, ...] | None = None) -> dict[str, int]:
+    """{component: ways it is split} under SGLang's DP attention at `release` (module docstring); {} without it."""
+    if attention_data_parallel <= 1:
+        return {}
+    r = _release(release)
+    attention_tp = tensor_parallel // attention_data_parallel
+    return {"attention": attention_tp,
+            "embeddings": attention_tp if r >= (0, 5, 8) else 1,
+            "lm_head": tensor_parallel if r >= (0, 4, 5) else 1}
+
+
+def fuses_shared_expert_copies(model, compute_capability: tuple[int, int] | None, expert_parallel: int,
+                               release: tuple[int, ...] | None) -> bool:
+    """Whether SGLang v0.4.6.x clones TP copies of the shared expert into the MoE layer (module docstring), so
+    that every GPU holds it whole."""
+    is_v3 = model.is_moe and model.num_experts == 256 and model.num_shared_experts > 0 and any(
+        t.is_latent for t in model.layer_types.values())
+    return (release is not None and (0, 4, 6) <= _release(release) < (0, 4, 7) and is_v3 and expert_parallel == 1
+            and compute_capability is not None and tuple(compute_capability) >= (9, 0))
+
+
+__all__ = ["NEWEST_READ", "check_dp_attention", "dp_attention_splits", "fuses_shared_expert_copies"]

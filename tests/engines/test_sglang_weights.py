@@ -1,0 +1,102 @@
+"""SGLang's weights a GPU: data-parallel attention's layout by release, MLA's absorbed copies, v0.4.6's fused
+shared-expert copies (rooflab/capacity/weight_split.py, rooflab/engines/memory.py), by hand from DeepSeek-V3's
+config.json (models/deepseek-v3.yaml): H 7168, vocab 129,280, 61 MLA layers of 128 heads (d_nope 128, d_R 64,
+d_v 128, r_q 1536, d_c 512), 58 MoE layers with one shared expert of 2,048; linear layers fp8 with an fp32 scale
+a 128 x 128 block, embeddings and lm_head bf16; scaled to the published 671B as weights.weight_bytes scales."""
+
+from fractions import Fraction
+
+import pytest
+
+from rooflab.capacity import gpu_weight_bytes
+from rooflab.capacity.weight_split import dp_attention_splits
+from rooflab.engines import EngineSettings, engine_capacity, parse_accounting
+from rooflab.engines.memory import engine_weight_bytes, sglang_absorbed_bytes
+from rooflab.errors import InputError
+from rooflab.load import load_gpu, load_model
+
+V3 = load_model("deepseek-v3")
+H100, A100 = load_gpu("h100-sxm"), load_gpu("a100-80gb")
+SGLANG = parse_accounting("sglang", "v0.4")
+FP8_BLOCK = Fraction(8) + Fraction(32, 128 * 128)        # bits a weight
+SCALE = Fraction(671 * 10**9, V3.derived_parameters)     # the published count over the derived one
+LAYERS, HEADS, HIDDEN, VOCAB = 61, 128, 7168, 129_280
+Q_B, KV_B, O = 1536 * HEADS * 192, 512 * HEADS * 256, HEADS * 128 * HIDDEN   # an MLA layer's split projections
+
+
+def weights(tp=16, dp=1, release=None, gpu=H100):
+    return engine_weight_bytes(V3, tp, None, 1, dp, None, SGLANG, gpu, release)[0]
+
+
+def test_absorbed_copies_are_one_ranks_kv_b_in_fp8_before_v0_4_7_and_bf16_after():
+    """w_kc + w_vc hold kv_b's d_c x h x (d_nope + d_v) for one rank's heads: 61 x 512 x 8 x 256 bytes at TP 16
+    in fp8 (v0.4.3.post2 block_quant_to_tensor_quant: 63,963,136 bytes, the 0.06 GiB of NOTES' session 11), twice
+    that in bf16 from v0.4.7 (block_quant_dequant); under DP attention 16 one rank holds all 128 heads."""
+    assert sglang_absorbed_bytes(V3, 16, None, (0, 4, 3)) == 61 * 512 * 8 * 256 == 63_963_136
+    assert sglang_absorbed_bytes(V3, 16, None, (0, 4, 7)) == 2 * 63_963_136
+    assert sglang_absorbed_bytes(V3, 1, None, (0, 4, 6)) == 16 * 63_963_136
+    assert sglang_absorbed_bytes(V3, 16) == 2 * 63_963_136            # no release: the newest read, v0.5.10
+
+
+def test_dp_attention_16_over_tp_16_by_hand_at_v0_4_6():
+    """At v0.4.6 (dp = tp = 16) a GPU holds attention's split projections and the embedding whole, the lm_head
+    split 16 ways as under TP, and its absorbed copies for all 128 heads: against TP 16 alone,
+
+        + 61 (q_b + kv_b + o) fp8-block x 15/16 + 129,280 x 7168 x 2 bytes x 15/16   (x 671e9 / derived)
+        + 61 x 512 x 128 x 256 x 15/16 bytes
+    """
+    split = LAYERS * (Q_B + KV_B + O) * FP8_BLOCK / 8 * SCALE * Fraction(15, 16)
+    embed = VOCAB * HIDDEN * 2 * SCALE * Fraction(15, 16)
+    absorbed = LAYERS * KV_B * Fraction(15, 16)
+    delta = weights(dp=16, release=(0, 4, 6)) - weights(dp=1, release=(0, 4, 6))
+    assert delta == pytest.approx(float(split + embed + absorbed), abs=4)
+
+
+def test_lm_head_whole_through_v0_4_4_split_from_v0_4_5():
+    """deepseek_v2.py: ReplicatedLinear(hidden, vocab) under DP attention up to v0.4.4, ParallelLMHead from v0.4.5:
+    the two differ by the lm_head's 129,280 x 7168 bf16 x 15/16 (v0.4.4 and v0.4.5 also share the fp8 copies)."""
+    lm_head = VOCAB * HIDDEN * 2 * SCALE * Fraction(15, 16)
+    assert weights(dp=16, release=(0, 4, 4)) - weights(dp=16, release=(0, 4, 5)) == pytest.approx(
+        float(lm_head), abs=4)
+
+
+def test_partial_dp_attention_splits_attention_and_from_v0_5_8_the_embedding_over_tp_over_dp():
+    """--tp 16 --dp 4: attention over 4 GPUs; the embedding whole up to v0.5.7, over the attention TP group (4)
+    from v0.5.8 (VocabParallelEmbedding(use_attn_tp_group=True)); both releases keep bf16 copies."""
+    assert dp_attention_splits(16, 4, (0, 5, 7)) == {"attention": 4, "embeddings": 1, "lm_head": 16}
+    assert dp_attention_splits(16, 4, (0, 5, 8)) == {"attention": 4, "embeddings": 4, "lm_head": 16}
+    embed = VOCAB * HIDDEN * 2 * SCALE * (1 - Fraction(1, 4))
+    assert weights(dp=4, release=(0, 5, 7)) - weights(dp=4, release=(0, 5, 8)) == pytest.approx(float(embed), abs=4)
+    split = LAYERS * (Q_B + KV_B + O) * FP8_BLOCK / 8 * SCALE * (Fraction(1, 4) - Fraction(1, 16))
+    absorbed = LAYERS * KV_B * 2 * (Fraction(1, 4) - Fraction(1, 16))
+    embed_tp = VOCAB * HIDDEN * 2 * SCALE * (Fraction(1, 4) - Fraction(1, 16))
+    assert weights(dp=4, release=(0, 5, 8)) - weights(dp=1, release=(0, 5, 8)) == pytest.approx(
+        float(split + absorbed + embed_tp), abs=4)
+
+
+def test_partial_dp_attention_is_refused_before_v0_4_5_with_the_reason():
+    """v0.4.3.post2 and v0.4.4 server_args.py set dp_size = tp_size under DP attention."""
+    with pytest.raises(InputError, match="v0.4.4 sets --dp to --tp"):
+        weights(dp=4, release=(0, 4, 4))
+    settings = EngineSettings(accounting=SGLANG, tensor_parallel=16, attention_data_parallel=4, release=(0, 4, 4))
+    with pytest.raises(InputError):
+        engine_capacity(V3, H100, settings)
+
+
+def test_v0_4_6_holds_the_shared_expert_whole_on_hopper_only():
+    """v0.4.6's determine_n_share_experts_fusion clones TP copies of the shared expert into the MoE on compute
+    capability 9.0+, each split TP ways: one whole shared expert a GPU, 58 x 3 x 7168 x 2048 fp8-block x 15/16
+    more than v0.4.5 at TP 16 (both keep fp8 copies); an A100 (8.0) keeps it split."""
+    shared = 58 * 3 * HIDDEN * 2048 * FP8_BLOCK / 8 * SCALE * Fraction(15, 16)
+    assert weights(release=(0, 4, 6)) - weights(release=(0, 4, 5)) == pytest.approx(float(shared), abs=4)
+    assert weights(release=(0, 4, 6), gpu=A100) == weights(release=(0, 4, 5), gpu=A100)
+    assert weights(release=(0, 4, 7)) - sglang_absorbed_bytes(V3, 16, None, (0, 4, 7)) == \
+        weights(release=(0, 4, 5)) - sglang_absorbed_bytes(V3, 16, None, (0, 4, 5))
+
+
+def test_capacity_and_engine_mode_split_dp_attention_by_one_rule():
+    """The plain capacity bound (and the step, through gpu_weight_bytes) takes the newest release's layout: the
+    engine's weights less its rotary cache and absorbed copies at no release."""
+    from rooflab.engines.memory import rotary_cache_bytes
+    engine = weights(dp=16) - rotary_cache_bytes(V3) - sglang_absorbed_bytes(V3, 1)
+    assert gpu_weight_bytes(V3, None, 16, 1, 16) == engine
