@@ -26,7 +26,7 @@ seconds = median replay / CALLS. Inputs random normal; each fp8 shape's result i
 reference of the same fp8 operands once (rel_error). The rows use benchmarks/moe_gemm.py's columns (one expert: a
 dense GEMM is a grouped GEMM of one group), so rooflab.fit.moe_fit reads them.
 
-Run on the GPU: python benchmarks/dense_fp8_gemm.py --out DIR [--commit SHA]; writes DIR/h200-dense-fp8-gemm.csv
+Run on the GPU: python benchmarks/dense_fp8_gemm.py --out DIR [--commit SHA]; writes DIR/h200-dense-fp8-gemm.csv (committed as measurements/gemm/)
 with the machine's metadata as '# key: value' lines, and prints a table last (TB/s of weight streamed at small m).
 """
 

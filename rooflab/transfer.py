@@ -63,12 +63,16 @@ IMPL_PATH: dict[str, TensorPath] = {
     "torch_efficient": TensorPath.mma_sync, "torch_cudnn": TensorPath.native, "torch_cudnn_dense": TensorPath.native,
     "torch_eager": TensorPath.native, "torch_bmm_dense": TensorPath.native, "torch_cublas": TensorPath.native,
     "torch_grouped_mm": TensorPath.native, "torch_scaled_grouped_mm": TensorPath.native,
+    "torch_scaled_mm": TensorPath.native,
     "torch_cudnn_shapes": TensorPath.native, "attention_pytorch": TensorPath.native,
 }
 
 #: A MoE layer's experts as one grouped GEMM: the implementation fitted for each arithmetic (rooflab.fit.moe_fit;
 #: benchmarks/moe_gemm.py measures torch._grouped_mm and torch._scaled_grouped_mm, CUTLASS on sm90).
 GROUPED_GEMM_IMPL = {DType.bf16: "torch_grouped_mm", DType.fp8_e4m3: "torch_scaled_grouped_mm"}
+#: A dense fp8 GEMM: torch._scaled_mm with per-tensor scales (cuBLASLt), fitted by rooflab.fit.gemm_fit.fit_dense_fp8
+#: on benchmarks/dense_fp8_gemm.py's rows.
+DENSE_FP8_GEMM_IMPL = "torch_scaled_mm"
 
 #: Hopper's mma.sync reaches about 2/3 of the dense tensor roof, which wgmma alone reaches: FlashAttention-3
 #: (Shah et al., arXiv 2407.08608), section 2.2, "the older mma.sync instruction can only reach about 2/3 the peak

@@ -342,6 +342,7 @@ def test_a_catalog_table_is_a_table():
 
 _INTERRUPT_AFTER_WRITE_CHILD = """
 import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as from a terminal (a test runner may pass SIGINT ignored)
 from rooflab import output
 if sys.argv[2] == "cli":
     output.finish_once_written()

@@ -1,6 +1,15 @@
-"""The GEMM family's fitted time model: rooflab.predict's t = c0 + max(F / pi, Q / beta) / eta against the
-calibrated ceilings (cost/gemm.py prices F and Q), fitted on the rows the distributed bench's gemm section
-measures (rooflab.measure.distributed.gemm), with held-out errors on alternate rows."""
+"""The GEMM family's fitted time models against the calibrated ceilings (cost/gemm.py prices F and Q), with
+held-out errors on alternate rows:
+
+    torch_cublas     t = c0 + max(F / pi, Q / beta) / eta: torch.mm in bf16 / fp16, fitted on the rows the
+                     distributed bench's gemm section measures (rooflab.measure.distributed.gemm)
+    torch_scaled_mm  t = c0 + max(F / pi, Q / (r beta)) / eta (rooflab.fit.moe_fit's two-share form, one group):
+                     torch._scaled_mm in fp8 e4m3 with per-tensor scales (cuBLASLt), fitted on
+                     benchmarks/dense_fp8_gemm.py's scaled_mm rows (measurements/gemm/h200-dense-fp8-gemm.csv). pi is
+                     the measured fp8 GEMM rate; eta_mem = r eta the share of the copy bandwidth its weight reads
+                     reach. On the H200 an fp8 GEMM streams its weights slower than a bf16 one of the same shape
+                     (m = 1: 1.8-4.0 TB/s against 2.3-4.3), so the bf16 fit does not price fp8.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +21,20 @@ from ..cost.gemm import gemm
 from ..predict import model_time
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
+from ..transfer import DENSE_FP8_GEMM_IMPL
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .fitting import fit_overhead_efficiency
+from .moe_fit import best_fit, model_times as grouped_model_times
 from .records import Measurement
 
 #: The implementation the gemm section measures (torch's cuBLAS).
 IMPL = "torch_cublas"
+#: The dense fp8 GEMM's implementation: torch._scaled_mm, per-tensor scales (benchmarks/dense_fp8_gemm.py's
+#: scaled_mm rows).
+FP8_IMPL = DENSE_FP8_GEMM_IMPL
+#: Where the dense fp8 fit's rows live (the repository's measurements/ folder).
+FP8_CAMPAIGN = "gemm/h200-dense-fp8-gemm.csv"
 
 
 def model_times(rows: Sequence[Measurement], gpu: GpuSpec) -> np.ndarray:
@@ -45,4 +61,22 @@ def fit_gemm(rows: Sequence[Measurement], gpu: GpuSpec, campaign: str = "") -> O
                        worst_error=float(errors.max()), campaigns=(campaign,) if campaign else ())
 
 
-__all__ = ["IMPL", "fit_gemm", "model_times"]
+def fit_dense_fp8(rows: Sequence[dict], gpu: GpuSpec, campaign: str = FP8_CAMPAIGN) -> Optional[FittedModel]:
+    """The dense fp8 GEMM's FittedModel (c0, eta, eta_mem fitted on every scaled_mm row of
+    benchmarks/dense_fp8_gemm.py's CSV, read by rooflab.fit.moe_fit.read_moe_csv), with the held-out errors of the
+    fit on alternate rows (every other m of each shape); None with under 4 rows."""
+    rows = [r for r in rows if r["impl"] == "scaled_mm" and r["dtype"] == DType.fp8_e4m3.value]
+    if len(rows) < 4:
+        return None
+    y = np.array([r["seconds"] for r in rows])
+    held = np.array([i % 2 == 1 for i in range(len(rows))])       # rows come m-ascending within each shape
+    half, ratio = best_fit([r for r, h in zip(rows, held) if not h], y[~held], gpu)
+    out = [r for r, h in zip(rows, held) if h]
+    errors = np.abs(half(grouped_model_times(out, gpu, ratio)) / y[held] - 1)
+    full, ratio = best_fit(rows, y, gpu)
+    return FittedModel(kernel=Kernel.gemm, impl=FP8_IMPL, overhead_s=full.overhead_s, efficiency=full.efficiency,
+                       memory_efficiency=full.efficiency * ratio, rows=len(rows), held_out_rows=int(held.sum()),
+                       median_error=float(np.median(errors)), worst_error=float(errors.max()), campaigns=(campaign,))
+
+
+__all__ = ["FP8_CAMPAIGN", "FP8_IMPL", "IMPL", "fit_dense_fp8", "fit_gemm", "model_times"]

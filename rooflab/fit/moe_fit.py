@@ -87,8 +87,9 @@ def model_times(rows: Sequence[dict], gpu: GpuSpec, memory_ratio: float = 1.0) -
     return np.array(out)
 
 
-def _best_fit(rows: Sequence[dict], y: np.ndarray, gpu: GpuSpec):
-    """(fit, r) with the least squared relative error over MEMORY_RATIOS."""
+def best_fit(rows: Sequence[dict], y: np.ndarray, gpu: GpuSpec):
+    """(fit, r) with the least squared relative error over MEMORY_RATIOS (rows in this module's columns; a dense
+    GEMM is one group: rooflab.fit.gemm_fit.fit_dense_fp8)."""
     best = None
     for ratio in MEMORY_RATIOS:
         t = model_times(rows, gpu, float(ratio))
@@ -111,10 +112,10 @@ def fit_grouped(rows: Sequence[dict], gpu: GpuSpec, dtype: DType, campaign: str 
     y = np.array([r["seconds"] for r in rows])
     held = np.array([i % 2 == 1 for i in range(len(rows))])       # rows come T-ascending within each shape
     sub = [r for r, h in zip(rows, held) if not h]
-    half, ratio = _best_fit(sub, y[~held], gpu)
+    half, ratio = best_fit(sub, y[~held], gpu)
     out = [r for r, h in zip(rows, held) if h]
     errors = np.abs(half(model_times(out, gpu, ratio)) / y[held] - 1)
-    full, ratio = _best_fit(rows, y, gpu)
+    full, ratio = best_fit(rows, y, gpu)
     return FittedModel(kernel=Kernel.gemm, impl=GROUPED_IMPL[dtype], overhead_s=full.overhead_s,
                        efficiency=full.efficiency, memory_efficiency=full.efficiency * ratio,
                        rows=len(rows), held_out_rows=int(held.sum()), median_error=float(np.median(errors)),

@@ -57,9 +57,10 @@ def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
         kernels += [c.kernel for c in costs for _ in range(count)]
         calls += len(costs) * count
         weight += count * sum(float(c.weight_bytes) for c in costs)
-    return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, "torch_cublas",
+    impl = ctx.pricer.dense_gemm_impl(dtype)
+    return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, impl,
                        dtype, num_layers=model.num_layers, calls=calls, weight_bytes=weight,
-                       source=f"GEMM fit (torch_cublas) at the measured {dtype.value} rate", component="attention",
+                       source=f"GEMM fit ({impl}) at the measured {dtype.value} rate", component="attention",
                        gemm_dtype=dtype.value, gemm_rows=tokens)]
 
 
@@ -105,20 +106,21 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
     priced = [ctx.pricer.expert_gemm_time(c, a, ctx.moe_kernel, tokens, pairs, touched, n)
               for c, n in zip(costs[1:], (2 * width, hidden))]
     t2 = None if any(g is None for g, _ in priced) else count * sum(g for g, _ in priced)
-    impl = priced[0][1]
+    impl, dense = priced[0][1], ctx.pricer.dense_gemm_impl(a)
+    router = ctx.pricer.dense_gemm_impl(dtype)
     where = f" over EP {ep}" if ep > 1 else ""
     imb = f", imbalance {ctx.imbalance:g}" if ctx.imbalance != 1 else ""
     how = f"experts ({_KERNEL_WORDS[ctx.moe_kernel]}): " + (
         f"fused-kernel fit ({impl}, measurements/moe/h200-fused-moe-block-fp8.csv)" if impl == FUSED_IMPL else
         f"grouped-GEMM fit ({impl}, {pairs / max(touched, 1e-9):.1f} pairs a touched expert)"
-        if impl != "torch_cublas" else "GEMM fit (torch_cublas) on the experts' work in one launch"
+        if impl != dense else f"GEMM fit ({dense}) on the experts' work in one launch"
         if ctx.moe_kernel in (MoeKernel.tuned, MoeKernel.fused_block_fp8) else
-        "GEMM fit (torch_cublas), no grouped fit here")
+        f"GEMM fit ({dense}), no grouped fit here")
     return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
                       None if t is None or t2 is None else t + t2, impl, a, num_layers=count,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
-                      source=f"router: GEMM fit (torch_cublas); {how}, at the measured {a.value} rate; "
+                      source=f"router: GEMM fit ({router}); {how}, at the measured {a.value} rate; "
                              f"pairs f x M k / EP", component="experts", gemm_dtype=a.value, gemm_rows=tokens)
 
 
@@ -127,10 +129,11 @@ def logits(ctx: StepContext, logit_rows: int) -> list[StepRow]:
     model, atp = ctx.model, ctx.attn_tp
     cost = gemm(logit_rows, math.ceil(model.vocab_size / atp), model.hidden_size, ctx.dtype, "lm_head",
                 ctx.bits("lm_head"))
+    impl = ctx.pricer.dense_gemm_impl(ctx.dtype)
     rows = [priced_row(ctx.pricer, "gemm", f"logits (lm_head, {logit_rows:,} rows)", [cost.kernel], 1.0,
-                       ctx.pricer.gemms([cost], 1, ctx.dtype), "torch_cublas", calls=1,
+                       ctx.pricer.gemms([cost], 1, ctx.dtype), impl, calls=1,
                        weight_bytes=float(cost.weight_bytes), part="sequences",
-                       source=f"GEMM fit (torch_cublas) at the measured {ctx.dtype.value} rate", component="lm_head",
+                       source=f"GEMM fit ({impl}) at the measured {ctx.dtype.value} rate", component="lm_head",
                        gemm_dtype=ctx.dtype.value, gemm_rows=logit_rows)]
     if atp > 1 and ctx.gpu.interconnect is not None:
         rows.append(comm_row(ctx.gpu, Kernel.all_gather, f"logits: all-gather of {logit_rows:,} x "

@@ -24,7 +24,7 @@ from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
 from ..predict import (FUSED_MOE_IMPL, MEASURED_HERE, OWN, PredictedTime, fused_moe_time, no_prediction_reason,
                        predict_time, prediction_roofs)
-from ..transfer import GROUPED_GEMM_IMPL as GROUPED_IMPL
+from ..transfer import DENSE_FP8_GEMM_IMPL, GROUPED_GEMM_IMPL as GROUPED_IMPL, transfer_source
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
@@ -164,9 +164,10 @@ class Pricer:
         return None if p is None else self.launch(p.t_predicted_s)
 
     def gemm_time(self, cost: GemmCost, arithmetic: DType) -> Optional[float]:
-        """A GEMM's predicted time: the fitted GEMM family (torch_cublas) against its arithmetic's measured rate (the
-        GPU's own fit, or a bundled GPU's transferred: rooflab.predict.predict_time)."""
-        p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic, DENSE_GEMM_IMPL)
+        """A GEMM's predicted time: the fitted dense GEMM of its arithmetic (dense_gemm_impl) against that
+        arithmetic's measured rate (the GPU's own fit, or a bundled GPU's transferred: rooflab.predict.predict_time)."""
+        p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic,
+                           self.dense_gemm_impl(arithmetic))
         if p is None:
             return None
         if p.fitted_on is None:
@@ -175,6 +176,21 @@ class Pricer:
                 self.notes.append(note)
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s)
+
+    def dense_gemm_impl(self, arithmetic: DType) -> str:
+        """The dense GEMM fit that prices `arithmetic`: fp8 the fp8 fit (torch._scaled_mm, rooflab.fit.gemm_fit.
+        fit_dense_fp8) where the GPU, or the GPU a fit transfers from, has one; else, and for every other
+        arithmetic, the cuBLAS fit (torch_cublas, fitted on bf16 / fp16) at the arithmetic's rate, noted for fp8."""
+        if not arithmetic.is_fp8:
+            return DENSE_GEMM_IMPL
+        fits = self.gpu.fitted_for(Kernel.gemm) or transfer_source(self.gpu, Kernel.gemm)[1]
+        if any(f.impl == DENSE_FP8_GEMM_IMPL for f in fits):
+            return DENSE_FP8_GEMM_IMPL
+        note = (f"fp8 GEMMs priced as the bf16 cuBLAS fit at the fp8 rate: no dense fp8 GEMM fit "
+                f"({DENSE_FP8_GEMM_IMPL}) predicts {self.gpu.name}")
+        if note not in self.notes:
+            self.notes.append(note)
+        return DENSE_GEMM_IMPL
 
     def grouped_gemm_time(self, cost: GemmCost, arithmetic: DType) -> tuple[Optional[float], str]:
         """A MoE layer's expert GEMM as one grouped launch: the grouped-GEMM fit of its arithmetic (rooflab.fit.
@@ -192,7 +208,7 @@ class Pricer:
                     f"predicts {self.gpu.name}")
             if note not in self.notes:
                 self.notes.append(note)
-            return self.gemm_time(cost, arithmetic), DENSE_GEMM_IMPL
+            return self.gemm_time(cost, arithmetic), self.dense_gemm_impl(arithmetic)
         self.provenance.setdefault((p.impl, p.provenance), p)
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s), impl
@@ -208,7 +224,7 @@ class Pricer:
         if kernel is MoeKernel.fused_block_fp8:
             return self.fused_time(cost, arithmetic, tokens, pairs, touched, n)
         if kernel is MoeKernel.tuned:
-            return self.gemm_time(cost, arithmetic), DENSE_GEMM_IMPL
+            return self.gemm_time(cost, arithmetic), self.dense_gemm_impl(arithmetic)
         return self.grouped_gemm_time(cost, arithmetic)
 
     def fused_time(self, cost: GemmCost, arithmetic: DType, tokens: float, pairs: float, touched: float, n: int
@@ -232,7 +248,7 @@ class Pricer:
             note = f"MoE experts' fused block-fp8 kernel priced as tuned: {why}"
             if note not in self.notes:
                 self.notes.append(note)
-            return tuned, DENSE_GEMM_IMPL
+            return tuned, self.dense_gemm_impl(arithmetic)
         roofs, _ = prediction_roofs(fit, self.gpu, arithmetic)
         fused = self.launch(fused_moe_time(fit, roofs, tokens, pairs, touched, n, float(cost.hbm_bytes)))
         if tuned is None or fused is None:
@@ -318,9 +334,10 @@ def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, co
     """GEMMs of one component for `count` layers, at the component's arithmetic and weight format; `rows` their m."""
     arith = ctx.arithmetic(component)
     predicted = ctx.pricer.gemms(costs, count, arith)
-    return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, predicted, "torch_cublas", arith,
+    impl = ctx.pricer.dense_gemm_impl(arith)
+    return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, predicted, impl, arith,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
-                      source=f"GEMM fit (torch_cublas) at the measured {arith.value} rate", component=component,
+                      source=f"GEMM fit ({impl}) at the measured {arith.value} rate", component=component,
                       gemm_dtype=arith.value, gemm_rows=rows, **fields)
 
 

@@ -1,0 +1,107 @@
+"""Tests of rooflab/fit/gemm_fit.py's dense fp8 fit (fit_dense_fp8) against its committed campaign
+(measurements/gemm/h200-dense-fp8-gemm.csv, benchmarks/dense_fp8_gemm.py on one H200): the bundled entry is the fit
+of the CSV, no measured row beats its floor, the form holds the held-out rows, and the step prices an fp8 GEMM with
+it (a hand computation of the form), falling back to the bf16 fit, noted, where no fp8 fit exists."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rooflab.cost.gemm import gemm
+from rooflab.fit.fitting_io import fitted_yaml
+from rooflab.fit.gemm_fit import FP8_CAMPAIGN, FP8_IMPL, fit_dense_fp8
+from rooflab.fit.moe_fit import grouped_cost, predicted_s, read_moe_csv
+from rooflab.floors import Ceilings, floor_kernel
+from rooflab.load import data_dir, load_gpu
+from rooflab.step.pricing import DENSE_GEMM_IMPL, Pricer
+from rooflab.units import DType
+from rooflab.vocab import CeilingSource, Kernel
+
+H200 = load_gpu("h200-sxm")
+CSV = data_dir("measurements") / FP8_CAMPAIGN
+
+
+def _rows(impl="scaled_mm"):
+    return [r for r in read_moe_csv(CSV)[1] if r["impl"] == impl]
+
+
+def test_the_csv_holds_its_metadata_and_every_shape():
+    meta, rows = read_moe_csv(CSV)
+    for key in ("date", "device_name", "torch", "git_commit", "command", "nvidia_smi_driver_maxsm_maxmem_power"):
+        assert meta[key]
+    assert meta["device_name"] == "NVIDIA H200"
+    assert {r["impl"] for r in rows} == {"scaled_mm", "scaled_mm_rowwise", "mm"}
+    shapes = {(r["model"], r["shard"], r["gemm"]) for r in rows}
+    assert len(shapes) == 21 and len(rows) == 21 * 11 * 3
+    for r in rows:
+        assert int(r["flops"]) == 2 * r["tokens"] * r["n"] * r["k"] and r["experts_touched"] == 1
+        assert int(r["weight_bytes"]) == r["n"] * r["k"] * (1 if r["dtype"] == "fp8_e4m3" else 2)
+        if r["rel_error"]:                       # fp8 operands against a float32 product of the same operands
+            assert float(r["rel_error"]) < 1e-2
+
+
+def test_no_measured_row_runs_faster_than_its_floor():
+    """Datasheet roofs of each row's arithmetic (the fp8 and bf16 dense tensor rates, HBM bandwidth): a floor."""
+    for r in read_moe_csv(CSV)[1]:
+        dtype = DType(r["dtype"])
+        cost = grouped_cost(r["pairs"], r["n"], r["k"], dtype, 1, r["gemm"])
+        floor = float(floor_kernel(cost.kernel, Ceilings.of(H200, dtype, CeilingSource.datasheet)).t_floor_s)
+        assert r["seconds"] >= floor, (r["model"], r["shard"], r["gemm"], r["impl"], r["tokens"])
+
+
+def test_the_bundled_entry_is_the_fit_of_the_committed_csv():
+    fit = fit_dense_fp8(read_moe_csv(CSV)[1], H200)
+    yaml = H200.fitted_model(Kernel.gemm, FP8_IMPL)
+    assert yaml.overhead_s == pytest.approx(fit.overhead_s, rel=1e-4)
+    assert yaml.efficiency == pytest.approx(fit.efficiency, abs=5e-5)
+    assert yaml.memory_efficiency == pytest.approx(fit.memory_efficiency, abs=5e-5)
+    assert (yaml.rows, yaml.held_out_rows) == (fit.rows, fit.held_out_rows) == (231, 115)
+    assert yaml.campaigns == fit.campaigns == (FP8_CAMPAIGN,)
+    assert fitted_yaml([fit]).splitlines()[-1] in (data_dir("hardware") / "h200-sxm.yaml").read_text()
+
+
+def test_the_fit_is_physical_and_holds_its_rows():
+    """c0 a launch's order, eta_mem under the measured copy bandwidth, eta under the measured fp8 GEMM rate; the
+    fit within 25% of every row it was fitted on, held-out median under 6%."""
+    fit = H200.fitted_model(Kernel.gemm, FP8_IMPL)
+    assert 1e-6 < fit.overhead_s < 2e-5 and 0 < fit.efficiency <= 1 and 0 < fit.memory_efficiency <= 1
+    assert fit.median_error < 0.06
+    worst = max(abs(predicted_s(r, fit, H200) / r["seconds"] - 1) for r in _rows())
+    assert worst < 0.25
+
+
+def test_fp8_streams_slower_than_bf16_at_small_m():
+    """The campaign's finding the fit rests on: at m = 1 a tensorwise fp8 GEMM streams fewer weight bytes a second
+    than torch.mm in bf16 on the same shape, on most shapes (the bf16 fit does not price fp8)."""
+    fp8 = {(r["model"], r["shard"], r["gemm"]): int(r["weight_bytes"]) / r["seconds"] for r in _rows()
+           if r["tokens"] == 1}
+    bf16 = {(r["model"], r["shard"], r["gemm"]): int(r["weight_bytes"]) / r["seconds"] for r in _rows("mm")
+            if r["tokens"] == 1}
+    slower = [key for key in fp8 if fp8[key] < bf16[key]]
+    assert len(slower) >= 0.8 * len(fp8)
+
+
+def test_the_step_prices_an_fp8_gemm_with_the_fp8_fit():
+    """Pricer.gemm_time of an fp8 GEMM on the H200 is c0 + max(F / pi, Q / (r beta)) / eta with the fp8 entry's
+    constants against the calibrated fp8 roofs (hand computation; rooflab.predict.model_time's form)."""
+    pricer = Pricer(H200, DType.bf16)
+    fit = H200.fitted_model(Kernel.gemm, FP8_IMPL)
+    m, n, k = 64, 57344, 8192
+    cost = gemm(m, n, k, DType.fp8_e4m3, "gate_up")
+    roofs = Ceilings.of(H200, DType.fp8_e4m3, CeilingSource.calibrated)
+    q = float(cost.kernel.hbm_bytes)
+    f = float(cost.kernel.flops)
+    by_hand = fit.overhead_s + max(f / roofs.matmul_flop_per_s,
+                                   q / (roofs.bandwidth_bytes_per_s * fit.memory_ratio)) / fit.efficiency
+    assert pricer.dense_gemm_impl(DType.fp8_e4m3) == FP8_IMPL
+    assert pricer.gemm_time(cost, DType.fp8_e4m3) == pytest.approx(by_hand, rel=1e-9)
+    assert pricer.dense_gemm_impl(DType.bf16) == DENSE_GEMM_IMPL
+
+
+def test_without_an_fp8_fit_the_bf16_fit_prices_fp8_and_says_so():
+    bare = dataclasses.replace(H200, fitted=tuple(f for f in H200.fitted if f.impl != FP8_IMPL))
+    pricer = Pricer(bare, DType.bf16)
+    assert pricer.dense_gemm_impl(DType.fp8_e4m3) == DENSE_GEMM_IMPL
+    assert any("no dense fp8 GEMM fit" in n for n in pricer.notes)
