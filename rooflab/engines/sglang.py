@@ -34,7 +34,11 @@ Default f (mem_fraction_static) when --mem-fraction-static is not given:
     sglang-v0.5  round((M - R) / M, 3), M = nvidia-smi's total in MiB, R = 512 + 1.5 max(chunked_prefill_size,
                  2048) + 2 cuda_graph_max_bs + 1024 tp / 8 MiB, at least 10 GiB on GPUs over 60 GiB; the
                  chunked prefill size and graph batch by GPU memory (sglang v0.5.10 server_args.py:1141-1330):
-                 H100 at TP 1: R = 13,440 MiB, f = 0.835
+                 H100 at TP 1: R = 13,440 MiB, f = 0.835. With DP attention (--dp N) R adds 3 N cuda_graph_max_bs
+                 MiB, and 1.5 N cuda_graph_max_bs more where cuda_graph_max_bs > 300, before the 10 GiB floor
+                 (v0.5.3 server_args.py:650-658 to v0.5.10 :1294-1302; the chunked prefill size is divided by N
+                 only after, in _handle_data_parallelism). Not modelled: v0.5.10's piecewise CUDA graph reserve
+                 (on by default there: + 8 MiB a captured size, 1.5 GiB for MLA)
 
 Memory other processes hold (--memory-in-use M) is not free when SGLang measures: pre shrinks by M, the pool by
 f M, and the margin (1 - f) pre by the rest.
@@ -125,14 +129,18 @@ SGLANG_V0_4_FRACTIONS = (
 
 def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec,
                      release: tuple[int, ...] | None = None, pipeline_parallel: int = 1,
-                     dp_attention: bool = False) -> float:
-    """mem_fraction_static when none is given, by accounting and (sglang-v0.4) release (module docstring)."""
+                     dp_attention: bool = False, attention_data_parallel: int | None = None) -> float:
+    """mem_fraction_static when none is given, by accounting and (sglang-v0.4) release (module docstring);
+    `attention_data_parallel` is --dp under `dp_attention` (None: the TP size)."""
     tp = tensor_parallel
     total_mib = gpu.hbm_capacity_bytes / MiB
     if accounting is Accounting.sglang_v0_4:
         return _v0_4_fraction(release or (0, 4, 0), tp, pipeline_parallel, total_mib, dp_attention)
     chunk, graph_bs = _gpu_defaults(total_mib / 1024, tp)
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
+    if dp_attention:
+        dp = attention_data_parallel or tp
+        reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
     if total_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((total_mib - reserved) / total_mib, 3)
@@ -178,7 +186,8 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     """The pool from pre (free memory SGLang measures), the memory in use before it and the weights; `extra`
     terms (explain.py's unattributed remainder) come off the pool too."""
     f = s.utilization if s.utilization is not None else default_fraction(
-        s.accounting, s.tensor_parallel, gpu, s.release, s.pipeline_parallel, s.attention_data_parallel > 1)
+        s.accounting, s.tensor_parallel, gpu, s.release, s.pipeline_parallel, s.attention_data_parallel > 1,
+        s.attention_data_parallel)
     cell = sglang_cell(model, s)
     margin = int(pre * (1 - f))
     lora = lora_term(model, s, Engine.sglang)

@@ -100,3 +100,19 @@ def test_capacity_and_engine_mode_split_dp_attention_by_one_rule():
     from rooflab.engines.memory import rotary_cache_bytes
     engine = weights(dp=16) - rotary_cache_bytes(V3) - sglang_absorbed_bytes(V3, 1)
     assert gpu_weight_bytes(V3, None, 16, 1, 16) == engine
+
+
+def test_v0_5_reserve_grows_with_dp_attention_by_hand():
+    """sglang-v0.5 (v0.5.3 server_args.py:650-658, v0.5.10 :1294-1302): with DP attention the reserve adds
+    cuda_graph_max_bs x dp x 3 MiB, and x 1.5 more where cuda_graph_max_bs > 300. An H100 (80 GiB, under 160) at
+    TP 8 takes chunk 8192 and graph batch 512: R = 512 + 8192 x 1.5 + 512 x 2 + 1024 = 14,848 MiB, and with --dp 8
+    + 512 x 8 x 3 + 512 x 8 x 1.5 = 33,280 MiB."""
+    from rooflab.engines.sglang import default_fraction
+    from rooflab.units import MiB
+    v05 = parse_accounting("sglang", "v0.5")
+    total = H100.hbm_capacity_bytes / MiB
+    assert default_fraction(v05, 8, H100) == round((total - 14_848) / total, 3)
+    assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=8) == round(
+        (total - 33_280) / total, 3)
+    assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=2) == round(
+        (total - 14_848 - 512 * 2 * 4.5) / total, 3)
