@@ -16,6 +16,8 @@ from pathlib import Path
 
 from rooflab.units import DType, WeightFormat
 
+#: Qwen3-8B-FP8's weights: fp8 in 128 x 128 blocks (the logs' W8A8 Block FP8 kernel configs, block_shape=[128,128])
+QWEN3_FP8_BLOCKS = WeightFormat.of("fp8_block", "the weight format")
 MODELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "engine_logs" / "heldout6" / "models"
 
 CASES: tuple[dict, ...] = (
@@ -50,4 +52,45 @@ CASES: tuple[dict, ...] = (
     dict(log="vllm-v1-0.29.0-gpt-oss-20b-l4-dp4-eager-util085-maxlen32768.log", engine="vllm",
          gpu_label="4x L4 (g6.12xlarge), DP 4", model_label="openai/gpt-oss-20b", gpu="l4", model="gpt-oss-20b",
          options={"utilization": 0.85, "max_model_len": 32768, "max_num_seqs": 256}),
+    # ten files of akamaslabs/vllm-benchmark study 24 (kernel-bench), each a prefill and a decode server of one configuration
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a1-flashinfer-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a2-triton-attn-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a3-flash-attn-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a4-attn-auto-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a5-flashinfer-fp8kv-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "kv_cache_dtype": "fp8", "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a6-triton-attn-fp8kv-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "kv_cache_dtype": "fp8", "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l1-linear-auto-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l2-linear-humming-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l3-linear-triton-default-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l4-linear-triton-tuned-maxlen8192.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
+                  "weight_format": QWEN3_FP8_BLOCKS}),
 )
