@@ -267,6 +267,8 @@ ENGINE_OPTS = [
                         words=("mamba", "ratio")),
     # LoRA buffers: --max-loras / --max-lora-rank need --enable-lora, vLLM takes only its ranks, SGLang needs a rank
     dataclasses.replace(switch("--enable-lora"), checked_late=True, words=("lora",)),
+    # FlashInfer's sampler (vLLM V1 v0.9.1 - v0.11.0): a switch of vLLM's, refused for SGLang by name
+    dataclasses.replace(switch("--no-flashinfer"), checked_late=True, words=("flashinfer",)),
     dataclasses.replace(count_opt(("--max-loras", "--max-loras-per-batch"), 1, 1024, 64), checked_late=True,
                         words=("lora",)),
     dataclasses.replace(count_opt(("--max-lora-rank",), 1, 4096, 512), checked_late=True, words=("lora", "rank")),

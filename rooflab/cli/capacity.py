@@ -101,6 +101,10 @@ def capacity(
     max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", metavar="R", parser=params.count(1, 4096),
                                                          help="Engine, --enable-lora: the largest adapter rank (vLLM "
                                                               "default 16; SGLang needs it).")] = None,
+    no_flashinfer: Annotated[bool, typer.Option("--no-flashinfer", help="Engine, vLLM V1 0.9.1 - 0.11.0: FlashInfer "
+                                                "is not installed (`pip install vllm` without its extra), so the "
+                                                "profile's sampler sorts the vocabulary; default: installed, as the "
+                                                "official Docker image ships it (its top-k / top-p sampler).")] = False,
     pipeline_parallel: Annotated[int, typer.Option("--pp", "-pp", "--pipeline-parallel-size", "--pp-size",
                                                    parser=params.count(1, MAX_GPUS), metavar="N",
                                                    help="Pipeline stages: the layers split N ways (the embedding "
@@ -152,7 +156,7 @@ def capacity(
                                 max_mamba_cache_size=max_mamba_cache_size,
                                 mamba_full_memory_ratio=mamba_full_memory_ratio, enable_lora=enable_lora,
                                 max_loras=max_loras, max_lora_rank=max_lora_rank,
-                                pp_layer_partition=pp_layer_partition)
+                                pp_layer_partition=pp_layer_partition, no_flashinfer=no_flashinfer)
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     sparse_mla = bool(kv and kv.mla_sparse_fp8)

@@ -44,11 +44,21 @@ buffers are freed before the sampler runs:
               their int64 indices (8) and PyTorch's sort buffers (8 + 12) as above (vllm
               v0.10.0, v0.10.2, v0.15.0 and v0.16.0 vllm/v1/sample/ops/topk_topp_sampler.py and sampler.py;
               vllm v0.10.0 vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run). FlashInfer's sampler is opt-in
-              from v0.11.1 (VLLM_USE_FLASHINFER_SAMPLER=1); v0.9.1 - v0.11.0 use it by default wherever flashinfer
-              is installed, which the pip wheel does not require (v0.9.1, v0.10.0: not in its Requires-Dist;
-              v0.10.2, v0.11.0: an extra): the sort is modelled, a deployment with flashinfer is not (pass
-              --activation-gib). Measured (benchmarks/v0_sampler_peak.py, H200, torch 2.11):
-              36.02 + 2 at 1,024 rows of 151,936 and of 128,256.
+              from v0.11.1 (VLLM_USE_FLASHINFER_SAMPLER=1), so v0.11.1 - v0.16.x sort as above. Measured
+              (benchmarks/v0_sampler_peak.py, H200, torch 2.11): 36.02 + 2 at 1,024 rows of 151,936 and of 128,256.
+              V1 v0.9.1 - v0.11.0 with FlashInfer installed on an NVIDIA GPU (EngineSettings.flashinfer_installed,
+              the official Docker image's default; the pip wheel does not require it: v0.9.1's Requires-Dist names
+              no flashinfer, v0.10.1.1's, v0.10.2's and v0.11.0's an extra, flashinfer-python 0.2.11, 0.3.0 and
+              0.3.1), s = 14 bytes: TopKTopPSampler takes forward_cuda wherever `import flashinfer.sampling`
+              succeeds and VLLM_USE_FLASHINFER_SAMPLER is unset (vllm v0.9.1, v0.10.1.1, v0.10.2 and v0.11.0
+              vllm/v1/sample/ops/topk_topp_sampler.py __init__), and with both top-k and top-p set, as the
+              profile's are, flashinfer_sample calls flashinfer.sampling.top_k_top_p_sampling_from_logits, which
+              sorts nothing: top_k_mask_logits writes a masked copy (torch.empty_like, fp32) and torch.softmax its
+              probabilities (fp32) before the rejection-sampling kernel returns R int32 tokens (flashinfer-python
+              0.2.11 and 0.3.0 flashinfer/sampling.py, filter_apply_order "top_k_first"):
+                  2   the model-dtype logits (_dummy_sampler_run), 4 their fp32 copy (Sampler.forward),
+                  4   the masked logits and 4 the probabilities
+              (derived, not measured; no log in the corpora says which sampler ran).
               V1 v0.8.x (vllm-v0.8): the same s as v0.17's, but beside R x H hidden states, not T x H: its _dummy_run
               returns hidden_states[logit_indices], the last token of each request, and the full output is
               freed before the sampler runs (vllm/v1/worker/gpu_model_runner.py _dummy_run and profile_run at
@@ -86,6 +96,10 @@ from .vocab import Accounting
 #: Bytes the sampler keeps alive per (request x vocabulary entry) at its peak (module docstring): V0's and V1's
 #: full sort (SORT), and V1's Triton top-k / top-p (and vllm-v0.8, fitted alike); vllm-v0.2 keeps 40.
 SORT_BYTES_PER_LOGIT, TRITON_BYTES_PER_LOGIT, V0_2_BYTES_PER_LOGIT = 38, 15, 40
+#: FlashInfer's top-k / top-p from logits: the logits, their fp32 copy, the masked copy, the probabilities.
+FLASHINFER_BYTES_PER_LOGIT = 2 + 4 + 4 + 4
+#: The vLLM V1 releases that sample with FlashInfer by default where it is installed (first, last).
+V1_FLASHINFER_SAMPLER_RELEASES = ((0, 9, 1), (0, 11, 0))
 #: Below this many rows PyTorch sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
 FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
 #: vLLM V1's Triton top-k / top-p: from this release, for at least this many rows (topk_topp_sampler.py).
@@ -131,19 +145,24 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
     moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
-    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests)
+    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, s.flashinfer_sampler)
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
     forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
     kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept)
 
 
-def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | None, rows: int) -> int:
+def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | None, rows: int,
+                            flashinfer: bool = False) -> int:
     """Bytes a logit the profile's sampler holds at its peak over `rows` requests (module docstring): the full sort
     of V0 and of V1 before v0.17 (38; 50 below 128 rows), V1's Triton top-k / top-p from v0.17 for 8 rows or more
-    and vllm-v0.8 (15), vllm-v0.2's 40. `release` None is the accounting's newest."""
+    and vllm-v0.8 (15), vllm-v0.2's 40, and FlashInfer's (14) in V1 v0.9.1 - v0.11.0 where `flashinfer` (it is
+    installed, on an NVIDIA GPU: settings.Resolved.flashinfer_sampler). `release` None is the accounting's newest."""
     if accounting is Accounting.vllm_v0_2:
         return V0_2_BYTES_PER_LOGIT
+    first, last = V1_FLASHINFER_SAMPLER_RELEASES
+    if accounting is Accounting.vllm_v1 and flashinfer and release is not None and first <= release[:3] <= last:
+        return FLASHINFER_BYTES_PER_LOGIT
     triton = release is None or release >= V1_TRITON_SAMPLER_RELEASE
     if accounting is Accounting.vllm_v0_8 or (accounting is Accounting.vllm_v1 and triton
                                                and rows >= V1_TRITON_SAMPLER_MIN_ROWS):
@@ -178,6 +197,6 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["FULL_SORT_BYTES_PER_LOGIT", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
+__all__ = ["FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
            "TRITON_BYTES_PER_LOGIT", "V0_2_BYTES_PER_LOGIT", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
            "V1_TRITON_SAMPLER_RELEASE", "profile_run", "sampler_bytes_per_logit"]

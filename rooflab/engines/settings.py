@@ -90,6 +90,10 @@ class EngineSettings:
     #: v0.17, its MoE workspaces are kept from v0.14; sglang.py: mem_fraction_static by release); None: the
     #: accounting's newest
     release: Optional[tuple[int, ...]] = None
+    #: FlashInfer importable beside vLLM (--no-flashinfer: not): V1 v0.9.1 - v0.11.0 then sample with its top-k /
+    #: top-p kernels on NVIDIA GPUs (profile.py); True as the official Docker image ships it (docker/Dockerfile
+    #: installs FlashInfer on every platform but arm64), where `pip install vllm` leaves it an extra
+    flashinfer_installed: bool = True
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -104,7 +108,7 @@ class EngineSettings:
         "utilization": "--gpu-memory-utilization / --mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
         "dtype": "--dtype", "weight_format": "--quantization", "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
         "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype",
-        "release": "EngineSettings.release"}
+        "release": "EngineSettings.release", "flashinfer_installed": "--no-flashinfer"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -137,6 +141,7 @@ class EngineSettings:
             if getattr(self, name) is not None:
                 whole_number(getattr(self, name), self._label(name), maximum=hi)
         check_flag(self.enable_lora, self._label("enable_lora"))
+        check_flag(self.flashinfer_installed, self._label("flashinfer_installed"))
         if not self.enable_lora and (self.max_loras is not None or self.max_lora_rank is not None):
             raise InputError("--max-loras and --max-lora-rank apply with --enable-lora")
         ratio = self.mamba_full_memory_ratio
@@ -217,6 +222,9 @@ class Resolved:
     pipeline_parallel: int = 1
     pp_layer_partition: Optional[tuple[int, ...]] = None
     release: Optional[tuple[int, ...]] = None
+    #: vLLM can sample with FlashInfer here: it is installed and the GPU is NVIDIA's (vLLM's CUDA platform;
+    #: topk_topp_sampler.py takes the native path on every other); profile.py applies it by release
+    flashinfer_sampler: bool = False
 
     @property
     def releases(self) -> str:
@@ -243,7 +251,8 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
     total, source = cuda_visible(gpu, settings.cuda_visible_bytes)
     computed = dict(accounting=a, kv_dtype=settings.kv_cache_dtype.resolve(model_dtype(model)),
                     block_size=settings.block_size or engine_default_block, max_model_len=max_len, max_num_seqs=seqs,
-                    max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source)
+                    max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source,
+                    flashinfer_sampler=settings.flashinfer_installed and (gpu.vendor or "nvidia").lower() == "nvidia")
     # every other field is the setting as given, under the same name
     given = {f.name: getattr(settings, f.name) for f in fields(Resolved) if f.name not in computed}
     return Resolved(**computed, **given)

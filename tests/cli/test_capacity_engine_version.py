@@ -83,3 +83,24 @@ def test_help_lists_both_forms():
     text = " ".join(r.stdout.split())
     assert "0.10.1, v0.8.4, 0.6.3.post1" in text and "0.4.6.post2" in text
     assert "vLLM v0.2 (0.2.5 - 0.6.3), v0.6.4" in text and "SGLang v0.4 (0.1.17 - 0.5.2) or v0.5" in text
+
+
+def test_no_flashinfer_sorts_in_the_releases_that_sample_with_it():
+    """vLLM 0.10.1 samples with FlashInfer where it is installed (the Docker image's default): Llama-3-8B on an H100
+    at V1's large-GPU defaults holds 14 bytes a logit (tests/engines/test_profile.py derives it), 1,024 x 128,256 x
+    14 + the hidden states 8,192 x 4,096 x 2; --no-flashinfer sorts, 38 bytes; at 0.15.0 the switch changes
+    nothing (FlashInfer's sampler is opt-in from 0.11.1)."""
+    base = ("--engine", "vllm", "-m", "llama-3-8b", "-g", "h100-sxm")
+    hidden = 8192 * 4096 * 2
+    assert _term(_json(*base, "--engine-version", "0.10.1"), "activation_peak") == 1024 * 128256 * 14 + hidden
+    no_fi = _json(*base, "--engine-version", "0.10.1", "--no-flashinfer")
+    assert _term(no_fi, "activation_peak") == 1024 * 128256 * 38 + hidden
+    assert _json(*base, "--engine-version", "0.15.0", "--no-flashinfer") == _json(*base, "--engine-version", "0.15.0")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "sglang", "--no-flashinfer"], "--no-flashinfer is vLLM's"),
+    (["--no-flashinfer"], "--no-flashinfer applies with --engine or --engine-log only")])
+def test_no_flashinfer_refused_outside_vllm(args, needle):
+    r = runner.invoke(app, ["capacity", *args])
+    assert r.exit_code == 2 and needle in r.stderr, r.output

@@ -103,10 +103,36 @@ def test_v1_before_v017_sorts_as_v0_by_hand():
 
 def test_v1_before_v014_frees_the_moe_caches():
     """Up to v0.13.x fused_experts_impl allocates its caches per call and frees them (vllm v0.10.0
-    fused_moe/fused_moe.py): at v0.10.2 the peak is the sorting sampler alone, 5,945,688,064 B."""
-    run = profile_run(QWEN3_30B, resolve(vllm("v1", max_model_len=6144, release=(0, 10, 2)), QWEN3_30B, H100))
+    fused_moe/fused_moe.py): at v0.10.2 without FlashInfer the peak is the sorting sampler alone, 5,945,688,064 B."""
+    settings = vllm("v1", max_model_len=6144, release=(0, 10, 2), flashinfer_installed=False)
+    run = profile_run(QWEN3_30B, resolve(settings, QWEN3_30B, H100))
     assert not run.moe_workspace_kept
     assert run.peak_bytes == run.sampler_bytes == 1024 * 151936 * 38 + 8192 * 2048 * 2
+
+
+def test_v1_flashinfer_sampler_by_hand():
+    """V1 v0.9.1 - v0.11.0 sample with FlashInfer where it is installed (vllm v0.10.1.1 and v0.11.0
+    vllm/v1/sample/ops/topk_topp_sampler.py; flashinfer-python 0.2.11 / 0.3.0 sampling.py
+    top_k_top_p_sampling_from_logits: a masked fp32 copy and its fp32 softmax, no sort): Llama-3.1-8B (vocabulary
+    128,256, hidden 4,096) on an H100 at V1's large-GPU defaults, 1,024 rows over 8,192 tokens, bf16:
+        (2 logits + 4 fp32 copy + 4 masked + 4 probabilities) x 1,024 x 128,256 = 1,838,678,016
+        + the hidden states 8,192 x 4,096 x 2 = 67,108,864:  1,905,786,880 B.
+    Without FlashInfer (`pip install vllm`, no extra), on AMD (vLLM's ROCm platform takes the native path) and from
+    v0.11.1 (opt-in) the sort's 38 bytes; before v0.9.1 vllm-v0.8's own 15."""
+    hidden = 8192 * 4096 * 2
+
+    def sampler(gpu=H100, **kw):
+        kw.setdefault("max_model_len", 8192)
+        version = kw.pop("version", "v1")
+        return profile_run(LLAMA31, resolve(vllm(version, **kw), LLAMA31, gpu)).sampler_bytes
+
+    assert sampler(release="0.10.1.1") == 1_905_786_880 == 1024 * 128256 * 14 + hidden
+    assert sampler(release="0.9.1") == sampler(release="0.11.0") == 1_905_786_880
+    assert sampler(release="0.10.1.1", flashinfer_installed=False) == 1024 * 128256 * 38 + hidden
+    assert sampler(release="0.11.1") == 1024 * 128256 * 38 + hidden
+    assert sampler(release="0.19.0") == sampler() == 1024 * 128256 * 15 + hidden
+    assert sampler(load_gpu("mi300x"), release="0.10.1") == 1024 * 128256 * 38 + hidden
+    assert sampler(version="v0.8", release="0.8.4") == 1024 * 128256 * 15 + 1024 * 4096 * 2
 
 
 def test_v1_few_rows_sort_even_from_v017():
