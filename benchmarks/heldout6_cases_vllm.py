@@ -93,4 +93,8 @@ CASES: tuple[dict, ...] = (
          gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
+    dict(log="vllm-v1-0.11.2-gpt-oss-120b-h100-fp8kv-util096-maxlen65536-second-run.log", engine="vllm",
+         gpu_label="H100 (Kaggle)", model_label="gpt-oss-120b", gpu="h100-sxm", model="gpt-oss-120b",
+         options={"utilization": 0.96, "kv_cache_dtype": "fp8_e4m3", "max_model_len": 65536, "max_num_seqs": 256,
+                  "release": "0.11.2"}),
 )
