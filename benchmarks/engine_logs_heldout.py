@@ -257,6 +257,8 @@ CODER_CONFIG = str(HELDOUT4 / "models" / "qwen3-coder-30b-a3b-instruct" / "confi
 #: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
 #: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
 #: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
+#: "flashinfer_installed": False where the log's paths show vLLM pip-installed in a virtual environment (the v0.10.2
+#: Qwen3-30B log's .venv/lib/python3.12/site-packages/vllm), whose wheel leaves FlashInfer an extra; post hoc too.
 CASES4 = (
     Case("vllm-v1-llama-3.1-8b-instruct-l4-maxlen32000.log", "vllm", "L4", "Meta-Llama-3.1-8B-Instruct", "l4",
          "llama-3.1-8b", options={"release": "0.11.0",
@@ -273,7 +275,8 @@ CASES4 = (
          options={"utilization": 0.92, "max_model_len": 8192, "max_num_batched_tokens": 8192, "max_num_seqs": 64,
                   "weight_format": WeightFormat.of("fp8", "the weight format")}),
     Case("vllm-v1-qwen3-30b-a3b-2507-h100-maxlen6144.log", "vllm", "H100 80GB HBM3", "Qwen3-30B-A3B-Instruct-2507",
-         "h100-sxm", "qwen3-30b-a3b", options={"release": "0.10.2", "max_model_len": 6144}),
+         "h100-sxm", "qwen3-30b-a3b", options={"release": "0.10.2", "max_model_len": 6144,
+                                               "flashinfer_installed": False}),
     Case("vllm-v1-qwen3-coder-30b-a3b-a100-80gb-maxlen131072.log", "vllm", "A100-SXM4-80GB",
          "Qwen3-Coder-30B-A3B-Instruct", "a100-sxm-80gb", CODER_CONFIG,
          options={"utilization": 0.9, "max_model_len": 131072, "max_num_seqs": 16}),
@@ -300,12 +303,14 @@ CASES4 = (
 #: Releases (session 12, post hoc: these logs are in-sample now): "release" is the release the log or its source
 #: states exactly (EngineSettings.release: the release-dependent terms inside the accounting); approximate
 #: releases ("~v0.7") and those after the modelled ranges (vLLM v0.21 on, vocab.RELEASE_RANGE) are not passed.
+#: "flashinfer_installed": False where the log's paths show vLLM pip-installed in a conda environment (the v0.10.0
+#: Qwen3-235B log's .conda/envs/llmbench/lib/python3.12/site-packages/vllm); post hoc too.
 CASES5 = (
     Case("vllm-v1-qwen3-30b-a3b-2507-h200-util050-maxlen16000.log", "vllm", "H200", "Qwen3-30B-A3B-Instruct-2507",
          "h200-sxm", "qwen3-30b-a3b", options={"release": "0.15.0", "utilization": 0.5, "max_model_len": 16000}),
     Case("vllm-v1-qwen3-235b-a22b-fp8-h100x8-tp8-ep-fp8kv-maxlen32768.log", "vllm", "8x H100 80GB HBM3",
          "Qwen3-235B-A22B-FP8", "h100-sxm", "qwen3-235b-a22b",
-         options={"release": "0.10.0",
+         options={"release": "0.10.0", "flashinfer_installed": False,
                   "tensor_parallel": 8, "expert_parallel": 8, "kv_cache_dtype": "fp8", "max_model_len": 32768,
                   "weight_format": WeightFormat.of("fp8_block", "the weight format")}),
     Case("vllm-v1-llama-4-scout-h200x8-tp8-hybrid-kv-maxlen8388608.log", "vllm", "8x H200",
