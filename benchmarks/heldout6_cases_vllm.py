@@ -97,4 +97,8 @@ CASES: tuple[dict, ...] = (
          gpu_label="H100 (Kaggle)", model_label="gpt-oss-120b", gpu="h100-sxm", model="gpt-oss-120b",
          options={"utilization": 0.96, "kv_cache_dtype": "fp8_e4m3", "max_model_len": 65536, "max_num_seqs": 256,
                   "release": "0.11.2"}),
+    dict(log="vllm-v1-0.11.2-gpt-oss-20b-h100-fp8kv-util096-maxlen65536.log", engine="vllm", gpu_label="H100 (Kaggle)",
+         model_label="gpt-oss-20b", gpu="h100-sxm", model="gpt-oss-20b",
+         options={"utilization": 0.96, "kv_cache_dtype": "fp8_e4m3", "max_model_len": 65536, "max_num_seqs": 256,
+                  "release": "0.11.2"}),
 )
