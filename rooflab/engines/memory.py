@@ -187,8 +187,11 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     params = weight_bytes(model, weight_format, tensor_parallel, expert_split, splits=splits,
                           shares=stage.shares(model) if stage is not None else None, expert_layout=layout)
     rope = rotary_cache_bytes(model)
-    absorbed = sglang_absorbed_bytes(stage.layers_model(model) if stage is not None else model,
-                                     tensor_parallel // attention_data_parallel, weight_format, release) if sglang else 0
+    layers = stage.layers_model(model) if stage is not None else model
+    if sglang:
+        absorbed = sglang_absorbed_bytes(layers, tensor_parallel // attention_data_parallel, weight_format, release)
+    else:
+        absorbed = vllm_absorbed_bytes(layers, tensor_parallel, weight_format, accounting, release)
     split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
     split += f", experts / EP {expert_parallel}" if expert_parallel > 1 else ""
     if attention_data_parallel > 1:
@@ -197,7 +200,8 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     split += ", the shared expert whole on every GPU (v0.4.6.x's fused copies)" if fused else ""
     split += f", pipeline {stage.describe()}" if stage is not None and stage.pipeline_parallel > 1 else ""
     split += f"; {layout_src}" if layout_src else ""
-    copies = f", plus MLA's absorbed w_kc / w_vc ({absorbed / GiB:.3f} GiB)" if absorbed else ""
+    names = "w_kc / w_vc" if sglang else "W_UK_T / W_UV"
+    copies = f", plus MLA's absorbed {names} ({absorbed / GiB:.3f} GiB)" if absorbed else ""
     return params + rope + absorbed, (
         f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
         f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
@@ -235,10 +239,45 @@ def sglang_absorbed_bytes(model: ModelSpec, attention_tp: int, weight_format=Non
     newer = release is None or tuple(release) + (0,) * (3 - len(release)) >= (0, 4, 7)
     fp8 = fmt in (WeightFormat.fp8, WeightFormat.fp8_block)
     width = 1 if fp8 and not (fmt is WeightFormat.fp8_block and newer) else model_dtype(model).bytes
-    per_rank = sum(count * mla_kv_b_parameters(layer, model.heads) // attention_tp
-                   for _, layer, count in model.layer_walk())
-    return per_rank * width
+    return rank_kv_b_parameters(model, attention_tp) * width
+
+
+#: The vLLM releases whose MLA backends keep a 16-bit copy of each rank's quantised kv_b_proj (first, last).
+VLLM_ABSORBED_RELEASES = ((0, 8, 0), (0, 20))
+
+
+def vllm_absorbed_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None,
+                        accounting: Accounting | None = None, release: tuple[int, ...] | None = None) -> int:
+    """vLLM's absorbed MLA weights on one GPU: MLACommonImpl.process_weights_after_loading dequantises a quantised
+    kv_b_proj (its quant method applied to an identity of d_c rows in the activations' dtype) and keeps the
+    result, whose views W_UV [h, d_c, d_v] and W_UK_T [h, d_nope, d_c] the decode's bmm's read, beside kv_b_proj
+    itself ("we just store fp16/bf16 copies", the source says); an unquantised kv_b_proj is viewed, not copied:
+
+        bytes = sum over MLA layers of d_c (h / tp) (d_nope + d_v) x b,  b the activations' bytes
+
+    where kv_b's format is quantised (model.weight_format('attention')), else 0. From v0.8.0 in V0 and V1 alike
+    (vllm v0.8.0, v0.8.4 and v0.10.2 vllm/attention/backends/mla/common.py and vllm/v1/attention/backends/mla/
+    common.py), to v0.20.x (VLLM_ABSORBED_RELEASES); made inside load_model, so 'Model loading took' counts them.
+    Not modelled: v0.7.x's absorption into q_proj and o_proj (W_Q_UK, W_UV_O: vllm v0.7.2 / v0.7.3
+    vllm/attention/backends/mla/utils.py), ROCm AITER's fp8 copies (is_rocm_aiter_fp8bmm_enabled, v0.10.2), and
+    the transient identity product. DeepSeek-R1 at TP 16: 61 x 512 x 8 x 256 x 2 = 127,926,272 bytes (0.119 GiB).
+    `release` None: the accounting's newest."""
+    if accounting is None or accounting.engine is not Engine.vllm or not model.weight_format(
+            "attention", weight_format).is_quantized:
+        return 0
+    first, last = VLLM_ABSORBED_RELEASES
+    newest = newest_release(accounting)
+    at = tuple(release) if release is not None else newest
+    if at is None or not (first <= at and at[:len(last)] <= last):
+        return 0
+    return rank_kv_b_parameters(model, tensor_parallel) * model_dtype(model).bytes
+
+
+def rank_kv_b_parameters(model: ModelSpec, attention_tp: int) -> int:
+    """One GPU's share of every MLA layer's kv_b up-projection, its heads split `attention_tp` ways; 0 without MLA."""
+    return sum(count * mla_kv_b_parameters(layer, model.heads) // attention_tp
+               for _, layer, count in model.layer_walk())
 
 
 __all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "newest_release", "non_torch_default", "non_torch_name", "rotary_cache_bytes",
-           "sglang_absorbed_bytes"]
+           "rank_kv_b_parameters", "sglang_absorbed_bytes", "vllm_absorbed_bytes", "VLLM_ABSORBED_RELEASES"]

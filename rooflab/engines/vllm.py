@@ -106,7 +106,7 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     """One worker's cache: the whole model (stage None) or one pipeline stage's layers, weights and profile."""
     layers = model if stage is None else stage.layers_model(model)
     weights, weights_src = engine_weight_bytes(model, s.tensor_parallel, settings.weight_format, s.expert_parallel,
-                                              s.attention_data_parallel, stage, s.accounting, gpu)
+                                              s.attention_data_parallel, stage, s.accounting, gpu, s.release)
     profile = profile_run(layers, s, last_stage=stage is None or stage.last)
     activation = settings.activation_bytes if settings.activation_bytes is not None else profile.peak_bytes
     activation_src = "--activation-gib" if settings.activation_bytes is not None else profile.describe()
