@@ -30,6 +30,7 @@ from ..floors import Ceilings
 from ..specs import GpuSpec, ModelSpec
 from ..step import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, StepReport, engine_kernels, small_op_time, step_context,
                     step_report)
+from ..step.gemms import lm_head_ways
 from ..step.pricing import StepContext
 from ..step.rows import StepRow
 from ..units import DType
@@ -82,7 +83,8 @@ def _tokens(r: StepReport, dep: Deployment) -> _Tokens:
     else:
         tokens, logits = per_micro * r.context_len, per_micro
     tokens = math.ceil(tokens / dep.prefill_context_parallel)
-    return _Tokens(tokens, tokens * dep.attention_data_parallel, logits)
+    return _Tokens(tokens, tokens * dep.attention_data_parallel,
+                   logits * lm_head_ways(dep) // dep.attention_tensor_parallel)
 
 
 def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
@@ -166,8 +168,9 @@ def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens,
     model = ctx.model
     if component == "lm_head":
         d.given("V", model.vocab_size, "vocabulary")
-        d.given("TP_a", ctx.attn_tp, "attention TP (the vocabulary's split)")
-        d.step(kn, "H + ceil(V / TP_a)", model.hidden_size + math.ceil(model.vocab_size / ctx.attn_tp), Unit.count)
+        ways = lm_head_ways(ctx.dep)
+        d.given("TP_v", ways, "GPUs the vocabulary is split over (attention TP; TP under attention DP)")
+        d.step(kn, "H + ceil(V / TP_v)", model.hidden_size + math.ceil(model.vocab_size / ways), Unit.count)
     elif component == "dense_mlp" or component == "shared_experts":
         dense = component == "dense_mlp"
         width = (model.dense_ffn_size or model.ffn_size) // ctx.dep.tensor_parallel if dense else \

@@ -80,15 +80,17 @@ def test_a_gpu_whose_gemm_fits_have_no_grouped_one_prices_experts_dense_and_says
 
 def test_gemm_rows_name_their_component_arithmetic_and_m():
     """DeepSeek-V3 fp8 on 8 GPUs, TP 8 with attention DP 8 and EP 8, 256 decodes: a rank's 32 tokens through its
-    projections and router, the TP group's 256 gathered through the dense MLP and the shared experts, 32 logit rows;
-    every GEMM row says so (explain's map from label to component, now fields), the others carry none."""
+    projections and router, the TP group's 256 gathered through the dense MLP, the shared experts and the lm_head
+    (SGLang gathers the DP ranks' hidden states before an lm_head split over TP: logits_processor.py
+    do_tensor_parallel_all_gather_dp_attn); every GEMM row says so (explain's map from label to component, now
+    fields), the others carry none."""
     model = load_model("deepseek-v3")
     dep = Deployment(tensor_parallel=8, attention_data_parallel=8, expert_parallel=8)
     r = step_report(model, H200, 256, 4096, deployment=dep)
     gemms = {row.component: row for row in r.rows if row.variant == "gemm"}
     assert set(gemms) == {"attention", "dense_mlp", "experts", "shared_experts", "lm_head"}
     assert {c: row.gemm_rows for c, row in gemms.items()} == {"attention": 32, "dense_mlp": 256, "experts": 32,
-                                                               "shared_experts": 256, "lm_head": 32}
+                                                               "shared_experts": 256, "lm_head": 256}
     assert gemms["experts"].gemm_dtype == "fp8_e4m3" and gemms["lm_head"].gemm_dtype == "bf16"
     assert gemms["attention"].label.startswith("attention projections")
     assert gemms["dense_mlp"].label.startswith("MLP (gate/up")
@@ -100,3 +102,16 @@ def test_gemm_rows_name_their_component_arithmetic_and_m():
     bf16 = step_report(MIXTRAL, H200, 64, 2048, deployment=Deployment(tensor_parallel=2))
     assert {row.component: row.gemm_dtype for row in bf16.rows if row.variant == "gemm"} == {
         "attention": "bf16", "experts": "bf16", "lm_head": "bf16"}
+
+
+def test_under_attention_dp_the_lm_head_reads_its_tp_slice_for_the_gathered_rows():
+    """DeepSeek-V3 at TP 8 with attention DP 8: the lm_head is split over TP 8 as its weights are (capacity.
+    weight_split), so the row reads 129,280 / 8 x 7168 bf16 weights once for the TP group's 8 x 32 rows, where
+    without the gather it would read all 129,280 x 7168 for 32 rows: the same FLOPs."""
+    import math
+    model = load_model("deepseek-v3")
+    r = step_report(model, H200, 256, 4096, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8,
+                                                                  expert_parallel=8))
+    row = next(row for row in r.rows if row.component == "lm_head")
+    assert row.weight_bytes == math.ceil(129_280 / 8) * 7168 * 2
+    assert row.flops == 2 * 256 * math.ceil(129_280 / 8) * 7168
