@@ -3,9 +3,10 @@ fields of benchmarks/engine_logs_heldout.Case (log, engine, gpu_label, model_lab
 each as the log or its post states it; written before any prediction, replay or parse was run on these logs.
 
 Identifications that are not names (heldout6/SOURCES-sglang.md says so too): DeepSeek-R1 and DeepSeek-V3 to the
-bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 2025, 96 GB) to h20; H200 to h200-sxm.
-Every SGLang release here (0.1.17 to 0.4.x) is the 'v0.4' accounting, the nearest rooflab has (as CASES5), with
-`release` only where the log or its post prints one. Settings rooflab has no field for (bench_one_batch, CUDA-graph
+bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 2025, 96 GB) to h20; H200 to h200-sxm;
+"NVIDIA GeForce RTX 4090" to rtx-4090. SGLang 0.4.x is the 'v0.4' accounting (as CASES5), with `release` only where
+the log or its post prints one; the June 2026 SGLang main build (commit ebaf86d4, a v0.5 release line past 0.5.10) is
+'v0.5', the nearest accounting rooflab has (EngineSettings takes no release for it). Settings rooflab has no field for (bench_one_batch, CUDA-graph
 and torch.compile flags, Kubernetes / LWS) are in each log's line 1.
 """
 
@@ -16,4 +17,7 @@ CASES: tuple[dict, ...] = (
     dict(log="sglang-v0.4.3.post2-deepseek-v3-h200x8-tp8-bench-one-batch.log", engine="sglang",
          gpu_label="8x H200", model_label="DeepSeek-V3", gpu="h200-sxm", model="deepseek-v3", version="v0.4",
          options={"tensor_parallel": 8, "release": "0.4.3.post2"}),
+    dict(log="sglang-v0.5-qwen3-14b-rtx4090x4-tp4-mem080.log", engine="sglang",
+         gpu_label="4x RTX 4090", model_label="Qwen3-14B", gpu="rtx-4090", model="qwen3-14b", version="v0.5",
+         options={"tensor_parallel": 4, "utilization": 0.8}),
 )
