@@ -10,7 +10,9 @@ and AWQ's format say); vLLM's in-flight bitsandbytes quantization (--quantizatio
 checkpoint) is nf4_dq (its loader quantizes to NF4 with double quantization). Versions: 'v0.2' for V0 v0.2.5 to
 v0.6.3, 'v0' for V0 v0.6.5 to v0.10, 'v0.8' for V1 v0.8.x, 'v1' for V1 v0.9.1 and later; "release" is the release
 the log prints, given where it lies inside its accounting's range (vocab.RELEASE_RANGE). Settings rooflab has no
-field for (enforce_eager, the attention backend, speculative decoding) are in each log's line 1.
+field for (enforce_eager, attention and linear backends, PD disaggregation, data parallelism, prefix caching) are in
+each log's line 1. Also: Qwen3-8B-FP8 is qwen3-8b with fp8_block weights (the logs' block_shape=[128,128] kernel
+configs); the Kaggle H100 (SXM or PCIe not stated) is h100-sxm, as CASES4.
 """
 from pathlib import Path
 
@@ -36,8 +38,8 @@ CASES: tuple[dict, ...] = (
          options={"tensor_parallel": 2, "utilization": 0.5,
                   "weight_format": WeightFormat.of("int4_g128_zp", "the weight format"), "release": "0.2.7"}),
     # five start-ups of one file (akamaslabs/vllm-benchmark, study 10's smoke test), one log a configuration
-    dict(log="vllm-v1-0.29.0-gpt-oss-20b-l4-tp1-util085-maxlen32768.log", engine="vllm", gpu_label="L4 (g6.12xlarge)",
-         model_label="openai/gpt-oss-20b", gpu="l4", model="gpt-oss-20b",
+    dict(log="vllm-v1-0.29.0-gpt-oss-20b-l4-tp1-util085-maxlen32768.log", engine="vllm",
+         gpu_label="L4 (g6.12xlarge)", model_label="openai/gpt-oss-20b", gpu="l4", model="gpt-oss-20b",
          options={"utilization": 0.85, "max_model_len": 32768, "max_num_seqs": 256}),
     dict(log="vllm-v1-0.29.0-gpt-oss-20b-l4-tp1-fp8kv-util085-maxlen32768.log", engine="vllm",
          gpu_label="L4 (g6.12xlarge)", model_label="openai/gpt-oss-20b", gpu="l4", model="gpt-oss-20b",
@@ -52,45 +54,45 @@ CASES: tuple[dict, ...] = (
     dict(log="vllm-v1-0.29.0-gpt-oss-20b-l4-dp4-eager-util085-maxlen32768.log", engine="vllm",
          gpu_label="4x L4 (g6.12xlarge), DP 4", model_label="openai/gpt-oss-20b", gpu="l4", model="gpt-oss-20b",
          options={"utilization": 0.85, "max_model_len": 32768, "max_num_seqs": 256}),
-    # ten files of akamaslabs/vllm-benchmark study 24 (kernel-bench), each a prefill and a decode server of one configuration
+    # ten files of akamaslabs/vllm-benchmark study 24 (kernel-bench): a prefill and a decode server a configuration
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a1-flashinfer-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a2-triton-attn-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a3-flash-attn-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a4-attn-auto-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a5-flashinfer-fp8kv-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "kv_cache_dtype": "fp8", "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-a6-triton-attn-fp8kv-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "kv_cache_dtype": "fp8", "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l1-linear-auto-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l2-linear-humming-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l3-linear-triton-default-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.29.0-qwen3-8b-fp8-l4-pd-nixl-l4-linear-triton-tuned-maxlen8192.log", engine="vllm",
-         gpu_label="L4 (g6.12xlarge), PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
+         gpu_label="L4, PD: prefill + decode", model_label="Qwen/Qwen3-8B-FP8", gpu="l4", model="qwen3-8b",
          options={"utilization": 0.9, "max_model_len": 8192, "max_num_seqs": 128, "max_num_batched_tokens": 8192,
                   "weight_format": QWEN3_FP8_BLOCKS}),
     dict(log="vllm-v1-0.11.2-gpt-oss-120b-h100-fp8kv-util096-maxlen65536-second-run.log", engine="vllm",
