@@ -47,8 +47,11 @@ start-up begins where a configuration line follows KV figures, where a figure re
 rounding of the two prints) from the same process, or where a figure of an earlier stage follows a later one from
 that process. Each line's process is its prefix (logrules.rank_of: vLLM's '(VllmWorkerProcess pid=N)', '(Worker_TP0
 pid=N)', '(Worker_PP1_TP3 pid=N)', '(RayWorkerWrapper pid=N)', SGLang's 'TP1'; none for the driver or EngineCore),
-so several processes' lines, interleaved, are one start-up. The same KV figure from several ranks: the smallest is
-kept, as the engine sizes by it, and vLLM's memory terms (weights, activation, non-torch, total, budget) are that
+so several processes' lines, interleaved, are one start-up. vLLM V1's EngineCore prints 'GPU KV cache size' and
+'Maximum concurrency' once a worker with no prefix (one KV-cache config a worker, then unify_kv_cache_configs):
+after an 'Initializing a V1 LLM engine' line its n-th print of them is worker n's, never a new start-up (without
+that line the repeat rule stands). The same KV figure from several ranks: the smallest is kept, as the engine sizes
+by it, and vLLM's memory terms (weights, activation, non-torch, total, budget) are that
 rank's, not one rank's terms beside another's KV figure. A line a terminal wrapped (a rule's phrase without its
 fields) is joined with up to two following lines; a configuration line a terminal wrapped (vLLM V1 prints its
 non-default args dict on one long line) is joined with the lines that continue its open bracket or quote, never with
@@ -138,7 +141,8 @@ _CONVERT: dict[str, Callable[[str], float]] = {"gib": _gib, "bytes": _int, "coun
 _KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks", "estimated_max_len")
 #: Figures each rank prints for itself: the engine sizes by the smallest (vLLM the minimum over workers, SGLang
 #: the minimum free memory), so the reader keeps the smallest and its line.
-_PER_RANK_MIN = ("kv_bytes", "kv_tokens", "gpu_blocks", "free_before_load", "free_after_load", "estimated_max_len")
+_PER_RANK_MIN = ("kv_bytes", "kv_tokens", "gpu_blocks", "free_before_load", "free_after_load", "estimated_max_len",
+                 "concurrency")
 #: Where in a start-up each figure is printed (3 where not listed): a figure of an earlier stage after a later
 #: one, from the same process, begins the next start-up.
 _STAGE = {"weights": 1, "total": 1, "budget": 1, "utilization": 1, "free_before_load": 1, "free_after_load": 1,
@@ -150,6 +154,12 @@ _FORMAT_STAGE = {"vLLM V1 memory report": 4}
 #: one the engine sizes by), never one rank's terms with another's KV figure.
 _RANK_TERMS = ("weights", "weights_non_torch", "activation", "non_torch", "peak_torch", "cuda_graph", "total",
                "budget", "utilization", "free_at_start", "kv_bytes")
+#: The line that opens a vLLM V1 start-up (vllm v0.8.4 and v0.10.2 vllm/v1/engine/core.py EngineCore.__init__).
+V1_ENGINE_INIT = "Initializing a V1 LLM engine"
+#: What V1's EngineCore prints once for each worker, without a worker's prefix: _initialize_kv_caches builds one
+#: KV-cache config a worker (get_kv_cache_config, which logs these two lines) and unify_kv_cache_configs gives
+#: every worker the fewest blocks (vllm v0.8.4 and v0.10.2 vllm/v1/engine/core.py, vllm/v1/core/kv_cache_utils.py).
+_CORE_PER_WORKER = ("kv_tokens", "concurrency")
 #: The most lines a terminal's wrap is joined back from.
 _MAX_WRAP_LINES = 3
 #: Settings read as numbers (into figures, where explain.py takes them); the others stay text.
@@ -252,6 +262,8 @@ class _Startup:
     engines: set = field(default_factory=set)
     settings: dict[str, Logged] = field(default_factory=dict)
     stage: dict[Optional[str], int] = field(default_factory=dict)   # rank -> latest stage
+    v1_engine: bool = False     # opened by V1's 'Initializing a V1 LLM engine' line (V1_ENGINE_INIT)
+    core_prints: dict[str, int] = field(default_factory=dict)       # _CORE_PER_WORKER figure -> prints so far
 
     @property
     def has_kv(self) -> bool:
@@ -265,6 +277,15 @@ class _Startup:
         if old is not None and abs(old[0].value - value) > old[1] + _slack(hit):
             return True
         return _stage(hit) < self.stage.get(rank, 0) and hit.key not in self.figures
+
+    def worker_of(self, hit: Hit, rank: Optional[str]) -> Optional[str]:
+        """The rank a figure is one worker's print of: V1's EngineCore prints _CORE_PER_WORKER once a worker, with
+        no prefix, so within a start-up its V1 line opened the n-th print is worker n's (the first keeps None)."""
+        if rank is not None or not self.v1_engine or hit.key not in _CORE_PER_WORKER:
+            return rank
+        n = self.core_prints.get(hit.key, 0)
+        self.core_prints[hit.key] = n + 1
+        return f"EngineCore's print {n + 1}" if n else None
 
     def add(self, hit: Hit, value: float, rank: Optional[str], line_no: int, line: str) -> None:
         self.formats[hit.fmt] = None
@@ -313,13 +334,17 @@ def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
             cur.settings.setdefault(key, Logged(value, line_no, line.strip()))
             if key in _NUMERIC_SETTINGS and key not in cur.figures:
                 cur.figures[key] = Logged(value, line_no, line.strip())
+        if V1_ENGINE_INIT in line:
+            cur.v1_engine = True
         rank = rank_of(line)
         hits = [(hit, _checked(hit.key, hit.kind, hit.text, name, line_no)) for hit in read_line(line)]
-        if any(cur.starts_anew(hit, value, rank) for hit, value in hits):   # a line is never split
+        ranks = [cur.worker_of(hit, rank) for hit, _ in hits]
+        if any(cur.starts_anew(hit, value, r) for (hit, value), r in zip(hits, ranks)):   # a line is never split
             done.append(cur)
             cur = _Startup()
-        for hit, value in hits:
-            cur.add(hit, value, rank, line_no, line)
+            ranks = [cur.worker_of(hit, rank) for hit, _ in hits]
+        for (hit, value), r in zip(hits, ranks):
+            cur.add(hit, value, r, line_no, line)
     done.append(cur)
     found: list[_Startup] = []
     for s in done:   # a configuration line after the last KV figure, with none after it, belongs to that start-up
