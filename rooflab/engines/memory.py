@@ -122,13 +122,23 @@ def non_torch_default(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec
     if transport in (None, PeerTransport.device_link):
         return int(tp_linked * GiB), (f"default for {accounting.value} under TP ({tp_linked:.2f} GiB, the NVSwitch "
                                       f"figure; --non-torch-gib overrides)")
-    own = tp1 + NCCL_OFF_DEVICE_GIB + (PCIE_P2P_BUFFERS_GIB if transport is PeerTransport.pcie_p2p else 0.0)
-    gib = min(tp_linked, own)
+    gib = on_gpu_under_tp(tp1, tp_linked, gpu)
     return int(gib * GiB), (f"default for {accounting.value} under TP on {gpu.name} ({transport.value}: "
                             f"{gib:.2f} GiB = min({tp_linked:.2f}, {tp1:.2f} + NCCL's start off the GPU "
                             f"{NCCL_OFF_DEVICE_GIB:.2f}"
                             + (f" + PCIe P2P buffers {PCIE_P2P_BUFFERS_GIB:.3f}" if transport is PeerTransport.pcie_p2p
                                else "") + "); --non-torch-gib overrides)")
+
+
+def on_gpu_under_tp(tp1_gib: float, linked_gib: float, gpu: GpuSpec | None) -> float:
+    """A figure under TP taken on NVSwitch GPUs (`linked_gib`; `tp1_gib` its TP-1 figure) as it stands on `gpu`:
+    itself where the GPU has device links or its YAML names no transport, else min(linked, TP-1 + NCCL's start off
+    the GPU + (pcie_p2p) the PCIe P2P buffers) (module docstring): only the buffers that are on the GPU count."""
+    transport = gpu.peer_transport if gpu is not None else None
+    if transport in (None, PeerTransport.device_link):
+        return linked_gib
+    own = tp1_gib + NCCL_OFF_DEVICE_GIB + (PCIE_P2P_BUFFERS_GIB if transport is PeerTransport.pcie_p2p else 0.0)
+    return min(linked_gib, own)
 
 
 def lora_term(model: ModelSpec, s, engine: Engine):
@@ -279,5 +289,5 @@ def rank_kv_b_parameters(model: ModelSpec, attention_tp: int) -> int:
                for _, layer, count in model.layer_walk())
 
 
-__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "newest_release", "non_torch_default", "non_torch_name", "rotary_cache_bytes",
+__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
            "rank_kv_b_parameters", "sglang_absorbed_bytes", "vllm_absorbed_bytes", "VLLM_ABSORBED_RELEASES"]

@@ -49,7 +49,8 @@ from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from .layout import BlockLayout, vllm_layout
-from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
+from .memory import (OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default,
+                     on_gpu_under_tp)
 from .pipeline import pipeline_capacity
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
@@ -61,7 +62,8 @@ from .vocab import Accounting, Engine
 SWAP_BYTES = 4 * GiB
 #: What vLLM V1 itself holds at its start-up snapshot, by TP 1 / TP > 1: the CUDA context, and NCCL's buffers where
 #: the snapshot follows NCCL's start (vLLM v0.19.0 H100 logs' init snapshot: cuda_memory 0.51 GiB at TP 1, 1.53 at
-#: TP 2; memory.py's non-torch figures).
+#: TP 2; memory.py's non-torch figures). The TP figure is NVSwitch H100s'; on GPUs without device links only the
+#: buffers on the GPU count (memory.on_gpu_under_tp, as the non-torch default: in_use_at_snapshot).
 IN_USE_AT_SNAPSHOT = (int(0.5 * GiB), int(1.5 * GiB))
 #: How each accounting's releases split the layers over pipeline stages (capacity/stages.py).
 _PARTITION = {Accounting.vllm_v0_6_4: LayerPartition.vllm_v0_7, Accounting.vllm_v0: LayerPartition.vllm_v0_7}
@@ -126,7 +128,15 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     return assemble(model, gpu, s, used + ([lora] if lora else []), layout)
 
 
-def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
+def in_use_at_snapshot(tensor_parallel: int, gpu: GpuSpec | None = None) -> int:
+    """What vLLM V1 holds itself at its start-up snapshot (IN_USE_AT_SNAPSHOT), under TP on `gpu`'s transport."""
+    tp1, linked = IN_USE_AT_SNAPSHOT
+    if tensor_parallel == 1:
+        return tp1
+    return int(on_gpu_under_tp(tp1 / GiB, linked / GiB, gpu) * GiB)
+
+
+def check_memory_in_use(s: Resolved, budget_bytes: int, gpu: GpuSpec | None = None) -> None:
     """vLLM V1's start-up refusal when other processes leave less than u x total free, and V0's out-of-memory
     when they hold more than the (1 - u) x total outside its budget (module docstring)."""
     if not s.memory_in_use_bytes:
@@ -135,7 +145,7 @@ def check_memory_in_use(s: Resolved, budget_bytes: int) -> None:
         _check_v0_fits(s, budget_bytes)
     if s.accounting is not Accounting.vllm_v1:
         return      # the refusal arrived with PR #18974 (v0.9.1)
-    own = IN_USE_AT_SNAPSHOT[0 if s.tensor_parallel == 1 else 1]
+    own = in_use_at_snapshot(s.tensor_parallel, gpu)
     free = s.cuda_visible_bytes - s.memory_in_use_bytes - own
     if free < budget_bytes:
         u = s.utilization if s.utilization is not None else 0.9
@@ -184,7 +194,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
     u = s.utilization if s.utilization is not None else 0.9
     total = s.cuda_visible_bytes
     budget = int(total * u) if budget_bytes is None else budget_bytes
-    check_memory_in_use(s, budget)
+    check_memory_in_use(s, budget, gpu)
     others = _others(s)
     rest = budget - sum(t.bytes for t in used) - sum(t.bytes for t in others if t.role is Role.used)
     kv = max(0, rest)
@@ -269,5 +279,5 @@ def _check(s: Resolved, model: ModelSpec) -> None:
                          f"{model.max_context_len:,}; vLLM refuses it")
 
 
-__all__ = ["IN_USE_AT_SNAPSHOT", "SWAP_BYTES", "assemble", "check_memory_in_use", "log_lines", "used_terms",
+__all__ = ["IN_USE_AT_SNAPSHOT", "SWAP_BYTES", "assemble", "check_memory_in_use", "in_use_at_snapshot", "log_lines", "used_terms",
            "vllm_capacity"]
