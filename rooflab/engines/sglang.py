@@ -215,7 +215,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
              Term("weights", weights[0], f"weights: {weights[1]}", Role.used), *extra, *state_terms,
              Term("kv_cache", rest, "what is left of mem_fraction_static x free memory", Role.kv))
     return EngineCapacity(
-        engine="sglang", accounting=s.accounting.value, releases=s.accounting.releases, model=model.name,
+        engine="sglang", accounting=s.accounting.value, releases=s.releases, model=model.name,
         gpu=gpu.name, tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name,
         block_size=s.block_size, max_model_len=s.max_model_len, utilization=f, max_num_seqs=None,
         max_num_batched_tokens=None, terms=terms, kv_cache_bytes=pool, block_bytes=cell.block_bytes,
