@@ -130,6 +130,12 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
     the engine's default. dtype is reported only (the model spec's dtype is planned; a log that states another
     says so here)."""
     lines = []
+    release = log.setting("release")
+    if release is not None:
+        used = settings.release is not None and _logged_release(log, settings.accounting) is not None
+        lines.append(f"release v{release.value}: from the log ({release.source})" + (
+            "" if used else f"; outside {settings.accounting}'s releases ({settings.accounting.releases}): its newest "
+                            "is modelled"))
     for key, label in _SETTING_NAMES:
         logged = log.setting(key) if key in ("kv_cache_dtype", "dtype") else log.get(key)
         value = getattr(settings, key, None)
@@ -143,11 +149,28 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _logged_release(log: EngineLog, accounting) -> Optional[tuple[int, ...]]:
+    """The release the log's engine line states, as numbers, where `accounting` covers it (vocab.RELEASE_RANGE);
+    None where the log states none or one outside the range (the accounting's newest is modelled then)."""
+    from ..vocab import engine_release
+    from .vocab import in_range
+
+    logged = log.setting("release")
+    numbers = engine_release(logged.value) if logged is not None else None
+    return numbers if numbers is not None and in_range(accounting, numbers) else None
+
+
 def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> EngineSettings:
     """The settings with what the log prints; a value the user gave that the log contradicts is an error."""
     if settings.engine is not log.engine:
         raise InputError(f"--engine-log {log.name} is a {log.engine.title} log, but --engine is {settings.engine}")
     updates = {} if "accounting" in given else {"accounting": log.accounting}
+    release = _logged_release(log, updates.get("accounting", settings.accounting))
+    if release is not None:
+        if settings.release is not None and settings.release[:3] != release[:3]:
+            raise InputError(f"--engine-version {'.'.join(map(str, settings.release))} contradicts the log's "
+                             f"v{log.setting('release').value} ({log.setting('release').source}); drop the option")
+        updates["release"] = release
     kv = log.setting("kv_cache_dtype")
     if kv is not None and kv.value != "auto":
         logged_kv = parse_kv_cache_dtype(kv.value)

@@ -179,6 +179,8 @@ _SETTING_PATTERNS = {
     "block_size": re.compile(rf"\b(?:block_size|page_size){_Q}\s*[:=]\s*(\d+)"),
     "max_model_len": re.compile(rf"\b(?:max_model_len|max_seq_len|context_length){_Q}\s*[:=]\s*(\d+)"),
     "utilization": re.compile(rf"\b(?:gpu_memory_utilization|mem_fraction_static){_Q}\s*[:=]\s*([0-9.]+)"),
+    # vLLM's 'Initializing a V1 LLM engine (v0.10.0) with config:', V0's 'Initializing an LLM engine (v0.4.1) ...'
+    "release": re.compile(r"LLM engine \(v([0-9]+(?:\.[0-9]+)+[0-9A-Za-z.+-]*)\) with config:"),
 }
 
 
