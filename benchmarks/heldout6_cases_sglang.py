@@ -4,11 +4,15 @@ each as the log or its post states it; written before any prediction, replay or 
 
 Identifications that are not names (heldout6/SOURCES-sglang.md says so too): DeepSeek-R1 and DeepSeek-V3 to the
 bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 2025, 96 GB) to h20; H200 to h200-sxm;
-"NVIDIA GeForce RTX 4090" to rtx-4090. SGLang 0.4.x is the 'v0.4' accounting (as CASES5), with `release` only where
-the log or its post prints one; the June 2026 SGLang main build (commit ebaf86d4, a v0.5 release line past 0.5.10) is
-'v0.5', the nearest accounting rooflab has (EngineSettings takes no release for it). Settings rooflab has no field for (bench_one_batch, CUDA-graph
-and torch.compile flags, Kubernetes / LWS) are in each log's line 1.
+"NVIDIA GeForce RTX 4090" to rtx-4090; "NVIDIA H100 80GB HBM3" to h100-sxm; Qwen3-30B-A3B-FP8 to the bundled
+qwen3-30b-a3b with block-FP8 weights (its checkpoint's [128, 128] blocks, as CASES5's Qwen3-235B-A22B-FP8). SGLang
+0.4.x is the 'v0.4' accounting (as CASES5), with `release` only where the log or its post prints one; the 2026 SGLang
+main builds (June: commit ebaf86d4, a v0.5 release line past 0.5.10; August: unnamed) are 'v0.5', the nearest
+accounting rooflab has (EngineSettings takes no release for it). Settings rooflab has no field for (bench_one_batch,
+CUDA-graph and torch.compile flags, Kubernetes / LWS, the attention backend) are in each log's line 1.
 """
+
+from rooflab.units import WeightFormat
 
 CASES: tuple[dict, ...] = (
     dict(log="sglang-deepseek-r1-h20x16-tp16-mem093-lws-k8s.log", engine="sglang",
@@ -20,4 +24,8 @@ CASES: tuple[dict, ...] = (
     dict(log="sglang-v0.5-qwen3-14b-rtx4090x4-tp4-mem080.log", engine="sglang",
          gpu_label="4x RTX 4090", model_label="Qwen3-14B", gpu="rtx-4090", model="qwen3-14b", version="v0.5",
          options={"tensor_parallel": 4, "utilization": 0.8}),
+    dict(log="sglang-v0.5-qwen3-30b-a3b-fp8-h100-mem083.log", engine="sglang",
+         gpu_label="H100 80GB HBM3", model_label="Qwen3-30B-A3B-FP8", gpu="h100-sxm", model="qwen3-30b-a3b",
+         version="v0.5",
+         options={"utilization": 0.83, "weight_format": WeightFormat.of("fp8_block", "the weight format")}),
 )
