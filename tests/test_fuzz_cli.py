@@ -269,6 +269,8 @@ ENGINE_OPTS = [
     dataclasses.replace(switch("--enable-lora"), checked_late=True, words=("lora",)),
     # FlashInfer's sampler (vLLM V1 v0.9.1 - v0.11.0): a switch of vLLM's, refused for SGLang by name
     dataclasses.replace(switch("--no-flashinfer"), checked_late=True, words=("flashinfer",)),
+    # VLLM_USE_V1 with a numeric --engine-version (0 or 1; against a label or SGLang: refused by name)
+    dataclasses.replace(count_opt(("--vllm-use-v1",), 0, 1, 1), checked_late=True, words=("v1", "v0", "vllm")),
     dataclasses.replace(count_opt(("--max-loras", "--max-loras-per-batch"), 1, 1024, 64), checked_late=True,
                         words=("lora",)),
     dataclasses.replace(count_opt(("--max-lora-rank",), 1, 4096, 512), checked_late=True, words=("lora", "rank")),

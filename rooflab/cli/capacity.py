@@ -101,6 +101,11 @@ def capacity(
     max_lora_rank: Annotated[Optional[int], typer.Option("--max-lora-rank", metavar="R", parser=params.count(1, 4096),
                                                          help="Engine, --enable-lora: the largest adapter rank (vLLM "
                                                               "default 16; SGLang needs it).")] = None,
+    vllm_use_v1: Annotated[Optional[int], typer.Option("--vllm-use-v1", parser=params.count(0, 1), metavar="0|1",
+                                                       help="Engine, vLLM: VLLM_USE_V1 with a numeric "
+                                                            "--engine-version: 0 for V0 where the release ships it "
+                                                            "(to 0.10.x), 1 for V1 (from 0.8.0); default: the "
+                                                            "release's default (V1 from 0.8.0).")] = None,
     no_flashinfer: Annotated[bool, typer.Option("--no-flashinfer", help="Engine, vLLM V1 0.9.1 - 0.11.0: FlashInfer "
                                                 "is not installed (`pip install vllm` without its extra), so the "
                                                 "profile's sampler sorts the vocabulary; default: installed, as the "
@@ -156,7 +161,8 @@ def capacity(
                                 max_mamba_cache_size=max_mamba_cache_size,
                                 mamba_full_memory_ratio=mamba_full_memory_ratio, enable_lora=enable_lora,
                                 max_loras=max_loras, max_lora_rank=max_lora_rank,
-                                pp_layer_partition=pp_layer_partition, no_flashinfer=no_flashinfer)
+                                pp_layer_partition=pp_layer_partition, no_flashinfer=no_flashinfer,
+                                vllm_use_v1=None if vllm_use_v1 is None else bool(vllm_use_v1))
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return
     sparse_mla = bool(kv and kv.mla_sparse_fp8)

@@ -38,7 +38,8 @@ ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "ma
                "memory_in_use": "--memory-in-use", "mamba_ssm_dtype": "--mamba-ssm-dtype",
                "mamba_cache_mode": "--mamba-cache-mode", "max_mamba_cache_size": "--max-mamba-cache-size",
                "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "enable_lora": "--enable-lora",
-               "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "no_flashinfer": "--no-flashinfer"}
+               "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "no_flashinfer": "--no-flashinfer",
+               "vllm_use_v1": "--vllm-use-v1"}
 #: --what-if changes a logged run's settings: it needs --engine-log, where --engine alone is not enough.
 WHAT_IF_NEEDS_LOG = ("--what-if applies with --engine-log only (FILE, a start-up log: it changes the logged run's "
                      "settings; with --engine give the options directly)")
@@ -83,6 +84,7 @@ class EngineOptions:
     max_lora_rank: Optional[int] = None
     pp_layer_partition: Optional[str] = None        # --pp-layer-partition 40,40 (the engines' environment variable)
     no_flashinfer: bool = False                     # vLLM without FlashInfer installed (its sampler, v0.9.1 - v0.11.0)
+    vllm_use_v1: Optional[bool] = None              # VLLM_USE_V1 (None: unset): V0 or V1 at a release that ships both
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -178,7 +180,7 @@ def parse_state_dtype(text: str):
 
 def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
     """EngineSettings from the options: the deployment's fields the user set, the engine's defaults for the rest."""
-    version = parse_engine_version(engine, o.engine_version)
+    version = parse_engine_version(engine, o.engine_version, o.vllm_use_v1)
     if o.no_flashinfer and engine is not Engine.vllm:
         raise InputError("--no-flashinfer is vLLM's (its V1 sampler, v0.9.1 - v0.11.0); SGLang has no such setting")
     if o.mem_fraction_static is not None and engine is Engine.vllm:

@@ -152,16 +152,39 @@ ENGINE_VERSION_FORMS = ("a release as the engine prints it (vLLM 0.10.1, v0.8.4,
                         "or an accounting's label (vLLM v0.2, v0.6.4, v0, v0.8, v1; SGLang v0.4, v0.5)")
 
 
-def parse_engine_version(engine: Engine, text: str | None) -> EngineVersion:
+def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None = None) -> EngineVersion:
     """`--engine-version` for `engine`, in either form (ENGINE_VERSION_FORMS); None gives the engine's default.
 
     A label ('v1', 'v0.6.4', 'vllm-v1', '0.8') names an accounting, release None. A release ('0.10.1',
     'v0.8.4', '0.6.3.post1': rooflab.vocab.check_engine_release's forms) picks the accounting whose
     RELEASE_RANGE holds it, V1's where vLLM's V0 and V1 both do (V1 the default from v0.8.0; V0 after that is
     `--engine-version v0`, VLLM_USE_V1=0), and keeps the release. A label of the other engine is a contradiction,
-    and a release no accounting holds is refused naming the ranges.
+    and a release no accounting holds is refused naming the ranges. `use_v1` is vLLM's VLLM_USE_V1 (None: unset):
+    with a release, False picks V0 where that release ships it (to v0.10.x), True V1 (from v0.8.0); with a
+    label it must agree with the label's engine; without a version, False is V0's label (v0).
     """
     engine = parse_engine(engine)
+    version = _engine_version(engine, text)
+    if use_v1 is None:
+        return version
+    if engine is not Engine.vllm:
+        raise InputError("--vllm-use-v1 is vLLM's (VLLM_USE_V1: its V0 or V1 engine); SGLang has no such setting")
+    if version.accounting.is_v1 is use_v1:
+        return version
+    if text is None and not use_v1:
+        return EngineVersion(Accounting.vllm_v0)      # V0's newest, as --engine-version v0
+    if version.release is None:
+        raise InputError(f"--vllm-use-v1 {int(use_v1)} contradicts --engine-version {text} "
+                         f"({version.accounting.releases}); give a release (0.8.4) or the other engine's label")
+    other = [a for a in Accounting if a.engine is engine and a.is_v1 is use_v1 and in_range(a, version.release)]
+    if not other:
+        raise InputError(f"--vllm-use-v1 {int(use_v1)}: vLLM {release_text(version.release)} has no "
+                         f"{'V1' if use_v1 else 'V0'} engine rooflab models (V0 to v0.10.x, V1 from v0.8.0)")
+    return EngineVersion(other[0], version.release)
+
+
+def _engine_version(engine: Engine, text: str | None) -> EngineVersion:
+    """parse_engine_version without VLLM_USE_V1."""
     if text is None:
         return EngineVersion(DEFAULT_ACCOUNTING[engine])
     if not isinstance(text, str) or len(text) > 64:

@@ -104,3 +104,28 @@ def test_no_flashinfer_sorts_in_the_releases_that_sample_with_it():
 def test_no_flashinfer_refused_outside_vllm(args, needle):
     r = runner.invoke(app, ["capacity", *args])
     assert r.exit_code == 2 and needle in r.stderr, r.output
+
+
+@pytest.mark.parametrize("args, accounting, release", [
+    (["--engine-version", "0.8.4", "--vllm-use-v1", "0"], "vllm-v0", "at v0.8.4"),     # V0 under VLLM_USE_V1=0
+    (["--engine-version", "0.10.2", "--vllm-use-v1", "0"], "vllm-v0", "at v0.10.2"),   # v0.10.2: V0's last wheel
+    (["--engine-version", "0.8.4", "--vllm-use-v1", "1"], "vllm-v0.8", "at v0.8.4"),   # the release's default
+    (["--vllm-use-v1", "0"], "vllm-v0", "- v0.10.x")])                                 # no version: V0's label
+def test_vllm_use_v1_picks_the_engine_at_a_release(args, accounting, release):
+    doc = _json("--engine", "vllm", *args)
+    assert doc["accounting"] == accounting and doc["releases"].endswith(release)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine-version", "0.7.3", "--vllm-use-v1", "1"], "vLLM v0.7.3 has no V1 engine rooflab models"),
+    (["--engine-version", "0.11.0", "--vllm-use-v1", "0"], "vLLM v0.11.0 has no V0 engine rooflab models"),
+    (["--engine-version", "v0.8", "--vllm-use-v1", "0"], "--vllm-use-v1 0 contradicts --engine-version v0.8"),
+    (["--vllm-use-v1", "2"], "2 is above 1")])
+def test_vllm_use_v1_refusals(args, needle):
+    r = runner.invoke(app, ["capacity", "--engine", "vllm", *args])
+    assert r.exit_code == 2 and needle in r.stderr, r.output
+
+
+def test_vllm_use_v1_is_vllms():
+    r = runner.invoke(app, ["capacity", "--engine", "sglang", "--vllm-use-v1", "1"])
+    assert r.exit_code == 2 and "--vllm-use-v1 is vLLM's" in r.stderr, r.output
