@@ -240,7 +240,8 @@ def capacity_table(plan: "CapacityPlan") -> Table:
                                                  f"({fmt_bytes(plan.kv_bytes_per_sequence)} each)")]
     split = [f"experts split {plan.expert_parallel} ways"] if plan.expert_parallel > 1 else []
     if plan.dp_attention:
-        split.append("data-parallel attention: each GPU holds whole sequences, all heads")
+        split.append("data-parallel attention: each attention rank (TP / DP GPUs) holds its own sequences, whole, "
+                     "over its GPUs' KV heads")
     if plan.decode_context_parallel > 1:
         split.append(f"decode context parallel {plan.decode_context_parallel}: each sequence's KV split by position "
                      f"over {plan.decode_context_parallel} GPUs of the TP group")

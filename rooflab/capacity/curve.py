@@ -43,12 +43,12 @@ def capacity_curve(model: ModelSpec, gpu: GpuSpec, context_lens, deployment: Dep
     deployment = Deployment() if deployment is None else deployment
     plan = plan_capacity(model, gpu, int(lens[0]), activation_reserve_bytes=activation_reserve_bytes,
                          max_model_len=max_model_len, mla_sparse_fp8=mla_sparse_fp8, deployment=deployment)
-    layout = kv_layout(model, 1, DType(plan.kv_dtype), deployment.page_size, deployment.tensor_parallel,
-                       deployment.window_allocation, mla_sparse_fp8, deployment.dp_attention)
+    layout = kv_layout(model, 1, DType(plan.kv_dtype), deployment.page_size, deployment.attention_tensor_parallel,
+                       deployment.window_allocation, mla_sparse_fp8)
     budget, split = plan.kv_budget_bytes, deployment.position_split
     per_sequence = sequence_bytes(layout, model, lens, deployment.window_allocation, split)
     reserve = np.maximum(plan.max_model_len, lens)
-    group = deployment.tensor_parallel if deployment.dp_attention else 1
+    group = deployment.attention_data_parallel
     paged = np.where(per_sequence > 0, group * (budget // np.maximum(per_sequence, 1)), 0)
     if split > 1:                                   # position_split.dcp_capacity's reservation: the split share
         contiguous = budget // np.maximum(sequence_bytes(layout, model, reserve, deployment.window_allocation, split), 1)

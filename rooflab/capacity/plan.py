@@ -36,7 +36,9 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     With `tensor_parallel` > 1 the model is split by head over that many GPUs of the same
     kind; bytes are per GPU and sequences are those the whole group serves. `expert_parallel`
     divides the routed experts' weights; `dp_attention` gives each GPU its own sequences with all
-    attention heads (attention weights replicated, the group serves tp times the per-GPU count).
+    attention heads (SGLang's data-parallel attention over the whole group: weights as weight_split lays them,
+    the group serves tp times the per-GPU count); a Deployment's attention_data_parallel N below TP gives each
+    N-th of the group its own sequences over TP / N GPUs' heads.
     `weight_dtype` None means the formats the checkpoint ships (bf16 where the spec names none).
     Windowed layers keep only their window's pages under `window_allocation` hybrid (kvcache.py).
     `shared_prefix_len` is a prefix (a system prompt) every request starts with, shared by the layers
@@ -80,9 +82,6 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
         raise InputError(f"capacity with prefill-context or data parallelism is not modelled yet "
                          f"({deployment.describe()}): plan one replica's TP group (data-parallel attention with "
                          f"expert parallelism: --dp-attention)")
-    if deployment.attention_data_parallel not in (1, deployment.tensor_parallel):
-        raise InputError(f"capacity models data-parallel attention over the whole TP group (--dp "
-                         f"{deployment.tensor_parallel}); --dp {deployment.attention_data_parallel} is not modelled")
     if pp_layer_partition is not None:
         pp_layer_partition = check_partition(pp_layer_partition)
         if deployment.pipeline_parallel == 1:
@@ -93,7 +92,8 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     stages = pipeline_stages(model, deployment.pipeline_parallel, LayerPartition.vllm, pp_layer_partition)
     plans = [_plan(model, gpu, context_len, deployment.weight_format, deployment.kv_cache_dtype,
                    deployment.gpu_memory_utilization, activation_reserve_bytes, deployment.page_size, max_model_len,
-                   deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel, deployment.dp_attention,
+                   deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel,
+                   deployment.attention_data_parallel,
                    deployment.window_allocation, mla_sparse_fp8 if mla_sparse_fp8 is not False else deployment.mla_sparse_fp8,
                    stage if len(stages) > 1 else None)
              for stage in stages]
@@ -110,7 +110,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
 def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType | WeightFormat | None,
           kv_dtype: DType | None, gpu_memory_utilization: float, activation_reserve_bytes: int, page_size: int,
           max_model_len: int | None, tensor_parallel: int, shared_prefix_len: int, expert_parallel: int,
-          dp_attention: bool, window_allocation: WindowAllocation, mla_sparse_fp8: bool,
+          attention_data_parallel: int, window_allocation: WindowAllocation, mla_sparse_fp8: bool,
           stage: Stage | None = None) -> CapacityPlan:
     """plan_capacity for one TP group without a position split: the arguments as a Deployment gives them; with
     `stage`, that pipeline stage's layers and weights (stages.py)."""
@@ -129,19 +129,17 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
     if expert_parallel > model.num_experts:
         raise InputError(f"expert parallel size (--ep) {expert_parallel} exceeds the {model.num_experts} routed "
                          f"experts of {model.name}: a GPU would hold none")
-    if not isinstance(dp_attention, bool) or not isinstance(mla_sparse_fp8, bool):
-        name, value = ("dp_attention", dp_attention) if not isinstance(dp_attention, bool) else \
-            ("mla_sparse_fp8", mla_sparse_fp8)
-        raise InputError(f"{name} must be True or False, got {shown(value)}")
+    if not isinstance(mla_sparse_fp8, bool):
+        raise InputError(f"mla_sparse_fp8 must be True or False, got {shown(mla_sparse_fp8)}")
+    dp_attention, attention_tp = attention_data_parallel > 1, tensor_parallel // attention_data_parallel
     shared_prefix_len = whole_number(shared_prefix_len, "shared prefix length", minimum=0, maximum=MAX_TOKENS)
     if shared_prefix_len >= context_len:
         raise InputError(f"shared prefix length ({shared_prefix_len:,}) must be shorter than the context length "
                          f"({context_len:,}): each request needs tokens of its own")
-    heads = model.heads.shard(tensor_parallel) if not dp_attention else model.heads
+    heads = model.heads.shard(attention_tp)
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel,
-                               tensor_parallel if dp_attention else 1, stage)
+    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel, attention_data_parallel, stage)
     shipped = describe_weights(model, weight_dtype)
     full, model = model, (stage.layers_model(model) if stage else model)
     if weights >= usable:
@@ -150,18 +148,17 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
         raise InputError(f"{model.name} weights ({fmt_bytes(weights)} per GPU in {shipped}{split}) do not fit "
                          f"in {fmt_bytes(usable)} usable on {gpu.name} (utilisation {gpu_memory_utilization:g})")
     budget = max(0, usable - weights - activation_reserve_bytes)
-    layout = kv_layout(model, context_len, kv_dtype, page_size, tensor_parallel, window_allocation, mla_sparse_fp8,
-                       dp_attention)
+    layout = kv_layout(model, context_len, kv_dtype, page_size, attention_tp, window_allocation, mla_sparse_fp8)
     per_token = layout.bytes_per_token_full
     block = page_size * per_token
     blocks = budget // block if block else 0
-    group = tensor_parallel if dp_attention else 1
+    group = attention_data_parallel              # each data-parallel attention rank holds its own sequences
     paged = group * (budget // layout.bytes_per_sequence) if layout.bytes_per_sequence else 0
     with_prefix = group * _with_prefix(layout, budget, shared_prefix_len)
     reserve = max(max_len, context_len)
     contiguous = group * (budget // (reserve * per_token)) if per_token else paged
-    longest = longest_context(model, budget, kv_dtype, page_size, tensor_parallel, window_allocation,
-                              mla_sparse_fp8, dp_attention)
+    longest = longest_context(model, budget, kv_dtype, page_size, attention_tp, window_allocation,
+                              mla_sparse_fp8)
     reason = _reason(budget, activation_reserve_bytes, paged, context_len, longest, max_len)
     return CapacityPlan(
         model=full.name, gpu=gpu.name, weight_dtype=shipped, kv_dtype=kv_dtype.value,

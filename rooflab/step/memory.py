@@ -52,10 +52,9 @@ class StepMemory:
 
 
 def capacity_models(dep: Deployment) -> bool:
-    """Whether rooflab.capacity plans this deployment (one replica's TP group, attention DP over all of it;
+    """Whether rooflab.capacity plans this deployment (one replica's TP group, with or without attention DP;
     pipeline stages without a position split)."""
     return (dep.prefill_context_parallel == 1 and dep.data_parallel == 1
-            and dep.attention_data_parallel in (1, dep.tensor_parallel)
             and (dep.pipeline_parallel == 1 or dep.position_split == 1))
 
 
