@@ -9,7 +9,8 @@ qwen3-30b-a3b with block-FP8 weights (its checkpoint's [128, 128] blocks, as CAS
 0.4.x is the 'v0.4' accounting (as CASES5), with `release` only where the log or its post prints one; the 2026 SGLang
 main builds (June: commit ebaf86d4, a v0.5 release line past 0.5.10; August: unnamed) are 'v0.5', the nearest
 accounting rooflab has (EngineSettings takes no release for it). Settings rooflab has no field for (bench_one_batch,
-CUDA-graph and torch.compile flags, Kubernetes / LWS, the attention backend) are in each log's line 1.
+CUDA-graph and torch.compile flags, Kubernetes / LWS, the attention backend, SGLang's KTransformers expert offload
+(kt_num_gpu_experts=0: the routed experts on the CPU)) are in each log's line 1.
 """
 
 from rooflab.units import WeightFormat
@@ -28,4 +29,12 @@ CASES: tuple[dict, ...] = (
          gpu_label="H100 80GB HBM3", model_label="Qwen3-30B-A3B-FP8", gpu="h100-sxm", model="qwen3-30b-a3b",
          version="v0.5",
          options={"utilization": 0.83, "weight_format": WeightFormat.of("fp8_block", "the weight format")}),
+    dict(log="sglang-v0.5-qwen3-30b-a3b-fp8-h100-kt-cpu-experts-mem0841.log", engine="sglang",
+         gpu_label="H100 80GB HBM3", model_label="Qwen3-30B-A3B-FP8 (KTransformers, experts on the CPU)",
+         gpu="h100-sxm", model="qwen3-30b-a3b", version="v0.5",
+         options={"utilization": 0.841, "weight_format": WeightFormat.of("fp8_block", "the weight format")}),
+    dict(log="sglang-v0.5-deepseek-r1-0528-h100x8-tp8-kt-cpu-experts-mem0831.log", engine="sglang",
+         gpu_label="8x H100 80GB HBM3", model_label="DeepSeek-R1-0528 (KTransformers, experts on the CPU)",
+         gpu="h100-sxm", model="deepseek-v3", version="v0.5",
+         options={"tensor_parallel": 8, "utilization": 0.831}),
 )
