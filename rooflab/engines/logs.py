@@ -70,8 +70,9 @@ from typing import Callable, Optional
 from ..errors import InputError
 from ..files import read_text
 from ..units import GiB
+from ..vocab import engine_release
 from .logrules import ANCHORS, Hit, config_lines, incomplete, rank_of, read_line, settings_of
-from .vocab import Accounting, Engine
+from .vocab import Accounting, Engine, in_range
 
 #: A start-up log larger than this is refused (the lines that matter are a few hundred bytes).
 MAX_LOG_BYTES = 64 << 20
@@ -367,7 +368,7 @@ def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
         formats = tuple(s.formats)
         ranks = max((len(s.ranks.get(k, ())) for k in _KV_FIGURES), default=1)
         figures = s.sized()
-        logs.append(EngineLog(name, engine, _accounting(engine, formats, figures), formats, figures,
+        logs.append(EngineLog(name, engine, _accounting(engine, formats, figures, s.settings), formats, figures,
                               s.settings, n, ranks))
     return tuple(logs)
 
@@ -399,7 +400,20 @@ def _count_startups(log: EngineLog) -> int:
     return getattr(log, "_count", 1)
 
 
-def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Logged]) -> Accounting:
+def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Logged],
+                settings: Optional[dict[str, Logged]] = None) -> Accounting:
+    """The accounting a log belongs to (vocab.Accounting): where its engine line states a release, the accounting of
+    that release among those of the engine its formats show (V0 or V1: vocab.RELEASE_RANGE); else its formats'."""
+    by_format = _format_accounting(engine, formats, figures)
+    logged = (settings or {}).get("release")
+    release = engine_release(logged.value) if logged is not None else None
+    if release is None:
+        return by_format
+    return next((a for a in Accounting if a.engine is engine and a.is_v1 is by_format.is_v1 and in_range(a, release)),
+                by_format)
+
+
+def _format_accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Logged]) -> Accounting:
     """The accounting a log's formats belong to (vocab.Accounting)."""
     if engine is Engine.sglang:
         elapsed = any("Load weight end. elapsed=" in f.text for f in figures.values())

@@ -13,7 +13,7 @@ from rooflab import load_gpu, load_model
 from rooflab.engines import parse_accounting
 from rooflab.engines.explain import explain_log
 from rooflab.engines.logrules import settings_of
-from rooflab.engines.logs import read_log
+from rooflab.engines.logs import read_log, read_startups
 from rooflab.engines.settings import EngineSettings
 from rooflab.errors import InputError
 
@@ -54,3 +54,15 @@ def test_a_release_past_the_range_is_named_and_the_newest_modelled():
     assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.20"
     assert "release v0.22.0: from the log" in x.settings_taken[0]
     assert "outside vllm-v1's releases (vLLM V1 v0.9.1 - v0.20): its newest is modelled" in x.settings_taken[0]
+
+
+@pytest.mark.parametrize("log, accounting", [
+    # the release picks the accounting among the generation the formats show (vocab.RELEASE_RANGE)
+    ("heldout2/vllm-v0-llama-3-8b-rtx3090-three-startups.log", "vllm-v0.2"),     # V0 v0.4.1: before PR #9352
+    ("heldout5/vllm-v0-0.6.3.post1-qwen2.5-7b-rtx4090-wsl-eager-util095.log", "vllm-v0.2"),
+    ("heldout5/vllm-v0-0.8.1-qwen2.5-7b-a10g-maxlen6600.log", "vllm-v0"),         # V0 under v0.8.1
+    ("heldout5/vllm-v1-0.8.4-deepseek-r1-h800x16-tp16-ep-ray-maxlen32768.log", "vllm-v0.8"),   # V1 v0.8.4
+    ("heldout5/vllm-v1-qwen3-30b-a3b-2507-h200-util050-maxlen16000.log", "vllm-v1"),
+    ("heldout4/vllm-v1-qwen3-8b-t4x2-tp2-maxlen8192.log", "vllm-v1")])             # v0.22.0: past, the formats'
+def test_the_logged_release_picks_the_accounting(log, accounting):
+    assert {str(s.accounting) for s in read_startups(LOGS / log)} == {accounting}
