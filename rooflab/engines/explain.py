@@ -34,7 +34,7 @@ from .logs import EngineLog
 from .memory import LORA, lora_term
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
-from .vocab import Engine, parse_kv_cache_dtype
+from .vocab import Engine, accounting_of, parse_kv_cache_dtype
 
 UNATTRIBUTED = ("unattributed", "what the logged KV figure implies beyond the terms above (the log does not print "
                                 "them all; the others are modelled)")
@@ -165,6 +165,9 @@ def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -
     if settings.engine is not log.engine:
         raise InputError(f"--engine-log {log.name} is a {log.engine.title} log, but --engine is {settings.engine}")
     updates = {} if "accounting" in given else {"accounting": log.accounting}
+    if "accounting" not in given and settings.release is not None and log.setting("release") is None:
+        # a release the caller knows and the log does not state picks the accounting as the log's own would
+        updates["accounting"] = accounting_of(log.engine, settings.release, log.accounting.is_v1) or log.accounting
     release = _logged_release(log, updates.get("accounting", settings.accounting))
     if release is not None:
         if settings.release is not None and settings.release[:3] != release[:3]:

@@ -72,7 +72,7 @@ from ..files import read_text
 from ..units import GiB
 from ..vocab import engine_release
 from .logrules import ANCHORS, Hit, config_lines, incomplete, rank_of, read_line, settings_of
-from .vocab import Accounting, Engine, in_range
+from .vocab import Accounting, Engine, accounting_of
 
 #: A start-up log larger than this is refused (the lines that matter are a few hundred bytes).
 MAX_LOG_BYTES = 64 << 20
@@ -409,8 +409,7 @@ def _accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Log
     release = engine_release(logged.value) if logged is not None else None
     if release is None:
         return by_format
-    return next((a for a in Accounting if a.engine is engine and a.is_v1 is by_format.is_v1 and in_range(a, release)),
-                by_format)
+    return accounting_of(engine, release, by_format.is_v1) or by_format
 
 
 def _format_accounting(engine: Engine, formats: tuple[str, ...], figures: dict[str, Logged]) -> Accounting:

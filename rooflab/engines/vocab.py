@@ -115,6 +115,11 @@ def in_range(accounting: Accounting, release: tuple[int, ...]) -> bool:
     return first <= release and release[:len(last)] <= last
 
 
+def accounting_of(engine: Engine, release: tuple[int, ...], v1: bool) -> "Accounting | None":
+    """The accounting of `engine`'s V1 (`v1`) or V0 engine that covers `release` (RELEASE_RANGE), None if none."""
+    return next((a for a in Accounting if a.engine is engine and a.is_v1 is v1 and in_range(a, release)), None)
+
+
 def release_text(release: tuple[int, ...]) -> str:
     return "v" + ".".join(map(str, release))
 
@@ -300,6 +305,6 @@ def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
 
 
 __all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VERSION_FORMS", "EngineVersion",
-           "RELEASE_RANGE", "Engine", "KvCacheDtype", "in_range", "parse_engine_version", "release_text",
+           "RELEASE_RANGE", "Engine", "KvCacheDtype", "accounting_of", "in_range", "parse_engine_version", "release_text",
            "MambaCacheMode", "kv_cache_dtype_of",
            "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]

@@ -66,3 +66,15 @@ def test_a_release_past_the_range_is_named_and_the_newest_modelled():
     ("heldout4/vllm-v1-qwen3-8b-t4x2-tp2-maxlen8192.log", "vllm-v1")])             # v0.22.0: past, the formats'
 def test_the_logged_release_picks_the_accounting(log, accounting):
     assert {str(s.accounting) for s in read_startups(LOGS / log)} == {accounting}
+
+
+def test_a_callers_release_picks_the_accounting_where_the_log_states_none():
+    """Set 2's Qwen3-30B-A3B 4x A10 log (V1 v0.8.5 by its post; no engine line): its formats read as vllm-v1; with
+    EngineSettings.release 0.8.5 the replay follows vllm-v0.8, the accounting that release used."""
+    log = read_log(LOGS / "heldout2" / "vllm-v1-qwen3-30b-a3b-a10x4-tp4.log")
+    assert log.setting("release") is None and str(log.accounting) == "vllm-v1"
+    model, gpu = load_model("qwen3-30b-a3b"), load_gpu("a10")
+    settings = EngineSettings(parse_accounting("vllm", "v0.8"), tensor_parallel=4, max_model_len=8192, release="0.8.5")
+    assert explain_log(log, model, gpu, settings).reproduced.accounting == "vllm-v0.8"
+    plain = EngineSettings(parse_accounting("vllm", "v0.8"), tensor_parallel=4, max_model_len=8192)
+    assert explain_log(log, model, gpu, plain).reproduced.accounting == "vllm-v1"
