@@ -13,7 +13,7 @@ import pytest
 
 from rooflab import load_gpu, load_model
 from rooflab.engines import Engine, engine_capacity, parse_accounting
-from rooflab.engines.memory import PCIE_P2P_BUFFERS_GIB, non_torch_default
+from rooflab.engines.memory import PCIE_P2P_BUFFERS_GIB, non_torch_default, sglang_absorbed_bytes
 from rooflab.engines.vocab import Accounting
 from rooflab.errors import SpecError
 from rooflab.units import GiB, MiB
@@ -80,3 +80,14 @@ def test_geforce_parts_are_host_and_sxm_parts_device_link():
     assert {load_gpu(n).peer_transport for n in ("h100-sxm", "h200-sxm", "b200", "a100-sxm-80gb")} == {
         PeerTransport.device_link}
     assert {load_gpu(n).peer_transport for n in ("l4", "a10", "a10g", "t4", "l40s")} == {PeerTransport.pcie_p2p}
+
+
+def test_sglang_absorbed_copies_are_one_ranks_kv_b_in_fp8_before_v0_4_7_and_bf16_after():
+    """w_kc + w_vc hold kv_b's d_c x h x (d_nope + d_v) for one rank's heads: 61 x 512 x 8 x 256 bytes at TP 16
+    in fp8 (v0.4.3.post2 block_quant_to_tensor_quant: 63,963,136 bytes, the 0.06 GiB of NOTES' session 11), twice
+    that in bf16 from v0.4.7 (block_quant_dequant); under DP attention 16 one rank holds all 128 heads."""
+    v3 = load_model("deepseek-v3")
+    assert sglang_absorbed_bytes(v3, 16, None, (0, 4, 3)) == 61 * 512 * 8 * 256 == 63_963_136
+    assert sglang_absorbed_bytes(v3, 16, None, (0, 4, 7)) == 2 * 63_963_136
+    assert sglang_absorbed_bytes(v3, 1, None, (0, 4, 6)) == 16 * 63_963_136
+    assert sglang_absorbed_bytes(v3, 16) == 2 * 63_963_136            # no release: the newest read, v0.5.10

@@ -7,6 +7,7 @@ import pytest
 from rooflab import load_gpu
 from rooflab.engines import Engine, parse_accounting
 from rooflab.engines.sglang import default_fraction
+from rooflab.units import MiB
 
 
 H100 = load_gpu("h100-sxm")
@@ -109,3 +110,17 @@ def test_pool_never_holds_more_than_the_total_with_other_processes(version):
             continue
         held = sum(t.bytes for t in c.terms if t.name not in ("cuda_visible_total", "margin"))
         assert held + c.term("margin").bytes == H100.cuda_visible_bytes and c.term("margin").bytes >= 0
+
+
+def test_v0_5_reserve_grows_with_dp_attention_by_hand():
+    """sglang-v0.5 (v0.5.3 server_args.py:650-658, v0.5.10 :1294-1302): with DP attention the reserve adds
+    cuda_graph_max_bs x dp x 3 MiB, and x 1.5 more where cuda_graph_max_bs > 300. An H100 (80 GiB, under 160) at
+    TP 8 takes chunk 8192 and graph batch 512: R = 512 + 8192 x 1.5 + 512 x 2 + 1024 = 14,848 MiB, and with --dp 8
+    + 512 x 8 x 3 + 512 x 8 x 1.5 = 33,280 MiB."""
+    v05 = parse_accounting("sglang", "v0.5")
+    total = H100.hbm_capacity_bytes / MiB
+    assert default_fraction(v05, 8, H100) == round((total - 14_848) / total, 3)
+    assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=8) == round(
+        (total - 33_280) / total, 3)
+    assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=2) == round(
+        (total - 14_848 - 512 * 2 * 4.5) / total, 3)

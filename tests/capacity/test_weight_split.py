@@ -1,22 +1,27 @@
-"""SGLang's weights a GPU: data-parallel attention's layout by release, MLA's absorbed copies, v0.4.6's fused
-shared-expert copies (rooflab/capacity/weight_split.py, rooflab/engines/memory.py), by hand from DeepSeek-V3's
-config.json (models/deepseek-v3.yaml): H 7168, vocab 129,280, 61 MLA layers of 128 heads (d_nope 128, d_R 64,
-d_v 128, r_q 1536, d_c 512), 58 MoE layers with one shared expert of 2,048; linear layers fp8 with an fp32 scale
-a 128 x 128 block, embeddings and lm_head bf16; scaled to the published 671B as weights.weight_bytes scales."""
+"""SGLang's weights a GPU where it does not split a component TP ways (rooflab/capacity/weight_split.py): data-
+parallel attention's layout by release and v0.4.6's fused shared-expert copies, in engine mode (engines/memory.py)
+and in the capacity plan, by hand from DeepSeek-V3's config.json (models/deepseek-v3.yaml): H 7168, vocab 129,280,
+61 MLA layers of 128 heads (d_nope 128, d_R 64, d_v 128, r_q 1536, d_c 512), 58 MoE layers with one shared expert of
+2,048; linear layers fp8 with an fp32 scale a 128 x 128 block, embeddings and lm_head bf16; scaled to the published
+671B as weights.weight_bytes scales. Below the TP size (--tp T --enable-dp-attention --dp N, N < T) each of the N
+attention ranks keeps its own sequences over T / N GPUs' KV heads."""
 
 from fractions import Fraction
 
 import pytest
 
-from rooflab.capacity import gpu_weight_bytes
+from rooflab.capacity import gpu_weight_bytes, plan_capacity
 from rooflab.capacity.weight_split import dp_attention_splits
+from rooflab.deployment import Deployment
 from rooflab.engines import EngineSettings, engine_capacity, parse_accounting
 from rooflab.engines.memory import engine_weight_bytes, sglang_absorbed_bytes
 from rooflab.errors import InputError
+from rooflab.kvcache import kv_layout
 from rooflab.load import load_gpu, load_model
+from rooflab.units import DType
 
 V3 = load_model("deepseek-v3")
-H100, A100 = load_gpu("h100-sxm"), load_gpu("a100-80gb")
+H100, A100, H200 = load_gpu("h100-sxm"), load_gpu("a100-80gb"), load_gpu("h200-sxm")
 SGLANG = parse_accounting("sglang", "v0.4")
 FP8_BLOCK = Fraction(8) + Fraction(32, 128 * 128)        # bits a weight
 SCALE = Fraction(671 * 10**9, V3.derived_parameters)     # the published count over the derived one
@@ -28,14 +33,8 @@ def weights(tp=16, dp=1, release=None, gpu=H100):
     return engine_weight_bytes(V3, tp, None, 1, dp, None, SGLANG, gpu, release)[0]
 
 
-def test_absorbed_copies_are_one_ranks_kv_b_in_fp8_before_v0_4_7_and_bf16_after():
-    """w_kc + w_vc hold kv_b's d_c x h x (d_nope + d_v) for one rank's heads: 61 x 512 x 8 x 256 bytes at TP 16
-    in fp8 (v0.4.3.post2 block_quant_to_tensor_quant: 63,963,136 bytes, the 0.06 GiB of NOTES' session 11), twice
-    that in bf16 from v0.4.7 (block_quant_dequant); under DP attention 16 one rank holds all 128 heads."""
-    assert sglang_absorbed_bytes(V3, 16, None, (0, 4, 3)) == 61 * 512 * 8 * 256 == 63_963_136
-    assert sglang_absorbed_bytes(V3, 16, None, (0, 4, 7)) == 2 * 63_963_136
-    assert sglang_absorbed_bytes(V3, 1, None, (0, 4, 6)) == 16 * 63_963_136
-    assert sglang_absorbed_bytes(V3, 16) == 2 * 63_963_136            # no release: the newest read, v0.5.10
+def weights(tp=16, dp=1, release=None, gpu=H100):
+    return engine_weight_bytes(V3, tp, None, 1, dp, None, SGLANG, gpu, release)[0]
 
 
 def test_dp_attention_16_over_tp_16_by_hand_at_v0_4_6():
@@ -102,17 +101,30 @@ def test_capacity_and_engine_mode_split_dp_attention_by_one_rule():
     assert gpu_weight_bytes(V3, None, 16, 1, 16) == engine
 
 
-def test_v0_5_reserve_grows_with_dp_attention_by_hand():
-    """sglang-v0.5 (v0.5.3 server_args.py:650-658, v0.5.10 :1294-1302): with DP attention the reserve adds
-    cuda_graph_max_bs x dp x 3 MiB, and x 1.5 more where cuda_graph_max_bs > 300. An H100 (80 GiB, under 160) at
-    TP 8 takes chunk 8192 and graph batch 512: R = 512 + 8192 x 1.5 + 512 x 2 + 1024 = 14,848 MiB, and with --dp 8
-    + 512 x 8 x 3 + 512 x 8 x 1.5 = 33,280 MiB."""
-    from rooflab.engines.sglang import default_fraction
-    from rooflab.units import MiB
-    v05 = parse_accounting("sglang", "v0.5")
-    total = H100.hbm_capacity_bytes / MiB
-    assert default_fraction(v05, 8, H100) == round((total - 14_848) / total, 3)
-    assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=8) == round(
-        (total - 33_280) / total, 3)
-    assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=2) == round(
-        (total - 14_848 - 512 * 2 * 4.5) / total, 3)
+def test_llama_70b_tp8_dp2_keeps_two_kv_heads_a_gpu_and_two_groups_of_sequences():
+    """Llama-3-70B (8 KV heads) at TP 8, attention DP 2: 2 KV heads a GPU (8 / (8 / 2)), 80 layers x 2 x 2 x 128 x
+    2 bytes = 81,920 bytes a token; the group serves 2 x (budget // a sequence's bytes)."""
+    model = load_model("llama-3-70b")
+    plan = plan_capacity(model, H200, 4096, deployment=Deployment(tensor_parallel=8, attention_data_parallel=2))
+    assert plan.kv_heads_per_gpu == 2
+    assert plan.kv_bytes_per_token == 80 * 2 * 2 * 128 * 2
+    per_sequence = kv_layout(model, 4096, DType.bf16, 16, 4).bytes_per_sequence
+    assert plan.max_sequences_paged == 2 * (plan.kv_budget_bytes // per_sequence)
+    assert plan.weights_bytes == gpu_weight_bytes(model, None, 8, 1, 2)
+
+
+def test_partial_dp_sits_between_tp_and_full_dp_attention():
+    """DeepSeek-V3 at TP 16: attention DP 4 holds more weights a GPU than TP alone and fewer than DP 16."""
+    model = load_model("deepseek-v3")
+    w = [gpu_weight_bytes(model, None, 16, 1, n) for n in (1, 4, 16)]
+    assert w[0] < w[1] < w[2]
+    plan = plan_capacity(model, H200, 8192, deployment=Deployment(tensor_parallel=16, attention_data_parallel=4))
+    assert plan.weights_bytes == w[1] and plan.dp_attention
+
+
+def test_full_dp_attention_is_the_flag():
+    model = load_model("llama-3-70b")
+    flag = plan_capacity(model, H200, 4096, tensor_parallel=8, dp_attention=True)
+    dep = plan_capacity(model, H200, 4096, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8))
+    assert flag.max_sequences_paged == dep.max_sequences_paged and flag.kv_heads_per_gpu == 8
+    assert flag.weights_bytes == dep.weights_bytes
