@@ -7,10 +7,11 @@ bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 202
 "NVIDIA GeForce RTX 4090" to rtx-4090; "NVIDIA H100 80GB HBM3" to h100-sxm; Qwen3-30B-A3B-FP8 to the bundled
 qwen3-30b-a3b with block-FP8 weights (its checkpoint's [128, 128] blocks, as CASES5's Qwen3-235B-A22B-FP8). SGLang
 0.4.x is the 'v0.4' accounting (as CASES5), with `release` only where the log or its post prints one; the 2026 SGLang
-main builds (June: commit ebaf86d4, a v0.5 release line past 0.5.10; August: unnamed) are 'v0.5', the nearest
+main builds (June: commit ebaf86d4, a v0.5 release line past 0.5.10; August: unnamed) and the August 2026 sglang-kt
+0.7.0 fork (kvcache-ai's, sglang.__version__ 0.0.0.dev0) are 'v0.5', the nearest
 accounting rooflab has (EngineSettings takes no release for it). Settings rooflab has no field for (bench_one_batch,
 CUDA-graph and torch.compile flags, Kubernetes / LWS, the attention backend, SGLang's KTransformers expert offload
-(kt_num_gpu_experts=0: the routed experts on the CPU)) are in each log's line 1.
+(kt_num_gpu_experts 0 or 32: the other routed experts on the CPU)) are in each log's line 1.
 """
 
 from rooflab.units import WeightFormat
@@ -37,4 +38,8 @@ CASES: tuple[dict, ...] = (
          gpu_label="8x H100 80GB HBM3", model_label="DeepSeek-R1-0528 (KTransformers, experts on the CPU)",
          gpu="h100-sxm", model="deepseek-v3", version="v0.5",
          options={"tensor_parallel": 8, "utilization": 0.831}),
+    dict(log="sglang-kt-0.7.0-qwen3-30b-a3b-h100-kt-32-gpu-experts-mem085.log", engine="sglang",
+         gpu_label="H100 80GB HBM3", model_label="Qwen3-30B-A3B (sglang-kt, 32 of 128 experts on the GPU)",
+         gpu="h100-sxm", model="qwen3-30b-a3b", version="v0.5",
+         options={"utilization": 0.85}),
 )
