@@ -19,7 +19,9 @@ v0.4.4, v0.4.5, v0.4.6, v0.4.6.post2, v0.4.7, v0.4.8, v0.4.10, v0.5.0rc0, v0.5.1
     the rest     T            dense MLP layers (moe_dense_tp_size None, the default), shared and routed experts
 
 A release before v0.4.3.post2 (not read) is taken as v0.4.3.post2; no release: the newest, v0.5.10. Other model
-files (qwen3_moe.py and the rest) are taken to follow deepseek_v2.py's layout (not read).
+files are taken to follow deepseek_v2.py's layout: at v0.5.10 qwen2.py, qwen2_moe.py (whose model Qwen3-MoE's
+qwen3_moe.py builds on) and gpt_oss.py do (the embedding over the attention TP group, the lm_head over TP); their
+earlier releases were not read.
 
 Shared-experts fusion, v0.4.6 - v0.4.6.x (deepseek_v2.py determine_n_share_experts_fusion): on compute capability
 9.0 and newer, a DeepseekV3ForCausalLM with 256 routed experts (DeepSeek-V3, R1; rooflab knows the architecture by
