@@ -267,7 +267,9 @@ def vllm_absorbed_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
 
     where kv_b's format is quantised (model.weight_format('attention')), else 0. From v0.8.0 in V0 and V1 alike
     (vllm v0.8.0, v0.8.4 and v0.10.2 vllm/attention/backends/mla/common.py and vllm/v1/attention/backends/mla/
-    common.py), to v0.20.x (VLLM_ABSORBED_RELEASES); made inside load_model, so 'Model loading took' counts them.
+    common.py), to v0.20.x (VLLM_ABSORBED_RELEASES; v0.20.2 vllm/model_executor/layers/attention/mla_attention.py,
+    whose get_and_maybe_dequant_weights in quantization/utils/quant_utils.py returns an unquantised weight .to()
+    its own dtype, uncopied); made inside load_model, so 'Model loading took' counts them.
     Not modelled: v0.7.x's absorption into q_proj and o_proj (W_Q_UK, W_UV_O: vllm v0.7.2 / v0.7.3
     vllm/attention/backends/mla/utils.py), ROCm AITER's fp8 copies (is_rocm_aiter_fp8bmm_enabled, v0.10.2), and
     the transient identity product. DeepSeek-R1 at TP 16: 61 x 512 x 8 x 256 x 2 = 127,926,272 bytes (0.119 GiB).
