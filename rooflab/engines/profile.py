@@ -12,7 +12,11 @@ buffers are freed before the sampler runs:
               block's intermediates: gate and up (2 F) and their product (F) of a dense MLP; q, k, v and the
               attention output; for a MoE, fused_moe's caches k (2 F' + F' + H) per token (vllm v0.6.x
               vllm/model_executor/layers/fused_moe/fused_moe.py, fused_experts: intermediate caches 1, 2 and 3,
-              in chunks of at most 32,768 tokens), F' = F / tp
+              in chunks of at most 32,768 tokens), F' = F / tp; under expert parallelism F' = F: the experts'
+              TP is 1 and each GPU runs whole experts (vllm v0.8.4 fused_moe/layer.py FusedMoE.__init__ "Set TP
+              size to 1 to adjust for EP"; v0.10.2 fused_moe/config.py FusedMoEParallelConfig.make, tp_size=1).
+              From v0.8.0 caches 1 and 3 share one buffer (cache13, M k max(2 F', H)); rooflab keeps the three
+              apart (not re-derived)
     sampler   R x V x s + T x H x b   (R requests, vocabulary V; the forward's output hidden states are still
               held while the sampler runs: vllm v0.10.0 gpu_model_runner.py profile_run keeps `hidden_states`
               beside the `last_hidden_states` it samples from; V0's execute_model likewise)
@@ -143,7 +147,7 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     requests = min(s.max_num_seqs, tokens)
     b = model_dtype(model).bytes
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
-    moe = _moe_elements(model, tp) * min(tokens, MOE_CHUNK_TOKENS) * b
+    moe = _moe_elements(model, 1 if s.expert_parallel > 1 else tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
     per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, s.flashinfer_sampler)
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
@@ -178,7 +182,8 @@ def _mlp_elements(model: ModelSpec, tp: int) -> int:
 
 
 def _moe_elements(model: ModelSpec, tp: int) -> int:
-    """Per token: fused_moe's caches, k x (2 F' + F' + H), F' = F / tp; 0 for a dense model."""
+    """Per token: fused_moe's caches, k x (2 F' + F' + H), F' = F / tp (`tp` the experts' TP: 1 under EP); 0 for
+    a dense model."""
     if not model.is_moe:
         return 0
     f = model.ffn_size // tp

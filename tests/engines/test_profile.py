@@ -164,3 +164,19 @@ def test_release_refused_naming_it(version, release, words):
     with pytest.raises(InputError, match="EngineSettings.release") as err:
         vllm(version, release=release)
     assert words in str(err.value)
+
+
+def test_moe_caches_take_whole_experts_under_expert_parallelism():
+    """Under EP vLLM's experts run with TP 1 (vllm v0.8.4 fused_moe/layer.py FusedMoE.__init__; v0.10.2
+    fused_moe/config.py FusedMoEParallelConfig.make), so fused_moe's caches are k (3 F + H) a token, not F / TP.
+    DeepSeek-R1 (config.json: hidden 7,168, moe_intermediate_size 2,048, top-8) at TP 16 + EP 16 under vLLM V1 v0.8,
+    32,768 tokens (set 5's log's max_num_batched_tokens; one fused_moe chunk), bf16:
+        8 x (3 x 2,048 + 7,168) x 32,768 x 2 = 6,979,321,856  + the residual stream 32,768 x 3 x 7,168 x 2
+        = 1,409,286,144:  8,388,608,000 B, above the sampler (256 x 129,280 x 15 + 256 x 7,168 x 2);
+    without EP F / 16 = 128: 8 x (384 + 7,168) x 32,768 x 2 + 1,409,286,144 = 5,368,709,120 B."""
+    model = load_model("deepseek-v3")
+    common = dict(tensor_parallel=16, max_num_batched_tokens=32768, max_num_seqs=256, max_model_len=32768)
+    ep = profile_run(model, resolve(vllm("v0.8", expert_parallel=16, **common), model, H100))
+    assert ep.forward_bytes == ep.peak_bytes == 8_388_608_000
+    assert ep.sampler_bytes == 256 * 129280 * 15 + 256 * 7168 * 2
+    assert profile_run(model, resolve(vllm("v0.8", **common), model, H100)).forward_bytes == 5_368_709_120
