@@ -2,18 +2,19 @@
 fields of benchmarks/engine_logs_heldout.Case (log, engine, gpu_label, model_label, gpu, model, version, options),
 each as the log or its post states it; written before any prediction, replay or parse was run on these logs.
 
-Identifications that are not names (heldout6/SOURCES-sglang.md says so too): DeepSeek-R1 and DeepSeek-V3 to the
-bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 2025, 96 GB) to h20; H200 to h200-sxm;
-"NVIDIA GeForce RTX 4090" to rtx-4090; "NVIDIA H100 80GB HBM3" to h100-sxm; Qwen3-30B-A3B-FP8 to the bundled
-qwen3-30b-a3b with block-FP8 weights (its checkpoint's [128, 128] blocks, as CASES5's Qwen3-235B-A22B-FP8);
-"RTX PRO 6000 Blackwell (96GB)" to rtx-pro-6000; MiniMax-M2.5-NVFP4 to the bundled minimax-m2.5 with nvfp4 weights (the
-post: NVFP4 on the expert MLPs, attention in BF16; rooflab takes one weight format). SGLang
-0.4.x is the 'v0.4' accounting (as CASES5), with `release` only where the log or its post prints one; the 2026 SGLang
-main builds (March: a nightly wheel; June: commit ebaf86d4, a v0.5 release line past 0.5.10; August: unnamed) and the August 2026 sglang-kt
-0.7.0 fork (kvcache-ai's, sglang.__version__ 0.0.0.dev0) are 'v0.5', the nearest
-accounting rooflab has (EngineSettings takes no release for it). Settings rooflab has no field for (bench_one_batch,
-CUDA-graph and torch.compile flags, Kubernetes / LWS, the attention backend, SGLang's KTransformers expert offload
-(kt_num_gpu_experts 0 or 32: the other routed experts on the CPU)) are in each log's line 1.
+Identifications that are not names (heldout6/SOURCES-sglang.md says so too): DeepSeek-R1, DeepSeek-R1-0528 and
+DeepSeek-V3 to the bundled deepseek-v3 (the same published architecture, as CASES5); "H20" (Feb 2025, 96 GB) to h20;
+H200 to h200-sxm; "NVIDIA GeForce RTX 4090" to rtx-4090; "NVIDIA H100 80GB HBM3" to h100-sxm; "RTX PRO 6000 Blackwell
+(96GB)" to rtx-pro-6000; Qwen3-30B-A3B-FP8 to the bundled qwen3-30b-a3b with block-FP8 weights (its checkpoint's
+[128, 128] blocks, as CASES5's Qwen3-235B-A22B-FP8); MiniMax-M2.5-NVFP4 to the bundled minimax-m2.5 with nvfp4 weights
+(the post: NVFP4 on the expert MLPs, attention in BF16; rooflab takes one weight format). SGLang 0.4.x is the 'v0.4'
+accounting (as CASES5), with `release` only where the log or its post prints one; the 2026 SGLang builds (a March
+nightly wheel, June main at ebaf86d4, a v0.5 line past 0.5.10, August main, and the August sglang-kt 0.7.0 fork,
+kvcache-ai's, sglang.__version__ 0.0.0.dev0) are 'v0.5', the nearest accounting rooflab has (EngineSettings takes no
+release for it). `utilization` is given where the command or the printed server_args states mem_fraction_static.
+Settings rooflab has no field for (bench_one_batch, CUDA-graph and torch.compile flags, Kubernetes / LWS, the attention
+backend, SGLang's KTransformers expert offload: kt_num_gpu_experts 0 or 32, the other routed experts on the CPU) are in
+each log's line 1.
 """
 
 from rooflab.units import WeightFormat
