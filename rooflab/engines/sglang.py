@@ -34,11 +34,13 @@ Default f (mem_fraction_static) when --mem-fraction-static is not given:
     sglang-v0.5  round((M - R) / M, 3), M = nvidia-smi's total in MiB, R = 512 + 1.5 max(chunked_prefill_size,
                  2048) + 2 cuda_graph_max_bs + 1024 tp / 8 MiB, at least 10 GiB on GPUs over 60 GiB; the
                  chunked prefill size and graph batch by GPU memory (sglang v0.5.10 server_args.py:1141-1330):
-                 H100 at TP 1: R = 13,440 MiB, f = 0.835. With DP attention (--dp N) R adds 3 N cuda_graph_max_bs
-                 MiB, and 1.5 N cuda_graph_max_bs more where cuda_graph_max_bs > 300, before the 10 GiB floor
-                 (v0.5.3 server_args.py:650-658 to v0.5.10 :1294-1302; the chunked prefill size is divided by N
-                 only after, in _handle_data_parallelism). Not modelled: v0.5.10's piecewise CUDA graph reserve
-                 (on by default there: + 8 MiB a captured size, 1.5 GiB for MLA)
+                 H100 at TP 1: R = 13,440 MiB, f = 0.835 (v0.5.3 - v0.5.9). With DP attention (--dp N) R adds
+                 3 N cuda_graph_max_bs MiB, and 1.5 N cuda_graph_max_bs more where cuda_graph_max_bs > 300, before
+                 the 10 GiB floor (v0.5.3 server_args.py:650-658 to v0.5.10 :1294-1302; the chunked prefill size is
+                 divided by N only after, in _handle_data_parallelism). From v0.5.10 (and with no release) R adds
+                 the piecewise CUDA graphs' reserve where they are on (piecewise_reserve_mib: 8 MiB a captured size,
+                 1.5 GiB for MLA, off under DP attention): a dense model on an H100 at TP 1, 58 sizes up to 8,192,
+                 R = 13,904 MiB, f = 0.830
 
 Memory other processes hold (--memory-in-use M) is not free when SGLang measures: pre shrinks by M, the pool by
 f M, and the margin (1 - f) pre by the rest.
@@ -129,9 +131,11 @@ SGLANG_V0_4_FRACTIONS = (
 
 def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec,
                      release: tuple[int, ...] | None = None, pipeline_parallel: int = 1,
-                     dp_attention: bool = False, attention_data_parallel: int | None = None) -> float:
+                     dp_attention: bool = False, attention_data_parallel: int | None = None,
+                     piecewise_mib: float = 0.0) -> float:
     """mem_fraction_static when none is given, by accounting and (sglang-v0.4) release (module docstring);
-    `attention_data_parallel` is --dp under `dp_attention` (None: the TP size)."""
+    `attention_data_parallel` is --dp under `dp_attention` (None: the TP size); `piecewise_mib` sglang-v0.5's
+    piecewise CUDA-graph reserve (piecewise_reserve_mib; 0 where it is off)."""
     tp = tensor_parallel
     total_mib = gpu.hbm_capacity_bytes / MiB
     if accounting is Accounting.sglang_v0_4:
@@ -141,6 +145,7 @@ def default_fraction(accounting: Accounting, tensor_parallel: int, gpu: GpuSpec,
     if dp_attention:
         dp = attention_data_parallel or tp
         reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
+    reserved += piecewise_mib
     if total_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((total_mib - reserved) / total_mib, 3)
@@ -167,6 +172,37 @@ def _v0_4_fraction(release: tuple[int, ...], tp: int, pp: int, total_mib: float,
     return f
 
 
+#: The token counts SGLang v0.5.10 captures piecewise CUDA graphs at, up to its max (server_args.py
+#: _generate_piecewise_cuda_graph_tokens): 4-32 by 4, 48-256 by 16, 288-512 by 32, 576-1024 by 64, 1280-4096 by
+#: 256, then by 512.
+PIECEWISE_SIZES = (tuple(range(4, 33, 4)) + tuple(range(48, 257, 16)) + tuple(range(288, 513, 32))
+                   + tuple(range(576, 1025, 64)) + tuple(range(1280, 4097, 256)))
+
+
+def piecewise_reserve_mib(model: ModelSpec, s: Resolved, gpu: GpuSpec) -> float:
+    """sglang-v0.5's reserve for piecewise CUDA graphs, MiB: on by default from v0.5.10 (disable_piecewise_cuda_graph
+    False; v0.5.4 - v0.5.9 only with --enable-piecewise-cuda-graph, v0.5.3 has none), 8 MiB a captured size up to
+    the chunked prefill size (4,096 for a Llama-2 path), 1.5 GiB flat for an MLA model; 0 where
+    _handle_piecewise_cuda_graph turns it off: DP attention, --pp, LoRA, a GPU that is not NVIDIA's, a multimodal
+    model, DeepSeek-V3.2-style indexers and Gated DeltaNet layers (the disabled architectures, known here by those
+    layers). Speculative decoding, torch.compile and the other off switches are not settings here. Read from sglang
+    v0.5.10 server_args.py :1077-1140 and :1241-1311."""
+    if s.accounting is not Accounting.sglang_v0_5 or (s.release is not None and tuple(s.release) < (0, 5, 10)):
+        return 0.0
+    layers = model.layer_types.values()
+    off = (s.attention_data_parallel > 1 or s.pipeline_parallel > 1 or s.enable_lora or model.vision_parameters
+           or (gpu.vendor or "NVIDIA").upper() != "NVIDIA"
+           or any(t.index_head_dim or t.linear_mixer is LinearMixer.gated_deltanet for t in layers))
+    if off:
+        return 0.0
+    if any(t.is_latent for t in layers):
+        return 1.5 * 1024
+    chunk, _ = _gpu_defaults(gpu.hbm_capacity_bytes / GiB, s.tensor_parallel)
+    top = min(chunk, 4096) if "llama-2" in model.name.lower() else chunk
+    sizes = [n for n in PIECEWISE_SIZES + tuple(range(4608, top + 1, 512)) if n <= top]
+    return 8.0 * len(sizes)
+
+
 def _gpu_defaults(total_gib: float, tp: int) -> tuple[int, int]:
     """chunked_prefill_size and cuda_graph_max_bs by GPU memory (sglang v0.5.10 server_args.py:1165-1222)."""
     if total_gib < 20:
@@ -187,7 +223,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     terms (explain.py's unattributed remainder) come off the pool too."""
     f = s.utilization if s.utilization is not None else default_fraction(
         s.accounting, s.tensor_parallel, gpu, s.release, s.pipeline_parallel, s.attention_data_parallel > 1,
-        s.attention_data_parallel)
+        s.attention_data_parallel, piecewise_reserve_mib(model, s, gpu))
     cell = sglang_cell(model, s)
     margin = int(pre * (1 - f))
     lora = lora_term(model, s, Engine.sglang)

@@ -124,3 +124,30 @@ def test_v0_5_reserve_grows_with_dp_attention_by_hand():
         (total - 33_280) / total, 3)
     assert default_fraction(v05, 8, H100, dp_attention=True, attention_data_parallel=2) == round(
         (total - 14_848 - 512 * 2 * 4.5) / total, 3)
+
+
+def test_v0_5_10_reserves_piecewise_cuda_graphs_where_they_are_on():
+    """sglang v0.5.10 server_args.py: piecewise CUDA graphs on by default, captured at 4-32 by 4 (8), 48-256 by 16
+    (14), 288-512 by 32 (8), 576-1024 by 64 (8), 1280-4096 by 256 (12), 4608-8192 by 512 (8) tokens up to the
+    chunked prefill size 8,192 on an H100: 58 sizes x 8 MiB = 464 MiB more reserve (R 13,440 -> 13,904 MiB of
+    81,559: f 0.835 -> 0.830); a Llama-2 path stops at 4,096 (50 sizes); MLA 1.5 GiB flat; off under DP attention,
+    with LoRA, on AMD parts, and before v0.5.10."""
+    from rooflab import load_model
+    from rooflab.engines import EngineSettings, engine_capacity
+    from rooflab.engines.sglang import piecewise_reserve_mib
+    from rooflab.engines.settings import resolve
+    v05 = parse_accounting("sglang", "v0.5")
+    llama, llama2, v3 = load_model("llama-3-8b"), load_model("llama-2-7b"), load_model("deepseek-v3")
+
+    def reserve(model, gpu=H100, **kw):
+        settings = EngineSettings(v05, max_model_len=4096, **kw)
+        return piecewise_reserve_mib(model, resolve(settings, model, gpu), gpu)
+
+    assert reserve(llama) == 58 * 8 and reserve(llama, release=(0, 5, 10)) == 58 * 8
+    assert reserve(llama2) == 50 * 8 and reserve(v3, tensor_parallel=8) == 1.5 * 1024
+    assert reserve(llama, release=(0, 5, 9)) == 0 and reserve(llama, enable_lora=True) == 0
+    assert reserve(v3, tensor_parallel=8, attention_data_parallel=8) == 0
+    assert reserve(llama, gpu=load_gpu("mi300x")) == 0
+    total = H100.hbm_capacity_bytes / MiB
+    assert engine_capacity(llama, H100, EngineSettings(v05, max_model_len=4096)).utilization == round(
+        (total - 13_904) / total, 3) == 0.830
