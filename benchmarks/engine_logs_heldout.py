@@ -362,11 +362,12 @@ CASES5 = (
                   "weight_format": WeightFormat.of("bf16", "the weight format")}),
 )
 
-#: Set 6 (heldout6/): its cases live in two files, one a collector (vLLM, SGLang), written before the freeze.
+#: Set 6 (heldout6/): its cases live in three files, one a collector (vLLM, SGLang, vLLM 2), written before the freeze.
 from heldout6_cases_sglang import CASES as _CASES6_SGLANG  # noqa: E402
 from heldout6_cases_vllm import CASES as _CASES6_VLLM  # noqa: E402
+from heldout6_cases_vllm2 import CASES as _CASES6_VLLM2  # noqa: E402
 
-CASES6 = tuple(Case(**case) for case in _CASES6_VLLM + _CASES6_SGLANG)
+CASES6 = tuple(Case(**case) for case in _CASES6_VLLM + _CASES6_SGLANG + _CASES6_VLLM2)
 
 SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4),
         "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6)}
