@@ -181,11 +181,11 @@ def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None =
     if version.release is None:
         raise InputError(f"--vllm-use-v1 {int(use_v1)} contradicts --engine-version {text} "
                          f"({version.accounting.releases}); give a release (0.8.4) or the other engine's label")
-    other = [a for a in Accounting if a.engine is engine and a.is_v1 is use_v1 and in_range(a, version.release)]
-    if not other:
+    other = accounting_of(engine, version.release, use_v1)
+    if other is None:
         raise InputError(f"--vllm-use-v1 {int(use_v1)}: vLLM {release_text(version.release)} has no "
                          f"{'V1' if use_v1 else 'V0'} engine rooflab models (V0 to v0.10.x, V1 from v0.8.0)")
-    return EngineVersion(other[0], version.release)
+    return EngineVersion(other, version.release)
 
 
 def _engine_version(engine: Engine, text: str | None) -> EngineVersion:
