@@ -1589,10 +1589,11 @@ def number2_inputs() -> Iterator[Input]:
                                                                          "u x total - stage 0's weights"))
     yield n("vLLM V1 PP 3,1 blocks", lambda f: _field(f, v1_pp, "num_blocks", kv_pp // (16 * 3 * TINY_KV_LAYER),
                                                       "floor(KV / (16 x 3 x 512))"))
-    # SGLang: mem_fraction_static applies to the free memory: 4 GiB held by others costs 0.835 x 4 GiB of KV
+    # SGLang: mem_fraction_static applies to the free memory: 4 GiB held by others costs f x 4 GiB of KV, f = 0.830
+    # at v0.5.10 on an H100 (R = 13,440 MiB + the piecewise CUDA graphs' 58 x 8 MiB = 13,904 of 81,559)
     sg = ["capacity", "-m", "c", "-g", "h100-sxm", "--max-model-len", "4096", "--engine", "sglang", "-f", "json"]
     yield n("SGLang memory in use 4 GiB", lambda f: _difference(
-        f, sg, sg + ["--memory-in-use", "4GiB"], "kv_cache_bytes", 0.835 * (4 << 30), "0.835 x 4 GiB"))
+        f, sg, sg + ["--memory-in-use", "4GiB"], "kv_cache_bytes", 0.830 * (4 << 30), "0.830 x 4 GiB"))
     # LoRA buffers (vLLM create_lora_weights: A (slots, 1, r, in), B (slots, 1, out, r) per slice), Llama 3 8B
     # (H 4096, 32 x 128 query heads, 8 KV heads, F 14336, 32 layers, bf16), r 16, one slot, TP 1, per layer:
     # qkv A 3 x 16 x 4096 + B 16 x (4096 + 1024 + 1024); o A 16 x 4096 + B 4096 x 16; gate_up A 2 x 16 x 4096 +
@@ -1604,8 +1605,10 @@ def number2_inputs() -> Iterator[Input]:
         yield n(f"vLLM LoRA buffers {' '.join(extra) or 'r 16, one slot'}", lambda f, e=extra, x=expect: _term(
             f, lora + e, "lora_buffers", x, "per layer A + B elements x 32 x 2 bytes"))
     # SGLang allocates its LoRA pool (8 slots by default) after the weights, before the KV pool: the KV cache falls
-    # by exactly the pool, 8 x 83,886,080 bytes at rank 16
-    sg_lora = ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", "--engine", "sglang", "-f", "json"]
+    # by exactly the pool, 8 x 83,886,080 bytes at rank 16, at v0.5.9 (from v0.5.10 LoRA also turns the piecewise
+    # CUDA graphs off, and their reserve with them: engines/sglang.py piecewise_reserve_mib)
+    sg_lora = ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", "--engine", "sglang", "--engine-version", "0.5.9",
+               "-f", "json"]
     yield n("SGLang LoRA pool comes off the KV cache", lambda f: _difference(
         f, sg_lora, sg_lora + ["--enable-lora", "--max-lora-rank", "16"], "kv_cache_bytes", 8 * 83_886_080,
         "8 slots x 83,886,080"))
