@@ -33,6 +33,10 @@ signs in each numeric option class, each either refused naming the option or rea
 A second tester's closing5 siblings (_siblings5): plot's image (-o) onto the chart's inputs through a link, the GPU
 YAML a campaign names as validate's / fit's / plot validation's input, $COLUMNS in non-ASCII digits, float options'
 non-ASCII separators, int<b>_g<group> in non-ASCII digits.
+Session 12: session12 (--engine-version as a release or a label on capacity, the step, serve and explain, --vllm-use-v1,
+the labels against their newest releases, a logged release against the option, SGLang's DP-attention weights by
+release on capacity and the step (three hand figures), the step's fp8 GEMM fit on seven GPUs, Ctrl-C during `rooflab
+bench` (the GPU stubbed) and between plot's image and --data).
 
 Invariants (tests/fuzz_support.py: problems_of): no traceback; exit 0 or 2 only; on 2 one or two lines on stderr,
 'error:' first, naming the option, file, field or value; strict JSON; no file left but the requested output; no
@@ -2820,13 +2824,342 @@ def _siblings5() -> Iterator[Input]:
 
 # --- running ----------------------------------------------------------------------------------------------------
 
+# session12: what session 12 changed. --engine-version as a release or a label (f713b89, eddc435, df89b32, 6443df1),
+# SGLang's DP-attention weight splits by release (f5dd6ee, cda3c0c) on capacity and the step, the step's fp8 GEMM fit
+# (ad80b94) and Ctrl-C once a command's first file is in place (fd0d215).
+
+#: --engine-version spellings: releases in and out of range, prereleases, local tags, case, whitespace, non-ASCII.
+VERSIONS12 = ["0.0.1", "0.30", "99.0", "1.0", "0.11.0rc1", "0.8.5.dev1", "0.7.4.dev0+g1234", "0.10.1+cu128",
+              " 0.10.1 ", "\t0.10.1\n", "", " ", "V0.8.4", "V0.10.1", "V99.0", "V0.4.6", "V0.5.3", "V1", "v1 (0.11+)",
+              "0.8", "0.9", "0.10", "0.6", "0.2", "0.2.4", "0.6.4.post1", "0.4.6.post2", "0.5.2", "0.5.3", "0.5.10",
+              "0.5.11", "0.5", "0.4", "v0.5", "sglang-v0.5", "vllm-v1", "vllm-0.10.1", "sglang-0.4.6", "0.10.1.1",
+              "0.10." + "9" * 58, "0.10.99999", "0.9.1rc1", "0.8.0rc1", "0.20.99", "0.21", "0.6.3.post1",
+              "\uff10.10.1", "0\u0660.10", "\u22120.10.1", "+0.10.1", "-0.10.1", "0.10.1\u00a0", "\u00a0v1", "v0.10.1a",
+              "0.10.1-post1", "0.10.1rc", "0x0.10", "0_10_1", "0.10.1 ; rm", "1e3", "nan", "0.10.1" * 11, "v" * 70,
+              "0.8.4", "v0.8.4", "0.7.3", "0.6.5", "0.4.3.post2", "0.1.17", "0.1.16", "0.4.5", "0.4.4"]
+_RELEASE12 = re.compile(r"(?i)\s*v?[0-9]+(\.[0-9]+)+.*")
+
+
+def _version12(folder: Path, engine: str, value: str) -> list[str]:
+    """capacity --engine E --engine-version V: every invariant; on exit 0 the engine is E's, a release spelled with
+    a capital V reads as the same release with a small one, and a refusal names --engine-version, not an API field."""
+    base = ["capacity", "-m", "qwen3-30b-a3b", "-g", "h200-sxm", "--engine", engine, "-f", "json"]
+    doc, problems, out = _run3(folder, base + ["--engine-version", value], idents=["--engine-version"])
+    if problems:
+        return problems
+    if out.code == 2 and "EngineSettings" in out.stderr:
+        return [f"--engine-version {value!r} refused naming an API field: {out.stderr.strip()[:200]}"]
+    if doc is None:
+        return []
+    if doc["engine"] != engine:
+        return [f"--engine {engine} --engine-version {value!r} planned as {doc['engine']} ({doc['accounting']}, "
+                f"{doc['releases']})"]
+    if _RELEASE12.fullmatch(value) and value.strip()[:1] == "V":
+        small, p2, o2 = _run3(folder, base + ["--engine-version", "v" + value.strip()[1:]])
+        if o2.code != 0 or (small["accounting"], small["releases"]) != (doc["accounting"], doc["releases"]):
+            return [f"--engine-version {value!r} reads as {doc['accounting']} ({doc['releases']}); 'v{value.strip()[1:]}'"
+                    f" as {small['accounting'] + ' (' + small['releases'] + ')' if small else 'exit ' + str(o2.code)}"]
+    return []
+
+
+#: A label and the release the docs say it stands for (EngineVersion: 'None: a label, the accounting's newest').
+LABELS12 = [("vllm", "v0.2", "0.6.3"), ("vllm", "v0.6.4", "0.6.4"), ("vllm", "v0.6.4", "0.6.4.post1"),
+            ("vllm", "v0.8", "0.9.0.1"), ("vllm", "v0.8", "0.9.0"), ("vllm", "v1", "0.20.2"), ("vllm", "v1", "0.20"),
+            ("sglang", "v0.4", "0.5.2"), ("sglang", "v0.5", "0.5.10")]
+
+
+def _label12(folder: Path, model: list[str], engine: str, label: str, release: str) -> list[str]:
+    """The label's figures are its newest release's (every term, the kv_cache_bytes)."""
+    base = ["capacity", *model, "-g", "h200-sxm", "--engine", engine, "-f", "json"]
+    a, p1, _ = _run3(folder, base + ["--engine-version", label], expect=0)
+    b, p2, _ = _run3(folder, base + ["--engine-version", release], expect=0)
+    if p1 or p2:
+        return (p1 + p2)[:1]
+    ta = {t["name"]: t["bytes"] for t in a["terms"]}
+    tb = {t["name"]: t["bytes"] for t in b["terms"]}
+    if (a["kv_cache_bytes"], ta, a["utilization"]) != (b["kv_cache_bytes"], tb, b["utilization"]):
+        diff = {k: (ta.get(k), tb.get(k)) for k in set(ta) | set(tb) if ta.get(k) != tb.get(k)}
+        return [f"{engine} label {label}: KV {a['kv_cache_bytes']:,} (utilisation {a['utilization']}), release {release}:"
+                f" KV {b['kv_cache_bytes']:,} (utilisation {b['utilization']}); terms differ {diff}"]
+    return []
+
+
+HELDOUT4_V0_11_2 = ROOT / "tests/data/engine_logs/heldout4/vllm-v1-llama-3-8b-instruct-h200-maxlen1024.log"
+
+
+def _log12(folder: Path, extra: list[str], why: str) -> list[str]:
+    """A V1 v0.11.2 log with an option that contradicts it: refused naming the option (as 0.10.1 is)."""
+    args = ["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine-log", str(HELDOUT4_V0_11_2), "-f", "json"]
+    doc, problems, out = _run3(folder, args + extra, idents=[extra[0]])
+    if problems:
+        return problems
+    if out.code == 0:
+        return [f"{' '.join(extra)} with a V1 v0.11.2 log: exit 0 as {doc['accounting']} ({doc['releases']}); {why}"]
+    return []
+
+
+def _step_weights12(folder: Path, model: str, tp: int, dp: int, release: str, ep: int = 1) -> list[str]:
+    """report --phase step --engine sglang --engine-version R under DP attention: its weights per GPU are
+    capacity.gpu_weight_bytes with weight_split.dp_attention_splits at R (the one rule capacity --engine uses), and
+    it refuses what capacity --engine refuses."""
+    from rooflab.capacity import gpu_weight_bytes
+    from rooflab.capacity.weight_split import dp_attention_splits
+    from rooflab.load import load_model
+
+    dep = ["-tp", str(tp), "--enable-dp-attention", "--dp", str(dp)] + (["--ep", str(ep)] if ep > 1 else [])
+    cap, p1, o1 = _run3(folder, ["capacity", "-m", model, "-g", "h200-sxm", "--engine", "sglang", "--engine-version",
+                                 release, *dep, "-f", "json"])
+    step, p2, o2 = _run3(folder, ["report", "--phase", "step", "-m", model, "-g", "h200-sxm", "-b", "8", "-L", "1024",
+                                  "--engine", "sglang", "--engine-version", release, *dep, "-f", "json"])
+    if p1 or p2:
+        return (p1 + p2)[:1]
+    if (o1.code == 2) != (o2.code == 2):
+        return [f"capacity exit {o1.code}, step exit {o2.code} at SGLang {release} TP {tp} DP {dp}: "
+                f"{(o1.stderr or o2.stderr).strip()[:200]}"]
+    if o1.code or o2.code:
+        return []
+    r = tuple(int(n) for n in release.split("."))
+    expect = gpu_weight_bytes(load_model(model), None, tp, ep, dp, None, dp_attention_splits(tp, dp, r))
+    got = int(step["weight_bytes_per_gpu"])
+    if got != expect:
+        return [f"step weights {got:,} B a GPU at SGLang {release} TP {tp} DP {dp}; capacity's rule at that release "
+                f"{expect:,} ({dp_attention_splits(tp, dp, r)})"]
+    return []
+
+
+def _dp_hand12(folder: Path) -> list[str]:
+    """Three hand figures. DeepSeek-V3 TP 8 DP 8 (SGLang): v0.4.4 keeps the lm_head whole, v0.4.5 splits it 8 ways:
+    129,280 x 7,168 x 2 B x 7/8 x (671e9 published / derived parameters). DP 2: v0.5.7 keeps the embedding whole,
+    v0.5.8 splits it 4 ways: x 3/4. Llama-3-70B TP 8 DP 2 (rooflab's bound, cda3c0c): weights embeddings / 4 + lm_head
+    / 8 + attention / 4 + MLP and norms / 8 = 525,336,576 + 262,668,288 + 6,039,797,760 + 14,092,861,440 + 329,728 =
+    20,920,993,792 B; (135,679,338,086 - that) // (4,096 x 81,920) x 2 = 684 sequences."""
+    from rooflab.load import load_model
+
+    m = load_model("deepseek-v3")
+    scale = m.total_parameters / m.parameters.total
+    out = []
+
+    def weights(rel, dp):
+        doc, p, _ = _run3(folder, ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--engine", "sglang", "-tp", "8",
+                                   "--enable-dp-attention", "--dp", str(dp), "--engine-version", rel, "-f", "json"],
+                          expect=0)
+        out.extend(p)
+        terms = {t["name"]: t for t in doc["terms"]} if doc else {}
+        return terms.get("weights", {}).get("bytes", 0), terms.get("weights", {}).get("source", "")
+
+    w44, s44 = weights("0.4.4", 8)
+    w45, s45 = weights("0.4.5", 8)
+    vh = 129_280 * 7_168 * 2
+    absorbed = 61 * 512 * 128 * 256          # one rank's kv_b (attention TP 1), fp8 at both releases
+    if "(0.953 GiB)" not in s44 or "(0.953 GiB)" not in s45:
+        out.append(f"absorbed copies not 61 x 512 x 128 x 256 x 1 = {absorbed:,} B at 0.4.4 / 0.4.5: {s44[-60:]}")
+    if abs((w44 - w45) - vh * 7 / 8 * scale) > 8:
+        out.append(f"lm_head whole (0.4.4) - over 8 (0.4.5) = {w44 - w45:,}; hand {vh * 7 / 8 * scale:,.0f}")
+    w57, _ = weights("0.5.7", 2)
+    w58, _ = weights("0.5.8", 2)
+    if abs((w57 - w58) - vh * 3 / 4 * scale) > 8:
+        out.append(f"embedding whole (0.5.7) - over 4 (0.5.8) = {w57 - w58:,}; hand {vh * 3 / 4 * scale:,.0f}")
+    doc, p, _ = _run3(folder, ["capacity", "-m", "llama-3-70b", "-g", "h200-sxm", "--tp", "8", "--enable-dp-attention",
+                               "--dp", "2", "-L", "4096", "-f", "json"], expect=0)
+    out.extend(p)
+    if doc and (doc["weights_bytes"], doc["kv_bytes_per_token"], doc["max_sequences_paged"]) != (20_920_993_792, 81_920,
+                                                                                                 684):
+        out.append(f"Llama-3-70B TP 8 DP 2: {doc['weights_bytes']:,} B, {doc['kv_bytes_per_token']:,} B a token, "
+                   f"{doc['max_sequences_paged']} sequences; hand 20,920,993,792, 81,920, 684")
+    return out
+
+
+def _vllm_dp_attention12(folder: Path) -> list[str]:
+    """--enable-dp-attention is SGLang's switch: under --engine vllm it is refused, or at least vLLM's MLA copies
+    follow the attention split its weights line applies (attention / 4: each rank's kv_b has 128 / 4 heads)."""
+    doc, problems, out = _run3(folder, ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8",
+                                        "--enable-dp-attention", "--dp", "2", "--engine", "vllm", "-f", "json"],
+                               idents=["--enable-dp-attention"])
+    if problems or out.code == 2:
+        return problems
+    src = next(t["source"] for t in doc["terms"] if t["name"].startswith("weights"))
+    if "attention / 4" in src and "(0.477 GiB)" not in src:
+        return [f"vLLM accounting under SGLang's --enable-dp-attention: '{src[40:]}': attention over 4 GPUs but the "
+                "absorbed W_UK_T / W_UV over 8 (61 x 512 x 32 x 256 x 2 = 0.477 GiB expected)"]
+    return []
+
+
+def _fp8_step12(folder: Path, gpu: str, model: str, extra: list[str]) -> list[str]:
+    """The step with fp8 GEMMs: every invariant; no row predicted below its floor; fp8 rows name torch_scaled_mm
+    where the H200's fits transfer (NVIDIA fp8 GPUs), and no note says a fit priced what nothing priced."""
+    tp = ["-tp", "8"] if model in ("deepseek-v3", "llama-3-70b") else []
+    doc, problems, out = _run3(folder, ["report", "--phase", "step", "-m", model, "-g", gpu, *tp, "-b", "16", "-L",
+                                        "1024", *extra, "-f", "json"], idents=["--weight-dtype", "--gemm-dtype", "-q",
+                                                                              gpu, "fp8", "dense_tensor_flop_per_s"])
+    if problems or doc is None:
+        return problems
+    bad = []
+    for r in doc["rows"]:
+        tp_, tf = r.get("t_predicted_s"), r.get("t_floor_s")
+        if tp_ is not None and tf is not None and tp_ < tf * (1 - 1e-9):
+            bad.append(f"{r['label']}: predicted {tp_:.3e} s below its floor {tf:.3e} s")
+        if r.get("variant") == "gemm" and r.get("predicted_impl") and r["predicted_impl"] not in (r.get("source") or ""):
+            bad.append(f"{r['label']}: predicted_impl {r['predicted_impl']} but source '{r.get('source')}'")
+    if doc.get("t_predicted_s") is None and any("priced as the bf16 cuBLAS fit" in n for n in doc["notes"]):
+        bad.append(f"no prediction on {gpu}, yet a note says: "
+                   f"'{next(n for n in doc['notes'] if 'priced as the bf16' in n)}'")
+    return bad
+
+
+_BENCH_STUB12 = r"""
+import sys, time
+import rooflab.measure.device as dev
+import rooflab.measure.run as mrun
+from rooflab.measure.run import BenchResult
+dev.device_name = lambda: "NVIDIA H200"
+dev.check_spec_matches = lambda spec, name: None
+dev.default_spec = lambda: "h200-sxm"
+dev.metadata = lambda command, spec: {"command": command, "gpu_spec": spec}
+def fake_run(cases, l2_bytes, with_torch=True, repeats=20, progress=sys.stderr, seed=0, after_case=None):
+    result = BenchResult()
+    for i in range(10):
+        time.sleep(0.4)
+        print(f"case {i + 1}/10", file=sys.stderr, flush=True)
+        if after_case:
+            after_case(result)
+    return result
+mrun.run = fake_run
+sys.argv = ["rooflab", "bench", "-g", "h200-sxm", "-k", "gemm", "--quick", "-o", "b.csv", "--no-torch"]
+from rooflab._entry import main
+main()
+"""
+
+
+def _bench_ctrl_c12(folder: Path) -> list[str]:
+    """`rooflab bench` (the console script's entry, only the GPU stubbed: ten 0.4 s cases, run_to_file saving after
+    each as on a GPU) and Ctrl-C after its second case: it stops, exit 130, the cases so far kept (measure.run:
+    'a run cut short keeps what it measured')."""
+    (folder / "stub.py").write_text(_BENCH_STUB12)
+    proc = subprocess.Popen([sys.executable, "stub.py"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=CHILD_TIMEOUT_S)
+    cases = err.count("case ")
+    if proc.returncode != 130:
+        return [f"Ctrl-C after case 2 of 10: exit {proc.returncode} after {cases} cases ({out.strip()[-80:]!r}); "
+                "expected exit 130, the CSV of what was measured kept"]
+    return []
+
+
+def _plot_ctrl_c12(folder: Path, how: list[str]) -> list[str]:
+    """plot memory -o c.png --data d.json, Ctrl-C right after c.png is in place: both files and exit 0 (fd0d215)."""
+    stub = ("import os, signal, sys, time\nimport rooflab.plot.save as ps\nimport rooflab.plot as rp\norig = ps.save_figure\n"
+            "def patched(*a, **k):\n    r = orig(*a, **k)\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(0.2)\n"
+            "    return r\nps.save_figure = rp.save_figure = patched\nsys.argv = ['rooflab'] + sys.argv[1:]\n"
+            + ("from rooflab._entry import main\nmain()\n" if how == ["entry"] else "import runpy\n"
+               "runpy.run_module('rooflab', run_name='__main__')\n"))
+    (folder / "stub.py").write_text(stub)
+    proc = subprocess.run([sys.executable, "stub.py", "plot", "memory", "-m", "llama-3-8b", "-g", "h200-sxm", "-o",
+                           "c.png", "--data", "d.json"], cwd=folder, capture_output=True, text=True, env=_env(),
+                          timeout=CHILD_TIMEOUT_S, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    have = sorted(p.name for p in folder.iterdir() if p.name in ("c.png", "d.json"))
+    if proc.returncode != 0 or have != ["c.png", "d.json"]:
+        return [f"Ctrl-C between the image and --data ({how[0]}): exit {proc.returncode}, files {have}, "
+                f"{proc.stderr.strip()[-200:]!r}"]
+    return []
+
+
+def _use_v1_api12(folder: Path) -> list[str]:
+    """parse_engine_version's use_v1 given as VLLM_USE_V1's own 0 / 1: taken as False / True or refused naming it,
+    never a false statement about the release."""
+    from rooflab.engines.vocab import parse_engine_version
+    from rooflab.errors import InputError
+
+    out = []
+    for value, engine in ((0, "V0"), (1, "V1")):
+        try:
+            got = parse_engine_version("vllm", "0.8.4", value)
+        except InputError as exc:
+            if "has no" in str(exc):
+                out.append(f"parse_engine_version('vllm', '0.8.4', {value}): '{exc}' (0.8.4 ships {engine})")
+            continue
+        if got.accounting.is_v1 is not bool(value):
+            out.append(f"parse_engine_version('vllm', '0.8.4', {value}) -> {got}")
+    return out
+
+
+def session12_inputs() -> Iterator[Input]:
+    for engine in ("vllm", "sglang"):
+        for value in VERSIONS12:
+            yield Input("session12", f"capacity --engine {engine} --engine-version {value!r}"[:120],
+                        check=lambda f, e=engine, v=value: _version12(f, e, v))
+    for cmd in (["report", "--phase", "step", "-m", "qwen3-30b-a3b", "-g", "h200-sxm"],
+                ["serve", "-m", "llama-3-8b", "-g", "h100-sxm"],
+                ["explain", "--phase", "step", "-m", "llama-3-8b", "-g", "h100-sxm"]):
+        for engine in ("vllm", "sglang", "tensorrt-llm"):
+            for value in ("V0.9.0", "0.9.0", " 0.9.0", "", "0.9.0" * 14, "\uff10.9.0", "0.4.6.post2", "v1 (0.11+)"):
+                yield cli("session12", [*cmd, "--engine", engine, "--engine-version", value], idents=["--engine-version"],
+                          label=f"{' '.join(cmd[:3])} --engine {engine} --engine-version {value!r}"[:120])
+    for model in (["-m", "llama-3-8b", "--tp", "8"], ["-m", "qwen3-30b-a3b", "--tp", "8"], ["-m", "deepseek-v3", "--tp", "8"]):
+        for engine, label, release in LABELS12:
+            yield Input("session12", f"capacity {' '.join(model)} --engine {engine}: label {label} = {release}",
+                        check=lambda f, m=model, e=engine, l=label, r=release: _label12(f, m, e, l, r))
+    for extra in (["--vllm-use-v1", "0"], ["--vllm-use-v1", "1"], ["--vllm-use-v1", "2"], ["--vllm-use-v1", ""],
+                  ["--vllm-use-v1", "\uff10"], ["--vllm-use-v1", "0", "--vllm-use-v1", "1"],
+                  ["--vllm-use-v1", "0", "--engine-version", "0.8.4"], ["--vllm-use-v1", "0", "--engine-version", "0.11.0"],
+                  ["--vllm-use-v1", "1", "--engine-version", "0.7.3"], ["--vllm-use-v1", "0", "--engine-version", "v1"],
+                  ["--vllm-use-v1", "1", "--engine-version", "v0"], ["--vllm-use-v1", "0", "--engine-version", "V0.8.4"],
+                  ["--no-flashinfer", "--engine-version", "0.10.1"], ["--engine-version", "0.8.4", "--engine-version", "0.9.0"]):
+        for engine in ("vllm", "sglang"):
+            yield cli("session12", ["capacity", "-m", "qwen3-30b-a3b", "-g", "h200-sxm", "--engine", engine, *extra,
+                                    "-f", "json"], idents=[extra[0], "--engine-version", "--vllm-use-v1"], json_out=True)
+    for extra, why in ((["--engine-version", "0.8.4"], "0.10.1 is refused as contradicting the log's v0.11.2"),
+                       (["--engine-version", "V0.10.1"], "0.10.1 is refused as contradicting the log's v0.11.2"),
+                       (["--vllm-use-v1", "0"], "VLLM_USE_V1=0 contradicts a V1 engine line; silently ignored")):
+        yield Input("session12", f"capacity --engine-log <v0.11.2 V1 log> {' '.join(extra)}",
+                    check=lambda f, x=extra, w=why: _log12(f, x, w))
+    for model, tp, dps in (("deepseek-v3", 8, (1, 2, 4, 8)), ("qwen3-30b-a3b", 4, (1, 2, 4)), ("llama-3-70b", 8, (2, 8))):
+        for dp in dps:
+            for release in ("0.4.4", "0.4.5", "0.4.6", "0.4.7", "0.5.2", "0.5.7", "0.5.8", "0.5.10"):
+                yield Input("session12", f"step vs capacity weights: {model} SGLang {release} TP {tp} DP {dp}",
+                            check=lambda f, m=model, t=tp, d=dp, r=release: _step_weights12(f, m, t, d, r))
+    for model, tp in (("deepseek-v3", 8), ("qwen3-30b-a3b", 8), ("llama-3-70b", 8)):
+        for dp in (3, 16, 5, 1, 8):
+            for ep in ([], ["--ep", "8"], ["--ep", "3"]):
+                if ep and model == "llama-3-70b":
+                    continue
+                for engine in ([], ["--engine", "sglang"], ["--engine", "sglang", "--engine-version", "0.4.4"]):
+                    yield cli("session12", ["capacity", "-m", model, "-g", "h200-sxm", "--tp", str(tp),
+                                            "--enable-dp-attention", "--dp", str(dp), *ep, *engine, "-f", "json"],
+                              idents=["--dp", "--ep", "--enable-dp-attention", "--engine-version"], json_out=True)
+    yield Input("session12", "DP attention hand figures (DeepSeek-V3 lm_head / embedding by release; Llama-3-70B TP 8 DP 2)",
+                check=_dp_hand12)
+    yield Input("session12", "capacity --engine vllm --enable-dp-attention --dp 2 (DeepSeek-V3 TP 8)",
+                check=_vllm_dp_attention12)
+    for gpu in ("h200-sxm", "h100-sxm", "l40s", "a100-sxm-80gb", "t4", "mi300x", "b200"):
+        for model in ("llama-3-8b", "qwen3-30b-a3b", "deepseek-v3"):
+            for extra in (["--weight-dtype", "fp8"], ["--gemm-dtype", "fp8_e4m3"], ["-q", "fp8"],
+                          ["--weight-dtype", "fp8", "--enforce-eager"], ["--weight-dtype", "fp8", "--engine", "vllm"],
+                          ["--weight-dtype", "fp8", "--engine", "tensorrt-llm"]):
+                if model == "deepseek-v3" and extra[0] != "--weight-dtype":
+                    continue
+                yield Input("session12", f"report --phase step -m {model} -g {gpu} {' '.join(extra)}",
+                            check=lambda f, g=gpu, m=model, x=extra: _fp8_step12(f, g, m, x))
+    for gpu in ("h200-sxm", "h100-sxm", "mi300x"):
+        yield cli("session12", ["explain", "--phase", "step", "-m", "llama-3-8b", "-g", gpu, "--weight-dtype", "fp8",
+                                "--json"], json_out=True, idents=["--weight-dtype"])
+    yield Input("session12", "rooflab bench (GPU stubbed), Ctrl-C after case 2 of 10", check=_bench_ctrl_c12)
+    yield Input("session12", "plot memory -o c.png --data d.json, Ctrl-C between them (console entry)",
+                check=lambda f: _plot_ctrl_c12(f, ["entry"]))
+    yield Input("session12", "plot memory -o c.png --data d.json, Ctrl-C between them (python -m rooflab)",
+                check=lambda f: _plot_ctrl_c12(f, ["python -m"]))
+    yield Input("session12", "parse_engine_version(..., use_v1=0 / 1)", check=_use_v1_api12)
+
+
+
 CLASSES = {"hf_config": hf_inputs, "yaml_spec": yaml_inputs, "options": option_inputs, "files": file_inputs,
            "streams": stream_inputs, "signals": signal_inputs, "engine_logs": log_inputs,
            "environment": env_inputs, "api": api_inputs, "numbers": number_inputs,
            "options2": option2_inputs, "hf_config2": hf2_inputs, "api2": api2_inputs, "numbers2": number2_inputs,
            "classic2": classic2_inputs, "quant3": quant3_inputs, "sizes3": sizes3_inputs, "step3": step3_inputs,
            "memory3": memory3_inputs, "hybrid3": hybrid3_inputs, "amd3": amd3_inputs, "plot3": plot3_inputs,
-           "closing4": closing4_inputs, "closing5": closing5_inputs}
+           "closing4": closing4_inputs, "closing5": closing5_inputs, "session12": session12_inputs}
 
 
 def run_case(item: Input, folder: Path) -> list[str]:
