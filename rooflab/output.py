@@ -353,7 +353,8 @@ def _signals_raise():
             signal.signal(signum, previous)
 
 
-def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | str] = ()) -> Path:
+def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | str] = (),
+                 checkpoint: bool = False) -> Path:
     """Write `data` to `path` through a temporary file in the same folder and a rename.
 
     The file gets the mode the umask gives a new file (0666 & ~umask), or keeps the mode of the file it replaces.
@@ -361,19 +362,24 @@ def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | st
     file and leaves `path` as it was. Refused with an OutputError (check_writable): a path that is a folder, a
     missing folder, something that is not a regular file, a path equal to one of `inputs` (so a command never
     overwrites the file it reads), and any OSError, named with the path.
+
+    In the console script's process (finish_once_written) the rename of a command's output ends Ctrl-C's hold on
+    the command; a `checkpoint` (a campaign saving what it has measured so far, then measuring on) keeps Ctrl-C
+    live: an interrupt then stops the campaign with the last checkpoint kept.
     """
     path = check_writable(path, inputs)
     target = _resolve(path)            # through symbolic links: the link stays, its target is written
     with _signals_raise():
         try:
-            _replace(target, data.encode() if isinstance(data, str) else data)
+            _replace(target, data.encode() if isinstance(data, str) else data, finishing=not checkpoint)
         except OSError as exc:
             raise OutputError(f"cannot write {_shown_path(path)}: {exc.strerror or exc}") from None
     return path
 
 
-def _replace(target: Path, data: bytes) -> None:
-    """`data` into a new file beside `target`, then renamed over it; the new file is removed on any failure."""
+def _replace(target: Path, data: bytes, finishing: bool = True) -> None:
+    """`data` into a new file beside `target`, then renamed over it; the new file is removed on any failure.
+    `finishing`: Ctrl-C is ignored from just before the rename (ignore_interrupts_if_finishing)."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
@@ -384,7 +390,8 @@ def _replace(target: Path, data: bytes) -> None:
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
             handle.write(data)
-        ignore_interrupts_if_finishing()     # before the rename: an interrupt either precedes it or is ignored
+        if finishing:
+            ignore_interrupts_if_finishing()  # before the rename: an interrupt either precedes it or is ignored
         os.replace(tmp, target)
     except BaseException:
         try:

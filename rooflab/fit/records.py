@@ -133,7 +133,8 @@ def parse_context_lens(text: str) -> list[int]:
 
 
 def write_measurements(path: Path, rows: Iterable[Measurement], meta: dict[str, str]) -> None:
-    """Write the metadata header and the rows atomically (a temp file, then a rename)."""
+    """Write the metadata header and the rows atomically (a temp file, then a rename), as a checkpoint: a campaign
+    saves after every case, and Ctrl-C stays live between saves (output.write_atomic)."""
     buf = io.StringIO()
     buf.write(f"# {FORMAT_LINE}\n")
     for key, value in meta.items():
@@ -142,7 +143,7 @@ def write_measurements(path: Path, rows: Iterable[Measurement], meta: dict[str, 
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _cell(v) for k, v in dataclasses.asdict(row).items()})
-    write_atomic(path, buf.getvalue())
+    write_atomic(path, buf.getvalue(), checkpoint=True)
 
 
 def _cell(value: object) -> object:

@@ -186,6 +186,8 @@ class Pricer:
         fits = self.gpu.fitted_for(Kernel.gemm) or transfer_source(self.gpu, Kernel.gemm)[1]
         if any(f.impl == DENSE_FP8_GEMM_IMPL for f in fits):
             return DENSE_FP8_GEMM_IMPL
+        if not any(f.impl == DENSE_GEMM_IMPL for f in fits):     # nothing prices a GEMM here: no claim of how
+            return DENSE_GEMM_IMPL
         note = (f"fp8 GEMMs priced as the bf16 cuBLAS fit at the fp8 rate: no dense fp8 GEMM fit "
                 f"({DENSE_FP8_GEMM_IMPL}) predicts {self.gpu.name}")
         if note not in self.notes:
