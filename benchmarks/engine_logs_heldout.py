@@ -9,6 +9,7 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --set 4    # the fourth held-out set (heldout4/, CASES4)
     python3 benchmarks/engine_logs_heldout.py --set 5    # the fifth held-out set (heldout5/, CASES5)
     python3 benchmarks/engine_logs_heldout.py --set 6    # the sixth (heldout6/; cases in heldout6_cases_vllm.py, _sglang.py)
+    python3 benchmarks/engine_logs_heldout.py --set 7    # the seventh (heldout7/; heldout7_cases_vllm.py, _sglang.py)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
 with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
@@ -58,6 +59,7 @@ HELDOUT3 = DATA / "heldout3"
 HELDOUT4 = DATA / "heldout4"
 HELDOUT5 = DATA / "heldout5"
 HELDOUT6 = DATA / "heldout6"
+HELDOUT7 = DATA / "heldout7"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -369,8 +371,14 @@ from heldout6_cases_vllm2 import CASES as _CASES6_VLLM2  # noqa: E402
 
 CASES6 = tuple(Case(**case) for case in _CASES6_VLLM + _CASES6_SGLANG + _CASES6_VLLM2)
 
+#: Set 7 (heldout7/): two case files, one a collector (vLLM, SGLang), written before its freeze.
+from heldout7_cases_sglang import CASES as _CASES7_SGLANG  # noqa: E402
+from heldout7_cases_vllm import CASES as _CASES7_VLLM  # noqa: E402
+
+CASES7 = tuple(Case(**case) for case in _CASES7_VLLM + _CASES7_SGLANG)
+
 SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4),
-        "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6)}
+        "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6), "7": (HELDOUT7, CASES7)}
 
 @dataclass(frozen=True)
 class Row:
