@@ -30,7 +30,8 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                   expert_parallel: int = 1, dp_attention: bool = False,
                   window_allocation: WindowAllocation = WindowAllocation.hybrid,
                   mla_sparse_fp8: bool = False, deployment: Deployment | None = None,
-                  pp_layer_partition: tuple[int, ...] | None = None) -> CapacityPlan:
+                  pp_layer_partition: tuple[int, ...] | None = None,
+                  dp_attention_release: tuple[int, ...] | None = None) -> CapacityPlan:
     """How many sequences of `context_len` tokens fit on `gpu` serving `model`.
 
     With `tensor_parallel` > 1 the model is split by head over that many GPUs of the same
@@ -54,6 +55,10 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
     counts); each stage holds its layers' weights and KV cache (the embedding on the first, the LM head on the
     last) and serves every sequence, so the plan is the stage with the fewest sequences, its `stage_notes` naming
     every stage.
+
+    `dp_attention_release` is the SGLang release whose data-parallel attention layout the weights follow
+    (weight_split.dp_attention_splits; None: the newest read), as `report --phase step --engine sglang
+    --engine-version V` gives it.
     """
     check_spec(model, ModelSpec, "model")
     check_spec(gpu, GpuSpec, "gpu")
@@ -95,7 +100,7 @@ def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
                    deployment.tensor_parallel, shared_prefix_len, deployment.expert_parallel,
                    deployment.attention_data_parallel,
                    deployment.window_allocation, mla_sparse_fp8 if mla_sparse_fp8 is not False else deployment.mla_sparse_fp8,
-                   stage if len(stages) > 1 else None)
+                   stage if len(stages) > 1 else None, dp_attention_release)
              for stage in stages]
     plan = _binding(plans, stages)
     plan = dataclasses.replace(plan, num_gpus=deployment.num_gpus,
@@ -111,9 +116,9 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
           kv_dtype: DType | None, gpu_memory_utilization: float, activation_reserve_bytes: int, page_size: int,
           max_model_len: int | None, tensor_parallel: int, shared_prefix_len: int, expert_parallel: int,
           attention_data_parallel: int, window_allocation: WindowAllocation, mla_sparse_fp8: bool,
-          stage: Stage | None = None) -> CapacityPlan:
+          stage: Stage | None = None, release: tuple[int, ...] | None = None) -> CapacityPlan:
     """plan_capacity for one TP group without a position split: the arguments as a Deployment gives them; with
-    `stage`, that pipeline stage's layers and weights (stages.py)."""
+    `stage`, that pipeline stage's layers and weights (stages.py); `release` SGLang's, for DP attention's layout."""
     if isinstance(weight_dtype, str) and weight_dtype in DType._value2member_map_:
         weight_dtype = DType(weight_dtype)
     elif weight_dtype is not None and not isinstance(weight_dtype, DType):
@@ -139,7 +144,8 @@ def _plan(model: ModelSpec, gpu: GpuSpec, context_len: int, weight_dtype: DType 
     heads = model.heads.shard(attention_tp)
     max_len = model.max_context_len if max_model_len is None else max_model_len
     usable = int(gpu.hbm_capacity_bytes * gpu_memory_utilization)
-    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel, attention_data_parallel, stage)
+    weights = gpu_weight_bytes(model, weight_dtype, tensor_parallel, expert_parallel, attention_data_parallel, stage,
+                               release=release)
     shipped = describe_weights(model, weight_dtype)
     full, model = model, (stage.layers_model(model) if stage else model)
     if weights >= usable:
@@ -194,16 +200,16 @@ def _binding(plans: list[CapacityPlan], stages: tuple[Stage, ...]) -> CapacityPl
 
 def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | None, tensor_parallel: int,
                      expert_parallel: int = 1, attention_data_parallel: int = 1, stage: Stage | None = None,
-                     splits: dict[str, int] | None = None) -> int:
+                     splits: dict[str, int] | None = None, release: tuple[int, ...] | None = None) -> int:
     """Bytes of weights the busiest GPU holds: specs.weights.weight_bytes split `tensor_parallel` ways, the routed
     experts dealt whole over `expert_parallel` GPUs (busiest_expert_split), under SGLang's data-parallel attention
-    (`attention_data_parallel` N > 1) each component over what weight_split.dp_attention_splits says (the newest
-    release read: attention over TP / N, embeddings over TP / N, lm_head over TP), or over `splits` where given (an
-    engine's release: engines.memory), and under pipeline parallelism `stage`'s share of each component
+    (`attention_data_parallel` N > 1) each component over what weight_split.dp_attention_splits says at SGLang's
+    `release` (None: the newest read: attention over TP / N, embeddings over TP / N, lm_head over TP), or over
+    `splits` where given (engines.memory's, with its fused copies), and under pipeline parallelism `stage`'s share of each component
     (stages.Stage.shares). The capacity plan, the step (rooflab.step.memory) and the engine models all count
     weights with it."""
     if splits is None:
-        splits = dp_attention_splits(tensor_parallel, attention_data_parallel)
+        splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
     return weight_bytes(model, weight_format, tensor_parallel,
                         busiest_expert_split(model, expert_parallel, tensor_parallel),
                         splits=splits, shares=stage.shares(model) if stage else None)

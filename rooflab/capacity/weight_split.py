@@ -34,14 +34,28 @@ expert parallelism the copies are dealt over EP with the routed experts (not mod
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ..errors import InputError, shown
+from ..vocab import Engine
 
 #: The newest SGLang release these rules were read from, taken where no release is given.
 NEWEST_READ = (0, 5, 10)
 
+#: --enable-dp-attention with one attention rank (--dp 1, or --tp 1 without --dp), refused by capacity and the step
+#: alike: it is plain TP. server_args.py at each release read: v0.4.3.post2 - v0.4.4 set dp_size = tp_size under
+#: DP attention, v0.4.5 - v0.5.1 assert dp_size > 1 ('Please set a dp-size > 1'), v0.5.2 - v0.5.10 turn DP
+#: attention off at dp_size 1 (_handle_data_parallelism).
+ONE_RANK = ("is one attention rank, plain TP (SGLang v0.5.2+ turns DP attention off at --dp 1, v0.4.5 - v0.5.1 "
+            "refuse it, v0.4.4 and older set --dp to --tp): give --dp N dividing --tp, 1 < N, or leave "
+            "--enable-dp-attention out")
+
 
 def _release(release: tuple[int, ...] | None) -> tuple[int, ...]:
-    return NEWEST_READ if release is None else tuple(release) + (0,) * (3 - len(release))
+    if release is None:
+        return NEWEST_READ
+    if not isinstance(release, tuple) or not release or len(release) > 4 or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10 ** 7 for n in release):
+        raise InputError(f"an SGLang release must be a tuple of numbers such as (0, 5, 7), got {shown(release)}")
+    return release + (0,) * (3 - len(release))
 
 
 def check_dp_attention(tensor_parallel: int, attention_data_parallel: int,
@@ -54,11 +68,27 @@ def check_dp_attention(tensor_parallel: int, attention_data_parallel: int,
                          "--dp is v0.4.5 and newer)")
 
 
+def check_dp_attention_engine(engine, attention_data_parallel: int) -> None:
+    """--enable-dp-attention is SGLang's switch and these are SGLang's layouts: an InputError for another `engine`
+    (a rooflab.vocab.Engine; None, rooflab's own bound or step, takes SGLang's), naming the engine's own spelling.
+    vLLM's data-parallel attention is --data-parallel-size N: each DP rank runs attention over its own TP group
+    (attention and its absorbed MLA copies over --tp), the experts shared over --enable-expert-parallel."""
+    if attention_data_parallel <= 1 or engine is None or engine is Engine.sglang:
+        return
+    own = ("vLLM's is --data-parallel-size N (each rank's attention over its own --tp, experts over "
+           "--enable-expert-parallel)" if engine is Engine.vllm else f"{engine.title}'s is not modelled")
+    raise InputError(f"--enable-dp-attention --dp {attention_data_parallel} is SGLang's data-parallel attention "
+                     f"(attention over TP / DP inside the TP group); {own}: give that, or --engine sglang")
+
+
 def dp_attention_splits(tensor_parallel: int, attention_data_parallel: int,
                         release: tuple[int, ...] | None = None) -> dict[str, int]:
-    """{component: ways it is split} under SGLang's DP attention at `release` (module docstring); {} without it."""
+    """{component: ways it is split} under SGLang's DP attention at `release` (module docstring); {} without it.
+    An InputError where SGLang at `release` runs no such layout (check_dp_attention): the one function capacity,
+    the engine model and the step take the release's layout from."""
     if attention_data_parallel <= 1:
         return {}
+    check_dp_attention(tensor_parallel, attention_data_parallel, release)
     r = _release(release)
     attention_tp = tensor_parallel // attention_data_parallel
     return {"attention": attention_tp,
@@ -76,4 +106,5 @@ def fuses_shared_expert_copies(model, compute_capability: tuple[int, int] | None
             and compute_capability is not None and tuple(compute_capability) >= (9, 0))
 
 
-__all__ = ["NEWEST_READ", "check_dp_attention", "dp_attention_splits", "fuses_shared_expert_copies"]
+__all__ = ["NEWEST_READ", "ONE_RANK", "check_dp_attention", "check_dp_attention_engine", "dp_attention_splits",
+           "fuses_shared_expert_copies"]

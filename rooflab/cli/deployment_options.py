@@ -159,12 +159,17 @@ def parallel_degrees(tp: int, dp: Optional[int], dp_attention: bool, enable_ep: 
                      ep: int) -> tuple[int, int, int]:
     """(data parallel, attention data parallel, expert parallel) as the engines' switches set them: vLLM's
     --enable-expert-parallel makes EP = TP x DP; SGLang's --enable-dp-attention makes --dp attention DP inside TP
-    (without --dp, DP = TP, as SGLang's recipes run it); --ep N sets EP directly (SGLang's --ep-size)."""
+    (without --dp, DP = TP, as SGLang's recipes run it; one attention rank is refused: capacity.weight_split.ONE_RANK);
+    --ep N sets EP directly (SGLang's --ep-size). `rooflab capacity` and the step (report / explain) map them here."""
+    from ..capacity.weight_split import ONE_RANK
+
     if enable_ep and ep > 1:
         raise typer.BadParameter("--enable-expert-parallel sets EP = TP x DP (vLLM); --ep N sets it (SGLang): "
                                  "give one")
     if dp_attention:
         attention = dp or tp
+        if attention == 1:
+            raise typer.BadParameter(f"--enable-dp-attention {'--dp 1' if dp else 'under --tp 1'} {ONE_RANK}")
         return 1, attention, tp if enable_ep else ep
     replicas = dp or 1
     return replicas, 1, tp * replicas if enable_ep else ep

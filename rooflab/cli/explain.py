@@ -148,7 +148,7 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
     given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
     m = load_model(model)
     quantization = dopt.words_of(ctx).resolve(checkpoint=m)[0].weight_format
-    _step_only_with(ctx, step, dp, dp_attention, spec_config, spec_algorithm, spec_tokens)
+    _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens)
     deployment = _step_deployment(words.tensor_parallel, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep,
                                   words.page_size, dtype if given else None, words.kv_cache_dtype, quantization,
                                   gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,

@@ -65,9 +65,11 @@ CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="floor (d
 ExpertParallelOpt = Annotated[int, typer.Option("--expert-parallel", "--ep", parser=params.count(1, MAX_GPUS), metavar="N",
                                                 help="GPUs the routed experts are split over (MoE).")]
 DpAttentionOpt = Annotated[bool, typer.Option("--dp-attention/--no-dp-attention",
-                                              help="Data-parallel attention: each GPU holds whole sequences, all "
-                                                   "attention heads and the embedding, the lm_head split over --tp "
-                                                   "(SGLang's layout; with --tp: that many GPUs).")]
+                                              help="Data-parallel attention (SGLang's, as --enable-dp-attention): "
+                                                   "--dp N ranks inside --tp T (default N = T), each its own whole "
+                                                   "sequences; attention and the embedding split over T / N GPUs "
+                                                   "(whole at N = T), the lm_head over T: v0.5.10's layout, "
+                                                   "--engine sglang --engine-version V's at V.")]
 WindowAllocationOpt = Annotated[WindowAllocation, typer.Option(
     "--window-allocation", help="hybrid: windowed layers keep only their window's pages (vLLM's hybrid allocator); "
                                 "full: a full-length page table for every layer.")]

@@ -103,11 +103,12 @@ def report(
     micro_batches: Annotated[Optional[int], typer.Option("--micro-batches", parser=params.count(1, MAX_TOKENS),
                                                          metavar="M", help="Step with --pp: micro-batches in flight "
                                                                            "(default: --pp).")] = None,
-    dp: Annotated[int, typer.Option("--dp", "-dp", "--data-parallel-size", "--dp-size",
-                                    parser=params.count(1, MAX_GPUS), metavar="N",
-                                    help="Step: data-parallel ranks; vLLM's replicas (more GPUs), or with "
-                                         "--enable-dp-attention SGLang's attention DP inside --tp. --batch counts "
-                                         "every rank's sequences.")] = 1,
+    dp: Annotated[Optional[int], typer.Option("--dp", "-dp", "--data-parallel-size", "--dp-size",
+                                              parser=params.count(1, MAX_GPUS), metavar="N",
+                                              help="Step: data-parallel ranks; vLLM's replicas (more GPUs; default "
+                                                   "1), or with --enable-dp-attention SGLang's attention DP inside "
+                                                   "--tp (default: --tp). --batch counts every rank's "
+                                                   "sequences.")] = None,
     dp_attention: Annotated[bool, typer.Option("--enable-dp-attention", help="Step: --dp is data-parallel "
                                                "attention inside the TP group (SGLang).")] = False,
     ep: Annotated[int, typer.Option("--ep", "--ep-size", "--expert-parallel", parser=params.count(1, MAX_GPUS),
@@ -184,7 +185,7 @@ def report(
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
         m = load_model(model)
         quantization = dopt.words_of(ctx).resolve(checkpoint=m)[0].weight_format
-        _step_only_with(ctx, step, dp, dp_attention, speculative_config, speculative_algorithm, speculative_tokens)
+        _step_only_with(ctx, step, speculative_config, speculative_algorithm, speculative_tokens)
         deployment = _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size,
                                       dtype if given else None, kv_dtype, quantization, gemm_dtype,
                                       utilization, eager, fused, speculative_config, speculative_algorithm,
@@ -225,7 +226,7 @@ def report(
 
 
 
-def _step_only_with(ctx, step, dp, dp_attention, spec_config, spec_algorithm, spec_tokens) -> None:
+def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None:
     """Step options that mean nothing without another: refused, naming both (as --pp-layer-partition without --pp
     and --max-loras without --enable-lora are)."""
     speculative = bool(spec_config or spec_algorithm or spec_tokens)
@@ -234,8 +235,6 @@ def _step_only_with(ctx, step, dp, dp_attention, spec_config, spec_algorithm, sp
     if speculative and step is StepKind.prefill:
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
              "--step prefill prices a prefill")
-    if dp_attention and dp == 1:
-        fail("--enable-dp-attention makes --dp N data-parallel attention inside --tp; give --dp N (N > 1)")
 
 
 def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,
@@ -259,10 +258,11 @@ def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_
         fail("--speculative-draft-model-path needs --speculative-config or --speculative-algorithm")
     if enable_ep and ep > 1:
         fail("--enable-expert-parallel sets EP = TP x DP (vLLM); --ep N sets it (SGLang): give one")
-    expert = tp * cp * (1 if dp_attention else dp) if enable_ep else ep
+    replicas, attention, _ = dopt.parallel_degrees(tp, dp, dp_attention, False, ep)   # capacity's one mapping
+    expert = tp * cp * replicas if enable_ep else ep
     return Deployment(tensor_parallel=tp, decode_context_parallel=dcp, kv_parallel=kv_parallel,
                       prefill_context_parallel=cp, pipeline_parallel=pp,
-                      data_parallel=1 if dp_attention else dp, attention_data_parallel=dp if dp_attention else 1,
+                      data_parallel=replicas, attention_data_parallel=attention,
                       expert_parallel=expert, page_size=page_size, dtype=dtype, kv_cache_dtype=kv_dtype,
                       weight_format=quantization, gemm_dtype=gemm_dtype, gpu_memory_utilization=utilization,
                       cuda_graphs=not eager, fused_elementwise=fused, speculative=speculative)

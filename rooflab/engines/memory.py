@@ -76,7 +76,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
-from ..capacity.weight_split import check_dp_attention, dp_attention_splits, fuses_shared_expert_copies
+from ..capacity.weight_split import dp_attention_splits, fuses_shared_expert_copies
 from ..specs.weights import mla_kv_b_parameters, weight_bytes
 from ..units import GiB, MiB, WeightFormat
 from .lora import lora_buffer_bytes, lora_defaults
@@ -184,8 +184,7 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     backends pad H and I by compute capability and release); SGLang's accounting adds its MLA absorbed copies
     (sglang_absorbed_bytes) and v0.4.6.x's cloned shared experts (weight_split.fuses_shared_expert_copies)."""
     sglang = accounting is not None and accounting.engine is Engine.sglang
-    release = release if release is not None else (newest_release(accounting) if sglang else None)
-    check_dp_attention(tensor_parallel, attention_data_parallel, release)
+    release = layout_release(accounting, release)
     splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
     fused = sglang and fuses_shared_expert_copies(model, gpu.compute_capability_version if gpu else None,
                                                   expert_parallel, release)
@@ -216,6 +215,15 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
         f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
         f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
         f"plus the rotary cache ({rope / GiB:.3f} GiB){copies}")
+
+
+def layout_release(accounting: Accounting | None, release: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The SGLang release whose weight layout is counted: `release`, else an SGLang accounting's newest (a label's:
+    newest_release); None (weight_split's newest read) for another engine or none. engine_weight_bytes and the
+    step (rooflab.step.engine_kernels) take it from here."""
+    if release is not None or accounting is None or accounting.engine is not Engine.sglang:
+        return release
+    return newest_release(accounting)
 
 
 def newest_release(accounting: Accounting) -> tuple[int, ...] | None:
@@ -291,5 +299,5 @@ def rank_kv_b_parameters(model: ModelSpec, attention_tp: int) -> int:
                for _, layer, count in model.layer_walk())
 
 
-__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
+__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "layout_release", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
            "rank_kv_b_parameters", "sglang_absorbed_bytes", "vllm_absorbed_bytes", "VLLM_ABSORBED_RELEASES"]

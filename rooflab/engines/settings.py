@@ -29,6 +29,7 @@ from ..errors import InputError, shown
 from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..capacity.stages import check_partition
+from ..capacity.weight_split import check_dp_attention_engine
 from ..dtypes import WeightFormat
 from ..units import GiB, DType, fmt_bytes
 from ..vocab import check_engine_release, engine_release
@@ -124,6 +125,7 @@ class EngineSettings:
         if self.tensor_parallel % self.attention_data_parallel:
             raise InputError(f"--dp {self.attention_data_parallel} must divide --tp {self.tensor_parallel} with "
                              "--enable-dp-attention (SGLang's server_args.py check)")
+        check_dp_attention_engine(self.accounting.engine, self.attention_data_parallel)
         for name, hi in (("block_size", MAX_PAGE_SIZE), ("max_model_len", MAX_TOKENS), ("max_num_seqs", MAX_TOKENS),
                          ("max_num_batched_tokens", MAX_TOKENS)):
             value = getattr(self, name)

@@ -76,7 +76,8 @@ class _Tokens:
     logits: int                  # rows the lm_head scores
 
 
-def _tokens(r: StepReport, dep: Deployment) -> _Tokens:
+def _tokens(r: StepReport, ctx: StepContext) -> _Tokens:
+    dep = ctx.dep
     per_micro = math.ceil(math.ceil(r.batch / dep.data_ranks) / r.micro_batches)
     if r.step == "decode":
         tokens, logits = per_micro * r.q_len + r.prefill_tokens, per_micro * r.q_len + (1 if r.prefill_tokens else 0)
@@ -84,7 +85,7 @@ def _tokens(r: StepReport, dep: Deployment) -> _Tokens:
         tokens, logits = per_micro * r.context_len, per_micro
     tokens = math.ceil(tokens / dep.prefill_context_parallel)
     return _Tokens(tokens, tokens * dep.attention_data_parallel,
-                   logits * lm_head_ways(dep) // dep.attention_tensor_parallel)
+                   logits * lm_head_ways(ctx) // dep.attention_tensor_parallel)
 
 
 def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
@@ -101,10 +102,11 @@ def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: in
                     expert_imbalance=expert_imbalance, micro_batches=micro_batches, engine=engine,
                     engine_version=engine_version)
     kernels = engine_kernels(model, gpu, deployment, engine, engine_version)
-    ctx = step_context(model, gpu, deployment, expert_imbalance, kernels.decode_attention, kernels.moe_kernel)
+    ctx = step_context(model, gpu, deployment, expert_imbalance, kernels.decode_attention, kernels.moe_kernel,
+                       kernels.layout_release)
     d = _Derivation({})
     _shared_symbols(d, r, ctx)
-    toks = _tokens(r, deployment)
+    toks = _tokens(r, ctx)
     for i, row in enumerate(r.rows, start=1):
         d.section(f"{row.label}")
         if not row.is_communication:
@@ -168,7 +170,7 @@ def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens,
     model = ctx.model
     if component == "lm_head":
         d.given("V", model.vocab_size, "vocabulary")
-        ways = lm_head_ways(ctx.dep)
+        ways = lm_head_ways(ctx)
         d.given("TP_v", ways, "GPUs the vocabulary is split over (attention TP; TP under attention DP)")
         d.step(kn, "H + ceil(V / TP_v)", model.hidden_size + math.ceil(model.vocab_size / ways), Unit.count)
     elif component == "dense_mlp" or component == "shared_experts":

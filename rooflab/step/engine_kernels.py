@@ -12,6 +12,11 @@ so that each prices the same deployment with the same kernels.
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
+
+Under data-parallel attention (SGLang's --enable-dp-attention) the weights follow SGLang's layout at the release
+(capacity.weight_split.dp_attention_splits), read from --engine-version as `capacity --engine sglang` reads it
+(engines.vocab.parse_engine_version, engines.memory.layout_release: a label is its accounting's newest release);
+no engine: the newest read; another engine: refused (weight_split.check_dp_attention_engine).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..deployment import Deployment
+from ..capacity.weight_split import check_dp_attention_engine
 from ..errors import InputError, shown
 from ..specs import GpuSpec, ModelSpec
 from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
@@ -41,6 +47,7 @@ class EngineKernels:
     decode_attention: DecodeAttention
     moe_kernel: MoeKernel
     moe_reason: str                      # why this expert kernel ('' for a dense model)
+    layout_release: Optional[tuple] = None   # SGLang's release for DP attention's weights (None: the newest read)
 
     @property
     def note(self) -> str:
@@ -71,11 +78,25 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
         return OWN_KERNELS
     name = Engine.of(engine, "--engine")
     release = ENGINE_RELEASES[name] if version is None else check_engine_release(version, engine=name)
-    ctx = step_context(model, gpu, deployment)
+    check_dp_attention_engine(name, deployment.attention_data_parallel)
+    layout = _layout_release(name, release, deployment)
+    ctx = step_context(model, gpu, deployment, dp_attention_release=layout)
     attention = engine_decode_attention(name.value, release, model, ctx.attn_tp)
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
-    return EngineKernels(name, release, attention, kernel, why if model.is_moe else "")
+    return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout)
+
+
+def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:
+    """The SGLang release whose data-parallel attention layout the step's weights follow, as `capacity --engine
+    sglang --engine-version` takes it (the module docstring); None without DP attention."""
+    if engine is not Engine.sglang or deployment.attention_data_parallel == 1:
+        return None
+    from ..engines.memory import layout_release
+    from ..engines.vocab import parse_engine_version
+
+    named = parse_engine_version(engine, version)
+    return layout_release(named.accounting, named.release)
 
 
 __all__ = ["OWN_KERNELS", "EngineKernels", "engine_kernels"]

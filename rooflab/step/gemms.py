@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-from ..capacity.weight_split import dp_attention_splits
 from ..cost.gemm import gemm
 from ..cost.layers import layer_heads, layer_walk
 from ..cost.model import experts_touched
@@ -125,20 +124,20 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
                              f"pairs f x M k / EP", component="experts", gemm_dtype=a.value, gemm_rows=tokens)
 
 
-def lm_head_ways(dep) -> int:
+def lm_head_ways(ctx: StepContext) -> int:
     """GPUs the lm_head's vocabulary is split over: the attention TP, or under data-parallel attention what
-    capacity.weight_split gives the lm_head (TP); a GPU's logits rows are its own times this over the attention TP."""
-    return dp_attention_splits(dep.tensor_parallel, dep.attention_data_parallel).get("lm_head",
-                                                                                    dep.attention_tensor_parallel)
+    capacity.weight_split gives the lm_head at the step's SGLang release (TP from v0.4.5, whole before); a GPU's
+    logits rows are its own times this over the attention TP."""
+    return ctx.weight_splits.get("lm_head", ctx.attn_tp)
 
 
 def logits(ctx: StepContext, logit_rows: int) -> list[StepRow]:
     """The lm_head GEMM and the all-gather of the logits: the vocabulary split the ways the weights are
     (capacity.weight_split: TP, also under data-parallel attention, where SGLang gathers the DP ranks' hidden states
     first, so a GPU computes every rank's rows over its vocabulary slice: logits_processor.py
-    do_tensor_parallel_all_gather_dp_attn, v0.5.10)."""
+    do_tensor_parallel_all_gather_dp_attn, v0.5.10; whole before v0.4.5, each rank its own rows)."""
     model = ctx.model
-    atp = lm_head_ways(ctx.dep)
+    atp = lm_head_ways(ctx)
     logit_rows = logit_rows * atp // ctx.attn_tp
     cost = gemm(logit_rows, math.ceil(model.vocab_size / atp), model.hidden_size, ctx.dtype, "lm_head",
                 ctx.bits("lm_head"))

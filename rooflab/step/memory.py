@@ -1,7 +1,9 @@
 """A step's memory on the GPU that holds most (weights, KV cache, usable) and the one check that the batch fits.
 
 rooflab.capacity.plan_capacity's accounting at the deployment's utilisation where it models the deployment (one
-replica's TP group, pipeline stages included: the binding stage's weights and KV, as `rooflab capacity` prints);
+replica's TP group, pipeline stages included: the binding stage's weights and KV, as `rooflab capacity` prints;
+under data-parallel attention the weights as SGLang lays them at the step's release, StepContext.
+dp_attention_release, the one weight_split rule capacity --engine sglang --engine-version uses);
 else the same two functions capacity counts with, over the pipeline stages (capacity.stages), on the stage that
 holds most: capacity.gpu_weight_bytes (the stage's share of each component) and the stage's layers' KV
 (kvcache.sequence_bytes), against the usable memory.
@@ -101,7 +103,8 @@ def _plan(ctx: StepContext, context_len: int, check: bool) -> Optional[CapacityP
     where its weights alone do not fit and `check` is off."""
     plan_dep = ctx.dep.replace(weight_format=ctx.weights_as, kv_cache_dtype=ctx.kv_dtype, speculative=None)
     try:
-        return plan_capacity(ctx.model, ctx.gpu, context_len, deployment=plan_dep)
+        return plan_capacity(ctx.model, ctx.gpu, context_len, deployment=plan_dep,
+                             dp_attention_release=ctx.dp_attention_release)
     except InputError as exc:
         if not check:
             return None
@@ -126,7 +129,8 @@ def _busiest_stage(ctx: StepContext, per_rank: int, context_len: int, split: int
     best = None
     for stage in stages:
         part = stage if len(stages) > 1 else None
-        weights = gpu_weight_bytes(model, ctx.weights_as, dep.tensor_parallel, ep, dep.attention_data_parallel, part)
+        weights = gpu_weight_bytes(model, ctx.weights_as, dep.tensor_parallel, ep, dep.attention_data_parallel, part,
+                                   release=ctx.dp_attention_release)
         kv = kv_bytes(stage.layers_model(model), per_rank, context_len, ctx.kv_dtype, dep.page_size, ctx.attn_tp,
                       split, dep.mla_sparse_fp8)
         if best is None or weights + kv > best[0] + best[1]:
@@ -141,7 +145,8 @@ def _draft(ctx: StepContext, context_len: int, split: int) -> tuple[str, int, fl
         return "", 0, 0.0
     draft: ModelSpec = load_model(spec.draft_model)
     dep = ctx.dep
-    weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.attention_data_parallel)
+    weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.attention_data_parallel,
+                               release=ctx.dp_attention_release)
     sequence = kv_bytes(draft, 1, context_len, ctx.kv_dtype, dep.page_size, ctx.attn_tp, split)
     return draft.name, weights, sequence
 

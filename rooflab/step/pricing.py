@@ -18,6 +18,7 @@ import numpy as np
 
 from ..comm import collective_time
 from ..cost.common import KernelCost
+from ..capacity.weight_split import dp_attention_splits
 from ..cost.gemm import GemmCost
 from ..deployment import Deployment
 from ..floors import Ceilings, Floors, floor_kernel
@@ -287,6 +288,14 @@ class StepContext:
     cp: int = 1
     decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
     moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL   # how the experts' GEMMs are priced (step.moe_kernel)
+    dp_attention_release: Optional[tuple] = None  # SGLang's release for DP attention's weight layout (None: newest)
+
+    @property
+    def weight_splits(self) -> dict[str, int]:
+        """{component: ways} under data-parallel attention at the release (capacity.weight_split, the rule capacity
+        counts the weights with); {} without it."""
+        return dp_attention_splits(self.dep.tensor_parallel, self.dep.attention_data_parallel,
+                                   self.dp_attention_release)
 
     def arithmetic(self, component: str) -> DType:
         """A component's GEMM arithmetic: --gemm-dtype, else fp8 for fp8-stored weights, else the activations'."""
@@ -308,17 +317,20 @@ class StepContext:
 
 
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
-                 decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL) -> StepContext:
+                 decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
+                 dp_attention_release: Optional[tuple] = None) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
-    MoeKernel."""
+    MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
+    (EngineKernels.layout_release; an InputError where that release runs no such layout)."""
+    dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
     dtype = deployment.dtype or model.weight_dtype or DType.bf16
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
                        kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
                        pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
                        cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
-                       moe_kernel=moe_kernel)
+                       moe_kernel=moe_kernel, dp_attention_release=dp_attention_release)
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

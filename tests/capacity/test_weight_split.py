@@ -128,3 +128,38 @@ def test_full_dp_attention_is_the_flag():
     dep = plan_capacity(model, H200, 4096, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8))
     assert flag.max_sequences_paged == dep.max_sequences_paged and flag.kv_heads_per_gpu == 8
     assert flag.weights_bytes == dep.weights_bytes
+
+
+# --- SGLang's switch under another engine (hostile round session12: D41) --------------------------------------------
+
+def test_sglangs_dp_attention_is_refused_under_vllm_naming_vllms_spelling():
+    """D41: --enable-dp-attention is SGLang's (attention over TP / DP inside the TP group). capacity --engine vllm
+    took it and printed 'SGLang's layout' beside vLLM's absorbed W_UK_T / W_UV over all of TP, one report counting
+    kv_b two ways; vLLM's data-parallel attention is --data-parallel-size N (each rank's attention over its own
+    TP group). Refused, not counted: in EngineSettings (capacity --engine vllm) and in the step (--engine vllm)."""
+    from rooflab.capacity.weight_split import check_dp_attention_engine
+    from rooflab.cli import app
+    from rooflab.vocab import Engine
+    from typer.testing import CliRunner
+
+    check_dp_attention_engine(Engine.sglang, 8)
+    check_dp_attention_engine(None, 8)
+    check_dp_attention_engine(Engine.vllm, 1)
+    with pytest.raises(InputError, match="vLLM's is --data-parallel-size N"):
+        check_dp_attention_engine(Engine.vllm, 2)
+    with pytest.raises(InputError, match="--enable-dp-attention --dp 2 is SGLang's"):
+        EngineSettings(accounting=parse_accounting("vllm", None), tensor_parallel=8, attention_data_parallel=2)
+    runner = CliRunner()
+    for command in (["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8"],
+                    ["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "-tp", "8"]):
+        r = runner.invoke(app, command + ["--enable-dp-attention", "--dp", "2", "--engine", "vllm"])
+        assert r.exit_code == 2 and "--data-parallel-size" in r.output and "--enable-dp-attention" in r.output
+        assert len(r.output.strip().splitlines()) <= 2
+
+
+def test_an_sglang_release_that_is_not_numbers_is_refused():
+    with pytest.raises(InputError, match="an SGLang release must be a tuple of numbers"):
+        dp_attention_splits(8, 2, "0.5.7")
+    with pytest.raises(InputError, match="an SGLang release must be a tuple of numbers"):
+        plan_capacity(V3, H200, 1024, deployment=Deployment(tensor_parallel=8, attention_data_parallel=2),
+                      dp_attention_release=(0, 5, "7"))

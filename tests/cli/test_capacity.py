@@ -364,6 +364,20 @@ def test_help_lists_both_forms():
     assert "vLLM v0.2 (0.2.5 - 0.6.3), v0.6.4" in text and "SGLang v0.4 (0.1.17 - 0.5.2) or v0.5" in text
 
 
+def test_help_says_what_a_dp_attention_rank_holds():
+    """D45 (hostile round session12): --dp-attention's help said each GPU holds all attention heads and the
+    embedding; since cda3c0c --tp 8 --dp 2 splits them 4 ways (TP / DP). DeepSeek-V3 at TP 8: attention DP 2 holds
+    fewer weights a GPU than DP 8 (whole attention), more than TP alone."""
+    r = runner.invoke(app, ["capacity", "--help"], env={"COLUMNS": "400"})
+    text = " ".join(r.stdout.split())
+    assert "all attention heads and the embedding" not in text
+    assert "attention and the embedding split over T / N GPUs (whole at N = T), the lm_head over T" in text
+    base = ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--dp-attention", "-f", "json"]
+    w = [json.loads(runner.invoke(app, base[:-3] + base[-2:]).stdout)["weights_bytes"]] + [
+        json.loads(runner.invoke(app, base + ["--dp", n]).stdout)["weights_bytes"] for n in ("2", "8")]
+    assert w[0] < w[1] < w[2]
+
+
 def test_no_flashinfer_sorts_in_the_releases_that_sample_with_it():
     """vLLM 0.10.1 samples with FlashInfer where it is installed (the Docker image's default): Llama-3-8B on an H100
     at V1's large-GPU defaults holds 14 bytes a logit (tests/engines/test_profile.py derives it), 1,024 x 128,256 x

@@ -168,3 +168,40 @@ def test_engine_mode_takes_dp_attention_and_expert_parallel():
     assert r.exit_code == 2 and "give one" in r.output
     r = runner.invoke(app, base + ["--engine", "sglang", "--enable-dp-attention", "--dp", "3"])
     assert r.exit_code == 2 and "must divide" in r.output
+
+
+# --- one attention rank (hostile round session12: D40) --------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8"],
+    ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--engine", "sglang"],
+    ["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "-tp", "8", "--engine", "sglang"],
+    ["explain", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "-tp", "8"],
+])
+def test_dp_attention_over_one_rank_is_refused_by_capacity_and_the_step_alike(command):
+    """D40: --enable-dp-attention --dp 1 is plain TP: SGLang v0.5.2 - v0.5.10 turn DP attention off at dp_size 1,
+    v0.4.5 - v0.5.1 assert dp_size > 1, v0.4.3.post2 - v0.4.4 set dp_size = tp_size (server_args.py at each
+    release). Capacity planned it and the step refused it; both refuse it now with one message (parallel_degrees,
+    the one mapping of the switches), naming --dp and --enable-dp-attention."""
+    r = runner.invoke(app, command + ["--enable-dp-attention", "--dp", "1"])
+    assert r.exit_code == 2 and "--enable-dp-attention --dp 1 is one attention rank, plain TP" in r.output
+    assert len(r.output.strip().splitlines()) <= 2
+
+
+def test_dp_attention_without_dp_is_dp_equal_to_tp_on_capacity_and_the_step():
+    """D40: without --dp, --enable-dp-attention is DP = TP on both (SGLang's recipes), so the step's weights are
+    capacity's for DeepSeek-V3 TP 8 DP 8 (capacity.gpu_weight_bytes, the newest layout read)."""
+    import json
+
+    from rooflab.capacity import gpu_weight_bytes
+    from rooflab.load import load_model
+
+    step = runner.invoke(app, ["report", "--phase", "step", "-m", "deepseek-v3", "-g", "h200-sxm", "-tp", "8",
+                               "--enable-dp-attention", "-b", "8", "-L", "1024", "-f", "json"])
+    cap = runner.invoke(app, ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--enable-dp-attention",
+                              "-L", "1024", "-f", "json"])
+    assert step.exit_code == 0 and cap.exit_code == 0
+    expect = gpu_weight_bytes(load_model("deepseek-v3"), None, 8, 1, 8)
+    assert json.loads(step.stdout)["weight_bytes_per_gpu"] == json.loads(cap.stdout)["weights_bytes"] == expect
+    r = runner.invoke(app, ["report", "--phase", "step", "-m", "llama-3-8b", "--enable-dp-attention"])
+    assert r.exit_code == 2 and "--enable-dp-attention under --tp 1 is one attention rank" in r.output

@@ -325,7 +325,7 @@ def test_report_published_rate_refused(args, says):
 
 @pytest.mark.parametrize("extra, message", [
     (["--acceptance-rate", "0.9"], "--acceptance-rate is the drafts' acceptance"),
-    (["--enable-dp-attention"], "--enable-dp-attention makes --dp N"),
+    (["--enable-dp-attention"], "--enable-dp-attention under --tp 1 is one attention rank"),
     (["--step", "prefill", "--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'],
      "--step prefill prices a prefill"),
     (["--expert-imbalance", "3"], "applies to MoE layers"),

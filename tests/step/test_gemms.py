@@ -115,3 +115,20 @@ def test_under_attention_dp_the_lm_head_reads_its_tp_slice_for_the_gathered_rows
     row = next(row for row in r.rows if row.component == "lm_head")
     assert row.weight_bytes == math.ceil(129_280 / 8) * 7168 * 2
     assert row.flops == 2 * 256 * math.ceil(129_280 / 8) * 7168
+
+
+def test_before_v0_4_5_the_lm_head_is_whole_under_attention_dp():
+    """D39 (hostile round session12): SGLang v0.4.4 builds the lm_head ReplicatedLinear(hidden, vocab) under DP
+    attention, so at --engine-version 0.4.4 the step's lm_head row reads all 129,280 x 7,168 bf16 weights
+    (1,853,358,080 B) for the rank's own 32 rows, with no logits all-gather; v0.4.5 splits it over TP 8."""
+    import math
+    model = load_model("deepseek-v3")
+    dep = Deployment(tensor_parallel=8, attention_data_parallel=8, expert_parallel=8)
+    rows = {v: step_report(model, H200, 256, 4096, deployment=dep, engine="sglang", engine_version=v).rows
+            for v in ("0.4.4", "0.4.5")}
+    old = next(row for row in rows["0.4.4"] if row.component == "lm_head")
+    assert old.weight_bytes == 129_280 * 7168 * 2 == 1_853_358_080
+    assert old.flops == 2 * 32 * 129_280 * 7168
+    assert not any("logits: all-gather" in row.label for row in rows["0.4.4"])
+    new = next(row for row in rows["0.4.5"] if row.component == "lm_head")
+    assert new.weight_bytes == math.ceil(129_280 / 8) * 7168 * 2

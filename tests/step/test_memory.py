@@ -120,3 +120,47 @@ def test_pipeline_stages_outside_capacity_take_the_stage_that_holds_most():
     step = step_report(model, gpu, 2, 8192, deployment=Deployment(pipeline_parallel=2, data_parallel=2))
     assert step.weight_bytes_per_gpu == last
     assert step.kv_bytes_per_gpu == 8192 * 16 * 2 * 8 * 128 * 2
+
+
+# --- SGLang's DP-attention layout at the step's release (hostile round session12: D39) ----------------------------
+
+def test_the_steps_weights_under_dp_attention_follow_the_engine_release_as_capacity_does():
+    """D39: report --phase step --engine sglang --engine-version V takes V's layout (capacity.weight_split, the rule
+    `capacity --engine sglang` uses). DeepSeek-V3 (config.json: vocab 129,280, hidden 7,168; embedding bf16) at
+    TP 8, attention DP 2: v0.5.7 keeps the embedding whole, v0.5.8 splits it over TP / DP = 4 GPUs, so the step's
+    weights differ by 129,280 x 7,168 x 2 B x 3/4 = 1,390,018,560 x 671e9 / derived parameters = 1,389,963,864 B:
+    88,068,184,002 at v0.5.7, 86,678,220,138 at v0.5.8 (and with no engine, v0.5.10's)."""
+    from fractions import Fraction
+
+    from rooflab.capacity import gpu_weight_bytes
+    from rooflab.deployment import Deployment
+    from rooflab.step import step_report
+
+    model, gpu = load_model("deepseek-v3"), load_gpu("h200-sxm")
+    dep = Deployment(tensor_parallel=8, attention_data_parallel=2)
+
+    def weights(version=None):
+        return step_report(model, gpu, 8, 1024, deployment=dep, engine="sglang" if version else None,
+                           engine_version=version).weight_bytes_per_gpu
+
+    scale = Fraction(671 * 10**9, model.derived_parameters)
+    embedding = 129_280 * 7_168 * 2 * Fraction(3, 4) * scale
+    assert weights("0.5.7") == 88_068_184_002 == gpu_weight_bytes(model, None, 8, 1, 2, release=(0, 5, 7))
+    assert weights("0.5.8") == weights() == 86_678_220_138
+    assert weights("0.5.7") - weights("0.5.8") == pytest.approx(float(embedding), abs=4)
+    assert weights("0.5") == weights("0.5.10")          # a label: its accounting's newest release, as capacity reads it
+
+
+def test_the_step_refuses_a_dp_attention_layout_its_release_never_ran():
+    """D39: SGLang v0.4.4 sets --dp to --tp under DP attention (server_args.py), so TP 8 DP 2 at v0.4.4 is refused
+    by the step as by capacity --engine sglang, naming --dp; DP 8 is planned."""
+    from rooflab.deployment import Deployment
+    from rooflab.errors import InputError
+    from rooflab.step import step_report
+
+    model, gpu = load_model("deepseek-v3"), load_gpu("h200-sxm")
+    with pytest.raises(InputError, match="--dp 2 under --tp 8: SGLang v0.4.4 sets --dp to --tp"):
+        step_report(model, gpu, 8, 1024, deployment=Deployment(tensor_parallel=8, attention_data_parallel=2),
+                    engine="sglang", engine_version="0.4.4")
+    step_report(model, gpu, 8, 1024, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8),
+                engine="sglang", engine_version="0.4.4")
