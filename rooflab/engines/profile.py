@@ -146,14 +146,22 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     tokens = s.max_num_batched_tokens
     requests = min(s.max_num_seqs, tokens)
     b = model_dtype(model).bytes
-    per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
     moe = _moe_elements(model, 1 if s.expert_parallel > 1 else tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
     per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, s.flashinfer_sampler)
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
-    forward = max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
+    forward = forward_bytes(model, s, tokens)
     kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept)
+
+
+def forward_bytes(model: ModelSpec, s: Resolved, tokens: int) -> int:
+    """The forward moment of a pass over `tokens` tokens (module docstring): the residual stream and the widest
+    block's intermediates, or the fused-MoE caches beside the residual stream."""
+    tp, b = s.tensor_parallel, model_dtype(model).bytes
+    per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
+    moe = _moe_elements(model, 1 if s.expert_parallel > 1 else tp) * min(tokens, MOE_CHUNK_TOKENS) * b
+    return max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
 
 
 def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | None, rows: int,
@@ -202,6 +210,6 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
+__all__ = ["forward_bytes", "FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
            "TRITON_BYTES_PER_LOGIT", "V0_2_BYTES_PER_LOGIT", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
            "V1_TRITON_SAMPLER_RELEASE", "profile_run", "sampler_bytes_per_logit"]

@@ -3,7 +3,9 @@
 Defaults follow the engines' source, per accounting (vocab.Accounting):
 
     block size               vLLM 16 (vllm v0.2.4 and v0.6.4 vllm/engine/arg_utils.py); SGLang page_size 1
-    gpu_memory_utilization   0.9 in every vLLM release modelled here (0.92 only from v0.21, not modelled)
+    gpu_memory_utilization   0.9 up to vLLM v0.19.x; 0.92 in V1 from v0.20.0 (vllm v0.19.1 vllm/config/cache.py
+                             CacheConfig.gpu_memory_utilization Field(default=0.9); v0.20.0, v0.22.1, v0.24.0 and
+                             v0.29.0 default=0.92), where a release is given (vllm.py default_utilization)
     max_num_seqs             V0: 256 (vllm v0.2.4 arg_utils.py; "Set max_num_seqs to 256 for VLLM_V0" in
                              _set_default_args_v0); V1 (`vllm serve`): 1024 on GPUs of 70 GiB or more that are not
                              A100s, else 256 (vllm v0.10.0 vllm/engine/arg_utils.py, _set_default_args_v1;

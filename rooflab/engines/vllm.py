@@ -20,7 +20,13 @@ With T the CUDA-visible total (cudaMemGetInfo's, not nvidia-smi's) and u = gpu_m
                  ad19c8a003 to PR #18974, 2d8476e465bb861c1e7d1e65c800b725282271c4); V1's profile run, a
                  single KV-cache type (more raised NotImplementedError), no start-up refusal
     vllm-v1      KV = u T - (W + A + N), the same shared memory_profiling() in V1's worker (vllm v0.9.1
-                 vllm/v1/worker/gpu_worker.py:183-227; v0.10.0 :211-255), V1's profile run and defaults
+                 vllm/v1/worker/gpu_worker.py:183-227; v0.10.0 :211-255), V1's profile run and defaults; from
+                 v0.20.0 (a release given) less G, the profile's CUDA-graph estimate (cudagraph.py), with u 0.92 by
+                 default (settings.default_utilization). From v0.27.0 memory_profiling counts W + N as what the
+                 driver says vLLM took since its start-up snapshot and A as torch's peak less its allocated bytes
+                 after the profile (vllm v0.27.0 and v0.29.0 vllm/utils/mem_utils.py total_consumed,
+                 transient_peak_headroom): the same sum, plus torch's allocations outside the weights and the
+                 profile (the model runner's persistent buffers) and the allocator's slack; not modelled
 
 Every accounting then cuts KV into blocks (layout.py), takes the minimum over TP ranks (they are alike here)
 and captures CUDA graphs afterwards, inside the (1 - u) T margin. The activation peak A is modelled
@@ -52,6 +58,7 @@ from .layout import BlockLayout, vllm_layout
 from .memory import (OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default,
                      on_gpu_under_tp)
 from .pipeline import pipeline_capacity
+from .cudagraph import cudagraph_estimate
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
 from .states import VLLM_STATE_PAGES
@@ -65,6 +72,10 @@ SWAP_BYTES = 4 * GiB
 #: TP 2; memory.py's non-torch figures). The TP figure is NVSwitch H100s'; on GPUs without device links only the
 #: buffers on the GPU count (memory.on_gpu_under_tp, as the non-torch default: in_use_at_snapshot).
 IN_USE_AT_SNAPSHOT = (int(0.5 * GiB), int(1.5 * GiB))
+#: vLLM V1's default gpu_memory_utilization is 0.92 from this release (default_utilization).
+V1_UTILIZATION_092_RELEASE = (0, 20)
+#: The term name of the profile's CUDA-graph estimate (cudagraph.py; vllm-v1 from v0.20.0).
+CUDA_GRAPH_ESTIMATE = "cuda_graph_estimate"
 #: How each accounting's releases split the layers over pipeline stages (capacity/stages.py).
 _PARTITION = {Accounting.vllm_v0_6_4: LayerPartition.vllm_v0_7, Accounting.vllm_v0: LayerPartition.vllm_v0_7}
 #: Where vLLM gives every worker the fewest blocks of any (pipeline_capacity).
@@ -117,6 +128,9 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     else:
         non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel, gpu)
     used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
+    graphs = cudagraph_estimate(layers, s, given_release(s))
+    if graphs is not None:
+        used.append(Term(CUDA_GRAPH_ESTIMATE, graphs.bytes, graphs.describe(), Role.used))
     lora = lora_term(layers, s, Engine.vllm)
     layout = vllm_layout(layers, s)
     if s.accounting is Accounting.vllm_v0_8 and (layout.num_groups > 1 or layout.state_groups):
@@ -126,6 +140,24 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
         raise InputError(f"{model.name}: vLLM V1's hybrid allocator under --pp groups layers by the whole model's "
                          "ratio (kv_cache_utils.py get_kv_cache_configs); not modelled")
     return assemble(model, gpu, s, used + ([lora] if lora else []), layout)
+
+
+def given_release(s: Resolved) -> tuple[int, ...] | None:
+    """The release the user gave (EngineSettings.release), None for a label: vLLM V1's v0.20.0 terms (the
+    0.92 default, the CUDA-graph estimate) apply only to a release given, so a label keeps v0.19's (the corpora's
+    V1 logs without a release are builds before the switch or of unknown release). A label's Resolved.release is
+    None, or its stand-in release marked release_given False (vocab.label_release)."""
+    return s.release if getattr(s, "release_given", s.release is not None) else None
+
+
+def default_utilization(s: Resolved) -> float:
+    """vLLM's default gpu_memory_utilization: 0.92 in V1 from v0.20.0 (vllm v0.19.1 vllm/config/cache.py
+    CacheConfig.gpu_memory_utilization Field(default=0.9); v0.20.0, v0.22.1, v0.24.0 and v0.29.0 default=0.92),
+    else 0.9; a label keeps 0.9 (given_release)."""
+    release = given_release(s)
+    if s.accounting is Accounting.vllm_v1 and release is not None and release >= V1_UTILIZATION_092_RELEASE:
+        return 0.92
+    return 0.9
 
 
 def in_use_at_snapshot(tensor_parallel: int, gpu: GpuSpec | None = None) -> int:
@@ -148,7 +180,7 @@ def check_memory_in_use(s: Resolved, budget_bytes: int, gpu: GpuSpec | None = No
     own = in_use_at_snapshot(s.tensor_parallel, gpu)
     free = s.cuda_visible_bytes - s.memory_in_use_bytes - own
     if free < budget_bytes:
-        u = s.utilization if s.utilization is not None else 0.9
+        u = s.utilization if s.utilization is not None else default_utilization(s)
         raise InputError(f"--memory-in-use {s.memory_in_use_bytes / GiB:.2f} GiB: vLLM V1 would refuse to start: "
                          f"\"Free memory on device ({free / GiB:.2f}/{s.cuda_visible_bytes / GiB:.2f} GiB) on startup is "
                          f"less than desired GPU memory utilization ({u:g}, {budget_bytes / GiB:.2f} GiB)\" "
@@ -165,7 +197,7 @@ def _check_v0_fits(s: Resolved, budget_bytes: int) -> None:
     own = IN_USE_AT_SNAPSHOT[0]     # V0's baseline snapshot follows the CUDA context, precedes NCCL (init_device)
     if budget_bytes + others + own <= total:
         return
-    u = s.utilization if s.utilization is not None else 0.9
+    u = s.utilization if s.utilization is not None else default_utilization(s)
     fits = max(0, total - others - own) * 1000 // total / 1000
     raise InputError(f"--memory-in-use {others / GiB:.2f} GiB: vLLM V0 would run out of memory allocating the KV "
                      f"cache: utilisation x total + memory in use > total ({u:g} x {total / GiB:.2f} = "
@@ -191,7 +223,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
     `budget_bytes` is u T as a log printed it (two decimals of GiB are finer than T and u each rounded);
     explain.py passes it.
     """
-    u = s.utilization if s.utilization is not None else 0.9
+    u = s.utilization if s.utilization is not None else default_utilization(s)
     total = s.cuda_visible_bytes
     budget = int(total * u) if budget_bytes is None else budget_bytes
     check_memory_in_use(s, budget, gpu)
@@ -279,5 +311,6 @@ def _check(s: Resolved, model: ModelSpec) -> None:
                          f"{model.max_context_len:,}; vLLM refuses it")
 
 
-__all__ = ["IN_USE_AT_SNAPSHOT", "SWAP_BYTES", "assemble", "check_memory_in_use", "in_use_at_snapshot", "log_lines", "used_terms",
+__all__ = ["CUDA_GRAPH_ESTIMATE", "IN_USE_AT_SNAPSHOT", "SWAP_BYTES", "V1_UTILIZATION_092_RELEASE",
+           "default_utilization", "given_release", "assemble", "check_memory_in_use", "in_use_at_snapshot", "log_lines", "used_terms",
            "vllm_capacity"]
