@@ -2862,14 +2862,15 @@ def _version12(folder: Path, engine: str, value: str) -> list[str]:
     return []
 
 
-#: A label and the release the docs say it stands for (EngineVersion: 'None: a label, the accounting's newest').
+#: A label and the release the docs say it stands for (engines.vocab.label_release: the accounting's newest, but
+#: vllm-v1's v0.19.x and sglang-v0.4's v0.4.5, so that a label keeps the figures it has always had; D37 fixed).
 LABELS12 = [("vllm", "v0.2", "0.6.3"), ("vllm", "v0.6.4", "0.6.4"), ("vllm", "v0.6.4", "0.6.4.post1"),
-            ("vllm", "v0.8", "0.9.0.1"), ("vllm", "v0.8", "0.9.0"), ("vllm", "v1", "0.20.2"), ("vllm", "v1", "0.20"),
-            ("sglang", "v0.4", "0.5.2"), ("sglang", "v0.5", "0.5.10")]
+            ("vllm", "v0.8", "0.9.0.1"), ("vllm", "v0.8", "0.9.0"), ("vllm", "v1", "0.19.1"), ("vllm", "v1", "0.19"),
+            ("sglang", "v0.4", "0.4.5"), ("sglang", "v0.5", "0.5.10")]
 
 
 def _label12(folder: Path, model: list[str], engine: str, label: str, release: str) -> list[str]:
-    """The label's figures are its newest release's (every term, the kv_cache_bytes)."""
+    """The label's figures are its release's (label_release; every term, the kv_cache_bytes)."""
     base = ["capacity", *model, "-g", "h200-sxm", "--engine", engine, "-f", "json"]
     a, p1, _ = _run3(folder, base + ["--engine-version", label], expect=0)
     b, p2, _ = _run3(folder, base + ["--engine-version", release], expect=0)

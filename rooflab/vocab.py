@@ -15,6 +15,7 @@ DType, with every fact about an element type, lives in dtypes.py.
 from __future__ import annotations
 
 import enum
+import re
 
 
 class _Named(str, enum.Enum):
@@ -244,38 +245,55 @@ _ENGINE_ALIASES = {"trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "tensorr
 ENGINE_RELEASES = {Engine.vllm: "v1 (0.11+)", Engine.sglang: "0.5", Engine.trtllm: "1.0"}
 #: Version words that name no release but an engine generation rooflab models (vLLM's V1 engine).
 _GENERATIONS = ("v1", ENGINE_RELEASES[Engine.vllm])
-#: A release as the engines print it, whole: numbers, then dev / post / rc / a / b parts, then a local +tag
-#: ('0.7.4.dev181+gf35f8e22', '0.4.3.post2', '0.26.1rc1'); '0.7.3 ; x' and '0.7xyz' are not one. ASCII digits only
-#: (as packaging.version reads a release): a fullwidth or Arabic-Indic '0.9' is refused, not taken as 0.9.
-_RELEASE = r"(?ia)v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:dev|post|rc|a|b)[0-9]*)*(?:\+[0-9a-z.]+)?"
+#: A release as the engines print it, whole: an optional v (either case: engines print 'v0.8.4'), numbers, then
+#: dev / post / rc / a / b parts, then a local +tag ('0.7.4.dev181+gf35f8e22', '0.4.3.post2', '0.26.1rc1'); '0.7.3 ; x'
+#: and '0.7xyz' are not one. ASCII digits only (as packaging.version reads a release): a fullwidth or Arabic-Indic
+#: '0.9' is refused, not taken as 0.9. The one pattern check_engine_release holds a value to and engine_release reads
+#: the numbers with (group 1), so that a release that passes the check reads as the same release.
+_RELEASE = re.compile(r"v?([0-9]+(?:\.[0-9]+)+)(?:[.-]?(?:dev|post|rc|a|b)[0-9]*)*(?:\+[0-9a-z.]+)?", re.I | re.A)
+#: Every number of a release is below this: a part of 10,000 or more ('0.10.99999') names no release.
+RELEASE_PART_LIMIT = 10_000
 
 
 def engine_release(version) -> "tuple[int, ...] | None":
-    """A version's release numbers ('0.7.4.dev181+gf35f8e22' -> (0, 7, 4), '0.4.3.post2' -> (0, 4, 3)), or None
-    where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release)."""
-    import re
-
-    match = re.match(r"v?([0-9]+\.[0-9]+(?:\.[0-9]+)*)(?![0-9])", str(version or "").strip())
+    """A version's release numbers ('0.7.4.dev181+gf35f8e22' -> (0, 7, 4), 'V0.4.3.post2' -> (0, 4, 3)), or None
+    where it names none (empty, 'v1 (0.11+)': vLLM's V1 engine, not a release). Read from the start of the text
+    with _RELEASE, the pattern check_engine_release holds a whole value to."""
+    match = _RELEASE.match(str(version or "").strip())
     return tuple(int(n) for n in match.group(1).split(".")) if match else None
 
 
+def _release_match(value) -> "re.Match | None":
+    """_RELEASE over the whole of `value` stripped, None where it is no release in form (or not a string of at most
+    64 characters)."""
+    return _RELEASE.fullmatch(value.strip()) if isinstance(value, str) and len(value) <= 64 else None
+
+
 def check_engine_release(value, what: str = "engine version (--engine-version)", engine=None) -> str:
-    """`value` stripped, if it is a string naming a release (0.9.0, 0.7.4.dev181, 0.4.3.post2) or an engine
-    generation (v1: vLLM's, so refused where `engine`, an Engine, is another); else an InputError naming `what`."""
+    """`value` stripped, if it is a string naming a release (0.9.0, v0.7.4.dev181, 0.4.3.post2; each number below
+    RELEASE_PART_LIMIT) or an engine generation (v1: vLLM's, so refused where `engine`, an Engine, is another);
+    else an InputError naming `what`."""
     from .errors import InputError, shown
 
-    if engine is not None and engine is not Engine.vllm and isinstance(value, str) and \
-            value.strip().lower() in _GENERATIONS:
+    text = value.strip() if isinstance(value, str) and len(value) <= 64 else None
+    if engine is not None and engine is not Engine.vllm and text is not None and text.lower() in _GENERATIONS:
         raise InputError(f"{what}: {shown(value)} is vLLM's V1 engine, not a {engine.value} release (0.4.3.post2, "
                          f"1.0, ...)")
-
-    import re
-
-    if not isinstance(value, str) or len(value) > 64 or not (
-            re.fullmatch(_RELEASE, value.strip()) or value.strip().lower() in _GENERATIONS):
+    match = _release_match(value)
+    if match is None and (text is None or text.lower() not in _GENERATIONS):
         raise InputError(f"{what}: {shown(value)} is not an engine release (0.9.0, 0.7.4.dev181, 0.4.3.post2)")
-    return value.strip()
+    if match is not None and any(int(n) >= RELEASE_PART_LIMIT for n in match.group(1).split(".")):
+        raise InputError(f"{what}: {shown(value)} is not an engine release: each of its numbers is below "
+                         f"{RELEASE_PART_LIMIT:,}")
+    return text
 
 
-__all__ = ["ENGINE_RELEASES", "EXPLAINED", "check_engine_release", "engine_release", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "PeerTransport", "Phase",
+def release_of(value, what: str = "engine version (--engine-version)", engine=None) -> "tuple[int, ...] | None":
+    """check_engine_release, then the release's numbers (engine_release): one reading for the check and the
+    numbers; None for vLLM's generation word (v1)."""
+    return engine_release(check_engine_release(value, what, engine))
+
+
+__all__ = ["ENGINE_RELEASES", "EXPLAINED", "RELEASE_PART_LIMIT", "check_engine_release", "engine_release",
+           "release_of", "Bound", "CeilingSource", "Engine", "ExplainedVariant", "Kernel", "KernelFamily", "LayerKind", "PeerTransport", "Phase",
            "Pipe", "StepKind", "Variant", "WindowAllocation"]

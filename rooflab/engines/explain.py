@@ -34,7 +34,7 @@ from .logs import EngineLog
 from .memory import LORA, lora_term
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
-from .vocab import Engine, accounting_of, parse_kv_cache_dtype
+from .vocab import Engine, accounting_of, label_release, parse_kv_cache_dtype, release_text
 
 UNATTRIBUTED = ("unattributed", "what the logged KV figure implies beyond the terms above (the log does not print "
                                 "them all; the others are modelled)")
@@ -134,8 +134,8 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
     if release is not None:
         used = settings.release is not None and _logged_release(log, settings.accounting) is not None
         lines.append(f"release v{release.value}: from the log ({release.source})" + (
-            "" if used else f"; outside {settings.accounting}'s releases ({settings.accounting.releases}): its newest "
-                            "is modelled"))
+            "" if used else f"; outside {settings.accounting}'s releases ({settings.accounting.releases}): its "
+                            f"label's {release_text(label_release(settings.accounting))} is modelled"))
     for key, label in _SETTING_NAMES:
         logged = log.setting(key) if key in ("kv_cache_dtype", "dtype") else log.get(key)
         value = getattr(settings, key, None)
@@ -151,7 +151,8 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
 
 def _logged_release(log: EngineLog, accounting) -> Optional[tuple[int, ...]]:
     """The release the log's engine line states, as numbers, where `accounting` covers it (vocab.RELEASE_RANGE);
-    None where the log states none or one outside the range (the accounting's newest is modelled then)."""
+    None where the log states none or one outside the range (the release the accounting's label
+    stands for is modelled then: vocab.label_release)."""
     from ..vocab import engine_release
     from .vocab import in_range
 
@@ -160,19 +161,62 @@ def _logged_release(log: EngineLog, accounting) -> Optional[tuple[int, ...]]:
     return numbers if numbers is not None and in_range(accounting, numbers) else None
 
 
+def log_generation(log: EngineLog) -> Optional[tuple[bool, str]]:
+    """(V1, what says so) where a vLLM log shows which engine ran: its engine line ('Initializing a V1 LLM engine
+    (v0.11.2)' is V1; V0's reads 'an LLM engine' or 'a V0 LLM engine'), else the V1 or V0 formats it matched; None
+    where neither does (an SGLang log, or vLLM lines both engines print)."""
+    if log.engine is not Engine.vllm:
+        return None
+    line = log.setting("release")
+    if line is not None:
+        return "V1 LLM engine" in line.text, line.source
+    for v1, prefix in ((True, "vLLM V1"), (False, "vLLM V0")):
+        named = [f for f in log.formats if f.startswith(prefix)]
+        if named:
+            return v1, f"its {', '.join(named)}"
+    return None
+
+
+def check_generation(log: EngineLog, v1: bool, option: str) -> None:
+    """An InputError naming `option` (--vllm-use-v1 0, --engine-version v0) where it asks for vLLM's V1 (`v1`) or V0
+    engine and the log shows the other one ran (log_generation)."""
+    shown_by = log_generation(log)
+    if shown_by is not None and shown_by[0] is not v1:
+        raise InputError(f"{option} ({'V1' if v1 else 'V0'}) contradicts the log's {'V1' if shown_by[0] else 'V0'} "
+                         f"engine ({shown_by[1]}); drop the option")
+
+
+def _check_logged_release(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> None:
+    """A release (EngineSettings.release) other than the one the log's engine line states is an error naming both;
+    so is a label (`given` an accounting, no release) of another accounting than the one the log's release reads
+    as, and a V0 or V1 accounting against a log of the other engine (check_generation)."""
+    from ..vocab import engine_release
+
+    logged = log.setting("release")
+    numbers = engine_release(logged.value) if logged is not None else None
+    if numbers is not None and settings.release is not None and settings.release[:3] != numbers[:3]:
+        raise InputError(f"--engine-version {'.'.join(map(str, settings.release))} contradicts the log's "
+                         f"v{logged.value} ({logged.source}); drop the option")
+    if "accounting" not in given:
+        return
+    version = release_text(settings.release) if settings.release is not None else settings.accounting.short
+    check_generation(log, settings.accounting.is_v1, f"--engine-version {version}")
+    if numbers is not None and settings.release is None and settings.accounting is not log.accounting:
+        raise InputError(f"--engine-version {version} ({settings.accounting.releases}) contradicts the log's "
+                         f"v{logged.value} ({logged.source}), which rooflab reads as {log.accounting}; drop the option")
+
+
 def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> EngineSettings:
     """The settings with what the log prints; a value the user gave that the log contradicts is an error."""
     if settings.engine is not log.engine:
         raise InputError(f"--engine-log {log.name} is a {log.engine.title} log, but --engine is {settings.engine}")
+    _check_logged_release(log, settings, given)
     updates = {} if "accounting" in given else {"accounting": log.accounting}
     if "accounting" not in given and settings.release is not None and log.setting("release") is None:
         # a release the caller knows and the log does not state picks the accounting as the log's own would
         updates["accounting"] = accounting_of(log.engine, settings.release, log.accounting.is_v1) or log.accounting
     release = _logged_release(log, updates.get("accounting", settings.accounting))
     if release is not None:
-        if settings.release is not None and settings.release[:3] != release[:3]:
-            raise InputError(f"--engine-version {'.'.join(map(str, settings.release))} contradicts the log's "
-                             f"v{log.setting('release').value} ({log.setting('release').source}); drop the option")
         updates["release"] = release
     kv = log.setting("kv_cache_dtype")
     if kv is not None and kv.value != "auto":

@@ -83,7 +83,7 @@ from .lora import lora_buffer_bytes, lora_defaults
 from .mxfp4 import expert_padding
 from .result import Role, Term
 from .settings import model_dtype
-from .vocab import RELEASE_RANGE, Accounting, Engine
+from .vocab import RELEASE_RANGE, Accounting, Engine, label_release
 from ..vocab import PeerTransport
 
 _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
@@ -218,12 +218,13 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
 
 
 def layout_release(accounting: Accounting | None, release: tuple[int, ...] | None) -> tuple[int, ...] | None:
-    """The SGLang release whose weight layout is counted: `release`, else an SGLang accounting's newest (a label's:
-    newest_release); None (weight_split's newest read) for another engine or none. engine_weight_bytes and the
-    step (rooflab.step.engine_kernels) take it from here."""
+    """The SGLang release whose weight layout is counted: `release`, else the one an SGLang accounting's label stands
+    for (vocab.label_release: sglang-v0.4's v0.4.5, sglang-v0.5's v0.5.10, as settings.resolve computes a label's
+    every term); None (weight_split's newest read) for another engine or none. engine_weight_bytes and the step
+    (rooflab.step.engine_kernels) take it from here."""
     if release is not None or accounting is None or accounting.engine is not Engine.sglang:
         return release
-    return newest_release(accounting)
+    return label_release(accounting)
 
 
 def newest_release(accounting: Accounting) -> tuple[int, ...] | None:

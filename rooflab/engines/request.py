@@ -130,14 +130,16 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
     if o.deployment.pipeline_parallel > 1 or o.pp_layer_partition is not None:
         raise InputError("--pp with --engine-log: a logged run's pipeline stages are not explained yet (each stage "
                          "has its own layers and blocks); --pp applies to --engine predictions")
-    from .explain import explain_log
+    from .explain import check_generation, explain_log
     from .logs import read_log
 
     log = read_log(o.engine_log)
     engine = parse_engine(o.engine) if o.engine else log.engine
     _engine_names(o, engine, given)
     _state_options(o, engine, model)
-    settings = _settings(o, engine)
+    settings = _settings(o, engine, "--engine" if o.engine else f"--engine-log {log.name}'s engine")
+    if o.vllm_use_v1 is not None:
+        check_generation(log, o.vllm_use_v1, f"--vllm-use-v1 {int(o.vllm_use_v1)}")
     fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
               "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static"),
               "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype")}
@@ -178,9 +180,10 @@ def parse_state_dtype(text: str):
     return dtype
 
 
-def _settings(o: EngineOptions, engine: Engine) -> EngineSettings:
-    """EngineSettings from the options: the deployment's fields the user set, the engine's defaults for the rest."""
-    version = parse_engine_version(engine, o.engine_version, o.vllm_use_v1)
+def _settings(o: EngineOptions, engine: Engine, engine_from: str = "--engine") -> EngineSettings:
+    """EngineSettings from the options: the deployment's fields the user set, the engine's defaults for the rest;
+    `engine_from` names where the engine came from (--engine, or the log's), for the errors."""
+    version = parse_engine_version(engine, o.engine_version, o.vllm_use_v1, engine_from)
     if o.no_flashinfer and engine is not Engine.vllm:
         raise InputError("--no-flashinfer is vLLM's (its V1 sampler, v0.9.1 - v0.11.0); SGLang has no such setting")
     if o.mem_fraction_static is not None and engine is Engine.vllm:

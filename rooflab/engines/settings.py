@@ -34,8 +34,9 @@ from ..capacity.stages import check_partition
 from ..capacity.weight_split import check_dp_attention_engine
 from ..dtypes import WeightFormat
 from ..units import GiB, DType, fmt_bytes
-from ..vocab import check_engine_release, engine_release
-from .vocab import Accounting, Engine, KvCacheDtype, MambaCacheMode, in_range, parse_mamba_cache_mode, release_text
+from ..vocab import RELEASE_PART_LIMIT, release_of
+from .vocab import (Accounting, Engine, KvCacheDtype, MambaCacheMode, in_range, label_release, parse_mamba_cache_mode,
+                    release_text)
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
@@ -90,8 +91,8 @@ class EngineSettings:
     pp_layer_partition: Optional[tuple[int, ...]] = None
     #: The engine's release inside the accounting's range ('0.15.0' or (0, 15, 0); vocab.RELEASE_RANGE; a numeric
     #: --engine-version sets it), where the terms differ inside it (profile.py: vLLM V1's sampler sorts before
-    #: v0.17, its MoE workspaces are kept from v0.14; sglang.py: mem_fraction_static by release); None: the
-    #: accounting's newest
+    #: v0.17, its MoE workspaces are kept from v0.14; sglang.py: mem_fraction_static by release); None: the one
+    #: release the accounting's label stands for (vocab.label_release: its newest, v1's v0.19.x, sglang-v0.4's v0.4.5)
     release: Optional[tuple[int, ...]] = None
     #: FlashInfer importable beside vLLM (--no-flashinfer: not): V1 v0.9.1 - v0.11.0 then sample with its top-k /
     #: top-p kernels on NVIDIA GPUs (profile.py); True as the official Docker image ships it (docker/Dockerfile
@@ -183,9 +184,9 @@ class EngineSettings:
         """`release` as numbers ('0.15.0' -> (0, 15, 0)), inside the accounting's range; else an InputError."""
         label, value = self._label("release"), self.release
         if isinstance(value, str):
-            check_engine_release(value, label)
-            value = engine_release(value)
-        if not (isinstance(value, tuple) and value and all(type(n) is int and 0 <= n < 10_000 for n in value)):
+            value = release_of(value, label)
+        if not (isinstance(value, tuple) and value
+                and all(type(n) is int and 0 <= n < RELEASE_PART_LIMIT for n in value)):
             raise InputError(f"{label} must be a release such as '0.15.0' or (0, 15, 0), got {shown(self.release)}")
         if not in_range(self.accounting, value):
             raise InputError(f"{label} {'.'.join(map(str, value))} is outside {self.accounting}'s releases "
@@ -225,7 +226,10 @@ class Resolved:
     max_lora_rank: Optional[int] = None
     pipeline_parallel: int = 1
     pp_layer_partition: Optional[tuple[int, ...]] = None
+    #: The release every release-dependent term is computed at: EngineSettings.release, else the one the
+    #: accounting's label stands for (vocab.label_release); `release_given` says which
     release: Optional[tuple[int, ...]] = None
+    release_given: bool = False
     #: vLLM can sample with FlashInfer here: it is installed and the GPU is NVIDIA's (vLLM's CUDA platform;
     #: topk_topp_sampler.py takes the native path on every other); profile.py applies it by release
     flashinfer_sampler: bool = False
@@ -233,7 +237,7 @@ class Resolved:
     @property
     def releases(self) -> str:
         """The releases the accounting follows, and the one given ('vLLM V1 v0.9.1 - v0.20 at v0.10.1')."""
-        return self.accounting.releases + (f" at {release_text(self.release)}" if self.release else "")
+        return self.accounting.releases + (f" at {release_text(self.release)}" if self.release_given else "")
 
     @property
     def attention_tensor_parallel(self) -> int:
@@ -256,7 +260,9 @@ def resolve(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec) -> Resolve
     computed = dict(accounting=a, kv_dtype=settings.kv_cache_dtype.resolve(model_dtype(model)),
                     block_size=settings.block_size or engine_default_block, max_model_len=max_len, max_num_seqs=seqs,
                     max_num_batched_tokens=mnbt, cuda_visible_bytes=total, cuda_visible_source=source,
-                    flashinfer_sampler=settings.flashinfer_installed and (gpu.vendor or "nvidia").lower() == "nvidia")
+                    flashinfer_sampler=settings.flashinfer_installed and (gpu.vendor or "nvidia").lower() == "nvidia",
+                    release=settings.release if settings.release is not None else label_release(a),
+                    release_given=settings.release is not None)
     # every other field is the setting as given, under the same name
     given = {f.name: getattr(settings, f.name) for f in fields(Resolved) if f.name not in computed}
     return Resolved(**computed, **given)

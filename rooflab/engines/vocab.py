@@ -107,6 +107,23 @@ RELEASE_RANGE = {
 
 #: The accounting `--engine E` follows when no --engine-version is given: each engine's newest modelled one.
 DEFAULT_ACCOUNTING = {Engine.vllm: Accounting.vllm_v1, Engine.sglang: Accounting.sglang_v0_5}
+#: Where a number of a release stands for every release of its series (label_release: v0 is v0.10.x's newest).
+SERIES_NEWEST = 10 ** 6
+#: The labels that stand for a release before their accounting's newest (label_release), so that a label keeps the
+#: figures it has always had: vllm-v1's v0.19.x, the newest release before V1's v0.20.0 defaults (the 0.92
+#: utilisation, the CUDA-graph estimate: vllm.py, for a release given); sglang-v0.4's v0.4.5, the last release of the
+#: v0.4.0 mem_fraction_static table the label has always priced (v0.4.6 changes it on GPUs above 80 GiB, v0.4.8
+#: replaces it with a reserve; sglang.py), its weights at v0.4.5 too (fp8 MLA copies, DP attention's v0.4.5 layout).
+_LABEL_RELEASES = {Accounting.vllm_v1: (0, 19, SERIES_NEWEST), Accounting.sglang_v0_4: (0, 4, 5)}
+
+
+def label_release(accounting: Accounting) -> tuple[int, ...]:
+    """The one release an accounting's label (--engine-version v1, v0.4; EngineSettings.release None) stands for:
+    every release-dependent term of a label is computed at it (settings.resolve). The accounting's newest
+    (RELEASE_RANGE's last; a last of fewer numbers padded with SERIES_NEWEST: all of its series), except the
+    labels of _LABEL_RELEASES."""
+    last = RELEASE_RANGE[accounting][1]
+    return _LABEL_RELEASES.get(accounting, tuple(last) + (SERIES_NEWEST,) * (3 - len(last)))
 
 
 def in_range(accounting: Accounting, release: tuple[int, ...]) -> bool:
@@ -121,7 +138,8 @@ def accounting_of(engine: Engine, release: tuple[int, ...], v1: bool) -> "Accoun
 
 
 def release_text(release: tuple[int, ...]) -> str:
-    return "v" + ".".join(map(str, release))
+    """'v0.10.1'; a number that stands for its whole series (SERIES_NEWEST) as x: 'v0.20.x'."""
+    return "v" + ".".join("x" if n >= SERIES_NEWEST else str(n) for n in release)
 
 
 def parse_engine(text: str) -> Engine:
@@ -146,7 +164,8 @@ def parse_engine(text: str) -> Engine:
 @dataclass(frozen=True)
 class EngineVersion:
     """What --engine-version names: the accounting, and the release where a number was given (None: a label,
-    the accounting's newest release)."""
+    which stands for one release, label_release: the accounting's newest but vllm-v1's v0.19.x and sglang-v0.4's
+    v0.4.5)."""
 
     accounting: Accounting
     release: tuple[int, ...] | None = None
@@ -157,19 +176,23 @@ ENGINE_VERSION_FORMS = ("a release as the engine prints it (vLLM 0.10.1, v0.8.4,
                         "or an accounting's label (vLLM v0.2, v0.6.4, v0, v0.8, v1; SGLang v0.4, v0.5)")
 
 
-def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None = None) -> EngineVersion:
+def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None = None,
+                         engine_from: str = "--engine") -> EngineVersion:
     """`--engine-version` for `engine`, in either form (ENGINE_VERSION_FORMS); None gives the engine's default.
 
-    A label ('v1', 'v0.6.4', 'vllm-v1', '0.8') names an accounting, release None. A release ('0.10.1',
-    'v0.8.4', '0.6.3.post1': rooflab.vocab.check_engine_release's forms) picks the accounting whose
+    A label ('v1', 'v0.6.4', 'vllm-v1', '0.8') names an accounting, release None (label_release's). A release
+    ('0.10.1', 'v0.8.4' or 'V0.8.4', '0.6.3.post1': rooflab.vocab.release_of's forms) picks the accounting whose
     RELEASE_RANGE holds it, V1's where vLLM's V0 and V1 both do (V1 the default from v0.8.0; V0 after that is
     `--engine-version v0`, VLLM_USE_V1=0), and keeps the release. A label of the other engine is a contradiction,
     and a release no accounting holds is refused naming the ranges. `use_v1` is vLLM's VLLM_USE_V1 (None: unset):
     with a release, False picks V0 where that release ships it (to v0.10.x), True V1 (from v0.8.0); with a
-    label it must agree with the label's engine; without a version, False is V0's label (v0).
+    label it must agree with the label's engine; without a version, False is V0's label (v0). VLLM_USE_V1's own
+    0 and 1 are False and True; anything else is an InputError naming use_v1. `engine_from` says where the
+    engine came from, for the errors ('--engine', 'the log').
     """
     engine = parse_engine(engine)
-    version = _engine_version(engine, text)
+    use_v1 = _use_v1(use_v1)
+    version = _engine_version(engine, text, engine_from)
     if use_v1 is None:
         return version
     if engine is not Engine.vllm:
@@ -188,25 +211,36 @@ def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None =
     return EngineVersion(other, version.release)
 
 
-def _engine_version(engine: Engine, text: str | None) -> EngineVersion:
+def _use_v1(value) -> bool | None:
+    """parse_engine_version's use_v1: None, a bool, or VLLM_USE_V1's 0 / 1 (as bools); else an InputError."""
+    if value is None or isinstance(value, bool):
+        return value
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    raise InputError(f"use_v1 (--vllm-use-v1) must be True / False or VLLM_USE_V1's 1 / 0 (None: unset), got "
+                     f"{shown(value)}")
+
+
+def _engine_version(engine: Engine, text: str | None, engine_from: str = "--engine") -> EngineVersion:
     """parse_engine_version without VLLM_USE_V1."""
     if text is None:
         return EngineVersion(DEFAULT_ACCOUNTING[engine])
     if not isinstance(text, str) or len(text) > 64:
         raise InputError(f"--engine-version must be {ENGINE_VERSION_FORMS}, got {shown(text)}")
-    label = _accounting_label(engine, text)
+    label = _accounting_label(engine, text, engine_from)
     if label is not None:
         return EngineVersion(label)
-    from ..vocab import check_engine_release, engine_release
+    from ..vocab import _release_match, release_of
 
     try:
-        check_engine_release(text, "--engine-version", engine)
+        release = release_of(text, "--engine-version", engine)
     except InputError:
+        if _release_match(text) is not None:    # a release in form, refused on its own ('0.10.99999')
+            raise
         own = ", ".join(a.short for a in Accounting if a.engine is engine)
         raise InputError(f"--engine-version {shown(text)} is neither a {engine.title} release (such as "
                          f"{'0.10.1, 0.6.3.post1' if engine is Engine.vllm else '0.4.6.post2, 0.5.3'}) nor one of "
                          f"its accountings ({own})") from None
-    release = engine_release(text)
     if release is None:                     # vLLM's generation 'v1 (0.11+)' (ENGINE_RELEASES; refused for SGLang)
         return EngineVersion(Accounting.vllm_v1)
     holding = [a for a in Accounting if a.engine is engine and in_range(a, release)]
@@ -217,7 +251,7 @@ def _engine_version(engine: Engine, text: str | None) -> EngineVersion:
     return EngineVersion(next((a for a in holding if a.is_v1), holding[0]), release)
 
 
-def _accounting_label(engine: Engine, text: str) -> Accounting | None:
+def _accounting_label(engine: Engine, text: str, engine_from: str = "--engine") -> Accounting | None:
     """The accounting a label names ('v1', '0.6.4', 'vllm-v1'), None where `text` is no label; a label of the
     other engine is an InputError."""
     key = text.strip().lower()
@@ -229,7 +263,8 @@ def _accounting_label(engine: Engine, text: str) -> Accounting | None:
                          f"choose one of {', '.join(a.short for a in Accounting if a.engine is engine)}")
     accounting = Accounting(key)
     if accounting.engine is not engine:
-        raise InputError(f"--engine-version {shown(text)} is {accounting.engine.title}'s, but --engine is {engine.value}")
+        raise InputError(f"--engine-version {shown(text)} is {accounting.engine.title}'s, but {engine_from} is "
+                         f"{engine.value}")
     return accounting
 
 
@@ -305,6 +340,7 @@ def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
 
 
 __all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VERSION_FORMS", "EngineVersion",
-           "RELEASE_RANGE", "Engine", "KvCacheDtype", "accounting_of", "in_range", "parse_engine_version", "release_text",
+           "RELEASE_RANGE", "SERIES_NEWEST", "Engine", "KvCacheDtype", "accounting_of", "in_range", "label_release",
+           "parse_engine_version", "release_text",
            "MambaCacheMode", "kv_cache_dtype_of",
            "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]

@@ -15,8 +15,9 @@ release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's schedul
 
 Under data-parallel attention (SGLang's --enable-dp-attention) the weights follow SGLang's layout at the release
 (capacity.weight_split.dp_attention_splits), read from --engine-version as `capacity --engine sglang` reads it
-(engines.vocab.parse_engine_version, engines.memory.layout_release: a label is its accounting's newest release);
-no engine: the newest read; another engine: refused (weight_split.check_dp_attention_engine).
+(engines.vocab.parse_engine_version, engines.memory.layout_release: a label is the release it stands for,
+engines.vocab.label_release); no engine: the newest read; another engine: refused
+(weight_split.check_dp_attention_engine).
 """
 
 from __future__ import annotations

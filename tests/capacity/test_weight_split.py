@@ -95,9 +95,12 @@ def test_v0_4_6_holds_the_shared_expert_whole_on_hopper_only():
 
 def test_capacity_and_engine_mode_split_dp_attention_by_one_rule():
     """The plain capacity bound (and the step, through gpu_weight_bytes) takes the newest release's layout: the
-    engine's weights less its rotary cache and absorbed copies at no release."""
+    engine's weights less its rotary cache and absorbed copies at the label's release (v0.4.5: fp8 copies;
+    engines.vocab.label_release)."""
     from rooflab.engines.memory import rotary_cache_bytes
-    engine = weights(dp=16) - rotary_cache_bytes(V3) - sglang_absorbed_bytes(V3, 1)
+    from rooflab.engines.vocab import label_release
+
+    engine = weights(dp=16) - rotary_cache_bytes(V3) - sglang_absorbed_bytes(V3, 1, release=label_release(SGLANG))
     assert gpu_weight_bytes(V3, None, 16, 1, 16) == engine
 
 

@@ -226,7 +226,7 @@ def test_a_release_past_the_range_is_named_and_the_newest_modelled():
     x = explain_log(log, load_model("qwen3-8b"), load_gpu("t4"), EngineSettings(parse_accounting("vllm", None)))
     assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.20"
     assert "release v0.22.0: from the log" in x.settings_taken[0]
-    assert "outside vllm-v1's releases (vLLM V1 v0.9.1 - v0.20): its newest is modelled" in x.settings_taken[0]
+    assert "outside vllm-v1's releases (vLLM V1 v0.9.1 - v0.20): its label's v0.19.x is modelled" in x.settings_taken[0]
 
 
 @pytest.mark.parametrize("log, accounting", [
@@ -251,3 +251,53 @@ def test_a_callers_release_picks_the_accounting_where_the_log_states_none():
     assert explain_log(log, model, gpu, settings).reproduced.accounting == "vllm-v0.8"
     plain = EngineSettings(parse_accounting("vllm", "v0.8"), tensor_parallel=4, max_model_len=8192)
     assert explain_log(log, model, gpu, plain).reproduced.accounting == "vllm-v1"
+
+
+# --- a version the log contradicts (hostile session12 D38) ---------------------------------------------------------
+
+#: A V1 v0.11.2 log: its line 6 reads 'Initializing a V1 LLM engine (v0.11.2)'.
+V0_11_2 = LOGS / "heldout4" / "vllm-v1-llama-3-8b-instruct-h200-maxlen1024.log"
+
+
+@pytest.mark.parametrize("accounting, release, needle", [
+    # a release outside the log's accounting was planned at that release (0.10.1, inside it, was refused)
+    ("v0.8", (0, 8, 4), r"^--engine-version 0.8.4 contradicts the log's v0.11.2 \(line 6: .*Initializing a V1 LLM "
+                        r"engine \(v0.11.2\)"),
+    ("v1", (0, 10, 1), r"^--engine-version 0.10.1 contradicts the log's v0.11.2 \(line 6: "),
+    # a label of another accounting than the one the log's release reads as
+    ("v0.8", None, r"^--engine-version v0.8 \(vLLM V1 v0.8.0 - v0.9.0.1\) contradicts the log's v0.11.2 \(line 6: .*"
+                   r"\), which rooflab reads as vllm-v1; drop the option$"),
+    # V0 against a V1 engine line
+    ("v0", None, r"^--engine-version v0 \(V0\) contradicts the log's V1 engine \(line 6: .*Initializing a V1 LLM "
+                 r"engine \(v0.11.2\)"),
+    ("v0", (0, 8, 4), r"^--engine-version 0.8.4 contradicts the log's v0.11.2")])
+def test_a_version_other_than_the_logs_is_refused_naming_both(accounting, release, needle):
+    """D38: --engine-version 0.8.4 with a V1 v0.11.2 log was planned at v0.8.4 (the log's release was checked only
+    where the chosen accounting covered it), and a V0 choice against a V1 engine line was ignored."""
+    settings = EngineSettings(parse_accounting("vllm", accounting), release=release)
+    with pytest.raises(InputError, match=needle):
+        explain_log(read_log(V0_11_2), load_model("llama-3-8b"), load_gpu("h200-sxm"), settings,
+                    given=frozenset({"accounting"}))
+
+
+@pytest.mark.parametrize("accounting, release", [("v1", None), ("v1", (0, 11, 2)), ("v1", "0.11.2.post1")])
+def test_the_logs_own_release_or_its_accountings_label_is_taken(accounting, release):
+    x = explain_log(read_log(V0_11_2), load_model("llama-3-8b"), load_gpu("h200-sxm"),
+                    EngineSettings(parse_accounting("vllm", accounting), release=release),
+                    given=frozenset({"accounting"}))
+    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.20 at v0.11.2"
+
+
+def test_a_v0_or_v1_choice_against_the_logs_engine_is_refused():
+    """check_generation: --vllm-use-v1 0 against a V1 engine line (request.py calls it), and 1 against V0's
+    'Initializing an LLM engine (v0.6.3.post1)'; an SGLang log has no such line."""
+    from rooflab.engines.explain import check_generation, log_generation
+
+    with pytest.raises(InputError, match=r"^--vllm-use-v1 0 \(V0\) contradicts the log's V1 engine \(line 6: "):
+        check_generation(read_log(V0_11_2), False, "--vllm-use-v1 0")
+    check_generation(read_log(V0_11_2), True, "--vllm-use-v1 1")
+    v0 = read_log(LOGS / "heldout5" / "vllm-v0-0.6.3.post1-qwen2.5-7b-rtx4090-wsl-eager-util095.log")
+    assert log_generation(v0)[0] is False
+    with pytest.raises(InputError, match=r"^--vllm-use-v1 1 \(V1\) contradicts the log's V0 engine"):
+        check_generation(v0, True, "--vllm-use-v1 1")
+    assert log_generation(read_log(LOGS / "heldout5" / "sglang-v0.3.0-qwen2-72b-h100x8-tp8.log")) is None

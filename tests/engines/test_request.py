@@ -61,3 +61,65 @@ def test_what_if_without_a_log_asks_for_the_log(given):
                              given)
         check_modes(given)
     assert "--engine or" not in WHAT_IF_NEEDS_LOG
+
+
+# --- --engine-version and --vllm-use-v1 from the command line (hostile session12 D35, D36, D38) ----------------------
+
+V0_11_2_LOG = str(DATA / "heldout4" / "vllm-v1-llama-3-8b-instruct-h200-maxlen1024.log")
+SGLANG_LOG = str(DATA / "heldout5" / "sglang-v0.4.3.post2-deepseek-r1-h800x16-tp16-mem070.log")
+
+
+def _capacity(*args):
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    return CliRunner().invoke(app, ["capacity", *args, "-f", "json"])
+
+
+def _refused(result, needle):
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) <= 2 and needle in result.stderr, result.stderr
+    assert "Traceback" not in result.output and "EngineSettings" not in result.stderr
+
+
+@pytest.mark.parametrize("engine, version, accounting, releases", [
+    ("sglang", "V0.4.6", "sglang-v0.4", "SGLang v0.1.17 - v0.5.2 at v0.4.6"),
+    ("vllm", "V0.8.4", "vllm-v0.8", "vLLM V1 v0.8.0 - v0.9.0.1 at v0.8.4")])
+def test_a_capital_v_release_plans_that_release_of_that_engine(engine, version, accounting, releases):
+    """D35: `--engine sglang --engine-version V0.4.6` planned vLLM (exit 0, engine vllm)."""
+    import json
+
+    r = _capacity("-m", "qwen3-30b-a3b", "-g", "h200-sxm", "--engine", engine, "--engine-version", version)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert (doc["engine"], doc["accounting"], doc["releases"]) == (engine, accounting, releases)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "vllm", "--engine-version", "V99.0"], "--engine-version 'V99.0': no vLLM accounting"),
+    (["--engine", "vllm", "--engine-version", "0.10.99999"], "--engine-version: '0.10.99999' is not an engine release"),
+    (["--engine-log", V0_11_2_LOG, "--engine-version", "0.8.4"],
+     "--engine-version 0.8.4 contradicts the log's v0.11.2"),
+    (["--engine-log", V0_11_2_LOG, "--engine-version", "V0.10.1"], "--engine-version 0.10.1 contradicts the log's"),
+    (["--engine-log", V0_11_2_LOG, "--vllm-use-v1", "0"],
+     "--vllm-use-v1 0 (V0) contradicts the log's V1 engine (line 6"),
+    (["--engine-log", V0_11_2_LOG, "--vllm-use-v1", "0", "--engine-version", "0.8.4"],
+     "--vllm-use-v1 0 (V0) contradicts"),
+    (["--engine-log", SGLANG_LOG, "--engine-version", "vllm-v1"], "is vLLM's, but --engine-log "),
+])
+def test_a_version_refused_names_the_option_and_what_it_contradicts(args, needle):
+    """D35 (V99.0 accepted, a capital-V release not checked against the log), D36 (refused naming
+    EngineSettings.release), D38 (a release outside the log's accounting, and VLLM_USE_V1=0 against a V1 engine
+    line, taken); an engine taken from the log is not called --engine."""
+    _refused(_capacity("-m", "llama-3-8b", "-g", "h200-sxm", *args), needle)
+
+
+def test_an_sglang_log_takes_a_capital_v_sglang_release():
+    """D35: with an SGLang log (no --engine) 'V0.5.3' read as vLLM's V1 default and was refused as '... but --engine
+    is vllm'."""
+    import json
+
+    r = _capacity("-m", "deepseek-v3", "-g", "h800", "--engine-log", SGLANG_LOG, "--engine-version", "V0.5.3")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["releases"] == "SGLang v0.5.3 - v0.5.10 at v0.5.3"

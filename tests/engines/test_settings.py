@@ -1,5 +1,5 @@
 """Tests of rooflab/engines/settings.py: vLLM v1's defaults follow the GPU, v0 chunks prefill for long
-contexts, and the state-cache and LoRA settings are checked.
+contexts, the state-cache and LoRA settings are checked, and a label is computed at the one release it stands for.
 """
 
 from __future__ import annotations
@@ -100,3 +100,35 @@ def test_engine_capacity_refuses_what_is_not_a_spec():
                        ((LLAMA3, H100, {"accounting": "vllm"}), "settings")):
         with pytest.raises(InputError, match=f"^{word} must be"):
             engine_capacity(*args)
+
+
+# --- a label is one release, every term (hostile session12 D37) -----------------------------------------------------
+
+#: Each accounting's label and a release it stands for (engines.vocab.label_release; for a series' newest, v0's
+#: v0.10.x and v1's v0.19.x, its last release: v0.10.2, v0.19.1).
+LABEL_AT = {"vllm-v0.2": "0.6.3", "vllm-v0.6.4": "0.6.4", "vllm-v0": "0.10.2", "vllm-v0.8": "0.9.0.1",
+            "vllm-v1": "0.19.1", "sglang-v0.4": "0.4.5", "sglang-v0.5": "0.5.10"}
+
+
+#: Models and deployments: dense, MoE, MLA (SGLang's absorbed copies by release), and SGLang's DP attention.
+LABEL_DEPLOYMENTS = [("llama-3-8b", {"tensor_parallel": 8}), ("qwen3-30b-a3b", {"tensor_parallel": 8}),
+                     ("deepseek-v3", {"tensor_parallel": 8})]
+SGLANG_DP = [("deepseek-v3", {"tensor_parallel": 8, "attention_data_parallel": dp}) for dp in (2, 8)]
+
+
+@pytest.mark.parametrize("accounting, model, deployment", [
+    (a, m, d) for a in sorted(LABEL_AT) for m, d in LABEL_DEPLOYMENTS + (SGLANG_DP if a.startswith("sglang") else [])])
+def test_a_label_is_its_release_on_every_term(accounting, model, deployment):
+    """D37: SGLang's label v0.4 took mem_fraction_static from v0.4.0 - v0.4.5's table and the weights (MLA copies in
+    bf16) from v0.5.2: no one release. settings.resolve now computes every term of a label at the release it
+    stands for; only the releases line says whether one was given."""
+    from rooflab.engines import Accounting, EngineSettings, engine_capacity
+
+    a = Accounting(accounting)
+    m, gpu = load_model(model), load_gpu("h200-sxm")
+    label = engine_capacity(m, gpu, EngineSettings(a, **deployment))
+    at = engine_capacity(m, gpu, EngineSettings(a, release=LABEL_AT[accounting], **deployment))
+    assert [(t.name, t.bytes) for t in label.terms] == [(t.name, t.bytes) for t in at.terms]
+    assert (label.kv_cache_bytes, label.utilization, label.kv_cache_tokens) == (at.kv_cache_bytes, at.utilization,
+                                                                                at.kv_cache_tokens)
+    assert label.releases == a.releases and at.releases == f"{a.releases} at v{LABEL_AT[accounting]}"

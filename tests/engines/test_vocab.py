@@ -119,3 +119,64 @@ def test_capacity_refuses_the_tensorrt_llm_member_in_a_short_message():
     assert "Engine.trtllm" not in str(exc.value)
     with pytest.raises(InputError, match="^--engine 'tensorrt-llm': "):
         parse_accounting(OneEngine.trtllm, None)
+
+
+# --- --engine-version read one way; VLLM_USE_V1's 0 / 1 (hostile session12 D35, D36, D44) -------------------------
+
+@pytest.mark.parametrize("engine, text, accounting, release", [
+    (Engine.sglang, "V0.4.6", Accounting.sglang_v0_4, (0, 4, 6)),
+    (Engine.sglang, "V0.5.3", Accounting.sglang_v0_5, (0, 5, 3)),
+    (Engine.vllm, "V0.8.4", Accounting.vllm_v0_8, (0, 8, 4)), (Engine.vllm, "V0.10.1", Accounting.vllm_v1, (0, 10, 1))])
+def test_a_capital_v_release_is_the_same_release(engine, text, accounting, release):
+    """D35: 'V0.8.4' read as no release: vLLM's V1 default (under --engine sglang, vLLM itself)."""
+    from rooflab.engines.vocab import EngineVersion, parse_engine_version
+
+    assert parse_engine_version(engine, text) == EngineVersion(accounting, release)
+    assert parse_engine_version(engine, "v" + text[1:]) == parse_engine_version(engine, text)
+
+
+@pytest.mark.parametrize("engine, text, needle", [
+    (Engine.vllm, "V99.0", "^--engine-version 'V99.0': no vLLM accounting rooflab models covers v99.0"),
+    (Engine.sglang, "V0.30", "^--engine-version 'V0.30': no SGLang accounting rooflab models covers v0.30"),
+    (Engine.vllm, "0.10.99999", "^--engine-version: '0.10.99999' is not an engine release: each of its numbers is "
+                                "below 10,000$")])
+def test_a_release_no_accounting_holds_is_refused_naming_the_option(engine, text, needle):
+    """D35 (V99.0 was taken as vLLM's default) and D36 (0.10.99999 was refused naming EngineSettings.release)."""
+    from rooflab.engines.vocab import parse_engine_version
+
+    with pytest.raises(InputError, match=needle) as exc:
+        parse_engine_version(engine, text)
+    assert "EngineSettings" not in str(exc.value)
+
+
+@pytest.mark.parametrize("use_v1, accounting", [(0, Accounting.vllm_v0), (False, Accounting.vllm_v0),
+                                                (1, Accounting.vllm_v0_8), (True, Accounting.vllm_v0_8)])
+def test_use_v1_takes_vllm_use_v1s_own_zero_and_one(use_v1, accounting):
+    """D44: use_v1 was compared by identity, so VLLM_USE_V1's 0 gave 'vLLM v0.8.4 has no V0 engine'."""
+    from rooflab.engines.vocab import EngineVersion, parse_engine_version
+
+    assert parse_engine_version("vllm", "0.8.4", use_v1) == EngineVersion(accounting, (0, 8, 4))
+    assert parse_engine_version("vllm", None, use_v1).accounting.is_v1 is bool(use_v1)
+
+
+@pytest.mark.parametrize("use_v1", ["0", "1", 2, -1, 1.0, [1]])
+def test_use_v1_refuses_anything_else_naming_it(use_v1):
+    from rooflab.engines.vocab import parse_engine_version
+
+    with pytest.raises(InputError, match=r"^use_v1 \(--vllm-use-v1\) must be True / False or VLLM_USE_V1's 1 / 0"):
+        parse_engine_version("vllm", "0.8.4", use_v1)
+
+
+# --- a label is one release (hostile session12 D37) ----------------------------------------------------------------
+
+def test_a_label_stands_for_one_release_of_its_accounting():
+    """label_release: every accounting's newest release (a series' x: v0 is v0.10.x), in its range, but v1's
+    v0.19.x (before V1's v0.20.0 defaults) and sglang-v0.4's v0.4.5, the last release of the v0.4.0 fraction table
+    its label has always priced (settings.resolve computes a label's every term there: tests/engines/
+    test_settings.py)."""
+    from rooflab.engines.vocab import in_range, label_release, release_text
+
+    texts = {a.short: release_text(label_release(a)) for a in Accounting}
+    assert texts == {"v0.2": "v0.6.3", "v0.6.4": "v0.6.4", "v0": "v0.10.x", "v0.8": "v0.9.0", "v1": "v0.19.x",
+                     "v0.4": "v0.4.5", "v0.5": "v0.5.10"}
+    assert all(in_range(a, label_release(a)) for a in Accounting)
