@@ -35,7 +35,7 @@ class Accounting(str, enum.Enum):
                   peak + non-torch)
     vllm-v0.8     V1, v0.8.0 - v0.9.0.1: KV = u T - (torch's allocated peak, weights included, + all memory in
                   use outside torch after the profile: the CUDA context and other processes' too), V1's profile run
-    vllm-v1       V1, v0.9.1 - v0.20 (PR #19312): the same three terms, V1's profile run, defaults and log lines;
+    vllm-v1       V1, v0.9.1 - v0.29 (PR #19312): the same three terms, V1's profile run, defaults and log lines;
                   linear-attention (Qwen3-Next) models from v0.10.2
     sglang-v0.4   SGLang v0.1.17 - v0.4.x: pool = f x free memory after NCCL init - weights, f by TP size and release
     sglang-v0.5   SGLang v0.5.3 - v0.5.10: the same pool, f from a reserve that grows with the GPU's defaults
@@ -76,7 +76,7 @@ _RELEASES = {
     Accounting.vllm_v0_6_4: "vLLM V0 v0.6.4",
     Accounting.vllm_v0: "vLLM V0 v0.6.5 - v0.10.x",
     Accounting.vllm_v0_8: "vLLM V1 v0.8.0 - v0.9.0.1",
-    Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.20",
+    Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.29",
     Accounting.sglang_v0_4: "SGLang v0.1.17 - v0.5.2",
     Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",
 }
@@ -92,7 +92,9 @@ _RELEASES = {
 #:   vllm-v0       v0.6.5 - v0.10.x: V0, the default up to v0.7.x, VLLM_USE_V1=0 (or V1's fallback) from v0.8.0;
 #:                 v0.10.2 is the last wheel with vllm/worker/worker.py (v0.11.0's vllm/engine/llm_engine.py is V1's)
 #:   vllm-v0.8     v0.8.0 - v0.9.0.1: V1, the default from v0.8.0 (vllm/envs.py VLLM_USE_V1 "1")
-#:   vllm-v1       v0.9.1 - v0.20.x (PR #19312; v0.21 raises the default utilisation to 0.92, not modelled)
+#:   vllm-v1       v0.9.1 - v0.29.x (PR #19312; read in the v0.20.0 - v0.29.0 wheels: from v0.20.0 the default
+#:                 utilisation is 0.92 and the profile's CUDA-graph estimate is subtracted, vllm.py and
+#:                 cudagraph.py, where a release is given)
 #:   sglang-v0.4   v0.1.17 - v0.5.2: v0.5.1 and v0.5.2 keep v0.4.8 - v0.4.10's reserve (sglang v0.5.1
 #:                 server_args.py:366-393, v0.5.2 :464-496), as sglang.py models that release range
 #:   sglang-v0.5   v0.5.3 - v0.5.10 (sglang v0.5.3 server_args.py _handle_gpu_memory_settings, v0.5.10)
@@ -101,7 +103,7 @@ _RELEASES = {
 RELEASE_RANGE = {
     Accounting.vllm_v0_2: ((0, 2, 5), (0, 6, 3)), Accounting.vllm_v0_6_4: ((0, 6, 4), (0, 6, 4)),
     Accounting.vllm_v0: ((0, 6, 5), (0, 10)), Accounting.vllm_v0_8: ((0, 8, 0), (0, 9, 0)),
-    Accounting.vllm_v1: ((0, 9, 1), (0, 20)),
+    Accounting.vllm_v1: ((0, 9, 1), (0, 29)),
     Accounting.sglang_v0_4: ((0, 1, 17), (0, 5, 2)), Accounting.sglang_v0_5: ((0, 5, 3), (0, 5, 10)),
 }
 
