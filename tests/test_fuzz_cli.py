@@ -235,7 +235,7 @@ ENGINE_OPTS = [
                                                                              "trtllm"]),
         st.sampled_from(["VLLM", "SGLang"]), checked_late=True, words=("engine",)),
     Opt(("--engine-version",), st.sampled_from(["v1", "v0", "v0.5", "0.10.1", "v0.8.4", "0.6.3.post1", "0.4.6.post2"]),
-        st.sampled_from(["", " ", "v99", "latest", "$", "{}", "1e400", "nan", "v1.2.3.4.5", "0.21.0", "0.2.4",
+        st.sampled_from(["", " ", "v99", "latest", "$", "{}", "1e400", "nan", "v1.2.3.4.5", "0.30.0", "0.2.4",
                          "0.10.1; x", "\uff10.10.1"]),
         st.sampled_from(["1", "V1", "v0.6.4", "v0.2", "v0.4", "0.8"]), checked_late=True, words=("engine", "version")),
     Opt(("--engine-log",), st.sampled_from([str(p) for p in ENGINE_LOGS] or [str(SMALL_CSV)]),

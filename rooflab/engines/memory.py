@@ -262,7 +262,7 @@ def sglang_absorbed_bytes(model: ModelSpec, attention_tp: int, weight_format=Non
 
 
 #: The vLLM releases whose MLA backends keep a 16-bit copy of each rank's quantised kv_b_proj (first, last).
-VLLM_ABSORBED_RELEASES = ((0, 8, 0), (0, 20))
+VLLM_ABSORBED_RELEASES = ((0, 8, 0), (0, 29))
 
 
 def vllm_absorbed_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None,
@@ -276,7 +276,8 @@ def vllm_absorbed_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
 
     where kv_b's format is quantised (model.weight_format('attention')), else 0. From v0.8.0 in V0 and V1 alike
     (vllm v0.8.0, v0.8.4 and v0.10.2 vllm/attention/backends/mla/common.py and vllm/v1/attention/backends/mla/
-    common.py), to v0.20.x (VLLM_ABSORBED_RELEASES; v0.20.2 vllm/model_executor/layers/attention/mla_attention.py,
+    common.py), to v0.29.x (VLLM_ABSORBED_RELEASES; v0.20.2, v0.24.0 and v0.29.0 (replace_parameter W_UV, W_UK_T)
+    vllm/model_executor/layers/attention/mla_attention.py,
     whose get_and_maybe_dequant_weights in quantization/utils/quant_utils.py returns an unquantised weight .to()
     its own dtype, uncopied); made inside load_model, so 'Model loading took' counts them.
     Not modelled: v0.7.x's absorption into q_proj and o_proj (W_Q_UK, W_UV_O: vllm v0.7.2 / v0.7.3

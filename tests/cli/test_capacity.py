@@ -342,8 +342,8 @@ def test_an_sglang_release_reaches_mem_fraction_static():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--engine", "vllm", "--engine-version", "0.21.0"], "--engine-version '0.21.0': no vLLM accounting rooflab "
-                                                          "models covers v0.21.0"),
+    (["--engine", "vllm", "--engine-version", "0.30.0"], "--engine-version '0.30.0': no vLLM accounting rooflab "
+                                                          "models covers v0.30.0"),
     (["--engine", "vllm", "--engine-version", "0.2.4"], "no vLLM accounting rooflab models covers v0.2.4"),
     (["--engine", "sglang", "--engine-version", "0.5.11"], "no SGLang accounting rooflab models covers v0.5.11"),
     (["--engine", "sglang", "--engine-version", "v1"], "--engine-version 'v1' is neither a SGLang release"),

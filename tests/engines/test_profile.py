@@ -153,7 +153,7 @@ def test_v1_without_a_release_is_its_newest(model, seqs):
 
 
 @pytest.mark.parametrize("version, release, words", [
-    ("v1", "0.9.0", "outside vllm-v1's releases"), ("v1", "0.21.0", "outside vllm-v1's releases"),
+    ("v1", "0.9.0", "outside vllm-v1's releases"), ("v1", "0.30.0", "outside vllm-v1's releases"),
     ("v1", "latest", "not an engine release"), ("v1", (0, -1), "must be a release"),
     ("v1", [0, 15], "must be a release"),
     ("v0", "0.11.0", "outside vllm-v0's releases (vLLM V0 v0.6.5 - v0.10.x)"),

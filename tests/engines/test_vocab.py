@@ -39,7 +39,7 @@ def test_accountings(engine, text, expected):
 @pytest.mark.parametrize("engine, text, needle", [
     (Engine.vllm, "sglang-v0.4", "is SGLang's, but --engine is vllm"),
     (Engine.vllm, "v2", "neither a vLLM release .* nor one of its accountings \\(v0.2, v0.6.4, v0, v0.8, v1\\)"),
-    (Engine.vllm, "0.21.0", "no vLLM accounting rooflab models covers v0.21.0 .*v1: vLLM V1 v0.9.1 - v0.20"),
+    (Engine.vllm, "0.30.0", "no vLLM accounting rooflab models covers v0.30.0 .*v1: vLLM V1 v0.9.1 - v0.29"),
     (Engine.vllm, "0.2.4", "no vLLM accounting rooflab models covers v0.2.4"),
     (Engine.sglang, "0.5.11", "no SGLang accounting rooflab models covers v0.5.11"),
     (Engine.vllm, "0.10.1; x", "neither a vLLM release"),
