@@ -25,6 +25,9 @@ _DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "engine_logs"
 QWEN25_15B = str(_DATA / "heldout6" / "models" / "qwen2.5-1.5b-instruct")
 CODER_CONFIG = str(_DATA / "heldout4" / "models" / "qwen3-coder-30b-a3b-instruct" / "config.json")
 
+#: Post hoc (issue 28, 2026-12-02 after set 6's evaluation at 15:06 UTC): the v0.24.0 and v0.22.1rc1 logs' cases were
+#: given their printed "release" once vllm-v1's range reached v0.29 (vocab.RELEASE_RANGE); the main builds keep none
+#: (they print no release); nothing else changed.
 CASES: tuple[dict, ...] = (
     # four start-ups of mystous/vllm_hybrid eval/results (four files), the fork's own flags off
     dict(log="vllm2-v1-main-2026-04-qwen2.5-7b-instruct-rtx3090-util090-maxlen4096.log", engine="vllm",
@@ -45,11 +48,11 @@ CASES: tuple[dict, ...] = (
     dict(log="vllm2-v1-0.24.0-qwen3-coder-30b-a3b-instruct-l40sx4-tp4-util090-maxlen32768.log", engine="vllm",
          gpu_label="4x L40S (g6e.12xlarge, README)", model_label="Qwen/Qwen3-Coder-30B-A3B-Instruct (stored config)",
          gpu="l40s", model=CODER_CONFIG,
-         options={"tensor_parallel": 4, "utilization": 0.9, "max_model_len": 32768}),
+         options={"tensor_parallel": 4, "utilization": 0.9, "max_model_len": 32768, "release": "0.24.0"}),
     dict(log="vllm2-v1-0.22.1rc1-minimax-m2.7-fp8-a100-80gb-x4-tp4-util090-maxlen131072.log", engine="vllm",
          gpu_label="4x A100-SXM4-80GB (the guide)", model_label="MiniMaxAI/MiniMax-M2.7 (FP8)", gpu="a100-sxm-80gb",
          model="minimax-m2.5",
-         options={"tensor_parallel": 4, "utilization": 0.9, "max_model_len": 131072}),
+         options={"tensor_parallel": 4, "utilization": 0.9, "max_model_len": 131072, "release": "0.22.1rc1"}),
     dict(log="vllm2-v0-0.7.2-qwen2.5-1.5b-instruct-t4-fp16-util050-maxlen32768-unsloth-grpo.log", engine="vllm",
          gpu_label="Tesla T4 (Unsloth banner)", model_label="Qwen/Qwen2.5-1.5B-Instruct (stored config), fp16",
          gpu="t4", model=QWEN25_15B, version="v0",
