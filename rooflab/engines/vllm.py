@@ -145,9 +145,9 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
 def given_release(s: Resolved) -> tuple[int, ...] | None:
     """The release the user gave (EngineSettings.release), None for a label: vLLM V1's v0.20.0 terms (the
     0.92 default, the CUDA-graph estimate) apply only to a release given, so a label keeps v0.19's (the corpora's
-    V1 logs without a release are builds before the switch or of unknown release). A label's Resolved.release is
-    None, or its stand-in release marked release_given False (vocab.label_release)."""
-    return s.release if getattr(s, "release_given", s.release is not None) else None
+    V1 logs without a release are builds before the switch or of unknown release); a label's Resolved.release is
+    the one it stands for (vocab.label_release), marked release_given False."""
+    return s.release if s.release_given else None
 
 
 def default_utilization(s: Resolved) -> float:
