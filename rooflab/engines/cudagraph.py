@@ -19,7 +19,9 @@ FULL from two samples with the same 1 MiB floor (v0.29.0 vllm/v1/worker/gpu/cuda
 profile_cudagraph_memory, _MIN_PER_GRAPH_BYTES): the form below holds for it as a lower bound too.
 
 rooflab models first[mode] as the forward working set at the largest size (profile.forward_bytes: the graph
-pool's blocks hold one piece's intermediates at a time, piecewise outputs being weak references) and second[mode]
+pool's blocks hold one piece's intermediates at a time, piecewise outputs being weak references), without the
+fused-MoE caches, which from v0.14 are WorkspaceManager's buffers kept from the profile run and reused by the
+capture (profile.py; vllm v0.20.0 vllm/v1/worker/workspace.py), and second[mode]
 by the code's floor, 1 MiB: the driver's own memory for each instantiated graph is not in the source and is not
 modelled, so G is a lower bound. The logs measure 1.4 to 9.3 MiB a size (0.14 GiB for Qwen3-30B-A3B on an H100 at
 v0.22.1, 0.55 for Qwen2.5-7B on an RTX 3090, 0.91 for Llama-3.3-70B at TP 8), not fitted here. Not modelled either:
@@ -59,8 +61,8 @@ class CudaGraphEstimate:
 
     def describe(self) -> str:
         return (f"modelled (a lower bound): the profile's CUDA-graph estimate, subtracted from v0.20.0: the first "
-                f"capture's forward at {self.largest:,} tokens + {self.piecewise_graphs} PIECEWISE and "
-                f"{self.full_graphs} FULL sizes at the code's 1 MiB floor a further graph")
+                f"capture's forward at {self.largest:,} tokens (no MoE caches: kept buffers) + {self.piecewise_graphs} "
+                f"PIECEWISE and {self.full_graphs} FULL sizes at the code's 1 MiB floor a further graph")
 
 
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
@@ -77,7 +79,7 @@ def cudagraph_estimate(model: ModelSpec, s: Resolved, release: tuple[int, ...] |
         return None
     sizes = capture_sizes(s.max_num_seqs, s.max_num_batched_tokens)
     full = [n for n in sizes if n <= s.max_num_seqs]
-    return CudaGraphEstimate(sizes[-1], len(sizes), len(full), forward_bytes(model, s, sizes[-1]))
+    return CudaGraphEstimate(sizes[-1], len(sizes), len(full), forward_bytes(model, s, sizes[-1], with_moe=False))
 
 
 __all__ = ["CudaGraphEstimate", "MAX_CAPTURE_SIZE", "PER_GRAPH_FLOOR_BYTES", "V1_CUDAGRAPH_ESTIMATE_RELEASE",

@@ -155,11 +155,14 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept)
 
 
-def forward_bytes(model: ModelSpec, s: Resolved, tokens: int) -> int:
+def forward_bytes(model: ModelSpec, s: Resolved, tokens: int, with_moe: bool = True) -> int:
     """The forward moment of a pass over `tokens` tokens (module docstring): the residual stream and the widest
-    block's intermediates, or the fused-MoE caches beside the residual stream."""
+    block's intermediates, or the fused-MoE caches beside the residual stream (`with_moe` False: not them, where
+    they are buffers already held)."""
     tp, b = s.tensor_parallel, model_dtype(model).bytes
     per_token = 3 * model.hidden_size + max(_mlp_elements(model, tp), _attention_elements(model, tp))
+    if not with_moe:
+        return tokens * per_token * b
     moe = _moe_elements(model, 1 if s.expert_parallel > 1 else tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     return max(tokens * per_token * b, tokens * 3 * model.hidden_size * b + moe)
 

@@ -68,3 +68,14 @@ def test_default_utilization_by_release(release, expected):
 
 def test_given_utilization_wins():
     assert engine_capacity(QWEN3_8B, H100, vllm(release="0.20.0", utilization=0.85)).utilization == 0.85
+
+
+def test_first_capture_of_a_moe_model_leaves_out_the_kept_moe_caches():
+    """From v0.14 the fused-MoE caches are WorkspaceManager's buffers kept from the profile run (profile.py; vllm
+    v0.20.0 vllm/v1/worker/workspace.py), so the capture at 512 tokens allocates the residual stream and the widest
+    attention or dense block only. Qwen3-30B-A3B at TP 1: H 2,048, 32 query heads and 4 KV heads of 128, no dense
+    or shared MLP: 512 x (3 x 2,048 + 32 x 256 + 4 x 256) x 2 = 15,728,640 bytes."""
+    model = load_model("qwen3-30b-a3b")
+    s = resolve(vllm(max_num_seqs=256, max_num_batched_tokens=8192, release="0.20.0"), model, H100)
+    g = cudagraph_estimate(model, s, given_release(s))
+    assert g.first_capture_bytes == 512 * (3 * 2048 + 32 * 256 + 4 * 256) * 2 == 15_728_640
