@@ -16,11 +16,11 @@ from ..paging import pages_for
 from ..specs import GpuSpec, ModelSpec
 from ..units import DType, WeightFormat, fmt_bytes
 from ..vocab import WindowAllocation
-from ..specs.weights import weight_bytes
+from ..specs.weights import WeightComponent, weight_bytes
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
 from .stages import LayerPartition, Stage, check_partition, pipeline_stages
-from .weight_split import dp_attention_splits
+from .weight_split import check_attention_ranks, dp_attention_splits
 
 
 def plan_capacity(model: ModelSpec, gpu: GpuSpec, context_len: int,
@@ -207,7 +207,10 @@ def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | Non
     `release` (None: the newest read: attention over TP / N, embeddings over TP / N, lm_head over TP), or over
     `splits` where given (engines.memory's, with its fused copies), and under pipeline parallelism `stage`'s share of each component
     (stages.Stage.shares). The capacity plan, the step (rooflab.step.memory) and the engine models all count
-    weights with it."""
+    weights with it. `attention_data_parallel` is a number of ranks dividing `tensor_parallel` (the dp_attention
+    flag it replaced, a bool, is refused: check_attention_ranks)."""
+    tensor_parallel = whole_number(tensor_parallel, "tensor_parallel", maximum=MAX_GPUS)
+    attention_data_parallel = check_attention_ranks(attention_data_parallel, tensor_parallel)
     if splits is None:
         splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
     return weight_bytes(model, weight_format, tensor_parallel,
@@ -231,12 +234,14 @@ def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel
 
 def describe_weights(model: ModelSpec, override: DType | WeightFormat | None) -> str:
     """'bf16', or 'bf16, experts mxfp4': the formats the weights are counted in."""
-    base = model.weight_format("embeddings", override).value
-    special = sorted({(c, model.weight_format(c, override).value) for c in ("attention", "dense_mlp", "experts",
-                                                                             "shared_experts")
-                      if model.weight_format(c, override).value != base
-                      and (c != "experts" or model.is_moe) and (c != "shared_experts" or model.num_shared_experts)})
-    return base + "".join(f", {c.replace('_', ' ')} {fmt}" for c, fmt in special)
+    c = WeightComponent
+    base = model.weight_format(c.embeddings, override).value
+    special = sorted({(k.value, model.weight_format(k, override).value)
+                      for k in (c.attention, c.dense_mlp, c.experts, c.shared_experts)
+                      if model.weight_format(k, override).value != base
+                      and (k is not c.experts or model.is_moe)
+                      and (k is not c.shared_experts or model.num_shared_experts)})
+    return base + "".join(f", {k.replace('_', ' ')} {fmt}" for k, fmt in special)
 
 
 def _kv_default(model: ModelSpec, weight_dtype: DType | WeightFormat | None) -> DType:

@@ -38,6 +38,7 @@ from fractions import Fraction
 from ..cost.checks import whole_number
 from ..errors import InputError, shown
 from ..specs import ModelSpec
+from ..specs.weights import WeightComponent
 
 
 class LayerPartition(str, enum.Enum):
@@ -150,14 +151,15 @@ class Stage:
         dense = self.num_layers - moe
         h = model.hidden_size
         tied_head = model.tie_word_embeddings and self.last
+        c = WeightComponent
         return {
-            "embeddings": Fraction(1 if self.first or tied_head else 0),
-            "lm_head": Fraction(1 if self.last else 0),
-            "attention": attention / attention_all if attention_all else Fraction(0),
-            "dense_mlp": Fraction(dense, model.num_dense_layers) if model.num_dense_layers else Fraction(0),
-            "experts": _share(moe, model.num_moe_layers), "shared_experts": _share(moe, model.num_moe_layers),
-            "router": _share(moe, model.num_moe_layers),
-            "norms": Fraction(2 * h * self.num_layers + (h if self.last else 0), 2 * h * model.num_layers + h),
+            c.embeddings: Fraction(1 if self.first or tied_head else 0),
+            c.lm_head: Fraction(1 if self.last else 0),
+            c.attention: attention / attention_all if attention_all else Fraction(0),
+            c.dense_mlp: Fraction(dense, model.num_dense_layers) if model.num_dense_layers else Fraction(0),
+            c.experts: _share(moe, model.num_moe_layers), c.shared_experts: _share(moe, model.num_moe_layers),
+            c.router: _share(moe, model.num_moe_layers),
+            c.norms: Fraction(2 * h * self.num_layers + (h if self.last else 0), 2 * h * model.num_layers + h),
         }
 
 

@@ -34,7 +34,10 @@ expert parallelism the copies are dealt over EP with the routed experts (not mod
 
 from __future__ import annotations
 
+from ..cost.checks import whole_number
 from ..errors import InputError, shown
+from ..limits import MAX_GPUS
+from ..specs.weights import WeightComponent
 from ..vocab import Engine
 
 #: The newest SGLang release these rules were read from, taken where no release is given.
@@ -56,6 +59,21 @@ def _release(release: tuple[int, ...] | None) -> tuple[int, ...]:
             isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10 ** 7 for n in release):
         raise InputError(f"an SGLang release must be a tuple of numbers such as (0, 5, 7), got {shown(release)}")
     return release + (0,) * (3 - len(release))
+
+
+def check_attention_ranks(attention_data_parallel: object, tensor_parallel: int) -> int:
+    """`attention_data_parallel` (N, SGLang's --dp under --enable-dp-attention: the attention ranks inside the TP
+    group) as an int, a whole number >= 1 dividing `tensor_parallel`, else an InputError naming it. A bool is the
+    dp_attention flag the argument replaced (True: N = TP), refused with how to say it now, not read as 1."""
+    what = "attention_data_parallel"
+    if isinstance(attention_data_parallel, bool):
+        raise InputError(f"{what} is a number of attention ranks (1: none; tensor_parallel: DP attention over the "
+                         f"whole group), not the dp_attention flag: got {attention_data_parallel}")
+    ranks = whole_number(attention_data_parallel, what, maximum=MAX_GPUS)
+    if tensor_parallel % ranks:
+        raise InputError(f"{what} {ranks} must divide tensor_parallel {tensor_parallel} (each attention rank runs "
+                         f"over tensor_parallel / {what} GPUs)")
+    return ranks
 
 
 def check_dp_attention(tensor_parallel: int, attention_data_parallel: int,
@@ -86,14 +104,15 @@ def dp_attention_splits(tensor_parallel: int, attention_data_parallel: int,
     """{component: ways it is split} under SGLang's DP attention at `release` (module docstring); {} without it.
     An InputError where SGLang at `release` runs no such layout (check_dp_attention): the one function capacity,
     the engine model and the step take the release's layout from."""
+    attention_data_parallel = check_attention_ranks(attention_data_parallel, tensor_parallel)
     if attention_data_parallel <= 1:
         return {}
     check_dp_attention(tensor_parallel, attention_data_parallel, release)
     r = _release(release)
     attention_tp = tensor_parallel // attention_data_parallel
-    return {"attention": attention_tp,
-            "embeddings": attention_tp if r >= (0, 5, 8) else 1,
-            "lm_head": tensor_parallel if r >= (0, 4, 5) else 1}
+    return {WeightComponent.attention: attention_tp,
+            WeightComponent.embeddings: attention_tp if r >= (0, 5, 8) else 1,
+            WeightComponent.lm_head: tensor_parallel if r >= (0, 4, 5) else 1}
 
 
 def fuses_shared_expert_copies(model, compute_capability: tuple[int, int] | None, expert_parallel: int,
@@ -106,5 +125,5 @@ def fuses_shared_expert_copies(model, compute_capability: tuple[int, int] | None
             and compute_capability is not None and tuple(compute_capability) >= (9, 0))
 
 
-__all__ = ["NEWEST_READ", "ONE_RANK", "check_dp_attention", "check_dp_attention_engine", "dp_attention_splits",
-           "fuses_shared_expert_copies"]
+__all__ = ["NEWEST_READ", "ONE_RANK", "check_attention_ranks", "check_dp_attention", "check_dp_attention_engine",
+           "dp_attention_splits", "fuses_shared_expert_copies"]

@@ -77,7 +77,7 @@ from fractions import Fraction
 from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..capacity.weight_split import dp_attention_splits, fuses_shared_expert_copies
-from ..specs.weights import mla_kv_b_parameters, weight_bytes
+from ..specs.weights import WeightComponent, mla_kv_b_parameters, weight_bytes
 from ..units import GiB, MiB, WeightFormat
 from .lora import lora_buffer_bytes, lora_defaults
 from .mxfp4 import expert_padding
@@ -189,7 +189,7 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     fused = sglang and fuses_shared_expert_copies(model, gpu.compute_capability_version if gpu else None,
                                                   expert_parallel, release)
     if fused:
-        splits["shared_experts"] = 1
+        splits[WeightComponent.shared_experts] = 1
     expert_split = Fraction(expert_parallel, tensor_parallel) if expert_parallel > 1 else 1
     layout, layout_src = (expert_padding(model, accounting, gpu, tensor_parallel, expert_parallel, weight_format)
                           if accounting is not None else (Fraction(1), ""))
@@ -204,7 +204,7 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     split = f" / {tensor_parallel}" if tensor_parallel > 1 else ""
     split += f", experts / EP {expert_parallel}" if expert_parallel > 1 else ""
     if attention_data_parallel > 1:
-        ways = ", ".join(f"{c} / {w}" for c, w in splits.items() if c != "shared_experts")
+        ways = ", ".join(f"{c} / {w}" for c, w in splits.items() if c is not WeightComponent.shared_experts)
         split += f", DP attention {attention_data_parallel}: {ways} (SGLang's layout)"
     split += ", the shared expert whole on every GPU (v0.4.6.x's fused copies)" if fused else ""
     split += f", pipeline {stage.describe()}" if stage is not None and stage.pipeline_parallel > 1 else ""

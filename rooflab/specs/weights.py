@@ -60,13 +60,36 @@ published count. Sources: each architecture's Hugging Face modeling code (the pr
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterator, Mapping
 
+from ..errors import InputError, shown
 from ..units import DType, WeightFormat
+from ..vocab import _Named
 from .heads import AttentionHeads
 from .layers import LayerType, LinearMixer
+
+
+class WeightComponent(_Named):
+    """A model's weight components, defined here once: ParameterCount's fields, the keys of its by_component, of
+    weight_bytes' `splits` (capacity.weight_split's layouts, engines.memory's fused copies) and of a pipeline
+    stage's `shares` (capacity.stages), which also takes "vision" (VISION). Members are strings, so a component's
+    name looks one up in a dict keyed by members."""
+
+    embeddings = "embeddings"
+    lm_head = "lm_head"
+    attention = "attention"
+    dense_mlp = "dense_mlp"
+    experts = "experts"
+    shared_experts = "shared_experts"
+    router = "router"
+    norms = "norms"
+
+
+#: The key of a pipeline stage's `shares` for a vision tower, counted apart from the text components.
+VISION = "vision"
 
 
 @dataclass(frozen=True)
@@ -90,10 +113,9 @@ class ParameterCount:
         return sum(self.by_component().values())
 
     def by_component(self) -> dict[str, int]:
-        """{component: parameters}, the components weight formats are given for (specs.model.QUANTIZABLE)."""
-        return {"embeddings": self.embeddings, "lm_head": self.lm_head, "attention": self.attention,
-                "dense_mlp": self.dense_mlp, "experts": self.experts, "shared_experts": self.shared_experts,
-                "router": self.router, "norms": self.norms}
+        """{component: parameters} for every WeightComponent, the components weight formats are given for
+        (specs.model.QUANTIZABLE)."""
+        return {c: getattr(self, c.value) for c in WeightComponent}
 
 
 def attention_parameters(t: LayerType, heads: AttentionHeads, hidden: int, bias: bool) -> int:
@@ -179,7 +201,7 @@ def count_parameters(model) -> ParameterCount:
     shared_ffn = model.shared_expert_ffn_size or model.ffn_size
     router = moe_layers * h * model.num_experts if model.is_moe else 0
     down = sum(layers * replicated_attention_parameters(layer, h) for _, layer, layers in model.layer_walk())
-    replicated = tuple((c, n) for c, n in (("attention", down), ("router", router)) if n)
+    replicated = tuple((c, n) for c, n in ((WeightComponent.attention, down), (WeightComponent.router, router)) if n)
     return ParameterCount(
         embeddings=model.vocab_size * h,
         lm_head=0 if model.tie_word_embeddings else model.vocab_size * h,
@@ -226,26 +248,43 @@ def weight_bytes(model, dtype: DType | WeightFormat | None = None, tensor_parall
 
         bytes = ceil(((sum_c b_c (1 - r_c / n_c) / w_c + sum_c b_c r_c / n_c) * published_scale + vision) / 8
 
-    (a component's bits averaged over its parameters where an exclusion list keeps some unquantized). A vision
+    (a component's bits averaged over its parameters where an exclusion list keeps some unquantized). Each key of
+    `splits` must be a WeightComponent and each value a whole number >= 1 (_checked_splits). A vision
     tower (vision_parameters) is counted whole on every GPU in the checkpoint's dtype (vLLM shards it too where its
     encoder supports TP: an upper bound). Rounded up.
     `shares` ({component or "vision": the fraction of it this GPU holds}, 1 where absent) is one pipeline
     stage's part of each component (capacity.stages.Stage.shares). `expert_layout` is the routed experts' bytes
     as an engine lays them out over the checkpoint's (engines.mxfp4.expert_padding; 1: as shipped).
     """
-    shares, splits = shares or {}, splits or {}
+    shares, splits = shares or {}, _checked_splits(splits)
     counts = model.parameters.by_component()
     whole = dict(model.parameters.tp_replicated)
     per_gpu = Fraction(0)
     for component, bits in _component_bits(model, dtype):
         bits *= shares.get(component, 1)
-        if component == "experts":
+        if component is WeightComponent.experts:
             bits *= Fraction(expert_layout) / expert_parallel
         own = bits * Fraction(whole.get(component, 0), counts[component]) if counts[component] else Fraction(0)
         per_gpu += (bits - own) / splits.get(component, tensor_parallel) + own
     vision = Fraction(model.vision_parameters) * Fraction(WeightFormat.of(model.weight_dtype or DType.bf16)
-                                                          .bits_per_weight) * shares.get("vision", 1)
+                                                          .bits_per_weight) * shares.get(VISION, 1)
     return math.ceil((per_gpu * _published_scale(model) + vision) / 8)
+
+
+def _checked_splits(splits: Mapping[str, int] | None) -> dict[WeightComponent, int]:
+    """weight_bytes' `splits` keyed by WeightComponent, each a whole number of ways >= 1; an InputError naming the key
+    otherwise (a misspelt component was ignored, 0 divided by zero, -1 shrank the weights)."""
+    if splits is None:
+        return {}
+    if not isinstance(splits, Mapping):
+        raise InputError(f"splits must be a mapping of weight component to ways, got {shown(splits)}")
+    checked = {}
+    for key, ways in splits.items():
+        component = WeightComponent.of(key, "a splits key (a weight component)")
+        if isinstance(ways, bool) or not isinstance(ways, numbers.Integral) or ways < 1:
+            raise InputError(f"splits[{component.value!r}] must be a whole number of ways >= 1, got {shown(ways)}")
+        checked[component] = int(ways)
+    return checked
 
 
 def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat | None = None) -> float:
@@ -254,9 +293,10 @@ def bytes_read_per_step(model, experts_read: float, dtype: DType | WeightFormat 
     format. The vision tower is not read by a text step."""
     bits = Fraction(0)
     for component, component_bits in _component_bits(model, dtype):
-        bits += component_bits * Fraction(experts_read) if component == "experts" else component_bits
+        bits += component_bits * Fraction(experts_read) if component is WeightComponent.experts else component_bits
     return float(bits * _published_scale(model) / 8)
 
 
-__all__ = ["ParameterCount", "attention_parameters", "bytes_read_per_step", "count_parameters", "indexer_parameters",
-           "mla_down_parameters", "mla_kv_b_parameters", "replicated_attention_parameters", "weight_bytes"]
+__all__ = ["VISION", "ParameterCount", "WeightComponent", "attention_parameters", "bytes_read_per_step",
+           "count_parameters", "indexer_parameters", "mla_down_parameters", "mla_kv_b_parameters",
+           "replicated_attention_parameters", "weight_bytes"]

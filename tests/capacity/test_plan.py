@@ -281,3 +281,32 @@ def test_pipeline_parallel_one_is_unchanged():
     assert plain.stage_notes == () and plain.pipeline_parallel == 1
     with pytest.raises(InputError, match="--pp-layer-partition applies"):
         plan_capacity(llama, h100, 8192, tensor_parallel=4, pp_layer_partition=(40, 40))
+
+
+# --- gpu_weight_bytes' attention ranks (reviewer's finding 5) ---------------------------------------------------------
+
+@pytest.mark.parametrize("ranks, named", [(True, "dp_attention flag"), (False, "dp_attention flag"),
+                                          (0, "from 1"), (-2, "from 1"), (2.5, "whole number"), ("x", "whole number"),
+                                          (3, "must divide tensor_parallel 8")])
+def test_gpu_weight_bytes_checks_its_attention_ranks(ranks, named):
+    """Its 5th argument was dp_attention (a bool) and is now attention_data_parallel, a number of ranks dividing TP:
+    the old call gpu_weight_bytes(V3, None, 8, 1, True) read True as 1 and returned plain TP's 79.29 GiB, not DP
+    attention's 89.35; 0 and -2 were read as plain TP too, 3 under TP 8 split attention 8 // 3 = 2 ways, 2.5 and
+    'x' raised a raw TypeError. Each is now an InputError naming attention_data_parallel."""
+    from rooflab.capacity import gpu_weight_bytes
+
+    v3 = load_model("deepseek-v3")
+    refused(lambda: gpu_weight_bytes(v3, None, 8, 1, ranks), "attention_data_parallel", named)
+
+
+def test_gpu_weight_bytes_counts_dp_attention_over_the_whole_group_at_n_equal_tp():
+    """The call the flag's True stood for: N = TP = 8 (DeepSeek-V3 at v0.5.10's layout) holds attention and the
+    embedding whole, 89.35 GiB a GPU against plain TP's 79.29 (N = 1), and a NumPy count is read as its number."""
+    import numpy as np
+    from rooflab.capacity import gpu_weight_bytes
+
+    v3 = load_model("deepseek-v3")
+    assert gpu_weight_bytes(v3, None, 8, 1, 8) / GiB == pytest.approx(89.35, abs=0.005)
+    assert gpu_weight_bytes(v3, None, 8, 1, 1) / GiB == pytest.approx(79.29, abs=0.005)
+    assert gpu_weight_bytes(v3, None, 8, 1, np.int64(8)) == gpu_weight_bytes(v3, None, 8, 1, 8)
+    refused(lambda: gpu_weight_bytes(v3, None, 0, 1, 1), "tensor_parallel")

@@ -273,3 +273,39 @@ def test_the_lightning_indexer_is_held_whole_on_every_rank():
     assert dict(v32.parameters.tp_replicated)["attention"] == 61 * (mla_down_parameters(layer, 7168) + indexer)
     fp8 = Fraction(8) + Fraction(32, 128 * 128)
     assert v32.weight_bytes(None, 8) - v3.weight_bytes(None, 8) == pytest.approx(61 * indexer * fp8 / 8, abs=2)
+
+
+# --- the components, one closed set (reviewer's finding 6) ------------------------------------------------------------
+
+@pytest.mark.parametrize("splits, named", [({"atention": 2}, "'atention'"), ({"attention": 0}, "splits['attention']"),
+                                           ({"attention": -1}, "splits['attention']"),
+                                           ({"lm_head": 2.5}, "splits['lm_head']"),
+                                           ({"embeddings": True}, "splits['embeddings']"), ([("attention", 2)], "mapping")])
+def test_weight_bytes_refuses_a_split_it_cannot_apply_naming_the_key(splits, named):
+    """A misspelt component was ignored (the weights counted as if no split were given), {'attention': 0} raised
+    ZeroDivisionError and {'attention': -1} took attention's bytes off the total. The keys are WeightComponent's
+    members (or their names) and the ways whole numbers >= 1; anything else an InputError naming the key."""
+    from rooflab.errors import InputError
+    from rooflab.specs.weights import weight_bytes
+    from support import refused
+
+    llama = load_model("llama-3-8b")
+    refused(lambda: weight_bytes(llama, None, 2, splits=splits), named, error=InputError)
+
+
+def test_the_components_are_one_enum_that_names_and_members_both_key():
+    """ParameterCount.by_component, dp_attention_splits and a stage's shares are keyed by WeightComponent; a name
+    given as text splits the same as its member (Llama-3-8B, TP 2, attention whole: its 1,342,177,280 bf16
+    parameters a GPU, 2 bytes x 1/2 more than split), and every component is one of ParameterCount's fields."""
+    from rooflab.capacity.stages import pipeline_stages
+    from rooflab.capacity.weight_split import dp_attention_splits
+    from rooflab.specs.weights import ParameterCount, WeightComponent, weight_bytes
+
+    llama = load_model("llama-3-8b")
+    assert list(llama.parameters.by_component()) == list(WeightComponent)
+    assert {f.name for f in dataclasses.fields(ParameterCount)} >= {c.value for c in WeightComponent}
+    assert set(dp_attention_splits(8, 2)) <= set(WeightComponent)
+    assert set(pipeline_stages(llama, 2)[0].shares(llama)) == set(WeightComponent)
+    member = weight_bytes(llama, None, 2, splits={WeightComponent.attention: 1})
+    assert member == weight_bytes(llama, None, 2, splits={"attention": 1})
+    assert member - weight_bytes(llama, None, 2) == 1_342_177_280 * 2 // 2
