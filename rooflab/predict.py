@@ -201,11 +201,21 @@ def prediction_roofs(fitted: FittedModel, gpu: GpuSpec, dtype: DType,
     """(the roofs a fit's time is priced against on `gpu`, what they assume): the GPU's calibrated ceilings (an fp8
     matrix rate never above a measured fraction), its datasheet's where it has no calibration, or with `source`
     (the GPU the fit was measured on) the roofs it transfers to `gpu` (transfer.transferred_ceilings)."""
-    from .transfer import IMPL_PATH, calibrated_ceilings, transferred_ceilings
+    from .transfer import IMPL_PATH, transferred_ceilings
 
     if source is not None:
         moved = transferred_ceilings(source, gpu, dtype, IMPL_PATH[fitted.impl], fitted.impl)
         return moved.ceilings, moved.assumes
+    return own_roofs(gpu, dtype)
+
+
+def own_roofs(gpu: GpuSpec, dtype: DType) -> tuple[Ceilings, str]:
+    """(the roofs a fit measured on `gpu` is fitted and priced against there, what they assume): its calibrated
+    ceilings (transfer.calibrated_ceilings: the fp8 matrix rate as measured, never above a measured fraction), its
+    datasheet's where it has no calibration. A fit (rooflab.fit) takes its roofs here, so that its constants are
+    shares of the same roofs the step prices them against."""
+    from .transfer import calibrated_ceilings
+
     if gpu.measured is not None:
         ceilings, note = calibrated_ceilings(gpu, dtype)
         return ceilings, note or ""
@@ -322,7 +332,7 @@ def prefill_kernel(layer: LayerType, naive: bool = False) -> Kernel:
     return Kernel.flash if Visibility.of(layer).is_full else Kernel.flash_window
 
 
-__all__ = ["FUSED_MOE_IMPL", "MAX_AUTO_ERROR", "MEASURED_HERE", "fused_moe_time", "OWN", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
+__all__ = ["FUSED_MOE_IMPL", "MAX_AUTO_ERROR", "MEASURED_HERE", "fused_moe_time", "OWN", "own_roofs", "PredictedTime", "no_prediction_reason", "decode_kernel", "fitted_model_time", "launch_model_time",
            "model_fits", "model_time", "prediction_fit", "priced_cost",
            "priced_launches",
            "prediction_model_time", "predict_time", "predict_with", "prefill_kernel"]

@@ -70,6 +70,8 @@ IMPL_PATH: dict[str, TensorPath] = {
 #: A MoE layer's experts as one grouped GEMM: the implementation fitted for each arithmetic (rooflab.fit.moe_fit;
 #: benchmarks/moe_gemm.py measures torch._grouped_mm and torch._scaled_grouped_mm, CUTLASS on sm90).
 GROUPED_GEMM_IMPL = {DType.bf16: "torch_grouped_mm", DType.fp8_e4m3: "torch_scaled_grouped_mm"}
+#: A dense GEMM in bf16 / fp16: torch.mm (cuBLAS), fitted by rooflab.fit.gemm_fit.fit_gemm.
+DENSE_GEMM_IMPL = "torch_cublas"
 #: A dense fp8 GEMM: torch._scaled_mm with per-tensor scales (cuBLASLt), fitted by rooflab.fit.gemm_fit.fit_dense_fp8
 #: on benchmarks/dense_fp8_gemm.py's rows.
 DENSE_FP8_GEMM_IMPL = "torch_scaled_mm"

@@ -21,7 +21,7 @@ from ..cost.gemm import gemm
 from ..predict import model_time
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
-from ..transfer import DENSE_FP8_GEMM_IMPL
+from ..transfer import DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .fitting import fit_overhead_efficiency
@@ -29,7 +29,7 @@ from .moe_fit import best_fit, model_times as grouped_model_times
 from .records import Measurement
 
 #: The implementation the gemm section measures (torch's cuBLAS).
-IMPL = "torch_cublas"
+IMPL = DENSE_GEMM_IMPL
 #: The dense fp8 GEMM's implementation: torch._scaled_mm, per-tensor scales (benchmarks/dense_fp8_gemm.py's
 #: scaled_mm rows).
 FP8_IMPL = DENSE_FP8_GEMM_IMPL

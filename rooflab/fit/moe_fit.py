@@ -37,12 +37,12 @@ import numpy as np
 from ..cost.fused_moe import fused_tiles
 from ..cost.gemm import GemmCost, gemm
 from ..errors import InputError
-from ..predict import FUSED_MOE_IMPL, fused_moe_time, model_time
+from ..predict import FUSED_MOE_IMPL, fused_moe_time, model_time, own_roofs
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
 from ..transfer import GROUPED_GEMM_IMPL
 from ..units import DType
-from ..vocab import CeilingSource, Kernel
+from ..vocab import Kernel
 from .fitting import fit_overhead_efficiency
 
 #: The grouped-GEMM implementation measured for each arithmetic (benchmarks/moe_gemm.py's impl grouped_mm).
@@ -145,8 +145,9 @@ FUSED_CAMPAIGN = "moe/h200-fused-moe-block-fp8.csv"
 
 
 def _roofs(gpu: GpuSpec, dtype: DType) -> Ceilings:
-    """The roofs a MoE row is fitted against: the GPU's calibrated ceilings of `dtype` (the datasheet's without)."""
-    return Ceilings.of(gpu, dtype, CeilingSource.calibrated if gpu.measured is not None else CeilingSource.datasheet)
+    """The roofs a row is fitted against: the ones the step prices the fit against (rooflab.predict.own_roofs: the
+    calibrated ceilings, the fp8 matrix rate as measured; the datasheet's without a calibration)."""
+    return own_roofs(gpu, dtype)[0]
 
 
 def _fused_cost(row: dict) -> GemmCost:

@@ -132,9 +132,10 @@ def parse_context_lens(text: str) -> list[int]:
     return [int(x) for x in text.split(";")]
 
 
-def write_measurements(path: Path, rows: Iterable[Measurement], meta: dict[str, str]) -> None:
-    """Write the metadata header and the rows atomically (a temp file, then a rename), as a checkpoint: a campaign
-    saves after every case, and Ctrl-C stays live between saves (output.write_atomic)."""
+def write_measurements(path: Path, rows: Iterable[Measurement], meta: dict[str, str], checkpoint: bool = False) -> None:
+    """Write the metadata header and the rows atomically (a temp file, then a rename). A `checkpoint` (a campaign
+    saving what it has measured so far, then measuring on) keeps Ctrl-C live; a final write ends its hold on the
+    command in the console script's process (output.write_atomic)."""
     buf = io.StringIO()
     buf.write(f"# {FORMAT_LINE}\n")
     for key, value in meta.items():
@@ -143,7 +144,7 @@ def write_measurements(path: Path, rows: Iterable[Measurement], meta: dict[str, 
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _cell(v) for k, v in dataclasses.asdict(row).items()})
-    write_atomic(path, buf.getvalue(), checkpoint=True)
+    write_atomic(path, buf.getvalue(), checkpoint=checkpoint)
 
 
 def _cell(value: object) -> object:

@@ -113,8 +113,8 @@ def _release() -> None:
         pass
 
 
-def save(result: BenchResult, path: Path, meta: dict[str, str]) -> None:
-    write_measurements(path, result.rows, meta)
+def save(result: BenchResult, path: Path, meta: dict[str, str], checkpoint: bool = False) -> None:
+    write_measurements(path, result.rows, meta, checkpoint=checkpoint)
 
 
 def run_to_file(cases: list[Case], spec_name: str, path: Path, command: str, with_torch: bool = True,
@@ -126,6 +126,6 @@ def run_to_file(cases: list[Case], spec_name: str, path: Path, command: str, wit
 
     meta = metadata(command, spec_name)
     result = run(cases, load_gpu(spec_name).l2_bytes, with_torch=with_torch, repeats=repeats,
-                 after_case=lambda partial: save(partial, path, meta))
+                 after_case=lambda partial: save(partial, path, meta, checkpoint=True))
     save(result, path, meta)
     return result

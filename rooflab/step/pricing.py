@@ -25,7 +25,7 @@ from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
 from ..predict import (FUSED_MOE_IMPL, MEASURED_HERE, OWN, PredictedTime, fused_moe_time, no_prediction_reason,
                        predict_time, prediction_roofs)
-from ..transfer import DENSE_FP8_GEMM_IMPL, GROUPED_GEMM_IMPL as GROUPED_IMPL, transfer_source
+from ..transfer import DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL, GROUPED_GEMM_IMPL as GROUPED_IMPL, transfer_source
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
@@ -33,8 +33,6 @@ from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel
 from .rows import StepRow, floor_row, link_row
 
 _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
-#: The dense GEMM family's implementation (rooflab.fit.gemm_fit.IMPL: torch's cuBLAS).
-DENSE_GEMM_IMPL = "torch_cublas"
 #: The implementation name a fused block-fp8 expert row carries (our Triton kernel of the engines' fused_moe).
 FUSED_IMPL = FUSED_MOE_IMPL
 
@@ -302,6 +300,12 @@ class StepContext:
         if self.dep.gemm_dtype is not None:
             return self.dep.gemm_dtype
         fmt = self.model.weight_format(component, self.weights_as)
+        if fmt is WeightFormat.fp8_block and self.pricer.dense_gemm_impl(DType.fp8_e4m3) == DENSE_FP8_GEMM_IMPL:
+            note = (f"block-fp8 GEMMs (128 x 128 weight scales) priced as the per-tensor fp8 fit "
+                    f"({DENSE_FP8_GEMM_IMPL}): block scaling is not measured (rowwise scales ran up to half as fast "
+                    f"at small m: measurements/gemm/h200-dense-fp8-gemm.csv)")
+            if note not in self.pricer.notes:
+                self.pricer.notes.append(note)
         return DType.fp8_e4m3 if fmt in (WeightFormat.fp8, WeightFormat.fp8_block) else self.dtype
 
     def bits(self, component: str) -> float:
@@ -340,6 +344,9 @@ def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCos
     prediction as given."""
     if variant == "gemm" and predicted is not None and "predicted_from" not in fields:
         fields["predicted_from"] = pricer.gemm_from
+    if predicted is None:              # nothing predicts it here: no fit named, no rate claimed (the step's note says why)
+        impl = None
+        fields["source"] = "no prediction on this GPU"
     return floor_row(variant, label, pricer.floors(kernels, times, dtype), predicted, predicted_impl=impl, **fields)
 
 
