@@ -28,8 +28,13 @@ Shared-experts fusion, v0.4.6 - v0.4.6.x (deepseek_v2.py determine_n_share_exper
 that expert count and MLA) gets T copies of its shared expert cloned into the fused MoE layer, each split T ways
 like the routed experts (load_weights: 'Cloning {n} replicas of the shared expert into MoE'): every GPU holds one
 whole shared expert. v0.4.5 enables it only when asked (its n_share_experts_fusion default 0 is never None); from
-v0.4.7 one copy is fused (num_fused_shared_experts = n_shared_experts), split T ways like the others. Under
-expert parallelism the copies are dealt over EP with the routed experts (not modelled: counted split).
+v0.4.7 one copy is fused (num_fused_shared_experts = n_shared_experts), split T ways like the others. The gate is
+DeepEP, not expert parallelism (v0.4.6 and v0.4.6.post1 deepseek_v2.py determine_n_share_experts_fusion: compute
+capability >= (9, 0), DeepseekV3ForCausalLM, 256 routed experts and `not enable_deepep_moe`): under --enable-ep-moe
+(server_args.py: ep_size = tp_size) the MoE layer is an EPMoE of 256 + T experts dealt (256 + T) / T a GPU whole
+(layers/moe/ep_moe/layer.py: num_experts_per_partition = num_experts // tp_size), still one shared expert's bytes a
+GPU besides its 256 / T routed ones. --enable-deepep-moe (no fusion; shared_experts built with tp_size=1, whole on
+every GPU too) has no rooflab option and is not modelled.
 """
 
 from __future__ import annotations
@@ -115,13 +120,13 @@ def dp_attention_splits(tensor_parallel: int, attention_data_parallel: int,
             WeightComponent.lm_head: tensor_parallel if r >= (0, 4, 5) else 1}
 
 
-def fuses_shared_expert_copies(model, compute_capability: tuple[int, int] | None, expert_parallel: int,
+def fuses_shared_expert_copies(model, compute_capability: tuple[int, int] | None,
                                release: tuple[int, ...] | None) -> bool:
     """Whether SGLang v0.4.6.x clones TP copies of the shared expert into the MoE layer (module docstring), so
-    that every GPU holds it whole."""
+    that every GPU holds it whole, with or without expert parallelism (the gate is DeepEP, not modelled)."""
     is_v3 = model.is_moe and model.num_experts == 256 and model.num_shared_experts > 0 and any(
         t.is_latent for t in model.layer_types.values())
-    return (release is not None and (0, 4, 6) <= _release(release) < (0, 4, 7) and is_v3 and expert_parallel == 1
+    return (release is not None and (0, 4, 6) <= _release(release) < (0, 4, 7) and is_v3
             and compute_capability is not None and tuple(compute_capability) >= (9, 0))
 
 

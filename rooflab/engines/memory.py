@@ -186,8 +186,7 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     sglang = accounting is not None and accounting.engine is Engine.sglang
     release = layout_release(accounting, release)
     splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
-    fused = sglang and fuses_shared_expert_copies(model, gpu.compute_capability_version if gpu else None,
-                                                  expert_parallel, release)
+    fused = sglang and fuses_shared_expert_copies(model, gpu.compute_capability_version if gpu else None, release)
     if fused:
         splits[WeightComponent.shared_experts] = 1
     expert_split = Fraction(expert_parallel, tensor_parallel) if expert_parallel > 1 else 1

@@ -93,6 +93,22 @@ def test_v0_4_6_holds_the_shared_expert_whole_on_hopper_only():
         weights(release=(0, 4, 5)) - sglang_absorbed_bytes(V3, 16, None, (0, 4, 5))
 
 
+def test_v0_4_6_fuses_the_shared_expert_under_expert_parallelism_too():
+    """The fusion's gate is DeepEP, not EP (v0.4.6 and v0.4.6.post1 deepseek_v2.py determine_n_share_experts_fusion:
+    `not enable_deepep_moe`): under --enable-ep-moe (ep_size = tp_size) the EPMoE holds 256 + 8 experts at TP 8,
+    (256 + 8) / 8 = 33 a GPU whole (ep_moe/layer.py num_experts_per_partition), the 32 routed and one shared
+    expert's bytes: 58 x 3 x 7168 x 2048 fp8-block x 7/8 more than v0.4.5's shared expert split 8 ways. It was
+    gated on EP 1, so EP 8 counted v0.4.5's bytes."""
+    def ep8(release):
+        return engine_weight_bytes(V3, 8, None, 8, 1, None, SGLANG, H200, release)[0]
+
+    shared = 58 * 3 * HIDDEN * 2048 * FP8_BLOCK / 8 * SCALE * Fraction(7, 8)
+    assert ep8((0, 4, 6)) - ep8((0, 4, 5)) == pytest.approx(float(shared), abs=4)
+    assert ep8((0, 4, 6, 1)) == ep8((0, 4, 6))
+    assert "the shared expert whole on every GPU" in engine_weight_bytes(V3, 8, None, 8, 1, None, SGLANG, H200,
+                                                                         (0, 4, 6))[1]
+
+
 def test_capacity_and_engine_mode_split_dp_attention_by_one_rule():
     """The plain capacity bound (and the step, through gpu_weight_bytes) takes the newest release's layout: the
     engine's weights less its rotary cache and absorbed copies at the label's release (v0.4.5: fp8 copies;
