@@ -38,9 +38,9 @@ Default f (mem_fraction_static) when --mem-fraction-static is not given:
                  3 N cuda_graph_max_bs MiB, and 1.5 N cuda_graph_max_bs more where cuda_graph_max_bs > 300, before
                  the 10 GiB floor (v0.5.3 server_args.py:650-658 to v0.5.10 :1294-1302; the chunked prefill size is
                  divided by N only after, in _handle_data_parallelism). From v0.5.10 (and with no release) R adds
-                 the piecewise CUDA graphs' reserve where they are on (piecewise_reserve_mib: 8 MiB a captured size,
-                 1.5 GiB for MLA, off under DP attention): a dense model on an H100 at TP 1, 58 sizes up to 8,192,
-                 R = 13,904 MiB, f = 0.830
+                 the piecewise CUDA graphs' reserve where they are on (piecewise_reserve_mib: 8 MiB a captured size
+                 up to the chunked prefill size, 1.5 GiB for MLA, off under DP attention): a dense model on an H100
+                 at TP 1, 58 sizes up to 8,192, R = 13,904 MiB, f = 0.830
 
 Memory other processes hold (--memory-in-use M) is not free when SGLang measures: pre shrinks by M, the pool by
 f M, and the margin (1 - f) pre by the rest.
@@ -67,6 +67,8 @@ max_running_requests=2049 at context_len 131072: 2048 + 1.
 """
 
 from __future__ import annotations
+
+import re
 
 from ..capacity.stages import LayerPartition, pipeline_stages
 from ..specs import GpuSpec, LinearMixer, ModelSpec
@@ -172,7 +174,7 @@ def _v0_4_fraction(release: tuple[int, ...], tp: int, pp: int, total_mib: float,
     return f
 
 
-#: The token counts SGLang v0.5.10 captures piecewise CUDA graphs at, up to its max (server_args.py
+#: The token counts SGLang v0.5.10 captures piecewise CUDA graphs at, up to its max (server_args.py:1397-1414
 #: _generate_piecewise_cuda_graph_tokens): 4-32 by 4, 48-256 by 16, 288-512 by 32, 576-1024 by 64, 1280-4096 by
 #: 256, then by 512.
 PIECEWISE_SIZES = (tuple(range(4, 33, 4)) + tuple(range(48, 257, 16)) + tuple(range(288, 513, 32))
@@ -181,12 +183,20 @@ PIECEWISE_SIZES = (tuple(range(4, 33, 4)) + tuple(range(48, 257, 16)) + tuple(ra
 
 def piecewise_reserve_mib(model: ModelSpec, s: Resolved, gpu: GpuSpec) -> float:
     """sglang-v0.5's reserve for piecewise CUDA graphs, MiB: on by default from v0.5.10 (disable_piecewise_cuda_graph
-    False; v0.5.4 - v0.5.9 only with --enable-piecewise-cuda-graph, v0.5.3 has none), 8 MiB a captured size up to
-    the chunked prefill size (4,096 for a Llama-2 path), 1.5 GiB flat for an MLA model; 0 where
-    _handle_piecewise_cuda_graph turns it off: DP attention, --pp, LoRA, a GPU that is not NVIDIA's, a multimodal
-    model, DeepSeek-V3.2-style indexers and Gated DeltaNet layers (the disabled architectures, known here by those
-    layers). Speculative decoding, torch.compile and the other off switches are not settings here. Read from sglang
-    v0.5.10 server_args.py :1077-1140 and :1241-1311."""
+    False; v0.5.4 - v0.5.9 only with --enable-piecewise-cuda-graph, v0.5.3 has none). sglang v0.5.10 server_args.py:
+
+        off        _handle_piecewise_cuda_graph (:1078-1139), run before the reserve: DP attention, --pp, LoRA, a GPU
+                   that is not NVIDIA's, a multimodal model, the disabled architectures (model_config.py
+                   piecewise_cuda_graph_disabled_model_archs and is_deepseek_nsa: known here by DeepSeek-V3.2-style
+                   indexers and Gated DeltaNet layers); speculative decoding, torch.compile, a MoE all-to-all backend
+                   and the other switches are not settings here
+        MLA        1.5 GiB flat (:1305-1311, use_mla_backend: attention_arch MLA); its capture is capped at 2,048
+                   tokens (:1257-1261), which sets what it captures, not the reserve
+        otherwise  8 MiB x len(piecewise_cuda_graph_tokens) (:1308): PIECEWISE_SIZES, then 4,608 by 512, up to
+                   piecewise_cuda_graph_max_tokens = chunked_prefill_size (:1254-1259; the GPU's default here;
+                   --max-total-tokens, :1263-1267, is not a setting here), at most 4,096 where "llama-2" is in the
+                   model path SGLang is given (:1269-1274, sglang_model_path)
+    """
     if s.accounting is not Accounting.sglang_v0_5 or (s.release is not None and tuple(s.release) < (0, 5, 10)):
         return 0.0
     layers = model.layer_types.values()
@@ -198,9 +208,22 @@ def piecewise_reserve_mib(model: ModelSpec, s: Resolved, gpu: GpuSpec) -> float:
     if any(t.is_latent for t in layers):
         return 1.5 * 1024
     chunk, _ = _gpu_defaults(gpu.hbm_capacity_bytes / GiB, s.tensor_parallel)
-    top = min(chunk, 4096) if "llama-2" in model.name.lower() else chunk
+    top = min(chunk, 4096) if "llama-2" in sglang_model_path(model).lower() else chunk
     sizes = [n for n in PIECEWISE_SIZES + tuple(range(4608, top + 1, 512)) if n <= top]
     return 8.0 * len(sizes)
+
+
+def sglang_model_path(model: ModelSpec) -> str:
+    """The --model-path SGLang is taken to be given for `model`, which server_args.py tests by name (v0.5.10 :1271,
+    '"llama-2" in self.model_path.lower()'): the checkpoint the spec's `source` names, as the Hugging Face repo id of
+    a huggingface.co URL (https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json:
+    meta-llama/Llama-2-7b-hf), else the directory of a config.json path (rooflab hf's source), else the source as
+    written. Not rooflab's spec name: a spec named otherwise keeps the checkpoint's path."""
+    source = model.source.strip()
+    hub = re.match(r"https?://(?:www\.)?huggingface\.co/([^/\s]+/[^/\s]+)", source)
+    if hub:
+        return hub.group(1)
+    return source.rsplit("/", 1)[0] if source.endswith("/config.json") else source
 
 
 def _gpu_defaults(total_gib: float, tp: int) -> tuple[int, int]:
@@ -306,5 +329,6 @@ def log_lines(cell: BlockLayout, tokens: int, model: ModelSpec, running: int | N
     return (*mamba, f"KV Cache is allocated. #tokens: {tokens}, {sizes}", scheduler)
 
 
-__all__ = ["MAMBA_FULL_MEMORY_RATIO", "MAMBA_SLOTS_PER_REQUEST", "SGLANG_V0_4_FRACTIONS", "assemble", "default_fraction", "log_lines",
-           "mamba_pool", "max_running_requests", "sglang_capacity"]
+__all__ = ["MAMBA_FULL_MEMORY_RATIO", "MAMBA_SLOTS_PER_REQUEST", "SGLANG_V0_4_FRACTIONS", "assemble",
+           "default_fraction", "log_lines", "mamba_pool", "max_running_requests", "piecewise_reserve_mib",
+           "sglang_capacity", "sglang_model_path"]

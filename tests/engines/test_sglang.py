@@ -151,3 +151,32 @@ def test_v0_5_10_reserves_piecewise_cuda_graphs_where_they_are_on():
     total = H100.hbm_capacity_bytes / MiB
     assert engine_capacity(llama, H100, EngineSettings(v05, max_model_len=4096)).utilization == round(
         (total - 13_904) / total, 3) == 0.830
+
+
+def test_the_llama_2_cap_keys_on_the_checkpoints_path_not_rooflabs_spec_name():
+    """sglang v0.5.10 server_args.py:1271 caps the piecewise tokens at 4,096 where '"llama-2" in
+    self.model_path.lower()': the --model-path SGLang is given, which rooflab takes from the spec's source (the
+    checkpoint's Hugging Face repo id, or a local config.json's directory), not the spec's name. The same Llama-2-7B
+    named "my-chat-model" keeps the cap (50 sizes x 8 MiB on an H100, not 58); Llama-3-8B renamed "llama-2-ish" does
+    not take it. The MLA reserve stays 1.5 GiB flat (:1305-1311: the 2,048-token MLA cap of :1257-1261 sets what is
+    captured, not the reserve)."""
+    import dataclasses
+
+    from rooflab import load_model
+    from rooflab.engines import EngineSettings
+    from rooflab.engines.settings import resolve
+    from rooflab.engines.sglang import piecewise_reserve_mib, sglang_model_path
+
+    v05 = parse_accounting("sglang", "v0.5")
+    llama2, llama3 = load_model("llama-2-7b"), load_model("llama-3-8b")
+
+    def reserve(model, gpu=H100):
+        return piecewise_reserve_mib(model, resolve(EngineSettings(v05, max_model_len=4096), model, gpu), gpu)
+
+    assert sglang_model_path(llama2) == "meta-llama/Llama-2-7b-hf"
+    assert sglang_model_path(dataclasses.replace(llama3, source="/ckpt/Llama-2-13b-chat/config.json")) == \
+        "/ckpt/Llama-2-13b-chat"
+    assert reserve(dataclasses.replace(llama2, name="my-chat-model")) == 50 * 8
+    assert reserve(dataclasses.replace(llama3, name="llama-2-ish")) == 58 * 8
+    assert reserve(dataclasses.replace(llama3, source="/ckpt/Llama-2-13b-chat/config.json")) == 50 * 8
+    assert reserve(load_model("deepseek-v3"), gpu=H200) == 1.5 * 1024
