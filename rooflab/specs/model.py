@@ -23,7 +23,7 @@ from ..vocab import _Named
 from .heads import MAX_HEAD_DIM, MAX_HEADS, AttentionHeads
 from .layers import FULL, LayerType
 from . import weights
-from .weights import ParameterCount, count_parameters
+from .weights import ParameterCount, WeightComponent, count_parameters
 
 #: Components whose format a checkpoint's quantization (or --weight-dtype) may set; embeddings, lm_head, norms
 #: and the router always stay in the checkpoint's dtype as loaded (vLLM's quantization methods replace linear
@@ -31,7 +31,8 @@ from .weights import ParameterCount, count_parameters
 #: every method rooflab reads, as are the norms and, by the checkpoints' own exclusion lists, the MoE router).
 QUANTIZABLE = ("linear", "attention", "mlp", "experts", "shared_experts")
 #: Components whose parameters a checkpoint's exclusion list may keep unquantized (unquantized_parameters).
-UNQUANTIZED_KEYS = ("attention", "dense_mlp", "experts", "shared_experts")
+UNQUANTIZED_KEYS = tuple(c.value for c in (WeightComponent.attention, WeightComponent.dense_mlp,
+                                            WeightComponent.experts, WeightComponent.shared_experts))
 
 
 
