@@ -108,6 +108,7 @@ def explain_log(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: Engine
         raise InputError(f"changes must be a dict of EngineSettings fields (request.parse_what_if), got "
                          f"{shown(changes)}")
     settings = _with_log(log, settings, given)
+    model = model.as_loaded(gpu.compute_capability_version, settings.dtype)   # as engine_capacity loads it (one path)
     taken = settings_taken(log, settings)
     build = _vllm if log.engine is Engine.vllm else _sglang
     reproduced, terms, anchored = build(log, model, gpu, settings)

@@ -114,6 +114,25 @@ def test_sglang_v05_format():
     assert x.check("kv_cache_tokens").logged == 400000
 
 
+def test_a_replay_loads_the_model_as_the_prediction_does():
+    """A float32 checkpoint is served in bf16 on an H100 (ModelSpec.as_loaded, vLLM's and SGLang's --dtype auto):
+    the replay rebuilds the same figures as for the bf16 spec, as engine_capacity predicts them (one path). It
+    replayed at fp32 KV bytes a token, half the tokens (set 7's Qwen2.5-0.5B config, a float32 re-save: -49.9%,
+    found in its evaluation)."""
+    import dataclasses
+
+    from rooflab.units import DType
+
+    log = parse_log(SGLANG_V05, "s.log")
+    settings = EngineSettings(Accounting.sglang_v0_5, utilization=0.88)
+    bf16 = load_model("llama-3-8b")
+    fp32 = dataclasses.replace(bf16, weight_dtype=DType.fp32)
+    gpu = load_gpu("h100-sxm")
+    a, b = explain_log(log, bf16, gpu, settings), explain_log(log, fp32, gpu, settings)
+    assert b.reproduced.kv_cache_tokens == a.reproduced.kv_cache_tokens
+    assert b.reproduced.term("kv_cache").bytes == a.reproduced.term("kv_cache").bytes
+
+
 #: SGLang v0.5 with a linear-attention model: the state pool's line (python/sglang/srt/mem_cache/memory_pool.py,
 #: MambaPool: "Mamba Cache is allocated. max_mamba_cache_size: N, conv_state size: X GB, ssm_state size: Y GB"),
 #: then the KV pool and the scheduler's line. SYNTHETIC: no public log of this model prints them; the lines are
