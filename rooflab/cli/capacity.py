@@ -12,6 +12,18 @@ from . import deployment_options as dopt
 from . import params
 from .error_path import fail, friendly
 from .options import DpAttentionOpt, ExpertParallelOpt, FormatOpt, GpuOpt, ModelOpt, WindowAllocationOpt
+from ..engines.profile import V1_FLASHINFER_SAMPLER_RELEASES
+from ..engines.vocab import RELEASE_RANGE, Accounting, Engine, generations_text, labels_text, release_text, span_text
+
+#: The first vLLM release whose default engine is V1, and --engine-version's help: the releases built from
+#: engines.vocab.RELEASE_RANGE (labels_text, generations_text, span_text), not written here.
+_V1_FROM = release_text(RELEASE_RANGE[Accounting.vllm_v0_8][0])
+_ENGINE_VERSION_HELP = (
+    f"The engine's release, as it prints it (vLLM 0.10.1, v0.8.4, 0.6.3.post1: V1 from {_V1_FROM}; SGLang "
+    f"0.4.6.post2): the accounting it used and its release's terms; or an accounting's label: vLLM "
+    f"{labels_text(Engine.vllm)}, V0 also under VLLM_USE_V1=0 (--vllm-use-v1 0); SGLang "
+    f"{labels_text(Engine.sglang)}.")
+
 
 @friendly
 def capacity(
@@ -38,15 +50,8 @@ def capacity(
     window_allocation: WindowAllocationOpt = WindowAllocation.hybrid,
     engine: Annotated[Optional[str], typer.Option("--engine", metavar="vllm|sglang", help="Follow an engine's own "
                                                   "memory accounting (default: rooflab's bound).")] = None,
-    engine_version: Annotated[Optional[str], typer.Option("--engine-version", metavar="V", help="The engine's "
-                                                          "release, as it prints it (vLLM 0.10.1, v0.8.4, "
-                                                          "0.6.3.post1: V1 from 0.8.0; SGLang 0.4.6.post2): the "
-                                                          "accounting it used and its release's terms; or an "
-                                                          "accounting's label: vLLM v0.2 (0.2.5 - 0.6.3), v0.6.4, "
-                                                          "v0 (0.6.5 - 0.10.x, V0 also under VLLM_USE_V1=0), v0.8 "
-                                                          "(V1 0.8.0 - 0.9.0.1) or v1 (default, V1 0.9.1 - 0.20); "
-                                                          "SGLang v0.4 (0.1.17 - 0.5.2) or v0.5 (default, 0.5.3 - "
-                                                          "0.5.10).")] = None,
+    engine_version: Annotated[Optional[str], typer.Option("--engine-version", metavar="V",
+                                                          help=_ENGINE_VERSION_HELP)] = None,
     engine_log: Annotated[Optional[str], typer.Option("--engine-log", metavar="FILE", help="Explain a vLLM or SGLang "
                                                       "start-up log: its KV figure term by term (with --model).")] = None,
     what_if: Annotated[Optional[list[str]], typer.Option("--what-if", metavar="KEY=VALUE", help="With --engine-log: "
@@ -103,10 +108,11 @@ def capacity(
                                                               "default 16; SGLang needs it).")] = None,
     vllm_use_v1: Annotated[Optional[int], typer.Option("--vllm-use-v1", parser=params.count(0, 1), metavar="0|1",
                                                        help="Engine, vLLM: VLLM_USE_V1 with a numeric "
-                                                            "--engine-version: 0 for V0 where the release ships it "
-                                                            "(to 0.10.x), 1 for V1 (from 0.8.0); default: the "
-                                                            "release's default (V1 from 0.8.0).")] = None,
-    no_flashinfer: Annotated[bool, typer.Option("--no-flashinfer", help="Engine, vLLM V1 0.9.1 - 0.11.0: FlashInfer "
+                                                            "--engine-version: 0 for V0 where the release ships it, "
+                                                            f"1 for V1 ({generations_text()}); default: the "
+                                                            f"release's default (V1 from {_V1_FROM}).")] = None,
+    no_flashinfer: Annotated[bool, typer.Option("--no-flashinfer", help="Engine, vLLM V1 "
+                                                f"{span_text(V1_FLASHINFER_SAMPLER_RELEASES)}: FlashInfer "
                                                 "is not installed (`pip install vllm` without its extra), so the "
                                                 "profile's sampler sorts the vocabulary; default: installed, as the "
                                                 "official Docker image ships it (its top-k / top-p sampler).")] = False,

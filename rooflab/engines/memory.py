@@ -83,7 +83,7 @@ from .lora import lora_buffer_bytes, lora_defaults
 from .mxfp4 import expert_padding
 from .result import Role, Term
 from .settings import model_dtype
-from .vocab import RELEASE_RANGE, Accounting, Engine, label_release
+from .vocab import RELEASE_RANGE, Accounting, Engine, in_span, label_release, span_newest
 from ..vocab import PeerTransport
 
 _NON_TORCH_GIB = {  # accounting: (TP 1, TP > 1)
@@ -230,10 +230,7 @@ def newest_release(accounting: Accounting) -> tuple[int, ...] | None:
     """The newest release `accounting` covers (vocab.RELEASE_RANGE; a last of fewer numbers covers its whole
     series, so it is padded high), None where the table gives none."""
     span = RELEASE_RANGE.get(accounting)
-    if span is None:
-        return None
-    last = tuple(span[1])
-    return last + (10 ** 6,) * (3 - len(last))
+    return span_newest(span) if span is not None else None
 
 
 def sglang_absorbed_bytes(model: ModelSpec, attention_tp: int, weight_format=None,
@@ -286,10 +283,8 @@ def vllm_absorbed_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     if accounting is None or accounting.engine is not Engine.vllm or not model.weight_format(
             "attention", weight_format).is_quantized:
         return 0
-    first, last = VLLM_ABSORBED_RELEASES
-    newest = newest_release(accounting)
-    at = tuple(release) if release is not None else newest
-    if at is None or not (first <= at and at[:len(last)] <= last):
+    at = tuple(release) if release is not None else newest_release(accounting)
+    if at is None or not in_span(at, VLLM_ABSORBED_RELEASES):
         return 0
     return rank_kv_b_parameters(model, tensor_parallel) * model_dtype(model).bytes
 

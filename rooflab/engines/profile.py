@@ -95,7 +95,7 @@ from dataclasses import dataclass
 from ..cost.layers import layer_walk
 from ..specs import ModelSpec
 from .settings import Resolved, model_dtype
-from .vocab import Accounting
+from .vocab import Accounting, in_span
 
 #: Bytes the sampler keeps alive per (request x vocabulary entry) at its peak (module docstring): V0's and V1's
 #: full sort (SORT), and V1's Triton top-k / top-p (and vllm-v0.8, fitted alike); vllm-v0.2 keeps 40.
@@ -175,8 +175,8 @@ def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | N
     installed, on an NVIDIA GPU: settings.Resolved.flashinfer_sampler). `release` None is the accounting's newest."""
     if accounting is Accounting.vllm_v0_2:
         return V0_2_BYTES_PER_LOGIT
-    first, last = V1_FLASHINFER_SAMPLER_RELEASES
-    if accounting is Accounting.vllm_v1 and flashinfer and release is not None and first <= release[:3] <= last:
+    if accounting is Accounting.vllm_v1 and flashinfer and release is not None and in_span(
+            release, V1_FLASHINFER_SAMPLER_RELEASES):
         return FLASHINFER_BYTES_PER_LOGIT
     triton = release is None or release >= V1_TRITON_SAMPLER_RELEASE
     if accounting is Accounting.vllm_v0_8 or (accounting is Accounting.vllm_v1 and triton

@@ -27,9 +27,10 @@ from ..errors import InputError
 from ..load import load_gpu, load_model
 from ..output import Table
 from ..units import DType, GiB, parse_bytes, parse_count
+from .profile import V1_FLASHINFER_SAMPLER_RELEASES
 from .settings import EngineSettings
 from .vocab import (Engine, KvCacheDtype, parse_engine, parse_engine_version, parse_kv_cache_dtype,
-                    parse_mamba_cache_mode)
+                    parse_mamba_cache_mode, span_text)
 
 #: Options that only the engine modes read (as the CLI names its parameters).
 ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "max_num_seqs": "--max-num-seqs",
@@ -83,7 +84,7 @@ class EngineOptions:
     max_loras: Optional[int] = None
     max_lora_rank: Optional[int] = None
     pp_layer_partition: Optional[str] = None        # --pp-layer-partition 40,40 (the engines' environment variable)
-    no_flashinfer: bool = False                     # vLLM without FlashInfer installed (its sampler, v0.9.1 - v0.11.0)
+    no_flashinfer: bool = False                     # vLLM without FlashInfer installed (its sampler: profile.py)
     vllm_use_v1: Optional[bool] = None              # VLLM_USE_V1 (None: unset): V0 or V1 at a release that ships both
 
 
@@ -185,7 +186,8 @@ def _settings(o: EngineOptions, engine: Engine, engine_from: str = "--engine") -
     `engine_from` names where the engine came from (--engine, or the log's), for the errors."""
     version = parse_engine_version(engine, o.engine_version, o.vllm_use_v1, engine_from)
     if o.no_flashinfer and engine is not Engine.vllm:
-        raise InputError("--no-flashinfer is vLLM's (its V1 sampler, v0.9.1 - v0.11.0); SGLang has no such setting")
+        raise InputError(f"--no-flashinfer is vLLM's (its V1 sampler, {span_text(V1_FLASHINFER_SAMPLER_RELEASES)}); "
+                         "SGLang has no such setting")
     if o.mem_fraction_static is not None and engine is Engine.vllm:
         raise InputError(f"--mem-fraction-static {o.mem_fraction_static:g} is SGLang's; vLLM's is "
                          "--gpu-memory-utilization")

@@ -67,19 +67,15 @@ class Accounting(str, enum.Enum):
         return self in (Accounting.vllm_v0_8, Accounting.vllm_v1)
 
     @property
+    def generation(self) -> str:
+        """vLLM's engine the accounting follows, 'V0' or 'V1'; '' for SGLang's."""
+        return ("V1" if self.is_v1 else "V0") if self.engine is Engine.vllm else ""
+
+    @property
     def releases(self) -> str:
-        return _RELEASES[self]
-
-
-_RELEASES = {
-    Accounting.vllm_v0_2: "vLLM V0 v0.2.5 - v0.6.3",
-    Accounting.vllm_v0_6_4: "vLLM V0 v0.6.4",
-    Accounting.vllm_v0: "vLLM V0 v0.6.5 - v0.10.x",
-    Accounting.vllm_v0_8: "vLLM V1 v0.8.0 - v0.9.0.1",
-    Accounting.vllm_v1: "vLLM V1 v0.9.1 - v0.29",
-    Accounting.sglang_v0_4: "SGLang v0.1.17 - v0.5.2",
-    Accounting.sglang_v0_5: "SGLang v0.5.3 - v0.5.10",
-}
+        """'vLLM V1 v0.9.1 - v0.29.x', 'SGLang v0.5.3 - v0.5.10': the engine, its generation and RELEASE_RANGE's
+        releases (span_text), built from the table."""
+        return " ".join(w for w in (self.engine.title, self.generation, span_text(RELEASE_RANGE[self])) if w)
 
 #: The releases (first, last; a last of fewer numbers covers every release it begins, (0, 20) all of v0.20.x) each
 #: accounting follows, the one table EngineSettings.release is held to and a numeric --engine-version is read by:
@@ -102,7 +98,7 @@ _RELEASES = {
 #: sglang.py: mem_fraction_static by release) they follow EngineSettings.release.
 RELEASE_RANGE = {
     Accounting.vllm_v0_2: ((0, 2, 5), (0, 6, 3)), Accounting.vllm_v0_6_4: ((0, 6, 4), (0, 6, 4)),
-    Accounting.vllm_v0: ((0, 6, 5), (0, 10)), Accounting.vllm_v0_8: ((0, 8, 0), (0, 9, 0)),
+    Accounting.vllm_v0: ((0, 6, 5), (0, 10)), Accounting.vllm_v0_8: ((0, 8, 0), (0, 9, 0, 1)),
     Accounting.vllm_v1: ((0, 9, 1), (0, 29)),
     Accounting.sglang_v0_4: ((0, 1, 17), (0, 5, 2)), Accounting.sglang_v0_5: ((0, 5, 3), (0, 5, 10)),
 }
@@ -124,14 +120,58 @@ def label_release(accounting: Accounting) -> tuple[int, ...]:
     every release-dependent term of a label is computed at it (settings.resolve). The accounting's newest
     (RELEASE_RANGE's last; a last of fewer numbers padded with SERIES_NEWEST: all of its series), except the
     labels of _LABEL_RELEASES."""
-    last = RELEASE_RANGE[accounting][1]
-    return _LABEL_RELEASES.get(accounting, tuple(last) + (SERIES_NEWEST,) * (3 - len(last)))
+    return _LABEL_RELEASES.get(accounting, span_newest(RELEASE_RANGE[accounting]))
+
+
+def in_span(release: tuple[int, ...], span: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Whether `release` (numbers, (0, 10, 1)) lies in `span` (first, last): first <= release, and the release's
+    first numbers, as many as last has, <= last (a last of fewer numbers covers every release it begins: (0, 29)
+    all of v0.29.x). The one range check: RELEASE_RANGE's (in_range) and every span a term is read over
+    (engines.memory's absorbed MLA copies, engines.profile's FlashInfer sampler)."""
+    first, last = span
+    release = tuple(release)
+    return tuple(first) <= release and release[:len(last)] <= tuple(last)
 
 
 def in_range(accounting: Accounting, release: tuple[int, ...]) -> bool:
-    """Whether `release` (numbers, (0, 10, 1)) is one of `accounting`'s (RELEASE_RANGE)."""
-    first, last = RELEASE_RANGE[accounting]
-    return first <= release and release[:len(last)] <= last
+    """Whether `release` (numbers, (0, 10, 1)) is one of `accounting`'s (RELEASE_RANGE, in_span)."""
+    return in_span(release, RELEASE_RANGE[accounting])
+
+
+def span_newest(span: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[int, ...]:
+    """The newest release of `span` (first, last): its last, a last of fewer than three numbers padded with
+    SERIES_NEWEST (all of its series: (0, 29) is (0, 29, SERIES_NEWEST), release_text's v0.29.x)."""
+    last = tuple(span[1])
+    return last + (SERIES_NEWEST,) * (3 - len(last))
+
+
+def span_text(span: tuple[tuple[int, ...], tuple[int, ...]]) -> str:
+    """`span` (first, last) as text: 'v0.2.5 - v0.6.3', 'v0.9.1 - v0.29.x' (a last of fewer numbers: its whole
+    series), one release alone ('v0.6.4'). The releases' text everywhere (Accounting.releases, help, errors) is
+    built with it from the span, not written beside it."""
+    first, newest = release_text(tuple(span[0])), release_text(span_newest(span))
+    return first if first == newest else f"{first} - {newest}"
+
+
+def generations_text(engine: Engine = Engine.vllm) -> str:
+    """'V0 to v0.10.x, V1 from v0.8.0': the releases each of `engine`'s generations covers (RELEASE_RANGE), for
+    --vllm-use-v1's help and errors."""
+    parts = []
+    for generation, v1 in (("V0", False), ("V1", True)):
+        spans = [RELEASE_RANGE[a] for a in Accounting if a.engine is engine and a.is_v1 is v1]
+        if spans:
+            parts.append(f"{generation} to {release_text(max(map(span_newest, spans)))}" if not v1 else
+                         f"{generation} from {release_text(min(tuple(s[0]) for s in spans))}")
+    return ", ".join(parts)
+
+
+def labels_text(engine: Engine) -> str:
+    """'v0.4 (v0.1.17 - v0.5.2), v0.5 (default, v0.5.3 - v0.5.10)': `engine`'s accounting labels with the releases
+    each covers (RELEASE_RANGE; vLLM's with its generation), for --engine-version's help."""
+    return ", ".join(
+        f"{a.short} ({'default, ' if a is DEFAULT_ACCOUNTING[engine] else ''}"
+        f"{' '.join(w for w in (a.generation, span_text(RELEASE_RANGE[a])) if w)})"
+        for a in Accounting if a.engine is engine)
 
 
 def accounting_of(engine: Engine, release: tuple[int, ...], v1: bool) -> "Accounting | None":
@@ -173,9 +213,11 @@ class EngineVersion:
     release: tuple[int, ...] | None = None
 
 
-#: --engine-version's two forms, for help text and errors.
+#: --engine-version's two forms, for help text and errors (the labels from Accounting).
 ENGINE_VERSION_FORMS = ("a release as the engine prints it (vLLM 0.10.1, v0.8.4, 0.6.3.post1; SGLang 0.4.6.post2), "
-                        "or an accounting's label (vLLM v0.2, v0.6.4, v0, v0.8, v1; SGLang v0.4, v0.5)")
+                        "or an accounting's label ("
+                        + "; ".join(f"{e.title} {', '.join(a.short for a in Accounting if a.engine is e)}"
+                                    for e in ACCOUNTING_ENGINES) + ")")
 
 
 def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None = None,
@@ -209,7 +251,7 @@ def parse_engine_version(engine: Engine, text: str | None, use_v1: bool | None =
     other = accounting_of(engine, version.release, use_v1)
     if other is None:
         raise InputError(f"--vllm-use-v1 {int(use_v1)}: vLLM {release_text(version.release)} has no "
-                         f"{'V1' if use_v1 else 'V0'} engine rooflab models (V0 to v0.10.x, V1 from v0.8.0)")
+                         f"{'V1' if use_v1 else 'V0'} engine rooflab models ({generations_text()})")
     return EngineVersion(other, version.release)
 
 
@@ -342,7 +384,8 @@ def kv_cache_dtype_of(dtype: DType | None) -> KvCacheDtype:
 
 
 __all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VERSION_FORMS", "EngineVersion",
-           "RELEASE_RANGE", "SERIES_NEWEST", "Engine", "KvCacheDtype", "accounting_of", "in_range", "label_release",
-           "parse_engine_version", "release_text",
+           "RELEASE_RANGE", "SERIES_NEWEST", "Engine", "KvCacheDtype", "accounting_of", "generations_text", "in_range",
+           "in_span", "label_release", "labels_text", "parse_engine_version", "release_text", "span_newest",
+           "span_text",
            "MambaCacheMode", "kv_cache_dtype_of",
            "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]

@@ -361,7 +361,22 @@ def test_help_lists_both_forms():
     r = runner.invoke(app, ["capacity", "--help"], env={"COLUMNS": "400"})
     text = " ".join(r.stdout.split())
     assert "0.10.1, v0.8.4, 0.6.3.post1" in text and "0.4.6.post2" in text
-    assert "vLLM v0.2 (0.2.5 - 0.6.3), v0.6.4" in text and "SGLang v0.4 (0.1.17 - 0.5.2) or v0.5" in text
+    assert "vLLM v0.2 (V0 v0.2.5 - v0.6.3), v0.6.4" in text and "SGLang v0.4 (v0.1.17 - v0.5.2), v0.5" in text
+
+
+def test_help_says_the_ranges_the_table_holds():
+    """Reviewer's finding 8: the help wrote the ranges by hand and said vllm-v1 ran to 0.20 after RELEASE_RANGE
+    took it to v0.29.x. Every accounting's releases in --engine-version's help, and --no-flashinfer's sampler
+    releases, are now built from the tables (engines.vocab.labels_text, span_text)."""
+    from rooflab.engines.profile import V1_FLASHINFER_SAMPLER_RELEASES
+    from rooflab.engines.vocab import RELEASE_RANGE, Accounting, span_text
+
+    r = runner.invoke(app, ["capacity", "--help"], env={"COLUMNS": "400"})
+    text = " ".join(r.stdout.split())
+    for span in RELEASE_RANGE.values():
+        assert span_text(span) in text
+    assert f"(default, V1 {span_text(RELEASE_RANGE[Accounting.vllm_v1])})" in text and "0.20)" not in text
+    assert f"vLLM V1 {span_text(V1_FLASHINFER_SAMPLER_RELEASES)}: FlashInfer" in text
 
 
 def test_help_says_what_a_dp_attention_rank_holds():

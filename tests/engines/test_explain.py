@@ -229,7 +229,7 @@ def test_the_logged_release_reaches_the_modelled_activation():
     x = explain_log(read_log(QWEN3_30B_H200), load_model("qwen3-30b-a3b"), load_gpu("h200"),
                     EngineSettings(parse_accounting("vllm", None)))
     assert x.reproduced.term("activation_peak").bytes == 6_516_113_408
-    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.29 at v0.15.0"
+    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.29.x at v0.15.0"
     assert x.settings_taken[0].startswith("release v0.15.0: from the log (line 6:")
 
 
@@ -244,7 +244,7 @@ def test_a_release_past_v0_20_is_taken_from_the_log():
     """Set 4's Qwen3-8B T4 TP 2 log states v0.22.0, inside vllm-v1's range since it reached v0.29."""
     log = read_log(LOGS / "heldout4" / "vllm-v1-qwen3-8b-t4x2-tp2-maxlen8192.log")
     x = explain_log(log, load_model("qwen3-8b"), load_gpu("t4"), EngineSettings(parse_accounting("vllm", None)))
-    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.29 at v0.22.0"
+    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.29.x at v0.22.0"
     assert "release v0.22.0: from the log" in x.settings_taken[0]
     assert "outside" not in x.settings_taken[0]
 
@@ -305,7 +305,7 @@ def test_the_logs_own_release_or_its_accountings_label_is_taken(accounting, rele
     x = explain_log(read_log(V0_11_2), load_model("llama-3-8b"), load_gpu("h200-sxm"),
                     EngineSettings(parse_accounting("vllm", accounting), release=release),
                     given=frozenset({"accounting"}))
-    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.29 at v0.11.2"
+    assert x.reproduced.releases == "vLLM V1 v0.9.1 - v0.29.x at v0.11.2"
 
 
 def test_a_v0_or_v1_choice_against_the_logs_engine_is_refused():

@@ -177,6 +177,42 @@ def test_a_label_stands_for_one_release_of_its_accounting():
     from rooflab.engines.vocab import in_range, label_release, release_text
 
     texts = {a.short: release_text(label_release(a)) for a in Accounting}
-    assert texts == {"v0.2": "v0.6.3", "v0.6.4": "v0.6.4", "v0": "v0.10.x", "v0.8": "v0.9.0", "v1": "v0.19.x",
+    assert texts == {"v0.2": "v0.6.3", "v0.6.4": "v0.6.4", "v0": "v0.10.x", "v0.8": "v0.9.0.1", "v1": "v0.19.x",
                      "v0.4": "v0.4.5", "v0.5": "v0.5.10"}
     assert all(in_range(a, label_release(a)) for a in Accounting)
+
+
+# --- one range table, one range check, texts built from it (reviewer's finding 8) ----------------------------------
+
+def test_the_releases_text_is_built_from_release_range():
+    """Accounting.releases was a second table written beside RELEASE_RANGE ('v0.9.1 - v0.29' while the help said
+    0.20); it is now span_text of the row, with vLLM's generation: each release the row ends in shows, a last of
+    fewer numbers as its series (v0.29.x), one release alone."""
+    from rooflab.engines.vocab import RELEASE_RANGE, span_text
+
+    assert {a.short: a.releases for a in Accounting} == {
+        "v0.2": "vLLM V0 v0.2.5 - v0.6.3", "v0.6.4": "vLLM V0 v0.6.4", "v0": "vLLM V0 v0.6.5 - v0.10.x",
+        "v0.8": "vLLM V1 v0.8.0 - v0.9.0.1", "v1": "vLLM V1 v0.9.1 - v0.29.x",
+        "v0.4": "SGLang v0.1.17 - v0.5.2", "v0.5": "SGLang v0.5.3 - v0.5.10"}
+    assert all(a.releases.endswith(span_text(RELEASE_RANGE[a])) for a in Accounting)
+
+
+@pytest.mark.parametrize("release, inside", [((0, 9, 0), True), ((0, 9, 0, 1), True), ((0, 8, 0), True),
+                                             ((0, 7, 3), False), ((0, 9, 1), False), ((0, 8), False)])
+def test_in_span_is_the_one_range_check(release, inside):
+    """in_span: first <= release and the release's first numbers, as many as last has, <= last: vllm-v0.8's
+    v0.8.0 - v0.9.0.1 holds v0.9.0 and its .1, not v0.9.1; (0, 29) holds all of v0.29.x. in_range, engines.memory's
+    absorbed MLA copies and engines.profile's FlashInfer sampler all ask it."""
+    from rooflab.engines.vocab import RELEASE_RANGE, in_range, in_span
+
+    assert in_span(release, RELEASE_RANGE[Accounting.vllm_v0_8]) is inside
+    assert in_range(Accounting.vllm_v0_8, release) is inside
+    assert in_span((0, 29, 7), ((0, 9, 1), (0, 29))) and not in_span((0, 30, 0), ((0, 9, 1), (0, 29)))
+
+
+def test_the_generations_and_labels_texts_come_from_the_table():
+    from rooflab.engines.vocab import generations_text, labels_text
+
+    assert generations_text() == "V0 to v0.10.x, V1 from v0.8.0"
+    assert labels_text(Engine.sglang) == "v0.4 (v0.1.17 - v0.5.2), v0.5 (default, v0.5.3 - v0.5.10)"
+    assert "v1 (default, V1 v0.9.1 - v0.29.x)" in labels_text(Engine.vllm)
