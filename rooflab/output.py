@@ -306,14 +306,25 @@ def finish_once_written() -> None:
     _FINISH_ONCE_WRITTEN = True
 
 
+#: Set once a command's output is being renamed into place in the console script's process: from then on SIGINT,
+#: SIGTERM and SIGHUP are ignored and the command runs to its end (a few milliseconds: the rest of its lines, the
+#: exit), so that a signal never ends a finished command with its file in place.
+_FINISHING = False
+
+
 def ignore_interrupts_if_finishing() -> None:
-    """Ignore Ctrl-C from here on where finish_once_written was called (the CLI's process), in the main thread."""
+    """Where finish_once_written was called (the CLI's process), in the main thread: ignore SIGINT, SIGTERM and
+    SIGHUP from here on (the command is finishing: its output is going into place)."""
+    global _FINISHING
     if _FINISH_ONCE_WRITTEN and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _FINISHING = True
+        for signum in (signal.SIGINT, *_FINISHING_SIGNALS):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 #: Signals that end a process by default and can arrive during a write (a `kill`, a closed terminal).
 _CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_FINISHING_SIGNALS = _CLEANUP_SIGNALS
 
 
 class _Signalled(BaseException):
@@ -334,6 +345,8 @@ def _signals_raise():
         return
 
     def handler(signum, frame):  # noqa: ARG001
+        if _FINISHING:                 # the output is going into place: the command runs to its end
+            return
         raise _Signalled(signum)
 
     old = {}
@@ -350,7 +363,7 @@ def _signals_raise():
         raise
     finally:
         for signum, previous in old.items():
-            signal.signal(signum, previous)
+            signal.signal(signum, signal.SIG_IGN if _FINISHING else previous)
 
 
 def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | str] = (),
