@@ -56,5 +56,5 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     gc.freeze()
     gc.enable()
-    finish_once_written()        # Ctrl-C after the command's first file is in place is ignored: it runs to its end
+    finish_once_written()        # a signal after the command's output is in place is ignored: it runs to its end
     cli_main()

@@ -291,17 +291,20 @@ def _shown_path(path: Path) -> str:
     return clip(str(path), 120)
 
 
-#: Whether Ctrl-C is ignored from a command's first commit on (the CLI sets it: finish_once_written).
+#: Signals that end a process by default and can arrive during a write (a `kill`, a closed terminal).
+_CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+#: Whether a command's signals are ignored from its output's commit on (the CLI sets it: finish_once_written).
 _FINISH_ONCE_WRITTEN = False
 
 
 def finish_once_written() -> None:
-    """From now on, Ctrl-C (SIGINT) is ignored from the moment write_atomic renames a file into place: the command
-    then runs to its end and exits with its own status. An interrupt before that ends the command with nothing
-    written; without this, an interrupt between the rename and the exit (the command's last lines, click's return,
-    the interpreter's shutdown) ended it as interrupted with its file in place. Only the console script's process
-    calls this (rooflab._entry): a program that imports rooflab, or runs the CLI in-process as click's test runner
-    does, keeps its own Ctrl-C."""
+    """From now on, Ctrl-C (SIGINT), SIGTERM and SIGHUP are ignored from the moment write_atomic renames an output
+    into place: the command then runs to its end and exits with its own status. A signal before that ends the
+    command with nothing written; without this, one between the rename and the exit (the command's last lines,
+    click's return, the interpreter's shutdown) ended it as interrupted with its file in place. Only the console
+    script's process calls this (rooflab._entry): a program that imports rooflab, or runs the CLI in-process as
+    click's test runner does, keeps its own signal handling."""
     global _FINISH_ONCE_WRITTEN
     _FINISH_ONCE_WRITTEN = True
 
@@ -318,13 +321,8 @@ def ignore_interrupts_if_finishing() -> None:
     global _FINISHING
     if _FINISH_ONCE_WRITTEN and threading.current_thread() is threading.main_thread():
         _FINISHING = True
-        for signum in (signal.SIGINT, *_FINISHING_SIGNALS):
+        for signum in (signal.SIGINT, *_CLEANUP_SIGNALS):
             signal.signal(signum, signal.SIG_IGN)
-
-
-#: Signals that end a process by default and can arrive during a write (a `kill`, a closed terminal).
-_CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-_FINISHING_SIGNALS = _CLEANUP_SIGNALS
 
 
 class _Signalled(BaseException):
@@ -376,9 +374,9 @@ def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | st
     missing folder, something that is not a regular file, a path equal to one of `inputs` (so a command never
     overwrites the file it reads), and any OSError, named with the path.
 
-    In the console script's process (finish_once_written) the rename of a command's output ends Ctrl-C's hold on
-    the command; a `checkpoint` (a campaign saving what it has measured so far, then measuring on) keeps Ctrl-C
-    live: an interrupt then stops the campaign with the last checkpoint kept.
+    In the console script's process (finish_once_written) the rename of a command's output ends the hold of Ctrl-C,
+    SIGTERM and SIGHUP on the command; a `checkpoint` (a campaign saving what it has measured so far, then
+    measuring on) keeps them live: a signal then stops the campaign with the last checkpoint kept.
     """
     path = check_writable(path, inputs)
     target = _resolve(path)            # through symbolic links: the link stays, its target is written
@@ -392,7 +390,7 @@ def write_atomic(path: Path | str, data: str | bytes, inputs: Sequence[Path | st
 
 def _replace(target: Path, data: bytes, finishing: bool = True) -> None:
     """`data` into a new file beside `target`, then renamed over it; the new file is removed on any failure.
-    `finishing`: Ctrl-C is ignored from just before the rename (ignore_interrupts_if_finishing)."""
+    `finishing`: the command's signals are ignored from just before the rename (ignore_interrupts_if_finishing)."""
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:

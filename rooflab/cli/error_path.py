@@ -78,8 +78,8 @@ def guarded(run: Callable[[], object], args) -> None:
     """Run the command line (`run`: click's main with `args`) and exit with its status: usage errors as two lines
     on stderr (the message, then where to get help), exit 2; standard output watched by GuardedStdout (closed,
     full or a bad encoding: one line, exit 2; a broken pipe: a quiet exit 141); Ctrl-C: one line, exit 130, before
-    the command writes its first file; from then on, in the console script's process, it is ignored
-    (output.finish_once_written) and the command ends with its own status."""
+    the command writes its output; from then on, in the console script's process, Ctrl-C, SIGTERM and SIGHUP are
+    ignored (output.finish_once_written) and the command ends with its own status."""
     if stdout_closed():
         error("standard output is closed; redirect it to a file or to /dev/null")
         sys.exit(EXIT_BAD_INPUT)

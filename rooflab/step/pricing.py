@@ -141,6 +141,11 @@ class Pricer:
     def miss(self, what: str, why: str) -> None:
         self.missing.setdefault(what, why)
 
+    def note(self, text: Optional[str]) -> None:
+        """Add `text` to the step's notes once (nothing for an empty one)."""
+        if text and text not in self.notes:
+            self.notes.append(text)
+
     def predicted(self, kernel: Kernel, price: Callable, dtype: Optional[DType] = None,
                   impl: Optional[str] = None) -> Optional[PredictedTime]:
         """predict_time for `kernel` (transferred where the GPU has no fit of its own), its provenance recorded; None
@@ -171,8 +176,7 @@ class Pricer:
             return None
         if p.fitted_on is None:
             _, note = gemm_ceilings(self.gpu, arithmetic)     # the own fit's roofs say how an fp8 rate was priced
-            if note and note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s)
 
@@ -189,8 +193,7 @@ class Pricer:
             return DENSE_GEMM_IMPL
         note = (f"fp8 GEMMs priced as the bf16 cuBLAS fit at the fp8 rate: no dense fp8 GEMM fit "
                 f"({DENSE_FP8_GEMM_IMPL}) predicts {self.gpu.name}")
-        if note not in self.notes:
-            self.notes.append(note)
+        self.note(note)
         return DENSE_GEMM_IMPL
 
     def grouped_gemm_time(self, cost: GemmCost, arithmetic: DType) -> tuple[Optional[float], str]:
@@ -207,8 +210,7 @@ class Pricer:
         if p is None:
             note = (f"MoE experts priced as dense cuBLAS GEMMs: no grouped-GEMM fit ({impl or arithmetic.value}) "
                     f"predicts {self.gpu.name}")
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
             return self.gemm_time(cost, arithmetic), self.dense_gemm_impl(arithmetic)
         self.provenance.setdefault((p.impl, p.provenance), p)
         self.gemm_from = p.provenance
@@ -247,8 +249,7 @@ class Pricer:
             fit, why = None, f"{tokens:,.0f} tokens a step is past the {fit.max_tokens:,} it is measured to"
         if fit is None:
             note = f"MoE experts' fused block-fp8 kernel priced as tuned: {why}"
-            if note not in self.notes:
-                self.notes.append(note)
+            self.note(note)
             return tuned, self.dense_gemm_impl(arithmetic)
         roofs, _ = prediction_roofs(fit, self.gpu, arithmetic)
         fused = self.launch(fused_moe_time(fit, roofs, tokens, pairs, touched, n, float(cost.hbm_bytes)))
@@ -304,8 +305,7 @@ class StepContext:
             note = (f"block-fp8 GEMMs (128 x 128 weight scales) priced as the per-tensor fp8 fit "
                     f"({DENSE_FP8_GEMM_IMPL}): block scaling is not measured (rowwise scales ran up to half as fast "
                     f"at small m: measurements/gemm/h200-dense-fp8-gemm.csv)")
-            if note not in self.pricer.notes:
-                self.pricer.notes.append(note)
+            self.pricer.note(note)
         return DType.fp8_e4m3 if fmt in (WeightFormat.fp8, WeightFormat.fp8_block) else self.dtype
 
     def bits(self, component: str) -> float:
@@ -344,7 +344,7 @@ def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCos
     prediction as given."""
     if variant == "gemm" and predicted is not None and "predicted_from" not in fields:
         fields["predicted_from"] = pricer.gemm_from
-    if predicted is None:              # nothing predicts it here: no fit named, no rate claimed (the step's note says why)
+    if predicted is None:              # nothing predicts it here: no fit named, no rate (the step's note says why)
         impl = None
         fields["source"] = "no prediction on this GPU"
     return floor_row(variant, label, pricer.floors(kernels, times, dtype), predicted, predicted_impl=impl, **fields)
