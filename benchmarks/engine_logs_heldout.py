@@ -10,6 +10,7 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --set 5    # the fifth held-out set (heldout5/, CASES5)
     python3 benchmarks/engine_logs_heldout.py --set 6    # the sixth (heldout6/; cases in heldout6_cases_vllm.py, _sglang.py)
     python3 benchmarks/engine_logs_heldout.py --set 7    # the seventh (heldout7/; heldout7_cases_vllm.py, _sglang.py)
+    python3 benchmarks/engine_logs_heldout.py --set 8    # the eighth (heldout8/; heldout8_cases_vllm.py, _sglang.py, _web.py)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
 with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
@@ -60,6 +61,7 @@ HELDOUT4 = DATA / "heldout4"
 HELDOUT5 = DATA / "heldout5"
 HELDOUT6 = DATA / "heldout6"
 HELDOUT7 = DATA / "heldout7"
+HELDOUT8 = DATA / "heldout8"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -377,8 +379,16 @@ from heldout7_cases_vllm import CASES as _CASES7_VLLM  # noqa: E402
 
 CASES7 = tuple(Case(**case) for case in _CASES7_VLLM + _CASES7_SGLANG)
 
+#: Set 8 (heldout8/): three case files, one a collector (vLLM and SGLang from GitHub, either from web pages).
+from heldout8_cases_sglang import CASES as _CASES8_SGLANG  # noqa: E402
+from heldout8_cases_vllm import CASES as _CASES8_VLLM  # noqa: E402
+from heldout8_cases_web import CASES as _CASES8_WEB  # noqa: E402
+
+CASES8 = tuple(Case(**case) for case in _CASES8_VLLM + _CASES8_SGLANG + _CASES8_WEB)
+
 SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4),
-        "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6), "7": (HELDOUT7, CASES7)}
+        "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6), "7": (HELDOUT7, CASES7),
+        "8": (HELDOUT8, CASES8)}
 
 @dataclass(frozen=True)
 class Row:
