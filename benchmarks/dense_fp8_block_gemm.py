@@ -10,7 +10,9 @@ inside its K loop:
 Implementations (column impl):
     scaled_mm_block   torch._scaled_mm (cuBLASLt), e4m3 x e4m3 -> bf16, scale_a 1 x 128 (float32 [m, k/128],
                       outer-dim-major: stride (1, m)), scale_b 128 x 128 (float32 [k/128, n/128]); the layout torch
-                      accepted is in the metadata and each row's note
+                      accepted is in the metadata and each row's note. cuBLASLt refuses (NOT_SUPPORTED) a scale_a
+                      stride that is not 16-byte aligned, so m not a multiple of 4 runs padded to one (the note
+                      says so; the time is the padded GEMM's, as an engine padding its batch would run it)
     scaled_mm         torch._scaled_mm with per-tensor scales on the same shape (the control: the per-tensor fit's
                       implementation, measured again beside the block rows)
     triton_block      our own Triton kernel of the engines' w8a8 block-fp8 matmul algorithm (vLLM's and SGLang's
@@ -181,22 +183,23 @@ def gemm_rows(shape, f8, errors, layouts) -> list[dict]:
         out = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
         base = dict(model=model, shard=shard, gemm=gname, tokens=m, pairs=m, experts_local=1, experts_touched=1,
                     max_pairs_per_expert=m, n=n, k=k, flops=2 * m * n * k)
+        mp = -(-m // 4) * 4                                    # cuBLASLt wants 16-byte scale_a strides: m % 4 == 0
+        xp = x8 if mp == m else torch.cat([x8, x8.new_zeros(mp - m, k)])
+        sap = sa if mp == m else col_major(mp, kb, dev)
         if layout is None:                                     # find the weight-scale layout torch accepts here
             for cand in ("padded", "plain", "kn"):
                 try:
-                    torch._scaled_mm(x8, ws[0].t(), sa, weight_scales(nb, kb, cand, dev), out_dtype=torch.bfloat16)
+                    torch._scaled_mm(xp, ws[0].t(), sap, weight_scales(nb, kb, cand, dev), out_dtype=torch.bfloat16)
                     torch.cuda.synchronize()
                     layout = layouts[kb % 4 == 0] = cand
                     break
-                except Exception as exc:                        # noqa: BLE001 (recorded)
-                    errors[f"layout {cand} kb%4={kb % 4} {gname} {n}x{k}"] = str(exc).splitlines()[0][:160]
-            if layout is None:
-                layout = layouts[kb % 4 == 0] = "none"
-        if sbs is None and layout != "none":
+                except Exception as exc:                        # noqa: BLE001 (recorded; tried again at the next m)
+                    errors[f"layout {cand} kb%4={kb % 4} m={mp}"] = str(exc).splitlines()[0][:160]
+        if sbs is None and layout is not None:
             sbs = [weight_scales(nb, kb, layout, dev) for _ in range(copies)]
 
-        def block(i, x8=x8, sa=sa):
-            return torch._scaled_mm(x8, ws[i % copies].t(), sa, sbs[i % copies], out_dtype=torch.bfloat16)
+        def block(i, xp=xp, sap=sap, m=m):
+            return torch._scaled_mm(xp, ws[i % copies].t(), sap, sbs[i % copies], out_dtype=torch.bfloat16)[:m]
 
         def tensor(i, x8=x8):
             return torch._scaled_mm(x8, ws[i % copies].t(), one, one, out_dtype=torch.bfloat16)
@@ -212,7 +215,7 @@ def gemm_rows(shape, f8, errors, layouts) -> list[dict]:
 
         for impl, fn in (("scaled_mm_block", block), ("scaled_mm", tensor), ("triton_block", tri)):
             key = f"{model} {shard} {gname} {impl}"
-            if key in errors or (impl == "scaled_mm_block" and layout == "none"):
+            if key in errors or (impl == "scaled_mm_block" and layout is None):
                 continue
             rel, note = "", ""
             try:
@@ -220,7 +223,7 @@ def gemm_rows(shape, f8, errors, layouts) -> list[dict]:
                     out.fill_(float("nan"))
                     got = fn(0)
                     if impl == "scaled_mm_block":
-                        ref = dequant(x8, sa, 1) @ dequant(ws[0], sbs[0].t(), GROUP).t()
+                        ref = dequant(xp, sap, 1)[:m] @ dequant(ws[0], sbs[0].t(), GROUP).t()
                     else:
                         ref = dequant(x8, sa, 1) @ dequant(ws[0], wsc_t[0], GROUP).t()
                     rel = relerr(got, ref)
@@ -232,7 +235,7 @@ def gemm_rows(shape, f8, errors, layouts) -> list[dict]:
                 continue
             scale_bytes = nb * kb * 4 if impl != "scaled_mm" else 0
             if impl == "scaled_mm_block":
-                note = f"scale_b layout {layout}"
+                note = f"scale_b layout {layout}" + (f"; m padded to {mp} rows" if mp != m else "")
             elif impl == "triton_block":
                 note = "BM 64 BN 128 BK 128 GROUP_M 32 warps 4 stages 2"
             rows.append(dict(base, impl=impl, dtype="fp8_e4m3", weight_bytes=n * k + scale_bytes,
