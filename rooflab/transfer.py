@@ -63,7 +63,7 @@ IMPL_PATH: dict[str, TensorPath] = {
     "torch_efficient": TensorPath.mma_sync, "torch_cudnn": TensorPath.native, "torch_cudnn_dense": TensorPath.native,
     "torch_eager": TensorPath.native, "torch_bmm_dense": TensorPath.native, "torch_cublas": TensorPath.native,
     "torch_grouped_mm": TensorPath.native, "torch_scaled_grouped_mm": TensorPath.native,
-    "torch_scaled_mm": TensorPath.native,
+    "torch_scaled_mm": TensorPath.native, "torch_scaled_mm_block": TensorPath.native,
     "torch_cudnn_shapes": TensorPath.native, "attention_pytorch": TensorPath.native,
 }
 
@@ -75,6 +75,10 @@ DENSE_GEMM_IMPL = "torch_cublas"
 #: A dense fp8 GEMM: torch._scaled_mm with per-tensor scales (cuBLASLt), fitted by rooflab.fit.gemm_fit.fit_dense_fp8
 #: on benchmarks/dense_fp8_gemm.py's rows.
 DENSE_FP8_GEMM_IMPL = "torch_scaled_mm"
+#: A block-fp8 dense GEMM (1 x 128 activation scales, 128 x 128 weight scales, as DeepSeek-V3 / R1 checkpoints
+#: ship): torch._scaled_mm with blockwise scales (cuBLASLt), fitted by rooflab.fit.gemm_fit.fit_dense_fp8_block on
+#: benchmarks/dense_fp8_block_gemm.py's rows.
+DENSE_FP8_BLOCK_GEMM_IMPL = "torch_scaled_mm_block"
 
 #: Hopper's mma.sync reaches about 2/3 of the dense tensor roof, which wgmma alone reaches: FlashAttention-3
 #: (Shah et al., arXiv 2407.08608), section 2.2, "the older mma.sync instruction can only reach about 2/3 the peak

@@ -9,6 +9,12 @@ held-out errors on alternate rows:
                      the measured fp8 GEMM rate; eta_mem = r eta the share of the copy bandwidth its weight reads
                      reach. On the H200 an fp8 GEMM streams its weights slower than a bf16 one of the same shape
                      (m = 1: 1.8-4.0 TB/s against 2.3-4.3), so the bf16 fit does not price fp8.
+    torch_scaled_mm_block  the same form on torch._scaled_mm with blockwise scales (1 x 128 activation, 128 x 128
+                     weight; cuBLASLt), fitted on benchmarks/dense_fp8_block_gemm.py's scaled_mm_block rows
+                     (measurements/gemm/h200-dense-fp8-block-gemm.csv): a block-fp8 checkpoint's GEMMs. Rows whose
+                     weight scales ran in the 'plain' layout (k / 128 not a multiple of 4: DeepSeek-V3's TP 8 down
+                     and shared-expert down, Llama-2-7B's down) are left out: torch accepted that layout and cuBLASLt computed wrong
+                     results with it (rel_error 0.4-0.7 against 1.7e-3 elsewhere), so their times are of no GEMM.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from ..cost.gemm import gemm
 from ..predict import model_time
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
-from ..transfer import DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL
+from ..transfer import DENSE_FP8_BLOCK_GEMM_IMPL, DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .fitting import fit_overhead_efficiency
@@ -35,6 +41,11 @@ IMPL = DENSE_GEMM_IMPL
 FP8_IMPL = DENSE_FP8_GEMM_IMPL
 #: Where the dense fp8 fit's rows live (the repository's measurements/ folder).
 FP8_CAMPAIGN = "gemm/h200-dense-fp8-gemm.csv"
+#: The block-fp8 GEMM's implementation and campaign (benchmarks/dense_fp8_block_gemm.py's scaled_mm_block rows).
+BLOCK_IMPL = DENSE_FP8_BLOCK_GEMM_IMPL
+BLOCK_CAMPAIGN = "gemm/h200-dense-fp8-block-gemm.csv"
+#: A block row's note when its weight scales ran in the layout cuBLASLt computed wrong results with (left out).
+WRONG_LAYOUT = "scale_b layout plain"
 
 
 def model_times(rows: Sequence[Measurement], gpu: GpuSpec) -> np.ndarray:
@@ -61,11 +72,12 @@ def fit_gemm(rows: Sequence[Measurement], gpu: GpuSpec, campaign: str = "") -> O
                        worst_error=float(errors.max()), campaigns=(campaign,) if campaign else ())
 
 
-def fit_dense_fp8(rows: Sequence[dict], gpu: GpuSpec, campaign: str = FP8_CAMPAIGN) -> Optional[FittedModel]:
-    """The dense fp8 GEMM's FittedModel (c0, eta, eta_mem fitted on every scaled_mm row of
-    benchmarks/dense_fp8_gemm.py's CSV, read by rooflab.fit.moe_fit.read_moe_csv), with the held-out errors of the
-    fit on alternate rows (every other m of each shape); None with under 4 rows."""
-    rows = [r for r in rows if r["impl"] == "scaled_mm" and r["dtype"] == DType.fp8_e4m3.value]
+def fit_dense_fp8(rows: Sequence[dict], gpu: GpuSpec, campaign: str = FP8_CAMPAIGN, measured: str = "scaled_mm",
+                  impl: str = FP8_IMPL) -> Optional[FittedModel]:
+    """The dense fp8 GEMM's FittedModel `impl` (c0, eta, eta_mem fitted on every `measured` row of a
+    benchmarks/dense_fp8_gemm.py-style CSV, read by rooflab.fit.moe_fit.read_moe_csv), with the held-out errors of
+    the fit on alternate rows (every other m of each shape); None with under 4 rows."""
+    rows = [r for r in rows if r["impl"] == measured and r["dtype"] == DType.fp8_e4m3.value]
     if len(rows) < 4:
         return None
     y = np.array([r["seconds"] for r in rows])
@@ -74,9 +86,18 @@ def fit_dense_fp8(rows: Sequence[dict], gpu: GpuSpec, campaign: str = FP8_CAMPAI
     out = [r for r, h in zip(rows, held) if h]
     errors = np.abs(half(grouped_model_times(out, gpu, ratio)) / y[held] - 1)
     full, ratio = best_fit(rows, y, gpu)
-    return FittedModel(kernel=Kernel.gemm, impl=FP8_IMPL, overhead_s=full.overhead_s, efficiency=full.efficiency,
+    return FittedModel(kernel=Kernel.gemm, impl=impl, overhead_s=full.overhead_s, efficiency=full.efficiency,
                        memory_efficiency=full.efficiency * ratio, rows=len(rows), held_out_rows=int(held.sum()),
                        median_error=float(np.median(errors)), worst_error=float(errors.max()), campaigns=(campaign,))
 
 
-__all__ = ["FP8_CAMPAIGN", "FP8_IMPL", "IMPL", "fit_dense_fp8", "fit_gemm", "model_times"]
+def fit_dense_fp8_block(rows: Sequence[dict], gpu: GpuSpec, campaign: str = BLOCK_CAMPAIGN
+                        ) -> Optional[FittedModel]:
+    """The block-fp8 GEMM's FittedModel (torch_scaled_mm_block): fit_dense_fp8 on benchmarks/dense_fp8_block_gemm.py's
+    scaled_mm_block rows, less those run in the weight-scale layout cuBLASLt computed wrong results with."""
+    rows = [r for r in rows if WRONG_LAYOUT not in r.get("note", "")]
+    return fit_dense_fp8(rows, gpu, campaign, measured="scaled_mm_block", impl=BLOCK_IMPL)
+
+
+__all__ = ["BLOCK_CAMPAIGN", "BLOCK_IMPL", "FP8_CAMPAIGN", "FP8_IMPL", "IMPL", "fit_dense_fp8", "fit_dense_fp8_block",
+           "fit_gemm", "model_times"]

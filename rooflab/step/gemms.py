@@ -41,7 +41,7 @@ def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
     """The attention projections of every layer: QKV and O GEMMs (one GEMM of the projection weights for MLA and
     linear layers), one row for the model; heads split over the attention TP (TP / attention DP)."""
     model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
-    hidden, bits = model.hidden_size, ctx.bits("attention")
+    hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
     kernels, predicted, calls, weight = [], 0.0, 0, 0.0
     for name, layer, count in layer_walk(model):
         if layer.has_qkv_projections:
@@ -52,12 +52,12 @@ def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
         else:
             params = attention_parameters(layer, model.heads, hidden, model.attention_bias) / tp
             costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
-        t = ctx.pricer.gemms(costs, count, dtype)
+        t = ctx.pricer.gemms(costs, count, dtype, block)
         predicted = None if t is None or predicted is None else predicted + t
         kernels += [c.kernel for c in costs for _ in range(count)]
         calls += len(costs) * count
         weight += count * sum(float(c.weight_bytes) for c in costs)
-    impl = ctx.pricer.dense_gemm_impl(dtype)
+    impl = ctx.pricer.dense_gemm_impl(dtype, block)
     return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, impl,
                        dtype, num_layers=model.num_layers, calls=calls, weight_bytes=weight,
                        source=f"GEMM fit ({impl}) at the measured {dtype.value} rate", component="attention",

@@ -25,7 +25,8 @@ from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
 from ..predict import (FUSED_MOE_IMPL, MEASURED_HERE, OWN, PredictedTime, fused_moe_time, no_prediction_reason,
                        predict_time, prediction_roofs)
-from ..transfer import DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL, GROUPED_GEMM_IMPL as GROUPED_IMPL, transfer_source
+from ..transfer import (DENSE_FP8_BLOCK_GEMM_IMPL, DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL,
+                        GROUPED_GEMM_IMPL as GROUPED_IMPL, transfer_source)
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
@@ -167,11 +168,12 @@ class Pricer:
         p = self.predicted(kernel, price, impl=impl)
         return None if p is None else self.launch(p.t_predicted_s)
 
-    def gemm_time(self, cost: GemmCost, arithmetic: DType) -> Optional[float]:
-        """A GEMM's predicted time: the fitted dense GEMM of its arithmetic (dense_gemm_impl) against that
-        arithmetic's measured rate (the GPU's own fit, or a bundled GPU's transferred: rooflab.predict.predict_time)."""
+    def gemm_time(self, cost: GemmCost, arithmetic: DType, block: bool = False) -> Optional[float]:
+        """A GEMM's predicted time: the fitted dense GEMM of its arithmetic (dense_gemm_impl; `block` for block-fp8
+        weights) against that arithmetic's measured rate (the GPU's own fit, or a bundled GPU's transferred:
+        rooflab.predict.predict_time)."""
         p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic,
-                           self.dense_gemm_impl(arithmetic))
+                           self.dense_gemm_impl(arithmetic, block))
         if p is None:
             return None
         if p.fitted_on is None:
@@ -180,16 +182,29 @@ class Pricer:
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s)
 
-    def dense_gemm_impl(self, arithmetic: DType) -> str:
-        """The dense GEMM fit that prices `arithmetic`: fp8 the fp8 fit (torch._scaled_mm, rooflab.fit.gemm_fit.
-        fit_dense_fp8) where the GPU, or the GPU a fit transfers from, has one; else, and for every other
-        arithmetic, the cuBLAS fit (torch_cublas, fitted on bf16 / fp16) at the arithmetic's rate, noted for fp8."""
+    def dense_gemm_impl(self, arithmetic: DType, block: bool = False) -> str:
+        """The dense GEMM fit that prices `arithmetic`: for fp8 with `block` (1 x 128 activation, 128 x 128 weight
+        scales) the block-fp8 fit (torch_scaled_mm_block, rooflab.fit.gemm_fit.fit_dense_fp8_block), for other fp8
+        the per-tensor fp8 fit (torch._scaled_mm, fit_dense_fp8), each where the GPU, or the GPU a fit transfers
+        from, has one; block fp8 without a block fit falls to the per-tensor fit, fp8 without either to the cuBLAS
+        fit (torch_cublas, fitted on bf16 / fp16) at the fp8 rate, each noted; every other arithmetic the cuBLAS fit."""
         if not arithmetic.is_fp8:
             return DENSE_GEMM_IMPL
         fits = self.gpu.fitted_for(Kernel.gemm) or transfer_source(self.gpu, Kernel.gemm)[1]
-        if any(f.impl == DENSE_FP8_GEMM_IMPL for f in fits):
+        impls = {f.impl for f in fits}
+        if block and DENSE_FP8_BLOCK_GEMM_IMPL in impls:
+            fit = next(f for f in fits if f.impl == DENSE_FP8_BLOCK_GEMM_IMPL)
+            self.note(f"block-fp8 GEMMs (1 x 128 activation, 128 x 128 weight scales) priced by the "
+                      f"{DENSE_FP8_BLOCK_GEMM_IMPL} fit (torch._scaled_mm with blockwise scales, cuBLASLt, measured "
+                      f"on one H200: measurements/{fit.campaigns[0] if fit.campaigns else ''}); the per-token-group "
+                      f"activation quantisation before each is not priced")
+            return DENSE_FP8_BLOCK_GEMM_IMPL
+        if DENSE_FP8_GEMM_IMPL in impls:
+            if block:
+                self.note(f"block-fp8 GEMMs priced as the per-tensor fp8 fit ({DENSE_FP8_GEMM_IMPL}): no block-fp8 "
+                          f"fit ({DENSE_FP8_BLOCK_GEMM_IMPL}) predicts {self.gpu.name}")
             return DENSE_FP8_GEMM_IMPL
-        if not any(f.impl == DENSE_GEMM_IMPL for f in fits):     # nothing prices a GEMM here: no claim of how
+        if DENSE_GEMM_IMPL not in impls:                          # nothing prices a GEMM here: no claim of how
             return DENSE_GEMM_IMPL
         note = (f"fp8 GEMMs priced as the bf16 cuBLAS fit at the fp8 rate: no dense fp8 GEMM fit "
                 f"({DENSE_FP8_GEMM_IMPL}) predicts {self.gpu.name}")
@@ -262,10 +277,11 @@ class Pricer:
         """The provenance of every prediction made so far, one phrase ('transferred from h200-sxm'), or ''."""
         return ", ".join(sorted({p.provenance for p in self.provenance.values()}))
 
-    def gemms(self, costs: list[GemmCost], times: float = 1.0, arithmetic: Optional[DType] = None) -> Optional[float]:
+    def gemms(self, costs: list[GemmCost], times: float = 1.0, arithmetic: Optional[DType] = None,
+              block: bool = False) -> Optional[float]:
         total = 0.0
         for cost in costs:
-            t = self.gemm_time(cost, arithmetic or self.dtype)
+            t = self.gemm_time(cost, arithmetic or self.dtype, block)
             if t is None:
                 return None
             total += t
@@ -301,12 +317,13 @@ class StepContext:
         if self.dep.gemm_dtype is not None:
             return self.dep.gemm_dtype
         fmt = self.model.weight_format(component, self.weights_as)
-        if fmt is WeightFormat.fp8_block and self.pricer.dense_gemm_impl(DType.fp8_e4m3) == DENSE_FP8_GEMM_IMPL:
-            note = (f"block-fp8 GEMMs (128 x 128 weight scales) priced as the per-tensor fp8 fit "
-                    f"({DENSE_FP8_GEMM_IMPL}): block scaling is not measured (rowwise scales ran up to half as fast "
-                    f"at small m: measurements/gemm/h200-dense-fp8-gemm.csv)")
-            self.pricer.note(note)
         return DType.fp8_e4m3 if fmt in (WeightFormat.fp8, WeightFormat.fp8_block) else self.dtype
+
+    def block_scaled(self, component: str) -> bool:
+        """Whether a component's GEMMs run block-scaled fp8: block-fp8 weights (128 x 128 scales) at fp8
+        arithmetic (not where --gemm-dtype makes them another arithmetic)."""
+        fmt = self.model.weight_format(component, self.weights_as)
+        return fmt is WeightFormat.fp8_block and self.arithmetic(component).is_fp8
 
     def bits(self, component: str) -> float:
         return self.model.weight_format(component, self.weights_as).bits_per_weight
@@ -353,9 +370,9 @@ def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCos
 def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, component: str, rows: int,
              **fields) -> StepRow:
     """GEMMs of one component for `count` layers, at the component's arithmetic and weight format; `rows` their m."""
-    arith = ctx.arithmetic(component)
-    predicted = ctx.pricer.gemms(costs, count, arith)
-    impl = ctx.pricer.dense_gemm_impl(arith)
+    arith, block = ctx.arithmetic(component), ctx.block_scaled(component)
+    predicted = ctx.pricer.gemms(costs, count, arith, block)
+    impl = ctx.pricer.dense_gemm_impl(arith, block)
     return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, predicted, impl, arith,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
                       source=f"GEMM fit ({impl}) at the measured {arith.value} rate", component=component,
