@@ -12,7 +12,10 @@ Implementations (column impl):
                       outer-dim-major: stride (1, m)), scale_b 128 x 128 (float32 [k/128, n/128]); the layout torch
                       accepted is in the metadata and each row's note. cuBLASLt refuses (NOT_SUPPORTED) a scale_a
                       stride that is not 16-byte aligned, so m not a multiple of 4 runs padded to one (the note
-                      says so; the time is the padded GEMM's, as an engine padding its batch would run it)
+                      says so; the time is the padded GEMM's, as an engine padding its batch would run it). Where
+                      k / 128 is not a multiple of 4 torch accepts only the unpadded ('plain') weight-scale layout,
+                      and cuBLASLt computed wrong results with it on the H200 (2026-12-02: rel_error 0.38-0.70):
+                      those rows' times are of no right GEMM (rooflab.fit.gemm_fit leaves them out)
     scaled_mm         torch._scaled_mm with per-tensor scales on the same shape (the control: the per-tensor fit's
                       implementation, measured again beside the block rows)
     triton_block      our own Triton kernel of the engines' w8a8 block-fp8 matmul algorithm (vLLM's and SGLang's
