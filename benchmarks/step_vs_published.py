@@ -29,6 +29,7 @@ import sys
 from collections import defaultdict
 
 from rooflab.deployment import Deployment, Speculative
+from rooflab.deployment_words import DeploymentWords
 from rooflab.errors import InputError
 from rooflab.load import load_gpu, load_model
 from rooflab.published import load_published
@@ -44,6 +45,8 @@ MODELS = {"meta-llama/Llama-2-13b-hf": None,
           "deepseek-ai/DeepSeek-R1": "deepseek-v3"}
 #: Metrics that are the wall time of the whole static-batch run as the row states it.
 RUN_TIMES = ("batch_latency_s", "batch1_latency_s")
+#: A row's weights in the engines' --quantization words: fp8 as vLLM's `--quantization fp8` means it (DeploymentWords:
+#: a bf16 checkpoint quantised per tensor at load; an fp8 checkpoint, DeepSeek-R1's 128 x 128 blocks, as shipped).
 WEIGHTS = {"fp8": "fp8", "fp16": None, "bf16": None}
 KV = {"fp8_e4m3": DType.fp8_e4m3, "fp8_e5m2": DType.fp8_e5m2, "fp16": DType.fp16, "bf16": DType.bf16}
 
@@ -96,9 +99,10 @@ def table():
         t = measured_time(row)
         if t is None:
             continue
-        dep = Deployment(tensor_parallel=row.tp, pipeline_parallel=row.pp, weight_format=WEIGHTS.get(row.weight_format),
-                         kv_cache_dtype=KV.get(row.kv_cache_dtype), fused_elementwise=True)
         try:
+            dep = DeploymentWords(quantization=WEIGHTS.get(row.weight_format)).resolve(
+                checkpoint=model, tensor_parallel=row.tp, pipeline_parallel=row.pp,
+                kv_cache_dtype=KV.get(row.kv_cache_dtype), fused_elementwise=True)[0]
             floor, pred, binds = run_time(model, gpu, dep, row.batch, row.input_len, row.output_len, row.engine,
                                           row.engine_version or None)
         except InputError as exc:
