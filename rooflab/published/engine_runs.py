@@ -32,6 +32,7 @@ class EngineRun:
     ep: int
     dp_attention: bool
     speculative: str
+    enforce_eager: bool
     batch: int
     input_len: int
     output_len: int
@@ -67,6 +68,7 @@ _ENGINE_RUN: dict[str, tuple[Callable, object]] = {
     "weight_format": (_one_of(WEIGHT_FORMATS), REQUIRED), "kv_cache_dtype": (_one_of(KV_CACHE_DTYPES), REQUIRED),
     "tp": (_whole(1, MAX_GPUS), 1), "pp": (_whole(1, MAX_GPUS), 1), "dp": (_whole(1, MAX_GPUS), 1),
     "ep": (_whole(1, MAX_GPUS), 1), "dp_attention": (_bool, False), "speculative": (_text, ""),
+    "enforce_eager": (_bool, False),
     "batch": (_whole(1, MAX_BATCH), 0), "input_len": (_TOKENS, REQUIRED), "output_len": (_TOKENS, REQUIRED),
 }
 STEP_COLUMNS = {**_ENGINE_RUN, "metric": (_one_of(StepMetric), REQUIRED),

@@ -88,6 +88,9 @@ def _deployment(row):
     if row.weight_format not in gemm:
         raise RooflabError(f"weight format {row.weight_format}: this check maps fp8, bf16 and fp16 rows only (the step "
                            "prices more; not yet checked against serving rows)")
+    if getattr(row, "enforce_eager", False):
+        raise RooflabError("enforce_eager: this check serves replicas with CUDA graphs (the step prices eager runs: "
+                           "report --phase step --enforce-eager)")
     if row.ep > 1 or row.dp > 1 or row.pp > 1 or row.dp_attention:
         raise RooflabError("expert, data, pipeline or attention-data parallelism: this check serves one TP replica "
                            "(the serving model's Replica does not deal requests over ranks)")

@@ -19,10 +19,10 @@ from .rows_support import GOOD_ROW, _folder
 
 
 STEP_HEADER = ("source,gpu,num_gpus,engine,engine_version,model,weight_format,kv_cache_dtype,tp,pp,dp,ep,"
-               "dp_attention,speculative,batch,input_len,output_len")
+               "dp_attention,speculative,enforce_eager,batch,input_len,output_len")
 
 
-SERVING_ROW = "demo,h100-sxm,4,vllm,0.6,llama-3-70b,bf16,bf16,4,1,1,1,false,,,1024,128,,inf,ttft_s,0.5,median,"
+SERVING_ROW = "demo,h100-sxm,4,vllm,0.6,llama-3-70b,bf16,bf16,4,1,1,1,false,,,,1024,128,,inf,ttft_s,0.5,median,"
 
 
 def _serving(tmp_path: Path, row: str) -> Path:
