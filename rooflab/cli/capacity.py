@@ -116,6 +116,22 @@ def capacity(
                                                 "is not installed (`pip install vllm` without its extra), so the "
                                                 "profile's sampler sorts the vocabulary; default: installed, as the "
                                                 "official Docker image ships it (its top-k / top-p sampler).")] = False,
+    enforce_eager: Annotated[bool, typer.Option("--enforce-eager", "--disable-cuda-graph", help="Engine: no CUDA "
+                                                "graphs (vLLM's --enforce-eager, SGLang's --disable-cuda-graph): vLLM "
+                                                "V1 from v0.20.0 subtracts no graph estimate; elsewhere the cache is "
+                                                "as without it.")] = False,
+    max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens", metavar="N",
+                                                            parser=params.count(1, MAX_TOKENS), help="Engine, SGLang: "
+                                                            "cap the token pool at N tokens (floored to the page).")] = None,
+    num_gpu_blocks_override: Annotated[Optional[int], typer.Option("--num-gpu-blocks-override", metavar="N",
+                                                                   parser=params.count(1, MAX_TOKENS), help="Engine, "
+                                                                   "vLLM: keep N KV blocks whatever the memory "
+                                                                   "allows.")] = None,
+    kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory-bytes", "--kv-cache-memory",
+                                                           metavar="BYTES", help="Engine, vLLM V1 from v0.11.0: the "
+                                                           "KV cache memory per GPU as vLLM reads it (8G = 8 GiB, 8g = "
+                                                           "8e9 bytes); --gpu-memory-utilization then sizes nothing."
+                                                           )] = None,
     pipeline_parallel: Annotated[int, typer.Option("--pp", "-pp", "--pipeline-parallel-size", "--pp-size",
                                                    parser=params.count(1, MAX_GPUS), metavar="N",
                                                    help="Pipeline stages: the layers split N ways (the embedding "
@@ -168,6 +184,8 @@ def capacity(
                                 mamba_full_memory_ratio=mamba_full_memory_ratio, enable_lora=enable_lora,
                                 max_loras=max_loras, max_lora_rank=max_lora_rank,
                                 pp_layer_partition=pp_layer_partition, no_flashinfer=no_flashinfer,
+                                enforce_eager=enforce_eager, max_total_tokens=max_total_tokens,
+                                num_gpu_blocks_override=num_gpu_blocks_override, kv_cache_memory=kv_cache_memory,
                                 vllm_use_v1=None if vllm_use_v1 is None else bool(vllm_use_v1))
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return

@@ -25,8 +25,11 @@ capture (profile.py; vllm v0.20.0 vllm/v1/worker/workspace.py), and second[mode]
 by the code's floor, 1 MiB: the driver's own memory for each instantiated graph is not in the source and is not
 modelled, so G is a lower bound. The logs measure 1.4 to 9.3 MiB a size (0.14 GiB for Qwen3-30B-A3B on an H100 at
 v0.22.1, 0.55 for Qwen2.5-7B on an RTX 3090, 0.91 for Llama-3.3-70B at TP 8), not fitted here. Not modelled either:
-the 1,024 largest size on compute capability 10.x (v0.29.0), speculative decoding's wider decode batches, and
---enforce-eager (EngineSettings has no field for it: the term is taken as captured).
+the 1,024 largest size on compute capability 10.x (v0.29.0) and speculative decoding's wider decode batches.
+
+--enforce-eager (EngineSettings.enforce_eager) sets cudagraph_mode NONE: nothing is captured and the estimate is 0
+(vllm.py charges it as a 0-byte term, so explain names where it went). --kv-cache-memory-bytes returns from
+determine_available_memory before the profile and the estimate (vllm.py): no estimate either.
 """
 
 from __future__ import annotations
@@ -36,8 +39,12 @@ from dataclasses import dataclass
 from ..specs import ModelSpec
 from ..units import MiB
 from .profile import forward_bytes
+from .result import Role, Term
 from .settings import Resolved
 from .vocab import Accounting
+
+#: The term name of the profile's CUDA-graph estimate (vllm-v1 from v0.20.0).
+CUDA_GRAPH_ESTIMATE = "cuda_graph_estimate"
 
 #: The first vLLM V1 release that subtracts the estimate by default (vllm/envs.py, module docstring).
 V1_CUDAGRAPH_ESTIMATE_RELEASE = (0, 20)
@@ -72,15 +79,35 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
     return [n for n in sizes if n <= largest]
 
 
+def estimate_applies(s: Resolved, release: tuple[int, ...] | None) -> bool:
+    """Whether vLLM V1 at `release` (vllm.given_release) subtracts a CUDA-graph estimate at all: V1 from v0.20.0,
+    not a label (None: it keeps the v0.19 terms), and not with --kv-cache-memory-bytes (module docstring)."""
+    return (s.accounting is Accounting.vllm_v1 and release is not None and release >= V1_CUDAGRAPH_ESTIMATE_RELEASE
+            and s.kv_cache_memory_bytes is None)
+
+
 def cudagraph_estimate(model: ModelSpec, s: Resolved, release: tuple[int, ...] | None) -> CudaGraphEstimate | None:
     """The estimate vLLM V1 subtracts at `release`, the one given (vllm.given_release; module docstring); None
-    where it subtracts none: before v0.20.0, another accounting, or a label (None: it keeps the v0.19 terms)."""
-    if s.accounting is not Accounting.vllm_v1 or release is None or release < V1_CUDAGRAPH_ESTIMATE_RELEASE:
+    where it subtracts none (estimate_applies) or captures none (--enforce-eager)."""
+    if not estimate_applies(s, release) or s.enforce_eager:
         return None
     sizes = capture_sizes(s.max_num_seqs, s.max_num_batched_tokens)
     full = [n for n in sizes if n <= s.max_num_seqs]
     return CudaGraphEstimate(sizes[-1], len(sizes), len(full), forward_bytes(model, s, sizes[-1], with_moe=False))
 
 
-__all__ = ["CudaGraphEstimate", "MAX_CAPTURE_SIZE", "PER_GRAPH_FLOOR_BYTES", "V1_CUDAGRAPH_ESTIMATE_RELEASE",
-           "capture_sizes", "cudagraph_estimate"]
+def graph_terms(model: ModelSpec, s: Resolved, release: tuple[int, ...] | None) -> list[Term]:
+    """The estimate as the term vLLM subtracts; under --enforce-eager, where it would subtract one, a 0-byte term
+    saying why (module docstring); none where no estimate is subtracted."""
+    graphs = cudagraph_estimate(model, s, release)
+    if graphs is not None:
+        return [Term(CUDA_GRAPH_ESTIMATE, graphs.bytes, graphs.describe(), Role.used)]
+    if s.enforce_eager and estimate_applies(s, release):
+        return [Term(CUDA_GRAPH_ESTIMATE, 0, "--enforce-eager: cudagraph_mode NONE captures no graphs, so the "
+                                             "profile's CUDA-graph estimate is 0 (gpu_worker.py "
+                                             "determine_available_memory)", Role.used)]
+    return []
+
+
+__all__ = ["CUDA_GRAPH_ESTIMATE", "CudaGraphEstimate", "MAX_CAPTURE_SIZE", "PER_GRAPH_FLOOR_BYTES", "V1_CUDAGRAPH_ESTIMATE_RELEASE",
+           "capture_sizes", "cudagraph_estimate", "estimate_applies", "graph_terms"]

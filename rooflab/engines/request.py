@@ -17,6 +17,7 @@ naming the values. Nothing here prints; the CLI renders the Table.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,7 +41,9 @@ ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "ma
                "mamba_cache_mode": "--mamba-cache-mode", "max_mamba_cache_size": "--max-mamba-cache-size",
                "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "enable_lora": "--enable-lora",
                "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "no_flashinfer": "--no-flashinfer",
-               "vllm_use_v1": "--vllm-use-v1"}
+               "vllm_use_v1": "--vllm-use-v1", "enforce_eager": "--enforce-eager / --disable-cuda-graph",
+               "max_total_tokens": "--max-total-tokens", "num_gpu_blocks_override": "--num-gpu-blocks-override",
+               "kv_cache_memory": "--kv-cache-memory-bytes"}
 #: --what-if changes a logged run's settings: it needs --engine-log, where --engine alone is not enough.
 WHAT_IF_NEEDS_LOG = ("--what-if applies with --engine-log only (FILE, a start-up log: it changes the logged run's "
                      "settings; with --engine give the options directly)")
@@ -86,6 +89,10 @@ class EngineOptions:
     pp_layer_partition: Optional[str] = None        # --pp-layer-partition 40,40 (the engines' environment variable)
     no_flashinfer: bool = False                     # vLLM without FlashInfer installed (its sampler: profile.py)
     vllm_use_v1: Optional[bool] = None              # VLLM_USE_V1 (None: unset): V0 or V1 at a release that ships both
+    enforce_eager: bool = False                     # vLLM --enforce-eager, SGLang --disable-cuda-graph
+    max_total_tokens: Optional[int] = None          # SGLang --max-total-tokens
+    num_gpu_blocks_override: Optional[int] = None   # vLLM --num-gpu-blocks-override
+    kv_cache_memory: Optional[str] = None           # vLLM --kv-cache-memory-bytes, as typed (parse_kv_cache_memory)
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -143,7 +150,9 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
         check_generation(log, o.vllm_use_v1, f"--vllm-use-v1 {int(o.vllm_use_v1)}")
     fields = {"accounting": "engine_version", "tensor_parallel": ("tensor_parallel", "tensor_parallel_size"),
               "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static"),
-              "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype")}
+              "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype"),
+              "enforce_eager": "enforce_eager", "max_total_tokens": "max_total_tokens",
+              "num_gpu_blocks_override": "num_gpu_blocks_override", "kv_cache_memory_bytes": "kv_cache_memory"}
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
     x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if, engine), chosen)
     return explanation_table(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
@@ -209,8 +218,37 @@ def _settings(o: EngineOptions, engine: Engine, engine_from: str = "--engine") -
         max_mamba_cache_size=o.max_mamba_cache_size, mamba_full_memory_ratio=o.mamba_full_memory_ratio,
         enable_lora=o.enable_lora, max_loras=o.max_loras, max_lora_rank=o.max_lora_rank,
         pipeline_parallel=d.pipeline_parallel, pp_layer_partition=parse_partition(o.pp_layer_partition),
-        flashinfer_installed=not o.no_flashinfer,
+        flashinfer_installed=not o.no_flashinfer, enforce_eager=o.enforce_eager, max_total_tokens=o.max_total_tokens,
+        num_gpu_blocks_override=o.num_gpu_blocks_override,
+        kv_cache_memory_bytes=None if o.kv_cache_memory is None else parse_kv_cache_memory(o.kv_cache_memory),
         **_seqs(o.max_num_seqs, engine))
+
+
+#: vLLM's human_readable_int, the type of --kv-cache-memory-bytes (vllm/engine/arg_utils.py: get_kwargs gives
+#: max_model_len, max_num_batched_tokens and kv_cache_memory_bytes that type): a whole number, or a number and one
+#: suffix, k m g t decimal (10^3 - 10^12, decimals allowed: '25.6k' is 25,600), K M G T binary (2^10 - 2^40, whole
+#: numbers only: '1.5G' is refused, '1K' is 1,024). v0.11.0's has no t or T; later ones do.
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kmgtKMGT]?)")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_kv_cache_memory(text: str) -> int:
+    """--kv-cache-memory-bytes as vLLM reads it (_HUMAN_INT): '8G' is 8 GiB, '8g' 8 x 10^9 bytes, '8589934592' itself;
+    anything else is an InputError naming the option."""
+    value = str(text).strip()
+    match = _HUMAN_INT.fullmatch(value)
+    if match is None:
+        raise InputError(f"--kv-cache-memory-bytes '{text}': give bytes as vLLM reads them: a whole number or one with "
+                         "a suffix, k m g t (10^3 ...) or K M G T (2^10 ...): 8G, 8589934592, 25.6g")
+    number, suffix = match.groups()
+    if suffix in _DECIMAL:
+        return int(float(number) * _DECIMAL[suffix])
+    if "." in number:
+        hint = f"with binary suffixes like {suffix}; did you mean {number}{suffix.lower()}?" if suffix else \
+            "without a decimal suffix (k m g t)"
+        raise InputError(f"--kv-cache-memory-bytes '{text}': vLLM takes no decimals {hint}")
+    return int(number) * _BINARY.get(suffix, 1)
 
 
 def _seqs(value: Optional[int], engine: Engine) -> dict:
@@ -273,5 +311,6 @@ def _what_if_value(field: str, value: str, item: str, engine: Engine | None = No
 #: The old names (they returned a text Table, not a pandas frame), kept for one release.
 engine_frame_for = engine_table_for
 
-__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "DeploymentWords", "EngineOptions", "check_modes", "engine_table_for", "parse_what_if",
+__all__ = ["BOUND_ONLY", "ENGINE_ONLY", "DeploymentWords", "EngineOptions", "check_modes", "engine_table_for",
+           "parse_kv_cache_memory", "parse_what_if",
            "wants_engine"]

@@ -40,6 +40,9 @@ from .vocab import (Accounting, Engine, KvCacheDtype, MambaCacheMode, in_range, 
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
+#: The first vLLM release with --kv-cache-memory-bytes: vllm#21489 (commit 94e6b2d, 2025-09-11) landed after
+#: v0.10.2 branched (released 2025-09-13), so v0.11.0 (2025-10-02) is the first to ship it.
+KV_CACHE_MEMORY_RELEASE = (0, 11, 0)
 #: V1's large-GPU defaults apply from this much device memory (vllm arg_utils.py: 70 * GiB_bytes).
 LARGE_GPU_BYTES = 70 * GiB
 
@@ -98,6 +101,16 @@ class EngineSettings:
     #: top-p kernels on NVIDIA GPUs (profile.py); True as the official Docker image ships it (docker/Dockerfile
     #: installs FlashInfer on every platform but arm64), where `pip install vllm` leaves it an extra
     flashinfer_installed: bool = True
+    #: vLLM's --enforce-eager, SGLang's --disable-cuda-graph: no CUDA graphs are captured, so none is charged
+    #: (vllm.py: V1's profiled graph estimate from v0.20.0 is 0; sglang.py: its fraction does not change)
+    enforce_eager: bool = False
+    #: SGLang's --max-total-tokens: the token pool capped at it, floored to the page (sglang.py)
+    max_total_tokens: Optional[int] = None
+    #: vLLM's --num-gpu-blocks-override: the KV blocks set to it once sized (vllm.py)
+    num_gpu_blocks_override: Optional[int] = None
+    #: vLLM V1's --kv-cache-memory-bytes (from KV_CACHE_MEMORY_RELEASE): the KV cache memory as given, profiling
+    #: skipped and gpu_memory_utilization ignored for sizing (vllm.py)
+    kv_cache_memory_bytes: Optional[int] = None
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -112,7 +125,9 @@ class EngineSettings:
         "utilization": "--gpu-memory-utilization / --mem-fraction-static", "kv_cache_dtype": "--kv-cache-dtype",
         "dtype": "--dtype", "weight_format": "--quantization", "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
         "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype",
-        "release": "EngineSettings.release", "flashinfer_installed": "--no-flashinfer"}
+        "release": "EngineSettings.release", "flashinfer_installed": "--no-flashinfer",
+        "enforce_eager": "--enforce-eager / --disable-cuda-graph", "max_total_tokens": "--max-total-tokens",
+        "num_gpu_blocks_override": "--num-gpu-blocks-override", "kv_cache_memory_bytes": "--kv-cache-memory-bytes"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -147,6 +162,7 @@ class EngineSettings:
                 whole_number(getattr(self, name), self._label(name), maximum=hi)
         check_flag(self.enable_lora, self._label("enable_lora"))
         check_flag(self.flashinfer_installed, self._label("flashinfer_installed"))
+        self._check_sizing_options()
         if not self.enable_lora and (self.max_loras is not None or self.max_lora_rank is not None):
             raise InputError("--max-loras and --max-lora-rank apply with --enable-lora")
         ratio = self.mamba_full_memory_ratio
@@ -160,6 +176,30 @@ class EngineSettings:
             object.__setattr__(self, "mamba_ssm_dtype", DType.of(self.mamba_ssm_dtype, "--mamba-ssm-dtype"))
         if self.mamba_ssm_dtype is not None and not isinstance(self.mamba_ssm_dtype, DType):
             raise InputError(f"mamba ssm dtype (--mamba-ssm-dtype) must be a DType, got {shown(self.mamba_ssm_dtype)}")
+
+    def _check_sizing_options(self) -> None:
+        """--enforce-eager, --max-total-tokens, --num-gpu-blocks-override, --kv-cache-memory-bytes: each in range,
+        and each refused by the engine (or release) that has no such option, naming it."""
+        check_flag(self.enforce_eager, self._label("enforce_eager"))
+        for name, lo, hi in (("max_total_tokens", 1, MAX_TOKENS), ("num_gpu_blocks_override", 1, MAX_TOKENS),
+                             ("kv_cache_memory_bytes", 1, 1 << 50)):
+            if getattr(self, name) is not None:
+                whole_number(getattr(self, name), self._label(name), minimum=lo, maximum=hi)
+        owners = {"max_total_tokens": Engine.sglang, "num_gpu_blocks_override": Engine.vllm,
+                  "kv_cache_memory_bytes": Engine.vllm}
+        for name, owner in owners.items():
+            if getattr(self, name) is not None and self.engine is not owner:
+                raise InputError(f"{self.OPTIONS[name]} is {owner.title}'s; {self.engine.title} has no such option"
+                                 + ("" if owner is Engine.sglang else " (its pool follows --mem-fraction-static; "
+                                    "--max-total-tokens caps it)"))
+        if self.kv_cache_memory_bytes is not None:
+            first = release_text(KV_CACHE_MEMORY_RELEASE)
+            if self.accounting is not Accounting.vllm_v1:
+                raise InputError(f"--kv-cache-memory-bytes arrived in vLLM V1 {first} (vllm#21489); "
+                                 f"{self.accounting} ({self.accounting.releases}) has no such option")
+            if self.release is not None and self.release < KV_CACHE_MEMORY_RELEASE:
+                raise InputError(f"--kv-cache-memory-bytes arrived in vLLM {first} (vllm#21489); "
+                                 f"{release_text(self.release)} has no such option")
 
     def _check_kinds(self) -> None:
         """The fields whose kind the range checks do not cover: an InputError naming the field and its option."""
@@ -233,6 +273,10 @@ class Resolved:
     #: vLLM can sample with FlashInfer here: it is installed and the GPU is NVIDIA's (vLLM's CUDA platform;
     #: topk_topp_sampler.py takes the native path on every other); profile.py applies it by release
     flashinfer_sampler: bool = False
+    enforce_eager: bool = False
+    max_total_tokens: Optional[int] = None
+    num_gpu_blocks_override: Optional[int] = None
+    kv_cache_memory_bytes: Optional[int] = None
 
     @property
     def releases(self) -> str:
@@ -305,4 +349,4 @@ def _batch_defaults(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec, ma
     return mnbt, settings.max_num_seqs or 256
 
 
-__all__ = ["DRIVER_RESERVE_BYTES", "EngineSettings", "Resolved", "cuda_visible", "model_dtype", "resolve"]
+__all__ = ["DRIVER_RESERVE_BYTES", "KV_CACHE_MEMORY_RELEASE", "EngineSettings", "Resolved", "cuda_visible", "model_dtype", "resolve"]

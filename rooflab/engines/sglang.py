@@ -42,6 +42,9 @@ Default f (mem_fraction_static) when --mem-fraction-static is not given:
                  up to the chunked prefill size, 1.5 GiB for MLA, off under DP attention): a dense model on an H100
                  at TP 1, 58 sizes up to 8,192, R = 13,904 MiB, f = 0.830
 
+--max-total-tokens caps the tokens (min(tokens, N), floored to the page) and --disable-cuda-graph leaves the pool as
+it is (overrides.py).
+
 Memory other processes hold (--memory-in-use M) is not free when SGLang measures: pre shrinks by M, the pool by
 f M, and the margin (1 - f) pre by the rest.
 
@@ -75,6 +78,7 @@ from ..specs import GpuSpec, LinearMixer, ModelSpec
 from ..units import GiB, MiB
 from .layout import BlockLayout, engine_states, sglang_cell
 from .memory import OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default
+from .overrides import capped_off_term, capped_tokens, eager_notes
 from .pipeline import pipeline_capacity
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, Resolved, resolve
@@ -194,8 +198,8 @@ def piecewise_reserve_mib(model: ModelSpec, s: Resolved, gpu: GpuSpec) -> float:
                    tokens (:1257-1261), which sets what it captures, not the reserve
         otherwise  8 MiB x len(piecewise_cuda_graph_tokens) (:1308): PIECEWISE_SIZES, then 4,608 by 512, up to
                    piecewise_cuda_graph_max_tokens = chunked_prefill_size (:1254-1259; the GPU's default here;
-                   --max-total-tokens, :1263-1267, is not a setting here), at most 4,096 where "llama-2" is in the
-                   model path SGLang is given (:1269-1274, sglang_model_path)
+                   the cap by --max-total-tokens, :1263-1267, is not modelled: overrides.py), at most 4,096 where
+                   "llama-2" is in the model path SGLang is given (:1269-1274, sglang_model_path)
     """
     if s.accounting is not Accounting.sglang_v0_5 or (s.release is not None and tuple(s.release) < (0, 5, 10)):
         return 0.0
@@ -259,8 +263,16 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     slots, state_terms = mamba_pool(rest, sum(st.bytes_per_sequence for st in states), s) if states else (0, ())
     rest -= sum(t.bytes for t in state_terms)
     pool = max(0, rest)
-    tokens = _tokens(pool, cell)
-    running = max_running_requests(tokens, s, slots if states else None)
+    per_token = cell.block_bytes // cell.block_size
+    profiled = pool // per_token
+    tokens, more = capped_tokens(s, profiled, cell.block_size)
+    notes += more + eager_notes(s, Engine.sglang, False)
+    capped = capped_off_term(s, rest, tokens * per_token, profiled)
+    if capped:
+        pool = tokens * per_token
+    # v0.4 sizes the req_to_token rows from the profiled tokens, before --max-total-tokens (overrides.py)
+    rows_from = profiled if s.max_total_tokens is not None and s.accounting is Accounting.sglang_v0_4 else None
+    running = max_running_requests(tokens, s, slots if states else None, rows_from)
     if rest <= 0:
         notes += (f"SGLang would refuse to start: nothing is left for the KV pool ({rest / GiB:.2f} GiB; its error: "
                   "'Not enough memory. Please try to increase --mem-fraction-static.')",)
@@ -271,8 +283,10 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
              Term("in_use_before_start", before[0], f"in use before SGLang measures: {before[1]}", Role.used), *others,
              Term("margin", margin, f"(1 - {f:g}) x free memory at start ({pre / GiB:.2f} GiB, {pre_src}): "
                                     "activations and CUDA graphs live here", Role.margin),
-             Term("weights", weights[0], f"weights: {weights[1]}", Role.used), *extra, *state_terms,
-             Term("kv_cache", rest, "what is left of mem_fraction_static x free memory", Role.kv))
+             Term("weights", weights[0], f"weights: {weights[1]}", Role.used), *extra, *state_terms, *capped,
+             Term("kv_cache", pool if capped else rest,
+                  f"--max-total-tokens {s.max_total_tokens:,} tokens of cells" if capped
+                  else "what is left of mem_fraction_static x free memory", Role.kv))
     return EngineCapacity(
         engine="sglang", accounting=s.accounting.value, releases=s.releases, model=model.name,
         gpu=gpu.name, tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name,
@@ -296,19 +310,17 @@ def mamba_pool(rest: int, per_request: int, s: Resolved) -> tuple[int, tuple[Ter
                         f"linear-attention state pool: {slots:,} request states ({how})", Role.used),)
 
 
-def max_running_requests(tokens: int, s: Resolved, slots: int | None = None) -> int:
-    """SGLang's max_running_requests: the req_to_token pool's rows, capped by half the tokens (module docstring)."""
+def max_running_requests(tokens: int, s: Resolved, slots: int | None = None, rows_from: int | None = None) -> int:
+    """SGLang's max_running_requests: the req_to_token pool's rows, capped by half the tokens (module docstring);
+    `rows_from` the tokens the rows are estimated from where they are not `tokens` (sglang-v0.4 under
+    --max-total-tokens: the profiled ones, overrides.py)."""
     dp = s.attention_data_parallel
     given = s.max_running_requests // dp if s.max_running_requests is not None else None
-    reqs = given if given is not None else min(max(int(tokens / s.max_model_len * 512), 2048), 4096)
+    basis = tokens if rows_from is None else rows_from
+    reqs = given if given is not None else min(max(int(basis / s.max_model_len * 512), 2048), 4096)
     if slots is not None:
         reqs = min(reqs, slots // MAMBA_SLOTS_PER_REQUEST)
     return min(tokens // 2 if given is None else given, reqs + 1)
-
-
-def _tokens(pool: int, cell: BlockLayout) -> int:
-    per_token = cell.block_bytes // cell.block_size
-    return pool // per_token // cell.block_size * cell.block_size
 
 
 def log_lines(cell: BlockLayout, tokens: int, model: ModelSpec, running: int | None = None, context_len: int = 0,

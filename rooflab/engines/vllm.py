@@ -32,6 +32,9 @@ Every accounting then cuts KV into blocks (layout.py), takes the minimum over TP
 and captures CUDA graphs afterwards, inside the (1 - u) T margin. The activation peak A is modelled
 (profile.py) and N defaults per accounting (memory.py); --activation-gib and --non-torch-gib override them.
 
+--enforce-eager, --num-gpu-blocks-override and --kv-cache-memory-bytes change this as overrides.py says: no
+graph estimate (a 0-byte term from v0.20.0), the blocks set to N once sized, the KV cache memory as given.
+
 Memory other processes hold when vLLM starts (--memory-in-use M):
 
     vllm-v0.2    subtracted: everything in use after the profile run counts (T - free)
@@ -58,7 +61,8 @@ from .layout import BlockLayout, vllm_layout
 from .memory import (OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default,
                      on_gpu_under_tp)
 from .pipeline import pipeline_capacity
-from .cudagraph import cudagraph_estimate
+from .cudagraph import CUDA_GRAPH_ESTIMATE, estimate_applies, graph_terms
+from .overrides import eager_notes, given_kv_terms, override_blocks, override_line
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
 from .states import VLLM_STATE_PAGES
@@ -74,8 +78,6 @@ SWAP_BYTES = 4 * GiB
 IN_USE_AT_SNAPSHOT = (int(0.5 * GiB), int(1.5 * GiB))
 #: vLLM V1's default gpu_memory_utilization is 0.92 from this release (default_utilization).
 V1_UTILIZATION_092_RELEASE = (0, 20)
-#: The term name of the profile's CUDA-graph estimate (cudagraph.py; vllm-v1 from v0.20.0).
-CUDA_GRAPH_ESTIMATE = "cuda_graph_estimate"
 #: How each accounting's releases split the layers over pipeline stages (capacity/stages.py).
 _PARTITION = {Accounting.vllm_v0_6_4: LayerPartition.vllm_v0_7, Accounting.vllm_v0: LayerPartition.vllm_v0_7}
 #: Where vLLM gives every worker the fewest blocks of any (pipeline_capacity).
@@ -128,9 +130,7 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     else:
         non_torch, non_torch_src = non_torch_default(s.accounting, s.tensor_parallel, gpu)
     used = used_terms(s.accounting, (weights, weights_src), (activation, activation_src), (non_torch, non_torch_src))
-    graphs = cudagraph_estimate(layers, s, given_release(s))
-    if graphs is not None:
-        used.append(Term(CUDA_GRAPH_ESTIMATE, graphs.bytes, graphs.describe(), Role.used))
+    used += graph_terms(layers, s, given_release(s))
     lora = lora_term(layers, s, Engine.vllm)
     layout = vllm_layout(layers, s)
     if s.accounting is Accounting.vllm_v0_8 and (layout.num_groups > 1 or layout.state_groups):
@@ -228,19 +228,15 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
     budget = int(total * u) if budget_bytes is None else budget_bytes
     check_memory_in_use(s, budget, gpu)
     others = _others(s)
-    rest = budget - sum(t.bytes for t in used) - sum(t.bytes for t in others if t.role is Role.used)
-    kv = max(0, rest)
-    if rest <= 0:
-        notes += (f"vLLM would refuse to start: nothing is left for the KV cache ({rest / GiB:.2f} GiB; its error: "
-                  "'No available memory for the cache blocks')",)
-    inside = sum(t.bytes for t in others if t.role is Role.margin)
-    terms = (Term("cuda_visible_total", total, total_src or s.cuda_visible_source, Role.total),
-             Term("margin", total - budget - inside, f"(1 - {u:g}) x total: outside vLLM's budget; CUDA graphs live "
-                                                      "here" + (" (less the memory of other processes)" if inside else ""),
-                  Role.margin),
-             *(t for t in others if t.role is Role.margin), *used, *(t for t in others if t.role is Role.used),
-             Term("kv_cache", rest, "what is left of u x total", Role.kv))
-    blocks = layout.num_blocks(kv)
+    if s.kv_cache_memory_bytes is not None:
+        terms, more = given_kv_terms(s, total_src or s.cuda_visible_source, used, others)
+        kv = s.kv_cache_memory_bytes
+    else:
+        terms, kv, more = _budget_terms(s, u, budget, used, others, total_src)
+    notes += more + eager_notes(s, Engine.vllm, estimate_applies(s, given_release(s)))
+    sized = layout.num_blocks(kv)
+    blocks, more = override_blocks(s, sized, layout.block_bytes)
+    notes += more
     tokens = layout.tokens(blocks)
     concurrency = layout.concurrency(blocks, s.max_model_len)
     if layout.state_groups:
@@ -259,7 +255,26 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
         max_model_len=s.max_model_len, utilization=u, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, terms=terms, kv_cache_bytes=kv,
         block_bytes=layout.block_bytes, num_blocks=blocks, kv_cache_tokens=tokens, max_concurrency=concurrency,
-        num_groups=layout.num_groups, lines=log_lines(s, layout, kv, blocks, tokens, concurrency), notes=notes)
+        num_groups=layout.num_groups, lines=log_lines(s, layout, kv, blocks, tokens, concurrency, sized), notes=notes)
+
+
+def _budget_terms(s: Resolved, u: float, budget: int, used: list[Term], others: tuple[Term, ...],
+                  total_src: str | None) -> tuple[tuple[Term, ...], int, tuple[str, ...]]:
+    """The terms of u x total less what vLLM subtracts, the KV cache left (at least 0) and a note where none is."""
+    total = s.cuda_visible_bytes
+    rest = budget - sum(t.bytes for t in used) - sum(t.bytes for t in others if t.role is Role.used)
+    notes = ()
+    if rest <= 0:
+        notes = (f"vLLM would refuse to start: nothing is left for the KV cache ({rest / GiB:.2f} GiB; its error: "
+                 "'No available memory for the cache blocks')",)
+    inside = sum(t.bytes for t in others if t.role is Role.margin)
+    terms = (Term("cuda_visible_total", total, total_src or s.cuda_visible_source, Role.total),
+             Term("margin", total - budget - inside, f"(1 - {u:g}) x total: outside vLLM's budget; CUDA graphs live "
+                                                      "here" + (" (less the memory of other processes)" if inside else ""),
+                  Role.margin),
+             *(t for t in others if t.role is Role.margin), *used, *(t for t in others if t.role is Role.used),
+             Term("kv_cache", rest, "what is left of u x total", Role.kv))
+    return terms, max(0, rest), notes
 
 
 def _others(s: Resolved) -> tuple[Term, ...]:
@@ -277,16 +292,22 @@ def _others(s: Resolved) -> tuple[Term, ...]:
                                                           "measures increases from a baseline snapshot)", Role.margin),)
 
 
-def log_lines(s: Resolved, layout: BlockLayout, kv: int, blocks: int, tokens: int, concurrency: float) -> tuple[str, ...]:
-    """The figures as this accounting's log prints them."""
+def log_lines(s: Resolved, layout: BlockLayout, kv: int, blocks: int, tokens: int, concurrency: float,
+              sized: int | None = None) -> tuple[str, ...]:
+    """The figures as this accounting's log prints them; `sized` the blocks before --num-gpu-blocks-override."""
+    override = override_line(s, blocks if sized is None else sized)
     if s.accounting.is_v1:
         block = (f"Setting attention block size to {layout.block_size} tokens to ensure that attention page size is "
                  ">= mamba page size.",) if layout.state_groups else ()
-        available = (f"Available KV cache memory: {kv / GiB:.2f} GiB",) if s.accounting is Accounting.vllm_v1 else ()
-        return block + available + (f"GPU KV cache size: {tokens:,} tokens",
+        if s.kv_cache_memory_bytes is not None:
+            available = (f"reserved {kv / GiB:.2f} GiB memory for KV Cache as specified by kv_cache_memory_bytes "
+                         "config and skipped memory profiling.",)
+        else:
+            available = (f"Available KV cache memory: {kv / GiB:.2f} GiB",) if s.accounting is Accounting.vllm_v1 else ()
+        return block + available + override + (f"GPU KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {s.max_model_len:,} tokens per request: {concurrency:.2f}x")
     cpu = SWAP_BYTES // layout.block_bytes
-    lines = [f"# GPU blocks: {blocks}, # CPU blocks: {cpu}"]
+    lines = [*override, f"# GPU blocks: {blocks}, # CPU blocks: {cpu}"]
     if s.accounting is not Accounting.vllm_v0_2:
         lines.append(f"Maximum concurrency for {s.max_model_len} tokens per request: {concurrency:.2f}x")
     return tuple(lines)

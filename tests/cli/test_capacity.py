@@ -437,3 +437,58 @@ def test_vllm_use_v1_refusals(args, needle):
 def test_vllm_use_v1_is_vllms():
     r = runner.invoke(app, ["capacity", "--engine", "sglang", "--vllm-use-v1", "1"])
     assert r.exit_code == 2 and "--vllm-use-v1 is vLLM's" in r.stderr, r.output
+
+
+# --- the sizing overrides (issue 28; rooflab/engines/overrides.py): the engines' own spellings, refusals for the
+# engine without the option, and the figures they reach (hand-computed in tests/engines/test_overrides.py) ---------
+
+def _overrides_json(*args: str) -> dict:
+    r = runner.invoke(app, ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", "-f", "json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _overrides_refused(needle: str, *args: str) -> None:
+    r = runner.invoke(app, ["capacity", "-m", "llama-3-8b", "-g", "h100-sxm", *args])
+    assert r.exit_code == 2, r.output
+    assert 1 <= len(r.stderr.strip().splitlines()) <= 2 and needle in r.stderr, r.stderr
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("flag", ["--enforce-eager", "--disable-cuda-graph"])
+def test_engine_both_spellings_of_eager(flag):
+    """vLLM v0.20.0 subtracts a 0-byte graph estimate under either spelling; SGLang's pool stays as it was."""
+    d = _overrides_json("--engine", "vllm", "--engine-version", "0.20.0", flag)
+    assert {t["name"]: t["bytes"] for t in d["terms"]}["cuda_graph_estimate"] == 0
+    s = _overrides_json("--engine", "sglang", flag)
+    assert s["kv_cache_tokens"] == _overrides_json("--engine", "sglang")["kv_cache_tokens"] and s["notes"]
+
+
+def test_engine_max_total_tokens():
+    d = _overrides_json("--engine", "sglang", "--max-total-tokens", "4096")
+    assert d["kv_cache_tokens"] == 4096 and d["kv_cache_bytes"] == 4096 * 131_072
+
+
+def test_engine_num_gpu_blocks_override():
+    d = _overrides_json("--engine", "vllm", "--max-model-len", "8192", "--num-gpu-blocks-override", "1000")
+    assert (d["num_blocks"], d["kv_cache_tokens"]) == (1000, 16_000)
+
+
+@pytest.mark.parametrize("flag, value", [("--kv-cache-memory-bytes", "20G"), ("--kv-cache-memory", "21474836480")])
+def test_engine_kv_cache_memory_bytes(flag, value):
+    d = _overrides_json("--engine", "vllm", "--max-model-len", "8192", flag, value)
+    assert (d["kv_cache_bytes"], d["num_blocks"]) == (20 * GiB, 10_240)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "vllm", "--max-total-tokens", "4096"], "--max-total-tokens is SGLang's; vLLM has no such option"),
+    (["--engine", "sglang", "--num-gpu-blocks-override", "10"], "--num-gpu-blocks-override is vLLM's"),
+    (["--engine", "sglang", "--kv-cache-memory-bytes", "8G"], "--kv-cache-memory-bytes is vLLM's"),
+    (["--engine", "vllm", "--engine-version", "0.10.1", "--kv-cache-memory-bytes", "8G"], "arrived in vLLM v0.11.0"),
+    (["--engine", "vllm", "--kv-cache-memory-bytes", "1.5G"], "did you mean 1.5g"),
+    (["--max-total-tokens", "4096"], "--max-total-tokens applies with --engine or --engine-log only"),
+    (["--enforce-eager"], "--enforce-eager / --disable-cuda-graph applies with --engine"),
+    (["--kv-cache-memory", "8G"], "--kv-cache-memory-bytes applies with --engine"),
+])
+def test_engine_sizing_override_refusals_name_the_option(args, needle):
+    _overrides_refused(needle, *args)
