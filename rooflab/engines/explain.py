@@ -147,6 +147,12 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
         elif key != "dtype":
             lines.append(f"{label} {shown if shown is not None else 'default'}: from the options or the "
                          "engine's default")
+    for key, option in _OVERRIDES:       # the sizing overrides: only where the log states one or the options set it
+        logged, value = log.setting(key), getattr(settings, key)
+        if logged is not None:
+            lines.append(f"{option} {value}: from the log ({logged.source})")
+        elif value not in (None, False):
+            lines.append(f"{option} {value}: from the options")
     return tuple(lines)
 
 
@@ -238,7 +244,31 @@ def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -
             raise InputError(f"{option} {getattr(settings, field)} contradicts the log's {value} ({logged.source}); "
                              f"drop the option or use --what-if {option.lstrip('-')}=...")
         updates[field] = value
+    updates.update(_logged_overrides(log, settings, given))
     return dataclasses.replace(settings, **updates)
+
+
+#: The sizing overrides a configuration line may state (overrides.py), each with its options' words.
+_OVERRIDES = (("enforce_eager", "--enforce-eager / --disable-cuda-graph"), ("max_total_tokens", "--max-total-tokens"),
+              ("num_gpu_blocks_override", "--num-gpu-blocks-override"),
+              ("kv_cache_memory_bytes", "--kv-cache-memory-bytes"))
+
+
+def _logged_overrides(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> dict:
+    """The sizing overrides the log's configuration line states (vLLM's enforce_eager, num_gpu_blocks_override and
+    kv_cache_memory_bytes, SGLang's disable_cuda_graph and max_total_tokens), as EngineSettings changes; one the
+    user gave that the log contradicts is an error naming both."""
+    updates = {}
+    for field, option in _OVERRIDES:
+        logged = log.setting(field)
+        if logged is None:
+            continue
+        value = logged.value == "True" if field == "enforce_eager" else int(logged.value)
+        if field in given and getattr(settings, field) != value:
+            raise InputError(f"{option} {getattr(settings, field)} contradicts the log's {value} ({logged.source}); "
+                             "drop the option")
+        updates[field] = value
+    return updates
 
 
 def _modelled(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:
@@ -269,7 +299,9 @@ def _vllm(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettin
     if lora is not None and log.get("weights") is None:   # a logged weights figure holds the LoRA buffers
         used.append(lora)
     complete = all(log.get(k) for k in ("weights", "non_torch")) and (log.get("activation") or log.get("peak_torch"))
-    anchor = None if complete else _vllm_anchor(log, layout)
+    # a KV cache given in bytes is no remainder to anchor on; overridden blocks say nothing of the memory
+    anchor = None if complete or s.kv_cache_memory_bytes is not None else \
+        _vllm_anchor(log, layout, blocks_tell=s.num_gpu_blocks_override is None)
     rest = 0
     if anchor is not None:
         rest = budget_bytes - anchor - sum(t.bytes for t in used)
@@ -281,10 +313,13 @@ def _vllm(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettin
     return capacity, terms, anchor is not None
 
 
-def _vllm_anchor(log: EngineLog, layout: BlockLayout) -> Optional[int]:
-    """The KV bytes the log's own figure says: the logged bytes, else its blocks (or tokens) x the block's bytes."""
+def _vllm_anchor(log: EngineLog, layout: BlockLayout, blocks_tell: bool = True) -> Optional[int]:
+    """The KV bytes the log's own figure says: the logged bytes, else (`blocks_tell`: no --num-gpu-blocks-override)
+    its blocks (or tokens) x the block's bytes."""
     if log.get("kv_bytes") is not None:
         return int(log.value("kv_bytes"))
+    if not blocks_tell:
+        return None
     if log.get("gpu_blocks") is not None:
         return int(log.value("gpu_blocks")) * layout.block_bytes
     if log.get("kv_tokens") is not None:
@@ -320,7 +355,7 @@ def _sglang(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSett
         weights = _term(log, "weights", modelled, "weights")
     extra, rest = (), 0
     tokens = log.get("kv_tokens")
-    anchored = after_load is None and tokens is not None
+    anchored = after_load is None and tokens is not None and s.max_total_tokens is None   # a cap is no remainder
     if anchored:
         f = s.utilization if s.utilization is not None else modelled.utilization
         pool = int(tokens.value) * (cell.block_bytes // cell.block_size)

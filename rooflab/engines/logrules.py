@@ -84,6 +84,11 @@ RULES: tuple[Rule, ...] = (
     _rule("vLLM V1 tokens line", _V, "GPU KV cache size: ", ("kv_tokens", r"GPU KV cache size: ([\d,]+) tokens", 1, "count")),
     _rule("vLLM V1 available line", _V, "Available KV cache memory: ",
           ("kv_bytes", rf"Available KV cache memory: {_SIGNED}\s*GiB", 1, "gib")),
+    # vLLM V1 from v0.11.0 with --kv-cache-memory-bytes: "Initial free memory F GiB, reserved K GiB memory for KV Cache
+    # as specified by kv_cache_memory_bytes config and skipped memory profiling." (vllm/v1/worker/gpu_worker.py
+    # determine_available_memory; engines/overrides.py)
+    _rule("vLLM V1 given KV line", _V, " memory for KV Cache as specified by kv_cache_memory_bytes",
+          ("kv_bytes", rf"reserved {_F}\s*GiB memory for KV Cache", 1, "gib")),
     _rule("vLLM V1 DEBUG lines", _V, "Requested memory: ",
           ("utilization", rf"Requested memory: {_F} \(util\)", 1, "fraction"),
           ("budget", rf"\(util\), {_F}\s*GiB", 1, "gib")),
@@ -181,6 +186,11 @@ _SETTING_PATTERNS = {
     "utilization": re.compile(rf"\b(?:gpu_memory_utilization|mem_fraction_static){_Q}\s*[:=]\s*([0-9.]+)"),
     # vLLM's 'Initializing a V1 LLM engine (v0.10.0) with config:', V0's 'Initializing an LLM engine (v0.4.1) ...'
     "release": re.compile(r"LLM engine \(v([0-9]+(?:\.[0-9]+)+[0-9A-Za-z.+-]*)\) with config:"),
+    # the sizing overrides (engines/overrides.py): vLLM's config line and non-default args, SGLang's server_args
+    "enforce_eager": re.compile(rf"\b(?:enforce_eager|disable_cuda_graph){_Q}\s*[:=]\s*(True|False)\b"),
+    "max_total_tokens": re.compile(rf"\bmax_total_tokens{_Q}\s*[:=]\s*(\d+)"),
+    "num_gpu_blocks_override": re.compile(rf"\bnum_gpu_blocks_override{_Q}\s*[:=]\s*(\d+)"),
+    "kv_cache_memory_bytes": re.compile(rf"\bkv_cache_memory_bytes{_Q}\s*[:=]\s*(\d+)"),
 }
 
 

@@ -40,7 +40,10 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
                             vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
 
 Settings a configuration line states (vLLM "with config:" / "non-default args:", SGLang "server_args=") are read
-too: TP size, dtype, KV-cache dtype, block size, max model len, utilisation (logrules.settings_of).
+too: TP size, dtype, KV-cache dtype, block size, max model len, utilisation, and the sizing overrides
+(enforce_eager / disable_cuda_graph, max_total_tokens, num_gpu_blocks_override, kv_cache_memory_bytes: overrides.py)
+(logrules.settings_of). vLLM's "Overriding num_gpu_blocks=M with num_gpu_blocks_override=N" line is not read as the
+setting: from v0.19 V1 prints one for its CUDA-graph profile's dummy cache whether the option is given or not.
 
 A log may hold several start-ups (a post pasting two runs): each is an EngineLog of its own, never mixed. A new
 start-up begins where a configuration line follows KV figures, where a figure repeats with another value (beyond the
@@ -165,7 +168,8 @@ _CORE_PER_WORKER = ("kv_tokens", "concurrency")
 _MAX_WRAP_LINES = 3
 #: Settings read as numbers (into figures, where explain.py takes them); the others stay text.
 _NUMERIC_SETTINGS = {"tensor_parallel": "count", "block_size": "count", "max_model_len": "count",
-                     "utilization": "fraction"}
+                     "utilization": "fraction", "max_total_tokens": "count", "num_gpu_blocks_override": "count",
+                     "kv_cache_memory_bytes": "bytes"}
 
 
 def read_log(path: Path | str, startup: Optional[int] = None) -> EngineLog:
