@@ -269,6 +269,17 @@ ENGINE_OPTS = [
     dataclasses.replace(switch("--enable-lora"), checked_late=True, words=("lora",)),
     # FlashInfer's sampler (vLLM V1 v0.9.1 - v0.11.0): a switch of vLLM's, refused for SGLang by name
     dataclasses.replace(switch("--no-flashinfer"), checked_late=True, words=("flashinfer",)),
+    # the sizing overrides (issue 28, engines/overrides.py): each refused, naming itself, by the engine or release
+    # without it; --kv-cache-memory-bytes reads bytes as vLLM's human_readable_int does (8G = 8 GiB, 8g = 8e9)
+    dataclasses.replace(switch("--enforce-eager", "--disable-cuda-graph"), checked_late=True,
+                        words=("eager", "cuda graph")),
+    dataclasses.replace(count_opt(("--max-total-tokens",), 1, MAX_TOKENS), checked_late=True,
+                        words=("total tokens",)),
+    dataclasses.replace(count_opt(("--num-gpu-blocks-override",), 1, MAX_TOKENS), checked_late=True,
+                        words=("blocks",)),
+    Opt(("--kv-cache-memory-bytes", "--kv-cache-memory"), st.sampled_from(["8G", "8g", "20G", "8589934592", "25.6g"]),
+        st.sampled_from(["", " ", "0", "-1", "1.5G", "8GiB", "nan", "1e400", "$", "{}", "\U0001f4a5"]),
+        st.sampled_from(["8K", " 8G ", "1t"]), checked_late=True, words=("kv cache memory",)),
     # VLLM_USE_V1 with a numeric --engine-version (0 or 1; against a label or SGLang: refused by name)
     dataclasses.replace(count_opt(("--vllm-use-v1",), 0, 1, 1), checked_late=True, words=("v1", "v0", "vllm")),
     dataclasses.replace(count_opt(("--max-loras", "--max-loras-per-batch"), 1, 1024, 64), checked_late=True,
