@@ -12,7 +12,8 @@ A log that prints the KV figure but not every term (a block count, 'Available KV
 anchored on that figure: the terms it lacks are modelled and what the figure implies beyond them is the
 'unattributed' term, so the terms still add up to the total.
 
-A what-if (another KV dtype, TP size, block size, max-model-len or utilisation) keeps what the log measured
+A what-if (another KV dtype, TP size, block size, max-model-len or utilisation; or a sizing override: enforce-eager,
+max-total-tokens, num-gpu-blocks-override, kv-cache-memory-bytes, overrides.py) keeps what the log measured
 and scales it by the model: weights and activation peak by the ratio of their modelled values, non-torch
 memory (or SGLang's memory in use before start) by the change of its default; an unattributed term stays.
 """

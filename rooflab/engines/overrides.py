@@ -31,6 +31,8 @@ call these; EngineSettings validates them and refuses them for the engine or rel
                              vllm/v1/worker/gpu_worker.py), before any CUDA-graph estimate. The weights, activation
                              peak and non-torch memory are held but subtracted from nothing; what they and the cache
                              leave of the total is the margin. vLLM checks no fit: a cache past the total is a note.
+                             The start-up refusal when less than u x total is free (init_device) still applies:
+                             it reads gpu_memory_utilization before any sizing (vllm.check_memory_in_use).
     max_total_tokens         SGLang's --max-total-tokens: max_total_num_tokens = min(profiled, N), floored to
                              page_size (model_runner.py init_memory_pool, v0.4.x; on main model_runner_kv_cache_
                              mixin.py _apply_token_constraints), N above the profiled value logging "max_total_tokens=N

@@ -270,7 +270,12 @@ _WHAT_IF = {"kv-cache-dtype": "kv_cache_dtype", "kv-dtype": "kv_cache_dtype", "t
             "tensor-parallel-size": "tensor_parallel", "tensor-parallel": "tensor_parallel",
             "block-size": "block_size", "page-size": "block_size", "max-model-len": "max_model_len",
             "gpu-memory-utilization": "utilization", "mem-fraction-static": "utilization",
-            "memory-in-use": "memory_in_use_bytes"}
+            "memory-in-use": "memory_in_use_bytes", "enforce-eager": "enforce_eager",
+            "disable-cuda-graph": "enforce_eager", "max-total-tokens": "max_total_tokens",
+            "num-gpu-blocks-override": "num_gpu_blocks_override", "kv-cache-memory-bytes": "kv_cache_memory_bytes",
+            "kv-cache-memory": "kv_cache_memory_bytes"}
+#: --what-if enforce-eager=... : the words a flag's value may be.
+_FLAG_WORDS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def parse_what_if(items: tuple[str, ...] | list[str], engine: Engine | None = None) -> dict:
@@ -295,6 +300,12 @@ def _what_if_value(field: str, value: str, item: str, engine: Engine | None = No
             return parse_kv_cache_dtype(value, engine)
         if field == "memory_in_use_bytes":
             return parse_bytes(value)
+        if field == "kv_cache_memory_bytes":
+            return parse_kv_cache_memory(value)
+        if field == "enforce_eager":
+            if value.lower() not in _FLAG_WORDS:
+                raise ValueError(f"{value!r} is not true, false, 1 or 0")
+            return _FLAG_WORDS[value.lower()]
         if field == "utilization":
             number = float(value)
             if not 0 < number <= 1:

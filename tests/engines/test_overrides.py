@@ -19,7 +19,7 @@ import dataclasses
 import pytest
 
 from rooflab import load_gpu, load_model
-from rooflab.engines import engine_capacity
+from rooflab.engines import Engine, engine_capacity
 from rooflab.engines.explain import explain_log
 from rooflab.engines.logs import parse_log
 from rooflab.engines.request import parse_kv_cache_memory
@@ -304,3 +304,40 @@ def test_an_option_the_log_contradicts_is_refused():
     log = parse_log(_V1_ARGS.replace("{extra}", "'num_gpu_blocks_override': 1000") + V1_OVERRIDE, "o.log")
     with pytest.raises(InputError, match=r"--num-gpu-blocks-override 5 contradicts the log's 1000"):
         explain_log(log, LLAMA3, H100, vllm(num_gpu_blocks_override=5), given=frozenset({"num_gpu_blocks_override"}))
+
+
+# --- what-ifs on a logged run ------------------------------------------------------------------------------------
+
+#: SYNTHETIC, vLLM V1 DEBUG lines (as test_explain.py's V1_DEBUG): every term printed, no override.
+V1_TERMS = """(EngineCore pid=1) DEBUG [gpu_worker.py:284] worker init memory snapshot: torch_peak=0.0GiB, free_memory=78.68GiB, total_memory=79.19GiB, cuda_memory=0.51GiB
+(EngineCore pid=1) INFO [gpu_model_runner.py:4820] Model loading took 14.96 GiB memory and 10.0 seconds
+(EngineCore pid=1) DEBUG [gpu_worker.py:424] Initial free memory: 78.68 GiB; Requested memory: 0.900000 (util), 71.27 GiB
+(EngineCore pid=1) DEBUG [gpu_worker.py:435] Memory profiling takes 10.00 seconds. Total non KV cache memory: 17.11GiB; torch peak memory increase: 1.90GiB; non-torch forward increase memory: 0.25GiB; weights memory: 14.96GiB.
+(EngineCore pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 54.16 GiB
+(EngineCore pid=1) INFO [kv_cache_utils.py:1319] GPU KV cache size: 443,680 tokens, Maximum concurrency for 8,192 tokens per request: 54.16x
+"""
+
+
+def test_what_if_the_overrides_on_a_vllm_log():
+    """--what-if num-gpu-blocks-override=1000: 16,000 tokens; kv-cache-memory-bytes=20G: 20 GiB / 2 MiB a block =
+    10,240 blocks, 163,840 tokens (the 54.16 GiB the log's terms leave is not used)."""
+    from rooflab.engines.request import parse_what_if
+
+    log = parse_log(V1_TERMS, "v1.log")
+    blocks = explain_log(log, LLAMA3, H100, vllm(), parse_what_if(["num-gpu-blocks-override=1000"], Engine.vllm))
+    assert (blocks.what_if.num_blocks, blocks.what_if.kv_cache_tokens) == (1000, 16_000)
+    given = explain_log(log, LLAMA3, H100, vllm(), parse_what_if(["kv-cache-memory=20G"], Engine.vllm))
+    assert (given.what_if.kv_cache_bytes, given.what_if.kv_cache_tokens) == (20 * GiB, 163_840)
+    with pytest.raises(InputError, match="--max-total-tokens is SGLang's"):
+        explain_log(log, LLAMA3, H100, vllm(), parse_what_if(["max-total-tokens=4096"], Engine.vllm))
+
+
+def test_what_if_a_token_cap_on_an_sglang_log():
+    """The uncapped log's pool (its free memory before and after loading) capped at 4,096 tokens."""
+    uncapped = ("\n".join(SGLANG_CAPPED.replace("max_total_tokens=4096, ", "").splitlines()[:3])
+                + "\n[2025-05-01 00:00:09 TP0] KV Cache is allocated. #tokens: 400000, K size: 24.41 GB, V size: 24.41 GB\n")
+    log = parse_log(uncapped, "s.log")
+    from rooflab.engines.request import parse_what_if
+
+    x = explain_log(log, LLAMA3, H100, sglang("v0.4"), parse_what_if(["max-total-tokens=4096"], Engine.sglang))
+    assert x.reproduced.kv_cache_tokens > 4096 and x.what_if.kv_cache_tokens == 4096
