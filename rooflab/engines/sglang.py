@@ -285,7 +285,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
                                     "activations and CUDA graphs live here", Role.margin),
              Term("weights", weights[0], f"weights: {weights[1]}", Role.used), *extra, *state_terms, *capped,
              Term("kv_cache", pool if capped else rest,
-                  f"--max-total-tokens {s.max_total_tokens:,} tokens of cells" if capped
+                  f"--max-total-tokens {s.max_total_tokens:,}: {tokens:,} tokens x {per_token:,} bytes" if capped
                   else "what is left of mem_fraction_static x free memory", Role.kv))
     return EngineCapacity(
         engine="sglang", accounting=s.accounting.value, releases=s.releases, model=model.name,
