@@ -8,7 +8,9 @@ log (profile.py: the activation peak; memory.py: weights as loaded, non-torch me
 (logs.py) and reproduces a logged figure from its terms, with what-ifs from there (explain.py). Linear-attention
 (Gated DeltaNet) layers' state caches follow each engine's allocator (states.py; layout.py for vLLM V1's shared
 block pool, sglang.py for SGLang's state pool), LoRA adapters' preallocated buffers lora.py, and memory other
-processes hold (--memory-in-use) each engine's start-up (vllm.py, sglang.py).
+processes hold (--memory-in-use) each engine's start-up (vllm.py, sglang.py); the settings that override an engine's
+own sizing (--enforce-eager / --disable-cuda-graph, --max-total-tokens, --num-gpu-blocks-override,
+--kv-cache-memory-bytes) overrides.py.
 
     engine_capacity(model, gpu, settings)           -> EngineCapacity (terms, blocks, tokens, concurrency, lines)
     logs.read_log(path), logs.parse_log(text, name)  -> EngineLog (each recognised figure with its line)
