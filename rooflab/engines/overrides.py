@@ -13,7 +13,9 @@ call these; EngineSettings validates them and refuses them for the engine or rel
                              self.cuda_graph_max_bs * 2", no disable_cuda_graph test; sglang-v0.4's table by TP size
                              and v0.4.8's reserve by GPU memory name no graphs): the pool is as without it.
                              Not read: whether v0.5.10's piecewise reserve (sglang.piecewise_reserve_mib) is dropped
-                             under --disable-cuda-graph; it is kept.
+                             under --disable-cuda-graph; it is kept. Not modelled: vLLM's profile run without
+                             torch.compile under --enforce-eager (profile.py's activation peak has no fusion term, so
+                             it is the same either way).
     num_gpu_blocks_override  vLLM sizes its blocks, then sets them to N, logging "Overriding num_gpu_blocks=M with
                              num_gpu_blocks_override=N": V0 vllm/engine/llm_engine.py _initialize_kv_caches (v0.6.x -
                              v0.10.x as read; v0.2.x not checked), V1 vllm/v1/core/kv_cache_utils.py
