@@ -1,0 +1,105 @@
+"""The measured DeepSeek-V3 TP-8 rank step (benchmarks/step_deepseek_tp8_rank.py) against rooflab's step model.
+
+    python benchmarks/step_deepseek_compare.py measurements/h200-step-deepseek-v3-tp8-rank.csv
+
+For every (batch, context) of the file: rooflab.step.step_report for deepseek-v3 on h200-sxm with
+Deployment(tensor_parallel=8) (block fp8 as shipped, CUDA graphs; eager for the eager column), priced as vLLM 0.7.4's
+kernels (engine_kernels: the fused block-fp8 MoE and the split MLA decode the measurement emulates), memory not
+checked. The communication rows (the all-reduces and the logits all-gather) are left out of the predicted step that
+is compared (the measurement runs on one GPU) and shown beside it, as rooflab's collective model prices them.
+
+Per component: the measured graph_isolated seconds (that component's launches alone in one CUDA graph, all layers)
+against the model's rows, by MODEL_ROW; the measured components no row prices (quant, routing, align) are listed as
+such. gap = measured / predicted.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+ENGINE, ENGINE_VERSION = "vllm", "0.7.4"
+#: the step model's row (label prefix) -> the measured components it prices (step_deepseek_tp8_rank.Component)
+MODEL_ROW = {"attention projections": ("projections", "absorb"), "attention [mla]": ("attention",),
+             "MLP (gate/up, down)": ("dense_mlp",), "MoE (": ("router_gemm", "experts"),
+             "shared experts": ("shared_experts",), "norms and elementwise": ("norms_elementwise",),
+             "logits (lm_head": ("logits",)}
+UNPRICED = ("quant", "routing", "align")
+
+
+def read(path: Path) -> tuple[dict, list[dict]]:
+    meta, lines = {}, []
+    for line in open(path):
+        if line.startswith("# "):
+            key, _, value = line[2:].partition(": ")
+            meta[key] = value.rstrip("\n")
+        else:
+            lines.append(line)
+    return meta, list(csv.DictReader(lines))
+
+
+def predicted(batch: int, context: int, graphs: bool) -> tuple[dict, float, float]:
+    """({model row prefix: seconds}, communication seconds, whole predicted step seconds)."""
+    from rooflab import load_gpu, load_model
+    from rooflab.deployment import Deployment
+    from rooflab.step import step_report
+
+    report = step_report(load_model("deepseek-v3"), load_gpu("h200-sxm"), batch=batch, context_len=context,
+                         deployment=Deployment(tensor_parallel=8, cuda_graphs=graphs), engine=ENGINE,
+                         engine_version=ENGINE_VERSION, check_memory=False)
+    rows, comm = {}, 0.0
+    for row in report.rows:
+        if row.is_communication:
+            comm += row.t_predicted_s
+            continue
+        key = next((k for k in MODEL_ROW if row.label.startswith(k)), None)
+        if key is None:
+            raise ValueError(f"a step row this comparison does not map: {row.label!r}")
+        rows[key] = rows.get(key, 0.0) + row.t_predicted_s
+    return rows, comm, report.t_predicted_s
+
+
+def compare(path: Path) -> str:
+    meta, rows = read(path)
+    cases: dict = {}
+    for r in rows:
+        cases.setdefault((int(r["batch"]), int(r["context"])), {})[(r["timing"], r["component"])] = float(r["seconds"])
+    steps = ["| batch | context | graph measured | predicted, no comm | gap | + comm predicted | eager measured | "
+             "eager predicted, no comm | isolated sum | unpriced (quant+routing+align) |",
+             "| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |"]
+    parts = ["| batch x context | model row | measured (graph, isolated) | predicted (graph) | gap | eager instr. |",
+             "| --- | --- | --: | --: | --: | --: |"]
+    for (b, c), got in sorted(cases.items()):
+        pred, comm, _ = predicted(b, c, True)
+        pred_e, comm_e, _ = predicted(b, c, False)
+        no_comm, no_comm_e = sum(pred.values()), sum(pred_e.values())
+        g, e = got.get(("graph", "step")), got.get(("eager", "step"))
+        iso = {k[1]: v for k, v in got.items() if k[0] == "graph_isolated"}
+        ins = {k[1]: v for k, v in got.items() if k[0] == "eager_instrumented"}
+        unpriced = sum(iso.get(n, 0.0) for n in UNPRICED)
+        steps.append(f"| {b} | {c:,} | {_ms(g)} | {_ms(no_comm)} | {_gap(g, no_comm)} | {_ms(comm)} | {_ms(e)} | "
+                     f"{_ms(no_comm_e)} | {_ms(sum(iso.values()))} | {_ms(unpriced)} |")
+        for key, names in MODEL_ROW.items():
+            m = sum(iso.get(n, 0.0) for n in names)
+            parts.append(f"| {b} x {c:,} | {key.rstrip(' (')} ({'+'.join(names)}) | {_ms(m)} | {_ms(pred.get(key))} "
+                         f"| {_gap(m, pred.get(key))} | {_ms(sum(ins.get(n, 0.0) for n in names))} |")
+        for n in UNPRICED:
+            parts.append(f"| {b} x {c:,} | {n} (no row) | {_ms(iso.get(n))} | - | - | {_ms(ins.get(n))} |")
+    checks = [f"{k}: {v}" for k, v in meta.items() if k.startswith(("check", "layers", "communication"))]
+    return "\n".join(steps + [""] + parts + [""] + checks)
+
+
+def _ms(s) -> str:
+    return "-" if s is None else f"{s * 1e3:.3f} ms"
+
+
+def _gap(measured, want) -> str:
+    return "-" if not measured or not want else f"{measured / want:.2f}x"
+
+
+if __name__ == "__main__":
+    print(compare(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "measurements/h200-step-deepseek-v3-tp8-rank.csv")))
