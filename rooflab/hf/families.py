@@ -262,6 +262,12 @@ def deepseek(c: Fields) -> dict:
         mlp = moe(c, n, range(min(first, n), n), "first_k_dense_replace", experts=experts,
                   top_k=c.count("num_experts_per_tok"), expert_ffn=c.count("moe_intermediate_size"),
                   dense_ffn=dense, shared=c.count("n_shared_experts", 0, lo=0))
+        groups, kept = c.count("n_group", 1), c.count("topk_group", 1)
+        if experts % groups:
+            raise c.error("n_group", groups, f"must divide n_routed_experts ({experts})")
+        if kept > groups:
+            raise c.error("topk_group", kept, f"cannot exceed n_group ({groups})")
+        mlp.update(expert_groups=groups, topk_groups=kept)
     return {**spec, **stack([LayerKind.mla] * n, {LayerKind.mla: mla}), **mlp}
 
 

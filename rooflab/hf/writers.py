@@ -274,7 +274,8 @@ def deepseek(m: ModelSpec, arch: str = "DeepseekV3ForCausalLM", model_type: str 
                                                                                "routed experts' size")
     return {**out, "n_routed_experts": m.num_experts, "num_experts_per_tok": m.num_experts_per_token,
             "n_shared_experts": m.num_shared_experts, "moe_intermediate_size": m.ffn_size,
-            "first_k_dense_replace": m.first_dense_layers, "moe_layer_freq": 1}
+            "first_k_dense_replace": m.first_dense_layers, "moe_layer_freq": 1, "n_group": m.expert_groups,
+            "topk_group": m.topk_groups}
 
 
 def deepseek_v32(m: ModelSpec) -> dict:

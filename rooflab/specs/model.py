@@ -97,6 +97,11 @@ class ModelSpec:
     dense_ffn_size: Optional[int] = spec_field(1, 1 << 24, doc="MoE: the dense layers' MLP size", default=None)
     num_shared_experts: int = spec_field(0, 1 << 10, "experts", "MoE: experts every token uses", default=0)
     shared_expert_ffn_size: Optional[int] = spec_field(1, 1 << 24, default=None)
+    expert_groups: int = spec_field(1, 1 << 10, "groups", "MoE: groups the experts are routed in (n_group; "
+                                    "DeepSeek-V3's grouped top-k scores each group and keeps the best topk_groups)",
+                                    default=1)
+    topk_groups: int = spec_field(1, 1 << 10, "groups", "MoE: expert groups a token's experts come from "
+                                  "(topk_group)", default=1)
     weight_dtype: Optional[DType] = spec_field(doc="the checkpoint's dtype (torch_dtype)", default=None)
     quantization: dict[str, WeightFormat] = spec_field(doc="formats of quantized components, as shipped",
                                                       keys=QUANTIZABLE, default=FrozenDict())
@@ -153,6 +158,12 @@ class ModelSpec:
                             "one full, sliding, chunked or mla layer")
         if self.num_experts == 1 and (self.first_dense_layers or self.num_shared_experts):
             raise SpecError(self.name, "num_experts", 1, "first_dense_layers and num_shared_experts need a MoE")
+        if self.num_experts % self.expert_groups:
+            raise SpecError(self.name, "expert_groups", self.expert_groups,
+                            f"must divide num_experts ({self.num_experts})")
+        if self.topk_groups > self.expert_groups:
+            raise SpecError(self.name, "topk_groups", self.topk_groups,
+                            f"cannot exceed expert_groups ({self.expert_groups})")
         if self.num_experts == 1 and self.dense_ffn_size not in (None, self.ffn_size):
             raise SpecError(self.name, "dense_ffn_size", self.dense_ffn_size,
                             f"is a MoE's dense-layer MLP size; this model has no experts, so it would replace "

@@ -126,6 +126,7 @@ def test_deepseek_mla_and_moe_layout():
     assert (m.head_dim, m.v_head_dim, m.num_kv_heads) == (192, 128, 128)
     assert m.num_moe_layers == 58 and m.dense_ffn_size == 18432 and m.num_shared_experts == 1
     assert m.quantization == {"linear": WeightFormat.fp8_block}
+    assert (m.expert_groups, m.topk_groups) == (8, 4)          # n_group, topk_group: the grouped top-k routing
     written = read_config({**load_json("deepseek-v3.json"), "head_dim": 64})   # transformers writes qk_rope_head_dim there
     assert written == m
 
@@ -187,6 +188,13 @@ def test_layer_indices_past_the_stack_are_refused(name, edit, field, value):
     """A dense layer, a dense run or an attention interval past num_hidden_layers: a malformed file, not a model
     (the interval one left no softmax layer, and decode facts then failed inside rooflab)."""
     e = error({**load_json(name), **edit})
+    assert (e.field, e.value) == (field, value)
+
+
+@pytest.mark.parametrize("edit, field, value", [({"n_group": 7}, "n_group", 7), ({"topk_group": 9}, "topk_group", 9)])
+def test_expert_groups_that_do_not_split_the_experts_are_refused(edit, field, value):
+    """DeepSeek's grouped top-k: n_group must divide the 256 routed experts, topk_group cannot exceed n_group."""
+    e = error({**load_json("deepseek-v3.json"), **edit})
     assert (e.field, e.value) == (field, value)
 
 
