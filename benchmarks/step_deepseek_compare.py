@@ -67,13 +67,15 @@ def compare(path: Path) -> str:
     meta, rows = read(path)
     cases: dict = {}
     for r in rows:
-        cases.setdefault((int(r["batch"]), int(r["context"])), {})[(r["timing"], r["component"])] = float(r["seconds"])
-    steps = ["| batch | context | graph measured | predicted, no comm | gap | + comm predicted | eager measured | "
+        key = (f"{r.get('dense_gemm') or 'triton_default'}:{r.get('align') or 'torch_ops'}", int(r["batch"]),
+               int(r["context"]))
+        cases.setdefault(key, {})[(r["timing"], r["component"])] = float(r["seconds"])
+    steps = ["| dense GEMM:align | batch | context | graph measured | predicted, no comm | gap | + comm predicted | eager measured | "
              "eager predicted, no comm | isolated sum | unpriced (quant+routing+align) |",
-             "| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |"]
-    parts = ["| batch x context | model row | measured (graph, isolated) | predicted (graph) | gap | eager instr. |",
-             "| --- | --- | --: | --: | --: | --: |"]
-    for (b, c), got in sorted(cases.items()):
+             "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |"]
+    parts = ["| dense GEMM:align | batch x context | model row | measured (graph, isolated) | predicted (graph) | gap | eager instr. |",
+             "| --- | --- | --- | --: | --: | --: | --: |"]
+    for (gemm, b, c), got in sorted(cases.items()):
         pred, comm, _ = predicted(b, c, True)
         pred_e, comm_e, _ = predicted(b, c, False)
         no_comm, no_comm_e = sum(pred.values()), sum(pred_e.values())
@@ -81,14 +83,14 @@ def compare(path: Path) -> str:
         iso = {k[1]: v for k, v in got.items() if k[0] == "graph_isolated"}
         ins = {k[1]: v for k, v in got.items() if k[0] == "eager_instrumented"}
         unpriced = sum(iso.get(n, 0.0) for n in UNPRICED)
-        steps.append(f"| {b} | {c:,} | {_ms(g)} | {_ms(no_comm)} | {_gap(g, no_comm)} | {_ms(comm)} | {_ms(e)} | "
+        steps.append(f"| {gemm} | {b} | {c:,} | {_ms(g)} | {_ms(no_comm)} | {_gap(g, no_comm)} | {_ms(comm)} | {_ms(e)} | "
                      f"{_ms(no_comm_e)} | {_ms(sum(iso.values()))} | {_ms(unpriced)} |")
         for key, names in MODEL_ROW.items():
             m = sum(iso.get(n, 0.0) for n in names)
-            parts.append(f"| {b} x {c:,} | {key.rstrip(' (')} ({'+'.join(names)}) | {_ms(m)} | {_ms(pred.get(key))} "
+            parts.append(f"| {gemm} | {b} x {c:,} | {key.rstrip(' (')} ({'+'.join(names)}) | {_ms(m)} | {_ms(pred.get(key))} "
                          f"| {_gap(m, pred.get(key))} | {_ms(sum(ins.get(n, 0.0) for n in names))} |")
         for n in UNPRICED:
-            parts.append(f"| {b} x {c:,} | {n} (no row) | {_ms(iso.get(n))} | - | - | {_ms(ins.get(n))} |")
+            parts.append(f"| {gemm} | {b} x {c:,} | {n} (no row) | {_ms(iso.get(n))} | - | - | {_ms(ins.get(n))} |")
     checks = [f"{k}: {v}" for k, v in meta.items() if k.startswith(("check", "layers", "communication"))]
     return "\n".join(steps + [""] + parts + [""] + checks)
 

@@ -44,8 +44,11 @@ Per layer, in launch order (COMPONENT in brackets; our own kernels from rooflab'
                                                                      [quant, shared_experts, norms_elementwise]
       routed x 2.5 (routed_scaling_factor) + shared                                          [norms_elementwise]
 then the final add-RMSNorm and the lm_head GEMM, bf16, 7168 -> 16160 (the rank's vocab shard)   [logits]
-Dense fp8 GEMMs: benchmarks/dense_fp8_block_gemm.block_fp8_mm (the engines' w8a8 block algorithm at its default
-config BM 64 BN 128 BK 128 GROUP_M 32, 4 warps, 2 stages); group quant: dense_fp8_block_gemm.group_quant.
+Dense fp8 GEMMs (DenseGemm, the CSV's dense_gemm column; both run by default): triton_default,
+benchmarks/dense_fp8_block_gemm.block_fp8_mm (the engines' w8a8 block algorithm at its default config BM 64 BN 128
+BK 128 GROUP_M 32, 4 warps, 2 stages: few CTAs at decode's m, so about 60 us a K=7168 GEMM whatever n); or
+scaled_mm_block, torch._scaled_mm with blockwise scales (the kernel rooflab's GEMM fit prices). Group quant:
+dense_fp8_block_gemm.group_quant.
 
 Timings (CUDA events, medians): `graph` the whole step captured in one CUDA graph and replayed; `eager` the same
 launches issued from Python; `graph_isolated` per component, a CUDA graph of only that component's launches over
@@ -88,8 +91,32 @@ F8, BF = torch.float8_e4m3fn, torch.bfloat16
 CASES = ((1, 270), (1, 3600), (32, 3600), (64, 3600), (100, 3500), (64, 270))
 REPEATS, EAGER_REPEATS, WARM = 20, 5, 3
 GEMM_CFG = dict(BM=64, BN=128, BK=128, GROUP_M=32, num_warps=4, num_stages=2)
-COLUMNS = ("model", "shard", "batch", "context", "layers", "timing", "component", "seconds", "seconds_p10",
+COLUMNS = ("model", "shard", "dense_gemm", "align", "batch", "context", "layers", "timing", "component", "seconds", "seconds_p10",
            "seconds_p90", "repeats", "launches", "note")
+
+
+class DenseGemm(str, Enum):
+    """How the dense block-fp8 GEMMs run: our Triton w8a8 block kernel at the engines' default config, or
+    torch._scaled_mm with blockwise scales (cuBLASLt; what rooflab's torch_scaled_mm_block fit prices) wherever
+    k / 128 is a multiple of 4 (dense_fp8_block_gemm: cuBLASLt computed wrong results otherwise), the Triton
+    kernel elsewhere (the shared expert's down, k 256, and the dense down, k 2304)."""
+
+    triton_default = "triton_default"
+    scaled_mm_block = "scaled_mm_block"
+
+
+class Align(str, Enum):
+    """How the token-expert pairs are sorted by expert and padded to BLOCK_M: torch ops (about 12 launches), or one
+    Triton program (moe_align below: the one-launch algorithm of the engines' moe_align_block_size CUDA kernel,
+    counts by atomics, padded prefix sums, scatter; written here, no code copied)."""
+
+    torch_ops = "torch_ops"
+    triton_one_kernel = "triton_one_kernel"
+
+
+#: the (dense GEMM, align) variants a default run measures
+VARIANTS = ((DenseGemm.triton_default, Align.torch_ops), (DenseGemm.triton_default, Align.triton_one_kernel),
+            (DenseGemm.scaled_mm_block, Align.triton_one_kernel))
 
 
 class Component(str, Enum):
@@ -164,6 +191,36 @@ def rope_cache(qb, s_qb, qf, s_qf, kvn, s_kvn, kva, s_kva, cache, slots, cos, si
     tl.store(dst + DR // 2 + half[None, :], (q2 * c[None, :] + q1 * s[None, :]).to(qf.dtype.element_ty))
 
 
+@triton.jit
+def moe_align(topk_ids, ids, eob, total, scratch, P, size, nblocks, E: tl.constexpr, BM: tl.constexpr,
+              PB: tl.constexpr, CH: tl.constexpr):
+    """One program: each pair's rank in its expert by atomics, the experts' runs padded to BM and prefix-summed,
+    ids[start[e] + rank] = pair (sentinel P elsewhere), eob[j] = the expert of block j, total = the padded sum."""
+    ex = tl.arange(0, E)
+    tl.store(scratch + ex, tl.zeros((E,), tl.int32))
+    tl.debug_barrier()
+    offs = tl.arange(0, PB)
+    m = offs < P
+    e = tl.load(topk_ids + offs, mask=m, other=0).to(tl.int32)
+    rank = tl.atomic_add(scratch + e, tl.full((PB,), 1, tl.int32), mask=m)
+    tl.debug_barrier()
+    counts = tl.load(scratch + ex)
+    padded = (counts + BM - 1) // BM * BM
+    cum = tl.cumsum(padded, 0)
+    tl.store(scratch + E + ex, cum - padded)
+    tl.store(total, tl.sum(padded, 0))
+    for j0 in range(0, size, CH):
+        o = j0 + tl.arange(0, CH)
+        tl.store(ids + o, tl.zeros((CH,), tl.int32) + P, mask=o < size)
+    for b0 in range(0, nblocks, 32):
+        blk = b0 + tl.arange(0, 32)
+        below = tl.sum((cum[None, :] <= (blk * BM)[:, None]).to(tl.int32), 1)
+        tl.store(eob + blk, tl.minimum(below, E - 1), mask=blk < nblocks)
+    tl.debug_barrier()
+    start = tl.load(scratch + E + e, mask=m, other=0)
+    tl.store(ids + start + rank, offs.to(tl.int32), mask=m)
+
+
 # --- launchers ------------------------------------------------------------------------------------------------
 
 def quant(x, q, s):
@@ -173,11 +230,15 @@ def quant(x, q, s):
                                      num_warps=1)
 
 
-def linear(xq, xs, w, out):
-    """out [m, n] bf16 = block-fp8 GEMM of xq [m, k] (scales xs [m, k / 128]) and w = (w8 [n, k], ws [n/128, k/128])."""
-    w8, ws = w
-    m, k = xq.shape
+def linear(xq, xs, w, out, gemm: DenseGemm):
+    """out [m, n] bf16 = block-fp8 GEMM of xq [>= m, k] (scales xs [>= m, k / 128], any strides) and
+    w = (w8 [n, k], ws [n/128, k/128], wsp: ws as scale_b [k/128, n/128] with its row stride padded to 4)."""
+    w8, ws, wsp = w
+    m, k = out.shape[0], xq.shape[1]
     n = w8.shape[0]
+    if gemm is DenseGemm.scaled_mm_block and (k // GROUP) % 4 == 0:   # xq has m padded to 4 rows, xs col-major
+        out.copy_(torch._scaled_mm(xq, w8.t(), xs, wsp, out_dtype=BF)[:m])
+        return
     grid = (triton.cdiv(m, GEMM_CFG["BM"]) * triton.cdiv(n, GEMM_CFG["BN"]),)
     block_fp8_mm[grid](xq, xs, w8, ws, out, m, n, k, xq.stride(0), xs.stride(0), xs.stride(1), w8.stride(0),
                        ws.stride(0), ws.stride(1), out.stride(0), **GEMM_CFG)
@@ -218,7 +279,12 @@ def fp8_block(*shape):
     for i in range(0, flat.shape[0], 32):
         flat[i:i + 32] = torch.randn(flat[i:i + 32].shape, device="cuda", dtype=BF)
     s = (torch.rand(*lead, triton.cdiv(n, GROUP), k // GROUP, device="cuda") + 0.5) * k ** -0.5
-    return w, s
+    if lead:
+        return w, s
+    nb, kb = s.shape
+    padded = torch.zeros(nb, -(-kb // 4) * 4, device="cuda")
+    padded[:, :kb] = s
+    return w, s, padded[:, :kb].t()
 
 
 def ones_ish(n):
@@ -228,7 +294,7 @@ def ones_ish(n):
 def make_weights(layers: int) -> list[dict]:
     out = []
     for i in range(layers):
-        kvb8, kvbs = fp8_block(HEADS * (NOPE + V_HEAD), LORA)
+        kvb8, kvbs, _ = fp8_block(HEADS * (NOPE + V_HEAD), LORA)
         kvb = dequant(kvb8, kvbs, GROUP).view(HEADS, NOPE + V_HEAD, LORA)
         L = dict(n1=ones_ish(HIDDEN), n2=ones_ish(HIDDEN), qa_norm=ones_ish(Q_LORA), kv_norm=ones_ish(LORA),
                  qa=fp8_block(Q_LORA, HIDDEN), kva=fp8_block(LORA + ROPE, HIDDEN),
@@ -251,9 +317,10 @@ def make_weights(layers: int) -> list[dict]:
 class Case:
     """Every buffer of one (batch, context) step, and the step as a list of (Component, launch) in order."""
 
-    def __init__(self, weights: list[dict], final: dict, batch: int, context: int):
+    def __init__(self, weights: list[dict], final: dict, batch: int, context: int, gemm: DenseGemm, align: Align):
         B, dev = batch, "cuda"
-        self.batch, self.context, self.weights, self.final = batch, context, weights, final
+        self.batch, self.context, self.weights, self.final, self.gemm = batch, context, weights, final, gemm
+        self.align = align
         pages = triton.cdiv(context, PAGE)
         P = B * TOP_K
         self.cfg = ENGINE_MOE[min(ENGINE_MOE, key=lambda m: abs(m - B))]
@@ -263,12 +330,19 @@ class Case:
             return torch.empty(s, device=dev, dtype=BF)
 
         def q8(m, k):
-            return torch.empty(m, k, device=dev, dtype=F8), torch.empty(m, k // GROUP, device=dev)
+            """A dense GEMM's quantised input: for scaled_mm_block m padded to 4 rows (zeros) and the scales
+            column-major (cuBLASLt's 1 x 128 scale_a layout); row-major otherwise."""
+            if gemm is DenseGemm.triton_default:
+                return torch.empty(m, k, device=dev, dtype=F8), torch.empty(m, k // GROUP, device=dev)
+            mp = -(-m // 4) * 4
+            return torch.zeros(mp, k, device=dev, dtype=F8), torch.ones(k // GROUP, mp, device=dev).t()
 
         self.x0 = torch.randn(B, HIDDEN, device=dev, dtype=BF)
         self.res, self.xn, self.h = bf(B, HIDDEN), bf(B, HIDDEN), bf(B, HIDDEN)
         self.q_h, self.q_qc, self.q_o = q8(B, HIDDEN), q8(B, Q_LORA), q8(B, HEADS * V_HEAD)
-        self.q_dense, self.q_moe, self.q_sh = q8(B, DENSE_FFN), q8(P, EXPERT_FFN), q8(B, EXPERT_FFN)
+        self.q_hm = torch.empty(B, HIDDEN, device=dev, dtype=F8), torch.empty(B, HIDDEN // GROUP, device=dev)
+        self.q_dense, self.q_sh = q8(B, DENSE_FFN), q8(B, EXPERT_FFN)
+        self.q_moe = torch.empty(P, EXPERT_FFN, device=dev, dtype=F8), torch.empty(P, EXPERT_FFN // GROUP, device=dev)
         self.qa_out, self.qa_n, self.kva_out, self.kv_n = bf(B, Q_LORA), bf(B, Q_LORA), bf(B, LORA + ROPE), bf(B, LORA)
         self.qb_out = bf(B, HEADS * (NOPE + ROPE))
         self.qlat_t, self.q_full = bf(HEADS, B, LORA), bf(B, HEADS, LORA + ROPE)
@@ -285,6 +359,7 @@ class Case:
         self.block_starts = torch.arange(triton.cdiv(size, bm), device=dev) * bm
         self.eob = torch.zeros(triton.cdiv(size, bm), device=dev, dtype=torch.int32)
         self.total = torch.zeros(1, device=dev, dtype=torch.int32)
+        self.scratch = torch.zeros(2 * EXPERTS, device=dev, dtype=torch.int32)
         self.route = (self.ids, self.eob, self.total, P)
         self.out1, self.act1, self.out2 = bf(P, 2 * EXPERT_FFN), bf(P, EXPERT_FFN), bf(P, HIDDEN)
         self.routed, self.sh1, self.sh_act, self.sh2 = bf(B, HIDDEN), bf(B, 2 * EXPERT_FFN), bf(B, EXPERT_FFN), \
@@ -309,13 +384,13 @@ class Case:
         qn = self.qb_out.view(B, HEADS, NOPE + ROPE)[:, :, :NOPE].transpose(0, 1)
         return [
             (C.quant, lambda: quant(self.xn, *self.q_h)),
-            (C.projections, lambda: linear(*self.q_h, L["qa"], self.qa_out)),
+            (C.projections, lambda: linear(*self.q_h, L["qa"], self.qa_out, self.gemm)),
             (C.quant, lambda: quant(self.xn, *self.q_h)),
-            (C.projections, lambda: linear(*self.q_h, L["kva"], self.kva_out)),
+            (C.projections, lambda: linear(*self.q_h, L["kva"], self.kva_out, self.gemm)),
             (C.norms_elementwise, lambda: rms(self.qa_out, L["qa_norm"], self.qa_n)),
             (C.norms_elementwise, lambda: rms(self.kva_out[:, :LORA], L["kv_norm"], self.kv_n)),
             (C.quant, lambda: quant(self.qa_n, *self.q_qc)),
-            (C.projections, lambda: linear(*self.q_qc, L["qb"], self.qb_out)),
+            (C.projections, lambda: linear(*self.q_qc, L["qb"], self.qb_out, self.gemm)),
             (C.absorb, lambda: torch.bmm(qn, L["wuk"], out=self.qlat_t)),
             (C.absorb, lambda: self.q_full[:, :, :LORA].copy_(self.qlat_t.transpose(0, 1))),
             (C.norms_elementwise, lambda: rope_cache[(B,)](
@@ -333,7 +408,7 @@ class Case:
             (C.absorb, lambda: torch.bmm(self.o_lat.transpose(0, 1), L["wuvt"], out=self.ov_t)),
             (C.absorb, lambda: self.o_in.view(B, HEADS, V_HEAD).copy_(self.ov_t.transpose(0, 1))),
             (C.quant, lambda: quant(self.o_in, *self.q_o)),
-            (C.projections, lambda: linear(*self.q_o, L["o"], self.h)),
+            (C.projections, lambda: linear(*self.q_o, L["o"], self.h, self.gemm)),
         ]
 
     def _route(self, L: dict) -> None:
@@ -350,6 +425,12 @@ class Case:
 
     def _align(self) -> None:
         bm, flat = self.cfg[0], self.topk_ids
+        if self.align is Align.triton_one_kernel:
+            P = flat.numel()
+            moe_align[(1,)](flat, self.ids, self.eob, self.total, self.scratch, P, self.ids.numel(),
+                            self.eob.numel(), E=EXPERTS, BM=bm, PB=max(16, triton.next_power_of_2(P)), CH=1024,
+                            num_warps=4)
+            return
         counts = torch.zeros(EXPERTS, device=flat.device, dtype=torch.int64).scatter_add_(0, flat, self.ones_p)
         padded = (counts + bm - 1) // bm * bm
         cum = padded.cumsum(0)
@@ -367,8 +448,8 @@ class Case:
             (C.router_gemm, lambda: torch.mm(self.xn, L["gate"].t(), out=self.router)),
             (C.routing, lambda: self._route(L)),
             (C.align, self._align),
-            (C.quant, lambda: quant(self.xn, *self.q_h)),
-            (C.experts, lambda: moe_gemm(*self.q_h, L["e13"], self.out1, self.topk_w, self.route, TOP_K, False,
+            (C.quant, lambda: quant(self.xn, *self.q_hm)),
+            (C.experts, lambda: moe_gemm(*self.q_hm, L["e13"], self.out1, self.topk_w, self.route, TOP_K, False,
                                          self.cfg)),
             (C.norms_elementwise, lambda: act(self.out1, self.act1)),
             (C.quant, lambda: quant(self.act1, *self.q_moe)),
@@ -376,20 +457,20 @@ class Case:
                                          self.cfg)),
             (C.norms_elementwise, lambda: torch.sum(self.out2.view(B, TOP_K, HIDDEN), 1, out=self.routed)),
             (C.quant, lambda: quant(self.xn, *self.q_h)),
-            (C.shared_experts, lambda: linear(*self.q_h, L["s13"], self.sh1)),
+            (C.shared_experts, lambda: linear(*self.q_h, L["s13"], self.sh1, self.gemm)),
             (C.norms_elementwise, lambda: act(self.sh1, self.sh_act)),
             (C.quant, lambda: quant(self.sh_act, *self.q_sh)),
-            (C.shared_experts, lambda: linear(*self.q_sh, L["s2"], self.sh2)),
+            (C.shared_experts, lambda: linear(*self.q_sh, L["s2"], self.sh2, self.gemm)),
             (C.norms_elementwise, lambda: torch.add(self.sh2, self.routed, alpha=ROUTED_SCALE, out=self.h)),
         ]
 
     def _dense(self, L: dict) -> list:
         return [
             (C.quant, lambda: quant(self.xn, *self.q_h)),
-            (C.dense_mlp, lambda: linear(*self.q_h, L["w13"], self.d1)),
+            (C.dense_mlp, lambda: linear(*self.q_h, L["w13"], self.d1, self.gemm)),
             (C.norms_elementwise, lambda: act(self.d1, self.dact)),
             (C.quant, lambda: quant(self.dact, *self.q_dense)),
-            (C.dense_mlp, lambda: linear(*self.q_dense, L["w2"], self.h)),
+            (C.dense_mlp, lambda: linear(*self.q_dense, L["w2"], self.h, self.gemm)),
         ]
 
     def _ops(self) -> list:
@@ -495,11 +576,11 @@ def deq3(w, e):
     return dequant(w8[e], s[e], GROUP)
 
 
-def check(weights: list[dict], final: dict) -> dict:
+def check(weights: list[dict], final: dict, gemm: DenseGemm, align: Align) -> dict:
     """The small case's numerics (module docstring): relative errors."""
     out = {}
     dense, moe_i = 0, DENSE_LAYERS
-    case = Case([weights[dense], weights[moe_i]], final, 4, 64)
+    case = Case([weights[dense], weights[moe_i]], final, 4, 64, gemm, align)
     B = case.batch
     case.run()                                          # compile everything at this shape; fill the buffers
     torch.cuda.synchronize()
@@ -511,11 +592,11 @@ def check(weights: list[dict], final: dict) -> dict:
         fn()
     torch.cuda.synchronize()
     x = case.xn.float()
-    qc = x @ dequant(*L["qa"], GROUP).t()
+    qc = x @ dequant(*L["qa"][:2], GROUP).t()
     qc = qc * torch.rsqrt(qc.pow(2).mean(-1, keepdim=True) + EPS) * L["qa_norm"].float()
-    kv = x @ dequant(*L["kva"], GROUP).t()
+    kv = x @ dequant(*L["kva"][:2], GROUP).t()
     kvc = kv[:, :LORA] * torch.rsqrt(kv[:, :LORA].pow(2).mean(-1, keepdim=True) + EPS) * L["kv_norm"].float()
-    q = (qc @ dequant(*L["qb"], GROUP).t()).view(B, HEADS, NOPE + ROPE)
+    q = (qc @ dequant(*L["qb"][:2], GROUP).t()).view(B, HEADS, NOPE + ROPE)
 
     def rope(t):
         a, b = t[..., :ROPE // 2], t[..., ROPE // 2:]
@@ -541,7 +622,7 @@ def check(weights: list[dict], final: dict) -> dict:
         out["mla_cache_write_rel_err"] = max(out.get("mla_cache_write_rel_err", 0.0),
                                              rel(case.caches[0][slots[-1]], new_latent[b]))
     out["mla_attention_kernel_rel_err"] = rel(case.o_lat, att_ref)
-    out["mla_block_vs_unabsorbed_fp32_rel_err"] = rel(case.h, o @ dequant(*L["o"], GROUP).t())
+    out["mla_block_vs_unabsorbed_fp32_rel_err"] = rel(case.h, o @ dequant(*L["o"][:2], GROUP).t())
     # MoE, the first MoE layer: routed + shared against float32 of the dequantised weights
     L = weights[moe_i]
     case.xn.copy_(torch.randn(B, HIDDEN, device="cuda", dtype=BF))
@@ -550,6 +631,17 @@ def check(weights: list[dict], final: dict) -> dict:
     for comp, fn in case._moe(L):
         fn()
     torch.cuda.synchronize()
+    if align is Align.triton_one_kernel:                 # the one-kernel align against the torch ops' layout
+        mine = case.ids.clone(), case.eob.clone(), case.total.clone()
+        case.align = Align.torch_ops
+        case._align()
+        case.align = align
+        bm = case.cfg[0]
+        blocks = int(case.total) // bm
+        out["align_same_blocks_as_torch_ops"] = bool(
+            torch.equal(mine[2], case.total) and torch.equal(mine[1][:blocks], case.eob[:blocks])
+            and torch.equal(mine[0][:blocks * bm].view(blocks, bm).sort(1).values,
+                            case.ids[:blocks * bm].view(blocks, bm).sort(1).values))
     x = case.xn.float()
     logits = x @ L["gate"].float().t()
     sc = logits.sigmoid()
@@ -562,7 +654,7 @@ def check(weights: list[dict], final: dict) -> dict:
     out["moe_routing_same_experts"] = f"{sum(set(a.tolist()) == set(b.tolist()) for a, b in zip(ids, ids_ref))}/{B}"
     wts = case.topk_w.view(B, TOP_K)
     ref = torch.zeros(B, HIDDEN, device="cuda")
-    xq = dequant(case.q_h[0][:B], case.q_h[1][:B], 1)
+    xq = dequant(case.q_hm[0], case.q_hm[1], 1)
     g_err = []
     for b in range(B):
         for j in range(TOP_K):
@@ -571,8 +663,8 @@ def check(weights: list[dict], final: dict) -> dict:
             h1 = x[b] @ w13.t()
             ref[b] += wts[b, j] * ((F.silu(h1[:EXPERT_FFN]) * h1[EXPERT_FFN:]) @ w2.t())
             g_err.append((case.out1[b * TOP_K + j].float(), xq[b] @ w13.t()))
-    h1 = x @ dequant(*L["s13"], GROUP).t()
-    shared = (F.silu(h1[:, :EXPERT_FFN]) * h1[:, EXPERT_FFN:]) @ dequant(*L["s2"], GROUP).t()
+    h1 = x @ dequant(*L["s13"][:2], GROUP).t()
+    shared = (F.silu(h1[:, :EXPERT_FFN]) * h1[:, EXPERT_FFN:]) @ dequant(*L["s2"][:2], GROUP).t()
     out["moe_layer_vs_fp32_rel_err"] = rel(case.h, ROUTED_SCALE * ref + shared)
     out["moe_gate_up_vs_own_quantised_input_rel_err"] = rel(torch.stack([g for g, _ in g_err]),
                                                             torch.stack([r for _, r in g_err]))
@@ -601,6 +693,8 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=LAYERS, help="layers built (3 dense, the rest MoE); 61 = the model")
     p.add_argument("--deadline-s", type=float, default=420.0, help="no case starts after this many seconds")
     p.add_argument("--case", action="append", default=None, help="BxC, e.g. 32x3600 (default: CASES)")
+    p.add_argument("--variant", action="append", default=None, metavar="GEMM:ALIGN",
+                   help="a DenseGemm:Align pair, e.g. scaled_mm_block:triton_one_kernel (default: VARIANTS)")
     p.add_argument("--strict", action="store_true", help="exit 1 when the check or any case failed (a smoke run)")
     args = p.parse_args()
     start = time.time()
@@ -630,7 +724,9 @@ def main() -> None:
                        "a linear layer",
             "communication": "absent: one GPU, no all-reduce (attention, MLP) or logits all-gather; price it "
                              "separately (benchmarks/step_deepseek_compare.py)",
-            "kernels": "dense fp8: dense_fp8_block_gemm.block_fp8_mm BM 64 BN 128 BK 128 GROUP_M 32 w4 s2; "
+            "kernels": "dense fp8 (column dense_gemm, DenseGemm): triton_default dense_fp8_block_gemm.block_fp8_mm "
+                       "BM 64 BN 128 BK 128 GROUP_M 32 w4 s2 everywhere; scaled_mm_block torch._scaled_mm blockwise "
+                       "(m padded to 4, scale_b row stride padded) where k/128 % 4 == 0, block_fp8_mm elsewhere; "
                        "quant: dense_fp8_block_gemm.group_quant; experts: h200_early2025_decode_kernels."
                        "moe_block_fp8 at ENGINE_MOE's nearest key; MLA: mla_split (4 splits, BLOCK_N 32, page 16) + "
                        "mla_merge; norms/SiLU/RoPE+cache: Triton kernels in this script; routing/align: torch ops",
@@ -647,27 +743,32 @@ def main() -> None:
     torch.cuda.synchronize()
     meta["weights_gib"] = f"{torch.cuda.memory_allocated() / 2 ** 30:.2f}"
     say(f"weights built in {time.time() - t0:.1f} s, {meta['weights_gib']} GiB")
-    try:
-        t0 = time.time()
-        meta.update({f"check {k}": v for k, v in check(weights, final).items()})
-        say(f"numerics checked in {time.time() - t0:.1f} s: " + "; ".join(f"{k[6:]} {v}" for k, v in meta.items()
-                                                                              if k.startswith("check ")))
-    except Exception as exc:                                   # noqa: BLE001 (recorded; the timings still run)
-        meta["check_failed"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        say(f"check failed: {meta['check_failed']}\n{traceback.format_exc()}")
+    variants = [(DenseGemm(v.split(":")[0]), Align(v.split(":")[1])) for v in args.variant] if args.variant \
+        else list(VARIANTS)
+    for gemm, align in variants:
+        try:
+            t0 = time.time()
+            got = check(weights, final, gemm, align)
+            meta.update({f"check {gemm.value}:{align.value} {k}": v for k, v in got.items()})
+            say(f"numerics ({gemm.value}:{align.value}) checked in {time.time() - t0:.1f} s: "
+                + "; ".join(f"{k} {v}" for k, v in got.items()))
+        except Exception as exc:                               # noqa: BLE001 (recorded; the timings still run)
+            meta[f"check_failed {gemm.value}:{align.value}"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            say(f"check failed: {meta[f'check_failed {gemm.value}:{align.value}']}\n{traceback.format_exc()}")
     write(csv, meta, rows)
     summary = []
-    for batch, context in cases:
+    for gemm, align, batch, context in [(g, a, b, c) for g, a in variants for b, c in cases]:
         if time.time() - start > args.deadline_s:
             meta.setdefault("skipped", "")
-            meta["skipped"] += f"{batch}x{context} "
+            meta["skipped"] += f"{gemm.value}:{align.value} {batch}x{context} "
             continue
         try:
             t0 = time.time()
-            case = Case(weights, final, batch, context)
+            case = Case(weights, final, batch, context, gemm, align)
             case.run()
             torch.cuda.synchronize()
-            base = dict(model="deepseek-v3", shard="tp8_rank", batch=batch, context=context, layers=args.layers)
+            base = dict(model="deepseek-v3", shard="tp8_rank", dense_gemm=gemm.value, align=align.value,
+                        batch=batch, context=context, layers=args.layers)
             launches = {c: sum(1 for comp, _ in case.ops if comp is c) for c in Component}
             g = graph_time(case.run)
             rows.append(dict(base, timing="graph", component="step", seconds=f"{g[0]:.6e}",
@@ -690,14 +791,14 @@ def main() -> None:
                 rows.append(dict(base, timing="eager_instrumented", component=comp.value,
                                  seconds=f"{ins[comp]:.6e}", repeats=3, launches=launches[comp]))
             mem = torch.cuda.max_memory_allocated() / 2 ** 30
-            say(f"{batch}x{context}: graph {g[0] * 1e3:.3f} ms (p10 {g[1] * 1e3:.3f}, p90 {g[2] * 1e3:.3f}), eager "
+            say(f"{gemm.value}:{align.value} {batch}x{context}: graph {g[0] * 1e3:.3f} ms (p10 {g[1] * 1e3:.3f}, p90 {g[2] * 1e3:.3f}), eager "
                 f"{e[0] * 1e3:.3f} ms, isolated sum {sum(iso.values()) * 1e3:.3f} ms, logits finite {finite}, "
                 f"peak {mem:.1f} GiB, {time.time() - t0:.1f} s")
-            summary.append((batch, context, g[0], e[0], iso))
+            summary.append((f"{gemm.value[:6]}:{align.value[:6]}", batch, context, g[0], e[0], iso))
             del case
         except Exception as exc:                               # noqa: BLE001 (one case's failure leaves the rest)
-            meta[f"failed {batch}x{context}"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-            say(f"{batch}x{context} failed: {meta[f'failed {batch}x{context}']}\n{traceback.format_exc()}")
+            meta[f"failed {gemm.value}:{align.value} {batch}x{context}"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            say(f"{batch}x{context} failed: {meta[f'failed {gemm.value}:{align.value} {batch}x{context}']}\n{traceback.format_exc()}")
         case = None                                            # the ops' closures hold the case: a cycle
         gc.collect()
         torch.cuda.empty_cache()
@@ -710,9 +811,9 @@ def main() -> None:
         if key.startswith(("check", "failed", "clocks", "driver", "skipped")):
             print(f"# {key}: {value}")
     names = [c for c in Component]
-    print(f"{'B':>4} {'ctx':>5} {'graph':>8} {'eager':>8} " + " ".join(f"{c.value[:9]:>9}" for c in names))
-    for batch, context, gs, es, iso in summary:
-        print(f"{batch:>4} {context:>5} {gs * 1e3:8.3f} {es * 1e3:8.3f} "
+    print(f"{'variant':13} {'B':>4} {'ctx':>5} {'graph':>8} {'eager':>8} " + " ".join(f"{c.value[:9]:>9}" for c in names))
+    for var, batch, context, gs, es, iso in summary:
+        print(f"{var:13} {batch:>4} {context:>5} {gs * 1e3:8.3f} {es * 1e3:8.3f} "
               + " ".join(f"{iso[c] * 1e3:9.3f}" for c in names))
     if args.strict and any(k.startswith(("failed", "check_failed")) for k in meta):
         sys.exit(1)
