@@ -51,6 +51,7 @@ The package, one job a module (the data flows down the list):
     pricing.py        gemm_ceilings, the Pricer (floors and fitted predictions), launch_times, StepContext
     small_ops.py      the norms and elementwise kernels at the GPU's measured launch times (measured.launch)
     moe_kernel.py     MoeKernel (the expert-kernel models) and engine_moe_kernel with its facts (engines' wheels)
+    routing.py        Routing (how a MoE layer picks its experts, priced at measured launch times) and its facts
     gemms.py          attention projections, dense MLP and MoE, logits
     attention.py      decode and prefill attention per layer type (DCP merge, PCP ring)
     communication.py  the collectives that scale with the tokens; the pipeline's send
@@ -73,6 +74,7 @@ from .gemms import logits, mlp, projections
 from .memory import capacity_models, kv_bytes, step_memory
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of
 from .pricing import Launches, Pricer, StepContext, gemm_ceilings, launch_times, step_context
+from .routing import ROUTING_FACTS, Routing, routing_fact
 from .report import StepReport, step_report, step_rows
 from .rows import StepRow, overlapped_floor_s
 from .small_ops import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, SMALL_OPS_GPU, reference_launch, small_op_time,
@@ -98,10 +100,11 @@ def __getattr__(name: str):
 
 
 __all__ = ["DEFAULT_MOE_KERNEL", "DecodeAttention", "EAGER_HOST_S", "EAGER_SMALL_OPS", "EngineKernels", "FUSED_SMALL_OPS",
-           "LAYER_SMALL_OPS", "Launches", "MoeKernel", "OWN_KERNELS", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "SMALL_OPS",
+           "LAYER_SMALL_OPS", "Launches", "MoeKernel", "OWN_KERNELS", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "ROUTING_FACTS",
+           "Routing", "SMALL_OPS",
            "SMALL_OPS_GPU", "SMALL_OP_BATCHES", "STEPS", "StepContext", "StepReport", "StepRow", "StepWork",
            "capacity_models", "communication", "decode_attention", "decode_attention_of", "draft_rows",
            "engine_decode_attention", "engine_kernels", "engine_moe_kernel", "gemm_ceilings", "kv_bytes", "launch_times", "layer_rows",
            "logits", "mlp", "moe_kernel_fact", "moe_kernel_of", "overlapped_floor_s", "pipeline_send",
-           "prefill_attention", "projections", "reference_launch", "small_op_time", "small_ops_from", "small_ops_row",
+           "prefill_attention", "projections", "reference_launch", "routing_fact", "small_op_time", "small_ops_from", "small_ops_row",
            "step_context", "step_memory", "step_report", "step_rows"]

@@ -9,6 +9,8 @@ so that each prices the same deployment with the same kernels.
                        config for the shape (over block-fp8 experts in vLLM 0.7.x / SGLang 0.4.x, the fused block-fp8
                        kernel those releases ran, as measured: fused_block_fp8), fused_moe's default config where it
                        did not, torch's grouped GEMM as measured otherwise
+    routing            routing_fact (routing.py): DeepSeek's grouped top-k as vLLM 0.7.x runs it (eager torch ops) or
+                       SGLang 0.4.x (torch.compile), at its measured launch time; unpriced where not read
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
@@ -33,6 +35,7 @@ from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
 from .attention import DecodeAttention, engine_decode_attention
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
 from .pricing import step_context
+from .routing import Routing, routing_fact
 
 #: What a decode-attention model is, in the step's note.
 _ATTENTION_WORDS = {DecodeAttention.shared: "a KV head read once for its query group",
@@ -49,6 +52,8 @@ class EngineKernels:
     moe_kernel: MoeKernel
     moe_reason: str                      # why this expert kernel ('' for a dense model)
     layout_release: Optional[tuple] = None   # SGLang's release for DP attention's weights (None: the newest read)
+    routing: Routing = Routing.unpriced      # how the experts are picked (step.routing)
+    routing_reason: str = ""                 # why ('' for a dense model)
 
     @property
     def note(self) -> str:
@@ -56,8 +61,9 @@ class EngineKernels:
         if self.engine is None:
             return ""
         experts = f"; experts {self.moe_kernel.value} ({self.moe_reason})" if self.moe_reason else ""
+        routing = f"; routing {self.routing_reason}" if self.routing_reason else ""
         return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
-                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}")
+                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}")
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.
@@ -85,7 +91,9 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     attention = engine_decode_attention(name.value, release, model, ctx.attn_tp)
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
-    return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout)
+    routing, routing_why = routing_fact(name.value, release, model)
+    return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout, routing,
+                         routing_why if model.is_moe else "")
 
 
 def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:

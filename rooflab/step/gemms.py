@@ -24,6 +24,8 @@ from ..specs.weights import attention_parameters
 from ..vocab import Kernel
 from .moe_kernel import MoeKernel
 from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
+from .routing import Routing
+from .small_ops import small_op_time
 from .rows import StepRow
 
 
@@ -106,6 +108,7 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
     priced = [ctx.pricer.expert_gemm_time(c, a, ctx.moe_kernel, tokens, pairs, touched, n)
               for c, n in zip(costs[1:], (2 * width, hidden))]
     t2 = None if any(g is None for g, _ in priced) else count * sum(g for g, _ in priced)
+    t3, routed = _routing_time(ctx, tokens, count)
     impl, dense = priced[0][1], ctx.pricer.dense_gemm_impl(a)
     router = ctx.pricer.dense_gemm_impl(dtype)
     where = f" over EP {ep}" if ep > 1 else ""
@@ -118,10 +121,26 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
         f"GEMM fit ({dense}), no grouped fit here")
     return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
-                      None if t is None or t2 is None else t + t2, impl, a, num_layers=count,
+                      None if t is None or t2 is None or t3 is None else t + t2 + t3, impl, a, num_layers=count,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
-                      source=f"router: GEMM fit ({router}); {how}, at the measured {a.value} rate; "
+                      source=f"router: GEMM fit ({router}); {routed}{how}, at the measured {a.value} rate; "
                              f"pairs f x M k / EP", component="experts", gemm_dtype=a.value, gemm_rows=tokens)
+
+
+def _routing_time(ctx: StepContext, tokens: int, count: int) -> tuple:
+    """(seconds of the MoE layers' expert selection at `tokens` rows, the row's words for it): the routing
+    ctx.routing names (rooflab.step.routing) at its measured launch time (small_ops.small_op_time, graph or eager);
+    0 where unpriced, None (recorded missing) where the GPU has no launch times to price it."""
+    if ctx.routing is Routing.unpriced:
+        return 0.0, ""
+    launches, gpu = ctx.pricer.launches, ctx.gpu
+    if launches.times is None:
+        ctx.pricer.miss("MoE routing (small kernels)", launches.why)
+        return None, ""
+    bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
+    t = count * small_op_time(ctx.routing.value, tokens, ctx.model.hidden_size, ctx.model.ffn_size, bw,
+                              not ctx.dep.cuda_graphs, launches.times)
+    return t, f"routing: {ctx.routing.value} measured on {launches.measured_on} ({count} x {t / count * 1e6:.1f} us); "
 
 
 def lm_head_ways(ctx: StepContext) -> int:

@@ -31,6 +31,7 @@ from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel
+from .routing import Routing
 from .rows import StepRow, floor_row, link_row
 
 _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
@@ -304,6 +305,7 @@ class StepContext:
     decode_attention: str = "shared"             # how decode attention reads a GQA group's KV (step.attention)
     moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL   # how the experts' GEMMs are priced (step.moe_kernel)
     dp_attention_release: Optional[tuple] = None  # SGLang's release for DP attention's weight layout (None: newest)
+    routing: Routing = Routing.unpriced          # how the experts are picked between router and experts (step.routing)
 
     @property
     def weight_splits(self) -> dict[str, int]:
@@ -339,11 +341,12 @@ class StepContext:
 
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
                  decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
-                 dp_attention_release: Optional[tuple] = None) -> StepContext:
+                 dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
     MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
-    (EngineKernels.layout_release; an InputError where that release runs no such layout)."""
+    (EngineKernels.layout_release; an InputError where that release runs no such layout); `routing` a
+    rooflab.step.routing.Routing (its name), how the MoE layers' experts are picked."""
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
     dtype = deployment.dtype or model.weight_dtype or DType.bf16
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
@@ -351,7 +354,8 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                        kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
                        pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
                        cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
-                       moe_kernel=moe_kernel, dp_attention_release=dp_attention_release)
+                       moe_kernel=moe_kernel, dp_attention_release=dp_attention_release,
+                       routing=Routing.of(routing, "routing"))
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,
