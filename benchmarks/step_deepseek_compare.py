@@ -29,6 +29,9 @@ MODEL_ROW = {"attention projections": ("projections", "absorb"), "attention [mla
              "shared experts": ("shared_experts",), "norms and elementwise": ("norms_elementwise",),
              "logits (lm_head": ("logits",)}
 UNPRICED = ("quant", "routing", "align")
+#: the measured routing joins the MoE row where the step model prices it (rooflab.step.routing, from f3e1849: the
+#: row's source then names "routing: grouped_topk")
+ROUTING_IN_MOE = "routing: grouped_topk"
 
 
 def read(path: Path) -> tuple[dict, list[dict]]:
@@ -42,8 +45,8 @@ def read(path: Path) -> tuple[dict, list[dict]]:
     return meta, list(csv.DictReader(lines))
 
 
-def predicted(batch: int, context: int, graphs: bool) -> tuple[dict, float, float]:
-    """({model row prefix: seconds}, communication seconds, whole predicted step seconds)."""
+def predicted(batch: int, context: int, graphs: bool) -> tuple[dict, float, bool]:
+    """({model row prefix: seconds}, communication seconds, whether the MoE row prices the routing)."""
     from rooflab import load_gpu, load_model
     from rooflab.deployment import Deployment
     from rooflab.step import step_report
@@ -51,7 +54,7 @@ def predicted(batch: int, context: int, graphs: bool) -> tuple[dict, float, floa
     report = step_report(load_model("deepseek-v3"), load_gpu("h200-sxm"), batch=batch, context_len=context,
                          deployment=Deployment(tensor_parallel=8, cuda_graphs=graphs), engine=ENGINE,
                          engine_version=ENGINE_VERSION, check_memory=False)
-    rows, comm = {}, 0.0
+    rows, comm, routing = {}, 0.0, False
     for row in report.rows:
         if row.is_communication:
             comm += row.t_predicted_s
@@ -60,7 +63,8 @@ def predicted(batch: int, context: int, graphs: bool) -> tuple[dict, float, floa
         if key is None:
             raise ValueError(f"a step row this comparison does not map: {row.label!r}")
         rows[key] = rows.get(key, 0.0) + row.t_predicted_s
-    return rows, comm, report.t_predicted_s
+        routing |= key == "MoE (" and ROUTING_IN_MOE in row.source
+    return rows, comm, routing
 
 
 def compare(path: Path) -> str:
@@ -71,25 +75,29 @@ def compare(path: Path) -> str:
                int(r["context"]))
         cases.setdefault(key, {})[(r["timing"], r["component"])] = float(r["seconds"])
     steps = ["| dense GEMM:align | batch | context | graph measured | predicted, no comm | gap | + comm predicted | eager measured | "
-             "eager predicted, no comm | isolated sum | unpriced (quant+routing+align) |",
+             "eager predicted, no comm | isolated sum | unpriced (no row) |",
              "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |"]
     parts = ["| dense GEMM:align | batch x context | model row | measured (graph, isolated) | predicted (graph) | gap | eager instr. |",
              "| --- | --- | --- | --: | --: | --: | --: |"]
     for (gemm, b, c), got in sorted(cases.items()):
-        pred, comm, _ = predicted(b, c, True)
+        pred, comm, routing = predicted(b, c, True)
+        row_of = dict(MODEL_ROW)
+        if routing:
+            row_of["MoE ("] = row_of["MoE ("] + ("routing",)
+        unpriced_names = tuple(n for n in UNPRICED if not (routing and n == "routing"))
         pred_e, comm_e, _ = predicted(b, c, False)
         no_comm, no_comm_e = sum(pred.values()), sum(pred_e.values())
         g, e = got.get(("graph", "step")), got.get(("eager", "step"))
         iso = {k[1]: v for k, v in got.items() if k[0] == "graph_isolated"}
         ins = {k[1]: v for k, v in got.items() if k[0] == "eager_instrumented"}
-        unpriced = sum(iso.get(n, 0.0) for n in UNPRICED)
+        unpriced = sum(iso.get(n, 0.0) for n in unpriced_names)
         steps.append(f"| {gemm} | {b} | {c:,} | {_ms(g)} | {_ms(no_comm)} | {_gap(g, no_comm)} | {_ms(comm)} | {_ms(e)} | "
                      f"{_ms(no_comm_e)} | {_ms(sum(iso.values()))} | {_ms(unpriced)} |")
-        for key, names in MODEL_ROW.items():
+        for key, names in row_of.items():
             m = sum(iso.get(n, 0.0) for n in names)
             parts.append(f"| {gemm} | {b} x {c:,} | {key.rstrip(' (')} ({'+'.join(names)}) | {_ms(m)} | {_ms(pred.get(key))} "
                          f"| {_gap(m, pred.get(key))} | {_ms(sum(ins.get(n, 0.0) for n in names))} |")
-        for n in UNPRICED:
+        for n in unpriced_names:
             parts.append(f"| {gemm} | {b} x {c:,} | {n} (no row) | {_ms(iso.get(n))} | - | - | {_ms(ins.get(n))} |")
     checks = [f"{k}: {v}" for k, v in meta.items() if k.startswith(("check", "layers", "communication"))]
     return "\n".join(steps + [""] + parts + [""] + checks)

@@ -729,7 +729,8 @@ def main() -> None:
                        "(m padded to 4, scale_b row stride padded) where k/128 % 4 == 0, block_fp8_mm elsewhere; "
                        "quant: dense_fp8_block_gemm.group_quant; experts: h200_early2025_decode_kernels."
                        "moe_block_fp8 at ENGINE_MOE's nearest key; MLA: mla_split (4 splits, BLOCK_N 32, page 16) + "
-                       "mla_merge; norms/SiLU/RoPE+cache: Triton kernels in this script; routing/align: torch ops",
+                       "mla_merge; norms/SiLU/RoPE+cache: Triton kernels in this script; routing: torch ops; align: column "
+                       "align (Align: torch ops, or the one-program Triton moe_align)",
             "routing": "DeepSeek-V3 noaux_tc (sigmoid + correction bias, 8 groups, top-4 groups, top-8), "
                        "renormalised, routed_scaling_factor 2.5 on the routed sum",
             "timings": "graph: whole step, one CUDA graph, median of 20 replays after 3; eager: the same launches "
