@@ -1,6 +1,6 @@
 """The measured DeepSeek-V3 TP-8 rank step (benchmarks/step_deepseek_tp8_rank.py) against rooflab's step model.
 
-    python benchmarks/step_deepseek_compare.py measurements/h200-step-deepseek-v3-tp8-rank.csv
+    python benchmarks/step_deepseek_compare.py measurements/steps/h200-step-deepseek-v3-tp8-rank.csv
 
 For every (batch, context) of the file: rooflab.step.step_report for deepseek-v3 on h200-sxm with
 Deployment(tensor_parallel=8) (block fp8 as shipped, CUDA graphs; eager for the eager column), priced as vLLM 0.7.4's
@@ -112,4 +112,4 @@ def _gap(measured, want) -> str:
 
 
 if __name__ == "__main__":
-    print(compare(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "measurements/h200-step-deepseek-v3-tp8-rank.csv")))
+    print(compare(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "measurements/steps/h200-step-deepseek-v3-tp8-rank.csv")))

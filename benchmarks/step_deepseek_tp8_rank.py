@@ -2,7 +2,7 @@
 
     python3 benchmarks/step_deepseek_tp8_rank.py --out DIR [--commit SHA] [--layers 61] [--deadline-s 420]
     # DIR/h200-step-deepseek-v3-tp8-rank.csv and DIR/step-deepseek-run.log;
-    # then, here: python benchmarks/step_deepseek_compare.py measurements/h200-step-deepseek-v3-tp8-rank.csv
+    # then, here: python benchmarks/step_deepseek_compare.py measurements/steps/h200-step-deepseek-v3-tp8-rank.csv
 
 The layer stack at one TP-8 rank's shapes (models/deepseek-v3.yaml and DeepSeek-V3's config.json: hidden 7168;
 128 / 8 = 16 heads of MLA with q_lora_rank 1536, kv_lora_rank 512, qk_rope 64, qk_nope 128, v_head 128; 3 dense
