@@ -20,7 +20,7 @@ import math
 from ..cost.gemm import gemm
 from ..cost.layers import layer_heads, layer_walk
 from ..cost.model import experts_touched
-from ..specs.weights import attention_parameters
+from ..specs.weights import attention_parameters, indexer_parameters
 from ..vocab import Kernel
 from .moe_kernel import MoeKernel
 from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
@@ -39,22 +39,59 @@ _KERNEL_WORDS = {MoeKernel.tuned: "a tuned kernel, priced as cuBLAS on the same 
                                            "(assumed: not measured)"}
 
 
-def projections(ctx: StepContext, tokens: int) -> list[StepRow]:
-    """The attention projections of every layer: QKV and O GEMMs (one GEMM of the projection weights for MLA and
-    linear layers), one row for the model; heads split over the attention TP (TP / attention DP)."""
+def _mla_projections(ctx: StepContext, layer, tokens: int, absorbed: int) -> list[tuple]:
+    """One MLA layer's projection GEMMs as the engines launch them, each (cost, arithmetic, block): the
+    down-projections q_a [r_q, H] and kv_a [d_c + d_R, H], whole on every rank (ReplicatedLinear); q_b
+    [h (d_nope + d_R), r_q] (or q [., H] without a q rank) and o [H, h d_v] over the rank's h heads; and kv_b's
+    up-projection, for the `absorbed` decode rows as its two batched matmuls in the activations' dtype (q_nope x W_UK
+    [h d_c, d_nope] and the latent output x W_UV [h d_v, d_c], the absorbed decode), for the other rows (prefill) as
+    the GEMM [h (d_nope + d_v), d_c]; the lightning indexer's projections, where the layer has one, as one GEMM."""
+    model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
+    hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
+    heads = layer_heads(model, layer, tp).num_qo_heads
+    nope, rope, latent, v = layer.qk_nope_head_dim, layer.qk_rope_head_dim, layer.kv_lora_rank, model.heads.value_dim
+    quant = [gemm(tokens, latent + rope, hidden, dtype, "kv_a", bits),
+             gemm(tokens, heads * (nope + rope), layer.q_lora_rank or hidden, dtype, "q_b" if layer.q_lora_rank
+                  else "q", bits),
+             gemm(tokens, hidden, heads * v, dtype, "o", bits)]
+    if layer.q_lora_rank:
+        quant.insert(0, gemm(tokens, layer.q_lora_rank, hidden, dtype, "q_a", bits))
+    if tokens - absorbed:
+        quant.append(gemm(tokens - absorbed, heads * (nope + v), latent, dtype, "kv_b", bits))
+    index = indexer_parameters(layer, hidden)
+    if index:
+        quant.append(gemm(tokens, math.ceil(index / hidden), hidden, dtype, "indexer", bits))
+    out = [(c, dtype, block) for c in quant]
+    if absorbed:
+        act = ctx.dtype
+        out += [(gemm(absorbed, heads * latent, nope, act, "w_uk", bits), act, False),
+                (gemm(absorbed, heads * v, latent, act, "w_uv", bits), act, False)]
+    return out
+
+
+def projections(ctx: StepContext, tokens: int, absorbed: int = 0) -> list[StepRow]:
+    """The attention projections of every layer: QKV and O GEMMs, MLA's own (_mla_projections; `absorbed` of the
+    `tokens` rows are decodes, through the absorbed up-projection), one GEMM of the projection weights for linear
+    layers; one row for the model; heads split over the attention TP (TP / attention DP)."""
     model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
     hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
     kernels, predicted, calls, weight = [], 0.0, 0, 0.0
     for name, layer, count in layer_walk(model):
-        if layer.has_qkv_projections:
-            h = layer_heads(model, layer, tp)
-            qkv = h.num_qo_heads * h.head_dim + h.num_kv_heads * (h.head_dim + h.value_dim)
-            costs = [gemm(tokens, qkv, hidden, dtype, "qkv", bits),
-                     gemm(tokens, hidden, h.num_qo_heads * h.value_dim, dtype, "o", bits)]
+        if layer.is_latent:
+            priced = _mla_projections(ctx, layer, tokens, min(absorbed, tokens))
+            costs = [c for c, _, _ in priced]
+            times = [ctx.pricer.gemms([c], count, a, b) for c, a, b in priced]
+            t = None if any(x is None for x in times) else sum(times)
         else:
-            params = attention_parameters(layer, model.heads, hidden, model.attention_bias) / tp
-            costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
-        t = ctx.pricer.gemms(costs, count, dtype, block)
+            if layer.has_qkv_projections:
+                h = layer_heads(model, layer, tp)
+                qkv = h.num_qo_heads * h.head_dim + h.num_kv_heads * (h.head_dim + h.value_dim)
+                costs = [gemm(tokens, qkv, hidden, dtype, "qkv", bits),
+                         gemm(tokens, hidden, h.num_qo_heads * h.value_dim, dtype, "o", bits)]
+            else:
+                params = attention_parameters(layer, model.heads, hidden, model.attention_bias) / tp
+                costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
+            t = ctx.pricer.gemms(costs, count, dtype, block)
         predicted = None if t is None or predicted is None else predicted + t
         kernels += [c.kernel for c in costs for _ in range(count)]
         calls += len(costs) * count

@@ -49,7 +49,7 @@ class StepWork:
 def layer_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
     """Every row that lives in the layers (not the logits): GEMMs, attention, elementwise, communication."""
     tokens = math.ceil(work.tokens / ctx.cp)
-    rows = projections(ctx, tokens)
+    rows = projections(ctx, tokens, min(tokens, work.decodes * work.q_len))
     if work.decodes:
         rows += decode_attention(ctx, work.decodes, work.q_len, work.context_len)
     if work.prefills:

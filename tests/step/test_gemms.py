@@ -132,3 +132,26 @@ def test_before_v0_4_5_the_lm_head_is_whole_under_attention_dp():
     assert not any("logits: all-gather" in row.label for row in rows["0.4.4"])
     new = next(row for row in rows["0.4.5"] if row.component == "lm_head")
     assert new.weight_bytes == math.ceil(129_280 / 8) * 7168 * 2
+
+
+@pytest.mark.parametrize("decodes, prefill", [(8, 0), (0, 64)])
+def test_mla_projections_are_the_engines_gemms_by_hand(decodes, prefill):
+    """DeepSeek-V3 at TP 8 (16 heads a rank; d_c 512, d_R 64, d_nope 128, d_v 128, r_q 1536, H 7168): per layer the
+    replicated q_a [1536, 7168] and kv_a [576, 7168], q_b [16 x 192, 1536] and o [7168, 16 x 128]; decode rows take
+    kv_b absorbed, W_UK [16 x 512, 128] and W_UV [16 x 128, 512], prefill rows the GEMM [16 x 256, 512]. FLOPs
+    2 m n k summed (measurements/steps/h200-step-deepseek-v3-tp8-rank.csv measured six launches a decode layer)."""
+    from rooflab.step import step_context
+    from rooflab.step.gemms import _mla_projections
+
+    model, gpu = load_model("deepseek-v3"), load_gpu("h200-sxm")
+    ctx = step_context(model, gpu, Deployment(tensor_parallel=8))
+    layer = model.layer_types["mla"]
+    m = decodes or prefill
+    priced = _mla_projections(ctx, layer, m, decodes)
+    names = {c.kernel.name for c, _, _ in priced}
+    assert names == ({"q_a", "kv_a", "q_b", "o", "w_uk", "w_uv"} if decodes else {"q_a", "kv_a", "q_b", "o", "kv_b"})
+    nk = [(1536, 7168), (576, 7168), (16 * 192, 1536), (7168, 16 * 128)]
+    nk += [(16 * 512, 128), (16 * 128, 512)] if decodes else [(16 * 256, 512)]
+    assert sum(float(c.kernel.flops) for c, _, _ in priced) == pytest.approx(sum(2 * m * n * k for n, k in nk))
+    if decodes:                                   # the absorbed matmuls run in the activations' dtype, not block fp8
+        assert [b for c, _, b in priced if c.kernel.name.startswith("w_u")] == [False, False]
