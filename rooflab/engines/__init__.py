@@ -4,7 +4,8 @@ rooflab's `capacity` is a bound (utilisation x nvidia-smi's total, less the weig
 its own way: vLLM multiplies its utilisation by the CUDA-visible total and subtracts the weights, a profiled
 activation peak and non-torch memory; SGLang takes a fraction of the free memory once NCCL is up, less the
 weights. This package follows them term by term (vllm.py, sglang.py), models what a prediction cannot read off a
-log (profile.py: the activation peak; memory.py: weights as loaded, non-torch memory), reads their start-up logs
+log (profile.py: the activation peak; memory.py: weights as loaded, non-torch memory; marlin_fp8.py: vLLM's
+Marlin group scales for block-fp8 layers below compute capability 9.0), reads their start-up logs
 (logs.py) and reproduces a logged figure from its terms, with what-ifs from there (explain.py). Linear-attention
 (Gated DeltaNet) layers' state caches follow each engine's allocator (states.py; layout.py for vLLM V1's shared
 block pool, sglang.py for SGLang's state pool), LoRA adapters' preallocated buffers lora.py, and memory other

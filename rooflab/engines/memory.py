@@ -6,7 +6,8 @@ rotary dim in the model's dtype, which every attention layer shares (vllm v0.6.x
 vllm/model_executor/layers/rotary_embedding.py get_rope). vllm#10517 logged 14.9888 GiB for Llama-3.1-8B: 14.958
 of parameters and 0.031 of its 131,072 x 128 bf16 cache. vLLM's mxfp4 experts (gpt-oss) take the bytes its MoE
 backend lays them out in on the GPU (mxfp4.py: gpt-oss-120b's experts x1.0904 under Marlin on an A100, H 2880 ->
-3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); the plain bound
+3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); vLLM v0.29's block-fp8
+linear layers below compute capability 9.0 add Marlin's group scales (marlin_fp8.py); the plain bound
 (`rooflab capacity` without --engine) keeps the checkpoint's bytes. SGLang's weights add MLA's absorbed copies
 (w_kc / w_vc, one rank's kv_b again: fp8 before v0.4.7 on block-fp8 checkpoints, bf16 after; sglang_absorbed_bytes)
 and lay data-parallel attention's components out by release (capacity/weight_split.py: attention over TP / DP,
@@ -80,6 +81,7 @@ from ..capacity.weight_split import dp_attention_splits, fuses_shared_expert_cop
 from ..specs.weights import WeightComponent, mla_kv_b_parameters, weight_bytes
 from ..units import GiB, MiB, WeightFormat
 from .lora import lora_buffer_bytes, lora_defaults
+from .marlin_fp8 import marlin_scale_bytes
 from .mxfp4 import expert_padding
 from .result import Role, Term
 from .settings import model_dtype
@@ -210,7 +212,10 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     split += f"; {layout_src}" if layout_src else ""
     names = "w_kc / w_vc" if sglang else "W_UK_T / W_UV"
     copies = f", plus MLA's absorbed {names} ({absorbed / GiB:.3f} GiB)" if absorbed else ""
-    return params + rope + absorbed, (
+    marlin = 0 if sglang else marlin_scale_bytes(layers, tensor_parallel, weight_format, gpu, accounting, release)
+    copies += (f", plus Marlin's group scales of the block-fp8 layers ({marlin / GiB:.3f} GiB; marlin_fp8.py)"
+               if marlin else "")
+    return params + rope + absorbed + marlin, (
         f"modelled: {model.total_parameters / 1e9:.2f} B parameters "
         f"{'as shipped' if weight_format is None else 'linear layers in ' + str(weight_format)}{split}, "
         f"plus the rotary cache ({rope / GiB:.3f} GiB){copies}")
