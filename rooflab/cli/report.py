@@ -8,7 +8,7 @@ import typer
 
 from ..output import Format
 from ..units import DType
-from ..vocab import CeilingSource, Phase, StepKind
+from ..vocab import CeilingSource, Engine, Phase, StepKind
 from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_GPUS, MAX_TOKENS
 from . import deployment_options as dopt
@@ -235,6 +235,19 @@ def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None
     if speculative and step is StepKind.prefill:
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
              "--step prefill prices a prefill")
+    _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens)
+
+
+def _speculative_spelling(engine, vllm_given, sglang_given) -> None:
+    """Under --engine, that engine's speculative options only (as SGLang's --enable-dp-attention is refused under
+    --engine vllm): vLLM takes --speculative-config, SGLang --speculative-algorithm / --speculative-num-draft-tokens."""
+    which = Engine.of(engine, "--engine") if engine else None
+    if which is Engine.vllm and sglang_given:
+        fail("--speculative-algorithm / --speculative-num-draft-tokens are SGLang's; vLLM's is --speculative-config "
+             "'{\"method\": \"eagle\", \"num_speculative_tokens\": K}': give that, or --engine sglang")
+    if which is Engine.sglang and vllm_given:
+        fail("--speculative-config is vLLM's; SGLang's are --speculative-algorithm NAME --speculative-num-draft-tokens "
+             "N: give those, or --engine vllm")
 
 
 def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,

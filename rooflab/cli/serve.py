@@ -103,6 +103,9 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     workload = Workload(draw(input_len, range_ratio), draw(output_len, range_ratio)) if range_ratio else \
         Workload.fixed(input_len, output_len)
     eng = Engine.of(engine, "--engine")
+    if mixed and eng is not Engine.sglang:        # a switch of SGLang's; taken silently it changed nothing
+        raise InputError(f"--enable-mixed-chunk is SGLang's; {eng.title} always runs prefill chunks beside decodes: "
+                         "drop it, or --engine sglang")
     memory = g.cuda_visible_bytes or g.hbm_capacity_bytes
     options = {Engine.vllm: dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens),
                Engine.sglang: dict(max_running_requests=max_num_seqs, chunked_prefill_size=max_tokens,

@@ -6,8 +6,10 @@ import math
 import re
 from typing import Callable
 
+from ..errors import InputError
 from ..limits import MAX_TOKENS
 from ..load import available
+from ..vocab import check_engine_release
 
 #: The default of a column that may not be empty.
 REQUIRED = object()
@@ -71,6 +73,14 @@ def _gpu(text: str) -> str:
     if text not in available("hardware"):
         raise _Bad("is not a bundled GPU (`rooflab list gpus`; add its YAML to hardware/ first)")
     return text
+
+
+def _release(text: str) -> str:
+    """An engine release as --engine-version takes it (0.9.0, 0.7.4.dev181+gf35f8e22, 0.4.3.post2, 1.0)."""
+    try:
+        return check_engine_release(text)
+    except InputError:
+        raise _Bad("must be an engine release (0.9.0, 0.7.4.dev181, 0.4.3.post2) or empty") from None
 
 
 _TOKENS = _whole(1, MAX_TOKENS)

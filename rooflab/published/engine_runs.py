@@ -8,7 +8,8 @@ from typing import Callable, Optional
 
 from ..errors import SpecError
 from ..limits import MAX_BATCH, MAX_GPUS
-from .cells import _TOKENS, REQUIRED, _bool, _gpu, _model, _one_of, _positive_number, _text, _whole
+from ..vocab import Engine
+from .cells import _TOKENS, REQUIRED, _bool, _gpu, _model, _one_of, _positive_number, _release, _text, _whole
 from .kinds import KV_CACHE_DTYPES, WEIGHT_FORMATS, ServingMetric, Statistic, StepMetric
 from .sources import Source
 
@@ -64,7 +65,8 @@ class ServingRow(EngineRun):
 #: Each column's reader, and the value an empty optional cell reads as (REQUIRED: it may not be empty).
 _ENGINE_RUN: dict[str, tuple[Callable, object]] = {
     "source": (_text, REQUIRED), "gpu": (_gpu, REQUIRED), "num_gpus": (_whole(1, MAX_GPUS), REQUIRED),
-    "engine": (_text, REQUIRED), "engine_version": (_text, ""), "model": (_model, REQUIRED),
+    "engine": (_one_of(tuple(e.value for e in Engine)), REQUIRED), "engine_version": (_release, ""),
+    "model": (_model, REQUIRED),
     "weight_format": (_one_of(WEIGHT_FORMATS), REQUIRED), "kv_cache_dtype": (_one_of(KV_CACHE_DTYPES), REQUIRED),
     "tp": (_whole(1, MAX_GPUS), 1), "pp": (_whole(1, MAX_GPUS), 1), "dp": (_whole(1, MAX_GPUS), 1),
     "ep": (_whole(1, MAX_GPUS), 1), "dp_attention": (_bool, False), "speculative": (_text, ""),
@@ -82,6 +84,13 @@ SERVING_COLUMNS = {**_ENGINE_RUN, "concurrency": (_whole(1, MAX_BATCH), 0),
 def _check_engine_run(row: EngineRun, source: Source) -> None:
     if row.tp * row.pp > row.num_gpus:
         raise SpecError(row.where, "num_gpus", row.num_gpus, f"fewer than tp x pp = {row.tp * row.pp}")
+    if row.dp_attention and row.tp % row.dp:
+        raise SpecError(row.where, "dp", row.dp, f"must divide tp = {row.tp}: data-parallel attention splits the "
+                                                 "tensor-parallel group (SGLang)")
+    span = row.tp if row.dp_attention else row.tp * row.dp      # the GPUs an expert layer spans
+    if span % row.ep:
+        raise SpecError(row.where, "ep", row.ep, f"must divide {'tp' if row.dp_attention else 'tp x dp'} = {span}: "
+                                                 "an expert layer spans those GPUs")
 
 
 def _check_serving(row: ServingRow, source: Source) -> None:

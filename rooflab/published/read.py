@@ -46,10 +46,15 @@ def read_rows(path: Path, kind: type, sources: dict[str, Source]) -> tuple:
         raise SpecError(f"{where}: line {lines[0][0]}", None, ",".join(header)[:200],
                         f"the header must be exactly {','.join(columns)}")
     rows = []
+    seen: dict[tuple[str, ...], int] = {}       # a row's stripped cells -> its line: a repeat counts a run twice
     for (number, line), cells in zip(lines[1:], csv.reader(line for _, line in lines[1:])):
         at = f"{where}: line {number}"
         if len(cells) != len(columns):
             raise SpecError(at, None, len(cells), f"a row has {len(columns)} cells; this one has {len(cells)}")
+        key = tuple(c.strip() for c in cells)
+        if key in seen:
+            raise SpecError(at, None, None, f"repeats line {seen[key]} cell for cell; give each run once")
+        seen[key] = number
         rows.append(_row(kind, dict(zip(columns, cells)), at, sources))
     if not rows:
         raise SpecError(where, None, None, "a header but no rows")
