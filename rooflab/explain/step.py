@@ -144,6 +144,14 @@ def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens,
     F, Q, W = f"F{i}", f"Q{i}", f"W{i}"
     gemm = next((v for k, v in _GEMM_ROWS.items() if row.label.startswith(k)), None)
     moe = row.label.startswith("MoE (")
+    if gemm and gemm[0] == "attention" and any(layer.is_latent for _, layer, _ in ctx.model.layer_walk()):
+        note = ("MLA's projections, each GEMM at its own rows and widths (rooflab.step.gemms._mla_projections: q_a and "
+                "kv_a whole on every rank, q_b and o over the rank's heads, kv_b absorbed for decode rows, a GEMM "
+                "for prefill rows): the row's sum")
+        _given_row(d, W, "weight_bytes", row.weight_bytes, Unit.bytes, "weight bytes read once a step (the row's)")
+        _given_row(d, F, "flops", row.flops, Unit.flop, note)
+        _given_row(d, Q, "hbm_bytes", row.hbm_bytes, Unit.bytes, note)
+        return
     if pp > 1 or not (gemm or moe):
         layers = f" over {row.num_layers} layers" if row.num_layers else ""
         note = {"draft": "the draft's own rows summed, k times"}.get(row.variant, f"the row's launches{layers}")
