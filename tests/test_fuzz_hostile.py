@@ -714,8 +714,6 @@ class TestSession14:
     # left: serve --engine vllm --max-num-batched-tokens 1 runs 8 decodes a step (TPOT 6.64 ms, as at 2); vLLM
     # refuses it at start-up (SchedulerConfig._verify_args: "max_num_batched_tokens (1) must be greater than or
     # equal to max_num_seqs (1024)")
-    @pytest.mark.xfail(strict=True, reason="a token budget below --max-num-seqs is taken and decodes past it, "
-                                           "owner: rooflab/serve/scheduler.py")
     def test_token_budget_below_max_num_seqs(self):
         _cli(["serve", "-m", "llama-3-8b", "-g", "h100-sxm", "--engine", "vllm", "--max-concurrency", "8",
               "--max-num-batched-tokens", "1"], 2)

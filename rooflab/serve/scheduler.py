@@ -80,6 +80,10 @@ class Scheduler:
                                                                   maximum=MAX_TOKENS))
         object.__setattr__(self, "max_num_batched_tokens", whole_number(
             self.max_num_batched_tokens, _tokens_option(self.engine), maximum=MAX_TOKENS))
+        if (self.engine is Engine.vllm and self.max_num_seqs is not None
+                and self.max_num_batched_tokens < self.max_num_seqs):   # vllm/config/scheduler.py:298 (v0.29.0)
+            raise InputError(f"--max-num-batched-tokens ({self.max_num_batched_tokens:,}) must be at least "
+                             f"--max-num-seqs ({self.max_num_seqs:,}): vLLM refuses to start otherwise")
         if not isinstance(self.mixed, bool):
             raise InputError(f"mixed must be True or False, got {shown(self.mixed)}")
         object.__setattr__(self, "prefix_cache_hit_rate", real_number(
