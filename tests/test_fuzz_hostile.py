@@ -761,3 +761,32 @@ class TestSession14:
             assert "unattributed" not in out.stdout, out.stdout
         else:
             _cli([*args, "--engine-version", release], 2, setup=setup)
+
+
+    # left: fp8 weights on a GPU without fp8 tensor cores (A100, CC 8.0) are refused as a broken GPU spec
+    # ("a100-sxm-80gb: field 'dense_tensor_flop_per_s' = ['bf16', 'fp16', 'tf32']: this GPU has no fp8_e4m3
+    # tensor-core rate"): vLLM runs them as FP8 Marlin (weight-only, bf16 arithmetic), which capacity plans;
+    # the step defaults --gemm-dtype to fp8 for fp8-stored weights (StepContext.arithmetic) whatever the GPU
+    @pytest.mark.xfail(strict=True, reason="fp8 weights below CC 8.9 refused as a GPU-spec error, owner: "
+                                           "rooflab/step/pricing.py (StepContext.arithmetic)")
+    @pytest.mark.parametrize("args", [["report", "--phase", "step", "-m", "llama-3-8b", "-q", "fp8"],
+                                      ["report", "--phase", "step", "-m", "qwen3-30b-a3b", "--weight-dtype",
+                                       "fp8_block"],
+                                      ["serve", "-m", "llama-3-8b", "-q", "fp8", "--max-concurrency", "8"]])
+    def test_fp8_weights_on_an_a100(self, args):
+        out = _cli([*args, "-g", "a100-80gb"], None)
+        assert out.code == 0 or "--gemm-dtype" in out.stderr, out.stderr
+
+    # left: a huge --prefill-chunk is simulated tile by tile (cost.parallel._periodic_makespan's heap: 16M tokens
+    # 5.5 s, 128M 38 s, 2^31 'out of memory; the workload is too large for this machine'), not in closed form nor
+    # refused naming the option and its limit
+    @pytest.mark.xfail(strict=True, reason="prefill tiles scheduled one by one, unbounded in --prefill-chunk, "
+                                           "owner: rooflab/cost/parallel.py (_periodic_makespan)")
+    def test_huge_prefill_chunk(self):
+        from fuzz_support import invoke, scratch
+
+        with scratch() as folder:
+            out = invoke(["report", "--phase", "step", "-m", "llama-3-8b", "-b", "1", "-L", "1", "--prefill-chunk",
+                          str(2 ** 31), "-f", "json"], folder, limit_s=10)
+        assert out.escaped is None and (out.code == 0 or out.code == 2 and "--prefill-chunk" in out.stderr), \
+            out.describe()
