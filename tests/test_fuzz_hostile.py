@@ -790,3 +790,13 @@ class TestSession14:
                           str(2 ** 31), "-f", "json"], folder, limit_s=10)
         assert out.escaped is None and (out.code == 0 or out.code == 2 and "--prefill-chunk" in out.stderr), \
             out.describe()
+
+    # fixed: --ep N (SGLang's --ep-size) was taken under --engine vllm, an EP size vLLM has no option for (its
+    # --enable-expert-parallel makes EP = TP x DP); refused naming vLLM's switch, as --enable-dp-attention is
+    @pytest.mark.parametrize("command", [["capacity"], ["report", "--phase", "step"], ["explain", "--phase", "step"]])
+    def test_ep_size_is_sglangs(self, command):
+        base = [*command, "-m", "qwen3-30b-a3b", "-g", "h100-sxm", "--tp", "2"]
+        out = _cli([*base, "--engine", "vllm", "--ep", "2"], 2)
+        assert "--enable-expert-parallel" in out.stderr, out.stderr
+        as_json = ["--json"] if command[0] == "explain" else ["-f", "json"]
+        _cli([*base, "--engine", "sglang", "--ep", "2", *as_json], 0, True)

@@ -175,6 +175,16 @@ def parallel_degrees(tp: int, dp: Optional[int], dp_attention: bool, enable_ep: 
     return replicas, 1, tp * replicas if enable_ep else ep
 
 
+def check_ep_spelling(engine: Optional[str], ep: int) -> None:
+    """--ep N is SGLang's --ep-size; vLLM has no EP size (--enable-expert-parallel makes EP = TP x DP): refused
+    under --engine vllm, naming vLLM's switch (as SGLang's --enable-dp-attention is refused there)."""
+    from ..vocab import Engine
+
+    if engine and ep > 1 and Engine.of(engine, "--engine") is Engine.vllm:
+        raise typer.BadParameter(f"--ep {ep} is SGLang's --ep-size; vLLM sets no EP size: its "
+                                 "--enable-expert-parallel makes EP = TP x DP (give that, or --engine sglang)")
+
+
 def words_of(ctx: typer.Context) -> DeploymentWords:
     """The DeploymentWords the user typed: each field from the command's parameter of the same name, where that
     parameter was given on the command line (defaults are not words: the engines' defaults apply)."""

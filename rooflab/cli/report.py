@@ -236,6 +236,7 @@ def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
              "--step prefill prices a prefill")
     _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens)
+    dopt.check_ep_spelling(ctx.params.get("engine"), ctx.params.get("ep") or 1)
 
 
 def _speculative_spelling(engine, vllm_given, sglang_given) -> None:
