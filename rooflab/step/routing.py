@@ -14,10 +14,12 @@ in the GPU YAML's measured.launch beside the layer's small kernels and priced as
 interpolated in log(tokens), eager never below the eager table). The floor is unchanged: a fused engine does the
 routing in a launch whose bytes (tokens x experts) are negligible beside the experts' weights.
 
-Facts (ROUTING_FACTS): vLLM 0.7.3 (its wheel: vllm/model_executor/layers/fused_moe/fused_moe.py grouped_topk, eager
-torch ops with e_score_correction_bias; models/deepseek_v2.py:137 passes use_grouped_topk=True) and SGLang
-0.4.3.post2 (sglang/srt/layers/moe/topk.py:114 biased_grouped_topk under @torch.compile(dynamic=True)); each read at
-one release and assumed kept within its minor line (0.7.x, 0.4.x), not beyond.
+Facts (ROUTING_FACTS): vLLM 0.7.3 (its wheel: vllm/model_executor/layers/fused_moe/fused_moe.py:922 grouped_topk,
+with e_score_correction_bias, under @torch.compile(dynamic=True, backend=current_platform.simple_compile_backend),
+inductor on CUDA; models/deepseek_v2.py:137 passes use_grouped_topk=True) and SGLang 0.4.3.post2
+(sglang/srt/layers/moe/topk.py:114 biased_grouped_topk under @torch.compile(dynamic=True)); each read at one release
+and assumed kept within its minor line (0.7.x, 0.4.x), not beyond. No release read runs the eager ops: grouped_topk
+stays in the set as the model of an uncompiled routing (measured beside the compiled one).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ class Routing(_Named):
     """How the step prices a MoE layer's expert selection (a model of the engine's routing kernels)."""
 
     unpriced = "unpriced"                            # not priced (not read, or a model without grouped routing)
-    grouped_topk = "grouped_topk"                    # DeepSeek's grouped top-k as eager torch ops (vLLM 0.7.x)
-    grouped_topk_compiled = "grouped_topk_compiled"  # the same under torch.compile (SGLang 0.4.x)
+    grouped_topk = "grouped_topk"                    # DeepSeek's grouped top-k as eager torch ops (no release read)
+    grouped_topk_compiled = "grouped_topk_compiled"  # the same under torch.compile (vLLM 0.7.x, SGLang 0.4.x)
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,10 @@ class RoutingFact:
 
 
 ROUTING_FACTS = (
-    RoutingFact("vllm", "0.7.3", Routing.grouped_topk,
-                "vllm 0.7.3 wheel on PyPI: vllm/model_executor/layers/fused_moe/fused_moe.py grouped_topk (sigmoid "
-                "scores, e_score_correction_bias, eager torch ops), models/deepseek_v2.py:137 use_grouped_topk=True"),
+    RoutingFact("vllm", "0.7.3", Routing.grouped_topk_compiled,
+                "vllm 0.7.3 wheel on PyPI: vllm/model_executor/layers/fused_moe/fused_moe.py:922 grouped_topk "
+                "(sigmoid scores, e_score_correction_bias) under @torch.compile(dynamic=True, backend="
+                "current_platform.simple_compile_backend), models/deepseek_v2.py:137 use_grouped_topk=True"),
     RoutingFact("sglang", "0.4.3.post2", Routing.grouped_topk_compiled,
                 "sglang 0.4.3.post2 wheel on PyPI: sglang/srt/layers/moe/topk.py:114 biased_grouped_topk under "
                 "@torch.compile(dynamic=True)"),

@@ -44,7 +44,7 @@ def test_the_yaml_holds_the_campaigns_times(h200):
 
 
 @pytest.mark.parametrize("engine, version, expected", [
-    ("vllm", "0.7.3", Routing.grouped_topk), ("vllm", "0.7.4.dev181+gf35f8e22", Routing.grouped_topk),
+    ("vllm", "0.7.3", Routing.grouped_topk_compiled), ("vllm", "0.7.4.dev181+gf35f8e22", Routing.grouped_topk_compiled),
     ("sglang", "0.4.3.post2", Routing.grouped_topk_compiled), ("vllm", "0.9.0", Routing.unpriced),
     ("sglang", "0.5.10", Routing.unpriced), ("tensorrt-llm", "0.9.0", Routing.unpriced), (None, None, Routing.unpriced),
 ])
@@ -82,7 +82,7 @@ def test_report_and_the_api_price_the_same_routing(h200, deepseek):
     its note says which."""
     dep = Deployment(tensor_parallel=8)
     k = engine_kernels(deepseek, h200, dep, "vllm", "0.7.3")
-    assert k.routing is Routing.grouped_topk and "grouped_topk, read at vllm 0.7.3" in k.note
+    assert k.routing is Routing.grouped_topk_compiled and "grouped_topk_compiled, read at vllm 0.7.3" in k.note
     api = step_report(deepseek, h200, 32, 2048, deployment=dep, engine="vllm", engine_version="0.7.3")
     plain = step_report(deepseek, h200, 32, 2048, deployment=dep)
     r = invoke("report", "-m", "deepseek-v3", "-g", H200, "--phase", "step", "-b", "32", "-L", "2048", "-tp", "8",
@@ -90,5 +90,5 @@ def test_report_and_the_api_price_the_same_routing(h200, deepseek):
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["t_predicted_s"] == pytest.approx(api.t_predicted_s, rel=1e-12)
     moe = [row for row in api.rows if row.label.startswith("MoE (")][0]
-    assert "routing: grouped_topk measured on h200-sxm (58 x " in moe.source
+    assert "routing: grouped_topk_compiled measured on h200-sxm (58 x " in moe.source
     assert not any("routing:" in row.source for row in plain.rows)   # rooflab's own step: unpriced
