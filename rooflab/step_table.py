@@ -40,6 +40,7 @@ from .limits import MAX_BATCH, MAX_TOKENS
 from .specs import GpuSpec, ModelSpec
 from .step import (DEFAULT_MOE_KERNEL, Routing, StepRow, StepWork, _decode_attention, _draft, _layer_rows, _logits,
                    _prefill_attention, decode_attention_of, moe_kernel_of, step_context)
+from .step.gemms import projections
 
 #: Ratio of neighbouring grid points of the 1-D grids (tokens, sequences, prefill tokens) and of the 2-D decode grid
 #: (decodes and mean context: bilinear there is exact for the KV read, so a coarser grid suffices).
@@ -60,6 +61,16 @@ def _sums(rows: list[StepRow]) -> np.ndarray:
     comm = sum(r.t_floor_s for r in rows if r.is_communication)
     pred = math.nan if any(r.t_predicted_s is None for r in rows) else sum(r.t_predicted_s for r in rows)
     return np.array([comp, mem, comm, pred], dtype=float)
+
+
+def _unabsorbed(ctx, prefill_tokens: int) -> np.ndarray:
+    """What a P-token prefill's rows add to the tokens part's projections, which price every row as a decode: MLA's
+    prefill rows go through the kv_b GEMM, not the absorbed W_UK / W_UV matmuls (step.gemms._mla_projections), so
+    projections(P, none absorbed) - projections(P, all absorbed); exact for a prefill-only step, a model's rows
+    without MLA layers add nothing."""
+    if not any(layer.is_latent for _, layer, _ in ctx.model.layer_walk()):
+        return np.zeros(4)
+    return _sums(projections(ctx, prefill_tokens, 0)) - _sums(projections(ctx, prefill_tokens, prefill_tokens))
 
 
 class _Pending:
@@ -170,7 +181,8 @@ class StepTable:
                                             if r.part == "tokens"]),
                  "sequences": lambda k: _sums(_logits(ctx, int(seqs[k]))),
                  "decode": decode,
-                 "prefill": lambda k: _sums(_prefill_attention(ctx, 1, int(prefill[k])))}
+                 "prefill": lambda k: _sums(_prefill_attention(ctx, 1, int(prefill[k]))) + _unabsorbed(ctx, int(
+                     prefill[k]))}
         nan = math.nan
         table = cls(model.name, gpu.name, deployment, q, tokens, np.full((len(tokens), 4), nan), seqs,
                     np.full((len(seqs), 4), nan), decodes, context, np.full((len(decodes), len(context), 4), nan),

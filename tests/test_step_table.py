@@ -161,3 +161,17 @@ def test_a_table_prices_the_experts_as_the_kernel_it_is_given(kernel):
         assert float(pred) < 0.9 * float(pred0)
     else:
         assert float(pred) == pytest.approx(float(pred0), rel=1e-12)
+
+
+def test_an_mla_table_prices_prefill_rows_through_kv_b_as_step_report_does():
+    """DeepSeek-V3 at TP 8: a prefill's rows go through kv_b's GEMM, decodes through the absorbed W_UK / W_UV matmuls
+    (step.gemms._mla_projections). The tokens part prices every row as a decode; the prefill part adds the
+    difference, so a prefill-only step at grid points is step_report's exactly, a mixed one within OFF_GRID (the
+    table had priced 2,048 prefill tokens' projections 6% high)."""
+    v3, dep = load_model("deepseek-v3"), Deployment(tensor_parallel=8)
+    mla = StepTable.build(v3, H200, dep, max_decodes=32, max_context=4096, max_prefill=2048)
+    for p in sorted(set(mla.prefill_grid) & set(mla.tokens_grid))[-3:]:
+        r = step_report(v3, H200, 1, int(p), "prefill", deployment=dep, check_memory=False)
+        assert float(mla.time_s(0, 0, p)[1]) == pytest.approx(r.t_predicted_s, rel=1e-9)
+    r = step_report(v3, H200, 32, 3600, deployment=dep, prefill_tokens=2048, check_memory=False)
+    assert float(mla.time_s(32, 32 * 3600, 2048)[1]) == pytest.approx(r.t_predicted_s, rel=OFF_GRID)
