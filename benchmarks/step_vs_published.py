@@ -45,9 +45,8 @@ MODELS = {"meta-llama/Llama-2-13b-hf": None,
           "deepseek-ai/DeepSeek-R1": "deepseek-v3"}
 #: Metrics that are the wall time of the whole static-batch run as the row states it.
 RUN_TIMES = ("batch_latency_s", "batch1_latency_s")
-#: An eager row (enforce_eager: vLLM --enforce-eager, SGLang --disable-cuda-graph) is priced without graphs;
-#: vLLM's eager is also unfused (no torch.compile), SGLang's keeps its fused add-RMSNorm and SiLU-and-mul kernels
-#: (rooflab.deployment's table).
+#: An eager row (enforce_eager: vLLM --enforce-eager, SGLang --disable-cuda-graph) is priced without graphs, its
+#: elementwise work fused as both engines' eager kernels are (rooflab.deployment's table).
 #: A row's weights in the engines' --quantization words: fp8 as vLLM's `--quantization fp8` means it (DeploymentWords:
 #: a bf16 checkpoint quantised per tensor at load; an fp8 checkpoint, DeepSeek-R1's 128 x 128 blocks, as shipped).
 WEIGHTS = {"fp8": "fp8", "fp16": None, "bf16": None}
@@ -105,8 +104,7 @@ def table():
         try:
             dep = DeploymentWords(quantization=WEIGHTS.get(row.weight_format)).resolve(
                 checkpoint=model, tensor_parallel=row.tp, pipeline_parallel=row.pp,
-                kv_cache_dtype=KV.get(row.kv_cache_dtype), cuda_graphs=not row.enforce_eager,
-                fused_elementwise=not (row.enforce_eager and row.engine == "vllm"))[0]
+                kv_cache_dtype=KV.get(row.kv_cache_dtype), cuda_graphs=not row.enforce_eager)[0]
             floor, pred, binds = run_time(model, gpu, dep, row.batch, row.input_len, row.output_len, row.engine,
                                           row.engine_version or None)
         except InputError as exc:

@@ -24,9 +24,12 @@ engines' own option names (vLLM: `vllm serve --help`; SGLang: `python -m sglang.
 | window_allocation | WindowAllocation | hybrid | hybrid KV cache manager (on unless --disable-hybrid-kv-cache-manager) | (its SWA pool) |
 | speculative | Speculative or None | None = no drafting | --speculative-config '{"method": ..., "num_speculative_tokens": k}' | --speculative-algorithm, --speculative-num-draft-tokens (k + 1) |
 | cuda_graphs | bool | True | off with --enforce-eager | off with --disable-cuda-graph |
-| fused_elementwise | bool or None | None = fused under graphs, unfused eager | torch.compile's fusions (off with --enforce-eager) | its fused add-RMSNorm and SiLU-and-mul kernels |
+| fused_elementwise | bool or None | None = fused | torch.compile's fusions, or eager its CUDA custom ops (fused_add_rms_norm, silu_and_mul) | its fused add-RMSNorm and SiLU-and-mul kernels |
 
-`fused_elementwise` False is rooflab's own torch reference layer (nine small launches a layer: two RMSNorms, two
+Both engines fuse with or without CUDA graphs: vLLM's --enforce-eager turns torch.compile off, and with it the
+custom ops' default flips from 'none' to 'all' (vllm/config/vllm.py:1444-1451 at v0.29.0; custom_op.py:296
+default_on), so add-RMSNorm and SiLU-and-mul run as its fused CUDA kernels; SGLang's --disable-cuda-graph keeps its
+sgl-kernel ones. `fused_elementwise` False is rooflab's own torch reference layer (nine small launches a layer: two RMSNorms, two
 residual adds, SiLU x up, the q copy and two KV appends), which the bundled measured step (measurements/
 h200x2-step.csv) ran, in a graph: `Deployment(fused_elementwise=False)`.
 
@@ -299,8 +302,8 @@ class Deployment:
 
     @property
     def fused(self) -> bool:
-        """Whether elementwise work is fused: as given, else under CUDA graphs (engines compile) and not eager."""
-        return self.cuda_graphs if self.fused_elementwise is None else self.fused_elementwise
+        """Whether elementwise work is fused: as given, else fused (the engines' kernels, with or without graphs)."""
+        return True if self.fused_elementwise is None else self.fused_elementwise
 
     @property
     def data_ranks(self) -> int:

@@ -159,3 +159,11 @@ def test_tp_must_split_a_linear_layers_state_heads(tmp_path):
     with pytest.raises(InputError, match=r"--tp 4 does not divide .* 7 state heads"):
         engine_capacity(model, gpu, EngineSettings(accounting=parse_accounting("vllm", None), tensor_parallel=4))
     Deployment(tensor_parallel=4).check_model(_qwen3_next_with_value_heads(tmp_path, 8))     # 8 / 4 splits
+
+
+def test_eager_keeps_the_engines_fused_elementwise_kernels():
+    """Both engines fuse add-RMSNorm and SiLU-and-mul with or without CUDA graphs (vLLM's eager flips its custom
+    ops to 'all': vllm/config/vllm.py:1444-1451 at v0.29.0): eager is fused unless asked otherwise; unfused is
+    rooflab's own torch layer, by name."""
+    assert Deployment(cuda_graphs=False).fused and Deployment().fused
+    assert not Deployment(cuda_graphs=False, fused_elementwise=False).fused

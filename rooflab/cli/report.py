@@ -141,10 +141,10 @@ def report(
                                               help="Step (decode, speculative): per-position acceptance rate a; "
                                                    "tokens a step (1 - a^(k+1)) / (1 - a).")] = 0.7,
     eager: Annotated[bool, typer.Option("--enforce-eager", "--disable-cuda-graph", help="Step: no CUDA graphs "
-                                        "(launches at their eager issue times; elementwise work unfused).")] = False,
+                                        "(launches at their eager issue times; elementwise work stays fused, as the engines' eager kernels are).")] = False,
     fused: Annotated[Optional[bool], typer.Option("--fused-elementwise/--unfused-elementwise", help="Step: "
-                                                  "elementwise work fused (default: fused under CUDA graphs, "
-                                                  "unfused eager; unfused is rooflab's torch layer).")] = None,
+                                                  "elementwise work fused (default, with or without CUDA "
+                                                  "graphs; unfused is rooflab's torch layer).")] = None,
     utilization: Annotated[float, typer.Option("--gpu-memory-utilization", "--mem-fraction-static",
                                                parser=params.number(0, 1, lo_open=True), metavar="X",
                                                help="Step: share of device memory for weights and KV cache.")] = 0.9,
