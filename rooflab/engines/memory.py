@@ -143,6 +143,24 @@ def on_gpu_under_tp(tp1_gib: float, linked_gib: float, gpu: GpuSpec | None) -> f
     return min(linked_gib, own)
 
 
+#: vLLM V0 releases whose memory profile leaves the LoRA buffers out: load_model creates the LoRA manager (and its
+#: buffers) after the DeviceMemoryProfiler block that measures the weights (vllm 0.7.3 wheel,
+#: vllm/worker/model_runner.py:1109-1144), and worker.determine_num_available_blocks subtracts only those weights,
+#: the profile's torch peak over its own start (allocated_bytes.all.peak, the buffers already allocated, cancel) and
+#: the non-torch increase (torch's reserved memory, the buffers, excluded): vllm/utils.py memory_profiling and
+#: MemorySnapshot at 0.7.3 (utils.py:1907-2010). vllm#14469 ("Make the deviceprofiler include LoRA memory", merged
+#: 2025-03-08) moved create_lora_manager inside the profiler from v0.8.0 (vllm 0.8.0 wheel, worker/model_runner.py:
+#: 1111-1145; the same at 0.9.2 and 0.10.0). From v0.6.5, where memory_profiling arrived (the vllm-v0 accounting's first release).
+VLLM_LORA_UNCOUNTED = ((0, 6, 5), (0, 7, 3))
+
+
+def lora_counted(s) -> bool:
+    """Whether vLLM's profile subtracts the LoRA buffers from its budget at `s`'s release (VLLM_LORA_UNCOUNTED; a
+    label stands for its release, vocab.label_release); SGLang's always come off its pool."""
+    return not (s.accounting.engine is Engine.vllm and not s.accounting.is_v1 and s.release is not None
+                and in_span(s.release, VLLM_LORA_UNCOUNTED))
+
+
 def lora_term(model: ModelSpec, s, engine: Engine):
     """The LoRA buffers (lora.py) as a term, or None without --enable-lora (`s`: settings.Resolved)."""
     if not s.enable_lora:
@@ -300,5 +318,5 @@ def rank_kv_b_parameters(model: ModelSpec, attention_tp: int) -> int:
                for _, layer, count in model.layer_walk())
 
 
-__all__ = ["LORA", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "layout_release", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
+__all__ = ["LORA", "VLLM_LORA_UNCOUNTED", "lora_counted", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "layout_release", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
            "rank_kv_b_parameters", "sglang_absorbed_bytes", "vllm_absorbed_bytes", "VLLM_ABSORBED_RELEASES"]

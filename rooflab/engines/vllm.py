@@ -58,7 +58,7 @@ from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
 from ..units import GiB
 from .layout import BlockLayout, vllm_layout
-from .memory import (OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_term, non_torch_default,
+from .memory import (OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_counted, lora_term, non_torch_default,
                      on_gpu_under_tp)
 from .pipeline import pipeline_capacity
 from .cudagraph import CUDA_GRAPH_ESTIMATE, estimate_applies, graph_terms
@@ -139,7 +139,13 @@ def _stage_capacity(model: ModelSpec, gpu: GpuSpec, s: Resolved, settings: Engin
     if stage is not None and (layout.num_groups > 1 or layout.state_groups):
         raise InputError(f"{model.name}: vLLM V1's hybrid allocator under --pp groups layers by the whole model's "
                          "ratio (kv_cache_utils.py get_kv_cache_configs); not modelled")
-    return assemble(model, gpu, s, used + ([lora] if lora else []), layout)
+    notes: tuple[str, ...] = ()
+    if lora is not None and not lora_counted(s):
+        notes = (f"LoRA buffers ({lora.bytes / GiB:.3f} GiB) are allocated outside vLLM's budget at this release: "
+                 "load_model creates them after measuring the weights and the profile does not see them "
+                 "(memory.VLLM_LORA_UNCOUNTED, vllm#14469 from v0.8.0)",)
+        lora = None
+    return assemble(model, gpu, s, used + ([lora] if lora else []), layout, notes=notes)
 
 
 def given_release(s: Resolved) -> tuple[int, ...] | None:

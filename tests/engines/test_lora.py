@@ -69,3 +69,20 @@ def test_unmodelled_layers_are_refused(model, needle):
 def test_options_need_enable_lora():
     with pytest.raises(InputError, match="apply with --enable-lora"):
         vllm(max_loras=2)
+
+
+@pytest.mark.parametrize("release, counted", [((0, 6, 5), False), ((0, 7, 1), False), ((0, 7, 3), False),
+                                              ((0, 8, 0), True), ((0, 9, 2), True)])
+def test_vllm_v0_before_0_8_leaves_the_buffers_out_of_its_budget(release, counted):
+    """vLLM V0 v0.6.5-v0.7.3 create the LoRA manager after load_model's memory profiler (vllm 0.7.3 wheel,
+    worker/model_runner.py:1109-1144) and the profile's peak and non-torch terms do not see it, so the buffers take
+    none of u x total; vllm#14469 moved them inside the profiler from v0.8.0 (0.8.0 wheel, model_runner.py:1111-1145).
+    Rank 32, one slot: 32 layers x _per_layer(32) x 2 bytes = 167,772,160 bytes (0.15625 GiB), off the KV cache
+    from v0.8.0 only."""
+    alone = engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, release=release))
+    lora = engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, release=release, enable_lora=True,
+                                              max_lora_rank=32))
+    assert 32 * _per_layer(32) * 2 == 167_772_160
+    assert alone.kv_cache_bytes - lora.kv_cache_bytes == (167_772_160 if counted else 0)
+    assert (lora.term("lora_buffers") is None) is not counted
+    assert any("outside vLLM's budget" in n for n in lora.notes) is not counted
