@@ -411,10 +411,11 @@ class Row:
     note: str = ""
 
 
-def _startups(path: Path) -> list:
-    """The log's start-ups, each an EngineLog (a reader without start-up splitting gives one)."""
+def _startups(path: Path, accounting=None) -> list:
+    """The log's start-ups, each an EngineLog (a reader without start-up splitting gives one); `accounting` (the
+    case's engine version) lets the reader take vLLM V1's concurrency line alone (engines/logs.py)."""
     reader = getattr(logs_mod, "read_startups", None)
-    return list(reader(path)) if reader is not None else [logs_mod.read_log(path)]
+    return list(reader(path, accounting)) if reader is not None else [logs_mod.read_log(path)]
 
 
 def _settings(case: Case, accounting_text: Optional[str] = None) -> EngineSettings:
@@ -429,6 +430,9 @@ def _logged(log) -> tuple[str, Optional[int]]:
     """The KV figure the start-up states, as text, and in tokens where it states tokens or blocks (bytes where it
     states only bytes)."""
     tokens, blocks, kv, est = (log.value(k) for k in ("kv_tokens", "gpu_blocks", "kv_bytes", "estimated_max_len"))
+    concurrency = log.value("concurrency_tokens")
+    if tokens is None and blocks is None and kv is None and est is None and concurrency is not None:
+        return f"{int(round(concurrency)):,} tokens (concurrency x len)", int(round(concurrency))
     if tokens is not None:
         return f"{int(tokens):,} tokens", int(tokens)
     if blocks is not None:
@@ -444,7 +448,7 @@ def evaluate(case: Case, folder: Path = HELDOUT) -> list[Row]:
     """The case's rows, one per start-up; a log that does not parse is one row saying why."""
     base = dict(log=case.log, engine=case.engine, gpu=case.gpu_label, model=case.model_label)
     try:
-        startups = _startups(folder / case.log)
+        startups = _startups(folder / case.log, parse_accounting(Engine(case.engine), case.version))
     except InputError as exc:
         return [Row(**base, startup=1, parsed=False, logged="-", logged_tokens=None, replayed_tokens=None,
                     replay_anchored=None, replay_error=None, predicted_tokens=None, predict_error=None,
@@ -455,8 +459,10 @@ def evaluate(case: Case, folder: Path = HELDOUT) -> list[Row]:
         unit = "GiB" if text.endswith("GiB") else "tokens"
         # bytes: the KV term as computed, negative where nothing is left (vLLM then refuses to start)
         figure = (lambda c: c.term("kv_cache").bytes) if unit == "GiB" else (lambda c: c.kv_cache_tokens)
+        if text.endswith("(concurrency x len)"):   # V1's concurrency alone: compare concurrency x max_model_len
+            figure = lambda c: int(round(c.max_concurrency * c.max_model_len))  # noqa: E731
         replayed = anchored = predicted = None
-        note = ""
+        note = "; ".join(getattr(log, "notes", ()))     # the reader's word on the figure's precision
         if case.model and case.gpu:
             model, gpu = load_model(case.model), load_gpu(case.gpu)
             try:

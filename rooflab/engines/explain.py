@@ -316,7 +316,7 @@ def _vllm(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettin
 
 def _vllm_anchor(log: EngineLog, layout: BlockLayout, blocks_tell: bool = True) -> Optional[int]:
     """The KV bytes the log's own figure says: the logged bytes, else (`blocks_tell`: no --num-gpu-blocks-override)
-    its blocks (or tokens) x the block's bytes."""
+    its blocks (or tokens, or V1's concurrency x the blocks one request holds) x the block's bytes."""
     if log.get("kv_bytes") is not None:
         return int(log.value("kv_bytes"))
     if not blocks_tell:
@@ -325,6 +325,8 @@ def _vllm_anchor(log: EngineLog, layout: BlockLayout, blocks_tell: bool = True) 
         return int(log.value("gpu_blocks")) * layout.block_bytes
     if log.get("kv_tokens") is not None:
         return int(log.value("kv_tokens")) // layout.block_size * layout.num_groups * layout.block_bytes
+    if log.get("concurrency_tokens") is not None:    # V1's concurrency alone: X = blocks / blocks a request holds
+        return round(log.value("concurrency") * layout.blocks_per_request) * layout.block_bytes
     return None
 
 

@@ -16,6 +16,14 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
                             (vllm v0.6.5 vllm/worker/worker.py:225-241)
     vLLM V0 and V1          "Maximum concurrency for L tokens per request: Xx"; the start-up error "... the maximum
                             number of tokens that can be stored in KV cache (N)"
+    vLLM V1, the line alone "Maximum concurrency for L tokens per request: Xx" with no other KV figure (an excerpt):
+                            taken only where the caller names a V1 accounting (parse_startups' `accounting`), as
+                            concurrency_tokens = L x X: V1 prints X = num_blocks / the blocks one L-token request
+                            holds with "%.2fx" (vllm v0.10.0 vllm/v1/core/kv_cache_utils.py:837-838,
+                            get_max_concurrency_for_kv_cache_config :743-758; the same format at v0.9.2 :877 and
+                            v0.29.0 :2033), so the figure is within 0.005 L tokens (CONCURRENCY_PRECISION); V0's
+                            line means tokens / L, and the line alone says neither: without an accounting it is
+                            refused
     vLLM V1                 "Model loading took X GiB"; "Available KV cache memory: X GiB" (v0.9.1 on);
                             "GPU KV cache size: N tokens" (v0.8.0 on; vllm v0.10.0 vllm/v1/core/kv_cache_utils.py);
                             DEBUG: "Requested memory: U (util), X GiB", "total_memory=XGiB", "torch peak memory
@@ -118,6 +126,7 @@ class EngineLog:
     settings: dict[str, Logged] = field(default_factory=dict)
     startup: int = 1
     ranks: int = 1
+    notes: tuple[str, ...] = ()
 
     def get(self, key: str) -> Optional[Logged]:
         return self.figures.get(key)
@@ -142,7 +151,9 @@ _CONVERT: dict[str, Callable[[str], float]] = {"gib": _gib, "bytes": _int, "coun
                                                "fraction_any": float}
 
 #: Figures that carry a KV-cache size: a start-up with none of them is not recognised.
-_KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks", "estimated_max_len")
+_KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks", "estimated_max_len", "concurrency_tokens")
+#: vLLM V1 prints its concurrency with "%.2fx" (module docstring): the line's X is within half its last digit.
+CONCURRENCY_PRECISION = 0.005
 #: Figures each rank prints for itself: the engine sizes by the smallest (vLLM the minimum over workers, SGLang
 #: the minimum free memory), so the reader keeps the smallest and its line.
 _PER_RANK_MIN = ("kv_bytes", "kv_tokens", "gpu_blocks", "free_before_load", "free_after_load", "estimated_max_len",
@@ -172,19 +183,20 @@ _NUMERIC_SETTINGS = {"tensor_parallel": "count", "block_size": "count", "max_mod
                      "kv_cache_memory_bytes": "bytes"}
 
 
-def read_log(path: Path | str, startup: Optional[int] = None) -> EngineLog:
+def read_log(path: Path | str, startup: Optional[int] = None, accounting: Optional[Accounting] = None) -> EngineLog:
     """Read and parse a start-up log file (parse_log); unreadable, binary or oversized files are InputErrors naming
-    the file. 'FILE@N' (a file of that name not existing) picks start-up N of a log that holds several."""
+    the file. 'FILE@N' (a file of that name not existing) picks start-up N of a log that holds several.
+    `accounting`: the engine version the caller knows (parse_startups)."""
     path, startup = _split_startup(Path(path).expanduser(), startup)
     text = read_text(path, MAX_LOG_BYTES, "a text log", lambda problem: InputError(f"--engine-log {path}: {problem}"),
                      too_large="pass the start-up part", lenient=True)
-    return parse_log(text, str(path), startup)
+    return parse_log(text, str(path), startup, accounting)
 
 
-def read_startups(path: Path | str) -> tuple[EngineLog, ...]:
+def read_startups(path: Path | str, accounting: Optional[Accounting] = None) -> tuple[EngineLog, ...]:
     """Every start-up of a log file, each explained on its own (parse_startups)."""
-    first = read_log(path, 1)
-    return (first,) + tuple(read_log(path, n) for n in range(2, _count_startups(first) + 1))
+    first = read_log(path, 1, accounting)
+    return (first,) + tuple(read_log(path, n, accounting) for n in range(2, _count_startups(first) + 1))
 
 
 def _split_startup(path: Path, startup: Optional[int]) -> tuple[Path, Optional[int]]:
@@ -274,6 +286,11 @@ class _Startup:
     def has_kv(self) -> bool:
         return any(k in self.figures for k in _KV_FIGURES)
 
+    @property
+    def kept(self) -> bool:
+        """A start-up to report: a KV figure, or vLLM's concurrency line alone (_concurrency_only decides)."""
+        return self.has_kv or "concurrency" in self.figures
+
     def starts_anew(self, hit: Hit, value: float, rank: Optional[str]) -> bool:
         """Whether this figure belongs to the next start-up (module docstring)."""
         if not self.has_kv:
@@ -324,9 +341,10 @@ def _slack(hit: Hit) -> float:
     return 0.5 * 10.0 ** -len(decimals) * (GiB if hit.kind == "gib" else 1) if hit.kind != "count" else 0.0
 
 
-def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
+def parse_startups(text: str, name: str = "log", accounting: Optional[Accounting] = None) -> tuple[EngineLog, ...]:
     """Every start-up of a vLLM or SGLang log (module docstring), each with the first occurrence of its figures
-    (the smallest over ranks for per-rank figures)."""
+    (the smallest over ranks for per-rank figures). `accounting` is the engine version the caller knows (a case's,
+    --engine-version's): it is needed only to read vLLM's concurrency line alone (_concurrency_only)."""
     done: list[_Startup] = []
     cur = _Startup()
     for line_no, line in _lines(text):
@@ -353,14 +371,14 @@ def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
     done.append(cur)
     found: list[_Startup] = []
     for s in done:   # a configuration line after the last KV figure, with none after it, belongs to that start-up
-        if s.has_kv or not found:
+        if s.kept or not found:
             found.append(s)
         else:
             for key, logged in s.settings.items():
                 found[-1].settings.setdefault(key, logged)
                 if key in _NUMERIC_SETTINGS:
                     found[-1].figures.setdefault(key, logged)
-    found = [s for s in found if s.has_kv]
+    found = [s for s in found if s.kept]
     if not found:
         raise InputError(f"--engine-log {name}: no vLLM or SGLang KV-cache line found; looked for "
                          f"{', '.join(LOOKED_FOR)}")
@@ -371,19 +389,42 @@ def parse_startups(text: str, name: str = "log") -> tuple[EngineLog, ...]:
         engine = s.engines.pop()
         formats = tuple(s.formats)
         ranks = max((len(s.ranks.get(k, ())) for k in _KV_FIGURES), default=1)
-        figures = s.sized()
-        logs.append(EngineLog(name, engine, _accounting(engine, formats, figures, s.settings), formats, figures,
-                              s.settings, n, ranks))
+        figures, notes = s.sized(), ()
+        read_as = _accounting(engine, formats, figures, s.settings)
+        if not s.has_kv:
+            figures, notes = _concurrency_only(name, figures, accounting)
+            read_as = accounting
+        logs.append(EngineLog(name, engine, read_as, formats, figures, s.settings, n, ranks, notes))
     return tuple(logs)
 
 
-def parse_log(text: str, name: str = "log", startup: Optional[int] = None) -> EngineLog:
+def _concurrency_only(name: str, figures: dict[str, Logged], accounting: Optional[Accounting]):
+    """(figures, notes) of a start-up whose only KV sign is vLLM's 'Maximum concurrency' line: V1's X is blocks over
+    the blocks one request holds, so L x X is the tokens of L-token requests the cache holds, within
+    CONCURRENCY_PRECISION x L (module docstring); V0's line and a line without an accounting are refused."""
+    line = figures["concurrency"]
+    length = figures.get("max_model_len")
+    if accounting is None or accounting.engine is not Engine.vllm or not accounting.is_v1 or length is None:
+        what = "no engine version was given" if accounting is None else f"the engine version is {accounting}"
+        raise InputError(f"--engine-log {name}: its only KV-cache figure is vLLM's concurrency line ({line.source}), "
+                         f"which counts blocks per request under V1 and tokens under V0; {what}: give a vLLM V1 "
+                         "version (--engine-version v1 or a V1 release) to read it")
+    tokens = length.value * line.value
+    slack = CONCURRENCY_PRECISION * length.value
+    note = (f"KV figure from the concurrency line alone: {int(length.value):,} x {line.value:.2f} = {tokens:,.0f} "
+            f"tokens of {int(length.value):,}-token requests, within {slack:,.0f} tokens ({100 * slack / tokens:.2f}%: "
+            "V1 prints X to two decimals)")
+    return {**figures, "concurrency_tokens": Logged(tokens, line.line_no, line.text)}, (note,)
+
+
+def parse_log(text: str, name: str = "log", startup: Optional[int] = None,
+              accounting: Optional[Accounting] = None) -> EngineLog:
     """The figures of one start-up of a vLLM or SGLang log (parse_startups): the only one, or start-up `startup`
     (1-based); a log of several start-ups without `startup` is an InputError listing them.
 
     Lines starting with '# source:' (a provenance note, as rooflab's fixtures carry) are skipped.
     """
-    logs = parse_startups(text, name)
+    logs = parse_startups(text, name, accounting)
     if startup is None and len(logs) > 1:
         where = "; ".join(f"{name}@{log.startup} from line {min(f.line_no for f in log.figures.values())}"
                           for log in logs)
@@ -438,5 +479,5 @@ def _format_accounting(engine: Engine, formats: tuple[str, ...], figures: dict[s
     return Accounting.vllm_v0_2
 
 
-__all__ = ["EngineLog", "LOOKED_FOR", "PROVENANCE", "Logged", "MAX_LOG_BYTES", "parse_log", "parse_startups",
+__all__ = ["CONCURRENCY_PRECISION", "EngineLog", "LOOKED_FOR", "PROVENANCE", "Logged", "MAX_LOG_BYTES", "parse_log", "parse_startups",
            "read_log", "read_startups"]

@@ -321,3 +321,15 @@ def test_a_v0_or_v1_choice_against_the_logs_engine_is_refused():
     with pytest.raises(InputError, match=r"^--vllm-use-v1 1 \(V1\) contradicts the log's V0 engine"):
         check_generation(v0, True, "--vllm-use-v1 1")
     assert log_generation(read_log(LOGS / "heldout5" / "sglang-v0.3.0-qwen2-72b-h100x8-tp8.log")) is None
+
+
+def test_v1_concurrency_line_alone_anchors_the_replay():
+    """Llama-3-8B on an H100, V1, one KV group: X = num_blocks / ceil(2,048 / 16) (vllm v0.10.0
+    v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config :743-758), so 10.00x is 1,280 blocks of 16
+    tokens, 20,480 tokens."""
+    line = "INFO 07-30 11:56:04 [kv_cache_utils.py:637] Maximum concurrency for 2,048 tokens per request: 10.00x\n"
+    log = parse_log(line, accounting=Accounting.vllm_v1)
+    x = explain_log(log, load_model("llama-3-8b"), load_gpu("h100-sxm"), EngineSettings(Accounting.vllm_v1))
+    assert x.anchored
+    assert x.reproduced.num_blocks == 1280 and x.reproduced.kv_cache_tokens == 20480
+    assert x.check("max_concurrency").logged == 10.0 and x.reproduced.max_concurrency == 10.0

@@ -607,3 +607,40 @@ def test_without_a_v1_engine_line_a_changed_repeat_still_splits():
     """A log cut before the engine's line gives no sign the prints are one start-up's workers: the repeat rule
     (another value from the same process) stands."""
     assert [log.value("kv_tokens") for log in parse_startups("\n".join(_lines(1000, 992)))] == [1000, 992]
+
+
+# --- vLLM V1's concurrency line alone (an excerpt that keeps only it) --------------------------------------------
+
+_CONCURRENCY = "INFO 09-08 17:34:28 [kv_cache_utils.py:1017] Maximum concurrency for 32,768 tokens per request: 5.22x\n"
+
+
+def test_concurrency_line_alone_is_refused_without_a_version():
+    """V1 prints blocks / blocks a request holds, V0 tokens / max_model_len: the line alone says neither."""
+    with pytest.raises(InputError, match=r"only KV-cache figure is vLLM's concurrency line .*no engine version was "
+                                         r"given.*--engine-version v1"):
+        parse_log(_CONCURRENCY)
+
+
+@pytest.mark.parametrize("accounting", [Accounting.vllm_v0, Accounting.sglang_v0_4])
+def test_concurrency_line_alone_is_refused_for_another_accounting(accounting):
+    with pytest.raises(InputError, match=f"the engine version is {accounting}"):
+        parse_log(_CONCURRENCY, accounting=accounting)
+
+
+@pytest.mark.parametrize("accounting", [Accounting.vllm_v1, Accounting.vllm_v0_8])
+def test_concurrency_line_alone_under_v1(accounting):
+    """32,768 x 5.22 = 171,048.96 tokens; "%.2fx" (vllm v0.10.0 v1/core/kv_cache_utils.py:837-838) puts X within
+    0.005, the figure within 0.005 x 32,768 = 164 tokens (0.10% of it)."""
+    log = parse_log(_CONCURRENCY, accounting=accounting)
+    assert log.accounting is accounting
+    assert log.value("concurrency_tokens") == pytest.approx(32768 * 5.22)
+    assert log.value("max_model_len") == 32768 and log.value("concurrency") == 5.22
+    assert log.notes == ("KV figure from the concurrency line alone: 32,768 x 5.22 = 171,049 tokens of 32,768-token "
+                         "requests, within 164 tokens (0.10%: V1 prints X to two decimals)",)
+
+
+def test_concurrency_line_beside_a_kv_figure_is_not_reread():
+    """With 'GPU KV cache size' printed, the version changes nothing: the tokens line is the figure."""
+    text = "INFO [kv_cache_utils.py:1013] GPU KV cache size: 171,056 tokens\n" + _CONCURRENCY
+    assert parse_log(text, accounting=Accounting.vllm_v1).get("concurrency_tokens") is None
+    assert parse_log(text).value("kv_tokens") == 171056
