@@ -3,7 +3,9 @@ activation quantisation before each block-fp8 GEMM and the MoE layer's align (to
 and padded to the fused kernel's BLOCK_M).
 
     act_quant   our Triton group quant (benchmarks/dense_fp8_block_gemm.py group_quant: one 128-element group a
-                program, an fp32 scale each) of a [tokens, 7168] bf16 row block (DeepSeek-V3's hidden)
+                program, an fp32 scale each) of a [tokens, 7168] bf16 row block (DeepSeek-V3's hidden), launched as
+                vLLM 0.7.3 launches its own (model_executor/layers/quantization/utils/fp8_utils.py:287-290: one
+                program a group, num_warps 1, num_stages 1)
     moe_align   our one-kernel Triton align (benchmarks/step_deepseek_tp8_rank.py moe_align) of tokens x 8 pairs
                 over 256 experts at BLOCK_M 64 (the shipped H200 config's for these sizes)
 
@@ -48,7 +50,7 @@ def main() -> None:
 
         def quant():
             group_quant[(b * (HIDDEN // GROUP),)](x, q, s, b, HIDDEN, x.stride(0), q.stride(0), s.stride(0),
-                                                   s.stride(1), G=GROUP)
+                                                   s.stride(1), G=GROUP, num_warps=1, num_stages=1)
 
         pairs = b * TOP_K
         topk = torch.randint(0, EXPERTS, (pairs,), device=dev, dtype=torch.int64)

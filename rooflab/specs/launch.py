@@ -1,8 +1,8 @@
 """A GPU's measured launch times: the small kernels of a layer and the host's issue time of an eager launch.
 
 The GPU YAML's `measured.launch` section: seconds a call of the torch reference layer's small kernels (RMSNorm, the
-residual add, SiLU x up, the q copy, the KV append, and a MoE layer's grouped top-k routing: rooflab.step.routing)
-at a few batch sizes, inside a CUDA graph and issued eagerly, and the host issue time of one eager GEMM launch. A whole-model step (rooflab.step) prices those kernels at these
+residual add, SiLU x up, the q copy, the KV append, a MoE layer's grouped top-k routing: rooflab.step.routing, and
+a block-fp8 GEMM's activation quantisation and a fused MoE layer's align: rooflab.step.small_ops) at a few batch sizes, inside a CUDA graph and issued eagerly, and the host issue time of one eager GEMM launch. A whole-model step (rooflab.step) prices those kernels at these
 times, interpolated in log(batch); a GPU without the section takes another bundled GPU's (rooflab.step.small_ops
 says which, and that it is a transfer).
 
@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..fields import spec_field, validate_fields
 
-#: The small kernels of rooflab's torch reference layer, and a MoE layer's grouped top-k routing as eager torch ops
-#: and compiled (rooflab.step.routing), the keys of graph_s and eager_s.
+#: The small kernels of rooflab's torch reference layer, a MoE layer's grouped top-k routing as eager torch ops
+#: and compiled (rooflab.step.routing), and the block-fp8 layer's per-token-group activation quantisation and MoE
+#: align (rooflab.step.small_ops.act_quant_time, moe_align_time), the keys of graph_s and eager_s.
 SMALL_OP_NAMES = ("rms_norm", "residual_add", "silu_mul", "q_copy", "kv_append", "grouped_topk",
-                  "grouped_topk_compiled")
+                  "grouped_topk_compiled", "act_quant", "moe_align")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..cost.gemm import gemm
@@ -25,8 +26,8 @@ from ..vocab import Kernel
 from .moe_kernel import MoeKernel
 from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
 from .routing import Routing
-from .small_ops import small_op_time
 from .rows import StepRow
+from .small_ops import act_quant_time, moe_align_time, small_op_time
 
 
 #: What each expert-kernel model is, in a row's source (rooflab.step.moe_kernel).
@@ -40,7 +41,8 @@ _KERNEL_WORDS = {MoeKernel.tuned: "a tuned kernel, priced as cuBLAS on the same 
 
 
 def _mla_projections(ctx: StepContext, layer, tokens: int, absorbed: int) -> list[tuple]:
-    """One MLA layer's projection GEMMs as the engines launch them, each (cost, arithmetic, block): the
+    """One MLA layer's projection GEMMs as the engines launch them, each (cost, arithmetic, block, its input's
+    [m, k], which a block-fp8 GEMM quantises: small_ops.act_quant_time): the
     down-projections q_a [r_q, H] and kv_a [d_c + d_R, H], whole on every rank (ReplicatedLinear); q_b
     [h (d_nope + d_R), r_q] (or q [., H] without a q rank) and o [H, h d_v] over the rank's h heads; and kv_b's
     up-projection, for the `absorbed` decode rows as its two batched matmuls in the activations' dtype (q_nope x W_UK
@@ -50,22 +52,21 @@ def _mla_projections(ctx: StepContext, layer, tokens: int, absorbed: int) -> lis
     hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
     heads = layer_heads(model, layer, tp).num_qo_heads
     nope, rope, latent, v = layer.qk_nope_head_dim, layer.qk_rope_head_dim, layer.kv_lora_rank, model.heads.value_dim
-    quant = [gemm(tokens, latent + rope, hidden, dtype, "kv_a", bits),
-             gemm(tokens, heads * (nope + rope), layer.q_lora_rank or hidden, dtype, "q_b" if layer.q_lora_rank
-                  else "q", bits),
-             gemm(tokens, hidden, heads * v, dtype, "o", bits)]
+    shapes = [(tokens, latent + rope, hidden, "kv_a"),
+              (tokens, heads * (nope + rope), layer.q_lora_rank or hidden, "q_b" if layer.q_lora_rank else "q"),
+              (tokens, hidden, heads * v, "o")]
     if layer.q_lora_rank:
-        quant.insert(0, gemm(tokens, layer.q_lora_rank, hidden, dtype, "q_a", bits))
+        shapes.insert(0, (tokens, layer.q_lora_rank, hidden, "q_a"))
     if tokens - absorbed:
-        quant.append(gemm(tokens - absorbed, heads * (nope + v), latent, dtype, "kv_b", bits))
+        shapes.append((tokens - absorbed, heads * (nope + v), latent, "kv_b"))
     index = indexer_parameters(layer, hidden)
     if index:
-        quant.append(gemm(tokens, math.ceil(index / hidden), hidden, dtype, "indexer", bits))
-    out = [(c, dtype, block) for c in quant]
+        shapes.append((tokens, math.ceil(index / hidden), hidden, "indexer"))
+    out = [(gemm(m, n, k, dtype, name, bits), dtype, block, (m, k)) for m, n, k, name in shapes]
     if absorbed:
         act = ctx.dtype
-        out += [(gemm(absorbed, heads * latent, nope, act, "w_uk", bits), act, False),
-                (gemm(absorbed, heads * v, latent, act, "w_uv", bits), act, False)]
+        out += [(gemm(absorbed, heads * latent, nope, act, "w_uk", bits), act, False, (absorbed, nope)),
+                (gemm(absorbed, heads * v, latent, act, "w_uv", bits), act, False, (absorbed, latent))]
     return out
 
 
@@ -75,32 +76,63 @@ def projections(ctx: StepContext, tokens: int, absorbed: int = 0) -> list[StepRo
     layers; one row for the model; heads split over the attention TP (TP / attention DP)."""
     model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
     hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
-    kernels, predicted, calls, weight = [], 0.0, 0, 0.0
+    kernels, predicted, calls, weight, quants = [], 0.0, 0, 0.0, 0
     for name, layer, count in layer_walk(model):
         if layer.is_latent:
             priced = _mla_projections(ctx, layer, tokens, min(absorbed, tokens))
-            costs = [c for c, _, _ in priced]
-            times = [ctx.pricer.gemms([c], count, a, b) for c, a, b in priced]
-            t = None if any(x is None for x in times) else sum(times)
+            costs = [c for c, _, _, _ in priced]
+            times = [ctx.pricer.gemms([c], count, a, b) for c, a, b, _ in priced]
+            inputs = [shape for _, _, b, shape in priced if b]
         else:
             if layer.has_qkv_projections:
                 h = layer_heads(model, layer, tp)
                 qkv = h.num_qo_heads * h.head_dim + h.num_kv_heads * (h.head_dim + h.value_dim)
                 costs = [gemm(tokens, qkv, hidden, dtype, "qkv", bits),
                          gemm(tokens, hidden, h.num_qo_heads * h.value_dim, dtype, "o", bits)]
+                inputs = [(tokens, hidden), (tokens, h.num_qo_heads * h.value_dim)]
             else:
                 params = attention_parameters(layer, model.heads, hidden, model.attention_bias) / tp
                 costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
-            t = ctx.pricer.gemms(costs, count, dtype, block)
+                inputs = [(tokens, hidden)]
+            times = [ctx.pricer.gemms(costs, count, dtype, block)]
+            inputs = inputs if block else []
+        times.append(act_quant_time(ctx, inputs, count))
+        t = None if any(x is None for x in times) else sum(times)
         predicted = None if t is None or predicted is None else predicted + t
         kernels += [c.kernel for c in costs for _ in range(count)]
-        calls += len(costs) * count
+        quants += len(inputs) * count
+        calls += (len(costs) + len(inputs)) * count
         weight += count * sum(float(c.weight_bytes) for c in costs)
     impl = ctx.pricer.dense_gemm_impl(dtype, block)
     return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, impl,
                        dtype, num_layers=model.num_layers, calls=calls, weight_bytes=weight,
-                       source=f"GEMM fit ({impl}) at the measured {dtype.value} rate", component="attention",
-                       gemm_dtype=dtype.value, gemm_rows=tokens)]
+                       source=f"GEMM fit ({impl}) at the measured {dtype.value} rate{_quant_words(ctx, quants)}",
+                       component="attention", gemm_dtype=dtype.value, gemm_rows=tokens)]
+
+
+def _quant_words(ctx: StepContext, launches: int) -> str:
+    """The row's words for its block-fp8 activation quantisation (small_ops.act_quant_time), '' for none."""
+    if not launches:
+        return ""
+    return (f"; {launches} per-token-group activation quantisations (one a block-fp8 GEMM input) at the act_quant "
+            f"time measured on {ctx.pricer.launches.measured_on}")
+
+
+def _block_fp8_gemm_row(ctx: StepContext, label: str, costs: list, inputs: list, count: int, component: str,
+                        rows: int, **fields) -> StepRow:
+    """gemm_row for `count` layers of `costs`, with a block-fp8 component's activation quantisation of each GEMM's
+    input [m, k] in `inputs` (small_ops.act_quant_time) in its prediction and calls. The floor is the GEMMs' alone:
+    their fp8 inputs are counted at a byte an element, and an engine that quantises inside the kernel before (the
+    norm, SiLU) moves no more."""
+    row = gemm_row(ctx, label, costs, count, component, rows, **fields)
+    if not ctx.block_scaled(component):
+        return row
+    t = act_quant_time(ctx, inputs, count)
+    n = len(inputs) * count
+    predicted = None if t is None or row.t_predicted_s is None else row.t_predicted_s + t
+    return dataclasses.replace(row, t_predicted_s=predicted, calls=row.calls + n,
+                               source=row.source + _quant_words(ctx, n)) if predicted is not None else \
+        dataclasses.replace(row, t_predicted_s=None, predicted_impl=None, source="no prediction on this GPU")
 
 
 def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
@@ -113,8 +145,9 @@ def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
         bits, a = ctx.bits("dense_mlp"), ctx.arithmetic("dense_mlp")
         costs = [gemm(dense_tokens, 2 * width, hidden, a, "gate_up", bits),
                  gemm(dense_tokens, hidden, width, a, "down", bits)]
-        rows.append(gemm_row(ctx, "MLP (gate/up, down)", costs, model.num_dense_layers, "dense_mlp", dense_tokens,
-                             num_layers=model.num_dense_layers))
+        rows.append(_block_fp8_gemm_row(ctx, "MLP (gate/up, down)", costs, [(dense_tokens, hidden),
+                                        (dense_tokens, width)], model.num_dense_layers, "dense_mlp", dense_tokens,
+                                        num_layers=model.num_dense_layers))
     if model.num_moe_layers:
         rows.append(_experts(ctx, tokens))
         if model.num_shared_experts:
@@ -122,8 +155,9 @@ def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
             sb, sa = ctx.bits("shared_experts"), ctx.arithmetic("shared_experts")
             scosts = [gemm(dense_tokens, 2 * shared, hidden, sa, "shared_gate_up", sb),
                       gemm(dense_tokens, hidden, shared, sa, "shared_down", sb)]
-            rows.append(gemm_row(ctx, "shared experts (gate/up, down)", scosts, model.num_moe_layers,
-                                 "shared_experts", dense_tokens, num_layers=model.num_moe_layers))
+            rows.append(_block_fp8_gemm_row(ctx, "shared experts (gate/up, down)", scosts,
+                                            [(dense_tokens, hidden), (dense_tokens, shared)], model.num_moe_layers,
+                                            "shared_experts", dense_tokens, num_layers=model.num_moe_layers))
     return rows
 
 
@@ -146,6 +180,7 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
               for c, n in zip(costs[1:], (2 * width, hidden))]
     t2 = None if any(g is None for g, _ in priced) else count * sum(g for g, _ in priced)
     t3, routed = _routing_time(ctx, tokens, count)
+    t4, fp8_words, fp8_calls = _block_fp8_expert_launches(ctx, tokens, pairs, width, count)
     impl, dense = priced[0][1], ctx.pricer.dense_gemm_impl(a)
     router = ctx.pricer.dense_gemm_impl(dtype)
     where = f" over EP {ep}" if ep > 1 else ""
@@ -158,10 +193,35 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
         f"GEMM fit ({dense}), no grouped fit here")
     return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
-                      None if t is None or t2 is None or t3 is None else t + t2 + t3, impl, a, num_layers=count,
-                      calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
+                      None if None in (t, t2, t3, t4) else t + t2 + t3 + t4, impl, a, num_layers=count,
+                      calls=len(costs) * count + fp8_calls,
+                      weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
                       source=f"router: GEMM fit ({router}); {routed}{how}, at the measured {a.value} rate; "
-                             f"pairs f x M k / EP", component="experts", gemm_dtype=a.value, gemm_rows=tokens)
+                             f"pairs f x M k / EP{fp8_words}", component="experts", gemm_dtype=a.value,
+                      gemm_rows=tokens)
+
+
+#: The expert kernels that are Triton fused_moe, which sorts the token-expert pairs by expert first
+#: (moe_align_block_size) and is priced with that align over block-fp8 experts (small_ops.moe_align_time).
+_FUSED_MOE_KERNELS = (MoeKernel.fused_block_fp8, MoeKernel.tuned, MoeKernel.default_config)
+
+
+def _block_fp8_expert_launches(ctx: StepContext, tokens: int, pairs: int, width: int, count: int) -> tuple:
+    """(seconds, the row's words, launches) of the MoE layers' small block-fp8 launches: the activation
+    quantisation of the gate/up input [tokens, H] and of the down input [pairs, w] (small_ops.act_quant_time, once a
+    GEMM for all the experts), and, for a fused_moe kernel, the align (small_ops.moe_align_time); none for experts
+    that are not block-fp8; None seconds where the GPU has no launch times."""
+    if not ctx.block_scaled("experts"):
+        return 0.0, "", 0
+    hidden = ctx.model.hidden_size
+    quant = act_quant_time(ctx, [(tokens, hidden), (pairs, width)], count)
+    align = moe_align_time(ctx, tokens, count) if ctx.moe_kernel in _FUSED_MOE_KERNELS else 0.0
+    if quant is None or align is None:
+        return None, "", 0
+    words = _quant_words(ctx, 2 * count)
+    if ctx.moe_kernel in _FUSED_MOE_KERNELS:
+        words += f"; {count} MoE aligns (moe_align_block_size, {align / count * 1e6:.1f} us each)"
+    return quant + align, words, 2 * count + (count if ctx.moe_kernel in _FUSED_MOE_KERNELS else 0)
 
 
 def _routing_time(ctx: StepContext, tokens: int, count: int) -> tuple:

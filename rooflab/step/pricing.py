@@ -198,7 +198,8 @@ class Pricer:
             self.note(f"block-fp8 GEMMs (1 x 128 activation, 128 x 128 weight scales) priced by the "
                       f"{DENSE_FP8_BLOCK_GEMM_IMPL} fit (torch._scaled_mm with blockwise scales, cuBLASLt, measured "
                       f"on one H200: measurements/{fit.campaigns[0] if fit.campaigns else ''}); the per-token-group "
-                      f"activation quantisation before each is not priced")
+                      f"activation quantisation before each, one launch a GEMM input, at its measured launch time "
+                      f"(rooflab.step.small_ops.act_quant_time)")
             return DENSE_FP8_BLOCK_GEMM_IMPL
         if DENSE_FP8_GEMM_IMPL in impls:
             if block:

@@ -10,6 +10,7 @@ move (what a fused engine must move), whichever the deployment runs.
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -34,6 +35,11 @@ LAYER_SMALL_OPS = (("rms_norm", 2), ("residual_add", 2), ("silu_mul", 1), ("q_co
 #: the new K and V into the cache (vLLM's reshape_and_cache, at the KV append's time); the q copy is gone (rotary
 #: embedding in place) and the residual adds are inside the norms.
 FUSED_SMALL_OPS = (("rms_norm", 2), ("silu_mul", 1), ("kv_append", 1))
+#: The activations' quantisation group of a block-fp8 GEMM: 1 x 128 (the weights' 128 x 128 blocks' k).
+QUANT_GROUP = 128
+#: The row width act_quant is measured at (measurements/launch/h200-block-fp8-launch.csv: [tokens, 7168] bf16,
+#: DeepSeek-V3's hidden).
+ACT_QUANT_WIDTH = 7168
 
 
 def reference_launch() -> LaunchTimes:
@@ -49,7 +55,7 @@ def small_op_time(op: str, tokens: int, hidden: int, ffn: int, bw: float, eager:
                   launch: Optional[LaunchTimes] = None) -> float:
     """One small kernel's time at `tokens` rows: the measured table of `launch` (a GPU's measured.launch; None: the
     times measured on SMALL_OPS_GPU) in a graph, or issued eagerly, interpolated in log(batch); past its last
-    batch, that time plus the extra bytes at bandwidth `bw`."""
+    batch, that time plus the extra bytes at bandwidth `bw` (_ROW_BYTES: a row's bytes read and written)."""
     if not isinstance(op, str) or op not in SMALL_OP_NAMES:
         raise InputError(f"op must be one of {', '.join(SMALL_OP_NAMES)}, got {shown(op)}")
     tokens = whole_number(tokens, "tokens", maximum=MAX_BATCH * MAX_TOKENS)
@@ -64,9 +70,68 @@ def small_op_time(op: str, tokens: int, hidden: int, ffn: int, bw: float, eager:
     if tokens <= last:
         t = _interp(launch, graph, tokens)
         return max(t, _interp(launch, launch.eager_s[op], tokens)) if eager else t
-    width = {"silu_mul": 5 * ffn}.get(op, 3 * hidden)        # elements moved per row (reads and writes)
-    t = graph[-1] + (tokens - last) * width * 2 / bw
+    t = graph[-1] + (tokens - last) * _row_bytes(op, hidden, ffn) / bw
     return max(t, launch.eager_s[op][-1]) if eager else t
+
+
+def _row_bytes(op: str, hidden: int, ffn: int) -> float:
+    """Bytes a row of `op` reads and writes (past the measured batches): 3 bf16 hidden elements (RMSNorm, adds,
+    copies), 5 ffn ones for SiLU x up; act_quant a bf16 row of `hidden` in, e4m3 out and a float32 scale a group of
+    QUANT_GROUP; moe_align `hidden` pairs a token (its top-k ids in, as int64, and their int32 sorted slots out)."""
+    if op == "act_quant":
+        return hidden * (2 + 1) + hidden // QUANT_GROUP * 4
+    if op == "moe_align":
+        return hidden * (8 + 4)
+    return {"silu_mul": 5 * ffn}.get(op, 3 * hidden) * 2
+
+
+def _launch_time(ctx: StepContext, op: str, rows: int, row_width: int, what: str) -> Optional[float]:
+    """One launch of measured `op` at `rows` rows of `row_width` (small_op_time, graph or eager as the deployment
+    runs); None, recorded missing as `what`, where the GPU has no launch times."""
+    launches, gpu = ctx.pricer.launches, ctx.gpu
+    if launches.times is None:
+        ctx.pricer.miss(what, launches.why)
+        return None
+    bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
+    return small_op_time(op, rows, row_width, 1, bw, not ctx.dep.cuda_graphs, launches.times)
+
+
+def act_quant_time(ctx: StepContext, inputs, count: float) -> Optional[float]:
+    """Seconds of `count` layers' activation quantisation before their block-fp8 GEMMs, one launch for each GEMM
+    input [m, k] in `inputs`: per token group of QUANT_GROUP to e4m3 with a float32 scale a group, as vLLM 0.7.3 and
+    SGLang 0.4.3.post2 quantise the input inside every block-fp8 linear layer and fused MoE GEMM, each on its own
+    (vllm/model_executor/layers/quantization/utils/fp8_utils.py:61,70 apply_w8a8_block_fp8_linear and
+    fused_moe/fused_moe.py:653; sglang/srt/layers/quantization/fp8_utils.py:72,79 and
+    layers/moe/fused_moe_triton/fused_moe.py:496, its sgl_kernel CUDA quant; so q_a and kv_a quantise the same hidden twice).
+
+        t = count * sum over inputs of t_act_quant(ceil(m k / ACT_QUANT_WIDTH))
+
+    t_act_quant is the measured launch (hardware/<gpu>.yaml measured.launch, measurements/launch/
+    h200-block-fp8-launch.csv) at rows of ACT_QUANT_WIDTH; the kernel runs one program a group (vLLM 0.7.3
+    fp8_utils.py:277,292,307: grid (x.numel() // group_size,)), so [m, k] is the launch of ceil(m k / ACT_QUANT_WIDTH)
+    measured rows. 0 without inputs; None, recorded missing, where the GPU has no launch times."""
+    total = 0.0
+    for m, k in inputs:
+        if m <= 0:
+            continue
+        t = _launch_time(ctx, "act_quant", math.ceil(m * k / ACT_QUANT_WIDTH), ACT_QUANT_WIDTH,
+                         "block-fp8 activation quantisation (small kernels)")
+        if t is None:
+            return None
+        total += t
+    return count * total
+
+
+def moe_align_time(ctx: StepContext, tokens: int, count: float) -> Optional[float]:
+    """Seconds of `count` MoE layers' align before a fused MoE kernel (moe_align_block_size: the `tokens` x top-k
+    token-expert pairs sorted by expert, each expert's run padded to the kernel's BLOCK_M), one launch a layer, at its
+    measured time (measurements/launch/h200-block-fp8-launch.csv: our one-kernel Triton align over 256 experts at
+    BLOCK_M 64, for the one-kernel CUDA align vLLM 0.7.3 and SGLang 0.4.3.post2 run for 256 experts: vllm fused_moe.py
+    :586-621 ops.sgl_moe_align_block_size, sglang fused_moe.py:421-451 sgl_kernel moe_align_block_size, after a
+    fill of the sorted ids our kernel does inside); None, recorded missing, where the GPU has no launch times."""
+    k = ctx.model.num_experts_per_token
+    t = _launch_time(ctx, "moe_align", tokens, k, "MoE align (small kernels)")
+    return None if t is None else count * t
 
 
 def small_ops_from(gpu: GpuSpec) -> Optional[str]:
@@ -126,5 +191,6 @@ def small_ops_note(ctx: StepContext) -> Optional[str]:
     return note
 
 
-__all__ = ["FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "SMALL_OPS_GPU", "reference_launch", "small_op_time",
+__all__ = ["ACT_QUANT_WIDTH", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "QUANT_GROUP", "SMALL_OPS_GPU", "act_quant_time",
+           "moe_align_time", "reference_launch", "small_op_time",
            "small_ops_from", "small_ops_note", "small_ops_row"]

@@ -148,10 +148,13 @@ def test_mla_projections_are_the_engines_gemms_by_hand(decodes, prefill):
     layer = model.layer_types["mla"]
     m = decodes or prefill
     priced = _mla_projections(ctx, layer, m, decodes)
-    names = {c.kernel.name for c, _, _ in priced}
+    names = {c.kernel.name for c, _, _, _ in priced}
     assert names == ({"q_a", "kv_a", "q_b", "o", "w_uk", "w_uv"} if decodes else {"q_a", "kv_a", "q_b", "o", "kv_b"})
     nk = [(1536, 7168), (576, 7168), (16 * 192, 1536), (7168, 16 * 128)]
     nk += [(16 * 512, 128), (16 * 128, 512)] if decodes else [(16 * 256, 512)]
-    assert sum(float(c.kernel.flops) for c, _, _ in priced) == pytest.approx(sum(2 * m * n * k for n, k in nk))
+    assert sum(float(c.kernel.flops) for c, _, _, _ in priced) == pytest.approx(sum(2 * m * n * k for n, k in nk))
     if decodes:                                   # the absorbed matmuls run in the activations' dtype, not block fp8
-        assert [b for c, _, b in priced if c.kernel.name.startswith("w_u")] == [False, False]
+        assert [b for c, _, b, _ in priced if c.kernel.name.startswith("w_u")] == [False, False]
+    inputs = {c.kernel.name: shape for c, _, b, shape in priced if b}     # what each block-fp8 GEMM quantises
+    assert inputs == {"q_a": (m, 7168), "kv_a": (m, 7168), "q_b": (m, 1536), "o": (m, 16 * 128),
+                      **({} if decodes else {"kv_b": (m, 512)})}
