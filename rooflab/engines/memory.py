@@ -77,6 +77,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..specs import GpuSpec, ModelSpec
+from ..capacity.shipped import as_shipped
 from ..capacity.weight_split import dp_attention_splits, fuses_shared_expert_copies
 from ..specs.weights import WeightComponent, mla_kv_b_parameters, weight_bytes
 from ..units import GiB, MiB, WeightFormat
@@ -190,6 +191,25 @@ def rotary_cache_bytes(model: ModelSpec) -> int:
     return model.max_context_len * max(dims, default=0) * model_dtype(model).bytes
 
 
+#: bitsandbytes' 4-bit formats (units.WeightFormat): what vLLM's bitsandbytes loader quantizes an unquantized
+#: checkpoint to in flight whichever of them the quantization config asks for (vllm_in_flight).
+BNB_4BIT = (WeightFormat.of("nf4"), WeightFormat.of("nf4_dq"), WeightFormat.of("fp4"), WeightFormat.of("fp4_dq"))
+VLLM_IN_FLIGHT_BNB = WeightFormat.of("nf4_dq")
+
+
+def vllm_in_flight(model: ModelSpec, weight_format, accounting: Accounting | None):
+    """The format vLLM loads an unquantized checkpoint in under a bitsandbytes 4-bit `weight_format`: nf4 with
+    double quantization, whatever type the config names. Its loader's _unquantized_generator calls
+    quantize_4bit(loaded_weight, compress_statistics=True, quant_type="nf4") (vllm 0.7.3 wheel model_executor/
+    model_loader/loader.py:1016-1019, 0.8.0 :1045-1048; bitsandbytes_loader.py 0.9.2 :385-388, 0.10.0 :387-391,
+    0.11.2 :439-443); bnb_4bit_quant_type and bnb_4bit_use_double_quant are read for pre-quantized checkpoints only.
+    A quantized checkpoint, another format or another engine: `weight_format` unchanged."""
+    if (accounting is None or accounting.engine is not Engine.vllm or model.quantization
+            or weight_format is None or WeightFormat.of(weight_format) not in BNB_4BIT):
+        return weight_format
+    return VLLM_IN_FLIGHT_BNB
+
+
 def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None, expert_parallel: int = 1,
                         attention_data_parallel: int = 1, stage=None, accounting: Accounting | None = None,
                         gpu: GpuSpec | None = None, release: tuple[int, ...] | None = None) -> tuple[int, str]:
@@ -203,6 +223,7 @@ def engine_weight_bytes(model: ModelSpec, tensor_parallel: int, weight_format=No
     the routed experts take the bytes the engine's kernels lay them out in (mxfp4.expert_padding: vLLM's mxfp4 MoE
     backends pad H and I by compute capability and release); SGLang's accounting adds its MLA absorbed copies
     (sglang_absorbed_bytes) and v0.4.6.x's cloned shared experts (weight_split.fuses_shared_expert_copies)."""
+    weight_format = vllm_in_flight(model, as_shipped(model, weight_format), accounting)
     sglang = accounting is not None and accounting.engine is Engine.sglang
     release = layout_release(accounting, release)
     splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
@@ -318,5 +339,5 @@ def rank_kv_b_parameters(model: ModelSpec, attention_tp: int) -> int:
                for _, layer, count in model.layer_walk())
 
 
-__all__ = ["LORA", "VLLM_LORA_UNCOUNTED", "lora_counted", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "layout_release", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
+__all__ = ["BNB_4BIT", "LORA", "VLLM_IN_FLIGHT_BNB", "VLLM_LORA_UNCOUNTED", "lora_counted", "NCCL_OFF_DEVICE_GIB", "PCIE_P2P_BUFFERS_GIB", "OTHER_PROCESSES", "check_in_use", "lora_term", "engine_weight_bytes", "layout_release", "newest_release", "non_torch_default", "non_torch_name", "on_gpu_under_tp", "rotary_cache_bytes",
            "rank_kv_b_parameters", "sglang_absorbed_bytes", "vllm_absorbed_bytes", "VLLM_ABSORBED_RELEASES"]

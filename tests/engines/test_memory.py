@@ -138,3 +138,27 @@ def test_the_weights_term_carries_them():
     old = engine_capacity(DEEPSEEK_V3, H200, vllm("v0", release="0.7.3", **args))
     assert new.term("weights").bytes - old.term("weights").bytes == 127_926_272
     assert "W_UK_T / W_UV (0.119 GiB)" in new.term("weights").source
+
+
+def test_vllm_quantizes_bitsandbytes_in_flight_as_nf4_dq():
+    """vLLM's bitsandbytes loader quantizes an unquantized checkpoint with quantize_4bit(compress_statistics=True,
+    quant_type="nf4") whatever the config's type (vllm 0.7.3 wheel model_loader/loader.py:1016-1019; 0.11.2
+    bitsandbytes_loader.py:439-443): fp4 asked for is nf4_dq's 4 + 8 / 64 + 32 / 16,384 bits, not fp4's 4 + 32 / 64.
+    Qwen3-8B's 36 x 192,937,984 = 6,945,767,424 linear parameters: 6,945,767,424 x (4.5 - 4.126953125) / 8 =
+    323,887,104 bytes less than fp4 would take (x the spec's published-count scale, 1.0011: specs/weights.py
+    _published_scale). SGLang keeps the format asked for."""
+    from rooflab.engines import EngineSettings
+    from rooflab.engines.memory import engine_weight_bytes
+    from rooflab.units import WeightFormat
+
+    qwen3, t4 = load_model("qwen3-8b"), load_gpu("t4")
+    fp4, nf4_dq = WeightFormat.of("fp4"), WeightFormat.of("nf4_dq")
+    v0 = parse_accounting(Engine.vllm, "v0")
+    in_flight, _ = engine_weight_bytes(qwen3, 1, fp4, accounting=v0, gpu=t4)
+    asked, _ = engine_weight_bytes(qwen3, 1, nf4_dq, accounting=v0, gpu=t4)
+    plain_fp4, _ = engine_weight_bytes(qwen3, 1, fp4)
+    sglang_fp4, _ = engine_weight_bytes(qwen3, 1, fp4, accounting=parse_accounting(Engine.sglang, "v0.4"), gpu=t4)
+    assert in_flight == asked
+    assert plain_fp4 - in_flight == pytest.approx(323_887_104, rel=2e-3) and sglang_fp4 == plain_fp4
+    settings = EngineSettings(v0, weight_format=fp4, max_model_len=256, utilization=0.69)
+    assert engine_capacity(qwen3, t4, settings).term("weights").bytes == in_flight
