@@ -70,7 +70,7 @@ class Replica:
             steps = step_times(model, gpu, deployment, max_decodes=top, min_context=workload.input.low,
                                max_context=workload.max_len, max_prefill=scheduler.max_num_batched_tokens,
                                moe_kernel=kernels.moe_kernel, decode_attention=kernels.decode_attention,
-                               routing=kernels.routing)
+                               routing=kernels.routing, mla_decode_splits=kernels.mla_decode_splits)
         return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
 
     @property

@@ -125,8 +125,9 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
         lens = DecodeBatch.uniform(tokens, decodes)
         n, u = gpu.num_sms, gpu.units_per_sm
         sparse = dep.mla_sparse_fp8 and layer.is_latent      # fp8_ds_mla: the 656-byte token capacity counts
-        splits = layer_splits(model, name, lens, n, page_size, dtype, kv, u, tensor_parallel=tp, q_len=q_len,
-                              mla_sparse_fp8=sparse)
+        fixed = ctx.mla_decode_splits if layer.is_latent else None    # the engine's own count (step.mla_decode)
+        splits = fixed or layer_splits(model, name, lens, n, page_size, dtype, kv, u, tensor_parallel=tp,
+                                       q_len=q_len, mla_sparse_fp8=sparse)
 
         def price(num_sms, units_per_sm, name=name, lens=lens, splits=splits, tp=tp, sparse=sparse):
             return layer_decode(model, name, lens, page_size, dtype, kv, splits, q_len, num_sms, units_per_sm,
@@ -161,7 +162,8 @@ def decode_attention(ctx: StepContext, decodes: int, q_len: int, context_len: in
         how = (f"KV read per query head (TensorRT-LLM's masked MHA, a model): fitted {kernel.value} model "
                f"(rooflab's kernels) at one KV head a query head, 1 split, x {PER_QUERY_HEAD_L2_SHARE} (the L2's "
                f"share measured on h200-sxm, measurements/attention/)"
-               if per_head else f"fitted {kernel.value} model (rooflab's kernels), {splits} split(s)")
+               if per_head else f"fitted {kernel.value} model (rooflab's kernels), {splits} split(s)" + (
+                   " (the engine's fixed count: rooflab.step.mla_decode)" if fixed else ""))
         rows.append(priced_row(pricer, cost.variant.value, what, kernels, count, None if t is None else count * t,
                                "rooflab" if t is not None else None, layer_type=name, num_layers=count,
                                calls=count * len(kernels), part="decode",

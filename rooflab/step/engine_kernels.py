@@ -11,6 +11,8 @@ so that each prices the same deployment with the same kernels.
                        did not, torch's grouped GEMM as measured otherwise
     routing            routing_fact (routing.py): DeepSeek's grouped top-k as vLLM 0.7.x runs it (eager torch ops) or
                        SGLang 0.4.x (torch.compile), at its measured launch time; unpriced where not read
+    MLA decode splits  mla_decode_fact (mla_decode.py): vLLM 0.7.x's TRITON_MLA runs 4 KV splits, SGLang 0.4.x's
+                       triton backend 8; rooflab's own split search where not read
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
@@ -35,6 +37,7 @@ from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
 from .attention import DecodeAttention, engine_decode_attention
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
 from .pricing import step_context
+from .mla_decode import mla_decode_fact
 from .routing import Routing, routing_fact
 
 #: What a decode-attention model is, in the step's note.
@@ -54,6 +57,8 @@ class EngineKernels:
     layout_release: Optional[tuple] = None   # SGLang's release for DP attention's weights (None: the newest read)
     routing: Routing = Routing.unpriced      # how the experts are picked (step.routing)
     routing_reason: str = ""                 # why ('' for a dense model)
+    mla_decode_splits: Optional[int] = None  # the MLA decode's KV splits (step.mla_decode; None: rooflab's search)
+    mla_reason: str = ""                     # why ('' for a model without MLA, or rooflab's own step)
 
     @property
     def note(self) -> str:
@@ -62,8 +67,9 @@ class EngineKernels:
             return ""
         experts = f"; experts {self.moe_kernel.value} ({self.moe_reason})" if self.moe_reason else ""
         routing = f"; routing {self.routing_reason}" if self.routing_reason else ""
+        mla = f"; MLA decode {self.mla_reason}" if self.mla_reason else ""
         return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
-                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}")
+                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}")
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.
@@ -92,8 +98,9 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
     routing, routing_why = routing_fact(name.value, release, model)
+    splits, splits_why = mla_decode_fact(name.value, release, model)
     return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout, routing,
-                         routing_why if model.is_moe else "")
+                         routing_why if model.is_moe else "", splits, splits_why)
 
 
 def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:

@@ -17,7 +17,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..comm import collective_time
-from ..cost.common import KernelCost
+from ..cost.common import KernelCost, whole_number
+from ..cost.paged import MAX_SPLITS_ALLOWED
 from ..capacity.weight_split import dp_attention_splits
 from ..cost.gemm import GemmCost
 from ..deployment import Deployment
@@ -307,6 +308,7 @@ class StepContext:
     moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL   # how the experts' GEMMs are priced (step.moe_kernel)
     dp_attention_release: Optional[tuple] = None  # SGLang's release for DP attention's weight layout (None: newest)
     routing: Routing = Routing.unpriced          # how the experts are picked between router and experts (step.routing)
+    mla_decode_splits: Optional[int] = None      # the engine's MLA decode split count (step.mla_decode; None: searched)
 
     @property
     def weight_splits(self) -> dict[str, int]:
@@ -342,12 +344,17 @@ class StepContext:
 
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
                  decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
-                 dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced) -> StepContext:
+                 dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced,
+                 mla_decode_splits: Optional[int] = None) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
     MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
     (EngineKernels.layout_release; an InputError where that release runs no such layout); `routing` a
-    rooflab.step.routing.Routing (its name), how the MoE layers' experts are picked."""
+    rooflab.step.routing.Routing (its name), how the MoE layers' experts are picked; `mla_decode_splits` the KV
+    splits the engine's MLA decode runs (EngineKernels.mla_decode_splits; None: rooflab's own split search), a whole
+    number of at least 1, else an InputError naming it."""
+    if mla_decode_splits is not None:
+        mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
     dtype = deployment.dtype or model.weight_dtype or DType.bf16
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
@@ -356,7 +363,7 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                        pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
                        cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
                        moe_kernel=moe_kernel, dp_attention_release=dp_attention_release,
-                       routing=Routing.of(routing, "routing"))
+                       routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits)
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

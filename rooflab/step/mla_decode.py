@@ -1,0 +1,70 @@
+"""How many KV splits an engine's MLA decode kernel runs, at a release, read from its shipped source.
+
+rooflab's own step searches the split count that prices fastest (cost.layers.layer_splits). An engine's Triton MLA
+decode kernel runs a fixed count instead, whatever the batch and context; the step prices the engine's MLA decode at
+that count through the same cost function (cost.mla.mla_decode: the units, the waves and the merge of S splits) and
+fit. At 4 splits a single sequence is 4 work units on an H200's 132 SMs: the measured TP-8 rank step ran vLLM 0.7.3's
+split count and took 4.50 ms for 61 layers at 1 x 3,600 (measurements/steps/h200-step-deepseek-v3-tp8-rank.csv).
+
+Facts (MLA_DECODE_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x), not
+beyond:
+
+    vLLM 0.7.3         V0 on CUDA runs every MLA model on TRITON_MLA (platforms/cuda.py:159-161), whose decode
+                       passes num_kv_splits=4 ("TODO(lucas) add heuristic": attention/backends/triton_mla.py:259,
+                       645) to decode_attention_fwd (attention/ops/triton_decode_attention.py), paged at the cache's
+                       block size (triton_mla.py:737 PAGE_SIZE = the cache's dim 1)
+    SGLang 0.4.3.post2 MLA runs the triton backend unless --enable-flashinfer-mla (model_executor/model_runner.py:
+                       109-121), with server_args.triton_attention_num_kv_splits = 8 (server_args.py:159; 16 on HIP
+                       only, :285-286; layers/attention/triton_backend.py:69), over token-level KV indices (page 1)
+
+Not expressed: vLLM's FLASHMLA backend (VLLM_ATTENTION_BACKEND=FLASHMLA, FlashMLA's own tile scheduler: the split
+count it picks per batch was not read), SGLang's --enable-flashinfer-mla, and the page size (the deployment's
+page_size is priced, not the engine's: SGLang 0.4.x pages by one token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..vocab import engine_release
+
+
+@dataclass(frozen=True)
+class MlaDecodeFact:
+    """An engine line's MLA decode split count, read at `version` from its wheel."""
+
+    engine: str
+    version: str
+    splits: int
+    backend: str
+    source: str
+
+
+MLA_DECODE_FACTS = (
+    MlaDecodeFact("vllm", "0.7.3", 4, "TRITON_MLA",
+                  "vllm 0.7.3 wheel on PyPI: platforms/cuda.py:159-161 (MLA on V0: TRITON_MLA), "
+                  "attention/backends/triton_mla.py:259,645 num_kv_splits=4"),
+    MlaDecodeFact("sglang", "0.4.3.post2", 8, "triton",
+                  "sglang 0.4.3.post2 wheel on PyPI: model_executor/model_runner.py:109-121 (MLA: the triton "
+                  "backend unless --enable-flashinfer-mla), server_args.py:159 triton_attention_num_kv_splits=8"),
+)
+
+
+def mla_decode_fact(engine, version, model) -> tuple[Optional[int], str]:
+    """(the KV splits `engine` at `version` runs `model`'s MLA decode with, why); None (rooflab's own split search)
+    for a model without MLA layers, no engine, or a release whose line was not read."""
+    if not any(layer.is_latent for _, layer, _ in model.layer_walk()):
+        return None, ""
+    name = str(getattr(engine, "value", engine) or "").lower()
+    at = engine_release(version) if version else None
+    for fact in MLA_DECODE_FACTS:
+        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
+            return fact.splits, (f"{fact.splits} splits, {fact.backend}'s fixed count read at {name} {fact.version} "
+                                 f"({fact.source})")
+    if not name:
+        return None, ""
+    return None, f"{name} {version}'s MLA decode split count not read: rooflab's own split search"
+
+
+__all__ = ["MLA_DECODE_FACTS", "MlaDecodeFact", "mla_decode_fact"]
