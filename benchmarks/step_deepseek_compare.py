@@ -9,8 +9,10 @@ checked. The communication rows (the all-reduces and the logits all-gather) are 
 is compared (the measurement runs on one GPU) and shown beside it, as rooflab's collective model prices them.
 
 Per component: the measured graph_isolated seconds (that component's launches alone in one CUDA graph, all layers)
-against the model's rows, by MODEL_ROW; the measured components no row prices (quant, routing, align) are listed as
-such. gap = measured / predicted.
+against the model's rows, by MODEL_ROW; the measured components no row prices (routing before f3e1849; quant and
+align before 4cc689a) are listed as such. Since 4cc689a the model prices the activation quantisation and the MoE
+align inside its GEMM rows: they are taken out of those rows and compared as "quant" and "align" (predicted).
+gap = measured / predicted.
 """
 
 from __future__ import annotations

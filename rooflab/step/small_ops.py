@@ -102,7 +102,8 @@ def act_quant_time(ctx: StepContext, inputs, count: float) -> Optional[float]:
     SGLang 0.4.3.post2 quantise the input inside every block-fp8 linear layer and fused MoE GEMM, each on its own
     (vllm/model_executor/layers/quantization/utils/fp8_utils.py:61,70 apply_w8a8_block_fp8_linear and
     fused_moe/fused_moe.py:653; sglang/srt/layers/quantization/fp8_utils.py:72,79 and
-    layers/moe/fused_moe_triton/fused_moe.py:496, its sgl_kernel CUDA quant; so q_a and kv_a quantise the same hidden twice).
+    layers/moe/fused_moe_triton/fused_moe.py:496, its sgl_kernel CUDA quant; so q_a and kv_a quantise the same
+    hidden twice).
 
         t = count * sum over inputs of t_act_quant(ceil(m k / ACT_QUANT_WIDTH))
 
