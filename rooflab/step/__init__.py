@@ -53,6 +53,7 @@ The package, one job a module (the data flows down the list):
     moe_kernel.py     MoeKernel (the expert-kernel models) and engine_moe_kernel with its facts (engines' wheels)
     routing.py        Routing (how a MoE layer picks its experts, priced at measured launch times) and its facts
     mla_decode.py     the KV splits an engine's MLA decode kernel runs at a release (its facts)
+    dense_block_fp8.py  the kernel an engine's release ran dense block-fp8 GEMMs with (a fact for the note)
     gemms.py          attention projections, dense MLP and MoE, logits
     attention.py      decode and prefill attention per layer type (DCP merge, PCP ring)
     communication.py  the collectives that scale with the tokens; the pipeline's send

@@ -13,6 +13,8 @@ so that each prices the same deployment with the same kernels.
                        SGLang 0.4.x (torch.compile), at its measured launch time; unpriced where not read
     MLA decode splits  mla_decode_fact (mla_decode.py): vLLM 0.7.x's TRITON_MLA runs 4 KV splits, SGLang 0.4.x's
                        triton backend 8; rooflab's own split search where not read
+    dense block fp8    dense_block_fp8_fact (dense_block_fp8.py): the kernel vLLM 0.7.x / SGLang 0.4.x ran the dense
+                       block-fp8 GEMMs with on a 9.x GPU (CUTLASS blockwise), stated in the note, not priced
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
@@ -37,6 +39,7 @@ from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
 from .attention import DecodeAttention, engine_decode_attention
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
 from .pricing import step_context
+from .dense_block_fp8 import dense_block_fp8_fact
 from .mla_decode import mla_decode_fact
 from .routing import Routing, routing_fact
 
@@ -59,6 +62,7 @@ class EngineKernels:
     routing_reason: str = ""                 # why ('' for a dense model)
     mla_decode_splits: Optional[int] = None  # the MLA decode's KV splits (step.mla_decode; None: rooflab's search)
     mla_reason: str = ""                     # why ('' for a model without MLA, or rooflab's own step)
+    dense_reason: str = ""                   # the engine's dense block-fp8 GEMM kernel (step.dense_block_fp8; a note)
 
     @property
     def note(self) -> str:
@@ -68,8 +72,10 @@ class EngineKernels:
         experts = f"; experts {self.moe_kernel.value} ({self.moe_reason})" if self.moe_reason else ""
         routing = f"; routing {self.routing_reason}" if self.routing_reason else ""
         mla = f"; MLA decode {self.mla_reason}" if self.mla_reason else ""
+        dense = f"; dense block-fp8 GEMMs {self.dense_reason}" if self.dense_reason else ""
         return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
-                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}")
+                f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}"
+                f"{dense}")
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.
@@ -99,8 +105,10 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
     routing, routing_why = routing_fact(name.value, release, model)
     splits, splits_why = mla_decode_fact(name.value, release, model)
+    block = any(ctx.block_scaled(c) for c in ("attention", "dense_mlp", "shared_experts"))
     return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout, routing,
-                         routing_why if model.is_moe else "", splits, splits_why)
+                         routing_why if model.is_moe else "", splits, splits_why,
+                         dense_block_fp8_fact(name.value, release, gpu, block))
 
 
 def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:
