@@ -17,7 +17,9 @@ get_lora_B_shape ((max_loras_per_batch, rank x stacked, input_dim) and (max_lora
 input split for row-parallel modules, output for the rest), every module targeted (--lora-target-modules all).
 
 Where the buffers land: vLLM creates them inside load_model's memory profiler (vllm/v1/worker/gpu_model_runner.py:
-load_lora_model under DeviceMemoryProfiler), so they are part of its weights figure and come off u x total;
+load_lora_model under DeviceMemoryProfiler; V0 from v0.8.0, vllm#14469), so they are part of its weights figure
+and come off u x total (V0 v0.6.5-v0.7.3 create them after the profiler: outside the budget,
+memory.VLLM_LORA_UNCOUNTED);
 SGLang's LoRAManager allocates its pool after the weights load and before init_memory_pool (model_runner.py), so
 they come off the KV pool. Not counted: the embeddings' and LM head's buffers where vLLM wraps them (L r (H + V)
 elements more each), the extra LoRA vocabulary of older releases, the Punica kernels' metadata and the profile

@@ -26,44 +26,75 @@ projections hold 6,945,767,424 parameters (36 x 192,937,984), so 6,945,767,424 x
 them. Set 6's v0.29.0 logs (post hoc): the decode servers on Marlin hold 0.134 GiB more non-KV memory than the
 prefill servers on Triton with everything else alike.
 
+Earlier releases (MARLIN_BLOCK_SPANS): from v0.9.0 to v0.11.2 there is no kernel list; Fp8LinearMethod (a
+checkpoint whose quant_method is fp8, Qwen3-8B-FP8) sets use_marlin below compute capability 8.9 for block fp8
+too, and process_weights_after_loading runs prepare_fp8_layer_for_marlin on it, which expands the block scales
+the same way (`.to(layer.orig_dtype)`, repeat_interleave(block_n, 1)); Fp8Config needs 8.0 (get_min_capability
+80), so A100s, A10s and RTX 3090s take it and the L4 (8.9) runs block fp8 through Triton (wheels: fp8.py use_marlin
+at 0.9.0:179, 0.9.2:188, 0.10.0:197, 0.11.2:362, prepare_fp8_layer_for_marlin at :383, :392, :416, :539;
+marlin_utils_fp8.py repeat_interleave(block_n, 1) at :151, :152, :152, :158). v0.7.3, v0.8.0 and v0.8.5 turn
+Marlin off for block quant (fp8.py `if self.block_quant: self.use_marlin = False`, 0.8.5:183-185), so v0.9.0 is
+the first (v0.8.5.post1 between them, taken as v0.8.5). compressed-tensors' block-fp8 scheme has no Marlin path
+in that span: CompressedTensorsW8A8Fp8 builds W8A8BlockFp8LinearOp (CUTLASS from SM90, else Triton; 0.11.2
+compressed_tensors_w8a8_fp8.py:46-76) and needs 8.9, and its W8A16Fp8 fallback refuses the block strategy
+(compressed_tensors_w8a16_fp8.py:96-109). The releases between v0.11.2 and v0.29.0 were not read: no expansion.
+
 Not modelled: Marlin's padding of N to 64 and K to 128 (marlin_utils.py:221-243; rooflab's projections are whole
 multiples), its workspace (one int32 a streaming multiprocessor a layer), a --linear-backend other than auto
 (EngineSettings has no field: Triton or Humming keep the block scales; marlin on a GPU of 9.0 or later would
-expand them), the routed experts' fp8 MoE methods (fused Marlin MoE below 8.9: not read), and the releases before
-v0.29.0 (the kernel list was not read for them; v0.10's Fp8LinearMethod took Marlin only below 8.9 and ran block
-fp8 through Triton: MARLIN_BLOCK_FP8_RELEASE is the first release read).
+expand them), VLLM_TEST_FORCE_FP8_MARLIN, and the routed experts' fp8 MoE methods (fused Marlin MoE below 8.9: not
+read).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
-from ..specs import GpuSpec, ModelSpec
+from ..specs import GpuSpec, ModelSpec, QuantMethod
 from ..specs.weights import WeightComponent
 from ..units import WeightFormat
 from .settings import model_dtype
-from .vocab import Accounting
+from .vocab import Accounting, Engine, in_range, in_span
 
-#: The first vLLM release whose block-fp8 kernel choice was read (module docstring): v0.29.0.
-MARLIN_BLOCK_FP8_RELEASE = (0, 29)
-#: The compute capabilities where `--linear-backend auto` picks Marlin for block fp8 (module docstring).
-MARLIN_CAPABILITY, NATIVE_BLOCK_CAPABILITY = (7, 5), (9, 0)
+
+@dataclass(frozen=True)
+class MarlinSpan:
+    """vLLM releases (first, last: vocab.in_span) whose block-fp8 linear layers take Marlin on compute capabilities
+    [lowest, below), and whether compressed-tensors' block scheme does too (module docstring)."""
+
+    releases: tuple[tuple[int, ...], tuple[int, ...]]
+    lowest: tuple[int, int]
+    below: tuple[int, int]
+    compressed_tensors: bool
+
+
+#: Where vLLM lays block fp8 out for Marlin (module docstring): v0.9.0-v0.11.2 Fp8LinearMethod's use_marlin below
+#: 8.9 (Fp8Config from 8.0); v0.29.0 `--linear-backend auto`'s kernel list below 9.0 from Marlin's 7.5.
+MARLIN_BLOCK_SPANS = (MarlinSpan(((0, 9, 0), (0, 11, 2)), (8, 0), (8, 9), compressed_tensors=False),
+                      MarlinSpan(((0, 29), (0, 29)), (7, 5), (9, 0), compressed_tensors=True))
 #: Marlin's group of inputs a scale covers, and the checkpoint's block edge (weight_block_size).
 GROUP, BLOCK = 128, 128
 #: The dense linear components a block-fp8 checkpoint quantizes (the routed experts take the MoE methods).
 DENSE_LINEAR = (WeightComponent.attention, WeightComponent.dense_mlp, WeightComponent.shared_experts)
 
 
-def takes_marlin(gpu: Optional[GpuSpec], accounting: Optional[Accounting],
-                 release: Optional[tuple[int, ...]]) -> bool:
-    """Whether vLLM V1 at `release` lays block-fp8 linear layers out for Marlin on `gpu` (module docstring): from
-    MARLIN_BLOCK_FP8_RELEASE, on an NVIDIA GPU of compute capability 7.5 up to 9.0 (ROCm's kernel list,
-    kernels/linear/__init__.py:448-451, has no Marlin); a GPU without a compute capability, another accounting or
-    no release: no."""
+def takes_marlin(gpu: Optional[GpuSpec], accounting: Optional[Accounting], release: Optional[tuple[int, ...]],
+                 quant_method: Optional[QuantMethod] = None) -> bool:
+    """Whether vLLM at `release` lays block-fp8 linear layers out for Marlin on `gpu` (module docstring): a release
+    of MARLIN_BLOCK_SPANS that `accounting` covers, on an NVIDIA GPU of a compute capability in its span (ROCm
+    turns Marlin off: fp8.py `if current_platform.is_rocm()`, and the v0.29 ROCm kernel list,
+    kernels/linear/__init__.py:448-451, has none), the checkpoint's `quant_method` one the span's kernels take
+    (None: an override on an unquantized checkpoint, fp8's method); a GPU without a compute capability, another
+    engine or no release: no."""
     cc = gpu.compute_capability_version if gpu is not None else None
-    nvidia = gpu is not None and (gpu.vendor or "nvidia").lower() == "nvidia"    # ROCm's list has no Marlin
-    return (accounting is Accounting.vllm_v1 and release is not None and tuple(release) >= MARLIN_BLOCK_FP8_RELEASE
-            and nvidia and cc is not None and MARLIN_CAPABILITY <= cc < NATIVE_BLOCK_CAPABILITY)
+    nvidia = gpu is not None and (gpu.vendor or "nvidia").lower() == "nvidia"
+    if (accounting is None or accounting.engine is not Engine.vllm or release is None or not nvidia or cc is None
+            or not in_range(accounting, tuple(release))):
+        return False
+    return any(in_span(tuple(release), span.releases) and span.lowest <= cc < span.below
+               and (span.compressed_tensors or quant_method is not QuantMethod.compressed_tensors)
+               for span in MARLIN_BLOCK_SPANS)
 
 
 def marlin_scale_bytes(model: ModelSpec, tensor_parallel: int, weight_format=None, gpu: Optional[GpuSpec] = None,
@@ -71,7 +102,7 @@ def marlin_scale_bytes(model: ModelSpec, tensor_parallel: int, weight_format=Non
     """The bytes one GPU's block-fp8 dense linear layers hold beyond fp8_block's own bits once Marlin's group
     scales replace the block scales (module docstring), P (b / 128 - 4 / 128^2) with P the parameters of the
     components in fp8_block split `tensor_parallel` ways; 0 where vLLM does not take Marlin (takes_marlin)."""
-    if not takes_marlin(gpu, accounting, release):
+    if not takes_marlin(gpu, accounting, release, model.quant_method):
         return 0
     counts = model.parameters.by_component()
     params = sum(counts[c] for c in DENSE_LINEAR if model.weight_format(c, weight_format) is WeightFormat.fp8_block)
@@ -79,4 +110,4 @@ def marlin_scale_bytes(model: ModelSpec, tensor_parallel: int, weight_format=Non
     return params * b // (GROUP * tensor_parallel) - params * 4 // (GROUP * BLOCK * tensor_parallel)
 
 
-__all__ = ["DENSE_LINEAR", "MARLIN_BLOCK_FP8_RELEASE", "marlin_scale_bytes", "takes_marlin"]
+__all__ = ["DENSE_LINEAR", "MARLIN_BLOCK_SPANS", "MarlinSpan", "marlin_scale_bytes", "takes_marlin"]

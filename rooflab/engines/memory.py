@@ -6,8 +6,10 @@ rotary dim in the model's dtype, which every attention layer shares (vllm v0.6.x
 vllm/model_executor/layers/rotary_embedding.py get_rope). vllm#10517 logged 14.9888 GiB for Llama-3.1-8B: 14.958
 of parameters and 0.031 of its 131,072 x 128 bf16 cache. vLLM's mxfp4 experts (gpt-oss) take the bytes its MoE
 backend lays them out in on the GPU (mxfp4.py: gpt-oss-120b's experts x1.0904 under Marlin on an A100, H 2880 ->
-3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); vLLM v0.29's block-fp8
-linear layers below compute capability 9.0 add Marlin's group scales (marlin_fp8.py); the plain bound
+3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); vLLM's block-fp8
+linear layers under Marlin add its group scales (marlin_fp8.py: v0.9.0-v0.11.2 below compute capability 8.9,
+v0.29 below 9.0); an unquantized checkpoint under a bitsandbytes 4-bit format is nf4_dq however the config asks
+(vllm_in_flight); an override naming the checkpoint's own format keeps it as shipped (capacity.shipped); the plain bound
 (`rooflab capacity` without --engine) keeps the checkpoint's bytes. SGLang's weights add MLA's absorbed copies
 (w_kc / w_vc, one rank's kv_b again: fp8 before v0.4.7 on block-fp8 checkpoints, bf16 after; sglang_absorbed_bytes)
 and lay data-parallel attention's components out by release (capacity/weight_split.py: attention over TP / DP,
@@ -151,7 +153,8 @@ def on_gpu_under_tp(tp1_gib: float, linked_gib: float, gpu: GpuSpec | None) -> f
 #: the non-torch increase (torch's reserved memory, the buffers, excluded): vllm/utils.py memory_profiling and
 #: MemorySnapshot at 0.7.3 (utils.py:1907-2010). vllm#14469 ("Make the deviceprofiler include LoRA memory", merged
 #: 2025-03-08) moved create_lora_manager inside the profiler from v0.8.0 (vllm 0.8.0 wheel, worker/model_runner.py:
-#: 1111-1145; the same at 0.9.2 and 0.10.0). From v0.6.5, where memory_profiling arrived (the vllm-v0 accounting's first release).
+#: 1111-1145; the same at 0.9.2 and 0.10.0). From v0.6.5, where memory_profiling arrived (the vllm-v0 accounting's
+#: first release).
 VLLM_LORA_UNCOUNTED = ((0, 6, 5), (0, 7, 3))
 
 

@@ -1,4 +1,5 @@
-"""Tests of rooflab/engines/marlin_fp8.py: vLLM v0.29's Marlin group scales for block-fp8 linear layers below 9.0.
+"""Tests of rooflab/engines/marlin_fp8.py: vLLM's Marlin group scales for block-fp8 linear layers (v0.9.0-v0.11.2
+below compute capability 8.9, v0.29 below 9.0).
 
 The hand computation (Qwen3-8B: hidden 4096, 32 query and 8 KV heads of 128, MLP 12,288, 36 layers; vLLM v0.29.0
 vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py:156-214 prepare_fp8_layer_for_marlin): a
@@ -74,3 +75,31 @@ def test_in_vllm_weights_term():
     assert new.bytes - old.bytes == 106_831_872 and "Marlin's group scales" in new.source
     assert weights(H100, "0.29.0").bytes == weights(H100, "0.24.0").bytes
     assert "Marlin" not in weights(L4, None, lambda **kw: sglang("v0.5", **kw)).source
+
+
+@pytest.mark.parametrize("gpu, accounting, release, method, expected", [
+    (A100, Accounting.vllm_v1, (0, 10, 2), None, True),      # Fp8LinearMethod below 8.9 (0.10.0 fp8.py:197, :416)
+    (A100, Accounting.vllm_v1, (0, 11, 2), None, True),      # 0.11.2 fp8.py:362, :539
+    (A100, Accounting.vllm_v0, (0, 9, 2), None, True),       # V0 shares Fp8LinearMethod (0.9.2 fp8.py:188, :392)
+    (A100, Accounting.vllm_v0_8, (0, 9, 0), None, True),     # 0.9.0 fp8.py:179, :383
+    (L4, Accounting.vllm_v1, (0, 11, 2), None, False),       # 8.9: Triton with the block scales
+    (T4, Accounting.vllm_v1, (0, 11, 2), None, False),       # 7.5: Fp8Config needs 8.0
+    (A100, Accounting.vllm_v0, (0, 8, 0), None, False),      # 0.8.0: block quant turns Marlin off
+    (A100, Accounting.vllm_v1, (0, 11, 2), "compressed-tensors", False),   # W8A8BlockFp8LinearOp, no Marlin
+    (L4, Accounting.vllm_v1, V029, "compressed-tensors", True),            # v0.29's kernel list serves both
+    (A100, Accounting.vllm_v1, (0, 12, 0), None, False),     # between the spans: not read
+])
+def test_the_releases_read(gpu, accounting, release, method, expected):
+    from rooflab.specs import QuantMethod
+
+    quant = QuantMethod(method) if method else None
+    assert takes_marlin(gpu, accounting, release, quant) is expected
+
+
+def test_a100_at_0_10_2_by_hand():
+    """The same 106,831,872 bytes (bf16 group scales) on an A100 at v0.10.2, in the weights term."""
+    assert marlin_scale_bytes(QWEN3, 1, FP8_BLOCK, A100, Accounting.vllm_v1, (0, 10, 2)) == 106_831_872
+    opts = dict(weight_format=FP8_BLOCK, max_model_len=8192, max_num_seqs=128, max_num_batched_tokens=8192)
+    new = engine_capacity(QWEN3, A100, vllm(release="0.10.2", **opts)).term("weights")
+    old = engine_capacity(QWEN3, A100, vllm("v0", release="0.8.0", **opts)).term("weights")
+    assert new.bytes - old.bytes == 106_831_872
