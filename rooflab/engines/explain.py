@@ -308,7 +308,8 @@ def _vllm(log: EngineLog, model: ModelSpec, gpu: GpuSpec, settings: EngineSettin
         rest = budget_bytes - anchor - sum(t.bytes for t in used)
         used.append(Term(UNATTRIBUTED[0], rest, UNATTRIBUTED[1], Role.used))
     capacity = vllm_mod.assemble(model, gpu, s, used, layout, total_src=total.source if total else None,
-                                 budget_bytes=budget_bytes, notes=_weights_note(log, modelled, s.tensor_parallel))
+                                 budget_bytes=budget_bytes,
+                                 notes=log.notes + _weights_note(log, modelled, s.tensor_parallel))
     terms = {"weights": weights[0], "activation": activation[0], "non_torch": non_torch[0], "unattributed": rest,
              "budget": budget_bytes, "total": s.cuda_visible_bytes, "utilization": u}
     return capacity, terms, anchor is not None

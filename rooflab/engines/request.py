@@ -141,7 +141,7 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
     from .explain import check_generation, explain_log
     from .logs import read_log
 
-    log = read_log(o.engine_log)
+    log = read_log(o.engine_log, accounting=_known_accounting(o, given))
     engine = parse_engine(o.engine) if o.engine else log.engine
     _engine_names(o, engine, given)
     _state_options(o, engine, model)
@@ -156,6 +156,18 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
     x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if, engine), chosen)
     return explanation_table(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
+
+
+def _known_accounting(o: EngineOptions, given: set[str]):
+    """The vLLM accounting --engine-version / --vllm-use-v1 name, for the log reader (logs.parse_startups: vLLM V1's
+    concurrency line alone is read only with it); None without them, under --engine sglang, or where they do not
+    name a vLLM version (the reader then refuses such a log, naming --engine-version)."""
+    if not ({"engine_version", "vllm_use_v1"} & given) or (o.engine and parse_engine(o.engine) is not Engine.vllm):
+        return None
+    try:
+        return parse_engine_version(Engine.vllm, o.engine_version, o.vllm_use_v1, "--engine-version").accounting
+    except InputError:
+        return None
 
 
 def _engine_names(o: EngineOptions, engine: Engine, given: set[str]) -> None:

@@ -123,3 +123,20 @@ def test_an_sglang_log_takes_a_capital_v_sglang_release():
     r = _capacity("-m", "deepseek-v3", "-g", "h800", "--engine-log", SGLANG_LOG, "--engine-version", "V0.5.3")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["releases"] == "SGLang v0.5.3 - v0.5.10 at v0.5.3"
+
+
+def test_a_concurrency_line_alone_needs_a_v1_version(tmp_path):
+    """vLLM V1's 'Maximum concurrency' line alone (an excerpt) is read once --engine-version names a V1 release:
+    10.00x at 2,048 tokens on Llama-3-8B (one KV group) is 10 x ceil(2,048 / 16) = 1,280 blocks; without a version
+    it is refused naming the option."""
+    import json
+
+    log = tmp_path / "excerpt.log"
+    log.write_text("INFO 07-30 11:56:04 [kv_cache_utils.py:637] Maximum concurrency for 2,048 tokens per request: "
+                   "10.00x\n")
+    _refused(_capacity("-m", "llama-3-8b", "-g", "h100-sxm", "--engine-log", str(log)), "--engine-version v1")
+    r = _capacity("-m", "llama-3-8b", "-g", "h100-sxm", "--engine-log", str(log), "--engine-version", "0.10.2")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["num_blocks"] == 1280 and doc["anchored"] and doc["logged"]["max_concurrency"] == 10.0
+    assert any("within 10 tokens" in n for n in doc["notes"])
