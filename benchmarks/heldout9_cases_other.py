@@ -20,6 +20,15 @@ server_args: mem_fraction_static to `utilization`, context_length to `max_model_
 kv_cache_dtype where it is not 'auto'. Settings rooflab has no field for are in each log's line 1: the hierarchical
 cache (--enable-hierarchical-cache with a nixl storage tier, on in the three A100 runs, off in the H200 run), the attention backend (triton in the
 fp8_e5m2 runs, flashinfer in the 8B run), chunked_prefill_size 8192, Marlin weight-only FP8 / awq_marlin kernels.
+Top-up (second freeze, a third collector, the same rule; heldout9/SOURCES-other.md "Top-up (second freeze)"): 8 more
+start-ups from the same repository, each a configuration distinct from the four above and from each other: three
+Qwen3-32B-FP8 runs on the same A100 box with --max-total-tokens caps and --max-running-requests 64 (agent_cache/
+results/20260918_*, the printed server_args: max_total_tokens to `max_total_tokens`, max_running_requests as written),
+and the same three models on two other GPUs of the evaluation: an H100 PCIe 80 GB (campaigns of 2026-09-07/08, GPU
+named in each run folder's REPORT.md) to h100-pcie, and an H200 (2026-09-21, versions.txt 'NVIDIA H200 (143,771 MiB,
+SM90)', no 'NVL') to h200-sxm. Qwen3-32B-FP8 runs native FP8 (DeepGEMM) on the two SM90 GPUs; the weight format is
+the same fp8_block identification. The Llama-3.3-70B AWQ cases keep no weight_format (no verbatim config.json of
+casperhansen/llama-3.3-70b-instruct-awq was found in the stored sources).
 """
 
 from rooflab.units import WeightFormat
@@ -49,4 +58,55 @@ CASES: tuple[dict, ...] = (
          gpu_label="H200 (the log's MoE config path: device_name=NVIDIA_H200)",
          model_label="Qwen/Qwen3-30B-A3B-Instruct-2507 (bf16)", gpu="h200-sxm", model="qwen3-30b-a3b", version="v0.5",
          options={"utilization": 0.85, "max_model_len": 131072, "block_size": 64, "max_running_requests": 64}),
+    # --- top-up (second freeze): see the top-up note below CASES' docstring and SOURCES-other.md "Top-up (second freeze)"
+    # WanHaoRan/sglang agent_cache/results/20260918_192642_hbm_host_custom_L165536_H48/server.log (--max-total-tokens cap)
+    dict(log="sglang-v0.5-qwen3-32b-fp8-a100-sxm-80gb-mem085-kvfp8e5m2-page64-ctx32768-maxreq64-maxtotaltokens-L1-H48-hicache.log",
+         engine="sglang", gpu_label="A100-SXM4-80GB (the log's Marlin FP8 fallback; the repository's RUNBOOK.md)",
+         model_label="Qwen/Qwen3-32B-FP8 (--max-total-tokens, level custom_L165536_H48; HiCache on)",
+         gpu="a100-sxm-80gb", model="qwen3-32b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2",
+                  "max_running_requests": 64, "max_total_tokens": 65536, "weight_format": QWEN3_FP8_BLOCKS}),
+    # WanHaoRan/sglang agent_cache/results/20260918_190823_hbm_host_PH/server.log (--max-total-tokens cap)
+    dict(log="sglang-v0.5-qwen3-32b-fp8-a100-sxm-80gb-mem085-kvfp8e5m2-page64-ctx32768-maxreq64-maxtotaltokens-PH-hicache.log",
+         engine="sglang", gpu_label="A100-SXM4-80GB (the log's Marlin FP8 fallback; the repository's RUNBOOK.md)",
+         model_label="Qwen/Qwen3-32B-FP8 (--max-total-tokens, level PH; HiCache on)",
+         gpu="a100-sxm-80gb", model="qwen3-32b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2",
+                  "max_running_requests": 64, "max_total_tokens": 131072, "weight_format": QWEN3_FP8_BLOCKS}),
+    # WanHaoRan/sglang agent_cache/results/20260918_185203_hbm_host_P0/server.log (--max-total-tokens cap)
+    dict(log="sglang-v0.5-qwen3-32b-fp8-a100-sxm-80gb-mem085-kvfp8e5m2-page64-ctx32768-maxreq64-maxtotaltokens-P0-hicache.log",
+         engine="sglang", gpu_label="A100-SXM4-80GB (the log's Marlin FP8 fallback; the repository's RUNBOOK.md)",
+         model_label="Qwen/Qwen3-32B-FP8 (--max-total-tokens, level P0; HiCache on)",
+         gpu="a100-sxm-80gb", model="qwen3-32b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2",
+                  "max_running_requests": 64, "max_total_tokens": 262144, "weight_format": QWEN3_FP8_BLOCKS}),
+    # WanHaoRan/sglang hicache_eval/results/20260907_203035/file_backend_reference/exp0/server.log (H100 PCIe campaign)
+    dict(log="sglang-v0.5-qwen3-8b-h100-pcie-mem085-page64-ctx32768-hicache.log", engine="sglang",
+         gpu_label="H100 PCIe 80 GB (the run folder's REPORT.md)", model_label="Qwen/Qwen3-8B (HiCache on, file backend)",
+         gpu="h100-pcie", model="qwen3-8b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64}),
+    # WanHaoRan/sglang hicache_eval/results/20260908_llama70b_awq_fp8kv/exp0_32b/server.log (H100 PCIe campaign)
+    dict(log="sglang-v0.5-qwen3-32b-fp8-h100-pcie-mem085-kvfp8e5m2-page64-ctx32768-hicache.log", engine="sglang",
+         gpu_label="H100 PCIe 80 GB (the run folder's REPORT.md)", model_label="Qwen/Qwen3-32B-FP8 (native FP8; HiCache on)",
+         gpu="h100-pcie", model="qwen3-32b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2",
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    # WanHaoRan/sglang hicache_eval/results/20260908_llama70b_awq_fp8kv/exp0_70b/server.log (H100 PCIe campaign)
+    dict(log="sglang-v0.5-llama-3.3-70b-instruct-awq-h100-pcie-mem085-kvfp8e5m2-page64-ctx32768-hicache.log",
+         engine="sglang", gpu_label="H100 PCIe 80 GB (the run folder's REPORT.md)",
+         model_label="casperhansen/llama-3.3-70b-instruct-awq (AWQ 4-bit, group size not printed; HiCache on)",
+         gpu="h100-pcie", model="llama-3.3-70b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2"}),
+    # WanHaoRan/sglang hicache_eval/results/20260921_h200_nebius_32b70b_fp8kv/exp0_32b/server.log (H200 campaign)
+    dict(log="sglang-v0.5-qwen3-32b-fp8-h200-mem085-kvfp8e5m2-page64-ctx32768-hicache.log", engine="sglang",
+         gpu_label="H200 (the run folder's versions.txt: 'NVIDIA H200 (143,771 MiB, SM90)')",
+         model_label="Qwen/Qwen3-32B-FP8 (native FP8; HiCache on)", gpu="h200-sxm", model="qwen3-32b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2",
+                  "weight_format": QWEN3_FP8_BLOCKS}),
+    # WanHaoRan/sglang hicache_eval/results/20260921_h200_nebius_32b70b_fp8kv/exp0_70b/server.log (H200 campaign)
+    dict(log="sglang-v0.5-llama-3.3-70b-instruct-awq-h200-mem085-kvfp8e5m2-page64-ctx32768-hicache.log", engine="sglang",
+         gpu_label="H200 (the run folder's versions.txt: 'NVIDIA H200 (143,771 MiB, SM90)')",
+         model_label="casperhansen/llama-3.3-70b-instruct-awq (AWQ 4-bit, group size not printed; HiCache on)",
+         gpu="h200-sxm", model="llama-3.3-70b", version="v0.5",
+         options={"utilization": 0.85, "max_model_len": 32768, "block_size": 64, "kv_cache_dtype": "fp8_e5m2"}),
 )
