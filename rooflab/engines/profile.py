@@ -104,6 +104,11 @@ SORT_BYTES_PER_LOGIT, TRITON_BYTES_PER_LOGIT, V0_2_BYTES_PER_LOGIT = 38, 15, 40
 FLASHINFER_BYTES_PER_LOGIT = 2 + 4 + 4 + 4
 #: The vLLM V1 releases that sample with FlashInfer by default where it is installed (first, last).
 V1_FLASHINFER_SAMPLER_RELEASES = ((0, 9, 1), (0, 11, 0))
+#: V1 releases where VLLM_USE_FLASHINFER_SAMPLER=1 samples with FlashInfer (EngineSettings.use_flashinfer_sampler):
+#: from v0.9.1, and v0.11.1 on by opt-in (vllm 0.11.2 v1/sample/ops/topk_topp_sampler.py:34, forward_cuda:84-109
+#: calling flashinfer_sample, top_k_top_p_sampling_from_logits as in v0.10); from v0.17 the Triton top-k / top-p
+#: (not read with the variable set) is kept
+V1_FLASHINFER_OPT_IN_RELEASES = ((0, 9, 1), (0, 16))
 #: Below this many rows PyTorch sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
 FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
 #: vLLM V1's Triton top-k / top-p: from this release, for at least this many rows (topk_topp_sampler.py).
@@ -148,7 +153,8 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     b = model_dtype(model).bytes
     moe = _moe_elements(model, 1 if s.expert_parallel > 1 else tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
-    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, s.flashinfer_sampler)
+    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, s.flashinfer_sampler,
+                                        s.use_flashinfer_sampler)
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
     forward = forward_bytes(model, s, tokens)
     kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
@@ -168,15 +174,18 @@ def forward_bytes(model: ModelSpec, s: Resolved, tokens: int, with_moe: bool = T
 
 
 def sampler_bytes_per_logit(accounting: Accounting, release: tuple[int, ...] | None, rows: int,
-                            flashinfer: bool = False) -> int:
+                            flashinfer: bool = False, opted_in: bool | None = None) -> int:
     """Bytes a logit the profile's sampler holds at its peak over `rows` requests (module docstring): the full sort
     of V0 and of V1 before v0.17 (38; 50 below 128 rows), V1's Triton top-k / top-p from v0.17 for 8 rows or more
     and vllm-v0.8 (15), vllm-v0.2's 40, and FlashInfer's (14) in V1 v0.9.1 - v0.11.0 where `flashinfer` (it is
-    installed, on an NVIDIA GPU: settings.Resolved.flashinfer_sampler). `release` None is the accounting's newest."""
+    installed, on an NVIDIA GPU: settings.Resolved.flashinfer_sampler), unless `opted_in` (VLLM_USE_FLASHINFER_SAMPLER)
+    is False; with it True, FlashInfer's in V1 v0.9.1 - v0.16.x (V1_FLASHINFER_OPT_IN_RELEASES). `release` None is the
+    accounting's newest."""
     if accounting is Accounting.vllm_v0_2:
         return V0_2_BYTES_PER_LOGIT
-    if accounting is Accounting.vllm_v1 and flashinfer and release is not None and in_span(
-            release, V1_FLASHINFER_SAMPLER_RELEASES):
+    span = V1_FLASHINFER_SAMPLER_RELEASES if opted_in is None else V1_FLASHINFER_OPT_IN_RELEASES
+    if (accounting is Accounting.vllm_v1 and flashinfer and opted_in is not False and release is not None
+            and in_span(release, span)):
         return FLASHINFER_BYTES_PER_LOGIT
     triton = release is None or release >= V1_TRITON_SAMPLER_RELEASE
     if accounting is Accounting.vllm_v0_8 or (accounting is Accounting.vllm_v1 and triton
@@ -213,6 +222,6 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["forward_bytes", "FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
+__all__ = ["forward_bytes", "FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_OPT_IN_RELEASES", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
            "TRITON_BYTES_PER_LOGIT", "V0_2_BYTES_PER_LOGIT", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
            "V1_TRITON_SAMPLER_RELEASE", "profile_run", "sampler_bytes_per_logit"]

@@ -101,6 +101,12 @@ class EngineSettings:
     #: top-p kernels on NVIDIA GPUs (profile.py); True as the official Docker image ships it (docker/Dockerfile
     #: installs FlashInfer on every platform but arm64), where `pip install vllm` leaves it an extra
     flashinfer_installed: bool = True
+    #: vLLM's VLLM_USE_FLASHINFER_SAMPLER (None: unset): with FlashInfer installed, True samples with its top-k /
+    #: top-p kernels from v0.9.1 to v0.16.x (v0.11.1 on it is opt-in: vllm 0.11.2 topk_topp_sampler.py:34), False
+    #: never (0.10.0 topk_topp_sampler.py:40 `is not False`); profile.py. Unsloth sets it (1 from compute
+    #: capability 8.0 or vLLM 0.11.0, else 0) wherever flashinfer imports (unsloth_zoo 2025.11.6 vllm_utils.py:
+    #: 1806-1813). V0's sampler, which reads it too, is not modelled with it
+    use_flashinfer_sampler: Optional[bool] = None
     #: vLLM's --enforce-eager, SGLang's --disable-cuda-graph: no CUDA graphs are captured, so none is charged
     #: (vllm.py: V1's profiled graph estimate from v0.20.0 is 0; sglang.py: its fraction does not change)
     enforce_eager: bool = False
@@ -126,6 +132,7 @@ class EngineSettings:
         "dtype": "--dtype", "weight_format": "--quantization", "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
         "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype",
         "release": "EngineSettings.release", "flashinfer_installed": "--no-flashinfer",
+        "use_flashinfer_sampler": "VLLM_USE_FLASHINFER_SAMPLER",
         "enforce_eager": "--enforce-eager / --disable-cuda-graph", "max_total_tokens": "--max-total-tokens",
         "num_gpu_blocks_override": "--num-gpu-blocks-override", "kv_cache_memory_bytes": "--kv-cache-memory-bytes"}
 
@@ -162,6 +169,8 @@ class EngineSettings:
                 whole_number(getattr(self, name), self._label(name), maximum=hi)
         check_flag(self.enable_lora, self._label("enable_lora"))
         check_flag(self.flashinfer_installed, self._label("flashinfer_installed"))
+        if self.use_flashinfer_sampler is not None:
+            check_flag(self.use_flashinfer_sampler, self._label("use_flashinfer_sampler"))
         self._check_sizing_options()
         if not self.enable_lora and (self.max_loras is not None or self.max_lora_rank is not None):
             raise InputError("--max-loras and --max-lora-rank apply with --enable-lora")
@@ -273,6 +282,7 @@ class Resolved:
     #: vLLM can sample with FlashInfer here: it is installed and the GPU is NVIDIA's (vLLM's CUDA platform;
     #: topk_topp_sampler.py takes the native path on every other); profile.py applies it by release
     flashinfer_sampler: bool = False
+    use_flashinfer_sampler: Optional[bool] = None      # VLLM_USE_FLASHINFER_SAMPLER as given
     enforce_eager: bool = False
     max_total_tokens: Optional[int] = None
     num_gpu_blocks_override: Optional[int] = None

@@ -180,3 +180,31 @@ def test_moe_caches_take_whole_experts_under_expert_parallelism():
     assert ep.forward_bytes == ep.peak_bytes == 8_388_608_000
     assert ep.sampler_bytes == 256 * 129280 * 15 + 256 * 7168 * 2
     assert profile_run(model, resolve(vllm("v0.8", **common), model, H100)).forward_bytes == 5_368_709_120
+
+
+@pytest.mark.parametrize("release, installed, opted_in, expected", [
+    ((0, 10, 2), True, None, 14),     # unset: FlashInfer where it imports (0.10.0 topk_topp_sampler.py:40)
+    ((0, 10, 2), True, False, 38),    # VLLM_USE_FLASHINFER_SAMPLER=0: the native sort
+    ((0, 10, 2), False, None, 38),    # not installed ('FlashInfer is not available')
+    ((0, 11, 2), True, None, 38),     # opt-in from v0.11.1 (0.11.2 topk_topp_sampler.py:34)
+    ((0, 11, 2), True, True, 14),     # opted in
+    ((0, 11, 2), False, True, 38),    # opted in, not installed
+    ((0, 19, 0), True, True, 15),     # from v0.17 the Triton top-k / top-p stays (not read with it set)
+])
+def test_vllm_use_flashinfer_sampler(release, installed, opted_in, expected):
+    from rooflab.engines.profile import sampler_bytes_per_logit
+    from rooflab.engines.vocab import Accounting
+
+    assert sampler_bytes_per_logit(Accounting.vllm_v1, release, 288, installed, opted_in) == expected
+
+
+def test_opting_in_at_0_11_2_by_hand():
+    """Llama-3.2-1B (vocabulary 128,256) at 288 sequences: the sort's 38 bytes a logit against FlashInfer's 14,
+    288 x 128,256 x 24 = 886,505,472 bytes less activation peak with VLLM_USE_FLASHINFER_SAMPLER=1."""
+    from rooflab.engines import engine_capacity
+
+    model, l4 = load_model("llama-3.2-1b"), load_gpu("l4")
+    opts = dict(release="0.11.2", max_model_len=2048, max_num_seqs=288, max_num_batched_tokens=2048)
+    unset = engine_capacity(model, l4, vllm(**opts)).term("activation_peak").bytes
+    opted = engine_capacity(model, l4, vllm(use_flashinfer_sampler=True, **opts)).term("activation_peak").bytes
+    assert unset - opted == 288 * 128_256 * 24 == 886_505_472
