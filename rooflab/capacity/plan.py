@@ -19,7 +19,6 @@ from ..vocab import WindowAllocation
 from ..specs.weights import WeightComponent, weight_bytes
 from .position_split import dcp_capacity
 from .result import CapacityPlan, LayerCapacity
-from .shipped import as_shipped
 from .stages import LayerPartition, Stage, check_partition, pipeline_stages
 from .weight_split import check_attention_ranks, dp_attention_splits
 
@@ -214,7 +213,7 @@ def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | Non
     attention_data_parallel = check_attention_ranks(attention_data_parallel, tensor_parallel)
     if splits is None:
         splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
-    return weight_bytes(model, as_shipped(model, weight_format), tensor_parallel,
+    return weight_bytes(model, weight_format, tensor_parallel,
                         busiest_expert_split(model, expert_parallel, tensor_parallel),
                         splits=splits, shares=stage.shares(model) if stage else None)
 
