@@ -9,7 +9,7 @@ backend lays them out in on the GPU (mxfp4.py: gpt-oss-120b's experts x1.0904 un
 3072 and I 2880 -> 2944; x1.0819 under Triton's Hopper layouts on an H100 from v0.12.0); vLLM's block-fp8
 linear layers under Marlin add its group scales (marlin_fp8.py: v0.9.0-v0.11.2 below compute capability 8.9,
 v0.29 below 9.0); an unquantized checkpoint under a bitsandbytes 4-bit format is nf4_dq however the config asks
-(vllm_in_flight); an override naming the checkpoint's own format keeps it as shipped (capacity.shipped); the plain bound
+(vllm_in_flight); in engine mode an override naming the checkpoint's own format keeps it as shipped (capacity.shipped); the plain bound
 (`rooflab capacity` without --engine) keeps the checkpoint's bytes. SGLang's weights add MLA's absorbed copies
 (w_kc / w_vc, one rank's kv_b again: fp8 before v0.4.7 on block-fp8 checkpoints, bf16 after; sglang_absorbed_bytes)
 and lay data-parallel attention's components out by release (capacity/weight_split.py: attention over TP / DP,
