@@ -135,7 +135,8 @@ class StepTable:
               max_context: int = 131072, max_prefill: int = 16384, expert_imbalance: float = 1.0,
               min_context: int | None = None, lazy: bool = False,
               moe_kernel: str = DEFAULT_MOE_KERNEL, decode_attention: str = "shared",
-              routing: str = "unpriced", mla_decode_splits: int | None = None) -> "StepTable":
+              routing: str = "unpriced", mla_decode_splits: int | None = None, mla_layout: str = "separate",
+              absorbed_bytes: float | None = None) -> "StepTable":
         """Price the step model on the grids: tokens 1 .. max_decodes q + max_prefill, decodes 1 .. max_decodes,
         mean context min_context (default page_size) .. max_context, prefill 1 .. max_prefill. A mean context
         below min_context is priced at min_context (a caller that knows no decode reads less, e.g. a serving
@@ -144,8 +145,10 @@ class StepTable:
         complete() prices the rest. `moe_kernel` (rooflab.step.MoeKernel or its name): the kernel the experts'
         GEMMs are priced as, `decode_attention` (rooflab.step.DecodeAttention or its name) how the decode kernel reads
         a GQA group's KV, `routing` (rooflab.step.Routing or its name) how a MoE layer picks its experts,
-        `mla_decode_splits` the KV splits of the MLA decode (None: rooflab's own split search; rooflab.step.
-        engine_kernels picks the four for an engine and version)."""
+        `mla_decode_splits` the KV splits of the MLA decode (None: rooflab's own split search), `mla_layout`
+        (rooflab.step.MlaLayout or its name) the GEMMs of MLA's projections and `absorbed_bytes` the bytes a W_UK /
+        W_UV parameter (None: the activations'); rooflab.step.engine_kernels picks them for an engine and
+        version."""
         deployment = Deployment() if deployment is None else deployment
         if not isinstance(deployment, Deployment):
             raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
@@ -163,7 +166,7 @@ class StepTable:
             min_context, "min_context", maximum=MAX_TOKENS))
         ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention),
                            moe_kernel_of(moe_kernel), routing=Routing.of(routing, "routing"),
-                           mla_decode_splits=mla_decode_splits)
+                           mla_decode_splits=mla_decode_splits, mla_layout=mla_layout, absorbed_bytes=absorbed_bytes)
         spec = deployment.speculative
         q = spec.query_tokens if spec is not None else 1
         page = deployment.page_size

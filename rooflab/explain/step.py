@@ -103,7 +103,8 @@ def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: in
                     engine_version=engine_version)
     kernels = engine_kernels(model, gpu, deployment, engine, engine_version)
     ctx = step_context(model, gpu, deployment, expert_imbalance, kernels.decode_attention, kernels.moe_kernel,
-                       kernels.layout_release, kernels.routing, kernels.mla_decode_splits)
+                       kernels.layout_release, kernels.routing, kernels.mla_decode_splits,
+                       kernels.mla_layout, kernels.absorbed_bytes)
     d = _Derivation({})
     _shared_symbols(d, r, ctx)
     toks = _tokens(r, ctx)

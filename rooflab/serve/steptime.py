@@ -239,24 +239,27 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
 def _table(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
            max_context: int, max_prefill: int, moe_kernel: MoeKernel,
            decode_attention: DecodeAttention, routing: Routing = Routing.unpriced,
-           mla_decode_splits: Optional[int] = None) -> TableStepTimes:
+           mla_decode_splits: Optional[int] = None, mla_layout: str = "separate",
+           absorbed_bytes: Optional[float] = None) -> TableStepTimes:
     table = StepTable.build(model, gpu, deployment, max_decodes=max_decodes, max_context=max_context,
                             max_prefill=max_prefill, min_context=min_context, lazy=True, moe_kernel=moe_kernel,
                             decode_attention=decode_attention, routing=routing,
-                            mla_decode_splits=mla_decode_splits)
+                            mla_decode_splits=mla_decode_splits, mla_layout=mla_layout,
+                            absorbed_bytes=absorbed_bytes)
     return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts, moe_kernel, decode_attention))
 
 
 def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
                max_context: int, max_prefill: int, moe_kernel: str = DEFAULT_MOE_KERNEL,
                decode_attention: str = "shared", routing: str = "unpriced",
-               mla_decode_splits: Optional[int] = None) -> TableStepTimes:
+               mla_decode_splits: Optional[int] = None, mla_layout: str = "separate",
+               absorbed_bytes: Optional[float] = None) -> TableStepTimes:
     """The step-time function for a deployment: rooflab's step tabulated for up to `max_decodes` decodes of mean
     context `min_context` .. `max_context` (a decode reading less is priced at min_context) and prefill chunks of
     up to `max_prefill` tokens, the experts priced as `moe_kernel` (rooflab.step.MoeKernel), the decode attention as
     `decode_attention` (rooflab.step.DecodeAttention), the MoE routing as `routing` (rooflab.step.Routing), the MLA
     decode at `mla_decode_splits` KV splits (None: rooflab's own split search; rooflab.step.engine_kernels picks the
-    four for an engine). Tables
+    four for an engine, with `mla_layout` and `absorbed_bytes`, the MLA projections' GEMMs). Tables
     are kept (up to 32) for the same model, GPU, deployment, limits and kernels. Each size is a whole number of at
     least 1 (a context at most max_context), else InputError naming it."""
     model, gpu = check_spec(model, ModelSpec, "model"), check_spec(gpu, GpuSpec, "gpu")
@@ -270,4 +273,4 @@ def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decod
         raise InputError(f"min_context ({min_context:,}) must be at most max_context ({max_context:,})")
     return _table(model, gpu, deployment, max_decodes, min_context, max_context, max_prefill,
                   moe_kernel_of(moe_kernel), decode_attention_of(decode_attention), Routing.of(routing, "routing"),
-                  mla_decode_splits)
+                  mla_decode_splits, str(mla_layout), absorbed_bytes)

@@ -53,6 +53,7 @@ The package, one job a module (the data flows down the list):
     moe_kernel.py     MoeKernel (the expert-kernel models) and engine_moe_kernel with its facts (engines' wheels)
     routing.py        Routing (how a MoE layer picks its experts, priced at measured launch times) and its facts
     mla_decode.py     the KV splits an engine's MLA decode kernel runs at a release (its facts)
+    mla_layout.py     MlaLayout (the GEMMs of MLA's projections at an engine's release) and its facts
     dense_block_fp8.py  the kernel an engine's release ran dense block-fp8 GEMMs with (a fact for the note)
     gemms.py          attention projections, dense MLP and MoE, logits
     attention.py      decode and prefill attention per layer type (DCP merge, PCP ring)
@@ -76,6 +77,7 @@ from .gemms import logits, mlp, projections
 from .memory import capacity_models, kv_bytes, step_memory
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, engine_moe_kernel, moe_kernel_fact, moe_kernel_of
 from .pricing import Launches, Pricer, StepContext, gemm_ceilings, launch_times, step_context
+from .mla_layout import MLA_LAYOUT_FACTS, MlaLayout, mla_layout_fact
 from .routing import ROUTING_FACTS, Routing, routing_fact
 from .report import StepReport, step_report, step_rows
 from .rows import StepRow, overlapped_floor_s
@@ -102,11 +104,11 @@ def __getattr__(name: str):
 
 
 __all__ = ["DEFAULT_MOE_KERNEL", "DecodeAttention", "EAGER_HOST_S", "EAGER_SMALL_OPS", "EngineKernels", "FUSED_SMALL_OPS",
-           "LAYER_SMALL_OPS", "Launches", "MoeKernel", "OWN_KERNELS", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "ROUTING_FACTS",
+           "LAYER_SMALL_OPS", "Launches", "MLA_LAYOUT_FACTS", "MlaLayout", "MoeKernel", "OWN_KERNELS", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "ROUTING_FACTS",
            "Routing", "SMALL_OPS",
            "SMALL_OPS_GPU", "SMALL_OP_BATCHES", "STEPS", "StepContext", "StepReport", "StepRow", "StepWork",
            "capacity_models", "communication", "decode_attention", "decode_attention_of", "draft_rows",
            "engine_decode_attention", "engine_kernels", "engine_moe_kernel", "gemm_ceilings", "kv_bytes", "launch_times", "layer_rows",
-           "logits", "mlp", "moe_kernel_fact", "moe_kernel_of", "overlapped_floor_s", "pipeline_send",
+           "logits", "mla_layout_fact", "mlp", "moe_kernel_fact", "moe_kernel_of", "overlapped_floor_s", "pipeline_send",
            "prefill_attention", "projections", "reference_launch", "routing_fact", "small_op_time", "small_ops_from", "small_ops_row",
            "step_context", "step_memory", "step_report", "step_rows"]

@@ -41,6 +41,7 @@ from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
 from .pricing import step_context
 from .dense_block_fp8 import dense_block_fp8_fact
 from .mla_decode import mla_decode_fact
+from .mla_layout import MlaLayout, absorbed_weight_bytes, mla_layout_fact
 from .routing import Routing, routing_fact
 
 #: What a decode-attention model is, in the step's note.
@@ -63,6 +64,9 @@ class EngineKernels:
     mla_decode_splits: Optional[int] = None  # the MLA decode's KV splits (step.mla_decode; None: rooflab's search)
     mla_reason: str = ""                     # why ('' for a model without MLA, or rooflab's own step)
     dense_reason: str = ""                   # the engine's dense block-fp8 GEMM kernel (step.dense_block_fp8; a note)
+    mla_layout: MlaLayout = MlaLayout.separate   # the MLA projections' GEMMs (step.mla_layout)
+    mla_layout_reason: str = ""              # why ('' for a model without MLA, or rooflab's own step)
+    absorbed_bytes: Optional[float] = None   # bytes a W_UK / W_UV parameter (step.mla_layout; None: activations')
 
     @property
     def note(self) -> str:
@@ -73,6 +77,7 @@ class EngineKernels:
         routing = f"; routing {self.routing_reason}" if self.routing_reason else ""
         mla = f"; MLA decode {self.mla_reason}" if self.mla_reason else ""
         dense = f"; dense block-fp8 GEMMs {self.dense_reason}" if self.dense_reason else ""
+        dense += f"; {self.mla_layout_reason}" if self.mla_layout_reason else ""
         return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
                 f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}"
                 f"{dense}")
@@ -106,9 +111,14 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     routing, routing_why = routing_fact(name.value, release, model)
     splits, splits_why = mla_decode_fact(name.value, release, model)
     block = any(ctx.block_scaled(c) for c in ("attention", "dense_mlp", "shared_experts"))
+    mla = any(layer.is_latent for _, layer, _ in model.layer_walk())
+    mla_layout, mla_layout_why = mla_layout_fact(name.value, release) if mla else (MlaLayout.separate, "")
+    absorbed = absorbed_weight_bytes(name.value, release, model, ctx.attn_tp, deployment.weight_format,
+                                     ctx.dtype.bytes) if mla else None
     return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout, routing,
                          routing_why if model.is_moe else "", splits, splits_why,
-                         dense_block_fp8_fact(name.value, release, gpu, block))
+                         dense_block_fp8_fact(name.value, release, gpu, block), mla_layout, mla_layout_why,
+                         absorbed)
 
 
 def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:

@@ -25,6 +25,7 @@ from ..specs.weights import attention_parameters, indexer_parameters
 from ..vocab import Kernel
 from .moe_kernel import MoeKernel
 from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
+from .mla_layout import MlaLayout
 from .routing import Routing
 from .rows import StepRow
 from .small_ops import act_quant_time, moe_align_time, small_op_time
@@ -41,32 +42,55 @@ _KERNEL_WORDS = {MoeKernel.tuned: "a tuned kernel, priced as cuBLAS on the same 
 
 
 def _mla_projections(ctx: StepContext, layer, tokens: int, absorbed: int) -> list[tuple]:
-    """One MLA layer's projection GEMMs as the engines launch them, each (cost, arithmetic, block, its input's
-    [m, k], which a block-fp8 GEMM quantises: small_ops.act_quant_time): the
-    down-projections q_a [r_q, H] and kv_a [d_c + d_R, H], whole on every rank (ReplicatedLinear); q_b
-    [h (d_nope + d_R), r_q] (or q [., H] without a q rank) and o [H, h d_v] over the rank's h heads; and kv_b's
-    up-projection, for the `absorbed` decode rows as its two batched matmuls in the activations' dtype (q_nope x W_UK
-    [h d_c, d_nope] and the latent output x W_UV [h d_v, d_c], the absorbed decode), for the other rows (prefill) as
-    the GEMM [h (d_nope + d_v), d_c]; the lightning indexer's projections, where the layer has one, as one GEMM."""
+    """One MLA layer's projection GEMMs as the engine launches them (ctx.mla_layout, rooflab.step.mla_layout), each
+    (cost, arithmetic, block, its input's [m, k], which a block-fp8 GEMM quantises: small_ops.act_quant_time);
+    `absorbed` of the `tokens` rows are decodes:
+
+        separate           q_a [r_q, H] and kv_a [d_c + d_R, H] whole on every rank (ReplicatedLinear); q_b
+                           [h (d_nope + d_R), r_q] (or q [., H] without a q rank) and o [H, h d_v] over the rank's
+                           h heads; the decode rows through kv_b's two absorbed matmuls in the activations' dtype
+                           (q_nope x W_UK [h d_c, d_nope], the latent output x W_UV [h d_v, d_c]) at
+                           ctx.absorbed_bytes a weight, the prefill rows through the kv_b GEMM [h (d_nope + d_v), d_c]
+        fused_qkv_a        the same, q_a and kv_a one GEMM [r_q + d_c + d_R, H] (one input quantised)
+        absorbed_into_q_o  decode rows: W_Q_UK [h d_c, r_q] and W_UV_O [H, h d_c] in the weights' format (fp8
+                           requantised; another format in the activations' dtype) and W_QR [h d_R, r_q] in the
+                           activations'; prefill rows: q_b, kv_b and o as GEMMs
+
+    and the lightning indexer's projections, where the layer has one, as one GEMM."""
     model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
     hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
     heads = layer_heads(model, layer, tp).num_qo_heads
     nope, rope, latent, v = layer.qk_nope_head_dim, layer.qk_rope_head_dim, layer.kv_lora_rank, model.heads.value_dim
-    shapes = [(tokens, latent + rope, hidden, "kv_a"),
-              (tokens, heads * (nope + rope), layer.q_lora_rank or hidden, "q_b" if layer.q_lora_rank else "q"),
-              (tokens, hidden, heads * v, "o")]
-    if layer.q_lora_rank:
-        shapes.insert(0, (tokens, layer.q_lora_rank, hidden, "q_a"))
-    if tokens - absorbed:
-        shapes.append((tokens - absorbed, heads * (nope + v), latent, "kv_b"))
+    rank = layer.q_lora_rank
+    q_in, q_name = (rank, "q_b") if rank else (hidden, "q")
+    act = ctx.dtype
+    prefill = tokens - absorbed
+    if rank and ctx.mla_layout is MlaLayout.fused_qkv_a:
+        shapes = [(tokens, rank + latent + rope, hidden, "qkv_a")]
+    else:
+        shapes = [(tokens, rank, hidden, "q_a")] if rank else []
+        shapes.append((tokens, latent + rope, hidden, "kv_a"))
+    if ctx.mla_layout is MlaLayout.absorbed_into_q_o:
+        if prefill:
+            shapes += [(prefill, heads * (nope + rope), q_in, q_name), (prefill, heads * (nope + v), latent, "kv_b"),
+                       (prefill, hidden, heads * v, "o")]
+    else:
+        shapes += [(tokens, heads * (nope + rope), q_in, q_name), (tokens, hidden, heads * v, "o")]
+        if prefill:
+            shapes.append((prefill, heads * (nope + v), latent, "kv_b"))
     index = indexer_parameters(layer, hidden)
     if index:
         shapes.append((tokens, math.ceil(index / hidden), hidden, "indexer"))
     out = [(gemm(m, n, k, dtype, name, bits), dtype, block, (m, k)) for m, n, k, name in shapes]
-    if absorbed:
-        act = ctx.dtype
-        out += [(gemm(absorbed, heads * latent, nope, act, "w_uk", bits), act, False, (absorbed, nope)),
-                (gemm(absorbed, heads * v, latent, act, "w_uv", bits), act, False, (absorbed, latent))]
+    if absorbed and ctx.mla_layout is MlaLayout.absorbed_into_q_o:
+        a, b, w = (dtype, block, bits) if dtype.is_fp8 else (act, False, act.bytes * 8)
+        out += [(gemm(absorbed, heads * latent, q_in, a, "w_q_uk", w), a, b, (absorbed, q_in)),
+                (gemm(absorbed, hidden, heads * latent, a, "w_uv_o", w), a, b, (absorbed, heads * latent)),
+                (gemm(absorbed, heads * rope, q_in, act, "w_qr", act.bytes * 8), act, False, (absorbed, q_in))]
+    elif absorbed:
+        w = 8 * (act.bytes if ctx.absorbed_bytes is None else ctx.absorbed_bytes)
+        out += [(gemm(absorbed, heads * latent, nope, act, "w_uk", w), act, False, (absorbed, nope)),
+                (gemm(absorbed, heads * v, latent, act, "w_uv", w), act, False, (absorbed, latent))]
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..comm import collective_time
-from ..cost.common import KernelCost, whole_number
+from ..cost.common import KernelCost, real_number, whole_number
 from ..cost.paged import MAX_SPLITS_ALLOWED
 from ..capacity.weight_split import dp_attention_splits
 from ..cost.gemm import GemmCost
@@ -32,6 +32,7 @@ from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel
+from .mla_layout import MlaLayout
 from .routing import Routing
 from .rows import StepRow, floor_row, link_row
 
@@ -309,6 +310,8 @@ class StepContext:
     dp_attention_release: Optional[tuple] = None  # SGLang's release for DP attention's weight layout (None: newest)
     routing: Routing = Routing.unpriced          # how the experts are picked between router and experts (step.routing)
     mla_decode_splits: Optional[int] = None      # the engine's MLA decode split count (step.mla_decode; None: searched)
+    mla_layout: MlaLayout = MlaLayout.separate   # the MLA projections' GEMMs (step.mla_layout)
+    absorbed_bytes: Optional[float] = None       # bytes a W_UK / W_UV parameter (step.mla_layout; None: activations')
 
     @property
     def weight_splits(self) -> dict[str, int]:
@@ -345,14 +348,17 @@ class StepContext:
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
                  decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
                  dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced,
-                 mla_decode_splits: Optional[int] = None) -> StepContext:
+                 mla_decode_splits: Optional[int] = None, mla_layout: MlaLayout = MlaLayout.separate,
+                 absorbed_bytes: Optional[float] = None) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
     MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
     (EngineKernels.layout_release; an InputError where that release runs no such layout); `routing` a
     rooflab.step.routing.Routing (its name), how the MoE layers' experts are picked; `mla_decode_splits` the KV
     splits the engine's MLA decode runs (EngineKernels.mla_decode_splits; None: rooflab's own split search), a whole
-    number of at least 1, else an InputError naming it."""
+    number of at least 1, else an InputError naming it; `mla_layout` (rooflab.step.MlaLayout or its name) the
+    GEMMs an MLA layer's projections launch and `absorbed_bytes` the bytes a parameter of its absorbed W_UK / W_UV
+    matmuls (EngineKernels; None: the activations' width)."""
     if mla_decode_splits is not None:
         mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
@@ -363,7 +369,10 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                        pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
                        cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
                        moe_kernel=moe_kernel, dp_attention_release=dp_attention_release,
-                       routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits)
+                       routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits,
+                       mla_layout=MlaLayout.of(mla_layout, "mla_layout"),
+                       absorbed_bytes=None if absorbed_bytes is None else real_number(absorbed_bytes,
+                                                                                       "absorbed_bytes", 0.5, 8))
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

@@ -295,7 +295,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                          f"{model.name} has none")
     kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel)
     ctx = step_context(model, gpu, deployment, imbalance, kernels.decode_attention, kernels.moe_kernel,
-                       kernels.layout_release, kernels.routing, kernels.mla_decode_splits)
+                       kernels.layout_release, kernels.routing, kernels.mla_decode_splits,
+                       kernels.mla_layout, kernels.absorbed_bytes)
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
     spec = deployment.speculative if decode else None

@@ -150,7 +150,8 @@ def test_report_explain_and_the_step_table_agree(h200, deepseek):
     k = engine_kernels(deepseek, h200, dep, "vllm", "0.7.3")
     table = StepTable.build(deepseek, h200, dep, max_decodes=8, max_context=2048, max_prefill=16, lazy=True,
                             moe_kernel=k.moe_kernel, decode_attention=k.decode_attention, routing=k.routing,
-                            mla_decode_splits=k.mla_decode_splits)
+                            mla_decode_splits=k.mla_decode_splits, mla_layout=k.mla_layout,
+                            absorbed_bytes=k.absorbed_bytes)
     assert 8 in table.decodes_grid and 2048 in table.context_grid
     floor, predicted = table.time_s(8, 8 * 2048, 0)
     assert float(predicted) == pytest.approx(api.t_predicted_s, rel=1e-9)
