@@ -25,6 +25,9 @@ from ..fields import spec_field, validate_fields
 #: align (rooflab.step.small_ops.act_quant_time, moe_align_time), the keys of graph_s and eager_s.
 SMALL_OP_NAMES = ("rms_norm", "residual_add", "silu_mul", "q_copy", "kv_append", "grouped_topk",
                   "grouped_topk_compiled", "act_quant", "moe_align")
+#: The ones every GPU's section holds: the layer's kernels. The others (routing, the block-fp8 launches) are only
+#: needed by the steps that run them; a GPU without one prices those steps with no prediction, recorded missing.
+REQUIRED_OP_NAMES = SMALL_OP_NAMES[:5]
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,14 @@ class LaunchTimes:
             raise SpecError(where, "batches", list(self.batches), "must be increasing, each batch once")
         for name in ("graph_s", "eager_s"):
             table = getattr(self, name)
-            missing = [op for op in SMALL_OP_NAMES if op not in table]
+            missing = [op for op in REQUIRED_OP_NAMES if op not in table]
             if missing:
                 raise SpecError(where, f"{name}.{missing[0]}", None,
-                                f"missing: every small kernel ({', '.join(SMALL_OP_NAMES)}) needs its times")
+                                f"missing: every layer kernel ({', '.join(REQUIRED_OP_NAMES)}) needs its times")
+            if set(self.graph_s) != set(self.eager_s):
+                odd = sorted(set(self.graph_s) ^ set(self.eager_s))[0]
+                raise SpecError(where, f"graph_s / eager_s.{odd}", None, "each op needs both its graph and its "
+                                "eager times")
             for op, times in table.items():
                 if len(times) != len(self.batches):
                     raise SpecError(where, f"{name}.{op}", list(times),
@@ -60,4 +67,4 @@ class LaunchTimes:
                                     f"({list(self.batches)}): one a batch")
 
 
-__all__ = ["SMALL_OP_NAMES", "LaunchTimes"]
+__all__ = ["REQUIRED_OP_NAMES", "SMALL_OP_NAMES", "LaunchTimes"]

@@ -255,8 +255,9 @@ def _routing_time(ctx: StepContext, tokens: int, count: int) -> tuple:
     if ctx.routing is Routing.unpriced:
         return 0.0, ""
     launches, gpu = ctx.pricer.launches, ctx.gpu
-    if launches.times is None:
-        ctx.pricer.miss("MoE routing (small kernels)", launches.why)
+    if launches.times is None or ctx.routing.value not in launches.times.graph_s:
+        ctx.pricer.miss("MoE routing (small kernels)", launches.why if launches.times is None else
+                        f"{launches.measured_on}'s measured.launch has no {ctx.routing.value} times")
         return None, ""
     bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
     t = count * small_op_time(ctx.routing.value, tokens, ctx.model.hidden_size, ctx.model.ffn_size, bw,

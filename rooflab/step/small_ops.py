@@ -89,8 +89,9 @@ def _launch_time(ctx: StepContext, op: str, rows: int, row_width: int, what: str
     """One launch of measured `op` at `rows` rows of `row_width` (small_op_time, graph or eager as the deployment
     runs); None, recorded missing as `what`, where the GPU has no launch times."""
     launches, gpu = ctx.pricer.launches, ctx.gpu
-    if launches.times is None:
-        ctx.pricer.miss(what, launches.why)
+    if launches.times is None or op not in launches.times.graph_s:
+        ctx.pricer.miss(what, launches.why if launches.times is None else
+                        f"{launches.measured_on}'s measured.launch has no {op} times")
         return None
     bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
     return small_op_time(op, rows, row_width, 1, bw, not ctx.dep.cuda_graphs, launches.times)

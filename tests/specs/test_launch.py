@@ -56,3 +56,22 @@ def test_the_yaml_section_reads_through_the_loader_and_bad_keys_are_named():
         spec_from_mapping(LaunchTimes, parse_yaml(text + "eager_hots_s: 1\n", "t.yaml"), "t.yaml")
     gpu = dataclasses.replace(H200, measured=dataclasses.replace(H200.measured, launch=launch))
     assert isinstance(gpu, GpuSpec) and gpu.measured.launch == launch
+
+
+def test_a_section_with_only_the_layer_kernels_loads_and_prices_what_it_can():
+    """A user's GPU YAML need not carry the routing or block-fp8 launches: it loads; Llama's step is predicted;
+    DeepSeek-V3's block-fp8 step, which needs them, has no prediction and says which times are missing."""
+    from rooflab.deployment import Deployment
+    from rooflab.load import load_model
+    from rooflab.step import step_report
+    from rooflab.specs.launch import REQUIRED_OP_NAMES
+
+    launch = H200.measured.launch
+    slim = dataclasses.replace(launch, graph_s={op: launch.graph_s[op] for op in REQUIRED_OP_NAMES},
+                               eager_s={op: launch.eager_s[op] for op in REQUIRED_OP_NAMES})
+    gpu = dataclasses.replace(H200, measured=dataclasses.replace(H200.measured, launch=slim))
+    assert step_report(load_model("llama-3-8b"), gpu, 8, 2048, check_memory=False).t_predicted_s is not None
+    r = step_report(load_model("deepseek-v3"), gpu, 8, 2048, deployment=Deployment(tensor_parallel=8),
+                    check_memory=False)
+    assert r.t_predicted_s is None
+    assert any("has no act_quant times" in note for note in r.notes)
