@@ -214,7 +214,8 @@ class _Line:
 
 
 def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts: bool, moe_kernel: str,
-                decode_attention: str) -> str:
+                decode_attention: str, routing: Routing = Routing.unpriced, mla_layout: str = "separate",
+                mla_decode_splits: Optional[int] = None) -> str:
     """Where the step's predictions come from (the step report's own notes at one decode: measured on this GPU, or
     transferred with the error band), or why there are none."""
     from ..step import step_report
@@ -227,7 +228,10 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
     kernels = [f"{what} {value}" for what, value, shown_ in (
         ("experts as", moe_kernel_of(moe_kernel).value, model.is_moe),
         ("decode attention", decode_attention_of(decode_attention).value,
-         decode_attention_of(decode_attention) is not DecodeAttention.shared)) if shown_]
+         decode_attention_of(decode_attention) is not DecodeAttention.shared),
+        ("routing", Routing.of(routing, "routing").value, Routing.of(routing, "routing") is not Routing.unpriced),
+        ("MLA projections", str(mla_layout), str(mla_layout) != "separate"),
+        ("MLA decode splits", str(mla_decode_splits), mla_decode_splits is not None)) if shown_]
     kernels = f" ({', '.join(kernels)})" if kernels else ""
     moved = [n.removeprefix("t_predicted ") for n in report.notes if "transferred" in n]
     if moved:
@@ -246,7 +250,8 @@ def _table(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: 
                             decode_attention=decode_attention, routing=routing,
                             mla_decode_splits=mla_decode_splits, mla_layout=mla_layout,
                             absorbed_bytes=absorbed_bytes)
-    return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts, moe_kernel, decode_attention))
+    return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts, moe_kernel, decode_attention,
+                                             routing, mla_layout, mla_decode_splits))
 
 
 def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,

@@ -133,3 +133,21 @@ def test_step_times_refuses_a_min_context_above_max_context():
     from support import refused
 
     refused(lambda: _step_times(min_context=8192), "min_context (8,192)", "max_context (4,096)")
+
+
+def test_the_provenance_names_every_kernel_the_engine_picked():
+    """A DeepSeek-V3 replica under vLLM 0.7.3 prices routing compiled, MLA's projections absorbed into q and o and
+    its decode at 4 splits: the serving figures' provenance says each (the session-14 review: it named the experts'
+    kernel alone)."""
+    from rooflab.deployment import Deployment
+    from rooflab.load import load_gpu, load_model
+    from rooflab.serve.steptime import step_times
+    from rooflab.step import engine_kernels
+
+    v3, h200, dep = load_model("deepseek-v3"), load_gpu("h200-sxm"), Deployment(tensor_parallel=8)
+    k = engine_kernels(v3, h200, dep, "vllm", "0.7.3")
+    steps = step_times(v3, h200, dep, 8, 16, 2048, 256, moe_kernel=k.moe_kernel, decode_attention=k.decode_attention,
+                       routing=k.routing, mla_decode_splits=k.mla_decode_splits, mla_layout=k.mla_layout,
+                       absorbed_bytes=k.absorbed_bytes)
+    assert "routing grouped_topk_compiled" in steps.provenance
+    assert "MLA projections absorbed_into_q_o" in steps.provenance and "MLA decode splits 4" in steps.provenance
