@@ -24,7 +24,8 @@ utils.py W_Q_UK, W_UV_O, W_QR; envs.py VLLM_MLA_PERFORM_MATRIX_ABSORPTION defaul
 W_Q_UK), 0.9.2 (models/deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa apart), 0.10.0 (deepseek_v2.py:411
 fused_qkv_a_proj), 0.29.0 (deepseek_v2.py:1042); SGLang 0.4.3.post2, 0.4.5.post3 (apart), 0.4.6
 (sglang/srt/models/deepseek_v2.py:447 fused_qkv_a_proj_with_mqa), 0.5.12 (:1371). A release between two read with
-the same layout is assumed to keep it; after the last read, the last layout is assumed kept.
+the same layout is assumed to keep it; after the last read, the last layout is assumed kept; vLLM's 0.7.4 dev
+builds (dstack's 0.7.4.dev181+gf35f8e22) are taken as 0.7.3's layout, not read.
 """
 
 from __future__ import annotations
