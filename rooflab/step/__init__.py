@@ -21,8 +21,8 @@ data ranks (vLLM's DP replicas, SGLang's data-parallel attention ranks: ceil(B /
                             (step_report(engine=...) or (moe_kernel=...), engine_moe_kernel: a tuned fused kernel at the dense
                             cuBLAS fit on the experts' work, or torch's grouped GEMM at the measured grouped-GEMM
                             fit, rooflab/fit/moe_fit.py, the default); shared experts as a dense MLP
-    norms and elementwise   fused (engines, CUDA graphs): fused add-RMSNorm x 2, SiLU-and-mul, one KV-cache write a
-                            layer; unfused (eager, or rooflab's torch reference layer): 2 RMSNorms, 2 residual adds,
+    norms and elementwise   fused (the engines, with or without CUDA graphs): fused add-RMSNorm x 2, SiLU-and-mul,
+                            one KV-cache write a layer; unfused (rooflab's torch reference layer): 2 RMSNorms, 2 residual adds,
                             SiLU x up, the q copy and 2 KV appends; the floor counts the fused bytes either way
     communication           attention TP: an all-reduce a layer; dense MLP: an all-reduce (TP) or all-gather +
                             reduce-scatter (data-parallel attention); MoE: an all-reduce (tokens replicated), or
