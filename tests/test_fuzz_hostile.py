@@ -767,8 +767,6 @@ class TestSession14:
     # ("a100-sxm-80gb: field 'dense_tensor_flop_per_s' = ['bf16', 'fp16', 'tf32']: this GPU has no fp8_e4m3
     # tensor-core rate"): vLLM runs them as FP8 Marlin (weight-only, bf16 arithmetic), which capacity plans;
     # the step defaults --gemm-dtype to fp8 for fp8-stored weights (StepContext.arithmetic) whatever the GPU
-    @pytest.mark.xfail(strict=True, reason="fp8 weights below CC 8.9 refused as a GPU-spec error, owner: "
-                                           "rooflab/step/pricing.py (StepContext.arithmetic)")
     @pytest.mark.parametrize("args", [["report", "--phase", "step", "-m", "llama-3-8b", "-q", "fp8"],
                                       ["report", "--phase", "step", "-m", "qwen3-30b-a3b", "--weight-dtype",
                                        "fp8_block"],

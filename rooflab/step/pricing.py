@@ -321,11 +321,26 @@ class StepContext:
                                    self.dp_attention_release)
 
     def arithmetic(self, component: str) -> DType:
-        """A component's GEMM arithmetic: --gemm-dtype, else fp8 for fp8-stored weights, else the activations'."""
+        """A component's GEMM arithmetic: --gemm-dtype, else fp8 for fp8-stored weights on a GPU with fp8 tensor
+        cores, else the activations' (weight_only_fp8: fp8 weights where the GPU has no fp8 rate)."""
         if self.dep.gemm_dtype is not None:
             return self.dep.gemm_dtype
         fmt = self.model.weight_format(component, self.weights_as)
-        return DType.fp8_e4m3 if fmt in (WeightFormat.fp8, WeightFormat.fp8_block) else self.dtype
+        fp8 = fmt in (WeightFormat.fp8, WeightFormat.fp8_block) and not self.weight_only_fp8(component)
+        return DType.fp8_e4m3 if fp8 else self.dtype
+
+    def weight_only_fp8(self, component: str) -> bool:
+        """Whether a component's fp8-stored weights run weight-only: the GPU has no fp8 tensor-core rate (compute
+        capability below 8.9, A100), so the weights are read at their fp8 bytes and the GEMM runs in the
+        activations' dtype, as vLLM's FP8 Marlin kernel does ("For GPUs that lack FP8 hardware support, we can
+        leverage the Marlin kernel for fast weight-only FP8 quantization", vllm 0.29.0 model_executor/layers/
+        quantization/fp8.py:257-258; the Marlin kernel model_executor/kernels/linear/scaled_mm/marlin.py:29-33,
+        fp8 hardware = CC 8.9 in platforms/cuda.py:571-572; vllm 0.10.0 fp8.py:197 use_marlin = not
+        has_device_capability(89)). Not where --gemm-dtype names the arithmetic."""
+        if self.dep.gemm_dtype is not None:
+            return False
+        fmt = self.model.weight_format(component, self.weights_as)
+        return fmt in (WeightFormat.fp8, WeightFormat.fp8_block) and not self.gpu.has_rate(DType.fp8_e4m3)
 
     def block_scaled(self, component: str) -> bool:
         """Whether a component's GEMMs run block-scaled fp8: block-fp8 weights (128 x 128 scales) at fp8
@@ -394,9 +409,12 @@ def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, co
     arith, block = ctx.arithmetic(component), ctx.block_scaled(component)
     predicted = ctx.pricer.gemms(costs, count, arith, block)
     impl = ctx.pricer.dense_gemm_impl(arith, block)
+    source = f"GEMM fit ({impl}) at the measured {arith.value} rate"
+    if ctx.weight_only_fp8(component):
+        source = f"weight-only fp8 (Marlin), {arith.value} arithmetic: {source}"
     return priced_row(ctx.pricer, "gemm", label, [c.kernel for c in costs], count, predicted, impl, arith,
                       calls=len(costs) * count, weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
-                      source=f"GEMM fit ({impl}) at the measured {arith.value} rate", component=component,
+                      source=source, component=component,
                       gemm_dtype=arith.value, gemm_rows=rows, **fields)
 
 

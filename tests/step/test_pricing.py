@@ -33,3 +33,22 @@ def test_eager_launches_are_never_below_the_host_issue_time():
     for row in r.rows:
         if row.variant == "gemm":
             assert row.t_predicted_s >= row.calls * H200.measured.launch.eager_host_s
+
+
+def test_fp8_weights_without_fp8_tensor_cores_run_weight_only():
+    """fp8 weights on an A100 (CC 8.0, no fp8 tensor-core rate): vLLM's FP8 Marlin kernel, weight-only (vllm 0.29.0
+    model_executor/layers/quantization/fp8.py:257-258). Llama-3-8B's MLP at 1 byte a weight, 32 layers of gate/up
+    (2 x 14336 x 4096) and down (4096 x 14336); its FLOPs at the bf16 roof (312 TFLOP/s dense, hardware/a100-sxm-80gb
+    .yaml) and its activations at 2 bytes."""
+    from rooflab.units import WeightFormat
+
+    a100 = load_gpu("a100-sxm-80gb")
+    assert not a100.has_rate(DType.fp8_e4m3)
+    r = step_report(load_model("llama-3-8b"), a100, 1, 1024, deployment=Deployment(weight_format=WeightFormat.fp8))
+    mlp = next(row for row in r.rows if row.component == "dense_mlp")
+    assert mlp.weight_bytes == 32 * 3 * 14336 * 4096 * 1
+    assert mlp.gemm_dtype == "bf16" and "weight-only fp8 (Marlin), bf16 arithmetic" in mlp.source
+    assert mlp.t_compute_s == mlp.flops / a100.matmul_flop_per_s(DType.bf16)
+    on_h100 = step_report(load_model("llama-3-8b"), load_gpu("h100-sxm"), 1, 1024,
+                          deployment=Deployment(weight_format=WeightFormat.fp8))
+    assert next(row for row in on_h100.rows if row.component == "dense_mlp").gemm_dtype == "fp8_e4m3"
