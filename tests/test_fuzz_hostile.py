@@ -694,8 +694,6 @@ class TestSession14:
     # left: DeepSeek-V3 at --pp 16 (or 20, 21, 30, 61) is refused with a spec error about the model's own field
     # ("field 'first_dense_layers' = 3: leaves no MoE layer among the 3 layers"): vLLM's get_pp_indices gives stage
     # 0 layers 0-2, all dense, which vLLM runs; Stage.layers_model keeps num_experts on a stage without MoE layers
-    @pytest.mark.xfail(strict=True, reason="a pipeline stage of only dense layers is refused as a bad model spec, "
-                                           "owner: rooflab/capacity/stages.py (Stage.layers_model)")
     @pytest.mark.parametrize("args", [["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--pp", "16"],
                                       [*_V3_STEP, "--pp", "20"]])
     def test_deepseek_v3_dense_only_first_stage(self, args):

@@ -131,10 +131,12 @@ class Stage:
         if all(not t.is_attention for t in kept.values()):
             raise InputError(f"{model.name}: pipeline {self.describe()} holds only linear-attention layers; "
                              "not modelled")
-        return dataclasses.replace(model, num_layers=self.num_layers, first_layers=tuple(names),
-                                   layer_pattern=tuple(dict.fromkeys(names)), layer_types=kept,
-                                   first_dense_layers=max(0, model.first_dense_layers - self.start),
-                                   num_parameters=None)
+        cut = dict(num_layers=self.num_layers, first_layers=tuple(names), layer_pattern=tuple(dict.fromkeys(names)),
+                   layer_types=kept, first_dense_layers=max(0, model.first_dense_layers - self.start),
+                   num_parameters=None)
+        if model.is_moe and not any(model.is_moe_layer(i) for i in range(self.start, self.end)):
+            cut.update(_dense_only(model))
+        return dataclasses.replace(model, **cut)
 
     def shares(self, model: ModelSpec) -> dict[str, Fraction]:
         """{component: the fraction of it this stage holds} (module docstring), for specs.weights.weight_bytes."""
@@ -161,6 +163,19 @@ class Stage:
             c.router: _share(moe, model.num_moe_layers),
             c.norms: Fraction(2 * h * self.num_layers + (h if self.last else 0), 2 * h * model.num_layers + h),
         }
+
+
+def _dense_only(model: ModelSpec) -> dict:
+    """The fields that make a MoE model's stage of only dense layers a dense model: no experts, the dense layers'
+    MLP size as ffn_size. vLLM builds such a stage from its own layers alone (get_pp_indices and make_layers: the
+    stage's decoder layers are dense, its MoE layers PPMissingLayer), so it holds and runs no experts; the
+    quantization formats of components it lacks and their kept parameters go with them."""
+    quantization = {k: v for k, v in model.quantization.items() if k not in ("experts", "shared_experts")}
+    kept = {k: v for k, v in model.unquantized_parameters.items() if k not in ("experts", "shared_experts")}
+    return dict(num_experts=1, num_experts_per_token=1, first_dense_layers=0, moe_layer_step=1,
+                ffn_size=model.dense_ffn_size or model.ffn_size, dense_ffn_size=None, num_shared_experts=0,
+                shared_expert_ffn_size=None, expert_groups=1, topk_groups=1, quantization=quantization,
+                unquantized_parameters=kept)
 
 
 def _share(n: int, total: int) -> Fraction:

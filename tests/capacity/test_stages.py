@@ -7,6 +7,7 @@ H 8192, F 28672, 64 query and 8 KV heads of 128, vocabulary 128,256, untied).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -92,3 +93,27 @@ def test_shares_cover_each_component_once_and_tied_embeddings_twice():
     assert tied.tie_word_embeddings
     assert sum(st.shares(tied)["embeddings"] for st in pipeline_stages(tied, 2)) == 2
     assert pipeline_stages(tied, 1)[0].shares(tied) == {}     # one stage: the whole model, unchanged
+
+
+def test_deepseek_v3_stage_of_only_dense_layers_by_hand():
+    """DeepSeek-V3 over 16 stages (vLLM's get_pp_indices: 61 = 16 x 3 + 13, the 13 left over to stages 14..2), so
+    stage 0 is layers 0-2, the 3 dense ones: a dense model (no experts, the dense MLP of 18,432), which vLLM runs.
+    Its parameters: the embedding 129,280 x 7168 = 926,679,040; each MLA layer's attention q_a 7168 x 1536, q_b
+    1536 x 128 x 192, kv_a 7168 x 576, kv_b 512 x 128 x 256, o 128 x 128 x 7168 and the q_a / kv_a norms (1536 +
+    512) = 187,107,328; each MLP 3 x 7168 x 18432 = 396,361,728; norms 2 x 7168 a layer. bf16 at TP 1, times the
+    spec's published-over-derived count (671B over its derived total, specs.weights._published_scale)."""
+    v3 = load_model("deepseek-v3")
+    first = pipeline_stages(v3, 16)[0]
+    assert (first.start, first.end) == (0, 3)
+    stage0 = 926_679_040 + 3 * (187_107_328 + 396_361_728 + 2 * 7168)
+    scale = Fraction(671_000_000_000, v3.parameters.total)
+    assert weight_bytes(v3, DType.bf16, 1, shares=first.shares(v3)) == math.ceil(stage0 * 2 * scale)
+    dense = first.layers_model(v3)
+    assert not dense.is_moe and dense.num_moe_layers == 0 and dense.num_dense_layers == 3
+    counts = dense.parameters.by_component()
+    assert counts["experts"] == counts["shared_experts"] == counts["router"] == 0
+    assert counts["dense_mlp"] == 3 * 396_361_728
+    second = pipeline_stages(v3, 16)[1].layers_model(v3)                       # layers 3-5: MoE, as before
+    assert second.is_moe and second.num_moe_layers == 3 and second.num_experts == 256
+    plan = plan_capacity(v3, load_gpu("h200-sxm"), 8192, deployment=Deployment(pipeline_parallel=16))
+    assert plan.max_sequences_paged > 0
