@@ -776,8 +776,6 @@ class TestSession14:
     # left: a huge --prefill-chunk is simulated tile by tile (cost.parallel._periodic_makespan's heap: 16M tokens
     # 5.5 s, 128M 38 s, 2^31 'out of memory; the workload is too large for this machine'), not in closed form nor
     # refused naming the option and its limit
-    @pytest.mark.xfail(strict=True, reason="prefill tiles scheduled one by one, unbounded in --prefill-chunk, "
-                                           "owner: rooflab/cost/parallel.py (_periodic_makespan)")
     def test_huge_prefill_chunk(self):
         from fuzz_support import invoke, scratch
 

@@ -284,6 +284,11 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     decode = step == "decode"
     if not decode and prefill_tokens:
         raise InputError("--prefill-chunk adds a prefill chunk to a decode step; a prefill step is --batch prompts")
+    if prefill_tokens > model.max_context_len:      # one prompt's chunk: never longer than the prompt can be
+        raise InputError(f"--prefill-chunk {prefill_tokens:,} is longer than {model.name}'s maximum context of "
+                         f"{model.max_context_len:,} tokens (max_context_len, the max_position_embeddings vLLM "
+                         "takes as max_model_len; it refuses a longer prompt: 'The decoder prompt ... is longer "
+                         "than the maximum model length')")
     pp = deployment.pipeline_parallel
     micro = pp if micro_batches is None else whole_number(micro_batches, "micro-batches (--micro-batches)",
                                                           maximum=MAX_BATCH)

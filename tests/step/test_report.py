@@ -267,3 +267,19 @@ def test_the_csv_columns_are_the_options_names():
     assert "dcp" not in rows[0] and "cp" not in rows[0]
     assert {(row["decode_context_parallel"], row["kv_parallel"], row["prefill_context_parallel"]) for row in rows} \
         == {("2", "1", "1")}
+
+
+def test_a_prefill_chunk_longer_than_the_models_context_is_refused():
+    """One prompt's chunk is never longer than the model's max_context_len (vLLM refuses a prompt longer than
+    max_model_len: vllm 0.29.0 v1/engine/input_processor.py:453-470); a 2**31 chunk had been scheduled tile by tile
+    for minutes. At the limit the step prices in well under a second (its launches' tiles in closed form or a
+    remembered schedule)."""
+    import time
+
+    with pytest.raises(InputError, match=r"--prefill-chunk 8,193 .* maximum context of 8,192"):
+        step_report(LLAMA, H200, 1, 1, prefill_tokens=LLAMA.max_context_len + 1)
+    with pytest.raises(InputError, match="--prefill-chunk"):
+        step_report(LLAMA, H200, 1, 1, prefill_tokens=2 ** 31)
+    start = time.perf_counter()
+    r = step_report(LLAMA, H200, 1, 1, prefill_tokens=LLAMA.max_context_len)
+    assert time.perf_counter() - start < 1.0 and r.t_predicted_s > 0
