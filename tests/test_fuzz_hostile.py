@@ -728,8 +728,6 @@ class TestSession14:
     # at max_total_num_tokens <= 0 (model_runner.py init_memory_pool, after the cap and the page floor), and vLLM
     # V1 refuses a cache that holds no request of max_model_len (check_enough_kv_cache_memory); rooflab says "would
     # refuse to start" when the memory runs out (--mem-fraction-static 0.05), not here
-    @pytest.mark.xfail(strict=True, reason="0-token caches from --max-total-tokens / --kv-cache-memory-bytes carry "
-                                           "no start-up refusal, owner: rooflab/engines/overrides.py")
     @pytest.mark.parametrize("args", [["--engine", "sglang", "--max-total-tokens", "63", "--page-size", "64"],
                                       ["--engine", "vllm", "--kv-cache-memory-bytes", "1M"]])
     def test_sizing_override_leaving_no_cache(self, args):

@@ -273,9 +273,14 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, pre: int, before: tupl
     # v0.4 sizes the req_to_token rows from the profiled tokens, before --max-total-tokens (overrides.py)
     rows_from = profiled if s.max_total_tokens is not None and s.accounting is Accounting.sglang_v0_4 else None
     running = max_running_requests(tokens, s, slots if states else None, rows_from)
-    if rest <= 0:
-        notes += (f"SGLang would refuse to start: nothing is left for the KV pool ({rest / GiB:.2f} GiB; its error: "
-                  "'Not enough memory. Please try to increase --mem-fraction-static.')",)
+    if tokens <= 0:     # model_runner.py init_memory_pool, after the cap and the page floor (overrides.py)
+        why = (f"nothing is left for the KV pool ({rest / GiB:.2f} GiB)" if rest <= 0 else
+               f"max_total_num_tokens is 0 after the --max-total-tokens cap and the floor to the "
+               f"{cell.block_size}-token page" if s.max_total_tokens is not None else
+               f"the {rest / GiB:.4f} GiB left holds no {cell.block_size}-token page")
+        notes += (f"SGLang would refuse to start: {why}; its error: 'Not enough memory. Please try to increase "
+                  "--mem-fraction-static.' (model_runner.py:788-791 in the 0.4.6 wheel, :1316-1319 in 0.5.2's; "
+                  "pool_configurator.py:52-56 in 0.5.12's)",)
     total = s.cuda_visible_bytes
     others = (Term(OTHER_PROCESSES, s.memory_in_use_bytes, "--memory-in-use: not free when SGLang measures",
                    Role.used),) if s.memory_in_use_bytes else ()

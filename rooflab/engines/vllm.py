@@ -62,7 +62,7 @@ from .memory import (OTHER_PROCESSES, check_in_use, engine_weight_bytes, lora_co
                      on_gpu_under_tp)
 from .pipeline import pipeline_capacity
 from .cudagraph import CUDA_GRAPH_ESTIMATE, estimate_applies, graph_terms
-from .overrides import eager_notes, given_kv_terms, override_blocks, override_line
+from .overrides import eager_notes, given_kv_terms, override_blocks, override_line, refusal_note
 from .profile import profile_run
 from .result import EngineCapacity, Role, Term
 from .states import VLLM_STATE_PAGES
@@ -241,8 +241,10 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
         terms, kv, more = _budget_terms(s, u, budget, used, others, total_src)
     notes += more + eager_notes(s, Engine.vllm, estimate_applies(s, given_release(s)))
     sized = layout.num_blocks(kv)
-    blocks, more = override_blocks(s, sized, layout.block_bytes)
-    notes += more
+    blocks, terms, more = override_blocks(s, terms, sized, layout.block_bytes, given_release(s))
+    notes += more       # terms[-1], the kv term, is now the blocks kept: kv stays the sized figure vLLM logs
+    if not any("would refuse to start" in n for n in notes):
+        notes += refusal_note(s, layout, kv, blocks, given_release(s))
     tokens = layout.tokens(blocks)
     concurrency = layout.concurrency(blocks, s.max_model_len)
     if layout.state_groups:
@@ -259,7 +261,7 @@ def assemble(model: ModelSpec, gpu: GpuSpec, s: Resolved, used: list[Term], layo
         engine="vllm", accounting=s.accounting.value, releases=s.releases, model=model.name, gpu=gpu.name,
         tensor_parallel=s.tensor_parallel, kv_cache_dtype=s.kv_cache_dtype.name, block_size=layout.block_size,
         max_model_len=s.max_model_len, utilization=u, max_num_seqs=s.max_num_seqs,
-        max_num_batched_tokens=s.max_num_batched_tokens, terms=terms, kv_cache_bytes=kv,
+        max_num_batched_tokens=s.max_num_batched_tokens, terms=terms, kv_cache_bytes=max(0, terms[-1].bytes),
         block_bytes=layout.block_bytes, num_blocks=blocks, kv_cache_tokens=tokens, max_concurrency=concurrency,
         num_groups=layout.num_groups, lines=log_lines(s, layout, kv, blocks, tokens, concurrency, sized), notes=notes)
 

@@ -131,12 +131,16 @@ def test_max_total_tokens_is_refused_for_vllm():
 
 def test_num_gpu_blocks_override_sets_the_blocks_after_sizing():
     """V1: get_num_blocks sizes M blocks, may_override_num_blocks returns N; 'GPU KV cache size' and 'Maximum
-    concurrency' follow N: 1,000 blocks x 16 tokens = 16,000 tokens, 16,000 / 8,192 = 1.953125x. 'Available KV cache
-    memory' is the worker's figure before the override, unchanged."""
+    concurrency' follow N: 1,000 blocks x 16 tokens = 16,000 tokens, 16,000 / 8,192 = 1.953125x. The KV cache is
+    the blocks kept, 1,000 x 16 x 131,072 = 2,097,152,000 bytes (1.953 GiB); the rest of the sized memory is a
+    margin term; 'Available KV cache memory' is the worker's figure before the override, unchanged."""
     base = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192))
     c = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192, num_gpu_blocks_override=1000))
     assert (c.num_blocks, c.kv_cache_tokens, c.max_concurrency) == (1000, 16_000, 1000 * 16 / 8192)
-    assert c.kv_cache_bytes == base.kv_cache_bytes
+    assert c.kv_cache_bytes == c.term("kv_cache").bytes == 1000 * 16 * LLAMA3_CELL == 2_097_152_000
+    assert c.term("num_gpu_blocks_override_rest").bytes == base.term("kv_cache").bytes - 2_097_152_000
+    assert f"Available KV cache memory: {base.kv_cache_bytes / GiB:.2f} GiB" in c.lines
+    _sums(c)
     assert f"Overriding num_gpu_blocks={base.num_blocks} with num_gpu_blocks_override=1000" in c.lines
     assert c.lines[-2:] == ("GPU KV cache size: 16,000 tokens", "Maximum concurrency for 8,192 tokens per request: 1.95x")
 
@@ -163,6 +167,53 @@ def test_num_gpu_blocks_override_past_the_memory_is_a_note():
     c = engine_capacity(LLAMA3, H100, vllm(num_gpu_blocks_override=2 * base.num_blocks))
     assert c.num_blocks == 2 * base.num_blocks
     assert any("would run out of memory allocating them" in n for n in c.notes)
+
+
+def test_num_gpu_blocks_override_below_max_model_len_refuses_from_v0_21():
+    """vLLM from v0.21.0 (vllm#41069) checks N x bytes per block against one request of max_model_len, from v0.29.0
+    less the null block (kv_cache_utils.py:2294-2331, 0.29.0 wheel): 10 blocks, 9 checked, 144 tokens < 8,192. Before
+    v0.21.0 it checks the sized memory, which fits; V0 checks the blocks kept (worker.py raise_if_cache_size_invalid,
+    0.7.3): 10 x 16 = 160 < 8,192."""
+    for release in ("0.21.0", "0.29.0"):
+        c = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192, num_gpu_blocks_override=10, release=release))
+        assert c.kv_cache_tokens == 160
+        assert any(n.startswith("vLLM would refuse to start: 'To serve at least one request with the model's max "
+                                "seq len (8192), (1.00 GiB KV cache is needed") for n in c.notes), c.notes
+    c = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192, num_gpu_blocks_override=10, release="0.20.0"))
+    assert not any("would refuse to start" in n for n in c.notes)
+    c = engine_capacity(LLAMA3, H100, vllm("v0", max_model_len=8192, num_gpu_blocks_override=10))
+    assert any("is larger than the maximum number of tokens that can be stored in KV cache (160)" in n
+               for n in c.notes)
+    # 512 blocks hold one request at v0.21.0; v0.29.0 checks 511 and refuses
+    fits = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192, num_gpu_blocks_override=512, release="0.21.0"))
+    assert not any("would refuse to start" in n for n in fits.notes)
+    short = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192, num_gpu_blocks_override=512, release="0.29.0"))
+    assert any("would refuse to start" in n for n in short.notes)
+
+
+def test_num_gpu_blocks_override_ignored_at_v0_9_1():
+    """V1 v0.9.1's get_num_blocks logs the override and returns the sized count (kv_cache_utils.py:644-663 in the
+    0.9.1 wheel; vllm#19503 assigned it in v0.9.2); v0.8.5 and v0.9.0 assign it in _get_kv_cache_config_uniform_type
+    (kv_cache_utils.py:624-630 and :627-633 in their wheels)."""
+    base = engine_capacity(LLAMA3, H100, vllm(release="0.9.1"))
+    c = engine_capacity(LLAMA3, H100, vllm(release="0.9.1", num_gpu_blocks_override=100))
+    assert (c.num_blocks, c.kv_cache_bytes) == (base.num_blocks, base.kv_cache_bytes)
+    assert f"Overriding num_gpu_blocks={base.num_blocks} with num_gpu_blocks_override=100" in c.lines
+    assert any("v0.9.1 logs the override and keeps" in n for n in c.notes)
+    for version, release in (("v1", "0.9.2"), ("v0.8", "0.8.5")):
+        c = engine_capacity(LLAMA3, H100, vllm(version, release=release, num_gpu_blocks_override=100))
+        assert c.num_blocks == 100
+
+
+def test_a_sizing_override_leaving_no_cache_refuses():
+    """SGLang floors min(profiled, 63) to the 64-token page: 0 tokens, 'Not enough memory' (model_runner.py
+    init_memory_pool); vLLM V1 given 1 MiB: 0 blocks, and 1 MiB < 512 blocks x 2 MiB for 8,192 tokens."""
+    c = engine_capacity(LLAMA3, H100, sglang("v0.5", max_total_tokens=63, block_size=64))
+    assert c.kv_cache_tokens == 0
+    assert any(n.startswith("SGLang would refuse to start: max_total_num_tokens is 0") for n in c.notes), c.notes
+    c = engine_capacity(LLAMA3, H100, vllm(max_model_len=8192, kv_cache_memory_bytes=MiB))
+    assert c.kv_cache_tokens == 0
+    assert any("(1.00 GiB KV cache is needed" in n for n in c.notes), c.notes
 
 
 def test_num_gpu_blocks_override_is_refused_for_sglang():
