@@ -699,13 +699,11 @@ class TestSession14:
     def test_deepseek_v3_dense_only_first_stage(self, args):
         _cli(args, 0)
 
-    # left: vLLM V1 before vllm#19503 ('[Bugfix] Respect num-gpu-blocks-override in v1', merged 2025-06-11) logged
-    # 'Overriding num_gpu_blocks=M with num_gpu_blocks_override=N' and kept M blocks ('GPU KV cache size' of M
-    # blocks, the PR's "Before" log); rooflab applies N at every V1 release (1,600 tokens at N = 100)
-    @pytest.mark.xfail(strict=True, reason="--num-gpu-blocks-override applied at V1 releases that ignored it "
-                                           "(vllm#19503), owner: rooflab/engines/overrides.py")
+    # vLLM V1 at v0.9.1 logged 'Overriding num_gpu_blocks=M with num_gpu_blocks_override=N' and kept M blocks
+    # (get_num_blocks never assigned N: kv_cache_utils.py:644-663 in the 0.9.1 wheel; vllm#19503, merged 2025-06-11,
+    # fixed it in v0.9.2); 0.8.5 and 0.9.0 honoured it (the wheels), so the test asks 0.9.1
     def test_num_gpu_blocks_override_before_v1_respected_it(self):
-        out = _cli(["capacity", "--engine", "vllm", "--engine-version", "0.8.5", "--num-gpu-blocks-override",
+        out = _cli(["capacity", "--engine", "vllm", "--engine-version", "0.9.1", "--num-gpu-blocks-override",
                     "100"], None)
         assert out.code == 2 or "GPU KV cache size: 1,600 tokens" not in out.stdout, out.stdout
 
