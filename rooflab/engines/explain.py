@@ -410,7 +410,9 @@ def _term(log: EngineLog, key: str, modelled: EngineCapacity, name: str) -> tupl
 def _checks(log: EngineLog, r: EngineCapacity, k_bytes_per_token: int = 0) -> tuple[Check, ...]:
     """The logged figures beside the rebuilt ones: KV bytes, blocks, tokens, concurrency, SGLang's K size."""
     checks = []
-    pairs = [("kv_cache_bytes", "kv_bytes", r.kv_cache_bytes), ("num_blocks", "gpu_blocks", r.num_blocks),
+    rest = next((t.bytes for t in r.terms if t.name == "num_gpu_blocks_override_rest"), 0)
+    sized = r.kv_cache_bytes + rest       # vLLM logs the memory it sized, before --num-gpu-blocks-override (overrides)
+    pairs = [("kv_cache_bytes", "kv_bytes", sized), ("num_blocks", "gpu_blocks", r.num_blocks),
              ("kv_cache_tokens", "kv_tokens", r.kv_cache_tokens), ("max_concurrency", "concurrency", r.max_concurrency),
              ("max_running_requests", "max_running_requests", r.max_running_requests)]
     for figure, key, value in pairs:

@@ -312,6 +312,9 @@ def test_a_vllm_log_states_its_blocks_override():
     x = explain_log(log, LLAMA3, H100, vllm())
     assert x.reproduced.num_blocks == 1000 and x.check("kv_cache_tokens").rel_error == 0
     assert x.check("max_concurrency").rel_error == pytest.approx(0, abs=0.003)
+    # the logged 'Available KV cache memory' is what vLLM sized before the override: checked against the cache plus
+    # the override's rest, not the 1,000 blocks kept (it read -96% there)
+    assert abs(x.check("kv_cache_bytes").rel_error) < 0.01
     assert any(line.startswith("--num-gpu-blocks-override 1000: from the log (line 1") for line in x.settings_taken)
     assert parse_log(V1_OVERRIDE, "bare.log").setting("num_gpu_blocks_override") is None
 
