@@ -732,10 +732,11 @@ class TestSession14:
         out = _cli(["capacity", *args], None)
         assert out.code == 2 or "would refuse to start" in out.stdout + out.stderr, out.stdout[-400:]
 
-    # left: a V1 log whose only sign of --kv-cache-memory-bytes is its own line ("reserved 20.0 GiB memory for KV
+    # a V1 log whose only sign of --kv-cache-memory-bytes is its own line ("reserved 20.0 GiB memory for KV
     # Cache as specified by kv_cache_memory_bytes config and skipped memory profiling", no config line: a log cut
     # to its start-up lines) is explained as a gpu_memory_utilization budget with 34.19 GiB 'unattributed', and is
-    # taken at --engine-version 0.8.4 / 0.10.2, releases without the option (with the config line both are right)
+    # taken at --engine-version 0.8.4 / 0.10.2, releases without the option (with the config line both are right):
+    # the line now states the option itself (engines/logs.py _GIVEN_KV)
     _GIVEN_ONLY = ("(EngineCore pid=2) INFO 05-01 00:00:10 [gpu_worker.py:492] Initial free memory 78.68 GiB, reserved "
                    "20.0 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory "
                    "profiling. This does not respect the gpu_memory_utilization config.\n"
@@ -743,8 +744,6 @@ class TestSession14:
                    "(EngineCore pid=2) INFO 05-01 00:00:10 [kv_cache_utils.py:1323] Maximum concurrency for 8,192 "
                    "tokens per request: 20.00x\n")     # SYNTHETIC, tests/engines/test_overrides.py's V1_GIVEN
 
-    @pytest.mark.xfail(strict=True, reason="the 'as specified by kv_cache_memory_bytes' line alone does not set "
-                                           "kv_cache_memory_bytes, owner: rooflab/engines/logs.py (replay)")
     @pytest.mark.parametrize("release", [None, "0.8.4"])
     def test_a_log_line_stating_a_given_cache(self, release):
         def setup(folder):

@@ -177,6 +177,10 @@ V1_ENGINE_INIT = "Initializing a V1 LLM engine"
 _CORE_PER_WORKER = ("kv_tokens", "concurrency")
 #: The most lines a terminal's wrap is joined back from.
 _MAX_WRAP_LINES = 3
+#: vLLM V1's worker line under --kv-cache-memory-bytes (vllm/v1/worker/gpu_worker.py determine_available_memory,
+#: v0.11.0 on): where no configuration line states the option, this line does, at the GiB it prints (two decimals
+#: at most: within 0.005 GiB of the bytes given).
+_GIVEN_KV = re.compile(r"reserved (\d+(?:\.\d+)?)\s*GiB memory for KV Cache as specified by kv_cache_memory_bytes")
 #: Settings read as numbers (into figures, where explain.py takes them); the others stay text.
 _NUMERIC_SETTINGS = {"tensor_parallel": "count", "block_size": "count", "max_model_len": "count",
                      "utilization": "fraction", "max_total_tokens": "count", "num_gpu_blocks_override": "count",
@@ -357,6 +361,11 @@ def parse_startups(text: str, name: str = "log", accounting: Optional[Accounting
             cur.settings.setdefault(key, Logged(value, line_no, line.strip()))
             if key in _NUMERIC_SETTINGS and key not in cur.figures:
                 cur.figures[key] = Logged(value, line_no, line.strip())
+        given = _GIVEN_KV.search(line)
+        if given is not None and "kv_cache_memory_bytes" not in cur.settings:
+            value = _checked("kv_cache_memory_bytes", "gib", given.group(1), name, line_no)
+            cur.settings["kv_cache_memory_bytes"] = Logged(value, line_no, line.strip())
+            cur.figures.setdefault("kv_cache_memory_bytes", Logged(value, line_no, line.strip()))
         if V1_ENGINE_INIT in line:
             cur.v1_engine = True
         rank = rank_of(line)

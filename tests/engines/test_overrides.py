@@ -395,3 +395,12 @@ def test_what_if_a_token_cap_on_an_sglang_log():
 
     x = explain_log(log, LLAMA3, H100, sglang("v0.4"), parse_what_if(["max-total-tokens=4096"], Engine.sglang))
     assert x.reproduced.kv_cache_tokens > 4096 and x.what_if.kv_cache_tokens == 4096
+
+
+def test_the_given_kv_line_alone_states_the_option():
+    """V1's 'reserved 20.0 GiB memory for KV Cache as specified by kv_cache_memory_bytes' with no configuration line:
+    the line states --kv-cache-memory-bytes itself (20 GiB at its printed precision), so the replay sizes nothing."""
+    log = parse_log(V1_GIVEN, "g.log")
+    assert log.setting("kv_cache_memory_bytes").value == 20 * GiB
+    x = explain_log(log, LLAMA3, H100, vllm())
+    assert x.reproduced.kv_cache_bytes == 20 * GiB and x.check("kv_cache_tokens").rel_error == 0
