@@ -291,9 +291,13 @@ PARAMETRIC_FORMATS = "int<b>_g<group>[_zp], int<b>_ch[_zp], nf4[_dq], fp4[_dq]"
 
 _STORED_AS = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "tf32": "fp32"}
 
+#: fp8_block's block edge: a float32 scale per FP8_BLOCK x FP8_BLOCK weights (DeepSeek-V3's weight_block_size), and the
+#: 1 x FP8_BLOCK group the engines quantise its GEMMs' activations in.
+FP8_BLOCK = 128
+
 _WEIGHT_BITS = {
     WeightFormat.fp64: 64.0, WeightFormat.fp32: 32.0, WeightFormat.bf16: 16.0, WeightFormat.fp16: 16.0, WeightFormat.fp8: 8.0,
-    WeightFormat.fp8_block: 8.0 + 32.0 / (128 * 128), WeightFormat.mxfp4: 4.0 + 8.0 / 32,
+    WeightFormat.fp8_block: 8.0 + 32.0 / (FP8_BLOCK * FP8_BLOCK), WeightFormat.mxfp4: 4.0 + 8.0 / 32,
     WeightFormat.nvfp4: 4.0 + 8.0 / 16,
 }
 

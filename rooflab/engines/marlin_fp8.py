@@ -53,6 +53,7 @@ from typing import Optional
 
 from ..specs import GpuSpec, ModelSpec, QuantMethod
 from ..specs.weights import WeightComponent
+from ..dtypes import FP8_BLOCK
 from ..units import WeightFormat
 from .settings import model_dtype
 from .vocab import Accounting, Engine, in_range, in_span
@@ -74,7 +75,7 @@ class MarlinSpan:
 MARLIN_BLOCK_SPANS = (MarlinSpan(((0, 9, 0), (0, 11, 2)), (8, 0), (8, 9), compressed_tensors=False),
                       MarlinSpan(((0, 29), (0, 29)), (7, 5), (9, 0), compressed_tensors=True))
 #: Marlin's group of inputs a scale covers, and the checkpoint's block edge (weight_block_size).
-GROUP, BLOCK = 128, 128
+GROUP, BLOCK = 128, FP8_BLOCK
 #: The dense linear components a block-fp8 checkpoint quantizes (the routed experts take the MoE methods).
 DENSE_LINEAR = (WeightComponent.attention, WeightComponent.dense_mlp, WeightComponent.shared_experts)
 

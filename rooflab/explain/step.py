@@ -28,7 +28,7 @@ from ..deployment import Deployment
 from ..errors import InputError, shown
 from ..floors import Ceilings
 from ..specs import GpuSpec, ModelSpec
-from ..step import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, StepReport, engine_kernels, small_op_time, step_context,
+from ..step import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, StepReport, engine_kernels, small_op_time,
                     step_report)
 from ..step.gemms import lm_head_ways
 from ..step.pricing import StepContext
@@ -102,9 +102,7 @@ def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: in
                     expert_imbalance=expert_imbalance, micro_batches=micro_batches, engine=engine,
                     engine_version=engine_version)
     kernels = engine_kernels(model, gpu, deployment, engine, engine_version)
-    ctx = step_context(model, gpu, deployment, expert_imbalance, kernels.decode_attention, kernels.moe_kernel,
-                       kernels.layout_release, kernels.routing, kernels.mla_decode_splits,
-                       kernels.mla_layout, kernels.absorbed_bytes)
+    ctx = kernels.context(model, gpu, deployment, expert_imbalance)
     d = _Derivation({})
     _shared_symbols(d, r, ctx)
     toks = _tokens(r, ctx)

@@ -9,8 +9,10 @@ so that each prices the same deployment with the same kernels.
                        config for the shape (over block-fp8 experts in vLLM 0.7.x / SGLang 0.4.x, the fused block-fp8
                        kernel those releases ran, as measured: fused_block_fp8), fused_moe's default config where it
                        did not, torch's grouped GEMM as measured otherwise
-    routing            routing_fact (routing.py): DeepSeek's grouped top-k as vLLM 0.7.x runs it (eager torch ops) or
-                       SGLang 0.4.x (torch.compile), at its measured launch time; unpriced where not read
+    routing            routing_fact (routing.py): DeepSeek's grouped top-k as vLLM 0.7.x and SGLang 0.4.x run it
+                       (under torch.compile), at its measured launch time; unpriced where not read
+    MLA projections    mla_layout_fact (mla_layout.py): the GEMMs a release launches for MLA's projections, and the
+                       width it keeps the absorbed W_UK / W_UV in
     MLA decode splits  mla_decode_fact (mla_decode.py): vLLM 0.7.x's TRITON_MLA runs 4 KV splits, SGLang 0.4.x's
                        triton backend 8; rooflab's own split search where not read
     dense block fp8    dense_block_fp8_fact (dense_block_fp8.py): the kernel vLLM 0.7.x / SGLang 0.4.x ran the dense
@@ -77,10 +79,16 @@ class EngineKernels:
         routing = f"; routing {self.routing_reason}" if self.routing_reason else ""
         mla = f"; MLA decode {self.mla_reason}" if self.mla_reason else ""
         dense = f"; dense block-fp8 GEMMs {self.dense_reason}" if self.dense_reason else ""
-        dense += f"; {self.mla_layout_reason}" if self.mla_layout_reason else ""
+        layout = f"; {self.mla_layout_reason}" if self.mla_layout_reason else ""
         return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
                 f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}"
-                f"{dense}")
+                f"{dense}{layout}")
+
+    def context(self, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0):
+        """The step's StepContext with these kernels (step_context): the one place report and explain build it."""
+        return step_context(model, gpu, deployment, expert_imbalance, self.decode_attention, self.moe_kernel,
+                            self.layout_release, self.routing, self.mla_decode_splits, self.mla_layout,
+                            self.absorbed_bytes)
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.

@@ -28,7 +28,7 @@ from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
 from .mla_layout import MlaLayout
 from .routing import Routing
 from .rows import StepRow
-from .small_ops import act_quant_time, moe_align_time, small_op_time
+from .small_ops import act_quant_time, measured_launch_time, moe_align_time
 
 
 #: What each expert-kernel model is, in a row's source (rooflab.step.moe_kernel).
@@ -250,19 +250,15 @@ def _block_fp8_expert_launches(ctx: StepContext, tokens: int, pairs: int, width:
 
 def _routing_time(ctx: StepContext, tokens: int, count: int) -> tuple:
     """(seconds of the MoE layers' expert selection at `tokens` rows, the row's words for it): the routing
-    ctx.routing names (rooflab.step.routing) at its measured launch time (small_ops.small_op_time, graph or eager);
+    ctx.routing names (rooflab.step.routing) at its measured launch time (small_ops.measured_launch_time, graph or eager);
     0 where unpriced, None (recorded missing) where the GPU has no launch times to price it."""
     if ctx.routing is Routing.unpriced:
         return 0.0, ""
-    launches, gpu = ctx.pricer.launches, ctx.gpu
-    if launches.times is None or ctx.routing.value not in launches.times.graph_s:
-        ctx.pricer.miss("MoE routing (small kernels)", launches.why if launches.times is None else
-                        f"{launches.measured_on}'s measured.launch has no {ctx.routing.value} times")
+    one = measured_launch_time(ctx, ctx.routing.value, tokens, ctx.model.hidden_size, "MoE routing (small kernels)")
+    if one is None:
         return None, ""
-    bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
-    t = count * small_op_time(ctx.routing.value, tokens, ctx.model.hidden_size, ctx.model.ffn_size, bw,
-                              not ctx.dep.cuda_graphs, launches.times)
-    return t, f"routing: {ctx.routing.value} measured on {launches.measured_on} ({count} x {t / count * 1e6:.1f} us); "
+    return count * one, (f"routing: {ctx.routing.value} measured on {ctx.pricer.launches.measured_on} ({count} x "
+                         f"{one * 1e6:.1f} us); ")
 
 
 def lm_head_ways(ctx: StepContext) -> int:

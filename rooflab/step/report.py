@@ -25,7 +25,7 @@ from .draft import draft_rows
 from .engine_kernels import EngineKernels, engine_kernels
 from .gemms import logits
 from .memory import step_memory
-from .pricing import Pricer, StepContext, step_context
+from .pricing import Pricer, StepContext
 from .rows import StepRow, overlapped_floor_s, scaled
 from .small_ops import small_ops_note
 from .work import STEPS, StepWork, layer_rows
@@ -299,9 +299,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         raise InputError(f"expert imbalance (--expert-imbalance {imbalance:g}) applies to MoE layers; "
                          f"{model.name} has none")
     kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel)
-    ctx = step_context(model, gpu, deployment, imbalance, kernels.decode_attention, kernels.moe_kernel,
-                       kernels.layout_release, kernels.routing, kernels.mla_decode_splits,
-                       kernels.mla_layout, kernels.absorbed_bytes)
+    ctx = kernels.context(model, gpu, deployment, imbalance)
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
     spec = deployment.speculative if decode else None

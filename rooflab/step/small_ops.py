@@ -17,6 +17,7 @@ import numpy as np
 
 from ..cost.common import KernelCost, real_number, whole_number
 from ..cost.layers import layer_heads, layer_walk
+from ..dtypes import FP8_BLOCK
 from ..errors import InputError, shown
 from ..limits import MAX_BATCH, MAX_TOKENS
 from ..load import load_gpu
@@ -35,8 +36,8 @@ LAYER_SMALL_OPS = (("rms_norm", 2), ("residual_add", 2), ("silu_mul", 1), ("q_co
 #: the new K and V into the cache (vLLM's reshape_and_cache, at the KV append's time); the q copy is gone (rotary
 #: embedding in place) and the residual adds are inside the norms.
 FUSED_SMALL_OPS = (("rms_norm", 2), ("silu_mul", 1), ("kv_append", 1))
-#: The activations' quantisation group of a block-fp8 GEMM: 1 x 128 (the weights' 128 x 128 blocks' k).
-QUANT_GROUP = 128
+#: The activations' quantisation group of a block-fp8 GEMM: 1 x FP8_BLOCK (the weights' blocks' k).
+QUANT_GROUP = FP8_BLOCK
 #: The row width act_quant is measured at (measurements/launch/h200-block-fp8-launch.csv: [tokens, 7168] bf16,
 #: DeepSeek-V3's hidden).
 ACT_QUANT_WIDTH = 7168
@@ -85,7 +86,7 @@ def _row_bytes(op: str, hidden: int, ffn: int) -> float:
     return {"silu_mul": 5 * ffn}.get(op, 3 * hidden) * 2
 
 
-def _launch_time(ctx: StepContext, op: str, rows: int, row_width: int, what: str) -> Optional[float]:
+def measured_launch_time(ctx: StepContext, op: str, rows: int, row_width: int, what: str) -> Optional[float]:
     """One launch of measured `op` at `rows` rows of `row_width` (small_op_time, graph or eager as the deployment
     runs); None, recorded missing as `what`, where the GPU has no launch times."""
     launches, gpu = ctx.pricer.launches, ctx.gpu
@@ -116,7 +117,7 @@ def act_quant_time(ctx: StepContext, inputs, count: float) -> Optional[float]:
     for m, k in inputs:
         if m <= 0:
             continue
-        t = _launch_time(ctx, "act_quant", math.ceil(m * k / ACT_QUANT_WIDTH), ACT_QUANT_WIDTH,
+        t = measured_launch_time(ctx, "act_quant", math.ceil(m * k / ACT_QUANT_WIDTH), ACT_QUANT_WIDTH,
                          "block-fp8 activation quantisation (small kernels)")
         if t is None:
             return None
@@ -132,7 +133,7 @@ def moe_align_time(ctx: StepContext, tokens: int, count: float) -> Optional[floa
     :586-621 ops.sgl_moe_align_block_size, sglang fused_moe.py:421-451 sgl_kernel moe_align_block_size, after a
     fill of the sorted ids our kernel does inside); None, recorded missing, where the GPU has no launch times."""
     k = ctx.model.num_experts_per_token
-    t = _launch_time(ctx, "moe_align", tokens, k, "MoE align (small kernels)")
+    t = measured_launch_time(ctx, "moe_align", tokens, k, "MoE align (small kernels)")
     return None if t is None else count * t
 
 
@@ -194,5 +195,6 @@ def small_ops_note(ctx: StepContext) -> Optional[str]:
 
 
 __all__ = ["ACT_QUANT_WIDTH", "FUSED_SMALL_OPS", "LAYER_SMALL_OPS", "QUANT_GROUP", "SMALL_OPS_GPU", "act_quant_time",
+           "measured_launch_time",
            "moe_align_time", "reference_launch", "small_op_time",
            "small_ops_from", "small_ops_note", "small_ops_row"]
