@@ -3,7 +3,8 @@ wheel: a fact the step states in its note, not a price. rooflab prices these GEM
 (torch_scaled_mm_block: torch._scaled_mm with blockwise scales, cuBLASLt, measured on the H200) whatever the engine;
 neither engine kernel below is measured here, so the fit is kept and the note says so.
 
-Facts (DENSE_BLOCK_FP8_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x):
+Facts (DENSE_BLOCK_FP8_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x,
+0.5.x):
 
     vLLM 0.7.3          apply_w8a8_block_fp8_linear (model_executor/layers/quantization/utils/fp8_utils.py:48-78)
                         runs ops.cutlass_scaled_mm, CUTLASS's sm90 blockwise GEMM (the wheel's _C.abi3.so holds
@@ -15,6 +16,18 @@ Facts (DENSE_BLOCK_FP8_FACTS), each read at one release and assumed kept within 
     SGLang 0.4.3.post2  the same split (srt/layers/quantization/fp8_utils.py:42-52,68-84: sgl_kernel's
                         fp8_blockwise_scaled_mm at capability >= 9.0 with CUDA >= 12.0, else its Triton
                         w8a8_block_fp8_matmul at its shipped H200 configs, layers/quantization/configs/)
+    SGLang 0.5.12       DeepGEMM by default: the auto --fp8-gemm-backend picks deepgemm_w8a8_block_fp8_linear_with_
+                        fallback first where deep_gemm_wrapper.ENABLE_JIT_DEEPGEMM (srt/layers/quantization/
+                        fp8_utils.py:445-463), true from compute capability 9.0 with deep_gemm importable (the wheel
+                        requires sgl-deep-gemm 0.1.0) and SGLANG_ENABLE_JIT_DEEPGEMM, default True (layers/
+                        deep_gemm_wrapper/configurer.py:17-32, environ.py:399); DeepGEMM's fp8 x fp8 -> bf16 NT GEMM
+                        where the weight's N is a multiple of 64 and K of 128 and the output bf16, else the Triton
+                        w8a8_block_fp8_matmul (fp8_utils.py:659-672). The activations are still quantised by a
+                        launch of their own before each GEMM (sglang_per_token_group_quant_fp8, fp8_utils.py:678-684:
+                        what small_ops.act_quant_time prices); DeepSeek-V3's MLA absorbed matmuls run bf16 torch.bmm
+                        (kv_b dequantised to bf16 at load, models/deepseek_common/deepseek_weight_loader.py:512-530
+                        with SGL_USE_DEEPGEMM_BMM unset; attention_forward_methods/forward_mla.py:359 W_UK, 644-662
+                        W_UV)
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ class DenseBlockFp8Fact:
     version: str
     kernel: str
     source: str
+    where: str = "N and K are multiples of 128"     # the shapes the kernel takes; the Triton fallback elsewhere
 
 
 DENSE_BLOCK_FP8_FACTS = (
@@ -39,6 +53,10 @@ DENSE_BLOCK_FP8_FACTS = (
                       "vllm 0.7.3 wheel: model_executor/layers/quantization/utils/fp8_utils.py:48-78, _C.abi3.so"),
     DenseBlockFp8Fact("sglang", "0.4.3.post2", "CUTLASS sm90 blockwise (sgl_kernel fp8_blockwise_scaled_mm)",
                       "sglang 0.4.3.post2 wheel: srt/layers/quantization/fp8_utils.py:42-52,68-84"),
+    DenseBlockFp8Fact("sglang", "0.5.12", "DeepGEMM (deep_gemm fp8 x fp8 -> bf16 NT, JIT)",
+                      "sglang 0.5.12 wheel: srt/layers/quantization/fp8_utils.py:445-463,645-696, "
+                      "layers/deep_gemm_wrapper/configurer.py:17-32, environ.py:399",
+                      "N is a multiple of 64 and K of 128"),
 )
 
 
@@ -53,9 +71,9 @@ def dense_block_fp8_fact(engine, version, gpu, block_fp8: bool) -> str:
     at = engine_release(version) if version else None
     for fact in DENSE_BLOCK_FP8_FACTS:
         if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
-            return (f"{fact.kernel} where N and K are multiples of 128, Triton w8a8_block_fp8_matmul at the shipped "
-                    f"tuned config elsewhere, read at {name} {fact.version} ({fact.source}); priced by the "
-                    f"torch_scaled_mm_block fit (cuBLASLt): neither engine kernel is measured")
+            return (f"{fact.kernel} where {fact.where}, Triton w8a8_block_fp8_matmul at the shipped tuned config "
+                    f"elsewhere, read at {name} {fact.version} ({fact.source}); priced by the torch_scaled_mm_block "
+                    f"fit (cuBLASLt): neither engine kernel is measured")
     return ""
 
 

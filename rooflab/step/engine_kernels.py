@@ -10,13 +10,17 @@ so that each prices the same deployment with the same kernels.
                        kernel those releases ran, as measured: fused_block_fp8), fused_moe's default config where it
                        did not, torch's grouped GEMM as measured otherwise
     routing            routing_fact (routing.py): DeepSeek's grouped top-k as vLLM 0.7.x and SGLang 0.4.x run it
-                       (under torch.compile), at its measured launch time; unpriced where not read
+                       (under torch.compile), at its measured launch time; SGLang 0.5.x's fused top-k kernel on 9.x,
+                       with the shared expert fused into the MoE kernel at EP 1 (fused_topk_shared: no shared-experts
+                       row), at measured small ops' launch times; unpriced where not read
     MLA projections    mla_layout_fact (mla_layout.py): the GEMMs a release launches for MLA's projections, and the
                        width it keeps the absorbed W_UK / W_UV in
     MLA decode splits  mla_decode_fact (mla_decode.py): vLLM 0.7.x's TRITON_MLA runs 4 KV splits, SGLang 0.4.x's
-                       triton backend 8; rooflab's own split search where not read
+                       triton backend 8; rooflab's own split search where not read, and for SGLang 0.5.x (fa3 by
+                       default on Hopper, which picks its own)
     dense block fp8    dense_block_fp8_fact (dense_block_fp8.py): the kernel vLLM 0.7.x / SGLang 0.4.x ran the dense
-                       block-fp8 GEMMs with on a 9.x GPU (CUTLASS blockwise), stated in the note, not priced
+                       block-fp8 GEMMs with on a 9.x GPU (CUTLASS blockwise), SGLang 0.5.x's (DeepGEMM), stated in
+                       the note, not priced
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
@@ -116,7 +120,7 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     attention = engine_decode_attention(name.value, release, model, ctx.attn_tp)
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
-    routing, routing_why = routing_fact(name.value, release, model)
+    routing, routing_why = routing_fact(name.value, release, model, gpu, deployment.expert_parallel)
     splits, splits_why = mla_decode_fact(name.value, release, model)
     block = any(ctx.block_scaled(c) for c in ("attention", "dense_mlp", "shared_experts"))
     mla = any(layer.is_latent for _, layer, _ in model.layer_walk())

@@ -26,7 +26,7 @@ from ..vocab import Kernel
 from .moe_kernel import MoeKernel
 from .pricing import FUSED_IMPL, StepContext, comm_row, gemm_row, priced_row
 from .mla_layout import MlaLayout
-from .routing import Routing
+from .routing import Routing, routing_launches
 from .rows import StepRow
 from .small_ops import act_quant_time, measured_launch_time, moe_align_time
 
@@ -174,7 +174,7 @@ def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
                                         num_layers=model.num_dense_layers))
     if model.num_moe_layers:
         rows.append(_experts(ctx, tokens))
-        if model.num_shared_experts:
+        if model.num_shared_experts and not ctx.routing.fuses_shared_expert:    # else in _experts (step.routing)
             shared = model.num_shared_experts * (model.shared_expert_ffn_size or model.ffn_size) // tp
             sb, sa = ctx.bits("shared_experts"), ctx.arithmetic("shared_experts")
             scosts = [gemm(dense_tokens, 2 * shared, hidden, sa, "shared_gate_up", sb),
@@ -186,14 +186,17 @@ def mlp(ctx: StepContext, tokens: int) -> list[StepRow]:
 
 
 def _experts(ctx: StepContext, tokens: int) -> StepRow:
-    """The MoE layers' router and the experts this GPU holds, at the token-expert pairs they receive."""
+    """The MoE layers' router and the experts this GPU holds, at the token-expert pairs they receive; where the
+    routing fuses the shared experts (Routing.fuses_shared_expert, at EP 1), they are s more experts every token of
+    the group picks: s x group more pairs, s more touched, E + s experts."""
     model, dep, dtype = ctx.model, ctx.dep, ctx.dtype
     hidden, count = model.hidden_size, model.num_moe_layers
     e, k = model.num_experts, model.num_experts_per_token
     ep, etp = dep.expert_parallel, dep.expert_tensor_parallel
+    shared = model.num_shared_experts if ctx.routing.fuses_shared_expert else 0
     group = tokens * dep.data_ranks                              # tokens the expert group routes
-    pairs = math.ceil(ctx.imbalance * group * k / ep)            # token-expert pairs this GPU's experts receive
-    touched = experts_touched(model, group) / ep
+    pairs = math.ceil(ctx.imbalance * group * k / ep) + shared * group   # token-expert pairs this GPU's experts get
+    touched = experts_touched(model, group) / ep + shared
     width = model.ffn_size // etp
     bits, a = ctx.bits("experts"), ctx.arithmetic("experts")
     costs = [gemm(tokens, e, hidden, dtype, "router"),
@@ -215,7 +218,7 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
         if impl != dense else f"GEMM fit ({dense}) on the experts' work in one launch"
         if ctx.moe_kernel in (MoeKernel.tuned, MoeKernel.fused_block_fp8) else
         f"GEMM fit ({dense}), no grouped fit here")
-    return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep} experts touched{where}, {pairs:,} "
+    return priced_row(ctx.pricer, "gemm", f"MoE ({touched:.1f} of {e // ep + shared} experts touched{where}, {pairs:,} "
                                           f"token-expert pairs{imb})", [c.kernel for c in costs], count,
                       None if None in (t, t2, t3, t4) else t + t2 + t3 + t4, impl, a, num_layers=count,
                       calls=len(costs) * count + fp8_calls,
@@ -250,14 +253,20 @@ def _block_fp8_expert_launches(ctx: StepContext, tokens: int, pairs: int, width:
 
 def _routing_time(ctx: StepContext, tokens: int, count: int) -> tuple:
     """(seconds of the MoE layers' expert selection at `tokens` rows, the row's words for it): the routing
-    ctx.routing names (rooflab.step.routing) at its measured launch time (small_ops.measured_launch_time, graph or eager);
+    ctx.routing names (rooflab.step.routing) at its launches' measured times (routing_launches; small_ops.
+    measured_launch_time, graph or eager; the fused kernels' at the small ops they are priced as, rows of E experts);
     0 where unpriced, None (recorded missing) where the GPU has no launch times to price it."""
     if ctx.routing is Routing.unpriced:
         return 0.0, ""
-    one = measured_launch_time(ctx, ctx.routing.value, tokens, ctx.model.hidden_size, "MoE routing (small kernels)")
-    if one is None:
-        return None, ""
-    return count * one, (f"routing: {ctx.routing.value} measured on {ctx.pricer.launches.measured_on} ({count} x "
+    one, measured = 0.0, ctx.routing in (Routing.grouped_topk, Routing.grouped_topk_compiled)
+    width = ctx.model.hidden_size if measured else ctx.model.num_experts
+    for op, n in routing_launches(ctx.routing, tokens):
+        t = measured_launch_time(ctx, op, tokens, width, "MoE routing (small kernels)")
+        if t is None:
+            return None, ""
+        one += n * t
+    how = "" if measured else " as " + " + ".join(f"{n} x {op}" for op, n in routing_launches(ctx.routing, tokens))
+    return count * one, (f"routing: {ctx.routing.value}{how} measured on {ctx.pricer.launches.measured_on} ({count} x "
                          f"{one * 1e6:.1f} us); ")
 
 

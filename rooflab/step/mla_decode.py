@@ -6,8 +6,8 @@ that count through the same cost function (cost.mla.mla_decode: the units, the w
 fit. At 4 splits a single sequence is 4 work units on an H200's 132 SMs: the measured TP-8 rank step ran vLLM 0.7.3's
 split count and took 4.50 ms for 61 layers at 1 x 3,600 (measurements/steps/h200-step-deepseek-v3-tp8-rank.csv).
 
-Facts (MLA_DECODE_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x), not
-beyond:
+Facts (MLA_DECODE_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x, 0.5.x),
+not beyond:
 
     vLLM 0.7.3         V0 on CUDA runs every MLA model on TRITON_MLA (platforms/cuda.py:159-161), whose decode
                        passes num_kv_splits=4 ("TODO(lucas) add heuristic": attention/backends/triton_mla.py:259,
@@ -16,6 +16,15 @@ beyond:
     SGLang 0.4.3.post2 MLA runs the triton backend unless --enable-flashinfer-mla (model_executor/model_runner.py:
                        109-121), with server_args.triton_attention_num_kv_splits = 8 (server_args.py:159; 16 on HIP
                        only, :285-286; layers/attention/triton_backend.py:69), over token-level KV indices (page 1)
+    SGLang 0.5.12      no fixed count: MLA runs fa3 by default on Hopper (server_args.py:2579-2633
+                       _get_default_attn_backend: MLA with is_hopper_with_cuda_12_3, utils/common.py:242), which
+                       passes num_splits=0, FlashAttention-3's own split heuristic (layers/attention/
+                       flashattention_backend.py:203-214); trtllm_mla on 10.x (server_args.py:1892-1900);
+                       --attention-backend flashinfer (InferenceX's dsr1_fp8_h200.sh recipe passes it) runs
+                       FlashInfer's BatchMLAPagedAttentionWrapper (flashinfer_mla_backend.py:267), whose plan picks
+                       its own KV chunks. Each chooses its splits per batch: priced at rooflab's own split search
+                       (the count that prices fastest through the same cost function), said in the note, not a
+                       measurement of those kernels
 
 Not expressed: vLLM's FLASHMLA backend (VLLM_ATTENTION_BACKEND=FLASHMLA, FlashMLA's own tile scheduler: the split
 count it picks per batch was not read), SGLang's --enable-flashinfer-mla, and the page size (the deployment's
@@ -36,7 +45,7 @@ class MlaDecodeFact:
 
     engine: str
     version: str
-    splits: int
+    splits: Optional[int]                # None: the kernel picks its splits per batch (rooflab's split search)
     backend: str
     source: str
 
@@ -48,18 +57,27 @@ MLA_DECODE_FACTS = (
     MlaDecodeFact("sglang", "0.4.3.post2", 8, "triton",
                   "sglang 0.4.3.post2 wheel on PyPI: model_executor/model_runner.py:109-121 (MLA: the triton "
                   "backend unless --enable-flashinfer-mla), server_args.py:159 triton_attention_num_kv_splits=8"),
+    MlaDecodeFact("sglang", "0.5.12", None, "fa3",
+                  "sglang 0.5.12 wheel on PyPI: srt/server_args.py:2579-2633 (MLA on Hopper: fa3; trtllm_mla on "
+                  "10.x, :1892-1900), layers/attention/flashattention_backend.py:203-214 num_splits=0 (FA3's "
+                  "heuristic); --attention-backend flashinfer: FlashInfer's BatchMLAPagedAttentionWrapper plan "
+                  "(flashinfer_mla_backend.py:267)"),
 )
 
 
 def mla_decode_fact(engine, version, model) -> tuple[Optional[int], str]:
     """(the KV splits `engine` at `version` runs `model`'s MLA decode with, why); None (rooflab's own split search)
-    for a model without MLA layers, no engine, or a release whose line was not read."""
+    for a model without MLA layers, no engine, a release whose kernel picks its own splits (SGLang 0.5.x), or a
+    release whose line was not read."""
     if not any(layer.is_latent for _, layer, _ in model.layer_walk()):
         return None, ""
     name = str(getattr(engine, "value", engine) or "").lower()
     at = engine_release(version) if version else None
     for fact in MLA_DECODE_FACTS:
         if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
+            if fact.splits is None:
+                return None, (f"{fact.backend} (by default) picks its own splits per batch, read at {name} "
+                              f"{fact.version} ({fact.source}): rooflab's own split search")
             return fact.splits, (f"{fact.splits} splits, {fact.backend}'s fixed count read at {name} {fact.version} "
                                  f"({fact.source})")
     if not name:

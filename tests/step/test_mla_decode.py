@@ -40,6 +40,17 @@ def test_the_release_facts_pick_the_split_count(deepseek, engine, version, split
     assert mla_decode_fact(engine, version, deepseek)[0] == splits
 
 
+def test_sglang_0_5_x_picks_no_count_and_says_why(deepseek):
+    """SGLang 0.5.12 runs MLA decode on fa3 by default on Hopper (server_args.py:2579-2633), num_splits=0: FA3's
+    own heuristic (flashattention_backend.py:203-214); the fact keeps rooflab's split search and says so, for 0.5.x
+    only (0.4.x keeps the triton backend's 8; 0.6 is not read)."""
+    splits, why = mla_decode_fact("sglang", "0.5.12", deepseek)
+    assert splits is None and "fa3 (by default) picks its own splits per batch, read at sglang 0.5.12" in why
+    assert "flashattention_backend.py:203-214" in why and why.endswith("rooflab's own split search")
+    assert mla_decode_fact("sglang", "0.4.3", deepseek)[0] == 8
+    assert "not read" in mla_decode_fact("sglang", "0.6.0", deepseek)[1]
+
+
 def test_a_model_without_mla_keeps_the_split_search():
     assert mla_decode_fact("vllm", "0.7.3", load_model("llama-3-8b")) == (None, "")
 
