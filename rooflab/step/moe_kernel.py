@@ -120,7 +120,11 @@ CONFIG_FACTS = (
                _WHEEL.format("sglang", "0.5.12", "sglang-0.5.12-cp311-cp311-manylinux_2_34_x86_64.whl", _SG0512)
                + " (E=257, the shared expert fused, in triton_3_2_0/, triton_3_3_1/ and triton_3_5_1/ too); "
                  "at EP 1 the auto MoE runner is Triton (quantization/fp8.py Fp8MoEMethod.create_moe_runner: "
-                 "DeepGEMM only with a DeepEP, Mooncake or NIXL all-to-all)"),
+                 "DeepGEMM only with a DeepEP, Mooncake or NIXL all-to-all); with the shared expert fused "
+                 "(rooflab.step.routing fused_topk_shared) it looks up E=257, which triton_3_6_0/ lacks, so "
+                 "get_moe_configs falls back newest-first (fused_moe_triton_config.py:96-122) to triton_3_5_1/'s: "
+                 "BLOCK_M 16, BLOCK_N 64, BLOCK_K 128 for gate/up at 1 to 128 tokens and its own _down.json "
+                 "(16, 128, 128), not the 64 x 128 x 128 config the fused_block_fp8 fit measured: tuned"),
     ConfigFact("sglang", "0.5.12", "h200-sxm", "E=8,N=7168,device_name=NVIDIA_H200.json", True,
                _WHEEL.format("sglang", "0.5.12", "sglang-0.5.12-cp311-cp311-manylinux_2_34_x86_64.whl", _SG0512)),
 )

@@ -53,6 +53,15 @@ def test_sglang_0_5_12_runs_tuned_fused_moe_for_deepseek_on_the_h200():
     assert kernel is MoeKernel.tuned and "sglang 0.5.12 shipped" in why and "triton_3_1_0" in why
 
 
+def test_sglang_0_5_12s_fused_shared_expert_config_is_not_the_measured_ones():
+    """With the shared expert fused (E=257) SGLang 0.5.12 reads triton_3_5_1/'s H200 file (the newest with it:
+    fused_moe_triton_config.py:96-122): BLOCK_M 16 and a _down file of its own, not the 64 x 128 x 128 config
+    the fused_block_fp8 fit was measured at, so the 0.5.x experts stay `tuned` and the source says why."""
+    kernel, why = moe_kernel_fact("sglang", "0.5.13", DEEPSEEK, "h200-sxm", 8, 1, FP8)   # after 0.5.12: its fact
+    assert kernel is MoeKernel.tuned
+    assert "falls back newest-first" in why and "BLOCK_M 16, BLOCK_N 64, BLOCK_K 128" in why and why.endswith("tuned")
+
+
 def test_sglang_0_4_3_post2_runs_the_fused_block_fp8_kernel_for_deepseek_on_the_h200():
     """sglang-0.4.3.post2's wheel ships fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,
     block_shape=[128, 128].json (the dstack rows' SGLang), and its fused_moe_kernel's block-fp8 path was read at
