@@ -38,9 +38,11 @@ from .deployment import Deployment
 from .errors import InputError, shown
 from .limits import MAX_BATCH, MAX_TOKENS
 from .specs import GpuSpec, ModelSpec
-from .step import (DEFAULT_MOE_KERNEL, Routing, StepRow, StepWork, _decode_attention, _draft, _layer_rows, _logits,
+from .step import (DEFAULT_MOE_KERNEL, Routing, StepRow, StepWork, _decode_attention, _draft, _layer_rows,
                    _prefill_attention, decode_attention_of, moe_kernel_of, step_context)
 from .step.gemms import projections
+from .step.sampler import Sampler, load_sampler_times
+from .step.work import sequence_rows
 
 #: Ratio of neighbouring grid points of the 1-D grids (tokens, sequences, prefill tokens) and of the 2-D decode grid
 #: (decodes and mean context: bilinear there is exact for the KV read, so a coarser grid suffices).
@@ -52,6 +54,13 @@ def _grid(lo: int, hi: int, ratio: float = GRID_RATIO) -> np.ndarray:
     n = max(2, math.ceil(math.log(max(hi, lo + 1) / lo) / math.log(ratio)) + 1)
     points = np.round(np.geomspace(lo, hi, n)).astype(np.int64)        # ascending: unique without np.unique,
     return points[np.concatenate(([True], points[1:] != points[:-1]))]  # which imports numpy.ma (start-up)
+
+
+def _with_points(grid: np.ndarray, points) -> np.ndarray:
+    """`grid` with the `points` inside its range added (the sampler's measured batches, where its time bends:
+    rooflab.step.sampler interpolates between them), ascending, each once."""
+    inside = [int(p) for p in points if grid[0] <= p <= grid[-1]]
+    return np.array(sorted(set(grid.tolist()) | set(inside)), dtype=np.int64)
 
 
 def _sums(rows: list[StepRow]) -> np.ndarray:
@@ -136,7 +145,7 @@ class StepTable:
               min_context: int | None = None, lazy: bool = False,
               moe_kernel: str = DEFAULT_MOE_KERNEL, decode_attention: str = "shared",
               routing: str = "unpriced", mla_decode_splits: int | None = None, mla_layout: str = "separate",
-              absorbed_bytes: float | None = None) -> "StepTable":
+              absorbed_bytes: float | None = None, sampler: str = Sampler.graphed_greedy) -> "StepTable":
         """Price the step model on the grids: tokens 1 .. max_decodes q + max_prefill, decodes 1 .. max_decodes,
         mean context min_context (default page_size) .. max_context, prefill 1 .. max_prefill. A mean context
         below min_context is priced at min_context (a caller that knows no decode reads less, e.g. a serving
@@ -147,8 +156,8 @@ class StepTable:
         a GQA group's KV, `routing` (rooflab.step.Routing or its name) how a MoE layer picks its experts,
         `mla_decode_splits` the KV splits of the MLA decode (None: rooflab's own split search), `mla_layout`
         (rooflab.step.MlaLayout or its name) the GEMMs of MLA's projections and `absorbed_bytes` the bytes a W_UK /
-        W_UV parameter (None: the activations'); rooflab.step.engine_kernels picks them for an engine and
-        version."""
+        W_UV parameter (None: the activations'), `sampler` (rooflab.step.Sampler or its name) what picks the tokens
+        after the graph; rooflab.step.engine_kernels picks them for an engine and version."""
         deployment = Deployment() if deployment is None else deployment
         if not isinstance(deployment, Deployment):
             raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
@@ -166,12 +175,13 @@ class StepTable:
             min_context, "min_context", maximum=MAX_TOKENS))
         ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention),
                            moe_kernel_of(moe_kernel), routing=Routing.of(routing, "routing"),
-                           mla_decode_splits=mla_decode_splits, mla_layout=mla_layout, absorbed_bytes=absorbed_bytes)
+                           mla_decode_splits=mla_decode_splits, mla_layout=mla_layout, absorbed_bytes=absorbed_bytes,
+                           sampler=Sampler.of(sampler, "sampler"))
         spec = deployment.speculative
         q = spec.query_tokens if spec is not None else 1
         page = deployment.page_size
         tokens = _grid(1, max_decodes * q + max_prefill)
-        seqs = _grid(1, max_decodes * q + 1)
+        seqs = _with_points(_grid(1, max_decodes * q + 1), load_sampler_times().batches)
         decodes = _grid(1, max_decodes, DECODE_GRID_RATIO)
         context = _grid(low, max(max_context, 2 * low), DECODE_GRID_RATIO)
         prefill = _grid(1, max_prefill)
@@ -184,7 +194,7 @@ class StepTable:
 
         price = {"tokens": lambda k: _sums([r for r in _layer_rows(ctx, StepWork(int(tokens[k]), 1, page))
                                             if r.part == "tokens"]),
-                 "sequences": lambda k: _sums(_logits(ctx, int(seqs[k]))),
+                 "sequences": lambda k: _sums(sequence_rows(ctx, int(seqs[k]))),
                  "decode": decode,
                  "prefill": lambda k: _sums(_prefill_attention(ctx, 1, int(prefill[k]))) + _unabsorbed(ctx, int(
                      prefill[k]))}

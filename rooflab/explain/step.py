@@ -33,6 +33,7 @@ from ..step import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, StepReport, engine_kernels
 from ..step.gemms import lm_head_ways
 from ..step.pricing import StepContext
 from ..step.rows import StepRow
+from ..step.sampler import SAMPLING_VARIANT, sampler_time
 from ..units import DType
 from ..vocab import Pipe
 from .derivation import Explanation, Step, Unit, _Derivation
@@ -74,6 +75,7 @@ class _Tokens:
     tokens: int                  # a data rank's rows through the layers' GEMMs (one micro-batch, its PCP share)
     gathered: int                # the TP group's gathered rows (dense MLP and shared experts under attention DP)
     logits: int                  # rows the lm_head scores
+    sampled: int = 0             # rows the sampler picks a token for (the step's logit rows, before the vocab split)
 
 
 def _tokens(r: StepReport, ctx: StepContext) -> _Tokens:
@@ -85,7 +87,7 @@ def _tokens(r: StepReport, ctx: StepContext) -> _Tokens:
         tokens, logits = per_micro * r.context_len, per_micro
     tokens = math.ceil(tokens / dep.prefill_context_parallel)
     return _Tokens(tokens, tokens * dep.attention_data_parallel,
-                   logits * lm_head_ways(ctx) // dep.attention_tensor_parallel)
+                   logits * lm_head_ways(ctx) // dep.attention_tensor_parallel, logits)
 
 
 def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int = 8192, step: str = "decode",
@@ -273,6 +275,9 @@ def _prediction(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _T
     where = row.predicted_from or "no provenance"
     band = [n.split(": ", 1)[1] for n in r.notes if n.startswith(f"t_predicted {row.predicted_impl} ")]
     note = f"{row.source}; {row.predicted_impl}, {where}" + (f"; {band[0]}" if band else "")
+    if row.variant == SAMPLING_VARIANT:
+        _sampling(d, i, row, ctx, toks.sampled, note)
+        return
     if row.variant == "elementwise" and r.pipeline_parallel == 1 and ctx.pricer.launches.times is not None:
         _small_ops(d, i, row, ctx, toks.tokens, note)
         return
@@ -295,6 +300,20 @@ def _small_ops(d: _Derivation, i: int, row: StepRow, ctx: StepContext, tokens: i
         d.given(f"t_{op}", t, f"s, one {op} at {tokens:,} rows, {'eager' if eager else 'in a CUDA graph'} "
                               f"({ctx.pricer.launches.measured_on}'s measured.launch)")
         terms.append(f"n_{op} * t_{op}")
+    d.step(f"tp{i}", " + ".join(terms), row.t_predicted_s, Unit.seconds, note)
+
+
+def _sampling(d: _Derivation, i: int, row: StepRow, ctx: StepContext, rows: int, note: str) -> None:
+    """The sampler after the graph as the sum of its measured sequences at the step's logit rows
+    (rooflab.step.sampler.sampler_time)."""
+    launches = ctx.pricer.launches.times
+    t = sampler_time(ctx.sampler, ctx.gpu, rows, ctx.model.vocab_size, not ctx.dep.cuda_graphs,
+                     launches.eager_host_s if launches else None)
+    terms = []
+    for seq, timing, seconds in t.parts:
+        d.given(f"t_{seq.value}", seconds, f"s, {seq.value} at {rows:,} x {ctx.model.vocab_size:,} logits, "
+                                           f"{timing.value} (measurements/launch/h200-sampler.csv)")
+        terms.append(f"t_{seq.value}")
     d.step(f"tp{i}", " + ".join(terms), row.t_predicted_s, Unit.seconds, note)
 
 

@@ -71,7 +71,8 @@ class Replica:
                                max_context=workload.max_len, max_prefill=scheduler.max_num_batched_tokens,
                                moe_kernel=kernels.moe_kernel, decode_attention=kernels.decode_attention,
                                routing=kernels.routing, mla_decode_splits=kernels.mla_decode_splits,
-                               mla_layout=kernels.mla_layout, absorbed_bytes=kernels.absorbed_bytes)
+                               mla_layout=kernels.mla_layout, absorbed_bytes=kernels.absorbed_bytes,
+                               sampler=kernels.sampler)
         return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
 
     @property

@@ -80,6 +80,7 @@ from .pricing import Launches, Pricer, StepContext, gemm_ceilings, launch_times,
 from .mla_layout import MLA_LAYOUT_FACTS, MlaLayout, mla_layout_fact
 from .routing import ROUTING_FACTS, Routing, routing_fact
 from .report import StepReport, step_report, step_rows
+from .sampler import SAMPLER_FACTS, Sampler, sampler_fact
 from .rows import StepRow, overlapped_floor_s
 from .small_ops import (FUSED_SMALL_OPS, LAYER_SMALL_OPS, SMALL_OPS_GPU, reference_launch, small_op_time,
                         small_ops_from, small_ops_row)
@@ -105,10 +106,10 @@ def __getattr__(name: str):
 
 __all__ = ["DEFAULT_MOE_KERNEL", "DecodeAttention", "EAGER_HOST_S", "EAGER_SMALL_OPS", "EngineKernels", "FUSED_SMALL_OPS",
            "LAYER_SMALL_OPS", "Launches", "MLA_LAYOUT_FACTS", "MlaLayout", "MoeKernel", "OWN_KERNELS", "PER_QUERY_HEAD_L2_SHARE", "Pricer", "ROUTING_FACTS",
-           "Routing", "SMALL_OPS",
+           "Routing", "SAMPLER_FACTS", "SMALL_OPS", "Sampler",
            "SMALL_OPS_GPU", "SMALL_OP_BATCHES", "STEPS", "StepContext", "StepReport", "StepRow", "StepWork",
            "capacity_models", "communication", "decode_attention", "decode_attention_of", "draft_rows",
            "engine_decode_attention", "engine_kernels", "engine_moe_kernel", "gemm_ceilings", "kv_bytes", "launch_times", "layer_rows",
            "logits", "mla_layout_fact", "mlp", "moe_kernel_fact", "moe_kernel_of", "overlapped_floor_s", "pipeline_send",
-           "prefill_attention", "projections", "reference_launch", "routing_fact", "small_op_time", "small_ops_from", "small_ops_row",
+           "prefill_attention", "projections", "reference_launch", "routing_fact", "sampler_fact", "small_op_time", "small_ops_from", "small_ops_row",
            "step_context", "step_memory", "step_report", "step_rows"]

@@ -18,6 +18,9 @@ so that each prices the same deployment with the same kernels.
     MLA decode splits  mla_decode_fact (mla_decode.py): vLLM 0.7.x's TRITON_MLA runs 4 KV splits, SGLang 0.4.x's
                        triton backend 8; rooflab's own split search where not read, and for SGLang 0.5.x (fa3 by
                        default on Hopper, which picks its own)
+    sampler            sampler_fact (sampler.py): what picks the tokens after the graph for the engines' benchmark
+                       sampling (vLLM V0 0.7.x / V1 0.11.x exponential sampling, eager; SGLang greedy argmax), at its
+                       time measured on the H200; TensorRT-LLM's not read (unpriced)
     dense block fp8    dense_block_fp8_fact (dense_block_fp8.py): the kernel vLLM 0.7.x / SGLang 0.4.x ran the dense
                        block-fp8 GEMMs with on a 9.x GPU (CUTLASS blockwise), SGLang 0.5.x's (DeepGEMM), stated in
                        the note, not priced
@@ -49,6 +52,7 @@ from .dense_block_fp8 import dense_block_fp8_fact
 from .mla_decode import mla_decode_fact
 from .mla_layout import MlaLayout, absorbed_weight_bytes, mla_layout_fact
 from .routing import Routing, routing_fact
+from .sampler import Sampler, sampler_fact
 
 #: What a decode-attention model is, in the step's note.
 _ATTENTION_WORDS = {DecodeAttention.shared: "a KV head read once for its query group",
@@ -73,6 +77,8 @@ class EngineKernels:
     mla_layout: MlaLayout = MlaLayout.separate   # the MLA projections' GEMMs (step.mla_layout)
     mla_layout_reason: str = ""              # why ('' for a model without MLA, or rooflab's own step)
     absorbed_bytes: Optional[float] = None   # bytes a W_UK / W_UV parameter (step.mla_layout; None: activations')
+    sampler: Sampler = Sampler.graphed_greedy    # the token pick after the graph (step.sampler)
+    sampler_reason: str = ""                 # why ('' for rooflab's own step)
 
     @property
     def note(self) -> str:
@@ -84,15 +90,16 @@ class EngineKernels:
         mla = f"; MLA decode {self.mla_reason}" if self.mla_reason else ""
         dense = f"; dense block-fp8 GEMMs {self.dense_reason}" if self.dense_reason else ""
         layout = f"; {self.mla_layout_reason}" if self.mla_layout_reason else ""
+        sampling = f"; sampling {self.sampler_reason}" if self.sampler_reason else ""
         return (f"kernels: {self.engine.value} {self.version}'s (rooflab.step.engine_kernels): decode attention "
                 f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}"
-                f"{dense}{layout}")
+                f"{dense}{layout}{sampling}")
 
     def context(self, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0):
         """The step's StepContext with these kernels (step_context): the one place report and explain build it."""
         return step_context(model, gpu, deployment, expert_imbalance, self.decode_attention, self.moe_kernel,
                             self.layout_release, self.routing, self.mla_decode_splits, self.mla_layout,
-                            self.absorbed_bytes)
+                            self.absorbed_bytes, sampler=self.sampler)
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.
@@ -122,6 +129,7 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
     routing, routing_why = routing_fact(name.value, release, model, gpu, deployment.expert_parallel)
     splits, splits_why = mla_decode_fact(name.value, release, model)
+    sampler, sampler_why = sampler_fact(name.value, release)
     block = any(ctx.block_scaled(c) for c in ("attention", "dense_mlp", "shared_experts"))
     mla = any(layer.is_latent for _, layer, _ in model.layer_walk())
     mla_layout, mla_layout_why = mla_layout_fact(name.value, release) if mla else (MlaLayout.separate, "")
@@ -130,7 +138,7 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout, routing,
                          routing_why if model.is_moe else "", splits, splits_why,
                          dense_block_fp8_fact(name.value, release, gpu, block), mla_layout, mla_layout_why,
-                         absorbed)
+                         absorbed, sampler=sampler, sampler_reason=sampler_why)
 
 
 def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:

@@ -34,6 +34,7 @@ from ..vocab import CeilingSource, Kernel
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel
 from .mla_layout import MlaLayout
 from .routing import Routing
+from .sampler import Sampler
 from .rows import StepRow, floor_row, link_row
 
 _FP8 = (DType.fp8_e4m3, DType.fp8_e5m2)
@@ -312,6 +313,7 @@ class StepContext:
     mla_decode_splits: Optional[int] = None      # the engine's MLA decode split count (step.mla_decode; None: searched)
     mla_layout: MlaLayout = MlaLayout.separate   # the MLA projections' GEMMs (step.mla_layout)
     absorbed_bytes: Optional[float] = None       # bytes a W_UK / W_UV parameter (step.mla_layout; None: activations')
+    sampler: Sampler = Sampler.graphed_greedy    # the token pick after the model's graph (step.sampler)
 
     @property
     def weight_splits(self) -> dict[str, int]:
@@ -364,7 +366,7 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                  decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
                  dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced,
                  mla_decode_splits: Optional[int] = None, mla_layout: MlaLayout = MlaLayout.separate,
-                 absorbed_bytes: Optional[float] = None) -> StepContext:
+                 absorbed_bytes: Optional[float] = None, sampler: Sampler = Sampler.graphed_greedy) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
     MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
@@ -373,7 +375,8 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
     splits the engine's MLA decode runs (EngineKernels.mla_decode_splits; None: rooflab's own split search), a whole
     number of at least 1, else an InputError naming it; `mla_layout` (rooflab.step.MlaLayout or its name) the
     GEMMs an MLA layer's projections launch and `absorbed_bytes` the bytes a parameter of its absorbed W_UK / W_UV
-    matmuls (EngineKernels; None: the activations' width)."""
+    matmuls (EngineKernels; None: the activations' width); `sampler` (rooflab.step.Sampler or its name) what picks
+    the tokens after the model's graph (EngineKernels.sampler; default rooflab's own graphed greedy argmax)."""
     if mla_decode_splits is not None:
         mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
@@ -387,7 +390,8 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                        routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits,
                        mla_layout=MlaLayout.of(mla_layout, "mla_layout"),
                        absorbed_bytes=None if absorbed_bytes is None else real_number(absorbed_bytes,
-                                                                                       "absorbed_bytes", 0.5, 8))
+                                                                                       "absorbed_bytes", 0.5, 8),
+                       sampler=Sampler.of(sampler, "sampler"))
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

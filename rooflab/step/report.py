@@ -23,12 +23,12 @@ from .moe_kernel import moe_kernel_of
 from .communication import pipeline_send
 from .draft import draft_rows
 from .engine_kernels import EngineKernels, engine_kernels
-from .gemms import logits
 from .memory import step_memory
 from .pricing import Pricer, StepContext
 from .rows import StepRow, overlapped_floor_s, scaled
+from .sampler import sampler_of
 from .small_ops import small_ops_note
-from .work import STEPS, StepWork, layer_rows
+from .work import STEPS, StepWork, layer_rows, sequence_rows
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def step_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
     rows = layer_rows(ctx, work)
     if ctx.dep.speculative is not None and work.decodes:
         rows += draft_rows(ctx, work.decodes, work.context_len)
-    return rows + logits(ctx, work.logit_rows)
+    return rows + sequence_rows(ctx, work.logit_rows)
 
 
 def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, dcp: int, cp: int,
@@ -225,7 +225,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
                 gpu_memory_utilization: float = 0.9, check_memory: bool = True,
                 gemm_dtype: DType | None = None, deployment: Deployment | None = None, prefill_tokens: int = 0,
                 expert_imbalance: float = 1.0, micro_batches: int | None = None, *,
-                decode_attention: str | None = None, moe_kernel: str | None = None,
+                decode_attention: str | None = None, moe_kernel: str | None = None, sampler: str | None = None,
                 engine: str | None = None, engine_version: str | None = None,
                 tensor_parallel: int | None = None, kv_parallel: int | None = None,
                 prefill_context_parallel: int | None = None) -> StepReport:
@@ -256,7 +256,9 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     `moe_kernel` (rooflab.step.moe_kernel.MoeKernel, or its name): the kernel the experts' GEMMs are priced as;
     "torch_grouped" (torch's grouped GEMM as measured), "tuned" (a tuned fused kernel: the dense cuBLAS fit on the
     experts' work) or "default_config" (priced as torch_grouped); default: the engine's, else torch_grouped.
-    An explicit `decode_attention` or `moe_kernel` that contradicts the engine's is an InputError.
+    `sampler` (rooflab.step.Sampler, or its name): what picks the tokens after the model's graph (rooflab.step.
+    sampler); default: the engine's, else rooflab's own graphed greedy argmax; "unpriced" prices none.
+    An explicit `decode_attention`, `moe_kernel` or `sampler` that contradicts the engine's is an InputError.
 
     A batch that does not fit (rooflab.capacity.plan_capacity's accounting at the deployment's utilisation, where it
     models the deployment; else the weights and the batch's KV against the usable memory) is an InputError saying
@@ -298,7 +300,7 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     if imbalance != 1 and not model.is_moe:
         raise InputError(f"expert imbalance (--expert-imbalance {imbalance:g}) applies to MoE layers; "
                          f"{model.name} has none")
-    kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel)
+    kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel, sampler)
     ctx = kernels.context(model, gpu, deployment, imbalance)
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
@@ -327,21 +329,23 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         draft_kv_bytes_per_gpu=float(memory.draft_kv_bytes), exp_per_s=ctx.pricer.roofs.exp_roof_per_s)
 
 
-def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kernel) -> EngineKernels:
+def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kernel, sampler=None) -> EngineKernels:
     """The step's kernel models: the engine's (engine_kernels), with explicit choices where given; a choice that
     contradicts the named engine's is an InputError."""
     kernels = engine_kernels(model, gpu, deployment, engine, version)
     attention = None if decode_attention is None else decode_attention_of(decode_attention)
     experts = None if moe_kernel is None else moe_kernel_of(moe_kernel)
+    picker = None if sampler is None else sampler_of(sampler)
     if kernels.engine is not None:
         for given, own, what in ((attention, kernels.decode_attention, "decode_attention"),
-                                 (experts, kernels.moe_kernel, "moe_kernel")):
+                                 (experts, kernels.moe_kernel, "moe_kernel"),
+                                 (picker, kernels.sampler, "sampler")):
             if given is not None and given is not own:
                 raise InputError(f"{what} {given.value} contradicts {kernels.engine.value} {kernels.version}'s "
                                  f"kernel ({own.value}); give the engine or the kernel, not both")
         return kernels
     return dataclasses.replace(kernels, decode_attention=attention or kernels.decode_attention,
-                               moe_kernel=experts or kernels.moe_kernel)
+                               moe_kernel=experts or kernels.moe_kernel, sampler=picker or kernels.sampler)
 
 
 __all__ = ["StepReport", "step_report", "step_rows"]

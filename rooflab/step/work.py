@@ -1,4 +1,5 @@
-"""What one data rank computes in a step (StepWork) and the rows that live in its layers."""
+"""What one data rank computes in a step (StepWork), the rows that live in its layers, and the rows a step's logit
+rows cost after them (the lm_head and the sampler: sequence_rows)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from dataclasses import dataclass
 from ..vocab import StepKind
 from .attention import decode_attention, prefill_attention
 from .communication import communication
-from .gemms import mlp, projections
-from .pricing import StepContext
+from .gemms import logits, mlp, projections
+from .pricing import StepContext, priced_row
 from .rows import StepRow
+from .sampler import SAMPLER_WORDS, SAMPLING_VARIANT, Sampler, sampler_kernels, sampler_time
 from .small_ops import small_ops_row
 
 STEPS = tuple(k.value for k in StepKind)
@@ -60,4 +62,36 @@ def layer_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
     return rows
 
 
-__all__ = ["STEPS", "StepWork", "layer_rows"]
+def sequence_rows(ctx: StepContext, logit_rows: int) -> list[StepRow]:
+    """The rows that scale with the step's logit rows: the logits (gemms.logits: lm_head, all-gather) and the token
+    pick after the model's graph (sampler_row); the one function step_rows and rooflab.step_table price them by."""
+    return logits(ctx, logit_rows) + sampler_row(ctx, logit_rows)
+
+
+def sampler_row(ctx: StepContext, logit_rows: int) -> list[StepRow]:
+    """The sampler's row (rooflab.step.sampler: its launches' floors over [logit_rows, vocab] and its measured time);
+    none where the context's sampler is unpriced or there are no logit rows, nor under speculative decoding (drafts
+    are verified by a rejection sampler, not read: noted)."""
+    sampler, pricer = ctx.sampler, ctx.pricer
+    if sampler is Sampler.unpriced or logit_rows <= 0:
+        return []
+    if ctx.dep.speculative is not None:
+        pricer.note("sampling not priced: drafts are verified by a rejection sampler not read here")
+        return []
+    vocab, eager = ctx.model.vocab_size, not ctx.dep.cuda_graphs
+    launches = pricer.launches.times
+    t = sampler_time(sampler, ctx.gpu, logit_rows, vocab, eager, launches.eager_host_s if launches else None)
+    if t.t_s is None:
+        pricer.miss("sampling after the graph", t.note)
+    else:
+        pricer.note(t.note)
+    kernels = sampler_kernels(sampler, logit_rows, vocab)
+    source = (f"measured sampler sequences ({'wall, issued eagerly' if eager else 'queued behind the graph'}; "
+              f"measurements/launch/h200-sampler.csv)")
+    return [priced_row(pricer, SAMPLING_VARIANT, f"sampling after the graph ({SAMPLER_WORDS[sampler]}; "
+                       f"{logit_rows:,} x {vocab:,} logits)", kernels, 1.0, t.t_s,
+                       "torch_eager" if eager else "torch_graph", calls=len(kernels), part="sequences",
+                       source=source, predicted_from=t.provenance)]
+
+
+__all__ = ["STEPS", "StepWork", "layer_rows", "sampler_row", "sequence_rows"]

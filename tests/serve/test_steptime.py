@@ -17,11 +17,13 @@ OFF_GRID = 0.03
 
 
 def _report(replica, d, length, p):
+    """step_report with the replica's engine and version (its kernels: the sampler after the graph, ...)."""
+    engine = dict(engine=replica.scheduler.engine, engine_version=replica.scheduler.version)
     if d == 0:
         return step_report(replica.model, replica.gpu, 1, p, "prefill", deployment=replica.deployment,
-                           check_memory=False)
+                           check_memory=False, **engine)
     return step_report(replica.model, replica.gpu, d, length, deployment=replica.deployment, prefill_tokens=p,
-                       check_memory=False)
+                       check_memory=False, **engine)
 
 
 def test_the_replica_prices_steps_with_the_step_table(replica):

@@ -105,7 +105,7 @@ def test_report_explain_and_the_step_table_take_the_engines_count(h200, deepseek
     table = StepTable.build(deepseek, h200, dep, max_decodes=8, max_context=2048, max_prefill=16, lazy=True,
                             moe_kernel=k.moe_kernel, decode_attention=k.decode_attention, routing=k.routing,
                             mla_decode_splits=k.mla_decode_splits, mla_layout=k.mla_layout,
-                            absorbed_bytes=k.absorbed_bytes)
+                            absorbed_bytes=k.absorbed_bytes, sampler=k.sampler)
     floor, predicted = table.time_s(8, 8 * 2048, 0)
     assert float(predicted) == pytest.approx(api.t_predicted_s, rel=1e-9)
 

@@ -1,0 +1,175 @@
+"""rooflab.step.sampler: what picks the tokens after the model's graph, by engine release (the facts read from the
+wheels: vllm 0.7.3 and 0.11.2, sglang 0.4.3.post2 and 0.5.12), its floor bytes by hand, its measured times
+(measurements/launch/h200-sampler.csv, benchmarks/sampler_device_run.py) read strictly and interpolated, and one
+figure through step_report, explain, the StepTable and serve."""
+
+import csv
+import math
+
+import pytest
+
+from rooflab.deployment import Deployment, Speculative
+from rooflab.errors import InputError
+from rooflab.explain.step import explain_step
+from rooflab.load import data_dir, load_gpu, load_model
+from rooflab.serve.steptime import step_times
+from rooflab.step import engine_kernels, step_report
+from rooflab.step.sampler import (SAMPLER_SEQUENCES, SAMPLING_VARIANT, SEQUENCE_OPS, Sampler, SamplerSequence,
+                                  SamplerTiming, load_sampler_times, measured_sequence_time, sampler_fact,
+                                  sampler_time, sequence_bytes)
+from rooflab.step_table import StepTable
+
+CSV = data_dir("measurements") / "launch" / "h200-sampler.csv"
+H200, LLAMA = load_gpu("h200-sxm"), load_model("llama-3-8b")
+BW = H200.measured.copy_bytes_per_s
+
+
+def _csv_rows() -> dict:
+    lines = [line for line in CSV.read_text().splitlines() if line and not line.startswith("#")]
+    return {(r["sequence"], int(r["batch"]), int(r["vocab"]), r["timing"]): float(r["seconds"])
+            for r in csv.DictReader(lines)}
+
+
+def _sampling_rows(report):
+    return [r for r in report.rows if r.variant == SAMPLING_VARIANT]
+
+
+@pytest.mark.parametrize("engine, version, expected", [
+    ("vllm", "0.7.3", Sampler.v0_random), ("vllm", "0.7.4.dev181+gf35f8e22", Sampler.v0_random),
+    ("vllm", "v1 (0.11+)", Sampler.v1_random), ("vllm", "0.11.0", Sampler.v1_random),
+    ("vllm", "0.9.0", Sampler.unpriced), ("vllm", "0.6.3", Sampler.unpriced),
+    ("sglang", "0.4.3.post2", Sampler.greedy_argmax), ("sglang", "0.5", Sampler.greedy_argmax),
+    ("sglang", "0.3.0", Sampler.unpriced), ("tensorrt-llm", "1.0", Sampler.unpriced),
+    (None, None, Sampler.graphed_greedy),
+])
+def test_the_release_facts_pick_the_sampler(engine, version, expected):
+    assert sampler_fact(engine, version)[0] is expected
+
+
+def test_the_op_facts():
+    """V0 computes log_softmax beside softmax and gathers the sampled rows (vllm 0.7.3 sampler.py:284, :719); V1 does
+    neither without logprobs (v1/sample/sampler.py:79-84); both draw the exponential race eagerly after the graph;
+    SGLang's fp32 cast is in the graph (logits_processor.py:248), its argmax after it; rooflab's own graphs both."""
+    names = {seq: [op.name for op in ops] for seq, ops in SEQUENCE_OPS.items()}
+    assert "log_softmax" in names[SamplerSequence.v0_random] and "gather rows" in names[SamplerSequence.v0_random]
+    assert "log_softmax" not in names[SamplerSequence.v1_random] and "gather rows" not in names[SamplerSequence.v1_random]
+    for seq in (SamplerSequence.v0_random, SamplerSequence.v1_random):
+        assert names[seq][0] == "to fp32" and names[seq][-3:] == ["probs / q", "argmax", "tokens to host"]
+    assert SAMPLER_SEQUENCES[Sampler.v0_random] == ((SamplerSequence.v0_random, False),
+                                                    (SamplerSequence.v0_graph_inputs, False))
+    assert SAMPLER_SEQUENCES[Sampler.greedy_argmax] == ((SamplerSequence.fp32_cast, True),
+                                                        (SamplerSequence.greedy_argmax, False))
+    assert all(graphed for _, graphed in SAMPLER_SEQUENCES[Sampler.graphed_greedy])
+    assert len(SEQUENCE_OPS[SamplerSequence.v0_graph_inputs]) == 5
+
+
+def test_the_csv_loads_whole():
+    times = load_sampler_times()
+    assert times.batches == (1, 8, 32, 64, 100, 128, 256) and times.vocabs == (32000, 128256, 129280, 151936)
+    assert times.meta["device_name"] == "NVIDIA H200" and times.meta["date"].startswith("2026-12-03")
+    assert times.seconds[(SamplerSequence.v0_graph_inputs, SamplerTiming.queued)].shape == (7, 1)
+    assert times.seconds[(SamplerSequence.v0_random, SamplerTiming.wall)].shape == (7, 4)
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda t: t.replace("sequence,batch,vocab,timing", "sequence,batch,vocabulary,timing"), "header"),
+    (lambda t: t.replace("v1_random,8,32000,queued", "v2_random,8,32000,queued"), "sequence"),
+    (lambda t: t.replace("fp32_cast,8,32000,graph", "fp32_cast,8,32000,queued"), "timing"),
+    (lambda t: t.replace("v1_random,8,32000,queued,", "v1_random,8,32000,queued,-"), "seconds"),
+    (lambda t: t.replace("v1_random,8,32000,queued", "v1_random,8x,32000,queued"), "batch"),
+    (lambda t: t + t.splitlines()[-1] + "\n", "repeats"),
+    (lambda t: "\n".join(x for x in t.splitlines() if not x.startswith("v1_random,8,32000,wall")) + "\n", "no row"),
+])
+def test_the_csv_is_read_strictly(tmp_path, edit, named):
+    bad = tmp_path / "h200-sampler.csv"
+    bad.write_text(edit(CSV.read_text()))
+    with pytest.raises(InputError, match=named):
+        load_sampler_times(bad)
+
+
+def test_floor_bytes_by_hand():
+    """Each launch reads its input once and writes its output once (sequence_bytes): V0 at 8 x 128,256 moves, a
+    logit, cast 2 + 4, temperature 4 + 4, softmax 4 + 4, log_softmax 4 + 4, gather 4 + 4, the draw 4, probs / q
+    8 + 4, argmax 4 = 58 bytes; a row, the int32 -> int64 indices 4 + 8 and the token to the host 8 = 20 bytes;
+    and the graph inputs' 5 copies, read and written, 2 x (8 + 8 + 8 + 4 + 512 x 4) = 4,152 bytes a row."""
+    rows, vocab = 8, 128256
+    assert sequence_bytes(SamplerSequence.v0_random, rows, vocab) == rows * vocab * 58 + rows * 20
+    assert sequence_bytes(SamplerSequence.v0_graph_inputs, rows, vocab) == rows * 4152
+    report = step_report(LLAMA, H200, rows, 96, engine="vllm", engine_version="0.7.3")
+    (row,) = _sampling_rows(report)
+    assert row.hbm_bytes == rows * vocab * 58 + rows * 20 + rows * 4152
+    assert row.t_memory_s == pytest.approx(row.hbm_bytes / H200.hbm_bandwidth_bytes_per_s, rel=1e-12)
+    assert row.t_floor_s <= row.t_predicted_s and row.calls == 15 and row.part == "sequences"
+
+
+def test_the_interpolation_at_a_grid_point_is_the_csv_row():
+    times, rows = load_sampler_times(), _csv_rows()
+    for (seq, b, v, timing), seconds in rows.items():
+        got = measured_sequence_time(times, SamplerSequence(seq), SamplerTiming(timing), b, v or 32000, BW)
+        assert got == pytest.approx(seconds, rel=1e-12), (seq, b, v, timing)
+
+
+def test_between_and_past_the_grid():
+    """Between grid points the time lies between its neighbours; past the last batch the extra bytes stream at the
+    copy bandwidth."""
+    times, rows = load_sampler_times(), _csv_rows()
+    seq, timing = SamplerSequence.v0_random, SamplerTiming.queued
+    mid = measured_sequence_time(times, seq, timing, 48, 128256, BW)
+    lo, hi = rows[(seq.value, 32, 128256, "queued")], rows[(seq.value, 64, 128256, "queued")]
+    assert min(lo, hi) < mid < max(lo, hi)
+    past = measured_sequence_time(times, seq, timing, 512, 128256, BW)
+    extra = sequence_bytes(seq, 512, 128256) - sequence_bytes(seq, 256, 128256)
+    assert past == pytest.approx(rows[(seq.value, 256, 128256, "queued")] + extra / BW, rel=1e-12)
+
+
+@pytest.mark.parametrize("engine, version", [("vllm", "0.7.3"), ("vllm", None), ("sglang", "0.4.3.post2"),
+                                             (None, None)])
+def test_report_explain_table_and_serve_agree(engine, version):
+    """One figure through the single aggregator: the step's sampling row is sampler_time's sum of its measured
+    sequences; explain derives the same; a StepTable and serve's step times at a grid point equal step_report."""
+    dep = Deployment()
+    kernels = engine_kernels(LLAMA, H200, dep, engine, version)
+    report = step_report(LLAMA, H200, 8, 1024, deployment=dep, engine=engine, engine_version=version,
+                         check_memory=False)
+    (row,) = _sampling_rows(report)
+    expected = sampler_time(kernels.sampler, H200, 8, LLAMA.vocab_size, False, None)
+    assert row.t_predicted_s == pytest.approx(expected.t_s, rel=1e-12)
+    assert row.predicted_from == "measured on this GPU" or row.predicted_from == expected.provenance
+    explained = explain_step(LLAMA, H200, 8, 1024, deployment=dep, engine=engine, engine_version=version)
+    assert explained.report.t_predicted_s == pytest.approx(report.t_predicted_s, rel=1e-12)
+    table = StepTable.build(LLAMA, H200, dep, max_decodes=64, max_context=8192, max_prefill=2048,
+                            moe_kernel=kernels.moe_kernel, decode_attention=kernels.decode_attention,
+                            sampler=kernels.sampler)
+    d = int(sorted(set(table.decodes_grid) & set(table.sequences_grid) & set(table.tokens_grid))[2])
+    length = float(table.context_grid[4])
+    r = step_report(LLAMA, H200, d, int(length), deployment=dep, engine=engine, engine_version=version,
+                    check_memory=False)
+    assert _sampling_rows(r)
+    _, pred = table.time_s(d, d * length, 0)
+    assert float(pred) == pytest.approx(r.t_predicted_s, rel=1e-9)
+    serve = step_times(LLAMA, H200, dep, 64, int(table.context_grid[0]), 8192, 2048, moe_kernel=kernels.moe_kernel,
+                       decode_attention=kernels.decode_attention, sampler=kernels.sampler)
+    assert serve.predicted_s(d, d * length, 0).item() == pytest.approx(r.t_predicted_s, rel=1e-9)
+    if kernels.sampler is not Sampler.graphed_greedy:
+        assert f"sampler {kernels.sampler.value}" in serve.provenance
+
+
+def test_unpriced_speculative_and_other_vendors():
+    """TensorRT-LLM's sampler is not read: no row; drafts verified by a rejection sampler: no row, noted; an AMD GPU
+    gets no sampler time transferred (the missing note names it)."""
+    assert not _sampling_rows(step_report(LLAMA, H200, 8, 96, engine="tensorrt-llm"))
+    spec = step_report(LLAMA, H200, 8, 96, deployment=Deployment(speculative=Speculative("eagle", 3, 0.7)))
+    assert not _sampling_rows(spec) and any("rejection sampler" in n for n in spec.notes)
+    amd = sampler_time(Sampler.v0_random, load_gpu("mi300x"), 8, 128256, False, None)
+    assert amd.t_s is None and "mi300x" in amd.note
+
+
+def test_another_nvidia_gpu_takes_the_h200s_times_with_its_slower_hbm():
+    a100 = load_gpu("a100-sxm-80gb")
+    here = sampler_time(Sampler.v1_random, H200, 64, 128256, False, None)
+    there = sampler_time(Sampler.v1_random, a100, 64, 128256, False, None)
+    nbytes = sequence_bytes(SamplerSequence.v1_random, 64, 128256)
+    extra = nbytes / a100.hbm_bandwidth_bytes_per_s - nbytes / H200.hbm_bandwidth_bytes_per_s
+    assert there.t_s == pytest.approx(here.t_s + extra, rel=1e-12) and extra > 0
+    assert there.provenance == "transferred from h200-sxm" and "transferred" in there.note
+    assert not math.isnan(there.t_s)
