@@ -23,7 +23,11 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
                             get_max_concurrency_for_kv_cache_config :743-758; the same format at v0.9.2 :877 and
                             v0.29.0 :2033), so the figure is within 0.005 L tokens (CONCURRENCY_PRECISION); V0's
                             line means tokens / L, and the line alone says neither: without an accounting it is
-                            refused
+                            refused. It prints no release, but its '[kv_cache_utils.py:N]' prefix is where the
+                            release's logger call is (V1_CONCURRENCY_CALLS, read from the wheels): a note names the
+                            release of those read that prints it there, and the accounting that release follows
+                            where the caller's differs (set 8's Ray excerpts: :637 is v0.8.5's, of vllm-v0.8, and
+                            :1017 v0.10.1.1's; their cases say V1 without a release)
     vLLM V1                 "Model loading took X GiB"; "Available KV cache memory: X GiB" (v0.9.1 on);
                             "GPU KV cache size: N tokens" (v0.8.0 on; vllm v0.10.0 vllm/v1/core/kv_cache_utils.py);
                             DEBUG: "Requested memory: U (util), X GiB", "total_memory=XGiB", "torch peak memory
@@ -83,7 +87,7 @@ from ..files import read_text
 from ..units import GiB
 from ..vocab import engine_release
 from .logrules import ANCHORS, Hit, config_lines, incomplete, rank_of, read_line, settings_of
-from .vocab import Accounting, Engine, accounting_of
+from .vocab import Accounting, Engine, accounting_of, release_text
 
 #: A start-up log larger than this is refused (the lines that matter are a few hundred bytes).
 MAX_LOG_BYTES = 64 << 20
@@ -154,6 +158,19 @@ _CONVERT: dict[str, Callable[[str], float]] = {"gib": _gib, "bytes": _int, "coun
 _KV_FIGURES = ("kv_bytes", "kv_tokens", "gpu_blocks", "estimated_max_len", "concurrency_tokens")
 #: vLLM V1 prints its concurrency with "%.2fx" (module docstring): the line's X is within half its last digit.
 CONCURRENCY_PRECISION = 0.005
+#: Where each vLLM release's V1 prints its 'Maximum concurrency' line: the line of the logger call in
+#: vllm/v1/core/kv_cache_utils.py, which a log line's '[kv_cache_utils.py:N]' prefix carries (the call's first line
+#: where it spans several: v0.11.2's log prints :1234 for the call at 1234-1237), read from each release's wheel.
+#: Two sites from v0.9.1 to v0.10.2 (the uniform and the hybrid layouts), one before and after; from v0.29.0 one line
+#: prints both the tokens and the concurrency (update_kv_cache_capacity). A release names the wheel read, not its
+#: patch releases (v0.8.5.post1, v0.10.1): a line of an unread release may share a location (set 5's v0.8.4 log
+#: prints its line at :637, as v0.8.5 does).
+V1_CONCURRENCY_CALLS: dict[tuple[int, ...], tuple[int, ...]] = {
+    (0, 7, 3): (525,), (0, 8, 0): (540,), (0, 8, 5): (637,), (0, 9, 0): (640,), (0, 9, 1): (719, 874),
+    (0, 9, 2): (720, 877), (0, 10, 0): (837, 1001), (0, 10, 1, 1): (853, 1017), (0, 10, 2): (868, 1032),
+    (0, 11, 0): (1091,), (0, 11, 2): (1234,), (0, 12, 0): (1291,), (0, 13, 0): (1296,), (0, 14, 0): (1310,),
+    (0, 29, 0): (2032,)}
+_KV_CACHE_UTILS_AT = re.compile(r"\[kv_cache_utils\.py:(\d+)\]")
 #: Figures each rank prints for itself: the engine sizes by the smallest (vLLM the minimum over workers, SGLang
 #: the minimum free memory), so the reader keeps the smallest and its line.
 _PER_RANK_MIN = ("kv_bytes", "kv_tokens", "gpu_blocks", "free_before_load", "free_after_load", "estimated_max_len",
@@ -423,7 +440,35 @@ def _concurrency_only(name: str, figures: dict[str, Logged], accounting: Optiona
     note = (f"KV figure from the concurrency line alone: {int(length.value):,} x {line.value:.2f} = {tokens:,.0f} "
             f"tokens of {int(length.value):,}-token requests, within {slack:,.0f} tokens ({100 * slack / tokens:.2f}%: "
             "V1 prints X to two decimals)")
-    return {**figures, "concurrency_tokens": Logged(tokens, line.line_no, line.text)}, (note,)
+    located = _release_note(line.text, accounting)
+    return {**figures, "concurrency_tokens": Logged(tokens, line.line_no, line.text)}, (note,) + located
+
+
+def releases_printing_at(text: str) -> tuple[tuple[int, ...], ...]:
+    """The releases read (V1_CONCURRENCY_CALLS) whose V1 prints a concurrency line where `text`'s
+    '[kv_cache_utils.py:N]' prefix says it was printed; none for a line without one or a location no release read
+    prints it at."""
+    at = _KV_CACHE_UTILS_AT.search(text)
+    if at is None:
+        return ()
+    return tuple(r for r, calls in V1_CONCURRENCY_CALLS.items() if int(at.group(1)) in calls)
+
+
+def _release_note(text: str, accounting: Accounting) -> tuple[str, ...]:
+    """What the concurrency line's location says of the release that printed it (releases_printing_at), where it
+    names one: the line alone prints no release, and a caller's V1 label may stand for another range's rules."""
+    releases = releases_printing_at(text)
+    if not releases:
+        return ()
+    named = " or ".join(release_text(r) for r in releases)
+    at = _KV_CACHE_UTILS_AT.search(text).group(0)
+    note = (f"the line's location {at} is where vLLM {named} prints it, of the {len(V1_CONCURRENCY_CALLS)} "
+            "releases whose kv_cache_utils.py was read")
+    others = {accounting_of(Engine.vllm, r, True) for r in releases} - {accounting}
+    if others:
+        note += (f"; {named} is not {accounting}'s release range but "
+                 f"{' or '.join(str(a) if a else 'no V1 accounting' for a in sorted(others, key=str))}'s")
+    return (note,)
 
 
 def parse_log(text: str, name: str = "log", startup: Optional[int] = None,
@@ -488,5 +533,5 @@ def _format_accounting(engine: Engine, formats: tuple[str, ...], figures: dict[s
     return Accounting.vllm_v0_2
 
 
-__all__ = ["CONCURRENCY_PRECISION", "EngineLog", "LOOKED_FOR", "PROVENANCE", "Logged", "MAX_LOG_BYTES", "parse_log", "parse_startups",
-           "read_log", "read_startups"]
+__all__ = ["CONCURRENCY_PRECISION", "EngineLog", "LOOKED_FOR", "PROVENANCE", "Logged", "MAX_LOG_BYTES",
+           "V1_CONCURRENCY_CALLS", "parse_log", "parse_startups", "read_log", "read_startups", "releases_printing_at"]

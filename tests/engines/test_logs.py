@@ -10,11 +10,12 @@ set 3's wrapped `non-default args` read whole.
 
 from __future__ import annotations
 
+import re
 
 import pytest
 
 from rooflab.engines import Accounting, Engine
-from rooflab.engines.logs import LOOKED_FOR, parse_log, read_log
+from rooflab.engines.logs import LOOKED_FOR, V1_CONCURRENCY_CALLS, parse_log, read_log, releases_printing_at
 from rooflab.errors import InputError
 from rooflab.units import GiB
 from support import ENGINE_LOGS, engine_capacity_bench
@@ -635,8 +636,59 @@ def test_concurrency_line_alone_under_v1(accounting):
     assert log.accounting is accounting
     assert log.value("concurrency_tokens") == pytest.approx(32768 * 5.22)
     assert log.value("max_model_len") == 32768 and log.value("concurrency") == 5.22
+    located = ("the line's location [kv_cache_utils.py:1017] is where vLLM v0.10.1.1 prints it, of the 15 releases "
+               "whose kv_cache_utils.py was read")
+    if accounting is Accounting.vllm_v0_8:
+        located += "; v0.10.1.1 is not vllm-v0.8's release range but vllm-v1's"
     assert log.notes == ("KV figure from the concurrency line alone: 32,768 x 5.22 = 171,049 tokens of 32,768-token "
-                         "requests, within 164 tokens (0.10%: V1 prints X to two decimals)",)
+                         "requests, within 164 tokens (0.10%: V1 prints X to two decimals)", located)
+
+
+# Each release's logger call, read from its wheel's vllm/v1/core/kv_cache_utils.py (the lines as the wheels hold
+# them): v0.8.5 :637, v0.9.1 :719 and :874, v0.10.1.1 :853 and :1017, v0.11.2 :1234 (the call; its format string at
+# :1235, and set 8's v0.11.2 NeMo RL log prints :1234), v0.29.0 :2032 (one line for tokens and concurrency).
+@pytest.mark.parametrize("location, release", [(637, (0, 8, 5)), (719, (0, 9, 1)), (874, (0, 9, 1)),
+                                               (853, (0, 10, 1, 1)), (1017, (0, 10, 1, 1)), (1234, (0, 11, 2)),
+                                               (2032, (0, 29, 0))])
+def test_the_concurrency_lines_location_names_the_release_that_prints_it(location, release):
+    assert releases_printing_at(f"INFO 07-30 11:56:04 [kv_cache_utils.py:{location}] Maximum concurrency") == (release,)
+
+
+@pytest.mark.parametrize("prefix", ["", "INFO [kv_cache_utils.py:1016] ", "INFO [gpu_worker.py:1017] "])
+def test_a_location_no_release_read_prints_it_at_names_none(prefix):
+    text = prefix + "Maximum concurrency for 32,768 tokens per request: 5.22x"
+    assert releases_printing_at(text) == ()
+    assert parse_log(text + "\n", accounting=Accounting.vllm_v1).notes[1:] == ()
+
+
+@pytest.mark.parametrize("folder", ["heldout6", "heldout7", "heldout8", "heldout9"])
+def test_each_logs_printed_release_is_the_one_its_concurrency_lines_location_names(folder):
+    """The table against the logs of sets 6-9 that print their release: where that release is one read, the
+    location of the log's concurrency line names it and no other."""
+    checked = 0
+    for path in sorted((DATA / folder).glob("*.log")):
+        text = path.read_text(errors="replace")
+        printed = re.search(r"V1 LLM engine \(v(\d+(?:\.\d+)+)\)", text)
+        release = printed and tuple(int(n) for n in printed.group(1).split("."))
+        if release not in V1_CONCURRENCY_CALLS:
+            continue
+        line = next(x for x in text.splitlines() if "Maximum concurrency for" in x)
+        assert releases_printing_at(line) == (release,), path.name
+        checked += 1
+    assert checked
+
+
+def test_ray_serves_deepseek_r1_line_is_v0_8_5s_whose_accounting_is_v0_8():
+    """Set 8's Ray excerpt (docs.ray.io 'Deploy a large-sized LLM'): its case says V1 without a release; the line's
+    location is v0.8.5's (vllm v0.8.5 vllm/v1/core/kv_cache_utils.py:637, _get_kv_cache_config_uniform_type), a
+    release of vllm-v0.8 (V1 v0.8.0 - v0.9.0.1), not vllm-v1."""
+    text = "INFO 07-30 11:56:04 [kv_cache_utils.py:637] Maximum concurrency for 32,768 tokens per request: 29.06x\n"
+    assert parse_log(text, accounting=Accounting.vllm_v1).notes[1] == (
+        "the line's location [kv_cache_utils.py:637] is where vLLM v0.8.5 prints it, of the 15 releases whose "
+        "kv_cache_utils.py was read; v0.8.5 is not vllm-v1's release range but vllm-v0.8's")
+    assert parse_log(text, accounting=Accounting.vllm_v0_8).notes[1:] == (
+        "the line's location [kv_cache_utils.py:637] is where vLLM v0.8.5 prints it, of the 15 releases whose "
+        "kv_cache_utils.py was read",)
 
 
 def test_concurrency_line_beside_a_kv_figure_is_not_reread():
