@@ -2,7 +2,8 @@
 serving floors and predictions. Nothing is fitted on these rows.
 
 Each row becomes a replica: the bundled model of the same architecture (a Hugging Face id mapped below), the
-row's GPU, TP, weight format (fp8: fp8 GEMMs and weights) and KV dtype, the engine's scheduler with its
+row's GPU, TP, weight format (fp8: fp8 GEMMs and weights; a checkpoint that ships fp8, as DeepSeek-R1's block fp8
+does, kept in its own format, as the engine loads it from its quantization_config) and KV dtype, the engine's scheduler with its
 defaults at the row's engine version (which picks the experts' kernel: rooflab.step.engine_moe_kernel), and the workload the row's note states (the harness's uniform length ranges; fixed lengths for
 trtllm-bench). Concurrency rows and request-rate rows are simulated (simulate.py) with the prompts the note
 states (default: 10 x the concurrency, or 1,000), rate inf (every request at once) too where the note states how
@@ -80,9 +81,12 @@ class Comparison:
         return self.measured > self.floor * (1 + 1e-9)
 
 
-def _deployment(row):
+def _deployment(row, model=None):
+    """The row's deployment for `model` (a ModelSpec; None: the row's format taken as a quantisation at load): fp8
+    rows quantise a 16-bit checkpoint to per-tensor fp8, and keep a checkpoint that ships fp8 (fp8 or block fp8:
+    DeepSeek-R1-0528's [128, 128] blocks, which SGLang serves block-scaled) in its own format."""
     from ..deployment import Deployment
-    from ..units import DType
+    from ..units import DType, WeightFormat
 
     gemm = {"fp8": DType.fp8_e4m3, "bf16": None, "fp16": None}
     if row.weight_format not in gemm:
@@ -95,8 +99,11 @@ def _deployment(row):
         raise RooflabError("expert, data, pipeline or attention-data parallelism: this check serves one TP replica "
                            "(the serving model's Replica does not deal requests over ranks)")
     kv = DType.of(row.kv_cache_dtype)
-    return Deployment(tensor_parallel=row.tp, gemm_dtype=gemm[row.weight_format], weight_format=gemm[row.weight_format],
-                      dtype=kv, kv_cache_dtype=kv)
+    fmt = gemm[row.weight_format]
+    if fmt is not None and model is not None and \
+            model.weight_format("attention") in (WeightFormat.fp8, WeightFormat.fp8_block):
+        fmt = None                                 # the checkpoint's own fp8 (its GEMMs fp8 on an fp8 GPU)
+    return Deployment(tensor_parallel=row.tp, gemm_dtype=fmt, weight_format=fmt, dtype=kv, kv_cache_dtype=kv)
 
 
 def _workload(row) -> Workload:
@@ -123,7 +130,8 @@ def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine:
     scheduler = Scheduler.default(Engine.of(engine), g.cuda_visible_bytes or g.hbm_capacity_bytes)
     if version:                                    # the row's engine version: it picks the expert kernel
         scheduler = scheduler.replace(version=version)
-    return Replica.build(load_model(model), g, _deployment(row), workload, scheduler)
+    spec = load_model(model)
+    return Replica.build(spec, g, _deployment(row, spec), workload, scheduler)
 
 
 _RUNS: dict = {}

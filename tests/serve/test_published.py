@@ -1,8 +1,10 @@
 """Tests of rooflab/serve/published.py: a published serving row's replica runs the row's engine at the row's
 version, which picks the experts' kernel (rooflab.step.engine_moe_kernel)."""
 
+from rooflab.load import load_model
 from rooflab.published import load_published
-from rooflab.serve.published import _replica
+from rooflab.serve.published import _deployment, _replica
+from rooflab.units import DType
 
 
 def test_a_rows_replica_carries_its_engine_version_and_the_kernel_it_picks():
@@ -21,3 +23,18 @@ def test_a_rows_replica_carries_its_engine_version_and_the_kernel_it_picks():
     assert plain.scheduler.version == "0.5" and plain.steps.table.moe_kernel == "tuned"
     vllm = _replica("deepseek-v3", row.gpu, row.tp, row.weight_format, row.kv_cache_dtype, "vllm", ranges)
     assert vllm.steps.table.moe_kernel == "torch_grouped"
+
+
+def test_an_fp8_row_keeps_a_checkpoints_own_fp8():
+    """DeepSeek-R1-0528 ships block fp8 ([128, 128] weight blocks), which SGLang serves block-scaled (its 0.5.12
+    wheel: the per-token-group activation quantisation and DeepGEMM, rooflab.step.dense_block_fp8): the InferenceX
+    rows' fp8 keeps the checkpoint's format, so the step prices the block-fp8 launches; a 16-bit checkpoint's fp8
+    row (Llama-3.3-70B) is still quantised to per-tensor fp8."""
+    row = next(r for r in load_published().serving if r.source == "inferencex-dsr1-fp8-h200-sglang")
+    dep = _deployment(row, load_model("deepseek-v3"))
+    assert row.weight_format == "fp8" and dep.weight_format is None and dep.gemm_dtype is None
+    replica = _replica("deepseek-v3", row.gpu, row.tp, row.weight_format, row.kv_cache_dtype, row.engine,
+                       (819, 1024, 819, 1024), row.engine_version)
+    assert replica.deployment.weight_format is None
+    llama = _deployment(row, load_model("llama-3-70b"))
+    assert llama.weight_format is DType.fp8_e4m3 and llama.gemm_dtype is DType.fp8_e4m3
