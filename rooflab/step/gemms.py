@@ -254,18 +254,18 @@ def _block_fp8_expert_launches(ctx: StepContext, tokens: int, pairs: int, width:
 def _routing_time(ctx: StepContext, tokens: int, count: int) -> tuple:
     """(seconds of the MoE layers' expert selection at `tokens` rows, the row's words for it): the routing
     ctx.routing names (rooflab.step.routing) at its launches' measured times (routing_launches; small_ops.
-    measured_launch_time, graph or eager; the fused kernels' at the small ops they are priced as, rows of E experts);
+    measured_launch_time, graph or eager; the fused kernels' at the small ops they are priced as);
     0 where unpriced, None (recorded missing) where the GPU has no launch times to price it."""
     if ctx.routing is Routing.unpriced:
         return 0.0, ""
-    one, measured = 0.0, ctx.routing in (Routing.grouped_topk, Routing.grouped_topk_compiled)
-    width = ctx.model.hidden_size if measured else ctx.model.num_experts
-    for op, n in routing_launches(ctx.routing, tokens):
+    one, launches = 0.0, routing_launches(ctx.routing, tokens, ctx.model)
+    for op, n, width in launches:
         t = measured_launch_time(ctx, op, tokens, width, "MoE routing (small kernels)")
         if t is None:
             return None, ""
         one += n * t
-    how = "" if measured else " as " + " + ".join(f"{n} x {op}" for op, n in routing_launches(ctx.routing, tokens))
+    measured = ctx.routing in (Routing.grouped_topk, Routing.grouped_topk_compiled)
+    how = "" if measured else " as " + " + ".join(f"{n} x {op}" for op, n, _ in launches)
     return count * one, (f"routing: {ctx.routing.value}{how} measured on {ctx.pricer.launches.measured_on} ({count} x "
                          f"{one * 1e6:.1f} us); ")
 

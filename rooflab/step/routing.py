@@ -118,19 +118,23 @@ SHARED_COLUMN_LAUNCHES = 5
 REDUCTION_OP, ELEMENTWISE_OP = "rms_norm", "residual_add"
 
 
-def routing_launches(routing, tokens: int) -> tuple[tuple[str, int], ...]:
-    """((measured op, launches), ...) a MoE layer's routing at `tokens` rows is priced at (small_ops.
-    measured_launch_time of each op): none unpriced; the measured routing itself for grouped_topk and
-    grouped_topk_compiled; for the fused kernels, the top-k at REDUCTION_OP and at ELEMENTWISE_OP the EP mask
-    (fused_topk) or the shared expert's SHARED_COLUMN_LAUNCHES (fused_topk_shared), and the logits' cast above
-    ROUTER_FP32_TOKENS tokens."""
+def routing_launches(routing, tokens: int, model) -> tuple[tuple[str, int, int], ...]:
+    """((measured op, launches, a row's width), ...) a MoE layer's routing of `model` at `tokens` rows is priced at
+    (small_ops.measured_launch_time of each op; the width sizes the bytes past the measured batches): none
+    unpriced; the measured routing itself for grouped_topk and grouped_topk_compiled (at the hidden width, as
+    measured); for the fused kernels, the top-k at REDUCTION_OP over E scores a row, and at ELEMENTWISE_OP the EP
+    mask of the k ids (fused_topk) or the shared expert's SHARED_COLUMN_LAUNCHES over k + s columns
+    (fused_topk_shared), and above ROUTER_FP32_TOKENS tokens the logits' cast of E a row."""
     routing = Routing.of(routing, "routing")
     if routing is Routing.unpriced:
         return ()
     if routing in (Routing.grouped_topk, Routing.grouped_topk_compiled):
-        return ((routing.value, 1),)
-    after = SHARED_COLUMN_LAUNCHES if routing.fuses_shared_expert else 1
-    return (REDUCTION_OP, 1), (ELEMENTWISE_OP, after + (1 if tokens > ROUTER_FP32_TOKENS else 0))
+        return ((routing.value, 1, model.hidden_size),)
+    e, k = model.num_experts, model.num_experts_per_token
+    after = ((ELEMENTWISE_OP, SHARED_COLUMN_LAUNCHES, k + model.num_shared_experts) if routing.fuses_shared_expert
+             else (ELEMENTWISE_OP, 1, k))
+    cast = ((ELEMENTWISE_OP, 1, e),) if tokens > ROUTER_FP32_TOKENS else ()
+    return ((REDUCTION_OP, 1, e), after) + cast
 
 
 def routing_fact(engine, version, model, gpu=None, expert_parallel: int = 1) -> tuple[Routing, str]:

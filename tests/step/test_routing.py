@@ -82,15 +82,17 @@ def test_a_shape_flashinfers_kernel_does_not_take_is_not_priced(deepseek):
 
 
 @pytest.mark.parametrize("routing, tokens, launches", [
-    (Routing.fused_topk_shared, 16, (("rms_norm", 1), ("residual_add", 5))),
-    (Routing.fused_topk_shared, 17, (("rms_norm", 1), ("residual_add", 6))),       # the logits' cast above 16
-    (Routing.fused_topk, 8, (("rms_norm", 1), ("residual_add", 1))),               # the EP mask
-    (Routing.grouped_topk_compiled, 64, (("grouped_topk_compiled", 1),)), (Routing.unpriced, 8, ()),
+    (Routing.fused_topk_shared, 16, (("rms_norm", 1, 256), ("residual_add", 5, 9))),
+    (Routing.fused_topk_shared, 17, (("rms_norm", 1, 256), ("residual_add", 5, 9), ("residual_add", 1, 256))),
+    (Routing.fused_topk, 8, (("rms_norm", 1, 256), ("residual_add", 1, 8))),               # the EP mask
+    (Routing.grouped_topk_compiled, 64, (("grouped_topk_compiled", 1, 7168),)), (Routing.unpriced, 8, ()),
 ])
-def test_the_fused_routings_launches(routing, tokens, launches):
-    """topk.py:1055 (the cast of F.linear's bf16 logits; dsv3_router_gemm writes float32 up to 16 tokens,
-    deepseek_v2.py:397-417), :1064-1073 (two pads, a sum, a divide, a copy), :978-989 (the EP mask)."""
-    assert routing_launches(routing, tokens) == launches
+def test_the_fused_routings_launches(deepseek, routing, tokens, launches):
+    """DeepSeek-V3 (E 256, top 8, 1 shared): topk.py:1055 (the cast of F.linear's bf16 [tokens, 256] logits above
+    16 tokens; dsv3_router_gemm writes float32 up to 16, deepseek_v2.py:397-417), :1064-1073 (two pads, a sum, a
+    divide, a copy over the 8 + 1 columns), :978-989 (the EP mask of the 8 ids); the fused top-k reads 256 scores
+    a row."""
+    assert routing_launches(routing, tokens, deepseek) == launches
 
 
 def test_the_fused_routing_is_priced_at_the_measured_small_ops_by_hand(h200, deepseek):
