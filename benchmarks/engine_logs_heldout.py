@@ -12,6 +12,7 @@ Run from the repository root (no GPU needed):
     python3 benchmarks/engine_logs_heldout.py --set 7    # the seventh (heldout7/; heldout7_cases_vllm.py, _sglang.py)
     python3 benchmarks/engine_logs_heldout.py --set 8    # the eighth (heldout8/; heldout8_cases_vllm.py, _sglang.py, _web.py)
     python3 benchmarks/engine_logs_heldout.py --set 9    # the ninth (heldout9/; heldout9_cases_vllm.py, _other.py)
+    python3 benchmarks/engine_logs_heldout.py --set 10   # the tenth (heldout10/; heldout10_cases_vllm.py, _other.py)
 
 Set 1 is tests/data/engine_logs/heldout/*.log (CASES), set 2 tests/data/engine_logs/heldout2/*.log (CASES2), frozen
 with its cases in commit 3d6414a before any prediction was run on it, set 3 tests/data/engine_logs/heldout3/*.log
@@ -64,6 +65,7 @@ HELDOUT6 = DATA / "heldout6"
 HELDOUT7 = DATA / "heldout7"
 HELDOUT8 = DATA / "heldout8"
 HELDOUT9 = DATA / "heldout9"
+HELDOUT10 = DATA / "heldout10"
 REPLAY_TARGET = 0.01
 PREDICT_TARGET = 0.05
 
@@ -398,9 +400,16 @@ from heldout9_cases_vllm import CASES as _CASES9_VLLM  # noqa: E402
 RULE_C_LEFT_OUT9 = tuple(c["log"] for c in _CASES9_OTHER if "llama-3.3-70b-instruct-awq" in c["log"])
 CASES9 = tuple(Case(**case) for case in _CASES9_VLLM + _CASES9_OTHER if case["log"] not in RULE_C_LEFT_OUT9)
 
+#: Set 10 (heldout10/): two case files, one a collector (vLLM from GitHub; SGLang from GitHub and web pages: none
+#: qualified), frozen at 677fe21 and 6bf1729 with 2 logs in all (heldout10/SOURCES-*.md say what was looked at).
+from heldout10_cases_other import CASES as _CASES10_OTHER  # noqa: E402
+from heldout10_cases_vllm import CASES as _CASES10_VLLM  # noqa: E402
+
+CASES10 = tuple(Case(**case) for case in _CASES10_VLLM + _CASES10_OTHER)
+
 SETS = {"1": (HELDOUT, CASES), "2": (HELDOUT2, CASES2), "3": (HELDOUT3, CASES3), "4": (HELDOUT4, CASES4),
         "5": (HELDOUT5, CASES5), "6": (HELDOUT6, CASES6), "7": (HELDOUT7, CASES7),
-        "8": (HELDOUT8, CASES8), "9": (HELDOUT9, CASES9)}
+        "8": (HELDOUT8, CASES8), "9": (HELDOUT9, CASES9), "10": (HELDOUT10, CASES10)}
 
 @dataclass(frozen=True)
 class Row:
