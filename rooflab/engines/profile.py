@@ -62,7 +62,9 @@ buffers are freed before the sampler runs:
               0.2.11 and 0.3.0 flashinfer/sampling.py, filter_apply_order "top_k_first"):
                   2   the model-dtype logits (_dummy_sampler_run), 4 their fp32 copy (Sampler.forward),
                   4   the masked logits and 4 the probabilities
-              (derived, not measured; no log in the corpora says which sampler ran).
+              (derived, not measured; no log in the corpora says which sampler ran). From v0.10.2 a processed
+              --logprobs-mode (EngineSettings.logprobs_mode: processed_logprobs, NeMo RL's) keeps the sort above
+              whatever FlashInfer and VLLM_USE_FLASHINFER_SAMPLER say (vocab.LogprobsMode).
               V1 v0.8.x (vllm-v0.8): the same s as v0.17's, but beside R x H hidden states, not T x H: its _dummy_run
               returns hidden_states[logit_indices], the last token of each request, and the full output is
               freed before the sampler runs (vllm/v1/worker/gpu_model_runner.py _dummy_run and profile_run at
@@ -109,6 +111,8 @@ V1_FLASHINFER_SAMPLER_RELEASES = ((0, 9, 1), (0, 11, 0))
 #: calling flashinfer_sample, top_k_top_p_sampling_from_logits as in v0.10); from v0.17 the Triton top-k / top-p
 #: (not read with the variable set) is kept
 V1_FLASHINFER_OPT_IN_RELEASES = ((0, 9, 1), (0, 16))
+#: From this vLLM V1 release a processed --logprobs-mode keeps the native sampler (vocab.LogprobsMode).
+V1_PROCESSED_LOGPROBS_NATIVE_RELEASE = (0, 10, 2)
 #: Below this many rows PyTorch sorts them all at once (segmented_sort_pairs_by_full_sort), at 50 bytes a logit.
 FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
 #: vLLM V1's Triton top-k / top-p: from this release, for at least this many rows (topk_topp_sampler.py).
@@ -153,12 +157,20 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     b = model_dtype(model).bytes
     moe = _moe_elements(model, 1 if s.expert_parallel > 1 else tp) * min(tokens, MOE_CHUNK_TOKENS) * b
     hidden = (requests if s.accounting is Accounting.vllm_v0_8 else tokens) * model.hidden_size * b
-    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, s.flashinfer_sampler,
+    per_logit = sampler_bytes_per_logit(s.accounting, s.release, requests, _flashinfer_may_sample(s),
                                         s.use_flashinfer_sampler)
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
     forward = forward_bytes(model, s, tokens)
     kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept)
+
+
+def _flashinfer_may_sample(s: Resolved) -> bool:
+    """FlashInfer's sampler can run: it is installed on an NVIDIA GPU (Resolved.flashinfer_sampler) and no processed
+    --logprobs-mode keeps the native one (from V1_PROCESSED_LOGPROBS_NATIVE_RELEASE; vocab.LogprobsMode)."""
+    native = (s.logprobs_mode.processed and s.release is not None
+              and tuple(s.release) >= V1_PROCESSED_LOGPROBS_NATIVE_RELEASE)
+    return s.flashinfer_sampler and not native
 
 
 def forward_bytes(model: ModelSpec, s: Resolved, tokens: int, with_moe: bool = True) -> int:

@@ -35,8 +35,8 @@ from ..capacity.weight_split import check_dp_attention_engine
 from ..dtypes import WeightFormat
 from ..units import GiB, DType, fmt_bytes
 from ..vocab import RELEASE_PART_LIMIT, release_of
-from .vocab import (Accounting, Engine, KvCacheDtype, MambaCacheMode, in_range, label_release, parse_mamba_cache_mode,
-                    release_text)
+from .vocab import (Accounting, Engine, KvCacheDtype, LogprobsMode, MambaCacheMode, in_range, label_release,
+                    parse_logprobs_mode, parse_mamba_cache_mode, release_text)
 
 #: nvidia-smi's total less this is the CUDA-visible total rooflab assumes when a GPU YAML gives none.
 DRIVER_RESERVE_BYTES = int(0.45 * GiB)
@@ -107,6 +107,8 @@ class EngineSettings:
     #: capability 8.0 or vLLM 0.11.0, else 0) wherever flashinfer imports (unsloth_zoo 2025.11.6 vllm_utils.py:
     #: 1806-1813). V0's sampler, which reads it too, is not modelled with it
     use_flashinfer_sampler: Optional[bool] = None
+    #: vLLM V1's --logprobs-mode: a processed mode keeps the native sampler from v0.10.2 (vocab.LogprobsMode)
+    logprobs_mode: LogprobsMode = LogprobsMode.raw_logprobs
     #: vLLM's --enforce-eager, SGLang's --disable-cuda-graph: no CUDA graphs are captured, so none is charged
     #: (vllm.py: V1's profiled graph estimate from v0.20.0 is 0; sglang.py: its fraction does not change)
     enforce_eager: bool = False
@@ -132,7 +134,7 @@ class EngineSettings:
         "dtype": "--dtype", "weight_format": "--quantization", "mamba_full_memory_ratio": "--mamba-full-memory-ratio",
         "mamba_cache_mode": "--mamba-cache-mode", "mamba_ssm_dtype": "--mamba-ssm-dtype",
         "release": "EngineSettings.release", "flashinfer_installed": "--no-flashinfer",
-        "use_flashinfer_sampler": "VLLM_USE_FLASHINFER_SAMPLER",
+        "use_flashinfer_sampler": "VLLM_USE_FLASHINFER_SAMPLER", "logprobs_mode": "--logprobs-mode",
         "enforce_eager": "--enforce-eager / --disable-cuda-graph", "max_total_tokens": "--max-total-tokens",
         "num_gpu_blocks_override": "--num-gpu-blocks-override", "kv_cache_memory_bytes": "--kv-cache-memory-bytes"}
 
@@ -177,6 +179,11 @@ class EngineSettings:
         ratio = self.mamba_full_memory_ratio
         if ratio is not None:
             real_number(ratio, self._label("mamba_full_memory_ratio"), 0, 100, lo_open=True)
+        if isinstance(self.logprobs_mode, str) and not isinstance(self.logprobs_mode, LogprobsMode):
+            object.__setattr__(self, "logprobs_mode", parse_logprobs_mode(self.logprobs_mode))
+        if not isinstance(self.logprobs_mode, LogprobsMode):
+            raise InputError(f"logprobs mode (--logprobs-mode) must be a LogprobsMode or its name, got "
+                             f"{shown(self.logprobs_mode)}")
         if isinstance(self.mamba_cache_mode, str) and not isinstance(self.mamba_cache_mode, MambaCacheMode):
             object.__setattr__(self, "mamba_cache_mode", parse_mamba_cache_mode(self.mamba_cache_mode))
         if not isinstance(self.mamba_cache_mode, MambaCacheMode):
@@ -283,6 +290,7 @@ class Resolved:
     #: topk_topp_sampler.py takes the native path on every other); profile.py applies it by release
     flashinfer_sampler: bool = False
     use_flashinfer_sampler: Optional[bool] = None      # VLLM_USE_FLASHINFER_SAMPLER as given
+    logprobs_mode: LogprobsMode = LogprobsMode.raw_logprobs
     enforce_eager: bool = False
     max_total_tokens: Optional[int] = None
     num_gpu_blocks_override: Optional[int] = None

@@ -357,6 +357,37 @@ def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDt
         raise InputError(f"--kv-cache-dtype {shown(text)} is not a KV-cache dtype; choose one of {names}") from None
 
 
+class LogprobsMode(str, enum.Enum):
+    """vLLM V1's --logprobs-mode (vllm v0.11.2 vllm/config/model.py:84 LogprobsMode, :201 default raw_logprobs;
+    v0.10.2 vllm/config/__init__.py:267): which logits the logprobs are taken from. The two processed modes return
+    the logits after top-k / top-p, which FlashInfer's sampler does not give back, so from v0.10.2 TopKTopPSampler
+    keeps the native sort for them whatever FlashInfer and VLLM_USE_FLASHINFER_SAMPLER say (vllm v0.10.2
+    vllm/v1/sample/ops/topk_topp_sampler.py:39-41, v0.11.0 :37-38, v0.11.2 :30-33, v0.12.0 - v0.14.0 :31-34;
+    v0.10.1.1's __init__ takes no mode and samples with FlashInfer; profile.py). NeMo RL's generation workers set
+    processed_logprobs (set 8's v0.11.2 Gemma-3 log: 'non-default args')."""
+
+    raw_logprobs = "raw_logprobs"
+    raw_logits = "raw_logits"
+    processed_logprobs = "processed_logprobs"
+    processed_logits = "processed_logits"
+
+    @property
+    def processed(self) -> bool:
+        return self in (LogprobsMode.processed_logprobs, LogprobsMode.processed_logits)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def parse_logprobs_mode(text: str) -> LogprobsMode:
+    """--logprobs-mode as vLLM spells it; anything else an InputError naming the option, the value and the choices."""
+    try:
+        return LogprobsMode(text)
+    except ValueError:
+        raise InputError(f"--logprobs-mode must be one of {', '.join(m.value for m in LogprobsMode)}, got "
+                         f"{shown(text)}") from None
+
+
 class MambaCacheMode(str, enum.Enum):
     """vLLM's --mamba-cache-mode (vllm/config/cache.py MambaCacheMode). none: prefix caching off, one state page a
     request and group (V1's default for hybrid models until PR #50991, 2026-08, after the releases modelled);
@@ -387,5 +418,5 @@ __all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VER
            "RELEASE_RANGE", "SERIES_NEWEST", "Engine", "KvCacheDtype", "accounting_of", "generations_text", "in_range",
            "in_span", "label_release", "labels_text", "parse_engine_version", "release_text", "span_newest",
            "span_text",
-           "MambaCacheMode", "kv_cache_dtype_of",
-           "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_mamba_cache_mode"]
+           "LogprobsMode", "MambaCacheMode", "kv_cache_dtype_of",
+           "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_logprobs_mode", "parse_mamba_cache_mode"]

@@ -198,6 +198,37 @@ def test_vllm_use_flashinfer_sampler(release, installed, opted_in, expected):
     assert sampler_bytes_per_logit(Accounting.vllm_v1, release, 288, installed, opted_in) == expected
 
 
+@pytest.mark.parametrize("release, opted_in, mode, expected", [
+    ("0.10.2", None, "processed_logprobs", 38),    # FlashInfer installed, the default path: the sort kept
+    ("0.10.2", None, "processed_logits", 38),
+    ("0.10.2", None, "raw_logits", 14),            # a raw mode takes FlashInfer as before
+    ("0.11.0", None, "processed_logprobs", 38),
+    ("0.11.2", True, "processed_logprobs", 38),    # opted in (VLLM_USE_FLASHINFER_SAMPLER=1): still the sort
+    ("0.11.2", True, "raw_logprobs", 14),
+    ("0.10.1.1", None, "processed_logprobs", 14),  # v0.10.1.1's TopKTopPSampler takes no mode
+])
+def test_a_processed_logprobs_mode_keeps_the_native_sampler(release, opted_in, mode, expected):
+    """vllm v0.10.2 vllm/v1/sample/ops/topk_topp_sampler.py:39-41 (v0.11.0 :37-38, v0.11.2 :30-33): a processed
+    --logprobs-mode takes forward_native, the sort, whatever FlashInfer and VLLM_USE_FLASHINFER_SAMPLER say.
+    Llama-3.1-8B on an H100 at V1's large-GPU defaults: 1,024 rows x 128,256 x the bytes a logit + the hidden
+    states 8,192 x 4,096 x 2."""
+    settings = vllm("v1", max_model_len=8192, release=release, use_flashinfer_sampler=opted_in, logprobs_mode=mode)
+    run = profile_run(LLAMA31, resolve(settings, LLAMA31, H100))
+    assert run.sampler_bytes == 1024 * 128256 * expected + 8192 * 4096 * 2
+
+
+def test_nemo_rls_gemma_3_log_samples_with_the_sort_whatever_its_environment():
+    """Set 8's NeMo RL log (vLLM v0.11.2, 'logprobs_mode': 'processed_logprobs' in its non-default args, the
+    environment redacted): with or without VLLM_USE_FLASHINFER_SAMPLER=1 its profile sorts, 1,024 x 262,208 x 38
+    bytes beside the hidden states 16,384 x 5,376 x 2."""
+    gemma, b200 = load_model("gemma-3-27b"), load_gpu("b200")
+    opts = dict(release="0.11.2", max_model_len=32768, max_num_batched_tokens=16384,
+                logprobs_mode="processed_logprobs")
+    runs = {opted: profile_run(gemma, resolve(vllm("v1", use_flashinfer_sampler=opted, **opts), gemma, b200))
+            for opted in (None, True)}
+    assert runs[None].sampler_bytes == runs[True].sampler_bytes == 1024 * 262208 * 38 + 16384 * 5376 * 2
+
+
 def test_opting_in_at_0_11_2_by_hand():
     """Llama-3.2-1B (vocabulary 128,256) at 288 sequences: the sort's 38 bytes a logit against FlashInfer's 14,
     288 x 128,256 x 24 = 886,505,472 bytes less activation peak with VLLM_USE_FLASHINFER_SAMPLER=1."""

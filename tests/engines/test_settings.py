@@ -34,6 +34,21 @@ def test_v0_chunked_prefill_for_long_contexts():
     assert resolve(vllm("v0.6.4", max_model_len=65536), LLAMA31, H100).max_num_batched_tokens == 512
 
 
+def test_logprobs_mode_taken_by_name_and_refused_naming_the_option():
+    """vLLM's four --logprobs-mode names (vocab.LogprobsMode); the default raw_logprobs, as vLLM's."""
+    from rooflab.engines.vocab import LogprobsMode
+    from support import vllm
+
+    assert vllm().logprobs_mode is LogprobsMode.raw_logprobs
+    assert vllm(logprobs_mode="processed_logits").logprobs_mode is LogprobsMode.processed_logits
+    assert LogprobsMode.processed_logprobs.processed and not LogprobsMode.raw_logits.processed
+    with pytest.raises(InputError, match=r"--logprobs-mode must be one of raw_logprobs, raw_logits, "
+                                         r"processed_logprobs, processed_logits, got 'processed'"):
+        vllm(logprobs_mode="processed")
+    with pytest.raises(InputError, match=r"logprobs mode \(--logprobs-mode\) must be a LogprobsMode"):
+        vllm(logprobs_mode=1)
+
+
 def test_state_and_lora_settings_checked():
     """The linear-attention and LoRA settings (engines/states.py, lora.py): names taken as the CLI takes them, ranges
     refused naming the option."""
