@@ -85,7 +85,9 @@ def test_json_is_strict(extra):
     r = runner.invoke(app, BASE + extra + ["-f", "json"])
     assert r.exit_code == 0, r.output
     doc = _strict(r.stdout)
-    assert doc["predicted_from"] == "rooflab's step model (rooflab report --phase step) fitted on h200-sxm"
+    source = doc["predicted_from"]             # the engine's kernels in brackets where they differ (the sampler)
+    assert source.startswith("rooflab's step model (rooflab report --phase step) ") and source.endswith(
+        " fitted on h200-sxm"), source
 
 
 def test_the_curve_has_floors_and_predictions_and_names_its_source():
