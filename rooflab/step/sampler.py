@@ -143,8 +143,7 @@ SAMPLER_SEQUENCES = {
 }
 #: What each sampler runs, in the row's label.
 SAMPLER_WORDS = {
-    Sampler.v0_random: "vLLM V0: fp32, temperature, softmax, log-softmax, exponential sampling, eager; 5 graph-input "
-                       "copies",
+    Sampler.v0_random: "vLLM V0: fp32, temperature, softmax, log-softmax, exponential sampling, eager",
     Sampler.v1_random: "vLLM V1: fp32, temperature, softmax, exponential sampling, eager",
     Sampler.greedy_argmax: "SGLang greedy: fp32 cast in the graph, argmax eager",
     Sampler.graphed_greedy: "rooflab's own: fp32 cast and greedy argmax in the graph",
@@ -309,11 +308,19 @@ def measured_sequence_time(times: SamplerTimes, seq: SamplerSequence, timing: Sa
     return t + max(extra, 0.0) / bw
 
 
-def sampler_kernels(sampler: Sampler, rows: int, vocab: int) -> list[KernelCost]:
-    """The sampler's launches over [rows, vocab] logits, one KernelCost each (SEQUENCE_OPS): an operation an element
-    on the vector pipe, sequence_bytes' bytes."""
+def sampler_sequences(sampler: Sampler, cuda_graphs: bool) -> tuple:
+    """The sampler's (sequence, graphed) pairs as a deployment runs them: SAMPLER_SEQUENCES, less V0's copies into
+    the graph's static buffers without CUDA graphs (no graph: model_runner.py runs the model eagerly, no
+    CUDAGraphRunner)."""
+    return tuple((seq, graphed) for seq, graphed in SAMPLER_SEQUENCES[sampler]
+                 if cuda_graphs or seq is not SamplerSequence.v0_graph_inputs)
+
+
+def sampler_kernels(sampler: Sampler, rows: int, vocab: int, cuda_graphs: bool = True) -> list[KernelCost]:
+    """The sampler's launches over [rows, vocab] logits (sampler_sequences), one KernelCost each (SEQUENCE_OPS): an
+    operation an element on the vector pipe, sequence_bytes' bytes."""
     kernels = []
-    for seq, _ in SAMPLER_SEQUENCES[sampler]:
+    for seq, _ in sampler_sequences(sampler, cuda_graphs):
         for op in SEQUENCE_OPS[seq]:
             elements = rows * (1 if op.per_row else vocab)
             kernels.append(KernelCost(op.name, np.float64(elements),
@@ -334,7 +341,8 @@ class SamplerTime:
 
 def sampler_time(sampler: Sampler, gpu, rows: int, vocab: int, eager: bool,
                  eager_host_s: Optional[float]) -> SamplerTime:
-    """Seconds of `sampler` over [rows, vocab] logits on `gpu` (a GpuSpec): the sum of its sequences, each at its
+    """Seconds of `sampler` over [rows, vocab] logits on `gpu` (a GpuSpec): the sum of its sequences
+    (sampler_sequences; `eager`: no CUDA graphs), each at its
     measured time (measured_sequence_time), eager ones `queued` under CUDA graphs and `wall` without them (`eager`),
     graphed ones at their graph time (eager: never below `eager_host_s` a launch); another NVIDIA GPU adds the floor
     bytes' extra time at its slower HBM (a transfer); other vendors: no prediction (the module docstring)."""
@@ -344,7 +352,7 @@ def sampler_time(sampler: Sampler, gpu, rows: int, vocab: int, eager: bool,
     times, ref = load_sampler_times(), _reference_gpu()
     bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
     parts = []
-    for seq, graphed in SAMPLER_SEQUENCES[sampler]:
+    for seq, graphed in sampler_sequences(sampler, not eager):
         timing = SamplerTiming.graph if graphed else (SamplerTiming.wall if eager else SamplerTiming.queued)
         t = measured_sequence_time(times, seq, timing, rows, vocab, bw)
         if graphed and eager and eager_host_s is not None:
@@ -376,4 +384,4 @@ def sampler_of(value) -> Sampler:
 __all__ = ["MEASURED_TIMINGS", "SAMPLER_FACTS", "SAMPLER_GPU", "SAMPLING_VARIANT", "SAMPLER_SEQUENCES", "SEQUENCE_OPS",
            "V0_GRAPH_INPUT_BYTES_PER_ROW", "Sampler", "SamplerFact", "SamplerOp", "SamplerSequence", "SamplerTiming",
            "SamplerTimes", "load_sampler_times", "measured_sequence_time", "sampler_fact", "sampler_of",
-           "sampler_kernels", "sampler_time", "sequence_bytes", "SamplerTime"]
+           "sampler_kernels", "sampler_sequences", "sampler_time", "sequence_bytes", "SamplerTime"]

@@ -12,7 +12,8 @@ from .communication import communication
 from .gemms import logits, mlp, projections
 from .pricing import StepContext, priced_row
 from .rows import StepRow
-from .sampler import SAMPLER_WORDS, SAMPLING_VARIANT, Sampler, sampler_kernels, sampler_time
+from .sampler import (SAMPLER_WORDS, SAMPLING_VARIANT, SEQUENCE_OPS, Sampler, SamplerSequence, sampler_kernels,
+                      sampler_sequences, sampler_time)
 from .small_ops import small_ops_row
 
 STEPS = tuple(k.value for k in StepKind)
@@ -85,10 +86,12 @@ def sampler_row(ctx: StepContext, logit_rows: int) -> list[StepRow]:
         pricer.miss("sampling after the graph", t.note)
     else:
         pricer.note(t.note)
-    kernels = sampler_kernels(sampler, logit_rows, vocab)
+    kernels = sampler_kernels(sampler, logit_rows, vocab, not eager)
+    copies = sum(1 for seq, _ in sampler_sequences(sampler, not eager) if seq is SamplerSequence.v0_graph_inputs)
+    inputs = f"; {len(SEQUENCE_OPS[SamplerSequence.v0_graph_inputs])} copies into the graph's inputs" if copies else ""
     source = (f"measured sampler sequences ({'wall, issued eagerly' if eager else 'queued behind the graph'}; "
               f"measurements/launch/h200-sampler.csv)")
-    return [priced_row(pricer, SAMPLING_VARIANT, f"sampling after the graph ({SAMPLER_WORDS[sampler]}; "
+    return [priced_row(pricer, SAMPLING_VARIANT, f"sampling after the graph ({SAMPLER_WORDS[sampler]}{inputs}; "
                        f"{logit_rows:,} x {vocab:,} logits)", kernels, 1.0, t.t_s,
                        "torch_eager" if eager else "torch_graph", calls=len(kernels), part="sequences",
                        source=source, predicted_from=t.provenance)]

@@ -173,3 +173,30 @@ def test_another_nvidia_gpu_takes_the_h200s_times_with_its_slower_hbm():
     assert there.t_s == pytest.approx(here.t_s + extra, rel=1e-12) and extra > 0
     assert there.provenance == "transferred from h200-sxm" and "transferred" in there.note
     assert not math.isnan(there.t_s)
+
+
+def test_an_explicit_sampler_and_its_refusals():
+    """step_report(sampler=) picks one for rooflab's own step ("unpriced": no row); one that contradicts the named
+    engine's is refused, naming both; an unknown name is refused naming the option."""
+    assert not _sampling_rows(step_report(LLAMA, H200, 8, 96, sampler="unpriced"))
+    (row,) = _sampling_rows(step_report(LLAMA, H200, 8, 96, sampler="v1_random"))
+    assert row.label.startswith("sampling after the graph (vLLM V1")
+    with pytest.raises(InputError, match="sampler v1_random contradicts vllm 0.7.3"):
+        step_report(LLAMA, H200, 8, 96, engine="vllm", engine_version="0.7.3", sampler="v1_random")
+    with pytest.raises(InputError, match="sampler must be one of"):
+        step_report(LLAMA, H200, 8, 96, sampler="top_k")
+
+
+def test_an_eager_deployment_prices_the_wall_time():
+    """Without CUDA graphs the host issues every launch: the eager sequences at their `wall` times, V0 copies
+    nothing into a graph's buffers, and SGLang's cast is never below the host's issue time a launch."""
+    dep = Deployment(cuda_graphs=False)
+    (row,) = _sampling_rows(step_report(LLAMA, H200, 8, 96, deployment=dep, engine="vllm", engine_version="0.7.3"))
+    rows = _csv_rows()
+    assert row.t_predicted_s == pytest.approx(rows[("v0_random", 8, 128256, "wall")], rel=1e-12)
+    assert row.calls == len(SEQUENCE_OPS[SamplerSequence.v0_random])
+    (row,) = _sampling_rows(step_report(LLAMA, H200, 8, 96, deployment=dep, engine="sglang",
+                                        engine_version="0.4.3.post2"))
+    host = H200.measured.launch.eager_host_s
+    assert row.t_predicted_s == pytest.approx(max(rows[("fp32_cast", 8, 128256, "graph")], host)
+                                              + rows[("greedy_argmax", 8, 128256, "wall")], rel=1e-12)
