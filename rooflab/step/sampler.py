@@ -26,7 +26,7 @@ verifies drafts with a rejection sampler that is not read: no sampler is priced 
 Facts (SAMPLER_FACTS), each read at one release and assumed kept within its minor line, not beyond:
   vLLM 0.7.3 (V0): model_executor/layers/sampler.py:270-271 logits.to(torch.float), div_ by the temperatures; :261
     penalties only `if do_penalties`; :282, :284 softmax and log_softmax in fp32; :681 sample_indices.long(); :719
-    probs[long_sample_indices] into _multinomial, :525-536 q = empty_like, q.exponential_(), probs.div_(q).argmax;
+    probs[long_sample_indices] into _multinomial, :524-536 q = empty_like, q.exponential_(), probs.div_(q).argmax;
     :485 random_samples.cpu() (the sync); :892 the logprob gather and rank only if logprobs are asked;
     worker/model_runner.py:1772, :1782 compute_logits and sample after model_executable (eager: CUDAGraphRunner.forward
     :1985-1997 copies input_ids, positions, slot_mapping and, attention/backends/utils.py:383-386, seq_lens_tensor and
@@ -178,7 +178,7 @@ class SamplerFact:
 SAMPLER_FACTS = (
     SamplerFact("vllm", "0.7.3", Sampler.v0_random,
                 "vllm 0.7.3 wheel on PyPI: model_executor/layers/sampler.py:270-284 fp32, temperature, softmax, "
-                "log_softmax; :719, :525-536 _multinomial; :485 .cpu(); worker/model_runner.py:1772-1782 after "
+                "log_softmax; :719, :524-536 _multinomial; :485 .cpu(); worker/model_runner.py:1772-1782 after "
                 ":2020 graph.replay(), :1985-1997 graph-input copies"),
     SamplerFact("vllm", "0.11.2", Sampler.v1_random,
                 "vllm 0.11.2 wheel on PyPI: v1/sample/sampler.py:87, :129-139, :158; v1/sample/ops/"

@@ -52,7 +52,8 @@ def test_the_op_facts():
     SGLang's fp32 cast is in the graph (logits_processor.py:248), its argmax after it; rooflab's own graphs both."""
     names = {seq: [op.name for op in ops] for seq, ops in SEQUENCE_OPS.items()}
     assert "log_softmax" in names[SamplerSequence.v0_random] and "gather rows" in names[SamplerSequence.v0_random]
-    assert "log_softmax" not in names[SamplerSequence.v1_random] and "gather rows" not in names[SamplerSequence.v1_random]
+    v1 = names[SamplerSequence.v1_random]
+    assert "log_softmax" not in v1 and "gather rows" not in v1
     for seq in (SamplerSequence.v0_random, SamplerSequence.v1_random):
         assert names[seq][0] == "to fp32" and names[seq][-3:] == ["probs / q", "argmax", "tokens to host"]
     assert SAMPLER_SEQUENCES[Sampler.v0_random] == ((SamplerSequence.v0_random, False),
