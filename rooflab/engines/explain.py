@@ -31,11 +31,12 @@ from ..units import GiB
 from . import sglang as sglang_mod
 from . import vllm as vllm_mod
 from .layout import BlockLayout, engine_states, sglang_cell, vllm_layout
+from .logrules import SAMPLER_RAN
 from .logs import EngineLog
 from .memory import LORA, lora_term
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
-from .vocab import Engine, accounting_of, label_release, parse_kv_cache_dtype, release_text
+from .vocab import Engine, accounting_of, label_release, parse_kv_cache_dtype, parse_logprobs_mode, release_text
 
 UNATTRIBUTED = ("unattributed", "what the logged KV figure implies beyond the terms above (the log does not print "
                                 "them all; the others are modelled)")
@@ -148,6 +149,11 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
         elif key != "dtype":
             lines.append(f"{label} {shown if shown is not None else 'default'}: from the options or the "
                          "engine's default")
+    ran, mode = log.setting("sampler"), log.setting("logprobs_mode")
+    if ran is not None:
+        lines.append(f"sampler {SAMPLER_RAN[ran.value]}: from the log ({ran.source})")
+    if mode is not None:
+        lines.append(f"--logprobs-mode {mode.value}: from the log ({mode.source})")
     for key, option in _OVERRIDES:       # the sizing overrides: only where the log states one or the options set it
         logged, value = log.setting(key), getattr(settings, key)
         if logged is not None:
@@ -246,7 +252,33 @@ def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -
                              f"drop the option or use --what-if {option.lstrip('-')}=...")
         updates[field] = value
     updates.update(_logged_overrides(log, settings, given))
+    updates.update(_logged_sampler(log, settings, given))
     return dataclasses.replace(settings, **updates)
+
+
+#: What each sampler line says (logrules.SAMPLER_LINES) as EngineSettings' fields: FlashInfer ran (installed, and
+#: VLLM_USE_FLASHINFER_SAMPLER unset before v0.11.1 or set: True samples with it in every release that prints the
+#: line), it is not installed, or VLLM_USE_FLASHINFER_SAMPLER=0 kept the sort.
+_SAMPLER_SETTINGS = {"flashinfer": {"flashinfer_installed": True, "use_flashinfer_sampler": True},
+                     "not_installed": {"flashinfer_installed": False},
+                     "not_enabled": {"flashinfer_installed": True, "use_flashinfer_sampler": False}}
+
+
+def _logged_sampler(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> dict:
+    """The sampler the log says ran and the --logprobs-mode its arguments state, as EngineSettings changes; a value
+    the user gave that the log contradicts is an error naming both."""
+    updates = {}
+    ran, mode = log.setting("sampler"), log.setting("logprobs_mode")
+    stated = dict(_SAMPLER_SETTINGS[ran.value]) if ran is not None else {}
+    if mode is not None:
+        stated["logprobs_mode"] = parse_logprobs_mode(mode.value)
+    for field, value in stated.items():
+        source = (mode if field == "logprobs_mode" else ran).source
+        if field in given and getattr(settings, field) != value:
+            raise InputError(f"{EngineSettings.OPTIONS[field]} {getattr(settings, field)} contradicts the log's "
+                             f"{value} ({source}); drop the option")
+        updates[field] = value
+    return updates
 
 
 #: The sizing overrides a configuration line may state (overrides.py), each with its options' words.

@@ -191,7 +191,26 @@ _SETTING_PATTERNS = {
     "max_total_tokens": re.compile(rf"\bmax_total_tokens{_Q}\s*[:=]\s*(\d+)"),
     "num_gpu_blocks_override": re.compile(rf"\bnum_gpu_blocks_override{_Q}\s*[:=]\s*(\d+)"),
     "kv_cache_memory_bytes": re.compile(rf"\bkv_cache_memory_bytes{_Q}\s*[:=]\s*(\d+)"),
+    # vLLM V1's --logprobs-mode (vocab.LogprobsMode), as its non-default args print it
+    "logprobs_mode": re.compile(rf"\blogprobs_mode{_Q}\s*[:=]\s*{_Q}(?:LogprobsMode\.)?([A-Za-z_]+)"),
 }
+
+#: The lines vLLM V1's TopKTopPSampler prints once when it picks its path (vllm v0.10.1.1 and v0.10.2
+#: vllm/v1/sample/ops/topk_topp_sampler.py __init__; v0.11.2 prints the first only, when opted in: :36), each
+#: with what it says ran: FlashInfer's top-k / top-p, the native sort because FlashInfer is not installed, or the
+#: sort because VLLM_USE_FLASHINFER_SAMPLER=0 (explain.py reads them as EngineSettings' sampler fields).
+SAMPLER_LINES = {"Using FlashInfer for top-p & top-k sampling": "flashinfer",
+                 "FlashInfer is not available. Falling back to the PyTorch-native implementation": "not_installed",
+                 "FlashInfer is available, but it is not enabled. Falling back": "not_enabled"}
+#: What each of them says ran, in words.
+SAMPLER_RAN = {"flashinfer": "FlashInfer's top-k / top-p",
+               "not_installed": "the native sort (FlashInfer not installed)",
+               "not_enabled": "the native sort (VLLM_USE_FLASHINFER_SAMPLER=0)"}
+
+
+def sampler_of(line: str) -> Optional[str]:
+    """What a vLLM V1 sampler line says ran (SAMPLER_LINES), or None for any other line."""
+    return next((ran for phrase, ran in SAMPLER_LINES.items() if phrase in line), None)
 
 
 def settings_of(line: str) -> dict[str, str]:
@@ -336,4 +355,5 @@ _RANK = re.compile(r"\((Worker_[A-Za-z0-9_]+) pid=\d+[,)]|(?:Worker_|\s|\[)(TP\d
 
 
 __all__ = ["ANCHORS", "CONFIG_MARKERS", "Hit", "MAX_CONFIG_LINES", "Nesting", "RULES", "Rule", "config_lines",
-           "incomplete", "rank_of", "read_line", "settings_of", "starts_record"]
+           "SAMPLER_LINES", "SAMPLER_RAN", "incomplete", "rank_of", "read_line", "sampler_of", "settings_of",
+           "starts_record"]

@@ -54,8 +54,10 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
 Settings a configuration line states (vLLM "with config:" / "non-default args:", SGLang "server_args=") are read
 too: TP size, dtype, KV-cache dtype, block size, max model len, utilisation, and the sizing overrides
 (enforce_eager / disable_cuda_graph, max_total_tokens, num_gpu_blocks_override, kv_cache_memory_bytes: overrides.py)
-(logrules.settings_of). vLLM's "Overriding num_gpu_blocks=M with num_gpu_blocks_override=N" line is not read as the
-setting: from v0.19 V1 prints one for its CUDA-graph profile's dummy cache whether the option is given or not.
+(logrules.settings_of), and vLLM V1's --logprobs-mode; so is the line V1's sampler prints when it picks FlashInfer or
+the native sort (logrules.SAMPLER_LINES: setting 'sampler'). vLLM's "Overriding num_gpu_blocks=M with
+num_gpu_blocks_override=N" line is not read as the setting: from v0.19 V1 prints one for its CUDA-graph profile's
+dummy cache whether the option is given or not.
 
 A log may hold several start-ups (a post pasting two runs): each is an EngineLog of its own, never mixed. A new
 start-up begins where a configuration line follows KV figures, where a figure repeats with another value (beyond the
@@ -86,7 +88,7 @@ from ..errors import InputError
 from ..files import read_text
 from ..units import GiB
 from ..vocab import engine_release
-from .logrules import ANCHORS, Hit, config_lines, incomplete, rank_of, read_line, settings_of
+from .logrules import ANCHORS, Hit, config_lines, incomplete, rank_of, read_line, sampler_of, settings_of
 from .vocab import Accounting, Engine, accounting_of, release_text
 
 #: A start-up log larger than this is refused (the lines that matter are a few hundred bytes).
@@ -378,6 +380,9 @@ def parse_startups(text: str, name: str = "log", accounting: Optional[Accounting
             cur.settings.setdefault(key, Logged(value, line_no, line.strip()))
             if key in _NUMERIC_SETTINGS and key not in cur.figures:
                 cur.figures[key] = Logged(value, line_no, line.strip())
+        ran = sampler_of(line)
+        if ran is not None:
+            cur.settings.setdefault("sampler", Logged(ran, line_no, line.strip()))
         given = _GIVEN_KV.search(line)
         if given is not None and "kv_cache_memory_bytes" not in cur.settings:
             value = _checked("kv_cache_memory_bytes", "gib", given.group(1), name, line_no)

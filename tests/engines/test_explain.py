@@ -333,3 +333,49 @@ def test_v1_concurrency_line_alone_anchors_the_replay():
     assert x.anchored
     assert x.reproduced.num_blocks == 1280 and x.reproduced.kv_cache_tokens == 20480
     assert x.check("max_concurrency").logged == 10.0 and x.reproduced.max_concurrency == 10.0
+
+
+# --- the sampler a vLLM V1 log says ran -------------------------------------------------------------------------------
+
+_V1_T4 = ("INFO 09-28 09:44:43 [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: model='m', "
+          "dtype=torch.float16, max_seq_len=512, tensor_parallel_size=1, kv_cache_dtype=auto\n"
+          "{sampler}"
+          "INFO 09-28 09:47:45 [gpu_worker.py:298] Available KV cache memory: 6.46 GiB\n"
+          "INFO 09-28 09:47:45 [kv_cache_utils.py:864] GPU KV cache size: 52,928 tokens\n")
+_NOT_INSTALLED = ("WARNING 09-28 09:44:43 [topk_topp_sampler.py:69] FlashInfer is not available. Falling back to the "
+                  "PyTorch-native implementation of top-p & top-k sampling.\n")
+
+
+def test_a_v1_logs_sampler_line_picks_the_sampler_modelled():
+    """Set 8's v0.10.2 T4 log prints 'FlashInfer is not available' (vllm v0.10.2 topk_topp_sampler.py:69): the
+    modelled profile sorts, 38 bytes a logit against FlashInfer's 14 where it is installed (EngineSettings'
+    default): 192 x 128,256 x 24 bytes more activation peak for Llama-3.1-8B at 192 sequences."""
+    model, t4 = load_model("llama-3.1-8b"), load_gpu("t4")
+    settings = EngineSettings(Accounting.vllm_v1, max_num_seqs=192, max_num_batched_tokens=2048)
+    peaks = {}
+    for name, sampler in (("silent", ""), ("not installed", _NOT_INSTALLED)):
+        x = explain_log(parse_log(_V1_T4.format(sampler=sampler)), model, t4, settings)
+        peaks[name] = x.modelled.term("activation_peak").bytes
+    assert peaks["not installed"] - peaks["silent"] == 192 * 128256 * 24
+    x = explain_log(parse_log(_V1_T4.format(sampler=_NOT_INSTALLED)), model, t4, settings)
+    assert any(t.startswith("sampler the native sort (FlashInfer not installed): from the log (line 2")
+               for t in x.settings_taken)
+
+
+def test_a_sampler_the_options_give_against_the_logs_is_refused():
+    model, t4 = load_model("llama-3.1-8b"), load_gpu("t4")
+    with pytest.raises(InputError, match=r"--no-flashinfer True contradicts the log's False \(line 2"):
+        explain_log(parse_log(_V1_T4.format(sampler=_NOT_INSTALLED)), model, t4,
+                    EngineSettings(Accounting.vllm_v1, flashinfer_installed=True),
+                    given=frozenset({"flashinfer_installed"}))
+
+
+def test_nemo_rls_logprobs_mode_is_taken_from_its_args():
+    """Set 8's NeMo RL Gemma-3 log (v0.11.2): its non-default args' 'processed_logprobs' is the setting explained."""
+    from rooflab.engines.vocab import LogprobsMode
+
+    log = read_log(ENGINE_LOGS / "heldout8"
+                   / "vllm-v1-0.11.2-gemma-3-27b-it-grpo-b200-util090-maxlen32768-nemo-rl-eval.log")
+    x = explain_log(log, load_model("gemma-3-27b"), load_gpu("b200"), EngineSettings(Accounting.vllm_v1))
+    assert any(t.startswith("--logprobs-mode processed_logprobs: from the log (line 61") for t in x.settings_taken)
+    assert log.setting("logprobs_mode").value == LogprobsMode.processed_logprobs.value

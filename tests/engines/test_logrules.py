@@ -94,3 +94,34 @@ def test_a_continuation_never_holds_the_start_of_another_record():
     head = "INFO 08-28 10:00:00 [utils.py:326] non-default args: {'a': 1, "
     assert config_lines([head, "'b': 2, non-default args: {'c': 3}", "'d': 4}"], 0) == 1
     assert config_lines([head, "'b': 2, non-defa", "ult args: {'c': 3}", "}"], 0) == 1
+
+
+# --- vLLM V1's sampler lines and --logprobs-mode ---------------------------------------------------------------------
+
+from rooflab.engines.logrules import SAMPLER_LINES, SAMPLER_RAN, sampler_of, settings_of  # noqa: E402
+
+
+@pytest.mark.parametrize("line, ran", [
+    # set 8's v0.11.2 Unsloth log (VLLM_USE_FLASHINFER_SAMPLER=1 set by unsloth_zoo)
+    ("INFO 11-25 15:08:03 [topk_topp_sampler.py:36] Using FlashInfer for top-p & top-k sampling.", "flashinfer"),
+    # set 8's v0.10.2 Unsloth log on a T4 (vllm v0.10.2 topk_topp_sampler.py:69)
+    ("WARNING 09-28 09:44:43 [topk_topp_sampler.py:69] FlashInfer is not available. Falling back to the PyTorch-"
+     "native implementation of top-p & top-k sampling. For the best performance, please install FlashInfer.",
+     "not_installed"),
+    # v0.10.1.1 / v0.10.2 topk_topp_sampler.py __init__, VLLM_USE_FLASHINFER_SAMPLER=0
+    ("WARNING [topk_topp_sampler.py:62] FlashInfer is available, but it is not enabled. Falling back to the PyTorch-"
+     "native implementation of top-p & top-k sampling. For the best performance, please set "
+     "VLLM_USE_FLASHINFER_SAMPLER=1.", "not_enabled"),
+    ("INFO [gpu_worker.py:359] Available KV cache memory: 17.20 GiB", None),
+])
+def test_each_sampler_line_says_what_ran(line, ran):
+    assert sampler_of(line) == ran
+    assert set(SAMPLER_RAN) == set(SAMPLER_LINES.values())
+
+
+def test_logprobs_mode_from_non_default_args():
+    """Set 8's NeMo RL log (vLLM v0.11.2) prints 'logprobs_mode': 'processed_logprobs' among its non-default args."""
+    line = ("INFO 02-28 03:53:46 [utils.py:253] non-default args: {'seed': 7, 'max_model_len': 32768, "
+            "'enable_prefix_caching': True, 'logprobs_mode': 'processed_logprobs', 'disable_log_stats': True}")
+    assert settings_of(line)["logprobs_mode"] == "processed_logprobs"
+    assert "logprobs_mode" not in settings_of("INFO non-default args: {'max_logprobs': 0}")
