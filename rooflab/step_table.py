@@ -41,6 +41,7 @@ from .specs import GpuSpec, ModelSpec
 from .step import (DEFAULT_MOE_KERNEL, Routing, StepRow, StepWork, _decode_attention, _draft, _layer_rows,
                    _prefill_attention, decode_attention_of, moe_kernel_of, step_context)
 from .step.gemms import projections
+from .step.dense_block_fp8 import DenseBlockFp8Kernel
 from .step.sampler import Sampler, load_sampler_times
 from .step.work import sequence_rows
 
@@ -145,7 +146,8 @@ class StepTable:
               min_context: int | None = None, lazy: bool = False,
               moe_kernel: str = DEFAULT_MOE_KERNEL, decode_attention: str = "shared",
               routing: str = "unpriced", mla_decode_splits: int | None = None, mla_layout: str = "separate",
-              absorbed_bytes: float | None = None, sampler: str = Sampler.graphed_greedy) -> "StepTable":
+              absorbed_bytes: float | None = None, sampler: str = Sampler.graphed_greedy,
+              dense_block: str = DenseBlockFp8Kernel.scaled_mm_block) -> "StepTable":
         """Price the step model on the grids: tokens 1 .. max_decodes q + max_prefill, decodes 1 .. max_decodes,
         mean context min_context (default page_size) .. max_context, prefill 1 .. max_prefill. A mean context
         below min_context is priced at min_context (a caller that knows no decode reads less, e.g. a serving
@@ -157,7 +159,8 @@ class StepTable:
         `mla_decode_splits` the KV splits of the MLA decode (None: rooflab's own split search), `mla_layout`
         (rooflab.step.MlaLayout or its name) the GEMMs of MLA's projections and `absorbed_bytes` the bytes a W_UK /
         W_UV parameter (None: the activations'), `sampler` (rooflab.step.Sampler or its name) what picks the tokens
-        after the graph; rooflab.step.engine_kernels picks them for an engine and version."""
+        after the graph, `dense_block` (rooflab.step.dense_block_fp8.DenseBlockFp8Kernel or its name) what prices the dense
+        block-fp8 GEMMs; rooflab.step.engine_kernels picks them for an engine and version."""
         deployment = Deployment() if deployment is None else deployment
         if not isinstance(deployment, Deployment):
             raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
@@ -176,7 +179,7 @@ class StepTable:
         ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention),
                            moe_kernel_of(moe_kernel), routing=Routing.of(routing, "routing"),
                            mla_decode_splits=mla_decode_splits, mla_layout=mla_layout, absorbed_bytes=absorbed_bytes,
-                           sampler=Sampler.of(sampler, "sampler"))
+                           sampler=Sampler.of(sampler, "sampler"), dense_block=dense_block)
         spec = deployment.speculative
         q = spec.query_tokens if spec is not None else 1
         page = deployment.page_size

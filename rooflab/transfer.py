@@ -63,7 +63,7 @@ IMPL_PATH: dict[str, TensorPath] = {
     "torch_efficient": TensorPath.mma_sync, "torch_cudnn": TensorPath.native, "torch_cudnn_dense": TensorPath.native,
     "torch_eager": TensorPath.native, "torch_bmm_dense": TensorPath.native, "torch_cublas": TensorPath.native,
     "torch_grouped_mm": TensorPath.native, "torch_scaled_grouped_mm": TensorPath.native,
-    "torch_scaled_mm": TensorPath.native, "torch_scaled_mm_block": TensorPath.native,
+    "torch_scaled_mm": TensorPath.native, "torch_scaled_mm_block": TensorPath.native, "deepgemm": TensorPath.wgmma,
     "torch_cudnn_shapes": TensorPath.native, "attention_pytorch": TensorPath.native,
 }
 
@@ -79,6 +79,10 @@ DENSE_FP8_GEMM_IMPL = "torch_scaled_mm"
 #: ship): torch._scaled_mm with blockwise scales (cuBLASLt), fitted by rooflab.fit.gemm_fit.fit_dense_fp8_block on
 #: benchmarks/dense_fp8_block_gemm.py's rows.
 DENSE_FP8_BLOCK_GEMM_IMPL = "torch_scaled_mm_block"
+#: The same GEMM as SGLang 0.5.x runs it on compute capability 9.0: DeepGEMM's fp8_gemm_nt (sgl-deep-gemm 0.1.0, an
+#: sm90 wgmma kernel), fitted by rooflab.fit.gemm_fit.fit_dense_fp8_deepgemm on benchmarks/deepgemm_block_gemm.py's
+#: rows.
+DENSE_FP8_DEEPGEMM_IMPL = "deepgemm"
 
 #: Hopper's mma.sync reaches about 2/3 of the dense tensor roof, which wgmma alone reaches: FlashAttention-3
 #: (Shah et al., arXiv 2407.08608), section 2.2, "the older mma.sync instruction can only reach about 2/3 the peak

@@ -28,6 +28,8 @@ class GemmCost(SingleKernel):
     kernel: KernelCost
     weight_bytes: np.ndarray
     variant: str = "gemm"                 # not an attention Variant: step.py's rows name it
+    n: object = None                      # the weight's [n, k] (which kernels take the shape: step.dense_block_fp8)
+    k: object = None
 
 
 #: Largest GEMM dimension (2**53, where float64 stops holding every whole number): 2 m n k stays finite (10**300
@@ -48,7 +50,7 @@ def gemm(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: DType = DType.bf16, na
     bits = dtype.bytes * 8 if weight_bits is None else real_number(weight_bits, "weight_bits", 0, 64, lo_open=True)
     weight = g * n * k * bits / 8                                # G x W [n, k], read once
     acts = (m * k + m * n) * dtype.bytes                         # x [m, k] in, y [m, n] out
-    return GemmCost(KernelCost(name, 2 * m * n * k, weight + acts), weight)
+    return GemmCost(KernelCost(name, 2 * m * n * k, weight + acts), weight, n=n, k=k)
 
 
 __all__ = ["GemmCost", "gemm"]

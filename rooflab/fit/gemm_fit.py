@@ -15,6 +15,10 @@ held-out errors on alternate rows:
                      weight scales ran in the 'plain' layout (k / 128 not a multiple of 4: DeepSeek-V3's TP 8 down
                      and shared-expert down, Llama-2-7B's down) are left out: torch accepted that layout and cuBLASLt computed wrong
                      results with it (rel_error 0.4-0.7 against 1.7e-3 elsewhere), so their times are of no GEMM.
+    deepgemm         the same form on DeepGEMM's fp8_gemm_nt (sgl-deep-gemm 0.1.0) called as SGLang 0.5.12 calls it
+                     on compute capability 9.0 (float32 1 x 128 activation and 128 x 128 weight scales), fitted on
+                     benchmarks/deepgemm_block_gemm.py's rows (measurements/gemm/h200-deepgemm-block-gemm.csv): SGLang
+                     0.5.x's dense block-fp8 GEMMs (rooflab.step.dense_block_fp8).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from ..cost.gemm import gemm
 from ..predict import model_time
 from ..floors import Ceilings
 from ..specs import FittedModel, GpuSpec
-from ..transfer import DENSE_FP8_BLOCK_GEMM_IMPL, DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL
+from ..transfer import DENSE_FP8_BLOCK_GEMM_IMPL, DENSE_FP8_DEEPGEMM_IMPL, DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL
 from ..units import DType
 from ..vocab import CeilingSource, Kernel
 from .fitting import fit_overhead_efficiency
@@ -44,6 +48,9 @@ FP8_CAMPAIGN = "gemm/h200-dense-fp8-gemm.csv"
 #: The block-fp8 GEMM's implementation and campaign (benchmarks/dense_fp8_block_gemm.py's scaled_mm_block rows).
 BLOCK_IMPL = DENSE_FP8_BLOCK_GEMM_IMPL
 BLOCK_CAMPAIGN = "gemm/h200-dense-fp8-block-gemm.csv"
+#: DeepGEMM's block-fp8 GEMM: implementation and campaign (benchmarks/deepgemm_block_gemm.py's deepgemm rows).
+DEEPGEMM_IMPL = DENSE_FP8_DEEPGEMM_IMPL
+DEEPGEMM_CAMPAIGN = "gemm/h200-deepgemm-block-gemm.csv"
 #: A block row's note when its weight scales ran in the layout cuBLASLt computed wrong results with (left out).
 WRONG_LAYOUT = "scale_b layout plain"
 
@@ -99,5 +106,12 @@ def fit_dense_fp8_block(rows: Sequence[dict], gpu: GpuSpec, campaign: str = BLOC
     return fit_dense_fp8(rows, gpu, campaign, measured="scaled_mm_block", impl=BLOCK_IMPL)
 
 
-__all__ = ["BLOCK_CAMPAIGN", "BLOCK_IMPL", "FP8_CAMPAIGN", "FP8_IMPL", "IMPL", "fit_dense_fp8", "fit_dense_fp8_block",
-           "fit_gemm", "model_times"]
+def fit_dense_fp8_deepgemm(rows: Sequence[dict], gpu: GpuSpec, campaign: str = DEEPGEMM_CAMPAIGN
+                           ) -> Optional[FittedModel]:
+    """DeepGEMM's block-fp8 GEMM FittedModel (deepgemm): fit_dense_fp8 on benchmarks/deepgemm_block_gemm.py's
+    deepgemm rows."""
+    return fit_dense_fp8(rows, gpu, campaign, measured=DEEPGEMM_IMPL, impl=DEEPGEMM_IMPL)
+
+
+__all__ = ["BLOCK_CAMPAIGN", "BLOCK_IMPL", "DEEPGEMM_CAMPAIGN", "DEEPGEMM_IMPL", "FP8_CAMPAIGN", "FP8_IMPL", "IMPL",
+           "fit_dense_fp8", "fit_dense_fp8_block", "fit_dense_fp8_deepgemm", "fit_gemm", "model_times"]

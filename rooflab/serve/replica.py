@@ -72,7 +72,7 @@ class Replica:
                                moe_kernel=kernels.moe_kernel, decode_attention=kernels.decode_attention,
                                routing=kernels.routing, mla_decode_splits=kernels.mla_decode_splits,
                                mla_layout=kernels.mla_layout, absorbed_bytes=kernels.absorbed_bytes,
-                               sampler=kernels.sampler)
+                               sampler=kernels.sampler, dense_block=kernels.dense_block)
         return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
 
     @property

@@ -39,6 +39,7 @@ from ..errors import InputError, shown
 from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..step import DEFAULT_MOE_KERNEL, DecodeAttention, MoeKernel, Routing, decode_attention_of, moe_kernel_of
+from ..step.dense_block_fp8 import DenseBlockFp8Kernel
 from ..step.sampler import Sampler
 from ..step_table import StepTable
 
@@ -216,7 +217,8 @@ class _Line:
 
 def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts: bool, moe_kernel: str,
                 decode_attention: str, routing: Routing = Routing.unpriced, mla_layout: str = "separate",
-                mla_decode_splits: Optional[int] = None, sampler: Sampler = Sampler.graphed_greedy) -> str:
+                mla_decode_splits: Optional[int] = None, sampler: Sampler = Sampler.graphed_greedy,
+                dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block) -> str:
     """Where the step's predictions come from (the step report's own notes at one decode: measured on this GPU, or
     transferred with the error band), or why there are none."""
     from ..step import step_report
@@ -233,7 +235,9 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
         ("routing", Routing.of(routing, "routing").value, Routing.of(routing, "routing") is not Routing.unpriced),
         ("MLA projections", str(mla_layout), str(mla_layout) != "separate"),
         ("MLA decode splits", str(mla_decode_splits), mla_decode_splits is not None),
-        ("sampler", sampler.value, sampler is not Sampler.graphed_greedy)) if shown_]
+        ("sampler", sampler.value, sampler is not Sampler.graphed_greedy),
+        ("dense block-fp8 GEMMs as", dense_block.value, dense_block is not DenseBlockFp8Kernel.scaled_mm_block))
+        if shown_]
     kernels = f" ({', '.join(kernels)})" if kernels else ""
     moved = [n.removeprefix("t_predicted ") for n in report.notes if "transferred" in n]
     if moved:
@@ -246,28 +250,31 @@ def _table(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: 
            max_context: int, max_prefill: int, moe_kernel: MoeKernel,
            decode_attention: DecodeAttention, routing: Routing = Routing.unpriced,
            mla_decode_splits: Optional[int] = None, mla_layout: str = "separate",
-           absorbed_bytes: Optional[float] = None, sampler: Sampler = Sampler.graphed_greedy) -> TableStepTimes:
+           absorbed_bytes: Optional[float] = None, sampler: Sampler = Sampler.graphed_greedy,
+           dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block) -> TableStepTimes:
     table = StepTable.build(model, gpu, deployment, max_decodes=max_decodes, max_context=max_context,
                             max_prefill=max_prefill, min_context=min_context, lazy=True, moe_kernel=moe_kernel,
                             decode_attention=decode_attention, routing=routing,
                             mla_decode_splits=mla_decode_splits, mla_layout=mla_layout,
-                            absorbed_bytes=absorbed_bytes, sampler=sampler)
+                            absorbed_bytes=absorbed_bytes, sampler=sampler, dense_block=dense_block)
     return TableStepTimes(table, _provenance(model, gpu, deployment, table.predicts, moe_kernel, decode_attention,
-                                             routing, mla_layout, mla_decode_splits, sampler))
+                                             routing, mla_layout, mla_decode_splits, sampler, dense_block))
 
 
 def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decodes: int, min_context: int,
                max_context: int, max_prefill: int, moe_kernel: str = DEFAULT_MOE_KERNEL,
                decode_attention: str = "shared", routing: str = "unpriced",
                mla_decode_splits: Optional[int] = None, mla_layout: str = "separate",
-               absorbed_bytes: Optional[float] = None, sampler: str = Sampler.graphed_greedy) -> TableStepTimes:
+               absorbed_bytes: Optional[float] = None, sampler: str = Sampler.graphed_greedy,
+               dense_block: str = DenseBlockFp8Kernel.scaled_mm_block) -> TableStepTimes:
     """The step-time function for a deployment: rooflab's step tabulated for up to `max_decodes` decodes of mean
     context `min_context` .. `max_context` (a decode reading less is priced at min_context) and prefill chunks of
     up to `max_prefill` tokens, the experts priced as `moe_kernel` (rooflab.step.MoeKernel), the decode attention as
     `decode_attention` (rooflab.step.DecodeAttention), the MoE routing as `routing` (rooflab.step.Routing), the MLA
     decode at `mla_decode_splits` KV splits (None: rooflab's own split search; rooflab.step.engine_kernels picks the
     four for an engine, with `mla_layout` and `absorbed_bytes`, the MLA projections' GEMMs, and `sampler`
-    (rooflab.step.Sampler), what picks the tokens after the graph). Tables
+    (rooflab.step.Sampler), what picks the tokens after the graph, and `dense_block` (rooflab.step.
+    dense_block_fp8.DenseBlockFp8Kernel), what prices the dense block-fp8 GEMMs). Tables
     are kept (up to 32) for the same model, GPU, deployment, limits and kernels. Each size is a whole number of at
     least 1 (a context at most max_context), else InputError naming it."""
     model, gpu = check_spec(model, ModelSpec, "model"), check_spec(gpu, GpuSpec, "gpu")
@@ -281,4 +288,5 @@ def step_times(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, max_decod
         raise InputError(f"min_context ({min_context:,}) must be at most max_context ({max_context:,})")
     return _table(model, gpu, deployment, max_decodes, min_context, max_context, max_prefill,
                   moe_kernel_of(moe_kernel), decode_attention_of(decode_attention), Routing.of(routing, "routing"),
-                  mla_decode_splits, str(mla_layout), absorbed_bytes, Sampler.of(sampler, "sampler"))
+                  mla_decode_splits, str(mla_layout), absorbed_bytes, Sampler.of(sampler, "sampler"),
+                  DenseBlockFp8Kernel.of(dense_block, "dense_block"))

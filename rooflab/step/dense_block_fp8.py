@@ -1,7 +1,9 @@
 """Which kernel an engine runs a block-fp8 model's dense (non-expert) linear layers with at a release, read from its
-wheel: a fact the step states in its note, not a price. rooflab prices these GEMMs with its block-fp8 GEMM fit
-(torch_scaled_mm_block: torch._scaled_mm with blockwise scales, cuBLASLt, measured on the H200) whatever the engine;
-neither engine kernel below is measured here, so the fit is kept and the note says so.
+wheel, and what prices them (DenseBlockFp8Kernel). rooflab prices these GEMMs with its block-fp8 GEMM fit
+(torch_scaled_mm_block: torch._scaled_mm with blockwise scales, cuBLASLt, measured on the H200) for every engine
+kernel it has not measured (vLLM 0.7.x's and SGLang 0.4.x's CUTLASS blockwise, the engines' Triton fallbacks); SGLang
+0.5.x's DeepGEMM is measured (benchmarks/deepgemm_block_gemm.py, measurements/gemm/h200-deepgemm-block-gemm.csv: the
+call SGLang 0.5.12 makes, on the H200) and priced by its own fit (deepgemm) where DeepGEMM takes the shape.
 
 Facts (DENSE_BLOCK_FP8_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x,
 0.5.x):
@@ -33,19 +35,44 @@ Facts (DENSE_BLOCK_FP8_FACTS), each read at one release and assumed kept within 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
-from ..vocab import engine_release
+import numpy as np
+
+from ..fit.gemm_fit import DEEPGEMM_CAMPAIGN
+from ..vocab import _Named, engine_release
+
+#: DeepGEMM's shapes in SGLang 0.5.12: the weight's N a multiple of 64 and K of 128 (srt/layers/quantization/
+#: fp8_utils.py:659, deepgemm_w8a8_block_fp8_linear_with_fallback); the Triton fallback elsewhere.
+DEEPGEMM_N_MULTIPLE, DEEPGEMM_K_MULTIPLE = 64, 128
+
+
+class DenseBlockFp8Kernel(_Named):
+    """What prices a step's dense block-fp8 GEMMs (the module docstring)."""
+
+    scaled_mm_block = "scaled_mm_block"      # the torch_scaled_mm_block fit (cuBLASLt) whatever the engine runs
+    deepgemm = "deepgemm"                    # SGLang 0.5.x: the deepgemm fit where DeepGEMM takes the shape (takes)
+
+    def takes(self, n, k) -> bool:
+        """Whether this kernel runs a GEMM of weight [n, k] (DeepGEMM: DEEPGEMM_N_MULTIPLE, DEEPGEMM_K_MULTIPLE;
+        every shape for scaled_mm_block); n, k may be arrays (all must hold)."""
+        if self is DenseBlockFp8Kernel.scaled_mm_block:
+            return True
+        return bool(np.all(np.asarray(n) % DEEPGEMM_N_MULTIPLE == 0)
+                    and np.all(np.asarray(k) % DEEPGEMM_K_MULTIPLE == 0))
 
 
 @dataclass(frozen=True)
 class DenseBlockFp8Fact:
-    """An engine line's dense block-fp8 GEMM kernel on compute capability 9.x, read at `version` from its wheel."""
+    """An engine line's dense block-fp8 GEMM kernel on compute capability 9.x, read at `version` from its wheel, and
+    what prices it."""
 
     engine: str
     version: str
     kernel: str
     source: str
     where: str = "N and K are multiples of 128"     # the shapes the kernel takes; the Triton fallback elsewhere
+    priced_as: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block
 
 
 DENSE_BLOCK_FP8_FACTS = (
@@ -56,25 +83,46 @@ DENSE_BLOCK_FP8_FACTS = (
     DenseBlockFp8Fact("sglang", "0.5.12", "DeepGEMM (deep_gemm fp8 x fp8 -> bf16 NT, JIT)",
                       "sglang 0.5.12 wheel: srt/layers/quantization/fp8_utils.py:445-463,645-696, "
                       "layers/deep_gemm_wrapper/configurer.py:17-32, environ.py:399",
-                      "N is a multiple of 64 and K of 128"),
+                      f"N is a multiple of {DEEPGEMM_N_MULTIPLE} and K of {DEEPGEMM_K_MULTIPLE}",
+                      DenseBlockFp8Kernel.deepgemm),
 )
+
+
+def _fact(engine, version, gpu, block_fp8: bool) -> Optional[DenseBlockFp8Fact]:
+    """The fact covering `engine` at `version` on `gpu` for block-fp8 weights; None where the weights are not block
+    fp8, the GPU is not compute capability 9.x, or no fact covers the release."""
+    cc = getattr(gpu, "compute_capability", None)
+    if not block_fp8 or not cc or cc.split(".")[0] != "9":
+        return None
+    name = str(getattr(engine, "value", engine) or "").lower()
+    at = engine_release(version) if version else None
+    for fact in DENSE_BLOCK_FP8_FACTS:
+        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
+            return fact
+    return None
 
 
 def dense_block_fp8_fact(engine, version, gpu, block_fp8: bool) -> str:
     """The note's words on the kernel `engine` at `version` runs block-fp8 dense GEMMs with on `gpu` ('' where the
     weights are not block fp8 (`block_fp8` False), the GPU is not compute capability 9.x, or no fact covers the
-    release)."""
-    cc = getattr(gpu, "compute_capability", None)
-    if not block_fp8 or not cc or cc.split(".")[0] != "9":
+    release), and what prices it."""
+    fact = _fact(engine, version, gpu, block_fp8)
+    if fact is None:
         return ""
-    name = str(getattr(engine, "value", engine) or "").lower()
-    at = engine_release(version) if version else None
-    for fact in DENSE_BLOCK_FP8_FACTS:
-        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
-            return (f"{fact.kernel} where {fact.where}, Triton w8a8_block_fp8_matmul at the shipped tuned config "
-                    f"elsewhere, read at {name} {fact.version} ({fact.source}); priced by the torch_scaled_mm_block "
-                    f"fit (cuBLASLt): neither engine kernel is measured")
-    return ""
+    head = (f"{fact.kernel} where {fact.where}, Triton w8a8_block_fp8_matmul at the shipped tuned config elsewhere, "
+            f"read at {fact.engine} {fact.version} ({fact.source}); ")
+    if fact.priced_as is DenseBlockFp8Kernel.deepgemm:
+        return head + (f"priced by the deepgemm fit where DeepGEMM takes the shape (measured: measurements/{DEEPGEMM_CAMPAIGN}), "
+                       f"by the torch_scaled_mm_block fit (cuBLASLt) elsewhere: the Triton fallback is not measured")
+    return head + "priced by the torch_scaled_mm_block fit (cuBLASLt): neither engine kernel is measured"
 
 
-__all__ = ["DENSE_BLOCK_FP8_FACTS", "DenseBlockFp8Fact", "dense_block_fp8_fact"]
+def dense_block_fp8_kernel(engine, version, gpu, block_fp8: bool) -> DenseBlockFp8Kernel:
+    """What prices `engine` at `version`'s dense block-fp8 GEMMs on `gpu` (the fact's priced_as; scaled_mm_block
+    where no fact covers it)."""
+    fact = _fact(engine, version, gpu, block_fp8)
+    return DenseBlockFp8Kernel.scaled_mm_block if fact is None else fact.priced_as
+
+
+__all__ = ["DEEPGEMM_K_MULTIPLE", "DEEPGEMM_N_MULTIPLE", "DENSE_BLOCK_FP8_FACTS", "DenseBlockFp8Fact",
+           "DenseBlockFp8Kernel", "dense_block_fp8_fact", "dense_block_fp8_kernel"]

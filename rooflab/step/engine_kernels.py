@@ -23,7 +23,8 @@ so that each prices the same deployment with the same kernels.
                        time measured on the H200; TensorRT-LLM's not read (unpriced)
     dense block fp8    dense_block_fp8_fact (dense_block_fp8.py): the kernel vLLM 0.7.x / SGLang 0.4.x ran the dense
                        block-fp8 GEMMs with on a 9.x GPU (CUTLASS blockwise), SGLang 0.5.x's (DeepGEMM), stated in
-                       the note, not priced
+                       the note; SGLang 0.5.x's priced by DeepGEMM's measured fit where it takes the shape
+                       (dense_block_fp8_kernel), the others by the cuBLASLt blockwise fit
 
 No engine: rooflab's own step (shared decode attention, DEFAULT_MOE_KERNEL). An engine without a version: the
 release rooflab.vocab.ENGINE_RELEASES names (the one the serving model's scheduler defaults follow).
@@ -48,7 +49,7 @@ from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
 from .attention import DecodeAttention, engine_decode_attention
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel, moe_kernel_fact
 from .pricing import step_context
-from .dense_block_fp8 import dense_block_fp8_fact
+from .dense_block_fp8 import DenseBlockFp8Kernel, dense_block_fp8_fact, dense_block_fp8_kernel
 from .mla_decode import mla_decode_fact
 from .mla_layout import MlaLayout, absorbed_weight_bytes, mla_layout_fact
 from .routing import Routing, routing_fact
@@ -79,6 +80,7 @@ class EngineKernels:
     absorbed_bytes: Optional[float] = None   # bytes a W_UK / W_UV parameter (step.mla_layout; None: activations')
     sampler: Sampler = Sampler.graphed_greedy    # the token pick after the graph (step.sampler)
     sampler_reason: str = ""                 # why ('' for rooflab's own step)
+    dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block   # what prices dense block-fp8 GEMMs
 
     @property
     def note(self) -> str:
@@ -99,7 +101,7 @@ class EngineKernels:
         """The step's StepContext with these kernels (step_context): the one place report and explain build it."""
         return step_context(model, gpu, deployment, expert_imbalance, self.decode_attention, self.moe_kernel,
                             self.layout_release, self.routing, self.mla_decode_splits, self.mla_layout,
-                            self.absorbed_bytes, sampler=self.sampler)
+                            self.absorbed_bytes, sampler=self.sampler, dense_block=self.dense_block)
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.
@@ -138,7 +140,8 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     return EngineKernels(name, release, attention, kernel, why if model.is_moe else "", layout, routing,
                          routing_why if model.is_moe else "", splits, splits_why,
                          dense_block_fp8_fact(name.value, release, gpu, block), mla_layout, mla_layout_why,
-                         absorbed, sampler=sampler, sampler_reason=sampler_why)
+                         absorbed, sampler=sampler, sampler_reason=sampler_why,
+                         dense_block=dense_block_fp8_kernel(name.value, release, gpu, block))
 
 
 def _layout_release(engine: Engine, version: str, deployment: Deployment) -> Optional[tuple]:

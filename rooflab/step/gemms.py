@@ -100,13 +100,15 @@ def projections(ctx: StepContext, tokens: int, absorbed: int = 0) -> list[StepRo
     layers; one row for the model; heads split over the attention TP (TP / attention DP)."""
     model, tp, dtype = ctx.model, ctx.attn_tp, ctx.arithmetic("attention")
     hidden, bits, block = model.hidden_size, ctx.bits("attention"), ctx.block_scaled("attention")
-    kernels, predicted, calls, weight, quants = [], 0.0, 0, 0.0, 0
+    kernels, predicted, calls, weight, quants, impls = [], 0.0, 0, 0.0, 0, {}
     for name, layer, count in layer_walk(model):
         if layer.is_latent:
             priced = _mla_projections(ctx, layer, tokens, min(absorbed, tokens))
             costs = [c for c, _, _, _ in priced]
             times = [ctx.pricer.gemms([c], count, a, b) for c, a, b, _ in priced]
             inputs = [shape for _, _, b, shape in priced if b]
+            impls.update(dict.fromkeys(ctx.pricer.dense_gemm_impl(a, b, c) for c, a, b, _ in priced
+                                       if (a, b) == (dtype, block)))
         else:
             if layer.has_qkv_projections:
                 h = layer_heads(model, layer, tp)
@@ -119,6 +121,7 @@ def projections(ctx: StepContext, tokens: int, absorbed: int = 0) -> list[StepRo
                 costs = [gemm(tokens, math.ceil(params / hidden), hidden, dtype, "projections", bits)]
                 inputs = [(tokens, hidden)]
             times = [ctx.pricer.gemms(costs, count, dtype, block)]
+            impls.update(dict.fromkeys(ctx.pricer.dense_gemm_impl(dtype, block, c) for c in costs))
             inputs = inputs if block else []
         times.append(act_quant_time(ctx, inputs, count))
         t = None if any(x is None for x in times) else sum(times)
@@ -127,7 +130,7 @@ def projections(ctx: StepContext, tokens: int, absorbed: int = 0) -> list[StepRo
         quants += len(inputs) * count
         calls += (len(costs) + len(inputs)) * count
         weight += count * sum(float(c.weight_bytes) for c in costs)
-    impl = ctx.pricer.dense_gemm_impl(dtype, block)
+    impl = " + ".join(impls) or ctx.pricer.dense_gemm_impl(dtype, block)    # the fits of the dtype's GEMMs
     return [priced_row(ctx.pricer, "gemm", "attention projections (QKV, O)", kernels, 1.0, predicted, impl,
                        dtype, num_layers=model.num_layers, calls=calls, weight_bytes=weight,
                        source=f"GEMM fit ({impl}) at the measured {dtype.value} rate{_quant_words(ctx, quants)}",

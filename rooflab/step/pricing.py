@@ -26,11 +26,13 @@ from ..floors import Ceilings, Floors, floor_kernel
 from ..load import available, data_dir, load_gpu
 from ..predict import (FUSED_MOE_IMPL, MEASURED_HERE, OWN, PredictedTime, fused_moe_time, no_prediction_reason,
                        predict_time, prediction_roofs)
-from ..transfer import (DENSE_FP8_BLOCK_GEMM_IMPL, DENSE_FP8_GEMM_IMPL, DENSE_GEMM_IMPL,
+from ..transfer import (DENSE_FP8_BLOCK_GEMM_IMPL, DENSE_FP8_DEEPGEMM_IMPL, DENSE_FP8_GEMM_IMPL,
+                        DENSE_GEMM_IMPL,
                         GROUPED_GEMM_IMPL as GROUPED_IMPL, transfer_source)
 from ..specs import GpuSpec, LaunchTimes, ModelSpec
 from ..units import DType, WeightFormat
 from ..vocab import CeilingSource, Kernel
+from .dense_block_fp8 import DenseBlockFp8Kernel
 from .moe_kernel import DEFAULT_MOE_KERNEL, MoeKernel
 from .mla_layout import MlaLayout
 from .routing import Routing
@@ -118,6 +120,7 @@ class Pricer:
     provenance: dict = field(default_factory=dict)
     gemm_from: Optional[str] = None              # the GEMM fit's provenance, once a GEMM is predicted
     floors_only: bool = False                    # StepTable: the step has no prediction, so none is priced
+    dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block   # what prices dense block-fp8 GEMMs
 
     def __post_init__(self) -> None:
         self.roofs = Ceilings.of(self.gpu, self.dtype)
@@ -177,7 +180,7 @@ class Pricer:
         weights) against that arithmetic's measured rate (the GPU's own fit, or a bundled GPU's transferred:
         rooflab.predict.predict_time)."""
         p = self.predicted(Kernel.gemm, lambda num_sms, units_per_sm: cost, arithmetic,
-                           self.dense_gemm_impl(arithmetic, block))
+                           self.dense_gemm_impl(arithmetic, block, cost))
         if p is None:
             return None
         if p.fitted_on is None:
@@ -186,9 +189,11 @@ class Pricer:
         self.gemm_from = p.provenance
         return self.launch(p.t_predicted_s)
 
-    def dense_gemm_impl(self, arithmetic: DType, block: bool = False) -> str:
+    def dense_gemm_impl(self, arithmetic: DType, block: bool = False, cost: Optional[GemmCost] = None) -> str:
         """The dense GEMM fit that prices `arithmetic`: for fp8 with `block` (1 x 128 activation, 128 x 128 weight
-        scales) the block-fp8 fit (torch_scaled_mm_block, rooflab.fit.gemm_fit.fit_dense_fp8_block), for other fp8
+        scales) DeepGEMM's fit (deepgemm, rooflab.fit.gemm_fit.fit_dense_fp8_deepgemm) where the engine runs DeepGEMM
+        (`dense_block`, rooflab.step.dense_block_fp8) and it takes `cost`'s shape, else the block-fp8 fit
+        (torch_scaled_mm_block, rooflab.fit.gemm_fit.fit_dense_fp8_block), for other fp8
         the per-tensor fp8 fit (torch._scaled_mm, fit_dense_fp8), each where the GPU, or the GPU a fit transfers
         from, has one; block fp8 without a block fit falls to the per-tensor fit, fp8 without either to the cuBLAS
         fit (torch_cublas, fitted on bf16 / fp16) at the fp8 rate, each noted; every other arithmetic the cuBLAS fit."""
@@ -196,6 +201,18 @@ class Pricer:
             return DENSE_GEMM_IMPL
         fits = self.gpu.fitted_for(Kernel.gemm) or transfer_source(self.gpu, Kernel.gemm)[1]
         impls = {f.impl for f in fits}
+        deep = self.dense_block is DenseBlockFp8Kernel.deepgemm
+        if block and deep and cost is not None and self.dense_block.takes(cost.n, cost.k):
+            fit = next((f for f in fits if f.impl == DENSE_FP8_DEEPGEMM_IMPL), None)
+            if fit is not None:
+                self.note(f"block-fp8 GEMMs the engine runs with DeepGEMM priced by the {DENSE_FP8_DEEPGEMM_IMPL} "
+                          f"fit (deep_gemm.fp8_gemm_nt as SGLang 0.5.12 calls it, measured on one H200: "
+                          f"measurements/{fit.campaigns[0] if fit.campaigns else ''}); the per-token-group "
+                          f"activation quantisation before each, one launch a GEMM input, at its measured launch "
+                          f"time (rooflab.step.small_ops.act_quant_time)")
+                return DENSE_FP8_DEEPGEMM_IMPL
+            self.note(f"block-fp8 GEMMs the engine runs with DeepGEMM priced by the {DENSE_FP8_BLOCK_GEMM_IMPL} "
+                      f"fit: no {DENSE_FP8_DEEPGEMM_IMPL} fit predicts {self.gpu.name}")
         if block and DENSE_FP8_BLOCK_GEMM_IMPL in impls:
             fit = next(f for f in fits if f.impl == DENSE_FP8_BLOCK_GEMM_IMPL)
             self.note(f"block-fp8 GEMMs (1 x 128 activation, 128 x 128 weight scales) priced by the "
@@ -366,7 +383,8 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                  decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
                  dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced,
                  mla_decode_splits: Optional[int] = None, mla_layout: MlaLayout = MlaLayout.separate,
-                 absorbed_bytes: Optional[float] = None, sampler: Sampler = Sampler.graphed_greedy) -> StepContext:
+                 absorbed_bytes: Optional[float] = None, sampler: Sampler = Sampler.graphed_greedy,
+                 dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
     MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
@@ -376,7 +394,9 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
     number of at least 1, else an InputError naming it; `mla_layout` (rooflab.step.MlaLayout or its name) the
     GEMMs an MLA layer's projections launch and `absorbed_bytes` the bytes a parameter of its absorbed W_UK / W_UV
     matmuls (EngineKernels; None: the activations' width); `sampler` (rooflab.step.Sampler or its name) what picks
-    the tokens after the model's graph (EngineKernels.sampler; default rooflab's own graphed greedy argmax)."""
+    the tokens after the model's graph (EngineKernels.sampler; default rooflab's own graphed greedy argmax);
+    `dense_block` (rooflab.step.dense_block_fp8.DenseBlockFp8Kernel or its name) what prices the dense block-fp8 GEMMs
+    (EngineKernels.dense_block; default the torch_scaled_mm_block fit)."""
     if mla_decode_splits is not None:
         mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
@@ -384,7 +404,9 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
                        kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
-                       pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs), imbalance=expert_imbalance,
+                       pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs,
+                                     dense_block=DenseBlockFp8Kernel.of(dense_block, "dense_block")),
+                       imbalance=expert_imbalance,
                        cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
                        moe_kernel=moe_kernel, dp_attention_release=dp_attention_release,
                        routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits,
@@ -412,7 +434,7 @@ def gemm_row(ctx: StepContext, label: str, costs: list[GemmCost], count: int, co
     """GEMMs of one component for `count` layers, at the component's arithmetic and weight format; `rows` their m."""
     arith, block = ctx.arithmetic(component), ctx.block_scaled(component)
     predicted = ctx.pricer.gemms(costs, count, arith, block)
-    impl = ctx.pricer.dense_gemm_impl(arith, block)
+    impl = " + ".join(dict.fromkeys(ctx.pricer.dense_gemm_impl(arith, block, c) for c in costs))
     source = f"GEMM fit ({impl}) at the measured {arith.value} rate"
     if ctx.weight_only_fp8(component):
         source = f"weight-only fp8 (Marlin), {arith.value} arithmetic: {source}"
