@@ -39,7 +39,6 @@ from typing import Optional
 
 import numpy as np
 
-from ..fit.gemm_fit import DEEPGEMM_CAMPAIGN
 from ..vocab import _Named, engine_release
 
 #: DeepGEMM's shapes in SGLang 0.5.12: the weight's N a multiple of 64 and K of 128 (srt/layers/quantization/
@@ -112,8 +111,9 @@ def dense_block_fp8_fact(engine, version, gpu, block_fp8: bool) -> str:
     head = (f"{fact.kernel} where {fact.where}, Triton w8a8_block_fp8_matmul at the shipped tuned config elsewhere, "
             f"read at {fact.engine} {fact.version} ({fact.source}); ")
     if fact.priced_as is DenseBlockFp8Kernel.deepgemm:
-        return head + (f"priced by the deepgemm fit where DeepGEMM takes the shape (measured: measurements/{DEEPGEMM_CAMPAIGN}), "
-                       f"by the torch_scaled_mm_block fit (cuBLASLt) elsewhere: the Triton fallback is not measured")
+        return head + ("priced by the deepgemm fit where DeepGEMM takes the shape (measured as SGLang 0.5.12 calls it; "
+                       "the GEMM note names the campaign), by the torch_scaled_mm_block fit (cuBLASLt) elsewhere: the "
+                       "Triton fallback is not measured")
     return head + "priced by the torch_scaled_mm_block fit (cuBLASLt): neither engine kernel is measured"
 
 

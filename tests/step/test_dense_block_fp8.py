@@ -30,7 +30,7 @@ DEEP, CUBLASLT = DenseBlockFp8Kernel.deepgemm, DenseBlockFp8Kernel.scaled_mm_blo
 def test_the_release_facts_name_the_kernel_and_what_prices_it(engine, version, named, priced):
     h200 = load_gpu("h200-sxm")
     words = dense_block_fp8_fact(engine, version, h200, True)
-    measured = "priced by the deepgemm fit where DeepGEMM takes the shape (measured: measurements/gemm/h200-deepgemm"
+    measured = "priced by the deepgemm fit where DeepGEMM takes the shape (measured as SGLang 0.5.12 calls it"
     said = measured if priced is DEEP else "neither engine kernel is measured"
     assert (named in words and said in words) if named else words == ""
     assert dense_block_fp8_kernel(engine, version, h200, True) is priced
