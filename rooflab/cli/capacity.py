@@ -132,6 +132,13 @@ def capacity(
                                                            "KV cache memory per GPU as vLLM reads it (8G = 8 GiB, 8g = "
                                                            "8e9 bytes); --gpu-memory-utilization then sizes nothing."
                                                            )] = None,
+    limit_mm_per_prompt: Annotated[Optional[str], typer.Option("--limit-mm-per-prompt", metavar="JSON",
+                                                               help="Engine, vLLM V1: the images a prompt may hold, "
+                                                               "as vLLM reads it ('{\"image\": 0}' runs a "
+                                                               "vision-language model text-only, with no multimodal "
+                                                               "profile run); default: 999.")] = None,
+    skip_mm_profiling: Annotated[bool, typer.Option("--skip-mm-profiling", help="Engine, vLLM V1: the profile run "
+                                                    "leaves the multimodal encoder and its cache out.")] = False,
     pipeline_parallel: Annotated[int, typer.Option("--pp", "-pp", "--pipeline-parallel-size", "--pp-size",
                                                    parser=params.count(1, MAX_GPUS), metavar="N",
                                                    help="Pipeline stages: the layers split N ways (the embedding "
@@ -187,6 +194,7 @@ def capacity(
                                 pp_layer_partition=pp_layer_partition, no_flashinfer=no_flashinfer,
                                 enforce_eager=enforce_eager, max_total_tokens=max_total_tokens,
                                 num_gpu_blocks_override=num_gpu_blocks_override, kv_cache_memory=kv_cache_memory,
+                                limit_mm_per_prompt=limit_mm_per_prompt, skip_mm_profiling=skip_mm_profiling,
                                 vllm_use_v1=None if vllm_use_v1 is None else bool(vllm_use_v1))
         typer.echo(render(engine_frame_for(options, given), fmt), nl=False)
         return

@@ -86,8 +86,38 @@ below the sampler's R x V x 6 bytes (the logits and their fp32 copy, before any 
 fewer sequences than its settings say (a --max-num-seqs not given here).
 vLLM V0 under tensor parallelism gathers the logits on rank 0 only, which then keeps the fewest blocks (the engine
 takes the minimum over ranks), so the sampler term applies at every TP size; under pipeline parallelism only the
-last stage samples (engines/pipeline.py). Vision encoders (multimodal profile runs) are not modelled: pass
---activation-gib.
+last stage samples (engines/pipeline.py).
+
+A vision-language model (ModelSpec.image_tokens > 0) in vLLM V1 first runs its encoder over dummy images and keeps
+the outputs in its encoder cache until the sampler has run (vllm v0.10.2 vllm/v1/worker/gpu_model_runner.py
+profile_run :2981-3042, v0.11.2 :4067-4152: `self.encoder_cache["tmp"]`, cleared after `_dummy_sampler_run`), so
+they add to both moments:
+
+    encoder cache   N x rows x H x b, beside the forward and the sampler alike
+        budget  B = max(max_num_batched_tokens, t): min(max_num_encoder_input_tokens, encoder_cache_size), both
+                max_num_batched_tokens (vllm v0.11.2 vllm/config/scheduler.py:212-213), each at least one image's
+                t = image_tokens (vllm v0.11.2 vllm/v1/core/encoder_cache_manager.py compute_mm_encoder_budget
+                :336-341; v0.10.2 :328-330, v0.12.0 :337-340)
+        items   N = max(1, min(B // t, max_num_seqs x max(1, min(L, max_model_len // t)))), L the images a prompt
+                may hold (--limit-mm-per-prompt; 999 where not given: vllm v0.11.2 vllm/config/multimodal.py
+                get_limit_per_prompt :216-226), chunked prefill on (vllm v0.11.2 vllm/v1/worker/utils.py
+                MultiModalBudget.get_max_items :84-127; v0.10.2 and v0.12.0 alike)
+        rows    v0.11.0 - v0.11.x: B, every output copied into zeros of the whole encoder budget while it is shorter
+                (vllm v0.11.0 gpu_model_runner.py :3369-3388, v0.11.2 :4113-4132; v0.11.1 not read, between
+                two that do); v0.12.0: t (:4331-4354, to max_tokens_by_modality); elsewhere the encoder's own rows,
+                counted as t (Gemma 3's 256 against t = 260: 2.6 MiB over at 63 images x 5,376 x 2 B; vllm v0.10.2
+                :3026, v0.13.0 :4470-4471 store the outputs as they are)
+    H is the text model's width (the projector's output: Gemma3MultiModalProjector, vllm v0.11.2 gemma3_mm.py
+    :463-505) and b the model's dtype. Gemma 3 27B at v0.11.2 with 16,384 batched tokens: t = 260, N = 63 (the
+    log's "profiled with 63 image items"), 63 x 16,384 x 5,376 x 2 B = 10.34 GiB.
+
+vLLM skips it where the model takes no images: every supported modality's limit 0 ("running in text-only
+mode", vllm v0.11.2 vllm/multimodal/registry.py supports_multimodal_inputs :122-146; EngineSettings.
+limit_mm_per_prompt 0), or --skip-mm-profiling (gpu_model_runner.py :4070-4074; EngineSettings.
+skip_mm_profiling). Not modelled: the encoder's own forward (before the language model's: 63 SigLIP passes of
+4,096 patches for Gemma 3), the dummy pixel values kept beside (63 x 3 x 896^2 x 2 B = 0.28 GiB for Gemma 3),
+V0's multimodal dummy data, and which stages hold the cache under pipeline parallelism (each here). Otherwise
+pass --activation-gib.
 """
 
 from __future__ import annotations
@@ -119,6 +149,11 @@ FULL_SORT_ROWS, FULL_SORT_BYTES_PER_LOGIT = 128, 50
 V1_TRITON_SAMPLER_RELEASE, V1_TRITON_SAMPLER_MIN_ROWS = (0, 17), 8
 #: From this vLLM V1 release the fused-MoE caches are WorkspaceManager's kept buffers (modular_kernel.py).
 V1_MOE_WORKSPACE_RELEASE = (0, 14)
+#: vLLM V1 releases whose profile run copies each dummy encoder output into zeros of the whole encoder budget
+#: (first, last; module docstring): vllm v0.11.0 gpu_model_runner.py :3369-3388, v0.11.2 :4113-4132.
+V1_ENCODER_BUDGET_EXPANSION_RELEASES = ((0, 11, 0), (0, 11))
+#: vLLM's images a prompt may hold where --limit-mm-per-prompt names none (MultiModalConfig.get_limit_per_prompt).
+DEFAULT_MM_LIMIT_PER_PROMPT = 999
 #: fused_moe processes at most this many tokens at a time (VLLM_FUSED_MOE_CHUNK_SIZE's default, 32 x 1024).
 MOE_CHUNK_TOKENS = 32 * 1024
 
@@ -133,19 +168,50 @@ class ProfileRun:
     sampler_bytes: int
     moe_workspace_bytes: int
     moe_workspace_kept: bool
+    encoder_cache: EncoderCache | None = None
 
     @property
     def peak_bytes(self) -> int:
         """The larger moment: the forward pass (MoE caches included), or the sampler beside what outlives the
-        forward (its output hidden states; V1's MoE caches)."""
+        forward (its output hidden states; V1's MoE caches); V1's dummy encoder outputs beside either."""
         kept = self.moe_workspace_bytes if self.moe_workspace_kept else 0
-        return max(self.forward_bytes, self.sampler_bytes + kept)
+        held = self.encoder_cache.bytes if self.encoder_cache else 0
+        return held + max(self.forward_bytes, self.sampler_bytes + kept)
 
     def describe(self) -> str:
         part = "sampler" if self.sampler_bytes >= self.forward_bytes else "forward"
         kept = " + the fused-MoE caches V1 keeps" if self.moe_workspace_kept and self.moe_workspace_bytes else ""
-        return (f"modelled: the {part} pass of the profile run{kept} ({self.num_tokens:,} tokens over "
+        enc = self.encoder_cache
+        held = (f" + {enc.items} dummy image outputs of {enc.rows:,} rows held in the encoder cache"
+                if enc else "")
+        return (f"modelled: the {part} pass of the profile run{kept}{held} ({self.num_tokens:,} tokens over "
                 f"{self.num_requests:,} sequences)")
+
+
+@dataclass(frozen=True)
+class EncoderCache:
+    """vLLM V1's dummy encoder outputs held through the profile run (module docstring): `items` outputs of
+    `rows` x the text width, `bytes` in all (one GPU)."""
+
+    items: int
+    rows: int
+    bytes: int
+
+
+def encoder_cache(model: ModelSpec, s: Resolved) -> EncoderCache | None:
+    """The dummy encoder outputs vLLM V1 keeps through its profile run (module docstring), or None where it runs
+    none: no image input known (image_tokens 0), another accounting than vllm-v1, an image limit of 0 or
+    --skip-mm-profiling."""
+    t = model.image_tokens
+    if not t or s.accounting is not Accounting.vllm_v1 or s.skip_mm_profiling or s.limit_mm_per_prompt == 0:
+        return None
+    budget = max(s.max_num_batched_tokens, t)
+    limit = DEFAULT_MM_LIMIT_PER_PROMPT if s.limit_mm_per_prompt is None else s.limit_mm_per_prompt
+    per_prompt = max(1, min(limit, s.max_model_len // t))
+    items = max(1, min(budget // t, s.max_num_seqs * per_prompt))
+    expanded = s.release is not None and in_span(s.release, V1_ENCODER_BUDGET_EXPANSION_RELEASES)
+    rows = budget if expanded else t
+    return EncoderCache(items, rows, items * rows * model.hidden_size * model_dtype(model).bytes)
 
 
 def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> ProfileRun:
@@ -162,7 +228,8 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     sampler = requests * model.vocab_size * per_logit + hidden if last_stage else 0
     forward = forward_bytes(model, s, tokens)
     kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
-    return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept)
+    return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept,
+                      encoder_cache=encoder_cache(model, s))
 
 
 def _flashinfer_may_sample(s: Resolved) -> bool:
@@ -234,6 +301,7 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["forward_bytes", "FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_OPT_IN_RELEASES", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
+__all__ = ["DEFAULT_MM_LIMIT_PER_PROMPT", "EncoderCache", "V1_ENCODER_BUDGET_EXPANSION_RELEASES", "encoder_cache",
+           "forward_bytes", "FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_OPT_IN_RELEASES", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
            "TRITON_BYTES_PER_LOGIT", "V0_2_BYTES_PER_LOGIT", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
            "V1_TRITON_SAMPLER_RELEASE", "profile_run", "sampler_bytes_per_logit"]

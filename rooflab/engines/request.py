@@ -17,6 +17,7 @@ naming the values. Nothing here prints; the CLI renders the Table.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -43,7 +44,8 @@ ENGINE_ONLY = {"engine_version": "--engine-version", "what_if": "--what-if", "ma
                "max_loras": "--max-loras", "max_lora_rank": "--max-lora-rank", "no_flashinfer": "--no-flashinfer",
                "vllm_use_v1": "--vllm-use-v1", "enforce_eager": "--enforce-eager / --disable-cuda-graph",
                "max_total_tokens": "--max-total-tokens", "num_gpu_blocks_override": "--num-gpu-blocks-override",
-               "kv_cache_memory": "--kv-cache-memory-bytes"}
+               "kv_cache_memory": "--kv-cache-memory-bytes", "limit_mm_per_prompt": "--limit-mm-per-prompt",
+               "skip_mm_profiling": "--skip-mm-profiling"}
 #: --what-if changes a logged run's settings: it needs --engine-log, where --engine alone is not enough.
 WHAT_IF_NEEDS_LOG = ("--what-if applies with --engine-log only (FILE, a start-up log: it changes the logged run's "
                      "settings; with --engine give the options directly)")
@@ -93,6 +95,8 @@ class EngineOptions:
     max_total_tokens: Optional[int] = None          # SGLang --max-total-tokens
     num_gpu_blocks_override: Optional[int] = None   # vLLM --num-gpu-blocks-override
     kv_cache_memory: Optional[str] = None           # vLLM --kv-cache-memory-bytes, as typed (parse_kv_cache_memory)
+    limit_mm_per_prompt: Optional[str] = None       # vLLM --limit-mm-per-prompt '{"image": N}' (parse_mm_limit)
+    skip_mm_profiling: bool = False                 # vLLM --skip-mm-profiling
 
 
 def wants_engine(given: set[str]) -> bool:
@@ -233,7 +237,31 @@ def _settings(o: EngineOptions, engine: Engine, engine_from: str = "--engine") -
         flashinfer_installed=not o.no_flashinfer, enforce_eager=o.enforce_eager, max_total_tokens=o.max_total_tokens,
         num_gpu_blocks_override=o.num_gpu_blocks_override,
         kv_cache_memory_bytes=None if o.kv_cache_memory is None else parse_kv_cache_memory(o.kv_cache_memory),
+        limit_mm_per_prompt=parse_mm_limit(o.limit_mm_per_prompt), skip_mm_profiling=o.skip_mm_profiling,
         **_seqs(o.max_num_seqs, engine))
+
+
+def parse_mm_limit(text: str | None) -> int | None:
+    """vLLM's --limit-mm-per-prompt as typed, a JSON object ('{"image": 0}'), to the images a prompt may hold
+    (EngineSettings.limit_mm_per_prompt; None where not given). rooflab models images only: another modality's
+    key is refused, naming it."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or set(value) - {"image"}:
+        raise InputError(f"--limit-mm-per-prompt {text!r}: give a JSON object of images, '{{\"image\": N}}' "
+                         "(rooflab models the image modality only)")
+    count = value.get("image")
+    if count is None:
+        return None
+    if isinstance(count, dict):               # vLLM's per-modality options: {"image": {"count": N, ...}}
+        count = count.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise InputError(f"--limit-mm-per-prompt {text!r}: the image count must be a whole number 0 or more")
+    return count
 
 
 #: vLLM's human_readable_int, the type of --kv-cache-memory-bytes (vllm/engine/arg_utils.py: get_kwargs gives

@@ -119,6 +119,11 @@ class EngineSettings:
     #: vLLM V1's --kv-cache-memory-bytes (from KV_CACHE_MEMORY_RELEASE): the KV cache memory as given, profiling
     #: skipped and gpu_memory_utilization ignored for sizing (vllm.py)
     kv_cache_memory_bytes: Optional[int] = None
+    #: vLLM's --limit-mm-per-prompt '{"image": N}': the images a prompt may hold (None: vLLM's 999); 0 runs a
+    #: vision-language model text-only, with no multimodal profile run (profile.py encoder_cache)
+    limit_mm_per_prompt: Optional[int] = None
+    #: vLLM's --skip-mm-profiling: the profile run leaves the multimodal encoder and its cache out (profile.py)
+    skip_mm_profiling: bool = False
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
     OPTIONS: ClassVar[dict[str, str]] = {
@@ -136,7 +141,8 @@ class EngineSettings:
         "release": "EngineSettings.release", "flashinfer_installed": "--no-flashinfer",
         "use_flashinfer_sampler": "VLLM_USE_FLASHINFER_SAMPLER", "logprobs_mode": "--logprobs-mode",
         "enforce_eager": "--enforce-eager / --disable-cuda-graph", "max_total_tokens": "--max-total-tokens",
-        "num_gpu_blocks_override": "--num-gpu-blocks-override", "kv_cache_memory_bytes": "--kv-cache-memory-bytes"}
+        "num_gpu_blocks_override": "--num-gpu-blocks-override", "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+        "limit_mm_per_prompt": "--limit-mm-per-prompt", "skip_mm_profiling": "--skip-mm-profiling"}
 
     def _label(self, name: str) -> str:
         return f"{name.replace('_', ' ')} ({self.OPTIONS[name]})"
@@ -170,6 +176,9 @@ class EngineSettings:
             if getattr(self, name) is not None:
                 whole_number(getattr(self, name), self._label(name), maximum=hi)
         check_flag(self.enable_lora, self._label("enable_lora"))
+        check_flag(self.skip_mm_profiling, self._label("skip_mm_profiling"))
+        if self.limit_mm_per_prompt is not None:
+            whole_number(self.limit_mm_per_prompt, self._label("limit_mm_per_prompt"), minimum=0, maximum=MAX_TOKENS)
         check_flag(self.flashinfer_installed, self._label("flashinfer_installed"))
         if self.use_flashinfer_sampler is not None:
             check_flag(self.use_flashinfer_sampler, self._label("use_flashinfer_sampler"))
@@ -208,6 +217,10 @@ class EngineSettings:
                 raise InputError(f"{self.OPTIONS[name]} is {owner.title}'s; {self.engine.title} has no such option"
                                  + ("" if owner is Engine.sglang else " (its pool follows --mem-fraction-static; "
                                     "--max-total-tokens caps it)"))
+        for name, given in (("limit_mm_per_prompt", self.limit_mm_per_prompt is not None),
+                            ("skip_mm_profiling", self.skip_mm_profiling)):
+            if given and self.engine is not Engine.vllm:
+                raise InputError(f"{self.OPTIONS[name]} is vLLM's; {self.engine.title} has no such option")
         if self.kv_cache_memory_bytes is not None:
             first = release_text(KV_CACHE_MEMORY_RELEASE)
             if self.accounting is not Accounting.vllm_v1:
@@ -295,6 +308,8 @@ class Resolved:
     max_total_tokens: Optional[int] = None
     num_gpu_blocks_override: Optional[int] = None
     kv_cache_memory_bytes: Optional[int] = None
+    limit_mm_per_prompt: Optional[int] = None
+    skip_mm_profiling: bool = False
 
     @property
     def releases(self) -> str:

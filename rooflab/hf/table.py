@@ -18,7 +18,7 @@ from .families import (deepseek, gemma2, gemma3, gpt_oss, llama, llama4, mistral
 from .more_families import (FALCON_H1_REFUSED, NEMOTRON_H_REFUSED, bamba, cohere, cohere2, deepseek_v32, glm4_moe,
                             granite_moe, granite_moe_hybrid, jamba, minimax_m2, phi3, refused)
 from .read import Fields
-from .vision import LLAMA_DEFAULTS, QWEN3_VL_TEXT_DEFAULTS, llava, qwen3_vl
+from .vision import LLAMA_DEFAULTS, QWEN3_VL_TEXT_DEFAULTS, gemma3_vl, llava, qwen3_vl
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ ARCHITECTURES: dict[str, Family] = {
     "Qwen3NextForCausalLM": Family(qwen3_next, defaults=_QWEN3_NEXT),
     "Gemma2ForCausalLM": Family(gemma2, defaults=_GEMMA2),
     "Gemma3ForCausalLM": Family(gemma3, defaults=_GEMMA3),
-    "Gemma3ForConditionalGeneration": Family(gemma3, nested=True, defaults=_GEMMA3),
+    "Gemma3ForConditionalGeneration": Family(gemma3_vl, nested=True, defaults=_GEMMA3),
     "GptOssForCausalLM": Family(gpt_oss, defaults=_GPT_OSS),
     "DeepseekV2ForCausalLM": Family(deepseek),
     "DeepseekV3ForCausalLM": Family(deepseek),

@@ -117,6 +117,10 @@ class ModelSpec:
     vision_parameters: int = spec_field(0, 1e16, "parameters", "a vision-language model's vision tower and "
                                         "projector, held in the checkpoint's dtype (the language model is what "
                                         "is planned)", default=0)
+    image_tokens: int = spec_field(0, 1 << 20, "tokens", "a vision-language model's prompt tokens for one image at "
+                                   "its largest, the placeholder vLLM's multimodal profiler counts "
+                                   "(get_mm_max_contiguous_tokens; Gemma 3: mm_tokens_per_image + 4, hf/vision.py); "
+                                   "0 where none is known (then no multimodal profile run is modelled)", default=0)
     parameters_note: Optional[str] = spec_field(doc="what the published count includes", default=None)
 
     #: YAML keys read under their old spelling: old -> new.
@@ -124,6 +128,8 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         validate_fields(self)
+        if self.image_tokens and not self.vision_parameters:
+            raise SpecError(self.name, "image_tokens", self.image_tokens, "needs a vision tower (vision_parameters)")
         if not self.layer_pattern:
             if len(self.layer_types) != 1:
                 raise SpecError(self.name, "layer_pattern", None, "needed when there are several layer_types")
@@ -246,12 +252,14 @@ class ModelSpec:
 
     @property
     def active_parameters(self) -> int:
-        """Parameters touched per token: for a mixture of experts only the routed experts' MLPs count."""
+        """Parameters a text token touches: for a mixture of experts only the routed experts' MLPs count; a vision
+        tower (vision_parameters) never."""
         counts = self.parameters
+        text = self.total_parameters - self.vision_parameters
         if not self.is_moe:
-            return self.total_parameters
+            return text
         inactive = counts.experts * (1 - self.num_experts_per_token / self.num_experts)
-        return int(round(self.total_parameters - inactive))
+        return int(round(text - inactive))
 
     @property
     def expert_parameters(self) -> int:

@@ -239,3 +239,73 @@ def test_opting_in_at_0_11_2_by_hand():
     unset = engine_capacity(model, l4, vllm(**opts)).term("activation_peak").bytes
     opted = engine_capacity(model, l4, vllm(use_flashinfer_sampler=True, **opts)).term("activation_peak").bytes
     assert unset - opted == 288 * 128_256 * 24 == 886_505_472
+
+
+# --- vLLM V1's multimodal profile: the dummy encoder outputs held in the encoder cache -------------------------------
+
+GEMMA3_27B = load_model("gemma-3-27b")
+B200 = load_gpu("b200")
+
+
+def _gemma3_run(release, **kw):
+    settings = vllm("v1", max_model_len=32768, max_num_batched_tokens=16384, release=release, **kw)
+    return profile_run(GEMMA3_27B, resolve(settings, GEMMA3_27B, B200))
+
+
+def test_v0_11_expands_each_dummy_image_to_the_encoder_budget_by_hand():
+    """Gemma 3 27B (google/gemma-3-27b-it: text width 5,376, an image 256 + 4 prompt tokens, bf16) under vLLM
+    v0.11.2 at 16,384 batched tokens (profile.py's docstring cites each step):
+        budget B = max(16,384, 260) = 16,384;  items N = max(1, min(16,384 // 260, 1,024 x min(999, 32,768 // 260)))
+        = 63 (held-out set 8's v0.11.2 log prints "profiled with 63 image items");
+        v0.11.2 copies each output into zeros of (B, 5,376): 63 x 16,384 x 5,376 x 2 = 11,098,128,384 B (10.34 GiB),
+    held beside the sampler, so the peak is that plus the text-only peak."""
+    run = _gemma3_run("0.11.2")
+    enc = run.encoder_cache
+    assert (enc.items, enc.rows) == (63, 16384)
+    assert enc.bytes == 63 * 16384 * 5376 * 2 == 11_098_128_384
+    text = profile_run(GEMMA3_27B, resolve(vllm("v1", max_model_len=32768, max_num_batched_tokens=16384,
+                                                 release="0.11.2", limit_mm_per_prompt=0), GEMMA3_27B, B200))
+    assert text.encoder_cache is None
+    assert run.peak_bytes == text.peak_bytes + 11_098_128_384
+    assert "63 dummy image outputs of 16,384 rows" in run.describe()
+    assert _gemma3_run("0.11.0").encoder_cache.rows == 16384
+
+
+@pytest.mark.parametrize("release", ["0.10.2", "0.12.0", "0.19.0"])
+def test_no_expansion_before_v0_11_or_from_v0_12(release):
+    """v0.10.2 keeps the encoder's outputs as they are, v0.12.0 pads them to one image's tokens (vllm v0.10.2
+    gpu_model_runner.py :3026; v0.12.0 :4331-4354): 63 x 260 x 5,376 x 2 = 176,117,760 B, no budget-wide copy."""
+    enc = _gemma3_run(release).encoder_cache
+    assert (enc.items, enc.rows, enc.bytes) == (63, 260, 63 * 260 * 5376 * 2)
+
+
+def test_encoder_cache_items_follow_the_image_limit_and_the_sequences():
+    """N = max(1, min(B // t, max_num_seqs x max(1, min(L, max_model_len // t)))): 4 sequences of 2 images (L 2)
+    bind at 8 items; 4 sequences of a 1,024-token context (3 images a prompt at most) at 12."""
+    assert _gemma3_run("0.11.2", max_num_seqs=4, limit_mm_per_prompt=2).encoder_cache.items == 8
+    short = vllm("v1", max_model_len=1024, max_num_batched_tokens=16384, max_num_seqs=4, release="0.11.2")
+    assert profile_run(GEMMA3_27B, resolve(short, GEMMA3_27B, B200)).encoder_cache.items == 12
+
+
+def test_no_encoder_cache_for_a_text_only_model_or_launch():
+    """A model with no image input (image_tokens 0), a --limit-mm-per-prompt of 0 images ("running in text-only
+    mode"), --skip-mm-profiling, and the V0 accounting run no multimodal profile here."""
+    llama = profile_run(LLAMA3, resolve(vllm("v1", release="0.11.2"), LLAMA3, H100))
+    assert llama.encoder_cache is None
+    assert _gemma3_run("0.11.2", limit_mm_per_prompt=0).encoder_cache is None
+    assert _gemma3_run("0.11.2", skip_mm_profiling=True).encoder_cache is None
+    v0 = profile_run(GEMMA3_27B, resolve(vllm("v0", max_model_len=32768), GEMMA3_27B, B200))
+    assert v0.encoder_cache is None
+
+
+def test_the_multimodal_options_are_vllms_and_checked():
+    from rooflab.errors import InputError
+
+    from support import sglang
+
+    with pytest.raises(InputError, match="--limit-mm-per-prompt"):
+        vllm("v1", limit_mm_per_prompt=-1)
+    with pytest.raises(InputError, match="--skip-mm-profiling"):
+        vllm("v1", skip_mm_profiling="yes")
+    with pytest.raises(InputError, match="--limit-mm-per-prompt is vLLM's"):
+        sglang("v0.5", limit_mm_per_prompt=0)

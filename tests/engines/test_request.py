@@ -140,3 +140,38 @@ def test_a_concurrency_line_alone_needs_a_v1_version(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["num_blocks"] == 1280 and doc["anchored"] and doc["logged"]["max_concurrency"] == 10.0
     assert any("within 10 tokens" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("text, images", [(None, None), ('{"image": 0}', 0), ('{"image": 5}', 5),
+                                          ('{"image": {"count": 2, "width": 512}}', 2), ("{}", None)])
+def test_limit_mm_per_prompt_reads_vllms_json(text, images):
+    from rooflab.engines.request import parse_mm_limit
+
+    assert parse_mm_limit(text) == images
+
+
+@pytest.mark.parametrize("text", ["0", '{"video": 1}', '{"image": -1}', '{"image": true}', "[1]"])
+def test_limit_mm_per_prompt_refusals_name_the_option(text):
+    from rooflab.errors import InputError
+    from rooflab.engines.request import parse_mm_limit
+
+    with pytest.raises(InputError, match="--limit-mm-per-prompt"):
+        parse_mm_limit(text)
+
+
+def test_no_images_plans_gemma_3_text_only():
+    """--limit-mm-per-prompt '{"image": 0}' and --skip-mm-profiling leave vLLM v0.11.2's 63 x 16,384 x 5,376 x 2 B
+    of dummy encoder outputs (profile.py) out of the activation peak; SGLang has neither option."""
+    import json
+
+    args = ("-m", "gemma-3-27b", "-g", "b200", "--engine", "vllm", "--engine-version", "0.11.2",
+            "--max-model-len", "32768", "--max-num-batched-tokens", "16384")
+    peaks = []
+    for extra in ((), ("--limit-mm-per-prompt", '{"image": 0}'), ("--skip-mm-profiling",)):
+        r = _capacity(*args, *extra)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        peaks.append(next(t["bytes"] for t in doc["terms"] if t["name"] == "activation_peak"))
+    assert peaks[0] - peaks[1] == 63 * 16384 * 5376 * 2 and peaks[1] == peaks[2]
+    _refused(_capacity("-m", "gemma-3-27b", "-g", "b200", "--engine", "sglang", "--skip-mm-profiling"),
+             "--skip-mm-profiling is vLLM's")

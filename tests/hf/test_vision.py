@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflab import SpecError
+from rooflab import SpecError, load_model
 from rooflab.hf import from_hf_config
 from rooflab.hf.read import Fields, read_json
 from rooflab.hf.vision import clip_vision_parameters, llava_projector_parameters
@@ -88,3 +88,52 @@ def test_qwen3_vl_8b_plans_qwen3_8b_and_counts_its_tower():
     assert m.vision_parameters == embeddings + 27 * block + 2 * d + merger + 3 * (2 * merged + merger) == 576_388_336
     assert m.derived_parameters == pytest.approx(8.77e9, rel=0.001)
     assert (m.max_context_len, m.kv_bytes_per_token(DType.bf16)) == (262144, 36 * 8 * 256 * 2)
+
+
+# --- Gemma 3: a SigLIP tower and Gemma 3's projector ----------------------------------------------------------------
+
+#: google/gemma-3-27b-it's config.json (https://huggingface.co/google/gemma-3-27b-it/blob/main/config.json): the
+#: text_config keys models/gemma-3-27b.yaml reads, its vision_config and mm_tokens_per_image.
+GEMMA3_27B_IT = {"architectures": ["Gemma3ForConditionalGeneration"], "torch_dtype": "bfloat16",
+                 "mm_tokens_per_image": 256,
+                 "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                                 "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16,
+                                 "sliding_window": 1024},
+                 "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                                   "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                                   "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}}
+
+
+def test_gemma3_27b_it_counts_its_siglip_tower_and_projector():
+    """SigLIP So400m/14 at 896 pixels (width 1152, MLP 4304, 27 layers, 64^2 patches, no class token, no head)
+    and Gemma3MultiModalProjector (1152 x 5376 + the 1152 RMSNorm); the tower alone is the Gemma 3 report's 417M."""
+    d, mlp, layers, patches = 1152, 4304, 27, (896 // 14) ** 2
+    embeddings = 3 * 14 * 14 * d + d + patches * d
+    layer = 4 * (d * d + d) + (d * mlp + mlp) + (mlp * d + d) + 4 * d
+    tower = embeddings + layers * layer + 2 * d
+    assert tower == 416_866_032
+    m = read_config(GEMMA3_27B_IT)
+    assert m.vision_parameters == tower + 1152 * 5376 + 1152 == 423_060_336
+    assert m.image_tokens == 256 + 4                   # "\n\n" boi, 256 image tokens, eoi "\n\n"
+    bundled = load_model("gemma-3-27b")
+    assert (bundled.vision_parameters, bundled.image_tokens) == (m.vision_parameters, m.image_tokens)
+
+
+def test_gemma3_without_a_vision_config_counts_no_tower():
+    m = read_config({k: v for k, v in GEMMA3_27B_IT.items() if k not in ("vision_config", "mm_tokens_per_image")})
+    assert (m.vision_parameters, m.image_tokens) == (0, 0)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"vision_config": {**GEMMA3_27B_IT["vision_config"], "vision_use_head": True}}, "vision_config.vision_use_head"),
+    ({"vision_config": {**GEMMA3_27B_IT["vision_config"], "model_type": "clip_vision_model"}},
+     "vision_config.model_type"),
+    ({"vision_config": {**GEMMA3_27B_IT["vision_config"], "image_size": 900}}, "vision_config.image_size"),
+    ({"mm_tokens_per_image": 200}, "mm_tokens_per_image"),
+    ({"mm_tokens_per_image": 49}, "mm_tokens_per_image"),      # a 7 x 7 pool does not divide 64 patches a side
+    ({"vision_config": [1]}, "vision_config"),
+])
+def test_gemma3_vision_config_refusals_name_the_key(change, field):
+    with pytest.raises(SpecError) as caught:
+        read_config({**GEMMA3_27B_IT, **change})
+    assert caught.value.field == field

@@ -67,3 +67,21 @@ def test_a_stack_of_linear_layers_only_is_refused():
     with pytest.raises(SpecError) as caught:
         dataclasses.replace(model, layer_pattern=(linear,), first_layers=())
     assert caught.value.field == "layer_pattern" and "linear" in str(caught.value)
+
+
+def test_image_tokens_need_a_vision_tower_and_a_text_step_never_runs_it():
+    """gemma-3-27b is the -it checkpoint: an image is 260 prompt tokens and its 423,060,336-parameter tower
+    (rooflab/hf/vision.py) is counted in the published total but not in what a text token touches."""
+    import dataclasses
+
+    from rooflab import SpecError
+
+    m = load_model("gemma-3-27b")
+    assert (m.vision_parameters, m.image_tokens) == (423_060_336, 260)
+    assert m.active_parameters == m.total_parameters - 423_060_336 == 27_016_000_000
+    with pytest.raises(SpecError) as caught:
+        dataclasses.replace(m, vision_parameters=0)
+    assert caught.value.field == "image_tokens"
+    with pytest.raises(SpecError) as caught:
+        dataclasses.replace(m, image_tokens=-1)
+    assert caught.value.field == "image_tokens"

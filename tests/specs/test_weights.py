@@ -81,10 +81,12 @@ def test_weight_bytes_per_gpu():
 @pytest.mark.parametrize("name", BUNDLED)
 def test_a_step_reading_every_expert_reads_what_one_gpu_holds(name):
     """The two prices of the weights come from one loop: with every expert read, a step reads the bytes a single
-    GPU holds (up to weight_bytes' rounding up), in the checkpoint's formats and under an override alike."""
+    GPU holds (up to weight_bytes' rounding up), in the checkpoint's formats and under an override alike, less a
+    vision tower (held in the checkpoint's dtype, never read by a text step)."""
     m = load_model(name)
+    vision = m.vision_parameters * (m.weight_dtype or DType.bf16).bytes
     for dtype in (None, DType.fp8_e4m3):
-        assert bytes_read_per_step(m, 1.0, dtype) == pytest.approx(m.weight_bytes(dtype), abs=1)
+        assert bytes_read_per_step(m, 1.0, dtype) == pytest.approx(m.weight_bytes(dtype) - vision, abs=1)
     if m.is_moe:
         share = m.num_experts_per_token / m.num_experts
         routed = m.parameters.experts * (1 - share) * m.weight_format("experts").bits_per_weight / 8
@@ -107,6 +109,16 @@ def test_a_vision_tower_is_held_on_every_gpu_but_not_read_by_a_text_step():
     vlm = dataclasses.replace(text, vision_parameters=10**9)
     assert vlm.weight_bytes(tensor_parallel=2) - text.weight_bytes(tensor_parallel=2) == 2 * 10**9
     assert bytes_read_per_step(vlm, 1.0) == bytes_read_per_step(text, 1.0) == text.weight_bytes()
+
+
+def test_gemma_3_27b_holds_its_siglip_tower_in_bf16():
+    """The -it checkpoint's tower and projector (423,060,336 parameters, rooflab/hf/vision.py) at 2 bytes each on
+    top of the text model's published 27,016M (models/gemma-3-27b.yaml), on every GPU under TP."""
+    vlm = load_model("gemma-3-27b")
+    text = dataclasses.replace(vlm, vision_parameters=0, image_tokens=0, num_parameters=27_016_000_000)
+    for tp in (1, 2):
+        assert vlm.weight_bytes(tensor_parallel=tp) - text.weight_bytes(tensor_parallel=tp) == \
+            pytest.approx(2 * 423_060_336, abs=1)
 
 
 def test_the_old_module_name_still_answers():
