@@ -301,7 +301,9 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
     return widest // tp
 
 
-__all__ = ["DEFAULT_MM_LIMIT_PER_PROMPT", "EncoderCache", "V1_ENCODER_BUDGET_EXPANSION_RELEASES", "encoder_cache",
-           "forward_bytes", "FLASHINFER_BYTES_PER_LOGIT", "FULL_SORT_BYTES_PER_LOGIT", "V1_FLASHINFER_OPT_IN_RELEASES", "V1_FLASHINFER_SAMPLER_RELEASES", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "ProfileRun", "SORT_BYTES_PER_LOGIT",
-           "TRITON_BYTES_PER_LOGIT", "V0_2_BYTES_PER_LOGIT", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
-           "V1_TRITON_SAMPLER_RELEASE", "profile_run", "sampler_bytes_per_logit"]
+__all__ = ["DEFAULT_MM_LIMIT_PER_PROMPT", "encoder_cache", "EncoderCache", "FLASHINFER_BYTES_PER_LOGIT",
+           "forward_bytes", "FULL_SORT_BYTES_PER_LOGIT", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "profile_run",
+           "ProfileRun", "sampler_bytes_per_logit", "SORT_BYTES_PER_LOGIT", "TRITON_BYTES_PER_LOGIT",
+           "V0_2_BYTES_PER_LOGIT", "V1_ENCODER_BUDGET_EXPANSION_RELEASES", "V1_FLASHINFER_OPT_IN_RELEASES",
+           "V1_FLASHINFER_SAMPLER_RELEASES", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
+           "V1_TRITON_SAMPLER_RELEASE"]

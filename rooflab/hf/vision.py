@@ -186,6 +186,7 @@ def qwen3_vl(c: Fields) -> dict:
     return {**qwen3(c), "vision_parameters": qwen3_vl_vision_parameters(v)}
 
 
-__all__ = ["CLIP_VISION_DEFAULTS", "GEMMA3_IMAGE_FRAME_TOKENS", "GEMMA3_MM_TOKENS_PER_IMAGE", "LLAMA_DEFAULTS", "QWEN3_VL_TEXT_DEFAULTS", "QWEN3_VL_VISION_DEFAULTS",
-           "clip_vision_parameters", "llava", "llava_projector_parameters", "qwen3_vl", "qwen3_vl_vision_parameters",
-           "SIGLIP_VISION_DEFAULTS", "gemma3_vl", "siglip_vision_parameters"]
+__all__ = ["CLIP_VISION_DEFAULTS", "clip_vision_parameters", "GEMMA3_IMAGE_FRAME_TOKENS", "GEMMA3_MM_TOKENS_PER_IMAGE",
+           "gemma3_vl", "LLAMA_DEFAULTS", "llava", "llava_projector_parameters", "qwen3_vl", "QWEN3_VL_TEXT_DEFAULTS",
+           "QWEN3_VL_VISION_DEFAULTS", "qwen3_vl_vision_parameters", "SIGLIP_VISION_DEFAULTS",
+           "siglip_vision_parameters"]
