@@ -40,7 +40,7 @@ from ..limits import MAX_BATCH, MAX_TOKENS
 from ..specs import GpuSpec, ModelSpec
 from ..step import DEFAULT_MOE_KERNEL, DecodeAttention, MoeKernel, Routing, decode_attention_of, moe_kernel_of
 from ..step.dense_block_fp8 import DenseBlockFp8Kernel
-from ..step.sampler import Sampler
+from ..step.sampler import SAMPLER_CSV, SAMPLER_GPU, Sampler
 from ..step_table import StepTable
 
 ESTIMATES = ("floor", "predicted")
@@ -224,7 +224,7 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
     from ..step import step_report
 
     report = step_report(model, gpu, batch=1, context_len=deployment.page_size, deployment=deployment,
-                         check_memory=False, moe_kernel=moe_kernel, decode_attention=decode_attention)
+                         check_memory=False, moe_kernel=moe_kernel, decode_attention=decode_attention, sampler=sampler)
     if not predicts:
         missing = [n for n in report.notes if n.startswith("no prediction")]
         return "; ".join(missing) if missing else "no prediction: the step has rows without a fit"
@@ -235,14 +235,18 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
         ("routing", Routing.of(routing, "routing").value, Routing.of(routing, "routing") is not Routing.unpriced),
         ("MLA projections", str(mla_layout), str(mla_layout) != "separate"),
         ("MLA decode splits", str(mla_decode_splits), mla_decode_splits is not None),
-        ("sampler", sampler.value, sampler is not Sampler.graphed_greedy),
+        ("sampler", sampler.value, sampler is Sampler.unpriced),
         ("dense block-fp8 GEMMs as", dense_block.value, dense_block is not DenseBlockFp8Kernel.scaled_mm_block))
         if shown_]
     kernels = f" ({', '.join(kernels)})" if kernels else ""
+    # the sampler's times are measured sequences, not a fit: said apart from the fitted rows
+    sampling = (f"; sampler {sampler.value} measured on {SAMPLER_GPU} ({'/'.join(('measurements', *SAMPLER_CSV))})"
+                if sampler not in (Sampler.graphed_greedy, Sampler.unpriced) else "")
     moved = [n.removeprefix("t_predicted ") for n in report.notes if "transferred" in n]
     if moved:
-        return f"rooflab's step model (rooflab report --phase step){kernels} on {gpu.name}: " + "; ".join(moved)
-    return f"rooflab's step model (rooflab report --phase step){kernels} fitted on {gpu.name}"
+        return (f"rooflab's step model (rooflab report --phase step){kernels} on {gpu.name}: " + "; ".join(moved)
+                + sampling)
+    return f"rooflab's step model (rooflab report --phase step){kernels} fitted on {gpu.name}{sampling}"
 
 
 @lru_cache(maxsize=32)

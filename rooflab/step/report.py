@@ -115,7 +115,7 @@ def step_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
     rows = layer_rows(ctx, work)
     if ctx.dep.speculative is not None and work.decodes:
         rows += draft_rows(ctx, work.decodes, work.context_len)
-    return rows + sequence_rows(ctx, work.logit_rows)
+    return rows + sequence_rows(ctx, work.logit_rows, work)
 
 
 def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, dcp: int, cp: int,
@@ -343,6 +343,8 @@ def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kern
             if given is not None and given is not own:
                 raise InputError(f"{what} {given.value} contradicts {kernels.engine.value} {kernels.version}'s "
                                  f"kernel ({own.value}); give the engine or the kernel, not both")
+        if deployment.speculative is not None:   # no sampler is priced (work.sampler_row's note): the note names none
+            return dataclasses.replace(kernels, sampler_reason="")
         return kernels
     return dataclasses.replace(kernels, decode_attention=attention or kernels.decode_attention,
                                moe_kernel=experts or kernels.moe_kernel, sampler=picker or kernels.sampler)

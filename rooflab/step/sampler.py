@@ -50,9 +50,10 @@ Times (measurements/launch/h200-sampler.csv, benchmarks/sampler_device_run.py: o
 op sequences on one H200, batch 1 .. 256 x vocab 32,000 .. 151,936): `queued` the device time issued eagerly with
 the host ahead (as while the graph runs), `wall` from an idle GPU to the tokens on the host (host-issue bound: the
 price of an eager deployment), `graph` in a CUDA graph. Interpolated linearly in vocab, then in log(batch); past the
-last batch or vocab, the time at the edge plus the extra floor bytes at the GPU's copy bandwidth. Another NVIDIA GPU
-takes the H200's time plus the floor bytes' extra time at its slower HBM (a transfer, said so); other vendors get
-no prediction. The floor counts one read of each op's input and one write of its output, [batch, vocab] each, at
+last batch or vocab, the time at the edge plus the extra floor bytes at the H200's copy bandwidth. Another NVIDIA GPU
+takes the H200's time plus the floor bytes' extra time at its slower HBM, nothing where its HBM is faster (a
+transfer, said so); other vendors get no prediction. vLLM V0 runs the model eagerly outside a decode-only batch of
+at most 256 (graph_replayed): no graph-input copies there, and its sequences at their `wall` times. The floor counts one read of each op's input and one write of its output, [batch, vocab] each, at
 the datasheet HBM bandwidth.
 """
 
@@ -113,9 +114,17 @@ class SamplerOp:
     per_row: bool = False
 
 
+#: vLLM V0 (0.7.3) replays its CUDA graph only for a decode-only batch (a prompt in the step sets decode_only False,
+#: worker/model_runner.py:735-737) of at most its largest captured batch, every sequence at most
+#: max_seq_len_to_capture long (:762-770 _use_captured_graph; :1680 `prefill_meta is None and
+#: decode_meta.use_cuda_graph` picks the graph runner, else the model runs eagerly): the largest captured batch is
+#: the first of [1, 2, 4, 8, 16, ...] at least max_num_seqs (config.py:3368-3392, :3075 max_capture_size), 256 at V0's
+#: default max_num_seqs 256 (engine/arg_utils.py:224); max_seq_len_to_capture defaults to 8192 (arg_utils.py:137).
+V0_MAX_CAPTURED_BATCH = 256
+V0_MAX_CAPTURED_SEQ_LEN = 8192
 #: vLLM V0's graph inputs a decode row: input ids, positions and slot mapping (int64), the sequence length (int32)
 #: and a block-table row of 8192 / 16 int32 entries (max_seq_len_to_capture / block_size: the graph's table width).
-V0_GRAPH_INPUT_BYTES_PER_ROW = 3 * 8 + 4 + (8192 // 16) * 4
+V0_GRAPH_INPUT_BYTES_PER_ROW = 3 * 8 + 4 + (V0_MAX_CAPTURED_SEQ_LEN // 16) * 4
 #: Each sequence's launches, in order (the module docstring's facts; bytes a logit: bf16 2, fp32 4, int64 per row).
 SEQUENCE_OPS = {
     SamplerSequence.v0_random: (SamplerOp("to fp32", 2, 4), SamplerOp("temperature divide", 4, 4),
@@ -147,6 +156,13 @@ SAMPLER_WORDS = {
     Sampler.v1_random: "vLLM V1: fp32, temperature, softmax, exponential sampling, eager",
     Sampler.greedy_argmax: "SGLang greedy: fp32 cast in the graph, argmax eager",
     Sampler.graphed_greedy: "rooflab's own: fp32 cast and greedy argmax in the graph",
+}
+#: The same without CUDA graphs (the model, and so every sequence, issued eagerly).
+EAGER_SAMPLER_WORDS = {
+    Sampler.v0_random: SAMPLER_WORDS[Sampler.v0_random],
+    Sampler.v1_random: SAMPLER_WORDS[Sampler.v1_random],
+    Sampler.greedy_argmax: "SGLang greedy: fp32 cast and argmax, eager (no CUDA graph)",
+    Sampler.graphed_greedy: "rooflab's own: fp32 cast and greedy argmax, eager (no CUDA graph)",
 }
 #: The sampler row's variant (rooflab explain reads the row by it).
 SAMPLING_VARIANT = "sampling"
@@ -308,6 +324,31 @@ def measured_sequence_time(times: SamplerTimes, seq: SamplerSequence, timing: Sa
     return t + max(extra, 0.0) / bw
 
 
+def graph_replayed(sampler: Sampler, cuda_graphs: bool, rows: int, decode_only: bool = True,
+                   seq_len: int = 0) -> bool:
+    """Whether the model runs as a CUDA graph before `sampler` in a step of `rows` logit rows: never without CUDA
+    graphs; under vLLM V0 (v0_random) only in a decode-only step of at most V0_MAX_CAPTURED_BATCH rows, each sequence
+    at most V0_MAX_CAPTURED_SEQ_LEN tokens (`seq_len`, its longest; 0: not known); the other samplers' steps as the
+    deployment says (their engines' eager prefills are not read here)."""
+    if not cuda_graphs:
+        return False
+    if sampler is Sampler.v0_random:
+        return decode_only and rows <= V0_MAX_CAPTURED_BATCH and seq_len <= V0_MAX_CAPTURED_SEQ_LEN
+    return True
+
+
+def sampler_impl(sampler: Sampler, cuda_graphs: bool) -> str:
+    """The row's predicted_impl: each sequence's (sampler_sequences) torch_graph where it runs in the graph,
+    torch_eager where eagerly, in order, once each, joined by ' + '."""
+    return " + ".join(dict.fromkeys("torch_graph" if graphed and cuda_graphs else "torch_eager"
+                                    for _, graphed in sampler_sequences(sampler, cuda_graphs)))
+
+
+def sampler_words(sampler: Sampler, cuda_graphs: bool) -> str:
+    """What the sampler runs, in the row's label (SAMPLER_WORDS, EAGER_SAMPLER_WORDS without CUDA graphs)."""
+    return (SAMPLER_WORDS if cuda_graphs else EAGER_SAMPLER_WORDS)[sampler]
+
+
 def sampler_sequences(sampler: Sampler, cuda_graphs: bool) -> tuple:
     """The sampler's (sequence, graphed) pairs as a deployment runs them: SAMPLER_SEQUENCES, less V0's copies into
     the graph's static buffers without CUDA graphs (no graph: model_runner.py runs the model eagerly, no
@@ -344,13 +385,14 @@ def sampler_time(sampler: Sampler, gpu, rows: int, vocab: int, eager: bool,
     """Seconds of `sampler` over [rows, vocab] logits on `gpu` (a GpuSpec): the sum of its sequences
     (sampler_sequences; `eager`: no CUDA graphs), each at its
     measured time (measured_sequence_time), eager ones `queued` under CUDA graphs and `wall` without them (`eager`),
-    graphed ones at their graph time (eager: never below `eager_host_s` a launch); another NVIDIA GPU adds the floor
-    bytes' extra time at its slower HBM (a transfer); other vendors: no prediction (the module docstring)."""
+    graphed ones at their graph time (eager: never below `eager_host_s` a launch), all of it the H200's (past the
+    grid extrapolated at the H200's copy bandwidth); another NVIDIA GPU adds max(floor bytes / its HBM bandwidth -
+    floor bytes / the H200's, 0) (a transfer); other vendors: no prediction (the module docstring)."""
     if (gpu.vendor or "").lower() != "nvidia":
         return SamplerTime(None, note=f"no sampler times transfer to {gpu.vendor or 'this vendor'}'s {gpu.name} "
                                       f"(measured on {SAMPLER_GPU}, an NVIDIA GPU)")
     times, ref = load_sampler_times(), _reference_gpu()
-    bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
+    bw = ref.measured.copy_bytes_per_s if ref.measured else ref.hbm_bandwidth_bytes_per_s   # the H200's time first
     parts = []
     for seq, graphed in sampler_sequences(sampler, not eager):
         timing = SamplerTiming.graph if graphed else (SamplerTiming.wall if eager else SamplerTiming.queued)
@@ -364,10 +406,12 @@ def sampler_time(sampler: Sampler, gpu, rows: int, vocab: int, eager: bool,
     total = sum(t for _, _, t in parts)
     if gpu.name == SAMPLER_GPU:
         return SamplerTime(total, tuple(parts), MEASURED_HERE)
+    added = ("the extra time of its slower HBM over the floor bytes added"
+             if gpu.hbm_bandwidth_bytes_per_s < ref.hbm_bandwidth_bytes_per_s else
+             f"nothing added for its HBM, no slower than {SAMPLER_GPU}'s")
     return SamplerTime(total, tuple(parts), f"transferred from {SAMPLER_GPU}",
-                       f"sampling after the graph: {SAMPLER_GPU}'s measured times transferred to {gpu.name}, the "
-                       f"extra time of its slower HBM over the floor bytes added (launches and host issue assumed "
-                       f"the same)")
+                       f"sampling after the graph: {SAMPLER_GPU}'s measured times transferred to {gpu.name}, "
+                       f"{added} (launches and host issue assumed the same)")
 
 
 @functools.lru_cache(maxsize=1)
@@ -381,7 +425,9 @@ def sampler_of(value) -> Sampler:
     return Sampler.of(value, "sampler")
 
 
-__all__ = ["MEASURED_TIMINGS", "SAMPLER_FACTS", "SAMPLER_GPU", "SAMPLING_VARIANT", "SAMPLER_SEQUENCES", "SEQUENCE_OPS",
-           "V0_GRAPH_INPUT_BYTES_PER_ROW", "Sampler", "SamplerFact", "SamplerOp", "SamplerSequence", "SamplerTiming",
-           "SamplerTimes", "load_sampler_times", "measured_sequence_time", "sampler_fact", "sampler_of",
-           "sampler_kernels", "sampler_sequences", "sampler_time", "sequence_bytes", "SamplerTime"]
+__all__ = ["EAGER_SAMPLER_WORDS", "MEASURED_TIMINGS", "SAMPLER_FACTS", "SAMPLER_GPU", "SAMPLER_SEQUENCES",
+           "SAMPLING_VARIANT", "SEQUENCE_OPS", "V0_GRAPH_INPUT_BYTES_PER_ROW", "V0_MAX_CAPTURED_BATCH",
+           "V0_MAX_CAPTURED_SEQ_LEN", "graph_replayed", "load_sampler_times", "measured_sequence_time", "Sampler",
+           "sampler_fact", "sampler_impl", "sampler_kernels", "sampler_of", "sampler_sequences", "sampler_time",
+           "sampler_words", "SamplerFact", "SamplerOp", "SamplerSequence", "SamplerTime", "SamplerTimes",
+           "SamplerTiming", "sequence_bytes"]

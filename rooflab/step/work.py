@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from ..vocab import StepKind
 from .attention import decode_attention, prefill_attention
@@ -12,8 +13,9 @@ from .communication import communication
 from .gemms import logits, mlp, projections
 from .pricing import StepContext, priced_row
 from .rows import StepRow
-from .sampler import (SAMPLER_WORDS, SAMPLING_VARIANT, SEQUENCE_OPS, Sampler, SamplerSequence, sampler_kernels,
-                      sampler_sequences, sampler_time)
+from .sampler import (SAMPLING_VARIANT, SEQUENCE_OPS, V0_MAX_CAPTURED_BATCH, V0_MAX_CAPTURED_SEQ_LEN, Sampler,
+                      SamplerSequence, graph_replayed, sampler_impl, sampler_kernels, sampler_sequences, sampler_time,
+                      sampler_words)
 from .small_ops import small_ops_row
 
 STEPS = tuple(k.value for k in StepKind)
@@ -63,37 +65,47 @@ def layer_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
     return rows
 
 
-def sequence_rows(ctx: StepContext, logit_rows: int) -> list[StepRow]:
+def sequence_rows(ctx: StepContext, logit_rows: int, work: Optional[StepWork] = None) -> list[StepRow]:
     """The rows that scale with the step's logit rows: the logits (gemms.logits: lm_head, all-gather) and the token
-    pick after the model's graph (sampler_row); the one function step_rows and rooflab.step_table price them by."""
-    return logits(ctx, logit_rows) + sampler_row(ctx, logit_rows)
+    pick after the model's graph (sampler_row); the one function step_rows and rooflab.step_table price them by
+    (`work`: the step's, None: a decode-only step within the engine's captured graphs)."""
+    return logits(ctx, logit_rows) + sampler_row(ctx, logit_rows, work)
 
 
-def sampler_row(ctx: StepContext, logit_rows: int) -> list[StepRow]:
+def sampler_row(ctx: StepContext, logit_rows: int, work: Optional[StepWork] = None) -> list[StepRow]:
     """The sampler's row (rooflab.step.sampler: its launches' floors over [logit_rows, vocab] and its measured time);
     none where the context's sampler is unpriced or there are no logit rows, nor under speculative decoding (drafts
-    are verified by a rejection sampler, not read: noted)."""
+    are verified by a rejection sampler, not read: noted). Eager (no graph-input copies, `wall` times) without CUDA
+    graphs, and where the engine runs the step's model eagerly (graph_replayed: vLLM V0 outside a decode-only batch
+    of at most 256 sequences of at most 8,192 tokens; `work` None: a decode-only step, its lengths not known)."""
     sampler, pricer = ctx.sampler, ctx.pricer
     if sampler is Sampler.unpriced or logit_rows <= 0:
         return []
     if ctx.dep.speculative is not None:
         pricer.note("sampling not priced: drafts are verified by a rejection sampler not read here")
         return []
-    vocab, eager = ctx.model.vocab_size, not ctx.dep.cuda_graphs
+    decode_only = work is None or work.prefills == 0
+    seq_len = work.context_len + work.q_len if work is not None and work.decodes else 0
+    graphs = graph_replayed(sampler, ctx.dep.cuda_graphs, logit_rows, decode_only, seq_len)
+    vocab, eager = ctx.model.vocab_size, not graphs
     launches = pricer.launches.times
     t = sampler_time(sampler, ctx.gpu, logit_rows, vocab, eager, launches.eager_host_s if launches else None)
     if t.t_s is None:
         pricer.miss("sampling after the graph", t.note)
     else:
         pricer.note(t.note)
-    kernels = sampler_kernels(sampler, logit_rows, vocab, not eager)
-    copies = sum(1 for seq, _ in sampler_sequences(sampler, not eager) if seq is SamplerSequence.v0_graph_inputs)
+    kernels = sampler_kernels(sampler, logit_rows, vocab, graphs)
+    copies = sum(1 for seq, _ in sampler_sequences(sampler, graphs) if seq is SamplerSequence.v0_graph_inputs)
     inputs = f"; {len(SEQUENCE_OPS[SamplerSequence.v0_graph_inputs])} copies into the graph's inputs" if copies else ""
+    why = ""
+    if ctx.dep.cuda_graphs and not graphs:
+        why = (f"; the model eager: V0 replays its graph for a decode-only batch of at most "
+               f"{V0_MAX_CAPTURED_BATCH} sequences, each at most {V0_MAX_CAPTURED_SEQ_LEN:,} tokens")
     source = (f"measured sampler sequences ({'wall, issued eagerly' if eager else 'queued behind the graph'}; "
               f"measurements/launch/h200-sampler.csv)")
-    return [priced_row(pricer, SAMPLING_VARIANT, f"sampling after the graph ({SAMPLER_WORDS[sampler]}{inputs}; "
-                       f"{logit_rows:,} x {vocab:,} logits)", kernels, 1.0, t.t_s,
-                       "torch_eager" if eager else "torch_graph", calls=len(kernels), part="sequences",
+    return [priced_row(pricer, SAMPLING_VARIANT, f"sampling after the graph ({sampler_words(sampler, graphs)}"
+                       f"{inputs}{why}; {logit_rows:,} x {vocab:,} logits)", kernels, 1.0, t.t_s,
+                       sampler_impl(sampler, graphs), calls=len(kernels), part="sequences",
                        source=source, predicted_from=t.provenance)]
 
 

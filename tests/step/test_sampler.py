@@ -201,3 +201,56 @@ def test_an_eager_deployment_prices_the_wall_time():
     host = H200.measured.launch.eager_host_s
     assert row.t_predicted_s == pytest.approx(max(rows[("fp32_cast", 8, 128256, "graph")], host)
                                               + rows[("greedy_argmax", 8, 128256, "wall")], rel=1e-12)
+
+
+@pytest.mark.parametrize("step, chunk, batch, context", [("prefill", 0, 8, 2048), ("decode", 512, 8, 2048),
+                                                         ("decode", 0, 257, 128), ("decode", 0, 8, 8192)])
+def test_v0_runs_eagerly_outside_a_graphed_decode(step, chunk, batch, context):
+    """vLLM V0 replays its graph only for a decode-only batch of at most 256 sequences of at most 8,192 tokens
+    (model_runner.py _use_captured_graph): a prefill, a mixed step, batch 257 and a 8,193-token sequence run the model
+    eagerly: the sampler's row has no graph-input copies, its time is v0_random's `wall` and its impl eager; batch 256
+    at 8,191 tokens of context is still graphed."""
+    report = step_report(LLAMA, H200, batch, context, step=step, prefill_tokens=chunk, engine="vllm",
+                         engine_version="0.7.3", check_memory=False)
+    (row,) = _sampling_rows(report)
+    rows = report.batch + (1 if chunk else 0)
+    times = load_sampler_times()
+    wall = measured_sequence_time(times, SamplerSequence.v0_random, SamplerTiming.wall, rows, LLAMA.vocab_size, BW)
+    assert row.t_predicted_s == pytest.approx(wall, rel=1e-12)
+    assert "copies into the graph's inputs" not in row.label and "the model eager" in row.label
+    assert row.predicted_impl == "torch_eager" and row.calls == len(SEQUENCE_OPS[SamplerSequence.v0_random])
+    (graphed,) = _sampling_rows(step_report(LLAMA, H200, 256, 8191, engine="vllm", engine_version="0.7.3",
+                                            check_memory=False))
+    assert "5 copies into the graph's inputs" in graphed.label and "the model eager" not in graphed.label
+
+
+@pytest.mark.parametrize("engine, version, cuda_graphs, impl", [
+    ("vllm", "0.7.3", True, "torch_eager"), ("vllm", "0.11.2", True, "torch_eager"),
+    ("sglang", "0.5.12", True, "torch_graph + torch_eager"), (None, None, True, "torch_graph"),
+    ("vllm", "0.11.2", False, "torch_eager"), ("sglang", "0.5.12", False, "torch_eager"),
+    (None, None, False, "torch_eager"),
+])
+def test_the_rows_impl_and_words_say_where_each_sequence_runs(engine, version, cuda_graphs, impl):
+    """V0's and V1's samplers run eagerly after the graph, SGLang's cast in the graph and its argmax eagerly,
+    rooflab's own both in the graph; without CUDA graphs everything is eager and the label says no graph."""
+    dep = Deployment(cuda_graphs=cuda_graphs)
+    (row,) = _sampling_rows(step_report(LLAMA, H200, 8, 96, deployment=dep, engine=engine, engine_version=version))
+    assert row.predicted_impl == impl, (row.predicted_impl, row.label)
+    assert ("in the graph" in row.label) is (cuda_graphs and "torch_graph" in impl), row.label
+
+
+def test_serve_says_the_sampler_is_measured():
+    """Serve's provenance says the sampler's times were measured, and where; the rest of the step fitted."""
+    serve = step_times(LLAMA, H200, Deployment(), 16, 16, 1024, 512, sampler="v0_random")
+    assert "sampler v0_random measured on h200-sxm (measurements/launch/h200-sampler.csv)" in serve.provenance
+    assert "v0_random) fitted" not in serve.provenance and "fitted on h200-sxm" in serve.provenance
+
+
+def test_speculative_decoding_names_no_sampler():
+    """Under speculative decoding no sampler is priced: the kernels note names none beside the note that says so."""
+    dep = Deployment(speculative=Speculative("eagle", 3, 0.7))
+    for version in ("0.7.3", "0.11.2"):
+        report = step_report(LLAMA, H200, 8, 96, deployment=dep, engine="vllm", engine_version=version)
+        kernels = [n for n in report.notes if n.startswith("kernels:")]
+        assert kernels and not any("sampling" in n or "random" in n for n in kernels), kernels
+        assert any("rejection sampler" in n for n in report.notes) and not _sampling_rows(report)
