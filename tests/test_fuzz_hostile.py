@@ -803,17 +803,14 @@ class TestSession15:
         assert len(rows) <= 1, rows
         return rows[0] if rows else None
 
-    # left: past the measured grid (batch 256) another NVIDIA GPU's sampler time is extrapolated at that GPU's own
+    # fixed: past the measured grid (batch 256) another NVIDIA GPU's sampler time is extrapolated at that GPU's own
     # bandwidth and then transferred again (sampler_time passes the target GPU's bandwidth to
     # measured_sequence_time, then adds the slower-HBM term over all the bytes): L4 at batch 4096 is 1.86x the
     # docstring's "the H200's time plus the floor bytes' extra time at its slower HBM", and B200 comes out 0.6x
     # the H200's own time, where the transfer never adds less than nothing
     @pytest.mark.parametrize("gpu, batch", [
         ("l4", 64), ("b200", 64),
-        pytest.param("l4", 4096, marks=pytest.mark.xfail(strict=True, reason="sampler transfer past batch 256 "
-                                                           "counts the extra bytes at the L4's bandwidth twice")),
-        pytest.param("b200", 4096, marks=pytest.mark.xfail(strict=True, reason="sampler transfer past batch 256 "
-                                                             "makes the B200 faster than the H200 it is taken from")),
+        ("l4", 4096), ("b200", 4096),
     ])
     def test_sampler_transfer_is_the_h200s_time_plus_slower_hbm(self, gpu, batch):
         from rooflab.load import load_gpu
@@ -827,9 +824,8 @@ class TestSession15:
             slower = max(nbytes / other.hbm_bandwidth_bytes_per_s - nbytes / h200.hbm_bandwidth_bytes_per_s, 0.0)
             assert there == pytest.approx(here + slower, rel=1e-3), (sampler.value, here, there, slower)
 
-    # left: the transfer's note says "the extra time of its slower HBM ... added" on a B200, whose HBM (7.7 TB/s)
+    # fixed: the transfer's note said "the extra time of its slower HBM ... added" on a B200, whose HBM (7.7 TB/s)
     # is faster than the H200's (4.8 TB/s): nothing is added there
-    @pytest.mark.xfail(strict=True, reason="the sampler transfer note calls the B200's faster HBM slower")
     def test_sampler_transfer_note_on_a_faster_gpu(self):
         from rooflab.load import load_gpu
         from rooflab.step.sampler import Sampler, sampler_time
@@ -837,13 +833,11 @@ class TestSession15:
         note = sampler_time(Sampler.v1_random, load_gpu("b200"), 8, 128256, False, None).note
         assert note and "slower HBM" not in note, note
 
-    # left: vLLM V0 replays its CUDA graph for decode-only batches only (worker/model_runner.py
+    # fixed: vLLM V0 replays its CUDA graph for decode-only batches only (worker/model_runner.py
     # _use_captured_graph: decode_only and not enforce_eager); a prefill step, and a decode step with a prefill
     # chunk, run the model eagerly, with no CUDAGraphRunner copies into static buffers, yet the sampler row prices
     # "5 copies into the graph's inputs" there as it does in a graphed decode step; likewise a decode batch past
     # the largest captured batch (_use_captured_graph: batch_size <= max_batchsize_to_capture, 256 at most)
-    @pytest.mark.xfail(strict=True, reason="vLLM V0's graph-input copies priced in prefill and mixed steps and "
-                                           "past batch 256, which V0 runs without its CUDA graph")
     @pytest.mark.parametrize("step, chunk, batch", [("prefill", 0, 8), ("decode", 512, 8), ("decode", 0, 257)])
     def test_v0_graph_input_copies_only_in_a_graphed_decode(self, step, chunk, batch):
         from rooflab.load import load_gpu, load_model
