@@ -45,7 +45,7 @@ def _hybrid_config(tmp_path_factory, name: str):
     folder = tmp_path_factory.mktemp(name)
     path = folder / "config.json"
     # the exporter writes text models: a vision tower is refused, not dropped
-    text = dataclasses.replace(load_model(name), vision_parameters=0, image_tokens=0)
+    text = dataclasses.replace(load_model(name), vision_parameters=0, image_tokens=0, image_input_elements=0)
     path.write_text(json.dumps(export_hf_config(text), indent=2))
     return load_model(path)
 

@@ -110,14 +110,18 @@ they add to both moments:
     H is the text model's width (the projector's output: Gemma3MultiModalProjector, vllm v0.11.2 gemma3_mm.py
     :463-505) and b the model's dtype. Gemma 3 27B at v0.11.2 with 16,384 batched tokens: t = 260, N = 63 (the
     log's "profiled with 63 image items"), 63 x 16,384 x 5,376 x 2 B = 10.34 GiB.
+    dummy inputs    N x e x b beside them: the N copies of one dummy image's processed input (e elements:
+                    ModelSpec.image_input_elements), moved to the GPU in one batch (_get_mm_dummy_batch, v0.11.2
+                    :3593-3623; v0.10.2 :2592-2617) and, a local of profile_run, alive until it returns; floating
+                    inputs come in the model's dtype (vllm v0.11.2 vllm/multimodal/processing.py
+                    _postprocess_output :1024-1036). Gemma 3: 63 x 3 x 896^2 x 2 B = 0.28 GiB.
 
 vLLM skips it where the model takes no images: every supported modality's limit 0 ("running in text-only
 mode", vllm v0.11.2 vllm/multimodal/registry.py supports_multimodal_inputs :122-146; EngineSettings.
 limit_mm_per_prompt 0), or --skip-mm-profiling (gpu_model_runner.py :4070-4074; EngineSettings.
 skip_mm_profiling). Not modelled: the encoder's own forward (before the language model's: 63 SigLIP passes of
-4,096 patches for Gemma 3), the dummy pixel values kept beside (63 x 3 x 896^2 x 2 B = 0.28 GiB for Gemma 3),
-V0's multimodal dummy data, and which stages hold the cache under pipeline parallelism (each here). Otherwise
-pass --activation-gib.
+4,096 patches for Gemma 3, below the moments above at its defaults), V0's multimodal dummy data, and which stages
+hold the cache under pipeline parallelism (each here). Otherwise pass --activation-gib.
 """
 
 from __future__ import annotations
@@ -182,20 +186,25 @@ class ProfileRun:
         part = "sampler" if self.sampler_bytes >= self.forward_bytes else "forward"
         kept = " + the fused-MoE caches V1 keeps" if self.moe_workspace_kept and self.moe_workspace_bytes else ""
         enc = self.encoder_cache
-        held = (f" + {enc.items} dummy image outputs of {enc.rows:,} rows held in the encoder cache"
-                if enc else "")
+        held = (f" + {enc.items} dummy image outputs of {enc.rows:,} rows held in the encoder cache, and their "
+                f"inputs" if enc else "")
         return (f"modelled: the {part} pass of the profile run{kept}{held} ({self.num_tokens:,} tokens over "
                 f"{self.num_requests:,} sequences)")
 
 
 @dataclass(frozen=True)
 class EncoderCache:
-    """vLLM V1's dummy encoder outputs held through the profile run (module docstring): `items` outputs of
-    `rows` x the text width, `bytes` in all (one GPU)."""
+    """vLLM V1's dummy encoder outputs and inputs held through the profile run (module docstring): `items`
+    outputs of `rows` x the text width (`output_bytes`) and their processed inputs (`input_bytes`), one GPU."""
 
     items: int
     rows: int
-    bytes: int
+    output_bytes: int
+    input_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return self.output_bytes + self.input_bytes
 
 
 def encoder_cache(model: ModelSpec, s: Resolved) -> EncoderCache | None:
@@ -211,7 +220,8 @@ def encoder_cache(model: ModelSpec, s: Resolved) -> EncoderCache | None:
     items = max(1, min(budget // t, s.max_num_seqs * per_prompt))
     expanded = s.release is not None and in_span(s.release, V1_ENCODER_BUDGET_EXPANSION_RELEASES)
     rows = budget if expanded else t
-    return EncoderCache(items, rows, items * rows * model.hidden_size * model_dtype(model).bytes)
+    b = model_dtype(model).bytes
+    return EncoderCache(items, rows, items * rows * model.hidden_size * b, items * model.image_input_elements * b)
 
 
 def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> ProfileRun:

@@ -38,7 +38,9 @@ An image's prompt tokens (ModelSpec.image_tokens) are mm_tokens_per_image + 4: t
 writes each image as "\n\n" boi, mm_tokens_per_image image tokens, eoi "\n\n" (processing_gemma3.py,
 Gemma3Processor.__init__ full_image_sequence; "\n\n" is one token of Gemma's vocabulary), and vLLM's profiler
 counts the whole span (vllm v0.11.2 vllm/multimodal/registry.py get_max_tokens_per_item_by_modality,
-get_mm_max_contiguous_tokens; gemma3_mm.py get_image_repl without pan-and-scan crops, its default). A file
+get_mm_max_contiguous_tokens; gemma3_mm.py get_image_repl without pan-and-scan crops, its default). Its
+processed input (ModelSpec.image_input_elements) is one num_channels x image_size x image_size pixel_values
+array (gemma3_mm.py get_num_image_tokens: num_crops + 1 arrays, num_crops 0 without pan-and-scan). A file
 without vision_config counts no tower (rooflab's exporter writes such files).
 
 CLIPVisionConfig's defaults fill the keys a file leaves out (width 768, MLP 3072, 12 layers, patch 32,
@@ -142,7 +144,8 @@ def gemma3_vl(c: Fields) -> dict:
     d = v.count("hidden_size")
     projector = d * spec["hidden_size"] + d
     return {**spec, "vision_parameters": siglip_vision_parameters(v) + projector,
-            "image_tokens": per_image + GEMMA3_IMAGE_FRAME_TOKENS}
+            "image_tokens": per_image + GEMMA3_IMAGE_FRAME_TOKENS,
+            "image_input_elements": v.count("num_channels") * v.count("image_size") ** 2}
 
 
 def llava_projector_parameters(vision_width: int, text_width: int, feature_layers: int, bias: bool) -> int:

@@ -121,6 +121,11 @@ class ModelSpec:
                                    "its largest, the placeholder vLLM's multimodal profiler counts "
                                    "(get_mm_max_contiguous_tokens; Gemma 3: mm_tokens_per_image + 4, hf/vision.py); "
                                    "0 where none is known (then no multimodal profile run is modelled)", default=0)
+    image_input_elements: int = spec_field(0, 1 << 40, "elements", "a vision-language model's processed input for "
+                                           "one image at its largest (pixel_values: num_channels x image_size^2 "
+                                           "for Gemma 3's SigLIP, hf/vision.py), which vLLM's multimodal profile "
+                                           "keeps on the GPU in the model's dtype; 0 where none is known",
+                                           default=0)
     parameters_note: Optional[str] = spec_field(doc="what the published count includes", default=None)
 
     #: YAML keys read under their old spelling: old -> new.
@@ -128,8 +133,9 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         validate_fields(self)
-        if self.image_tokens and not self.vision_parameters:
-            raise SpecError(self.name, "image_tokens", self.image_tokens, "needs a vision tower (vision_parameters)")
+        for name in ("image_tokens", "image_input_elements"):
+            if getattr(self, name) and not self.vision_parameters:
+                raise SpecError(self.name, name, getattr(self, name), "needs a vision tower (vision_parameters)")
         if not self.layer_pattern:
             if len(self.layer_types) != 1:
                 raise SpecError(self.name, "layer_pattern", None, "needed when there are several layer_types")

@@ -258,15 +258,17 @@ def test_v0_11_expands_each_dummy_image_to_the_encoder_budget_by_hand():
         budget B = max(16,384, 260) = 16,384;  items N = max(1, min(16,384 // 260, 1,024 x min(999, 32,768 // 260)))
         = 63 (held-out set 8's v0.11.2 log prints "profiled with 63 image items");
         v0.11.2 copies each output into zeros of (B, 5,376): 63 x 16,384 x 5,376 x 2 = 11,098,128,384 B (10.34 GiB),
-    held beside the sampler, so the peak is that plus the text-only peak."""
+        beside the 63 dummy 3 x 896 x 896 bf16 pixel arrays: 63 x 2,408,448 x 2 = 303,464,448 B,
+    held beside the sampler, so the peak is both plus the text-only peak."""
     run = _gemma3_run("0.11.2")
     enc = run.encoder_cache
     assert (enc.items, enc.rows) == (63, 16384)
-    assert enc.bytes == 63 * 16384 * 5376 * 2 == 11_098_128_384
+    assert enc.output_bytes == 63 * 16384 * 5376 * 2 == 11_098_128_384
+    assert enc.input_bytes == 63 * 3 * 896 * 896 * 2 == 303_464_448
     text = profile_run(GEMMA3_27B, resolve(vllm("v1", max_model_len=32768, max_num_batched_tokens=16384,
                                                  release="0.11.2", limit_mm_per_prompt=0), GEMMA3_27B, B200))
     assert text.encoder_cache is None
-    assert run.peak_bytes == text.peak_bytes + 11_098_128_384
+    assert run.peak_bytes == text.peak_bytes + 11_098_128_384 + 303_464_448
     assert "63 dummy image outputs of 16,384 rows" in run.describe()
     assert _gemma3_run("0.11.0").encoder_cache.rows == 16384
 
@@ -274,9 +276,11 @@ def test_v0_11_expands_each_dummy_image_to_the_encoder_budget_by_hand():
 @pytest.mark.parametrize("release", ["0.10.2", "0.12.0", "0.19.0"])
 def test_no_expansion_before_v0_11_or_from_v0_12(release):
     """v0.10.2 keeps the encoder's outputs as they are, v0.12.0 pads them to one image's tokens (vllm v0.10.2
-    gpu_model_runner.py :3026; v0.12.0 :4331-4354): 63 x 260 x 5,376 x 2 = 176,117,760 B, no budget-wide copy."""
+    gpu_model_runner.py :3026; v0.12.0 :4331-4354): 63 x 260 x 5,376 x 2 = 176,117,760 B, no budget-wide copy;
+    the dummy inputs as at v0.11.2."""
     enc = _gemma3_run(release).encoder_cache
-    assert (enc.items, enc.rows, enc.bytes) == (63, 260, 63 * 260 * 5376 * 2)
+    assert (enc.items, enc.rows, enc.output_bytes) == (63, 260, 63 * 260 * 5376 * 2)
+    assert enc.input_bytes == 303_464_448
 
 
 def test_encoder_cache_items_follow_the_image_limit_and_the_sequences():

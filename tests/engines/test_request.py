@@ -161,7 +161,8 @@ def test_limit_mm_per_prompt_refusals_name_the_option(text):
 
 def test_no_images_plans_gemma_3_text_only():
     """--limit-mm-per-prompt '{"image": 0}' and --skip-mm-profiling leave vLLM v0.11.2's 63 x 16,384 x 5,376 x 2 B
-    of dummy encoder outputs (profile.py) out of the activation peak; SGLang has neither option."""
+    of dummy encoder outputs and their 63 x 3 x 896^2 x 2 B of inputs (profile.py) out of the activation peak;
+    SGLang has neither option."""
     import json
 
     args = ("-m", "gemma-3-27b", "-g", "b200", "--engine", "vllm", "--engine-version", "0.11.2",
@@ -172,6 +173,6 @@ def test_no_images_plans_gemma_3_text_only():
         assert r.exit_code == 0, r.output
         doc = json.loads(r.stdout)
         peaks.append(next(t["bytes"] for t in doc["terms"] if t["name"] == "activation_peak"))
-    assert peaks[0] - peaks[1] == 63 * 16384 * 5376 * 2 and peaks[1] == peaks[2]
+    assert peaks[0] - peaks[1] == 63 * 16384 * 5376 * 2 + 63 * 3 * 896 * 896 * 2 and peaks[1] == peaks[2]
     _refused(_capacity("-m", "gemma-3-27b", "-g", "b200", "--engine", "sglang", "--skip-mm-profiling"),
              "--skip-mm-profiling is vLLM's")

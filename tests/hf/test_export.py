@@ -56,7 +56,7 @@ def test_export_round_trip(name):
         with pytest.raises(SpecError) as caught:
             export_hf_config(m)
         assert caught.value.field == "vision_parameters"
-        m = dataclasses.replace(m, vision_parameters=0, image_tokens=0)
+        m = dataclasses.replace(m, vision_parameters=0, image_tokens=0, image_input_elements=0)
     data = export_hf_config(m)
     assert data["architectures"] == [ARCHITECTURE.get(name, "LlamaForCausalLM")] == [choose_architecture(m)]
     text = json.dumps(data, indent=2, allow_nan=False)

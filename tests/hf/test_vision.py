@@ -115,13 +115,15 @@ def test_gemma3_27b_it_counts_its_siglip_tower_and_projector():
     m = read_config(GEMMA3_27B_IT)
     assert m.vision_parameters == tower + 1152 * 5376 + 1152 == 423_060_336
     assert m.image_tokens == 256 + 4                   # "\n\n" boi, 256 image tokens, eoi "\n\n"
+    assert m.image_input_elements == 3 * 896 * 896     # one pixel_values array, no pan-and-scan crops
     bundled = load_model("gemma-3-27b")
-    assert (bundled.vision_parameters, bundled.image_tokens) == (m.vision_parameters, m.image_tokens)
+    assert (bundled.vision_parameters, bundled.image_tokens, bundled.image_input_elements) == \
+        (m.vision_parameters, m.image_tokens, m.image_input_elements)
 
 
 def test_gemma3_without_a_vision_config_counts_no_tower():
     m = read_config({k: v for k, v in GEMMA3_27B_IT.items() if k not in ("vision_config", "mm_tokens_per_image")})
-    assert (m.vision_parameters, m.image_tokens) == (0, 0)
+    assert (m.vision_parameters, m.image_tokens, m.image_input_elements) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("change, field", [

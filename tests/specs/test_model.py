@@ -83,5 +83,8 @@ def test_image_tokens_need_a_vision_tower_and_a_text_step_never_runs_it():
         dataclasses.replace(m, vision_parameters=0)
     assert caught.value.field == "image_tokens"
     with pytest.raises(SpecError) as caught:
+        dataclasses.replace(m, vision_parameters=0, image_tokens=0)
+    assert caught.value.field == "image_input_elements"
+    with pytest.raises(SpecError) as caught:
         dataclasses.replace(m, image_tokens=-1)
     assert caught.value.field == "image_tokens"

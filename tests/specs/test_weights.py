@@ -115,7 +115,8 @@ def test_gemma_3_27b_holds_its_siglip_tower_in_bf16():
     """The -it checkpoint's tower and projector (423,060,336 parameters, rooflab/hf/vision.py) at 2 bytes each on
     top of the text model's published 27,016M (models/gemma-3-27b.yaml), on every GPU under TP."""
     vlm = load_model("gemma-3-27b")
-    text = dataclasses.replace(vlm, vision_parameters=0, image_tokens=0, num_parameters=27_016_000_000)
+    text = dataclasses.replace(vlm, vision_parameters=0, image_tokens=0, image_input_elements=0,
+                               num_parameters=27_016_000_000)
     for tp in (1, 2):
         assert vlm.weight_bytes(tensor_parallel=tp) - text.weight_bytes(tensor_parallel=tp) == \
             pytest.approx(2 * 423_060_336, abs=1)
