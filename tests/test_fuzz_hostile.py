@@ -891,10 +891,9 @@ class TestSession15:
         assert not [r for r in doc["rows"] if r["variant"] == "sampling"], doc["rows"]
         assert any("rejection sampler" in note for note in doc["notes"]), doc["notes"]
 
-    # left: the dense block-fp8 fact takes the MI300X (AMD, compute capability '9.4': gfx942) for a 9.x NVIDIA GPU
-    # and names DeepGEMM (SGLang 0.5.12) / CUTLASS blockwise (vLLM 0.7.3) there, CUDA-only kernels ROCm builds
-    # do not run (dense_block_fp8._fact gates on the capability, not the vendor)
-    @pytest.mark.xfail(strict=True, reason="DeepGEMM / CUTLASS named for block-fp8 dense GEMMs on the AMD MI300X")
+    # fixed: the dense block-fp8 fact took the MI300X (AMD, compute capability '9.4': gfx942) for a 9.x NVIDIA GPU
+    # and named DeepGEMM (SGLang 0.5.12) / CUTLASS blockwise (vLLM 0.7.3) there, CUDA-only kernels ROCm builds
+    # do not run (dense_block_fp8._fact now checks GpuSpec.vendor too: no engine kernel named, the cuBLASLt fit)
     @pytest.mark.parametrize("engine, version", [("sglang", "0.5.12"), ("vllm", "0.7.3")])
     def test_no_cuda_block_fp8_kernel_on_amd(self, engine, version):
         from rooflab.load import load_gpu
@@ -910,10 +909,10 @@ class TestSession15:
 
         assert "DeepGEMM" in dense_block_fp8_fact("sglang", "0.5.12", load_gpu("h200-sxm"), True)
 
-    # left: the same capability gate in the routing fact: on the MI300X ('9.4') SGLang 0.5.12's DeepSeek-V3 routing
-    # is priced as FlashInfer's fused_topk_deepseek with the shared expert fused (fused_topk_shared), a CUDA kernel
-    # FlashInfer does not build for ROCm (routing._fused_topk gates on the capability's major, not the vendor)
-    @pytest.mark.xfail(strict=True, reason="FlashInfer's fused routing priced for SGLang 0.5.12 on the AMD MI300X")
+    # fixed: the same capability gate in the routing fact: on the MI300X ('9.4') SGLang 0.5.12's DeepSeek-V3 routing
+    # was priced as FlashInfer's fused_topk_deepseek with the shared expert fused (fused_topk_shared), a CUDA kernel
+    # FlashInfer does not build for ROCm; now unpriced on AMD, the HIP path (torch.compile'd biased grouped top-k,
+    # topk.py:901-975) said as a form rooflab does not have
     def test_no_flashinfer_routing_on_amd(self):
         from rooflab.load import load_gpu, load_model
         from rooflab.step.routing import Routing, routing_fact
@@ -935,10 +934,9 @@ class TestSession15:
         assert (not shared) is fused, [row.label for row in report.rows]
         assert any(("of 257 experts" in row.label) is fused for row in report.rows if row.label.startswith("MoE"))
 
-    # left: mla_decode_fact takes no GPU, so SGLang 0.5.12's MLA decode is said to run fa3 'by default' on a B200,
-    # where its own cited server_args.py:1892-1900 picks trtllm_mla on 10.x (the split search is the same either way:
-    # the words are wrong, not the number)
-    @pytest.mark.xfail(strict=True, reason="SGLang 0.5.12's MLA decode named fa3 on the B200 (trtllm_mla on 10.x)")
+    # fixed: mla_decode_fact took no GPU, so SGLang 0.5.12's MLA decode was said to run fa3 'by default' on a B200,
+    # where its own cited server_args.py:1892-1900 picks trtllm_mla on 10.x; it now takes the GPU and names the
+    # backend picked there (the split search is the same either way: the words were wrong, not the number)
     def test_mla_decode_backend_on_a_b200(self):
         import re
 

@@ -5,8 +5,10 @@ kernel it has not measured (vLLM 0.7.x's and SGLang 0.4.x's CUTLASS blockwise, t
 0.5.x's DeepGEMM is measured (benchmarks/deepgemm_block_gemm.py, measurements/gemm/h200-deepgemm-block-gemm.csv: the
 call SGLang 0.5.12 makes, on the H200) and priced by its own fit (deepgemm) where DeepGEMM takes the shape.
 
-Facts (DENSE_BLOCK_FP8_FACTS), each read at one release and assumed kept within its minor line (0.7.x, 0.4.x,
-0.5.x):
+Facts (DENSE_BLOCK_FP8_FACTS), each read at one release for NVIDIA compute capability 9.x and assumed kept within
+its minor line (0.7.x, 0.4.x, 0.5.x). None applies on an AMD GPU (GpuSpec.vendor; the MI300X's '9.4' is gfx942, where
+the CUDA-only CUTLASS and DeepGEMM kernels are not built): there no engine kernel is named and the GEMMs are priced by
+rooflab's own torch_scaled_mm_block fit:
 
     vLLM 0.7.3          apply_w8a8_block_fp8_linear (model_executor/layers/quantization/utils/fp8_utils.py:48-78)
                         runs ops.cutlass_scaled_mm, CUTLASS's sm90 blockwise GEMM (the wheel's _C.abi3.so holds
@@ -41,6 +43,12 @@ import numpy as np
 
 from ..vocab import _Named, engine_release
 
+
+def is_nvidia(gpu) -> bool:
+    """Whether `gpu` (a GpuSpec) is an NVIDIA GPU, so that a fact read for CUDA compute capabilities applies to it
+    (GpuSpec.vendor; an unknown vendor is not taken for NVIDIA: AMD reports gfx942 as capability '9.4')."""
+    return str(getattr(gpu, "vendor", "") or "").lower() == "nvidia"
+
 #: DeepGEMM's shapes in SGLang 0.5.12: the weight's N a multiple of 64 and K of 128 (srt/layers/quantization/
 #: fp8_utils.py:659, deepgemm_w8a8_block_fp8_linear_with_fallback); the Triton fallback elsewhere.
 DEEPGEMM_N_MULTIPLE, DEEPGEMM_K_MULTIPLE = 64, 128
@@ -63,7 +71,7 @@ class DenseBlockFp8Kernel(_Named):
 
 @dataclass(frozen=True)
 class DenseBlockFp8Fact:
-    """An engine line's dense block-fp8 GEMM kernel on compute capability 9.x, read at `version` from its wheel, and
+    """An engine line's dense block-fp8 GEMM kernel on NVIDIA compute capability 9.x, read at `version` from its wheel, and
     what prices it."""
 
     engine: str
@@ -89,9 +97,10 @@ DENSE_BLOCK_FP8_FACTS = (
 
 def _fact(engine, version, gpu, block_fp8: bool) -> Optional[DenseBlockFp8Fact]:
     """The fact covering `engine` at `version` on `gpu` for block-fp8 weights; None where the weights are not block
-    fp8, the GPU is not compute capability 9.x, or no fact covers the release."""
+    fp8, the GPU is not an NVIDIA one of compute capability 9.x (the facts were read for CUDA; an AMD GPU's '9.4' is
+    gfx942, where the CUDA-only kernels do not run), or no fact covers the release."""
     cc = getattr(gpu, "compute_capability", None)
-    if not block_fp8 or not cc or cc.split(".")[0] != "9":
+    if not block_fp8 or not cc or cc.split(".")[0] != "9" or not is_nvidia(gpu):
         return None
     name = str(getattr(engine, "value", engine) or "").lower()
     at = engine_release(version) if version else None
@@ -103,8 +112,9 @@ def _fact(engine, version, gpu, block_fp8: bool) -> Optional[DenseBlockFp8Fact]:
 
 def dense_block_fp8_fact(engine, version, gpu, block_fp8: bool) -> str:
     """The note's words on the kernel `engine` at `version` runs block-fp8 dense GEMMs with on `gpu` ('' where the
-    weights are not block fp8 (`block_fp8` False), the GPU is not compute capability 9.x, or no fact covers the
-    release), and what prices it."""
+    weights are not block fp8 (`block_fp8` False), the GPU is not an NVIDIA one of compute capability 9.x, or no fact
+    covers the release: no engine kernel named, the GEMMs priced by rooflab's own torch_scaled_mm_block fit), and
+    what prices it."""
     fact = _fact(engine, version, gpu, block_fp8)
     if fact is None:
         return ""
@@ -125,4 +135,4 @@ def dense_block_fp8_kernel(engine, version, gpu, block_fp8: bool) -> DenseBlockF
 
 
 __all__ = ["DEEPGEMM_K_MULTIPLE", "DEEPGEMM_N_MULTIPLE", "DENSE_BLOCK_FP8_FACTS", "DenseBlockFp8Fact",
-           "DenseBlockFp8Kernel", "dense_block_fp8_fact", "dense_block_fp8_kernel"]
+           "DenseBlockFp8Kernel", "dense_block_fp8_fact", "dense_block_fp8_kernel", "is_nvidia"]

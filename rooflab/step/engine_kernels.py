@@ -130,7 +130,7 @@ def engine_kernels(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, engin
     kernel, why = moe_kernel_fact(name.value, release, model, gpu.name, deployment.tensor_parallel,
                                   deployment.expert_parallel, ctx.arithmetic("experts"))
     routing, routing_why = routing_fact(name.value, release, model, gpu, deployment.expert_parallel)
-    splits, splits_why = mla_decode_fact(name.value, release, model)
+    splits, splits_why = mla_decode_fact(name.value, release, model, gpu)
     sampler, sampler_why = sampler_fact(name.value, release)
     block = any(ctx.block_scaled(c) for c in ("attention", "dense_mlp", "shared_experts"))
     mla = any(layer.is_latent for _, layer, _ in model.layer_walk())

@@ -24,7 +24,10 @@ not beyond:
                        FlashInfer's BatchMLAPagedAttentionWrapper (flashinfer_mla_backend.py:267), whose plan picks
                        its own KV chunks. Each chooses its splits per batch: priced at rooflab's own split search
                        (the count that prices fastest through the same cost function), said in the note, not a
-                       measurement of those kernels
+                       measurement of those kernels. The backend named follows the GPU (mla_decode_fact's gpu):
+                       fa3 on NVIDIA 9.x, trtllm_mla on NVIDIA 10.x (DeepSeek-V3's architecture line,
+                       server_args.py:1786-1900), triton on another NVIDIA GPU (:2645-2646), aiter or triton on
+                       AMD (HIP: aiter at 16 or 128 heads a rank, :2636-2642); every one priced at the split search
 
 Not expressed: vLLM's FLASHMLA backend (VLLM_ATTENTION_BACKEND=FLASHMLA, FlashMLA's own tile scheduler: the split
 count it picks per batch was not read), SGLang's --enable-flashinfer-mla, and the page size (the deployment's
@@ -65,10 +68,30 @@ MLA_DECODE_FACTS = (
 )
 
 
-def mla_decode_fact(engine, version, model) -> tuple[Optional[int], str]:
-    """(the KV splits `engine` at `version` runs `model`'s MLA decode with, why); None (rooflab's own split search)
-    for a model without MLA layers, no engine, a release whose kernel picks its own splits (SGLang 0.5.x), or a
-    release whose line was not read."""
+def _backend_on(fact: MlaDecodeFact, gpu) -> tuple[str, str]:
+    """(the MLA decode backend `fact`'s release picks by default on `gpu`, where that is read) for SGLang 0.5.x
+    (the module docstring); `fact.backend` (fa3, its Hopper default) where the GPU is not given."""
+    if gpu is None:
+        return fact.backend, ""
+    from .dense_block_fp8 import is_nvidia
+
+    cc = str(getattr(gpu, "compute_capability", None) or "")
+    major = cc.split(".")[0]
+    if not is_nvidia(gpu):
+        return "aiter or triton", (f" on HIP, {getattr(gpu, 'vendor', None) or 'not NVIDIA'} {cc}: aiter at 16 or "
+                                   f"128 heads a rank, else triton, server_args.py:2636-2642")
+    if major == "9":
+        return fact.backend, f" on Hopper, {cc}"
+    if major == "10":
+        return "trtllm_mla", f" on {cc}, DeepSeek-V3's architecture line: server_args.py:1786-1900"
+    return "triton", f" on {cc or 'an unknown capability'}: server_args.py:2645-2646"
+
+
+def mla_decode_fact(engine, version, model, gpu=None) -> tuple[Optional[int], str]:
+    """(the KV splits `engine` at `version` runs `model`'s MLA decode with on `gpu` (a GpuSpec; None: the fact's
+    own backend), why); None (rooflab's own split search) for a model without MLA layers, no engine, a release
+    whose kernel picks its own splits (SGLang 0.5.x: the backend named is the one it picks on `gpu`), or a release
+    whose line was not read."""
     if not any(layer.is_latent for _, layer, _ in model.layer_walk()):
         return None, ""
     name = str(getattr(engine, "value", engine) or "").lower()
@@ -76,7 +99,8 @@ def mla_decode_fact(engine, version, model) -> tuple[Optional[int], str]:
     for fact in MLA_DECODE_FACTS:
         if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
             if fact.splits is None:
-                return None, (f"{fact.backend} (by default) picks its own splits per batch, read at {name} "
+                backend, where = _backend_on(fact, gpu)
+                return None, (f"{backend} (by default{where}) picks its own splits per batch, read at {name} "
                               f"{fact.version} ({fact.source}): rooflab's own split search")
             return fact.splits, (f"{fact.splits} splits, {fact.backend}'s fixed count read at {name} {fact.version} "
                                  f"({fact.source})")

@@ -50,6 +50,14 @@ beyond:
                         topk.py:978-989 mask_topk_ids). The router's logits come in float32 from sgl_kernel's
                         dsv3_router_gemm at up to 16 tokens on 9.x (deepseek_v2.py:397-417) and in bf16 from
                         F.linear above, cast to float32 before the kernel (topk.py:1055, one launch)
+                        On HIP (an AMD GPU, GpuSpec.vendor) none of that runs: the FlashInfer and moe_fused_gate
+                        branches need _is_cuda (topk.py:1022-1024, 1076-1078); with SGLANG_USE_AITER unset (its
+                        default false, utils/common.py:348) biased_grouped_topk_impl runs, the biased grouped top-k
+                        under @torch.compile(dynamic=True) (topk.py:901-975, reached at :1164-1175), aiter's
+                        biased_grouped_topk under SGLANG_USE_AITER (topk.py:1095-1114); and the shared expert is
+                        fused at any EP from gfx942 (deepseek_v2.py:2430-2446). rooflab has no form of a compiled
+                        routing with the shared expert fused inside the MoE kernel: unpriced, the miss said (the
+                        shared expert's GEMMs then priced as their own row)
 
 No release read runs the eager ops: grouped_topk stays in the set as the model of an uncompiled routing (measured
 beside the compiled one).
@@ -60,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..vocab import _Named, engine_release
+from .dense_block_fp8 import is_nvidia
 
 
 class Routing(_Named):
@@ -160,10 +169,19 @@ def routing_fact(engine, version, model, gpu=None, expert_parallel: int = 1) -> 
 
 def _fused_topk(fact: RoutingFact, name: str, model, gpu, expert_parallel: int) -> tuple[Routing, str]:
     """SGLang 0.5.x's fused routing for `model` on `gpu` at `expert_parallel` (the module docstring): fused_topk_shared
-    for 256 routed and 1 shared expert at EP 1, fused_topk otherwise; unpriced off 9.x or where FlashInfer's
-    kernel does not take the shape (another kernel, not read)."""
+    for 256 routed and 1 shared expert at EP 1, fused_topk otherwise; unpriced on an AMD GPU (HIP runs another
+    routing, the module docstring), off 9.x, or where FlashInfer's kernel does not take the shape (another kernel,
+    not read)."""
     read = f"read at {name} {fact.version} ({fact.source})"
     cc = str(getattr(gpu, "compute_capability", None) or "")
+    if gpu is not None and not is_nvidia(gpu):
+        return Routing.unpriced, (
+            f"not priced on {getattr(gpu, 'vendor', None) or 'a non-NVIDIA GPU'} ({cc or 'capability unknown'}): "
+            f"the fused top-k branches need CUDA; on HIP {name} {fact.version} runs biased_grouped_topk_impl "
+            f"under torch.compile (aiter's biased_grouped_topk under SGLANG_USE_AITER) with the shared expert fused "
+            f"into the MoE at any EP from gfx942 ({_SG0512}: srt/layers/moe/topk.py:901-975,1022-1024,1095-1114,"
+            f"1164-1175, models/deepseek_v2.py:2430-2446), a form rooflab does not have: the routing not priced and "
+            f"the shared expert priced as its own row")
     if cc.split(".")[0] == "10":
         return Routing.unpriced, (f"inside flashinfer_trtllm's MoE kernel (the auto MoE runner on {cc}), not priced "
                                   f"apart, {read}")

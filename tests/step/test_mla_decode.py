@@ -123,3 +123,12 @@ def test_serve_prices_the_engines_split_count(h200, deepseek):
     table = StepTable.build(deepseek, h200, dep, max_decodes=8, max_context=2048, max_prefill=16, lazy=True,
                             mla_decode_splits=4)
     assert at(four) == pytest.approx(float(table.time_s(1, 2048, 0)[1]), rel=1e-9)
+
+
+@pytest.mark.parametrize("gpu, backend", [("h200-sxm", "fa3"), ("b200", "trtllm_mla"), ("mi300x", "aiter or triton")])
+def test_sglang_0_5_x_names_the_backend_it_picks_on_the_gpu(deepseek, gpu, backend):
+    """SGLang 0.5.12's default MLA backend follows the GPU: fa3 on Hopper (server_args.py:2630-2631), trtllm_mla for
+    DeepSeek-V3 on 10.x (:1892-1900), aiter or triton on HIP (:2636-2642); the count is the split search on each."""
+    splits, why = mla_decode_fact("sglang", "0.5.12", deepseek, load_gpu(gpu))
+    assert splits is None and why.startswith(f"{backend} (by default on "), why
+    assert why.endswith("rooflab's own split search")
