@@ -3,6 +3,7 @@ the option; the curve, a simulated run and an SLO search print strict JSON; opti
 refused; the predictions' provenance is printed (and why there are none on a GPU without fits)."""
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -85,9 +86,10 @@ def test_json_is_strict(extra):
     r = runner.invoke(app, BASE + extra + ["-f", "json"])
     assert r.exit_code == 0, r.output
     doc = _strict(r.stdout)
-    source = doc["predicted_from"]             # the engine's kernels in brackets where they differ (the sampler)
-    assert source.startswith("rooflab's step model (rooflab report --phase step) ") and source.endswith(
-        " fitted on h200-sxm"), source
+    source = doc["predicted_from"]             # the engine's kernels in brackets where they differ; its sampler measured
+    assert re.fullmatch(r"rooflab's step model \(rooflab report --phase step\) (\(.*\) )?fitted on h200-sxm"
+                        r"(; sampler \w+ measured on h200-sxm \(measurements/launch/h200-sampler\.csv\))?",
+                        source), source
 
 
 def test_the_curve_has_floors_and_predictions_and_names_its_source():
