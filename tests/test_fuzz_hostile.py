@@ -971,15 +971,14 @@ class TestSession15:
             return
         assert str(getattr(deployment.weight_format, "value", deployment.weight_format)) == fmt, deployment
 
-    # left: explain --phase step on DeepSeek-V3 under SGLang 0.5.x at EP 1 exits 70 (ExplainMismatch: "F4 = L4 *
+    # fixed: explain --phase step on DeepSeek-V3 under SGLang 0.5.x at EP 1 exited 70 (ExplainMismatch: "F4 = L4 *
     # (2 * m4 * E * H + 2 * p4 * 3 * we4 * H) gives 5321523200.0, but rooflab computes 5960105984.0"): the step
-    # fuses the shared expert into the MoE as expert 257 (fused_topk_shared), explain's double entry still writes
-    # the MoE row over the 256 routed experts; at --ep 8 (the shared expert apart) and under 0.4.3.post2 it agrees
+    # fuses the shared expert into the MoE as expert 257 (fused_topk_shared), explain's double entry wrote the MoE
+    # row over the 256 routed experts; it now adds the s M fused pairs from the same routing fact (explain.step.
+    # _moe_work); at --ep 8 (the shared expert apart) and under 0.4.3.post2 it agreed and still does
     @pytest.mark.parametrize("extra", [
-        pytest.param(["--engine-version", "0.5.12"], marks=pytest.mark.xfail(
-            strict=True, reason="explain's MoE double entry misses SGLang 0.5.12's fused shared expert (exit 70)")),
-        pytest.param([], marks=pytest.mark.xfail(
-            strict=True, reason="explain's MoE double entry misses SGLang 0.5's fused shared expert (exit 70)")),
+        ["--engine-version", "0.5.12"],
+        [],
         ["--engine-version", "0.5.12", "--ep", "8"],
         ["--engine-version", "0.4.3.post2"],
     ])

@@ -199,12 +199,18 @@ def _work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens,
 
 
 def _moe_work(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _Tokens) -> None:
-    """The router over the rank's tokens and this GPU's experts at the token-expert pairs they receive."""
+    """The router over the rank's tokens and this GPU's experts at the token-expert pairs they receive; where the
+    routing fuses the shared experts (Routing.fuses_shared_expert: SGLang 0.5.x at EP 1, rooflab.step.routing),
+    they are s more experts every routed token picks, s M more pairs (step.gemms._experts), and no row of their
+    own."""
     model, dep, a = ctx.model, ctx.dep, ctx.arithmetic("experts")
-    pairs = math.ceil(ctx.imbalance * toks.tokens * dep.data_ranks * model.num_experts_per_token /
-                      dep.expert_parallel)
+    group = toks.tokens * dep.data_ranks
+    shared = model.num_shared_experts if ctx.routing.fuses_shared_expert else 0
+    pairs = math.ceil(ctx.imbalance * group * model.num_experts_per_token / dep.expert_parallel) + shared * group
     d.given(f"m{i}", toks.tokens, "the rank's rows through the router")
-    d.given(f"p{i}", pairs, f"token-expert pairs this GPU's experts receive: ceil(f x M k / EP), f "
+    fused = (f" + s M, the {shared} shared expert(s) fused as more experts every token picks "
+             f"({ctx.routing.value})" if shared else "")
+    d.given(f"p{i}", pairs, f"token-expert pairs this GPU's experts receive: ceil(f x M k / EP){fused}, f "
                             f"{ctx.imbalance:g}, k {model.num_experts_per_token}, EP {dep.expert_parallel}")
     d.given("E", model.num_experts, "routed experts")
     d.given(f"we{i}", model.ffn_size // dep.expert_tensor_parallel, "an expert's width on this GPU")

@@ -227,7 +227,7 @@ def _experts(ctx: StepContext, tokens: int) -> StepRow:
                       calls=len(costs) * count + fp8_calls,
                       weight_bytes=count * sum(float(c.weight_bytes) for c in costs),
                       source=f"router: GEMM fit ({router}); {routed}{how}, at the measured {a.value} rate; "
-                             f"pairs f x M k / EP{fp8_words}", component="experts", gemm_dtype=a.value,
+                             f"pairs f x M k / EP{f' + s M ({shared} shared fused)' if shared else ''}{fp8_words}", component="experts", gemm_dtype=a.value,
                       gemm_rows=tokens)
 
 

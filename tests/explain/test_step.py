@@ -153,3 +153,18 @@ def test_other_deployments_are_the_reports_step_too(name, gpu, kwargs):
     assert totals["t_predicted"] == pytest.approx(r.t_predicted_s, rel=REL)
     if gpu != "h200-sxm":
         assert "transferred from h200-sxm" in render_explanation(e.explanation)
+
+
+@pytest.mark.parametrize("ep, fused", [(1, True), (8, False)])
+def test_the_fused_shared_expert_is_more_pairs_of_the_moe_row(ep, fused):
+    """SGLang 0.5.12 fuses DeepSeek-V3's shared expert into the MoE at EP 1 (rooflab.step.routing): the MoE row's
+    pairs are ceil(M k / EP) + s M and no shared-experts section is written; at EP 8 it stays apart. By hand: batch 8
+    on one TP-8 rank, k 8, s 1."""
+    e = explain_step(load_model("deepseek-v3"), load_gpu("h200-sxm"), 8, 2048,
+                     deployment=Deployment(tensor_parallel=8, expert_parallel=ep), engine="sglang",
+                     engine_version="0.5.12")
+    titles = [s.title for s in e.explanation.sections]
+    assert any(t.startswith("shared experts") for t in titles) is not fused, titles
+    pairs = next(value for symbol, value, meaning in e.explanation.symbols
+                 if symbol.startswith("p") and "token-expert" in meaning)
+    assert float(pairs) == (8 * 8 + 8 if fused else math.ceil(8 * 8 / 8)), pairs
