@@ -950,10 +950,9 @@ class TestSession15:
         clause = re.search(r"MLA decode [^;]*", note).group(0)
         assert not clause.startswith("MLA decode fa3"), clause
 
-    # left: serve/published._deployment maps a bf16 (or fp16) row to weight_format None, which the step reads as
-    # the checkpoint's own format: a bf16 row of DeepSeek-V3 (shipped block fp8) is priced in block fp8, the
-    # format the row says it did not run; it should be priced in bf16, or refused naming the row's format
-    @pytest.mark.xfail(strict=True, reason="a bf16 published row of an fp8-shipping checkpoint priced in its fp8")
+    # fixed: serve/published._deployment mapped a bf16 (or fp16) row to weight_format None, which the step reads as
+    # the checkpoint's own format: a bf16 row of DeepSeek-V3 (shipped block fp8) was priced in block fp8, the
+    # format the row says it did not run; it is now priced in the row's 16-bit format
     @pytest.mark.parametrize("fmt", ["bf16", "fp16"])
     def test_published_16_bit_row_of_an_fp8_checkpoint(self, fmt):
         from types import SimpleNamespace

@@ -84,8 +84,13 @@ class Comparison:
 def _deployment(row, model=None):
     """The row's deployment for `model` (a ModelSpec; None: the row's format taken as a quantisation at load): fp8
     rows quantise a 16-bit checkpoint to per-tensor fp8, and keep a checkpoint that ships fp8 (fp8 or block fp8:
-    DeepSeek-R1-0528's [128, 128] blocks, which SGLang serves block-scaled) in its own format."""
+    DeepSeek-R1-0528's [128, 128] blocks, which SGLang serves block-scaled) in its own format; bf16 and fp16 rows
+    keep a 16-bit checkpoint as shipped, and price a checkpoint shipped in another format (DeepSeek-V3's block
+    fp8, gpt-oss's mxfp4 experts) in the row's 16-bit format, weights and GEMMs, as the row says it ran. An fp8
+    row of a checkpoint shipped partly in another format (gpt-oss's mxfp4 experts) is refused: per-tensor fp8 over
+    every component would price experts the row does not say it requantised."""
     from ..deployment import Deployment
+    from ..specs.model import QUANTIZABLE
     from ..units import DType, WeightFormat
 
     gemm = {"fp8": DType.fp8_e4m3, "bf16": None, "fp16": None}
@@ -103,6 +108,16 @@ def _deployment(row, model=None):
     if fmt is not None and model is not None and \
             model.weight_format("attention") in (WeightFormat.fp8, WeightFormat.fp8_block):
         fmt = None                                 # the checkpoint's own fp8 (its GEMMs fp8 on an fp8 GPU)
+    elif fmt is None and model is not None and any(
+            model.weight_format(c) not in (WeightFormat.bf16, WeightFormat.fp16) for c in QUANTIZABLE):
+        fmt = DType(row.weight_format)             # a 16-bit row of a checkpoint shipped in another format
+    elif fmt is not None and model is not None and any(
+            model.weight_format(c) not in (WeightFormat.bf16, WeightFormat.fp16, WeightFormat.fp8,
+                                           WeightFormat.fp8_block) for c in QUANTIZABLE):
+        shipped = sorted({model.weight_format(c).value for c in QUANTIZABLE})
+        raise RooflabError(f"{getattr(row, 'model', None) or 'the row'}: weight_format {row.weight_format}: the checkpoint ships {', '.join(shipped)} (its experts "
+                           "or others neither 16-bit nor fp8); which of its weights the row ran in fp8 is not said, "
+                           "so this check does not price it")
     return Deployment(tensor_parallel=row.tp, gemm_dtype=fmt, weight_format=fmt, dtype=kv, kv_cache_dtype=kv)
 
 

@@ -38,3 +38,22 @@ def test_an_fp8_row_keeps_a_checkpoints_own_fp8():
     assert replica.deployment.weight_format is None
     llama = _deployment(row, load_model("llama-3-70b"))
     assert llama.weight_format is DType.fp8_e4m3 and llama.gemm_dtype is DType.fp8_e4m3
+
+
+def test_a_16_bit_row_of_a_checkpoint_shipped_otherwise_is_priced_16_bit():
+    """A bf16 row of DeepSeek-V3 (shipped block fp8) is priced bf16, weights and GEMMs; a bf16 row of a 16-bit
+    checkpoint keeps it as shipped; an fp8 row of gpt-oss-120b (mxfp4 experts) is refused naming the field, not
+    priced as per-tensor fp8 experts the row does not say it ran."""
+    import pytest
+    from types import SimpleNamespace
+
+    from rooflab.errors import RooflabError
+
+    row = SimpleNamespace(weight_format="bf16", enforce_eager=False, ep=1, dp=1, pp=1, dp_attention=False,
+                          kv_cache_dtype="bf16", tp=8, model="gpt-oss-120b")
+    dep = _deployment(row, load_model("deepseek-v3"))
+    assert dep.weight_format is DType.bf16 and dep.gemm_dtype is DType.bf16
+    assert _deployment(row, load_model("llama-3-70b")).weight_format is None
+    row.weight_format = "fp8"
+    with pytest.raises(RooflabError, match="weight_format fp8: the checkpoint ships .*mxfp4"):
+        _deployment(row, load_model("gpt-oss-120b"))
