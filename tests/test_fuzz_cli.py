@@ -401,6 +401,12 @@ COMMANDS: dict[str, list[Opt]] = {
                                       "\U0001f4a5", "9" * 40]),
                      st.sampled_from(["16, 16", " 16,16 "]), checked_late=True, words=("--pp-layer-partition", "--pp")),
                  dataclasses.replace(choice_opt(("--dtype",), ["auto"] + DTYPES), words=("dtype",)),
+                 # vLLM V1's multimodal profile (a vision-language model's encoder cache): checked with --engine vllm
+                 Opt(("--limit-mm-per-prompt",), st.sampled_from(['{"image": 0}', '{"image": 2}', '{}']),
+                     st.sampled_from(["", "{", "[]", '{"image": -1}', '{"image": "x"}', '{"video": 1}', "nan",
+                                      '{"image": 1e400}', "\U0001f4a5"]),
+                     st.sampled_from(['{"image": 999}']), checked_late=True, words=("--limit-mm-per-prompt",)),
+                 dataclasses.replace(switch("--skip-mm-profiling"), checked_late=True),
                  *ENGINE_OPTS, FMT],
     "numerics": [DTYPE, count_opt(("--seq-len", "-T"), 2, MAX_TOKENS), float_opt(("--logit-std",), 0, MAX_LOGIT_STD, True),
                  FMT],
