@@ -263,6 +263,22 @@ def engine_release(version) -> "tuple[int, ...] | None":
     return tuple(int(n) for n in match.group(1).split(".")) if match else None
 
 
+def engine_name(engine) -> str:
+    """An engine given as an enum member, its value or nothing, as the facts' lower-case name ('' for none)."""
+    return str(getattr(engine, "value", engine) or "").lower()
+
+
+def fact_of_line(facts, engine, version):
+    """The first of `facts` (each with .engine and .version, a release read) for `engine` whose minor line is
+    `version`'s (a fact read at 0.7.3 holds for 0.7.x, not beyond); None where none is, or `version` names no
+    release."""
+    at = engine_release(version) if version else None
+    if at is None:
+        return None
+    name = engine_name(engine)
+    return next((f for f in facts if f.engine == name and engine_release(f.version)[:2] == at[:2]), None)
+
+
 def _release_match(value) -> "re.Match | None":
     """_RELEASE over the whole of `value` stripped, None where it is no release in form (or not a string of at most
     64 characters)."""

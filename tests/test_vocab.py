@@ -41,3 +41,19 @@ def test_a_release_number_past_the_limit_is_refused_naming_the_option(text):
     with pytest.raises(InputError, match=rf"^--engine-version: '0\.10\.99|^--engine-version: '10000") as exc:
         release_of(text, "--engine-version")
     assert str(exc.value).endswith(f"is not an engine release: each of its numbers is below {RELEASE_PART_LIMIT:,}")
+
+
+def test_fact_of_line_takes_a_fact_within_its_minor_line_only():
+    """A fact read at 0.7.3 holds for 0.7.x of the same engine, not 0.8.0 or another engine; no release, no fact."""
+    from types import SimpleNamespace
+
+    from rooflab.vocab import Engine, engine_name, fact_of_line
+
+    facts = (SimpleNamespace(engine="vllm", version="0.7.3"), SimpleNamespace(engine="sglang", version="0.4.3.post2"))
+    assert fact_of_line(facts, "vllm", "0.7.0") is facts[0]
+    assert fact_of_line(facts, Engine.vllm, "0.7.9.dev1") is facts[0]
+    assert fact_of_line(facts, "SGLang", "0.4.6") is facts[1]
+    for engine, version in (("vllm", "0.8.0"), ("vllm", "0.6.9"), ("sglang", "0.7.3"), ("vllm", "v1"),
+                            ("vllm", None), ("", "0.7.3")):
+        assert fact_of_line(facts, engine, version) is None
+    assert engine_name(None) == "" and engine_name(Engine.sglang) == "sglang"

@@ -41,7 +41,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..vocab import _Named, engine_release
+from ..vocab import _Named, fact_of_line
 
 
 def is_nvidia(gpu) -> bool:
@@ -102,12 +102,7 @@ def _fact(engine, version, gpu, block_fp8: bool) -> Optional[DenseBlockFp8Fact]:
     cc = getattr(gpu, "compute_capability", None)
     if not block_fp8 or not cc or cc.split(".")[0] != "9" or not is_nvidia(gpu):
         return None
-    name = str(getattr(engine, "value", engine) or "").lower()
-    at = engine_release(version) if version else None
-    for fact in DENSE_BLOCK_FP8_FACTS:
-        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
-            return fact
-    return None
+    return fact_of_line(DENSE_BLOCK_FP8_FACTS, engine, version)
 
 
 def dense_block_fp8_fact(engine, version, gpu, block_fp8: bool) -> str:

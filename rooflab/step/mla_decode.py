@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..vocab import engine_release
+from ..vocab import engine_name, fact_of_line
 
 
 @dataclass(frozen=True)
@@ -94,16 +94,15 @@ def mla_decode_fact(engine, version, model, gpu=None) -> tuple[Optional[int], st
     whose line was not read."""
     if not any(layer.is_latent for _, layer, _ in model.layer_walk()):
         return None, ""
-    name = str(getattr(engine, "value", engine) or "").lower()
-    at = engine_release(version) if version else None
-    for fact in MLA_DECODE_FACTS:
-        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
-            if fact.splits is None:
-                backend, where = _backend_on(fact, gpu)
-                return None, (f"{backend} (by default{where}) picks its own splits per batch, read at {name} "
-                              f"{fact.version} ({fact.source}): rooflab's own split search")
-            return fact.splits, (f"{fact.splits} splits, {fact.backend}'s fixed count read at {name} {fact.version} "
-                                 f"({fact.source})")
+    name = engine_name(engine)
+    fact = fact_of_line(MLA_DECODE_FACTS, name, version)
+    if fact is not None:
+        if fact.splits is None:
+            backend, where = _backend_on(fact, gpu)
+            return None, (f"{backend} (by default{where}) picks its own splits per batch, read at {name} "
+                          f"{fact.version} ({fact.source}): rooflab's own split search")
+        return fact.splits, (f"{fact.splits} splits, {fact.backend}'s fixed count read at {name} {fact.version} "
+                             f"({fact.source})")
     if not name:
         return None, ""
     return None, f"{name} {version}'s MLA decode split count not read: rooflab's own split search"

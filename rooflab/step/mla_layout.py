@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..vocab import _Named, engine_release
+from ..vocab import _Named, engine_name, engine_release
 
 
 class MlaLayout(_Named):
@@ -76,7 +76,7 @@ MLA_LAYOUT_FACTS = (
 def mla_layout_fact(engine, version) -> tuple[MlaLayout, str]:
     """(the MLA projection layout `engine` runs at `version`, why). No engine, another engine, a release before
     every fact (vLLM 0.7.0) or no release: `separate`, rooflab's own."""
-    name = str(getattr(engine, "value", engine) or "").lower()
+    name = engine_name(engine)
     at = engine_release(version) if version else None
     if at is not None:
         for fact in MLA_LAYOUT_FACTS:
@@ -95,7 +95,7 @@ def absorbed_weight_bytes(engine, version, model, attention_tp: int, weight_form
     unquantised kv_b is read as it is stored, in the model's dtype)."""
     from ..engines.memory import rank_kv_b_parameters, sglang_absorbed_bytes
 
-    name = str(getattr(engine, "value", engine) or "").lower()
+    name = engine_name(engine)
     params = rank_kv_b_parameters(model, attention_tp)
     if name != "sglang" or not params:
         return float(activation_bytes)

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..vocab import _Named, engine_release
+from ..vocab import _Named, engine_name, fact_of_line
 from .dense_block_fp8 import is_nvidia
 
 
@@ -155,13 +155,12 @@ def routing_fact(engine, version, model, gpu=None, expert_parallel: int = 1) -> 
         return Routing.unpriced, "a dense model"
     if getattr(model, "expert_groups", 1) <= 1:
         return Routing.unpriced, "not grouped (n_group 1): a top-k routing kernel, not priced"
-    name = str(getattr(engine, "value", engine) or "").lower()
-    at = engine_release(version) if version else None
-    for fact in ROUTING_FACTS:
-        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
-            if fact.routing in (Routing.fused_topk, Routing.fused_topk_shared):
-                return _fused_topk(fact, name, model, gpu, expert_parallel)
-            return fact.routing, f"{fact.routing.value}, read at {name} {fact.version} ({fact.source})"
+    name = engine_name(engine)
+    fact = fact_of_line(ROUTING_FACTS, name, version)
+    if fact is not None:
+        if fact.routing in (Routing.fused_topk, Routing.fused_topk_shared):
+            return _fused_topk(fact, name, model, gpu, expert_parallel)
+        return fact.routing, f"{fact.routing.value}, read at {name} {fact.version} ({fact.source})"
     if not name:
         return Routing.unpriced, "rooflab's own step: the routing kernels are not priced"
     return Routing.unpriced, f"{name} {version}'s routing not read: not priced"

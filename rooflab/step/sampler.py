@@ -72,7 +72,7 @@ from ..cost.common import KernelCost
 from ..errors import InputError, shown
 from ..load import data_dir
 from ..predict import MEASURED_HERE
-from ..vocab import Pipe, _Named, engine_release
+from ..vocab import Pipe, _Named, engine_name, engine_release, fact_of_line
 
 
 class Sampler(_Named):
@@ -214,7 +214,7 @@ def sampler_fact(engine, version) -> tuple[Sampler, str]:
     """(the sampler `engine` at `version` runs for its benchmarks' sampling parameters, why). No engine: rooflab's
     own graphed greedy pick; vLLM's generation word v1: the newest V1 line read; a release whose line was not read,
     and TensorRT-LLM: unpriced."""
-    name = str(getattr(engine, "value", engine) or "").lower()
+    name = engine_name(engine)
     if not name:
         return Sampler.graphed_greedy, "rooflab's own step: greedy argmax of the fp32 logits in the graph"
     if name == "tensorrt-llm":
@@ -223,9 +223,9 @@ def sampler_fact(engine, version) -> tuple[Sampler, str]:
     if name == "vllm" and at is None and str(version or "").strip().lower().startswith("v1"):
         return _V1_FACT.sampler, (f"{_V1_FACT.sampler.value}, read at vllm {_V1_FACT.version} for V1 "
                                   f"({_V1_FACT.source})")
-    for fact in SAMPLER_FACTS:
-        if fact.engine == name and at is not None and at[:2] == engine_release(fact.version)[:2]:
-            return fact.sampler, f"{fact.sampler.value}, read at {name} {fact.version} ({fact.source})"
+    fact = fact_of_line(SAMPLER_FACTS, name, version)
+    if fact is not None:
+        return fact.sampler, f"{fact.sampler.value}, read at {name} {fact.version} ({fact.source})"
     return Sampler.unpriced, f"{name} {version}'s sampler not read: not priced"
 
 
