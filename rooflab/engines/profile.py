@@ -62,7 +62,9 @@ buffers are freed before the sampler runs:
               0.2.11 and 0.3.0 flashinfer/sampling.py, filter_apply_order "top_k_first"):
                   2   the model-dtype logits (_dummy_sampler_run), 4 their fp32 copy (Sampler.forward),
                   4   the masked logits and 4 the probabilities
-              (derived, not measured; no log in the corpora says which sampler ran). From v0.10.2 a processed
+              (derived, not measured). The sort's 38 bytes are corroborated post hoc by the four held-out logs in
+              these releases that print 'FlashInfer is not available' (sets 7, 8 twice and 10: each within 5% with
+              --no-flashinfer, +3.6% to +9.4% without); no log in range checks the 14 bytes yet. From v0.10.2 a processed
               --logprobs-mode (EngineSettings.logprobs_mode: processed_logprobs, NeMo RL's) keeps the sort above
               whatever FlashInfer and VLLM_USE_FLASHINFER_SAMPLER say (vocab.LogprobsMode).
               V1 v0.8.x (vllm-v0.8): the same s as v0.17's, but beside R x H hidden states, not T x H: its _dummy_run
@@ -173,6 +175,7 @@ class ProfileRun:
     moe_workspace_bytes: int
     moe_workspace_kept: bool
     encoder_cache: EncoderCache | None = None
+    sampler_note: str = ""             # which sampler the pass assumes, where the install decides it (sampler_note)
 
     @property
     def peak_bytes(self) -> int:
@@ -188,8 +191,9 @@ class ProfileRun:
         enc = self.encoder_cache
         held = (f" + {enc.items} dummy image outputs of {enc.rows:,} rows held in the encoder cache, and their "
                 f"inputs" if enc else "")
+        note = f"; {self.sampler_note}" if part == "sampler" and self.sampler_note else ""
         return (f"modelled: the {part} pass of the profile run{kept}{held} ({self.num_tokens:,} tokens over "
-                f"{self.num_requests:,} sequences)")
+                f"{self.num_requests:,} sequences{note})")
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,23 @@ def profile_run(model: ModelSpec, s: Resolved, last_stage: bool = True) -> Profi
     forward = forward_bytes(model, s, tokens)
     kept = s.accounting is Accounting.vllm_v1 and (s.release is None or s.release >= V1_MOE_WORKSPACE_RELEASE)
     return ProfileRun(tokens, requests, forward, sampler, moe, moe_workspace_kept=kept,
-                      encoder_cache=encoder_cache(model, s))
+                      encoder_cache=encoder_cache(model, s), sampler_note=sampler_note(s, per_logit))
+
+
+def sampler_note(s: Resolved, per_logit: int) -> str:
+    """Which sampler the profile's sampler pass assumes where whether FlashInfer is installed decides it (V1 v0.9.1 -
+    v0.11.0, or the VLLM_USE_FLASHINFER_SAMPLER releases when it is set): FlashInfer's, assumed installed as vLLM's
+    Docker image ships it (a plain `pip install vllm` leaves it out: flashinfer-python is the wheel's `flashinfer`
+    extra, vllm 0.11.0 METADATA), or PyTorch's sort of the vocabulary; "" elsewhere (the release decides alone)."""
+    span = V1_FLASHINFER_SAMPLER_RELEASES if s.use_flashinfer_sampler is None else V1_FLASHINFER_OPT_IN_RELEASES
+    if (s.accounting is not Accounting.vllm_v1 or s.release is None or s.use_flashinfer_sampler is False
+            or not in_span(s.release, span)):
+        return ""
+    if per_logit == FLASHINFER_BYTES_PER_LOGIT:
+        return (f"FlashInfer's top-k / top-p sampler ({per_logit} bytes a logit), FlashInfer assumed installed as "
+                "vLLM's Docker image ships it: --no-flashinfer where the log says 'FlashInfer is not available'")
+    return f"PyTorch's sort of the vocabulary ({per_logit} bytes a logit): no FlashInfer sampler"
+
 
 
 def _flashinfer_may_sample(s: Resolved) -> bool:
@@ -313,7 +333,7 @@ def _attention_elements(model: ModelSpec, tp: int) -> int:
 
 __all__ = ["DEFAULT_MM_LIMIT_PER_PROMPT", "encoder_cache", "EncoderCache", "FLASHINFER_BYTES_PER_LOGIT",
            "forward_bytes", "FULL_SORT_BYTES_PER_LOGIT", "FULL_SORT_ROWS", "MOE_CHUNK_TOKENS", "profile_run",
-           "ProfileRun", "sampler_bytes_per_logit", "SORT_BYTES_PER_LOGIT", "TRITON_BYTES_PER_LOGIT",
+           "ProfileRun", "sampler_bytes_per_logit", "sampler_note", "SORT_BYTES_PER_LOGIT", "TRITON_BYTES_PER_LOGIT",
            "V0_2_BYTES_PER_LOGIT", "V1_ENCODER_BUDGET_EXPANSION_RELEASES", "V1_FLASHINFER_OPT_IN_RELEASES",
            "V1_FLASHINFER_SAMPLER_RELEASES", "V1_MOE_WORKSPACE_RELEASE", "V1_TRITON_SAMPLER_MIN_ROWS",
            "V1_TRITON_SAMPLER_RELEASE"]
