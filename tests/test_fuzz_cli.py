@@ -196,7 +196,8 @@ PCP = dataclasses.replace(count_opt(("--pcp", "--prefill-context-parallel-size",
                           words=("prefill context parallel", "pcp"))
 DP = dataclasses.replace(count_opt(("--dp", "--data-parallel-size", "--dp-size", "-dp"), 1, MAX_GPUS, 16),
                          words=("data parallel", "data-parallel"))
-EP = dataclasses.replace(count_opt(("--expert-parallel", "--ep"), 1, MAX_GPUS, 16), words=("expert parallel",))
+EP = dataclasses.replace(count_opt(("--expert-parallel", "--ep", "--ep-size"), 1, MAX_GPUS, 16),
+                         words=("expert parallel",))
 ENABLE_DP_ATTENTION = switch("--enable-dp-attention")
 ENABLE_EP = switch("--enable-expert-parallel")
 BLOCK = count_opt(("--block-size",), 1, MAX_PAGE_SIZE, 4096)
@@ -325,6 +326,16 @@ SERVE_OPTS = [
     count_opt(("--max-num-batched-tokens", "--chunked-prefill-size", "--max_num_tokens"), 1, MAX_TOKENS),
     switch("--enable-mixed-chunk", "--no-mixed-chunk"),
     dataclasses.replace(float_opt(("--prefix-cache-hit-rate",), 0, 0.999), words=("prefix", "hit rate")),
+    # the step's parallelism and graphs (serve.Parallel): DP ranks and pipelines refused under load, naming them;
+    # --ep N refused under vLLM (the default engine), naming vLLM's switch
+    dataclasses.replace(DCP, checked_late=True), dataclasses.replace(DP, checked_late=True),
+    dataclasses.replace(ENABLE_DP_ATTENTION, checked_late=True, words=("dp-attention", "data ranks")),
+    dataclasses.replace(EP, flags=("--ep", "--ep-size", "--expert-parallel"), checked_late=True,
+                        words=("expert parallel", "--ep", "EP")),
+    dataclasses.replace(ENABLE_EP, checked_late=True, words=("expert",)),
+    dataclasses.replace(count_opt(("--pp", "--pipeline-parallel-size", "--pp-size", "-pp"), 1, MAX_GPUS, 16),
+                        checked_late=True, words=("pipeline", "--pp")),
+    switch("--enforce-eager", "--disable-cuda-graph"),
 ]
 
 IMPL = Opt(("--impl",), st.sampled_from(["rooflab", "rooflab_hopper", "torch_cudnn", "torch_flash"]),

@@ -130,6 +130,12 @@ EnableDpAttentionOpt = Annotated[bool, typer.Option(
                                   "KV heads over TP / DP GPUs).")]
 EnableExpertParallelOpt = Annotated[bool, typer.Option(
     "--enable-expert-parallel", help="vLLM's switch (MoE): experts split over EP = TP x DP GPUs, whole.")]
+PipelineParallelOpt = Annotated[int, typer.Option(
+    "--pp", "-pp", "--pipeline-parallel-size", "--pp-size", parser=params.count(1, MAX_GPUS), metavar="N",
+    help="Pipeline stages (the layers split N ways).")]
+EagerOpt = Annotated[bool, typer.Option(
+    "--enforce-eager", "--disable-cuda-graph", help="No CUDA graphs (vLLM's --enforce-eager, SGLang's "
+    "--disable-cuda-graph): the step's launches at their eager issue times.")]
 
 
 def _engine(text: str) -> None:

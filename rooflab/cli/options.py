@@ -62,7 +62,7 @@ ImplOpt = Annotated[Optional[str], typer.Option("--impl", help="Predict with thi
                                                      "(rooflab, rooflab_hopper, torch_cudnn, ...; default: the "
                                                      "fastest fitted one that held on its held-out rows).")]
 CeilingsOpt = Annotated[CeilingSource, typer.Option("--ceilings", help="floor (default): the GPU's own, physical where a published run beat its datasheet, else datasheet; datasheet: the rated figures; physical: the maximum SM clock x the per-clock rate, fastest accumulate mode; calibrated: the GPU YAML's measured: section.")]
-ExpertParallelOpt = Annotated[int, typer.Option("--expert-parallel", "--ep", parser=params.count(1, MAX_GPUS), metavar="N",
+ExpertParallelOpt = Annotated[int, typer.Option("--expert-parallel", "--ep", "--ep-size", parser=params.count(1, MAX_GPUS), metavar="N",
                                                 help="GPUs the routed experts are split over (MoE).")]
 DpAttentionOpt = Annotated[bool, typer.Option("--dp-attention/--no-dp-attention",
                                               help="Data-parallel attention (SGLang's, as --enable-dp-attention): "

@@ -17,7 +17,9 @@ from ..limits import MAX_GPUS, MAX_PAGE_SIZE, MAX_TOKENS
 from ..output import Format
 from . import FormatOpt, GpuOpt, ModelOpt, fail, friendly, params, parse_lengths
 from .charts import DataOpt, GpusOpt, _inputs, _names, _output_opt, _save
+from . import deployment_options as dopt
 from .deployment_options import EngineVersionOpt, QuantizationOpt, WeightDTypeOpt
+from .options import ExpertParallelOpt
 
 MAX_PROMPTS = 10_000_000
 
@@ -80,8 +82,37 @@ HitOpt = Annotated[float, typer.Option("--prefix-cache-hit-rate", parser=params.
                                        help="Share of prompt tokens found in the prefix cache, in [0, 1).")]
 
 
+@dataclasses.dataclass(frozen=True)
+class Parallel:
+    """serve's and plot serve's parallelism and graph options beside --tp, in the engines' spellings (the step's:
+    deployment_options.parallel_degrees maps them as report --phase step and capacity do)."""
+
+    dcp: int = 1
+    dp: Optional[int] = None
+    dp_attention: bool = False
+    ep: int = 1
+    enable_ep: bool = False
+    pp: int = 1
+    eager: bool = False
+
+    def fields(self, engine: str, tp: int) -> dict:
+        """The Deployment's fields these set (the engines' EP spelling checked under `engine`)."""
+        try:
+            dopt.check_ep_spelling(engine, self.ep)
+            replicas, attention, expert = dopt.parallel_degrees(tp, self.dp, self.dp_attention, self.enable_ep,
+                                                                self.ep)
+        except typer.BadParameter as exc:
+            fail(str(exc))
+        if self.pp > 1:
+            fail(f"--pp {self.pp}: serving a pipeline (its micro-batches in flight under load) is not modelled; "
+                 f"`rooflab report --phase step --pp {self.pp}` prices its step")
+        return dict(decode_context_parallel=self.dcp, data_parallel=replicas, attention_data_parallel=attention,
+                    expert_parallel=expert, pipeline_parallel=self.pp, cuda_graphs=not self.eager)
+
+
 def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio, style,
-             page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None, version=None):
+             page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None, version=None,
+             parallel: Parallel = Parallel()):
     from ..deployment import Deployment
     from ..errors import InputError
     from ..load import load_gpu, load_model
@@ -96,7 +127,8 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     # own); the GEMMs' arithmetic follows the weights' format as in report --phase step (fp8 for fp8-stored weights)
     weights = weight_words.resolve(checkpoint=spec)[0].weight_format
     deployment = Deployment(tensor_parallel=tp, page_size=page_size, gpu_memory_utilization=utilization,
-                            weight_format=weights, dtype=kv or act, kv_cache_dtype=kv or act)
+                            weight_format=weights, dtype=kv or act, kv_cache_dtype=kv or act,
+                            **parallel.fields(engine, tp))
     if style not in ("vllm", "inferencex"):
         raise InputError(f"--lengths: {style!r}; use vllm or inferencex")
     draw = Lengths.vllm_random if style == "vllm" else Lengths.inferencex_random
@@ -204,6 +236,13 @@ def serve(
     engine: EngineOpt = "vllm",
     engine_version: EngineVersionOpt = None,
     tp: TpOpt = 1,
+    dcp: dopt.DecodeContextParallelOpt = 1,
+    data_parallel: dopt.DataParallelOpt = None,
+    enable_dp_attention: dopt.EnableDpAttentionOpt = False,
+    ep: ExpertParallelOpt = 1,
+    enable_expert_parallel: dopt.EnableExpertParallelOpt = False,
+    pp: dopt.PipelineParallelOpt = 1,
+    eager: dopt.EagerOpt = False,
     weight_dtype: WeightDTypeOpt = None,
     quantization: QuantizationOpt = None,
     kv_cache_dtype: KvOpt = None,
@@ -266,8 +305,10 @@ def serve(
         raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
     top = max(concurrencies) if concurrencies else None
     weight_words = DeploymentWords(weight_dtype=weight_dtype, quantization=quantization)
+    parallel = Parallel(dcp, data_parallel, enable_dp_attention, ep, enable_expert_parallel, pp, eager)
     replica = _replica(model, gpu[0], engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio,
-                       style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top, engine_version)
+                       style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top, engine_version,
+                       parallel)
     provenance = replica.steps.provenance
     if slo:
         answers = [a for a in (slo_search(replica, ttft_slo, tpot_slo, target_rate, e, top)
@@ -292,6 +333,13 @@ def plot_serve(
     engine_version: EngineVersionOpt = None,
     tp: Annotated[Optional[list[str]], typer.Option("--tensor-parallel-size", "-tp", "--tp", metavar="N[,N...]",
                                                     help="Tensor-parallel GPUs; several: one curve each.")] = None,
+    dcp: dopt.DecodeContextParallelOpt = 1,
+    data_parallel: dopt.DataParallelOpt = None,
+    enable_dp_attention: dopt.EnableDpAttentionOpt = False,
+    ep: ExpertParallelOpt = 1,
+    enable_expert_parallel: dopt.EnableExpertParallelOpt = False,
+    pp: dopt.PipelineParallelOpt = 1,
+    eager: dopt.EagerOpt = False,
     weight_dtype: WeightDTypeOpt = None,
     quantization: QuantizationOpt = None,
     kv_cache_dtype: KvOpt = None,
@@ -318,12 +366,13 @@ def plot_serve(
     concurrencies = _concurrencies(max_concurrency)
     tps = parse_lengths(tp, "--tp", MAX_GPUS) or [1]
     weight_words = DeploymentWords(weight_dtype=weight_dtype, quantization=quantization)
+    parallel = Parallel(dcp, data_parallel, enable_dp_attention, ep, enable_expert_parallel, pp, eager)
     sweeps = []
     for name in _names(gpu, "h100-sxm"):
         for degree in tps:
             replica = _replica(model, name, engine, degree, weight_words, kv_cache_dtype, input_len, output_len,
                                range_ratio, style, page_size, utilization, max_num_seqs, max_tokens, mixed,
-                               hit_rate, max(concurrencies) if concurrencies else None, engine_version)
+                               hit_rate, max(concurrencies) if concurrencies else None, engine_version, parallel)
             sweeps.append(concurrency_sweep(replica, concurrencies))
     _save(serve_chart(sweeps), output, "serve.png", lambda: sweeps_frame(sweeps), data,
           _inputs(model, _names(gpu, "h100-sxm")))

@@ -156,3 +156,78 @@ def test_q_names_the_checkpoints_method_as_capacity_reads_it():
     assert _kv_limit(["--weight-dtype", "fp8"]) < shipped
     r = runner.invoke(app, ["capacity", "-m", "gpt-oss-20b", "-g", "h200-sxm", "-q", "fp8"])
     assert r.exit_code == 2
+
+
+def _sweep_json(args):
+    r = runner.invoke(app, [*args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return _strict(r.stdout)
+
+
+def _api_sweep(model, gpu, deployment, engine, concurrency, input_len, output_len):
+    from rooflab.deployment import Deployment
+    from rooflab.load import load_gpu, load_model
+    from rooflab.serve import Replica, Scheduler, Workload, concurrency_sweep
+
+    g = load_gpu(gpu)
+    replica = Replica.build(load_model(model), g, Deployment(**deployment), Workload.fixed(input_len, output_len),
+                            Scheduler.default(engine, g.cuda_visible_bytes or g.hbm_capacity_bytes),
+                            max_concurrency=concurrency)
+    return concurrency_sweep(replica, [concurrency]).records()
+
+
+@pytest.mark.parametrize("args, deployment, engine", [
+    (["--engine", "sglang", "--ep-size", "2"], dict(expert_parallel=2), "sglang"),
+    (["--enable-expert-parallel"], dict(expert_parallel=2), "vllm"),           # vLLM's switch: EP = TP x DP = 2
+    (["--enforce-eager"], dict(cuda_graphs=False), "vllm"),
+    (["--engine", "sglang", "--disable-cuda-graph"], dict(cuda_graphs=False), "sglang"),
+])
+def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, engine):
+    """serve takes report --phase step's spellings of EP and graphs (serve.Parallel, deployment_options.
+    parallel_degrees) and its figures are the API's for the same Deployment (one path): Mixtral-8x7B on two
+    H200s, TP 2, concurrency 8, 256 in / 32 out."""
+    base = ["serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "-tp", "2", "--input-len", "256", "--output-len", "32",
+            "--max-concurrency", "8"]
+    cli = _sweep_json(base + args)
+    from rooflab.units import DType
+
+    dep = dict(tensor_parallel=2, dtype=DType.bf16, kv_cache_dtype=DType.bf16, **deployment)
+    api = _api_sweep("mixtral-8x7b", "h200-sxm", dep, engine, 8, 256, 32)
+    rows = {r["estimate"]: r for r in cli["points"]}
+    for record in api:
+        assert rows[record["estimate"]]["tpot_s"] == pytest.approx(record["tpot_s"], rel=1e-9)
+    plain = {r["estimate"]: r for r in _sweep_json(base + (["--engine", "sglang"] if engine == "sglang" else []))
+             ["points"]}
+    assert rows["predicted"]["tpot_s"] != plain["predicted"]["tpot_s"]       # the option changed the step
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--pp", "2"], ["--pp 2", "report --phase step --pp 2"]),
+    (["-tp", "2", "--dp", "2"], ["data ranks"]),
+    (["-tp", "2", "--engine", "sglang", "--enable-dp-attention"], ["data ranks"]),
+    (["-tp", "2", "--ep", "2"], ["--ep 2", "--enable-expert-parallel"]),      # the default engine is vLLM
+    (["-tp", "2", "--engine", "sglang", "--ep", "2", "--enable-expert-parallel"], ["give one"]),
+])
+def test_what_serve_does_not_model_is_refused_naming_it(args, words):
+    r = runner.invoke(app, ["serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "--max-concurrency", "4", *args])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and len(r.stderr.strip().splitlines()) <= 2
+    for w in words:
+        assert w in r.stderr
+
+
+def test_plot_serve_takes_the_same_options(tmp_path):
+    out = tmp_path / "serve.png"
+    r = runner.invoke(app, ["plot", "serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "-tp", "2",
+                            "--enable-expert-parallel", "--enforce-eager", "--max-concurrency", "1,4", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.stat().st_size > 0
+
+
+def test_capacity_takes_sglangs_ep_size():
+    a = runner.invoke(app, ["capacity", "-m", "mixtral-8x7b", "-g", "h200-sxm", "--tp", "2", "--ep-size", "2",
+                            "-f", "json"])
+    b = runner.invoke(app, ["capacity", "-m", "mixtral-8x7b", "-g", "h200-sxm", "--tp", "2", "--ep", "2",
+                            "-f", "json"])
+    assert a.exit_code == b.exit_code == 0, a.output
+    assert _strict(a.stdout) == _strict(b.stdout)
