@@ -496,6 +496,12 @@ COMMANDS["explain"] += [choice_opt(("--phase",), ["step"]), switch("--json")] + 
         "--speculative-draft-model-path", "--acceptance-rate", "--enforce-eager", "--fused-elementwise",
         "--gpu-memory-utilization", "--prefill-chunk", "--engine", "--engine-version"}]
 
+# serve and plot serve take report --phase step's speculative options (declared once, in rooflab/cli/report.py)
+_SPECULATIVE_FLAGS = {"--speculative-config", "--speculative-algorithm", "--speculative-num-draft-tokens",
+                      "--speculative-draft-model-path", "--acceptance-rate"}
+for _serve in ("serve", "plot serve"):
+    COMMANDS[_serve] += [o for o in COMMANDS["report"] if o.flags[0] in _SPECULATIVE_FLAGS]
+
 #: Commands that write an image (-o) or a file.
 PLOTS = [c for c in COMMANDS if c.startswith("plot ")]
 OUTPUT_FLAGS = {c: ("--output", "-o") for c in PLOTS + ["validate", "calibrate", "bench", "fit", "schema"]}

@@ -251,25 +251,35 @@ def _speculative_spelling(engine, vllm_given, sglang_given) -> None:
              "N: give those, or --engine vllm")
 
 
-def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,
-                     quantization, gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,
-                     draft_model, acceptance):
-    """The step's Deployment from the engines' options (vLLM's and SGLang's spellings; rooflab.deployment)."""
-    from ..deployment import Deployment, Speculative
+def speculative_of(spec_config, spec_algorithm, spec_tokens, draft_model, acceptance):
+    """The Speculative the engines' options spell (vLLM's --speculative-config, SGLang's --speculative-algorithm
+    with --speculative-num-draft-tokens, either with --speculative-draft-model-path), or None: the step's and serve's
+    one reading of them."""
+    from ..deployment import Speculative
 
     if spec_config and (spec_algorithm or spec_tokens):
         fail("give --speculative-config (vLLM) or --speculative-algorithm / --speculative-num-draft-tokens (SGLang)")
-    speculative = None
     if spec_config:
         speculative = Speculative.of_config(spec_config, acceptance)
         if draft_model and speculative.draft_model is None:
             speculative = Speculative(speculative.method, speculative.num_speculative_tokens, acceptance, draft_model)
-    elif spec_algorithm or spec_tokens:
+        return speculative
+    if spec_algorithm or spec_tokens:
         if not (spec_algorithm and spec_tokens):
             fail("--speculative-algorithm and --speculative-num-draft-tokens go together (SGLang)")
-        speculative = Speculative(spec_algorithm, spec_tokens - 1, acceptance, draft_model)
-    elif draft_model:
+        return Speculative(spec_algorithm, spec_tokens - 1, acceptance, draft_model)
+    if draft_model:
         fail("--speculative-draft-model-path needs --speculative-config or --speculative-algorithm")
+    return None
+
+
+def _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size, dtype, kv_dtype,
+                     quantization, gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,
+                     draft_model, acceptance):
+    """The step's Deployment from the engines' options (vLLM's and SGLang's spellings; rooflab.deployment)."""
+    from ..deployment import Deployment
+
+    speculative = speculative_of(spec_config, spec_algorithm, spec_tokens, draft_model, acceptance)
     if enable_ep and ep > 1:
         fail("--enable-expert-parallel sets EP = TP x DP (vLLM); --ep N sets it (SGLang): give one")
     replicas, attention, _ = dopt.parallel_degrees(tp, dp, dp_attention, False, ep)   # capacity's one mapping

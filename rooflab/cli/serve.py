@@ -8,6 +8,7 @@ vllm bench serve's --max-concurrency, --request-rate, --burstiness, --num-prompt
 
 
 import dataclasses
+import inspect
 import math
 from typing import Annotated, Optional
 
@@ -20,6 +21,10 @@ from .charts import DataOpt, GpusOpt, _inputs, _names, _output_opt, _save
 from . import deployment_options as dopt
 from .deployment_options import EngineVersionOpt, QuantizationOpt, WeightDTypeOpt
 from .options import ExpertParallelOpt
+from .report import _speculative_spelling, report as _report, speculative_of
+
+#: The speculative options are `report --phase step`'s, declared once there: (annotation, default) by name.
+_R = {n: p for n, p in inspect.signature(_report).parameters.items()}
 
 MAX_PROMPTS = 10_000_000
 
@@ -94,6 +99,7 @@ class Parallel:
     enable_ep: bool = False
     pp: int = 1
     eager: bool = False
+    speculative: object = None          # a rooflab.Speculative (speculative_of), or None
 
     def fields(self, engine: str, tp: int) -> dict:
         """The Deployment's fields these set (the engines' EP spelling checked under `engine`)."""
@@ -107,7 +113,21 @@ class Parallel:
             fail(f"--pp {self.pp}: serving a pipeline (its micro-batches in flight under load) is not modelled; "
                  f"`rooflab report --phase step --pp {self.pp}` prices its step")
         return dict(decode_context_parallel=self.dcp, data_parallel=replicas, attention_data_parallel=attention,
-                    expert_parallel=expert, pipeline_parallel=self.pp, cuda_graphs=not self.eager)
+                    expert_parallel=expert, pipeline_parallel=self.pp, cuda_graphs=not self.eager,
+                    speculative=self.speculative)
+
+
+def _parallel(ctx: typer.Context, engine: str, dcp, dp, dp_attention, ep, enable_ep, pp, eager, spec_config,
+              spec_algorithm, spec_tokens, draft_model, acceptance) -> Parallel:
+    """serve's Parallel from its options; the speculative ones read as report --phase step reads them (that
+    engine's spelling under --engine; --acceptance-rate only with drafts)."""
+    speculative = bool(spec_config or spec_algorithm or spec_tokens)
+    if ctx.get_parameter_source("acceptance").name == "COMMANDLINE" and not speculative:
+        fail("--acceptance-rate is the drafts' acceptance: give --speculative-config or --speculative-algorithm")
+    if ctx.get_parameter_source("engine").name == "COMMANDLINE":
+        _speculative_spelling(engine, spec_config, spec_algorithm or spec_tokens)
+    return Parallel(dcp, dp, dp_attention, ep, enable_ep, pp, eager,
+                    speculative_of(spec_config, spec_algorithm, spec_tokens, draft_model, acceptance))
 
 
 def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio, style,
@@ -231,6 +251,7 @@ def _concurrencies(values: Optional[list[str]]) -> Optional[list[int]]:
 
 @friendly
 def serve(
+    ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpuOpt = ["h100-sxm"],
     engine: EngineOpt = "vllm",
@@ -243,6 +264,11 @@ def serve(
     enable_expert_parallel: dopt.EnableExpertParallelOpt = False,
     pp: dopt.PipelineParallelOpt = 1,
     eager: dopt.EagerOpt = False,
+    speculative_config: _R["speculative_config"].annotation = None,
+    speculative_algorithm: _R["speculative_algorithm"].annotation = None,
+    speculative_tokens: _R["speculative_tokens"].annotation = None,
+    draft_model: _R["draft_model"].annotation = None,
+    acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     weight_dtype: WeightDTypeOpt = None,
     quantization: QuantizationOpt = None,
     kv_cache_dtype: KvOpt = None,
@@ -305,7 +331,8 @@ def serve(
         raise InputError("--target-rate goes with --ttft-slo or --tpot-slo")
     top = max(concurrencies) if concurrencies else None
     weight_words = DeploymentWords(weight_dtype=weight_dtype, quantization=quantization)
-    parallel = Parallel(dcp, data_parallel, enable_dp_attention, ep, enable_expert_parallel, pp, eager)
+    parallel = _parallel(ctx, engine, dcp, data_parallel, enable_dp_attention, ep, enable_expert_parallel, pp, eager,
+                         speculative_config, speculative_algorithm, speculative_tokens, draft_model, acceptance)
     replica = _replica(model, gpu[0], engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio,
                        style, page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top, engine_version,
                        parallel)
@@ -327,6 +354,7 @@ def serve(
 
 @friendly
 def plot_serve(
+    ctx: typer.Context,
     model: ModelOpt = "llama-3-8b",
     gpu: GpusOpt = None,
     engine: EngineOpt = "vllm",
@@ -340,6 +368,11 @@ def plot_serve(
     enable_expert_parallel: dopt.EnableExpertParallelOpt = False,
     pp: dopt.PipelineParallelOpt = 1,
     eager: dopt.EagerOpt = False,
+    speculative_config: _R["speculative_config"].annotation = None,
+    speculative_algorithm: _R["speculative_algorithm"].annotation = None,
+    speculative_tokens: _R["speculative_tokens"].annotation = None,
+    draft_model: _R["draft_model"].annotation = None,
+    acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     weight_dtype: WeightDTypeOpt = None,
     quantization: QuantizationOpt = None,
     kv_cache_dtype: KvOpt = None,
@@ -366,7 +399,8 @@ def plot_serve(
     concurrencies = _concurrencies(max_concurrency)
     tps = parse_lengths(tp, "--tp", MAX_GPUS) or [1]
     weight_words = DeploymentWords(weight_dtype=weight_dtype, quantization=quantization)
-    parallel = Parallel(dcp, data_parallel, enable_dp_attention, ep, enable_expert_parallel, pp, eager)
+    parallel = _parallel(ctx, engine, dcp, data_parallel, enable_dp_attention, ep, enable_expert_parallel, pp, eager,
+                         speculative_config, speculative_algorithm, speculative_tokens, draft_model, acceptance)
     sweeps = []
     for name in _names(gpu, "h100-sxm"):
         for degree in tps:

@@ -98,5 +98,9 @@ class Replica:
         return max(0, min(self.kv_limit, self.scheduler.running_cap))
 
     def describe(self) -> str:
+        spec = self.deployment.speculative
+        drafts = "" if spec is None else (
+            f", {spec.method.value} k {spec.num_speculative_tokens} at acceptance {spec.acceptance_rate:g} "
+            f"({spec.tokens_per_step:.3g} tokens a decode step)")
         return (f"{self.model.display_name or self.model.name} on {self.gpu.display_name or self.gpu.name}, "
-                f"{self.deployment.describe()}; {self.scheduler.describe()}; {self.workload.describe()}")
+                f"{self.deployment.describe()}{drafts}; {self.scheduler.describe()}; {self.workload.describe()}")

@@ -301,6 +301,10 @@ def simulate(replica: Replica, load, num_requests: Optional[int] = None, seed: i
         raise InputError(f"load must be ClosedLoop or RequestRate, got {shown(load)}")
     if estimate not in ESTIMATES:
         raise InputError(f"estimate must be floor or predicted, got {shown(estimate)}")
+    if replica.deployment.speculative is not None:
+        raise InputError("speculative decoding is served in the closed form (rooflab.serve.steady: each decode step "
+                         "emits the drafts' expected tokens); the simulation emits one token a decode step: drop "
+                         "--request-rate / --simulate, or the speculative options")
     step = replica.steps.floor_s if estimate == "floor" else replica.steps.predicted_s
     if estimate == "predicted" and replica.steps.predicted_s(np.ones(1), np.ones(1), np.zeros(1)) is None:
         return None

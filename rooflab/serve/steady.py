@@ -19,6 +19,12 @@ lengths vary) bring n P prefill tokens:
     apart (SGLang's default)   a decode step t(D, D L, 0), then, when n > 0, prefill steps of up to B tokens
         each (decodes wait): τ = t(D, D L, 0) + E_n[ceil(n P / B) t(0, 0, min(B, n P))].
 
+Speculative decoding (Deployment.speculative: k drafts verified a step at acceptance a): each decode step scores
+q = k + 1 tokens a sequence (the step table's q_len; its draft's cost with it) and emits E = (1 - a^(k+1)) / (1 - a)
+tokens in expectation, so a request takes (O - 1) / E decode steps, the decodes use D q of the step's token budget,
+TPOT = τ / E and tok/s/user = E / τ (vllm bench serve's TPOT: (E2E - TTFT) / (O - 1)); ITL stays τ, a streamed
+chunk a step. E is the mean: the spread of accepted lengths is not priced.
+
 L is the mean context a decode step reads (Replica.mean_context_tokens). T_pre is the size-biased mean of the
 prefill steps a request waits for (a request is likelier to enter in a step with many). The equations are
 solved by fixed-point iteration. Metrics as vllm bench serve defines them (rooflab.serve.metrics): TTFT =
@@ -116,14 +122,15 @@ def _poisson(m: float, top: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _mix(t, scheduler: Scheduler, d: float, context: float, prompt: float,
-         decodes: float) -> tuple[float, float, float, bool]:
-    """(τ, T_pre, prefill tokens a step, prefill-bound) at D decodes, `decodes` = E[O] - 1 a request."""
+         decodes: float, q: int = 1) -> tuple[float, float, float, bool]:
+    """(τ, T_pre, prefill tokens a step, prefill-bound) at D decodes, `decodes` the decode steps a request takes
+    (E[O] - 1, over E under speculative decoding), each decode `q` tokens of the step's budget."""
     budget = float(scheduler.max_num_batched_tokens)
     m = d / max(1e-9, decodes)
     top = int(max(8, m + 8 * math.sqrt(m + 1) + 2))
     n, p = _poisson(m, top)
     if scheduler.mixed:
-        room = max(1.0, budget - d)
+        room = max(1.0, budget - d * q)
         tokens = np.minimum(room, n * prompt)
         steps = np.maximum(1.0, np.ceil(n * prompt / room))
         t_n = np.asarray(t(np.full_like(n, d), np.full_like(n, d * context), tokens), dtype=np.float64)
@@ -150,7 +157,9 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     if t is None:
         return None
     w = replica.workload
-    decodes = max(w.output.mean - 1.0, 1e-9)
+    spec = replica.deployment.speculative
+    per_step, q = (spec.tokens_per_step, spec.query_tokens) if spec is not None else (1.0, 1)
+    decodes = max(w.output.mean - 1.0, 1e-9) / per_step          # decode steps a request takes
     prompt = replica.scheduler.prefill_tokens(w.input.mean)
     context = replica.mean_context_tokens
     running = float(min(concurrency, replica.running_limit))
@@ -158,22 +167,23 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
         raise_kv(replica)
     d = running * decodes / (decodes + 1.0)
     budget = replica.scheduler.max_num_batched_tokens
-    cap = budget * decodes / (prompt + decodes) if replica.scheduler.mixed else float("inf")
+    cap = budget * decodes / (prompt + decodes * q) if replica.scheduler.mixed else float("inf")
     for _ in range(200):
-        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes)
+        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q)
         target = min(running / (1.0 + t_pre / (decodes * tau)), cap, running)
         if abs(target - d) < 1e-9 * max(1.0, d):
             d = target
             break
         d = 0.5 * d + 0.5 * target
-    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes)
+    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q)
     x = d / (decodes * tau)
     queue = (concurrency - running) / x if concurrency > running else 0.0
     ttft = queue + t_pre
     e2e = ttft + decodes * tau
     out = concurrency / e2e * w.output.mean
-    return Steady(estimate, concurrency, running, d, p_step, tau, ttft, tau, tau, e2e, queue, concurrency / e2e,
-                  out, out / replica.num_gpus, 1.0 / tau, running < concurrency and running == replica.kv_limit,
+    tpot = tau / per_step
+    return Steady(estimate, concurrency, running, d, p_step, tau, ttft, tpot, tau, e2e, queue, concurrency / e2e,
+                  out, out / replica.num_gpus, 1.0 / tpot, running < concurrency and running == replica.kv_limit,
                   bool(bound or d >= cap * (1 - 1e-6)))
 
 

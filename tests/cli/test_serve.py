@@ -181,6 +181,10 @@ def _api_sweep(model, gpu, deployment, engine, concurrency, input_len, output_le
     (["--enable-expert-parallel"], dict(expert_parallel=2), "vllm"),           # vLLM's switch: EP = TP x DP = 2
     (["--enforce-eager"], dict(cuda_graphs=False), "vllm"),
     (["--engine", "sglang", "--disable-cuda-graph"], dict(cuda_graphs=False), "sglang"),
+    (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'],
+     dict(speculative=("eagle", 3, 0.7)), "vllm"),
+    (["--engine", "sglang", "--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "4",
+      "--acceptance-rate", "0.6"], dict(speculative=("eagle", 3, 0.6)), "sglang"),
 ])
 def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, engine):
     """serve takes report --phase step's spellings of EP and graphs (serve.Parallel, deployment_options.
@@ -189,8 +193,11 @@ def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, en
     base = ["serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "-tp", "2", "--input-len", "256", "--output-len", "32",
             "--max-concurrency", "8"]
     cli = _sweep_json(base + args)
+    from rooflab.deployment import Speculative
     from rooflab.units import DType
 
+    if "speculative" in deployment:
+        deployment = dict(deployment, speculative=Speculative(*deployment["speculative"]))
     dep = dict(tensor_parallel=2, dtype=DType.bf16, kv_cache_dtype=DType.bf16, **deployment)
     api = _api_sweep("mixtral-8x7b", "h200-sxm", dep, engine, 8, 256, 32)
     rows = {r["estimate"]: r for r in cli["points"]}
@@ -207,6 +214,11 @@ def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, en
     (["-tp", "2", "--engine", "sglang", "--enable-dp-attention"], ["data ranks"]),
     (["-tp", "2", "--ep", "2"], ["--ep 2", "--enable-expert-parallel"]),      # the default engine is vLLM
     (["-tp", "2", "--engine", "sglang", "--ep", "2", "--enable-expert-parallel"], ["give one"]),
+    (["-tp", "2", "--acceptance-rate", "0.5"], ["--acceptance-rate", "--speculative-config"]),
+    (["-tp", "2", "--engine", "sglang", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'],
+     ["--speculative-config is vLLM's"]),
+    (["-tp", "2", "--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}', "--simulate"],
+     ["closed form"]),
 ])
 def test_what_serve_does_not_model_is_refused_naming_it(args, words):
     r = runner.invoke(app, ["serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "--max-concurrency", "4", *args])

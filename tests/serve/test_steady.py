@@ -37,3 +37,38 @@ def test_past_the_kv_limit_requests_queue(replica):
 def test_to_frame_has_both_estimates(replica):
     frame = steady_state(replica, 8).to_frame()
     assert list(frame.estimate) == ["floor", "predicted"]
+
+
+@pytest.fixture(scope="module")
+def drafted():
+    """Llama-3-8B on one H200 with an EAGLE head, k 3 at acceptance 0.7; fixed lengths 512 in / 129 out."""
+    from rooflab import load_gpu, load_model
+    from rooflab.deployment import Deployment, Speculative
+    from rooflab.serve import Replica, Workload
+
+    dep = Deployment(speculative=Speculative("eagle", 3, 0.7))
+    return Replica.build(load_model("llama-3-8b"), load_gpu("h200-sxm"), dep, Workload.fixed(512, 129),
+                         max_concurrency=16)
+
+
+@pytest.mark.parametrize("concurrency", [1, 16])
+def test_speculative_decoding_emits_the_drafts_expected_tokens_a_step(drafted, concurrency):
+    """The closed form under speculative decoding (rooflab.serve.steady's docstring): E = (1 - a^(k+1)) / (1 - a) =
+    (1 - 0.7^4) / 0.3 = 2.533 tokens a decode step, so the 128 decode tokens of a request take 128 / E steps of
+    τ, TPOT = τ / E, tok/s/user = E / τ, and the step table scores k + 1 = 4 tokens a sequence."""
+    e = (1 - 0.7 ** 4) / 0.3
+    assert drafted.steps.table.q_len == 4
+    for estimate in ("floor", "predicted"):
+        s = solve(drafted, concurrency, estimate)
+        assert s.tpot_s == pytest.approx(s.step_s / e, rel=1e-12)
+        assert s.itl_s == s.step_s
+        assert s.output_tokens_per_s_per_user == pytest.approx(e / s.step_s, rel=1e-12)
+        assert s.e2e_s == pytest.approx(s.ttft_s + 128 / e * s.step_s, rel=1e-12)
+        assert s.output_tokens_per_s == pytest.approx(concurrency / s.e2e_s * 129, rel=1e-12)
+
+
+def test_the_simulation_refuses_speculative_decoding(drafted):
+    from rooflab.errors import InputError
+
+    with pytest.raises(InputError, match="closed form"):
+        simulate(drafted, ClosedLoop(4), num_requests=8)
