@@ -20,6 +20,23 @@ from .steptime import StepTimes, step_times
 from .workload import Workload
 
 
+def _less_the_draft(kv_tokens: int, plan, model: ModelSpec, deployment: Deployment, context_len: int) -> int:
+    """The target's KV tokens beside a draft model (rooflab.step.memory.draft_memory, the step's count): its weights
+    come out of the KV budget and each token's KV is shared with the draft's, in proportion at `context_len` (the
+    workload's longest request); unchanged without a draft model."""
+    from ..step.memory import draft_memory
+
+    from ..units import DType
+
+    kv_dtype = deployment.kv_cache_dtype or deployment.dtype or model.weight_dtype or DType.bf16
+    _, weights, draft = draft_memory(deployment, kv_dtype, context_len)
+    target = float(plan.kv_bytes_per_sequence)
+    if not weights or not target:
+        return kv_tokens
+    left = max(0.0, plan.kv_budget_bytes - weights) / plan.kv_budget_bytes
+    return int(kv_tokens * left * target / (target + draft))
+
+
 @dataclass(frozen=True)
 class Replica:
     """Everything a serving estimate needs for one replica (counts and tokens per replica)."""
@@ -58,8 +75,10 @@ class Replica:
         scheduler = scheduler if scheduler is not None else Scheduler.default(engine, memory)
         if not isinstance(scheduler, Scheduler):
             raise InputError(f"scheduler must be a rooflab.serve.Scheduler, got {shown(scheduler)}")
-        plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len, deployment=deployment)
+        plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len,
+                             deployment=deployment.replace(speculative=None))
         kv_tokens = int(plan.num_blocks) * deployment.page_size * deployment.attention_data_parallel
+        kv_tokens = _less_the_draft(kv_tokens, plan, model, deployment, workload.max_len)
         shortest = workload.input.low + 1                     # a running request holds at least its prompt
         most = [4096, kv_tokens // shortest + 1, scheduler.running_cap]
         if max_concurrency is not None:

@@ -140,14 +140,20 @@ def _busiest_stage(ctx: StepContext, per_rank: int, context_len: int, split: int
 
 def _draft(ctx: StepContext, context_len: int, split: int) -> tuple[str, int, float]:
     """(the draft model's name, its weights a GPU, its KV a sequence): ('', 0, 0) without one (module docstring)."""
-    spec = ctx.dep.speculative
+    return draft_memory(ctx.dep, ctx.kv_dtype, context_len, split, ctx.dp_attention_release)
+
+
+def draft_memory(dep: Deployment, kv_dtype: DType, context_len: int, split: int = 1,
+                 release: Optional[tuple] = None) -> tuple[str, int, float]:
+    """(the draft model's name, its weights a GPU, its KV a sequence of `context_len` tokens in `kv_dtype`) of the
+    deployment's draft model, split over the target's TP (module docstring); ('', 0, 0) without one. The step's
+    memory check and the serving replica's KV pages (rooflab.serve.Replica) both count it here."""
+    spec = dep.speculative
     if spec is None or spec.method is not SpecMethod.draft_model:
         return "", 0, 0.0
     draft: ModelSpec = load_model(spec.draft_model)
-    dep = ctx.dep
-    weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.attention_data_parallel,
-                               release=ctx.dp_attention_release)
-    sequence = kv_bytes(draft, 1, context_len, ctx.kv_dtype, dep.page_size, ctx.attn_tp, split)
+    weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.attention_data_parallel, release=release)
+    sequence = kv_bytes(draft, 1, context_len, kv_dtype, dep.page_size, dep.attention_tensor_parallel, split)
     return draft.name, weights, sequence
 
 
@@ -159,4 +165,4 @@ def kv_bytes(model: ModelSpec, batch: int, context_len: int, dtype: DType, page_
     return batch * float(sequence_bytes(layout, model, [context_len], position_split=split)[0])
 
 
-__all__ = ["StepMemory", "capacity_models", "kv_bytes", "step_memory"]
+__all__ = ["StepMemory", "capacity_models", "draft_memory", "kv_bytes", "step_memory"]

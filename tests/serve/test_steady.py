@@ -72,3 +72,29 @@ def test_the_simulation_refuses_speculative_decoding(drafted):
 
     with pytest.raises(InputError, match="closed form"):
         simulate(drafted, ClosedLoop(4), num_requests=8)
+
+
+def test_a_draft_model_shares_the_replicas_kv_pages():
+    """A draft model's weights leave the KV budget and each token's KV is shared with the draft's
+    (rooflab.step.memory.draft_memory, the step's count): Llama-3-70B fp8 on one H200 with Llama-3-8B drafting,
+    4,096-token requests: tokens = plain x (budget - draft weights) / budget x target / (target + draft) per
+    sequence, by hand from the plan's figures."""
+    from rooflab import load_gpu, load_model
+    from rooflab.capacity import plan_capacity
+    from rooflab.deployment import Deployment, Speculative
+    from rooflab.serve import Replica, Workload
+    from rooflab.step.memory import draft_memory
+    from rooflab.units import DType, WeightFormat
+
+    model, gpu = load_model("llama-3-70b"), load_gpu("h200-sxm")
+    plain = Deployment(weight_format=WeightFormat.fp8, dtype=DType.bf16, kv_cache_dtype=DType.bf16)
+    drafted = plain.replace(speculative=Speculative("draft_model", 4, 0.7, "llama-3-8b"))
+    work = Workload.fixed(3072, 1024)
+    a = Replica.build(model, gpu, plain, work, max_concurrency=4)
+    b = Replica.build(model, gpu, drafted, work, max_concurrency=4)
+    plan = plan_capacity(model, gpu, 4096, max_model_len=4096, deployment=plain)
+    _, weights, draft = draft_memory(drafted, DType.bf16, 4096)
+    target = float(plan.kv_bytes_per_sequence)
+    assert weights > 15e9 and draft > 0
+    expected = int(a.kv_tokens * (plan.kv_budget_bytes - weights) / plan.kv_budget_bytes * target / (target + draft))
+    assert b.kv_tokens == expected < a.kv_tokens
