@@ -158,7 +158,9 @@ def report(
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
-    words, _, _ = dopt.words_of(ctx).resolve()          # rooflab's and the engines' names of one setting agree
+    # rooflab's and the engines' names of one setting agree; under --engine, that engine's refusals (SGLang's
+    # --kv-cache-dtype names) as capacity applies them
+    words, _, _ = dopt.words_of(ctx).resolve(engine=Engine.of(engine, "--engine") if engine else None)
     page_size, kv_dtype = words.page_size, words.kv_cache_dtype
     bare = shape_of(ctx, shape)
     if bare is None:

@@ -58,8 +58,6 @@ EngineOpt = Annotated[str, typer.Option("--engine", metavar="vllm|sglang|tensorr
                                         help="Whose scheduler and defaults: vllm (V1), sglang or tensorrt-llm.")]
 TpOpt = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", "--tp", "--tp-size",
                                     parser=params.count(1, MAX_GPUS), metavar="N", help="Tensor-parallel GPUs.")]
-KvOpt = Annotated[Optional[str], typer.Option("--kv-cache-dtype", metavar="auto|fp8|bf16|fp16",
-                                              help="KV cache element type (auto: the activations' dtype).")]
 InOpt = Annotated[int, typer.Option("--input-len", "--random-input-len", parser=params.count(1, MAX_TOKENS),
                                     metavar="N", help="Prompt tokens (1k = 1,000, 1K = 1,024).")]
 OutOpt = Annotated[int, typer.Option("--output-len", "--random-output-len", parser=params.count(1, MAX_TOKENS),
@@ -137,10 +135,13 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     from ..errors import InputError
     from ..load import load_gpu, load_model
     from ..serve import Engine, Lengths, Replica, Scheduler, Workload
+    from ..deployment_words import DeploymentWords
     from ..units import DType
 
-    kv = None if kv_cache_dtype in (None, "auto") else DType.of("fp8_e4m3" if kv_cache_dtype == "fp8"
-                                                                else kv_cache_dtype, "--kv-cache-dtype")
+    eng = Engine.of(engine, "--engine")
+    # the one KV-dtype vocabulary (engines.vocab.parse_kv_cache_dtype), with the engine's refusals (SGLang's names)
+    words = DeploymentWords(kv_cache_dtype=kv_cache_dtype).resolve(engine=eng)[0]
+    kv = words.kv_cache_dtype
     spec, g = load_model(model), load_gpu(gpu)
     act = spec.weight_dtype if spec.weight_dtype in (DType.bf16, DType.fp16) else DType.bf16
     # --weight-dtype and -q as capacity and the step read them (DeploymentWords: a -q method must be the checkpoint's
@@ -148,13 +149,12 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     weights = weight_words.resolve(checkpoint=spec)[0].weight_format
     deployment = Deployment(tensor_parallel=tp, page_size=page_size, gpu_memory_utilization=utilization,
                             weight_format=weights, dtype=kv or act, kv_cache_dtype=kv or act,
-                            **parallel.fields(engine, tp))
+                            mla_sparse_fp8=words.mla_sparse_fp8, **parallel.fields(engine, tp))
     if style not in ("vllm", "inferencex"):
         raise InputError(f"--lengths: {style!r}; use vllm or inferencex")
     draw = Lengths.vllm_random if style == "vllm" else Lengths.inferencex_random
     workload = Workload(draw(input_len, range_ratio), draw(output_len, range_ratio)) if range_ratio else \
         Workload.fixed(input_len, output_len)
-    eng = Engine.of(engine, "--engine")
     if mixed and eng is not Engine.sglang:        # a switch of SGLang's; taken silently it changed nothing
         raise InputError(f"--enable-mixed-chunk is SGLang's; {eng.title} always runs prefill chunks beside decodes: "
                          "drop it, or --engine sglang")
@@ -271,7 +271,7 @@ def serve(
     acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     weight_dtype: WeightDTypeOpt = None,
     quantization: QuantizationOpt = None,
-    kv_cache_dtype: KvOpt = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
     input_len: InOpt = 1024,
     output_len: OutOpt = 1024,
     range_ratio: RatioOpt = 0.0,
@@ -375,7 +375,7 @@ def plot_serve(
     acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     weight_dtype: WeightDTypeOpt = None,
     quantization: QuantizationOpt = None,
-    kv_cache_dtype: KvOpt = None,
+    kv_cache_dtype: dopt.KvCacheDTypeOpt = None,
     input_len: InOpt = 1024,
     output_len: OutOpt = 1024,
     range_ratio: RatioOpt = 0.0,

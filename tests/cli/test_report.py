@@ -394,3 +394,20 @@ def test_weight_dtype_fp8_is_priced_where_q_fp8_is_refused_in_both_commands():
     capacity, step = _weight_bytes(["-m", "gpt-oss-20b"], ["--weight-dtype", "fp8"])
     assert isinstance(capacity, (int, float)) and capacity == step
     assert _weight_bytes(["-m", "gpt-oss-20b"], ["-q", "fp8"]) == ("refused", "refused")
+
+
+@pytest.mark.parametrize("command", [["report"], ["explain"]])
+def test_the_steps_kv_cache_dtype_takes_the_engines_refusals(command):
+    """`--kv-cache-dtype fp8` is vLLM's name (e4m3); SGLang's server_args refuses it (engines.vocab.
+    parse_kv_cache_dtype), so under --engine sglang the step refuses it as capacity does, naming SGLang's spelling;
+    under --engine vllm it is e4m3."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    runner = CliRunner()
+    args = [*command, "--phase", "step", "-m", "llama-3-8b", "-g", "h200-sxm", "--kv-cache-dtype", "fp8"]
+    refused = runner.invoke(app, [*args, "--engine", "sglang"])
+    assert refused.exit_code == 2 and "not one SGLang takes" in refused.stderr and "fp8_e4m3" in refused.stderr
+    assert runner.invoke(app, [*args, "--engine", "vllm"]).exit_code == 0
+    assert runner.invoke(app, [*args[:-1], "fp8_e4m3", "--engine", "sglang"]).exit_code == 0

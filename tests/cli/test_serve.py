@@ -219,6 +219,8 @@ def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, en
      ["--speculative-config is vLLM's"]),
     (["-tp", "2", "--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}', "--simulate"],
      ["closed form"]),
+    (["-tp", "2", "--engine", "sglang", "--kv-cache-dtype", "fp8"], ["not one SGLang takes", "fp8_e4m3"]),
+    (["-tp", "2", "--kv-cache-dtype", "fp8_ds_mla"], ["fp8_ds_mla", "no MLA layer"]),
 ])
 def test_what_serve_does_not_model_is_refused_naming_it(args, words):
     r = runner.invoke(app, ["serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "--max-concurrency", "4", *args])
