@@ -97,12 +97,7 @@ def _deployment(row, model=None):
     if row.weight_format not in gemm:
         raise RooflabError(f"weight format {row.weight_format}: this check maps fp8, bf16 and fp16 rows only (the step "
                            "prices more; not yet checked against serving rows)")
-    if getattr(row, "enforce_eager", False):
-        raise RooflabError("enforce_eager: this check serves replicas with CUDA graphs (the step prices eager runs: "
-                           "report --phase step --enforce-eager)")
-    if row.ep > 1 or row.dp > 1 or row.pp > 1 or row.dp_attention:
-        raise RooflabError("expert, data, pipeline or attention-data parallelism: this check serves one TP replica "
-                           "(the serving model's Replica does not deal requests over ranks)")
+    servable(row)
     kv = DType.of(row.kv_cache_dtype)
     fmt = gemm[row.weight_format]
     if fmt is not None and model is not None and \
@@ -127,6 +122,19 @@ def _workload(row) -> Workload:
         a, b, c, d = map(int, m.groups())
         return Workload(Lengths(a, b), Lengths(c, d))
     return Workload.fixed(row.input_len, row.output_len)
+
+
+def servable(row) -> None:
+    """A RooflabError naming what the row ran that this check does not serve: an eager run, or expert, data,
+    pipeline or attention-data parallelism (compare checks the row itself; its cached replicas are keyed by TP,
+    formats and lengths only)."""
+    if getattr(row, "enforce_eager", False):
+        raise RooflabError("enforce_eager: this check serves replicas with CUDA graphs (the step prices eager runs: "
+                           "report --phase step --enforce-eager)")
+    if (getattr(row, "ep", 1) or 1) > 1 or (getattr(row, "dp", 1) or 1) > 1 or (getattr(row, "pp", 1) or 1) > 1 \
+            or getattr(row, "dp_attention", False):
+        raise RooflabError("expert, data, pipeline or attention-data parallelism: this check serves one TP replica "
+                           "(the serving model's Replica does not deal requests over ranks)")
 
 
 @lru_cache(maxsize=None)
@@ -192,6 +200,7 @@ def compare(rows=None) -> list[Comparison]:
                     input_len=row.input_len, output_len=row.output_len, concurrency=conc, request_rate=rate,
                     metric=metric, statistic=stat, measured=row.value)
         try:
+            servable(row)
             workload = _workload(row)
             ranges = (workload.input.low, workload.input.high, workload.output.low, workload.output.high)
             model = MODELS.get(row.model, row.model)
