@@ -260,8 +260,6 @@ def _serving_row(tmp_path: Path, **changes):
     return read_rows(path, ServingRow, read_sources(published / "sources.yaml"))
 
 
-@pytest.mark.xfail(strict=True, reason="serve/published.compare prices a row's dp_attention / enforce_eager as a "
-                                       "plain TP replica with CUDA graphs: _deployment's refusals never see the row")
 @pytest.mark.parametrize("change", [{"dp_attention": "true", "dp": "8"}, {"enforce_eager": "true"}],
                          ids=["dp_attention", "enforce_eager"])
 def test_the_serving_check_skips_rows_it_cannot_serve(change, tmp_path):
