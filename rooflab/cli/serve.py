@@ -159,7 +159,8 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
         raise InputError(f"--enable-mixed-chunk is SGLang's; {eng.title} always runs prefill chunks beside decodes: "
                          "drop it, or --engine sglang")
     memory = g.cuda_visible_bytes or g.hbm_capacity_bytes
-    options = {Engine.vllm: dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens),
+    options = {Engine.vllm: dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens,
+                                 version=version or "", max_model_len=spec.max_context_len),
                Engine.sglang: dict(max_running_requests=max_num_seqs, chunked_prefill_size=max_tokens,
                                    enable_mixed_chunk=mixed),
                Engine.trtllm: dict(max_batch_size=max_num_seqs, max_num_tokens=max_tokens)}[eng]

@@ -19,6 +19,10 @@ Defaults, read from the engines' source:
   (a decode is one token, an unfinished prefill its next chunk), then waiting requests in arrival order while
   the budget, max_num_seqs and free KV blocks allow; when a running request cannot get a block, the request
   scheduled last is preempted (its blocks freed, recomputed later).
+- vLLM V0 (an --engine-version before 0.8.0, V1's first default release; Scheduler.vllm_v0, read from the 0.7.3
+  wheel): max_num_seqs 256; chunked prefill off unless max_model_len > 32,768, so by default a step holds
+  prefills or decodes, never both (prefills first), up to max(max_model_len, 2048) tokens; with chunked prefill
+  2048 tokens a step, decodes and prefill chunks mixed.
 - SGLang (sgl-project/sglang, python/sglang/srt/server_args.py, `_handle_chunked_prefill_size`, v0.5):
   chunked_prefill_size 2048 below 35 GiB, 8192 below 160 GiB (H100, H200, A100), 16384 above (B200, MI300);
   --max-running-requests, when not given, follows the KV pool (rooflab: the KV limit), and is at most 4096
@@ -44,12 +48,18 @@ from ..cost.common import real_number, whole_number
 from ..errors import InputError, shown
 from ..limits import MAX_TOKENS
 from ..units import GiB
-from ..vocab import ENGINE_RELEASES, Engine, check_engine_release
+from ..vocab import ENGINE_RELEASES, Engine, check_engine_release, engine_release
 
 
 #: Most requests SGLang runs at once when --max-running-requests is not given (its request pool's upper bound);
 #: rooflab takes it for any scheduler whose max_num_seqs is None.
 SGLANG_MAX_RUNNING = 4096
+
+#: vLLM's first release whose default engine is V1 (VLLM_USE_V1 on by default; 0.7.3's envs.py:504 defaults it off);
+#: a release before it takes V0's scheduler defaults (Scheduler.vllm_v0).
+V1_DEFAULT_RELEASE = (0, 8)
+#: V0 turns chunked prefill on by default above this max_model_len (vllm 0.7.3 engine/arg_utils.py:1164).
+V0_CHUNKED_PREFILL_ABOVE = 32768
 
 #: The version whose defaults each engine's scheduler follows (the module docstring's sources; defined in rooflab.vocab).
 VERSIONS = ENGINE_RELEASES
@@ -100,14 +110,38 @@ class Scheduler:
     @classmethod
     def vllm(cls, gpu_memory_bytes: float, max_num_seqs: Optional[int] = None,
              max_num_batched_tokens: Optional[int] = None, offline: bool = False,
-             prefix_cache_hit_rate: float = 0.0, a100: bool = False) -> "Scheduler":
+             prefix_cache_hit_rate: float = 0.0, a100: bool = False, version: str = "",
+             max_model_len: Optional[int] = None) -> "Scheduler":
         """vLLM V1's scheduler with `vllm serve`'s defaults for a GPU of `gpu_memory_bytes` (offline: the LLM
-        class's); chunked prefill on."""
+        class's); chunked prefill on. At a V0 `version` (before V1_DEFAULT_RELEASE) V0's defaults instead, for a
+        model served at `max_model_len` (vllm_v0)."""
+        release = engine_release(version) if version else None
+        if release is not None and release < V1_DEFAULT_RELEASE:
+            return cls.vllm_v0(max_model_len, max_num_seqs, max_num_batched_tokens, prefix_cache_hit_rate,
+                               version)
         big = gpu_memory_bytes >= 70 * GiB and not a100
         seqs = max_num_seqs if max_num_seqs is not None else (1024 if big else 256)
         tokens = max_num_batched_tokens if max_num_batched_tokens is not None else (
             (16384 if offline else 8192) if big else (8192 if offline else 2048))
         return cls(Engine.vllm, seqs, tokens, True, prefix_cache_hit_rate)
+
+    @classmethod
+    def vllm_v0(cls, max_model_len: Optional[int], max_num_seqs: Optional[int] = None,
+                max_num_batched_tokens: Optional[int] = None, prefix_cache_hit_rate: float = 0.0,
+                version: str = "0.7.3") -> "Scheduler":
+        """vLLM V0's scheduler with its defaults (vllm 0.7.3 wheel: engine/arg_utils.py:222-224 max_num_seqs 256
+        without VLLM_USE_V1, envs.py:503-504 VLLM_USE_V1 off by default; :1163-1194 chunked prefill on by default
+        only for max_model_len > 32,768; config.py:1521-1536 max_num_batched_tokens 2,048 with chunked prefill, else
+        max(max_model_len, 2,048)). Without chunked prefill core/scheduler.py:1440-1445 _schedule_default runs a
+        step of prefills or a step of decodes (prefills first): steps apart; with it, decodes and prefill chunks
+        share a step. `max_model_len` None: 2,048 (the length vLLM takes where a config gives none)."""
+        length = 2048 if max_model_len is None else whole_number(max_model_len, "max_model_len",
+                                                                 maximum=MAX_TOKENS)
+        chunked = length > V0_CHUNKED_PREFILL_ABOVE
+        tokens = max_num_batched_tokens if max_num_batched_tokens is not None else (
+            2048 if chunked else max(length, 2048))
+        return cls(Engine.vllm, 256 if max_num_seqs is None else max_num_seqs, tokens, chunked,
+                   prefix_cache_hit_rate, version)
 
     @classmethod
     def sglang(cls, gpu_memory_bytes: float, max_running_requests: Optional[int] = None,

@@ -29,3 +29,20 @@ def test_prefix_hits_and_errors():
         Scheduler(prefix_cache_hit_rate=1.0)
     with pytest.raises(InputError):
         Engine.of("tgi")
+
+
+@pytest.mark.parametrize("max_model_len, tokens, mixed", [(8192, 8192, False), (1024, 2048, False),
+                                                          (32768, 32768, False), (131072, 2048, True)])
+def test_vllm_v0_defaults_by_release(max_model_len, tokens, mixed):
+    """vLLM before 0.8.0 runs V0 by default (vllm 0.7.3 envs.py:503-504): max_num_seqs 256 (arg_utils.py:224),
+    chunked prefill only above 32,768 tokens of max_model_len (arg_utils.py:1164), then 2,048 tokens a step,
+    else max(max_model_len, 2,048) (config.py:1521-1536) with prefills and decodes in separate steps
+    (core/scheduler.py:1440-1445); 0.8.0 and later keep V1's defaults."""
+    from rooflab.serve import Scheduler
+    from rooflab.units import GiB
+
+    v0 = Scheduler.vllm(141 * GiB, version="0.7.3", max_model_len=max_model_len)
+    assert (v0.max_num_seqs, v0.max_num_batched_tokens, v0.mixed, v0.version) == (256, tokens, mixed, "0.7.3")
+    assert Scheduler.vllm(141 * GiB, version="0.7.3", max_model_len=max_model_len, max_num_seqs=64).max_num_seqs == 64
+    v1 = Scheduler.vllm(141 * GiB, version="0.8.0", max_model_len=max_model_len)
+    assert v1 == Scheduler.vllm(141 * GiB)              # V1's defaults, as without a release
