@@ -155,6 +155,10 @@ class ModelSpec:
             if unknown:
                 raise SpecError(self.name, field, unknown[0],
                                 f"is not one of the layer_types ({', '.join(self.layer_types)})")
+        if self.num_parameters is not None and self.vision_parameters >= self.num_parameters:
+            raise SpecError(self.name, "vision_parameters", self.vision_parameters,
+                            f"must be below num_parameters ({self.num_parameters:,}), the published count it is part "
+                            "of (the text model's share, num_parameters - vision_parameters, prices its weights)")
         if len(self.first_layers) > self.num_layers:
             raise SpecError(self.name, "first_layers", len(self.first_layers),
                             f"lists more layers than num_layers ({self.num_layers})")

@@ -88,3 +88,18 @@ def test_image_tokens_need_a_vision_tower_and_a_text_step_never_runs_it():
     with pytest.raises(SpecError) as caught:
         dataclasses.replace(m, image_tokens=-1)
     assert caught.value.field == "image_tokens"
+
+
+def test_a_vision_tower_of_the_whole_published_count_is_refused():
+    """vision_parameters is part of num_parameters (gemma-3-27b's 423,060,336 of 27,439,060,336): at or past it
+    the text model's share (num_parameters - vision_parameters, which prices its weights) is 0 or negative, a
+    SpecError naming both fields and values (hostile session 16: 27,439,060,337 loaded, active_parameters -1)."""
+    import dataclasses
+
+    from rooflab import SpecError
+
+    m = load_model("gemma-3-27b")
+    for vision in (m.num_parameters, m.num_parameters + 1):
+        with pytest.raises(SpecError, match=rf"vision_parameters.*{vision}.*num_parameters \({m.num_parameters:,}\)"):
+            dataclasses.replace(m, vision_parameters=vision)
+    assert dataclasses.replace(m, vision_parameters=m.num_parameters - 1).active_parameters == 1
