@@ -43,6 +43,13 @@ DRIVER_RESERVE_BYTES = int(0.45 * GiB)
 #: The first vLLM release with --kv-cache-memory-bytes: vllm#21489 (commit 94e6b2d, 2025-09-11) landed after
 #: v0.10.2 branched (released 2025-09-13), so v0.11.0 (2025-10-02) is the first to ship it.
 KV_CACHE_MEMORY_RELEASE = (0, 11, 0)
+#: The first vLLM release with --skip-mm-profiling: v0.10.1 (vllm 0.10.1 vllm/engine/arg_utils.py:354 the field,
+#: :734 the option; 0.10.0's arg_utils.py has neither), read by V1's model runner only (0.10.1
+#: vllm/v1/worker/gpu_model_runner.py:2569; nothing under V0's vllm/worker/ reads it).
+SKIP_MM_PROFILING_RELEASE = (0, 10, 1)
+#: vLLM V1's options that arrived after V1 did: the first release with each and where that is read from.
+V1_OPTION_RELEASES = {"kv_cache_memory_bytes": (KV_CACHE_MEMORY_RELEASE, "vllm#21489"),
+                      "skip_mm_profiling": (SKIP_MM_PROFILING_RELEASE, "vllm 0.10.1 arg_utils.py:354")}
 #: V1's large-GPU defaults apply from this much device memory (vllm arg_utils.py: 70 * GiB_bytes).
 LARGE_GPU_BYTES = 70 * GiB
 
@@ -122,7 +129,8 @@ class EngineSettings:
     #: vLLM's --limit-mm-per-prompt '{"image": N}': the images a prompt may hold (None: vLLM's 999); 0 runs a
     #: vision-language model text-only, with no multimodal profile run (profile.py encoder_cache)
     limit_mm_per_prompt: Optional[int] = None
-    #: vLLM's --skip-mm-profiling: the profile run leaves the multimodal encoder and its cache out (profile.py)
+    #: vLLM's --skip-mm-profiling: the profile run leaves the multimodal encoder and its cache out (profile.py);
+    #: V1's, from SKIP_MM_PROFILING_RELEASE
     skip_mm_profiling: bool = False
 
     #: The option each setting comes from, named in its errors (a what-if sets the same ones).
@@ -203,8 +211,9 @@ class EngineSettings:
             raise InputError(f"mamba ssm dtype (--mamba-ssm-dtype) must be a DType, got {shown(self.mamba_ssm_dtype)}")
 
     def _check_sizing_options(self) -> None:
-        """--enforce-eager, --max-total-tokens, --num-gpu-blocks-override, --kv-cache-memory-bytes: each in range,
-        and each refused by the engine (or release) that has no such option, naming it."""
+        """--enforce-eager, --max-total-tokens, --num-gpu-blocks-override, --kv-cache-memory-bytes and the
+        multimodal options: each in range, and each refused by the engine (or accounting, or release:
+        V1_OPTION_RELEASES) that has no such option, naming it."""
         check_flag(self.enforce_eager, self._label("enforce_eager"))
         for name, lo, hi in (("max_total_tokens", 1, MAX_TOKENS), ("num_gpu_blocks_override", 1, MAX_TOKENS),
                              ("kv_cache_memory_bytes", 1, 1 << 50)):
@@ -221,14 +230,16 @@ class EngineSettings:
                             ("skip_mm_profiling", self.skip_mm_profiling)):
             if given and self.engine is not Engine.vllm:
                 raise InputError(f"{self.OPTIONS[name]} is vLLM's; {self.engine.title} has no such option")
-        if self.kv_cache_memory_bytes is not None:
-            first = release_text(KV_CACHE_MEMORY_RELEASE)
+        for name, (release, source) in V1_OPTION_RELEASES.items():
+            if getattr(self, name) is None or getattr(self, name) is False:
+                continue
+            first, option = release_text(release), self.OPTIONS[name]
             if self.accounting is not Accounting.vllm_v1:
-                raise InputError(f"--kv-cache-memory-bytes arrived in vLLM V1 {first} (vllm#21489); "
-                                 f"{self.accounting} ({self.accounting.releases}) has no such option")
-            if self.release is not None and self.release < KV_CACHE_MEMORY_RELEASE:
-                raise InputError(f"--kv-cache-memory-bytes arrived in vLLM {first} (vllm#21489); "
-                                 f"{release_text(self.release)} has no such option")
+                raise InputError(f"{option} arrived in vLLM V1 {first} ({source}); {self.accounting} "
+                                 f"({self.accounting.releases}) has no such option")
+            if self.release is not None and self.release < release:
+                raise InputError(f"{option} arrived in vLLM {first} ({source}); {release_text(self.release)} has no "
+                                 "such option")
 
     def _check_kinds(self) -> None:
         """The fields whose kind the range checks do not cover: an InputError naming the field and its option."""
@@ -382,4 +393,5 @@ def _batch_defaults(settings: EngineSettings, model: ModelSpec, gpu: GpuSpec, ma
     return mnbt, settings.max_num_seqs or 256
 
 
-__all__ = ["DRIVER_RESERVE_BYTES", "KV_CACHE_MEMORY_RELEASE", "EngineSettings", "Resolved", "cuda_visible", "model_dtype", "resolve"]
+__all__ = ["DRIVER_RESERVE_BYTES", "KV_CACHE_MEMORY_RELEASE", "SKIP_MM_PROFILING_RELEASE", "V1_OPTION_RELEASES",
+           "EngineSettings", "Resolved", "cuda_visible", "model_dtype", "resolve"]

@@ -147,3 +147,18 @@ def test_a_label_is_its_release_on_every_term(accounting, model, deployment):
     assert (label.kv_cache_bytes, label.utilization, label.kv_cache_tokens) == (at.kv_cache_bytes, at.utilization,
                                                                                 at.kv_cache_tokens)
     assert label.releases == a.releases and at.releases == f"{a.releases} at v{LABEL_AT[accounting]}"
+
+
+@pytest.mark.parametrize("settings, needle", [
+    (lambda: vllm("v0", skip_mm_profiling=True), r"arrived in vLLM V1 v0\.10\.1 .*vllm-v0 .* has no such option"),
+    (lambda: vllm("v0.8", skip_mm_profiling=True), r"arrived in vLLM V1 v0\.10\.1"),
+    (lambda: vllm(release="0.10.0", skip_mm_profiling=True), r"arrived in vLLM v0\.10\.1 .*v0\.10\.0 has no such")])
+def test_skip_mm_profiling_is_refused_where_vllm_has_no_such_option(settings, needle):
+    """--skip-mm-profiling arrived in vLLM 0.10.1 (vllm 0.10.1 vllm/engine/arg_utils.py:354 and :734; 0.10.0's and
+    0.7.3's arg_utils.py have no such field), read by V1's model runner only (0.10.1
+    vllm/v1/worker/gpu_model_runner.py:2569): refused before it and under V0, as --kv-cache-memory-bytes is
+    (hostile session 16: accepted at 0.7.3 with no effect)."""
+    with pytest.raises(InputError, match=needle):
+        settings()
+    assert vllm(release="0.10.1", skip_mm_profiling=True).skip_mm_profiling
+    assert not vllm("v0", skip_mm_profiling=False).skip_mm_profiling
