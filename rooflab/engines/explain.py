@@ -20,6 +20,7 @@ memory (or SGLang's memory in use before start) by the change of its default; an
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from dataclasses import dataclass
 from typing import Optional
@@ -36,7 +37,8 @@ from .logs import EngineLog
 from .memory import LORA, lora_term
 from .result import EngineCapacity, Role, Term
 from .settings import EngineSettings, resolve
-from .vocab import Engine, accounting_of, label_release, parse_kv_cache_dtype, parse_logprobs_mode, release_text
+from .vocab import (Engine, accounting_of, image_limit, label_release, parse_kv_cache_dtype, parse_logprobs_mode,
+                    release_text)
 
 UNATTRIBUTED = ("unattributed", "what the logged KV figure implies beyond the terms above (the log does not print "
                                 "them all; the others are modelled)")
@@ -154,12 +156,13 @@ def settings_taken(log: EngineLog, settings: EngineSettings) -> tuple[str, ...]:
         lines.append(f"sampler {SAMPLER_RAN[ran.value]}: from the log ({ran.source})")
     if mode is not None:
         lines.append(f"--logprobs-mode {mode.value}: from the log ({mode.source})")
-    for key, option in _OVERRIDES:       # the sizing overrides: only where the log states one or the options set it
+    for key, option in _OVERRIDES:       # the overrides: only where the log states one or the options set it
         logged, value = log.setting(key), getattr(settings, key)
-        if logged is not None:
-            lines.append(f"{option} {value}: from the log ({logged.source})")
-        elif value not in (None, False):
-            lines.append(f"{option} {value}: from the options")
+        printed = f'{{"image": {value}}}' if key == "limit_mm_per_prompt" and value is not None else value
+        if logged is not None and value is not None:
+            lines.append(f"{option} {printed}: from the log ({logged.source})")
+        elif value is not None and value is not False:
+            lines.append(f"{option} {printed}: from the options")
     return tuple(lines)
 
 
@@ -234,7 +237,7 @@ def _with_log(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -
         updates["release"] = release
     kv = log.setting("kv_cache_dtype")
     if kv is not None and kv.value != "auto":
-        logged_kv = parse_kv_cache_dtype(kv.value)
+        logged_kv = parse_kv_cache_dtype(kv.value, where=_stated(log, kv, "kv_cache_dtype"))
         if "kv_cache_dtype" in given and settings.kv_cache_dtype.dtype != logged_kv.dtype:
             raise InputError(f"--kv-cache-dtype {settings.kv_cache_dtype.name} contradicts the log's {kv.value} "
                              f"({kv.source}); drop the option or use --what-if kv-cache-dtype=...")
@@ -266,42 +269,84 @@ _SAMPLER_SETTINGS = {"flashinfer": {"flashinfer_installed": True, "use_flashinfe
 
 def _logged_sampler(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> dict:
     """The sampler the log says ran and the --logprobs-mode its arguments state, as EngineSettings changes; a value
-    the user gave that the log contradicts is an error naming both."""
+    the user gave that the log contradicts is an error naming both (--no-flashinfer against 'Using FlashInfer'),
+    and a mode vLLM has no such name for is one naming the log's line."""
     updates = {}
     ran, mode = log.setting("sampler"), log.setting("logprobs_mode")
     stated = dict(_SAMPLER_SETTINGS[ran.value]) if ran is not None else {}
     if mode is not None:
-        stated["logprobs_mode"] = parse_logprobs_mode(mode.value)
+        stated["logprobs_mode"] = parse_logprobs_mode(mode.value, where=_stated(log, mode, "logprobs_mode"))
     for field, value in stated.items():
-        source = (mode if field == "logprobs_mode" else ran).source
+        logged = mode if field == "logprobs_mode" else ran
         if field in given and getattr(settings, field) != value:
-            raise InputError(f"{EngineSettings.OPTIONS[field]} {getattr(settings, field)} contradicts the log's "
-                             f"{value} ({source}); drop the option")
+            says = f"--logprobs-mode {value}" if logged is mode else f"{SAMPLER_RAN[ran.value]} ran"
+            raise InputError(f"{_as_given(field, getattr(settings, field))} contradicts the log: {says} "
+                             f"({logged.source}); drop the option")
         updates[field] = value
     return updates
 
 
-#: The sizing overrides a configuration line may state (overrides.py), each with its options' words.
+def _as_given(field: str, value) -> str:
+    """A sampler setting as the user gives it: '--no-flashinfer', 'VLLM_USE_FLASHINFER_SAMPLER=0'."""
+    if field == "flashinfer_installed":
+        return "--no-flashinfer" if not value else "FlashInfer installed (no --no-flashinfer)"
+    if field == "use_flashinfer_sampler":
+        return f"VLLM_USE_FLASHINFER_SAMPLER={int(value)}"
+    return f"{EngineSettings.OPTIONS[field]} {value}"
+
+
+def _stated(log: EngineLog, logged, key: str) -> str:
+    """Where a setting's text came from, for the error refusing it: the log, its line and the setting's name (as
+    logs.py names a figure it cannot read)."""
+    return f"--engine-log {log.name} line {logged.line_no}: {key}"
+
+
+#: The sizing overrides a configuration line may state (overrides.py) and vLLM's multimodal profile options
+#: (profile.py encoder_cache), each with its options' words.
 _OVERRIDES = (("enforce_eager", "--enforce-eager / --disable-cuda-graph"), ("max_total_tokens", "--max-total-tokens"),
               ("num_gpu_blocks_override", "--num-gpu-blocks-override"),
-              ("kv_cache_memory_bytes", "--kv-cache-memory-bytes"))
+              ("kv_cache_memory_bytes", "--kv-cache-memory-bytes"), ("limit_mm_per_prompt", "--limit-mm-per-prompt"),
+              ("skip_mm_profiling", "--skip-mm-profiling"))
+#: Of them, the flags (a log prints True or False).
+_FLAGS = ("enforce_eager", "skip_mm_profiling")
+#: The most characters of a logged --limit-mm-per-prompt dict read (vLLM prints a few per modality).
+_MAX_MM_LIMIT_CHARS = 1000
 
 
 def _logged_overrides(log: EngineLog, settings: EngineSettings, given: frozenset[str]) -> dict:
-    """The sizing overrides the log's configuration line states (vLLM's enforce_eager, num_gpu_blocks_override and
-    kv_cache_memory_bytes, SGLang's disable_cuda_graph and max_total_tokens), as EngineSettings changes; one the
-    user gave that the log contradicts is an error naming both."""
+    """The sizing overrides and multimodal options the log's configuration line states (vLLM's enforce_eager,
+    num_gpu_blocks_override, kv_cache_memory_bytes, limit_mm_per_prompt and skip_mm_profiling, SGLang's
+    disable_cuda_graph and max_total_tokens), as EngineSettings changes; one the user gave that the log contradicts
+    is an error naming both."""
     updates = {}
     for field, option in _OVERRIDES:
         logged = log.setting(field)
-        if logged is None:
+        value = None if logged is None else _override_value(log, field, logged)
+        if value is None:
             continue
-        value = logged.value == "True" if field == "enforce_eager" else int(logged.value)
         if field in given and getattr(settings, field) != value:
             raise InputError(f"{option} {getattr(settings, field)} contradicts the log's {value} ({logged.source}); "
                              "drop the option")
         updates[field] = value
     return updates
+
+
+def _override_value(log: EngineLog, field: str, logged):
+    """A logged override's text as its EngineSettings value: a flag, the images of a --limit-mm-per-prompt dict
+    (vocab.image_limit; None where it limits none), else a count. A logged dict's other modalities are left out
+    (heldout 2 and 3's Qwen3.6 logs state {'image': 2, 'audio': 0}): the run had them, and rooflab models the
+    image modality only, where the option refuses them so that none is thought modelled."""
+    if field in _FLAGS:
+        return logged.value == "True"
+    if field != "limit_mm_per_prompt":
+        return int(logged.value)
+    where = _stated(log, logged, field)
+    try:
+        value = ast.literal_eval(logged.value) if len(logged.value) <= _MAX_MM_LIMIT_CHARS else None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    images = {k: v for k, v in value.items() if k == "image"} if isinstance(value, dict) else value
+    return image_limit(images, f"{where} {logged.value[:60]}")
 
 
 def _modelled(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> EngineCapacity:

@@ -41,6 +41,22 @@ def _rule(fmt: str, engine: Engine, anchor: str, *fields: tuple[str, str, int, s
     return Rule(fmt, engine, anchor, tuple((k, re.compile(p), g, kind) for k, p, g, kind in fields))
 
 
+#: The lines vLLM V1's TopKTopPSampler prints once when it picks its path (vllm v0.10.1.1 and v0.10.2
+#: vllm/v1/sample/ops/topk_topp_sampler.py __init__; v0.11.2 prints the first only, when opted in: :36), each
+#: with what it says ran: FlashInfer's top-k / top-p, the native sort because FlashInfer is not installed, or the
+#: sort because VLLM_USE_FLASHINFER_SAMPLER=0 (explain.py reads them as EngineSettings' sampler fields).
+SAMPLER_LINES = {"Using FlashInfer for top-p & top-k sampling": "flashinfer",
+                 "FlashInfer is not available. Falling back to the PyTorch-native implementation": "not_installed",
+                 "FlashInfer is available, but it is not enabled. Falling back": "not_enabled"}
+#: What each of them says ran, in words.
+SAMPLER_RAN = {"flashinfer": "FlashInfer's top-k / top-p",
+               "not_installed": "the native sort (FlashInfer not installed)",
+               "not_enabled": "the native sort (VLLM_USE_FLASHINFER_SAMPLER=0)"}
+#: The words each sampler line opens with: a line holding them but not the whole phrase was cut by a terminal's
+#: wrap (incomplete), and is joined with the line that continues it (logs.py) as a rule's line is.
+SAMPLER_OPENINGS = tuple(" ".join(phrase.split()[:3]) for phrase in SAMPLER_LINES)
+
+
 _V, _S = Engine.vllm, Engine.sglang
 RULES: tuple[Rule, ...] = (
     _rule("vLLM V0 v0.6.5+ budget line", _V, "x gpu_memory_utilization (",
@@ -126,8 +142,9 @@ RULES: tuple[Rule, ...] = (
           ("max_running_requests", r"max_running_requests=(\d+)", 1, "count")),
 )
 
-#: Phrases that start a rule: a line holding one but matching none of its fields may have been wrapped.
-ANCHORS = tuple(sorted({r.anchor.strip() for r in RULES}))
+#: Phrases that start a rule or a sampler line (SAMPLER_OPENINGS): a line holding one but matching none of its
+#: fields (or not the whole sampler phrase) may have been wrapped.
+ANCHORS = tuple(sorted({r.anchor.strip() for r in RULES} | set(SAMPLER_OPENINGS)))
 
 
 @dataclass(frozen=True)
@@ -157,7 +174,10 @@ def read_line(line: str) -> list[Hit]:
 
 
 def incomplete(line: str) -> bool:
-    """Whether the line holds a rule's anchor but lacks one of that rule's fields (cut by a terminal's wrap)."""
+    """Whether the line holds a rule's anchor but lacks one of that rule's fields, or a sampler line's opening
+    (SAMPLER_OPENINGS) but not its whole phrase: cut by a terminal's wrap."""
+    if sampler_of(line) is None and any(opening in line for opening in SAMPLER_OPENINGS):
+        return True
     for rule in RULES:
         pos = line.find(rule.anchor)
         if pos >= 0 and rule.fmt not in _OPTIONAL_FIELDS:
@@ -193,20 +213,11 @@ _SETTING_PATTERNS = {
     "kv_cache_memory_bytes": re.compile(rf"\bkv_cache_memory_bytes{_Q}\s*[:=]\s*(\d+)"),
     # vLLM V1's --logprobs-mode (vocab.LogprobsMode), as its non-default args print it
     "logprobs_mode": re.compile(rf"\blogprobs_mode{_Q}\s*[:=]\s*{_Q}(?:LogprobsMode\.)?([A-Za-z_]+)"),
+    # vLLM's multimodal profile options (profile.py encoder_cache), as its non-default args print them: a dict
+    # ({'image': 0}, or per modality {'image': {'count': 0}}; vocab.image_limit reads it) and a flag
+    "limit_mm_per_prompt": re.compile(r"\blimit_mm_per_prompt" + _Q + r"\s*[:=]\s*(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})"),
+    "skip_mm_profiling": re.compile(rf"\bskip_mm_profiling{_Q}\s*[:=]\s*(True|False)\b"),
 }
-
-#: The lines vLLM V1's TopKTopPSampler prints once when it picks its path (vllm v0.10.1.1 and v0.10.2
-#: vllm/v1/sample/ops/topk_topp_sampler.py __init__; v0.11.2 prints the first only, when opted in: :36), each
-#: with what it says ran: FlashInfer's top-k / top-p, the native sort because FlashInfer is not installed, or the
-#: sort because VLLM_USE_FLASHINFER_SAMPLER=0 (explain.py reads them as EngineSettings' sampler fields).
-SAMPLER_LINES = {"Using FlashInfer for top-p & top-k sampling": "flashinfer",
-                 "FlashInfer is not available. Falling back to the PyTorch-native implementation": "not_installed",
-                 "FlashInfer is available, but it is not enabled. Falling back": "not_enabled"}
-#: What each of them says ran, in words.
-SAMPLER_RAN = {"flashinfer": "FlashInfer's top-k / top-p",
-               "not_installed": "the native sort (FlashInfer not installed)",
-               "not_enabled": "the native sort (VLLM_USE_FLASHINFER_SAMPLER=0)"}
-
 
 def sampler_of(line: str) -> Optional[str]:
     """What a vLLM V1 sampler line says ran (SAMPLER_LINES), or None for any other line."""
@@ -355,5 +366,6 @@ _RANK = re.compile(r"\((Worker_[A-Za-z0-9_]+) pid=\d+[,)]|(?:Worker_|\s|\[)(TP\d
 
 
 __all__ = ["ANCHORS", "CONFIG_MARKERS", "Hit", "MAX_CONFIG_LINES", "Nesting", "RULES", "Rule", "config_lines",
-           "SAMPLER_LINES", "SAMPLER_RAN", "incomplete", "rank_of", "read_line", "sampler_of", "settings_of",
+           "SAMPLER_LINES", "SAMPLER_OPENINGS", "SAMPLER_RAN", "incomplete", "rank_of", "read_line", "sampler_of",
+           "settings_of",
            "starts_record"]

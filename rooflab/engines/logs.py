@@ -54,7 +54,8 @@ Formats recognised (each line anywhere in the text, whatever its logger prefix; 
 Settings a configuration line states (vLLM "with config:" / "non-default args:", SGLang "server_args=") are read
 too: TP size, dtype, KV-cache dtype, block size, max model len, utilisation, and the sizing overrides
 (enforce_eager / disable_cuda_graph, max_total_tokens, num_gpu_blocks_override, kv_cache_memory_bytes: overrides.py)
-(logrules.settings_of), and vLLM V1's --logprobs-mode; so is the line V1's sampler prints when it picks FlashInfer or
+(logrules.settings_of), vLLM V1's --logprobs-mode and the multimodal profile's limit_mm_per_prompt (its image count:
+vocab.image_limit) and skip_mm_profiling; so is the line V1's sampler prints when it picks FlashInfer or
 the native sort (logrules.SAMPLER_LINES: setting 'sampler'). vLLM's "Overriding num_gpu_blocks=M with
 num_gpu_blocks_override=N" line is not read as the setting: from v0.19 V1 prints one for its CUDA-graph profile's
 dummy cache whether the option is given or not.
@@ -70,10 +71,11 @@ after an 'Initializing a V1 LLM engine' line its n-th print of them is worker n'
 that line the repeat rule stands). The same KV figure from several ranks: the smallest is kept, as the engine sizes
 by it, and vLLM's memory terms (weights, activation, non-torch, total, budget) are that
 rank's, not one rank's terms beside another's KV figure. A line a terminal wrapped (a rule's phrase without its
-fields) is joined with up to two following lines; a configuration line a terminal wrapped (vLLM V1 prints its
-non-default args dict on one long line) is joined with the lines that continue its open bracket or quote, never with
-a line that starts with a log prefix (logrules.config_lines). A negative 'Available KV cache memory' (vLLM V1 when
-nothing is left) is read as printed. Reading is linear in the log's size (logrules.py).
+fields, a sampler line's opening without its phrase: logrules.incomplete) is joined with up to two following
+lines; a configuration line a terminal wrapped (vLLM V1 prints its non-default args dict on one long line) is
+joined with the lines that continue its open bracket or quote, never with a line that starts with a log prefix
+(logrules.config_lines). A negative 'Available KV cache memory' (vLLM V1 when nothing is left) is read as printed.
+Reading is linear in the log's size (logrules.py).
 """
 
 from __future__ import annotations
@@ -275,19 +277,26 @@ def _lines(text: str):
         line, used = lines[i], 1
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if not line.startswith(PROVENANCE) and any(a in line + nxt and a not in nxt for a in ANCHORS):
-            fields = len(read_line(line))
+            fields = _read_count(line)
             for extra in range(1, _MAX_WRAP_LINES):
                 if i + extra >= len(lines) or any(a in lines[i + extra] for a in ANCHORS):
                     break
                 tail = "".join(lines[i + 1:i + extra + 1])
-                joined = max((line + tail, line.rstrip() + " " + tail.lstrip()), key=lambda j: len(read_line(j)))
-                if len(read_line(joined)) > fields and not incomplete(joined) or \
+                joined = max((line + tail, line.rstrip() + " " + tail.lstrip()), key=lambda j: _read_count(j, tail))
+                if _read_count(joined, tail) > fields and not incomplete(joined) or \
                         incomplete(line) and not incomplete(joined):
                     line, used = joined, extra + 1
                     break
         if not line.startswith(PROVENANCE):
             yield numbers[i], line
         i += used
+
+
+def _read_count(line: str, tail: str = "") -> int:
+    """What a line says, for the wrap's join: its rules' fields (read_line) and its sampler line (sampler_of), where
+    that does not lie whole in the `tail` joined to it (a line of its own then, never a cut one's rest)."""
+    sampler = sampler_of(line) is not None and sampler_of(tail.strip()) is None
+    return len(read_line(line)) + sampler
 
 
 @dataclass

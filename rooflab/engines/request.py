@@ -31,7 +31,7 @@ from ..output import Table
 from ..units import DType, GiB, parse_bytes, parse_count
 from .profile import V1_FLASHINFER_SAMPLER_RELEASES
 from .settings import EngineSettings
-from .vocab import (Engine, KvCacheDtype, parse_engine, parse_engine_version, parse_kv_cache_dtype,
+from .vocab import (Engine, KvCacheDtype, image_limit, parse_engine, parse_engine_version, parse_kv_cache_dtype,
                     parse_mamba_cache_mode, span_text)
 
 #: Options that only the engine modes read (as the CLI names its parameters).
@@ -156,7 +156,9 @@ def engine_table_for(o: EngineOptions, given: set[str]) -> Table:
               "max_model_len": "max_model_len", "utilization": ("utilization", "mem_fraction_static"),
               "block_size": ("page_size", "block_size"), "kv_cache_dtype": ("kv_dtype", "kv_cache_dtype"),
               "enforce_eager": "enforce_eager", "max_total_tokens": "max_total_tokens",
-              "num_gpu_blocks_override": "num_gpu_blocks_override", "kv_cache_memory_bytes": "kv_cache_memory"}
+              "num_gpu_blocks_override": "num_gpu_blocks_override", "kv_cache_memory_bytes": "kv_cache_memory",
+              "flashinfer_installed": "no_flashinfer", "limit_mm_per_prompt": "limit_mm_per_prompt",
+              "skip_mm_profiling": "skip_mm_profiling"}
     chosen = frozenset(f for f, names in fields.items() if set((names,) if isinstance(names, str) else names) & given)
     x = explain_log(log, model, gpu, settings, parse_what_if(o.what_if, engine), chosen)
     return explanation_table(dataclasses.replace(x, changes=tuple(o.what_if)) if o.what_if else x)
@@ -243,25 +245,14 @@ def _settings(o: EngineOptions, engine: Engine, engine_from: str = "--engine") -
 
 def parse_mm_limit(text: str | None) -> int | None:
     """vLLM's --limit-mm-per-prompt as typed, a JSON object ('{"image": 0}'), to the images a prompt may hold
-    (EngineSettings.limit_mm_per_prompt; None where not given). rooflab models images only: another modality's
-    key is refused, naming it."""
+    (vocab.image_limit, which a log's stated limit is read by too; None where not given)."""
     if text is None:
         return None
     try:
         value = json.loads(text)
     except ValueError:
         value = None
-    if not isinstance(value, dict) or set(value) - {"image"}:
-        raise InputError(f"--limit-mm-per-prompt {text!r}: give a JSON object of images, '{{\"image\": N}}' "
-                         "(rooflab models the image modality only)")
-    count = value.get("image")
-    if count is None:
-        return None
-    if isinstance(count, dict):               # vLLM's per-modality options: {"image": {"count": N, ...}}
-        count = count.get("count")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise InputError(f"--limit-mm-per-prompt {text!r}: the image count must be a whole number 0 or more")
-    return count
+    return image_limit(value, f"--limit-mm-per-prompt {text!r}")
 
 
 #: vLLM's human_readable_int, the type of --kv-cache-memory-bytes (vllm/engine/arg_utils.py: get_kwargs gives

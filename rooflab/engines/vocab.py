@@ -338,14 +338,15 @@ _KV_SPECIAL = {"auto": None, "fp8_inc": DType.fp8_e4m3, "fp8_ds_mla": DType.fp8_
 SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
 
 
-def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDtype:
+def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None, where: str = "--kv-cache-dtype") -> KvCacheDtype:
     """An engine's or rooflab's KV-cache dtype name (units.DType.of's vocabulary, auto, fp8_inc, fp8_ds_mla);
-    for `engine` SGLang only the names SGLang takes. Anything else is an error listing the names accepted."""
+    for `engine` SGLang only the names SGLang takes. Anything else is an error naming `where` (the option, or a
+    log's line that states the value) and listing the names accepted."""
     if not isinstance(text, str):
-        raise InputError(f"--kv-cache-dtype must be a name ('auto', 'fp8'), got {shown(text)}")
+        raise InputError(f"{where} must be a name ('auto', 'fp8'), got {shown(text)}")
     key = text.strip().lower()
     if engine is Engine.sglang and key not in SGLANG_KV_CACHE_DTYPES:
-        raise InputError(f"--kv-cache-dtype {shown(text)} is not one SGLang takes (server_args.py choices: "
+        raise InputError(f"{where} {shown(text)} is not one SGLang takes (server_args.py choices: "
                          f"{', '.join(SGLANG_KV_CACHE_DTYPES)}; fp4_e2m1 is not modelled)"
                          + ("; SGLang spells vLLM's fp8 as fp8_e4m3" if key == "fp8" else ""))
     if key in _KV_SPECIAL:
@@ -354,7 +355,7 @@ def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None) -> KvCacheDt
         return KvCacheDtype(key, DType.of(key, "--kv-cache-dtype"))
     except InputError:
         names = ", ".join(list(_KV_SPECIAL) + [d.value for d in DType if d is not DType.tf32] + list(DTYPE_ALIASES))
-        raise InputError(f"--kv-cache-dtype {shown(text)} is not a KV-cache dtype; choose one of {names}") from None
+        raise InputError(f"{where} {shown(text)} is not a KV-cache dtype; choose one of {names}") from None
 
 
 class LogprobsMode(str, enum.Enum):
@@ -379,13 +380,32 @@ class LogprobsMode(str, enum.Enum):
         return self.value
 
 
-def parse_logprobs_mode(text: str) -> LogprobsMode:
-    """--logprobs-mode as vLLM spells it; anything else an InputError naming the option, the value and the choices."""
+def parse_logprobs_mode(text: str, where: str = "--logprobs-mode") -> LogprobsMode:
+    """--logprobs-mode as vLLM spells it; anything else an InputError naming `where` (the option, or a log's line
+    that states the value), the value and the choices."""
     try:
         return LogprobsMode(text)
     except ValueError:
-        raise InputError(f"--logprobs-mode must be one of {', '.join(m.value for m in LogprobsMode)}, got "
+        raise InputError(f"{where} must be one of {', '.join(m.value for m in LogprobsMode)}, got "
                          f"{shown(text)}") from None
+
+
+def image_limit(value: object, where: str = "--limit-mm-per-prompt") -> "int | None":
+    """vLLM's --limit-mm-per-prompt, parsed (the CLI's JSON, a log's dict: {"image": N} or vLLM's per-modality
+    {"image": {"count": N, ...}}), to the images a prompt may hold (EngineSettings.limit_mm_per_prompt; None where
+    it sets none). rooflab models the image modality only: another modality's key is refused, naming `where` (the
+    option as typed, or a log's line) as every other problem is."""
+    if not isinstance(value, dict) or set(value) - {"image"}:
+        raise InputError(f"{where}: give an object of images, '{{\"image\": N}}' (rooflab models the image "
+                         "modality only)")
+    count = value.get("image")
+    if count is None:
+        return None
+    if isinstance(count, dict):               # vLLM's per-modality options: {"image": {"count": N, ...}}
+        count = count.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise InputError(f"{where}: the image count must be a whole number 0 or more")
+    return count
 
 
 class MambaCacheMode(str, enum.Enum):
@@ -419,4 +439,5 @@ __all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VER
            "in_span", "label_release", "labels_text", "parse_engine_version", "release_text", "span_newest",
            "span_text",
            "LogprobsMode", "MambaCacheMode", "kv_cache_dtype_of",
-           "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_logprobs_mode", "parse_mamba_cache_mode"]
+           "image_limit", "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_logprobs_mode",
+           "parse_mamba_cache_mode"]

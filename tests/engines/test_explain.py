@@ -362,12 +362,78 @@ def test_a_v1_logs_sampler_line_picks_the_sampler_modelled():
                for t in x.settings_taken)
 
 
+_FLASHINFER = "INFO 09-28 09:44:43 [topk_topp_sampler.py:36] Using FlashInfer for top-p & top-k sampling.\n"
+
+
 def test_a_sampler_the_options_give_against_the_logs_is_refused():
+    """Each way round: FlashInfer said installed against 'FlashInfer is not available', and --no-flashinfer against
+    'Using FlashInfer' (vllm v0.10.2 topk_topp_sampler.py; hostile session 16: --no-flashinfer was dropped)."""
     model, t4 = load_model("llama-3.1-8b"), load_gpu("t4")
-    with pytest.raises(InputError, match=r"--no-flashinfer True contradicts the log's False \(line 2"):
+    with pytest.raises(InputError, match=r"FlashInfer installed \(no --no-flashinfer\) contradicts the log: the "
+                                         r"native sort \(FlashInfer not installed\) ran \(line 2"):
         explain_log(parse_log(_V1_T4.format(sampler=_NOT_INSTALLED)), model, t4,
                     EngineSettings(Accounting.vllm_v1, flashinfer_installed=True),
                     given=frozenset({"flashinfer_installed"}))
+    with pytest.raises(InputError, match=r"^--no-flashinfer contradicts the log: FlashInfer's top-k / top-p ran "
+                                         r"\(line 2: .*Using FlashInfer"):
+        explain_log(parse_log(_V1_T4.format(sampler=_FLASHINFER)), model, t4,
+                    EngineSettings(Accounting.vllm_v1, flashinfer_installed=False),
+                    given=frozenset({"flashinfer_installed"}))
+
+
+@pytest.mark.parametrize("stated, key", [("'logprobs_mode': 'garbage'", "logprobs_mode"),
+                                         ("'kv_cache_dtype': 'garbage'", "kv_cache_dtype"),
+                                         ("'limit_mm_per_prompt': {'image': -1}", "limit_mm_per_prompt"),
+                                         ("'limit_mm_per_prompt': {'image': 'two'}", "limit_mm_per_prompt"),
+                                         ("'limit_mm_per_prompt': {'image': 2', }", "limit_mm_per_prompt")])
+def test_a_value_the_log_states_that_rooflab_cannot_read_names_the_log(stated, key):
+    """A text setting of the log's arguments that is no name vLLM takes is refused naming the log, its line and
+    the setting (as logs.py refuses a figure it cannot read), never as an option nobody typed (hostile session 16:
+    'error: --logprobs-mode must be one of ...')."""
+    args = f"INFO 09-28 09:44:40 [utils.py:253] non-default args: {{'model': 'm', {stated}}}\n"
+    log = parse_log(args + _V1_T4.format(sampler=""), name="engine.log")
+    with pytest.raises(InputError, match=rf"^--engine-log engine\.log line 1: {key}") as caught:
+        explain_log(log, load_model("llama-3.1-8b"), load_gpu("t4"), EngineSettings(Accounting.vllm_v1))
+    assert "garbage" in str(caught.value) or key == "limit_mm_per_prompt"
+
+
+_GEMMA_V0_11_2 = ("INFO 09-28 09:44:40 [utils.py:253] non-default args: {{'model': 'google/gemma-3-27b-it', "
+                  "{stated}}}\n"
+                  "INFO 09-28 09:44:43 [core.py:76] Initializing a V1 LLM engine (v0.11.2) with config: "
+                  "model='google/gemma-3-27b-it', dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=1, "
+                  "kv_cache_dtype=auto\n"
+                  "INFO 09-28 09:47:45 [gpu_worker.py:298] Available KV cache memory: 20.00 GiB\n")
+
+
+@pytest.mark.parametrize("stated, field, value", [("'limit_mm_per_prompt': {'image': 0}", "limit_mm_per_prompt", 0),
+                                                  ("'skip_mm_profiling': True", "skip_mm_profiling", True)])
+def test_a_logs_multimodal_options_are_the_settings_explained(stated, field, value):
+    """vLLM v0.11.2's non-default args (utils.py:253) print --limit-mm-per-prompt '{"image": 0}' as
+    'limit_mm_per_prompt': {'image': 0} and --skip-mm-profiling as 'skip_mm_profiling': True: either leaves
+    Gemma 3's dummy images out of the profile run (gpu_model_runner.py; profile.py encoder_cache), the same
+    activation peak the option gives, and settings_taken names the log's line (hostile session 16: both unread,
+    2.69 GiB more activation peak)."""
+    import dataclasses
+
+    model, gpu = load_model("gemma-3-27b"), load_gpu("h100-sxm")
+    log = parse_log(_GEMMA_V0_11_2.format(stated=stated))
+    plain = parse_log(_GEMMA_V0_11_2.format(stated="'seed': 0"))
+    settings = EngineSettings(Accounting.vllm_v1)
+    read = explain_log(log, model, gpu, settings)
+    given = explain_log(plain, model, gpu, dataclasses.replace(settings, **{field: value}))
+    unread = explain_log(plain, model, gpu, settings)
+    peak = lambda x: x.modelled.term("activation_peak").bytes  # noqa: E731
+    assert peak(read) == peak(given) < peak(unread)
+    option = "--" + field.replace("_", "-")
+    assert any(t.startswith(option) and "from the log (line 1" in t for t in read.settings_taken)
+    assert any(t.startswith(option) and "from the options" in t for t in given.settings_taken)
+    if field == "limit_mm_per_prompt":   # a modality rooflab does not model is left out (heldout 2, 3: 'audio': 0)
+        audio = explain_log(parse_log(_GEMMA_V0_11_2.format(stated="'limit_mm_per_prompt': {'image': 0, 'audio': 0}")),
+                            model, gpu, settings)
+        assert peak(audio) == peak(read)
+    with pytest.raises(InputError, match=rf"{option} .*contradicts the log's"):
+        explain_log(log, model, gpu, dataclasses.replace(settings, **{field: not value if field == "skip_mm_profiling"
+                                                                        else 5}), given=frozenset({field}))
 
 
 def test_nemo_rls_logprobs_mode_is_taken_from_its_args():

@@ -125,3 +125,33 @@ def test_logprobs_mode_from_non_default_args():
             "'enable_prefix_caching': True, 'logprobs_mode': 'processed_logprobs', 'disable_log_stats': True}")
     assert settings_of(line)["logprobs_mode"] == "processed_logprobs"
     assert "logprobs_mode" not in settings_of("INFO non-default args: {'max_logprobs': 0}")
+
+
+@pytest.mark.parametrize("line, stated", [
+    ("INFO 09-28 09:44:40 [utils.py:253] non-default args: {'model': 'google/gemma-3-27b-it', "
+     "'limit_mm_per_prompt': {'image': 0}, 'skip_mm_profiling': True}",
+     {"limit_mm_per_prompt": "{'image': 0}", "skip_mm_profiling": "True"}),
+    ("INFO non-default args: {'limit_mm_per_prompt': {'image': {'count': 2, 'width': 512}}, 'seed': 0}",
+     {"limit_mm_per_prompt": "{'image': {'count': 2, 'width': 512}}"}),
+    ("args: Namespace(limit_mm_per_prompt=None, skip_mm_profiling=False)", {"skip_mm_profiling": "False"})])
+def test_the_multimodal_options_a_configuration_line_states(line, stated):
+    """vLLM's non-default args (v0.11.2 vllm/entrypoints/utils.py:253, a dict's repr) print --limit-mm-per-prompt
+    '{"image": 0}' as {'image': 0} and --skip-mm-profiling as True (hostile session 16: neither was read)."""
+    found = settings_of(line)
+    assert {k: found[k] for k in ("limit_mm_per_prompt", "skip_mm_profiling") if k in found} == stated
+
+
+@pytest.mark.parametrize("line, cut", [
+    ("WARNING [topk_topp_sampler.py:69] FlashInfer is not available. Falling back to the", True),
+    ("INFO [topk_topp_sampler.py:36] Using FlashInfer for top-p", True),
+    ("WARNING [topk_topp_sampler.py:69] FlashInfer is not available. Falling back to the PyTorch-native "
+     "implementation of top-p & top-k sampling.", False),
+    ("INFO [gpu_worker.py:359] Available KV cache memory: 17.20 GiB", False)])
+def test_a_sampler_lines_opening_without_its_phrase_is_incomplete(line, cut):
+    """A sampler line a terminal cut (its opening, SAMPLER_OPENINGS, without the whole phrase) is incomplete, so
+    logs.py joins it with the line that continues it, as it joins a rule's line."""
+    from rooflab.engines.logrules import ANCHORS, SAMPLER_OPENINGS, incomplete
+
+    assert incomplete(line) is cut
+    assert set(SAMPLER_OPENINGS) <= set(ANCHORS)
+    assert all(phrase.startswith(opening) for phrase, opening in zip(SAMPLER_LINES, SAMPLER_OPENINGS))

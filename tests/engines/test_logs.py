@@ -151,6 +151,30 @@ def test_a_line_a_terminal_wrapped_is_joined(cut):
     assert log.value("kv_tokens") == 1669816 and log.value("k_size") == round(76.44 * GiB)
 
 
+#: vLLM v0.10.2's sampler line when FlashInfer is not installed (vllm/v1/sample/ops/topk_topp_sampler.py:69).
+_SAMPLER = ("WARNING 09-28 09:44:43 [topk_topp_sampler.py:69] FlashInfer is not available. Falling back to the "
+            "PyTorch-native implementation of top-p & top-k sampling. For the best performance, please install "
+            "FlashInfer.")
+
+
+@pytest.mark.parametrize("cut", ["FlashInfer is n", "FlashInfer is not available. Fall", "Falling back to the",
+                                 "Falling back to the ", "PyTorch-native implementation of top-p"])
+def test_a_sampler_line_a_terminal_wrapped_is_read(cut):
+    """The sampler line cut as a terminal cuts it, every character kept or (cut at a space) the space dropped, as
+    the hostile round's 'to the' / 'PyTorch-native' (session 16: not read, so the profile was modelled with
+    FlashInfer): joined back as a rule's line is (logrules.incomplete), the sampler is the line's, numbered by its
+    first line."""
+    at = _SAMPLER.index(cut) + len(cut)
+    log = parse_log(_KV + _SAMPLER[:at] + "\n" + _SAMPLER[at:].lstrip() + "\n", "w.log")
+    assert log.setting("sampler").value == "not_installed" and log.setting("sampler").line_no == 3
+
+
+def test_a_line_opening_like_a_sampler_line_is_not_joined():
+    """Another warning that opens with 'FlashInfer is not' keeps its line, and the next line its own."""
+    log = parse_log("WARNING FlashInfer is not supported on this GPU\n" + _KV, "w.log")
+    assert log.setting("sampler") is None and log.get("kv_tokens").line_no == 2
+
+
 # vLLM v0.10.1.1's format strings (vllm/entrypoints/utils.py:326 "non-default args: %s", a dict's repr;
 # vllm/v1/engine/core.py:74 "Initializing a V1 LLM engine (v%s) with config: %s", VllmConfig.__str__), settings
 # made up for the test, cut as a terminal of `width` columns cuts them (logrules.config_lines).

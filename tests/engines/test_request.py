@@ -176,3 +176,39 @@ def test_no_images_plans_gemma_3_text_only():
     assert peaks[0] - peaks[1] == 63 * 16384 * 5376 * 2 + 63 * 3 * 896 * 896 * 2 and peaks[1] == peaks[2]
     _refused(_capacity("-m", "gemma-3-27b", "-g", "b200", "--engine", "sglang", "--skip-mm-profiling"),
              "--skip-mm-profiling is vLLM's")
+
+
+_V1_T4_LOG = ("INFO 09-28 09:44:43 [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: model='m', "
+              "dtype=torch.float16, max_seq_len=512, tensor_parallel_size=1, kv_cache_dtype=auto\n{sampler}"
+              "INFO 09-28 09:47:45 [gpu_worker.py:298] Available KV cache memory: 6.46 GiB\n")
+_T4 = ("-m", "llama-3.1-8b", "-g", "t4", "--max-num-seqs", "192", "--max-num-batched-tokens", "2048")
+
+
+def test_no_flashinfer_against_a_log_that_used_it_is_refused(tmp_path):
+    """--no-flashinfer is one of the options a log's stated setting is checked against (engine_table_for's
+    `fields`): against v0.10.2's 'Using FlashInfer for top-p & top-k sampling' (topk_topp_sampler.py) it is refused
+    naming both (hostile session 16: dropped, exit 0); against 'FlashInfer is not available' it agrees."""
+    log = tmp_path / "engine.log"
+    log.write_text(_V1_T4_LOG.format(sampler="INFO 09-28 09:44:43 [topk_topp_sampler.py:36] Using FlashInfer for "
+                                             "top-p & top-k sampling.\n"))
+    _refused(_capacity(*_T4, "--engine-log", str(log), "--no-flashinfer"), "--no-flashinfer contradicts the log")
+    log.write_text(_V1_T4_LOG.format(sampler="WARNING 09-28 09:44:43 [topk_topp_sampler.py:69] FlashInfer is not "
+                                             "available. Falling back to the PyTorch-native implementation of top-p & "
+                                             "top-k sampling.\n"))
+    assert _capacity(*_T4, "--engine-log", str(log), "--no-flashinfer").exit_code == 0
+
+
+def test_a_multimodal_option_the_log_contradicts_is_refused(tmp_path):
+    """--limit-mm-per-prompt against a log's 'limit_mm_per_prompt': {'image': 0} (vLLM v0.11.2 non-default args):
+    refused naming both; the same value agrees."""
+    log = tmp_path / "gemma.log"
+    log.write_text("INFO 09-28 09:44:40 [utils.py:253] non-default args: {'model': 'google/gemma-3-27b-it', "
+                   "'limit_mm_per_prompt': {'image': 0}}\n"
+                   "INFO 09-28 09:44:43 [core.py:76] Initializing a V1 LLM engine (v0.11.2) with config: "
+                   "model='google/gemma-3-27b-it', dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=1, "
+                   "kv_cache_dtype=auto\n"
+                   "INFO 09-28 09:47:45 [gpu_worker.py:298] Available KV cache memory: 20.00 GiB\n")
+    base = ("-m", "gemma-3-27b", "-g", "h100-sxm", "--engine-log", str(log))
+    _refused(_capacity(*base, "--limit-mm-per-prompt", '{"image": 2}'),
+             "--limit-mm-per-prompt 2 contradicts the log's 0")
+    assert _capacity(*base, "--limit-mm-per-prompt", '{"image": 0}').exit_code == 0

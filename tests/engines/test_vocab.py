@@ -216,3 +216,34 @@ def test_the_generations_and_labels_texts_come_from_the_table():
     assert generations_text() == "V0 to v0.10.x, V1 from v0.8.0"
     assert labels_text(Engine.sglang) == "v0.4 (v0.1.17 - v0.5.2), v0.5 (default, v0.5.3 - v0.5.10)"
     assert "v1 (default, V1 v0.9.1 - v0.29.x)" in labels_text(Engine.vllm)
+
+
+def test_a_value_a_log_states_is_refused_naming_where_it_came_from():
+    """The parsers of text a log states as well as an option name the source they are given (a log's line), never
+    the option nobody typed (hostile session 16: a log's 'garbage' logprobs_mode refused as --logprobs-mode)."""
+    from rooflab.engines.vocab import parse_logprobs_mode
+
+    where = "--engine-log a.log line 3: logprobs_mode"
+    with pytest.raises(InputError, match=r"^--engine-log a\.log line 3: logprobs_mode must be one of .*'garbage'"):
+        parse_logprobs_mode("garbage", where)
+    with pytest.raises(InputError, match=r"^--engine-log a\.log line 3: kv_cache_dtype 'garbage' is not a KV"):
+        parse_kv_cache_dtype("garbage", where="--engine-log a.log line 3: kv_cache_dtype")
+    with pytest.raises(InputError, match=r"^--logprobs-mode must be one of"):
+        parse_logprobs_mode("garbage")
+
+
+@pytest.mark.parametrize("value, images", [({"image": 0}, 0), ({"image": {"count": 3, "width": 512}}, 3), ({}, None)])
+def test_image_limit_reads_vllms_dict(value, images):
+    """vLLM's --limit-mm-per-prompt, parsed: {"image": N} or its per-modality {"image": {"count": N}} (the CLI's
+    JSON and a log's printed dict alike)."""
+    from rooflab.engines.vocab import image_limit
+
+    assert image_limit(value) == images
+
+
+@pytest.mark.parametrize("value", [{"video": 1}, {"image": -1}, {"image": True}, {"image": {}}, [1], None])
+def test_image_limit_refusals_name_the_source(value):
+    from rooflab.engines.vocab import image_limit
+
+    with pytest.raises(InputError, match=r"^--engine-log a\.log line 2: limit_mm_per_prompt"):
+        image_limit(value, "--engine-log a.log line 2: limit_mm_per_prompt")
