@@ -40,6 +40,8 @@ def step_report_table(r: StepReport) -> Table:
         where = Deployment(**fields).describe().rsplit(" (", 1)[0]
         if not r.deployment.get("cuda_graphs", True):
             where += ", eager"
+        elif not r.cuda_graph:
+            where += ", the model eager this step"
     kv = f", KV {r.kv_dtype}" if r.kv_dtype and r.kv_dtype != r.dtype else ""
     title = (f"{r.model_display_name or r.model} on {r.gpus} x {r.gpu_display_name or r.gpu} ({where}): "
              f"{what}, {r.dtype}{kv}; figures for one GPU, whole step (all layers)"

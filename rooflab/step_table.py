@@ -12,15 +12,23 @@ so the table reproduces step_report at its grid points exactly and nothing is fi
 into four parts by what each row scales with (StepRow.part):
 
     tokens      GEMMs, elementwise, TP / EP collectives     m = D q + P rows    1-D grid in m, linear in m
-    sequences   lm_head and its all-gather                  n = D q + [P > 0]   1-D grid in n, linear in n
+    sequences   lm_head, its all-gather, the sampler        n = D q + [P > 0]   1-D grid in n, linear in n
     decode      decode attention (+ DCP gathers, drafts)    (D, C / D)          2-D grid, bilinear in (D, mean context)
     prefill     the chunk's attention                       P                   1-D grid in P, linear in P
 
 Bilinear interpolation in (D, mean context) is exact for the a + b D + c L + e D L form paged decode's bytes take
-(e D L the KV read); the grids are geometric (ratio GRID_RATIO, DECODE_GRID_RATIO for the decode grid), so the GEMMs' piecewise-linear time between points
-errs by well under a percent except across a split-count or tile change (tests/test_step_table.py pins 3% off the
-grid). Each part keeps its compute, memory and communication floors apart, so the step's floor is the same
-max(sum compute, sum memory, sum communication) step_report takes. Outside the grid: refused (InputError).
+(e D L the KV read); the grids are geometric (ratio GRID_RATIO, DECODE_GRID_RATIO for the decode grid; the tokens
+grid with the small kernels' measured launch batches added, the sequences grid the sampler's: their times bend
+there), so the GEMMs' piecewise-linear time between points errs by well under a percent except across a
+split-count or tile change (tests/test_step_table.py pins 3% off the grid). Each part keeps its compute, memory
+and communication floors apart, so the step's floor is the same max(sum compute, sum memory, sum communication)
+step_report takes. Outside the grid: refused (InputError).
+
+Where the engine runs some steps eagerly although the deployment has CUDA graphs (vLLM V0, known by its sampler:
+rooflab.step.sampler.graph_replayed replays the graph only for a decode-only step of at most 256 sequences of at
+most 8,192 tokens), the four parts are priced a second time eagerly (eager launches and collectives, as step_report
+prices such a step) and each step reads the set its timing picks (StepTable.replayed; the longest sequence taken as
+the mean, C / D + q: the table knows no other); other deployments price one set, as before.
 
 Pipeline parallelism is refused (a stage's rows and the bubble depend on the micro-batching: use step_report); the
 memory check is the scheduler's (rooflab.capacity).
@@ -28,8 +36,10 @@ memory check is the scheduler's (rooflab.capacity).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -42,7 +52,7 @@ from .step import (DEFAULT_MOE_KERNEL, Routing, StepRow, StepWork, _decode_atten
                    _prefill_attention, decode_attention_of, moe_kernel_of, step_context)
 from .step.gemms import projections
 from .step.dense_block_fp8 import DenseBlockFp8Kernel
-from .step.sampler import Sampler, load_sampler_times
+from .step.sampler import Sampler, graph_replayed, leaves_graph, load_sampler_times
 from .step.work import sequence_rows
 
 #: Ratio of neighbouring grid points of the 1-D grids (tokens, sequences, prefill tokens) and of the 2-D decode grid
@@ -58,8 +68,9 @@ def _grid(lo: int, hi: int, ratio: float = GRID_RATIO) -> np.ndarray:
 
 
 def _with_points(grid: np.ndarray, points) -> np.ndarray:
-    """`grid` with the `points` inside its range added (the sampler's measured batches, where its time bends:
-    rooflab.step.sampler interpolates between them), ascending, each once."""
+    """`grid` with the `points` inside its range added (measured batches, where a time bends: the sampler's, which
+    rooflab.step.sampler interpolates between, and the small kernels' launch times, rooflab.step.small_ops),
+    ascending, each once."""
     inside = [int(p) for p in points if grid[0] <= p <= grid[-1]]
     return np.array(sorted(set(grid.tolist()) | set(inside)), dtype=np.int64)
 
@@ -83,41 +94,61 @@ def _unabsorbed(ctx, prefill_tokens: int) -> np.ndarray:
     return _sums(projections(ctx, prefill_tokens, 0)) - _sums(projections(ctx, prefill_tokens, prefill_tokens))
 
 
+#: The table's parts (the module docstring), in the order time_s sums them.
+PARTS = ("tokens", "sequences", "decode", "prefill")
+
+
 class _Pending:
     """The grid points a lazily built table has not priced yet: each part's pricing function and which points are
-    known. `cover` prices the points an interpolation reads (both neighbours of each x), on first use."""
+    known, a part keyed by (name, eager) (StepTable.parts). `cover` prices the points an interpolation reads (both
+    neighbours of each x), on first use."""
 
-    def __init__(self, table: "StepTable", price: dict):
-        self.price = price                                           # part -> (index tuple) -> [4]
-        self.known = {"tokens": np.zeros(len(table.tokens_grid), bool),
-                      "sequences": np.zeros(len(table.sequences_grid), bool),
-                      "decode": np.zeros(table.decode_parts.shape[:2], bool),
-                      "prefill": np.zeros(len(table.prefill_grid), bool)}
-        self.parts = {"tokens": table.tokens_parts, "sequences": table.sequences_parts,
-                      "decode": table.decode_parts, "prefill": table.prefill_parts}
+    def __init__(self, parts: dict, price: dict):
+        self.parts = parts                                           # (part, eager) -> array [..., 4]
+        self.price = price                                           # (part, eager) -> (index tuple) -> [4]
+        self.known = {key: np.zeros(a.shape[:-1], bool) for key, a in parts.items()}
 
-    def fill(self, part: str, points) -> None:
-        known, parts, price = self.known[part], self.parts[part], self.price[part]
+    def fill(self, key: tuple, points) -> None:
+        known, parts, price = self.known[key], self.parts[key], self.price[key]
         for k in points:
             if not known[k]:
                 parts[k] = price(*k) if isinstance(k, tuple) else price(k)
                 known[k] = True
 
-    def cover(self, part: str, grid: np.ndarray, x: np.ndarray) -> None:
+    def cover(self, key: tuple, grid: np.ndarray, x: np.ndarray) -> None:
         if x.size:
             i = np.clip(np.searchsorted(grid, x.ravel(), side="right") - 1, 0, max(len(grid) - 2, 0))
             lower = i.tolist()                   # sorted distinct points: np.unique would load numpy.ma at start
-            self.fill(part, sorted(set(lower) | {min(k + 1, len(grid) - 1) for k in lower}))
+            self.fill(key, sorted(set(lower) | {min(k + 1, len(grid) - 1) for k in lower}))
 
-    def cover_decode(self, i: np.ndarray, j: np.ndarray, rows: int, cols: int) -> None:
+    def cover_decode(self, key: tuple, i: np.ndarray, j: np.ndarray, rows: int, cols: int) -> None:
         if i.size:
             pairs = {(a + da, b + db) for a, b in zip(i.ravel().tolist(), j.ravel().tolist())
                      for da in (0, 1) for db in (0, 1) if a + da < rows and b + db < cols}
-            self.fill("decode", sorted(pairs))
+            self.fill(key, sorted(pairs))
 
     def complete(self) -> None:
-        for part, known in self.known.items():
-            self.fill(part, [tuple(k) if known.ndim > 1 else int(k[0]) for k in np.argwhere(~known)])
+        for key, known in self.known.items():
+            self.fill(key, [tuple(k) if known.ndim > 1 else int(k[0]) for k in np.argwhere(~known)])
+
+
+def _part_prices(ctx, grids: dict, q: int, page: int, spec) -> dict:
+    """{part: its pricing function at a grid index} for one context (graph or eager: StepContext.graphs)."""
+    tokens, seqs, decodes, context, prefill = (grids[k] for k in ("tokens", "sequences", "decodes", "context",
+                                                                  "prefill"))
+
+    def decode(i: int, j: int) -> np.ndarray:
+        rows = _decode_attention(ctx, int(decodes[i]), q, int(context[j]))
+        if spec is not None:
+            rows += _draft(ctx, int(decodes[i]), int(context[j]))
+        return _sums(rows)
+
+    return {"tokens": lambda k: _sums([r for r in _layer_rows(ctx, StepWork(int(tokens[k]), 1, page))
+                                       if r.part == "tokens"]),
+            "sequences": lambda k: _sums(sequence_rows(ctx, int(seqs[k]))),
+            "decode": decode,
+            "prefill": lambda k: _sums(_prefill_attention(ctx, 1, int(prefill[k]))) + _unabsorbed(ctx, int(
+                prefill[k]))}
 
 
 @dataclass(frozen=True)
@@ -138,6 +169,11 @@ class StepTable:
     prefill_grid: np.ndarray          # P
     prefill_parts: np.ndarray
     moe_kernel: str = DEFAULT_MOE_KERNEL.value    # the kernel the experts are priced as (rooflab.step.MoeKernel)
+    sampler: Sampler = Sampler.graphed_greedy     # the engine's sampler: its rule times each step (replayed)
+    eager_tokens_parts: Optional[np.ndarray] = None     # the four parts priced eagerly, on the same grids; None
+    eager_sequences_parts: Optional[np.ndarray] = None  # unless the engine runs some steps eagerly under CUDA
+    eager_decode_parts: Optional[np.ndarray] = None     # graphs (rooflab.step.sampler.leaves_graph: vLLM V0)
+    eager_prefill_parts: Optional[np.ndarray] = None
     _pending: _Pending | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -159,8 +195,9 @@ class StepTable:
         `mla_decode_splits` the KV splits of the MLA decode (None: rooflab's own split search), `mla_layout`
         (rooflab.step.MlaLayout or its name) the GEMMs of MLA's projections and `absorbed_bytes` the bytes a W_UK /
         W_UV parameter (None: the activations'), `sampler` (rooflab.step.Sampler or its name) what picks the tokens
-        after the graph, `dense_block` (rooflab.step.dense_block_fp8.DenseBlockFp8Kernel or its name) what prices the dense
-        block-fp8 GEMMs; rooflab.step.engine_kernels picks them for an engine and version."""
+        after the graph (and, for v0_random with CUDA graphs, which steps run eagerly: the parts are priced eagerly
+        too, the module docstring), `dense_block` (rooflab.step.dense_block_fp8.DenseBlockFp8Kernel or its name)
+        what prices the dense block-fp8 GEMMs; rooflab.step.engine_kernels picks them for an engine and version."""
         deployment = Deployment() if deployment is None else deployment
         if not isinstance(deployment, Deployment):
             raise InputError(f"deployment must be a rooflab.Deployment, got {shown(deployment)}")
@@ -176,41 +213,41 @@ class StepTable:
         imbalance = real_number(expert_imbalance, "expert_imbalance", 1, 1e3)
         low = deployment.page_size if min_context is None else max(deployment.page_size, whole_number(
             min_context, "min_context", maximum=MAX_TOKENS))
-        ctx = step_context(model, gpu, deployment, imbalance, decode_attention_of(decode_attention),
-                           moe_kernel_of(moe_kernel), routing=Routing.of(routing, "routing"),
-                           mla_decode_splits=mla_decode_splits, mla_layout=mla_layout, absorbed_bytes=absorbed_bytes,
-                           sampler=Sampler.of(sampler, "sampler"), dense_block=dense_block)
+        context_of = functools.partial(step_context, model, gpu, deployment, imbalance,
+                                       decode_attention_of(decode_attention), moe_kernel_of(moe_kernel),
+                                       routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits,
+                                       mla_layout=mla_layout, absorbed_bytes=absorbed_bytes,
+                                       sampler=Sampler.of(sampler, "sampler"), dense_block=dense_block)
+        ctx = context_of()
+        contexts = {False: ctx}                  # eager -> the context its parts are priced in
+        if leaves_graph(ctx.sampler, deployment.cuda_graphs):
+            contexts[True] = context_of(graphs=False)
         spec = deployment.speculative
         q = spec.query_tokens if spec is not None else 1
-        page = deployment.page_size
-        tokens = _grid(1, max_decodes * q + max_prefill)
-        seqs = _with_points(_grid(1, max_decodes * q + 1), load_sampler_times().batches)
-        decodes = _grid(1, max_decodes, DECODE_GRID_RATIO)
-        context = _grid(low, max(max_context, 2 * low), DECODE_GRID_RATIO)
-        prefill = _grid(1, max_prefill)
-
-        def decode(i: int, j: int) -> np.ndarray:
-            rows = _decode_attention(ctx, int(decodes[i]), q, int(context[j]))
-            if spec is not None:
-                rows += _draft(ctx, int(decodes[i]), int(context[j]))
-            return _sums(rows)
-
-        price = {"tokens": lambda k: _sums([r for r in _layer_rows(ctx, StepWork(int(tokens[k]), 1, page))
-                                            if r.part == "tokens"]),
-                 "sequences": lambda k: _sums(sequence_rows(ctx, int(seqs[k]))),
-                 "decode": decode,
-                 "prefill": lambda k: _sums(_prefill_attention(ctx, 1, int(prefill[k]))) + _unabsorbed(ctx, int(
-                     prefill[k]))}
-        nan = math.nan
-        table = cls(model.name, gpu.name, deployment, q, tokens, np.full((len(tokens), 4), nan), seqs,
-                    np.full((len(seqs), 4), nan), decodes, context, np.full((len(decodes), len(context), 4), nan),
-                    prefill, np.full((len(prefill), 4), nan), ctx.moe_kernel.value)
-        pending = _Pending(table, price)
+        launches = ctx.pricer.launches.times
+        bends = launches.batches if launches is not None else ()
+        grids = {"tokens": _with_points(_grid(1, max_decodes * q + max_prefill), bends),
+                 "sequences": _with_points(_grid(1, max_decodes * q + 1), load_sampler_times().batches),
+                 "decodes": _grid(1, max_decodes, DECODE_GRID_RATIO),
+                 "context": _grid(low, max(max_context, 2 * low), DECODE_GRID_RATIO),
+                 "prefill": _grid(1, max_prefill)}
+        shapes = {"tokens": (len(grids["tokens"]), 4), "sequences": (len(grids["sequences"]), 4),
+                  "decode": (len(grids["decodes"]), len(grids["context"]), 4), "prefill": (len(grids["prefill"]), 4)}
+        parts = {(part, eager): np.full(shapes[part], math.nan) for eager in contexts for part in PARTS}
+        price = {(part, eager): fn for eager, c in contexts.items()
+                 for part, fn in _part_prices(c, grids, q, deployment.page_size, spec).items()}
+        eager = {f"eager_{part}_parts": parts.get((part, True)) for part in PARTS}
+        table = cls(model.name, gpu.name, deployment, q, grids["tokens"], parts[("tokens", False)],
+                    grids["sequences"], parts[("sequences", False)], grids["decodes"], grids["context"],
+                    parts[("decode", False)], grids["prefill"], parts[("prefill", False)], ctx.moe_kernel.value,
+                    ctx.sampler, **eager)
+        pending = _Pending(parts, price)
         for part in ("tokens", "sequences", "prefill"):
-            pending.fill(part, [0])
-        pending.fill("decode", [(0, 0)])
+            pending.fill((part, False), [0])
+        pending.fill(("decode", False), [(0, 0)])
         if not table.predicts:                   # every predicted sum is NaN: price the other points' floors alone
-            ctx.pricer.floors_only = True
+            for c in contexts.values():
+                c.pricer.floors_only = True
         object.__setattr__(table, "_pending", pending)
         return table if lazy else table.complete()
 
@@ -227,11 +264,36 @@ class StepTable:
         row's kernel, and so whether the GPU has a fit of it, does not depend on the rows' count (a test)."""
         return not math.isnan(self.tokens_parts[0, 3])
 
+    @property
+    def leaves_graph(self) -> bool:
+        """Whether the table holds eager parts beside the deployment's (the engine runs some steps eagerly)."""
+        return self.eager_tokens_parts is not None
+
+    def parts(self, eager: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The tokens, sequences, decode and prefill parts as the deployment runs its steps (`eager` False) or as
+        an engine runs the steps it does not replay a graph for (`eager` True: the eager set, where there is one)."""
+        if eager and self.leaves_graph:
+            return (self.eager_tokens_parts, self.eager_sequences_parts, self.eager_decode_parts,
+                    self.eager_prefill_parts)
+        return self.tokens_parts, self.sequences_parts, self.decode_parts, self.prefill_parts
+
+    def replayed(self, decodes, context_tokens, prefill_tokens):
+        """Whether the engine replays its CUDA graph for a step of D decodes of summed context C beside P prefill
+        tokens (scalars or arrays): rooflab.step.sampler.graph_replayed at D q decode rows, P and the longest
+        sequence taken as the mean one, C / D + q tokens. The table knows only the mean context, so a decode step
+        is outside vLLM V0's graph when its mean sequence is past the 8,192 tokens of the captured graphs (at a
+        grid point every sequence is the mean: step_report's rule there)."""
+        d, q = decodes, self.q_len
+        longest = (d > 0) * (context_tokens / (d + (d == 0)) + q)
+        return graph_replayed(self.sampler, self.deployment.cuda_graphs, d * q, prefill_tokens, longest)
+
     def time_s(self, decodes, context_tokens, prefill_tokens=0) -> tuple[np.ndarray, np.ndarray]:
         """(floor, predicted) seconds of a step with D decodes of summed context C and a P-token prefill chunk.
 
         Broadcast arrays; D = 0 is a prefill-only step, P = 0 a decode-only one. The floor: the largest of the summed
         compute, memory and communication floors (everything overlapped); predicted NaN where the GPU lacks a fit.
+        Each step is read from the graph parts where the engine replays its graph for it (replayed), else from the
+        eager parts (the table's where it has them).
         """
         d = np.asarray(decodes, dtype=float)
         c = np.asarray(context_tokens, dtype=float)
@@ -248,22 +310,36 @@ class StepTable:
         self._inside("decodes", d[d > 0], self.decodes_grid)
         self._inside("mean context", mean[d > 0], self.context_grid, low_ok=True)
         self._inside("prefill tokens", p[p > 0], self.prefill_grid)
+        graphed = np.broadcast_to(np.asarray(self.replayed(d, c, p), dtype=bool), d.shape) if self.leaves_graph \
+            else None
         if self._pending is not None:
-            self._cover(m, n, d, mean, p)
-        total = (_lerp(self.tokens_grid, self.tokens_parts, m) + _lerp(self.sequences_grid, self.sequences_parts, n)
-                 + np.where((d > 0)[..., None], self._decode(d, mean), 0.0)
-                 + np.where((p > 0)[..., None], _lerp(self.prefill_grid, self.prefill_parts, np.maximum(p, 1)), 0.0))
+            self._cover(m, n, d, mean, p, graphed)
+        total = self._total(self.parts(False), m, n, d, mean, p)
+        if graphed is not None:
+            total = np.where(graphed[..., None], total, self._total(self.parts(True), m, n, d, mean, p))
         floor = np.max(total[..., :3], axis=-1)
         return floor, total[..., 3]
 
-    def _cover(self, m, n, d, mean, p) -> None:
-        """A lazy table's grid points that this call's interpolation reads, priced now."""
-        pending, live = self._pending, d > 0
-        pending.cover("tokens", self.tokens_grid, m)
-        pending.cover("sequences", self.sequences_grid, n)
-        pending.cover("prefill", self.prefill_grid, p[p > 0])
-        i, j, _, _ = self._cells(d[live], mean[live])
-        pending.cover_decode(i, j, len(self.decodes_grid), len(self.context_grid))
+    def _total(self, parts: tuple, m, n, d, mean, p) -> np.ndarray:
+        """[..., 4] of the steps from one set of parts (StepTable.parts)."""
+        tokens, sequences, decode, prefill = parts
+        return (_lerp(self.tokens_grid, tokens, m) + _lerp(self.sequences_grid, sequences, n)
+                + np.where((d > 0)[..., None], self._decode(d, mean, decode), 0.0)
+                + np.where((p > 0)[..., None], _lerp(self.prefill_grid, prefill, np.maximum(p, 1)), 0.0))
+
+    def _cover(self, m, n, d, mean, p, graphed) -> None:
+        """A lazy table's grid points that this call's interpolation reads, priced now: the graph parts' at the
+        steps the engine replays its graph for, the eager parts' at the others (`graphed` None: every step graph
+        parts, the table's only set)."""
+        pending = self._pending
+        for eager in ((False,) if graphed is None else (False, True)):
+            pick = np.ones(d.shape, bool) if graphed is None else graphed != eager
+            pending.cover(("tokens", eager), self.tokens_grid, m[pick])
+            pending.cover(("sequences", eager), self.sequences_grid, n[pick])
+            pending.cover(("prefill", eager), self.prefill_grid, p[pick & (p > 0)])
+            live = pick & (d > 0)
+            i, j, _, _ = self._cells(d[live], mean[live])
+            pending.cover_decode(("decode", eager), i, j, len(self.decodes_grid), len(self.context_grid))
 
     def _cells(self, d: np.ndarray, mean: np.ndarray):
         """(the decode grid's cell of each (D, mean context), clipped to the grid: i, j, D, L)."""
@@ -274,12 +350,11 @@ class StepTable:
         j = np.clip(np.searchsorted(gl, lc, side="right") - 1, 0, len(gl) - 2)
         return i, j, dc, lc
 
-    def _decode(self, d: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    def _decode(self, d: np.ndarray, mean: np.ndarray, t: np.ndarray) -> np.ndarray:
         gd, gl = self.decodes_grid.astype(float), self.context_grid.astype(float)
         i, j, dc, lc = self._cells(d, mean)
         u = _fraction(dc, gd[i], gd[i + 1])[..., None]
         v = _fraction(lc, gl[j], gl[j + 1])[..., None]
-        t = self.decode_parts
         return ((1 - u) * (1 - v) * t[i, j] + u * (1 - v) * t[i + 1, j] + (1 - u) * v * t[i, j + 1]
                 + u * v * t[i + 1, j + 1])
 
@@ -296,7 +371,7 @@ def _lerp(grid: np.ndarray, parts: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.stack([np.interp(x, g, parts[:, k]) for k in range(parts.shape[1])], axis=-1)
 
 
-__all__ = ["DECODE_GRID_RATIO", "GRID_RATIO", "StepTable"]
+__all__ = ["DECODE_GRID_RATIO", "GRID_RATIO", "PARTS", "StepTable"]
 
 
 def _fraction(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

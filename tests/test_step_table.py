@@ -175,3 +175,98 @@ def test_an_mla_table_prices_prefill_rows_through_kv_b_as_step_report_does():
         assert float(mla.time_s(0, 0, p)[1]) == pytest.approx(r.t_predicted_s, rel=1e-9)
     r = step_report(v3, H200, 32, 3600, deployment=dep, prefill_tokens=2048, check_memory=False)
     assert float(mla.time_s(32, 32 * 3600, 2048)[1]) == pytest.approx(r.t_predicted_s, rel=OFF_GRID)
+
+
+def _v0_report(d, length, p, dep=Deployment()):
+    kw = dict(deployment=dep, engine="vllm", engine_version="0.7.3", check_memory=False)
+    if d == 0:
+        return step_report(LLAMA, H200, 1, p, "prefill", **kw)
+    return step_report(LLAMA, H200, d, length, prefill_tokens=p, **kw)
+
+
+@pytest.fixture(scope="module")
+def v0_table():
+    return StepTable.build(LLAMA, H200, Deployment(), max_decodes=400, max_context=16384, max_prefill=2048,
+                           sampler="v0_random", lazy=True)
+
+
+def test_a_v0_table_is_step_report_at_grid_points_graphed_and_eager(v0_table):
+    """vLLM V0 replays its graph only for a decode-only step of at most 256 sequences of at most 8,192 tokens
+    (rooflab.step.sampler.graph_replayed): at grid points the table is step_report (engine vllm 0.7.3) on both
+    sides of each limit, decode-only steps graphed inside them and eager outside, and prefill-only and mixed steps
+    eager."""
+    t = v0_table
+    on_all = sorted(set(t.decodes_grid) & set(t.tokens_grid) & set(t.sequences_grid))
+    lengths = [int(x) for x in t.context_grid]
+    below = max(x for x in lengths if x + 1 <= 8192)               # the mean sequence: context + the decoded token
+    above = min(x for x in lengths if x + 1 > 8192)
+    seen = set()
+    for d in (on_all[0], on_all[3], max(d for d in on_all if d <= 256)):
+        for length in (lengths[0], below, above):
+            floor, pred = t.time_s(d, d * length, 0)
+            r = _v0_report(int(d), length, 0)
+            seen.add(r.cuda_graph)
+            assert float(floor) == pytest.approx(r.t_floor_s, rel=1e-9), (d, length)
+            assert float(pred) == pytest.approx(r.t_predicted_s, rel=1e-9), (d, length, r.cuda_graph)
+            assert bool(t.replayed(d, d * length, 0)) is r.cuda_graph
+    assert seen == {True, False}
+    for p in sorted(set(t.prefill_grid) & set(t.tokens_grid))[::6]:
+        floor, pred = t.time_s(0, 0, p)
+        assert float(pred) == pytest.approx(_v0_report(0, 0, int(p)).t_predicted_s, rel=1e-9), p
+    mixed = [(int(d), int(p)) for d in on_all[:6] for p in t.prefill_grid
+             if d + p in set(t.tokens_grid) and d + 1 in set(t.sequences_grid)][:3]
+    assert mixed
+    for d, p in mixed:
+        floor, pred = t.time_s(d, d * below, p)
+        r = _v0_report(d, below, p)
+        assert r.cuda_graph is False and float(pred) == pytest.approx(r.t_predicted_s, rel=1e-9), (d, p)
+
+
+def test_a_v0_table_past_256_sequences_is_the_eager_deployments_table(v0_table):
+    """No decode grid point past 256 sequences lies on the tokens and sequences grids too, so there the V0 table is
+    checked against the same table without CUDA graphs (step_report's figures at its grid points: the tests above;
+    V0's eager step is the eager deployment's: tests/step/test_report.py), to the bit, and against step_report
+    within OFF_GRID; inside the graph it is not the eager table."""
+    eager = StepTable.build(LLAMA, H200, Deployment(cuda_graphs=False), max_decodes=400, max_context=16384,
+                            max_prefill=2048, sampler="v0_random", lazy=True)
+    d = np.array([257.0, 268, 300, 400, 8, 8])
+    c = d * np.array([512.0, 2048, 100, 8000, 9000, 512])
+    p = np.array([0.0, 0, 0, 0, 0, 100])
+    for got, want in zip(v0_table.time_s(d, c, p), eager.time_s(d, c, p)):
+        assert got.tolist() == want.tolist()
+    assert v0_table.time_s(8, 8 * 512, 0)[1] < eager.time_s(8, 8 * 512, 0)[1]
+    for k in range(4):
+        r = _v0_report(int(d[k]), int(c[k] / d[k]), 0)
+        assert r.cuda_graph is False
+        assert float(v0_table.time_s(d[k], c[k], 0)[1]) == pytest.approx(r.t_predicted_s, rel=OFF_GRID)
+
+
+def test_a_v0_table_off_the_grid_and_lazy(v0_table):
+    """Off the grid a V0 step is within OFF_GRID of step_report on either side of the limits, and a lazy table's
+    figures are the complete table's (both part sets priced where read)."""
+    for d, length, p in ((37, 3000, 0), (300, 2000, 0), (13, 9000, 0), (20, 2500, 333), (0, 0, 1500)):
+        floor, pred = v0_table.time_s(d, d * length, p)
+        r = _v0_report(d, length, p)
+        assert float(pred) == pytest.approx(r.t_predicted_s, rel=OFF_GRID), (d, length, p)
+    full = StepTable.build(LLAMA, H200, Deployment(), max_decodes=400, max_context=16384, max_prefill=2048,
+                           sampler="v0_random")
+    rng = np.random.default_rng(7)
+    d = rng.integers(0, 401, 300).astype(float)
+    c = d * rng.uniform(16, 16384, 300)
+    p = np.where(d == 0, rng.integers(1, 2049, 300), rng.integers(0, 2, 300) * rng.integers(0, 1600, 300))
+    for got, want in zip(v0_table.time_s(d, c, p.astype(float)), full.time_s(d, c, p.astype(float))):
+        assert got.tolist() == want.tolist()
+
+
+def test_only_an_engine_that_leaves_its_graph_tabulates_eager_parts():
+    """The eager parts exist only for V0 with CUDA graphs (rooflab.step.sampler.leaves_graph); other tables price
+    one set, as before. Without CUDA graphs V0's one set is every step's."""
+    for sampler, dep, leaves in (("v0_random", Deployment(), True), ("v0_random", Deployment(cuda_graphs=False), False),
+                                 ("v1_random", Deployment(), False), ("graphed_greedy", Deployment(), False)):
+        t = StepTable.build(LLAMA, H200, dep, max_decodes=8, max_context=1024, max_prefill=64, sampler=sampler,
+                            lazy=True)
+        assert t.leaves_graph is leaves and (t.eager_decode_parts is not None) is leaves, (sampler, dep)
+    eager = StepTable.build(LLAMA, H200, Deployment(cuda_graphs=False), max_decodes=8, max_context=1024,
+                            max_prefill=64, sampler="v0_random")
+    assert float(eager.time_s(300 // 100, 3 * 512, 0)[1]) == pytest.approx(
+        _v0_report(3, 512, 0, Deployment(cuda_graphs=False)).t_predicted_s, rel=1e-9)

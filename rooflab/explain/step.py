@@ -104,7 +104,7 @@ def explain_step(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: in
                     expert_imbalance=expert_imbalance, micro_batches=micro_batches, engine=engine,
                     engine_version=engine_version)
     kernels = engine_kernels(model, gpu, deployment, engine, engine_version)
-    ctx = kernels.context(model, gpu, deployment, expert_imbalance)
+    ctx = kernels.context(model, gpu, deployment, expert_imbalance, graphs=r.cuda_graph)   # the report's timing
     d = _Derivation({})
     _shared_symbols(d, r, ctx)
     toks = _tokens(r, ctx)
@@ -292,7 +292,7 @@ def _prediction(d: _Derivation, i: int, row: StepRow, ctx: StepContext, toks: _T
 
 def _small_ops(d: _Derivation, i: int, row: StepRow, ctx: StepContext, tokens: int, note: str) -> None:
     """The small kernels as counts x their measured launch times at the rank's rows (rooflab.step.small_op_time)."""
-    model, eager = ctx.model, not ctx.dep.cuda_graphs
+    model, eager = ctx.model, not ctx.graphs
     ffn = (model.dense_ffn_size or model.ffn_size) // ctx.dep.tensor_parallel
     gpu = ctx.gpu
     bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
@@ -311,9 +311,9 @@ def _small_ops(d: _Derivation, i: int, row: StepRow, ctx: StepContext, tokens: i
 
 def _sampling(d: _Derivation, i: int, row: StepRow, ctx: StepContext, rows: int, note: str) -> None:
     """The sampler after the graph as the sum of its measured sequences at the step's logit rows
-    (rooflab.step.sampler.sampler_time)."""
+    (rooflab.step.sampler.sampler_time), eager where the step runs eagerly (StepReport.cuda_graph)."""
     launches = ctx.pricer.launches.times
-    t = sampler_time(ctx.sampler, ctx.gpu, rows, ctx.model.vocab_size, not ctx.dep.cuda_graphs,
+    t = sampler_time(ctx.sampler, ctx.gpu, rows, ctx.model.vocab_size, not ctx.graphs,
                      launches.eager_host_s if launches else None)
     terms = []
     for seq, timing, seconds in t.parts:

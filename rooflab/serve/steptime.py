@@ -92,14 +92,21 @@ class TableStepTimes:
             return None
         return self._times(decodes, context_tokens, prefill_tokens)[1]
 
-    def _at_decodes(self, cols) -> "callable":
+    def _timings(self) -> tuple[bool, ...]:
+        """The part sets a step may read (StepTable.parts' `eager`): the graph set, and the eager one where the
+        engine runs some steps eagerly (StepTable.leaves_graph)."""
+        return (False, True) if self.table.leaves_graph else (False,)
+
+    def _at_decodes(self, cols, eager: bool = False) -> "callable":
         """decodes -> (the tokens and sequences parts of a decode-only step, the decode part blended to that
-        many decodes over the context grid [len(L), cols]); cached per decode count (a simulation asks the same
-        few hundred counts again and again)."""
+        many decodes over the context grid [len(L), cols]), from the graph parts or the `eager` ones
+        (StepTable.parts); cached per decode count (a simulation asks the same few hundred counts again and
+        again)."""
         t = self.table.complete()
+        tokens_parts, sequences_parts, decode_parts, _ = t.parts(eager)
         dg = t.decodes_grid.astype(np.float64)
-        tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
-        seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
+        tokens = _Line(t.tokens_grid, tokens_parts, cols)
+        seqs = _Line(t.sequences_grid, sequences_parts, cols)
         cache: dict = {}
 
         def at(d: float):
@@ -110,7 +117,7 @@ class TableStepTimes:
                                      f"{dg[-1]:,.0f})")
                 i = min(int(np.searchsorted(dg, d, side="right")) - 1, len(dg) - 2)
                 u = (d - dg[i]) / (dg[i + 1] - dg[i])
-                row = (1 - u) * t.decode_parts[i][:, cols] + u * t.decode_parts[i + 1][:, cols]
+                row = (1 - u) * decode_parts[i][:, cols] + u * decode_parts[i + 1][:, cols]
                 const = [a + b for a, b in zip(tokens.at(d * t.q_len), seqs.at(d * t.q_len))]
                 hit = cache[d] = (const, row, row.tolist(), row.T.tolist())
             return hit
@@ -119,21 +126,25 @@ class TableStepTimes:
 
     def one(self, estimate: str):
         """A plain-Python function (decodes, context_tokens, prefill_tokens) -> seconds of one step (whole decodes;
-        None: no prediction); the table's interpolation done with bisect over lists."""
+        None: no prediction); the table's interpolation done with bisect over lists, from the part set the step's
+        timing picks (StepTable.replayed, where the table has an eager set)."""
         if estimate == "predicted" and not self.has_prediction:
             return None
         t, cols = self.table.complete(), list(_COLUMNS[estimate])
-        tokens = _Line(t.tokens_grid, t.tokens_parts, cols)
-        seqs = _Line(t.sequences_grid, t.sequences_parts, cols)
-        pre = _Line(t.prefill_grid, t.prefill_parts, cols)
+        sets = {}
+        for eager in self._timings():
+            tokens_parts, sequences_parts, _, prefill_parts = t.parts(eager)
+            sets[eager] = (_Line(t.tokens_grid, tokens_parts, cols), _Line(t.sequences_grid, sequences_parts, cols),
+                           _Line(t.prefill_grid, prefill_parts, cols), self._at_decodes(cols, eager))
+        replayed = t.replayed if t.leaves_graph else None
         lg = t.context_grid.astype(float).tolist()
         top = len(lg) - 2
-        decodes = self._at_decodes(cols)
         q = t.q_len
 
         def time_s(d: float, c: float, p: float) -> float:
             if d == 0 and p == 0:
                 return 0.0
+            tokens, seqs, pre, decodes = sets[replayed is not None and not replayed(d, c, p)]
             if d > 0:                                              # tokens: D q + P rows; sequences D q (+1)
                 mean = max(c / d, lg[0])
                 if mean > lg[-1]:
@@ -158,19 +169,20 @@ class TableStepTimes:
         parts are constant and the decode part is linear in the mean context between grid points; the mean grows
         by one a step, so the grid cell is walked, not searched. Plain Python: a simulation's runs are some ten
         steps, where numpy's per-call cost exceeds the work (the same arithmetic, in the same order, as
-        `floor_s` / `predicted_s` take on these arrays)."""
+        `floor_s` / `predicted_s` take on these arrays). Where the table has an eager set, the run is cut where the
+        steps' timing changes (StepTable.replayed: V0 leaves its graph as the sequences pass 8,192 tokens) and each
+        stretch priced from its set."""
         if estimate == "predicted" and not self.has_prediction:
             return None
-        grid = self.table.complete().context_grid.astype(np.float64)
+        t = self.table.complete()
+        grid = t.context_grid.astype(np.float64)
         lg = grid.tolist()
         low, high, top = lg[0], lg[-1], len(lg) - 2
         span = [b - a for a, b in zip(lg, lg[1:])]
-        decodes = self._at_decodes(list(_COLUMNS[estimate]))
+        sets = {eager: self._at_decodes(list(_COLUMNS[estimate]), eager) for eager in self._timings()}
         one = self.one(estimate)
 
-        def times_s(d: float, c0: float, steps: int) -> list[float]:
-            if steps <= SHORT_RUN:
-                return [one(d, c0 + d * k, 0.0) for k in range(steps)]
+        def stretch(decodes, d: float, c0: float, steps: int) -> list[float]:
             const, rows = decodes(d)[:2]
             if steps > LONG_RUN:                                   # long enough for numpy's calls to pay
                 means = np.clip((c0 + d * np.arange(steps, dtype=np.float64)) / d, low, high)
@@ -192,6 +204,19 @@ class TableStepTimes:
                     out.append(col[j] * w + col[j + 1] * v + const[0])
                 else:
                     out.append(max([col[j] * w + col[j + 1] * v + e for col, e in zip(columns, const)]))
+            return out
+
+        def times_s(d: float, c0: float, steps: int) -> list[float]:
+            if steps <= SHORT_RUN:
+                return [one(d, c0 + d * k, 0.0) for k in range(steps)]
+            if len(sets) == 1:
+                return stretch(sets[False], d, c0, steps)
+            graphed = np.broadcast_to(np.asarray(t.replayed(d, c0 + d * np.arange(steps, dtype=np.float64), 0.0),
+                                                 dtype=bool), (steps,))
+            cuts = [0, *(np.flatnonzero(graphed[1:] != graphed[:-1]) + 1).tolist(), steps]
+            out = []
+            for a, b in zip(cuts, cuts[1:]):
+                out += stretch(sets[not graphed[a]], d, c0 + d * a, b - a)
             return out
 
         return times_s

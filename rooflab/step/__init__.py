@@ -58,7 +58,7 @@ The package, one job a module (the data flows down the list):
     gemms.py          attention projections, dense MLP and MoE, logits
     attention.py      decode and prefill attention per layer type (DCP merge, PCP ring)
     communication.py  the collectives that scale with the tokens; the pipeline's send
-    work.py           StepWork (what a data rank computes) and the rows that live in the layers
+    work.py           StepWork (what a data rank computes), step_graphed (graph or eager) and the layers' rows
     draft.py          speculative decoding's draft steps
     engine_kernels.py engine_kernels: the decode attention and expert kernel an engine runs at its release (one
                       resolver for report, explain, serve and the published checks; step_report(engine=...))

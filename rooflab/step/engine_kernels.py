@@ -97,11 +97,13 @@ class EngineKernels:
                 f"{self.decode_attention.value} ({_ATTENTION_WORDS[self.decode_attention]}){experts}{routing}{mla}"
                 f"{dense}{layout}{sampling}")
 
-    def context(self, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0):
-        """The step's StepContext with these kernels (step_context): the one place report and explain build it."""
+    def context(self, model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
+                graphs: Optional[bool] = None):
+        """The step's StepContext with these kernels (step_context; `graphs` whether the step's model runs as a
+        CUDA graph, rooflab.step.work.step_graphed): the one place report and explain build it."""
         return step_context(model, gpu, deployment, expert_imbalance, self.decode_attention, self.moe_kernel,
                             self.layout_release, self.routing, self.mla_decode_splits, self.mla_layout,
-                            self.absorbed_bytes, sampler=self.sampler, dense_block=self.dense_block)
+                            self.absorbed_bytes, sampler=self.sampler, dense_block=self.dense_block, graphs=graphs)
 
 
 #: rooflab's own step: the kernels step_report prices when no engine is named.

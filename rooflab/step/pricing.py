@@ -331,6 +331,7 @@ class StepContext:
     mla_layout: MlaLayout = MlaLayout.separate   # the MLA projections' GEMMs (step.mla_layout)
     absorbed_bytes: Optional[float] = None       # bytes a W_UK / W_UV parameter (step.mla_layout; None: activations')
     sampler: Sampler = Sampler.graphed_greedy    # the token pick after the model's graph (step.sampler)
+    graphs: bool = True                          # the step's model runs as a CUDA graph (step.sampler.graph_replayed)
 
     @property
     def weight_splits(self) -> dict[str, int]:
@@ -376,7 +377,8 @@ class StepContext:
 
     @property
     def timing(self) -> str:
-        return "graph" if self.dep.cuda_graphs else "eager"
+        """The collectives' fit timing: the step's (`graphs`), not the deployment's alone."""
+        return "graph" if self.graphs else "eager"
 
 
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
@@ -384,7 +386,8 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                  dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced,
                  mla_decode_splits: Optional[int] = None, mla_layout: MlaLayout = MlaLayout.separate,
                  absorbed_bytes: Optional[float] = None, sampler: Sampler = Sampler.graphed_greedy,
-                 dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block) -> StepContext:
+                 dense_block: DenseBlockFp8Kernel = DenseBlockFp8Kernel.scaled_mm_block,
+                 graphs: Optional[bool] = None) -> StepContext:
     """The fixed parts of a step on `deployment` (formats, pricers) for step_rows; the deployment already checked;
     `decode_attention` a checked rooflab.step.attention.DecodeAttention, `moe_kernel` a rooflab.step.moe_kernel.
     MoeKernel; `dp_attention_release` the SGLang release whose DP-attention layout the weights follow
@@ -396,15 +399,19 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
     matmuls (EngineKernels; None: the activations' width); `sampler` (rooflab.step.Sampler or its name) what picks
     the tokens after the model's graph (EngineKernels.sampler; default rooflab's own graphed greedy argmax);
     `dense_block` (rooflab.step.dense_block_fp8.DenseBlockFp8Kernel or its name) what prices the dense block-fp8 GEMMs
-    (EngineKernels.dense_block; default the torch_scaled_mm_block fit)."""
+    (EngineKernels.dense_block; default the torch_scaled_mm_block fit); `graphs` whether the step's model runs as a
+    CUDA graph (rooflab.step.work.step_graphed: False where the engine runs this step eagerly; None: as the
+    deployment says), which times every launch and collective of the step (graph or eager; the elementwise fusion
+    is the deployment's either way)."""
     if mla_decode_splits is not None:
         mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
     dtype = deployment.dtype or model.weight_dtype or DType.bf16
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
+    graphs = deployment.cuda_graphs and (graphs is None or bool(graphs))
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
                        kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
-                       pricer=Pricer(gpu, dtype, eager=not deployment.cuda_graphs,
+                       pricer=Pricer(gpu, dtype, eager=not graphs,
                                      dense_block=DenseBlockFp8Kernel.of(dense_block, "dense_block")),
                        imbalance=expert_imbalance,
                        cp=deployment.prefill_context_parallel, decode_attention=decode_attention,
@@ -413,7 +420,7 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
                        mla_layout=MlaLayout.of(mla_layout, "mla_layout"),
                        absorbed_bytes=None if absorbed_bytes is None else real_number(absorbed_bytes,
                                                                                        "absorbed_bytes", 0.5, 8),
-                       sampler=Sampler.of(sampler, "sampler"))
+                       sampler=Sampler.of(sampler, "sampler"), graphs=graphs)
 
 
 def priced_row(pricer: Pricer, variant: str, label: str, kernels: list[KernelCost], times: float,

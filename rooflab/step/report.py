@@ -26,9 +26,9 @@ from .engine_kernels import EngineKernels, engine_kernels
 from .memory import step_memory
 from .pricing import Pricer, StepContext
 from .rows import StepRow, overlapped_floor_s, scaled
-from .sampler import sampler_of
+from .sampler import outside_graph_words, sampler_of
 from .small_ops import small_ops_note
-from .work import STEPS, StepWork, layer_rows, sequence_rows
+from .work import STEPS, StepWork, layer_rows, sequence_rows, step_graphed
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,8 @@ class StepReport:
     draft_kv_bytes_per_gpu: float = 0.0          # its KV cache, counted in kv_bytes_per_gpu
     exp_per_s: Optional[float] = None            # the exp roof (Ceilings.exp_roof_per_s); None: the GPU's spec gives
                                                  # no exp rate, so every row's t_exp is unknown (null), not zero
+    cuda_graph: bool = True                      # the step's model ran as a CUDA graph (work.step_graphed: the
+                                                 # deployment's cuda_graphs, vLLM V0 only inside its captured batches)
 
     @property
     def gpus(self) -> int:
@@ -111,11 +113,12 @@ class StepReport:
 
 
 def step_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
-    """All the rows of one data rank's step (one pipeline stage of the whole model: see step_report)."""
+    """All the rows of one data rank's step (one pipeline stage of the whole model: see step_report), timed as `ctx`
+    says (its `graphs`: step_report builds it for the step, work.step_graphed)."""
     rows = layer_rows(ctx, work)
     if ctx.dep.speculative is not None and work.decodes:
         rows += draft_rows(ctx, work.decodes, work.context_len)
-    return rows + sequence_rows(ctx, work.logit_rows, work)
+    return rows + sequence_rows(ctx, work.logit_rows)
 
 
 def _check(model: ModelSpec, step: str, batch: int, context_len: int, tp: int, dcp: int, cp: int,
@@ -238,7 +241,9 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
     Deployment's names; `tp`, `dcp` and `cp` are their old spellings, kept for one release: `dcp` here is KV
     parallelism, not the engines' DCP, which only a Deployment spells) with the Deployment's defaults (CUDA graphs, fused
     elementwise work; rooflab's measured torch layer is Deployment(fused_elementwise=False)). B counts every data
-    rank's sequences (ceil(B / ranks) a rank).
+    rank's sequences (ceil(B / ranks) a rank). A step the engine runs eagerly although the deployment has CUDA graphs
+    (vLLM V0 outside a decode-only batch of at most 256 sequences of at most 8,192 tokens: work.step_graphed) is
+    priced as without them (eager launches and collectives), noted; StepReport.cuda_graph says which.
 
     Formats: `dtype` (Deployment.dtype) is the activations' and attention's (default: the checkpoint's, else bf16);
     the KV cache is read in Deployment.kv_cache_dtype (default: dtype); the weights are read as shipped
@@ -301,13 +306,14 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         raise InputError(f"expert imbalance (--expert-imbalance {imbalance:g}) applies to MoE layers; "
                          f"{model.name} has none")
     kernels = _kernels(model, gpu, deployment, engine, engine_version, decode_attention, moe_kernel, sampler)
-    ctx = kernels.context(model, gpu, deployment, imbalance)
     per_rank = math.ceil(batch / deployment.data_ranks)
     per_micro = math.ceil(per_rank / micro)
     spec = deployment.speculative if decode else None
     q_len = spec.query_tokens if spec is not None else 1
     work = (StepWork(decodes=per_micro, q_len=q_len, context_len=context_len, prefills=1 if prefill_tokens else 0,
                      prefill_len=prefill_tokens) if decode else StepWork(prefills=per_micro, prefill_len=context_len))
+    graphs = step_graphed(kernels.sampler, deployment, work)
+    ctx = kernels.context(model, gpu, deployment, imbalance, graphs=graphs)
     rows, notes = step_rows(ctx, work), []
     if pp > 1:
         rows, slots, notes = _pipeline(ctx, rows, work, micro, decode)
@@ -315,6 +321,9 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         slots, micro = 1, 1
     memory = step_memory(ctx, batch, context_len, per_rank, check_memory, decode)
     notes += _notes(ctx, spec, imbalance, rows) + ([kernels.note] if kernels.note else [])
+    if deployment.cuda_graphs and not graphs:
+        notes.append(f"the model runs eagerly this step (every launch and collective at eager times, as without CUDA "
+                     f"graphs): {outside_graph_words()} (rooflab.step.sampler.graph_replayed)")
     notes += [memory.note] if memory.note else []
     return StepReport(
         model=model.name, gpu=gpu.name, step=step, batch=batch, context_len=context_len, dtype=ctx.dtype.value,
@@ -326,7 +335,8 @@ def step_report(model: ModelSpec, gpu: GpuSpec, batch: int = 1, context_len: int
         tokens_per_step=spec.tokens_per_step if spec is not None else 1.0, pipeline_parallel=pp,
         micro_batches=micro, stage_slots=float(slots), kv_dtype=ctx.kv_dtype.value, deployment=deployment.to_dict(),
         decode_attention=ctx.decode_attention.value, draft_weight_bytes_per_gpu=float(memory.draft_weights_bytes),
-        draft_kv_bytes_per_gpu=float(memory.draft_kv_bytes), exp_per_s=ctx.pricer.roofs.exp_roof_per_s)
+        draft_kv_bytes_per_gpu=float(memory.draft_kv_bytes), exp_per_s=ctx.pricer.roofs.exp_roof_per_s,
+        cuda_graph=graphs)
 
 
 def _kernels(model, gpu, deployment, engine, version, decode_attention, moe_kernel, sampler=None) -> EngineKernels:

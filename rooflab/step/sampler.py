@@ -53,8 +53,9 @@ price of an eager deployment), `graph` in a CUDA graph. Interpolated linearly in
 last batch or vocab, the time at the edge plus the extra floor bytes at the H200's copy bandwidth. Another NVIDIA GPU
 takes the H200's time plus the floor bytes' extra time at its slower HBM, nothing where its HBM is faster (a
 transfer, said so); other vendors get no prediction. vLLM V0 runs the model eagerly outside a decode-only batch of
-at most 256 (graph_replayed): no graph-input copies there, and its sequences at their `wall` times. The floor counts one read of each op's input and one write of its output, [batch, vocab] each, at
-the datasheet HBM bandwidth.
+at most 256 sequences of at most 8,192 tokens (graph_replayed, the one rule the whole step is timed by): no
+graph-input copies there, and its sequences at their `wall` times. The floor counts one read of each op's input and
+one write of its output, [batch, vocab] each, at the datasheet HBM bandwidth.
 """
 
 from __future__ import annotations
@@ -324,17 +325,33 @@ def measured_sequence_time(times: SamplerTimes, seq: SamplerSequence, timing: Sa
     return t + max(extra, 0.0) / bw
 
 
-def graph_replayed(sampler: Sampler, cuda_graphs: bool, rows: int, decode_only: bool = True,
-                   seq_len: int = 0) -> bool:
-    """Whether the model runs as a CUDA graph before `sampler` in a step of `rows` logit rows: never without CUDA
-    graphs; under vLLM V0 (v0_random) only in a decode-only step of at most V0_MAX_CAPTURED_BATCH rows, each sequence
-    at most V0_MAX_CAPTURED_SEQ_LEN tokens (`seq_len`, its longest; 0: not known); the other samplers' steps as the
-    deployment says (their engines' eager prefills are not read here)."""
+def graph_replayed(sampler: Sampler, cuda_graphs: bool, rows, prefill_tokens=0, longest=0):
+    """Whether the engine replays its CUDA graph for a step of `rows` decode rows (decodes x their query tokens)
+    beside `prefill_tokens` prefill tokens, its longest sequence `longest` tokens (context + query tokens; 0: not
+    known): the one rule every step path times the step's launches by (graph launch times and collectives where
+    True, eager where False: step_report and explain through work.step_graphed, rooflab.step_table per step).
+    Never without CUDA graphs; under vLLM V0 (v0_random) only for a decode-only step of at most
+    V0_MAX_CAPTURED_BATCH rows, each sequence at most V0_MAX_CAPTURED_SEQ_LEN tokens (the constants' comment cites
+    model_runner.py _use_captured_graph); the other samplers' steps as the deployment says (their engines' eager
+    prefills are not read here). Elementwise on numpy arrays (StepTable's steps: `&`, not `and`)."""
     if not cuda_graphs:
         return False
     if sampler is Sampler.v0_random:
-        return decode_only and rows <= V0_MAX_CAPTURED_BATCH and seq_len <= V0_MAX_CAPTURED_SEQ_LEN
+        return (prefill_tokens == 0) & (rows <= V0_MAX_CAPTURED_BATCH) & (longest <= V0_MAX_CAPTURED_SEQ_LEN)
     return True
+
+
+def leaves_graph(sampler: Sampler, cuda_graphs: bool) -> bool:
+    """Whether graph_replayed is False for some step of a deployment with `cuda_graphs` (a StepTable then prices
+    its parts eagerly too): asked of the step furthest outside any capture (a prefill token, unbounded rows and
+    length), since a step further outside is never graphed where a nearer one is not."""
+    return bool(cuda_graphs) and not bool(graph_replayed(sampler, cuda_graphs, math.inf, 1, math.inf))
+
+
+def outside_graph_words() -> str:
+    """Why a step of a V0 deployment with CUDA graphs runs eagerly (the sampler row's label, the step's note)."""
+    return (f"V0 replays its graph for a decode-only batch of at most {V0_MAX_CAPTURED_BATCH} sequences, each at "
+            f"most {V0_MAX_CAPTURED_SEQ_LEN:,} tokens")
 
 
 def sampler_impl(sampler: Sampler, cuda_graphs: bool) -> str:
@@ -427,7 +444,7 @@ def sampler_of(value) -> Sampler:
 
 __all__ = ["EAGER_SAMPLER_WORDS", "MEASURED_TIMINGS", "SAMPLER_FACTS", "SAMPLER_GPU", "SAMPLER_SEQUENCES",
            "SAMPLING_VARIANT", "SEQUENCE_OPS", "V0_GRAPH_INPUT_BYTES_PER_ROW", "V0_MAX_CAPTURED_BATCH",
-           "V0_MAX_CAPTURED_SEQ_LEN", "graph_replayed", "load_sampler_times", "measured_sequence_time", "Sampler",
+           "V0_MAX_CAPTURED_SEQ_LEN", "graph_replayed", "leaves_graph", "load_sampler_times", "measured_sequence_time", "outside_graph_words", "Sampler",
            "sampler_fact", "sampler_impl", "sampler_kernels", "sampler_of", "sampler_sequences", "sampler_time",
            "sampler_words", "SamplerFact", "SamplerOp", "SamplerSequence", "SamplerTime", "SamplerTimes",
            "SamplerTiming", "sequence_bytes"]

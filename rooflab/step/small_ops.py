@@ -87,15 +87,15 @@ def _row_bytes(op: str, hidden: int, ffn: int) -> float:
 
 
 def measured_launch_time(ctx: StepContext, op: str, rows: int, row_width: int, what: str) -> Optional[float]:
-    """One launch of measured `op` at `rows` rows of `row_width` (small_op_time, graph or eager as the deployment
-    runs); None, recorded missing as `what`, where the GPU has no launch times."""
+    """One launch of measured `op` at `rows` rows of `row_width` (small_op_time, graph or eager as the step
+    runs: StepContext.graphs); None, recorded missing as `what`, where the GPU has no launch times."""
     launches, gpu = ctx.pricer.launches, ctx.gpu
     if launches.times is None or op not in launches.times.graph_s:
         ctx.pricer.miss(what, launches.why if launches.times is None else
                         f"{launches.measured_on}'s measured.launch has no {op} times")
         return None
     bw = gpu.measured.copy_bytes_per_s if gpu.measured else gpu.hbm_bandwidth_bytes_per_s
-    return small_op_time(op, rows, row_width, 1, bw, not ctx.dep.cuda_graphs, launches.times)
+    return small_op_time(op, rows, row_width, 1, bw, not ctx.graphs, launches.times)
 
 
 def act_quant_time(ctx: StepContext, inputs, count: float) -> Optional[float]:
@@ -146,7 +146,7 @@ def small_ops_from(gpu: GpuSpec) -> Optional[str]:
 def small_ops_row(ctx: StepContext, tokens: int) -> StepRow:
     """The small kernels of every layer: fused (FUSED_SMALL_OPS) or unfused (LAYER_SMALL_OPS), and the final
     RMSNorm; the floor counts the bytes the fused kernels move (what a fused engine must move)."""
-    model, pricer, eager = ctx.model, ctx.pricer, not ctx.dep.cuda_graphs
+    model, pricer, eager = ctx.model, ctx.pricer, not ctx.graphs
     hidden, b = model.hidden_size, pricer.dtype.bytes
     heads = layer_heads(model, layer_walk(model)[0][1], ctx.attn_tp)
     ffn = (model.dense_ffn_size or model.ffn_size) // ctx.dep.tensor_parallel
@@ -183,7 +183,7 @@ def small_ops_note(ctx: StepContext) -> Optional[str]:
     launches, gpu = ctx.pricer.launches, ctx.gpu
     if launches.times is None:
         return None
-    what = "graph and eager launch times; eager launches at least its eager_host_s" if not ctx.dep.cuda_graphs \
+    what = "graph and eager launch times; eager launches at least its eager_host_s" if not ctx.graphs \
         else "launch times in a CUDA graph"
     note = f"small kernels priced at the {what} measured on {launches.measured_on} (hardware/{launches.measured_on}" \
            f".yaml, measured.launch)"

@@ -1,5 +1,6 @@
-"""What one data rank computes in a step (StepWork), the rows that live in its layers, and the rows a step's logit
-rows cost after them (the lm_head and the sampler: sequence_rows)."""
+"""What one data rank computes in a step (StepWork), whether the engine replays its CUDA graph for it (step_graphed),
+the rows that live in its layers, and the rows a step's logit rows cost after them (the lm_head and the sampler:
+sequence_rows)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from .communication import communication
 from .gemms import logits, mlp, projections
 from .pricing import StepContext, priced_row
 from .rows import StepRow
-from .sampler import (SAMPLING_VARIANT, SEQUENCE_OPS, V0_MAX_CAPTURED_BATCH, V0_MAX_CAPTURED_SEQ_LEN, Sampler,
-                      SamplerSequence, graph_replayed, sampler_impl, sampler_kernels, sampler_sequences, sampler_time,
+from .sampler import (SAMPLING_VARIANT, SEQUENCE_OPS, Sampler, SamplerSequence, graph_replayed,
+                      outside_graph_words, sampler_impl, sampler_kernels, sampler_sequences, sampler_time,
                       sampler_words)
 from .small_ops import small_ops_row
 
@@ -65,28 +66,35 @@ def layer_rows(ctx: StepContext, work: StepWork) -> list[StepRow]:
     return rows
 
 
-def sequence_rows(ctx: StepContext, logit_rows: int, work: Optional[StepWork] = None) -> list[StepRow]:
+def step_graphed(sampler: Sampler, deployment, work: StepWork) -> bool:
+    """Whether the engine (known by its `sampler`) replays its CUDA graph for `work` on `deployment`
+    (rooflab.step.sampler.graph_replayed over the step's decode rows, prefill tokens and longest sequence: a decode's
+    context and its query tokens): the StepContext's `graphs`, which times every launch and collective of the step."""
+    longest = work.context_len + work.q_len if work.decodes else 0
+    return bool(graph_replayed(sampler, deployment.cuda_graphs, work.decodes * work.q_len, work.prefill_tokens,
+                               longest))
+
+
+def sequence_rows(ctx: StepContext, logit_rows: int) -> list[StepRow]:
     """The rows that scale with the step's logit rows: the logits (gemms.logits: lm_head, all-gather) and the token
     pick after the model's graph (sampler_row); the one function step_rows and rooflab.step_table price them by
-    (`work`: the step's, None: a decode-only step within the engine's captured graphs)."""
-    return logits(ctx, logit_rows) + sampler_row(ctx, logit_rows, work)
+    (graph or eager as the context's step: StepContext.graphs)."""
+    return logits(ctx, logit_rows) + sampler_row(ctx, logit_rows)
 
 
-def sampler_row(ctx: StepContext, logit_rows: int, work: Optional[StepWork] = None) -> list[StepRow]:
+def sampler_row(ctx: StepContext, logit_rows: int) -> list[StepRow]:
     """The sampler's row (rooflab.step.sampler: its launches' floors over [logit_rows, vocab] and its measured time);
     none where the context's sampler is unpriced or there are no logit rows, nor under speculative decoding (drafts
     are verified by a rejection sampler, not read: noted). Eager (no graph-input copies, `wall` times) without CUDA
-    graphs, and where the engine runs the step's model eagerly (graph_replayed: vLLM V0 outside a decode-only batch
-    of at most 256 sequences of at most 8,192 tokens; `work` None: a decode-only step, its lengths not known)."""
+    graphs, and where the engine runs the step's model eagerly (StepContext.graphs, step_graphed: vLLM V0 outside a
+    decode-only batch of at most 256 sequences of at most 8,192 tokens)."""
     sampler, pricer = ctx.sampler, ctx.pricer
     if sampler is Sampler.unpriced or logit_rows <= 0:
         return []
     if ctx.dep.speculative is not None:
         pricer.note("sampling not priced: drafts are verified by a rejection sampler not read here")
         return []
-    decode_only = work is None or work.prefills == 0
-    seq_len = work.context_len + work.q_len if work is not None and work.decodes else 0
-    graphs = graph_replayed(sampler, ctx.dep.cuda_graphs, logit_rows, decode_only, seq_len)
+    graphs = ctx.graphs
     vocab, eager = ctx.model.vocab_size, not graphs
     launches = pricer.launches.times
     t = sampler_time(sampler, ctx.gpu, logit_rows, vocab, eager, launches.eager_host_s if launches else None)
@@ -97,10 +105,7 @@ def sampler_row(ctx: StepContext, logit_rows: int, work: Optional[StepWork] = No
     kernels = sampler_kernels(sampler, logit_rows, vocab, graphs)
     copies = sum(1 for seq, _ in sampler_sequences(sampler, graphs) if seq is SamplerSequence.v0_graph_inputs)
     inputs = f"; {len(SEQUENCE_OPS[SamplerSequence.v0_graph_inputs])} copies into the graph's inputs" if copies else ""
-    why = ""
-    if ctx.dep.cuda_graphs and not graphs:
-        why = (f"; the model eager: V0 replays its graph for a decode-only batch of at most "
-               f"{V0_MAX_CAPTURED_BATCH} sequences, each at most {V0_MAX_CAPTURED_SEQ_LEN:,} tokens")
+    why = f"; the model eager: {outside_graph_words()}" if ctx.dep.cuda_graphs and not graphs else ""
     source = (f"measured sampler sequences ({'wall, issued eagerly' if eager else 'queued behind the graph'}; "
               f"measurements/launch/h200-sampler.csv)")
     return [priced_row(pricer, SAMPLING_VARIANT, f"sampling after the graph ({sampler_words(sampler, graphs)}"
@@ -109,4 +114,4 @@ def sampler_row(ctx: StepContext, logit_rows: int, work: Optional[StepWork] = No
                        source=source, predicted_from=t.provenance)]
 
 
-__all__ = ["STEPS", "StepWork", "layer_rows", "sampler_row", "sequence_rows"]
+__all__ = ["STEPS", "StepWork", "layer_rows", "sampler_row", "sequence_rows", "step_graphed"]

@@ -168,3 +168,26 @@ def test_the_fused_shared_expert_is_more_pairs_of_the_moe_row(ep, fused):
     pairs = next(value for symbol, value, meaning in e.explanation.symbols
                  if symbol.startswith("p") and "token-expert" in meaning)
     assert float(pairs) == (8 * 8 + 8 if fused else math.ceil(8 * 8 / 8)), pairs
+
+
+@pytest.mark.parametrize("batch, context, step, chunk", [(257, 512, "decode", 0), (8, 8192, "decode", 0),
+                                                         (2, 512, "prefill", 0), (8, 1024, "decode", 256),
+                                                         (8, 1024, "decode", 0)])
+def test_v0_steps_are_explained_at_the_reports_timing(batch, context, step, chunk):
+    """vLLM 0.7.3 (V0): where it runs the model eagerly (past 256 sequences, past 8,192 tokens, a prefill, a mixed
+    step: StepReport.cuda_graph False) the sampler is the sum of its eager sequences at their `wall` times and the
+    small kernels their eager launch times, as report prices them; a graphed decode (the last case) keeps the
+    graph's. explain's terms substitute to the report's figures (no ExplainMismatch) and its t_predicted is the
+    report's."""
+    model, gpu = load_model("llama-3.2-1b"), load_gpu("h200-sxm")
+    kw = dict(step=step, prefill_tokens=chunk, engine="vllm", engine_version="0.7.3")
+    e = explain_step(model, gpu, batch, context, **kw)
+    r = step_report(model, gpu, batch, context, **kw)
+    assert e.report.t_predicted_s == r.t_predicted_s and e.report.cuda_graph is r.cuda_graph
+    given = {symbol: meaning for symbol, _, meaning in e.explanation.symbols}
+    sampled = [meaning for name, meaning in given.items() if name.startswith("t_v0_")]
+    timings = {meaning.split(" logits, ")[1].split(" ")[0] for meaning in sampled}
+    assert timings == ({"queued"} if r.cuda_graph else {"wall"}), sampled
+    assert ("t_v0_graph_inputs" in given) is r.cuda_graph
+    rms = given["t_rms_norm"]
+    assert ("in a CUDA graph" in rms) is r.cuda_graph and ("eager" in rms) is (not r.cuda_graph), rms

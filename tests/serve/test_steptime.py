@@ -153,3 +153,32 @@ def test_the_provenance_names_every_kernel_the_engine_picked():
                        absorbed_bytes=k.absorbed_bytes)
     assert "routing grouped_topk_compiled" in steps.provenance
     assert "MLA projections absorbed_into_q_o" in steps.provenance and "MLA decode splits 4" in steps.provenance
+
+
+@pytest.mark.parametrize("estimate", ["floor", "predicted"])
+def test_a_v0_tables_fast_paths_switch_timing_where_the_table_does(estimate):
+    """vLLM V0 (sampler v0_random) with CUDA graphs: the table holds graph and eager parts (StepTable.replayed picks
+    per step: eager past 256 sequences, past 8,192 tokens, with any prefill). `one` and `run` give time_s's
+    numbers on both sides, and a run whose sequences grow past 8,192 tokens switches to the eager parts mid-run
+    (each stretch priced from its set); at a grid point both are step_report's (vllm 0.7.3)."""
+    model, gpu = load_model("llama-3.2-1b"), load_gpu("h200-sxm")
+    steps = step_times(model, gpu, Deployment(), 400, 16, 16384, 1024, sampler="v0_random")
+    assert steps.table.leaves_graph
+    vector = steps.floor_s if estimate == "floor" else steps.predicted_s
+    one, run = steps.one(estimate), steps.run(estimate)
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        d = int(rng.integers(0, 401))
+        c = float(d * rng.uniform(16, 16384))
+        p = float(rng.integers(0 if d else 1, 2) * rng.integers(1, 1024 - 400))
+        assert one(d, c, p) == pytest.approx(float(vector(d, c, p)[0]), rel=1e-12, abs=1e-15), (d, c, p)
+    for d, c0, n in ((8.0, 8.0 * 8100, 200), (8.0, 8.0 * 8180, 30), (300.0, 300.0 * 100, 100), (64.0, 64.0, 5)):
+        times = run(d, c0, n)
+        expected = vector(np.full(n, d), c0 + d * np.arange(n), np.zeros(n))
+        assert np.allclose(times, expected, rtol=1e-12), (d, c0, n)
+    graphed = steps.table.replayed(8.0, 8.0 * (8100 + np.arange(200)), 0.0)
+    assert graphed.any() and not graphed.all()                 # the first run crosses 8,192 tokens
+    report = step_report(model, gpu, 7, 11148, engine="vllm", engine_version="0.7.3", check_memory=False)
+    assert report.cuda_graph is False and 11148 in steps.table.context_grid
+    if estimate == "predicted":
+        assert one(7, 7 * 11148, 0) == pytest.approx(report.t_predicted_s, rel=1e-9)

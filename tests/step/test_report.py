@@ -283,3 +283,40 @@ def test_a_prefill_chunk_longer_than_the_models_context_is_refused():
     start = time.perf_counter()
     r = step_report(LLAMA, H200, 1, 1, prefill_tokens=LLAMA.max_context_len)
     assert time.perf_counter() - start < 1.0 and r.t_predicted_s > 0
+
+
+def _rows_but_the_label(report):
+    return [(r.variant, r.label if r.variant != "sampling" else "", r.t_floor_s, r.t_predicted_s, r.predicted_impl,
+             r.source) for r in report.rows]
+
+
+@pytest.mark.parametrize("tp, batch, context, step, chunk", [
+    (1, 257, 512, "decode", 0), (1, 8, 8192, "decode", 0), (1, 2, 512, "prefill", 0), (1, 8, 1024, "decode", 256),
+    (2, 300, 2048, "decode", 0),                  # TP 2: the all-reduces at their eager fit
+])
+def test_v0_outside_its_graphs_is_priced_as_without_cuda_graphs(tp, batch, context, step, chunk):
+    """Where vLLM V0 runs the model eagerly (work.step_graphed: past 256 sequences, a sequence past 8,192 tokens, a
+    prefill, a mixed step), every row is the row of the same step without CUDA graphs (--enforce-eager: eager
+    launches, eager collectives), the sampler's label saying why; StepReport.cuda_graph False and a note."""
+    dep = Deployment(tensor_parallel=tp)
+    kw = dict(step=step, prefill_tokens=chunk, engine="vllm", engine_version="0.7.3", check_memory=False)
+    graphs = step_report(LLAMA, H200, batch, context, deployment=dep, **kw)
+    eager = step_report(LLAMA, H200, batch, context, deployment=Deployment(tensor_parallel=tp, cuda_graphs=False),
+                        **kw)
+    assert _rows_but_the_label(graphs) == _rows_but_the_label(eager)
+    assert graphs.t_predicted_s == eager.t_predicted_s and graphs.cuda_graph is False
+    assert "the model eager: V0 replays its graph" in graphs.rows[-1].label
+    assert any(n.startswith("the model runs eagerly this step") for n in graphs.notes)
+    if tp > 1:
+        assert any("(eager)" in r.source for r in graphs.rows if r.is_communication)
+
+
+def test_v0_inside_its_graphs_keeps_the_graph_launch_times():
+    """256 sequences at 8,191 tokens of context (8,192 with the decoded token): V0's largest graph; every row but
+    the sampler's is the same step's under vLLM V1 (graphed too), whose sampler is another."""
+    v0 = step_report(LLAMA, H200, 256, 8191, engine="vllm", engine_version="0.7.3", check_memory=False)
+    v1 = step_report(LLAMA, H200, 256, 8191, engine="vllm", engine_version="0.11.2", check_memory=False)
+    assert v0.cuda_graph is True and not any("runs eagerly" in n for n in v0.notes)
+    assert _rows_but_the_label(v0)[:-1] == _rows_but_the_label(v1)[:-1]
+    norms = next(r for r in v0.rows if r.variant == "elementwise")
+    assert norms.predicted_impl == "torch_graph"

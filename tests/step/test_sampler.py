@@ -254,3 +254,25 @@ def test_speculative_decoding_names_no_sampler():
         kernels = [n for n in report.notes if n.startswith("kernels:")]
         assert kernels and not any("sampling" in n or "random" in n for n in kernels), kernels
         assert any("rejection sampler" in n for n in report.notes) and not _sampling_rows(report)
+
+
+def test_graph_replayed_is_v0s_capture_rule_at_its_edges_and_elementwise():
+    """graph_replayed, the one rule: vLLM 0.7.3 worker/model_runner.py _use_captured_graph replays the graph for a
+    decode-only step (no prefill token) of at most 256 rows (config.py max_capture_size at max_num_seqs 256), each
+    sequence at most 8,192 tokens (arg_utils.py max_seq_len_to_capture); never without CUDA graphs; every other
+    sampler's engine as the deployment says. On numpy arrays it is the same rule point by point (StepTable)."""
+    import numpy as np
+
+    from rooflab.step.sampler import graph_replayed, leaves_graph
+
+    v0 = Sampler.v0_random
+    assert graph_replayed(v0, True, 256, 0, 8192) and graph_replayed(v0, True, 1, 0, 0)
+    for rows, prefill, longest in ((257, 0, 512), (8, 0, 8193), (8, 1, 512), (0, 512, 0)):
+        assert not graph_replayed(v0, True, rows, prefill, longest), (rows, prefill, longest)
+    assert not graph_replayed(v0, False, 8, 0, 512)
+    for sampler in (Sampler.v1_random, Sampler.greedy_argmax, Sampler.graphed_greedy, Sampler.unpriced):
+        assert graph_replayed(sampler, True, 4096, 512, 100_000) and not graph_replayed(sampler, False, 1, 0, 1)
+    rows, prefill, longest = np.array([256, 257, 8, 8]), np.array([0, 0, 0, 1]), np.array([8192, 100, 8193, 100])
+    assert graph_replayed(v0, True, rows, prefill, longest).tolist() == [True, False, False, False]
+    assert leaves_graph(v0, True) and not leaves_graph(v0, False)
+    assert not any(leaves_graph(s, True) for s in Sampler if s is not v0)
