@@ -2,8 +2,8 @@
 engines' sampler line and --logprobs-mode in logs, vision-language profiles (--limit-mm-per-prompt,
 --skip-mm-profiling, ModelSpec.vision_parameters), and the serving check's published rows.
 
-Each defect found is a strict xfail naming it, so the suite stays green until a fix turns it into a pass (then
-drop the mark). A few passing checks hold the refusals the round found sound. About 12,000 inputs were tried by
+Each defect found was a strict xfail naming it; all ten are fixed (session 16) and the marks dropped, so each test
+now holds its fix. A few passing checks hold the refusals the round found sound. About 12,000 inputs were tried by
 scripts outside the suite (CLI calls in process, step_report calls, 3,654 published-row mutations), plus a sweep
 of sampler_time over 12,096 (sampler, GPU, eager, rows, vocab) points; only the finds and a sample stay here.
 """
@@ -45,8 +45,6 @@ V0_EAGER_STEPS = {"batch 257": ["-b", "257", "-L", "512"],
                   "mixed (prefill chunk)": ["-b", "8", "-L", "1024", "--prefill-chunk", "256"]}
 
 
-@pytest.mark.xfail(strict=True, reason="explain --phase step exits 70 (ExplainMismatch) on vLLM V0 wherever V0 runs "
-                                       "the model eagerly: explain prices the sampler graphed")
 @pytest.mark.parametrize("args", list(V0_EAGER_STEPS.values()), ids=list(V0_EAGER_STEPS))
 def test_explain_step_agrees_with_report_where_v0_runs_eagerly(args, tmp_path):
     """`rooflab explain --phase step -m llama-3.2-1b -g h200 --engine vllm --engine-version 0.7.3 -b 257 -L 512`
@@ -65,8 +63,6 @@ def _rows(doc) -> dict:
     return {re.sub(r" \(.*", "", r["label"]): r["t_predicted_s"] for r in doc["rows"] if r["variant"] != "sampling"}
 
 
-@pytest.mark.xfail(strict=True, reason="V0's sampler row says 'the model eager' but the model's rows stay at CUDA-"
-                                       "graph launch times")
 def test_v0_eager_model_rows_are_priced_eager(tmp_path):
     """`report --phase step ... --engine vllm --engine-version 0.7.3 -b 257 -L 512` (llama-3.2-1b, h200): the
     sampling row reads '...; the model eager: V0 replays its graph for a decode-only batch of at most 256
@@ -100,8 +96,6 @@ def test_step_table_agrees_with_report_for_v1_past_8192_tokens():
     assert _table_against_report("v1_random", "0.11.2", 8, 9000) < 1e-6
 
 
-@pytest.mark.xfail(strict=True, reason="StepTable (serve's step times) prices V0's sampler graphed for sequences past "
-                                       "8,192 tokens, where step_report prices it eager")
 def test_step_table_agrees_with_report_for_v0_past_8192_tokens():
     """StepTable.build(..., sampler='v0_random').time_s(8 decodes, 8 x 9,000 tokens) is 2.1134 ms; step_report at
     vllm 0.7.3, batch 8, context 9,000 is 2.1209 ms: the 7.5 us are the sampler's graph-input copies and queued
@@ -134,8 +128,6 @@ def _activation_peak(folder: Path, log: Path, *extra) -> int:
     return next(t["bytes"] for t in doc["terms"] if t["name"] == "activation_peak")
 
 
-@pytest.mark.xfail(strict=True, reason="--no-flashinfer is silently overridden by a log's 'Using FlashInfer' line "
-                                       "(no refusal)")
 def test_no_flashinfer_against_a_log_that_used_it_is_refused(tmp_path):
     """`capacity -m llama-3.1-8b -g t4 --engine-log L --no-flashinfer` where L (v0.10.2) prints 'Using FlashInfer for
     top-p & top-k sampling': exit 0, modelled with FlashInfer (activation peak 361,529,344 B, the same as without
@@ -147,8 +139,6 @@ def test_no_flashinfer_against_a_log_that_used_it_is_refused(tmp_path):
                    inputs=[log]), tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="a log's unknown logprobs_mode is refused as if the user gave --logprobs-mode "
-                                       "(an option capacity does not have), naming neither the log nor its line")
 def test_a_logs_unknown_logprobs_mode_is_refused_naming_the_log(tmp_path):
     """A v0.10.2 log whose non-default args hold 'logprobs_mode': 'garbage': exit 2 with 'error: --logprobs-mode
     must be one of raw_logprobs, raw_logits, processed_logprobs, processed_logits, got 'garbage''. Nobody typed
@@ -160,7 +150,6 @@ def test_a_logs_unknown_logprobs_mode_is_refused_naming_the_log(tmp_path):
     assert "engine.log" in out.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="a terminal-wrapped sampler line is not read: the log's sampler is missed")
 def test_a_wrapped_sampler_line_is_read(tmp_path):
     """The 'FlashInfer is not available. Falling back to the PyTorch-native implementation ...' line wrapped after
     'to the' (as a terminal wraps; logrules already joins wrapped configuration records): not read, so the profile
@@ -178,8 +167,6 @@ _GEMMA_TAIL = ("INFO 09-28 09:47:45 [gpu_worker.py:298] Available KV cache memor
                "INFO 09-28 09:47:45 [kv_cache_utils.py:864] GPU KV cache size: 52,928 tokens\n")
 
 
-@pytest.mark.xfail(strict=True, reason="a log's limit_mm_per_prompt {'image': 0} / skip_mm_profiling True are not "
-                                       "read: the multimodal profile is modelled anyway")
 @pytest.mark.parametrize("arg", ["'limit_mm_per_prompt': {'image': 0}", "'skip_mm_profiling': True"])
 def test_a_logs_multimodal_settings_are_read(arg, tmp_path):
     """A v0.11.2 Gemma-3-27B-it log whose non-default args (utils.py:253) hold 'limit_mm_per_prompt': {'image': 0}
@@ -201,8 +188,6 @@ def test_a_logs_multimodal_settings_are_read(arg, tmp_path):
 
 # --- vision-language options and specs --------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="--skip-mm-profiling is accepted, with no effect, at vLLM 0.7.3 (V0), a release "
-                                       "without the option (help: 'Engine, vLLM V1')")
 def test_skip_mm_profiling_is_refused_under_v0(tmp_path):
     """`capacity -m gemma-3-27b --engine vllm --engine-version 0.7.3 --skip-mm-profiling`: exit 0, KV 289,928,939 B,
     the same as without it (profile.encoder_cache returns None outside vllm-v1); vLLM 0.7.3 has no
@@ -214,8 +199,6 @@ def test_skip_mm_profiling_is_refused_under_v0(tmp_path):
                     "--skip-mm-profiling"], ["--skip-mm-profiling"], expect=2), tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="a model YAML whose vision_parameters exceed num_parameters is accepted: its "
-                                       "text model has -1 parameters")
 def test_a_vision_tower_larger_than_the_model_is_refused(tmp_path):
     """models/gemma-3-27b.yaml with vision_parameters: 27439060337 (num_parameters 27439060336): loads;
     active_parameters is -1 and weights._published_scale negative (the text model's weights scaled by -1 / 27.0 B).
