@@ -20,6 +20,18 @@ from .steptime import StepTimes, step_times
 from .workload import Workload
 
 
+def rank_scheduler(scheduler: Scheduler, ranks: int) -> Scheduler:
+    """One attention rank's scheduler under SGLang's DP attention over `ranks`: a given --max-running-requests and the
+    --chunked-prefill-size split over the ranks, as SGLang splits them (sglang 0.5.12 wheel: srt/server_args.py:3070
+    chunked_prefill_size // dp_size under enable_dp_attention; srt/model_executor/model_runner_kv_cache_mixin.py:826
+    max_running_requests // dp_size); unchanged at one rank."""
+    if ranks == 1:
+        return scheduler
+    seqs = scheduler.max_num_seqs
+    return scheduler.replace(max_num_seqs=None if seqs is None else max(1, seqs // ranks),
+                             max_num_batched_tokens=max(1, scheduler.max_num_batched_tokens // ranks))
+
+
 def _less_the_draft(kv_tokens: int, plan, model: ModelSpec, deployment: Deployment, context_len: int) -> int:
     """The target's KV tokens beside a draft model (rooflab.step.memory.draft_memory, the step's count): its weights
     come out of the KV budget and each token's KV is shared with the draft's, in proportion at `context_len` (the
@@ -67,22 +79,24 @@ class Replica:
                                   ("deployment", deployment, Deployment), ("workload", workload, Workload)):
             if not isinstance(value, kind):
                 raise InputError(f"{name} must be a {kind.__name__}, got {shown(value)}")
-        if deployment.data_ranks > 1:
-            raise InputError(f"serving over {deployment.data_ranks} data ranks (data parallelism or data-parallel "
-                             "attention) is not modelled: the step table prices one rank's batch, and a replica's "
-                             "scheduler would have to deal requests over the ranks; serve one rank's deployment")
+        if deployment.data_parallel > 1:
+            raise InputError(f"serving over {deployment.data_parallel} data-parallel replicas (vLLM's "
+                             "--data-parallel-size) is not modelled: serve one replica's deployment (replicas "
+                             "without expert parallelism are alike: multiply its throughput)")
         memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
         scheduler = scheduler if scheduler is not None else Scheduler.default(engine, memory)
         if not isinstance(scheduler, Scheduler):
             raise InputError(f"scheduler must be a rooflab.serve.Scheduler, got {shown(scheduler)}")
+        ranks = deployment.attention_data_parallel
+        scheduler = rank_scheduler(scheduler, ranks)
         plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len,
                              deployment=deployment.replace(speculative=None))
-        kv_tokens = int(plan.num_blocks) * deployment.page_size * deployment.attention_data_parallel
+        kv_tokens = int(plan.num_blocks) * deployment.page_size           # one attention rank's pool
         kv_tokens = _less_the_draft(kv_tokens, plan, model, deployment, workload.max_len)
         shortest = workload.input.low + 1                     # a running request holds at least its prompt
         most = [4096, kv_tokens // shortest + 1, scheduler.running_cap]
         if max_concurrency is not None:
-            most.append(int(max_concurrency))
+            most.append(-(-int(max_concurrency) // ranks))        # the busiest rank's share
         top = max(1, min(most))
         if steps is None:
             kernels = engine_kernels(model, gpu, deployment, scheduler.engine, scheduler.version)
@@ -92,11 +106,28 @@ class Replica:
                                routing=kernels.routing, mla_decode_splits=kernels.mla_decode_splits,
                                mla_layout=kernels.mla_layout, absorbed_bytes=kernels.absorbed_bytes,
                                sampler=kernels.sampler, dense_block=kernels.dense_block)
-        return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens, deployment.page_size)
+        return cls(model, gpu, deployment, scheduler, workload, steps, kv_tokens * ranks, deployment.page_size)
 
     @property
     def num_gpus(self) -> int:
         return self.deployment.num_gpus
+
+    @property
+    def ranks(self) -> int:
+        """The attention ranks requests are dealt over (SGLang's --enable-dp-attention --dp N; 1 without): each
+        schedules its own requests into its own KV pool, and their steps run together (the MoE's collectives)."""
+        return self.deployment.attention_data_parallel
+
+    @property
+    def rank_kv_limit(self) -> int:
+        """Requests one attention rank's KV pages hold at once at the mean context (whole pages each)."""
+        per_request = self.mean_context_tokens + self.page_size / 2.0
+        return max(0, int((self.kv_tokens // self.ranks) // per_request))
+
+    @property
+    def rank_running_limit(self) -> int:
+        """Most requests one attention rank runs at once: its scheduler's limit and its KV limit."""
+        return max(0, min(self.rank_kv_limit, self.scheduler.running_cap))
 
     @property
     def mean_context_tokens(self) -> float:
@@ -107,19 +138,19 @@ class Replica:
 
     @property
     def kv_limit(self) -> int:
-        """Requests the KV pages hold at once at the mean context (each rounded up to whole pages)."""
-        per_request = self.mean_context_tokens + self.page_size / 2.0
-        return max(0, int(self.kv_tokens // per_request))
+        """Requests the KV pages hold at once at the mean context (each rounded up to whole pages), over the ranks."""
+        return self.rank_kv_limit * self.ranks
 
     @property
     def running_limit(self) -> int:
-        """Most requests running at once: the scheduler's limit and the KV limit."""
-        return max(0, min(self.kv_limit, self.scheduler.running_cap))
+        """Most requests running at once over the ranks: the scheduler's limit and the KV limit of each."""
+        return self.rank_running_limit * self.ranks
 
     def describe(self) -> str:
         spec = self.deployment.speculative
         drafts = "" if spec is None else (
             f", {spec.method.value} k {spec.num_speculative_tokens} at acceptance {spec.acceptance_rate:g} "
             f"({spec.tokens_per_step:.3g} tokens a decode step)")
+        each = f" each of {self.ranks} attention ranks" if self.ranks > 1 else ""
         return (f"{self.model.display_name or self.model.name} on {self.gpu.display_name or self.gpu.name}, "
-                f"{self.deployment.describe()}{drafts}; {self.scheduler.describe()}; {self.workload.describe()}")
+                f"{self.deployment.describe()}{drafts};{each} {self.scheduler.describe()}; {self.workload.describe()}")

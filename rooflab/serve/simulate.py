@@ -301,6 +301,9 @@ def simulate(replica: Replica, load, num_requests: Optional[int] = None, seed: i
         raise InputError(f"load must be ClosedLoop or RequestRate, got {shown(load)}")
     if estimate not in ESTIMATES:
         raise InputError(f"estimate must be floor or predicted, got {shown(estimate)}")
+    if replica.ranks > 1:
+        raise InputError(f"data-parallel attention over {replica.ranks} ranks is served in the closed form "
+                         "(rooflab.serve.steady); the simulation runs one scheduler: drop --request-rate / --simulate")
     if replica.deployment.speculative is not None:
         raise InputError("speculative decoding is served in the closed form (rooflab.serve.steady: each decode step "
                          "emits the drafts' expected tokens); the simulation emits one token a decode step: drop "

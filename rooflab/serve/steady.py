@@ -25,6 +25,13 @@ tokens in expectation, so a request takes (O - 1) / E decode steps, the decodes 
 TPOT = τ / E and tok/s/user = E / τ (vllm bench serve's TPOT: (E2E - TTFT) / (O - 1)); ITL stays τ, a streamed
 chunk a step. E is the mean: the spread of accepted lengths is not priced.
 
+Data-parallel attention over N ranks (SGLang's --enable-dp-attention --dp N; Replica.ranks): requests are dealt
+evenly, each rank schedules its own into its own KV pool (Replica.rank_kv_limit, rank_running_limit; SGLang splits
+--max-running-requests and --chunked-prefill-size over the ranks), and the ranks step together (the MoE's
+collectives wait for every rank), so every request moves at the busiest rank's pace: the equations above run for
+R = min(ceil(c / N), the rank's limit), and the throughput counts min(c, N R) requests running. D is a rank's; the
+ranks' imbalance beyond the ceiling and the idle ranks' dummy steps are not priced.
+
 L is the mean context a decode step reads (Replica.mean_context_tokens). T_pre is the size-biased mean of the
 prefill steps a request waits for (a request is likelier to enter in a step with many). The equations are
 solved by fixed-point iteration. Metrics as vllm bench serve defines them (rooflab.serve.metrics): TTFT =
@@ -162,9 +169,10 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     decodes = max(w.output.mean - 1.0, 1e-9) / per_step          # decode steps a request takes
     prompt = replica.scheduler.prefill_tokens(w.input.mean)
     context = replica.mean_context_tokens
-    running = float(min(concurrency, replica.running_limit))
-    if running < 1:
+    ranks = replica.ranks
+    if replica.rank_running_limit < 1:
         raise_kv(replica)
+    running = float(min(-(-concurrency // ranks), replica.rank_running_limit))     # the busiest rank's
     d = running * decodes / (decodes + 1.0)
     budget = replica.scheduler.max_num_batched_tokens
     cap = budget * decodes / (prompt + decodes * q) if replica.scheduler.mixed else float("inf")
@@ -176,14 +184,16 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
             break
         d = 0.5 * d + 0.5 * target
     tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q)
-    x = d / (decodes * tau)
-    queue = (concurrency - running) / x if concurrency > running else 0.0
+    everyone = min(float(concurrency), running * ranks)          # running over the ranks
+    x = d / (decodes * tau) * everyone / running                   # requests/s over the ranks
+    queue = (concurrency - everyone) / x if concurrency > everyone else 0.0
     ttft = queue + t_pre
     e2e = ttft + decodes * tau
     out = concurrency / e2e * w.output.mean
     tpot = tau / per_step
-    return Steady(estimate, concurrency, running, d, p_step, tau, ttft, tpot, tau, e2e, queue, concurrency / e2e,
-                  out, out / replica.num_gpus, 1.0 / tpot, running < concurrency and running == replica.kv_limit,
+    return Steady(estimate, concurrency, everyone, d, p_step, tau, ttft, tpot, tau, e2e, queue, concurrency / e2e,
+                  out, out / replica.num_gpus, 1.0 / tpot,
+                  everyone < concurrency and running == replica.rank_kv_limit,
                   bool(bound or d >= cap * (1 - 1e-6)))
 
 

@@ -210,8 +210,8 @@ def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, en
 
 @pytest.mark.parametrize("args, words", [
     (["--pp", "2"], ["--pp 2", "report --phase step --pp 2"]),
-    (["-tp", "2", "--dp", "2"], ["data ranks"]),
-    (["-tp", "2", "--engine", "sglang", "--enable-dp-attention"], ["data ranks"]),
+    (["-tp", "2", "--dp", "2"], ["data-parallel replicas", "--data-parallel-size"]),
+    (["-tp", "2", "--engine", "sglang", "--enable-dp-attention", "--simulate"], ["attention", "closed form"]),
     (["-tp", "2", "--ep", "2"], ["--ep 2", "--enable-expert-parallel"]),      # the default engine is vLLM
     (["-tp", "2", "--engine", "sglang", "--ep", "2", "--enable-expert-parallel"], ["give one"]),
     (["-tp", "2", "--acceptance-rate", "0.5"], ["--acceptance-rate", "--speculative-config"]),

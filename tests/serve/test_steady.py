@@ -98,3 +98,32 @@ def test_a_draft_model_shares_the_replicas_kv_pages():
     assert weights > 15e9 and draft > 0
     expected = int(a.kv_tokens * (plan.kv_budget_bytes - weights) / plan.kv_budget_bytes * target / (target + draft))
     assert b.kv_tokens == expected < a.kv_tokens
+
+
+def test_data_parallel_attention_deals_requests_over_the_ranks():
+    """SGLang's --enable-dp-attention --dp 8 on 8 H200s (DeepSeek-V3, EP 8): each attention rank holds its own KV
+    pool and scheduler (SGLang splits --chunked-prefill-size 8,192 into 1,024 a rank: sglang 0.5.12 srt/
+    server_args.py:3070) and the ranks step together, so the steady state at concurrency c is one rank's at
+    ceil(c / 8) requests (rooflab.serve.steady's docstring): the same step time, TPOT and E2E, and 8 x its
+    requests/s when c divides evenly."""
+    from rooflab import load_gpu, load_model
+    from rooflab.deployment import Deployment
+    from rooflab.serve import Replica, Scheduler, Workload
+    from rooflab.serve.replica import rank_scheduler
+    from rooflab.units import GiB
+
+    model, gpu = load_model("deepseek-v3"), load_gpu("h200-sxm")
+    dep = Deployment(tensor_parallel=8, attention_data_parallel=8, expert_parallel=8)
+    sched = Scheduler.sglang(141 * GiB)
+    rep = Replica.build(model, gpu, dep, Workload.fixed(1024, 256), sched, max_concurrency=64)
+    assert rep.ranks == 8 and rep.scheduler.max_num_batched_tokens == 1024
+    assert rank_scheduler(sched.replace(max_num_seqs=100), 8).max_num_seqs == 12
+    assert rep.kv_limit == 8 * rep.rank_kv_limit and rep.running_limit == 8 * rep.rank_running_limit
+    for c in (8, 64):
+        s = solve(rep, c, "floor")
+        assert s.running == c
+        assert s.e2e_s == pytest.approx(s.ttft_s + 255 * s.step_s, rel=1e-12)
+        assert s.requests_per_s == pytest.approx(c / s.e2e_s, rel=1e-12)
+        assert s.decodes_per_step <= c / 8                   # a rank's decodes, not the replica's
+    uneven, even = solve(rep, 9, "floor"), solve(rep, 16, "floor")
+    assert uneven.step_s == pytest.approx(even.step_s, rel=1e-12)   # 9 over 8 ranks: the busiest holds 2

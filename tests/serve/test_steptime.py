@@ -86,15 +86,20 @@ def test_a_fractional_decode_is_one_decode_and_nothing_takes_no_time(replica):
     assert steps.floor_s(0, 0, 0)[0] == 0.0
 
 
-def test_several_data_ranks_are_refused(replica):
+def test_data_parallel_replicas_are_refused_and_attention_ranks_served(replica):
+    """vLLM's --data-parallel-size replicas are refused, naming the option; SGLang's data-parallel attention ranks
+    are served (one rank's step table, rooflab.serve.steady)."""
     from rooflab import load_model
     from rooflab.deployment import Deployment
     from rooflab.errors import InputError
-    from rooflab.serve import Replica
+    from rooflab.serve import Replica, Scheduler
 
-    with pytest.raises(InputError, match="data ranks"):
-        Replica.build(load_model("deepseek-v3"), replica.gpu, Deployment(tensor_parallel=8, attention_data_parallel=8,
-                                                                        expert_parallel=8), replica.workload)
+    with pytest.raises(InputError, match="data-parallel-size"):
+        Replica.build(load_model("llama-3-8b"), replica.gpu, Deployment(data_parallel=2), replica.workload)
+    served = Replica.build(load_model("deepseek-v3"), replica.gpu, Deployment(
+        tensor_parallel=8, attention_data_parallel=8, expert_parallel=8), replica.workload,
+        Scheduler.sglang(replica.gpu.hbm_capacity_bytes), max_concurrency=16)
+    assert served.ranks == 8 and served.steps.table.decodes_grid[-1] <= 2 + 1
 
 
 def test_a_replica_prices_the_experts_as_its_engine_and_version_run_them():
