@@ -87,6 +87,25 @@ def test_short_output_takes_at_least_one_decode_step(output, tmp_path):
     assert p["e2e_s"] - p["ttft_s"] >= p["itl_s"] * (1 - 1e-9)
 
 
+@pytest.mark.xfail(strict=True, reason="an EAGLE / MTP head's KV and weights are left out of the replica's KV pages")
+@pytest.mark.parametrize("args", [["-m", "llama-3-8b", *EAGLE3],
+                                  ["-m", "deepseek-v3", "--tp", "8", "--speculative-config",
+                                   '{"method": "mtp", "num_speculative_tokens": 1}']], ids=["eagle", "mtp"])
+def test_draft_head_takes_kv_pages(args, tmp_path):
+    """`rooflab serve -m llama-3-8b -g h200-sxm --max-concurrency 1 --speculative-config '{"method": "eagle",
+    "num_speculative_tokens": 3}'`: kv_limit 591, as without drafts (deepseek-v3 --tp 8 with MTP: 465, as
+    without); a draft model's weights and KV are counted (llama-3.2-1b: 591 -> 463). vLLM 0.11.0 loads the EAGLE /
+    MTP drafter's layers into the same static forward context (v1/spec_decode/eagle.py:813-831) and
+    get_kv_cache_spec gives every Attention layer there its KV from the one pool (v1/worker/gpu_model_runner.py:
+    4051-4052): the head's one layer takes 1/33 of llama-3-8b's pages, and its weights (a decoder layer, and
+    EAGLE's fc) come out of the budget. Should: a smaller kv_limit with the head than without. Suspect:
+    rooflab/step/memory.py draft_memory (('', 0, 0) unless method is draft_model), read by serve/replica.py
+    _less_the_draft."""
+    base = ["serve", "-g", "h200-sxm", "--max-concurrency", "1"]
+    plain = [a for a in args if not a.startswith("--spec") and not a.startswith("{")]
+    assert _json([*base, *args], tmp_path)["kv_limit"] < _json([*base, *plain], tmp_path)["kv_limit"]
+
+
 # --- the step's parallelism spellings -----------------------------------------------------------------------------
 
 @pytest.mark.xfail(strict=True, reason="serve refuses every --dcp > 1: its provenance step is priced at a one-page "
@@ -133,6 +152,19 @@ def test_chunked_prefill_smaller_than_the_ranks(tmp_path):
     --chunked-prefill-size. Suspect: rooflab/serve/replica.py rank_scheduler, max(1, tokens // ranks)."""
     doc = _json([*DSV3_DP8, "--chunked-prefill-size", "4", "--max-concurrency", "4"], tmp_path)
     assert _predicted(doc, 4)["ttft_s"] < 1.0
+
+
+@pytest.mark.xfail(strict=True, reason="--max-running-requests below the DP-attention ranks: SGLang's pool holds "
+                                       "none (it asserts), rooflab runs one a rank, more than asked")
+def test_max_running_requests_smaller_than_the_ranks(tmp_path):
+    """`rooflab serve -m deepseek-v3 -g h200-sxm --tp 8 --engine sglang --enable-dp-attention --dp 8
+    --max-running-requests 7 --max-concurrency 64` exits 0 with running_limit 8 and 8 requests running: more than
+    the 7 asked for. SGLang 0.5.12 gives each DP worker max_running_requests // dp_size = 0
+    (srt/model_executor/model_runner_kv_cache_mixin.py:824-826) and refuses to start (srt/managers/tp_worker.py:299,
+    'max_running_request is zero'). Should: exit 2 naming --max-running-requests and --dp (at least --dp
+    requests). Suspect: rooflab/serve/replica.py rank_scheduler, max(1, seqs // ranks)."""
+    _refused([*DSV3_DP8, "--max-running-requests", "7", "--max-concurrency", "64"], tmp_path,
+             "--max-running-requests")
 
 
 @pytest.mark.xfail(strict=True, reason="the figure at one concurrency depends on the others asked for (the "
