@@ -224,6 +224,32 @@ def test_v0_chunked_prefill_default_conditions(gpu, extra, tmp_path):
     assert "steps apart" in out.stdout.splitlines()[0], out.describe()
 
 
+@pytest.mark.xfail(strict=True, reason="a KV-cache dtype name vLLM 0.7.3 does not take is accepted at 0.7.3")
+@pytest.mark.parametrize("kv", ["fp8_ds_mla", "bfloat16"])
+def test_v0_kv_cache_dtype_names_by_release(kv, tmp_path):
+    """`rooflab serve -m deepseek-v3 -g h200-sxm --tp 8 --engine vllm --engine-version 0.7.3 --kv-cache-dtype
+    fp8_ds_mla --max-concurrency 1` exits 0 (likewise bfloat16 / float16, and report --phase step and capacity at
+    0.7.3). vLLM 0.7.3's --kv-cache-dtype takes choices=['auto', 'fp8', 'fp8_e5m2', 'fp8_e4m3'] only
+    (engine/arg_utils.py:359-361): argparse refuses the rest. The shared vocabulary applies SGLang's refusals under
+    --engine sglang, but no release's. Should: exit 2 naming --kv-cache-dtype and the release. Suspect: rooflab/
+    engines/vocab.py parse_kv_cache_dtype / DeploymentWords.resolve (engine, no version)."""
+    _refused(["serve", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", *V0, "--kv-cache-dtype", kv,
+              "--max-concurrency", "1"], tmp_path, "--kv-cache-dtype")
+
+
+@pytest.mark.xfail(strict=True, reason="--speculative-config taken at vLLM 0.7.3, which has no such option")
+def test_v0_speculative_config_spelling(tmp_path):
+    """`rooflab serve -m llama-3-8b -g h200-sxm --engine vllm --engine-version 0.7.3 --speculative-config
+    '{"method": "eagle", "num_speculative_tokens": 3}' --max-concurrency 8` exits 0. vLLM 0.7.3 has no
+    --speculative-config: its drafts are --speculative-model and --num-speculative-tokens (engine/arg_utils.py:754,
+    :772), and EAGLE there needs an EAGLE checkpoint and refuses chunked prefill (config.py:1812-1813). Should: exit 2
+    naming --speculative-config and the release, as --skip-mm-profiling is refused before its release
+    (engines/settings.py V1_OPTION_RELEASES). Suspect: rooflab/cli/report.py _speculative_spelling (engine, not
+    release)."""
+    _refused(["serve", "-m", "llama-3-8b", "-g", "h200-sxm", *V0, *EAGLE3, "--max-concurrency", "8"], tmp_path,
+             "--speculative-config")
+
+
 # --- engine logs ------------------------------------------------------------------------------------------------
 
 _CONFIG = ("INFO 04-24 16:32:50 [core.py:58] Initializing a V1 LLM engine (v0.11.0) with config: model='x', "
