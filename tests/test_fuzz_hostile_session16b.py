@@ -208,6 +208,21 @@ def test_v0_token_budget_below_max_model_len_is_refused(version, tmp_path):
               "--max-num-batched-tokens", "1024", "--max-concurrency", "8"], tmp_path, "--max-num-batched-tokens")
 
 
+@pytest.mark.xfail(strict=True, reason="serve takes requests past the model's max_context_len that capacity --engine "
+                                       "vllm refuses; V0 then chunks a prompt it cannot chunk")
+@pytest.mark.parametrize("version", [[], V0], ids=["v1", "v0"])
+def test_request_past_max_context_len_is_refused(version, tmp_path):
+    """`rooflab serve -m llama-3-8b -g h200-sxm --engine vllm --input-len 9000 --max-concurrency 2` (10,024 tokens a
+    request, llama-3-8b's max_context_len 8,192) exits 0; `rooflab capacity -m llama-3-8b -g h200-sxm --engine vllm
+    --max-model-len 10024` refuses it ('exceeds llama-3-8b's max_context_len 8,192; vLLM refuses it'). At
+    --engine-version 0.7.3 serve's V0 budget is max(max_model_len, 2048) = 8,192 tokens, steps apart, and the
+    closed form spreads the 9,000-token prompt over two prefill steps, which V0 without chunked prefill cannot do
+    (it rejects the prompt). Should: exit 2 naming --input-len / --output-len and max_context_len, as capacity does.
+    Suspect: rooflab/cli/serve.py _replica (no check of workload.max_len against spec.max_context_len)."""
+    _refused(["serve", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "vllm", *version[2:], "--input-len", "9000",
+              "--max-concurrency", "2"], tmp_path, "max_context_len")
+
+
 @pytest.mark.xfail(strict=True, reason="V0 keeps chunked prefill off by default under speculative decoding and on "
                                        "ROCm; rooflab turns it on above 32,768 tokens regardless")
 @pytest.mark.parametrize("gpu,extra", [("h200-sxm", EAGLE3), ("mi300x", [])], ids=["speculative", "rocm"])
