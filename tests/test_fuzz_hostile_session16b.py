@@ -265,6 +265,21 @@ def test_v0_speculative_config_spelling(tmp_path):
              "--speculative-config")
 
 
+@pytest.mark.xfail(strict=True, reason="0.7.3's long-context chunked-prefill default applied to every release "
+                                       "before 0.8, where 0.4.0 has none")
+def test_v0_defaults_before_the_long_context_rule(tmp_path):
+    """`rooflab serve -m llama-3.1-8b -g h200-sxm --engine vllm --engine-version 0.4.0 --max-concurrency 8` reads
+    '--max-num-batched-tokens 2,048, mixed' (Scheduler.vllm_v0, read from 0.7.3, for every release before 0.8.0).
+    vLLM 0.4.0 (wheel) defaults enable_chunked_prefill to False whatever the length (engine/arg_utils.py:65) and the
+    budget to max(max_model_len, 2048) (config.py:552-554): 131,072 tokens, prefill and decode steps apart. Should:
+    0.4.0's defaults (steps apart at 131,072), or the releases before the rule refused. Suspect: rooflab/serve/
+    scheduler.py Scheduler.vllm / vllm_v0 (one V0 rule for every release before V1_DEFAULT_RELEASE)."""
+    out = invoke(["serve", "-m", "llama-3.1-8b", "-g", "h200-sxm", "--engine", "vllm", "--engine-version", "0.4.0",
+                  "--max-concurrency", "8"], tmp_path)
+    assert out.code == 0, out.describe()
+    assert "steps apart" in out.stdout.splitlines()[0], out.describe()
+
+
 # --- engine logs ------------------------------------------------------------------------------------------------
 
 _CONFIG = ("INFO 04-24 16:32:50 [core.py:58] Initializing a V1 LLM engine (v0.11.0) with config: model='x', "
