@@ -211,8 +211,9 @@ class StepTable:
         max_context = whole_number(max_context, "max_context", maximum=MAX_TOKENS)
         max_prefill = whole_number(max_prefill, "max_prefill", maximum=MAX_TOKENS)
         imbalance = real_number(expert_imbalance, "expert_imbalance", 1, 1e3)
-        low = deployment.page_size if min_context is None else max(deployment.page_size, whole_number(
-            min_context, "min_context", maximum=MAX_TOKENS))
+        page = deployment.page_size * deployment.position_split    # DCP: a page on each of the position ranks
+        low = page if min_context is None else max(page, whole_number(min_context, "min_context",
+                                                                         maximum=MAX_TOKENS))
         context_of = functools.partial(step_context, model, gpu, deployment, imbalance,
                                        decode_attention_of(decode_attention), moe_kernel_of(moe_kernel),
                                        routing=Routing.of(routing, "routing"), mla_decode_splits=mla_decode_splits,

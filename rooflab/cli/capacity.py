@@ -173,7 +173,7 @@ def capacity(
     tp = tensor_parallel or tensor_parallel_size or 1
     dp, attention_dp, ep = dopt.parallel_degrees(tp, data_parallel, dp_attention or enable_dp_attention,
                                                  enable_expert_parallel, expert_parallel)
-    dopt.check_ep_spelling(engine, expert_parallel)
+    dopt.check_ep_spelling(engine, expert_parallel, enable_expert_parallel)
     deployment, set_fields, kv = dopt.words_of(ctx).resolve(
         engine=parse_engine(engine) if engine else None, checkpoint=loaded,
         expert_parallel=ep, attention_data_parallel=attention_dp, data_parallel=dp, decode_context_parallel=dcp,

@@ -181,14 +181,18 @@ def parallel_degrees(tp: int, dp: Optional[int], dp_attention: bool, enable_ep: 
     return replicas, 1, tp * replicas if enable_ep else ep
 
 
-def check_ep_spelling(engine: Optional[str], ep: int) -> None:
+def check_ep_spelling(engine: Optional[str], ep: int, enable_ep: bool = False) -> None:
     """--ep N is SGLang's --ep-size; vLLM has no EP size (--enable-expert-parallel makes EP = TP x DP): refused
-    under --engine vllm, naming vLLM's switch (as SGLang's --enable-dp-attention is refused there)."""
+    under --engine vllm, naming vLLM's switch (as SGLang's --enable-dp-attention is refused there); vLLM's switch
+    under --engine sglang, naming --ep-size."""
     from ..vocab import Engine
 
     if engine and ep > 1 and Engine.of(engine, "--engine") is Engine.vllm:
         raise typer.BadParameter(f"--ep {ep} is SGLang's --ep-size; vLLM sets no EP size: its "
                                  "--enable-expert-parallel makes EP = TP x DP (give that, or --engine sglang)")
+    if engine and enable_ep and Engine.of(engine, "--engine") is Engine.sglang:     # sglang 0.5.12 server_args.py
+        raise typer.BadParameter("--enable-expert-parallel is vLLM's switch; SGLang sets the EP size: "   # :5986-5987
+                                 "--ep-size N (give that, or --engine vllm)")
 
 
 def words_of(ctx: typer.Context) -> DeploymentWords:

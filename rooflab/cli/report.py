@@ -231,14 +231,20 @@ def report(
 def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None:
     """Step options that mean nothing without another: refused, naming both (as --pp-layer-partition without --pp
     and --max-loras without --enable-lora are)."""
-    speculative = bool(spec_config or spec_algorithm or spec_tokens)
-    if ctx.get_parameter_source("acceptance").name == "COMMANDLINE" and not speculative:
-        fail("--acceptance-rate is the drafts' acceptance: give --speculative-config or --speculative-algorithm")
+    speculative = acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens)
     if speculative and step is StepKind.prefill:
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
              "--step prefill prices a prefill")
     _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens)
-    dopt.check_ep_spelling(ctx.params.get("engine"), ctx.params.get("ep") or 1)
+    dopt.check_ep_spelling(ctx.params.get("engine"), ctx.params.get("ep") or 1, bool(ctx.params.get("enable_ep")))
+
+
+def acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens) -> bool:
+    """Whether drafts are given (the engines' speculative options); --acceptance-rate typed without them is refused."""
+    speculative = bool(spec_config or spec_algorithm or spec_tokens)
+    if ctx.get_parameter_source("acceptance").name == "COMMANDLINE" and not speculative:
+        fail("--acceptance-rate is the drafts' acceptance: give --speculative-config or --speculative-algorithm")
+    return speculative
 
 
 def _speculative_spelling(engine, vllm_given, sglang_given) -> None:

@@ -21,7 +21,8 @@ from .charts import DataOpt, GpusOpt, _inputs, _names, _output_opt, _save
 from . import deployment_options as dopt
 from .deployment_options import EngineVersionOpt, QuantizationOpt, WeightDTypeOpt
 from .options import ExpertParallelOpt
-from .report import _speculative_spelling, report as _report, speculative_of
+from ..deployment import Speculative
+from .report import _speculative_spelling, acceptance_needs_drafts, report as _report, speculative_of
 
 #: The speculative options are `report --phase step`'s, declared once there: (annotation, default) by name.
 _R = {n: p for n, p in inspect.signature(_report).parameters.items()}
@@ -55,7 +56,8 @@ def _slo(text: str) -> float:
 
 
 EngineOpt = Annotated[str, typer.Option("--engine", metavar="vllm|sglang|tensorrt-llm",
-                                        help="Whose scheduler and defaults: vllm (V1), sglang or tensorrt-llm.")]
+                                        help="Whose scheduler and defaults: vllm (V1; V0 at an --engine-version before 0.8), sglang or "
+                                             "tensorrt-llm.")]
 TpOpt = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", "--tp", "--tp-size",
                                     parser=params.count(1, MAX_GPUS), metavar="N", help="Tensor-parallel GPUs.")]
 InOpt = Annotated[int, typer.Option("--input-len", "--random-input-len", parser=params.count(1, MAX_TOKENS),
@@ -97,12 +99,12 @@ class Parallel:
     enable_ep: bool = False
     pp: int = 1
     eager: bool = False
-    speculative: object = None          # a rooflab.Speculative (speculative_of), or None
+    speculative: Optional["Speculative"] = None      # speculative_of's, or None
 
     def fields(self, engine: str, tp: int) -> dict:
         """The Deployment's fields these set (the engines' EP spelling checked under `engine`)."""
         try:
-            dopt.check_ep_spelling(engine, self.ep)
+            dopt.check_ep_spelling(engine, self.ep, self.enable_ep)
             replicas, attention, expert = dopt.parallel_degrees(tp, self.dp, self.dp_attention, self.enable_ep,
                                                                 self.ep)
         except typer.BadParameter as exc:
@@ -119,11 +121,8 @@ def _parallel(ctx: typer.Context, engine: str, dcp, dp, dp_attention, ep, enable
               spec_algorithm, spec_tokens, draft_model, acceptance) -> Parallel:
     """serve's Parallel from its options; the speculative ones read as report --phase step reads them (that
     engine's spelling under --engine; --acceptance-rate only with drafts)."""
-    speculative = bool(spec_config or spec_algorithm or spec_tokens)
-    if ctx.get_parameter_source("acceptance").name == "COMMANDLINE" and not speculative:
-        fail("--acceptance-rate is the drafts' acceptance: give --speculative-config or --speculative-algorithm")
-    if ctx.get_parameter_source("engine").name == "COMMANDLINE":
-        _speculative_spelling(engine, spec_config, spec_algorithm or spec_tokens)
+    acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens)
+    _speculative_spelling(engine, spec_config, spec_algorithm or spec_tokens)     # serve always has an engine
     return Parallel(dcp, dp, dp_attention, ep, enable_ep, pp, eager,
                     speculative_of(spec_config, spec_algorithm, spec_tokens, draft_model, acceptance))
 
@@ -148,7 +147,7 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     # own); the GEMMs' arithmetic follows the weights' format as in report --phase step (fp8 for fp8-stored weights)
     weights = weight_words.resolve(checkpoint=spec)[0].weight_format
     deployment = Deployment(tensor_parallel=tp, page_size=page_size, gpu_memory_utilization=utilization,
-                            weight_format=weights, dtype=kv or act, kv_cache_dtype=kv or act,
+                            weight_format=weights, dtype=act, kv_cache_dtype=kv or act,
                             mla_sparse_fp8=words.mla_sparse_fp8, **parallel.fields(engine, tp))
     if style not in ("vllm", "inferencex"):
         raise InputError(f"--lengths: {style!r}; use vllm or inferencex")
@@ -156,11 +155,12 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     workload = Workload(draw(input_len, range_ratio), draw(output_len, range_ratio)) if range_ratio else \
         Workload.fixed(input_len, output_len)
     if mixed and eng is not Engine.sglang:        # a switch of SGLang's; taken silently it changed nothing
-        raise InputError(f"--enable-mixed-chunk is SGLang's; {eng.title} always runs prefill chunks beside decodes: "
-                         "drop it, or --engine sglang")
+        raise InputError(f"--enable-mixed-chunk is SGLang's; {eng.title} has no such switch (its own chunked prefill "
+                         "decides): drop it, or --engine sglang")
     memory = g.cuda_visible_bytes or g.hbm_capacity_bytes
     options = {Engine.vllm: dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens,
-                                 version=version or "", max_model_len=spec.max_context_len),
+                                 version=version or "", max_model_len=spec.max_context_len,
+                                 chunkable=Scheduler.v0_chunkable(spec, parallel.speculative is not None)),
                Engine.sglang: dict(max_running_requests=max_num_seqs, chunked_prefill_size=max_tokens,
                                    enable_mixed_chunk=mixed),
                Engine.trtllm: dict(max_batch_size=max_num_seqs, max_num_tokens=max_tokens)}[eng]

@@ -150,10 +150,13 @@ def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine:
         tp, weight_format, kv, 1, 1, 1, False
     g = load_gpu(gpu)
     workload = Workload(Lengths(*ranges[:2]), Lengths(*ranges[2:]))
-    scheduler = Scheduler.default(Engine.of(engine), g.cuda_visible_bytes or g.hbm_capacity_bytes)
+    spec = load_model(model)
+    eng = Engine.of(engine)
+    at = dict(version=version, max_model_len=spec.max_context_len,
+              chunkable=Scheduler.v0_chunkable(spec)) if eng is Engine.vllm else {}     # V0's defaults at a V0 row
+    scheduler = Scheduler.default(eng, g.cuda_visible_bytes or g.hbm_capacity_bytes, **at)
     if version:                                    # the row's engine version: it picks the expert kernel
         scheduler = scheduler.replace(version=version)
-    spec = load_model(model)
     return Replica.build(spec, g, _deployment(row, spec), workload, scheduler)
 
 

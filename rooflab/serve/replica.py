@@ -28,20 +28,23 @@ def rank_scheduler(scheduler: Scheduler, ranks: int) -> Scheduler:
     if ranks == 1:
         return scheduler
     seqs = scheduler.max_num_seqs
+    if seqs is not None and seqs < ranks:
+        raise InputError(f"--max-running-requests {seqs:,} over {ranks} attention ranks (--dp {ranks}) gives each "
+                         f"rank {seqs // ranks} (SGLang divides it): give at least {ranks}")
     return scheduler.replace(max_num_seqs=None if seqs is None else max(1, seqs // ranks),
                              max_num_batched_tokens=max(1, scheduler.max_num_batched_tokens // ranks))
 
 
-def _less_the_draft(kv_tokens: int, plan, model: ModelSpec, deployment: Deployment, context_len: int) -> int:
-    """The target's KV tokens beside a draft model (rooflab.step.memory.draft_memory, the step's count): its weights
-    come out of the KV budget and each token's KV is shared with the draft's, in proportion at `context_len` (the
-    workload's longest request); unchanged without a draft model."""
+def _less_the_draft(kv_tokens: int, plan, model: ModelSpec, deployment: Deployment, context_len: int,
+                    release: Optional[tuple] = None) -> int:
+    """The target's KV tokens beside a draft model (rooflab.step.memory.draft_memory, the step's count, at SGLang's
+    `release` for DP attention's layout): its weights come out of the KV budget and each token's KV is shared with
+    the draft's, in proportion at `context_len` (the workload's longest request); unchanged without a draft model."""
     from ..step.memory import draft_memory
+    from ..step.pricing import step_dtypes
 
-    from ..units import DType
-
-    kv_dtype = deployment.kv_cache_dtype or deployment.dtype or model.weight_dtype or DType.bf16
-    _, weights, draft = draft_memory(deployment, kv_dtype, context_len)
+    kv_dtype = step_dtypes(model, deployment)[1]
+    _, weights, draft = draft_memory(deployment, kv_dtype, context_len, deployment.position_split, release)
     target = float(plan.kv_bytes_per_sequence)
     if not weights or not target:
         return kv_tokens
@@ -79,27 +82,30 @@ class Replica:
                                   ("deployment", deployment, Deployment), ("workload", workload, Workload)):
             if not isinstance(value, kind):
                 raise InputError(f"{name} must be a {kind.__name__}, got {shown(value)}")
-        if deployment.data_parallel > 1:
-            raise InputError(f"serving over {deployment.data_parallel} data-parallel replicas (vLLM's "
-                             "--data-parallel-size) is not modelled: serve one replica's deployment (replicas "
-                             "without expert parallelism are alike: multiply its throughput)")
         memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
         scheduler = scheduler if scheduler is not None else Scheduler.default(engine, memory)
         if not isinstance(scheduler, Scheduler):
             raise InputError(f"scheduler must be a rooflab.serve.Scheduler, got {shown(scheduler)}")
+        if deployment.data_parallel > 1:
+            spelled = {Engine.vllm: "vLLM's --data-parallel-size", Engine.sglang: "SGLang's --dp-size without "
+                       "--enable-dp-attention"}.get(scheduler.engine, "data parallelism")
+            raise InputError(f"serving over {deployment.data_parallel} data-parallel replicas ({spelled}) is not "
+                             "modelled: serve one replica's deployment (replicas without expert parallelism are "
+                             "alike: multiply its throughput)")
         ranks = deployment.attention_data_parallel
         scheduler = rank_scheduler(scheduler, ranks)
+        kernels = engine_kernels(model, gpu, deployment, scheduler.engine, scheduler.version)
         plan = plan_capacity(model, gpu, workload.max_len, max_model_len=workload.max_len,
-                             deployment=deployment.replace(speculative=None))
+                             deployment=deployment.replace(speculative=None),
+                             dp_attention_release=kernels.layout_release)     # the step's weight layout
         kv_tokens = int(plan.num_blocks) * deployment.page_size           # one attention rank's pool
-        kv_tokens = _less_the_draft(kv_tokens, plan, model, deployment, workload.max_len)
+        kv_tokens = _less_the_draft(kv_tokens, plan, model, deployment, workload.max_len, kernels.layout_release)
         shortest = workload.input.low + 1                     # a running request holds at least its prompt
         most = [4096, kv_tokens // shortest + 1, scheduler.running_cap]
         if max_concurrency is not None:
             most.append(-(-int(max_concurrency) // ranks))        # the busiest rank's share
         top = max(1, min(most))
         if steps is None:
-            kernels = engine_kernels(model, gpu, deployment, scheduler.engine, scheduler.version)
             steps = step_times(model, gpu, deployment, max_decodes=top, min_context=workload.input.low,
                                max_context=workload.max_len, max_prefill=scheduler.max_num_batched_tokens,
                                moe_kernel=kernels.moe_kernel, decode_attention=kernels.decode_attention,

@@ -111,14 +111,14 @@ class Scheduler:
     def vllm(cls, gpu_memory_bytes: float, max_num_seqs: Optional[int] = None,
              max_num_batched_tokens: Optional[int] = None, offline: bool = False,
              prefix_cache_hit_rate: float = 0.0, a100: bool = False, version: str = "",
-             max_model_len: Optional[int] = None) -> "Scheduler":
+             max_model_len: Optional[int] = None, chunkable: bool = True) -> "Scheduler":
         """vLLM V1's scheduler with `vllm serve`'s defaults for a GPU of `gpu_memory_bytes` (offline: the LLM
         class's); chunked prefill on. At a V0 `version` (before V1_DEFAULT_RELEASE) V0's defaults instead, for a
         model served at `max_model_len` (vllm_v0)."""
         release = engine_release(version) if version else None
         if release is not None and release < V1_DEFAULT_RELEASE:
             return cls.vllm_v0(max_model_len, max_num_seqs, max_num_batched_tokens, prefix_cache_hit_rate,
-                               version)
+                               version, chunkable)
         big = gpu_memory_bytes >= 70 * GiB and not a100
         seqs = max_num_seqs if max_num_seqs is not None else (1024 if big else 256)
         tokens = max_num_batched_tokens if max_num_batched_tokens is not None else (
@@ -128,20 +128,31 @@ class Scheduler:
     @classmethod
     def vllm_v0(cls, max_model_len: Optional[int], max_num_seqs: Optional[int] = None,
                 max_num_batched_tokens: Optional[int] = None, prefix_cache_hit_rate: float = 0.0,
-                version: str = "0.7.3") -> "Scheduler":
+                version: str = "0.7.3", chunkable: bool = True) -> "Scheduler":
         """vLLM V0's scheduler with its defaults (vllm 0.7.3 wheel: engine/arg_utils.py:222-224 max_num_seqs 256
         without VLLM_USE_V1, envs.py:503-504 VLLM_USE_V1 off by default; :1163-1194 chunked prefill on by default
         only for max_model_len > 32,768; config.py:1521-1536 max_num_batched_tokens 2,048 with chunked prefill, else
         max(max_model_len, 2,048)). Without chunked prefill core/scheduler.py:1440-1445 _schedule_default runs a
         step of prefills or a step of decodes (prefills first): steps apart; with it, decodes and prefill chunks
-        share a step. `max_model_len` None: 2,048 (the length vLLM takes where a config gives none)."""
+        share a step. `max_model_len` None: 2,048 (the length vLLM takes where a config gives none). `chunkable`
+        False (v0_chunkable: a multimodal or sliding-window model, speculative decoding): never chunked."""
         length = 2048 if max_model_len is None else whole_number(max_model_len, "max_model_len",
                                                                  maximum=MAX_TOKENS)
-        chunked = length > V0_CHUNKED_PREFILL_ABOVE
+        chunked = chunkable and length > V0_CHUNKED_PREFILL_ABOVE
         tokens = max_num_batched_tokens if max_num_batched_tokens is not None else (
             2048 if chunked else max(length, 2048))
         return cls(Engine.vllm, 256 if max_num_seqs is None else max_num_seqs, tokens, chunked,
                    prefix_cache_hit_rate, version)
+
+    @staticmethod
+    def v0_chunkable(model, speculative: bool = False) -> bool:
+        """Whether vLLM V0 may turn chunked prefill on by default for `model` (a ModelSpec): not for a multimodal
+        model (a vision tower), a sliding-window one, or under speculative decoding (vllm 0.7.3
+        engine/arg_utils.py:1171-1186; LoRA and pooling models, also excluded there, are not served here)."""
+        from ..specs.layers import LayerKind
+
+        sliding = any(spec.kind is LayerKind.sliding for spec in model.layer_types.values())
+        return not (model.vision_parameters or sliding or speculative)
 
     @classmethod
     def sglang(cls, gpu_memory_bytes: float, max_running_requests: Optional[int] = None,

@@ -1,7 +1,7 @@
 """The fixed-concurrency steady state in closed form: continuous batching with chunked prefill, as a formula.
 
 A closed loop of c requests (`--max-concurrency c`, every request queued): R = min(c, max_num_seqs, KV limit)
-run at once, the rest wait. Of the running ones, D decode and W are in their prefill. Per request: P prompt
+run at once, the rest wait (per attention rank under data-parallel attention: below). Of the running ones, D decode and W are in their prefill. Per request: P prompt
 tokens computed (after prefix-cache hits), O output tokens, the first from the prefill's last step, O - 1 decode
 steps. With τ the mean step time a decoding request sees and T_pre the time from admission to the first token:
 
@@ -16,7 +16,7 @@ lengths vary) bring n P prefill tokens:
     mixed (vLLM V1, SGLang --enable-mixed-chunk, TensorRT-LLM)   a step holds D decodes and min(B - D, n P)
         prefill tokens (B: --max-num-batched-tokens); τ = E_n[t(D, D L, min(B - D, n P))]; a prompt longer than
         B - D takes ceil(n P / (B - D)) steps; past B (O - 1) / (P + O - 1) decodes the prefill budget binds.
-    apart (SGLang's default)   a decode step t(D, D L, 0), then, when n > 0, prefill steps of up to B tokens
+    apart (SGLang's default, vLLM V0 without chunked prefill)   a decode step t(D, D L, 0), then, when n > 0, prefill steps of up to B tokens
         each (decodes wait): τ = t(D, D L, 0) + E_n[ceil(n P / B) t(0, 0, min(B, n P))].
 
 Speculative decoding (Deployment.speculative: k drafts verified a step at acceptance a): each decode step scores
@@ -29,13 +29,19 @@ Data-parallel attention over N ranks (SGLang's --enable-dp-attention --dp N; Rep
 evenly, each rank schedules its own into its own KV pool (Replica.rank_kv_limit, rank_running_limit; SGLang splits
 --max-running-requests and --chunked-prefill-size over the ranks), and the ranks step together (the MoE's
 collectives wait for every rank), so every request moves at the busiest rank's pace: the equations above run for
-R = min(ceil(c / N), the rank's limit), and the throughput counts min(c, N R) requests running. D is a rank's; the
-ranks' imbalance beyond the ceiling and the idle ranks' dummy steps are not priced.
+R = min(ceil(c / N), the rank's limit), and the throughput counts min(c, N R) requests running. A step's prefill
+arrivals are every rank's (Poisson of N m), the busiest rank's ceil(n / N) of them set its prefill: one rank
+prefilling makes every rank's step a prefill step (sglang 0.5.12 srt/managers/scheduler_dp_attn_mixin.py:112-113
+gathers is_extend_in_batch over the DP group). D, the prefill tokens a step and the step's time are a rank's; the
+dealing's imbalance past the ceiling (SGLang's default balancer is round-robin, blind to load:
+srt/managers/data_parallel_controller.py:571-585, so varied lengths drift the ranks apart) and the idle ranks' dummy
+steps are not priced.
 
 L is the mean context a decode step reads (Replica.mean_context_tokens). T_pre is the size-biased mean of the
 prefill steps a request waits for (a request is likelier to enter in a step with many). The equations are
 solved by fixed-point iteration. Metrics as vllm bench serve defines them (rooflab.serve.metrics): TTFT =
-T_queue + T_pre, TPOT = τ, ITL mean τ, E2E = TTFT + E[O - 1] τ; per user: 1 / TPOT (InferenceX's interactivity).
+T_queue + T_pre, TPOT = τ, ITL mean τ, E2E = TTFT + E[O - 1] τ; per user: 1 / TPOT (InferenceX's interactivity);
+under speculative decoding as below.
 
 Preemption: when R would exceed the pages the KV cache holds, R is held at the KV limit (Replica.kv_limit) and the
 rest queue; vLLM gets there by preempting (recomputing) the request scheduled last, which the simulation models
@@ -66,8 +72,8 @@ class Steady:
 
     estimate: str
     concurrency: int
-    running: float                    # R: requests running at once
-    decodes_per_step: float           # D
+    running: float                    # R: requests running at once (over every attention rank)
+    decodes_per_step: float           # D: one rank's (the busiest) decodes a step
     prefill_tokens_per_step: float
     step_s: float                     # τ: the mean step a decoding request sees
     ttft_s: float
@@ -129,13 +135,16 @@ def _poisson(m: float, top: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _mix(t, scheduler: Scheduler, d: float, context: float, prompt: float,
-         decodes: float, q: int = 1) -> tuple[float, float, float, bool]:
+         decodes: float, q: int = 1, ranks: int = 1) -> tuple[float, float, float, bool]:
     """(τ, T_pre, prefill tokens a step, prefill-bound) at D decodes, `decodes` the decode steps a request takes
-    (E[O] - 1, over E under speculative decoding), each decode `q` tokens of the step's budget."""
+    (E[O] - 1, over E under speculative decoding), each decode `q` tokens of the step's budget. Over `ranks`
+    attention ranks that step together the step's arrivals are the ranks' (Poisson of N m) and the busiest rank's
+    ceil(n / N) prefills set the step (one rank's prefill makes every rank's step a prefill step)."""
     budget = float(scheduler.max_num_batched_tokens)
-    m = d / max(1e-9, decodes)
+    m = d / max(1e-9, decodes) * ranks                          # arrivals a step over the ranks
     top = int(max(8, m + 8 * math.sqrt(m + 1) + 2))
-    n, p = _poisson(m, top)
+    total, p = _poisson(m, top)
+    n = np.ceil(total / ranks)                                  # the busiest rank's
     if scheduler.mixed:
         room = max(1.0, budget - d * q)
         tokens = np.minimum(room, n * prompt)
@@ -143,7 +152,7 @@ def _mix(t, scheduler: Scheduler, d: float, context: float, prompt: float,
         t_n = np.asarray(t(np.full_like(n, d), np.full_like(n, d * context), tokens), dtype=np.float64)
         tau = float(np.sum(p * t_n))
         wait = (steps + 1) / 2 * t_n                      # a request's share of a multi-step prefill
-        bound = m * prompt > room
+        bound = m / ranks * prompt > room                  # a rank's prefill tokens past its room
     else:
         tokens = np.minimum(budget, n * prompt)
         steps = np.where(n > 0, np.ceil(n * prompt / budget), 0.0)
@@ -152,7 +161,7 @@ def _mix(t, scheduler: Scheduler, d: float, context: float, prompt: float,
         tau = t_dec + float(np.sum(p * t_pre))
         wait = t_pre
         bound = False
-    size = n * p
+    size = total * p                                            # a request is likelier in a step with many
     t_first = float(np.sum(size * wait) / np.sum(size)) if np.sum(size) > 0 else float(wait[min(1, len(wait) - 1)])
     return tau, t_first, float(np.sum(p * tokens)), bool(bound)
 
@@ -177,13 +186,13 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     budget = replica.scheduler.max_num_batched_tokens
     cap = budget * decodes / (prompt + decodes * q) if replica.scheduler.mixed else float("inf")
     for _ in range(200):
-        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q)
+        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, ranks)
         target = min(running / (1.0 + t_pre / (decodes * tau)), cap, running)
         if abs(target - d) < 1e-9 * max(1.0, d):
             d = target
             break
         d = 0.5 * d + 0.5 * target
-    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q)
+    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, ranks)
     everyone = min(float(concurrency), running * ranks)          # running over the ranks
     x = d / (decodes * tau) * everyone / running                   # requests/s over the ranks
     queue = (concurrency - everyone) / x if concurrency > everyone else 0.0

@@ -248,7 +248,8 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
     transferred with the error band), or why there are none."""
     from ..step import step_report
 
-    report = step_report(model, gpu, batch=1, context_len=deployment.page_size, deployment=deployment,
+    report = step_report(model, gpu, batch=1, context_len=deployment.page_size * deployment.position_split,
+                         deployment=deployment,
                          check_memory=False, moe_kernel=moe_kernel, decode_attention=decode_attention, sampler=sampler)
     if not predicts:
         missing = [n for n in report.notes if n.startswith("no prediction")]

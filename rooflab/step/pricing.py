@@ -381,6 +381,13 @@ class StepContext:
         return "graph" if self.graphs else "eager"
 
 
+def step_dtypes(model: ModelSpec, deployment: Deployment) -> tuple[DType, DType]:
+    """(the activations' dtype, the KV cache's) a step runs at: the deployment's, else the checkpoint's (bf16 where it
+    states none); the cache the activations' where the deployment names none."""
+    dtype = deployment.dtype or model.weight_dtype or DType.bf16
+    return dtype, deployment.kv_cache_dtype or dtype
+
+
 def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_imbalance: float = 1.0,
                  decode_attention: str = "shared", moe_kernel: MoeKernel = DEFAULT_MOE_KERNEL,
                  dp_attention_release: Optional[tuple] = None, routing: Routing = Routing.unpriced,
@@ -406,11 +413,11 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
     if mla_decode_splits is not None:
         mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
-    dtype = deployment.dtype or model.weight_dtype or DType.bf16
+    dtype, kv_dtype = step_dtypes(model, deployment)
     weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
     graphs = deployment.cuda_graphs and (graphs is None or bool(graphs))
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
-                       kv_dtype=deployment.kv_cache_dtype or dtype, weights_as=weights_as,
+                       kv_dtype=kv_dtype, weights_as=weights_as,
                        pricer=Pricer(gpu, dtype, eager=not graphs,
                                      dense_block=DenseBlockFp8Kernel.of(dense_block, "dense_block")),
                        imbalance=expert_imbalance,
@@ -470,4 +477,4 @@ def comm_row(gpu: GpuSpec, kernel: Kernel, label: str, bytes_per_rank: float, wo
 
 
 __all__ = ["Launches", "Pricer", "StepContext", "comm_row", "gemm_row", "gemm_ceilings", "launch_times",
-           "priced_row", "step_context"]
+           "priced_row", "step_context", "step_dtypes"]

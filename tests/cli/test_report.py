@@ -411,3 +411,16 @@ def test_the_steps_kv_cache_dtype_takes_the_engines_refusals(command):
     assert refused.exit_code == 2 and "not one SGLang takes" in refused.stderr and "fp8_e4m3" in refused.stderr
     assert runner.invoke(app, [*args, "--engine", "vllm"]).exit_code == 0
     assert runner.invoke(app, [*args[:-1], "fp8_e4m3", "--engine", "sglang"]).exit_code == 0
+
+
+@pytest.mark.parametrize("command", [["report", "--phase", "step"], ["capacity"]])
+def test_vllms_expert_parallel_switch_is_refused_under_sglang(command):
+    """SGLang sets the EP size (--ep-size, sglang 0.5.12 server_args.py:5986-5987); vLLM's --enable-expert-parallel
+    under --engine sglang is refused naming it, as --ep N is under --engine vllm."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    r = CliRunner().invoke(app, [*command, "-m", "mixtral-8x7b", "-g", "h200-sxm", "--tp", "2", "--engine", "sglang",
+                                 "--enable-expert-parallel"])
+    assert r.exit_code == 2 and "--ep-size" in r.stderr and "Traceback" not in r.output

@@ -213,7 +213,7 @@ def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, en
     (["-tp", "2", "--dp", "2"], ["data-parallel replicas", "--data-parallel-size"]),
     (["-tp", "2", "--engine", "sglang", "--enable-dp-attention", "--simulate"], ["attention", "closed form"]),
     (["-tp", "2", "--ep", "2"], ["--ep 2", "--enable-expert-parallel"]),      # the default engine is vLLM
-    (["-tp", "2", "--engine", "sglang", "--ep", "2", "--enable-expert-parallel"], ["give one"]),
+    (["-tp", "2", "--engine", "sglang", "--ep", "2", "--enable-expert-parallel"], ["vLLM's switch", "--ep-size"]),
     (["-tp", "2", "--acceptance-rate", "0.5"], ["--acceptance-rate", "--speculative-config"]),
     (["-tp", "2", "--engine", "sglang", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'],
      ["--speculative-config is vLLM's"]),
@@ -221,6 +221,11 @@ def test_the_steps_parallelism_and_graphs_reach_the_replica(args, deployment, en
      ["closed form"]),
     (["-tp", "2", "--engine", "sglang", "--kv-cache-dtype", "fp8"], ["not one SGLang takes", "fp8_e4m3"]),
     (["-tp", "2", "--kv-cache-dtype", "fp8_ds_mla"], ["fp8_ds_mla", "no MLA layer"]),
+    (["-tp", "2", "--engine", "sglang", "--dp", "2"], ["--dp-size without --enable-dp-attention"]),
+    (["-tp", "2", "--engine", "sglang", "--enable-dp-attention", "--dp", "2", "--max-num-seqs", "1"],
+     ["--max-running-requests 1", "--dp 2"]),
+    (["-tp", "2", "--speculative-algorithm", "EAGLE", "--speculative-num-draft-tokens", "4"],
+     ["SGLang's", "--speculative-config"]),                 # the default engine is vLLM
 ])
 def test_what_serve_does_not_model_is_refused_naming_it(args, words):
     r = runner.invoke(app, ["serve", "-m", "mixtral-8x7b", "-g", "h200-sxm", "--max-concurrency", "4", *args])
@@ -245,3 +250,23 @@ def test_capacity_takes_sglangs_ep_size():
                             "-f", "json"])
     assert a.exit_code == b.exit_code == 0, a.output
     assert _strict(a.stdout) == _strict(b.stdout)
+
+
+def test_serve_takes_dcp():
+    """--dcp N prices the step from a context of N pages (a page on each position rank): it was refused at any
+    length (the provenance's one-page probe)."""
+    r = runner.invoke(app, ["serve", "-m", "qwen3-30b-a3b", "-g", "h200-sxm", "-tp", "8", "--dcp", "2",
+                            "--max-concurrency", "4", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert "DCP 2" in _strict(r.stdout)["replica"]
+
+
+def test_an_fp8_kv_cache_keeps_the_activations_16_bit():
+    """--kv-cache-dtype fp8 on a bf16 checkpoint: the cache fp8, the activations and GEMMs bf16 (they were fp8)."""
+    from rooflab.cli.serve import _replica
+    from rooflab.deployment_words import DeploymentWords
+    from rooflab.units import DType
+
+    rep = _replica("llama-3-8b", "h200-sxm", "vllm", 1, DeploymentWords(), "fp8", 512, 64, 0.0, "vllm", 16, 0.9,
+                   None, None, False, 0.0, 4)
+    assert (rep.deployment.dtype, rep.deployment.kv_cache_dtype) == (DType.bf16, DType.fp8_e4m3)

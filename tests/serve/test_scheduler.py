@@ -46,3 +46,17 @@ def test_vllm_v0_defaults_by_release(max_model_len, tokens, mixed):
     assert Scheduler.vllm(141 * GiB, version="0.7.3", max_model_len=max_model_len, max_num_seqs=64).max_num_seqs == 64
     v1 = Scheduler.vllm(141 * GiB, version="0.8.0", max_model_len=max_model_len)
     assert v1 == Scheduler.vllm(141 * GiB)              # V1's defaults, as without a release
+
+
+def test_v0_keeps_chunked_prefill_off_where_it_must():
+    """vllm 0.7.3 engine/arg_utils.py:1171-1186: no chunked prefill by default for a multimodal model, a
+    sliding-window one or under speculative decoding, whatever max_model_len."""
+    from rooflab import load_model
+    from rooflab.serve import Scheduler
+    from rooflab.units import GiB
+
+    assert Scheduler.v0_chunkable(load_model("llama-3.1-8b"))
+    assert not Scheduler.v0_chunkable(load_model("llama-3.1-8b"), speculative=True)
+    assert not Scheduler.v0_chunkable(load_model("gemma-3-27b"))           # a vision tower and windows
+    off = Scheduler.vllm(141 * GiB, version="0.7.3", max_model_len=131072, chunkable=False)
+    assert (off.max_num_batched_tokens, off.mixed) == (131072, False)

@@ -127,3 +127,21 @@ def test_data_parallel_attention_deals_requests_over_the_ranks():
         assert s.decodes_per_step <= c / 8                   # a rank's decodes, not the replica's
     uneven, even = solve(rep, 9, "floor"), solve(rep, 16, "floor")
     assert uneven.step_s == pytest.approx(even.step_s, rel=1e-12)   # 9 over 8 ranks: the busiest holds 2
+
+
+def test_one_ranks_prefill_stalls_every_rank(replica):
+    """SGLang's DP ranks step together and a step is a prefill step when any rank prefills (sglang 0.5.12
+    srt/managers/scheduler_dp_attn_mixin.py:112-113): with prefills and decodes apart and few arrivals a step (m
+    small), the prefill time a decode step sees is about P(n >= 1) t_pre(P) with n ~ Poisson(N m): N m t_pre over N
+    ranks against m t_pre on one."""
+    from rooflab.serve import Scheduler
+    from rooflab.serve.steady import _mix
+    from rooflab.units import GiB
+
+    t, sched = replica.steps.predicted_s, Scheduler.sglang(141 * GiB)
+    d, context, prompt, decodes = 8.0, 2048.0, 1024.0, 8000.0       # m = 1e-3 arrivals a rank a step
+    t_dec = float(t([d], [d * context], [0.0])[0])
+    one = _mix(t, sched, d, context, prompt, decodes)[0] - t_dec
+    eight = _mix(t, sched, d, context, prompt, decodes, ranks=8)[0] - t_dec
+    assert one > 0 and eight / one == pytest.approx(8, rel=0.01)
+    assert _mix(t, sched, d, context, prompt, decodes, ranks=1) == _mix(t, sched, d, context, prompt, decodes)
