@@ -171,8 +171,6 @@ def test_draft_head_takes_kv_pages(args, tmp_path):
 
 # --- the step's parallelism spellings -----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="serve refuses every --dcp > 1: its provenance step is priced at a one-page "
-                                       "context")
 @pytest.mark.parametrize("model,dcp", [("deepseek-v3", 8), ("deepseek-v3", 2), ("qwen3-30b-a3b", 2)])
 def test_serve_takes_decode_context_parallelism(model, dcp, tmp_path):
     """`rooflab serve -m deepseek-v3 -g h200-sxm --tp 8 --dcp 8 --max-concurrency 1,16` (also --dcp 2, qwen3-30b-a3b
@@ -187,7 +185,6 @@ def test_serve_takes_decode_context_parallelism(model, dcp, tmp_path):
     assert _predicted(doc, 16)["tpot_s"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="vLLM's --enable-expert-parallel taken silently under --engine sglang")
 def test_vllm_expert_parallel_switch_under_sglang_is_refused(tmp_path):
     """`rooflab serve -m mixtral-8x7b -g h100-sxm --tp 2 --enable-expert-parallel --engine sglang` exits 0, while the
     mirror case (SGLang's --ep 2 under --engine vllm) is refused naming --enable-expert-parallel. SGLang 0.5.12 has
@@ -217,8 +214,6 @@ def test_chunked_prefill_smaller_than_the_ranks(tmp_path):
     assert _predicted(doc, 4)["ttft_s"] < 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="--max-running-requests below the DP-attention ranks: SGLang's pool holds "
-                                       "none (it asserts), rooflab runs one a rank, more than asked")
 def test_max_running_requests_smaller_than_the_ranks(tmp_path):
     """`rooflab serve -m deepseek-v3 -g h200-sxm --tp 8 --engine sglang --enable-dp-attention --dp 8
     --max-running-requests 7 --max-concurrency 64` exits 0 with running_limit 8 and 8 requests running: more than
