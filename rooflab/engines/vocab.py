@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass
 
 from ..errors import InputError, shown
+from ..limits import MAX_TOKENS
 from ..units import DTYPE_ALIASES, DType
 from ..vocab import _ENGINE_ALIASES, Engine
 
@@ -394,7 +395,7 @@ def image_limit(value: object, where: str = "--limit-mm-per-prompt") -> "int | N
     """vLLM's --limit-mm-per-prompt, parsed (the CLI's JSON, a log's dict: {"image": N} or vLLM's per-modality
     {"image": {"count": N, ...}}), to the images a prompt may hold (EngineSettings.limit_mm_per_prompt; None where
     it sets none). rooflab models the image modality only: another modality's key is refused, naming `where` (the
-    option as typed, or a log's line) as every other problem is."""
+    option as typed, or a log's line) as every other problem is, a count past MAX_TOKENS (limits.py) too."""
     if not isinstance(value, dict) or set(value) - {"image"}:
         raise InputError(f"{where}: give an object of images, '{{\"image\": N}}' (rooflab models the image "
                          "modality only)")
@@ -405,6 +406,9 @@ def image_limit(value: object, where: str = "--limit-mm-per-prompt") -> "int | N
         count = count.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise InputError(f"{where}: the image count must be a whole number 0 or more")
+    if count > MAX_TOKENS:
+        raise InputError(f"{where}: the image count must be a whole number from 0 to {MAX_TOKENS:,} (far past any "
+                         f"real workload), got {count:,}")
     return count
 
 

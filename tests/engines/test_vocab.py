@@ -241,9 +241,17 @@ def test_image_limit_reads_vllms_dict(value, images):
     assert image_limit(value) == images
 
 
-@pytest.mark.parametrize("value", [{"video": 1}, {"image": -1}, {"image": True}, {"image": {}}, [1], None])
+@pytest.mark.parametrize("value", [{"video": 1}, {"image": -1}, {"image": True}, {"image": {}}, [1], None,
+                                   {"image": (1 << 31) + 1}, {"image": {"count": 10 ** 20}}])
 def test_image_limit_refusals_name_the_source(value):
     from rooflab.engines.vocab import image_limit
 
     with pytest.raises(InputError, match=r"^--engine-log a\.log line 2: limit_mm_per_prompt"):
         image_limit(value, "--engine-log a.log line 2: limit_mm_per_prompt")
+
+
+def test_image_limit_takes_the_largest_count():
+    """A count of MAX_TOKENS (2^31, limits.py) is the largest taken, as EngineSettings takes it."""
+    from rooflab.engines.vocab import image_limit
+
+    assert image_limit({"image": 1 << 31}) == 1 << 31
