@@ -225,6 +225,7 @@ class StepTable:
             contexts[True] = context_of(graphs=False)
         spec = deployment.speculative
         q = spec.query_tokens if spec is not None else 1
+        low = max(low, q + 1)                                  # a context holds the step's q new tokens
         launches = ctx.pricer.launches.times
         bends = launches.batches if launches is not None else ()
         grids = {"tokens": _with_points(_grid(1, max_decodes * q + max_prefill), bends),

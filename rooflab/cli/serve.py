@@ -162,7 +162,9 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
                                  version=version or "", max_model_len=spec.max_context_len,
                                  chunkable=Scheduler.v0_chunkable(spec, parallel.speculative is not None)),
                Engine.sglang: dict(max_running_requests=max_num_seqs, chunked_prefill_size=max_tokens,
-                                   enable_mixed_chunk=mixed),
+                                   enable_mixed_chunk=mixed, dp_attention=deployment.attention_data_parallel > 1,
+                                   speculative=None if parallel.speculative is None
+                                   else parallel.speculative.method.value),
                Engine.trtllm: dict(max_batch_size=max_num_seqs, max_num_tokens=max_tokens)}[eng]
     scheduler = Scheduler.default(eng, memory, prefix_cache_hit_rate=hit_rate, **options)
     if version is not None:                      # the release whose step kernels price the steps

@@ -61,6 +61,10 @@ V1_DEFAULT_RELEASE = (0, 8)
 #: V0 turns chunked prefill on by default above this max_model_len (vllm 0.7.3 engine/arg_utils.py:1164).
 V0_CHUNKED_PREFILL_ABOVE = 32768
 
+#: SGLang's --max-running-requests where speculative decoding runs and none is given (sglang 0.5.12
+#: srt/server_args.py:3742-3743, :3852-3853).
+SGLANG_SPECULATIVE_RUNNING = 48
+
 #: The version whose defaults each engine's scheduler follows (the module docstring's sources; defined in rooflab.vocab).
 VERSIONS = ENGINE_RELEASES
 
@@ -157,8 +161,20 @@ class Scheduler:
     @classmethod
     def sglang(cls, gpu_memory_bytes: float, max_running_requests: Optional[int] = None,
                chunked_prefill_size: Optional[int] = None, enable_mixed_chunk: bool = False,
-               prefix_cache_hit_rate: float = 0.0) -> "Scheduler":
-        """SGLang's scheduler with launch_server's defaults for a GPU of `gpu_memory_bytes`."""
+               prefix_cache_hit_rate: float = 0.0, speculative: Optional[str] = None,
+               dp_attention: bool = False) -> "Scheduler":
+        """SGLang's scheduler with launch_server's defaults for a GPU of `gpu_memory_bytes`. Under speculative
+        decoding (`speculative`: the rooflab.deployment.SpecMethod value) as SGLang 0.5.12 resets them
+        (srt/server_args.py): EAGLE, EAGLE3, NEXTN (EAGLE inside) and STANDALONE run at most 48 requests unless
+        --max-running-requests is given and turn --enable-mixed-chunk off (:3735-3776), NGRAM the same
+        (:3852-3859); STANDALONE with DP attention is refused (:3736-3740)."""
+        if speculative is not None:
+            if speculative == "draft_model" and dp_attention:
+                raise InputError("SGLang's STANDALONE speculative decoding does not run with --enable-dp-attention "
+                                 "(sglang 0.5.12 server_args.py:3736-3740)")
+            if max_running_requests is None:
+                max_running_requests = SGLANG_SPECULATIVE_RUNNING
+            enable_mixed_chunk = False
         if chunked_prefill_size is None:
             chunked_prefill_size = (2048 if gpu_memory_bytes < 35 * GiB else
                                     8192 if gpu_memory_bytes < 160 * GiB else 16384)

@@ -23,7 +23,8 @@ Speculative decoding (Deployment.speculative: k drafts verified a step at accept
 q = k + 1 tokens a sequence (the step table's q_len; its draft's cost with it) and emits E = (1 - a^(k+1)) / (1 - a)
 tokens in expectation, so a request takes (O - 1) / E decode steps, the decodes use D q of the step's token budget,
 TPOT = τ / E and tok/s/user = E / τ (vllm bench serve's TPOT: (E2E - TTFT) / (O - 1)); ITL stays τ, a streamed
-chunk a step. E is the mean: the spread of accepted lengths is not priced.
+chunk a step. E is the mean: the spread of accepted lengths is not priced, except that a request never takes fewer
+steps than its tokens need at k + 1 a step (a short output: at least one step).
 
 Data-parallel attention over N ranks (SGLang's --enable-dp-attention --dp N; Replica.ranks): requests are dealt
 evenly, each rank schedules its own into its own KV pool (Replica.rank_kv_limit, rank_running_limit; SGLang splits
@@ -175,7 +176,9 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     w = replica.workload
     spec = replica.deployment.speculative
     per_step, q = (spec.tokens_per_step, spec.query_tokens) if spec is not None else (1.0, 1)
-    decodes = max(w.output.mean - 1.0, 1e-9) / per_step          # decode steps a request takes
+    left = max(w.output.mean - 1.0, 1e-9)                         # tokens a request decodes
+    # decode steps a request takes: E's mean, never fewer than its tokens need at q a step (one at least)
+    decodes = max(left / per_step, left / q, min(left, 1.0))
     prompt = replica.scheduler.prefill_tokens(w.input.mean)
     context = replica.mean_context_tokens
     ranks = replica.ranks
@@ -196,10 +199,13 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     everyone = min(float(concurrency), running * ranks)          # running over the ranks
     x = d / (decodes * tau) * everyone / running                   # requests/s over the ranks
     queue = (concurrency - everyone) / x if concurrency > everyone else 0.0
+    # Little's law over the running requests: those past the D decoding wait in prefill (more than _mix's T_pre where
+    # the step's token budget binds the decodes)
+    t_pre = max(t_pre, everyone / x - decodes * tau)
     ttft = queue + t_pre
     e2e = ttft + decodes * tau
     out = concurrency / e2e * w.output.mean
-    tpot = tau / per_step
+    tpot = decodes * tau / left
     return Steady(estimate, concurrency, everyone, d, p_step, tau, ttft, tpot, tau, e2e, queue, concurrency / e2e,
                   out, out / replica.num_gpus, 1.0 / tpot,
                   everyone < concurrency and running == replica.rank_kv_limit,

@@ -248,8 +248,10 @@ def _provenance(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, predicts
     transferred with the error band), or why there are none."""
     from ..step import step_report
 
-    report = step_report(model, gpu, batch=1, context_len=deployment.page_size * deployment.position_split,
-                         deployment=deployment,
+    spec = deployment.speculative
+    span = deployment.page_size * deployment.position_split          # a page on each position rank
+    q = spec.query_tokens if spec is not None else 1
+    report = step_report(model, gpu, batch=1, context_len=span * -(-(q + 1) // span), deployment=deployment,
                          check_memory=False, moe_kernel=moe_kernel, decode_attention=decode_attention, sampler=sampler)
     if not predicts:
         missing = [n for n in report.notes if n.startswith("no prediction")]

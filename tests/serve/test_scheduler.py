@@ -60,3 +60,19 @@ def test_v0_keeps_chunked_prefill_off_where_it_must():
     assert not Scheduler.v0_chunkable(load_model("gemma-3-27b"))           # a vision tower and windows
     off = Scheduler.vllm(141 * GiB, version="0.7.3", max_model_len=131072, chunkable=False)
     assert (off.max_num_batched_tokens, off.mixed) == (131072, False)
+
+
+@pytest.mark.parametrize("method, running, mixed", [("eagle", 48, False), ("mtp", 48, False), ("ngram", 48, False),
+                                                    (None, None, True)])
+def test_sglang_resets_its_scheduler_under_drafts(method, running, mixed):
+    """sglang 0.5.12 srt/server_args.py:3735-3776 (EAGLE, EAGLE3, STANDALONE; NEXTN runs as EAGLE) and :3852-3859
+    (NGRAM): --max-running-requests 48 unless given, --enable-mixed-chunk off; STANDALONE refuses DP attention."""
+    from rooflab.errors import InputError
+    from rooflab.serve import Scheduler
+    from rooflab.units import GiB
+
+    s = Scheduler.sglang(141 * GiB, enable_mixed_chunk=True, speculative=method)
+    assert (s.max_num_seqs, s.mixed) == (running, mixed)
+    assert Scheduler.sglang(141 * GiB, max_running_requests=96, speculative=method).max_num_seqs == 96
+    with pytest.raises(InputError, match="STANDALONE"):
+        Scheduler.sglang(141 * GiB, speculative="draft_model", dp_attention=True)
