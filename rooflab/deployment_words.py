@@ -16,7 +16,8 @@ rooflab's name and the engines' (vLLM: `vllm serve --help`, vllm/engine/arg_util
 Two names of one setting given two values are an error naming both; a name given once is the setting. Which
 fields the user set is kept (`given`): an engine mode gives the others the engine's defaults. SGLang's
 `--kv-cache-dtype` takes only SGLang's names (engines/vocab.py, SGLANG_KV_CACHE_DTYPES): with `engine` SGLang,
-`--kv-cache-dtype fp8` is refused as SGLang refuses it.
+`--kv-cache-dtype fp8` is refused as SGLang refuses it; with `engine` vLLM and a `release`, the names that release
+takes only (`--kv-cache-dtype bfloat16` at 0.7.3 refused as its argparse refuses it).
 
 The weights have one vocabulary on every command and under every name of the setting (`--weight-dtype`,
 `--quantization`, `-q`; `weights_name` checks it): auto (as shipped), a weight format or dtype by name
@@ -78,10 +79,12 @@ class DeploymentWords:
     quantization: Optional[str] = None              # --quantization, -q (the same vocabulary, the engines' meaning)
     max_model_len: Optional[int] = None             # --max-model-len
 
-    def resolve(self, engine=None, checkpoint_quantized: Optional[bool] = None, *, checkpoint=None,
+    def resolve(self, engine=None, checkpoint_quantized: Optional[bool] = None, *, checkpoint=None, release=None,
                 **fixed) -> tuple[Deployment, frozenset, "object"]:
         """(the Deployment, the fields the words set, the KV-cache dtype as the engine names it: a KvCacheDtype or
-        None). `engine` (engines.vocab.Engine) applies its own refusals (SGLang's --kv-cache-dtype names);
+        None). `engine` (engines.vocab.Engine) applies its own refusals (SGLang's --kv-cache-dtype names), at
+        `release` (the engine's release as numbers, (0, 7, 3); None: none known) the release's (vLLM's names by
+        release, engines/vocab.py VLLM_KV_CACHE_DTYPES);
         `checkpoint` (the ModelSpec served) says whether the model ships quantised and in which method
         (ModelSpec.quantization, quant_method; `checkpoint_quantized` alone says only whether, None: not known):
         --quantization fp8 quantises an unquantised one at load, a method for a quantised checkpoint must be its
@@ -94,7 +97,8 @@ class DeploymentWords:
             from .engines.vocab import kv_cache_dtype_of, parse_kv_cache_dtype
 
             rooflab_kv = rooflab_kv and kv_cache_dtype_of(DType.or_auto(rooflab_kv, "--kv-dtype"))
-            engine_kv = engine_kv and parse_kv_cache_dtype(_text(engine_kv, "--kv-cache-dtype"), engine)
+            engine_kv = engine_kv and parse_kv_cache_dtype(_text(engine_kv, "--kv-cache-dtype"), engine,
+                                                               release=release)
         kv = _one("--kv-dtype", rooflab_kv, "--kv-cache-dtype", engine_kv, key=lambda k: k.dtype)
         weights = _one("--weight-dtype", _weights(self.weight_dtype, "--weight-dtype", checkpoint_quantized, method),
                        "--quantization", _weights(self.quantization, "--quantization", checkpoint_quantized, method))

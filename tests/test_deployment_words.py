@@ -168,3 +168,20 @@ def test_the_mismatch_hint_offers_only_names_that_price_a_format(tmp_path, confi
     if also_format:
         assert DeploymentWords(weight_dtype=given).resolve(checkpoint=checkpoint)[0].weight_format is \
             WeightFormat.of(given)
+
+
+def test_resolve_refuses_a_kv_cache_dtype_the_vllm_release_does_not_take():
+    """resolve(engine=vllm, release=...) applies vLLM's names at that release (engines/vocab.py
+    VLLM_KV_CACHE_DTYPES: v0.7.3 arg_utils.py:359-361 takes auto, fp8, fp8_e5m2, fp8_e4m3; bfloat16 from v0.11.0)."""
+    from rooflab.units import DType
+    from rooflab.vocab import Engine
+
+    words = DeploymentWords(kv_cache_dtype="bfloat16")
+    with pytest.raises(InputError, match=r"--kv-cache-dtype 'bfloat16' is not one vLLM v0\.7\.3 takes"):
+        words.resolve(engine=Engine.vllm, release=(0, 7, 3))
+    assert words.resolve(engine=Engine.vllm, release=(0, 11, 0))[0].kv_cache_dtype is DType.bf16
+    assert words.resolve(engine=Engine.vllm)[0].kv_cache_dtype is DType.bf16        # no release known
+    sparse = DeploymentWords(kv_cache_dtype="fp8_ds_mla")
+    with pytest.raises(InputError, match=r"vLLM takes it from v0\.11\.1"):
+        sparse.resolve(engine=Engine.vllm, release=(0, 11, 0))
+    assert sparse.resolve(engine=Engine.vllm, release=(0, 11, 1))[0].mla_sparse_fp8

@@ -141,9 +141,12 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
     (step, cp, pp, micro_batches, dp, dp_attention, ep, enable_ep, imbalance, quantization, gemm_dtype, spec_config,
      spec_algorithm, spec_tokens, draft_model, acceptance, eager, fused, utilization, prefill_chunk, engine,
      engine_version) = opts
-    from ..vocab import Engine
+    from ..vocab import Engine, release_of
 
-    words, _, _ = dopt.words_of(ctx).resolve(engine=Engine.of(engine, "--engine") if engine else None)
+    eng = Engine.of(engine, "--engine") if engine else None
+    # the engine's --kv-cache-dtype names at its release (engines/vocab.py VLLM_KV_CACHE_DTYPES)
+    words, _, _ = dopt.words_of(ctx).resolve(
+        engine=eng, release=release_of(engine_version, "--engine-version", eng) if eng and engine_version else None)
     lens = parse_lengths(context_len) or [8192]
     if len(lens) > 1:
         fail("--phase step takes one --context-len (every sequence of the batch at that length)")

@@ -31,7 +31,8 @@ from ..output import Table
 from ..units import DType, GiB, parse_bytes, parse_count
 from .profile import V1_FLASHINFER_SAMPLER_RELEASES
 from .settings import EngineSettings
-from .vocab import (Engine, KvCacheDtype, image_limit, parse_engine, parse_engine_version, parse_kv_cache_dtype,
+from .vocab import (Engine, KvCacheDtype, image_limit, label_release, parse_engine, parse_engine_version,
+                    parse_kv_cache_dtype,
                     parse_mamba_cache_mode, span_text)
 
 #: Options that only the engine modes read (as the CLI names its parameters).
@@ -178,9 +179,20 @@ def _known_accounting(o: EngineOptions, given: set[str]):
 
 def _engine_names(o: EngineOptions, engine: Engine, given: set[str]) -> None:
     """The engine's own refusals of its options' values, once the engine is known (from --engine or the log):
-    SGLang's --kv-cache-dtype takes SGLang's names only (fp8, fp16, float16 refused: engines/vocab.py)."""
+    SGLang's --kv-cache-dtype takes SGLang's names only (fp8, fp16, float16 refused: engines/vocab.py), and a vLLM
+    release given (--engine-version: a release, or a label's, label_release) the names that release takes
+    (vocab.VLLM_KV_CACHE_DTYPES: bfloat16 refused at 0.7.3)."""
     if o.kv_cache is not None and "kv_cache_dtype" in given:
-        parse_kv_cache_dtype(o.kv_cache.name, engine)
+        parse_kv_cache_dtype(o.kv_cache.name, engine, release=_given_release(o, engine))
+
+
+def _given_release(o: EngineOptions, engine: Engine) -> "tuple[int, ...] | None":
+    """The vLLM release --engine-version names (a label's: label_release), None without --engine-version or under
+    another engine."""
+    if o.engine_version is None or engine is not Engine.vllm:
+        return None
+    version = parse_engine_version(engine, o.engine_version, o.vllm_use_v1, "--engine-version")
+    return version.release or label_release(version.accounting)
 
 
 def _state_options(o: EngineOptions, engine: Engine, model) -> None:

@@ -337,12 +337,60 @@ _KV_SPECIAL = {"auto": None, "fp8_inc": DType.fp8_e4m3, "fp8_ds_mla": DType.fp8_
 #: SGLang's --kv-cache-dtype choices (python/sglang/srt/server_args.py, add_cli_args, main at commit 469c63e):
 #: auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1. It refuses 'fp8', 'float16' and 'fp16'.
 SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16")
+#: vLLM's --kv-cache-dtype choices by release: (the first release, the names it and the releases after it up to the
+#: next row take), read in the wheels (argparse choices in vllm/engine/arg_utils.py; from v0.8.5 the CacheDType
+#: Literal, vllm/config.py, from v0.10.1 vllm/config/cache.py):
+#:   before v0.3.0  no --kv-cache-dtype (v0.2.5 arg_utils.py has none): the model's own dtype
+#:   v0.3.0         auto, fp8_e5m2 (v0.3.0 arg_utils.py:129, v0.4.0 :156)
+#:   v0.4.1         auto, fp8 (v0.4.1 :178, v0.4.2 :189; fp8 there is e5m2 on CUDA, e4m3 on ROCm, :191-194: one byte
+#:                  either way)
+#:   v0.4.3         auto, fp8, fp8_e5m2, fp8_e4m3 (v0.4.3 :195, v0.7.3 :359-361, v0.8.0 :369; v0.9.2 config.py:1477)
+#:   v0.10.0        and fp8_inc (v0.10.0 config.py:1609; v0.10.2 config/cache.py:25)
+#:   v0.11.0        and bfloat16 (v0.11.0 config/cache.py:25-26)
+#:   v0.11.1        and fp8_ds_mla (v0.11.1 config/cache.py:24-32; v0.11.0 takes no such name, and turns auto or an
+#:                  fp8 into it itself for DeepSeek-V3.2: vllm/model_executor/models/config.py:416-421)
+#:   v0.18.0        and float16 (v0.18.0 config/cache.py:14-23; v0.17.1 :23-31 has none; v0.20.0's turboquant_*
+#:                  names are not modelled)
+#: rooflab's other names (bf16, fp16, float32, ...) are no release's.
+_FP8S = ("fp8", "fp8_e5m2", "fp8_e4m3")
+VLLM_KV_CACHE_DTYPES = (
+    ((0, 0), ()),
+    ((0, 3, 0), ("auto", "fp8_e5m2")),
+    ((0, 4, 1), ("auto", "fp8")),
+    ((0, 4, 3), ("auto", *_FP8S)),
+    ((0, 10, 0), ("auto", *_FP8S, "fp8_inc")),
+    ((0, 11, 0), ("auto", "bfloat16", *_FP8S, "fp8_inc")),
+    ((0, 11, 1), ("auto", "bfloat16", *_FP8S, "fp8_inc", "fp8_ds_mla")),
+    ((0, 18, 0), ("auto", "float16", "bfloat16", *_FP8S, "fp8_inc", "fp8_ds_mla")),
+)
 
 
-def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None, where: str = "--kv-cache-dtype") -> KvCacheDtype:
+def vllm_kv_cache_dtypes(release: tuple[int, ...]) -> tuple[str, ...]:
+    """The --kv-cache-dtype names vLLM `release` (numbers, (0, 7, 3)) takes (VLLM_KV_CACHE_DTYPES; () before
+    v0.3.0, which has no such option)."""
+    return [names for first, names in VLLM_KV_CACHE_DTYPES if tuple(first) <= tuple(release)][-1]
+
+
+def _check_vllm_release(key: str, text: str, release: tuple[int, ...], where: str) -> None:
+    """Refuse a --kv-cache-dtype name vLLM `release` does not take, naming the release, its names and the first
+    release that takes the name (VLLM_KV_CACHE_DTYPES)."""
+    names = vllm_kv_cache_dtypes(release)
+    if key in names:
+        return
+    at = f"vLLM {release_text(release)}"
+    if not names:
+        raise InputError(f"{where} {shown(text)}: {at} has no --kv-cache-dtype (it came in v0.3.0); leave it out")
+    since = next((first for first, taken in VLLM_KV_CACHE_DTYPES if first > tuple(release) and key in taken), None)
+    raise InputError(f"{where} {shown(text)} is not one {at} takes (its choices: {', '.join(names)})"
+                     + (f"; vLLM takes it from {release_text(since)}" if since else ""))
+
+
+def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None, where: str = "--kv-cache-dtype",
+                         release: "tuple[int, ...] | None" = None) -> KvCacheDtype:
     """An engine's or rooflab's KV-cache dtype name (units.DType.of's vocabulary, auto, fp8_inc, fp8_ds_mla);
-    for `engine` SGLang only the names SGLang takes. Anything else is an error naming `where` (the option, or a
-    log's line that states the value) and listing the names accepted."""
+    for `engine` SGLang only the names SGLang takes, for vLLM at `release` (its numbers; None: no release known)
+    only the names that release takes (VLLM_KV_CACHE_DTYPES). Anything else is an error naming `where` (the
+    option, or a log's line that states the value) and listing the names accepted."""
     if not isinstance(text, str):
         raise InputError(f"{where} must be a name ('auto', 'fp8'), got {shown(text)}")
     key = text.strip().lower()
@@ -350,6 +398,8 @@ def parse_kv_cache_dtype(text: str, engine: "Engine | None" = None, where: str =
         raise InputError(f"{where} {shown(text)} is not one SGLang takes (server_args.py choices: "
                          f"{', '.join(SGLANG_KV_CACHE_DTYPES)}; fp4_e2m1 is not modelled)"
                          + ("; SGLang spells vLLM's fp8 as fp8_e4m3" if key == "fp8" else ""))
+    if engine is Engine.vllm and release is not None:
+        _check_vllm_release(key, text, release, where)
     if key in _KV_SPECIAL:
         return KvCacheDtype(key, _KV_SPECIAL[key], mla_sparse_fp8=key == "fp8_ds_mla")
     try:
@@ -442,6 +492,6 @@ __all__ = ["ACCOUNTING_ENGINES", "Accounting", "DEFAULT_ACCOUNTING", "ENGINE_VER
            "RELEASE_RANGE", "SERIES_NEWEST", "Engine", "KvCacheDtype", "accounting_of", "generations_text", "in_range",
            "in_span", "label_release", "labels_text", "parse_engine_version", "release_text", "span_newest",
            "span_text",
-           "LogprobsMode", "MambaCacheMode", "kv_cache_dtype_of",
+           "VLLM_KV_CACHE_DTYPES", "vllm_kv_cache_dtypes", "LogprobsMode", "MambaCacheMode", "kv_cache_dtype_of",
            "image_limit", "parse_accounting", "parse_engine", "parse_kv_cache_dtype", "parse_logprobs_mode",
            "parse_mamba_cache_mode"]

@@ -492,3 +492,21 @@ def test_engine_kv_cache_memory_bytes(flag, value):
 ])
 def test_engine_sizing_override_refusals_name_the_option(args, needle):
     _overrides_refused(needle, *args)
+
+
+@pytest.mark.parametrize("version, name, first", [("0.7.3", "bfloat16", "v0.11.0"), ("0.7.3", "fp8_ds_mla", "v0.11.1"),
+                                                  ("v0", "bfloat16", "v0.11.0"), ("0.9.2", "fp8_inc", "v0.10.0")])
+def test_engine_kv_cache_dtype_by_vllm_release(version, name, first):
+    """--engine vllm --engine-version V refuses a --kv-cache-dtype name release V does not take, naming the
+    release and the first that takes it (engines/vocab.py VLLM_KV_CACHE_DTYPES: v0.7.3 arg_utils.py:359-361;
+    the label v0 is v0.10.x, whose config/cache.py:25 has no bfloat16)."""
+    r = runner.invoke(app, ["capacity", "-m", "deepseek-v3", "-g", "h200-sxm", "--tp", "8", "--engine", "vllm",
+                            "--engine-version", version, "--kv-cache-dtype", name])
+    _short_error(r, "--kv-cache-dtype")
+    assert "vLLM v" in r.stderr and f"vLLM takes it from {first}" in r.stderr
+
+
+def test_engine_kv_cache_dtype_a_release_takes():
+    r = runner.invoke(app, ["capacity", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "vllm",
+                            "--engine-version", "0.11.0", "--kv-cache-dtype", "bfloat16"])
+    assert r.exit_code == 0, r.output

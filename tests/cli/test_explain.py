@@ -178,3 +178,13 @@ def test_cli_bad_layer_type_lists_the_models_types(yaml_models):
 def test_explain_takes_the_engines_parallelism_and_refuses_what_they_refuse(args, code, needle):
     r = runner.invoke(app, ["explain", *args])
     assert r.exit_code == code and needle in (r.output if code == 0 else r.stderr), r.output + r.stderr
+
+
+def test_explain_step_refuses_a_kv_cache_dtype_the_vllm_release_does_not_take():
+    """explain --phase step --engine vllm --engine-version 0.7.3: vLLM 0.7.3's --kv-cache-dtype choices only
+    (arg_utils.py:359-361; engines/vocab.py VLLM_KV_CACHE_DTYPES); 0.11.0 takes bfloat16 (config/cache.py:25-26)."""
+    base = ["explain", "--phase", "step", "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "vllm",
+            "--kv-cache-dtype", "bfloat16", "--engine-version"]
+    r = runner.invoke(app, [*base, "0.7.3"])
+    assert r.exit_code == 2 and "--kv-cache-dtype 'bfloat16' is not one vLLM v0.7.3 takes" in r.stderr, r.output
+    assert runner.invoke(app, [*base, "0.11.0"]).exit_code == 0

@@ -255,3 +255,47 @@ def test_image_limit_takes_the_largest_count():
     from rooflab.engines.vocab import image_limit
 
     assert image_limit({"image": 1 << 31}) == 1 << 31
+
+
+# vLLM's --kv-cache-dtype names by release (VLLM_KV_CACHE_DTYPES, read in the wheels: v0.3.0 arg_utils.py:129,
+# v0.4.1 :178, v0.4.3 :195, v0.7.3 :359-361, v0.10.0 config.py:1609, v0.11.0 config/cache.py:25-26, v0.11.1 :24-32,
+# v0.18.0 :14-23)
+@pytest.mark.parametrize("name, release, taken", [
+    ("fp8_e4m3", (0, 7, 3), True), ("fp8", (0, 7, 3), True), ("auto", (0, 7, 3), True),
+    ("bfloat16", (0, 7, 3), False), ("fp8_ds_mla", (0, 7, 3), False), ("fp8_inc", (0, 7, 3), False),
+    ("fp8_inc", (0, 9, 2), False), ("fp8_inc", (0, 10, 0), True), ("bfloat16", (0, 10, 2), False),
+    ("bfloat16", (0, 11, 0), True), ("fp8_ds_mla", (0, 11, 0), False), ("fp8_ds_mla", (0, 11, 1), True),
+    ("float16", (0, 17, 1), False), ("float16", (0, 18, 0), True), ("float16", (0, 29, 0), True),
+    ("fp8", (0, 3, 0), False), ("fp8_e5m2", (0, 3, 0), True), ("fp8_e5m2", (0, 4, 2), False),
+    ("fp8", (0, 4, 2), True), ("fp8_e4m3", (0, 4, 3), True), ("auto", (0, 2, 5), False),
+    ("bf16", (0, 29, 0), False), ("fp16", (0, 18, 0), False), ("FP8_E4M3", (0, 7, 3), True)])
+def test_vllm_kv_cache_dtype_names_by_release(name, release, taken):
+    from rooflab.engines.vocab import parse_kv_cache_dtype
+
+    if taken:
+        assert parse_kv_cache_dtype(name, Engine.vllm, release=release).name == name.lower()
+    else:
+        with pytest.raises(InputError, match=r"^--kv-cache-dtype '" + name + "'.* vLLM v" + r"\.".join(map(str, release))):
+            parse_kv_cache_dtype(name, Engine.vllm, release=release)
+
+
+def test_vllm_kv_cache_dtype_refusal_names_the_choices_and_the_first_release():
+    from rooflab.engines.vocab import parse_kv_cache_dtype
+
+    with pytest.raises(InputError, match=r"^--kv-cache-dtype 'fp8_ds_mla' is not one vLLM v0\.7\.3 takes \(its "
+                                         r"choices: auto, fp8, fp8_e5m2, fp8_e4m3\); vLLM takes it from v0\.11\.1$"):
+        parse_kv_cache_dtype("fp8_ds_mla", Engine.vllm, release=(0, 7, 3))
+    with pytest.raises(InputError, match=r"no --kv-cache-dtype \(it came in v0\.3\.0\)"):
+        parse_kv_cache_dtype("fp8", Engine.vllm, release=(0, 2, 5))
+    with pytest.raises(InputError, match=r"^--kv-cache-dtype 'bf16' is not one vLLM v0\.11\.0 takes [^;]*$"):
+        parse_kv_cache_dtype("bf16", Engine.vllm, release=(0, 11, 0))
+
+
+def test_kv_cache_dtype_without_a_release_keeps_the_whole_vocabulary():
+    """No release known (None), or another engine: the release table is not read (bf16, float16 as before)."""
+    from rooflab.engines.vocab import parse_kv_cache_dtype
+
+    for name in ("bf16", "float16", "fp8_ds_mla", "bfloat16"):
+        assert parse_kv_cache_dtype(name, Engine.vllm).name == name
+        assert parse_kv_cache_dtype(name, None, release=(0, 7, 3)).name == name
+    assert parse_kv_cache_dtype("bfloat16", Engine.sglang, release=(0, 4, 0)).name == "bfloat16"
