@@ -27,7 +27,8 @@ def dcp_capacity(plan, model, context_len: int, dcp: int, page_size: int, kv_dty
     if n == 1:
         return plan
     if plan.shared_prefix_len or plan.dp_attention:
-        raise InputError("--dcp does not combine with --shared-prefix or --dp-attention (not modelled)")
+        raise InputError("--dcp does not combine with " + ("a shared prefix (--shared-prefix)" if plan.shared_prefix_len
+                         else "data-parallel attention (--enable-dp-attention)") + " (not modelled)")
 
     def share(tokens: int) -> int:
         layout = kv_layout(model, tokens, kv_dtype, page_size, tensor_parallel)

@@ -235,7 +235,8 @@ def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None
     if speculative and step is StepKind.prefill:
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
              "--step prefill prices a prefill")
-    _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens)
+    _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens,
+                          ctx.params.get("engine_version"))
     dopt.check_ep_spelling(ctx.params.get("engine"), ctx.params.get("ep") or 1, bool(ctx.params.get("enable_ep")))
 
 
@@ -247,10 +248,22 @@ def acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens) -> bo
     return speculative
 
 
-def _speculative_spelling(engine, vllm_given, sglang_given) -> None:
+#: vLLM's first release with --speculative-config (vllm 0.8.2 engine/arg_utils.py:783; 0.8.1 and 0.7.3 have only
+#: --speculative-model and --num-speculative-tokens, 0.7.3 arg_utils.py:754, :772).
+VLLM_SPECULATIVE_CONFIG_FROM = (0, 8, 2)
+
+
+def _speculative_spelling(engine, vllm_given, sglang_given, version=None) -> None:
     """Under --engine, that engine's speculative options only (as SGLang's --enable-dp-attention is refused under
-    --engine vllm): vLLM takes --speculative-config, SGLang --speculative-algorithm / --speculative-num-draft-tokens."""
+    --engine vllm): vLLM takes --speculative-config (from VLLM_SPECULATIVE_CONFIG_FROM at --engine-version `version`),
+    SGLang --speculative-algorithm / --speculative-num-draft-tokens."""
+    from ..vocab import engine_release
+
     which = Engine.of(engine, "--engine") if engine else None
+    at = engine_release(version) if version else None
+    if which is Engine.vllm and vllm_given and at is not None and tuple(at) < VLLM_SPECULATIVE_CONFIG_FROM:
+        fail(f"--speculative-config is vLLM's from 0.8.2; vllm {version} spells drafts --speculative-model and "
+             "--num-speculative-tokens, which rooflab does not read: give --engine-version 0.8.2 or later")
     if which is Engine.vllm and sglang_given:
         fail("--speculative-algorithm / --speculative-num-draft-tokens are SGLang's; vLLM's is --speculative-config "
              "'{\"method\": \"eagle\", \"num_speculative_tokens\": K}': give that, or --engine sglang")

@@ -122,7 +122,8 @@ def _parallel(ctx: typer.Context, engine: str, dcp, dp, dp_attention, ep, enable
     """serve's Parallel from its options; the speculative ones read as report --phase step reads them (that
     engine's spelling under --engine; --acceptance-rate only with drafts)."""
     acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens)
-    _speculative_spelling(engine, spec_config, spec_algorithm or spec_tokens)     # serve always has an engine
+    _speculative_spelling(engine, spec_config, spec_algorithm or spec_tokens,     # serve always has an engine
+                          ctx.params.get("engine_version"))
     return Parallel(dcp, dp, dp_attention, ep, enable_ep, pp, eager,
                     speculative_of(spec_config, spec_algorithm, spec_tokens, draft_model, acceptance))
 
@@ -160,7 +161,7 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
     memory = g.cuda_visible_bytes or g.hbm_capacity_bytes
     options = {Engine.vllm: dict(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens,
                                  version=version or "", max_model_len=spec.max_context_len,
-                                 chunkable=Scheduler.v0_chunkable(spec, parallel.speculative is not None)),
+                                 chunkable=Scheduler.v0_chunkable(spec, parallel.speculative is not None, g)),
                Engine.sglang: dict(max_running_requests=max_num_seqs, chunked_prefill_size=max_tokens,
                                    enable_mixed_chunk=mixed, dp_attention=deployment.attention_data_parallel > 1,
                                    speculative=None if parallel.speculative is None

@@ -36,7 +36,7 @@ from .steady import solve
 from .workload import ClosedLoop, Lengths, RequestRate, Workload
 
 #: Hugging Face ids of the rows -> the bundled model of the same architecture.
-MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3-70b", "meta-llama/Llama-3.1-8B-Instruct": "llama-3-8b",
+MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b", "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
           "deepseek-ai/DeepSeek-R1-0528": "deepseek-v3"}
 _RANGES = re.compile(r"input lengths uniform in \[(\d+), (\d+)\], output in \[(\d+), (\d+)\]")
 _PROMPTS = re.compile(r"(\d+) prompts")
@@ -153,7 +153,7 @@ def _replica(model: str, gpu: str, tp: int, weight_format: str, kv: str, engine:
     spec = load_model(model)
     eng = Engine.of(engine)
     at = dict(version=version, max_model_len=spec.max_context_len,
-              chunkable=Scheduler.v0_chunkable(spec)) if eng is Engine.vllm else {}     # V0's defaults at a V0 row
+              chunkable=Scheduler.v0_chunkable(spec, gpu=g)) if eng is Engine.vllm else {}     # V0's defaults at a V0 row
     scheduler = Scheduler.default(eng, g.cuda_visible_bytes or g.hbm_capacity_bytes, **at)
     if version:                                    # the row's engine version: it picks the expert kernel
         scheduler = scheduler.replace(version=version)

@@ -28,6 +28,10 @@ def rank_scheduler(scheduler: Scheduler, ranks: int) -> Scheduler:
     if ranks == 1:
         return scheduler
     seqs = scheduler.max_num_seqs
+    if scheduler.max_num_batched_tokens < ranks:              # SGLang's 0 turns chunking off: not modelled
+        raise InputError(f"--chunked-prefill-size {scheduler.max_num_batched_tokens:,} over {ranks} attention ranks "
+                         f"(--dp {ranks}) gives each rank {scheduler.max_num_batched_tokens // ranks} (SGLang divides "
+                         f"it, server_args.py:3070): give at least {ranks}")
     if seqs is not None and seqs < ranks:
         raise InputError(f"--max-running-requests {seqs:,} over {ranks} attention ranks (--dp {ranks}) gives each "
                          f"rank {seqs // ranks} (SGLang divides it): give at least {ranks}")
@@ -82,6 +86,9 @@ class Replica:
                                   ("deployment", deployment, Deployment), ("workload", workload, Workload)):
             if not isinstance(value, kind):
                 raise InputError(f"{name} must be a {kind.__name__}, got {shown(value)}")
+        if workload.max_len > model.max_context_len:
+            raise InputError(f"a request of up to {workload.max_len:,} tokens (--input-len + --output-len) exceeds "
+                             f"{model.name}'s max_context_len {model.max_context_len:,}: the engines refuse it")
         memory = gpu.cuda_visible_bytes or gpu.hbm_capacity_bytes
         scheduler = scheduler if scheduler is not None else Scheduler.default(engine, memory)
         if not isinstance(scheduler, Scheduler):

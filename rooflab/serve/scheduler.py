@@ -58,8 +58,10 @@ SGLANG_MAX_RUNNING = 4096
 #: vLLM's first release whose default engine is V1 (VLLM_USE_V1 on by default; 0.7.3's envs.py:504 defaults it off);
 #: a release before it takes V0's scheduler defaults (Scheduler.vllm_v0).
 V1_DEFAULT_RELEASE = (0, 8)
-#: V0 turns chunked prefill on by default above this max_model_len (vllm 0.7.3 engine/arg_utils.py:1164).
+#: V0 turns chunked prefill on by default above this max_model_len (vllm 0.7.3 engine/arg_utils.py:1164) from this
+#: release (0.5.4 arg_utils.py:747 has the rule, 0.4.0's arg_utils.py has none; 0.5.0-0.5.3 not read).
 V0_CHUNKED_PREFILL_ABOVE = 32768
+V0_LONG_CONTEXT_CHUNKED_FROM = (0, 5)
 
 #: SGLang's --max-running-requests where speculative decoding runs and none is given (sglang 0.5.12
 #: srt/server_args.py:3742-3743, :3852-3853).
@@ -142,21 +144,29 @@ class Scheduler:
         False (v0_chunkable: a multimodal or sliding-window model, speculative decoding): never chunked."""
         length = 2048 if max_model_len is None else whole_number(max_model_len, "max_model_len",
                                                                  maximum=MAX_TOKENS)
-        chunked = chunkable and length > V0_CHUNKED_PREFILL_ABOVE
+        release = engine_release(version) if version else None
+        long_rule = release is None or release >= V0_LONG_CONTEXT_CHUNKED_FROM
+        chunked = chunkable and long_rule and length > V0_CHUNKED_PREFILL_ABOVE
         tokens = max_num_batched_tokens if max_num_batched_tokens is not None else (
             2048 if chunked else max(length, 2048))
+        if not chunked and tokens < length:               # vllm 0.7.3 config.py:1574-1583
+            raise InputError(f"--max-num-batched-tokens {tokens:,} is below max_model_len {length:,}: vLLM V0 without "
+                             f"chunked prefill refuses to start so (it could not prefill a whole prompt); give at "
+                             f"least {length:,}")
         return cls(Engine.vllm, 256 if max_num_seqs is None else max_num_seqs, tokens, chunked,
                    prefix_cache_hit_rate, version)
 
     @staticmethod
-    def v0_chunkable(model, speculative: bool = False) -> bool:
-        """Whether vLLM V0 may turn chunked prefill on by default for `model` (a ModelSpec): not for a multimodal
-        model (a vision tower), a sliding-window one, or under speculative decoding (vllm 0.7.3
-        engine/arg_utils.py:1171-1186; LoRA and pooling models, also excluded there, are not served here)."""
+    def v0_chunkable(model, speculative: bool = False, gpu=None) -> bool:
+        """Whether vLLM V0 may turn chunked prefill on by default for `model` (a ModelSpec) on `gpu` (a GpuSpec;
+        None: an NVIDIA one): not for a multimodal model (a vision tower), a sliding-window one, under speculative
+        decoding or on ROCm (vllm 0.7.3 engine/arg_utils.py:1171-1186; LoRA and pooling models, also excluded there,
+        are not served here)."""
         from ..specs.layers import LayerKind
 
         sliding = any(spec.kind is LayerKind.sliding for spec in model.layer_types.values())
-        return not (model.vision_parameters or sliding or speculative)
+        rocm = gpu is not None and (gpu.vendor or "nvidia").lower() == "amd"
+        return not (model.vision_parameters or sliding or speculative or rocm)
 
     @classmethod
     def sglang(cls, gpu_memory_bytes: float, max_running_requests: Optional[int] = None,

@@ -76,3 +76,20 @@ def test_sglang_resets_its_scheduler_under_drafts(method, running, mixed):
     assert Scheduler.sglang(141 * GiB, max_running_requests=96, speculative=method).max_num_seqs == 96
     with pytest.raises(InputError, match="STANDALONE"):
         Scheduler.sglang(141 * GiB, speculative="draft_model", dp_attention=True)
+
+
+def test_v0_defaults_by_release_line_and_gpu():
+    """vLLM V0's long-context chunked-prefill default exists from 0.5 (0.5.4 engine/arg_utils.py:747; 0.4.0's has
+    none) and not on ROCm (0.7.3 arg_utils.py:1174-1186); without chunked prefill a budget below max_model_len is
+    refused (0.7.3 config.py:1574-1583)."""
+    from rooflab import load_gpu, load_model
+    from rooflab.errors import InputError
+    from rooflab.serve import Scheduler
+    from rooflab.units import GiB
+
+    old = Scheduler.vllm(141 * GiB, version="0.4.0", max_model_len=131072)
+    assert (old.max_num_batched_tokens, old.mixed) == (131072, False)
+    assert not Scheduler.v0_chunkable(load_model("llama-3.1-8b"), gpu=load_gpu("mi300x"))
+    assert Scheduler.v0_chunkable(load_model("llama-3.1-8b"), gpu=load_gpu("h200-sxm"))
+    with pytest.raises(InputError, match="max_model_len"):
+        Scheduler.vllm(141 * GiB, version="0.7.3", max_model_len=8192, max_num_batched_tokens=1024)
