@@ -200,13 +200,15 @@ def _binding(plans: list[CapacityPlan], stages: tuple[Stage, ...]) -> CapacityPl
 
 def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | None, tensor_parallel: int,
                      expert_parallel: int = 1, attention_data_parallel: int = 1, stage: Stage | None = None,
-                     splits: dict[str, int] | None = None, release: tuple[int, ...] | None = None) -> int:
+                     splits: dict[str, int] | None = None, release: tuple[int, ...] | None = None,
+                     shares: dict[str, Fraction] | None = None) -> int:
     """Bytes of weights the busiest GPU holds: specs.weights.weight_bytes split `tensor_parallel` ways, the routed
     experts dealt whole over `expert_parallel` GPUs (busiest_expert_split), under SGLang's data-parallel attention
     (`attention_data_parallel` N > 1) each component over what weight_split.dp_attention_splits says at SGLang's
     `release` (None: the newest read: attention over TP / N, embeddings over TP / N, lm_head over TP), or over
     `splits` where given (engines.memory's, with its fused copies), and under pipeline parallelism `stage`'s share of each component
-    (stages.Stage.shares). The capacity plan, the step (rooflab.step.memory) and the engine models all count
+    (stages.Stage.shares; or `shares` given, {component: fraction}, where no stage is: an MTP / EAGLE head's one
+    decoder layer, rooflab.step.memory.draft_memory). The capacity plan, the step (rooflab.step.memory) and the engine models all count
     weights with it. `attention_data_parallel` is a number of ranks dividing `tensor_parallel` (the dp_attention
     flag it replaced, a bool, is refused: check_attention_ranks)."""
     tensor_parallel = whole_number(tensor_parallel, "tensor_parallel", maximum=MAX_GPUS)
@@ -215,7 +217,7 @@ def gpu_weight_bytes(model: ModelSpec, weight_format: DType | WeightFormat | Non
         splits = dp_attention_splits(tensor_parallel, attention_data_parallel, release)
     return weight_bytes(model, weight_format, tensor_parallel,
                         busiest_expert_split(model, expert_parallel, tensor_parallel),
-                        splits=splits, shares=stage.shares(model) if stage else None)
+                        splits=splits, shares=stage.shares(model) if stage else shares)
 
 
 def busiest_expert_split(model: ModelSpec, expert_parallel: int, tensor_parallel: int) -> Fraction:

@@ -13,11 +13,21 @@ TP as vLLM does by default (vllm/config/speculative.py, _verify_and_get_draft_tp
 draft_tensor_parallel_size = the target's tensor_parallel_size), with a KV cache of its own for every sequence in
 the KV cache's dtype: its weights (capacity.gpu_weight_bytes, as shipped) and its KV join the target's, in the
 check and in the figures (StepMemory names them).
+
+An MTP / EAGLE head (speculative method mtp, eagle, eagle3) is one decoder layer of the target's shape
+(step.draft.head_share, the share its cost is priced at), and vLLM keeps its pages in the target's one KV pool: the
+drafter's attention layers join the static forward context when it is loaded (v0.11.0 vllm/v1/spec_decode/
+eagle.py:813-831) and get_kv_cache_spec gives every Attention layer there its KV spec
+(v1/worker/gpu_model_runner.py:4051-4052). So the head holds that share of the target's layer weights (in the
+target's format) and of each sequence's KV (Llama-3-8B's EAGLE head 1/32 of the target's, 1/33 of the pool), its
+input projection (step.draft.HEAD_FC_INPUTS) and, DeepSeek's MTP only, an lm_head of its own (step.draft.
+OWN_LM_HEAD); the embeddings are the target's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Optional
 
 from ..capacity import gpu_weight_bytes, plan_capacity
@@ -28,8 +38,10 @@ from ..errors import InputError
 from ..kvcache import kv_layout, sequence_bytes
 from ..load import load_model
 from ..specs import ModelSpec
+from ..specs.weights import VISION, WeightComponent
 from ..units import DType, fmt_bytes
-from .pricing import StepContext
+from .draft import HEAD_FC_INPUTS, OWN_LM_HEAD, head_share
+from .pricing import StepContext, step_dtypes, weights_as_of
 
 
 @dataclass(frozen=True)
@@ -46,10 +58,11 @@ class StepMemory:
 
     @property
     def note(self) -> Optional[str]:
-        """What the figures hold besides the target's: the draft model's weights and KV cache; None without one."""
+        """What the figures hold besides the target's: the draft's (a draft model's, an MTP / EAGLE head's) weights
+        and KV cache; None without one."""
         if not self.draft_model:
             return None
-        return (f"memory: the draft model {self.draft_model}'s weights {fmt_bytes(self.draft_weights_bytes)} and KV "
+        return (f"memory: the {self.draft_model}'s weights {fmt_bytes(self.draft_weights_bytes)} and KV "
                 f"cache {fmt_bytes(self.draft_kv_bytes)} a GPU are counted in the weights and KV cache above")
 
 
@@ -139,22 +152,47 @@ def _busiest_stage(ctx: StepContext, per_rank: int, context_len: int, split: int
 
 
 def _draft(ctx: StepContext, context_len: int, split: int) -> tuple[str, int, float]:
-    """(the draft model's name, its weights a GPU, its KV a sequence): ('', 0, 0) without one (module docstring)."""
-    return draft_memory(ctx.dep, ctx.kv_dtype, context_len, split, ctx.dp_attention_release)
+    """(what drafts, its weights a GPU, its KV a sequence): ('', 0, 0) without a draft that holds memory (module
+    docstring)."""
+    return draft_memory(ctx.dep, ctx.kv_dtype, context_len, split, ctx.dp_attention_release, model=ctx.model)
 
 
 def draft_memory(dep: Deployment, kv_dtype: DType, context_len: int, split: int = 1,
-                 release: Optional[tuple] = None) -> tuple[str, int, float]:
-    """(the draft model's name, its weights a GPU, its KV a sequence of `context_len` tokens in `kv_dtype`) of the
-    deployment's draft model, split over the target's TP (module docstring); ('', 0, 0) without one. The step's
-    memory check and the serving replica's KV pages (rooflab.serve.Replica) both count it here."""
+                 release: Optional[tuple] = None, model: Optional[ModelSpec] = None) -> tuple[str, int, float]:
+    """(what drafts: 'draft model llama-3.2-1b', 'eagle head of llama-3-8b'; its weights a GPU; its KV a sequence
+    of `context_len` tokens in `kv_dtype`) of the deployment's draft model, split over the target's TP, or of its
+    MTP / EAGLE head, a share of the target `model` (module docstring); ('', 0, 0) for n-gram drafting or none.
+    A head needs the target `model` (None: the head is not counted). The step's memory check and the serving
+    replica's KV pages (rooflab.serve.Replica) both count the draft here."""
     spec = dep.speculative
-    if spec is None or spec.method is not SpecMethod.draft_model:
+    if spec is None or spec.method is SpecMethod.ngram:
         return "", 0, 0.0
+    if spec.method is not SpecMethod.draft_model:
+        return ("", 0, 0.0) if model is None else _head_memory(model, dep, kv_dtype, context_len, split, release)
     draft: ModelSpec = load_model(spec.draft_model)
     weights = gpu_weight_bytes(draft, None, dep.tensor_parallel, 1, dep.attention_data_parallel, release=release)
     sequence = kv_bytes(draft, 1, context_len, kv_dtype, dep.page_size, dep.attention_tensor_parallel, split)
-    return draft.name, weights, sequence
+    return f"draft model {draft.name}", weights, sequence
+
+
+def _head_memory(model: ModelSpec, dep: Deployment, kv_dtype: DType, context_len: int, split: int,
+                 release: Optional[tuple]) -> tuple[str, int, float]:
+    """draft_memory for an MTP / EAGLE head of `model`: head_share of the target's layer weights (its format, split
+    as the target's: TP, EP, DP attention at `release`) and of a sequence's KV pages, the input projection whole on
+    every rank in the model's dtype, and the lm_head where the method holds its own (module docstring)."""
+    method, share = dep.speculative.method, head_share(model)
+    c = WeightComponent
+    shares = {k: share for k in (c.attention, c.dense_mlp, c.experts, c.shared_experts, c.router, c.norms)}
+    own_head = method in OWN_LM_HEAD
+    shares.update({c.embeddings: Fraction(int(own_head and model.tie_word_embeddings)),
+                   c.lm_head: Fraction(int(own_head)), VISION: Fraction(0)})
+    ep = dep.expert_parallel if model.is_moe else 1
+    layer = gpu_weight_bytes(model, weights_as_of(dep), dep.tensor_parallel, ep, dep.attention_data_parallel,
+                             release=release, shares=shares)
+    fc = HEAD_FC_INPUTS[method] * model.hidden_size ** 2 * step_dtypes(model, dep)[0].bytes
+    sequence = kv_bytes(model, 1, context_len, kv_dtype, dep.page_size, dep.attention_tensor_parallel, split,
+                        dep.mla_sparse_fp8) * float(share)
+    return f"{method.value} head of {model.name}", layer + fc, sequence
 
 
 def kv_bytes(model: ModelSpec, batch: int, context_len: int, dtype: DType, page_size: int, tp: int,

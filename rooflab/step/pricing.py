@@ -381,6 +381,12 @@ class StepContext:
         return "graph" if self.graphs else "eager"
 
 
+def weights_as_of(deployment: Deployment):
+    """The format a step prices the quantizable weights in (StepContext.weights_as): the deployment's weight format,
+    else its GEMM dtype (None: as shipped)."""
+    return deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
+
+
 def step_dtypes(model: ModelSpec, deployment: Deployment) -> tuple[DType, DType]:
     """(the activations' dtype, the KV cache's) a step runs at: the deployment's, else the checkpoint's (bf16 where it
     states none); the cache the activations' where the deployment names none."""
@@ -414,7 +420,7 @@ def step_context(model: ModelSpec, gpu: GpuSpec, deployment: Deployment, expert_
         mla_decode_splits = whole_number(mla_decode_splits, "mla_decode_splits", maximum=MAX_SPLITS_ALLOWED)
     dp_attention_splits(deployment.tensor_parallel, deployment.attention_data_parallel, dp_attention_release)
     dtype, kv_dtype = step_dtypes(model, deployment)
-    weights_as = deployment.weight_format if deployment.weight_format is not None else deployment.gemm_dtype
+    weights_as = weights_as_of(deployment)
     graphs = deployment.cuda_graphs and (graphs is None or bool(graphs))
     return StepContext(model=model, gpu=gpu, dep=deployment, dtype=dtype,
                        kv_dtype=kv_dtype, weights_as=weights_as,
@@ -477,4 +483,4 @@ def comm_row(gpu: GpuSpec, kernel: Kernel, label: str, bytes_per_rank: float, wo
 
 
 __all__ = ["Launches", "Pricer", "StepContext", "comm_row", "gemm_row", "gemm_ceilings", "launch_times",
-           "priced_row", "step_context", "step_dtypes"]
+           "priced_row", "step_context", "step_dtypes", "weights_as_of"]

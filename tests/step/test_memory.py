@@ -164,3 +164,83 @@ def test_the_step_refuses_a_dp_attention_layout_its_release_never_ran():
                     engine="sglang", engine_version="0.4.4")
     step_report(model, gpu, 8, 1024, deployment=Deployment(tensor_parallel=8, attention_data_parallel=8),
                 engine="sglang", engine_version="0.4.4")
+
+
+# --- an MTP / EAGLE head's weights and KV pages (hostile round 16b) ----------------------------------------------
+
+def _head(method, tp=1):
+    from rooflab.deployment import Deployment, Speculative
+
+    return Deployment(tensor_parallel=tp, speculative=Speculative(method, 3))
+
+
+def test_an_eagle_head_holds_one_decoder_layer_and_its_kv_pages():
+    """vLLM keeps an EAGLE head's KV in the target's pool (v0.11.0 v1/spec_decode/eagle.py:813-831,
+    v1/worker/gpu_model_runner.py:4051-4052): Llama-3-8B's head is one of its 32 decoder layers, so its KV a
+    sequence of 8,192 tokens is 1 GiB / 32 = 33,554,432 bytes (1/33 of the pool). Its weights, by hand: a layer's
+    attention 4096 x (4096 + 2 x 1024 + 4096) = 41,943,040 and MLP 3 x 4096 x 14,336 = 176,160,768 parameters, norms
+    (2 x 4096 x 32 + 4096) / 32 = 8,320, at 2 bytes: 436,224,256; EAGLE's fc 2H x H x 2 bytes = 67,108,864
+    (llama_eagle.py:74-76); the lm_head and embeddings are the target's (eagle.py:854-890): 503,333,120."""
+    from rooflab.step.memory import draft_memory
+
+    model = load_model("llama-3-8b")
+    name, weights, kv = draft_memory(_head("eagle"), DType.bf16, 8192, model=model)
+    assert kv == kv_bytes(model, 1, 8192, DType.bf16, 16, 1, 1) / 32 == 33_554_432
+    assert weights == (41_943_040 + 176_160_768 + 8_320) * 2 + 67_108_864 == 503_333_120
+    assert name == "eagle head of llama-3-8b"
+
+
+def test_eagle3s_wider_fc_and_mtps_own_lm_head():
+    """EAGLE-3's fc takes three hidden states (3H x H, llama_eagle3.py:131-138): H x H x 2 bytes more than EAGLE's
+    (Llama-3-8B: 33,554,432). DeepSeek's MTP layer holds its own lm_head (deepseek_mtp.py:35-37, :141-144): on
+    DeepSeek-V3 at TP 8, 129,280 x 7,168 x 2 bytes / 8 = 231,669,760 more than an EAGLE head (to the spec's
+    published-count scale, 1e-4)."""
+    from rooflab.step.memory import draft_memory
+
+    llama, v3 = load_model("llama-3-8b"), load_model("deepseek-v3")
+    eagle, eagle3 = (draft_memory(_head(m), DType.bf16, 8192, model=llama)[1] for m in ("eagle", "eagle3"))
+    assert eagle3 - eagle == 4096 * 4096 * 2
+    mtp, eagle = (draft_memory(_head(m, 8), DType.bf16, 8192, model=v3)[1] for m in ("mtp", "eagle"))
+    assert mtp - eagle == pytest.approx(129_280 * 7_168 * 2 / 8, rel=1e-4)
+
+
+def test_deepseek_v3s_mtp_layer_is_one_of_its_61_layers_of_kv():
+    """DeepSeek-V3's MTP module is one MTP layer (num_nextn_predict_layers 1): its MLA latent a token is one of the
+    61 layers' (512 + 64) x 2 bytes, 8,192 tokens: 9,437,184 bytes, replicated on every TP rank."""
+    from rooflab.step.memory import draft_memory
+
+    v3 = load_model("deepseek-v3")
+    kv = draft_memory(_head("mtp", 8), DType.bf16, 8192, model=v3)[2]
+    assert kv == (512 + 64) * 2 * 8192 == kv_bytes(v3, 1, 8192, DType.bf16, 16, 8, 1) / 61
+
+
+def test_a_head_counts_in_the_steps_figures_and_its_memory_check():
+    """The step's weights and KV hold the head's (the figures above), and the check takes its weights off capacity's
+    KV budget B: floor((B - 503,333,120) / (1 GiB + 33,554,432)) sequences of 8,192 tokens of llama-3-8b."""
+    from rooflab.capacity import plan_capacity
+    from rooflab.errors import InputError
+    from rooflab.step import step_report
+
+    model, gpu = load_model("llama-3-8b"), load_gpu("h200-sxm")
+    plain = step_report(model, gpu, 1, 8192)
+    head = step_report(model, gpu, 1, 8192, deployment=_head("eagle"))
+    assert head.weight_bytes_per_gpu == plain.weight_bytes_per_gpu + 503_333_120
+    assert head.kv_bytes_per_gpu == plain.kv_bytes_per_gpu + 33_554_432
+    assert any("eagle head of llama-3-8b" in n for n in head.notes)
+    budget = plan_capacity(model, gpu, 8192).kv_budget_bytes
+    fits = (budget - 503_333_120) // ((1 << 30) + 33_554_432)
+    assert fits < budget // (1 << 30)
+    step_report(model, gpu, fits, 8192, deployment=_head("eagle"))
+    with pytest.raises(InputError, match=f"holds {fits:,} sequences"):
+        step_report(model, gpu, fits + 1, 8192, deployment=_head("eagle"))
+
+
+def test_ngram_and_no_target_hold_no_draft_memory():
+    """n-gram drafting holds nothing on the GPU; a head without the target model is not counted (every caller
+    passes it)."""
+    from rooflab.deployment import Deployment, Speculative
+    from rooflab.step.memory import draft_memory
+
+    model = load_model("llama-3-8b")
+    assert draft_memory(Deployment(speculative=Speculative("ngram", 3)), DType.bf16, 8192, model=model) == ("", 0, 0.0)
+    assert draft_memory(_head("eagle"), DType.bf16, 8192) == ("", 0, 0.0)
