@@ -142,7 +142,6 @@ def test_short_output_takes_at_least_one_decode_step(output, tmp_path):
     assert p["e2e_s"] - p["ttft_s"] >= p["itl_s"] * (1 - 1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="an EAGLE / MTP head's KV and weights are left out of the replica's KV pages")
 @pytest.mark.parametrize("args", [["-m", "llama-3-8b", *EAGLE3],
                                   ["-m", "deepseek-v3", "--tp", "8", "--speculative-config",
                                    '{"method": "mtp", "num_speculative_tokens": 1}']], ids=["eagle", "mtp"])
@@ -285,7 +284,6 @@ def test_v0_chunked_prefill_default_conditions(gpu, extra, tmp_path):
     assert "steps apart" in " ".join(out.stdout.split("\n\n")[0].split()), out.describe()
 
 
-@pytest.mark.xfail(strict=True, reason="a KV-cache dtype name vLLM 0.7.3 does not take is accepted at 0.7.3")
 @pytest.mark.parametrize("kv", ["fp8_ds_mla", "bfloat16"])
 def test_v0_kv_cache_dtype_names_by_release(kv, tmp_path):
     """`rooflab serve -m deepseek-v3 -g h200-sxm --tp 8 --engine vllm --engine-version 0.7.3 --kv-cache-dtype

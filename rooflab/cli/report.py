@@ -160,7 +160,11 @@ def report(
 
     # rooflab's and the engines' names of one setting agree; under --engine, that engine's refusals (SGLang's
     # --kv-cache-dtype names) as capacity applies them
-    words, _, _ = dopt.words_of(ctx).resolve(engine=Engine.of(engine, "--engine") if engine else None)
+    from ..vocab import release_of
+
+    eng = Engine.of(engine, "--engine") if engine else None
+    words, _, _ = dopt.words_of(ctx).resolve(engine=eng, release=release_of(engine_version, "--engine-version", eng)
+                                             if eng and engine_version else None)
     page_size, kv_dtype = words.page_size, words.kv_cache_dtype
     bare = shape_of(ctx, shape)
     if bare is None:

@@ -140,7 +140,10 @@ def _replica(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, ou
 
     eng = Engine.of(engine, "--engine")
     # the one KV-dtype vocabulary (engines.vocab.parse_kv_cache_dtype), with the engine's refusals (SGLang's names)
-    words = DeploymentWords(kv_cache_dtype=kv_cache_dtype).resolve(engine=eng)[0]
+    from ..vocab import release_of
+
+    release = release_of(version, "--engine-version", eng) if version else None
+    words = DeploymentWords(kv_cache_dtype=kv_cache_dtype).resolve(engine=eng, release=release)[0]
     kv = words.kv_cache_dtype
     spec, g = load_model(model), load_gpu(gpu)
     act = spec.weight_dtype if spec.weight_dtype in (DType.bf16, DType.fp16) else DType.bf16

@@ -41,14 +41,15 @@ def rank_scheduler(scheduler: Scheduler, ranks: int) -> Scheduler:
 
 def _less_the_draft(kv_tokens: int, plan, model: ModelSpec, deployment: Deployment, context_len: int,
                     release: Optional[tuple] = None) -> int:
-    """The target's KV tokens beside a draft model (rooflab.step.memory.draft_memory, the step's count, at SGLang's
+    """The target's KV tokens beside a draft model or head (rooflab.step.memory.draft_memory, the step's count, at SGLang's
     `release` for DP attention's layout): its weights come out of the KV budget and each token's KV is shared with
     the draft's, in proportion at `context_len` (the workload's longest request); unchanged without a draft model."""
     from ..step.memory import draft_memory
     from ..step.pricing import step_dtypes
 
     kv_dtype = step_dtypes(model, deployment)[1]
-    _, weights, draft = draft_memory(deployment, kv_dtype, context_len, deployment.position_split, release)
+    _, weights, draft = draft_memory(deployment, kv_dtype, context_len, deployment.position_split, release,
+                                     model=model)
     target = float(plan.kv_bytes_per_sequence)
     if not weights or not target:
         return kv_tokens
