@@ -392,6 +392,10 @@ COMMANDS: dict[str, list[Opt]] = {
                                                                              "NGRAM"]),
                                    checked_late=True, words=("speculative",)),
                dataclasses.replace(count_opt(("--speculative-num-draft-tokens",), 2, 65, 65), words=("speculative",)),
+               dataclasses.replace(count_opt(("--speculative-num-steps",), 1, 64, 64), checked_late=True,
+                                   words=("speculative",)),
+               dataclasses.replace(count_opt(("--speculative-eagle-topk",), 1, 64, 64), checked_late=True,
+                                   words=("speculative", "topk", "tree")),
                dataclasses.replace(Opt(("--speculative-draft-model-path",), *_name_values("models", MODEL_NAMES)),
                                    kind_word="model", checked_late=True, words=("speculative", "draft")),
                dataclasses.replace(float_opt(("--acceptance-rate",), 0, 1), words=("acceptance",)),
@@ -492,12 +496,14 @@ COMMANDS["explain"] += [choice_opt(("--phase",), ["step"]), switch("--json")] + 
     o for o in COMMANDS["report"] if o.flags[0] not in _EXPLAIN_FLAGS and o.flags[0] in {
         "--step", "--pcp", "--pp", "--micro-batches", "--dp", "--enable-dp-attention", "--ep",
         "--enable-expert-parallel", "--expert-imbalance", "--weight-dtype", "--quantization", "--gemm-dtype",
-        "--speculative-config", "--speculative-algorithm", "--speculative-num-draft-tokens",
+        "--speculative-config", "--speculative-algorithm", "--speculative-num-draft-tokens", "--speculative-num-steps",
+        "--speculative-eagle-topk",
         "--speculative-draft-model-path", "--acceptance-rate", "--enforce-eager", "--fused-elementwise",
         "--gpu-memory-utilization", "--prefill-chunk", "--engine", "--engine-version"}]
 
 # serve and plot serve take report --phase step's speculative options (declared once, in rooflab/cli/report.py)
 _SPECULATIVE_FLAGS = {"--speculative-config", "--speculative-algorithm", "--speculative-num-draft-tokens",
+                      "--speculative-num-steps", "--speculative-eagle-topk",
                       "--speculative-draft-model-path", "--acceptance-rate"}
 for _serve in ("serve", "plot serve"):
     COMMANDS[_serve] += [o for o in COMMANDS["report"] if o.flags[0] in _SPECULATIVE_FLAGS]

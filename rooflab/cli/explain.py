@@ -22,7 +22,8 @@ from .report import ShapeOpt, report, shape_of
 _R = {n: p for n, p in inspect.signature(report).parameters.items()}
 _STEP_ONLY = ("step", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep", "enable_ep", "expert_imbalance",
               "weight_dtype", "quantization", "gemm_dtype", "speculative_config", "speculative_algorithm",
-              "speculative_tokens", "draft_model", "acceptance", "eager", "fused", "utilization", "prefill_chunk",
+              "speculative_tokens", "speculative_steps", "speculative_topk", "draft_model", "acceptance", "eager",
+              "fused", "utilization", "prefill_chunk",
               "engine", "engine_version", "json_out")
 
 #: The variants explain derives: the vocabulary's list and the linear layers' state update (rooflab.explain's
@@ -90,6 +91,8 @@ def explain(
     speculative_config: _R["speculative_config"].annotation = _R["speculative_config"].default,
     speculative_algorithm: _R["speculative_algorithm"].annotation = _R["speculative_algorithm"].default,
     speculative_tokens: _R["speculative_tokens"].annotation = _R["speculative_tokens"].default,
+    speculative_steps: _R["speculative_steps"].annotation = _R["speculative_steps"].default,   # read by
+    speculative_topk: _R["speculative_topk"].annotation = _R["speculative_topk"].default,     # _step_only_with
     draft_model: _R["draft_model"].annotation = _R["draft_model"].default,
     acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     eager: _R["eager"].annotation = _R["eager"].default,
@@ -153,7 +156,7 @@ def _explain_step(ctx, model, gpu, batch, context_len, dtype, dcp, kv_parallel, 
     given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
     m = load_model(model)
     quantization = dopt.words_of(ctx).resolve(checkpoint=m)[0].weight_format
-    _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens)
+    spec_tokens = _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens)
     deployment = _step_deployment(words.tensor_parallel, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep,
                                   words.page_size, dtype if given else None, words.kv_cache_dtype, quantization,
                                   gemm_dtype, utilization, eager, fused, spec_config, spec_algorithm, spec_tokens,

@@ -135,6 +135,13 @@ def report(
     speculative_tokens: Annotated[Optional[int], typer.Option("--speculative-num-draft-tokens",
                                                               parser=params.count(2, 65), metavar="N",
                                                               help="Step (decode): SGLang's verified tokens, k + 1.")] = None,
+    speculative_steps: Annotated[Optional[int], typer.Option("--speculative-num-steps", parser=params.count(1, 64),
+                                                             metavar="N", help="Step (decode): SGLang's draft depth; "
+                                                             "with --speculative-eagle-topk 1 it verifies N + 1 "
+                                                             "tokens (SGLang resets the draft tokens so).")] = None,
+    speculative_topk: Annotated[Optional[int], typer.Option("--speculative-eagle-topk", parser=params.count(1, 64),
+                                                            metavar="K", help="Step (decode): SGLang's branching; 1 "
+                                                            "(a chain) is modelled, a tree refused.")] = None,
     draft_model: Annotated[Optional[str], typer.Option("--speculative-draft-model-path", metavar="MODEL",
                                                        help="Step (decode): the draft model (a bundled name).")] = None,
     acceptance: Annotated[float, typer.Option("--acceptance-rate", parser=params.number(0, 1), metavar="A",
@@ -176,7 +183,8 @@ def report(
 
     step_only = ("step", "tp", "dcp", "kv_parallel", "cp", "pp", "micro_batches", "dp", "dp_attention", "ep",
                  "enable_ep", "expert_imbalance", "weight_dtype", "quantization", "gemm_dtype", "speculative_config",
-                 "speculative_algorithm", "speculative_tokens", "draft_model", "acceptance", "eager", "fused",
+                 "speculative_algorithm", "speculative_tokens", "speculative_steps", "speculative_topk",
+                 "draft_model", "acceptance", "eager", "fused",
                  "utilization", "engine", "engine_version")
     if phase is not Phase.step:
         only_for(ctx, "step", *step_only)
@@ -191,7 +199,8 @@ def report(
         given = ctx.get_parameter_source("dtype").name == "COMMANDLINE"     # else the checkpoint's own dtype
         m = load_model(model)
         quantization = dopt.words_of(ctx).resolve(checkpoint=m)[0].weight_format
-        _step_only_with(ctx, step, speculative_config, speculative_algorithm, speculative_tokens)
+        speculative_tokens = _step_only_with(ctx, step, speculative_config, speculative_algorithm,
+                                             speculative_tokens)
         deployment = _step_deployment(tp, dcp, kv_parallel, cp, pp, dp, dp_attention, ep, enable_ep, page_size,
                                       dtype if given else None, kv_dtype, quantization, gemm_dtype,
                                       utilization, eager, fused, speculative_config, speculative_algorithm,
@@ -232,9 +241,27 @@ def report(
 
 
 
-def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None:
+def sglang_draft_tokens(ctx, spec_tokens):
+    """The tokens a sequence verifies from SGLang's three draft options: --speculative-num-steps N with
+    --speculative-eagle-topk 1 (or unset) verifies N + 1 whatever --speculative-num-draft-tokens says (sglang
+    0.5.12 srt/server_args.py:3828-3835 resets it so); without N, --speculative-num-draft-tokens as given; a tree
+    (topk > 1: the verified tokens and the acceptance of a tree) is not modelled."""
+    steps, topk = ctx.params.get("speculative_steps"), ctx.params.get("speculative_topk")
+    if topk is not None and topk > 1:
+        fail(f"--speculative-eagle-topk {topk}: tree drafts are not modelled (the chain's acceptance formula "
+             "does not hold); give 1")
+    if steps is None:
+        if topk is not None:
+            fail("--speculative-eagle-topk goes with --speculative-num-steps (SGLang)")
+        return spec_tokens
+    return steps + 1
+
+
+def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens):
     """Step options that mean nothing without another: refused, naming both (as --pp-layer-partition without --pp
-    and --max-loras without --enable-lora are)."""
+    and --max-loras without --enable-lora are); the tokens a sequence verifies from SGLang's options
+    (sglang_draft_tokens)."""
+    spec_tokens = sglang_draft_tokens(ctx, spec_tokens)
     speculative = acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens)
     if speculative and step is StepKind.prefill:
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
@@ -242,6 +269,7 @@ def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens) -> None
     _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens,
                           ctx.params.get("engine_version"))
     dopt.check_ep_spelling(ctx.params.get("engine"), ctx.params.get("ep") or 1, bool(ctx.params.get("enable_ep")))
+    return spec_tokens
 
 
 def acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens) -> bool:
@@ -291,7 +319,8 @@ def speculative_of(spec_config, spec_algorithm, spec_tokens, draft_model, accept
         return speculative
     if spec_algorithm or spec_tokens:
         if not (spec_algorithm and spec_tokens):
-            fail("--speculative-algorithm and --speculative-num-draft-tokens go together (SGLang)")
+            fail("--speculative-algorithm and --speculative-num-steps (or --speculative-num-draft-tokens) go "
+                 "together (SGLang)")
         return Speculative(spec_algorithm, spec_tokens - 1, acceptance, draft_model)
     if draft_model:
         fail("--speculative-draft-model-path needs --speculative-config or --speculative-algorithm")

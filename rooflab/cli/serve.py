@@ -22,7 +22,8 @@ from . import deployment_options as dopt
 from .deployment_options import EngineVersionOpt, QuantizationOpt, WeightDTypeOpt
 from .options import ExpertParallelOpt
 from ..deployment import Speculative
-from .report import _speculative_spelling, acceptance_needs_drafts, report as _report, speculative_of
+from .report import (_speculative_spelling, acceptance_needs_drafts, report as _report, sglang_draft_tokens,
+                     speculative_of)
 
 #: The speculative options are `report --phase step`'s, declared once there: (annotation, default) by name.
 _R = {n: p for n, p in inspect.signature(_report).parameters.items()}
@@ -121,6 +122,7 @@ def _parallel(ctx: typer.Context, engine: str, dcp, dp, dp_attention, ep, enable
               spec_algorithm, spec_tokens, draft_model, acceptance) -> Parallel:
     """serve's Parallel from its options; the speculative ones read as report --phase step reads them (that
     engine's spelling under --engine; --acceptance-rate only with drafts)."""
+    spec_tokens = sglang_draft_tokens(ctx, spec_tokens)
     acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens)
     _speculative_spelling(engine, spec_config, spec_algorithm or spec_tokens,     # serve always has an engine
                           ctx.params.get("engine_version"))
@@ -274,6 +276,8 @@ def serve(
     speculative_config: _R["speculative_config"].annotation = None,
     speculative_algorithm: _R["speculative_algorithm"].annotation = None,
     speculative_tokens: _R["speculative_tokens"].annotation = None,
+    speculative_steps: _R["speculative_steps"].annotation = None,          # read by sglang_draft_tokens
+    speculative_topk: _R["speculative_topk"].annotation = None,
     draft_model: _R["draft_model"].annotation = None,
     acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     weight_dtype: WeightDTypeOpt = None,
@@ -378,6 +382,8 @@ def plot_serve(
     speculative_config: _R["speculative_config"].annotation = None,
     speculative_algorithm: _R["speculative_algorithm"].annotation = None,
     speculative_tokens: _R["speculative_tokens"].annotation = None,
+    speculative_steps: _R["speculative_steps"].annotation = None,          # read by sglang_draft_tokens
+    speculative_topk: _R["speculative_topk"].annotation = None,
     draft_model: _R["draft_model"].annotation = None,
     acceptance: _R["acceptance"].annotation = _R["acceptance"].default,
     weight_dtype: WeightDTypeOpt = None,

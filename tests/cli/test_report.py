@@ -424,3 +424,26 @@ def test_vllms_expert_parallel_switch_is_refused_under_sglang(command):
     r = CliRunner().invoke(app, [*command, "-m", "mixtral-8x7b", "-g", "h200-sxm", "--tp", "2", "--engine", "sglang",
                                  "--enable-expert-parallel"])
     assert r.exit_code == 2 and "--ep-size" in r.stderr and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("command", [["report", "--phase", "step"], ["explain", "--phase", "step"], ["serve"]])
+def test_sglangs_draft_depth_sets_the_verified_tokens(command):
+    """SGLang's --speculative-num-steps N at --speculative-eagle-topk 1 verifies N + 1 tokens a sequence whatever
+    --speculative-num-draft-tokens says (sglang 0.5.12 srt/server_args.py:3828-3835): N 3 gives k 3 (2.533 tokens a
+    step at a 0.7), the same as --speculative-num-draft-tokens 4 alone; a tree (topk > 1) is refused."""
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+
+    runner = CliRunner()
+    base = [*command, "-m", "llama-3-8b", "-g", "h200-sxm", "--engine", "sglang", "--speculative-algorithm", "EAGLE"]
+    extra = ["--max-concurrency", "2", "-f", "json"] if command == ["serve"] else ["-f", "json"]
+    if command[0] == "explain":
+        extra = ["--json"]
+    a = runner.invoke(app, [*base, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                            "--speculative-num-draft-tokens", "8", *extra])
+    b = runner.invoke(app, [*base, "--speculative-num-draft-tokens", "4", *extra])
+    assert a.exit_code == b.exit_code == 0, a.output + b.output
+    assert a.stdout == b.stdout
+    tree = runner.invoke(app, [*base, "--speculative-num-steps", "3", "--speculative-eagle-topk", "4", *extra])
+    assert tree.exit_code == 2 and "tree" in tree.stderr
