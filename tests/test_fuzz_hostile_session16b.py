@@ -214,8 +214,6 @@ def test_max_running_requests_smaller_than_the_ranks(tmp_path):
              "--max-running-requests")
 
 
-@pytest.mark.xfail(strict=True, reason="the figure at one concurrency depends on the others asked for (the "
-                                       "StepTable's grid top)")
 def test_a_concurrency_figure_does_not_depend_on_the_list(tmp_path):
     """`rooflab serve -m deepseek-v3 -g h200-sxm --tp 8 --engine sglang --enable-dp-attention --dp 8
     --input-len 1024 --output-len 256 --max-concurrency 344` gives predicted TPOT 59.94 ms; the same point with

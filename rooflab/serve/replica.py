@@ -75,8 +75,10 @@ class Replica:
               scheduler: Optional[Scheduler] = None, engine: Engine | str = Engine.vllm,
               steps: Optional[StepTimes] = None, max_concurrency: Optional[int] = None) -> "Replica":
         """`scheduler` None: the engine's defaults for this GPU. `steps` None: rooflab's step (StepTable via
-        steptime.step_times), tabulated up to `max_concurrency` decodes (default the most that can run at once:
-        the scheduler's limit or the requests of the shortest prompt the KV pages hold, at most 4096), mean
+        steptime.step_times), tabulated up to the most decodes that can run at once (a rank's: the scheduler's
+        limit or the requests of the shortest prompt the KV pages hold, at most 4096; `max_concurrency`, kept for
+        callers, no longer narrows it: a concurrency's figure must not depend on the others a sweep asks for, and
+        the lazy table prices only the points read), mean
         contexts from the shortest prompt to the longest request, prefill chunks up to the step's token budget,
         the decode attention and the experts priced as the kernels the scheduler's engine runs at its version
         (rooflab.step.engine_kernels: the step's defaults where the version names no release or no fact covers
@@ -110,8 +112,6 @@ class Replica:
         kv_tokens = _less_the_draft(kv_tokens, plan, model, deployment, workload.max_len, kernels.layout_release)
         shortest = workload.input.low + 1                     # a running request holds at least its prompt
         most = [4096, kv_tokens // shortest + 1, scheduler.running_cap]
-        if max_concurrency is not None:
-            most.append(-(-int(max_concurrency) // ranks))        # the busiest rank's share
         top = max(1, min(most))
         if steps is None:
             steps = step_times(model, gpu, deployment, max_decodes=top, min_context=workload.input.low,

@@ -170,8 +170,10 @@ def _api_sweep(model, gpu, deployment, engine, concurrency, input_len, output_le
     from rooflab.serve import Replica, Scheduler, Workload, concurrency_sweep
 
     g = load_gpu(gpu)
-    replica = Replica.build(load_model(model), g, Deployment(**deployment), Workload.fixed(input_len, output_len),
-                            Scheduler.default(engine, g.cuda_visible_bytes or g.hbm_capacity_bytes),
+    dep = Deployment(**deployment)
+    drafts = {} if engine != "sglang" or dep.speculative is None else {"speculative": dep.speculative.method.value}
+    replica = Replica.build(load_model(model), g, dep, Workload.fixed(input_len, output_len),
+                            Scheduler.default(engine, g.cuda_visible_bytes or g.hbm_capacity_bytes, **drafts),
                             max_concurrency=concurrency)
     return concurrency_sweep(replica, [concurrency]).records()
 

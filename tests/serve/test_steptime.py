@@ -99,7 +99,7 @@ def test_data_parallel_replicas_are_refused_and_attention_ranks_served(replica):
     served = Replica.build(load_model("deepseek-v3"), replica.gpu, Deployment(
         tensor_parallel=8, attention_data_parallel=8, expert_parallel=8), replica.workload,
         Scheduler.sglang(replica.gpu.hbm_capacity_bytes), max_concurrency=16)
-    assert served.ranks == 8 and served.steps.table.decodes_grid[-1] <= 2 + 1
+    assert served.ranks == 8 and served.steps.table.decodes_grid[-1] >= served.rank_running_limit
 
 
 def test_a_replica_prices_the_experts_as_its_engine_and_version_run_them():
