@@ -265,7 +265,7 @@ def test_serve_takes_dcp():
 
 def test_an_fp8_kv_cache_keeps_the_activations_16_bit():
     """--kv-cache-dtype fp8 on a bf16 checkpoint: the cache fp8, the activations and GEMMs bf16 (they were fp8)."""
-    from rooflab.cli.serve import _replica
+    from rooflab.cli.serve_replica import replica_of as _replica
     from rooflab.deployment_words import DeploymentWords
     from rooflab.units import DType
 
