@@ -17,7 +17,7 @@ PACKAGE = TESTS.parent / "rooflab"
 CROSS_CUTTING = {"test_fuzz_cli.py", "test_fuzz_measurements.py", "test_fuzz_specs.py", "test_readme.py",
                  "test_notebooks.py", "test_imports.py", "test_layout.py", "test_one_path.py", "test_api_checks.py",
                  "test_fuzz_hostile.py", "test_fuzz_hostile_session16.py",
-                 "test_fuzz_hostile_session16b.py"}
+                 "test_fuzz_hostile_session16b.py", "test_fuzz_hostile_session16c.py"}
 
 
 def module_of(test_file: Path) -> Path:
