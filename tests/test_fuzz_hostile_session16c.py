@@ -112,8 +112,6 @@ def test_serve_json_is_the_api(tmp_path):
 
 # --- the closed form's prefill work --------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="closed form prices fewer prefill tokens than its throughput needs near "
-                                       "the budget (steady._mix mixed branch)")
 def test_closed_form_conserves_prefill_work():
     """Input: Replica.build(llama-3-8b, h200-sxm, Deployment(), Workload.fixed(4000, 64)) (vLLM V1, 8,192 tokens a
     step), steady.solve at concurrency 256 (CLI: `rooflab serve -m llama-3-8b -g h200-sxm --input-len 4000
@@ -139,8 +137,6 @@ def test_closed_form_conserves_prefill_work():
 
 # --- DP attention --------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="below N clients the closed form prices every attention rank's prefills "
-                                       "(steady._mix ranks=)")
 def test_dp_attention_idle_ranks_bring_no_prefills(tmp_path):
     """Input: `rooflab serve -m deepseek-v3 -g h200-sxm -tp 8 --engine sglang --enable-dp-attention --dp 8
     --input-len 4000 --output-len 64 --max-concurrency 1,8`. Observed: concurrency 1 and 8 have the same D (0.90),

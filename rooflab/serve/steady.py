@@ -136,19 +136,27 @@ def _poisson(m: float, top: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _mix(t, scheduler: Scheduler, d: float, context: float, prompt: float,
-         decodes: float, q: int = 1, ranks: int = 1) -> tuple[float, float, float, bool]:
+         decodes: float, q: int = 1, ranks: float = 1) -> tuple[float, float, float, bool]:
     """(τ, T_pre, prefill tokens a step, prefill-bound) at D decodes, `decodes` the decode steps a request takes
     (E[O] - 1, over E under speculative decoding), each decode `q` tokens of the step's budget. Over `ranks`
-    attention ranks that step together the step's arrivals are the ranks' (Poisson of N m) and the busiest rank's
-    ceil(n / N) prefills set the step (one rank's prefill makes every rank's step a prefill step)."""
+    attention ranks with requests (those that step together, at most the deployment's) the step's arrivals are
+    theirs (Poisson of N m) and the busiest rank's ceil(n / N) prefills set the step (one rank's prefill makes every
+    rank's step a prefill step). Mixed steps: a step holds at most its room of prefill tokens; what a step's
+    arrivals bring past it is a backlog the steps after work off, so every step's room takes its share of the spill
+    (the steps carry the prompts' tokens, min(room, m P) a step on average)."""
     budget = float(scheduler.max_num_batched_tokens)
     m = d / max(1e-9, decodes) * ranks                          # arrivals a step over the ranks
     top = int(max(8, m + 8 * math.sqrt(m + 1) + 2))
     total, p = _poisson(m, top)
-    n = np.ceil(total / ranks)                                  # the busiest rank's
+    n = np.ceil(total / max(1.0, ranks))                        # the busiest rank's
     if scheduler.mixed:
         room = max(1.0, budget - d * q)
         tokens = np.minimum(room, n * prompt)
+        spill = max(0.0, min(room, float(np.sum(p * n)) * prompt) - float(np.sum(p * tokens)))
+        free = room - tokens                                            # the room each step has left
+        if spill > 0 and float(np.sum(p * free)) > 0:                   # the backlog fills it, in proportion
+            tokens = tokens + free * min(1.0, spill / float(np.sum(p * free)))
+            tokens = np.where(tokens < 1.0, 0.0, tokens)                # less than a token: none
         steps = np.maximum(1.0, np.ceil(n * prompt / room))
         t_n = np.asarray(t(np.full_like(n, d), np.full_like(n, d * context), tokens), dtype=np.float64)
         tau = float(np.sum(p * t_n))
@@ -188,14 +196,15 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     d = running * decodes / (decodes + 1.0)
     budget = replica.scheduler.max_num_batched_tokens
     cap = budget * decodes / (prompt + decodes * q) if replica.scheduler.mixed else float("inf")
+    active = min(float(concurrency), running * ranks) / running   # the ranks with requests
     for _ in range(200):
-        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, ranks)
+        tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, active)
         target = min(running / (1.0 + t_pre / (decodes * tau)), cap, running)
         if abs(target - d) < 1e-9 * max(1.0, d):
             d = target
             break
         d = 0.5 * d + 0.5 * target
-    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, ranks)
+    tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, active)
     everyone = min(float(concurrency), running * ranks)          # running over the ranks
     x = d / (decodes * tau) * everyone / running                   # requests/s over the ranks
     queue = (concurrency - everyone) / x if concurrency > everyone else 0.0

@@ -126,7 +126,8 @@ def test_data_parallel_attention_deals_requests_over_the_ranks():
         assert s.requests_per_s == pytest.approx(c / s.e2e_s, rel=1e-12)
         assert s.decodes_per_step <= c / 8                   # a rank's decodes, not the replica's
     uneven, even = solve(rep, 9, "floor"), solve(rep, 16, "floor")
-    assert uneven.step_s == pytest.approx(even.step_s, rel=1e-12)   # 9 over 8 ranks: the busiest holds 2
+    assert uneven.decodes_per_step == pytest.approx(even.decodes_per_step, rel=1e-2)   # the busiest holds 2 either way
+    assert uneven.step_s <= even.step_s                  # but fewer ranks with requests bring fewer prefills
 
 
 def test_one_ranks_prefill_stalls_every_rank(replica):
