@@ -181,7 +181,6 @@ def test_mtp_on_deepseek_is_served(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["serve", "report"])
-@pytest.mark.xfail(strict=True, reason="a separate draft model under vLLM V1 0.11.0, which refuses it")
 def test_vllm_v1_draft_model_is_refused(command, tmp_path):
     """Input: `rooflab serve -m llama-3-8b -g h200-sxm --engine vllm --engine-version 0.11.0 --speculative-config
     '{"method": "draft_model", "model": "llama-3.2-1b", "num_speculative_tokens": 3}' --max-concurrency 4` (and
@@ -201,8 +200,6 @@ def test_vllm_v1_draft_model_is_refused(command, tmp_path):
 
 # --- SGLang's draft options -----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="--speculative-num-steps N read as N + 1 verified tokens under NGRAM, "
-                                       "which SGLang 0.5.12 does not reset so")
 def test_ngram_num_steps_is_not_eagle_depth(tmp_path):
     """Input: `rooflab report --phase step -m llama-3-8b -g h200-sxm --engine sglang --speculative-algorithm NGRAM
     --speculative-num-steps 3 --batch 8 --context-len 1024` (serve likewise: ITL 7.01 ms, = --speculative-num-draft-
@@ -234,8 +231,6 @@ def test_sglang_eagle_draft_tokens_without_steps_is_refused(tmp_path):
              tmp_path, "--speculative-num-steps")
 
 
-@pytest.mark.xfail(strict=True, reason="the refusal names SGLang options the user did not give, not "
-                                       "--speculative-num-steps")
 def test_vllm_refusal_names_num_steps(tmp_path):
     """Input: `rooflab serve --engine vllm --speculative-num-steps 3 --max-concurrency 8` (report --phase step
     likewise). Observed: 'error: --speculative-algorithm / --speculative-num-draft-tokens are SGLang's; vLLM's is

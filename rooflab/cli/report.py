@@ -247,6 +247,10 @@ def sglang_draft_tokens(ctx, spec_tokens):
     0.5.12 srt/server_args.py:3828-3835 resets it so); without N, --speculative-num-draft-tokens as given; a tree
     (topk > 1: the verified tokens and the acceptance of a tree) is not modelled."""
     steps, topk = ctx.params.get("speculative_steps"), ctx.params.get("speculative_topk")
+    if steps is not None and str(ctx.params.get("speculative_algorithm") or "").strip().upper() == "NGRAM":
+        fail("--speculative-num-steps is EAGLE's depth; SGLang's NGRAM drafts a tree of --speculative-num-draft-tokens "
+             "(12 by default; srt/server_args.py:3846-3866), which rooflab does not model as a tree: give "
+             "--speculative-num-draft-tokens N for a chain of N")
     if topk is not None and topk > 1:
         fail(f"--speculative-eagle-topk {topk}: tree drafts are not modelled (the chain's acceptance formula "
              "does not hold); give 1")
@@ -267,7 +271,7 @@ def _step_only_with(ctx, step, spec_config, spec_algorithm, spec_tokens):
         fail("speculative decoding (--speculative-config / --speculative-algorithm) drafts decode steps; "
              "--step prefill prices a prefill")
     _speculative_spelling(ctx.params.get("engine"), spec_config, spec_algorithm or spec_tokens,
-                          ctx.params.get("engine_version"))
+                          ctx.params.get("engine_version"))                     # spec_tokens: N + 1 with steps
     dopt.check_ep_spelling(ctx.params.get("engine"), ctx.params.get("ep") or 1, bool(ctx.params.get("enable_ep")))
     return spec_tokens
 
@@ -285,6 +289,21 @@ def acceptance_needs_drafts(ctx, spec_config, spec_algorithm, spec_tokens) -> bo
 VLLM_SPECULATIVE_CONFIG_FROM = (0, 8, 2)
 
 
+#: vLLM V1 releases read that refuse a separate draft model (first, last minor line).
+VLLM_NO_DRAFT_MODEL = ((0, 10), (0, 11))
+
+
+def _draft_model_method(spec_config) -> bool:
+    """Whether a --speculative-config names a separate draft model (method draft_model, or a model and no method)."""
+    from ..deployment import SpecMethod, Speculative
+    from ..errors import InputError
+
+    try:
+        return Speculative.of_config(spec_config).method is SpecMethod.draft_model
+    except InputError:
+        return False                                  # refused with its own message where the config is read
+
+
 def _speculative_spelling(engine, vllm_given, sglang_given, version=None) -> None:
     """Under --engine, that engine's speculative options only (as SGLang's --enable-dp-attention is refused under
     --engine vllm): vLLM takes --speculative-config (from VLLM_SPECULATIVE_CONFIG_FROM at --engine-version `version`),
@@ -293,12 +312,18 @@ def _speculative_spelling(engine, vllm_given, sglang_given, version=None) -> Non
 
     which = Engine.of(engine, "--engine") if engine else None
     at = engine_release(version) if version else None
+    if (which is Engine.vllm and vllm_given and at is not None and VLLM_NO_DRAFT_MODEL[0] <= tuple(at)[:2]
+            <= VLLM_NO_DRAFT_MODEL[1] and _draft_model_method(vllm_given)):
+        fail(f"vllm {version} refuses a separate draft model (draft_model: 'Speculative decoding with draft model is not "
+             "supported yet': 0.10.0 config.py:2853, 0.11.0 config/speculative.py:347-353): give an eagle / mtp "
+             "method, or another --engine-version")
     if which is Engine.vllm and vllm_given and at is not None and tuple(at) < VLLM_SPECULATIVE_CONFIG_FROM:
         fail(f"--speculative-config is vLLM's from 0.8.2; vllm {version} spells drafts --speculative-model and "
              "--num-speculative-tokens, which rooflab does not read: give --engine-version 0.8.2 or later")
     if which is Engine.vllm and sglang_given:
-        fail("--speculative-algorithm / --speculative-num-draft-tokens are SGLang's; vLLM's is --speculative-config "
-             "'{\"method\": \"eagle\", \"num_speculative_tokens\": K}': give that, or --engine sglang")
+        fail("--speculative-algorithm / --speculative-num-draft-tokens / --speculative-num-steps are SGLang's; "
+             "vLLM's is --speculative-config '{\"method\": \"eagle\", \"num_speculative_tokens\": K}': give that, or "
+             "--engine sglang")
     if which is Engine.sglang and vllm_given:
         fail("--speculative-config is vLLM's; SGLang's are --speculative-algorithm NAME --speculative-num-draft-tokens "
              "N: give those, or --engine vllm")
