@@ -273,6 +273,11 @@ class Deployment:
                                f"head(s), so TP replicates each {max(1, tp // kv_heads)} time(s) and DCP can "
                                f"split at most that many ways (vLLM: DCP <= TP / H_kv); use --kv-parallel "
                                f"{dcp} to add GPUs instead")
+        spec = self.speculative
+        if spec is not None and spec.method is SpecMethod.mtp and not model.mtp_layers:
+            raise InputError(f"speculative method mtp: {model.name} ships no multi-token-prediction layers "
+                             "(ModelSpec.mtp_layers 0: its config has no num_nextn_predict_layers); vLLM refuses "
+                             "it (vllm 0.11.0 config/speculative.py:218-233): give eagle, or a draft model")
         if self.expert_parallel > 1:
             if not model.is_moe:
                 raise InputError(f"expert parallel size (--ep) {self.expert_parallel}: {model.name} has no routed "

@@ -155,7 +155,6 @@ def test_dp_attention_idle_ranks_bring_no_prefills(tmp_path):
 
 @pytest.mark.parametrize("model", ["llama-3-8b", "qwen3-30b-a3b"])
 @pytest.mark.parametrize("command", ["serve", "report"])
-@pytest.mark.xfail(strict=True, reason="MTP priced on a checkpoint without MTP layers; vLLM 0.11.0 refuses")
 def test_mtp_on_a_model_without_mtp_layers_is_refused(model, command, tmp_path):
     """Input: `rooflab serve -m llama-3-8b -g h200-sxm --engine vllm --engine-version 0.11.0 --speculative-config
     '{"method": "mtp", "num_speculative_tokens": 1}' --max-concurrency 4` (also qwen3-30b-a3b, "deepseek_mtp", and

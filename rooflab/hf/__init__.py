@@ -27,7 +27,7 @@ from typing import Optional
 
 from ..errors import SpecError
 from ..specs import ModelSpec
-from .common import FP16_NOT_SUPPORTED
+from .common import FP16_NOT_SUPPORTED, mtp_layers
 from .export import export_hf_config
 from .families import EXCLUDED
 from .quant import unquantized_parameters
@@ -68,6 +68,8 @@ def from_hf_config(data: dict, where: str, name: Optional[str] = None) -> ModelS
             raise SpecError(where, "text_config", text, f"missing: {arch} keeps its text model there")
     fields = family.read(Fields(text, where, prefix, data if family.nested else {}, family.defaults))
     fields.setdefault("fp16_supported", data.get("model_type") not in FP16_NOT_SUPPORTED)
+    fields.setdefault("mtp_layers", mtp_layers(Fields(text, where, prefix, data if family.nested else {}, {}),
+                                               data.get("model_type")))
     excluded = fields.pop(EXCLUDED, ())
     label = name or str(data.get("_name_or_path") or "").rstrip("/").split("/")[-1] or arch
     try:

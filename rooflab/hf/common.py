@@ -207,6 +207,26 @@ def _method(config: dict, m: ModelSpec) -> dict:
     return config
 
 
-__all__ = ["HF_KINDS", "HF_NAMES", "MAX_PERIOD", "TORCH_DTYPES", "chunk_type", "compress", "layer_kinds",
+__all__ = ["HF_KINDS", "HF_NAMES", "MAX_PERIOD", "MTP_KEYS", "MTP_MODEL_TYPES", "mtp_layers", "TORCH_DTYPES", "chunk_type", "compress", "layer_kinds",
            "linear_type", "moe", "moe_layout", "quantization_config", "sparse_step_layers", "stack",
            "weight_dtype", "window_type"]
+
+
+#: config.json's names of the multi-token-prediction layers a checkpoint ships (DeepSeek-V3, Kimi K2, GLM-4.5:
+#: num_nextn_predict_layers, vllm 0.11.0 config/speculative.py:152-190; Qwen3-Next: mtp_num_hidden_layers;
+#: MiniMax-M2: num_mtp_modules).
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+
+
+#: model_types vLLM drafts MTP for whatever the config counts (qwen3_next -> qwen3_next_mtp, vllm 0.11.0
+#: config/speculative.py:185-192; Qwen3-Next ships one MTP layer, its model card's "Multi-Token Prediction").
+MTP_MODEL_TYPES = {"qwen3_next": 1}
+
+
+def mtp_layers(c: Fields, model_type=None) -> int:
+    """The MTP layers the config states (the first of MTP_KEYS it has), else its model_type's (MTP_MODEL_TYPES),
+    else 0."""
+    for key in MTP_KEYS:
+        if c.raw(key, None) is not None:
+            return c.count(key, lo=0, hi=64)
+    return MTP_MODEL_TYPES.get(model_type, 0)

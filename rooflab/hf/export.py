@@ -81,6 +81,7 @@ def export_hf_config(model: ModelSpec, architecture: Optional[str] = None) -> di
     if arch not in WRITERS:
         raise SpecError(model.name, "architecture", arch, f"the exporter writes {', '.join(WRITERS)}")
     out = WRITERS[arch](model)
+    _write_mtp(model, out)
     if (out.get("model_type") not in FP16_NOT_SUPPORTED) != model.fp16_supported:
         raise SpecError(model.name, "fp16_supported", model.fp16_supported,
                         f"{arch} (model_type {out.get('model_type')}) is "
@@ -88,4 +89,24 @@ def export_hf_config(model: ModelSpec, architecture: Optional[str] = None) -> di
     return out
 
 
-__all__ = ["WRITERS", "choose_architecture", "export_hf_config"]
+#: The config key a model_type counts its MTP layers under where it is not num_nextn_predict_layers (hf.MTP_KEYS).
+MTP_KEY_BY_TYPE = {"minimax_m2": "num_mtp_modules"}
+
+
+def _write_mtp(model: ModelSpec, out: dict) -> None:
+    """ModelSpec.mtp_layers into `out` as hf.mtp_layers reads it back: under the model_type's key, or implied by a
+    model_type that always ships them (hf.MTP_MODEL_TYPES: another count is a SpecError)."""
+    from .common import MTP_MODEL_TYPES
+
+    kind = out.get("model_type")
+    if kind in MTP_MODEL_TYPES:
+        if model.mtp_layers != MTP_MODEL_TYPES[kind]:
+            raise SpecError(model.name, "mtp_layers", model.mtp_layers,
+                            f"{kind} ships {MTP_MODEL_TYPES[kind]} MTP layer(s) by its model_type; a config cannot "
+                            f"say {model.mtp_layers}")
+        return
+    if model.mtp_layers:
+        out[MTP_KEY_BY_TYPE.get(kind, "num_nextn_predict_layers")] = model.mtp_layers
+
+
+__all__ = ["MTP_KEY_BY_TYPE", "WRITERS", "choose_architecture", "export_hf_config"]

@@ -114,6 +114,9 @@ class ModelSpec:
         default=FrozenDict())
     fp16_supported: bool = spec_field(doc="false for models vLLM refuses to run in fp16 (Gemma 2 and 3, GLM-4: "
                                       "_FLOAT16_NOT_SUPPORTED_MODELS); 'auto' then never picks fp16", default=True)
+    mtp_layers: int = spec_field(0, 64, "layers", "multi-token-prediction layers the checkpoint ships (config.json "
+                                 "num_nextn_predict_layers, mtp_num_hidden_layers or num_mtp_modules): what an "
+                                 "engine's mtp method drafts with (0: none; the method is refused)", default=0)
     vision_parameters: int = spec_field(0, 1e16, "parameters", "a vision-language model's vision tower and "
                                         "projector, held in the checkpoint's dtype (the language model is what "
                                         "is planned)", default=0)
