@@ -261,7 +261,6 @@ def sampler_note(s: Resolved, per_logit: int) -> str:
     return f"PyTorch's sort of the vocabulary ({per_logit} bytes a logit): no FlashInfer sampler"
 
 
-
 def _flashinfer_may_sample(s: Resolved) -> bool:
     """FlashInfer's sampler can run: it is installed on an NVIDIA GPU (Resolved.flashinfer_sampler) and no processed
     --logprobs-mode keeps the native one (from V1_PROCESSED_LOGPROBS_NATIVE_RELEASE; vocab.LogprobsMode)."""
