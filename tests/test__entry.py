@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import rooflab.cli
+import rooflab.output
 from rooflab import _entry
 
 
@@ -23,6 +24,11 @@ def _started(monkeypatch) -> dict:
                     frozen=gc.get_freeze_count())
 
     monkeypatch.setattr(rooflab.cli, "main", probe)
+    # main() calls output.finish_once_written(), a process-wide switch: restore it after the test, or every later
+    # in-process command in this worker ignores SIGINT / SIGTERM / SIGHUP once it writes (test_output's signal test
+    # then saw SIGHUP ignored, depending on which tests shared its xdist worker)
+    monkeypatch.setattr(rooflab.output, "_FINISH_ONCE_WRITTEN", rooflab.output._FINISH_ONCE_WRITTEN)
+    monkeypatch.setattr(rooflab.output, "_FINISHING", rooflab.output._FINISHING)
     try:
         _entry.main()
     finally:

@@ -8,7 +8,7 @@ import typer
 
 from ..output import Format
 from ..units import DType
-from ..vocab import CeilingSource, Engine, Phase, StepKind
+from ..vocab import CeilingSource, Engine, Phase, StepKind, engine_release, release_of
 from ..cost.paged import MAX_Q_LEN
 from ..limits import MAX_GPUS, MAX_TOKENS
 from . import deployment_options as dopt
@@ -165,10 +165,8 @@ def report(
     from ..render import render_report
     from ..report import decode_report, prefill_report
 
-    # rooflab's and the engines' names of one setting agree; under --engine, that engine's refusals (SGLang's
-    # --kv-cache-dtype names) as capacity applies them
-    from ..vocab import release_of
-
+    # rooflab's and the engines' names of one setting agree; under --engine, that engine's and its release's
+    # refusals (SGLang's --kv-cache-dtype names, a vLLM release's) as capacity applies them
     eng = Engine.of(engine, "--engine") if engine else None
     words, _, _ = dopt.words_of(ctx).resolve(engine=eng, release=release_of(engine_version, "--engine-version", eng)
                                              if eng and engine_version else None)
@@ -307,9 +305,7 @@ def _draft_model_method(spec_config) -> bool:
 def _speculative_spelling(engine, vllm_given, sglang_given, version=None) -> None:
     """Under --engine, that engine's speculative options only (as SGLang's --enable-dp-attention is refused under
     --engine vllm): vLLM takes --speculative-config (from VLLM_SPECULATIVE_CONFIG_FROM at --engine-version `version`),
-    SGLang --speculative-algorithm / --speculative-num-draft-tokens."""
-    from ..vocab import engine_release
-
+    SGLang --speculative-algorithm / --speculative-num-draft-tokens / --speculative-num-steps."""
     which = Engine.of(engine, "--engine") if engine else None
     at = engine_release(version) if version else None
     if (which is Engine.vllm and vllm_given and at is not None and VLLM_NO_DRAFT_MODEL[0] <= tuple(at)[:2]

@@ -44,7 +44,7 @@ class Parallel:
 
 
 def parallel_of(ctx: typer.Context, engine: str, dcp, dp, dp_attention, ep, enable_ep, pp, eager, spec_config,
-              spec_algorithm, spec_tokens, draft_model, acceptance) -> Parallel:
+                spec_algorithm, spec_tokens, draft_model, acceptance) -> Parallel:
     """serve's Parallel from its options; the speculative ones read as report --phase step reads them (that
     engine's spelling under --engine; --acceptance-rate only with drafts)."""
     spec_tokens = sglang_draft_tokens(ctx, spec_tokens)
@@ -56,19 +56,20 @@ def parallel_of(ctx: typer.Context, engine: str, dcp, dp, dp_attention, ep, enab
 
 
 def replica_of(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, output_len, range_ratio, style,
-             page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None, version=None,
-             parallel: Parallel = Parallel()):
+               page_size, utilization, max_num_seqs, max_tokens, mixed, hit_rate, top=None, version=None,
+               parallel: Parallel = Parallel()):
+    """The replica serve and plot serve price: the deployment from their options, the workload, the engine's
+    scheduler at its release."""
     from ..deployment import Deployment
+    from ..deployment_words import DeploymentWords
     from ..errors import InputError
     from ..load import load_gpu, load_model
     from ..serve import Engine, Lengths, Replica, Scheduler, Workload
-    from ..deployment_words import DeploymentWords
     from ..units import DType
-
-    eng = Engine.of(engine, "--engine")
-    # the one KV-dtype vocabulary (engines.vocab.parse_kv_cache_dtype), with the engine's refusals (SGLang's names)
     from ..vocab import release_of
 
+    eng = Engine.of(engine, "--engine")
+    # the one KV-dtype vocabulary (engines.vocab.parse_kv_cache_dtype), with the engine's and release's refusals
     release = release_of(version, "--engine-version", eng) if version else None
     words = DeploymentWords(kv_cache_dtype=kv_cache_dtype).resolve(engine=eng, release=release)[0]
     kv = words.kv_cache_dtype
@@ -99,7 +100,7 @@ def replica_of(model, gpu, engine, tp, weight_words, kv_cache_dtype, input_len, 
                Engine.trtllm: dict(max_batch_size=max_num_seqs, max_num_tokens=max_tokens)}[eng]
     scheduler = Scheduler.default(eng, memory, prefix_cache_hit_rate=hit_rate, **options)
     if version is not None:                      # the release whose step kernels price the steps
-        scheduler = dataclasses.replace(scheduler, version=version)
+        scheduler = scheduler.replace(version=version)
     return Replica.build(spec, g, deployment, workload, scheduler, max_concurrency=top)
 
 

@@ -35,8 +35,8 @@ def rank_scheduler(scheduler: Scheduler, ranks: int) -> Scheduler:
     if seqs is not None and seqs < ranks:
         raise InputError(f"--max-running-requests {seqs:,} over {ranks} attention ranks (--dp {ranks}) gives each "
                          f"rank {seqs // ranks} (SGLang divides it): give at least {ranks}")
-    return scheduler.replace(max_num_seqs=None if seqs is None else max(1, seqs // ranks),
-                             max_num_batched_tokens=max(1, scheduler.max_num_batched_tokens // ranks))
+    return scheduler.replace(max_num_seqs=None if seqs is None else seqs // ranks,
+                             max_num_batched_tokens=scheduler.max_num_batched_tokens // ranks)
 
 
 def _less_the_draft(kv_tokens: int, plan, model: ModelSpec, deployment: Deployment, context_len: int,

@@ -1,7 +1,8 @@
 """The fixed-concurrency steady state in closed form: continuous batching with chunked prefill, as a formula.
 
 A closed loop of c requests (`--max-concurrency c`, every request queued): R = min(c, max_num_seqs, KV limit)
-run at once, the rest wait (per attention rank under data-parallel attention: below). Of the running ones, D decode and W are in their prefill. Per request: P prompt
+run at once, the rest wait (per attention rank under data-parallel attention: below). Of the running ones, D
+decode and W are in their prefill. Per request: P prompt
 tokens computed (after prefix-cache hits), O output tokens, the first from the prefill's last step, O - 1 decode
 steps. With τ the mean step time a decoding request sees and T_pre the time from admission to the first token:
 
@@ -16,22 +17,23 @@ lengths vary) bring n P prefill tokens:
     mixed (vLLM V1, SGLang --enable-mixed-chunk, TensorRT-LLM)   a step holds D decodes and min(B - D, n P)
         prefill tokens (B: --max-num-batched-tokens); τ = E_n[t(D, D L, min(B - D, n P))]; a prompt longer than
         B - D takes ceil(n P / (B - D)) steps; past B (O - 1) / (P + O - 1) decodes the prefill budget binds.
-    apart (SGLang's default, vLLM V0 without chunked prefill)   a decode step t(D, D L, 0), then, when n > 0, prefill steps of up to B tokens
+    apart (SGLang's default, vLLM V0 without chunked prefill)   a decode step t(D, D L, 0), then, when n > 0,
+        prefill steps of up to B tokens
         each (decodes wait): τ = t(D, D L, 0) + E_n[ceil(n P / B) t(0, 0, min(B, n P))].
 
 Speculative decoding (Deployment.speculative: k drafts verified a step at acceptance a): each decode step scores
 q = k + 1 tokens a sequence (the step table's q_len; its draft's cost with it) and emits E = (1 - a^(k+1)) / (1 - a)
 tokens in expectation, so a request takes (O - 1) / E decode steps, the decodes use D q of the step's token budget,
 TPOT = τ / E and tok/s/user = E / τ (vllm bench serve's TPOT: (E2E - TTFT) / (O - 1)); ITL stays τ, a streamed
-chunk a step. E is the mean: the spread of accepted lengths is not priced, except that a request never takes fewer
-steps than its tokens need at k + 1 a step (a short output: at least one step).
+chunk a step. E is the mean: the spread of accepted lengths is not priced, except that a request with tokens left
+takes at least one step (a short output).
 
 Data-parallel attention over N ranks (SGLang's --enable-dp-attention --dp N; Replica.ranks): requests are dealt
 evenly, each rank schedules its own into its own KV pool (Replica.rank_kv_limit, rank_running_limit; SGLang splits
 --max-running-requests and --chunked-prefill-size over the ranks), and the ranks step together (the MoE's
 collectives wait for every rank), so every request moves at the busiest rank's pace: the equations above run for
 R = min(ceil(c / N), the rank's limit), and the throughput counts min(c, N R) requests running. A step's prefill
-arrivals are every rank's (Poisson of N m), the busiest rank's ceil(n / N) of them set its prefill: one rank
+arrivals are those of every rank with requests (Poisson of N m), the busiest rank's ceil(n / N) of them set its prefill: one rank
 prefilling makes every rank's step a prefill step (sglang 0.5.12 srt/managers/scheduler_dp_attn_mixin.py:112-113
 gathers is_extend_in_batch over the DP group). D, the prefill tokens a step and the step's time are a rank's; the
 dealing's imbalance past the ceiling (SGLang's default balancer is round-robin, blind to load:
@@ -185,8 +187,7 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     spec = replica.deployment.speculative
     per_step, q = (spec.tokens_per_step, spec.query_tokens) if spec is not None else (1.0, 1)
     left = max(w.output.mean - 1.0, 1e-9)                         # tokens a request decodes
-    # decode steps a request takes: E's mean, never fewer than its tokens need at q a step (one at least)
-    decodes = max(left / per_step, left / q, min(left, 1.0))
+    decodes = max(left / per_step, min(left, 1.0))                # decode steps a request takes: one at least
     prompt = replica.scheduler.prefill_tokens(w.input.mean)
     context = replica.mean_context_tokens
     ranks = replica.ranks
@@ -196,7 +197,8 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
     d = running * decodes / (decodes + 1.0)
     budget = replica.scheduler.max_num_batched_tokens
     cap = budget * decodes / (prompt + decodes * q) if replica.scheduler.mixed else float("inf")
-    active = min(float(concurrency), running * ranks) / running   # the ranks with requests
+    everyone = min(float(concurrency), running * ranks)          # running over the ranks
+    active = everyone / running                                    # the ranks with requests
     for _ in range(200):
         tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, active)
         target = min(running / (1.0 + t_pre / (decodes * tau)), cap, running)
@@ -205,8 +207,7 @@ def solve(replica: Replica, concurrency: int, estimate: str = "predicted") -> Op
             break
         d = 0.5 * d + 0.5 * target
     tau, t_pre, p_step, bound = _mix(t, replica.scheduler, d, context, prompt, decodes, q, active)
-    everyone = min(float(concurrency), running * ranks)          # running over the ranks
-    x = d / (decodes * tau) * everyone / running                   # requests/s over the ranks
+    x = d / (decodes * tau) * active                               # requests/s over the ranks
     queue = (concurrency - everyone) / x if concurrency > everyone else 0.0
     # Little's law over the running requests: those past the D decoding wait in prefill (more than _mix's T_pre where
     # the step's token budget binds the decodes)

@@ -444,7 +444,8 @@ def sampler_of(value) -> Sampler:
 
 __all__ = ["EAGER_SAMPLER_WORDS", "MEASURED_TIMINGS", "SAMPLER_FACTS", "SAMPLER_GPU", "SAMPLER_SEQUENCES",
            "SAMPLING_VARIANT", "SEQUENCE_OPS", "V0_GRAPH_INPUT_BYTES_PER_ROW", "V0_MAX_CAPTURED_BATCH",
-           "V0_MAX_CAPTURED_SEQ_LEN", "graph_replayed", "leaves_graph", "load_sampler_times", "measured_sequence_time", "outside_graph_words", "Sampler",
+           "V0_MAX_CAPTURED_SEQ_LEN", "graph_replayed", "leaves_graph", "load_sampler_times", "measured_sequence_time",
+           "outside_graph_words", "Sampler",
            "sampler_fact", "sampler_impl", "sampler_kernels", "sampler_of", "sampler_sequences", "sampler_time",
            "sampler_words", "SamplerFact", "SamplerOp", "SamplerSequence", "SamplerTime", "SamplerTimes",
            "SamplerTiming", "sequence_bytes"]
